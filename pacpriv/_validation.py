@@ -1,0 +1,119 @@
+"""Input validation at the public boundary.
+
+Messages name the argument, the allowed range (with open/closed brackets) and the value
+received, following ``sklearn.utils.validation.check_scalar``. ``TypeError`` for the wrong
+kind, ``ValueError`` for the wrong value.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["check_array_real", "check_int", "check_real"]
+
+
+def _interval(low, high, low_inclusive, high_inclusive) -> str:
+    lo = "-inf" if low is None else repr(low)
+    hi = "inf" if high is None else repr(high)
+    left = "[" if (low is not None and low_inclusive) else "("
+    right = "]" if (high is not None and high_inclusive) else ")"
+    return f"{left}{lo}, {hi}{right}"
+
+
+def check_real(
+    value,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+    allow_inf: bool = False,
+) -> float:
+    """Validate a real scalar and return it as ``float``.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number (``bool`` is rejected).
+    ValueError
+        If ``value`` is NaN, infinite (unless ``allow_inf``) or outside the interval.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {type(value).__name__} {value!r}.")
+    v = float(value)
+    interval = _interval(low, high, low_inclusive, high_inclusive)
+    if math.isnan(v) or (math.isinf(v) and not allow_inf):
+        raise ValueError(f"`{name}` must be a finite number in {interval}; got {value!r}.")
+    bad = (
+        (low is not None and (v < low or (v == low and not low_inclusive)))
+        or (high is not None and (v > high or (v == high and not high_inclusive)))
+    )
+    if bad:
+        raise ValueError(f"`{name}` must be in {interval}; got {value!r}.")
+    return v
+
+
+def check_int(value, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """Validate an integer scalar (numpy integers accepted, ``bool`` and floats rejected).
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not an integer.
+    ValueError
+        If ``value`` is outside ``[low, high]``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer; got {type(value).__name__} {value!r}.")
+    v = int(value)
+    if (low is not None and v < low) or (high is not None and v > high):
+        raise ValueError(f"`{name}` must be an integer in {_interval(low, high, True, True)}; got {v}.")
+    return v
+
+
+def check_array_real(
+    value,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+    integer: bool = False,
+) -> np.ndarray:
+    """Validate a real scalar or array elementwise and return a float64 (or int64) array.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not numeric (or not integral when ``integer``).
+    ValueError
+        If any element is NaN/inf or outside the interval.
+    """
+    arr = np.asarray(value)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"`{name}` must be numeric; got {arr.dtype} {value!r}.")
+    if integer:
+        if not np.issubdtype(arr.dtype, np.integer):
+            as_float = arr.astype(np.float64)
+            if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
+                raise TypeError(f"`{name}` must be integer-valued; got {value!r}.")
+        arr = arr.astype(np.float64)
+    else:
+        arr = arr.astype(np.float64)
+    interval = _interval(low, high, low_inclusive, high_inclusive)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"`{name}` must be finite and in {interval}; got {value!r}.")
+    bad = np.zeros(arr.shape, dtype=bool)
+    if low is not None:
+        bad |= (arr < low) | ((arr == low) & (not low_inclusive))
+    if high is not None:
+        bad |= (arr > high) | ((arr == high) & (not high_inclusive))
+    if np.any(bad):
+        first = arr[bad].flat[0]
+        raise ValueError(f"`{name}` must be in {interval}; got {first!r}.")
+    return arr

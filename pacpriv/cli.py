@@ -1,0 +1,60 @@
+"""The ``pacpriv`` command line: a thin argparse layer over the library.
+
+Subcommands live in :mod:`pacpriv._cli` (one module per group, each with
+``add_parser(subparsers)``); every handler calls a keyword-only library function and
+prints a human table (or ``--json``). Bad input -- a ``ValueError``, ``TypeError``,
+``FileNotFoundError``, ``ImportError`` or ``KeyError`` raised while the arguments are
+resolved or validated -- prints one line ``pacpriv: error: ...`` to stderr and exits with
+status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["UsageError", "build_parser", "main"]
+
+
+class UsageError(Exception):
+    """Raised by CLI handlers for bad input; printed as one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every subcommand group registered."""
+    from pacpriv import __version__
+    from pacpriv._cli import GROUPS
+
+    parser = argparse.ArgumentParser(
+        prog="pacpriv",
+        description=(
+            "Measure and control membership leakage: PAC Privacy for black-box functions "
+            "and DP-SGD with random allocation."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"pacpriv {__version__}")
+    sub = parser.add_subparsers(dest="group", metavar="{" + ",".join(GROUPS) + "}")
+    sub.required = True
+    for name, module in GROUPS.items():
+        module.add_parser(sub, name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 2 bad input, 130 interrupted)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"pacpriv: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pacpriv: interrupted (finished trials are kept in the checkpoint)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

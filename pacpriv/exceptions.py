@@ -1,0 +1,77 @@
+"""Exceptions and warnings raised by pacpriv.
+
+Every class subclasses a built-in, so ``except RuntimeError`` or ``except ValueError``
+keeps working for callers who do not know pacpriv's hierarchy (the scikit-learn
+``sklearn/exceptions.py`` convention).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceededError",
+    "CalibrationError",
+    "CheckpointError",
+    "ConstantOutputWarning",
+    "DegenerateOutputWarning",
+    "MechanismError",
+    "PacprivWarning",
+    "VacuousBoundWarning",
+]
+
+
+class MechanismError(RuntimeError):
+    """A mechanism raised, returned a non-finite value or changed its output shape.
+
+    Parameters
+    ----------
+    message : str
+        Human-readable description (already names the trial and its seed).
+    trial_index : int
+        Index of the failing trial in ``range(n_trials)``.
+    seed : dict
+        ``{"entropy": int, "spawn_key": list[int]}`` of the trial's
+        :class:`numpy.random.SeedSequence`; ``numpy.random.SeedSequence(**seed)``
+        rebuilds it so the failure can be replayed.
+
+    The original exception, if any, is chained as ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, trial_index: int, seed: dict) -> None:
+        super().__init__(message)
+        self.trial_index = trial_index
+        self.seed = seed
+
+    def __reduce__(self):  # keep attributes across process boundaries (loky, dask)
+        return (_rebuild_mechanism_error, (self.args[0], self.trial_index, self.seed))
+
+
+def _rebuild_mechanism_error(message: str, trial_index: int, seed: dict) -> MechanismError:
+    return MechanismError(message, trial_index=trial_index, seed=seed)
+
+
+class CalibrationError(RuntimeError):
+    """A root search or calibration could not reach a certified answer."""
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is corrupt or belongs to a different run (mechanism, sampler, seed...)."""
+
+
+class BudgetExceededError(RuntimeError):
+    """A release would take the cumulative mutual-information budget over its cap."""
+
+
+class PacprivWarning(UserWarning):
+    """Base class of pacpriv's warnings."""
+
+
+class DegenerateOutputWarning(PacprivWarning, RuntimeWarning):
+    """Simulated outputs are (numerically) degenerate, e.g. tiny negative eigenvalues clipped."""
+
+
+class ConstantOutputWarning(DegenerateOutputWarning):
+    """The mechanism's output did not vary across trials: no noise is needed."""
+
+
+class VacuousBoundWarning(PacprivWarning):
+    """A privacy bound is vacuous (e.g. a membership-inference accuracy bound of 1)."""
