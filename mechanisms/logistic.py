@@ -1,0 +1,112 @@
+"""Logistic-regression coefficients over a fixed public class list.
+
+Output
+------
+``ndarray`` of shape ``(K_out * p + K_out,)``, float64: the coefficients (row-major,
+``K_out`` rows of ``p``) followed by the ``K_out`` intercepts of an L2-regularised
+:class:`sklearn.linear_model.LogisticRegression` (lbfgs solver; softmax/multinomial for
+``K >= 3``). ``K_out = 1`` for a binary problem (the row is the log-odds of ``classes[1]``
+against ``classes[0]``) and ``K_out = K`` otherwise.
+
+Fixed shape
+-----------
+The class list is public and given at construction (``classes=``); the output never depends on
+which labels a subset contains. Features are standardised with public constants
+``(X - center) / scale`` (pass a published range's midpoint and half-width, or omit them).
+Absent classes and tiny subsets follow the rules of :mod:`mechanisms._linear`: rows of absent
+classes are the public placeholder 0; a subset with fewer than two classes (including ``n = 0``
+and ``n = 1``) returns all zeros, the limit of the L2-regularised fit as the data vanish.
+
+Canonicalisation
+----------------
+lbfgs is deterministic; the rows are sorted (label, then features) before fitting so the output
+does not depend on record order. ``rng`` is ignored. Convergence warnings are silenced: the
+iterate after the fixed, public ``max_iter`` is a deterministic function of the subset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mechanisms._common import split_supervised
+from mechanisms._linear import check_classes, check_scaling, fit_embedded, standardise
+
+__all__ = ["LogisticCoefficients", "logistic_coefficients", "make_logistic"]
+
+
+@dataclass(frozen=True)
+class LogisticCoefficients:
+    """Logistic-regression coefficients and intercepts (picklable callable).
+
+    Parameters
+    ----------
+    classes : tuple
+        Public class list (>= 2 distinct labels); fixes the output shape.
+    C : float
+        Inverse L2 regularisation strength (> 0).
+    max_iter : int
+        lbfgs iteration budget.
+    center, scale : tuple of float or None
+        Public standardisation constants, scalar or per feature.
+    """
+
+    classes: tuple = (0, 1)
+    C: float = 1.0
+    max_iter: int = 200
+    center: tuple[float, ...] | None = None
+    scale: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "classes", check_classes(self.classes))
+        center, scale = check_scaling(self.center, self.scale)
+        object.__setattr__(self, "center", center)
+        object.__setattr__(self, "scale", scale)
+        if not (np.isfinite(self.C) and self.C > 0):
+            raise ValueError(f"`C` must be a finite number > 0; got {self.C!r}.")
+        if int(self.max_iter) < 1:
+            raise ValueError(f"`max_iter` must be >= 1; got {self.max_iter!r}.")
+
+    def __call__(self, subset, *, rng=None) -> np.ndarray:
+        """Coefficients then intercepts, shape ``(K_out * (p + 1),)``."""
+        from sklearn.linear_model import LogisticRegression
+
+        X, y = split_supervised(subset, mechanism="logistic")
+        Z = standardise(X, self.center, self.scale)
+        est = LogisticRegression(C=float(self.C), max_iter=int(self.max_iter))
+        return fit_embedded(est, Z, y, self.classes, binary_scale=0.5)
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable configuration."""
+        return {
+            "mechanism": "logistic",
+            "classes": list(self.classes),
+            "C": float(self.C),
+            "max_iter": int(self.max_iter),
+            "center": None if self.center is None else list(self.center),
+            "scale": None if self.scale is None else list(self.scale),
+        }
+
+
+def make_logistic(
+    *,
+    classes: Sequence,
+    C: float = 1.0,
+    max_iter: int = 200,
+    center: float | Sequence[float] | None = None,
+    scale: float | Sequence[float] | None = None,
+) -> LogisticCoefficients:
+    """Build a logistic-regression mechanism; see :class:`LogisticCoefficients`."""
+    return LogisticCoefficients(
+        classes=tuple(classes), C=C, max_iter=max_iter, center=center, scale=scale
+    )
+
+
+def logistic_coefficients(subset, *, rng=None) -> np.ndarray:
+    """Default: binary classes ``(0, 1)``, ``C = 1``, no standardisation; shape ``(p + 1,)``."""
+    return _DEFAULT(subset)
+
+
+_DEFAULT = LogisticCoefficients()

@@ -1,0 +1,142 @@
+"""Readers for data-pool files (.csv, .npy, .npz), used by :mod:`pacpriv.datasets`.
+
+Each reader returns ``(X, y, feature_names, target_names)`` with ``X`` float64 of shape
+``(n, p)``, ``y`` an array of shape ``(n,)`` or ``None``, and raises ``ValueError`` with the
+file, line and column of the first problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["read_csv", "read_numpy"]
+
+
+def _float_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _label_index(label_column, header: list[str] | None, n_cols: int, path: Path) -> int | None:
+    if label_column is None:
+        return None
+    if isinstance(label_column, str):
+        if header is None:
+            raise ValueError(
+                f"`label_column`={label_column!r} is a name but {str(path)!r} has no header row; "
+                "give a column index."
+            )
+        if label_column not in header:
+            raise ValueError(
+                f"`label_column`={label_column!r} is not a column of {str(path)!r}; "
+                f"columns: {header}."
+            )
+        return header.index(label_column)
+    if isinstance(label_column, bool) or not isinstance(label_column, (int, np.integer)):
+        raise TypeError(
+            f"`label_column` must be an int or a str; got {type(label_column).__name__}."
+        )
+    if not -n_cols <= int(label_column) < n_cols:
+        raise ValueError(
+            f"`label_column` must be in [{-n_cols}, {n_cols - 1}] for {n_cols} columns; "
+            f"got {label_column}."
+        )
+    return int(label_column) % n_cols
+
+
+def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
+    """Read a numeric CSV; the first row is a header when any of its fields is not a number."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = [
+            (lineno, [f.strip() for f in row])
+            for lineno, row in enumerate(csv.reader(fh, delimiter=delimiter), start=1)
+            if row and any(f.strip() for f in row)
+        ]
+    if not rows:
+        raise ValueError(f"dataset file {str(path)!r} is empty.")
+    header = None
+    if any(_float_or_none(f) is None for f in rows[0][1]):
+        header, rows = rows[0][1], rows[1:]
+    if not rows:
+        raise ValueError(f"dataset file {str(path)!r} has a header but no data rows.")
+    n_cols = len(header) if header is not None else len(rows[0][1])
+    label = _label_index(label_column, header, n_cols, path)
+    values = np.empty((len(rows), n_cols))
+    labels: list[str] = []
+    for i, (lineno, fields) in enumerate(rows):
+        if len(fields) != n_cols:
+            raise ValueError(
+                f"{path}, line {lineno}: expected {n_cols} fields, found {len(fields)}."
+            )
+        for j, text in enumerate(fields):
+            if j == label:
+                labels.append(text)
+                continue
+            v = _float_or_none(text)
+            if v is None or not math.isfinite(v):
+                kind = "non-numeric" if v is None else "non-finite"
+                raise ValueError(
+                    f"{path}, line {lineno}, column {j + 1}: {kind} value {text!r}; features "
+                    "must be finite numbers."
+                )
+            values[i, j] = v
+    names = header if header is not None else [f"x{j}" for j in range(n_cols)]
+    if label is None:
+        return values, None, names, None
+    keep = [j for j in range(n_cols) if j != label]
+    X, feature_names = values[:, keep], [names[j] for j in keep]
+    numeric = [_float_or_none(t) for t in labels]
+    if all(v is not None and math.isfinite(v) for v in numeric):
+        return X, np.asarray(numeric, dtype=np.float64), feature_names, None
+    target_names, y = np.unique(np.asarray(labels), return_inverse=True)
+    return X, y.astype(np.int64), feature_names, [str(t) for t in target_names]
+
+
+def read_numpy(path: Path, *, label_column=None):
+    """Read a 2-D ``.npy`` array (optionally splitting off ``label_column``) or an ``.npz``
+    archive holding ``X`` and optional ``y``."""
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"cannot read {str(path)!r} as a NumPy file: {err}") from err
+    if path.suffix.lower() == ".npz":
+        with loaded:
+            if label_column is not None:
+                raise ValueError("`label_column` does not apply to .npz files; store `y`.")
+            if "X" not in loaded.files:
+                raise ValueError(
+                    f"{str(path)!r} must hold an array named 'X' (and optionally 'y'); "
+                    f"found {loaded.files}."
+                )
+            X = _numeric(loaded["X"], path, "X")
+            y = _numeric(loaded["y"], path, "y").reshape(-1) if "y" in loaded.files else None
+    else:
+        X, y = _numeric(loaded, path, "array"), None
+        if X.ndim == 2 and label_column is not None:
+            if isinstance(label_column, str):
+                raise TypeError("`label_column` must be an int index for a .npy file.")
+            label = _label_index(label_column, None, X.shape[1], path)
+            y = X[:, label]
+            X = np.delete(X, label, axis=1)
+    if X.ndim != 2:
+        raise ValueError(f"{str(path)!r}: X must be a 2-D array (n, p); got shape {X.shape}.")
+    if y is not None and y.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"{str(path)!r}: X has {X.shape[0]} rows but y has {y.shape[0]} entries."
+        )
+    return X, y, [f"x{j}" for j in range(X.shape[1])], None
+
+
+def _numeric(a: np.ndarray, path: Path, what: str) -> np.ndarray:
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{str(path)!r}: {what} must be numeric; got dtype {a.dtype}.")
+    a = np.asarray(a, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{str(path)!r}: {what} holds non-finite values.")
+    return a

@@ -1,0 +1,314 @@
+"""Data pools: scikit-learn's bundled datasets, CSV and NumPy files.
+
+:func:`load_dataset` returns a frozen :class:`Dataset` whose :attr:`Dataset.pool` is what the
+PAC engine draws subsets from (``X`` or ``(X, y)``) and whose :meth:`Dataset.info` gives the
+mechanism registry the public facts it needs (:class:`DatasetInfo`).
+
+Public feature ranges
+---------------------
+Mechanisms clip or bin features with ranges that must not depend on the secret subset. For the
+bundled datasets we treat the published feature ranges as public knowledge: the summary tables
+of iris, wine and breast cancer (scikit-learn's ``DESCR``, from the UCI repository) list each
+feature's min and max, which equal the pool's; digits pixels are published as integers in
+``[0, 16]``; diabetes features are published pre-scaled and we use the pool's range
+(``bounds_source="published"``). For a user file the ranges are the whole pool's
+(``bounds_source="pool"``): they are independent of which subset is drawn, and the PAC Privacy
+membership game gives the adversary the pool, so they reveal nothing about membership [1]_. They
+are not public in the differential-privacy sense; pass your own bounds to a mechanism when that
+matters.
+
+References
+----------
+.. [1] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, arXiv:2210.03458.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pacpriv._datasets_io import read_csv, read_numpy
+
+__all__ = ["BUNDLED_DATASETS", "Dataset", "DatasetInfo", "load_dataset"]
+
+#: Bundled scikit-learn datasets: name -> (loader name, one-line description).
+BUNDLED_DATASETS: dict[str, tuple[str, str]] = {
+    "iris": ("load_iris", "Fisher's iris: 150 flowers, 4 measurements (cm), 3 species."),
+    "wine": ("load_wine", "UCI wine recognition: 178 wines, 13 chemical features, 3 cultivars."),
+    "breast_cancer": (
+        "load_breast_cancer",
+        "UCI breast cancer Wisconsin (diagnostic): 569 tumours, 30 features, 2 classes.",
+    ),
+    "digits": ("load_digits", "UCI optical digits: 1797 8x8 images, pixels 0..16, 10 classes."),
+    "diabetes": (
+        "load_diabetes",
+        "Efron et al. diabetes: 442 patients, 10 scaled features, continuous target.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """Public facts about a data pool, as used by the mechanism registry.
+
+    Attributes
+    ----------
+    name : str
+        Dataset name.
+    n_records : int
+        Pool size.
+    n_features : int
+        Number of features ``p``.
+    feature_low, feature_high : tuple of float
+        Per-feature range treated as public (see the module docstring), length ``p``.
+    classes : tuple or None
+        Sorted class labels for a classification pool, ``None`` otherwise.
+    feature_names : tuple of str
+        Feature names, length ``p``.
+    bounds_source : {"published", "pool"}
+        Where the ranges come from.
+    """
+
+    name: str
+    n_records: int
+    n_features: int
+    feature_low: tuple[float, ...]
+    feature_high: tuple[float, ...]
+    classes: tuple | None
+    feature_names: tuple[str, ...]
+    bounds_source: str
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable dictionary."""
+        return {
+            "name": self.name,
+            "n_records": self.n_records,
+            "n_features": self.n_features,
+            "feature_low": list(self.feature_low),
+            "feature_high": list(self.feature_high),
+            "classes": None if self.classes is None else list(self.classes),
+            "feature_names": list(self.feature_names),
+            "bounds_source": self.bounds_source,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A data pool (arrays are read-only).
+
+    Attributes
+    ----------
+    name : str
+        Bundled name or the file's stem.
+    X : ndarray of shape (n_records, n_features), float64
+        Features.
+    y : ndarray of shape (n_records,) or None
+        Labels: int64 class labels, or float64 targets for regression; ``None`` if unlabelled.
+    feature_names : tuple of str
+        Length ``n_features``.
+    classes : tuple or None
+        Sorted distinct labels of a classification pool; ``None`` for regression / unlabelled.
+    target_names : tuple of str or None
+        Human-readable class names, aligned with ``classes``.
+    description : str
+        One-line description.
+    source : str
+        Where the data came from (loader or absolute path).
+    feature_low, feature_high : tuple of float
+        Per-feature public range (see the module docstring).
+    bounds_source : {"published", "pool"}
+        Where the ranges come from.
+    """
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray | None
+    feature_names: tuple[str, ...]
+    classes: tuple | None
+    target_names: tuple[str, ...] | None
+    description: str
+    source: str
+    feature_low: tuple[float, ...]
+    feature_high: tuple[float, ...]
+    bounds_source: str
+
+    @property
+    def n_records(self) -> int:
+        """Number of records in the pool."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Number of features ``p``."""
+        return int(self.X.shape[1])
+
+    @property
+    def pool(self):
+        """``(X, y)`` for a labelled pool, ``X`` otherwise: what mechanisms receive subsets of."""
+        return self.X if self.y is None else (self.X, self.y)
+
+    def info(self) -> DatasetInfo:
+        """Public facts for :func:`pacpriv.registry.resolve_mechanism`."""
+        return DatasetInfo(
+            name=self.name,
+            n_records=self.n_records,
+            n_features=self.n_features,
+            feature_low=self.feature_low,
+            feature_high=self.feature_high,
+            classes=self.classes,
+            feature_names=self.feature_names,
+            bounds_source=self.bounds_source,
+        )
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable summary (no arrays)."""
+        return {
+            **self.info().to_dict(),
+            "labelled": self.y is not None,
+            "target_names": None if self.target_names is None else list(self.target_names),
+            "description": self.description,
+            "source": self.source,
+        }
+
+
+def _freeze(a: np.ndarray | None) -> np.ndarray | None:
+    if a is not None:
+        a = np.ascontiguousarray(a)
+        a.setflags(write=False)
+    return a
+
+
+def _make(
+    name, X, y, feature_names, target_names, description, source, low, high, bounds,
+    *, regression: bool = False,
+):  # fmt: skip
+    X = np.asarray(X, dtype=np.float64)
+    classes = None
+    if y is not None:
+        y = np.asarray(y)
+        integral = y.dtype.kind in "iub" or (y.dtype.kind == "f" and np.all(y == np.round(y)))
+        if integral and not regression:
+            y = y.astype(np.int64)
+            classes = tuple(int(c) for c in np.unique(y))
+        else:
+            y = y.astype(np.float64)
+            target_names = None
+    return Dataset(
+        name=name,
+        X=_freeze(X),
+        y=_freeze(y),
+        feature_names=tuple(str(f) for f in feature_names),
+        classes=classes,
+        target_names=None if target_names is None else tuple(str(t) for t in target_names),
+        description=description,
+        source=source,
+        feature_low=tuple(float(v) for v in low),
+        feature_high=tuple(float(v) for v in high),
+        bounds_source=bounds,
+    )
+
+
+def _load_bundled(name: str) -> Dataset:
+    import sklearn.datasets
+
+    loader_name, description = BUNDLED_DATASETS[name]
+    bunch = getattr(sklearn.datasets, loader_name)()
+    X = np.asarray(bunch.data, dtype=np.float64)
+    if name == "digits":  # published pixel range, wider than the pool's for edge pixels
+        low, high = np.zeros(X.shape[1]), np.full(X.shape[1], 16.0)
+    else:
+        low, high = X.min(axis=0), X.max(axis=0)
+    y = np.asarray(bunch.target)
+    names = getattr(bunch, "feature_names", None)
+    if names is None:
+        names = [f"x{j}" for j in range(X.shape[1])]
+    target_names = getattr(bunch, "target_names", None) if name != "diabetes" else None
+    return _make(
+        name, X, y, names, target_names, description,
+        f"sklearn.datasets.{loader_name}", low, high, "published",
+        regression=name == "diabetes",
+    )  # fmt: skip
+
+
+def load_dataset(
+    spec: str | os.PathLike, *, label_column: int | str | None = None, delimiter: str = ","
+) -> Dataset:
+    """Load a data pool.
+
+    Parameters
+    ----------
+    spec : str or path-like
+        A bundled name (``"iris"``, ``"wine"``, ``"breast_cancer"``, ``"digits"``,
+        ``"diabetes"``) or the path of a ``.csv`` (numeric; header row optional), ``.npy``
+        (2-D array) or ``.npz`` (arrays ``X`` and optional ``y``) file.
+    label_column : int or str or None
+        For ``.csv``/``.npy`` files: the column holding the labels (index, negative allowed, or
+        header name). Non-numeric CSV labels are encoded as ``0..K-1`` in sorted order, with the
+        strings kept as ``target_names``. Not allowed for bundled datasets and ``.npz`` files.
+    delimiter : str
+        CSV field delimiter.
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    ValueError
+        Unknown bundled name (the message lists them), unsupported extension, empty file,
+        non-numeric or non-finite CSV value (with line and column), malformed array, bad
+        ``label_column``.
+    FileNotFoundError
+        If the path does not exist.
+    TypeError
+        If ``spec`` is not a str or path, or ``label_column`` is not an int or str.
+
+    Notes
+    -----
+    File labels that are all integer-valued are read as classes (``y`` int64, ``classes`` set);
+    other numeric labels as a regression target (``y`` float64, ``classes=None``).
+
+    Examples
+    --------
+    >>> from pacpriv.datasets import load_dataset
+    >>> iris = load_dataset("iris")
+    >>> iris.X.shape, iris.classes, iris.info().bounds_source
+    ((150, 4), (0, 1, 2), 'published')
+    """
+    if isinstance(spec, str) and spec in BUNDLED_DATASETS:
+        if label_column is not None:
+            raise ValueError(
+                f"`label_column` applies to .csv/.npy files only; {spec!r} is a bundled dataset."
+            )
+        return _load_bundled(spec)
+    if not isinstance(spec, (str, os.PathLike)):
+        raise TypeError(f"`spec` must be a dataset name or a path; got {type(spec).__name__}.")
+    path = Path(spec)
+    suffix = path.suffix.lower()
+    if suffix == "" and not path.exists():
+        raise ValueError(
+            f"unknown dataset {str(spec)!r}; bundled datasets are "
+            f"{', '.join(sorted(BUNDLED_DATASETS))}, or give a .csv, .npy or .npz path."
+        )
+    if suffix not in (".csv", ".npy", ".npz"):
+        raise ValueError(
+            f"unsupported dataset file extension {suffix or '(none)'!r} for {str(path)!r}; "
+            "use .csv, .npy or .npz."
+        )
+    if not path.is_file():
+        raise FileNotFoundError(f"dataset file not found: {path}")
+    if path.stat().st_size == 0:
+        raise ValueError(f"dataset file {str(path)!r} is empty.")
+    if suffix == ".csv":
+        X, y, names, target_names = read_csv(path, label_column=label_column, delimiter=delimiter)
+    else:
+        X, y, names, target_names = read_numpy(path, label_column=label_column)
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"dataset file {str(path)!r} holds no records or no features.")
+    return _make(
+        path.stem, X, y, names, target_names, f"data pool loaded from {path.name}",
+        str(path.resolve()), X.min(axis=0), X.max(axis=0), "pool",
+    )  # fmt: skip

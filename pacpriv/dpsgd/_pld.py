@@ -1,0 +1,314 @@
+"""Certified numerics for the total variation of the random-allocation dominating pair.
+
+Private helper of :mod:`pacpriv.dpsgd.exact`. Notation: one epoch's likelihood ratio under P
+is ``T = (1/M) Σ_i W_i`` with ``W_i = exp(y_i/σ − 1/(2σ²))`` i.i.d., ``y_i ~ N(0, 1)``
+(a mean-one log-normal); ``TV(P^⊗E, Q^⊗E) = E_P[(Π_e T_e − 1)_+]``.
+
+Two chains of *lattice pairs* are built, each a pair of measures ``(p, q)`` on an integer
+lattice:
+
+* **upper** (dominating): every step is an increasing-convex-order increase of the P-law of
+  the likelihood ratio (mean-preserving splits of an atom to the two ends of its cell, a split
+  to "+∞" for the top tail, a move *up* of the negligible bottom tail). ``x ↦ E[(x·R − 1)_+]``
+  is increasing and convex and the order is kept by independent sums and products, so every
+  such step can only increase the final TV (Blackwell dominance).
+* **lower** (dominated): every step is a garbling (data processing): the coordinate's
+  outcome is quantised to a cell, partial sums are grouped by the sum of cell labels, cells
+  are merged, the epoch's outcome is binned by its own likelihood ratio; data processing can
+  only decrease TV, and the final TV of a garbled pair is computed exactly.
+
+Both errors are second order in the cell widths (a mean-preserving spread or a conditional
+mean within a cell), so coarse lattices give tight intervals. The E-fold composition is an
+FFT power over a window whose outside mass is bounded by a Chernoff bound and added on the
+pessimistic side of each bound; FFT round-off is covered by a stated slack.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import fft as sp_fft
+from scipy import signal, special
+
+_TINY_BOTTOM = 1e-17  # bottom-tail mass moved up (upper) / merged (lower) at every level
+
+
+@dataclass
+class _Lattice:
+    """Pair on the S-lattice ``S = (n0 + i)·h`` for a block of ``m`` coordinates."""
+
+    n0: int
+    h: float
+    p: np.ndarray
+    q: np.ndarray | None  # lower chain only; upper chain has q = (S/m)·p
+    q_inf: float  # upper chain: Q-mass with likelihood ratio +inf
+    m: int
+
+
+def _cell_masses(edges: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
+    """P- and Q-mass of W in ``[edges[k], edges[k+1])``; ln W ~ N(∓s²/2, s²) under P/Q."""
+    with np.errstate(divide="ignore"):
+        logw = np.log(edges)
+    out = []
+    for mu in (-0.5 * s * s, 0.5 * s * s):
+        z = (logw - mu) / s
+        lo, hi = z[:-1], z[1:]
+        left = special.ndtr(hi) - special.ndtr(lo)
+        right = special.ndtr(-lo) - special.ndtr(-hi)
+        out.append(np.maximum(np.where(lo < 0, left, right), 0.0))
+    return out[0], out[1]
+
+
+def _coordinate(s: float, h: float, j0: int, k: int, upper: bool) -> _Lattice:
+    """Discretise one coordinate's dichotomy on ``{j0·h, ..., k·h}`` (+ both tails).
+
+    The bottom cell ``[0, j0·h)`` (P-mass below ~1e-18) is moved up to ``j0·h`` (upper chain)
+    or merged into the first cell (lower chain); the top cell ``[k·h, ∞)`` is split to
+    ``k·h`` and ``+∞`` (upper) or kept as one cell (lower).
+    """
+    idx = np.arange(j0, k + 1, dtype=np.float64)
+    edges = np.concatenate(([0.0], idx * h, [np.inf]))
+    pc, qc = _cell_masses(edges, s)
+    pc[1] += pc[0]
+    qc[1] += qc[0]
+    pc, qc = pc[1:], qc[1:]
+    if not upper:
+        return _Lattice(j0, h, pc, qc, 0.0, 1)
+    p = np.zeros(k - j0 + 1)
+    pcell, qcell = pc[:-1], qc[:-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = np.where(pcell > 0, qcell / pcell / h - idx[:-1], 0.0)
+    alpha = np.clip(alpha + 1e-12, 0.0, 1.0)  # nudge up: only increases the convex order
+    p[:-1] += (1.0 - alpha) * pcell
+    p[1:] += alpha * pcell
+    p[-1] += pc[-1]
+    q_inf = max(qc[-1] - k * h * pc[-1], 0.0) + 1e-16
+    return _Lattice(j0, h, p, None, q_inf, 1)
+
+
+def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.maximum(signal.fftconvolve(a, b), 0.0)
+
+
+def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
+    """Block of ``a.m + b.m`` coordinates: S adds; Q = mix of (Q_a ⊗ P_b, P_a ⊗ Q_b)."""
+    m = a.m + b.m
+    p = _conv(a.p, b.p)
+    q = None
+    if a.q is not None:
+        if a is b:
+            q = _conv(a.q, a.p)
+        else:
+            q = (a.m * _conv(a.q, b.p) + b.m * _conv(a.p, b.q)) / m
+    q_inf = (a.m * a.q_inf * b.p.sum() + b.m * b.q_inf * a.p.sum()) / m
+    return _Lattice(a.n0 + b.n0, a.h, p, q, q_inf, m)
+
+
+def _coarsen(x: _Lattice) -> _Lattice:
+    """Double the lattice step: split odd atoms half/half (upper) or merge pairs (lower)."""
+    p, q, n0 = x.p, x.q, x.n0
+    if n0 % 2:
+        p = np.concatenate(([0.0], p))
+        q = None if q is None else np.concatenate(([0.0], q))
+        n0 -= 1
+    if p.size % 2 == 0:
+        p = np.append(p, 0.0)
+        q = None if q is None else np.append(q, 0.0)
+    if q is None:
+        even = p[0::2].copy()
+        odd = p[1::2]
+        even[:-1] += 0.5 * odd
+        even[1:] += 0.5 * odd
+        return _Lattice(n0 // 2, 2 * x.h, even, None, x.q_inf, x.m)
+    pp = p[0::2].copy()
+    pp[:-1] += p[1::2]
+    qq = q[0::2].copy()
+    qq[:-1] += q[1::2]
+    return _Lattice(n0 // 2, 2 * x.h, pp, qq, x.q_inf, x.m)
+
+
+def _trim(x: _Lattice, top_q: float, s_cap: float) -> _Lattice:
+    """Drop negligible tails on the safe side of each chain."""
+    p, q = x.p, x.q
+    cum = np.cumsum(p)
+    lo = int(np.searchsorted(cum, _TINY_BOTTOM, side="right"))
+    lr = (x.n0 + np.arange(p.size)) * x.h / x.m
+    qmass = q if q is not None else lr * p
+    tail = np.cumsum(qmass[::-1])[::-1]
+    hi = int(np.searchsorted(-tail, -top_q, side="left"))  # first index with tail <= top_q
+    hi = min(max(hi, lo), p.size - 1)
+    hi_cap = int(math.floor(s_cap / x.h)) - x.n0
+    if hi_cap > lo:
+        hi = min(hi, hi_cap)
+    if lo == 0 and hi == p.size - 1:
+        return x
+    newp = p[lo : hi + 1].copy()
+    newp[0] += p[:lo].sum()
+    newp[-1] += p[hi + 1 :].sum()
+    q_inf = x.q_inf
+    newq = None
+    if q is None:
+        q_inf += float(np.sum((lr[hi + 1 :] - lr[hi]) * p[hi + 1 :]))
+    else:
+        newq = q[lo : hi + 1].copy()
+        newq[0] += q[:lo].sum()
+        newq[-1] += q[hi + 1 :].sum()
+    return _Lattice(x.n0 + lo, x.h, newp, newq, q_inf, x.m)
+
+
+def epoch_lattice(sigma: float, steps: int, *, c: float, upper: bool, tail: float, t_top: float):
+    """One epoch's pair on the S-lattice (likelihood ratio ``S/M``), by binary doubling."""
+    s = 1.0 / sigma
+    sd_w = math.sqrt(math.expm1(s * s)) if s * s < 700 else math.inf
+    # resolution of T = S/M needed near T ~ 1: min(sd_T, 1); base = 2·sqrt(M)·that
+    base = 2.0 * min(sd_w, math.sqrt(steps))
+    h = base / c
+    # coordinate cap: Q-tail of W beyond it <= tail, and no need beyond M·t_top
+    ln_cap = 0.5 * s * s + s * float(-special.ndtri(tail))
+    ln_cap = min(ln_cap, math.log(steps * t_top) + 1.0)
+    ln_floor = -0.5 * s * s - 9.0 * s  # P(W < floor) < 1e-18
+    k = max(int(math.ceil(math.exp(ln_cap) / h)), 4)
+    j0 = min(int(math.floor(math.exp(ln_floor) / h)), k - 4)
+    if k - j0 > 2**22:
+        raise OverflowError(f"coordinate lattice too large ({k - j0} points)")
+    cur = _coordinate(s, h, j0, k, upper)
+    acc = None
+    bits = steps
+    top_q = tail
+    while True:
+        if bits & 1:
+            if acc is None:
+                acc = cur
+            else:
+                while acc.h < cur.h:
+                    acc = _coarsen(acc)
+                while cur.h < acc.h:
+                    cur = _coarsen(cur)
+                acc = _trim(_combine(acc, cur), top_q, steps * t_top)
+        bits >>= 1
+        if not bits:
+            break
+        cur = _combine(cur, cur)
+        while math.sqrt(cur.m) * base / cur.h > 2 * c:
+            cur = _coarsen(cur)
+        cur = _trim(cur, top_q, steps * t_top)
+    return acc
+
+
+@dataclass
+class EpochPair:
+    """One epoch's pair on the log-lattice ``ln T = a·Δ``, labels ``a0 .. a0+len-1``."""
+
+    a0: int
+    delta: float
+    p: np.ndarray
+    q: np.ndarray
+    p_zero: float  # P-mass with likelihood ratio 0 (upper chain)
+    q_inf: float  # Q-mass with likelihood ratio +inf (upper chain)
+    upper: bool
+
+
+def to_log_lattice(x: _Lattice, *, delta: float, ln_range: float, upper: bool) -> EpochPair:
+    """Map the S-lattice pair to labels ``a`` with ln T in cell ``[aΔ, (a+1)Δ)``."""
+    lr = (x.n0 + np.arange(x.p.size)) * x.h / x.m
+    p = x.p
+    pos = lr > 0
+    with np.errstate(divide="ignore"):
+        ln_lr = np.log(np.where(pos, lr, 1.0))
+    lo_ln = max(float(ln_lr[pos].min()) if pos.any() else 0.0, -ln_range)
+    hi_ln = min(float(ln_lr.max()), ln_range)
+    a_lo = int(math.floor(lo_ln / delta))
+    a_hi = max(int(math.ceil(hi_ln / delta)), a_lo + 1)
+    n = a_hi - a_lo + 1
+    if upper:
+        p_zero = float(p[~pos].sum())
+        q_inf = x.q_inf
+        t_lo, t_hi = math.exp(a_lo * delta), math.exp(a_hi * delta)
+        lrp, pp = lr[pos], p[pos]
+        below = lrp < t_lo
+        above = lrp > t_hi
+        mid = ~(below | above)
+        # below: split to 0 and t_lo (mean preserving)
+        frac = lrp[below] / t_lo
+        p_zero += float(np.sum((1.0 - frac) * pp[below]))
+        out = np.zeros(n)
+        out[0] += float(np.sum(frac * pp[below]))
+        # above: split to t_hi and +inf
+        out[-1] += float(pp[above].sum())
+        q_inf += float(np.sum((lrp[above] - t_hi) * pp[above]))
+        a = np.floor(np.log(lrp[mid]) / delta).astype(np.int64)
+        a = np.clip(a, a_lo, a_hi - 1)
+        t_a = np.exp(a * delta)
+        beta = np.clip((lrp[mid] - t_a) / (t_a * math.expm1(delta)), 0.0, 1.0)
+        out += np.bincount(a - a_lo, weights=(1.0 - beta) * pp[mid], minlength=n)
+        out += np.bincount(a + 1 - a_lo, weights=beta * pp[mid], minlength=n)
+        q = out * np.exp((a_lo + np.arange(n)) * delta)
+        return EpochPair(a_lo, delta, out, q, p_zero, q_inf, True)
+    q = x.q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.log(q / p)
+    r = np.where(np.isnan(r), 0.0, r)
+    a = np.clip(np.floor(np.nan_to_num(r / delta, posinf=a_hi, neginf=a_lo)), a_lo, a_hi)
+    a = a.astype(np.int64) - a_lo
+    pp = np.bincount(a, weights=p, minlength=n)
+    qq = np.bincount(a, weights=q, minlength=n)
+    return EpochPair(a_lo, delta, pp, qq, 0.0, 0.0, False)
+
+
+def _chernoff_window(w: np.ndarray, a0: int, epochs: int, tau: float) -> tuple[int, int]:
+    """Labels ``[lo, hi]`` of the E-fold sum outside which mass is ``<= tau`` (each side)."""
+    pos = w > 0
+    lab = (a0 + np.arange(w.size))[pos].astype(np.float64)
+    logw = np.log(w[pos])
+    mean = float(np.sum(w[pos] * lab) / max(w[pos].sum(), 1e-300))
+    sd = math.sqrt(max(float(np.sum(w[pos] * (lab - mean) ** 2) / max(w[pos].sum(), 1e-300)), 1e-12))
+    log_tau = math.log(tau)
+    lams = np.geomspace(1e-4, 50.0, 120) * math.sqrt(2 * abs(log_tau)) / (sd * math.sqrt(epochs))
+    bounds = []
+    for sign in (1.0, -1.0):
+        kl = special.logsumexp(logw[None, :] + (sign * lams)[:, None] * lab[None, :], axis=1)
+        bounds.append(float(np.min((epochs * kl - log_tau) / lams)))
+    hi = int(math.ceil(bounds[0]))
+    lo = int(math.floor(-bounds[1]))
+    lo = max(lo, epochs * a0)
+    hi = min(hi, epochs * (a0 + w.size - 1))
+    return lo, hi
+
+
+def _power(w: np.ndarray, a0: int, epochs: int, lo: int, hi: int) -> np.ndarray:
+    """E-fold self-convolution of ``w`` restricted to sum labels ``lo..hi`` (circular FFT)."""
+    n = sp_fft.next_fast_len(max(hi - lo + 1, w.size), real=True)
+    spec = sp_fft.rfft(w, n)
+    full = sp_fft.irfft(spec**epochs, n)
+    idx = (np.arange(lo, hi + 1) - epochs * a0) % n
+    return full[idx]
+
+
+def compose_tv(pair: EpochPair, epochs: int, *, direction: str, tau: float) -> tuple[float, float]:
+    """TV of the E-fold product of the lattice pair and its window error bound."""
+    lo_p, hi_p = _chernoff_window(pair.p, pair.a0, epochs, tau)
+    lo_q, hi_q = _chernoff_window(pair.q, pair.a0, epochs, tau)
+    lo, hi = min(lo_p, lo_q), max(hi_p, hi_q)
+    labels = np.arange(lo, hi + 1) * pair.delta
+    err = 6 * tau
+    sp, sq = float(pair.p.sum()), float(pair.q.sum())
+    if pair.upper:
+        if direction == "add":
+            qe = _power(pair.q, pair.a0, epochs, lo, hi)
+            tv = float(np.sum(qe * -np.expm1(-np.maximum(labels, 0.0))))
+            tv += (sq + pair.q_inf) ** epochs - sq**epochs
+        else:
+            pe = _power(pair.p, pair.a0, epochs, lo, hi)
+            tv = float(np.sum(pe * -np.expm1(np.minimum(labels, 0.0))))
+            tv += (sp + pair.p_zero) ** epochs - sp**epochs
+            tv += (sq + pair.q_inf) ** epochs - (sp + pair.p_zero) ** epochs
+        return tv, err
+    pe = _power(pair.p, pair.a0, epochs, lo, hi)
+    qe = _power(pair.q, pair.a0, epochs, lo, hi)
+    if direction == "add":
+        tv = float(np.sum(np.maximum(qe - pe, 0.0)))
+    else:
+        tv = float(np.sum(np.maximum(pe - qe, 0.0))) + (sq**epochs - sp**epochs)
+    return tv, err

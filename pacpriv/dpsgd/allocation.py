@@ -1,0 +1,175 @@
+"""Random-allocation batching for DP-SGD (torch).
+
+Random allocation: in every epoch each of the ``n_records`` records is assigned to exactly
+one of the ``steps_per_epoch`` (M) steps, independently and uniformly at random. Batch sizes
+therefore vary -- marginally each is Binomial(n, 1/M) and together they are
+Multinomial(n; 1/M, ..., 1/M) -- and a step may be empty (it still takes a noisy step in the
+trainer). This is the sampling scheme analysed in [1]_ (Section 3 of ``MATH.md``), as opposed
+to Poisson subsampling (opacus' ``UniformWithReplacementSampler``) or shuffling.
+
+Randomness comes only from an injected :class:`torch.Generator` (never torch's global
+state); :func:`torch_generators` derives independent generators from a numpy
+``SeedSequence`` so that the allocation and the gradient noise use separate streams.
+
+This module imports torch; it is never imported by ``import pacpriv``.
+
+References
+----------
+.. [1] Membership-inference accuracy bound for DP-SGD with random allocation (RA-MIA,
+   CWI / VU Amsterdam); V. Feldman, M. Shenfeld, Privacy Amplification by Random
+   Allocation, 2025; L. Chua et al., Balls-and-Bins Sampling for DP-SGD, AISTATS 2025.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as err:  # pragma: no cover - depends on the environment
+    raise ImportError("pacpriv.dpsgd.allocation needs torch: pip install pacpriv[torch]") from err
+
+from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
+from pacpriv._validation import check_int
+
+__all__ = [
+    "RandomAllocationSampler",
+    "random_allocation",
+    "secure_generator",
+    "torch_generator",
+    "torch_generators",
+]
+
+
+def torch_generator(seed: np.random.SeedSequence) -> torch.Generator:
+    """A CPU :class:`torch.Generator` seeded with 64 bits drawn from ``seed``.
+
+    Parameters
+    ----------
+    seed : numpy.random.SeedSequence
+        Source of entropy; the same ``seed`` always gives the same generator state.
+
+    Returns
+    -------
+    torch.Generator
+    """
+    if not isinstance(seed, np.random.SeedSequence):
+        raise TypeError(f"`seed` must be a numpy SeedSequence; got {type(seed).__name__}.")
+    state = int(seed.generate_state(1, dtype=np.uint64)[0])
+    return torch.Generator().manual_seed(state)
+
+
+def torch_generators(rng: RNGLike, *, n: int = 2) -> tuple[torch.Generator, ...]:
+    """``n`` independent torch generators derived from ``rng`` (children ``0 .. n-1``).
+
+    Parameters
+    ----------
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        SPEC 7 seed; ``None`` draws fresh OS entropy.
+    n : int, default 2
+        Number of generators (the trainer uses child 0 for allocation, 1 for noise).
+
+    Returns
+    -------
+    tuple of torch.Generator
+    """
+    n = check_int(n, "n", low=1)
+    root = as_seed_sequence(rng)
+    return tuple(torch_generator(trial_seed(root, i)) for i in range(n))
+
+
+def secure_generator() -> torch.Generator:
+    """A CPU :class:`torch.Generator` seeded with 64 fresh bits from the OS CSPRNG.
+
+    The seed comes from :mod:`secrets` (``os.urandom``), so it cannot be recovered from
+    any seed the user passed; the generator itself is still torch's Mersenne Twister (see
+    the ``secure_noise`` notes of :func:`pacpriv.dpsgd.trainer.train_dpsgd`).
+    """
+    return torch.Generator().manual_seed(secrets.randbits(64))
+
+
+def random_allocation(
+    n_records: int, *, steps_per_epoch: int, generator: torch.Generator
+) -> list[torch.Tensor]:
+    """Allocate every record to one uniformly random step of one epoch.
+
+    Parameters
+    ----------
+    n_records : int
+        Number of records n (>= 0).
+    steps_per_epoch : int
+        Number of steps M (>= 1).
+    generator : torch.Generator
+        Source of randomness (CPU generator).
+
+    Returns
+    -------
+    list of torch.Tensor
+        ``steps_per_epoch`` int64 index tensors (sorted, possibly empty) that partition
+        ``range(n_records)``: every record appears in exactly one of them. The size of
+        step ``j`` is Binomial(n, 1/M) and the sizes are jointly Multinomial.
+
+    Raises
+    ------
+    TypeError
+        If ``generator`` is not a ``torch.Generator``.
+    ValueError
+        If ``n_records < 0`` or ``steps_per_epoch < 1``.
+    """
+    n_records = check_int(n_records, "n_records", low=0)
+    steps_per_epoch = check_int(steps_per_epoch, "steps_per_epoch", low=1)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"`generator` must be a torch.Generator; got {type(generator).__name__}."
+        )
+    step_of_record = torch.randint(
+        steps_per_epoch, (n_records,), generator=generator, dtype=torch.int64
+    )
+    order = torch.argsort(step_of_record, stable=True)
+    counts = torch.bincount(step_of_record, minlength=steps_per_epoch)
+    return list(torch.split(order, counts.tolist()))
+
+
+class RandomAllocationSampler(torch.utils.data.Sampler):
+    """Batch sampler: each pass is one epoch of random allocation.
+
+    Use as ``DataLoader(dataset, batch_sampler=RandomAllocationSampler(...))``. Each
+    iteration yields ``steps_per_epoch`` batches (lists of indices) which together contain
+    every index exactly once; a batch may be empty, so the ``collate_fn`` must accept empty
+    lists (torch's default collate does not; opacus' ``wrap_collate_with_empty`` shows one
+    way). :func:`pacpriv.dpsgd.trainer.train_dpsgd` indexes tensors directly and handles
+    empty steps itself.
+
+    Parameters
+    ----------
+    n_records : int
+        Dataset size n (>= 0).
+    steps_per_epoch : int
+        Number of batches M per epoch (>= 1).
+    generator : torch.Generator, optional
+        Source of randomness. ``None`` uses :func:`secure_generator` (fresh OS entropy).
+    """
+
+    def __init__(
+        self, n_records: int, *, steps_per_epoch: int, generator: torch.Generator | None = None
+    ) -> None:
+        self.n_records = check_int(n_records, "n_records", low=0)
+        self.steps_per_epoch = check_int(steps_per_epoch, "steps_per_epoch", low=1)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"`generator` must be a torch.Generator or None; got {type(generator).__name__}."
+            )
+        self.generator = secure_generator() if generator is None else generator
+
+    def __len__(self) -> int:
+        return self.steps_per_epoch
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batches = random_allocation(
+            self.n_records, steps_per_epoch=self.steps_per_epoch, generator=self.generator
+        )
+        for batch in batches:
+            yield batch.tolist()

@@ -1,0 +1,446 @@
+"""DP-SGD with random allocation for any ``torch.nn.Module`` and loss (torch).
+
+One step of :func:`train_dpsgd` on the batch B_t chosen by random allocation
+(:mod:`pacpriv.dpsgd.allocation`) is
+
+    g_t = ( Σ_{i ∈ B_t} clip_C(∇ℓ(θ; x_i, y_i)) + N(0, σ² C² I) ) / (n / M),
+    θ <- optimizer.step(θ, g_t),
+
+with clip_C(g) = g · min(1, C / (‖g‖₂ + 10⁻⁶)) over all trainable parameters jointly (as in
+opacus), σ = ``noise_multiplier``, C = ``max_grad_norm``, n records and M = ``steps_per_epoch``.
+The division is by the *expected* batch size n/M, never the realised |B_t| (which depends on
+the allocation and would leak it); empty steps still add noise and take a step. Per-sample
+gradients use ``torch.func`` (``vmap`` of ``grad``), so opacus is not needed at runtime.
+This is the mechanism whose membership-inference accuracy is bounded in [1]_ (MATH.md §3).
+
+This module imports torch; it is never imported by ``import pacpriv``.
+
+References
+----------
+.. [1] Membership-inference accuracy bound for DP-SGD with random allocation (RA-MIA,
+   CWI / VU Amsterdam), Sec. 3.
+.. [2] M. Abadi et al., Deep Learning with Differential Privacy, CCS 2016, Algorithm 1.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as err:  # pragma: no cover - depends on the environment
+    raise ImportError("pacpriv.dpsgd.trainer needs torch: pip install pacpriv[torch]") from err
+from torch.func import functional_call, grad_and_value, vmap
+
+from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
+from pacpriv._validation import check_int, check_real
+from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_generator
+
+__all__ = [
+    "TrainingResult",
+    "model_losses",
+    "per_sample_gradients",
+    "privatize_gradients",
+    "train_dpsgd",
+]
+
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+OptimizerArg = None | torch.optim.Optimizer | Callable[..., torch.optim.Optimizer]
+_CLIP_EPS = 1e-6  # opacus' stabiliser: clipped norms are strictly below C
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    """What :func:`train_dpsgd` did (the model itself is trained in place).
+
+    Attributes
+    ----------
+    noise_multiplier : float
+        σ; the noise on each step's summed clipped gradients has std σ·C per coordinate.
+    steps_per_epoch, epochs : int
+        M and E; ``n_steps = M·E`` noisy steps were taken.
+    max_grad_norm : float or None
+        Clipping norm C (``None``: no clipping, non-private training).
+    n_records : int
+        Number of training records n.
+    expected_batch_size : float
+        n/M, the divisor of every step's noisy sum.
+    n_steps, n_empty_steps, min_batch_size, max_batch_size : int
+        Realised allocation statistics (for diagnostics only; never used by the update).
+    clipped_fraction : float or None
+        Fraction of per-sample gradients whose norm exceeded C (``None`` without clipping).
+    epoch_losses : tuple of float
+        Mean per-example training loss of each epoch, evaluated at the parameters of the
+        step that used the example (before its update).
+    secure_noise : bool
+        Whether the noise generator was reseeded from OS entropy at every step.
+    seed : dict
+        ``seed_to_dict`` of the root SeedSequence (child 0: allocation, child 1: noise).
+    wall_time_s : float
+        Training wall-clock time in seconds.
+    """
+
+    noise_multiplier: float
+    steps_per_epoch: int
+    epochs: int
+    max_grad_norm: float | None
+    n_records: int
+    expected_batch_size: float
+    n_steps: int
+    n_empty_steps: int
+    min_batch_size: int
+    max_batch_size: int
+    clipped_fraction: float | None
+    epoch_losses: tuple[float, ...]
+    secure_noise: bool
+    seed: dict
+    wall_time_s: float
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable dictionary of all fields."""
+        out = asdict(self)
+        out["epoch_losses"] = list(self.epoch_losses)
+        return out
+
+
+def _trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {k: p.detach() for k, p in model.named_parameters() if p.requires_grad}
+
+
+def _single_loss(loss_fn: LossFn, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    # ``out`` already has a batch axis of length one; "mean", "sum" and "none" reductions
+    # all give the example's loss ℓ_i.
+    return loss_fn(out, target.unsqueeze(0)).sum()
+
+
+def per_sample_gradients(
+    model: torch.nn.Module, loss_fn: LossFn, X: torch.Tensor, y: torch.Tensor
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Per-example gradients of ``loss_fn(model(x_i), y_i)`` via ``torch.func``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Any module without cross-example layers (no BatchNorm); dropout is allowed
+        (``vmap(randomness="different")``).
+    loss_fn : callable
+        ``loss_fn(output, target) -> Tensor``; evaluated on batches of size one, so any
+        reduction works.
+    X : torch.Tensor of shape (b, ...)
+    y : torch.Tensor of shape (b, ...)
+        Batch; ``b = 0`` is allowed (empty step).
+
+    Returns
+    -------
+    grads : dict of str to torch.Tensor
+        For every trainable parameter ``name``, a tensor of shape ``(b, *param.shape)``.
+    losses : torch.Tensor of shape (b,)
+        Per-example losses at the current parameters.
+    """
+    params = _trainable(model)
+    b = X.shape[0]
+    if b == 0:
+        zeros = {k: p.new_zeros((0, *p.shape)) for k, p in params.items()}
+        return zeros, next(iter(params.values())).new_zeros(0)
+
+    def loss_one(p, x, t):
+        return _single_loss(loss_fn, functional_call(model, p, (x.unsqueeze(0),)), t)
+
+    fn = vmap(grad_and_value(loss_one), in_dims=(None, 0, 0), randomness="different")
+    grads, losses = fn(params, X, y)
+    return grads, losses.detach()
+
+
+def privatize_gradients(
+    per_sample: Mapping[str, torch.Tensor],
+    *,
+    max_grad_norm: float | None,
+    noise_multiplier: float,
+    expected_batch_size: float,
+    generator: torch.Generator | None,
+) -> tuple[dict[str, torch.Tensor], int]:
+    """Clip per-sample gradients to C, sum, add N(0, σ²C²) and divide by n/M.
+
+    Parameters
+    ----------
+    per_sample : mapping of str to torch.Tensor
+        Per-example gradients, each of shape ``(b, *param.shape)`` (``b`` may be 0).
+    max_grad_norm : float or None
+        C > 0; the joint L2 norm over all tensors is clipped to at most C. ``None``: no
+        clipping (then ``noise_multiplier`` must be 0).
+    noise_multiplier : float
+        σ >= 0.
+    expected_batch_size : float
+        Divisor n/M > 0 (the expected, not the realised, batch size).
+    generator : torch.Generator or None
+        CPU generator for the noise (required when σ > 0); noise is drawn on the CPU and
+        moved to each tensor's device.
+
+    Returns
+    -------
+    grads : dict of str to torch.Tensor
+        Noisy averaged gradient, one tensor of shape ``param.shape`` per entry, generated in
+        the iteration order of ``per_sample``.
+    n_clipped : int
+        Number of examples whose gradient norm exceeded C.
+    """
+    if noise_multiplier > 0 and (max_grad_norm is None or generator is None):
+        raise ValueError("noise_multiplier > 0 requires max_grad_norm and a noise generator.")
+    tensors = list(per_sample.values())
+    b = tensors[0].shape[0]
+    if max_grad_norm is None:
+        factor = None
+        n_clipped = 0
+    else:
+        norms = torch.sqrt(sum(g.reshape(b, math.prod(g.shape[1:])).pow(2).sum(1) for g in tensors))
+        factor = (max_grad_norm / (norms + _CLIP_EPS)).clamp(max=1.0)
+        n_clipped = int((norms > max_grad_norm).sum())
+    out = {}
+    for name, g in per_sample.items():
+        summed = g.sum(0) if factor is None else torch.einsum("i,i...->...", factor, g)
+        if noise_multiplier > 0:
+            noise = torch.normal(
+                0.0,
+                noise_multiplier * max_grad_norm,
+                size=summed.shape,
+                generator=generator,
+                dtype=summed.dtype,
+            )
+            summed = summed + noise.to(summed.device)
+        out[name] = summed / expected_batch_size
+    return out, n_clipped
+
+
+def _per_example_losses(loss_fn: LossFn, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    if outputs.shape[0] == 0:
+        return outputs.new_zeros(0)
+    return vmap(lambda o, t: _single_loss(loss_fn, o.unsqueeze(0), t))(outputs, y)
+
+
+def _as_tensors(model: torch.nn.Module, X, y) -> tuple[torch.Tensor, torch.Tensor]:
+    first = next(iter(model.parameters()))
+    X = torch.as_tensor(X)
+    y = torch.as_tensor(y)
+    if X.ndim == 0 or y.ndim == 0:
+        raise ValueError(f"`X` and `y` must have a leading record axis; got shapes "
+                         f"{tuple(X.shape)} and {tuple(y.shape)}.")
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"`X` and `y` must have the same number of records; got "
+                         f"{X.shape[0]} and {y.shape[0]}.")
+    if X.is_floating_point():
+        X = X.to(first.dtype)
+    if y.is_floating_point():
+        y = y.to(first.dtype)
+    return X.to(first.device), y.to(first.device)
+
+
+def _make_optimizer(optimizer: OptimizerArg, model: torch.nn.Module) -> torch.optim.Optimizer:
+    if optimizer is None:
+        return torch.optim.SGD(model.parameters(), lr=0.1)
+    if isinstance(optimizer, torch.optim.Optimizer):
+        return optimizer
+    if callable(optimizer):
+        built = optimizer(model.parameters())
+        if isinstance(built, torch.optim.Optimizer):
+            return built
+    raise TypeError(
+        "`optimizer` must be None, a torch.optim.Optimizer or a callable params -> Optimizer; "
+        f"got {type(optimizer).__name__}."
+    )
+
+
+def train_dpsgd(
+    model: torch.nn.Module,
+    loss_fn: LossFn,
+    X,
+    y,
+    *,
+    noise_multiplier: float,
+    steps_per_epoch: int,
+    epochs: int,
+    max_grad_norm: float | None,
+    optimizer: OptimizerArg = None,
+    rng: RNGLike = None,
+    secure_noise: bool = False,
+    progress: bool = False,
+) -> TrainingResult:
+    """Train ``model`` in place with DP-SGD under random allocation.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Model with at least one trainable parameter and no cross-example layers.
+    loss_fn : callable
+        ``loss_fn(output, target) -> Tensor`` (e.g. ``torch.nn.CrossEntropyLoss()``), called on
+        batches of one example, so its reduction does not matter.
+    X : array-like or torch.Tensor of shape (n, ...)
+        Features (floating arrays are cast to the model's dtype and device).
+    y : array-like or torch.Tensor of shape (n, ...)
+        Targets (integer class labels stay integer).
+    noise_multiplier : float
+        σ >= 0. σ = 0 gives no noise (not private).
+    steps_per_epoch : int
+        M >= 1 steps per epoch; each record is used at one uniformly random step per epoch.
+    epochs : int
+        E >= 1.
+    max_grad_norm : float or None
+        Clipping norm C > 0. ``None`` disables clipping (requires σ = 0): plain minibatch
+        training with the same random-allocation batching and the same n/M divisor.
+    optimizer : torch.optim.Optimizer, callable or None
+        An optimizer over ``model.parameters()``, or a factory ``params -> Optimizer``.
+        Default ``torch.optim.SGD(lr=0.1)``. It receives the privatised gradient in ``.grad``.
+    rng : None, int, SeedSequence or Generator
+        Seed (SPEC 7; ``None`` = fresh OS entropy). Child 0 seeds the allocation generator,
+        child 1 the noise generator; model initialisation is the caller's business.
+    secure_noise : bool, default False
+        Reseed the noise generator from the OS CSPRNG (:mod:`secrets`) at every step. This
+        protects against an adversary who learns ``rng`` (from a log or config) and would
+        otherwise regenerate and subtract the noise. It does **not** make the noise
+        cryptographically secure: the generator is still torch's Mersenne Twister, and
+        floating-point Gaussian sampling has known side channels (Mironov, CCS 2012). Nor
+        does it hide the allocation, which still comes from ``rng``; the bound of [1]_
+        assumes the allocation is secret, so deploy with ``rng=None``.
+    progress : bool, default False
+        Show a tqdm progress bar over steps.
+
+    Returns
+    -------
+    TrainingResult
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is not a module, ``loss_fn`` is not callable or ``optimizer`` is invalid.
+    ValueError
+        If a scalar is out of range, σ > 0 without clipping, the model has no trainable
+        parameters, or ``X`` and ``y`` disagree in length or are empty.
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
+    if not callable(loss_fn):
+        raise TypeError(f"`loss_fn` must be callable; got {type(loss_fn).__name__}.")
+    sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
+    M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
+    E = check_int(epochs, "epochs", low=1)
+    C = None
+    if max_grad_norm is not None:
+        C = check_real(max_grad_norm, "max_grad_norm", low=0.0, low_inclusive=False)
+    elif sigma > 0:
+        raise ValueError(
+            f"`max_grad_norm` must be a positive number when noise_multiplier > 0 "
+            f"(noise has std noise_multiplier * max_grad_norm); got None with "
+            f"noise_multiplier={sigma!r}."
+        )
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError("`model` must have at least one trainable parameter.")
+    X, y = _as_tensors(model, X, y)
+    n = X.shape[0]
+    if n == 0:
+        raise ValueError("`X` must contain at least one record; got 0.")
+    opt = _make_optimizer(optimizer, model)
+    root = as_seed_sequence(rng)
+    alloc_gen = torch_generator(trial_seed(root, 0))
+    noise_gen = torch_generator(trial_seed(root, 1))
+    expected = n / M
+    from tqdm.auto import tqdm
+
+    was_training = model.training
+    model.train()
+    sizes: list[int] = []
+    n_clipped = 0
+    epoch_losses = []
+    start = time.perf_counter()
+    with tqdm(total=M * E, disable=not progress, desc="DP-SGD") as bar:
+        for _ in range(E):
+            loss_sum = 0.0
+            for idx in random_allocation(n, steps_per_epoch=M, generator=alloc_gen):
+                idx = idx.to(X.device)
+                xb, yb = X[idx], y[idx]
+                sizes.append(int(idx.numel()))
+                if C is None:  # non-private: batched autograd, same divisor n/M
+                    opt.zero_grad(set_to_none=False)
+                    if xb.shape[0] > 0:
+                        losses = _per_example_losses(loss_fn, model(xb), yb)
+                        (losses.sum() / expected).backward()
+                        loss_sum += float(losses.detach().sum())
+                else:
+                    per_sample, losses = per_sample_gradients(model, loss_fn, xb, yb)
+                    gen = secure_generator() if secure_noise and sigma > 0 else noise_gen
+                    grads, k = privatize_gradients(
+                        per_sample,
+                        max_grad_norm=C,
+                        noise_multiplier=sigma,
+                        expected_batch_size=expected,
+                        generator=gen,
+                    )
+                    n_clipped += k
+                    loss_sum += float(losses.sum())
+                    for name, p in model.named_parameters():
+                        if p.requires_grad:
+                            p.grad = grads[name].detach()
+                opt.step()
+                bar.update()
+            epoch_losses.append(loss_sum / n)
+    model.train(was_training)
+    for p in model.parameters():
+        p.grad = None
+    return TrainingResult(
+        noise_multiplier=sigma,
+        steps_per_epoch=M,
+        epochs=E,
+        max_grad_norm=C,
+        n_records=n,
+        expected_batch_size=expected,
+        n_steps=M * E,
+        n_empty_steps=sum(s == 0 for s in sizes),
+        min_batch_size=min(sizes),
+        max_batch_size=max(sizes),
+        clipped_fraction=None if C is None else n_clipped / (n * E),
+        epoch_losses=tuple(epoch_losses),
+        secure_noise=bool(secure_noise),
+        seed=seed_to_dict(root),
+        wall_time_s=time.perf_counter() - start,
+    )
+
+
+def model_losses(
+    model: torch.nn.Module, loss_fn: LossFn, X, y, *, batch_size: int = 4096
+) -> np.ndarray:
+    """Per-example losses ``loss_fn(model(x_i), y_i)`` in eval mode, without gradients.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    loss_fn : callable
+        As in :func:`train_dpsgd` (evaluated per example; any reduction).
+    X, y : array-like or torch.Tensor of shape (n, ...)
+    batch_size : int, default 4096
+        Forward-pass chunk size (memory only; results do not depend on it).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n,), float64
+        Per-example losses (input to :func:`pacpriv.attacks.loss_threshold_attack`).
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    X, y = _as_tensors(model, X, y)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            chunks = [
+                _per_example_losses(loss_fn, model(X[i : i + batch_size]), y[i : i + batch_size])
+                for i in range(0, X.shape[0], batch_size)
+            ]
+    finally:
+        model.train(was_training)
+    if not chunks:
+        return np.zeros(0)
+    return torch.cat(chunks).detach().cpu().to(torch.float64).numpy()

@@ -1,0 +1,132 @@
+"""Block algorithms behind :func:`pacpriv.pac.covariance.estimate_output_spectrum`.
+
+Private. Two paths, both reading the ``(n_trials, d)`` output matrix in blocks so that an
+``np.memmap`` is never loaded whole:
+
+* dense (``d <= n_trials``): streaming mean, then ``Σ = Σ_blocks Bc^T Bc / (n-1)`` over row
+  blocks (a ``d x d`` matrix, small in this regime), then ``eigh``;
+* Gram (``d > n_trials``): one pass over *column* blocks accumulates the ``n x n`` Gram matrix
+  ``G = Xc Xc^T / (n-1)`` (its nonzero eigenvalues are those of ``Σ``), the mean and the
+  variances; a second pass forms the eigenvectors ``V[cols] = Xc[:, cols]^T U / sqrt((n-1) λ)``
+  column block by column block. No ``d x d`` matrix is formed; peak memory is the ``(d, k)``
+  eigenvector matrix plus one block.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from pacpriv.exceptions import DegenerateOutputWarning
+from pacpriv.pac.moments import (
+    BLOCK_BYTES,
+    iter_row_blocks,
+    release_mapped_pages,
+    streaming_moments,
+)
+
+#: Eigenpairs of the Gram matrix below this fraction of the largest are not turned into
+#: eigenvectors (their ``Xc^T u / sqrt(λ)`` loses orthogonality); their mass is kept as
+#: ``tail_variance`` and covered by the calibration's complement noise.
+GRAM_RELATIVE_CUTOFF = float(np.sqrt(np.finfo(np.float64).eps))
+
+#: A negative eigenvalue below ``-max(SIGNIFICANT_NEGATIVE_RATIO * max|λ|, tol)`` is an error.
+SIGNIFICANT_NEGATIVE_RATIO = 1e-5
+
+
+def clip_eigenvalues(eigenvalues: np.ndarray, *, size: int, eps: float, stacklevel: int = 4):
+    """Zero round-off eigenvalues (as sklearn's ``_check_psd_eigenvalues``); raise if clearly < 0.
+
+    ``tol = eps * max|λ| * size``. Values in ``[-tol, tol]`` are round-off and set to 0 silently;
+    negatives below ``-tol`` but above ``-max(1e-5 max|λ|, tol)`` are clipped with a
+    :class:`DegenerateOutputWarning`; anything more negative raises ``ValueError``.
+    """
+    lam = np.array(eigenvalues, dtype=np.float64)
+    if lam.size == 0:
+        return lam
+    scale = float(np.max(np.abs(lam)))
+    tol = eps * scale * size
+    lowest = float(np.min(lam))
+    if lowest < -max(SIGNIFICANT_NEGATIVE_RATIO * scale, tol):
+        raise ValueError(
+            f"the covariance has a clearly negative eigenvalue {lowest:.6g} (largest magnitude "
+            f"{scale:.6g}); it is not positive semidefinite."
+        )
+    if lowest < -tol:
+        warnings.warn(
+            f"clipped {int(np.sum(lam < -tol))} negative eigenvalue(s) down to {lowest:.3g} "
+            f"(largest {scale:.3g}) to zero; the covariance is numerically degenerate.",
+            DegenerateOutputWarning,
+            stacklevel=stacklevel,
+        )
+    lam[lam <= tol] = 0.0
+    return lam
+
+
+def _cols_per_block(n_trials: int, block_size: int | None) -> int:
+    if block_size is not None:
+        return block_size
+    return max(1, BLOCK_BYTES // (8 * n_trials))
+
+
+def _column_block(outputs: np.ndarray, cols: slice) -> np.ndarray:
+    block = np.array(outputs[:, cols], dtype=np.float64)
+    release_mapped_pages(outputs)
+    if not np.all(np.isfinite(block)):
+        raise ValueError("`outputs` must be finite; found NaN or inf.")
+    return block
+
+
+def dense_spectrum(outputs: np.ndarray, *, block_size: int | None):
+    """Return mean, variances, eigenvalues (descending, unclipped), eigenvectors via a d x d Σ."""
+    moments = streaming_moments(outputs, chunk_size=block_size)
+    d = outputs.shape[1]
+    scatter = np.zeros((d, d))
+    for block in iter_row_blocks(outputs, block_size):
+        block -= moments.mean
+        scatter += block.T @ block
+    cov = scatter / (moments.n_trials - 1)
+    lam, vecs = np.linalg.eigh((cov + cov.T) / 2.0)
+    return moments.mean, moments.variances, lam[::-1], vecs[:, ::-1]
+
+
+def gram_spectrum(
+    outputs: np.ndarray,
+    *,
+    n_components: int | None,
+    eigenvector_dtype: np.dtype,
+    block_size: int | None,
+):
+    """Gram path. Returns mean, variances, held eigenvalues, eigenvectors, tail, rank."""
+    n, d = outputs.shape
+    step = _cols_per_block(n, block_size)
+    gram = np.zeros((n, n))
+    mean = np.empty(d)
+    variances = np.empty(d)
+    for start in range(0, d, step):
+        cols = slice(start, min(start + step, d))
+        block = _column_block(outputs, cols)
+        mean[cols] = block.mean(axis=0)
+        block -= mean[cols]
+        variances[cols] = np.einsum("ij,ij->j", block, block) / (n - 1)
+        gram += block @ block.T
+    gram /= n - 1
+    lam, vecs = np.linalg.eigh((gram + gram.T) / 2.0)
+    lam, vecs = lam[::-1], vecs[:, ::-1]
+    lam = clip_eigenvalues(lam, size=max(n, d), eps=float(np.finfo(np.float64).eps), stacklevel=4)
+    rank = int(np.sum(lam > 0))
+    held = int(np.sum(lam > GRAM_RELATIVE_CUTOFF * lam[0])) if rank else 0
+    if n_components is not None:
+        held = min(held, n_components)
+    tail = float(np.sum(lam[held:]))
+    lam_held = lam[:held]
+    coef = vecs[:, :held] / np.sqrt((n - 1) * lam_held)  # (n, k): V = Xc^T coef
+    eigvecs = np.empty((d, held), dtype=eigenvector_dtype)
+    if held:
+        for start in range(0, d, step):
+            cols = slice(start, min(start + step, d))
+            block = _column_block(outputs, cols)
+            block -= mean[cols]
+            eigvecs[cols] = block.T @ coef
+    return mean, variances, lam_held, eigvecs, tail, rank

@@ -1,0 +1,229 @@
+"""Worker side of the engine: run a contiguous batch of trials and check every output.
+
+A worker receives a :class:`TrialTask` (mechanism, pool, sampler, root seed...) and a
+range ``[start, stop)`` of trial indices. It recomputes each trial's mask and generator
+from the root seed (nothing per-trial is shipped), runs the mechanism, and checks the
+output like user input. It never raises for a mechanism failure: it returns the trials
+finished so far plus a :class:`TrialFailure`, and the parent raises
+:class:`~pacpriv.exceptions.MechanismError` chained ``from`` the original exception. This
+keeps the cause, the trial index and the seed intact across process boundaries (loky,
+Dask) and lets the parent checkpoint the finished part of the batch first.
+"""
+
+from __future__ import annotations
+
+import pickle
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pacpriv._random import seed_to_dict, trial_seed
+from pacpriv.pac.samplers import MECHANISM_STREAM, Sampler, stream_seed
+
+__all__ = ["BatchResult", "TrialFailure", "TrialTask", "TrialTimeoutError", "run_batch"]
+
+
+class TrialTimeoutError(TimeoutError):
+    """A trial ran longer than the engine's per-trial ``timeout``."""
+
+
+class _InvalidOutput(ValueError):
+    """The mechanism returned an output that fails the per-trial checks."""
+
+
+@dataclass(frozen=True)
+class TrialTask:
+    """Everything a worker needs, identical for every batch of one simulation."""
+
+    mechanism: Callable
+    mechanism_name: str
+    pool: Any  # ndarray or tuple of ndarrays sharing the first axis
+    n_records: int
+    sampler: Sampler
+    root: np.random.SeedSequence
+    pass_rng: bool
+    retries: int
+    timeout: float | None
+    output_dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class TrialFailure:
+    """A trial that failed ``retries + 1`` times; ``cause`` is the last exception."""
+
+    trial_index: int
+    seed: dict
+    message: str
+    cause: BaseException | None
+    remote_traceback: str
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Outputs of trials ``start .. start + len(outputs) - 1`` of the batch ``[start, stop)``.
+
+    Fewer than ``stop - start`` rows means trial ``start + len(outputs)`` failed (``failure``).
+    """
+
+    start: int
+    stop: int
+    outputs: np.ndarray  # (k, d) output_dtype
+    masks: np.ndarray  # (k, n_records) bool
+    failure: TrialFailure | None
+    elapsed_s: float
+
+
+def _subset(pool: Any, mask: np.ndarray) -> Any:
+    if isinstance(pool, tuple):
+        return tuple(a[mask] for a in pool)
+    return pool[mask]
+
+
+def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
+    """Return ``value`` as a finite ``dtype`` vector of shape ``(d,)`` or raise ``_InvalidOutput``.
+
+    The value must be castable to float64 (complex is rejected); it is then cast to
+    ``dtype`` and checked for finiteness (so float32 overflow is caught). A 0-d scalar
+    becomes shape ``(1,)``; ``dim`` (if known) is the length every trial must share.
+    """
+    try:
+        arr = np.asarray(value)
+    except Exception as err:  # arbitrary user objects
+        raise _InvalidOutput(f"output could not be converted to an array ({err})") from err
+    if arr.dtype.kind == "c":
+        raise _InvalidOutput(f"output must be real; got complex dtype {arr.dtype}")
+    try:
+        arr = arr.astype(np.float64, copy=False)
+    except (TypeError, ValueError) as err:
+        raise _InvalidOutput(f"output of dtype {arr.dtype} is not castable to float64") from err
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1 or arr.size == 0:
+        raise _InvalidOutput(f"output must be a non-empty 1-D vector (d,); got shape {arr.shape}")
+    if dim is not None and arr.shape[0] != dim:
+        raise _InvalidOutput(f"output has shape {arr.shape} but earlier trials returned ({dim},)")
+    with np.errstate(over="ignore"):  # overflow becomes inf, caught just below
+        arr = arr.astype(dtype, copy=False)
+    if not np.isfinite(arr).all():
+        bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
+        raise _InvalidOutput(f"output is not finite (NaN or inf at positions {bad})")
+    return arr
+
+
+class _Alarm:
+    """Interrupt a trial after ``timeout`` seconds with SIGALRM where that is possible.
+
+    Possible in the main thread of a POSIX process (n_jobs=1, loky and multiprocessing
+    workers). Elsewhere (threading backend, Dask worker threads) a trial cannot be
+    interrupted; the caller checks its duration after it returns. A previously armed timer
+    (e.g. pytest-timeout) is restored with its remaining time.
+    """
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.active = (
+            timeout is not None
+            and hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread()
+        )
+
+    def __enter__(self) -> _Alarm:
+        if self.active:
+            self._old_handler = signal.signal(signal.SIGALRM, self._fire)
+            self._start = time.monotonic()
+            self._old_timer = signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        return self
+
+    def _fire(self, signum, frame):
+        raise TrialTimeoutError(f"trial exceeded timeout={self.timeout} s (interrupted)")
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._old_handler)
+            delay, interval = self._old_timer
+            if delay > 0:
+                left = delay - (time.monotonic() - self._start)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else a RuntimeError carrying its repr."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(f"{type(exc).__qualname__}: {exc} (original exception not picklable)")
+    return exc
+
+
+def _run_trial(task: TrialTask, index: int, mask: np.ndarray, dim: int | None) -> np.ndarray:
+    subset = _subset(task.pool, mask)
+    kwargs = {}
+    if task.pass_rng:
+        kwargs["rng"] = np.random.default_rng(stream_seed(task.root, index, MECHANISM_STREAM))
+    tic = time.monotonic()
+    with _Alarm(task.timeout):
+        value = task.mechanism(subset, **kwargs)
+    if task.timeout is not None and time.monotonic() - tic > task.timeout:
+        raise TrialTimeoutError(
+            f"trial took {time.monotonic() - tic:.3g} s > timeout={task.timeout} s"
+        )
+    return check_output(value, dim, task.output_dtype)
+
+
+def run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchResult:
+    """Run trials ``start .. stop-1``; stop at the first trial that fails all its attempts."""
+    tic = time.perf_counter()
+    n = stop - start
+    masks = np.empty((n, task.n_records), dtype=bool)
+    rows: list[np.ndarray] = []
+    failure = None
+    for k, index in enumerate(range(start, stop)):
+        masks[k] = task.sampler.trial_mask(task.n_records, root=task.root, index=index)
+        for attempt in range(task.retries + 1):
+            try:
+                out = _run_trial(task, index, masks[k], dim)
+            except Exception as err:
+                if attempt < task.retries:
+                    continue
+                failure = _failure(task, index, attempt + 1, err)
+            else:
+                rows.append(out)
+                dim = out.shape[0]
+            break
+        if failure is not None:
+            break
+    done = len(rows)
+    outputs = np.asarray(rows, dtype=task.output_dtype).reshape(done, dim if done else 0)
+    return BatchResult(start, stop, outputs, masks[:done], failure, time.perf_counter() - tic)
+
+
+def _failure(task: TrialTask, index: int, attempts: int, err: Exception) -> TrialFailure:
+    seed = seed_to_dict(trial_seed(task.root, index))
+    tried = f" after {attempts} attempts with the same seed" if attempts > 1 else ""
+    if isinstance(err, _InvalidOutput):
+        what = f"returned an invalid output: {err}"
+        cause = err.__cause__
+    elif isinstance(err, TrialTimeoutError):
+        what = str(err)
+        cause = err
+    else:
+        what = f"raised {type(err).__qualname__}: {err}"
+        cause = err
+    message = (
+        f"Mechanism {task.mechanism_name} {what} in trial {index}{tried} "
+        f"(trial seed {seed}; replay with numpy.random.SeedSequence(**seed))."
+    )
+    return TrialFailure(
+        trial_index=index,
+        seed=seed,
+        message=message,
+        cause=None if cause is None else _portable(cause),
+        remote_traceback="".join(traceback.format_exception(err)),
+    )

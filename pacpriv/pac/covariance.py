@@ -1,0 +1,295 @@
+"""Covariance spectrum of simulated mechanism outputs ([PAC] §4, MATH.md §2).
+
+The noise calibration needs the eigen-decomposition ``Σ = V diag(λ) V^T`` of the output
+covariance under the sampler. :func:`estimate_output_spectrum` estimates it from the engine's
+``(n_trials, d)`` output matrix without ever forming a ``d x d`` matrix when ``d > n_trials``
+(Gram path); :func:`spectrum_from_covariance` wraps a known ``Σ``.
+
+References
+----------
+.. [1] H. Xiao, S. Devadas. PAC Privacy: Automatic Privacy Measurement and Control of Data
+   Processing. CRYPTO 2023, arXiv:2210.03458, §4 and Algorithm 1.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from pacpriv._validation import check_int
+from pacpriv.exceptions import ConstantOutputWarning
+from pacpriv.pac._spectral import clip_eigenvalues, dense_spectrum, gram_spectrum
+
+__all__ = ["OutputSpectrum", "estimate_output_spectrum", "spectrum_from_covariance"]
+
+_METHODS = ("auto", "dense", "gram")
+
+
+@dataclass(frozen=True)
+class OutputSpectrum:
+    """Eigen-decomposition of the (estimated) output covariance ``Σ``.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (d,), float64
+        Sample mean of the outputs.
+    eigenvalues : ndarray of shape (k,), float64
+        Held eigenvalues of the unbiased (``ddof=1``) sample covariance, descending, ``>= 0``
+        (round-off negatives clipped to 0).
+    eigenvectors : ndarray of shape (d, k)
+        Orthonormal columns, ``eigenvectors[:, j]`` belongs to ``eigenvalues[j]``. float64, or
+        float32 when the outputs were float32 (see ``eigenvector_dtype``).
+    variances : ndarray of shape (d,), float64
+        Coordinate variances ``diag(Σ)`` (``ddof=1``).
+    total_variance : float
+        ``trace(Σ) = sum(variances)``.
+    tail_variance : float
+        Sum of the eigenvalues of ``Σ`` that are *not* held (``0`` unless ``n_components``
+        truncated the spectrum or the Gram path dropped eigenpairs below ``sqrt(eps)·λ_max``).
+        The calibration spreads it over the complement of ``span(eigenvectors)`` (safe side).
+    n_trials : int or None
+        Number of simulated outputs (``None`` for :func:`spectrum_from_covariance`).
+    dim : int
+        Output dimension ``d``.
+    rank : int
+        Number of eigenvalues of ``Σ`` above round-off (held or not).
+    method : {"dense", "gram", "covariance"}
+        How the spectrum was obtained.
+    """
+
+    mean: np.ndarray
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    variances: np.ndarray
+    total_variance: float
+    tail_variance: float
+    n_trials: int | None
+    dim: int
+    rank: int
+    method: str
+
+    @property
+    def n_components(self) -> int:
+        """Number ``k`` of held eigenpairs."""
+        return int(self.eigenvalues.shape[0])
+
+    @property
+    def effective_rank(self) -> float:
+        """Roy & Vetterli (2007) effective rank ``exp(entropy(λ / Σλ))`` of the held spectrum."""
+        lam = self.eigenvalues[self.eigenvalues > 0]
+        if lam.size == 0:
+            return 0.0
+        p = lam / lam.sum()
+        return float(np.exp(-np.sum(p * np.log(p))))
+
+    def to_dict(self, *, n_top: int = 10) -> dict:
+        """JSON-serialisable summary without the length-``d`` arrays (top ``n_top`` eigenvalues)."""
+        return {
+            "method": self.method,
+            "n_trials": self.n_trials,
+            "dim": self.dim,
+            "rank": self.rank,
+            "n_components": self.n_components,
+            "total_variance": float(self.total_variance),
+            "tail_variance": float(self.tail_variance),
+            "top_eigenvalues": [float(x) for x in self.eigenvalues[:n_top]],
+            "effective_rank": self.effective_rank,
+            "max_coordinate_variance": float(np.max(self.variances)) if self.dim else 0.0,
+            "eigenvector_dtype": str(self.eigenvectors.dtype),
+        }
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+def _check_outputs(outputs) -> np.ndarray:
+    arr = outputs if isinstance(outputs, np.ndarray) else np.asarray(outputs)
+    if arr.dtype == bool or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
+        raise TypeError(f"`outputs` must hold real numbers; got dtype {arr.dtype}.")
+    if arr.ndim != 2:
+        raise ValueError(f"`outputs` must be 2-D (n_trials, d); got shape {arr.shape}.")
+    if arr.shape[0] < 2:
+        raise ValueError(f"`outputs` must have at least 2 trials (rows); got {arr.shape[0]}.")
+    if arr.shape[1] < 1:
+        raise ValueError("`outputs` must have at least one column (d >= 1); got d = 0.")
+    return arr
+
+
+def _warn_if_constant(total_variance: float) -> None:
+    if total_variance == 0.0:
+        warnings.warn(
+            "the outputs did not vary across trials (all variances are 0): the mechanism "
+            "reveals nothing about the sampled subset and no noise is needed.",
+            ConstantOutputWarning,
+            stacklevel=3,
+        )
+
+
+def estimate_output_spectrum(
+    outputs,
+    *,
+    method: str = "auto",
+    n_components: int | None = None,
+    eigenvector_dtype=None,
+    block_size: int | None = None,
+) -> OutputSpectrum:
+    """Estimate the covariance spectrum of simulated outputs.
+
+    Parameters
+    ----------
+    outputs : array_like or np.memmap of shape (n_trials, d)
+        Mechanism outputs on random subsets (real, finite, ``n_trials >= 2``). Read in blocks;
+        an ``np.memmap`` is never loaded whole.
+    method : {"auto", "dense", "gram"}, default "auto"
+        ``"dense"`` eigen-decomposes the ``d x d`` sample covariance; ``"gram"`` the
+        ``n x n`` Gram matrix of the centred outputs (no ``d x d`` matrix). ``"auto"`` uses
+        dense when ``d <= n_trials``, Gram otherwise.
+    n_components : int, optional
+        Keep at most this many leading eigenpairs (the rest is summarised in
+        ``tail_variance``). Default: all ``d`` (dense) or every eigenpair above
+        ``sqrt(eps)·λ_max`` (Gram; at most ``n_trials - 1``).
+    eigenvector_dtype : {float64, float32}, optional
+        Default float32 for float32 (or narrower) outputs, float64 otherwise. float32 halves
+        the ``(d, k)`` eigenvector memory (e.g. 4 GB instead of 8 GB at d = 1e6, k = 1000);
+        eigenvalues and all accumulations stay float64.
+    block_size : int, optional
+        Rows (dense) or columns (Gram) per block; default about 16 MiB of float64.
+
+    Returns
+    -------
+    OutputSpectrum
+
+    Raises
+    ------
+    TypeError
+        If ``outputs`` is not real-valued or an option has the wrong type.
+    ValueError
+        If ``outputs`` is not 2-D, has fewer than 2 rows or no column, contains NaN/inf, or an
+        option is out of range.
+
+    Warns
+    -----
+    ConstantOutputWarning
+        If every coordinate is constant (the calibration then returns zero noise, MI bound 0).
+    DegenerateOutputWarning
+        If a material negative eigenvalue (beyond round-off) had to be clipped.
+
+    Notes
+    -----
+    Eigenvalues within ``eps · λ_max · max(n, d)`` of zero are round-off and set to 0 (as
+    scikit-learn's ``_check_psd_eigenvalues``). On the Gram path, directions outside the span of
+    the centred samples have sample eigenvalue 0, so the rules give them **no** noise: that is
+    all the estimator supports; Algorithm 1's ``c``-inflation
+    (``calibrate_noise(rule="algorithm1")``) covers unseen directions.
+
+    References
+    ----------
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, §4 (Algorithm 1 step: estimate Σ).
+    """
+    arr = _check_outputs(outputs)
+    if not isinstance(method, str) or method not in _METHODS:
+        raise ValueError(f"`method` must be one of {_METHODS}; got {method!r}.")
+    if n_components is not None:
+        n_components = check_int(n_components, "n_components", low=1)
+    if block_size is not None:
+        block_size = check_int(block_size, "block_size", low=1)
+    if eigenvector_dtype is None:
+        eigenvector_dtype = np.float32 if arr.dtype.itemsize <= 4 and np.issubdtype(
+            arr.dtype, np.floating) else np.float64
+    eigenvector_dtype = np.dtype(eigenvector_dtype)
+    if eigenvector_dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(
+            f"`eigenvector_dtype` must be float32 or float64; got {eigenvector_dtype}."
+        )
+    n, d = arr.shape
+    if method == "auto":
+        method = "dense" if d <= n else "gram"
+    eps = float(np.finfo(np.float64).eps)
+    if method == "dense":
+        mean, variances, lam, vecs = dense_spectrum(arr, block_size=block_size)
+        lam = clip_eigenvalues(lam, size=max(n, d), eps=eps, stacklevel=3)
+        rank = int(np.sum(lam > 0))
+        k = d if n_components is None else min(n_components, d)
+        tail = float(np.sum(lam[k:]))
+        lam, vecs = lam[:k], np.ascontiguousarray(vecs[:, :k], dtype=eigenvector_dtype)
+    else:
+        mean, variances, lam, vecs, tail, rank = gram_spectrum(
+            arr, n_components=n_components, eigenvector_dtype=eigenvector_dtype,
+            block_size=block_size,
+        )
+    total = float(np.sum(variances))
+    _warn_if_constant(total)
+    return OutputSpectrum(
+        mean=_readonly(mean), eigenvalues=_readonly(lam), eigenvectors=_readonly(vecs),
+        variances=_readonly(variances), total_variance=total, tail_variance=tail,
+        n_trials=n, dim=d, rank=rank, method=method,
+    )
+
+
+def spectrum_from_covariance(cov, mean=None) -> OutputSpectrum:
+    """Wrap a known output covariance ``Σ`` (e.g. computed analytically) as an OutputSpectrum.
+
+    Parameters
+    ----------
+    cov : array_like of shape (d, d)
+        Symmetric positive semidefinite covariance (float, finite). Symmetric up to
+        ``1e-8 · max|Σ|``; it is symmetrised.
+    mean : array_like of shape (d,), optional
+        Output mean (default zeros); only carried along.
+
+    Returns
+    -------
+    OutputSpectrum
+        With ``method="covariance"`` and ``n_trials=None``.
+
+    Raises
+    ------
+    TypeError
+        If ``cov`` is not real-valued.
+    ValueError
+        If ``cov`` is not square, not symmetric, not finite, has a clearly negative eigenvalue,
+        or ``mean`` has the wrong shape or is not finite.
+
+    Warns
+    -----
+    DegenerateOutputWarning
+        If a negative eigenvalue beyond round-off (but not clearly negative) is clipped.
+    ConstantOutputWarning
+        If ``Σ = 0``.
+    """
+    c = np.asarray(cov)
+    if c.dtype == bool or not (np.issubdtype(c.dtype, np.floating) or np.issubdtype(
+            c.dtype, np.integer)):
+        raise TypeError(f"`cov` must hold real numbers; got dtype {c.dtype}.")
+    c = c.astype(np.float64)
+    if c.ndim != 2 or c.shape[0] != c.shape[1] or c.shape[0] < 1:
+        raise ValueError(f"`cov` must be a square (d, d) matrix with d >= 1; got shape {c.shape}.")
+    if not np.all(np.isfinite(c)):
+        raise ValueError("`cov` must be finite; found NaN or inf.")
+    d = c.shape[0]
+    scale = float(np.max(np.abs(c)))
+    if np.max(np.abs(c - c.T)) > 1e-8 * scale:
+        raise ValueError("`cov` must be symmetric (up to 1e-8 relative); it is not.")
+    if mean is None:
+        m = np.zeros(d)
+    else:
+        m = np.array(mean, dtype=np.float64)
+        if m.shape != (d,) or not np.all(np.isfinite(m)):
+            raise ValueError(f"`mean` must be a finite array of shape ({d},); got {m.shape}.")
+    lam, vecs = np.linalg.eigh((c + c.T) / 2.0)
+    lam = clip_eigenvalues(lam[::-1], size=d, eps=float(np.finfo(np.float64).eps), stacklevel=3)
+    variances = np.clip(np.diag(c).copy(), 0.0, None)
+    total = float(np.sum(variances))
+    _warn_if_constant(total)
+    return OutputSpectrum(
+        mean=_readonly(m), eigenvalues=_readonly(lam),
+        eigenvectors=_readonly(np.ascontiguousarray(vecs[:, ::-1])),
+        variances=_readonly(variances), total_variance=total, tail_variance=0.0,
+        n_trials=None, dim=d, rank=int(np.sum(lam > 0)), method="covariance",
+    )

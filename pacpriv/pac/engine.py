@@ -1,0 +1,332 @@
+"""The PAC Monte-Carlo engine: run a black-box mechanism on many random subsets of a pool.
+
+:func:`simulate` draws ``n_trials`` membership masks from a sampler (the data distribution
+D of PAC Privacy [1]_), runs ``mechanism(pool[mask])`` for each, checks every output and
+returns them as an ``(n_trials, d)`` array, the raw material of the covariance estimate
+and the noise calibration (Xiao & Devadas [1]_, Alg. 1 and Thm. 3).
+
+Reproducibility contract
+------------------------
+Trial ``i`` depends only on the root seed and ``i`` (see :mod:`pacpriv.pac.samplers`):
+the same root seed gives bit-identical outputs and masks for any ``n_jobs``, backend
+(sequential, loky, threading, Dask), ``batch_size`` or resume point.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
+from pacpriv._validation import check_int, check_real
+from pacpriv.pac._parallel import run_pending
+from pacpriv.pac._trial import TrialTask
+from pacpriv.pac.checkpoint import Checkpoint, run_fingerprint
+from pacpriv.pac.samplers import Sampler, as_sampler, callable_fingerprint
+from pacpriv.pac.storage import OutputStore
+
+__all__ = ["SimulationResult", "simulate"]
+
+Pool = np.ndarray | tuple[np.ndarray, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class SimulationResult:
+    """Outputs of a Monte-Carlo simulation (:func:`simulate`).
+
+    Attributes
+    ----------
+    outputs : numpy.ndarray of shape (n_trials, dim)
+        Mechanism outputs, row ``i`` from trial ``i`` (float64 unless ``output_dtype``);
+        a read-only ``numpy.memmap`` when ``output_path`` was given.
+    masks : numpy.ndarray of bool, shape (n_trials, n_records)
+        Membership mask of each trial (record ``j`` was in trial ``i``'s subset).
+    root_seed : dict
+        ``seed_to_dict`` of the root ``SeedSequence``; ``SeedSequence(**root_seed)`` rebuilds it.
+    sampler : dict
+        ``Sampler.to_dict()`` of the sampler used.
+    mechanism : str
+        Qualified name of the mechanism.
+    n_trials, n_records, dim : int
+        Number of trials, pool size, output dimension ``d``.
+    membership_prior : float or None
+        Probability that one record is in a subset (½ for Poisson-½), if known.
+    elapsed_s : float
+        Wall-clock time of this call, seconds.
+    backend : str
+        joblib backend that ran the trials ("sequential", "loky", "threading", "dask", ...).
+    n_jobs : int
+        Number of concurrent workers used.
+    resumed_trials : int
+        Trials restored from the checkpoint instead of recomputed.
+    checkpoint, output_path : str or None
+        Checkpoint directory and disk-backed output file, if any.
+    """
+
+    outputs: np.ndarray
+    masks: np.ndarray
+    root_seed: dict
+    sampler: dict
+    mechanism: str
+    n_trials: int
+    n_records: int
+    dim: int
+    membership_prior: float | None
+    elapsed_s: float
+    backend: str
+    n_jobs: int
+    resumed_trials: int = 0
+    checkpoint: str | None = None
+    output_path: str | None = None
+
+    def trial_seed(self, index: int) -> np.random.SeedSequence:
+        """``SeedSequence`` of trial ``index`` (its children 0/1 seed the sampler/mechanism)."""
+        index = check_int(index, "index", low=0, high=self.n_trials - 1)
+        return trial_seed(np.random.SeedSequence(**self.root_seed), index)
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable summary (no raw arrays)."""
+        return {
+            "mechanism": self.mechanism,
+            "sampler": self.sampler,
+            "root_seed": self.root_seed,
+            "n_trials": self.n_trials,
+            "n_records": self.n_records,
+            "dim": self.dim,
+            "output_dtype": str(self.outputs.dtype),
+            "membership_prior": self.membership_prior,
+            "elapsed_s": self.elapsed_s,
+            "backend": self.backend,
+            "n_jobs": self.n_jobs,
+            "resumed_trials": self.resumed_trials,
+            "checkpoint": self.checkpoint,
+            "output_path": self.output_path,
+        }
+
+
+def _as_pool_array(value: Any, name: str) -> np.ndarray:
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        raise TypeError(
+            f"`{name}` must be an array of shape (n_records, ...); got {type(value).__name__}."
+        )
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"`{name}` could not be converted to an array: {err}") from err
+    if arr.ndim == 0:
+        raise ValueError(
+            f"`{name}` must have a first axis of records, shape (n_records, ...); got a scalar."
+        )
+    return arr
+
+
+def _check_pool(pool: Any) -> tuple[Pool, int]:
+    if isinstance(pool, tuple):
+        if not pool:
+            raise ValueError("`pool` must be an array or a non-empty tuple of arrays; got ().")
+        arrays = tuple(_as_pool_array(a, f"pool[{j}]") for j, a in enumerate(pool))
+        lengths = [a.shape[0] for a in arrays]
+        if len(set(lengths)) > 1:
+            raise ValueError(
+                f"`pool` arrays must share the first axis (n_records); got lengths {lengths}."
+            )
+        checked: Pool = arrays
+        n_records = lengths[0]
+    else:
+        checked = _as_pool_array(pool, "pool")
+        n_records = checked.shape[0]
+    if n_records == 0:
+        raise ValueError("`pool` must contain at least one record; got n_records = 0.")
+    return checked, n_records
+
+
+def _check_mechanism(mechanism: Any) -> tuple[str, bool]:
+    if not callable(mechanism):
+        raise TypeError(
+            f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
+        )
+    try:
+        params = inspect.signature(mechanism).parameters
+    except (TypeError, ValueError):  # some builtins have no signature
+        params = {}
+    rng = params.get("rng")
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return callable_fingerprint(mechanism)["name"], rng is not None and rng.kind in kinds
+
+
+def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progress):
+    n_trials = check_int(n_trials, "n_trials", low=1)
+    retries = check_int(retries, "retries", low=0)
+    if timeout is not None:
+        timeout = check_real(timeout, "timeout", low=0.0, low_inclusive=False)
+    if batch_size != "auto":
+        batch_size = check_int(batch_size, "batch_size", low=1)
+    dtype = np.dtype(output_dtype)
+    if dtype.kind != "f":
+        raise ValueError(
+            f"`output_dtype` must be a floating dtype (float64, float32); got {dtype}."
+        )
+    if not isinstance(progress, bool):
+        raise TypeError(f"`progress` must be a bool; got {type(progress).__name__}.")
+    return n_trials, retries, timeout, batch_size, dtype
+
+
+def simulate(
+    mechanism: Callable[..., Any],
+    pool: Pool,
+    *,
+    n_trials: int,
+    sampler: Sampler | Callable | str | None = None,
+    n_jobs: int | None = None,
+    backend: str | None = None,
+    rng: RNGLike = None,
+    progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
+    retries: int = 0,
+    timeout: float | None = None,
+    batch_size: int | Literal["auto"] = "auto",
+    output_path: str | os.PathLike | None = None,
+    output_dtype: Any = np.float64,
+) -> SimulationResult:
+    """Run ``mechanism`` on ``n_trials`` random subsets of ``pool`` and collect its outputs.
+
+    Parameters
+    ----------
+    mechanism : callable
+        ``f(subset) -> array-like of shape (d,)`` (a scalar counts as ``d = 1``). If its
+        signature has an ``rng`` parameter, it receives the trial's
+        ``numpy.random.Generator`` (mechanism stream). Must be picklable for process
+        backends (module-level functions are).
+    pool : numpy.ndarray of shape (n_records, ...) or tuple of such arrays
+        The data pool; a tuple (e.g. ``(X, y)``) holds aligned arrays sharing the first
+        axis. The subset is ``pool[mask]`` (or ``tuple(a[mask] for a in pool)``); it may
+        be empty.
+    n_trials : int
+        Number of trials, >= 1.
+    sampler : Sampler, callable, str or None, default None
+        Data distribution (see :func:`pacpriv.pac.samplers.as_sampler`); None = Poisson-½.
+    n_jobs : int or None, default None
+        joblib's meaning: None = 1 unless set by ``joblib.parallel_config``; -1 = all cores.
+    backend : str or None, default None
+        joblib backend ("loky", "threading", "dask", "ray", ...); None = joblib's default
+        or the active ``parallel_config``. "dask" needs a ``distributed.Client``.
+    rng : None, int, SeedSequence or Generator, default None
+        Root seed; None = fresh OS entropy, or, when resuming a checkpoint, its stored seed.
+    progress : bool, default True
+        Show a tqdm progress bar over trials.
+    checkpoint : path or None, default None
+        Directory where finished trials are saved as they complete (see
+        :mod:`pacpriv.pac.checkpoint`); rerunning with the same arguments resumes.
+    retries : int, default 0
+        Extra attempts for a failing trial, with the same seed; also extra rounds after a
+        worker crash.
+    timeout : float or None, default None
+        Per-trial limit in seconds (per attempt). In the main thread of a POSIX process
+        (``n_jobs=1``, loky and multiprocessing workers) the trial is interrupted by
+        SIGALRM between Python bytecodes; on thread-based workers (threading, Dask) it
+        cannot be interrupted and fails after returning if it ran longer.
+    batch_size : int or "auto", default "auto"
+        Trials per joblib task; never changes results.
+    output_path : path or None, default None
+        ``.npy`` file for disk-backed outputs (``numpy.lib.format.open_memmap``); masks go
+        to ``<stem>.masks.npy`` beside it.
+    output_dtype : floating dtype, default numpy.float64
+        Storage dtype of the outputs (float32 halves memory; outputs are checked finite
+        after the cast).
+
+    Returns
+    -------
+    SimulationResult
+
+    Raises
+    ------
+    TypeError, ValueError
+        For invalid arguments (the message names the argument).
+    MechanismError
+        If a trial raises, returns a non-finite, complex, non-1-D or wrongly sized output,
+        times out, or a worker dies; names the trial index and its seed, chained ``from``
+        the mechanism's exception. Finished trials stay in the checkpoint.
+    CheckpointError
+        If ``checkpoint`` is corrupt or belongs to a different run.
+
+    References
+    ----------
+    .. [1] H. Xiao and S. Devadas, "PAC Privacy: Automatic Privacy Measurement and Control
+       of Data Processing", CRYPTO 2023, Alg. 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pacpriv.pac.engine import simulate
+    >>> res = simulate(lambda s: s.mean(axis=0) if len(s) else np.zeros(2),
+    ...                np.arange(20.0).reshape(10, 2), n_trials=4, rng=0, progress=False)
+    >>> res.outputs.shape, res.masks.shape
+    ((4, 2), (4, 10))
+    """
+    tic = time.perf_counter()
+    mechanism_name, pass_rng = _check_mechanism(mechanism)
+    pool, n_records = _check_pool(pool)
+    n_trials, retries, timeout, batch_size, dtype = _check_options(
+        n_trials, retries, timeout, batch_size, output_dtype, progress
+    )
+    sampler = as_sampler(sampler)
+    store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
+    ckpt = None
+    if checkpoint is not None:
+        ckpt = Checkpoint.open(
+            checkpoint,
+            fingerprint=run_fingerprint(mechanism, pool, sampler, dtype),
+            n_records=n_records,
+            root=None if rng is None else as_seed_sequence(rng),
+        )
+        root = ckpt.root
+    else:
+        root = as_seed_sequence(rng)
+    resumed = ckpt.load_into(store) if ckpt is not None else 0
+    pending = store.missing_ranges()
+    if pending:  # sampler errors (e.g. subset_size > n_records) surface here, in the caller
+        sampler.trial_mask(n_records, root=root, index=pending[0][0])
+    task = TrialTask(
+        mechanism=mechanism,
+        mechanism_name=mechanism_name,
+        pool=pool,
+        n_records=n_records,
+        sampler=sampler,
+        root=root,
+        pass_rng=pass_rng,
+        retries=retries,
+        timeout=timeout,
+        output_dtype=dtype,
+    )
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=n_trials, initial=resumed, disable=not progress, unit="trial", desc="pac")
+    with bar:
+        backend_name, n_workers = run_pending(
+            task, store, ckpt, n_jobs=n_jobs, backend=backend, batch_size=batch_size,
+            bar=bar, retries=retries,
+        )
+    outputs, masks = store.finalize()
+    return SimulationResult(
+        outputs=outputs,
+        masks=masks,
+        root_seed=seed_to_dict(root),
+        sampler=sampler.to_dict(),
+        mechanism=mechanism_name,
+        n_trials=n_trials,
+        n_records=n_records,
+        dim=int(outputs.shape[1]),
+        membership_prior=sampler.membership_prior(n_records),
+        elapsed_s=time.perf_counter() - tic,
+        backend=backend_name,
+        n_jobs=n_workers,
+        resumed_trials=resumed,
+        checkpoint=None if checkpoint is None else str(checkpoint),
+        output_path=None if output_path is None else str(output_path),
+    )

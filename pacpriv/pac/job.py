@@ -1,0 +1,280 @@
+"""The PAC main job, end to end: simulate → spectrum → calibrate → release → bounds.
+
+:func:`run_pac` chains the engine (:func:`pacpriv.pac.engine.simulate`), the spectrum
+(:func:`pacpriv.pac.covariance.estimate_output_spectrum`), the noise calibration
+(:func:`pacpriv.pac.calibration.calibrate_noise`), the release
+(:func:`pacpriv.pac.release.privatize`) and the posterior bounds
+(:mod:`pacpriv.pac.posterior`) into one call and returns a :class:`PacResult` that
+:mod:`pacpriv.report` renders as the PAC membership-privacy report.
+
+References
+----------
+.. [1] H. Xiao, S. Devadas. PAC Privacy: Automatic Privacy Measurement and Control of Data
+   Processing. CRYPTO 2023, arXiv:2210.03458 (Thm 1, Thm 2, Thm 3, Algorithm 1).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pacpriv._random import RNGLike, as_generator
+from pacpriv._validation import check_int, check_real
+from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise
+from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
+from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac.posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
+from pacpriv.pac.release import privatize
+from pacpriv.pac.samplers import as_sampler
+
+__all__ = ["PacResult", "run_pac"]
+
+
+@dataclass(frozen=True)
+class PacResult:
+    """Everything the PAC membership-privacy report says, as one frozen object.
+
+    Attributes
+    ----------
+    mechanism : str
+        Name of the black-box mechanism.
+    dataset : dict
+        Public description of the pool (name, source, ``n_records``, ``n_features``); never
+        the records themselves.
+    simulation : SimulationResult
+        Engine output: the ``(n_trials, d)`` outputs, masks and seeds.
+    spectrum : OutputSpectrum
+        Estimated output covariance ``Σ`` (eigen-decomposition).
+    plan : NoisePlan
+        Calibrated Gaussian noise ``B ~ N(0, Σ_B)``.
+    mi_budget : float
+        Budget ``v`` in nats.
+    membership_prior : float
+        Probability that one record is in the secret subset (½ for Poisson-½ sampling).
+    posterior_success_bound : float
+        Largest posterior success rate of any membership adversary for the claimed MI
+        (KL inversion of [1]_ Thm 1 with prior ``membership_prior``); for prior ½ this is the
+        membership-inference accuracy bound.
+    pinsker_success_bound : float
+        The looser Pinsker bound ``prior + sqrt(v/2)`` ([1]_ Cor. 1), for reference.
+    individual_mi_bound : float
+        Average per-record MI ``v / n_records`` (nats) ([1]_ Thm 2: i.i.d. records and a
+        permutation-symmetric mechanism; independent membership bits otherwise).
+    release : ndarray of shape (d,) or None
+        The noisy output ``f(X) + B`` on the secret subset ``X`` (None if ``release=False``).
+    release_seeded : bool
+        Whether the caller seeded the release (otherwise fresh OS entropy was used).
+    sections : tuple of dict
+        Extra report sections (e.g. a DP-SGD comparison), each ``{"title", "markdown", ...}``.
+    """
+
+    mechanism: str
+    dataset: dict
+    simulation: SimulationResult = field(repr=False)
+    spectrum: OutputSpectrum = field(repr=False)
+    plan: NoisePlan = field(repr=False)
+    mi_budget: float
+    membership_prior: float
+    posterior_success_bound: float
+    pinsker_success_bound: float
+    individual_mi_bound: float
+    release: np.ndarray | None = field(repr=False, default=None)
+    release_seeded: bool = False
+    sections: tuple = ()
+
+    @property
+    def mi_claim(self) -> float:
+        """MI (nats) the plan claims for the true covariance (``v``, or ``v + β`` for Alg. 1)."""
+        return float(self.plan.mi_claim)
+
+    def with_sections(self, *sections: dict) -> PacResult:
+        """A copy with extra report sections appended."""
+        from dataclasses import replace
+
+        return replace(self, sections=(*self.sections, *sections))
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable summary (no raw records, masks or outputs)."""
+        return {
+            "mechanism": self.mechanism,
+            "dataset": dict(self.dataset),
+            "simulation": self.simulation.to_dict(),
+            "spectrum": self.spectrum.to_dict(),
+            "noise_plan": self.plan.to_dict(),
+            "mi_budget_nats": self.mi_budget,
+            "mi_claim_nats": self.mi_claim,
+            "membership_prior": self.membership_prior,
+            "posterior_success_bound": self.posterior_success_bound,
+            "pinsker_success_bound": self.pinsker_success_bound,
+            "individual_mi_bound_nats": self.individual_mi_bound,
+            "release": None if self.release is None else [float(v) for v in self.release],
+            "release_seeded": self.release_seeded,
+        }
+
+
+def _accepts_rng(func: Callable) -> bool:
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return "rng" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _subset(pool: Any, mask: np.ndarray) -> Any:
+    if isinstance(pool, tuple):
+        return tuple(np.asarray(a)[mask] for a in pool)
+    return np.asarray(pool)[mask]
+
+
+def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.ndarray:
+    """Run ``mechanism`` once on the secret subset (drawn from the sampler unless given)."""
+    if secret_mask is None:
+        secret_mask = sampler.draw(n_records, gen)
+    else:
+        secret_mask = np.asarray(secret_mask)
+        if secret_mask.shape != (n_records,) or secret_mask.dtype != bool:
+            raise ValueError(
+                f"`secret_mask` must be a boolean array of shape ({n_records},); "
+                f"got dtype {secret_mask.dtype}, shape {secret_mask.shape}."
+            )
+    subset = _subset(pool, secret_mask)
+    kwargs = {"rng": gen} if _accepts_rng(mechanism) else {}
+    value = np.asarray(mechanism(subset, **kwargs), dtype=np.float64).reshape(-1)
+    return value
+
+
+def run_pac(
+    mechanism: Callable[..., Any],
+    pool: Any,
+    *,
+    mi_budget: float,
+    n_trials: int = 1000,
+    sampler: Any = None,
+    rule: str = "anisotropic",
+    confidence: float | None = None,
+    c: float | None = None,
+    beta: float | None = None,
+    output_bound: float | None = None,
+    n_jobs: int | None = None,
+    backend: str | None = None,
+    rng: RNGLike = None,
+    release: bool = True,
+    release_rng: RNGLike = None,
+    secret_mask: np.ndarray | None = None,
+    progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
+    retries: int = 0,
+    timeout: float | None = None,
+    mechanism_name: str | None = None,
+    dataset: dict | None = None,
+) -> PacResult:
+    """Measure a black-box mechanism, calibrate PAC noise and release ``f(X) + B``.
+
+    Parameters
+    ----------
+    mechanism : callable
+        ``f(subset) -> array-like of shape (d,)``; gets the trial's ``numpy.random.Generator``
+        as ``rng=`` if its signature has one. Must be picklable for process backends.
+    pool : ndarray of shape (n_records, ...) or tuple of such arrays
+        The data pool the adversary is assumed to know.
+    mi_budget : float
+        Mutual-information budget ``v`` in **nats**, ``> 0``.
+    n_trials : int, default 1000
+        Number of simulated subsets (``>= 2``).
+    sampler : Sampler, callable, str or None
+        Distribution of the secret subset (None: Poisson with ``sampling_rate=0.5``).
+    rule : {"anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1"}
+        Noise rule, see :func:`pacpriv.pac.calibration.calibrate_noise`.
+    confidence, c, beta, output_bound : float, optional
+        Algorithm 1 parameters (``rule="algorithm1"`` only).
+    n_jobs, backend : optional
+        joblib parallelism (``n_jobs=-1``: all cores).
+    rng : None, int, SeedSequence or Generator
+        Root seed of the simulation (None: fresh OS entropy, recorded in the report).
+    release : bool, default True
+        Whether to draw the secret subset, run ``f`` on it and add the noise.
+    release_rng : None, int, SeedSequence or Generator
+        Randomness of the secret subset and of the noise; None (default) = fresh OS entropy,
+        which is what a real release must use. Seed it only for tests and demos.
+    secret_mask : ndarray of bool, shape (n_records,), optional
+        Use this subset as the secret instead of drawing it from the sampler.
+    progress, checkpoint, retries, timeout :
+        Passed to :func:`pacpriv.pac.engine.simulate`.
+    mechanism_name : str, optional
+        Name shown in the report (default: the engine's qualified name).
+    dataset : dict, optional
+        Public description of the pool for the report (never the records).
+
+    Returns
+    -------
+    PacResult
+
+    Raises
+    ------
+    ValueError, TypeError
+        Invalid arguments (each message names the argument and its allowed range).
+    pacpriv.exceptions.MechanismError
+        The mechanism raised or returned a bad output in some trial (index and seed given).
+
+    References
+    ----------
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1 (posterior bound), Thm 3 (Gaussian
+       noise), Algorithm 1 (confidence).
+    """
+    mi_budget = check_real(mi_budget, "mi_budget", low=0, low_inclusive=False)
+    n_trials = check_int(n_trials, "n_trials", low=2)
+    if rule not in RULES:
+        raise ValueError(f"`rule` must be one of {', '.join(RULES)}; got {rule!r}.")
+    sampler_obj = as_sampler(sampler)
+
+    sim = simulate(
+        mechanism,
+        pool,
+        n_trials=n_trials,
+        sampler=sampler_obj,
+        n_jobs=n_jobs,
+        backend=backend,
+        rng=rng,
+        progress=progress,
+        checkpoint=checkpoint,
+        retries=retries,
+        timeout=timeout,
+    )
+    spectrum = estimate_output_spectrum(sim.outputs)
+    plan = calibrate_noise(
+        spectrum,
+        mi_budget=mi_budget,
+        rule=rule,
+        confidence=confidence,
+        c=c,
+        beta=beta,
+        output_bound=output_bound,
+    )
+    prior = sim.membership_prior if sim.membership_prior is not None else 0.5
+    claim = float(plan.mi_claim)
+
+    noisy = None
+    if release:
+        gen = as_generator(release_rng, name="release_rng")
+        value = _secret_output(mechanism, pool, sampler_obj, sim.n_records, secret_mask, gen)
+        noisy = privatize(value, plan, rng=gen)
+
+    return PacResult(
+        mechanism=mechanism_name or sim.mechanism,
+        dataset=dict(dataset or {"name": "user pool", "n_records": sim.n_records}),
+        simulation=sim,
+        spectrum=spectrum,
+        plan=plan,
+        mi_budget=mi_budget,
+        membership_prior=float(prior),
+        posterior_success_bound=float(posterior_success_rate(claim, prior=prior)),
+        pinsker_success_bound=float(pinsker_bound(claim, prior=prior)),
+        individual_mi_bound=float(individual_mi_bound(claim, n_records=max(sim.n_records, 1))),
+        release=noisy,
+        release_seeded=release_rng is not None,
+    )

@@ -1,0 +1,110 @@
+"""Where the engine puts finished trials: preallocated arrays, in memory or on disk.
+
+Outputs are written in place as batches finish (never accumulated in lists). With
+``output_path`` the arrays are ``.npy`` files opened with
+:func:`numpy.lib.format.open_memmap`, so ``n_trials x d`` can exceed memory: outputs go to
+``output_path`` and masks to the sibling ``<stem>.masks.npy``. Both are ordinary ``.npy``
+files readable with ``numpy.load(path, mmap_mode="r")``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["OutputStore", "masks_path_for"]
+
+
+def masks_path_for(output_path: str | os.PathLike) -> Path:
+    """Path of the masks file that accompanies ``output_path`` (``<stem>.masks.npy``)."""
+    path = Path(output_path)
+    return path.with_name(f"{path.stem}.masks.npy")
+
+
+def _check_output_path(output_path) -> Path | None:
+    if output_path is None:
+        return None
+    if not isinstance(output_path, (str, os.PathLike)):
+        raise TypeError(
+            "`output_path` must be None or a path to a .npy file; "
+            f"got {type(output_path).__name__}."
+        )
+    path = Path(output_path)
+    if path.suffix != ".npy":
+        raise ValueError(f"`output_path` must end with '.npy'; got {str(path)!r}.")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"`output_path` directory does not exist: {str(path.parent)!r}.")
+    return path
+
+
+class OutputStore:
+    """Preallocated ``outputs (n_trials, d)`` and ``masks (n_trials, n_records)``.
+
+    ``d`` is learnt from the first stored batch (or given). ``done`` marks finished trials.
+
+    Parameters
+    ----------
+    n_trials, n_records : int
+        Array sizes.
+    dtype : numpy dtype
+        Output dtype (float64 by default in the engine).
+    output_path : path or None
+        ``.npy`` file for disk-backed outputs (masks beside it); ``None`` keeps them in memory.
+    """
+
+    def __init__(self, n_trials: int, n_records: int, *, dtype, output_path=None) -> None:
+        self.n_trials = n_trials
+        self.n_records = n_records
+        self.dtype = np.dtype(dtype)
+        self.path = _check_output_path(output_path)
+        self.dim: int | None = None
+        self.done = np.zeros(n_trials, dtype=bool)
+        self.outputs: np.ndarray | None = None
+        self.masks: np.ndarray | None = None
+
+    def _allocate(self, dim: int) -> None:
+        self.dim = dim
+        shape = (self.n_trials, dim)
+        mshape = (self.n_trials, self.n_records)
+        if self.path is None:
+            self.outputs = np.zeros(shape, dtype=self.dtype)
+            self.masks = np.zeros(mshape, dtype=bool)
+        else:
+            open_memmap = np.lib.format.open_memmap
+            self.outputs = open_memmap(self.path, mode="w+", dtype=self.dtype, shape=shape)
+            self.masks = open_memmap(masks_path_for(self.path), mode="w+", dtype=bool, shape=mshape)
+
+    def put(self, start: int, outputs: np.ndarray, masks: np.ndarray) -> None:
+        """Store trials ``start .. start + len(outputs) - 1`` (rows beyond ``n_trials`` dropped)."""
+        k = min(len(outputs), self.n_trials - start)
+        if k <= 0:
+            return
+        if self.outputs is None:
+            self._allocate(outputs.shape[1])
+        self.outputs[start : start + k] = outputs[:k]
+        self.masks[start : start + k] = masks[:k]
+        self.done[start : start + k] = True
+
+    def missing_ranges(self) -> list[tuple[int, int]]:
+        """Maximal ``[start, stop)`` ranges of unfinished trials, in increasing order."""
+        padded = np.concatenate(([False], ~self.done, [False])).astype(np.int8)
+        edges = np.flatnonzero(np.diff(padded))
+        return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+    @property
+    def n_done(self) -> int:
+        """Number of finished trials."""
+        return int(self.done.sum())
+
+    def finalize(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flush and return ``(outputs, masks)``; disk-backed arrays are reopened read-only."""
+        if self.path is None:
+            return self.outputs, self.masks
+        self.outputs.flush()
+        self.masks.flush()
+        del self.outputs, self.masks
+        outputs = np.load(self.path, mmap_mode="r")
+        masks = np.load(masks_path_for(self.path), mmap_mode="r")
+        return outputs, masks

@@ -1,0 +1,289 @@
+"""Mechanism registry: built-in names, ``module:function`` and ``file.py:function`` specs.
+
+A *factory* is ``factory(dataset_info: DatasetInfo | None) -> mechanism``: it turns the public
+facts of a data pool (:class:`pacpriv.datasets.DatasetInfo`: number of features, class list,
+public feature ranges) into a configured mechanism ``f(subset, *, rng=None) -> (d,)``. Built-in
+factories (the reference mechanisms of the top-level :mod:`mechanisms` package):
+
+==================  ===========================================================================
+name                configuration from ``dataset_info``
+==================  ===========================================================================
+``mean``            clipped mean over the public feature ranges (``[-1, 1]`` without info)
+``median``          clipped median, same bounds
+``histogram``       10 equal bins per feature over the public ranges (``[-1, 1]`` without info)
+``kmeans``          k = number of classes (3 without classes), public seed 0, 10 restarts
+``logistic``        public class list, features standardised to ``[-1, 1]`` by the public ranges
+``linear_svm``      as ``logistic``
+``pca``             ``min(2, p)`` components, sign rule
+``decision_tree``   depth 3 on 4 equal bins per feature; 16 query points drawn uniformly in the
+                    public box with public seed 0
+``mlp``             8 hidden units, 50 full-batch Adam steps, public seed 0 (needs torch)
+==================  ===========================================================================
+
+Supervised built-ins need ``dataset_info`` with a class list and raise ``ValueError`` otherwise.
+The public ranges are those documented in :mod:`pacpriv.datasets` (published ranges for the
+bundled datasets, the whole pool's range for files).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from pacpriv.datasets import DatasetInfo
+
+__all__ = [
+    "MechanismFactory",
+    "available_mechanisms",
+    "register_mechanism",
+    "resolve_mechanism",
+]
+
+MechanismFactory = Callable[[DatasetInfo | None], Callable]
+
+#: Public seed of the decision-tree query points (part of the mechanism's definition).
+QUERY_POINT_SEED = 0
+
+
+def _box(info: DatasetInfo | None) -> tuple[np.ndarray, np.ndarray]:
+    if info is None:
+        return np.array([-1.0]), np.array([1.0])
+    return np.asarray(info.feature_low, dtype=float), np.asarray(info.feature_high, dtype=float)
+
+
+def _scaling(info: DatasetInfo) -> tuple[np.ndarray, np.ndarray]:
+    low, high = _box(info)
+    half = (high - low) / 2.0
+    return (low + high) / 2.0, np.where(half > 0, half, 1.0)
+
+
+def _edges(info: DatasetInfo | None, n_bins: int) -> list[np.ndarray]:
+    low, high = _box(info)
+    return [
+        np.linspace(lo, hi, n_bins + 1) if hi > lo else np.linspace(lo - 0.5, lo + 0.5, n_bins + 1)
+        for lo, hi in zip(low, high, strict=True)
+    ]
+
+
+def _classes(info: DatasetInfo | None, name: str) -> tuple:
+    if info is None or info.classes is None or len(info.classes) < 2:
+        raise ValueError(
+            f"mechanism {name!r} is supervised: it needs a labelled classification dataset "
+            "(dataset_info with at least 2 classes)."
+        )
+    return tuple(info.classes)
+
+
+def _mean(info):
+    from mechanisms import make_clipped_mean
+
+    return make_clipped_mean(low=_box(info)[0], high=_box(info)[1])
+
+
+def _median(info):
+    from mechanisms import make_clipped_median
+
+    return make_clipped_median(low=_box(info)[0], high=_box(info)[1])
+
+
+def _histogram(info):
+    from mechanisms import feature_histogram, make_feature_histogram
+
+    return feature_histogram if info is None else make_feature_histogram(edges=_edges(info, 10))
+
+
+def _kmeans(info):
+    from mechanisms import make_kmeans
+
+    k = len(info.classes) if info is not None and info.classes else 3
+    return make_kmeans(n_clusters=k)
+
+
+def _logistic(info):
+    from mechanisms import make_logistic
+
+    center, scale = _scaling(info) if info is not None else (None, None)
+    return make_logistic(classes=_classes(info, "logistic"), center=center, scale=scale)
+
+
+def _linear_svm(info):
+    from mechanisms import make_linear_svm
+
+    center, scale = _scaling(info) if info is not None else (None, None)
+    return make_linear_svm(classes=_classes(info, "linear_svm"), center=center, scale=scale)
+
+
+def _pca(info):
+    from mechanisms import make_pca
+
+    return make_pca(n_components=2 if info is None else min(2, info.n_features))
+
+
+def _decision_tree(info):
+    from mechanisms import make_decision_tree
+
+    classes = _classes(info, "decision_tree")
+    low, high = _box(info)
+    queries = np.random.default_rng(QUERY_POINT_SEED).uniform(low, high, size=(16, low.size))
+    return make_decision_tree(edges=_edges(info, 4), query_points=queries, classes=classes)
+
+
+def _mlp(info):
+    from mechanisms import make_mlp
+
+    center, scale = _scaling(info) if info is not None else (None, None)
+    return make_mlp(classes=_classes(info, "mlp"), center=center, scale=scale)
+
+
+_REGISTRY: dict[str, MechanismFactory] = {
+    "mean": _mean,
+    "median": _median,
+    "histogram": _histogram,
+    "kmeans": _kmeans,
+    "logistic": _logistic,
+    "linear_svm": _linear_svm,
+    "pca": _pca,
+    "decision_tree": _decision_tree,
+    "mlp": _mlp,
+}
+
+
+def available_mechanisms() -> tuple[str, ...]:
+    """Registered mechanism names, sorted."""
+    return tuple(sorted(_REGISTRY))
+
+
+def register_mechanism(name: str, factory: MechanismFactory, *, force: bool = False) -> None:
+    """Register ``factory`` under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        Non-empty, without ``":"`` (reserved for ``module:function`` specs).
+    factory : callable
+        ``factory(dataset_info: DatasetInfo | None) -> mechanism``.
+    force : bool
+        Replace an existing registration.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a string or ``factory`` is not callable.
+    ValueError
+        If ``name`` is empty, contains ``":"``, or is taken and ``force`` is false.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"`name` must be a str; got {type(name).__name__}.")
+    if not name or ":" in name:
+        raise ValueError(f"`name` must be non-empty and must not contain ':'; got {name!r}.")
+    if not callable(factory):
+        raise TypeError(f"`factory` must be callable; got {type(factory).__name__}.")
+    if name in _REGISTRY and not force:
+        raise ValueError(
+            f"mechanism {name!r} is already registered; pass force=True to replace it."
+        )
+    _REGISTRY[name] = factory
+
+
+def _load_file(path_text: str):
+    path = Path(path_text)
+    if not path.is_file():
+        raise FileNotFoundError(f"mechanism file not found: {path}")
+    # A private module name, removed from sys.modules after loading, so cloudpickle (loky)
+    # ships the function by value to worker processes, which cannot import the file by name.
+    mod_name = f"_pacpriv_user_mechanism_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"cannot load {str(path)!r} as a Python module.")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(mod_name, None)
+    return module
+
+
+def _import_module(name: str):
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name is not None and (name == err.name or name.startswith(err.name + ".")):
+            raise ValueError(f"cannot import mechanism module {name!r}: {err}") from err
+        raise
+
+
+def resolve_mechanism(
+    spec: str | Callable, *, dataset_info: DatasetInfo | None = None
+) -> tuple[Callable, str]:
+    """Turn a mechanism spec into ``(mechanism, name)``.
+
+    Parameters
+    ----------
+    spec : str or callable
+        A registered name (see :func:`available_mechanisms`), ``"package.module:function"``,
+        ``"path/to/file.py:function"`` (dotted attributes allowed after the colon), or a
+        callable (returned as is). Attributes are returned as is, not called: name the
+        mechanism, not its factory.
+    dataset_info : DatasetInfo or None
+        Public facts passed to a registered factory.
+
+    Returns
+    -------
+    mechanism : callable
+        ``f(subset, *, rng=None) -> ndarray of shape (d,)``.
+    name : str
+        The registered name, the spec string, or the callable's ``__name__``.
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the registered ones), a module that cannot be found,
+        a missing attribute, or a supervised built-in without class information.
+    FileNotFoundError
+        If a ``file.py`` spec names a file that does not exist.
+    TypeError
+        If ``spec`` is neither a str nor callable, or the resolved object is not callable.
+
+    Examples
+    --------
+    >>> from pacpriv.datasets import load_dataset
+    >>> from pacpriv.registry import resolve_mechanism
+    >>> iris = load_dataset("iris")
+    >>> f, name = resolve_mechanism("kmeans", dataset_info=iris.info())
+    >>> f(iris.pool).shape
+    (12,)
+    """
+    if callable(spec):
+        return spec, getattr(spec, "__name__", type(spec).__name__)
+    if not isinstance(spec, str):
+        raise TypeError(f"`spec` must be a str or a callable; got {type(spec).__name__}.")
+    if spec in _REGISTRY:
+        mechanism = _REGISTRY[spec](dataset_info)
+        if not callable(mechanism):
+            raise TypeError(f"factory of {spec!r} returned a non-callable {mechanism!r}.")
+        return mechanism, spec
+    if ":" not in spec:
+        raise ValueError(
+            f"unknown mechanism {spec!r}; registered: {', '.join(available_mechanisms())}; "
+            "or give 'module:function' or 'path/to/file.py:function'."
+        )
+    target, attr_path = spec.rsplit(":", 1)
+    if not target or not attr_path:
+        raise ValueError(f"mechanism spec {spec!r} must look like 'module:function'.")
+    is_file = target.endswith(".py") or "/" in target or os.sep in target
+    module = _load_file(target) if is_file else _import_module(target)
+    obj = module
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{target!r} has no attribute {attr_path!r} (spec {spec!r}).")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{spec!r} resolved to a non-callable {type(obj).__name__}.")
+    return obj, spec

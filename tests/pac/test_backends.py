@@ -1,0 +1,101 @@
+"""Engine on distributed joblib backends (Dask, Ray) and resuming across backends."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from pacpriv.exceptions import MechanismError
+from pacpriv.pac.engine import simulate
+
+from . import _engine_mechs as mechs
+
+POOL = np.linspace(-1.0, 2.0, 25)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A small local Dask cluster: 2 worker processes, 1 thread each."""
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+    )
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+def test_dask_identical_to_local_backends(dask_client):
+    """backend="dask" and parallel_config(backend="dask") match sequential, loky, threading."""
+    from joblib import parallel_config
+
+    kwargs = {"n_trials": 40, "rng": 17, "progress": False}
+    ref = simulate(mechs.noisy_sum, POOL, **kwargs)
+    runs = {
+        "loky": simulate(mechs.noisy_sum, POOL, n_jobs=2, backend="loky", **kwargs),
+        "threading": simulate(mechs.noisy_sum, POOL, n_jobs=2, backend="threading", **kwargs),
+        "dask": simulate(mechs.noisy_sum, POOL, backend="dask", **kwargs),
+    }
+    with parallel_config(backend="dask"):
+        runs["dask-config"] = simulate(mechs.noisy_sum, POOL, **kwargs)
+    for name, res in runs.items():
+        assert np.array_equal(res.outputs, ref.outputs), name
+        assert np.array_equal(res.masks, ref.masks), name
+    assert (runs["dask"].backend, runs["dask"].n_jobs) == ("dask", 2)
+    assert runs["dask-config"].backend == "dask"
+
+
+def test_dask_mechanism_error_keeps_cause(dask_client):
+    """A failing trial on a Dask worker raises MechanismError chained from the original."""
+    with pytest.raises(MechanismError, match=r"raised ValueError: boom in trial") as info:
+        simulate(mechs.fail_flagged, POOL, n_trials=40, rng=21, backend="dask", progress=False)
+    assert isinstance(info.value.__cause__, ValueError)
+    assert info.value.seed["spawn_key"] == [info.value.trial_index]
+
+
+def test_dask_timeout_checked_after_trial(dask_client):
+    """On Dask worker threads a slow trial cannot be interrupted but still fails its timeout."""
+    with pytest.raises(MechanismError, match=r"trial took .* s > timeout=0.2 s"):
+        simulate(mechs.sleepy, POOL, n_trials=40, rng=23, timeout=0.2, backend="dask",
+                 progress=False)
+
+
+def test_resume_across_backends(tmp_path, dask_client):
+    """A run checkpointed with n_jobs=1, continued on loky and finished on Dask is identical."""
+    ckpt, flag = tmp_path / "ckpt", tmp_path / "flag"
+    mech = functools.partial(mechs.fail_flagged, flag_file=str(flag))
+    clean = simulate(mech, POOL, n_trials=30, rng=21, progress=False)
+    flagged = np.flatnonzero(
+        simulate(mechs.flag_value, POOL, n_trials=30, rng=21, progress=False).outputs[:, 0]
+        < mechs.FAIL_RATE
+    )
+    assert flagged.size and flagged.max() >= 10  # the loky stage below must fail
+    first = simulate(mech, POOL, n_trials=10, rng=21, checkpoint=ckpt, progress=False)
+    flag.touch()
+    with pytest.raises(MechanismError):
+        simulate(mech, POOL, n_trials=30, rng=21, checkpoint=ckpt, n_jobs=2, backend="loky",
+                 batch_size=2, progress=False)
+    flag.unlink()
+    final = simulate(mech, POOL, n_trials=30, rng=21, checkpoint=ckpt, backend="dask",
+                     progress=False)
+    assert first.backend == "sequential" and final.backend == "dask"
+    assert final.resumed_trials >= 10
+    assert np.array_equal(final.outputs, clean.outputs)
+    assert np.array_equal(final.masks, clean.masks)
+
+
+def test_ray_backend():
+    """Ray backend gives identical outputs (skipped: Ray is an optional extra)."""
+    pytest.importorskip("ray", reason="ray is not installed (optional: pip install 'pacpriv[ray]')")
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False)
+    try:
+        ref = simulate(mechs.noisy_sum, POOL, n_trials=20, rng=17, progress=False)
+        res = simulate(mechs.noisy_sum, POOL, n_trials=20, rng=17, backend="ray", progress=False)
+    finally:
+        ray.shutdown()
+    assert np.array_equal(res.outputs, ref.outputs) and res.backend == "ray"

@@ -1,0 +1,63 @@
+"""``pacpriv pac ...`` command line: the main job, conversions and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pacpriv.cli import main
+
+
+def test_pac_run_writes_report(tmp_path, capsys):
+    """The main job writes report.json and report.md with the 58.82% posterior bound."""
+    out = tmp_path / "rep"
+    rc = main(["pac", "run", "--mechanism", "kmeans", "--dataset", "iris", "--mi-budget",
+               "0.015625", "--trials", "100", "--n-jobs", "1", "--out", str(out), "--seed", "1",
+               "--release-seed", "2", "--no-progress", "--format", "json,md"])
+    assert rc == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["privacy"]["posterior_success_bound"] == pytest.approx(0.588157, abs=5e-6)
+    assert len(report["release"]) == 12
+    md = (out / "report.md").read_text()
+    assert "58.82%" in md and "Threat model" in md
+    assert "report (json)" in capsys.readouterr().out
+    # No raw records: iris' first record never appears in the report.
+    assert "5.1, 3.5, 1.4, 0.2" not in md
+
+
+def test_pac_posterior_and_budget_tables(capsys):
+    """`pac posterior` and `pac budget` are inverse conversions (prior ½)."""
+    assert main(["pac", "posterior", "--mi-budget", "0.015625", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    acc = rows[0]["posterior_success_bound"]
+    assert acc == pytest.approx(0.588157, abs=5e-6)
+    assert main(["pac", "budget", "--target-accuracy", str(acc), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["mi_budget_nats"] == pytest.approx(0.015625)
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--mechanism", "nope", "--dataset", "iris", "--mi-budget", "0.1"], "nope"),
+        (["--mechanism", "kmeans", "--dataset", "nodata", "--mi-budget", "0.1"], "nodata"),
+        (["--mechanism", "kmeans", "--dataset", "/no/such.csv", "--mi-budget", "0.1"], "no/such"),
+        (["--mechanism", "kmeans", "--dataset", "iris", "--mi-budget", "0"], "mi-budget"),
+        (["--mechanism", "kmeans", "--dataset", "iris", "--mi-budget", "-2"], "mi-budget"),
+        (["--mechanism", "kmeans", "--dataset", "iris", "--mi-budget", "0.1", "--trials", "1"],
+         "trials"),
+        (["--mechanism", "kmeans", "--dataset", "iris"], "mi-budget"),
+        (["--mechanism", "kmeans", "--dataset", "iris", "--mi-budget", "0.1", "--format", "pdf"],
+         "format"),
+        (["--mechanism", "kmeans", "--dataset", "iris", "--mi-budget", "0.1", "--sampler",
+          "fixed"], "subset-size"),
+    ],
+)
+def test_pac_run_bad_input_is_one_line_exit_2(argv, match, tmp_path, capsys):
+    """Bad input: exit status 2 and a single `pacpriv: error:` line naming the problem."""
+    rc = main(["pac", "run", "--no-progress", "--out", str(tmp_path), *argv])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert err.startswith("pacpriv: error:") and "\n" not in err
+    assert match in err
+    assert "Traceback" not in err

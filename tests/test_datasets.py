@@ -1,0 +1,265 @@
+"""Tests for pacpriv.datasets: bundled loaders, CSV / NumPy files, error messages."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pacpriv.datasets import BUNDLED_DATASETS, Dataset, load_dataset
+
+# (n_records, n_features, number of classes or None) from scikit-learn's dataset documentation.
+SHAPES = {
+    "iris": (150, 4, 3),
+    "wine": (178, 13, 3),
+    "breast_cancer": (569, 30, 2),
+    "digits": (1797, 64, 10),
+    "diabetes": (442, 10, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_bundled_shapes(name):
+    """Bundled datasets load with their documented sizes, float64 X and a JSON summary."""
+    ds = load_dataset(name)
+    n, p, k = SHAPES[name]
+    assert isinstance(ds, Dataset) and ds.name == name
+    assert ds.X.shape == (n, p) and ds.X.dtype == np.float64 and ds.n_records == n
+    assert len(ds.feature_names) == p
+    assert (ds.classes is None) == (k is None)
+    if k is not None:
+        assert len(ds.classes) == k and ds.y.dtype == np.int64 and len(ds.target_names) == k
+    json.dumps(ds.to_dict())
+    assert set(BUNDLED_DATASETS) == set(SHAPES)
+
+
+def test_iris_published_ranges_and_pool():
+    """Iris ranges are the published min/max (sepal length 4.3..7.9); pool is (X, y)."""
+    ds = load_dataset("iris")
+    info = ds.info()
+    assert info.feature_low[0] == 4.3 and info.feature_high[0] == 7.9
+    assert info.bounds_source == "published" and info.n_features == 4
+    X, y = ds.pool
+    assert X is ds.X and y is ds.y
+    np.testing.assert_array_equal(np.bincount(y), [50, 50, 50])
+
+
+def test_digits_published_pixel_range():
+    """Digits pixels use the published range [0, 16], even for always-blank pixels."""
+    info = load_dataset("digits").info()
+    assert set(info.feature_low) == {0.0} and set(info.feature_high) == {16.0}
+
+
+def test_diabetes_is_regression():
+    """Diabetes keeps a float target and no class list (its targets are integer-valued)."""
+    ds = load_dataset("diabetes")
+    assert ds.classes is None and ds.y.dtype == np.float64 and ds.target_names is None
+
+
+def test_arrays_read_only():
+    """Pool arrays are read-only, so a mechanism cannot corrupt the pool."""
+    ds = load_dataset("wine")
+    with pytest.raises(ValueError, match="read-only"):
+        ds.X[0, 0] = 1.0
+
+
+def test_csv_with_header_and_label_name(tmp_path):
+    """A CSV with a header and a named label column loads features, classes and names."""
+    path = tmp_path / "pool.csv"
+    path.write_text("a,label,b\n1.5,0,2\n-1,1,3e2\n\n0,1,4\n")
+    ds = load_dataset(path, label_column="label")
+    np.testing.assert_array_equal(ds.X, [[1.5, 2.0], [-1.0, 300.0], [0.0, 4.0]])
+    np.testing.assert_array_equal(ds.y, [0, 1, 1])
+    assert ds.feature_names == ("a", "b") and ds.classes == (0, 1) and ds.name == "pool"
+    assert ds.feature_low == (-1.0, 2.0) and ds.info().bounds_source == "pool"
+
+
+def test_csv_without_header_unlabelled(tmp_path):
+    """A header-less CSV is all data; the pool is X alone."""
+    path = tmp_path / "x.csv"
+    path.write_text("1,2\n3,4\n")
+    ds = load_dataset(str(path))
+    np.testing.assert_array_equal(ds.pool, [[1, 2], [3, 4]])
+    assert ds.y is None and ds.feature_names == ("x0", "x1")
+
+
+def test_csv_string_labels_and_negative_index(tmp_path):
+    """String labels become codes 0..K-1 in sorted order, kept as target_names."""
+    path = tmp_path / "s.csv"
+    path.write_text("f,species\n1,setosa\n2,virginica\n3,setosa\n")
+    ds = load_dataset(path, label_column=-1)
+    np.testing.assert_array_equal(ds.y, [0, 1, 0])
+    assert ds.target_names == ("setosa", "virginica")
+
+
+def test_csv_float_labels_are_regression(tmp_path):
+    """Non-integer numeric labels give a regression target (classes None)."""
+    path = tmp_path / "r.csv"
+    path.write_text("1,0.5\n2,1.25\n")
+    ds = load_dataset(path, label_column=1)
+    assert ds.classes is None and ds.y.dtype == np.float64
+
+
+def test_csv_non_numeric_reports_line(tmp_path):
+    """A non-numeric feature value names the file, line and column."""
+    path = tmp_path / "bad.csv"
+    path.write_text("a,b\n1,2\n3,oops\n")
+    with pytest.raises(ValueError, match=r"line 3, column 2: non-numeric value 'oops'"):
+        load_dataset(path)
+
+
+def test_csv_missing_value(tmp_path):
+    """An empty field is a non-numeric value, not a silent NaN."""
+    path = tmp_path / "gap.csv"
+    path.write_text("1,2\n3,\n")
+    with pytest.raises(ValueError, match=r"line 2, column 2: non-numeric value ''"):
+        load_dataset(path)
+
+
+def test_csv_non_finite(tmp_path):
+    """NaN/inf features are refused."""
+    path = tmp_path / "nan.csv"
+    path.write_text("1,2\n3,nan\n")
+    with pytest.raises(ValueError, match="non-finite value 'nan'"):
+        load_dataset(path)
+
+
+def test_csv_ragged(tmp_path):
+    """Rows of the wrong length are refused with the line number."""
+    path = tmp_path / "ragged.csv"
+    path.write_text("1,2\n3,4,5\n")
+    with pytest.raises(ValueError, match="line 2: expected 2 fields, found 3"):
+        load_dataset(path)
+
+
+def test_empty_file(tmp_path):
+    """An empty file is a ValueError."""
+    path = tmp_path / "empty.csv"
+    path.write_text("")
+    with pytest.raises(ValueError, match="is empty"):
+        load_dataset(path)
+
+
+def test_blank_lines_only(tmp_path):
+    """A CSV of blank lines is empty too."""
+    path = tmp_path / "blank.csv"
+    path.write_text("\n\n  \n")
+    with pytest.raises(ValueError, match="is empty"):
+        load_dataset(path)
+
+
+def test_header_only(tmp_path):
+    """A header without data rows is refused."""
+    path = tmp_path / "h.csv"
+    path.write_text("a,b\n")
+    with pytest.raises(ValueError, match="has a header but no data rows"):
+        load_dataset(path)
+
+
+def test_label_name_without_header(tmp_path):
+    """A label column name needs a header row."""
+    path = tmp_path / "n.csv"
+    path.write_text("1,2\n")
+    with pytest.raises(ValueError, match="has no header row"):
+        load_dataset(path, label_column="y")
+
+
+def test_label_name_not_in_header(tmp_path):
+    """A label column name must be a header field."""
+    path = tmp_path / "n.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="'y' is not a column"):
+        load_dataset(path, label_column="y")
+
+
+def test_label_index_out_of_range(tmp_path):
+    """A label column index must exist."""
+    path = tmp_path / "n.csv"
+    path.write_text("1,2\n")
+    with pytest.raises(ValueError, match=r"must be in \[-2, 1\] for 2 columns; got 5"):
+        load_dataset(path, label_column=5)
+
+
+def test_npy_with_label_column(tmp_path):
+    """A 2-D .npy array, with an integer label column split off."""
+    path = tmp_path / "a.npy"
+    np.save(path, np.array([[1.0, 0.0, 2.0], [3.0, 1.0, 4.0]]))
+    ds = load_dataset(path, label_column=1)
+    np.testing.assert_array_equal(ds.X, [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(ds.y, [0, 1])
+    assert ds.classes == (0, 1)
+
+
+def test_npz_X_and_y(tmp_path):
+    """An .npz archive with X and y."""
+    path = tmp_path / "a.npz"
+    np.savez(path, X=np.eye(3), y=np.array([0, 1, 1]))
+    ds = load_dataset(path)
+    np.testing.assert_array_equal(ds.X, np.eye(3))
+    assert ds.classes == (0, 1)
+
+
+def test_npz_without_X(tmp_path):
+    """An .npz archive must hold an array named X."""
+    path = tmp_path / "a.npz"
+    np.savez(path, data=np.eye(2))
+    with pytest.raises(ValueError, match="must hold an array named 'X'"):
+        load_dataset(path)
+
+
+def test_npz_length_mismatch(tmp_path):
+    """X and y must have the same number of records."""
+    path = tmp_path / "a.npz"
+    np.savez(path, X=np.eye(3), y=np.array([0, 1]))
+    with pytest.raises(ValueError, match="X has 3 rows but y has 2 entries"):
+        load_dataset(path)
+
+
+def test_npy_one_dimensional(tmp_path):
+    """A 1-D .npy array is not a pool."""
+    path = tmp_path / "v.npy"
+    np.save(path, np.arange(3.0))
+    with pytest.raises(ValueError, match="must be a 2-D array"):
+        load_dataset(path)
+
+
+def test_npy_non_numeric(tmp_path):
+    """A string array is refused."""
+    path = tmp_path / "s.npy"
+    np.save(path, np.array([["a", "b"]]))
+    with pytest.raises(ValueError, match="must be numeric"):
+        load_dataset(path)
+
+
+def test_unknown_name_lists_bundled():
+    """An unknown name lists the bundled datasets."""
+    with pytest.raises(ValueError, match=r"unknown dataset 'irs'; bundled datasets are .*iris"):
+        load_dataset("irs")
+
+
+def test_missing_file(tmp_path):
+    """A missing file raises FileNotFoundError with the path."""
+    path = tmp_path / "nope.csv"
+    with pytest.raises(FileNotFoundError, match=r"nope\.csv"):
+        load_dataset(path)
+
+
+def test_unsupported_extension(tmp_path):
+    """Only .csv, .npy and .npz are read."""
+    path = tmp_path / "d.xlsx"
+    path.write_text("x")
+    with pytest.raises(ValueError, match=r"unsupported dataset file extension '\.xlsx'"):
+        load_dataset(path)
+
+
+def test_label_column_for_bundled():
+    """label_column is meaningless for bundled datasets."""
+    with pytest.raises(ValueError, match=r"applies to \.csv/\.npy files only"):
+        load_dataset("iris", label_column=0)
+
+
+def test_bad_spec_type():
+    """The spec must be a name or a path."""
+    with pytest.raises(TypeError, match="must be a dataset name or a path"):
+        load_dataset(3)
