@@ -1,3 +1,80 @@
-"""pacpriv: measure and control how much a data-processing function leaks about its records."""
+"""pacpriv: measure and control how much a data-processing function leaks about its records.
+
+Two halves answer one question -- how well can an adversary tell whether a record was used?
+
+* :mod:`pacpriv.pac` -- PAC Privacy for black-box functions (Xiao & Devadas, CRYPTO 2023):
+  Monte-Carlo simulation, noise calibration for a mutual-information budget (nats), posterior
+  success bounds, release, report.
+* :mod:`pacpriv.dpsgd` -- DP-SGD with random allocation: closed-form chi-square bound on
+  membership-inference accuracy, certified exact accuracy, calibration, comparators; the torch
+  trainer lives in ``pacpriv.dpsgd.trainer`` (needs ``pacpriv[torch]``).
+
+``import pacpriv`` imports neither torch, matplotlib, dp-accounting nor dask.
+"""
+
+from pacpriv.datasets import Dataset, load_dataset
+from pacpriv.exceptions import (
+    BudgetExceededError,
+    CalibrationError,
+    CheckpointError,
+    ConstantOutputWarning,
+    DegenerateOutputWarning,
+    MechanismError,
+    VacuousBoundWarning,
+)
+from pacpriv.pac import (
+    ComplementaryPairsSampler,
+    FixedSizeSampler,
+    NoisePlan,
+    PacResult,
+    PoissonSampler,
+    SimulationResult,
+    calibrate_noise,
+    estimate_output_spectrum,
+    mi_budget_for_accuracy,
+    pinsker_bound,
+    posterior_success_rate,
+    privatize,
+    run_pac,
+    simulate,
+)
+from pacpriv.registry import available_mechanisms, register_mechanism, resolve_mechanism
+from pacpriv.report import write_report
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "__version__",
+    # PAC Privacy: engine, calibration, release
+    "ComplementaryPairsSampler",
+    "FixedSizeSampler",
+    "NoisePlan",
+    "PacResult",
+    "PoissonSampler",
+    "SimulationResult",
+    "calibrate_noise",
+    "estimate_output_spectrum",
+    "privatize",
+    "run_pac",
+    "simulate",
+    # PAC Privacy: posterior bounds (MI in nats)
+    "mi_budget_for_accuracy",
+    "pinsker_bound",
+    "posterior_success_rate",
+    # mechanisms and data
+    "Dataset",
+    "available_mechanisms",
+    "load_dataset",
+    "register_mechanism",
+    "resolve_mechanism",
+    # reports
+    "write_report",
+    # errors and warnings
+    "BudgetExceededError",
+    "CalibrationError",
+    "CheckpointError",
+    "ConstantOutputWarning",
+    "DegenerateOutputWarning",
+    "MechanismError",
+    "VacuousBoundWarning",
+]

@@ -1,0 +1,141 @@
+"""Benchmark: output spectrum of a huge output matrix read from an np.memmap.
+
+Generates ``n_trials x d`` float32 outputs (rank-``r`` signal + isotropic noise + offset) into
+a file in a temporary directory (written with ``tofile``, so generation leaves no mapped
+pages), then measures, each phase in a fresh subprocess:
+
+* ``read``      one pass over the memmap by row blocks (the baseline: time to read the data);
+* ``moments``   :func:`pacpriv.pac.moments.streaming_moments` (O(d) memory);
+* ``spectrum``  :func:`pacpriv.pac.covariance.estimate_output_spectrum` (Gram path, float32
+  eigenvectors because the outputs are float32);
+* ``plan``      spectrum + ``calibrate_noise`` (square-root rule) + one ``privatize`` draw.
+
+Memory is reported two ways, as a ratio to the output matrix size: ``tracemalloc`` peak
+(numpy heap allocations) and the ``ru_maxrss`` growth of the subprocess (resident set,
+including any memmap pages still mapped). Target: peak <= 1.3x the output matrix.
+
+Usage::
+
+    python benchmarks/spectrum.py            # d = 1e6, n_trials = 1000 (4 GB file, minutes)
+    python benchmarks/spectrum.py --quick    # d = 1e5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+PHASES = ("read", "moments", "spectrum", "plan")
+
+
+def generate(path: Path, n: int, d: int, rank: int, seed: int = 0) -> None:
+    """Write float32 rank-``rank`` signal + noise rows to ``path`` block by block."""
+    rng = np.random.default_rng(seed)
+    basis = rng.standard_normal((rank, d), dtype=np.float32)
+    scales = np.geomspace(10.0, 1.0, rank).astype(np.float32)[:, None]
+    basis *= scales
+    rows = max(1, (64 << 20) // (4 * d))
+    with open(path, "wb") as fh:
+        for start in range(0, n, rows):
+            m = min(rows, n - start)
+            block = rng.standard_normal((m, rank), dtype=np.float32) @ basis
+            block += 0.1 * rng.standard_normal((m, d), dtype=np.float32) + 1.0
+            block.astype(np.float32).tofile(fh)
+
+
+def _maxrss_bytes() -> int:
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def measure(phase: str, path: str, n: int, d: int) -> dict:
+    """Run one phase in this process; return time and memory."""
+    from pacpriv.pac.calibration import calibrate_noise
+    from pacpriv.pac.covariance import estimate_output_spectrum
+    from pacpriv.pac.moments import iter_row_blocks, streaming_moments
+    from pacpriv.pac.release import privatize
+
+    outputs = np.memmap(path, dtype=np.float32, mode="r", shape=(n, d))
+    rss0 = _maxrss_bytes()
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    extra = {}
+    if phase == "read":
+        total = 0.0
+        for block in iter_row_blocks(outputs):
+            total += float(block.sum())
+    elif phase == "moments":
+        extra["total_variance"] = streaming_moments(outputs).total_variance
+    else:
+        spec = estimate_output_spectrum(outputs)
+        extra.update(n_components=spec.n_components, top_eigenvalue=float(spec.eigenvalues[0]))
+        if phase == "plan":
+            plan = calibrate_noise(spec, mi_budget=0.5)
+            privatize(np.asarray(spec.mean), plan, rng=0)
+            extra["mi_bound"] = plan.mi_bound
+    seconds = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"phase": phase, "seconds": seconds, "traced_peak": peak,
+            "rss_growth": max(0, _maxrss_bytes() - rss0), **extra}
+
+
+def main(argv=None) -> int:
+    """Generate the data, run every phase in a subprocess and print the table."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="d = 1e5 instead of 1e6")
+    ap.add_argument("--n-trials", type=int, default=1000)
+    ap.add_argument("--dim", type=int, default=None)
+    ap.add_argument("--rank", type=int, default=20)
+    ap.add_argument("--phases", default=",".join(PHASES))
+    ap.add_argument("--_measure", nargs=4, metavar=("PHASE", "PATH", "N", "D"),
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args._measure:
+        phase, path, n, d = args._measure
+        print(json.dumps(measure(phase, path, int(n), int(d))))
+        return 0
+    n = args.n_trials
+    d = args.dim or (100_000 if args.quick else 1_000_000)
+    out_bytes = 4 * n * d
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "outputs.f32"
+        t0 = time.perf_counter()
+        generate(path, n, d, args.rank)
+        print(f"generated {n} x {d} float32 outputs ({out_bytes / 2**30:.2f} GiB) in "
+              f"{time.perf_counter() - t0:.1f} s")
+        rows = []
+        for phase in args.phases.split(","):
+            proc = subprocess.run(
+                [sys.executable, __file__, "--_measure", phase, str(path), str(n), str(d)],
+                capture_output=True, text=True, check=True,
+            )
+            rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    base = next((r["seconds"] for r in rows if r["phase"] == "read"), None)
+    print(f"\n{'phase':<10}{'seconds':>10}{'x read':>9}{'traced peak':>13}{'/ output':>10}"
+          f"{'RSS growth':>12}{'/ output':>10}")
+    for r in rows:
+        ratio = f"{r['seconds'] / base:.1f}" if base else "-"
+        print(f"{r['phase']:<10}{r['seconds']:>10.1f}{ratio:>9}"
+              f"{r['traced_peak'] / 2**30:>11.3f}Gi{r['traced_peak'] / out_bytes:>10.3f}"
+              f"{r['rss_growth'] / 2**30:>10.3f}Gi{r['rss_growth'] / out_bytes:>10.3f}")
+    print(f"\noutput matrix: {out_bytes / 2**30:.3f} GiB; target peak <= 1.3 x output")
+    for r in rows:
+        extras = {k: v for k, v in r.items()
+                  if k not in ("phase", "seconds", "traced_peak", "rss_growth")}
+        if extras:
+            print(f"  {r['phase']}: {extras}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

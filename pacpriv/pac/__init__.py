@@ -1,0 +1,69 @@
+"""PAC Privacy for black-box mechanisms (Xiao & Devadas, CRYPTO 2023).
+
+Data flow: sampler → :func:`simulate` (Monte-Carlo engine) → :func:`estimate_output_spectrum`
+→ :func:`calibrate_noise` (:class:`NoisePlan`) → :func:`privatize` → posterior bounds;
+:func:`run_pac` chains them and returns a :class:`PacResult` for :mod:`pacpriv.report`.
+"""
+
+from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise, calibrate_variance_only
+from pacpriv.pac.confidence import confidence_for_trials, trials_for_confidence
+from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum, spectrum_from_covariance
+from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac.job import PacResult, run_pac
+from pacpriv.pac.moments import OutputMoments, streaming_moments
+from pacpriv.pac.mutual_info import gaussian_mi_bound, gaussian_mi_bound_whitened, linearised_mi_bound
+from pacpriv.pac.posterior import (
+    individual_mi_bound,
+    membership_inference_accuracy_bound,
+    mi_budget_for_accuracy,
+    pinsker_bound,
+    posterior_success_rate,
+)
+from pacpriv.pac.release import privatize
+from pacpriv.pac.samplers import (
+    CallableSampler,
+    ComplementaryPairsSampler,
+    FixedSizeSampler,
+    PoissonSampler,
+    Sampler,
+    as_sampler,
+)
+
+__all__ = [
+    # samplers (the data distribution D)
+    "CallableSampler",
+    "ComplementaryPairsSampler",
+    "FixedSizeSampler",
+    "PoissonSampler",
+    "Sampler",
+    "as_sampler",
+    # Monte-Carlo engine
+    "SimulationResult",
+    "simulate",
+    # covariance / spectrum / moments
+    "OutputMoments",
+    "OutputSpectrum",
+    "estimate_output_spectrum",
+    "spectrum_from_covariance",
+    "streaming_moments",
+    # noise calibration and release
+    "RULES",
+    "NoisePlan",
+    "calibrate_noise",
+    "calibrate_variance_only",
+    "confidence_for_trials",
+    "privatize",
+    "trials_for_confidence",
+    # mutual information and posterior bounds
+    "gaussian_mi_bound",
+    "gaussian_mi_bound_whitened",
+    "individual_mi_bound",
+    "linearised_mi_bound",
+    "membership_inference_accuracy_bound",
+    "mi_budget_for_accuracy",
+    "pinsker_bound",
+    "posterior_success_rate",
+    # the main job
+    "PacResult",
+    "run_pac",
+]

@@ -1,0 +1,35 @@
+"""Import hygiene: ``import pacpriv`` stays light and the public surface is importable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("torch", "matplotlib", "dp_accounting", "dask", "distributed", "opacus", "ray")
+
+
+def test_import_pacpriv_does_not_import_heavy_dependencies():
+    """A fresh interpreter that imports pacpriv (and its CLI) loads none of the heavy extras."""
+    code = (
+        "import sys, pacpriv, pacpriv.pac, pacpriv.dpsgd, pacpriv.cli; "
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("module", ["pacpriv", "pacpriv.pac", "pacpriv.dpsgd"])
+def test_public_names_exist(module):
+    """Every name in ``__all__`` is importable (no stale exports)."""
+    mod = __import__(module, fromlist=["__all__"])
+    missing = [name for name in mod.__all__ if not hasattr(mod, name)]
+    assert missing == []
+
+
+def test_python_dash_m_runs_cli():
+    """``python -m pacpriv --version`` prints the version through the same CLI."""
+    out = subprocess.run([sys.executable, "-m", "pacpriv", "--version"], capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.startswith("pacpriv ")
