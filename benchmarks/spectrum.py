@@ -11,8 +11,9 @@ pages), then measures, each phase in a fresh subprocess:
 * ``plan``      spectrum + ``calibrate_noise`` (square-root rule) + one ``privatize`` draw.
 
 Memory is reported two ways, as a ratio to the output matrix size: ``tracemalloc`` peak
-(numpy heap allocations) and the ``ru_maxrss`` growth of the subprocess (resident set,
-including any memmap pages still mapped). Target: peak <= 1.3x the output matrix.
+(numpy heap allocations) and the growth of the subprocess's resident-set high-water mark
+(``VmHWM`` minus ``VmRSS`` at the start of the phase; includes BLAS/LAPACK workspaces and
+any memmap pages still mapped). Target: peak <= 1.3x the output matrix.
 
 Usage::
 
@@ -52,7 +53,27 @@ def generate(path: Path, n: int, d: int, rank: int, seed: int = 0) -> None:
             block.astype(np.float32).tofile(fh)
 
 
+def _proc_status(key: str) -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _rss_now() -> int:
+    """Current resident set (Linux /proc), else the high-water mark from getrusage."""
+    now = _proc_status("VmRSS")
+    return now if now is not None else _maxrss_bytes()
+
+
 def _maxrss_bytes() -> int:
+    hwm = _proc_status("VmHWM")
+    if hwm is not None:
+        return hwm
     scale = 1 if sys.platform == "darwin" else 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 
@@ -65,7 +86,7 @@ def measure(phase: str, path: str, n: int, d: int) -> dict:
     from pacpriv.pac.release import privatize
 
     outputs = np.memmap(path, dtype=np.float32, mode="r", shape=(n, d))
-    rss0 = _maxrss_bytes()
+    rss0 = _rss_now()
     tracemalloc.start()
     t0 = time.perf_counter()
     extra = {}

@@ -137,7 +137,7 @@ def _bounds(sigma, M, E, target_accuracy, method):
     from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 
     chi2 = float(
-        membership_inference_accuracy_bound(noise_multiplier=sigma, steps_per_epoch=M, epochs=E)
+        membership_inference_accuracy_bound(sigma, steps_per_epoch=M, epochs=E).accuracy
     )
     return (chi2 if target_accuracy is None else target_accuracy), chi2
 

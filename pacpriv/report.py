@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["THREAT_MODEL_PAC", "build_report", "to_markdown", "write_report"]
+__all__ = ["ARRAY_LIMIT", "THREAT_MODEL_PAC", "build_report", "to_markdown", "write_report"]
 
 THREAT_MODEL_PAC = (
     "PAC membership privacy [Xiao & Devadas, CRYPTO 2023, Def. 1 and §2]. The secret is the random "
@@ -32,6 +32,9 @@ THREAT_MODEL_PAC = (
     "Monte-Carlo simulation on this pool; it is not differential privacy (no worst case over "
     "datasets)."
 )
+
+#: Longest per-direction array (eigenvalues, variances, noise std) copied into the report dict.
+ARRAY_LIMIT = 200
 
 _PACKAGES = ("pacpriv", "numpy", "scipy", "scikit-learn", "joblib", "tqdm")
 
@@ -75,11 +78,17 @@ def _pac_report(result) -> dict:
         "dataset": d["dataset"],
         "sampler": d["simulation"]["sampler"],
         "simulation": d["simulation"],
-        "spectrum": d["spectrum"],
+        "spectrum": {
+            **d["spectrum"],
+            # first <= ARRAY_LIMIT values, for the figures of the HTML report
+            "eigenvalues": [float(v) for v in spec.eigenvalues[:ARRAY_LIMIT]],
+            "coordinate_variances": [float(v) for v in spec.variances[:ARRAY_LIMIT]],
+        },
         "noise": {
             **d["noise_plan"],
             "noise_std_top": noise_std,
             "eigenvalues_top": [float(v) for v in spec.eigenvalues[:n_top]],
+            "noise_std": [float(v) for v in plan.noise_std[:ARRAY_LIMIT]],
         },
         "privacy": {
             "mi_budget_nats": result.mi_budget,

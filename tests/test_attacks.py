@@ -235,3 +235,16 @@ def test_lira_errors(shapes, fixed, exc, match):
         inside = np.zeros(m, dtype=bool)
     with pytest.raises(exc, match=match):
         lira_offline_scores(np.zeros(t_shape), np.zeros(s_shape), inside, fixed_variance=fixed)
+
+
+def test_import_does_not_pull_torch():
+    """Importing pacpriv, pacpriv.attacks and pacpriv.audit leaves torch unimported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pacpriv, pacpriv.attacks, pacpriv.audit; "
+        "bad = [m for m in ('torch', 'opacus', 'matplotlib') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -22,6 +22,15 @@ needs_analytic = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny models on a shared 2-core machine: intra-op threads only add contention."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _closed_form(sigma: float, m: int, e: int) -> float:
     """½ + ¼ sqrt((1 + (e^{1/σ²} - 1)/M)^E - 1), MATH.md §3 (independent oracle)."""
     return 0.5 + 0.25 * math.sqrt(math.expm1(e * math.log1p(math.expm1(sigma**-2) / m)))

@@ -73,7 +73,7 @@ def _coordinate(s: float, h: float, j0: int, k: int, upper: bool) -> _Lattice:
     pc, qc = _cell_masses(edges, s)
     pc[1] += pc[0]
     qc[1] += qc[0]
-    pc, qc = pc[1:], qc[1:]
+    pc, qc = pc[1:] / pc.sum(), qc[1:] / qc.sum()  # exact unit masses (M-fold powers)
     if not upper:
         return _Lattice(j0, h, pc, qc, 0.0, 1)
     p = np.zeros(k - j0 + 1)
@@ -84,12 +84,28 @@ def _coordinate(s: float, h: float, j0: int, k: int, upper: bool) -> _Lattice:
     p[:-1] += (1.0 - alpha) * pcell
     p[1:] += alpha * pcell
     p[-1] += pc[-1]
-    q_inf = max(qc[-1] - k * h * pc[-1], 0.0) + 1e-16
+    p /= p.sum()
+    q_inf = max(qc[-1] - k * h * pc[-1], 1.0 - float(np.dot(idx * h, p)), 0.0) + 1e-16
     return _Lattice(j0, h, p, None, q_inf, 1)
 
 
 def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(signal.fftconvolve(a, b), 0.0)
+
+
+def _normalise(x: _Lattice) -> _Lattice:
+    """Undo round-off drift of the unit masses (it would be amplified by the M-fold powers).
+
+    Upper chain: P-mass 1, and ``q_inf`` is raised if needed so that the Q-mass is at least 1
+    (mean of the likelihood ratio >= 1 keeps the increasing-convex order).
+    """
+    p = x.p / x.p.sum()
+    q = None if x.q is None else x.q / x.q.sum()
+    q_inf = x.q_inf
+    if q is None:
+        mean = float(np.dot((x.n0 + np.arange(p.size)) * (x.h / x.m), p))
+        q_inf = max(q_inf, 1.0 - mean)
+    return _Lattice(x.n0, x.h, p, q, q_inf, x.m)
 
 
 def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
@@ -103,7 +119,7 @@ def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
         else:
             q = (a.m * _conv(a.q, b.p) + b.m * _conv(a.p, b.q)) / m
     q_inf = (a.m * a.q_inf * b.p.sum() + b.m * b.q_inf * a.p.sum()) / m
-    return _Lattice(a.n0 + b.n0, a.h, p, q, q_inf, m)
+    return _normalise(_Lattice(a.n0 + b.n0, a.h, p, q, q_inf, m))
 
 
 def _coarsen(x: _Lattice) -> _Lattice:
@@ -217,6 +233,10 @@ def to_log_lattice(x: _Lattice, *, delta: float, ln_range: float, upper: bool) -
     pos = lr > 0
     with np.errstate(divide="ignore"):
         ln_lr = np.log(np.where(pos, lr, 1.0))
+    if not upper:  # labels of the lower chain are not likelihood ratios: use q/p itself
+        ok = (x.p > 0) & (x.q > 0)
+        ln_lr = np.log(x.q[ok] / x.p[ok]) if ok.any() else np.zeros(1)
+        pos = np.ones(ln_lr.size, dtype=bool)
     lo_ln = max(float(ln_lr[pos].min()) if pos.any() else 0.0, -ln_range)
     hi_ln = min(float(ln_lr.max()), ln_range)
     a_lo = int(math.floor(lo_ln / delta))
@@ -244,7 +264,10 @@ def to_log_lattice(x: _Lattice, *, delta: float, ln_range: float, upper: bool) -
         beta = np.clip((lrp[mid] - t_a) / (t_a * math.expm1(delta)), 0.0, 1.0)
         out += np.bincount(a - a_lo, weights=(1.0 - beta) * pp[mid], minlength=n)
         out += np.bincount(a + 1 - a_lo, weights=beta * pp[mid], minlength=n)
+        total = out.sum() + p_zero
+        out, p_zero = out / total, p_zero / total
         q = out * np.exp((a_lo + np.arange(n)) * delta)
+        q_inf = max(q_inf, 1.0 - float(q.sum()))
         return EpochPair(a_lo, delta, out, q, p_zero, q_inf, True)
     q = x.q
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -254,7 +277,7 @@ def to_log_lattice(x: _Lattice, *, delta: float, ln_range: float, upper: bool) -
     a = a.astype(np.int64) - a_lo
     pp = np.bincount(a, weights=p, minlength=n)
     qq = np.bincount(a, weights=q, minlength=n)
-    return EpochPair(a_lo, delta, pp, qq, 0.0, 0.0, False)
+    return EpochPair(a_lo, delta, pp / pp.sum(), qq / qq.sum(), 0.0, 0.0, False)
 
 
 def _chernoff_window(w: np.ndarray, a0: int, epochs: int, tau: float) -> tuple[int, int]:
@@ -265,7 +288,7 @@ def _chernoff_window(w: np.ndarray, a0: int, epochs: int, tau: float) -> tuple[i
     mean = float(np.sum(w[pos] * lab) / max(w[pos].sum(), 1e-300))
     sd = math.sqrt(max(float(np.sum(w[pos] * (lab - mean) ** 2) / max(w[pos].sum(), 1e-300)), 1e-12))
     log_tau = math.log(tau)
-    lams = np.geomspace(1e-4, 50.0, 120) * math.sqrt(2 * abs(log_tau)) / (sd * math.sqrt(epochs))
+    lams = np.geomspace(1e-3, 30.0, 48) * math.sqrt(2 * abs(log_tau)) / (sd * math.sqrt(epochs))
     bounds = []
     for sign in (1.0, -1.0):
         kl = special.logsumexp(logw[None, :] + (sign * lams)[:, None] * lab[None, :], axis=1)
@@ -281,7 +304,9 @@ def _power(w: np.ndarray, a0: int, epochs: int, lo: int, hi: int) -> np.ndarray:
     """E-fold self-convolution of ``w`` restricted to sum labels ``lo..hi`` (circular FFT)."""
     n = sp_fft.next_fast_len(max(hi - lo + 1, w.size), real=True)
     spec = sp_fft.rfft(w, n)
-    full = sp_fft.irfft(spec**epochs, n)
+    with np.errstate(divide="ignore"):
+        powered = np.exp(epochs * np.log(spec)) if epochs > 64 else spec**epochs
+    full = sp_fft.irfft(powered, n)
     idx = (np.arange(lo, hi + 1) - epochs * a0) % n
     return full[idx]
 

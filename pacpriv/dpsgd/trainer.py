@@ -222,6 +222,16 @@ def _per_example_losses(loss_fn: LossFn, outputs: torch.Tensor, y: torch.Tensor)
     return vmap(lambda o, t: _single_loss(loss_fn, o.unsqueeze(0), t))(outputs, y)
 
 
+def _plain_step(model, loss_fn, xb, yb, expected) -> tuple[dict[str, torch.Tensor], float]:
+    """Non-private gradient Σ_i ∇ℓ_i / (n/M) by batched autograd (zeros on an empty step)."""
+    named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
+    if xb.shape[0] == 0:
+        return {k: torch.zeros_like(p) for k, p in named}, 0.0
+    losses = _per_example_losses(loss_fn, model(xb), yb)
+    grads = torch.autograd.grad(losses.sum() / expected, [p for _, p in named])
+    return {k: g for (k, _), g in zip(named, grads, strict=True)}, float(losses.detach().sum())
+
+
 def _as_tensors(model: torch.nn.Module, X, y) -> tuple[torch.Tensor, torch.Tensor]:
     first = next(iter(model.parameters()))
     X = torch.as_tensor(X)
@@ -362,27 +372,22 @@ def train_dpsgd(
                 idx = idx.to(X.device)
                 xb, yb = X[idx], y[idx]
                 sizes.append(int(idx.numel()))
-                if C is None:  # non-private: batched autograd, same divisor n/M
-                    opt.zero_grad(set_to_none=False)
-                    if xb.shape[0] > 0:
-                        losses = _per_example_losses(loss_fn, model(xb), yb)
-                        (losses.sum() / expected).backward()
-                        loss_sum += float(losses.detach().sum())
+                if C is None:
+                    grads, loss = _plain_step(model, loss_fn, xb, yb, expected)
+                    k = 0
                 else:
-                    per_sample, losses = per_sample_gradients(model, loss_fn, xb, yb)
                     gen = secure_generator() if secure_noise and sigma > 0 else noise_gen
+                    per_sample, losses = per_sample_gradients(model, loss_fn, xb, yb)
                     grads, k = privatize_gradients(
-                        per_sample,
-                        max_grad_norm=C,
-                        noise_multiplier=sigma,
-                        expected_batch_size=expected,
-                        generator=gen,
+                        per_sample, max_grad_norm=C, noise_multiplier=sigma,
+                        expected_batch_size=expected, generator=gen,
                     )
-                    n_clipped += k
-                    loss_sum += float(losses.sum())
-                    for name, p in model.named_parameters():
-                        if p.requires_grad:
-                            p.grad = grads[name].detach()
+                    loss = float(losses.sum())
+                n_clipped += k
+                loss_sum += loss
+                for name, p in model.named_parameters():
+                    if p.requires_grad:
+                        p.grad = grads[name].detach()
                 opt.step()
                 bar.update()
             epoch_losses.append(loss_sum / n)

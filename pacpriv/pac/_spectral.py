@@ -14,6 +14,8 @@ Private. Two paths, both reading the ``(n_trials, d)`` output matrix in blocks s
 
 from __future__ import annotations
 
+import mmap
+import os
 import warnings
 
 import numpy as np
@@ -70,12 +72,58 @@ def _cols_per_block(n_trials: int, block_size: int | None) -> int:
     return max(1, BLOCK_BYTES // (8 * n_trials))
 
 
-def _column_block(outputs: np.ndarray, cols: slice) -> np.ndarray:
-    block = np.array(outputs[:, cols], dtype=np.float64)
-    release_mapped_pages(outputs)
-    if not np.all(np.isfinite(block)):
-        raise ValueError("`outputs` must be finite; found NaN or inf.")
-    return block
+def _file_backed(outputs: np.ndarray):
+    """``(path, offset)`` of a whole C-ordered ``np.memmap`` (not a view), else None."""
+    if (
+        isinstance(outputs, np.memmap)
+        and isinstance(outputs.base, mmap.mmap)
+        and outputs.flags.c_contiguous
+        and outputs.filename
+        and os.path.isfile(outputs.filename)
+    ):
+        return outputs.filename, int(outputs.offset)
+    return None
+
+
+class _ColumnBlocks:
+    """Read float64 column blocks ``outputs[:, cols]``, validated finite.
+
+    A column block of a row-major memmap touches every row; the kernel then maps far more of
+    the file than the block (large folios / fault-around), so the resident set of a single
+    block can approach the whole file. For a whole C-ordered memmap the rows' segments are
+    therefore read with ``os.preadv`` (page cache only, nothing mapped); other arrays are sliced.
+    """
+
+    def __init__(self, outputs: np.ndarray) -> None:
+        self.outputs = outputs
+        self.source = _file_backed(outputs)
+        self.fd = None if self.source is None else os.open(self.source[0], os.O_RDONLY)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+    def read(self, cols: slice) -> np.ndarray:
+        n, d = self.outputs.shape
+        if self.fd is None:
+            block = np.array(self.outputs[:, cols], dtype=np.float64)
+            release_mapped_pages(self.outputs)
+        else:
+            raw = np.empty((n, cols.stop - cols.start), dtype=self.outputs.dtype)
+            item = self.outputs.dtype.itemsize
+            offset = self.source[1] + cols.start * item
+            for i in range(n):
+                want = raw[i].nbytes
+                got = os.preadv(self.fd, [memoryview(raw[i]).cast("B")], offset + i * d * item)
+                if got != want:
+                    raise OSError(f"short read from {self.source[0]!r}: {got} of {want} bytes")
+            block = raw.astype(np.float64)
+        if not np.all(np.isfinite(block)):
+            raise ValueError("`outputs` must be finite; found NaN or inf.")
+        return block
 
 
 def dense_spectrum(outputs: np.ndarray, *, block_size: int | None):
@@ -104,13 +152,14 @@ def gram_spectrum(
     gram = np.zeros((n, n))
     mean = np.empty(d)
     variances = np.empty(d)
-    for start in range(0, d, step):
-        cols = slice(start, min(start + step, d))
-        block = _column_block(outputs, cols)
-        mean[cols] = block.mean(axis=0)
-        block -= mean[cols]
-        variances[cols] = np.einsum("ij,ij->j", block, block) / (n - 1)
-        gram += block @ block.T
+    with _ColumnBlocks(outputs) as reader:
+        for start in range(0, d, step):
+            cols = slice(start, min(start + step, d))
+            block = reader.read(cols)
+            mean[cols] = block.mean(axis=0)
+            block -= mean[cols]
+            variances[cols] = np.einsum("ij,ij->j", block, block) / (n - 1)
+            gram += block @ block.T
     gram /= n - 1
     lam, vecs = np.linalg.eigh((gram + gram.T) / 2.0)
     lam, vecs = lam[::-1], vecs[:, ::-1]
@@ -124,9 +173,10 @@ def gram_spectrum(
     coef = vecs[:, :held] / np.sqrt((n - 1) * lam_held)  # (n, k): V = Xc^T coef
     eigvecs = np.empty((d, held), dtype=eigenvector_dtype)
     if held:
-        for start in range(0, d, step):
-            cols = slice(start, min(start + step, d))
-            block = _column_block(outputs, cols)
-            block -= mean[cols]
-            eigvecs[cols] = block.T @ coef
+        with _ColumnBlocks(outputs) as reader:
+            for start in range(0, d, step):
+                cols = slice(start, min(start + step, d))
+                block = reader.read(cols)
+                block -= mean[cols]
+                eigvecs[cols] = block.T @ coef
     return mean, variances, lam_held, eigvecs, tail, rank

@@ -13,14 +13,12 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from pacpriv._random import as_generator
 from pacpriv._validation import check_array_real, check_real
 from pacpriv.exceptions import CalibrationError
 from pacpriv.pac import _rules
+from pacpriv.pac._plan import NoisePlan, _block_rows
 from pacpriv.pac.confidence import confidence_for_trials
 from pacpriv.pac.covariance import OutputSpectrum
 from pacpriv.pac.mutual_info import (
@@ -33,138 +31,6 @@ __all__ = ["RULES", "NoisePlan", "calibrate_noise", "calibrate_variance_only"]
 
 #: Calibration rules accepted by :func:`calibrate_noise`.
 RULES = ("anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1")
-
-
-def _block_rows(k: int) -> int:
-    return max(1, 2**21 // max(k, 1))  # ~16 MiB of float64 per block
-
-
-def _matvec(basis: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``basis @ x`` in float64 without upcasting a float32 basis as a whole."""
-    out = np.empty(basis.shape[0])
-    step = _block_rows(basis.shape[1])
-    for s in range(0, basis.shape[0], step):
-        out[s : s + step] = np.asarray(basis[s : s + step], dtype=np.float64) @ x
-    return out
-
-
-def _rmatvec(basis: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """``basis.T @ z`` in float64, by row blocks."""
-    out = np.zeros(basis.shape[1])
-    step = _block_rows(basis.shape[1])
-    for s in range(0, basis.shape[0], step):
-        out += np.asarray(basis[s : s + step], dtype=np.float64).T @ z[s : s + step]
-    return out
-
-
-@dataclass(frozen=True)
-class NoisePlan:
-    """Gaussian noise ``B ~ N(0, Σ_B)`` calibrated to a mutual-information budget.
-
-    ``Σ_B = W diag(noise_std²) W^T + residual_std² (I − W W^T)`` for ``W = basis``, or
-    ``Σ_B = diag(noise_std²)`` on the coordinate axes when ``basis`` is None (variance-only and
-    isotropic rules).
-
-    Attributes
-    ----------
-    rule : str
-        One of :data:`RULES`.
-    mi_budget : float
-        Budget ``v`` in nats.
-    mi_bound : float
-        Certified ``½ ln det(I + Σ Σ_B⁻¹)`` (nats) on the *estimated* ``Σ``; ``<= mi_budget``.
-        (:func:`calibrate_variance_only`, which sees no eigenvectors, reports the trace bound,
-        an upper bound of it.)
-    linearised_mi_bound : float
-        ``½ tr(Σ_B⁻¹ Σ)`` (nats), ``>= mi_bound``; the square-root and variance-only rules make
-        it equal to ``mi_budget``.
-    mi_claim : float
-        The MI bound the plan claims for the *true* ``Σ``: ``mi_budget`` for the plug-in rules
-        (exact for the estimated ``Σ`` only), ``mi_budget + beta`` for ``"algorithm1"``.
-    confidence : float or None
-        ``"algorithm1"`` only: probability ``>=`` which ``mi_claim`` holds according to the
-        conservative matrix-Bernstein count of :mod:`pacpriv.pac.confidence` (1 for a known Σ).
-    dim : int
-        Output dimension ``d``.
-    basis : ndarray of shape (d, k) or None
-        Orthonormal noise directions (the spectrum's eigenvectors, not copied), or None.
-    noise_std : ndarray of shape (k,) or (d,)
-        Noise **standard deviation** along each basis column (or each coordinate axis).
-    residual_std : float
-        Noise standard deviation in every direction orthogonal to ``basis`` (0 if none).
-    details : dict
-        Rule-specific diagnostics (JSON-serialisable), e.g. Algorithm 1's branch and ``j0``.
-    """
-
-    rule: str
-    mi_budget: float
-    mi_bound: float
-    linearised_mi_bound: float
-    mi_claim: float
-    confidence: float | None
-    dim: int
-    basis: np.ndarray | None = field(repr=False)
-    noise_std: np.ndarray = field(repr=False)
-    residual_std: float
-    details: dict = field(default_factory=dict)
-
-    @property
-    def noise_variance(self) -> np.ndarray:
-        """Noise **variances** ``noise_std²`` (shape of ``noise_std``)."""
-        return self.noise_std**2
-
-    @property
-    def residual_variance(self) -> float:
-        """``residual_std²``."""
-        return self.residual_std**2
-
-    @property
-    def n_complement(self) -> int:
-        """Number of directions orthogonal to ``basis`` (``d − k``; 0 when ``basis`` is None)."""
-        return 0 if self.basis is None else self.dim - self.basis.shape[1]
-
-    @property
-    def expected_noise_power(self) -> float:
-        """``E||B||² = trace(Σ_B)``."""
-        return float(np.sum(self.noise_variance)) + self.n_complement * self.residual_variance
-
-    def sample(self, rng=None) -> np.ndarray:
-        """Draw one noise vector ``B`` of shape ``(d,)`` (float64).
-
-        Parameters
-        ----------
-        rng : None, int, SeedSequence or Generator
-            ``None`` draws fresh OS entropy (SPEC 7).
-        """
-        gen = as_generator(rng)
-        if self.basis is None:
-            return self.noise_std * gen.standard_normal(self.dim)
-        out = _matvec(self.basis, self.noise_std * gen.standard_normal(self.basis.shape[1]))
-        if self.residual_std > 0 and self.n_complement > 0:
-            z = gen.standard_normal(self.dim)
-            z -= _matvec(self.basis, _rmatvec(self.basis, z))
-            out += self.residual_std * z
-        return out
-
-    def to_dict(self) -> dict:
-        """JSON-serialisable summary (no length-``d`` arrays)."""
-        std = self.noise_std
-        return {
-            "rule": self.rule,
-            "mi_budget": self.mi_budget,
-            "mi_bound": self.mi_bound,
-            "linearised_mi_bound": self.linearised_mi_bound,
-            "mi_claim": self.mi_claim,
-            "confidence": self.confidence,
-            "dim": self.dim,
-            "basis": "coordinate" if self.basis is None else "eigenvectors",
-            "n_directions": int(std.shape[0]),
-            "noise_std_max": float(np.max(std)) if std.size else 0.0,
-            "noise_std_min": float(np.min(std)) if std.size else 0.0,
-            "residual_std": self.residual_std,
-            "expected_noise_power": self.expected_noise_power,
-            "details": dict(self.details),
-        }
 
 
 def _groups(spectrum: OutputSpectrum):
@@ -248,8 +114,12 @@ def _variance_only_bound(spectrum: OutputSpectrum, e: np.ndarray) -> float:
         spectrum.eigenvalues, spectrum.eigenvectors, noise_variance=e
     )
     if spectrum.tail_variance > 0:
-        vecs = np.asarray(spectrum.eigenvectors, dtype=np.float64)
-        held_diag = np.einsum("ij,j,ij->i", vecs, spectrum.eigenvalues, vecs)
+        vecs = spectrum.eigenvectors
+        held_diag = np.empty(spectrum.dim)
+        step = _block_rows(vecs.shape[1])
+        for s in range(0, spectrum.dim, step):
+            block = np.asarray(vecs[s : s + step], dtype=np.float64)
+            held_diag[s : s + step] = (block**2) @ spectrum.eigenvalues
         rem = np.clip(spectrum.variances - held_diag, 0.0, None)
         bound += linearised_mi_bound(rem, e)  # ln det(I+P+Q) <= ln det(I+P) + tr Q
     return bound
@@ -363,8 +233,12 @@ def calibrate_noise(
         c_ = check_real(c, "c", low=0.0, low_inclusive=False)
         beta_ = check_real(beta, "beta", low=0.0, low_inclusive=False)
         r_ = check_real(output_bound, "output_bound", low=0.0, low_inclusive=False)
-        unresolved = n_comp > 0 and spectrum.tail_variance > 0 and min(
-            spectrum.tail_variance, float(lam[0])) > c_
+        # complement eigenvalues are each <= min(tail, smallest held): if that exceeds c,
+        # some of them may count towards j0 and their gaps are unknown
+        k_held = spectrum.n_components
+        ceiling = spectrum.tail_variance if k_held == 0 else min(
+            spectrum.tail_variance, float(lam[k_held - 1]))
+        unresolved = n_comp > 0 and ceiling > c_
         s2, iso, details = _rules.algorithm1_rule(
             lam, mult, n_held=spectrum.n_components, mi_budget=v, c=c_, beta=beta_,
             output_bound=r_, dim=d, complement_unresolved=unresolved,

@@ -27,7 +27,7 @@ __all__ = ["OutputSpectrum", "estimate_output_spectrum", "spectrum_from_covarian
 _METHODS = ("auto", "dense", "gram")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OutputSpectrum:
     """Eigen-decomposition of the (estimated) output covariance ``Σ``.
 

@@ -29,7 +29,7 @@ __all__ = ["OutputMoments", "streaming_moments"]
 BLOCK_BYTES = 16 * 2**20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OutputMoments:
     """Per-coordinate moments of simulated outputs.
 

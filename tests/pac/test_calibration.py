@@ -111,6 +111,48 @@ def test_exact_mi_never_more_power_than_square_root(lam, v):
     assert ex.mi_bound <= v and sq.mi_bound <= v
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    lam=arrays(np.float64, st.integers(1, 6), elements=st.floats(0.0, 1e3)),
+    v=st.floats(1e-2, 3.0),
+    rule=st.sampled_from(RULES),
+)
+def test_every_rule_certifies_budget(lam, v, rule):
+    """For random spectra, every rule's certified bound (and an independent recomputation) <= v."""
+    if not np.any(lam > 0):
+        return
+    rot, _ = np.linalg.qr(np.random.default_rng(len(lam)).normal(size=(len(lam), len(lam))))
+    cov = rot @ np.diag(lam) @ rot.T
+    spec = spectrum_from_covariance((cov + cov.T) / 2)
+    plan = calibrate_noise(spec, mi_budget=v, rule=rule, **_alg1_kwargs(rule))
+    assert plan.mi_bound <= v
+    assert _dense_mi(spec.eigenvectors @ np.diag(spec.eigenvalues) @ spec.eigenvectors.T,
+                     plan) <= v * (1 + 1e-8)
+
+
+def test_exact_mi_falls_back_when_worse(monkeypatch, example):
+    """If the water-filling answer used more power than the square-root rule, fall back."""
+    from pacpriv.pac import _rules
+
+    monkeypatch.setattr(_rules, "_exact_variances", lambda lam, mu: 100.0 * lam)
+    plan = calibrate_noise(example, mi_budget=0.5, rule="exact-mi")
+    assert np.allclose(plan.noise_variance, [6.0, 3.0])
+    assert "square-root" in plan.details["fallback"]
+
+
+def test_algorithm1_unresolved_complement_goes_isotropic():
+    """A truncated spectrum whose unseen eigenvalues may exceed c takes the isotropic branch."""
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(80, 5)) * np.array([3.0, 2.0, 1.5, 1.0, 0.8])
+    spec = estimate_output_spectrum(x, n_components=2)
+    plan = calibrate_noise(spec, mi_budget=0.5, rule="algorithm1", c=1e-3, beta=0.5,
+                           output_bound=1.0)
+    assert plan.details["branch"] == "isotropic" and plan.basis is None
+    full = calibrate_noise(estimate_output_spectrum(x), mi_budget=0.5, rule="algorithm1",
+                           c=1e-3, beta=0.5, output_bound=1.0)
+    assert full.details["branch"] == "anisotropic"
+
+
 @pytest.mark.parametrize("rule", RULES)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_certified_bound_within_budget_dense_oracle(rule, seed):

@@ -1,0 +1,296 @@
+"""Turn ``f(subset) -> array`` into a PAC-private function with a composition ledger.
+
+>>> import numpy as np
+>>> from pacpriv.wrapper import pac_private
+>>> @pac_private(mi_budget=0.05, total_budget=0.1)
+... def mean(subset):
+...     return np.clip(subset, 0, 1).mean(axis=0) if len(subset) else np.full(2, 0.5)
+>>> pool = np.random.default_rng(0).random((40, 2))
+>>> _ = mean.calibrate(pool, n_trials=200, rng=0)
+>>> mean(pool[:20]).shape, mean.ledger.spent
+((2,), 0.05)
+
+:meth:`PacPrivateFunction.calibrate` runs the PAC engine once (simulate → spectrum →
+calibrate, [1]_ Thm 3); every call then releases ``f(subset) + B`` with fresh noise and charges
+the plan's MI to a :class:`~pacpriv.ledger.PrivacyLedger` (budgets add; a release over the cap
+raises :class:`~pacpriv.exceptions.BudgetExceededError` and records nothing).
+
+References
+----------
+.. [1] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, arXiv:2210.03458, Thm 1, Thm 3.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from pacpriv._adapters import EstimatorMechanism, TorchMechanism, _accepts_rng, sort_rows
+from pacpriv._random import RNGLike, as_seed_sequence
+from pacpriv._validation import check_int, check_real
+from pacpriv.ledger import PrivacyLedger
+from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise
+from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
+from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac.posterior import posterior_success_rate
+from pacpriv.pac.release import privatize
+
+__all__ = ["PacPrivateFunction", "from_estimator", "from_torch", "pac_private", "sort_rows"]
+
+
+class PacPrivateFunction:
+    """A mechanism plus its calibrated noise and a ledger of releases.
+
+    Parameters
+    ----------
+    func : callable
+        ``f(subset) -> array-like of shape (d,)``; gets a ``numpy.random.Generator`` as ``rng=``
+        if its signature has one. Must be picklable for process-based ``n_jobs``.
+    mi_budget : float
+        Budget ``v`` of *one* release, nats, ``> 0``.
+    total_budget : float or None
+        Cap on the summed budget of all releases (nats); ``None``: no cap.
+    rule : str
+        Noise rule of :func:`pacpriv.pac.calibration.calibrate_noise` (not ``"algorithm1"``,
+        which needs extra parameters: use :func:`pacpriv.pac.job.run_pac` for it).
+    ledger : PrivacyLedger or None
+        Share a ledger between several functions releasing about the same secret; default a new
+        ``PrivacyLedger(total_budget)``.
+
+    Attributes
+    ----------
+    plan : NoisePlan or None
+        Calibrated noise (None before :meth:`calibrate`).
+    spectrum : OutputSpectrum or None
+        Estimated output covariance.
+    simulation : SimulationResult or None
+        Engine output of the calibration (masks, outputs, seeds).
+    posterior_success_bound : float or None
+        Posterior-success bound of one release, ``posterior_success_rate(plan.mi_claim,
+        prior)`` with the sampler's membership prior ([1]_ Thm 1).
+    ledger : PrivacyLedger
+    """
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        mi_budget: float,
+        total_budget: float | None = None,
+        rule: str = "anisotropic",
+        ledger: PrivacyLedger | None = None,
+    ) -> None:
+        if not callable(func):
+            raise TypeError(f"`func` must be callable; got {type(func).__name__}.")
+        self.mi_budget = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
+        allowed = tuple(r for r in RULES if r != "algorithm1")
+        if not isinstance(rule, str) or rule not in allowed:
+            raise ValueError(f"`rule` must be one of {allowed}; got {rule!r}.")
+        if ledger is not None and not isinstance(ledger, PrivacyLedger):
+            raise TypeError(f"`ledger` must be a PrivacyLedger; got {type(ledger).__name__}.")
+        if ledger is not None and total_budget is not None:
+            raise ValueError("give either `ledger` or `total_budget`, not both.")
+        self.func = func
+        self.rule = rule
+        self.ledger = ledger if ledger is not None else PrivacyLedger(total_budget)
+        self.plan: NoisePlan | None = None
+        self.spectrum: OutputSpectrum | None = None
+        self.simulation: SimulationResult | None = None
+        self.posterior_success_bound: float | None = None
+        functools.update_wrapper(self, func, updated=())
+
+    def calibrate(
+        self,
+        pool: Any,
+        *,
+        n_trials: int = 1000,
+        sampler: Any = None,
+        n_jobs: int | None = None,
+        rng: RNGLike = None,
+        progress: bool = False,
+    ) -> PacPrivateFunction:
+        """Simulate ``func`` on random subsets of ``pool`` and calibrate the noise.
+
+        Parameters
+        ----------
+        pool : ndarray of shape (n_records, ...) or tuple of such arrays
+            Data pool the adversary is assumed to know.
+        n_trials : int, default 1000
+            Simulated subsets, ``>= 2``.
+        sampler : Sampler, callable, str or None
+            Distribution of the secret subset (None: Poisson-½).
+        n_jobs : int or None
+            joblib workers for the simulation.
+        rng : None, int, SeedSequence or Generator
+            Root seed of the simulation (None: fresh OS entropy).
+        progress : bool, default False
+            Show a progress bar.
+
+        Returns
+        -------
+        PacPrivateFunction
+            ``self``, with ``plan``, ``spectrum``, ``simulation`` and
+            ``posterior_success_bound`` set.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Invalid arguments (see :func:`pacpriv.pac.engine.simulate`).
+        pacpriv.exceptions.MechanismError
+            If ``func`` fails or returns a bad output in a trial.
+        """
+        n_trials = check_int(n_trials, "n_trials", low=2)
+        sim = simulate(
+            self.func, pool, n_trials=n_trials, sampler=sampler, n_jobs=n_jobs, rng=rng,
+            progress=progress,
+        )
+        spectrum = estimate_output_spectrum(sim.outputs)
+        plan = calibrate_noise(spectrum, mi_budget=self.mi_budget, rule=self.rule)
+        prior = sim.membership_prior if sim.membership_prior is not None else 0.5
+        self.simulation, self.spectrum, self.plan = sim, spectrum, plan
+        self.posterior_success_bound = float(posterior_success_rate(plan.mi_claim, prior=prior))
+        return self
+
+    def __call__(self, subset: Any, *, rng: RNGLike = None, label: str | None = None) -> np.ndarray:
+        """Release ``func(subset) + B`` and charge ``plan.mi_claim`` nats to the ledger.
+
+        Parameters
+        ----------
+        subset : array or tuple of arrays
+            The secret input.
+        rng : None, int, SeedSequence or Generator
+            Randomness of the noise (and of ``func`` if it takes ``rng``); ``None`` (default)
+            draws fresh OS entropy, as a real release must. Seed only for tests and demos.
+        label : str or None
+            Stored with the ledger entry.
+
+        Returns
+        -------
+        ndarray of shape (d,), float64
+
+        Raises
+        ------
+        RuntimeError
+            If :meth:`calibrate` has not been called.
+        pacpriv.exceptions.BudgetExceededError
+            If the release would take the ledger over its total budget (``func`` is then not
+            run and nothing is recorded).
+        """
+        if self.plan is None:
+            raise RuntimeError(
+                f"{type(self).__name__} is not calibrated: call .calibrate(pool, ...) before "
+                "releasing."
+            )
+        mi = float(self.plan.mi_claim)
+        if not self.ledger.can_charge(mi):
+            self.ledger.charge(mi, label=label)  # raises BudgetExceededError, records nothing
+        func_seed, noise_seed = as_seed_sequence(rng).spawn(2)
+        kwargs = {"rng": np.random.default_rng(func_seed)} if _accepts_rng(self.func) else {}
+        value = np.asarray(self.func(subset, **kwargs), dtype=np.float64).reshape(-1)
+        noisy = privatize(value, self.plan, rng=noise_seed)
+        self.ledger.charge(mi, label=label)
+        return noisy
+
+    def __repr__(self) -> str:
+        state = "calibrated" if self.plan is not None else "not calibrated"
+        return (
+            f"PacPrivateFunction({getattr(self.func, '__name__', type(self.func).__name__)}, "
+            f"mi_budget={self.mi_budget!r}, rule={self.rule!r}, {state}, ledger={self.ledger!r})"
+        )
+
+
+def pac_private(
+    func: Callable[..., Any] | None = None,
+    *,
+    mi_budget: float,
+    total_budget: float | None = None,
+    rule: str = "anisotropic",
+    ledger: PrivacyLedger | None = None,
+):
+    """Make ``func`` PAC-private; usable as ``@pac_private(mi_budget=0.01)`` or a call.
+
+    Parameters
+    ----------
+    func : callable, optional
+        Mechanism ``f(subset) -> (d,)``; omitted when used as a decorator factory.
+    mi_budget, total_budget, rule, ledger :
+        See :class:`PacPrivateFunction`.
+
+    Returns
+    -------
+    PacPrivateFunction, or a decorator returning one.
+
+    References
+    ----------
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 3 (noise), §4 (composition).
+    """
+    def wrap(f: Callable[..., Any]) -> PacPrivateFunction:
+        return PacPrivateFunction(
+            f, mi_budget=mi_budget, total_budget=total_budget, rule=rule, ledger=ledger
+        )
+
+    return wrap if func is None else wrap(func)
+
+
+def from_estimator(
+    estimator: Any,
+    attributes: Sequence[str] = ("coef_", "intercept_"),
+    *,
+    supervised: bool = True,
+    canonicalize: Callable[[list[np.ndarray]], Sequence[Any]] | None = None,
+) -> EstimatorMechanism:
+    """Mechanism that fits ``sklearn.base.clone(estimator)`` and outputs fitted attributes.
+
+    Parameters
+    ----------
+    estimator : sklearn estimator
+        Unfitted template (cloned on every call; the adapter is picklable).
+    attributes : sequence of str, default ("coef_", "intercept_")
+        Fitted attributes, flattened and concatenated (e.g. ``("cluster_centers_",)``).
+    supervised : bool, default True
+        ``fit(X, y)`` on a subset ``(X, y)``; ``False``: ``fit(X)``.
+    canonicalize : callable, optional
+        Hook removing superficial randomness, e.g. :func:`sort_rows` for cluster centres.
+
+    Returns
+    -------
+    EstimatorMechanism
+        ``f(subset, *, rng=None) -> ndarray of shape (d,)``; wrap it with :func:`pac_private`.
+    """
+    if isinstance(attributes, str):
+        attributes = (attributes,)
+    attributes = tuple(attributes)
+    if not attributes or not all(isinstance(a, str) for a in attributes):
+        raise ValueError(f"`attributes` must be a non-empty sequence of str; got {attributes!r}.")
+    if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
+        raise TypeError(
+            f"`estimator` must be a scikit-learn estimator; got {type(estimator).__name__}."
+        )
+    return EstimatorMechanism(
+        estimator=estimator, attributes=attributes, supervised=bool(supervised),
+        canonicalize=canonicalize,
+    )
+
+
+def from_torch(model_factory: Callable[[], Any], train_fn: Callable[..., Any]) -> TorchMechanism:
+    """Mechanism that trains ``model_factory()`` with ``train_fn`` and outputs its parameters.
+
+    Parameters
+    ----------
+    model_factory : callable
+        ``() -> torch.nn.Module`` (initialised under a seed drawn from the call's ``rng``).
+    train_fn : callable
+        ``(model, subset[, rng=Generator]) -> None or Module``.
+
+    Returns
+    -------
+    TorchMechanism
+        ``f(subset, *, rng=None) -> ndarray of shape (n_parameters,)``. torch is imported when it
+        is called, never by ``import pacpriv``.
+    """
+    if not callable(model_factory) or not callable(train_fn):
+        raise TypeError("`model_factory` and `train_fn` must be callable.")
+    return TorchMechanism(model_factory=model_factory, train_fn=train_fn)

@@ -1,0 +1,196 @@
+"""Tests of pacpriv.wrapper: calibrate once, release with fresh noise, ledger, adapters."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pacpriv.datasets import load_dataset
+from pacpriv.exceptions import BudgetExceededError
+from pacpriv.ledger import PrivacyLedger
+from pacpriv.pac.posterior import posterior_success_rate
+from pacpriv.wrapper import PacPrivateFunction, from_estimator, from_torch, pac_private, sort_rows
+
+POOL_1D = np.linspace(0.0, 1.0, 12)[:, None]
+
+
+def mean_1d(subset):
+    """Mean of a 1-D pool in [0, 1] (0.5 for an empty subset)."""
+    return np.array([subset.mean()]) if len(subset) else np.array([0.5])
+
+
+def test_release_noise_std_matches_plan():
+    """Releases on a fixed subset have mean f(subset) and the plan's noise variance (chi2 test)."""
+    f = pac_private(mean_1d, mi_budget=0.05).calibrate(POOL_1D, n_trials=300, rng=0)
+    assert f.plan.dim == 1 and f.plan.mi_bound <= 0.05
+    subset = POOL_1D[::2]
+    gen = np.random.default_rng(1)
+    n = 2000
+    rel = np.array([f(subset, rng=gen)[0] for _ in range(n)])
+    var = f.plan.expected_noise_power  # d = 1: the noise variance
+    stat = (n - 1) * rel.var(ddof=1) / var  # ~ chi2(n - 1) if the std matches the plan
+    assert stats.chi2.ppf(0.0005, n - 1) < stat < stats.chi2.ppf(0.9995, n - 1)
+    assert abs(rel.mean() - subset.mean()) < 4 * np.sqrt(var / n)
+    assert f.ledger.spent == pytest.approx(n * 0.05)
+
+
+def test_calibrate_stores_plan_and_bound():
+    """calibrate returns self with plan, spectrum, simulation and the posterior bound p*(v)."""
+    f = PacPrivateFunction(mean_1d, mi_budget=0.1, rule="isotropic")
+    assert f.calibrate(POOL_1D, n_trials=50, rng=3) is f
+    assert f.plan.rule == "isotropic" and f.simulation.n_trials == 50
+    assert f.posterior_success_bound == pytest.approx(posterior_success_rate(0.1))
+    assert f.__name__ == "mean_1d"
+
+
+def test_call_before_calibrate_raises():
+    """Releasing before calibrate raises a RuntimeError that says what to do."""
+    f = pac_private(mean_1d, mi_budget=0.1)
+    with pytest.raises(RuntimeError, match=r"not calibrated: call .calibrate\(pool"):
+        f(POOL_1D)
+
+
+def test_budget_refusal_runs_nothing_and_records_nothing():
+    """Over the total budget: BudgetExceededError, func not run, ledger unchanged."""
+    calls = []
+
+    @pac_private(mi_budget=0.1, total_budget=0.25)
+    def counted(subset):
+        calls.append(1)
+        return mean_1d(subset)
+
+    counted.calibrate(POOL_1D, n_trials=20, rng=0)
+    calls.clear()
+    counted(POOL_1D, label="first")
+    counted(POOL_1D, label="second")
+    with pytest.raises(BudgetExceededError, match="refused"):
+        counted(POOL_1D, label="third")
+    assert len(calls) == 2
+    assert [e.label for e in counted.ledger.releases] == ["first", "second"]
+    assert counted.ledger.spent == pytest.approx(0.2)
+
+
+def test_shared_ledger_composes_across_functions():
+    """Two functions sharing a ledger add their budgets to the same total."""
+    ledger = PrivacyLedger(total_budget=0.15)
+    a = pac_private(mean_1d, mi_budget=0.1, ledger=ledger).calibrate(POOL_1D, n_trials=20, rng=0)
+    b = pac_private(mean_1d, mi_budget=0.05, ledger=ledger).calibrate(POOL_1D, n_trials=20, rng=1)
+    a(POOL_1D)
+    b(POOL_1D)
+    with pytest.raises(BudgetExceededError):
+        b(POOL_1D)
+    assert ledger.spent == pytest.approx(0.15)
+
+
+def test_seeded_release_reproducible_and_unseeded_fresh():
+    """The same seed gives the same release; rng=None draws fresh noise."""
+    f = pac_private(mean_1d, mi_budget=0.05).calibrate(POOL_1D, n_trials=50, rng=0)
+    assert np.array_equal(f(POOL_1D, rng=7), f(POOL_1D, rng=7))
+    assert not np.array_equal(f(POOL_1D), f(POOL_1D))
+
+
+def test_invalid_arguments():
+    """Bad budget, rule, ledger combination and n_trials are rejected with named arguments."""
+    with pytest.raises(ValueError, match=r"`mi_budget` must be in \(0.0, inf\)"):
+        pac_private(mean_1d, mi_budget=0.0)
+    with pytest.raises(ValueError, match="`rule` must be one of"):
+        pac_private(mean_1d, mi_budget=0.1, rule="algorithm1")
+    with pytest.raises(ValueError, match="either `ledger` or `total_budget`"):
+        pac_private(mean_1d, mi_budget=0.1, total_budget=1.0, ledger=PrivacyLedger())
+    with pytest.raises(TypeError, match="`func` must be callable"):
+        PacPrivateFunction(3, mi_budget=0.1)
+    with pytest.raises(ValueError, match="`n_trials` must be"):
+        pac_private(mean_1d, mi_budget=0.1).calibrate(POOL_1D, n_trials=1)
+
+
+def test_estimator_adapter_coef_shape_and_values():
+    """from_estimator outputs the fitted coef_ and intercept_ of a clone, flattened."""
+    from sklearn.linear_model import LogisticRegression
+
+    iris = load_dataset("iris")
+    template = LogisticRegression(max_iter=500)
+    mech = from_estimator(template, ("coef_", "intercept_"))
+    out = mech((iris.X, iris.y))
+    direct = LogisticRegression(max_iter=500).fit(iris.X, iris.y)
+    assert out.shape == (3 * 4 + 3,)
+    np.testing.assert_allclose(out, np.r_[direct.coef_.ravel(), direct.intercept_], rtol=1e-6)
+    assert not hasattr(template, "coef_")  # the template is never fitted
+    again = pickle.loads(pickle.dumps(mech))
+    np.testing.assert_array_equal(again((iris.X, iris.y)), out)
+
+
+def test_estimator_adapter_in_wrapper():
+    """A wrapped Ridge adapter calibrates through the engine and releases coef_ + intercept_."""
+    from sklearn.linear_model import Ridge
+
+    iris = load_dataset("iris")
+    f = pac_private(from_estimator(Ridge()), mi_budget=0.1).calibrate(iris.pool, n_trials=10, rng=0)
+    assert f.simulation.outputs.shape == (10, 5)
+    assert f(iris.pool, rng=0).shape == (5,)
+
+
+def test_estimator_adapter_unsupervised_seeded_and_canonical():
+    """KMeans via from_estimator: rng seeds random_state=None; sort_rows orders the centres."""
+    from sklearn.cluster import KMeans
+
+    X = load_dataset("iris").X
+    mech = from_estimator(
+        KMeans(n_clusters=3, n_init=1), ("cluster_centers_",), supervised=False,
+        canonicalize=sort_rows,
+    )
+    a, b = mech(X, rng=5), mech(X, rng=5)
+    np.testing.assert_array_equal(a, b)
+    centers = a.reshape(3, 4)
+    assert np.all(np.diff(centers[:, 0]) >= 0)
+
+
+def test_estimator_adapter_errors():
+    """Empty attributes, a missing attribute and a non-tuple supervised subset are rejected."""
+    from sklearn.linear_model import LinearRegression
+
+    with pytest.raises(ValueError, match="`attributes` must be a non-empty sequence"):
+        from_estimator(LinearRegression(), ())
+    with pytest.raises(TypeError, match="must be a scikit-learn estimator"):
+        from_estimator(object())
+    X = np.arange(10.0).reshape(5, 2)
+    with pytest.raises(AttributeError, match="no attribute 'nope_'"):
+        from_estimator(LinearRegression(), ("nope_",))((X, X[:, 0]))
+    with pytest.raises(ValueError, match=r"subset must be a tuple \(X, y\)"):
+        from_estimator(LinearRegression())(X)
+
+
+def test_torch_adapter_output_shape_and_rng():
+    """from_torch: flattened parameters after training; seeded; global torch state untouched."""
+    torch = pytest.importorskip("torch")
+
+    def factory():
+        return torch.nn.Linear(4, 1)
+
+    def train(model, subset, rng=None):
+        X = torch.tensor(np.array(subset[0]), dtype=torch.float32)
+        y = torch.tensor(np.array(subset[1]), dtype=torch.float32)[:, None]
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for _ in range(5):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(X), y).backward()
+            opt.step()
+
+    iris = load_dataset("iris")
+    mech = from_torch(factory, train)
+    state = torch.random.get_rng_state()
+    out = mech(iris.pool, rng=3)
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert out.shape == (5,) and out.dtype == np.float64
+    np.testing.assert_array_equal(out, mech(iris.pool, rng=3))
+    assert not np.array_equal(out, mech(iris.pool, rng=4))
+
+
+def test_import_does_not_load_torch():
+    """Importing pacpriv.wrapper never imports torch (lazy adapter)."""
+    code = "import sys, pacpriv.wrapper; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
