@@ -20,7 +20,7 @@ Same as ``pacpriv compare --dataset breast_cancer --target-accuracy 0.6 --trials
 
 Usage::
 
-    python examples/compare_pac_vs_dpsgd.py [--trials 500] [--n-jobs 2] [--out DIR]
+    python examples/compare_pac_vs_dpsgd.py [--trials 500] [--n-jobs N] [--out DIR]
 """
 
 from __future__ import annotations
@@ -40,11 +40,14 @@ def main(argv=None) -> int:
                         help="PAC simulations on Poisson-1/2 subsets (default 500)")
     parser.add_argument("--target-accuracy", type=float, default=0.6,
                         help="membership-inference accuracy bound a (default 0.6)")
-    parser.add_argument("--n-jobs", type=int, default=2, help="joblib workers (default 2)")
+    parser.add_argument("--n-jobs", type=int, default=None,
+                        help="joblib workers (default: 2 from 200 trials on, else 1; starting "
+                             "workers and torch in them costs seconds)")
     parser.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     parser.add_argument("--out", default="compare_pac_vs_dpsgd", help="output directory")
     args = parser.parse_args(argv)
 
+    n_jobs = args.n_jobs if args.n_jobs is not None else (2 if args.trials >= 200 else 1)
     tic = time.perf_counter()
     result = compare_pac_dpsgd(
         "breast_cancer",
@@ -55,7 +58,7 @@ def main(argv=None) -> int:
         learning_rate=0.5,
         n_trials=args.trials,
         n_repeats=5,
-        n_jobs=args.n_jobs,
+        n_jobs=n_jobs,
         rng=args.seed,
         progress=False,
     )
@@ -74,7 +77,7 @@ def main(argv=None) -> int:
     print()
     print(f"time: {time.perf_counter() - tic:.1f} s in all, PAC simulation "
           f"{result.settings['pac_simulation_s']:.1f} s ({args.trials} trials, "
-          f"n_jobs = {args.n_jobs})")
+          f"n_jobs = {n_jobs})")
     for fmt, path in paths.items():
         print(f"wrote ({fmt}): {path}")
     return 0

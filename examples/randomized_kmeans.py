@@ -13,7 +13,7 @@ centre order k-means has little θ variance, so "θ as secret" needs less noise 
 
 Usage::
 
-    python examples/randomized_kmeans.py [--trials 100] [--tau 3] [--n-init 3] [--out DIR]
+    python examples/randomized_kmeans.py [--trials 300] [--tau 3] [--n-init 3] [--out DIR]
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pacpriv.pac.randomized import compare_randomized_noise
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=100,
-                        help="simulated subsets = 2 x pairs (default 100); tau runs each")
+    parser.add_argument("--trials", type=int, default=300,
+                        help="k-means runs in total, 2 x pairs x tau (default 300)")
     parser.add_argument("--tau", type=int, default=3, help="seeds per subset (default 3)")
     parser.add_argument("--n-init", type=int, default=3, help="k-means++ restarts (default 3)")
     parser.add_argument("--mi-budget", type=float, default=0.1, help="budget v in nats")
@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     X = load_dataset("iris").X
     mechanism = make_kmeans(n_clusters=3, randomized=True, n_init=args.n_init)
     out = compare_randomized_noise(
-        mechanism, X, mi_budget=args.mi_budget, n_pairs=max(args.trials // 2, 2),
+        mechanism, X, mi_budget=args.mi_budget, n_pairs=max(args.trials // (2 * args.tau), 2),
         tau=args.tau, rng=args.seed,
     )
     print(f"k-means (k=3, n_init={args.n_init}, random init) on iris, d = {out['dim']}, "

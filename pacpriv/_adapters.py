@@ -67,9 +67,11 @@ class EstimatorMechanism:
     -----
     If the estimator has a ``random_state`` parameter left at ``None`` and the caller passes
     ``rng``, a seed drawn from ``rng`` is set on the clone (no global state is used); an integer
-    ``random_state`` is kept as a public fixed seed. The estimator must handle every subset the
-    sampler can draw (e.g. a classifier needs two classes); otherwise the engine reports a
-    ``MechanismError`` naming the trial.
+    ``random_state`` is kept as a public fixed seed. Seeding from the trial makes the estimator a
+    randomized mechanism whose seed the plain engine treats as part of the secret; see
+    :func:`pacpriv.pac.randomized.coupling_noise` for the alternative. The estimator must handle
+    every subset the sampler can draw (e.g. a classifier needs two classes); otherwise the
+    engine reports a ``MechanismError`` naming the trial.
     """
 
     estimator: Any

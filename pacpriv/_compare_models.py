@@ -212,7 +212,8 @@ def _exact_sigma(a: float, M: int, E: int) -> tuple[float | None, str | None]:
 
 def _summary(accs: list[float]) -> tuple[float, float]:
     arr = np.asarray(accs, dtype=np.float64)
-    return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else 0.0
+    std = float(arr.std(ddof=1)) if arr.size > 1 else 0.0
+    return float(arr.mean()), std
 
 
 def _dpsgd_row(row_cls, label, source, sigma, mech, data, *, C, M, E, n_repeats, root,
@@ -257,6 +258,11 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
     y = np.searchsorted(classes, np.asarray(ds.y)).astype(np.int64)
     sampler = PoissonSampler(sampling_rate=0.5)
     members = sampler.draw(X.shape[0], np.random.default_rng(trial_seed(root, 0)))
+    if min(members.sum(), (~members).sum()) < 2:
+        raise ValueError(
+            f"the Poisson-½ split of {X.shape[0]} records left {int(members.sum())} members; "
+            "members and non-members need >= 2 each: use a larger pool or another `rng`."
+        )
     mech = LogisticRegressionMechanism(
         n_features=X.shape[1], n_classes=classes.size, steps_per_epoch=M, epochs=E,
         learning_rate=learning_rate, public_seed=public_seed,

@@ -1,13 +1,36 @@
-"""Markdown rendering and reading notes of :mod:`pacpriv.compare` (private; no torch)."""
+"""Text of :mod:`pacpriv.compare`: threat models, reading notes, Markdown (private; no torch)."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pacpriv.compare import ComparisonResult, ComparisonRow
 
-__all__ = ["comparison_markdown", "comparison_notes"]
+__all__ = ["THREAT_MODELS", "comparison_markdown", "comparison_notes"]
+
+#: The two threat models, in words (shown side by side in every comparison).
+THREAT_MODELS = {
+    "pac": (
+        "PAC Privacy [Xiao & Devadas 2023]: the secret is the random training subset X, drawn "
+        "from the data pool by Poisson sampling with rate 1/2 (each record in or out with "
+        "probability 1/2, independently). The adversary knows the whole pool, the training "
+        "code with its public seed (initialisation and batch order) and the noise covariance, "
+        "sees the noisy parameters once, and tries to infer X. MI(X; release) <= v bounds the "
+        "posterior success of every such adversary (Thm 1); the bound holds on average over "
+        "the sampler, for this pool, as estimated by simulation; it covers the whole subset "
+        "at once, hence every single record's membership."
+    ),
+    "dpsgd": (
+        "DP-SGD with random allocation [RA-MIA]: the secret is whether one target record is "
+        "in the training set, worst case over all datasets and target records (one record "
+        "added or removed), membership prior 1/2. The adversary knows the rest of the "
+        "dataset, the model, the initialisation and every noisy gradient step; only the "
+        "target's presence, the random allocation of records to steps and the Gaussian "
+        "noise are secret."
+    ),
+}
 
 
 _SIDE_BY_SIDE = (
@@ -65,7 +88,9 @@ def comparison_markdown(res: ComparisonResult) -> str:
             "| --- | --- | --- |"]
     out += [f"| {k} | {p} | {d} |" for k, p, d in _SIDE_BY_SIDE]
     out += ["", f"**PAC Privacy.** {res.threat_models['pac']}", "",
-            f"**DP-SGD.** {res.threat_models['dpsgd']}"]
+            f"**DP-SGD.** {res.threat_models['dpsgd']}", "",
+            f"Root seed of the comparison: `{json.dumps(res.seed)}`; the same seed and "
+            "arguments give this table bit for bit, for any n_jobs."]
     return "\n".join(out)
 
 

@@ -60,7 +60,7 @@ class AuditResult:
     target_accuracy : float or None
         Calibration target, if σ was calibrated.
     calibration_method : str or None
-        ``"exact"`` or ``"chi_square"`` when σ was calibrated.
+        ``"exact"`` or ``"closed-form"`` when σ was calibrated.
     loss_attack : AttackResult
         Loss-threshold attack on members vs non-members.
     lira_attack : AttackResult or None
@@ -183,8 +183,9 @@ def audit_dpsgd(
     target_accuracy : float, optional
         Calibrate σ so the membership-inference accuracy bound is ``target_accuracy`` (in
         (½, 1)) with :func:`pacpriv.dpsgd.calibration.noise_multiplier_for_accuracy`.
-    calibration_method : {"exact", "chi_square"}, default "exact"
-        Calibration rule ("chi_square" is the closed form: more noise, conservative).
+    calibration_method : {"exact", "closed-form"}, default "exact"
+        Calibration rule: the certified exact accuracy, or the chi-square closed form (more
+        noise, conservative).
     optimizer : callable, optional
         Factory ``params -> torch.optim.Optimizer`` (one optimizer per model); default SGD(0.1).
     n_shadow_models : int, default 8
@@ -222,9 +223,9 @@ def audit_dpsgd(
             target_accuracy, "target_accuracy", low=0.5, high=1.0,
             low_inclusive=False, high_inclusive=False,
         )
-        if calibration_method not in ("exact", "chi_square"):
+        if calibration_method not in ("exact", "closed-form"):
             raise ValueError(
-                "`calibration_method` must be 'exact' or 'chi_square'; "
+                "`calibration_method` must be 'exact' or 'closed-form'; "
                 f"got {calibration_method!r}."
             )
         from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy

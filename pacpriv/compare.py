@@ -11,11 +11,9 @@ membership-inference accuracy bound ``a``:
   engine; Gaussian noise for the budget ``v = ln 2 − H(a)`` nats [1]_ (Thm 1, Thm 3) is
   added once to the final parameters.
 
-For each it reports the noise, the test accuracy (on the records not used) and a
-loss-threshold attack's accuracy with a confidence interval. The two guarantees answer the
-same question under different threat models (:data:`THREAT_MODELS`); see DESIGN.md.
-
-torch is imported lazily (``pip install pacpriv[torch]``).
+Each row gives the noise, the test accuracy and a loss-threshold attack's accuracy with a
+confidence interval, under its own threat model (:data:`THREAT_MODELS`). torch is imported
+lazily (``pip install pacpriv[torch]``).
 
 References
 ----------
@@ -32,33 +30,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pacpriv._compare_render import THREAT_MODELS
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int, check_real
 from pacpriv.attacks import AttackResult
 
 __all__ = ["THREAT_MODELS", "ComparisonResult", "ComparisonRow", "compare_pac_dpsgd"]
-
-#: The two threat models, in words (shown side by side in every comparison).
-THREAT_MODELS = {
-    "pac": (
-        "PAC Privacy [Xiao & Devadas 2023]: the secret is the random training subset X, drawn "
-        "from the data pool by Poisson sampling with rate 1/2 (each record in or out with "
-        "probability 1/2, independently). The adversary knows the whole pool, the training "
-        "code with its public seed (initialisation and batch order) and the noise covariance, "
-        "sees the noisy parameters once, and tries to infer X. MI(X; release) <= v bounds the "
-        "posterior success of every such adversary (Thm 1); the bound holds on average over "
-        "the sampler, for this pool, as estimated by simulation; it covers the whole subset "
-        "at once, hence every single record's membership."
-    ),
-    "dpsgd": (
-        "DP-SGD with random allocation [RA-MIA]: the secret is whether one target record is "
-        "in the training set, worst case over all datasets and target records (one record "
-        "added or removed), membership prior 1/2. The adversary knows the rest of the "
-        "dataset, the model, the initialisation and every noisy gradient step; only the "
-        "target's presence, the random allocation of records to steps and the Gaussian "
-        "noise are secret."
-    ),
-}
 
 _RULES = ("anisotropic", "isotropic", "variance-only", "exact-mi")
 
@@ -85,16 +62,16 @@ class ComparisonRow:
         DP-SGD per-step noise std on the *averaged* gradient, σ·C/(n/M) per coordinate.
     parameter_noise_rms : float or None
         Noise std per parameter of the final model: PAC ``sqrt(E||B||²/d)`` (exact);
-        DP-SGD ``η·σ·C·sqrt(M·E)/(n/M)``, the injected noise summed over the M·E SGD steps
-        without the contraction by the loss curvature (an order-of-magnitude estimate that
-        overstates what is left for a convex loss with a small step).
+        DP-SGD ``η·σ·C·sqrt(M·E)/(n/M)``, the injected noise summed over the M·E steps
+        without the contraction by the loss curvature (an estimate; in the linearised
+        dynamics of a convex loss with ηH <= 2 it overstates what is left).
     expected_noise_power : float or None
         PAC ``E||B||² = trace(Σ_B)`` on the parameters.
     mi_budget : float or None
         PAC budget ``v`` in nats.
     test_accuracy, test_accuracy_std : float
-        Mean and standard deviation of the classification accuracy on the non-members over
-        ``n_repeats`` models (DP-SGD: independent trainings; PAC: independent noise draws).
+        Mean and sd of the accuracy on the non-members over ``n_repeats`` models (DP-SGD:
+        independent trainings; PAC: independent noise draws).
     accuracy_bound : float
         Membership-inference accuracy bound the method is certified to (1 for the baseline).
     bound_source : str
@@ -138,8 +115,10 @@ class ComparisonRow:
         return out
 
     def plot_row(self) -> dict:
-        """The keys of :func:`pacpriv.plotting.plot_pac_vs_dpsgd`."""
-        return {"method": self.method, "noise": self.noise, "test_accuracy": self.test_accuracy,
+        """Row of :func:`pacpriv.plotting.plot_pac_vs_dpsgd`; one noise axis for all bars, so
+        ``noise`` is ``parameter_noise_rms`` there (DP-SGD: the estimate), not the native knob."""
+        return {"method": self.method, "noise": self.parameter_noise_rms,
+                "test_accuracy": self.test_accuracy,
                 "accuracy_bound": self.accuracy_bound, "attack_accuracy": self.attack_accuracy}
 
 
@@ -325,7 +304,7 @@ def compare_pac_dpsgd(
         joblib workers of the PAC simulation (-1: all cores).
     rng : None, int, SeedSequence or Generator
         Root seed of everything secret (membership, simulation, noise, attack splits);
-        None = fresh OS entropy (recorded in ``seed``).
+        None = fresh OS entropy (recorded in ``seed``), as a real release must use.
     progress : bool, default True
         Progress bar of the PAC simulation.
 
@@ -340,6 +319,19 @@ def compare_pac_dpsgd(
         without class labels.
     ImportError
         If torch is missing (``pip install pacpriv[torch]``).
+
+    Notes
+    -----
+    Seeded runs are reproducible bit for bit, for any ``n_jobs``.
+
+    References
+    ----------
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1, Thm 3; [2] RA-MIA (module refs).
+
+    Examples
+    --------
+    >>> res = compare_pac_dpsgd("breast_cancer", n_trials=200, rng=0)  # doctest: +SKIP
+    >>> print(res.to_markdown())  # doctest: +SKIP
     """
     from pacpriv._compare_models import run_comparison
 

@@ -140,6 +140,31 @@ def test_scale_features_maps_published_range_to_unit_box():
     np.testing.assert_allclose(out, [[-1, -1, 0], [1, 1, 0], [0, 0, 0]])
 
 
+def test_exact_row_uses_the_exact_calibration(monkeypatch):
+    """The exact row trains with σ from noise_multiplier_for_accuracy(method="exact")."""
+    import types
+
+    from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
+
+    calls = []
+
+    def fake(*, target_accuracy, steps_per_epoch, epochs, method):
+        calls.append((target_accuracy, steps_per_epoch, epochs, method))
+        return 0.8 * closed_form_noise_multiplier(target_accuracy, steps_per_epoch=steps_per_epoch,
+                                                  epochs=epochs)
+
+    stub = types.ModuleType("pacpriv.dpsgd.calibration")
+    stub.noise_multiplier_for_accuracy = fake
+    monkeypatch.setitem(sys.modules, "pacpriv.dpsgd.calibration", stub)
+    res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.7, n_trials=6, epochs=1,
+                            steps_per_epoch=3, n_repeats=1, n_jobs=1, progress=False, rng=1)
+    assert calls == [(0.7, 3, 1, "exact")]
+    closed, exact = res.row("dpsgd", exact=False), res.row("dpsgd", exact=True)
+    assert exact.noise_multiplier == pytest.approx(0.8 * closed.noise_multiplier, rel=1e-12)
+    assert exact.accuracy_bound == 0.7 and "exact" in exact.bound_source
+    assert not any("unavailable" in n for n in res.notes)
+
+
 def test_seeded_comparison_is_reproducible():
     """Same seed → the same table; another seed → another membership and table."""
     kw = dict(n_trials=6, epochs=1, steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,

@@ -75,6 +75,20 @@ def test_budget_refusal_runs_nothing_and_records_nothing():
     assert counted.ledger.spent == pytest.approx(0.2)
 
 
+def test_failed_release_records_nothing():
+    """A release whose output does not match the plan raises and charges nothing."""
+    shape = [1]
+
+    def changing(subset):
+        return np.full(shape[0], subset.mean() if len(subset) else 0.5)
+
+    f = pac_private(changing, mi_budget=0.1).calibrate(POOL_1D, n_trials=20, rng=0)
+    shape[0] = 2
+    with pytest.raises(ValueError, match=r"`value` must have shape \(1,\)"):
+        f(POOL_1D)
+    assert f.ledger.releases == []
+
+
 def test_shared_ledger_composes_across_functions():
     """Two functions sharing a ledger add their budgets to the same total."""
     ledger = PrivacyLedger(total_budget=0.15)

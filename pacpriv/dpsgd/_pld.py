@@ -32,6 +32,7 @@ import numpy as np
 from scipy import fft as sp_fft
 from scipy import signal, special
 
+_MAX_POINTS = 2**21  # cap of the coordinate lattice (wider interval beyond, still valid)
 _TINY_BOTTOM = 1e-17  # bottom-tail mass moved up (upper) / merged (lower) at every level
 
 
@@ -183,12 +184,10 @@ def epoch_lattice(sigma: float, steps: int, *, c: float, upper: bool, tail: floa
     h = base / c
     # coordinate cap: Q-tail of W beyond it <= tail, and no need beyond M·t_top
     ln_cap = 0.5 * s * s + s * float(-special.ndtri(tail))
-    ln_cap = min(ln_cap, math.log(steps * t_top) + 1.0)
+    ln_cap = min(ln_cap, math.log(steps * t_top) + 1.0, math.log(_MAX_POINTS * h))
     ln_floor = -0.5 * s * s - 9.0 * s  # P(W < floor) < 1e-18
     k = max(int(math.ceil(math.exp(ln_cap) / h)), 4)
     j0 = min(int(math.floor(math.exp(ln_floor) / h)), k - 4)
-    if k - j0 > 2**22:
-        raise OverflowError(f"coordinate lattice too large ({k - j0} points)")
     cur = _coordinate(s, h, j0, k, upper)
     acc = None
     bits = steps
@@ -226,8 +225,14 @@ class EpochPair:
     upper: bool
 
 
-def to_log_lattice(x: _Lattice, *, delta: float, ln_range: float, upper: bool) -> EpochPair:
-    """Map the S-lattice pair to labels ``a`` with ln T in cell ``[aΔ, (a+1)Δ)``."""
+def to_log_lattice(
+    x: _Lattice, *, delta: float, ln_range: float, upper: bool, labels: tuple | None = None
+) -> EpochPair:
+    """Map the S-lattice pair to labels ``a`` with ln T in cell ``[aΔ, (a+1)Δ)``.
+
+    ``labels=(a_lo, a_hi)`` fixes the label range of the lower chain (outliers are merged into
+    the end labels, a garbling).
+    """
     lr = (x.n0 + np.arange(x.p.size)) * x.h / x.m
     p = x.p
     pos = lr > 0
@@ -241,6 +246,8 @@ def to_log_lattice(x: _Lattice, *, delta: float, ln_range: float, upper: bool) -
     hi_ln = min(float(ln_lr.max()), ln_range)
     a_lo = int(math.floor(lo_ln / delta))
     a_hi = max(int(math.ceil(hi_ln / delta)), a_lo + 1)
+    if labels is not None and not upper:
+        a_lo, a_hi = labels
     n = a_hi - a_lo + 1
     if upper:
         p_zero = float(p[~pos].sum())
@@ -337,3 +344,40 @@ def compose_tv(pair: EpochPair, epochs: int, *, direction: str, tau: float) -> t
     else:
         tv = float(np.sum(np.maximum(pe - qe, 0.0))) + (sq**epochs - sp**epochs)
     return tv, err
+
+
+def single_step_pair(sigma: float, *, delta: float, upper: bool) -> EpochPair:
+    """``M = 1``: ln T ~ N(∓1/(2σ²), 1/σ²) under P/Q, discretised directly on the log-lattice."""
+    s = 1.0 / sigma
+    half = 9.0 * s + 0.5 * s * s
+    a_lo, a_hi = int(math.floor(-half / delta)), int(math.ceil(half / delta))
+    a_lo, a_hi = max(a_lo, -int(60 / delta)), min(a_hi, int(60 / delta))
+    labels = np.arange(a_lo, a_hi + 1)
+    edges = np.concatenate(([0.0], np.exp(labels * delta), [np.inf]))
+    pc, qc = _cell_masses(edges, s)  # cells: [0,t_lo), [t_a, t_a+1) ..., [t_hi, inf)
+    n = labels.size
+    if not upper:
+        pp, qq = pc[1:].copy(), qc[1:].copy()
+        pp[0] += pc[0]
+        qq[0] += qc[0]
+        return EpochPair(a_lo, delta, pp / pp.sum(), qq / qq.sum(), 0.0, 0.0, False)
+    t = edges[1:-1]
+    out = np.zeros(n)
+    # bottom cell [0, t_lo): split to 0 and t_lo (mean preserving)
+    frac = min(qc[0] / t[0], pc[0]) if pc[0] > 0 else 0.0
+    out[0] += frac
+    p_zero = pc[0] - frac
+    pcell, qcell = pc[1:-1], qc[1:-1]
+    width = t[1:] - t[:-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = np.where(pcell > 0, (qcell / pcell - t[:-1]) / width, 0.0)
+    alpha = np.clip(alpha + 1e-12, 0.0, 1.0)
+    out[:-1] += (1.0 - alpha) * pcell
+    out[1:] += alpha * pcell
+    out[-1] += pc[-1]
+    q_inf = max(qc[-1] - t[-1] * pc[-1], 0.0) + 1e-16
+    total = out.sum() + p_zero
+    out, p_zero = out / total, p_zero / total
+    q = out * t
+    q_inf = max(q_inf, 1.0 - float(q.sum()))
+    return EpochPair(a_lo, delta, out, q, p_zero, q_inf, True)

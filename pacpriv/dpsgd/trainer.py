@@ -197,7 +197,10 @@ def privatize_gradients(
         factor = None
         n_clipped = 0
     else:
-        norms = torch.sqrt(sum(g.reshape(b, math.prod(g.shape[1:])).pow(2).sum(1) for g in tensors))
+        per_tensor = [
+            torch.linalg.vector_norm(g.reshape(b, math.prod(g.shape[1:])), dim=1) for g in tensors
+        ]
+        norms = torch.linalg.vector_norm(torch.stack(per_tensor, dim=1), dim=1)
         factor = (max_grad_norm / (norms + _CLIP_EPS)).clamp(max=1.0)
         n_clipped = int((norms > max_grad_norm).sum())
     out = {}

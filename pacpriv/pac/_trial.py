@@ -12,6 +12,8 @@ Dask) and lets the parent checkpoint the finished part of the batch first.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import pickle
 import signal
 import threading
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import cloudpickle
 import numpy as np
 
 from pacpriv._random import seed_to_dict, trial_seed
@@ -51,6 +54,23 @@ class TrialTask:
     retries: int
     timeout: float | None
     output_dtype: np.dtype
+
+    @functools.cached_property
+    def _payload(self) -> bytes:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del fields["pool"]
+        return cloudpickle.dumps(fields)
+
+    def __reduce__(self):
+        # Everything but the pool goes through cloudpickle on every backend, so a mechanism
+        # that loky can ship (by value, e.g. defined in __main__ or registered with
+        # cloudpickle.register_pickle_by_value) ships to Dask too. The pool stays outside,
+        # for joblib's automatic memmapping of large arrays.
+        return (_rebuild_task, (self._payload, self.pool))
+
+
+def _rebuild_task(payload: bytes, pool: Any) -> TrialTask:
+    return TrialTask(pool=pool, **pickle.loads(payload))
 
 
 @dataclass(frozen=True)
@@ -108,8 +128,9 @@ def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
         raise _InvalidOutput(f"output must be a non-empty 1-D vector (d,); got shape {arr.shape}")
     if dim is not None and arr.shape[0] != dim:
         raise _InvalidOutput(f"output has shape {arr.shape} but earlier trials returned ({dim},)")
-    with np.errstate(over="ignore"):  # overflow becomes inf, caught just below
-        arr = arr.astype(dtype, copy=False)
+    if dtype != np.float64:
+        with np.errstate(over="ignore"):  # overflow becomes inf, caught just below
+            arr = arr.astype(dtype)
     if not np.isfinite(arr).all():
         bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
         raise _InvalidOutput(f"output is not finite (NaN or inf at positions {bad})")
@@ -146,7 +167,8 @@ class _Alarm:
     def __exit__(self, *exc) -> None:
         if self.active:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._old_handler)
+            old = self._old_handler  # None if it was installed outside Python
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if old is None else old)
             delay, interval = self._old_timer
             if delay > 0:
                 left = delay - (time.monotonic() - self._start)

@@ -255,6 +255,21 @@ def simulate(
     CheckpointError
         If ``checkpoint`` is corrupt or belongs to a different run.
 
+    Notes
+    -----
+    To run on an existing Dask cluster, connect a client and select joblib's Dask backend::
+
+        from dask.distributed import Client
+        from joblib import parallel_config
+        client = Client("tcp://scheduler:8786")
+        with parallel_config(backend="dask"):
+            result = simulate(f, pool, n_trials=10_000, rng=0, checkpoint="ckpt/")
+
+    Workers need pacpriv installed; the mechanism and sampler travel with cloudpickle
+    (by reference for importable modules, by value for ``__main__``). Outputs are
+    identical to a local run with the same seed, and a checkpoint written under one
+    backend resumes under any other.
+
     References
     ----------
     .. [1] H. Xiao and S. Devadas, "PAC Privacy: Automatic Privacy Measurement and Control

@@ -21,6 +21,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from abc import ABC, abstractmethod
@@ -65,11 +66,14 @@ def stream_seed(root: np.random.SeedSequence, index: int, stream: int) -> np.ran
 def callable_fingerprint(func: Callable) -> dict:
     """Name and source hash of a callable (used in ``to_dict`` and checkpoint fingerprints).
 
-    Returns ``{"name": "module.qualname", "source_sha256": hex or None}``; the hash is
-    ``None`` when the source is unavailable (builtins, interactive sessions).
+    Returns ``{"name": "module.qualname", "source_sha256": hex or None, "bound": list}``;
+    the hash is ``None`` when the source is unavailable (builtins, interactive sessions);
+    ``bound`` holds the ``repr`` of the arguments bound by ``functools.partial`` layers.
+    State held in closures or callable objects is not covered.
     """
-    target = func
-    while hasattr(target, "func") and not hasattr(target, "__qualname__"):  # functools.partial
+    target, bound = func, []
+    while isinstance(target, functools.partial):
+        bound.append(repr((target.args, sorted(target.keywords.items()))))
         target = target.func
     owner = target if hasattr(target, "__qualname__") else type(target)
     name = f"{getattr(owner, '__module__', '?')}.{getattr(owner, '__qualname__', repr(owner))}"
@@ -79,7 +83,7 @@ def callable_fingerprint(func: Callable) -> dict:
         digest = None
     else:
         digest = hashlib.sha256(source.encode()).hexdigest()
-    return {"name": name, "source_sha256": digest}
+    return {"name": name, "source_sha256": digest, "bound": bound}
 
 
 def _check_n_records(n_records) -> int:

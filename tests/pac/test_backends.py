@@ -14,6 +14,9 @@ from . import _engine_mechs as mechs
 
 POOL = np.linspace(-1.0, 2.0, 25)
 
+# a Dask worker that cannot unpickle a task hangs the run instead of failing: bound it
+pytestmark = pytest.mark.timeout(120)
+
 
 @pytest.fixture(scope="module")
 def dask_client():

@@ -290,3 +290,13 @@ def test_pool_fingerprint_sensitivity():
     assert pool_fingerprint(x + 1e-12)["sha256"] != base["sha256"]
     assert pool_fingerprint(x.astype(np.float32))["dtypes"] == ["<f4"]
     assert pool_fingerprint((x, x))["shapes"] == [[6], [6]]
+
+
+def test_partial_arguments_are_fingerprinted(tmp_path):
+    """Arguments bound with functools.partial are part of the fingerprint."""
+    ckpt = tmp_path / "ckpt"
+    first = functools.partial(mechs.fail_flagged, flag_file=str(tmp_path / "a"))
+    simulate(first, POOL, n_trials=4, rng=3, checkpoint=ckpt, progress=False)
+    other = functools.partial(mechs.fail_flagged, flag_file=str(tmp_path / "b"))
+    with pytest.raises(CheckpointError, match=r"mechanism.bound \(checkpoint: \[.*/a"):
+        simulate(other, POOL, n_trials=4, rng=3, checkpoint=ckpt, progress=False)

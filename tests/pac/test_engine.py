@@ -265,13 +265,19 @@ def test_output_path_memmap(tmp_path):
     assert res.output_path == str(path)
 
 
-def test_worker_crash_is_reported(tmp_path):
-    """A mechanism that kills its loky worker raises MechanismError naming the trials."""
-    flag_file = tmp_path / "crash"
+def test_worker_crash_is_reported_and_resumable(tmp_path):
+    """A mechanism that kills its loky worker raises MechanismError; the run then resumes."""
+    flag_file, ckpt = tmp_path / "crash", tmp_path / "ckpt"
     flag_file.touch()
     mech = functools.partial(mechs.crash_flagged, flag_file=str(flag_file))
-    with pytest.raises(MechanismError, match=r"A worker died \(TerminatedWorkerError"):
-        simulate(mech, POOL1D, n_trials=40, rng=21, n_jobs=2, progress=False)
+    with pytest.raises(MechanismError, match=r"A worker died \(TerminatedWorkerError") as info:
+        simulate(mech, POOL1D, n_trials=40, rng=21, n_jobs=2, checkpoint=ckpt, retries=1,
+                 progress=False)
+    assert "rerun with the same arguments to resume" in str(info.value)
+    flag_file.unlink()
+    resumed = simulate(mech, POOL1D, n_trials=40, rng=21, checkpoint=ckpt, progress=False)
+    clean = simulate(mech, POOL1D, n_trials=40, rng=21, progress=False)
+    assert np.array_equal(resumed.outputs, clean.outputs)
 
 
 def test_sampler_error_in_worker_names_trial():
@@ -328,3 +334,17 @@ def test_ray_backend_needs_ray():
             simulate(mechs.count_mech, POOL, n_trials=3, backend="ray", progress=False)
     else:
         pytest.skip("ray is installed; the missing-dependency message cannot be triggered")
+
+
+def test_engine_import_is_light():
+    """Importing the engine loads neither joblib's workers, tqdm, dask nor torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pacpriv.pac.engine; "
+        "print(sorted(m for m in ('dask', 'distributed', 'torch', 'tqdm', 'joblib') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

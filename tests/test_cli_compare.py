@@ -1,0 +1,52 @@
+"""``pacpriv compare`` command line: table, report files and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pacpriv.cli import main
+
+pytest.importorskip("torch")
+
+SMALL = ["--trials", "8", "--epochs", "1", "--steps-per-epoch", "2", "--repeats", "1",
+         "--n-jobs", "1", "--seed", "3", "--no-progress", "--no-exact", "--format", "json,md"]
+
+
+def test_compare_prints_table_and_writes_report(tmp_path, capsys):
+    """Exit 0; the table is printed; report.md/json carry the comparison section."""
+    out = tmp_path / "cmp"
+    rc = main(["compare", "--dataset", "breast_cancer", "--target-accuracy", "0.6",
+               "--out", str(out), *SMALL])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "| method | noise |" in text
+    assert "| DP-SGD (chi-square closed form) |" in text and "| PAC (anisotropic) |" in text
+    md = (out / "report.md").read_text()
+    assert "PAC Privacy vs DP-SGD at membership-inference accuracy 60.0%" in md
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert comparison["target_accuracy"] == 0.6
+    assert [r["accuracy_bound"] for r in comparison["rows"]] == pytest.approx([0.6, 0.6])
+    report = json.loads((out / "report.json").read_text())
+    assert report["sections"][0]["comparison"]["rows"] == comparison["rows"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--target-accuracy", "1.2"], "`target_accuracy` must be in (0.5, 1.0); got 1.2"),
+        (["--target-accuracy", "0.5"], "`target_accuracy` must be in (0.5, 1.0); got 0.5"),
+        (["--trials", "1"], "`n_trials` must be an integer in [2, inf); got 1"),
+        (["--dataset", "nope"], "unknown dataset 'nope'"),
+        (["--format", "pdf"], "--format must list json, md and/or html"),
+    ],
+)
+def test_compare_bad_input_exits_2_with_one_line(argv, match, tmp_path, capsys):
+    """Bad input: exit status 2 and one line ``pacpriv: error: ...`` on stderr, no traceback."""
+    rc = main(["compare", "--out", str(tmp_path / "x"), "--no-progress", *argv])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pacpriv: error: ")
+    assert match in err
+    assert not (tmp_path / "x").exists()
