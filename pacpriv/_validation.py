@@ -48,9 +48,8 @@ def check_real(
     interval = _interval(low, high, low_inclusive, high_inclusive)
     if math.isnan(v) or (math.isinf(v) and not allow_inf):
         raise ValueError(f"`{name}` must be a finite number in {interval}; got {value!r}.")
-    bad = (
-        (low is not None and (v < low or (v == low and not low_inclusive)))
-        or (high is not None and (v > high or (v == high and not high_inclusive)))
+    bad = (low is not None and (v < low or (v == low and not low_inclusive))) or (
+        high is not None and (v > high or (v == high and not high_inclusive))
     )
     if bad:
         raise ValueError(f"`{name}` must be in {interval}; got {value!r}.")
@@ -71,7 +70,9 @@ def check_int(value, name: str, *, low: int | None = None, high: int | None = No
         raise TypeError(f"`{name}` must be an integer; got {type(value).__name__} {value!r}.")
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
-        raise ValueError(f"`{name}` must be an integer in {_interval(low, high, True, True)}; got {v}.")
+        raise ValueError(
+            f"`{name}` must be an integer in {_interval(low, high, True, True)}; got {v}."
+        )
     return v
 
 

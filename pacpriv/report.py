@@ -255,7 +255,8 @@ def to_markdown(report: dict) -> str:
     out += ["", "## Reproducibility", ""]
     if "root_seed" in rep:
         out += [f"Root seed of the simulation: `{json.dumps(rep['root_seed'])}` "
-                "(pass its entropy as the seed to rerun the simulation bit for bit)."]
+                "(pass `rng=numpy.random.SeedSequence(**root_seed)` -- or, when `spawn_key` is empty, "
+                "`--seed <entropy>` -- to rerun the simulation bit for bit)."]
     if rep.get("command"):
         out += ["", f"Command: `{rep['command']}`"]
     out += ["", "Versions: " + ", ".join(f"{k} {v}" for k, v in rep.get("versions", {}).items())]

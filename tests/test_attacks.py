@@ -110,12 +110,14 @@ def test_threshold_and_accuracy_recomputed_by_hand():
     seed=st.integers(0, 2**32),
 )
 def test_invariants(a, b, seed):
-    """Any scores: values in [0,1], ci_low <= accuracy <= ci_high, monotone-transform invariance."""
+    """Any scores: values in [0,1], ci_low <= accuracy <= ci_high; AUC/TPR rank-invariant."""
     r = evaluate_attack(a, b, rng=seed)
     assert 0.0 <= r.ci_low <= r.accuracy <= r.ci_high <= 1.0
     assert 0.0 <= r.auc <= 1.0 and 0.0 <= r.tpr_at_1pct_fpr <= 1.0
-    s = evaluate_attack(np.arctan(np.asarray(a) / 1e6), np.arctan(np.asarray(b) / 1e6), rng=seed)
+    ranks = stats.rankdata(np.r_[a, b])  # an exact monotone transform (ties preserved)
+    s = evaluate_attack(ranks[: len(a)], ranks[len(a) :], rng=seed)
     assert s.auc == pytest.approx(r.auc)
+    assert s.tpr_at_1pct_fpr == pytest.approx(r.tpr_at_1pct_fpr)
     json.dumps(r.to_dict())
 
 

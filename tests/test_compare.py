@@ -199,6 +199,8 @@ def test_report_section_reaches_the_pac_report(result, tmp_path):
     rep = json.loads(paths["json"].read_text())
     rows = rep["sections"][0]["comparison"]["rows"]
     assert [r["method"] for r in rows] == [r.method for r in result.rows]
+    alone = write_report(result, tmp_path / "alone", formats=("md",))["md"].read_text()
+    assert section["title"] in alone and THREAT_MODELS["dpsgd"] in alone
 
 
 def test_plot_rows_fit_the_plotting_helper(result):

@@ -133,21 +133,37 @@ def test_dpsgd_curve_is_the_chi_square_closed_form():
 
 
 def test_dpsgd_exact_interval_contains_m1_closed_form():
-    """With M = 1 the exact accuracy is Φ(√E/(2σ)) (MATH.md §3); the plotted band holds it."""
+    """With M = 1 the exact accuracy is Φ(√E/(2σ)) (MATH.md §3); the plotted interval holds it."""
     from scipy.stats import norm
 
-    exact = pytest.importorskip("pacpriv.dpsgd.exact")
-    if plotting._exact_interval(np.array([1.0]), 1, 10) is None:
-        pytest.skip(f"pacpriv.dpsgd.exact has no accuracy function yet ({dir(exact)})")
+    pytest.importorskip("pacpriv.dpsgd.exact")
     fig = plotting.plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=1, epochs=10, sigma_min=0.5,
-                                                sigma_max=4.0, n_exact=4, comparators=False)
+                                                sigma_max=4.0, n_exact=4, comparators=False,
+                                                exact_max_bound=1.0)
     ax = fig.axes[0]
-    band = ax.collections[0].get_paths()[0].vertices
     upper = ax.lines[1]
     s = upper.get_xdata()
+    np.testing.assert_allclose(s, np.geomspace(0.5, 4.0, 4))
     truth = norm.cdf(np.sqrt(10) / (2 * s))
-    assert np.all(upper.get_ydata() >= truth - 1e-9)
-    assert band[:, 1].min() <= truth.min() + 1e-9
+    assert np.all(upper.get_ydata() >= truth - 1e-12)
+    assert np.all(upper.get_ydata() <= truth + 2e-3)  # plotting tolerance
+    low = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert low.min() <= truth.min() + 1e-12
+
+
+def test_dpsgd_exact_curve_skips_sigmas_with_large_chi_square_bound():
+    """Exact points are computed only where the chi-square bound is <= exact_max_bound."""
+    from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
+
+    pytest.importorskip("pacpriv.dpsgd.exact")
+    fig = plotting.plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=1, epochs=10, sigma_min=0.5,
+                                                sigma_max=4.0, n_exact=6, comparators=False,
+                                                exact_max_bound=0.75)
+    s = fig.axes[0].lines[1].get_xdata()
+    cut = closed_form_noise_multiplier(0.75, steps_per_epoch=1, epochs=10)
+    grid = np.geomspace(0.5, 4.0, 6)
+    np.testing.assert_allclose(s, grid[grid >= cut])
+    assert 0 < s.size < 6
 
 
 def test_dpsgd_curve_validates_sigma_range():

@@ -21,7 +21,9 @@ def _positive_float(text: str) -> float:
 
 def add_parser(subparsers, name: str) -> None:
     """Register ``pacpriv pac ...``."""
-    p = subparsers.add_parser(name, help="PAC Privacy for black-box mechanisms (Xiao & Devadas 2023)")
+    p = subparsers.add_parser(
+        name, help="PAC Privacy for black-box mechanisms (Xiao & Devadas 2023)"
+    )
     sub = p.add_subparsers(dest="command", metavar="{run,posterior,budget}")
     sub.required = True
 
@@ -30,42 +32,100 @@ def add_parser(subparsers, name: str) -> None:
         help="simulate a mechanism on random subsets, calibrate noise, release, write the report",
         description="Run the PAC main job and write report.json / report.md (/ report.html).",
     )
-    run.add_argument("--mechanism", required=True,
-                     help="built-in name (see --list-mechanisms), module:function or path.py:function")
-    run.add_argument("--dataset", required=True,
-                     help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) or a .csv/.npy/.npz path")
-    run.add_argument("--label-column", default=None,
-                     help="label column of a .csv/.npy dataset (index or header name)")
-    run.add_argument("--mi-budget", type=_positive_float, default=None,
-                     help="mutual-information budget v in nats (> 0)")
-    run.add_argument("--target-accuracy", type=_positive_float, default=None,
-                     help="alternatively: membership-inference accuracy bound a in (0.5, 1); v = ln 2 - H(a)")
+    run.add_argument(
+        "--mechanism",
+        required=True,
+        help="built-in name (see --list-mechanisms), module:function or path.py:function",
+    )
+    run.add_argument(
+        "--dataset",
+        required=True,
+        help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) "
+        "or a .csv/.npy/.npz path",
+    )
+    run.add_argument(
+        "--label-column",
+        default=None,
+        help="label column of a .csv/.npy dataset (index or header name)",
+    )
+    run.add_argument(
+        "--mi-budget",
+        type=_positive_float,
+        default=None,
+        help="mutual-information budget v in nats (> 0)",
+    )
+    run.add_argument(
+        "--target-accuracy",
+        type=_positive_float,
+        default=None,
+        help="alternatively: membership-inference accuracy bound a in (0.5, 1); v = ln 2 - H(a)",
+    )
     run.add_argument("--trials", type=int, default=1000, help="number of simulated subsets (>= 2)")
-    run.add_argument("--sampler", default="poisson", choices=("poisson", "pairs", "fixed"),
-                     help="distribution of the secret subset (default: poisson)")
-    run.add_argument("--sampling-rate", type=_positive_float, default=0.5,
-                     help="Poisson sampling rate in (0, 1) (default 0.5: membership prior 1/2)")
-    run.add_argument("--subset-size", type=int, default=None, help="subset size for --sampler fixed")
+    run.add_argument(
+        "--sampler",
+        default="poisson",
+        choices=("poisson", "pairs", "fixed"),
+        help="distribution of the secret subset (default: poisson)",
+    )
+    run.add_argument(
+        "--sampling-rate",
+        type=_positive_float,
+        default=0.5,
+        help="Poisson sampling rate in (0, 1) (default 0.5: membership prior 1/2)",
+    )
+    run.add_argument(
+        "--subset-size", type=int, default=None, help="subset size for --sampler fixed"
+    )
     run.add_argument("--rule", default="anisotropic", choices=_RULES, help="noise rule")
-    run.add_argument("--confidence", type=_positive_float, default=None,
-                     help="Algorithm 1 confidence 1-gamma (rule algorithm1)")
-    run.add_argument("--c", type=_positive_float, default=None, help="Algorithm 1 eigenvalue threshold c")
-    run.add_argument("--beta", type=_positive_float, default=None, help="Algorithm 1 slack beta (nats)")
-    run.add_argument("--output-bound", type=_positive_float, default=None,
-                     help="Algorithm 1 bound r on ||f(X)||_2")
+    run.add_argument(
+        "--confidence",
+        type=_positive_float,
+        default=None,
+        help="Algorithm 1 confidence 1-gamma (rule algorithm1)",
+    )
+    run.add_argument(
+        "--c", type=_positive_float, default=None, help="Algorithm 1 eigenvalue threshold c"
+    )
+    run.add_argument(
+        "--beta", type=_positive_float, default=None, help="Algorithm 1 slack beta (nats)"
+    )
+    run.add_argument(
+        "--output-bound",
+        type=_positive_float,
+        default=None,
+        help="Algorithm 1 bound r on ||f(X)||_2",
+    )
     run.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
     run.add_argument("--backend", default=None, help="joblib backend (loky, threading, dask, ray)")
-    run.add_argument("--seed", type=int, default=None,
-                     help="root seed of the simulation (default: fresh OS entropy, recorded)")
-    run.add_argument("--release-seed", type=int, default=None,
-                     help="seed of the secret subset and noise (tests/demos only; default OS entropy)")
+    run.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="root seed of the simulation (default: fresh OS entropy, recorded)",
+    )
+    run.add_argument(
+        "--release-seed",
+        type=int,
+        default=None,
+        help="seed of the secret subset and noise (tests/demos only; default OS entropy)",
+    )
     run.add_argument("--no-release", action="store_true", help="calibrate only; do not release")
-    run.add_argument("--checkpoint", default=None, help="checkpoint directory (resume after interrupt)")
-    run.add_argument("--retries", type=int, default=0, help="retries of a failing trial (same seed)")
+    run.add_argument(
+        "--checkpoint", default=None, help="checkpoint directory (resume after interrupt)"
+    )
+    run.add_argument(
+        "--retries", type=int, default=0, help="retries of a failing trial (same seed)"
+    )
     run.add_argument("--timeout", type=_positive_float, default=None, help="per-trial timeout (s)")
-    run.add_argument("--out", default="pacpriv-report", help="report directory (default pacpriv-report)")
-    run.add_argument("--format", dest="formats", default="json,md,html",
-                     help="comma-separated report formats among json, md, html")
+    run.add_argument(
+        "--out", default="pacpriv-report", help="report directory (default pacpriv-report)"
+    )
+    run.add_argument(
+        "--format",
+        dest="formats",
+        default="json,md,html",
+        help="comma-separated report formats among json, md, html",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--json", action="store_true", help="print the report JSON to stdout")
     run.set_defaults(handler=_run)
@@ -154,11 +214,19 @@ def _run(args) -> int:
         return 0
     acc = result.posterior_success_bound
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
-    print(f"trials               {result.simulation.n_trials} (d = {result.simulation.dim}, "
-          f"{result.simulation.elapsed_s:.1f} s)")
-    print(f"noise rule           {result.plan.rule}, E||B||^2 = {result.plan.expected_noise_power:.6g}")
+    print(
+        f"trials               {result.simulation.n_trials} (d = {result.simulation.dim}, "
+        f"{result.simulation.elapsed_s:.1f} s)"
+    )
+    print(
+        f"noise rule           {result.plan.rule}, "
+        f"E||B||^2 = {result.plan.expected_noise_power:.6g}"
+    )
     print(f"MI budget            {budget:.6g} nats (certified {result.plan.mi_bound:.6g})")
-    print(f"posterior bound      {100 * acc:.2f}% (membership prior {100 * result.membership_prior:.0f}%)")
+    print(
+        f"posterior bound      {100 * acc:.2f}% "
+        f"(membership prior {100 * result.membership_prior:.0f}%)"
+    )
     for fmt, path in paths.items():
         print(f"report ({fmt}){' ' * (13 - len(fmt))}{path}")
     return 0
@@ -181,8 +249,10 @@ def _posterior(args) -> int:
         return 0
     print(f"{'mi_budget (nats)':>18} {'prior':>8} {'posterior bound':>16} {'Pinsker':>10}")
     for r in rows:
-        print(f"{r['mi_budget_nats']:>18.6g} {r['prior']:>8.4g} "
-              f"{r['posterior_success_bound']:>16.10f} {r['pinsker_bound']:>10.6f}")
+        print(
+            f"{r['mi_budget_nats']:>18.6g} {r['prior']:>8.4g} "
+            f"{r['posterior_success_bound']:>16.10f} {r['pinsker_bound']:>10.6f}"
+        )
     return 0
 
 
@@ -190,8 +260,11 @@ def _budget(args) -> int:
     from pacpriv.pac.posterior import mi_budget_for_accuracy
 
     rows = [
-        {"target_accuracy": a, "prior": args.prior,
-         "mi_budget_nats": float(mi_budget_for_accuracy(a, prior=args.prior))}
+        {
+            "target_accuracy": a,
+            "prior": args.prior,
+            "mi_budget_nats": float(mi_budget_for_accuracy(a, prior=args.prior)),
+        }
         for a in args.target_accuracy
     ]
     if args.json:

@@ -235,8 +235,16 @@ def _plain_step(model, loss_fn, xb, yb, expected) -> tuple[dict[str, torch.Tenso
     return {k: g for (k, _), g in zip(named, grads, strict=True)}, float(losses.detach().sum())
 
 
+def _writable(a):
+    # torch.as_tensor warns on read-only arrays (e.g. frozen dataset pools): copy those.
+    if isinstance(a, np.ndarray) and not a.flags.writeable:
+        return a.copy()
+    return a
+
+
 def _as_tensors(model: torch.nn.Module, X, y) -> tuple[torch.Tensor, torch.Tensor]:
     first = next(iter(model.parameters()))
+    X, y = (_writable(a) for a in (X, y))
     X = torch.as_tensor(X)
     y = torch.as_tensor(y)
     if X.ndim == 0 or y.ndim == 0:

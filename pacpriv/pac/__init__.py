@@ -7,11 +7,19 @@ Data flow: sampler → :func:`simulate` (Monte-Carlo engine) → :func:`estimate
 
 from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise, calibrate_variance_only
 from pacpriv.pac.confidence import confidence_for_trials, trials_for_confidence
-from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum, spectrum_from_covariance
+from pacpriv.pac.covariance import (
+    OutputSpectrum,
+    estimate_output_spectrum,
+    spectrum_from_covariance,
+)
 from pacpriv.pac.engine import SimulationResult, simulate
 from pacpriv.pac.job import PacResult, run_pac
 from pacpriv.pac.moments import OutputMoments, streaming_moments
-from pacpriv.pac.mutual_info import gaussian_mi_bound, gaussian_mi_bound_whitened, linearised_mi_bound
+from pacpriv.pac.mutual_info import (
+    gaussian_mi_bound,
+    gaussian_mi_bound_whitened,
+    linearised_mi_bound,
+)
 from pacpriv.pac.posterior import (
     individual_mi_bound,
     membership_inference_accuracy_bound,

@@ -18,6 +18,7 @@ from pacpriv.pac.mutual_info import gaussian_mi_bound
 
 _MAX_BRACKET_STEPS = 400
 _BRACKET_FACTOR = math.log(4.0)
+_LOG_MU_MIN = -700.0  # exp(-700) ~ 1e-304, just above the float64 underflow
 
 
 def square_root_rule(lam: np.ndarray, mult: np.ndarray, mi_budget: float) -> np.ndarray:
@@ -54,8 +55,9 @@ def exact_mi_rule(lam: np.ndarray, mult: np.ndarray, mi_budget: float):
     Returns ``(variances, details)``. ``μ`` is found by ``scipy.optimize.brentq`` on ``ln μ``
     after geometric bracket growth; afterwards the certified bound is checked and ``μ`` nudged
     up until ``½ Σ m ln(1+λ/s²) <= v`` (one-sided calibration). If the result used more noise
-    power than the square-root rule (it cannot in exact arithmetic) the square-root rule is
-    returned instead and ``details["fallback"]`` says so.
+    power than the square-root rule (it cannot in exact arithmetic), or ``μ`` would underflow
+    (budgets of hundreds of nats per direction), the square-root rule is returned instead and
+    ``details["fallback"]`` says so.
     """
     pos = (lam > 0) & (mult > 0)
     sqrt_var = square_root_rule(lam, mult, mi_budget)
@@ -68,12 +70,10 @@ def exact_mi_rule(lam: np.ndarray, mult: np.ndarray, mi_budget: float):
 
     start = 2.0 * math.log(float(np.sum(mp * np.sqrt(lp))) / (2.0 * mi_budget))
     lo = hi = start
-    for _ in range(_MAX_BRACKET_STEPS):
-        if excess(lo) >= 0:
-            break
+    while excess(lo) < 0:
         lo -= _BRACKET_FACTOR
-    else:
-        raise CalibrationError("exact-MI rule: no lower bracket for the multiplier μ was found.")
+        if lo < _LOG_MU_MIN:  # μ would underflow: a budget this large needs ~no noise anyway
+            return sqrt_var, {"mu": None, "fallback": "no bracket for μ (budget too large)"}
     for _ in range(_MAX_BRACKET_STEPS):
         if excess(hi) <= 0:
             break

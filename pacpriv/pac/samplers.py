@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
+from pacpriv._random import RNGLike, as_seed_sequence
 from pacpriv._validation import check_int, check_real
 
 __all__ = [
@@ -60,7 +60,10 @@ def stream_seed(root: np.random.SeedSequence, index: int, stream: int) -> np.ran
     Equal to ``trial_seed(trial_seed(root, index), stream)``; pure, so it can be computed
     on any worker.
     """
-    return trial_seed(trial_seed(root, index), stream)
+    # built in one step (same value as the nested form, half the hashing cost)
+    return np.random.SeedSequence(
+        root.entropy, spawn_key=(*root.spawn_key, int(index), int(stream)), pool_size=root.pool_size
+    )
 
 
 def callable_fingerprint(func: Callable) -> dict:

@@ -358,3 +358,13 @@ def test_scalar_parameter_per_sample_and_clipping():
     out, k = privatize_gradients(empty, max_grad_norm=1.0, noise_multiplier=0.0,
                                  expected_batch_size=2.0, generator=None)
     assert k == 0 and float(out["scale"]) == 0.0 and out["scale"].shape == ()
+
+
+def test_read_only_arrays_accepted_without_warning():
+    """Read-only numpy inputs (frozen dataset pools) train and score without a torch warning."""
+    X, y = _data()
+    X.flags.writeable = False
+    y.flags.writeable = False
+    model = _mlp()
+    train_dpsgd(model, torch.nn.CrossEntropyLoss(), X, y, **_GOOD, rng=0)
+    assert model_losses(model, torch.nn.CrossEntropyLoss(), X, y).shape == (23,)

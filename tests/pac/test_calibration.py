@@ -140,6 +140,13 @@ def test_exact_mi_falls_back_when_worse(monkeypatch, example):
     assert "square-root" in plan.details["fallback"]
 
 
+def test_exact_mi_huge_budget_falls_back(example):
+    """A budget so large that μ underflows falls back to the (representable) square-root rule."""
+    plan = calibrate_noise(example, mi_budget=1e4, rule="exact-mi")
+    assert plan.details["fallback"].startswith("no bracket")
+    assert np.allclose(plan.noise_variance, np.array([2.0, 1.0]) * 3.0 / 2e4)
+
+
 def test_algorithm1_unresolved_complement_goes_isotropic():
     """A truncated spectrum whose unseen eigenvalues may exceed c takes the isotropic branch."""
     rng = np.random.default_rng(12)
