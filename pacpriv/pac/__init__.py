@@ -12,6 +12,7 @@ from pacpriv.pac.covariance import (
     estimate_output_spectrum,
     spectrum_from_covariance,
 )
+from pacpriv.pac.empirical import EmpiricalAttackResult, empirical_membership_attack
 from pacpriv.pac.engine import SimulationResult, simulate
 from pacpriv.pac.job import PacResult, run_pac
 from pacpriv.pac.moments import OutputMoments, streaming_moments
@@ -26,6 +27,12 @@ from pacpriv.pac.posterior import (
     mi_budget_for_accuracy,
     pinsker_bound,
     posterior_success_rate,
+)
+from pacpriv.pac.randomized import (
+    CouplingResult,
+    compare_randomized_noise,
+    coupling_noise,
+    matched_distance,
 )
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import (
@@ -71,6 +78,14 @@ __all__ = [
     "mi_budget_for_accuracy",
     "pinsker_bound",
     "posterior_success_rate",
+    # randomized mechanisms (coupling bound, PAC-private algorithms S&P 2025)
+    "CouplingResult",
+    "compare_randomized_noise",
+    "coupling_noise",
+    "matched_distance",
+    # empirical membership attack on simulated outputs
+    "EmpiricalAttackResult",
+    "empirical_membership_attack",
     # the main job
     "PacResult",
     "run_pac",
