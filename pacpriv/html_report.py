@@ -47,7 +47,8 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
 th,td{border:1px solid #ccd;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#eef1f6}td.num{font-family:ui-monospace,monospace}
 .headline{background:#eef6ee;border-left:5px solid #396;padding:.7em 1em;font-size:1.05em}
-pre{background:#f5f5f7;padding:.6em;overflow-x:auto;font-size:.85em}
+pre{background:#f5f5f7;padding:.6em;white-space:pre-wrap;overflow-wrap:anywhere;
+font-size:.85em}
 figure{margin:1em 0}figure img{max-width:100%;border:1px solid #dde}
 figcaption{font-size:.85em;color:#555}.created{color:#666;font-size:.9em}
 """
@@ -142,10 +143,15 @@ def _dpsgd_spec(report: Mapping, result: Any) -> dict | None:
     return None
 
 
-def _section_html(section: Mapping, figures: bool, extra: list[dict]) -> str:
+def _section_html(section: Mapping, figures: bool, extra: list[dict], shown_threat: Any) -> str:
     out = [f"<h2>{html.escape(str(section.get('title', 'Section')))}</h2>"]
     if section.get("markdown"):
         out.append(markdown_to_html(section["markdown"]))
+    threat = str(section.get("threat_model") or "")
+    markdown = str(section.get("markdown") or "")
+    missing = [t for t in threat.split("\n\n") if t.strip() and t.strip() not in markdown]
+    if missing and threat != shown_threat:  # e.g. PAC and DP-SGD side by side
+        out += ["<h3>Threat models</h3>", markdown_to_html("\n\n".join(missing))]
     if figures:
         for uri in section.get("figures") or []:
             out.append(_figure(uri, str(section.get("title", "figure"))))
@@ -170,9 +176,10 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
     if figures:
         from pacpriv.plotting import figure_to_data_uri, plot_spectrum
 
-        spec_fig = _figure(figure_to_data_uri(plot_spectrum(r)),
-                           "Eigenvalues of the output covariance and per-direction noise variance"
-                           " (log scale).")
+        if "eigenvalues" in s and "noise_std" in n:  # absent from reports of older versions
+            spec_fig = _figure(figure_to_data_uri(plot_spectrum(r)),
+                               "Eigenvalues of the output covariance and per-direction noise "
+                               "variance (log scale).")
         post_fig = _figure(_plot("posterior_curve", mi_budget=p["mi_claim_nats"],
                                  prior=p["membership_prior"]),
                            "Posterior success bound (KL inversion) and Pinsker bound vs MI budget;"
@@ -226,8 +233,10 @@ def _repro_html(rep: Mapping) -> list[str]:
     out = ["<h2>Reproducibility</h2>"]
     if "root_seed" in rep:
         seed = html.escape(json.dumps(rep["root_seed"]))
-        out.append(f"<p>Root seed of the simulation: <code>{seed}</code> (pass its entropy as "
-                   "the seed to rerun the simulation bit for bit).</p>")
+        out.append(f"<p>Root seed of the simulation: <code>{seed}</code> (pass "
+                   "<code>rng=numpy.random.SeedSequence(**root_seed)</code> -- or, when "
+                   "<code>spawn_key</code> is empty, <code>--seed &lt;entropy&gt;</code> -- to "
+                   "rerun the simulation bit for bit).</p>")
     if rep.get("command"):
         out.append(f"<p>Command: <code>{html.escape(str(rep['command']))}</code></p>")
     out.append(_kv_table(list(rep.get("versions", {}).items())))
@@ -281,7 +290,8 @@ def render_html(report: Mapping, result: Any = None, *, figures: bool = True) ->
         body += ["<h2>Threat model</h2>", f"<p>{inline(str(report['threat_model']))}</p>"]
     auto = _dpsgd_spec(report, result) if figures else None
     for i, section in enumerate(report.get("sections", [])):
-        body.append(_section_html(section, figures, [auto] if (auto and i == 0) else []))
+        body.append(_section_html(section, figures, [auto] if (auto and i == 0) else [],
+                                  report.get("threat_model")))
     body += _repro_html(report.get("reproducibility", {}))
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{title}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import json
 from html.parser import HTMLParser
 
 import numpy as np
@@ -136,6 +137,16 @@ def test_extra_section_markdown_figures_and_plot(result):
     assert len(parsed.imgs()) == 4  # spectrum, posterior, given PNG, bar chart
     assert png in parsed.imgs()
     _assert_self_contained(parsed)
+
+
+def test_report_json_without_arrays_still_renders(result):
+    """A report dict lacking the per-direction arrays (older JSON) renders without the spectrum."""
+    pytest.importorskip("matplotlib")
+    rep = json.loads(json.dumps(build_report(result)))
+    del rep["spectrum"]["eigenvalues"]
+    parsed = _Page(render_html(rep))
+    assert len(parsed.imgs()) == 1  # posterior curve only
+    assert parsed.h2[: len(PAC_SECTIONS)] == PAC_SECTIONS
 
 
 def test_unknown_plot_kind_is_rejected(result):

@@ -71,6 +71,19 @@ def test_spectrum_variance_only_uses_coordinate_variances():
     assert ax.get_xlabel().startswith("coordinate")
 
 
+def test_spectrum_of_constant_outputs_is_linear_and_empty():
+    """A zero spectrum (constant outputs, zero noise) plots nothing on a log axis: linear y."""
+    from pacpriv.exceptions import ConstantOutputWarning
+
+    with pytest.warns(ConstantOutputWarning):
+        spec = spectrum_from_covariance(np.zeros((2, 2)))
+    plan = calibrate_noise(spec, mi_budget=0.1)
+    ax = plotting.plot_spectrum(spec, plan).axes[0]
+    assert ax.get_yscale() == "linear"
+    assert ax.lines[0].get_ydata().size == 0
+    np.testing.assert_array_equal(ax.lines[1].get_ydata(), [0.0, 0.0])
+
+
 def test_spectrum_rejects_spectrum_without_plan(worked_example):
     """An OutputSpectrum without its NoisePlan is a TypeError that names both kinds."""
     with pytest.raises(TypeError, match="OutputSpectrum given with `plan`"):
@@ -139,9 +152,11 @@ def test_dpsgd_exact_interval_contains_m1_closed_form():
     pytest.importorskip("pacpriv.dpsgd.exact")
     fig = plotting.plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=1, epochs=10, sigma_min=0.5,
                                                 sigma_max=4.0, n_exact=4, comparators=False,
-                                                exact_max_bound=1.0)
+                                                exact_max_bound=1.0, noise_multiplier=2.0)
     ax = fig.axes[0]
-    upper = ax.lines[1]
+    upper, chosen = ax.lines[1], ax.lines[2]
+    phi = norm.cdf(np.sqrt(10) / 4)
+    assert phi <= chosen.get_ydata()[0] <= phi + 2e-3  # exact upper at the chosen σ = 2
     s = upper.get_xdata()
     np.testing.assert_allclose(s, np.geomspace(0.5, 4.0, 4))
     truth = norm.cdf(np.sqrt(10) / (2 * s))
@@ -174,7 +189,7 @@ def test_dpsgd_curve_validates_sigma_range():
 
 
 def test_pac_vs_dpsgd_bar_heights_and_missing_values():
-    """Bar heights are the rows' values; None leaves the bar out."""
+    """Bar lengths are the rows' values; None leaves the bar out."""
     rows = [
         {"method": "PAC", "noise": 4.4, "test_accuracy": 0.9, "accuracy_bound": 0.588,
          "attack_accuracy": 0.52},
@@ -182,11 +197,11 @@ def test_pac_vs_dpsgd_bar_heights_and_missing_values():
          "attack_accuracy": None},
     ]
     axes = plotting.plot_pac_vs_dpsgd(rows).axes
-    heights = [[p.get_height() for p in ax.patches] for ax in axes]
-    assert heights[0] == [4.4, 1.2]
-    assert heights[1] == [0.9, 0.85]
-    assert heights[2] == [0.588, 0.6, 0.52]  # two bounds, one measured attack
-    assert [t.get_text() for t in axes[0].get_xticklabels()] == ["PAC", "DP-SGD"]
+    lengths = [[p.get_width() for p in ax.patches] for ax in axes]
+    assert lengths[0] == [4.4, 1.2]
+    assert lengths[1] == [0.9, 0.85]
+    assert lengths[2] == [0.588, 0.6, 0.52]  # two bounds, one measured attack
+    assert [t.get_text() for t in axes[0].get_yticklabels()] == ["PAC", "DP-SGD"]
 
 
 def test_pac_vs_dpsgd_rejects_empty_rows():
