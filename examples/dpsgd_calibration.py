@@ -8,8 +8,9 @@ Two independent checks are printed beside it: for M = 1 the exact accuracy is Φ
 ``--trials`` draws per side (Z the total privacy loss) should fall inside the certified
 interval up to its standard error.
 
-Writes ``calibration.csv`` (one row per setting) and ``accuracy_vs_sigma.png`` (bounds vs σ
-for M = 10, E = 10, if matplotlib is installed) into ``--out``.
+Writes ``calibration.csv`` (one row per setting) and the analytic report of the exact σ for
+M = 10, E = 10 (``report.md``, and ``report.html`` with the accuracy-vs-σ figure when
+matplotlib is installed) into ``--out``.
 
 Usage::
 
@@ -27,7 +28,8 @@ import numpy as np
 from scipy.special import logsumexp
 from scipy.stats import norm
 
-from pacpriv.dpsgd.calibration import calibrate_noise_multiplier
+from pacpriv.dpsgd import DPSGDSpec, calibrate_noise_multiplier
+from pacpriv.report import write_report
 
 #: (steps_per_epoch M, epochs E, target accuracy a); each calibrates in about a second.
 SETTINGS = ((1, 10, 0.6), (10, 10, 0.6), (100, 1, 0.6), (100, 20, 0.55), (1000, 1, 0.55))
@@ -96,16 +98,15 @@ def main(argv=None) -> int:
         writer.writerows(rows)
     print(f"table: {out / 'calibration.csv'}")
 
-    try:
-        from pacpriv.plotting import plot_dpsgd_accuracy_vs_sigma
-        m, e, _ = SETTINGS[1]
-        fig = plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=m, epochs=e,
-                                           noise_multiplier=rows[1]["noise_multiplier_exact"],
-                                           sigma_min=0.5, sigma_max=10.0, n_exact=8)
-        fig.savefig(out / "accuracy_vs_sigma.png", dpi=100)
-        print(f"figure: {out / 'accuracy_vs_sigma.png'}")
-    except ImportError:
-        print("no figure: pip install pacpriv[plot]")
+    # the analytic report of one calibrated setting (HTML with the accuracy-vs-σ figure)
+    m, e, _ = SETTINGS[1]
+    spec = DPSGDSpec(noise_multiplier=rows[1]["noise_multiplier_exact"], steps_per_epoch=m,
+                     epochs=e)
+    paths = write_report(spec, out, formats=("md", "html"))
+    for fmt, path in paths.items():
+        print(f"report ({fmt}): {path}")
+    if "html" not in paths:
+        print("no HTML report: pip install pacpriv[plot] for the figures")
     return 0
 
 

@@ -55,16 +55,23 @@ def _exact_interval(sigmas: np.ndarray, steps_per_epoch: int, epochs: int, *,
 
 
 def _comparator_curves(sigmas: np.ndarray, steps_per_epoch: int, epochs: int) -> dict:
-    """``{name: accuracies}`` from pacpriv.dpsgd.comparators (cheap ones only), else ``{}``."""
+    """``{label: accuracies}`` of the closed-form comparators (cheap), ``{}`` if unavailable.
+
+    Both are approximations that may understate the risk (they are drawn dotted); the
+    accountant-based comparators of :func:`pacpriv.dpsgd.compare_accountants` are too slow for
+    a curve.
+    """
     try:
-        from pacpriv.dpsgd import comparators
+        from pacpriv.dpsgd.comparators import ckp_accuracy, gdp_clt_accuracy
     except ImportError:
         return {}
-    func = getattr(comparators, "comparator_accuracy_curves", None)
-    if func is None:
-        return {}
-    curves = func(sigmas, steps_per_epoch=steps_per_epoch, epochs=epochs)
-    return {str(k): np.asarray(v, dtype=float) for k, v in dict(curves).items()}
+    funcs = {"CKP leading term (approximation)": ckp_accuracy,
+             "GDP CLT (approximation)": gdp_clt_accuracy}
+    return {
+        label: np.array([f(float(s), steps_per_epoch=steps_per_epoch, epochs=epochs)
+                         for s in sigmas])
+        for label, f in funcs.items()
+    }
 
 
 def _readable_log_ticks(ax, lo: float, hi: float) -> None:
@@ -112,9 +119,10 @@ def plot_dpsgd_accuracy_vs_sigma(
         Seconds to spend on the exact curve, evaluated from the largest σ down; smaller σ are
         left out once it is spent.
     exact, comparators : bool, default True
-        Draw the exact interval from :mod:`pacpriv.dpsgd.exact` and the comparator curves from
-        :mod:`pacpriv.dpsgd.comparators` if those modules are available (skipped silently
-        otherwise).
+        Draw the certified exact interval (:mod:`pacpriv.dpsgd.exact`) and the closed-form
+        comparators of :mod:`pacpriv.dpsgd.comparators` (CKP leading term, GDP CLT: dotted,
+        approximations that may understate the risk) when those modules are available
+        (skipped silently otherwise).
 
     Returns
     -------

@@ -133,7 +133,8 @@ def _dpsgd_spec(report: Mapping, result: Any) -> dict | None:
     sections = report.get("sections", [])
     if any(_plot_specs(s) for s in sections):
         return None
-    for source in [*sections, result]:
+    nested = [s["spec"] for s in sections if isinstance(s.get("spec"), Mapping)]
+    for source in [*sections, *nested, result]:
         if isinstance(source, Mapping):
             vals = {k: source.get(k) for k in _DPSGD_KEYS}
         else:
@@ -143,10 +144,37 @@ def _dpsgd_spec(report: Mapping, result: Any) -> dict | None:
     return None
 
 
+_RENDERED_KEYS = {"title", "markdown", "figures", "plot", "threat_model", "table", "comparison"}
+
+
+def _fields_html(section: Mapping) -> list[str]:
+    """A section without Markdown: its ``table`` and its other fields (nested dicts flattened)."""
+    out = []
+    table = section.get("table")
+    if isinstance(table, Mapping) and "columns" in table and "rows" in table:
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table["columns"])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row)
+                       + "</tr>" for row in table["rows"])
+        out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    rows: list[tuple[str, Any]] = []
+    for key, value in section.items():
+        if key in _RENDERED_KEYS:
+            continue
+        if isinstance(value, Mapping):
+            rows += [(f"{key}: {k}", v) for k, v in value.items()]
+        else:
+            rows.append((key, value))
+    if rows:
+        out.append(_kv_table([(k.replace("_", " "), v) for k, v in rows]))
+    return out
+
+
 def _section_html(section: Mapping, figures: bool, extra: list[dict], shown_threat: Any) -> str:
     out = [f"<h2>{html.escape(str(section.get('title', 'Section')))}</h2>"]
     if section.get("markdown"):
         out.append(markdown_to_html(section["markdown"]))
+    else:
+        out += _fields_html(section)
     threat = str(section.get("threat_model") or "")
     markdown = str(section.get("markdown") or "")
     missing = [t for t in threat.split("\n\n") if t.strip() and t.strip() not in markdown]

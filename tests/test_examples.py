@@ -18,7 +18,7 @@ TIMEOUT_S = 120
 #: Files an example must leave in its ``--out`` directory (examples not listed: none checked).
 EXPECTED_OUTPUTS = {
     "pac_kmeans_iris.py": ("report.json", "report.md", "report.html"),
-    "dpsgd_calibration.py": ("calibration.csv",),
+    "dpsgd_calibration.py": ("calibration.csv", "report.md", "report.html"),
 }
 
 

@@ -197,8 +197,24 @@ def test_dpsgd_spec_renders_with_figure():
         pytest.skip("pacpriv.dpsgd.DPSGDSpec not available yet")
     spec = dpsgd.DPSGDSpec(noise_multiplier=2.0, steps_per_epoch=10, epochs=2)
     parsed = _Page(render_html(build_report(spec), spec))
-    assert len(parsed.imgs()) >= 1
+    assert len(parsed.imgs()) == 1
     _assert_self_contained(parsed)
+    bound = spec.membership_inference_accuracy_bound().accuracy
+    assert f"{bound:.6g}" in parsed.text  # the section's numbers are shown
+    again = _Page(render_html(json.loads(json.dumps(build_report(spec)))))  # from JSON alone
+    assert len(again.imgs()) == 1
+
+
+def test_section_without_markdown_shows_its_fields_and_table():
+    """A section with only data (no Markdown) renders its table and flattened fields."""
+    rep = {"kind": "analytic", "title": "t", "sections": [{
+        "title": "data only", "spec": {"noise_multiplier": 1.25}, "note": "<i>x</i>",
+        "table": {"columns": ["method", "accuracy"], "rows": [["chi-square", 0.61]]}}]}
+    text = render_html(rep, figures=False)
+    parsed = _Page(text)
+    assert {"spec: noise multiplier", "1.25", "<i>x</i>", "chi-square", "0.61"} <= set(
+        parsed.text)
+    assert ("th", {}) in parsed.tags and "<i>" not in text
 
 
 def test_figures_false_gives_text_only(result):

@@ -181,6 +181,19 @@ def test_dpsgd_exact_curve_skips_sigmas_with_large_chi_square_bound():
     assert 0 < s.size < 6
 
 
+def test_dpsgd_comparator_curves_are_the_comparators_values():
+    """The dotted comparator lines are ckp_accuracy and gdp_clt_accuracy at each σ."""
+    comp = pytest.importorskip("pacpriv.dpsgd.comparators")
+    fig = plotting.plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=10, epochs=5, exact=False,
+                                                n_points=7)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].lines}
+    for label, func in [("CKP leading term (approximation)", comp.ckp_accuracy),
+                        ("GDP CLT (approximation)", comp.gdp_clt_accuracy)]:
+        s = lines[label].get_xdata()
+        want = [func(float(x), steps_per_epoch=10, epochs=5) for x in s]
+        np.testing.assert_allclose(lines[label].get_ydata(), want)
+
+
 def test_dpsgd_curve_validates_sigma_range():
     """sigma_max must exceed sigma_min."""
     with pytest.raises(ValueError, match="sigma_max"):

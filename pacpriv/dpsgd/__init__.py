@@ -1,0 +1,42 @@
+"""DP-SGD with random allocation: analytic membership-inference bounds (no torch here).
+
+Closed form (chi-square), certified exact accuracy, calibration of σ, comparators and the
+``DPSGDSpec`` description. Torch-only modules (allocation, trainer) are imported separately.
+"""
+
+from pacpriv.dpsgd.bounds import (
+    AccuracyBound,
+    closed_form_noise_multiplier,
+    log1p_chi_square,
+    membership_inference_accuracy_bound,
+)
+from pacpriv.dpsgd.calibration import (
+    NoiseCalibration,
+    calibrate_noise_multiplier,
+    noise_multiplier_for_accuracy,
+)
+from pacpriv.dpsgd.comparators import ComparisonRow, ComparisonTable, compare_accountants
+from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
+from pacpriv.dpsgd.spec import THREAT_MODEL, DPSGDSpec
+
+__all__ = [
+    # description
+    "THREAT_MODEL",
+    "DPSGDSpec",
+    # closed form (chi-square)
+    "AccuracyBound",
+    "closed_form_noise_multiplier",
+    "log1p_chi_square",
+    "membership_inference_accuracy_bound",
+    # exact (certified)
+    "ExactAccuracy",
+    "exact_membership_inference_accuracy",
+    # calibration
+    "NoiseCalibration",
+    "calibrate_noise_multiplier",
+    "noise_multiplier_for_accuracy",
+    # comparators
+    "ComparisonRow",
+    "ComparisonTable",
+    "compare_accountants",
+]

@@ -156,7 +156,7 @@ def _trim(x: _Lattice, top_q: float, s_cap: float) -> _Lattice:
     tail = np.cumsum(qmass[::-1])[::-1]
     hi = int(np.searchsorted(-tail, -top_q, side="left"))  # first index with tail <= top_q
     hi = min(max(hi, lo), p.size - 1)
-    hi_cap = int(math.floor(s_cap / x.h)) - x.n0
+    hi_cap = math.floor(s_cap / x.h) - x.n0
     if hi_cap > lo:
         hi = min(hi, hi_cap)
     if lo == 0 and hi == p.size - 1:
@@ -186,8 +186,8 @@ def epoch_lattice(sigma: float, steps: int, *, c: float, upper: bool, tail: floa
     ln_cap = 0.5 * s * s + s * float(-special.ndtri(tail))
     ln_cap = min(ln_cap, math.log(steps * t_top) + 1.0, math.log(_MAX_POINTS * h))
     ln_floor = -0.5 * s * s - 9.0 * s  # P(W < floor) < 1e-18
-    k = max(int(math.ceil(math.exp(ln_cap) / h)), 4)
-    j0 = min(int(math.floor(math.exp(ln_floor) / h)), k - 4)
+    k = max(math.ceil(math.exp(ln_cap) / h), 4)
+    j0 = min(math.floor(math.exp(ln_floor) / h), k - 4)
     cur = _coordinate(s, h, j0, k, upper)
     acc = None
     bits = steps
@@ -244,8 +244,8 @@ def to_log_lattice(
         pos = np.ones(ln_lr.size, dtype=bool)
     lo_ln = max(float(ln_lr[pos].min()) if pos.any() else 0.0, -ln_range)
     hi_ln = min(float(ln_lr.max()), ln_range)
-    a_lo = int(math.floor(lo_ln / delta))
-    a_hi = max(int(math.ceil(hi_ln / delta)), a_lo + 1)
+    a_lo = math.floor(lo_ln / delta)
+    a_hi = max(math.ceil(hi_ln / delta), a_lo + 1)
     if labels is not None and not upper:
         a_lo, a_hi = labels
     n = a_hi - a_lo + 1
@@ -292,16 +292,17 @@ def _chernoff_window(w: np.ndarray, a0: int, epochs: int, tau: float) -> tuple[i
     pos = w > 0
     lab = (a0 + np.arange(w.size))[pos].astype(np.float64)
     logw = np.log(w[pos])
-    mean = float(np.sum(w[pos] * lab) / max(w[pos].sum(), 1e-300))
-    sd = math.sqrt(max(float(np.sum(w[pos] * (lab - mean) ** 2) / max(w[pos].sum(), 1e-300)), 1e-12))
+    total = max(float(w[pos].sum()), 1e-300)
+    mean = float(np.sum(w[pos] * lab)) / total
+    sd = math.sqrt(max(float(np.sum(w[pos] * (lab - mean) ** 2)) / total, 1e-12))
     log_tau = math.log(tau)
     lams = np.geomspace(1e-3, 30.0, 48) * math.sqrt(2 * abs(log_tau)) / (sd * math.sqrt(epochs))
     bounds = []
     for sign in (1.0, -1.0):
         kl = special.logsumexp(logw[None, :] + (sign * lams)[:, None] * lab[None, :], axis=1)
         bounds.append(float(np.min((epochs * kl - log_tau) / lams)))
-    hi = int(math.ceil(bounds[0]))
-    lo = int(math.floor(-bounds[1]))
+    hi = math.ceil(bounds[0])
+    lo = math.floor(-bounds[1])
     lo = max(lo, epochs * a0)
     hi = min(hi, epochs * (a0 + w.size - 1))
     return lo, hi
@@ -350,7 +351,7 @@ def single_step_pair(sigma: float, *, delta: float, upper: bool) -> EpochPair:
     """``M = 1``: ln T ~ N(∓1/(2σ²), 1/σ²) under P/Q, discretised directly on the log-lattice."""
     s = 1.0 / sigma
     half = 9.0 * s + 0.5 * s * s
-    a_lo, a_hi = int(math.floor(-half / delta)), int(math.ceil(half / delta))
+    a_lo, a_hi = math.floor(-half / delta), math.ceil(half / delta)
     a_lo, a_hi = max(a_lo, -int(60 / delta)), min(a_hi, int(60 / delta))
     labels = np.arange(a_lo, a_hi + 1)
     edges = np.concatenate(([0.0], np.exp(labels * delta), [np.inf]))

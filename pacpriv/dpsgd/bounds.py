@@ -63,7 +63,8 @@ class AccuracyBound:
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict (arrays become lists)."""
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+        items = asdict(self).items()
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in items}
 
 
 def _scalar_or_array(x: np.ndarray, scalar: bool):

@@ -234,7 +234,7 @@ def exact_membership_inference_accuracy(
     lower = best["accuracy_lower"]
     upper_numerical = best["accuracy_upper"]
     upper = max(lower, min(upper_numerical, float(chi2.accuracy)))
-    converged = upper - lower <= tol
+    converged = bool(upper - lower <= tol)
     if not converged:
         warnings.warn(
             f"exact accuracy interval width {upper - lower:.3g} exceeds tolerance {tol:g} for "
@@ -243,10 +243,11 @@ def exact_membership_inference_accuracy(
             PacprivWarning,
             stacklevel=2,
         )
-    details = dict(best)
+    details = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in best.items()}
     details["upper_numerical"] = upper_numerical
     details["roundoff_slack"] = ROUNDOFF_SLACK
     details["wall_time_s"] = time.perf_counter() - start
+    lower, upper = float(lower), float(upper)
     return ExactAccuracy(
         lower=lower,
         upper=upper,

@@ -1,0 +1,115 @@
+"""``pacpriv dpsgd bound|sigma|exact|compare``: random-allocation DP-SGD, analytic."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def _common(p: argparse.ArgumentParser, *, sigma: bool, target: bool) -> None:
+    p.add_argument("--steps-per-epoch", type=int, required=True, help="M, steps per epoch")
+    p.add_argument("--epochs", type=int, required=True, help="E, number of epochs")
+    if sigma:
+        p.add_argument("--noise-multiplier", type=float, required=True, help="sigma > 0")
+    if target:
+        p.add_argument("--target-accuracy", type=float, required=True, help="in (0.5, 1)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _emit(args, payload: dict, rows: list[tuple[str, str]]) -> int:
+    if args.json:
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        width = max(len(k) for k, _ in rows)
+        for k, v in rows:
+            print(f"{k:<{width}}  {v}")
+    return 0
+
+
+def _bound(args) -> int:
+    from pacpriv.dpsgd import membership_inference_accuracy_bound
+
+    b = membership_inference_accuracy_bound(
+        args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs
+    )
+    return _emit(args, b.to_dict(), [
+        ("membership-inference accuracy bound", f"{b.accuracy:.6f}"
+         + (" (vacuous)" if b.vacuous else "")),
+        ("ln(1 + chi^2)", f"{b.log1p_chi_square:.6g}"),
+    ])
+
+
+def _sigma(args) -> int:
+    from pacpriv.dpsgd import calibrate_noise_multiplier, noise_multiplier_for_accuracy
+
+    kw = {"steps_per_epoch": args.steps_per_epoch, "epochs": args.epochs}
+    if args.method == "closed-form":
+        s = noise_multiplier_for_accuracy(args.target_accuracy, **kw)
+        return _emit(args, {"noise_multiplier": s, "method": "closed-form"},
+                     [("noise multiplier (closed form)", f"{s:.6f}")])
+    r = calibrate_noise_multiplier(args.target_accuracy, **kw, rtol=args.rtol)
+    return _emit(args, r.to_dict(), [
+        ("noise multiplier (exact, certified)", f"{r.noise_multiplier:.6f}"),
+        ("noise multiplier (closed form)", f"{r.closed_form_noise_multiplier:.6f}"),
+        ("noise saving", f"{100 * r.noise_saving:.1f}%"),
+        ("certified accuracy at sigma", f"[{r.accuracy.lower:.6f}, {r.accuracy.upper:.6f}]"),
+    ])
+
+
+def _exact(args) -> int:
+    from pacpriv.dpsgd import exact_membership_inference_accuracy
+
+    r = exact_membership_inference_accuracy(
+        args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
+        tolerance=args.tolerance,
+    )
+    return _emit(args, r.to_dict(), [
+        ("exact accuracy lower", f"{r.lower:.7f}"),
+        ("exact accuracy upper", f"{r.upper:.7f}"),
+        ("width", f"{r.width:.2e}"),
+    ])
+
+
+def _compare(args) -> int:
+    from pacpriv.dpsgd import compare_accountants
+
+    if args.noise_multiplier is None and args.target_accuracy is None:
+        raise ValueError("give --noise-multiplier and/or --target-accuracy")
+    t = compare_accountants(
+        steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
+        noise_multiplier=args.noise_multiplier, target_accuracy=args.target_accuracy,
+        search_published=args.search_published,
+    )
+    if args.json:
+        print(json.dumps(t.to_dict(), indent=2, default=str))
+    else:
+        print(t.to_markdown(), end="")
+    return 0
+
+
+def add_parser(subparsers, name: str) -> None:
+    """Register ``pacpriv dpsgd`` and its subcommands."""
+    p = subparsers.add_parser(name, help="DP-SGD with random allocation (analytic bounds)")
+    sub = p.add_subparsers(dest="command", metavar="{bound,sigma,exact,compare}")
+    sub.required = True
+    b = sub.add_parser("bound", help="chi-square closed-form accuracy bound")
+    _common(b, sigma=True, target=False)
+    b.set_defaults(handler=_bound)
+    s = sub.add_parser("sigma", help="noise multiplier for a target accuracy")
+    _common(s, sigma=False, target=True)
+    s.add_argument("--method", choices=["closed-form", "exact"], default="closed-form")
+    s.add_argument("--rtol", type=float, default=1e-3)
+    s.set_defaults(handler=_sigma)
+    e = sub.add_parser("exact", help="certified exact accuracy interval")
+    _common(e, sigma=True, target=False)
+    e.add_argument("--tolerance", type=float, default=1e-4)
+    e.set_defaults(handler=_exact)
+    c = sub.add_parser("compare", help="all accountants on the accuracy axis")
+    c.add_argument("--steps-per-epoch", type=int, required=True)
+    c.add_argument("--epochs", type=int, required=True)
+    c.add_argument("--noise-multiplier", type=float, default=None)
+    c.add_argument("--target-accuracy", type=float, default=None)
+    c.add_argument("--search-published", action="store_true",
+                   help="also search sigma with the published accountants (slow)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(handler=_compare)

@@ -1,0 +1,199 @@
+"""``DPSGDSpec``: a frozen, analytic description of a random-allocation DP-SGD run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from pacpriv._validation import check_int, check_real
+from pacpriv.dpsgd.bounds import AccuracyBound, membership_inference_accuracy_bound
+from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
+
+__all__ = ["THREAT_MODEL", "DPSGDSpec"]
+
+#: Threat model of every number a :class:`DPSGDSpec` reports.
+THREAT_MODEL = (
+    "Worst case over datasets: the adversary knows every other record, the model "
+    "architecture, the clipping norm and the noise multiplier, sees the final model and all "
+    "intermediate noisy updates, and must decide whether one target record was added to or "
+    "removed from the training set (add/remove adjacency). Membership and non-membership "
+    "are equally likely a priori (prior ½), so accuracy ½ is a coin flip. Random "
+    "allocation: each epoch has M steps and every record is used exactly once per epoch at "
+    "a uniformly random step; Gaussian noise N(0, σ²C²I) is added to each step's sum of "
+    "clipped gradients."
+)
+
+
+@dataclass(frozen=True)
+class DPSGDSpec:
+    """Analytic description of DP-SGD with random allocation (balls-in-bins batches).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        σ > 0: noise standard deviation divided by the clipping norm C.
+    steps_per_epoch : int
+        ``M ≥ 1`` steps per epoch; every record is used exactly once per epoch, at a step
+        drawn uniformly at random.
+    epochs : int
+        ``E ≥ 1``.
+    dataset_size : int, optional
+        Number of training records ``n`` (expected batch size ``n/M``); reporting only.
+    max_grad_norm : float, optional
+        Clipping norm C (> 0); reporting only (the bounds are scale free).
+
+    Notes
+    -----
+    The one-record dominating pair per epoch is ``P = N(0, σ² I_M)`` versus
+    ``Q = (1/M) Σ_i N(e_i, σ² I_M)`` [1]_; E epochs compose. The spec answers the
+    membership-inference questions without simulation.
+
+    References
+    ----------
+    .. [1] L. Chua et al., Balls-and-Bins Sampling for DP-SGD, AISTATS 2025.
+    """
+
+    noise_multiplier: float
+    steps_per_epoch: int
+    epochs: int
+    dataset_size: int | None = None
+    max_grad_norm: float | None = None
+
+    def __post_init__(self) -> None:
+        """Validate the fields (same messages as the functions)."""
+        object.__setattr__(
+            self,
+            "noise_multiplier",
+            check_real(self.noise_multiplier, "noise_multiplier", low=0, low_inclusive=False),
+        )
+        object.__setattr__(
+            self, "steps_per_epoch", check_int(self.steps_per_epoch, "steps_per_epoch", low=1)
+        )
+        object.__setattr__(self, "epochs", check_int(self.epochs, "epochs", low=1))
+        if self.dataset_size is not None:
+            object.__setattr__(
+                self, "dataset_size", check_int(self.dataset_size, "dataset_size", low=1)
+            )
+        if self.max_grad_norm is not None:
+            object.__setattr__(
+                self,
+                "max_grad_norm",
+                check_real(self.max_grad_norm, "max_grad_norm", low=0, low_inclusive=False),
+            )
+
+    @property
+    def total_steps(self) -> int:
+        """``M·E``."""
+        return self.steps_per_epoch * self.epochs
+
+    @property
+    def expected_batch_size(self) -> float | None:
+        """``dataset_size / M`` (None without a dataset size)."""
+        return None if self.dataset_size is None else self.dataset_size / self.steps_per_epoch
+
+    def membership_inference_accuracy_bound(self) -> AccuracyBound:
+        """Chi-square closed-form bound (see :func:`membership_inference_accuracy_bound`)."""
+        return membership_inference_accuracy_bound(
+            self.noise_multiplier, steps_per_epoch=self.steps_per_epoch, epochs=self.epochs
+        )
+
+    def exact_membership_inference_accuracy(self, *, tolerance: float = 1e-4) -> ExactAccuracy:
+        """Certified exact accuracy interval (see :func:`exact_membership_inference_accuracy`)."""
+        return exact_membership_inference_accuracy(
+            self.noise_multiplier,
+            steps_per_epoch=self.steps_per_epoch,
+            epochs=self.epochs,
+            tolerance=tolerance,
+        )
+
+    def noise_multiplier_for_accuracy(
+        self, target_accuracy: float, *, method: str = "closed-form", rtol: float = 1e-3
+    ) -> float:
+        """σ needed for ``target_accuracy`` with this spec's M and E."""
+        from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
+
+        return noise_multiplier_for_accuracy(
+            target_accuracy,
+            steps_per_epoch=self.steps_per_epoch,
+            epochs=self.epochs,
+            method=method,
+            rtol=rtol,
+        )
+
+    def with_noise_multiplier(self, noise_multiplier: float) -> DPSGDSpec:
+        """Copy with another σ."""
+        return DPSGDSpec(
+            noise_multiplier, self.steps_per_epoch, self.epochs, self.dataset_size,
+            self.max_grad_norm,
+        )
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable dict of the fields."""
+        return asdict(self)
+
+    def report_section(self, *, exact: bool = True, tolerance: float = 1e-4) -> dict:
+        """Report section: spec, threat model, closed-form bound and (optionally) exact interval.
+
+        Returns
+        -------
+        dict
+            Keys ``title``, ``mechanism``, ``spec``, ``threat_model``,
+            ``membership_inference_accuracy_bound`` (closed form, with ``vacuous``) and, if
+            ``exact``, ``exact_membership_inference_accuracy`` (``lower``/``upper``).
+        """
+        bound = self.membership_inference_accuracy_bound()
+        section = {
+            "title": "DP-SGD with random allocation (analytic)",
+            "mechanism": "dpsgd-random-allocation",
+            "spec": self.to_dict(),
+            "threat_model": THREAT_MODEL,
+            "membership_inference_accuracy_bound": {
+                "accuracy": bound.accuracy,
+                "log1p_chi_square": bound.log1p_chi_square,
+                "vacuous": bool(bound.vacuous),
+                "source": "chi-square closed form (RA-MIA, MATH.md §3)",
+            },
+        }
+        if exact:
+            res = self.exact_membership_inference_accuracy(tolerance=tolerance)
+            section["exact_membership_inference_accuracy"] = {
+                "lower": res.lower,
+                "upper": res.upper,
+                "estimate": res.estimate,
+                "converged": res.converged,
+                "method": res.method,
+            }
+        return section
+
+    def to_markdown(self, *, exact: bool = True, tolerance: float = 1e-4) -> str:
+        """Markdown rendering of :meth:`report_section`."""
+        sec = self.report_section(exact=exact, tolerance=tolerance)
+        b = sec["membership_inference_accuracy_bound"]
+        lines = [
+            f"## {sec['title']}",
+            "",
+            f"- noise multiplier σ = {self.noise_multiplier:g}",
+            f"- steps per epoch M = {self.steps_per_epoch}, epochs E = {self.epochs}",
+        ]
+        if self.dataset_size is not None:
+            lines.append(
+                f"- dataset size n = {self.dataset_size} "
+                f"(expected batch size {self.expected_batch_size:g})"
+            )
+        if self.max_grad_norm is not None:
+            lines.append(f"- clipping norm C = {self.max_grad_norm:g}")
+        vac = " (vacuous)" if b["vacuous"] else ""
+        lines += [
+            "",
+            f"**Threat model.** {sec['threat_model']}",
+            "",
+            "| quantity | value |",
+            "|---|---|",
+            f"| membership-inference accuracy bound (chi-square) | {b['accuracy']:.6f}{vac} |",
+        ]
+        if exact:
+            e = sec["exact_membership_inference_accuracy"]
+            lines.append(
+                f"| exact membership-inference accuracy (certified) | "
+                f"[{e['lower']:.6f}, {e['upper']:.6f}] |"
+            )
+        return "\n".join(lines) + "\n"
