@@ -15,6 +15,13 @@ import numpy as np
 __all__ = ["check_array_real", "check_int", "check_real"]
 
 
+def _show(value) -> str:
+    """``repr`` of a value with numpy scalars shown as plain Python numbers."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
+
+
 def _interval(low, high, low_inclusive, high_inclusive) -> str:
     lo = "-inf" if low is None else repr(low)
     hi = "inf" if high is None else repr(high)
@@ -47,12 +54,12 @@ def check_real(
     v = float(value)
     interval = _interval(low, high, low_inclusive, high_inclusive)
     if math.isnan(v) or (math.isinf(v) and not allow_inf):
-        raise ValueError(f"`{name}` must be a finite number in {interval}; got {value!r}.")
+        raise ValueError(f"`{name}` must be a finite number in {interval}; got {_show(value)}.")
     bad = (low is not None and (v < low or (v == low and not low_inclusive))) or (
         high is not None and (v > high or (v == high and not high_inclusive))
     )
     if bad:
-        raise ValueError(f"`{name}` must be in {interval}; got {value!r}.")
+        raise ValueError(f"`{name}` must be in {interval}; got {_show(value)}.")
     return v
 
 
@@ -116,5 +123,5 @@ def check_array_real(
         bad |= (arr > high) | ((arr == high) & (not high_inclusive))
     if np.any(bad):
         first = arr[bad].flat[0]
-        raise ValueError(f"`{name}` must be in {interval}; got {first!r}.")
+        raise ValueError(f"`{name}` must be in {interval}; got {_show(first)}.")
     return arr

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -41,19 +42,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(exc: BaseException) -> str:
+    msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    text = " ".join(str(msg).split())
+    cause = exc.__cause__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += f" (caused by {type(cause).__name__}: {' '.join(str(cause).split())})"
+    return text
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"pacpriv: warning: {message}", file=sys.stderr if file is None else file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 2 bad input, 130 interrupted)."""
+    """Run the CLI; returns the exit status.
+
+    0 ok; 1 the mechanism or a computation failed (one line naming the trial and seed);
+    2 bad input; 130 interrupted.
+    """
+    from pacpriv.exceptions import CalibrationError, MechanismError
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
         return int(args.handler(args) or 0)
     except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"pacpriv: error: {msg}", file=sys.stderr)
+        print(f"pacpriv: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except (MechanismError, CalibrationError) as exc:
+        print(f"pacpriv: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("pacpriv: interrupted (finished trials are kept in the checkpoint)", file=sys.stderr)
         return 130
+    finally:
+        warnings.showwarning = previous
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,6 +15,7 @@ __all__ = [
     "DegenerateOutputWarning",
     "MechanismError",
     "PacprivWarning",
+    "UndersampledWarning",
     "VacuousBoundWarning",
 ]
 
@@ -75,3 +76,13 @@ class ConstantOutputWarning(DegenerateOutputWarning):
 
 class VacuousBoundWarning(PacprivWarning):
     """A privacy bound is vacuous (e.g. a membership-inference accuracy bound of 1)."""
+
+
+class UndersampledWarning(PacprivWarning):
+    """Too few trials to explore every output direction.
+
+    With ``n_trials - 1 < d`` the sample covariance has rank below ``d``: directions outside the
+    span of the simulated outputs get no noise from the plug-in rules, so the MI bound holds only
+    if the true output distribution has no variance there. Use more trials than output
+    dimensions, or ``rule="isotropic"``/``"algorithm1"``.
+    """

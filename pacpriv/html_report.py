@@ -212,6 +212,9 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
                                  prior=p["membership_prior"]),
                            "Posterior success bound (KL inversion) and Pinsker bound vs MI budget;"
                            " the dot is this report's claimed MI.")
+    notes = "".join(f"<li>{html.escape(str(note))}</li>" for note in r.get("notes", []))
+    if notes:
+        headline += f"</p><p><strong>Caveats:</strong></p><ul>{notes}</ul><p>"
     release = r.get("release")
     release_text = "[]" if release is None else "[" + ", ".join(_fmt(v, 8) for v in release) + "]"
     return [

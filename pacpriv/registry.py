@@ -27,6 +27,7 @@ bundled datasets, the whole pool's range for files).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -197,7 +198,8 @@ def _load_file(path_text: str):
         raise FileNotFoundError(f"mechanism file not found: {path}")
     # A private module name, removed from sys.modules after loading, so cloudpickle (loky)
     # ships the function by value to worker processes, which cannot import the file by name.
-    mod_name = f"_pacpriv_user_mechanism_{abs(hash(str(path.resolve())))}"
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    mod_name = f"_pacpriv_user_mechanism_{digest}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None or spec.loader is None:
         raise ValueError(f"cannot load {str(path)!r} as a Python module.")

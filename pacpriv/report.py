@@ -23,7 +23,8 @@ __all__ = ["ARRAY_LIMIT", "THREAT_MODEL_PAC", "build_report", "to_markdown", "wr
 THREAT_MODEL_PAC = (
     "PAC membership privacy [Xiao & Devadas, CRYPTO 2023, Def. 1 and §2]. The secret is the random "
     "subset X of the data pool that the sampler draws (for Poisson sampling with rate 1/2, every "
-    "record is in X with probability 1/2 independently, so the prior of a membership guess is 1/2). "
+    "record is in X with probability 1/2 independently, so the prior of a membership guess is "
+    "1/2). "
     "The adversary knows the whole pool, the sampler and the mechanism (and this report, including "
     "the noise covariance), sees one noisy release f(X) + B, and tries to infer which records are "
     "in X. The guarantee bounds the mutual information MI(X; f(X) + B) by the budget v (nats) and, "
@@ -49,6 +50,16 @@ def _versions() -> dict:
     return out
 
 
+def _command() -> str | None:
+    """The command line, with the program shown by its base name (no local paths)."""
+    if not sys.argv or not sys.argv[0]:
+        return None
+    prog = Path(sys.argv[0]).name
+    if prog in ("__main__.py", "-c"):
+        prog = "python -m pacpriv"
+    return " ".join([prog, *sys.argv[1:]])
+
+
 def _fmt(x: Any, digits: int = 6) -> str:
     if x is None:
         return "—"
@@ -71,7 +82,9 @@ def _pac_report(result) -> dict:
     noise_std = [float(v) for v in plan.noise_std[:n_top]]
     return {
         "kind": "pac",
-        "title": f"PAC membership-privacy report: {result.mechanism} on {result.dataset.get('name')}",
+        "title": (
+            f"PAC membership-privacy report: {result.mechanism} on {result.dataset.get('name')}"
+        ),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "threat_model": THREAT_MODEL_PAC,
         "mechanism": result.mechanism,
@@ -109,9 +122,10 @@ def _pac_report(result) -> dict:
         "reproducibility": {
             "root_seed": d["simulation"]["root_seed"],
             "versions": _versions(),
-            "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else None,
+            "command": _command(),
         },
         "sections": [dict(s) for s in result.sections],
+        "notes": list(getattr(result, "notes", ())),
     }
 
 
@@ -165,10 +179,16 @@ def _pac_markdown(r: dict) -> list[str]:
         "## Headline",
         "",
         f"With the calibrated noise, no adversary who knows the pool and the mechanism can infer "
-        f"membership with posterior success rate above **{100 * p['posterior_success_bound']:.2f}%** "
+        "membership with posterior success rate above "
+        f"**{100 * p['posterior_success_bound']:.2f}%** "
         f"(prior {100 * p['membership_prior']:.2f}%, MI budget v = {_fmt(p['mi_budget_nats'])} nats"
         + (f"; membership-inference accuracy bound {100 * acc:.2f}%" if acc is not None else "")
         + ").",
+        "",
+    ]
+    if r.get("notes"):
+        out += ["", "**Caveats:**", ""] + [f"- {note}" for note in r["notes"]]
+    out += [
         "",
         "## Threat model",
         "",
@@ -176,7 +196,9 @@ def _pac_markdown(r: dict) -> list[str]:
         "",
         "## Dataset and mechanism",
         "",
-        _table([("mechanism", r["mechanism"])] + [(f"dataset {k}", v) for k, v in r["dataset"].items()]),
+        _table(
+            [("mechanism", r["mechanism"])] + [(f"dataset {k}", v) for k, v in r["dataset"].items()]
+        ),
         "",
         "## Sampler and simulation",
         "",
@@ -221,9 +243,14 @@ def _pac_markdown(r: dict) -> list[str]:
         _table(
             [
                 ("MI budget v (nats)", p["mi_budget_nats"]),
-                ("certified MI bound ½ ln det(I + Σ Σ_B⁻¹) on estimated Σ (nats)",
-                 p["mi_bound_certified_nats"]),
-                ("MI claimed for the true Σ (nats)", p["mi_claim_nats"]),
+                (
+                    "certified MI bound ½ ln det(I + Σ Σ_B⁻¹) on estimated Σ (nats)",
+                    p["mi_bound_certified_nats"],
+                ),
+                (
+                    "MI guaranteed (nats): v for plug-in rules, v + β for Algorithm 1",
+                    p["mi_claim_nats"],
+                ),
                 ("membership prior", p["membership_prior"]),
                 ("posterior success bound (KL inversion, Thm 1)", p["posterior_success_bound"]),
                 ("Pinsker bound (looser)", p["pinsker_success_bound"]),
@@ -254,9 +281,11 @@ def to_markdown(report: dict) -> str:
     rep = report.get("reproducibility", {})
     out += ["", "## Reproducibility", ""]
     if "root_seed" in rep:
-        out += [f"Root seed of the simulation: `{json.dumps(rep['root_seed'])}` "
-                "(pass `rng=numpy.random.SeedSequence(**root_seed)` -- or, when `spawn_key` is empty, "
-                "`--seed <entropy>` -- to rerun the simulation bit for bit)."]
+        out += [
+            f"Root seed of the simulation: `{json.dumps(rep['root_seed'])}` "
+            "(pass `rng=numpy.random.SeedSequence(**root_seed)` -- or, when `spawn_key` is empty, "
+            "`--seed <entropy>` -- to rerun the simulation bit for bit)."
+        ]
     if rep.get("command"):
         out += ["", f"Command: `{rep['command']}`"]
     out += ["", "Versions: " + ", ".join(f"{k} {v}" for k, v in rep.get("versions", {}).items())]

@@ -96,6 +96,12 @@ class PacPrivateFunction:
         self.func = func
         self.rule = rule
         self.ledger = ledger if ledger is not None else PrivacyLedger(total_budget)
+        cap = self.ledger.total_budget
+        if cap is not None and self.mi_budget > cap:
+            raise ValueError(
+                f"`mi_budget` ({self.mi_budget}) exceeds the total budget ({cap}): every "
+                "release would be refused."
+            )
         self.plan: NoisePlan | None = None
         self.spectrum: OutputSpectrum | None = None
         self.simulation: SimulationResult | None = None

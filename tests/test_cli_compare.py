@@ -14,6 +14,7 @@ SMALL = ["--trials", "8", "--epochs", "1", "--steps-per-epoch", "2", "--repeats"
          "--n-jobs", "1", "--seed", "3", "--no-progress", "--no-exact", "--format", "json,md"]
 
 
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
 def test_compare_prints_table_and_writes_report(tmp_path, capsys):
     """Exit 0; the table is printed; report.md/json carry the comparison section."""
     out = tmp_path / "cmp"

@@ -140,6 +140,7 @@ def test_scale_features_maps_published_range_to_unit_box():
     np.testing.assert_allclose(out, [[-1, -1, 0], [1, 1, 0], [0, 0, 0]])
 
 
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
 def test_exact_row_uses_the_exact_calibration(monkeypatch):
     """The exact row trains with σ from noise_multiplier_for_accuracy(method="exact")."""
     import types
@@ -165,6 +166,7 @@ def test_exact_row_uses_the_exact_calibration(monkeypatch):
     assert not any("unavailable" in n for n in res.notes)
 
 
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
 def test_seeded_comparison_is_reproducible():
     """Same seed → the same table; another seed → another membership and table."""
     kw = dict(n_trials=6, epochs=1, steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,

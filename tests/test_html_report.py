@@ -255,6 +255,7 @@ def test_write_report_writes_self_contained_html(result, tmp_path):
     _assert_self_contained(parsed)
 
 
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
 def test_report_arrays_truncated_to_limit():
     """Per-direction arrays in the report dict stop at ARRAY_LIMIT = 200 values."""
     x = np.linspace(0, 1, 20 * 250).reshape(20, 250)

@@ -35,10 +35,12 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--mechanism",
         required=True,
-        help="built-in name (see --list-mechanisms), module:function or path.py:function",
+        help="built-in name (mean, median, histogram, kmeans, logistic, linear_svm, pca, "
+        "decision_tree, mlp), module:function or path.py:function; a user function "
+        "receives the subset as an array X, or as a tuple (X, y) for a labelled dataset",
     )
     run.add_argument(
-        "--dataset",
+        "--dataset",  # a labelled dataset reaches the mechanism as a tuple (X, y)
         required=True,
         help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) "
         "or a .csv/.npy/.npz path",
@@ -170,6 +172,14 @@ def _run(args) -> int:
         raise UsageError(f"--mi-budget must be a finite number > 0 (nats); got {args.mi_budget}")
     if args.trials < 2:
         raise UsageError(f"--trials must be >= 2; got {args.trials}")
+    if args.target_accuracy is not None and not 0.5 < args.target_accuracy < 1:
+        raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
+    if not 0 < args.sampling_rate < 1:
+        raise UsageError(f"--sampling-rate must be in (0, 1); got {args.sampling_rate}")
+    if args.subset_size is not None and args.subset_size < 1:
+        raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
+    if args.n_jobs == 0:
+        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     bad = set(formats) - {"json", "md", "html"}
     if bad or not formats:
@@ -228,7 +238,7 @@ def _run(args) -> int:
         f"(membership prior {100 * result.membership_prior:.0f}%)"
     )
     for fmt, path in paths.items():
-        print(f"report ({fmt}){' ' * (13 - len(fmt))}{path}")
+        print(f"{f'report ({fmt})':<21}{path}")
     return 0
 
 

@@ -16,7 +16,9 @@ References
 from __future__ import annotations
 
 import inspect
+import math
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +27,7 @@ import numpy as np
 
 from pacpriv._random import RNGLike, as_generator
 from pacpriv._validation import check_int, check_real
+from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
 from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise
 from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
 from pacpriv.pac.engine import SimulationResult, simulate
@@ -71,6 +74,8 @@ class PacResult:
         Whether the caller seeded the release (otherwise fresh OS entropy was used).
     sections : tuple of dict
         Extra report sections (e.g. a DP-SGD comparison), each ``{"title", "markdown", ...}``.
+    notes : tuple of str
+        Caveats the report must show (too few trials for the output dimension, vacuous bound).
     """
 
     mechanism: str
@@ -86,6 +91,7 @@ class PacResult:
     release: np.ndarray | None = field(repr=False, default=None)
     release_seeded: bool = False
     sections: tuple = ()
+    notes: tuple = ()
 
     @property
     def mi_claim(self) -> float:
@@ -114,6 +120,7 @@ class PacResult:
             "individual_mi_bound_nats": self.individual_mi_bound,
             "release": None if self.release is None else [float(v) for v in self.release],
             "release_seeded": self.release_seeded,
+            "notes": list(self.notes),
         }
 
 
@@ -146,6 +153,27 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.
     kwargs = {"rng": gen} if _accepts_rng(mechanism) else {}
     value = np.asarray(mechanism(subset, **kwargs), dtype=np.float64).reshape(-1)
     return value
+
+
+def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float) -> list[tuple[str, type]]:
+    """Caveats that must reach the user (as warnings) and the report (as notes)."""
+    notes: list[tuple[str, type]] = []
+    if plan.rule not in ("isotropic", "algorithm1") and sim.n_trials - 1 < sim.dim:
+        notes.append((
+            f"only {sim.n_trials} trials for a {sim.dim}-dimensional output: at most "
+            f"{sim.n_trials - 1} directions were explored and the others get "
+            f"{'no' if plan.residual_std == 0 else 'only residual'} noise; the MI bound holds "
+            "only if the output does not vary outside the simulated span. Use more trials "
+            "than output dimensions, or rule='isotropic'/'algorithm1'.",
+            UndersampledWarning,
+        ))
+    if plan.mi_claim >= math.log(1.0 / prior) * (1 - 1e-12):
+        notes.append((
+            f"the MI budget {plan.mi_claim:.6g} nats is at least ln(1/prior) = "
+            f"{math.log(1.0 / prior):.6g}: the posterior success bound is 1 (vacuous).",
+            VacuousBoundWarning,
+        ))
+    return notes
 
 
 def run_pac(
@@ -258,6 +286,10 @@ def run_pac(
     prior = sim.membership_prior if sim.membership_prior is not None else 0.5
     claim = float(plan.mi_claim)
 
+    notes = _caveats(sim, plan, prior)
+    for note, category in notes:
+        warnings.warn(note, category, stacklevel=2)
+
     noisy = None
     if release:
         gen = as_generator(release_rng, name="release_rng")
@@ -277,4 +309,5 @@ def run_pac(
         individual_mi_bound=float(individual_mi_bound(claim, n_records=max(sim.n_records, 1))),
         release=noisy,
         release_seeded=release_rng is not None,
+        notes=tuple(note for note, _ in notes),
     )
