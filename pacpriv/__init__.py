@@ -12,7 +12,13 @@ Two halves answer one question -- how well can an adversary tell whether a recor
 ``import pacpriv`` imports neither torch, matplotlib, dp-accounting nor dask.
 """
 
+from pacpriv.compare import ComparisonResult, compare_pac_dpsgd
 from pacpriv.datasets import Dataset, load_dataset
+from pacpriv.dpsgd import (
+    DPSGDSpec,
+    exact_membership_inference_accuracy,
+    noise_multiplier_for_accuracy,
+)
 from pacpriv.exceptions import (
     BudgetExceededError,
     CalibrationError,
@@ -20,8 +26,10 @@ from pacpriv.exceptions import (
     ConstantOutputWarning,
     DegenerateOutputWarning,
     MechanismError,
+    UndersampledWarning,
     VacuousBoundWarning,
 )
+from pacpriv.ledger import PrivacyLedger
 from pacpriv.pac import (
     ComplementaryPairsSampler,
     FixedSizeSampler,
@@ -40,6 +48,7 @@ from pacpriv.pac import (
 )
 from pacpriv.registry import available_mechanisms, register_mechanism, resolve_mechanism
 from pacpriv.report import write_report
+from pacpriv.wrapper import pac_private
 
 __version__ = "0.1.0"
 
@@ -61,6 +70,16 @@ __all__ = [
     "mi_budget_for_accuracy",
     "pinsker_bound",
     "posterior_success_rate",
+    # PAC Privacy: wrapping a function, composition ledger
+    "PrivacyLedger",
+    "pac_private",
+    # DP-SGD with random allocation (analytic; the torch trainer is pacpriv.dpsgd.trainer)
+    "DPSGDSpec",
+    "exact_membership_inference_accuracy",
+    "noise_multiplier_for_accuracy",
+    # PAC vs DP-SGD at the same membership-inference bound (needs pacpriv[torch] to run)
+    "ComparisonResult",
+    "compare_pac_dpsgd",
     # mechanisms and data
     "Dataset",
     "available_mechanisms",
@@ -76,5 +95,6 @@ __all__ = [
     "ConstantOutputWarning",
     "DegenerateOutputWarning",
     "MechanismError",
+    "UndersampledWarning",
     "VacuousBoundWarning",
 ]
