@@ -79,8 +79,9 @@ def comparison_markdown(res: ComparisonResult) -> str:
         bound = "1 (none)" if r.family == "none" else f"{r.accuracy_bound:.3f}"
         out.append(
             f"| {r.method} | {_noise_cell(r, s['max_grad_norm'])} | "
-            f"{_f(r.parameter_noise_rms)}{est} | {r.test_accuracy:.3f} ± "
-            f"{r.test_accuracy_std:.3f} | {bound} | {r.attack_accuracy:.3f} "
+            f"{_f(r.parameter_noise_rms)}{est} | {r.test_accuracy:.3f}"
+            f"{'' if s['n_repeats'] < 2 else f' ± {r.test_accuracy_std:.3f}'} | {bound} | "
+            f"{r.attack_accuracy:.3f} "
             f"[{r.attack.ci_low:.3f}, {r.attack.ci_high:.3f}] |"
         )
     out += ["", "Notes:", ""] + [f"- {n}" for n in res.notes]

@@ -30,7 +30,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import stats
-from sklearn.metrics import roc_auc_score, roc_curve
 
 from pacpriv._random import RNGLike, as_generator
 from pacpriv._validation import check_array_real, check_real
@@ -105,6 +104,8 @@ def _scores_iv(scores, name: str) -> np.ndarray:
 
 def _best_threshold(members: np.ndarray, nonmembers: np.ndarray) -> float:
     """Threshold maximising balanced accuracy on (members, nonmembers); midpoint rule."""
+    from sklearn.metrics import roc_curve  # lazy: keeps `import pacpriv` light
+
     labels = np.r_[np.ones(members.size), np.zeros(nonmembers.size)]
     fpr, tpr, thr = roc_curve(labels, np.r_[members, nonmembers], drop_intermediate=False)
     k = int(np.argmax(tpr - fpr))  # first (highest) threshold among ties
@@ -164,6 +165,8 @@ def evaluate_attack(
     )
     labels = np.r_[np.ones(members.size), np.zeros(nonmembers.size)]
     scores = np.r_[members, nonmembers]
+    from sklearn.metrics import roc_auc_score, roc_curve  # lazy: keeps `import pacpriv` light
+
     auc = float(roc_auc_score(labels, scores))
     fpr, tpr, _ = roc_curve(labels, scores, drop_intermediate=False)
     tpr_low_fpr = float(np.max(tpr[fpr <= 0.01]))

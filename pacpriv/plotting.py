@@ -145,12 +145,16 @@ def plot_spectrum(spectrum_or_report, plan=None):
     signal = a["variances"] if a["coordinate"] else a["eigenvalues"]
     noise_var = a["noise_std"] ** 2
     fig, (ax,) = _figure()
-    label = "coordinate variance Σ_jj" if a["coordinate"] else "eigenvalue λ_j of Σ"
+    label = (
+        r"coordinate variance $\Sigma_{jj}$"
+        if a["coordinate"]
+        else r"eigenvalue $\lambda_j$ of $\Sigma$"
+    )
     x_sig = np.arange(1, signal.size + 1)
     pos = signal > 0
     ax.plot(x_sig[pos], signal[pos], "o-", ms=3, label=label)
     x_noise = np.arange(1, noise_var.size + 1)
-    ax.plot(x_noise, noise_var, "s-", ms=3, label="noise variance s_j²")
+    ax.plot(x_noise, noise_var, "s-", ms=3, label=r"noise variance $s_j^2$")
     if a["residual_std"] > 0:
         ax.axhline(a["residual_std"] ** 2, ls="--", color="grey",
                    label="noise variance, other directions")
