@@ -333,12 +333,12 @@ def compare_pac_dpsgd(
     >>> res = compare_pac_dpsgd("breast_cancer", n_trials=200, rng=0)  # doctest: +SKIP
     >>> print(res.to_markdown())  # doctest: +SKIP
     """
-    from pacpriv._compare_models import run_comparison
-
     ds, values = _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm,
                              learning_rate, n_trials, n_repeats, rule, confidence, public_seed)
     if not isinstance(exact, bool) or not isinstance(progress, bool):
         raise TypeError("`exact` and `progress` must be bools.")
+    from pacpriv._compare_models import run_comparison  # torch: after validating the input
+
     tic = time.perf_counter()
     root = as_seed_sequence(rng)
     parts = run_comparison(ds, root=root, rule=rule, exact=exact, n_jobs=n_jobs,
