@@ -70,7 +70,7 @@ class PacPrivateFunction:
         Engine output of the calibration (masks, outputs, seeds).
     posterior_success_bound : float or None
         Posterior-success bound of one release, ``posterior_success_rate(plan.mi_claim,
-        prior)`` with the sampler's membership prior ([1]_ Thm 1).
+        prior=max(q, 1 − q))`` with ``q`` the sampler's membership prior ([1]_ Thm 1).
     ledger : PrivacyLedger
     """
 
@@ -156,8 +156,10 @@ class PacPrivateFunction:
         spectrum = estimate_output_spectrum(sim.outputs)
         plan = calibrate_noise(spectrum, mi_budget=self.mi_budget, rule=self.rule)
         prior = sim.membership_prior if sim.membership_prior is not None else 0.5
+        baseline = max(prior, 1.0 - prior)  # best blind guess (Thm 1 is per-adversary)
         self.simulation, self.spectrum, self.plan = sim, spectrum, plan
-        self.posterior_success_bound = float(posterior_success_rate(plan.mi_claim, prior=prior))
+        self.posterior_success_bound = float(posterior_success_rate(plan.mi_claim,
+                                                                    prior=baseline))
         return self
 
     def __call__(self, subset: Any, *, rng: RNGLike = None, label: str | None = None) -> np.ndarray:

@@ -36,9 +36,23 @@ def test_pac_posterior_and_budget_tables(capsys):
     assert json.loads(capsys.readouterr().out)[0]["mi_budget_nats"] == pytest.approx(0.015625)
 
 
+def test_pac_run_target_accuracy_uses_best_blind_guess(tmp_path):
+    """--target-accuracy with sampling rate 0.25: the budget is calibrated at the blind-guess
+    rate 0.75, so the reported bound meets the target (it was computed at prior ½ before)."""
+    out = tmp_path / "rep"
+    rc = main(["pac", "run", "--mechanism", "kmeans", "--dataset", "iris", "--target-accuracy",
+               "0.8", "--sampling-rate", "0.25", "--trials", "100", "--n-jobs", "1", "--out",
+               str(out), "--seed", "1", "--no-release", "--no-progress", "--format", "json"])
+    assert rc == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["privacy"]["posterior_success_bound"] == pytest.approx(0.8, abs=1e-9)
+
+
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
+        (["--mechanism", "kmeans", "--dataset", "iris", "--target-accuracy", "0.7",
+          "--sampling-rate", "0.25"], "blind-guess"),
         (["--mechanism", "nope", "--dataset", "iris", "--mi-budget", "0.1"], "nope"),
         (["--mechanism", "kmeans", "--dataset", "nodata", "--mi-budget", "0.1"], "nodata"),
         (["--mechanism", "kmeans", "--dataset", "/no/such.csv", "--mi-budget", "0.1"], "no/such"),

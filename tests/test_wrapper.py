@@ -48,6 +48,15 @@ def test_calibrate_stores_plan_and_bound():
     assert f.__name__ == "mean_1d"
 
 
+def test_posterior_bound_uses_best_blind_guess():
+    """Sampling rate 0.25: the blind guess "out" already succeeds 75% of the time."""
+    from pacpriv.pac.samplers import PoissonSampler
+
+    f = PacPrivateFunction(mean_1d, mi_budget=0.1, rule="isotropic")
+    f.calibrate(POOL_1D, n_trials=50, rng=3, sampler=PoissonSampler(0.25))
+    assert f.posterior_success_bound == pytest.approx(posterior_success_rate(0.1, prior=0.75))
+
+
 def test_call_before_calibrate_raises():
     """Releasing before calibrate raises a RuntimeError that says what to do."""
     f = pac_private(mean_1d, mi_budget=0.1)

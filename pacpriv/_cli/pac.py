@@ -185,8 +185,6 @@ def _run(args) -> int:
     if bad or not formats:
         raise UsageError(f"--format must list json, md and/or html; got {args.formats!r}")
     budget = args.mi_budget
-    if budget is None:
-        budget = float(mi_budget_for_accuracy(args.target_accuracy))
 
     label = args.label_column
     if label is not None and label.lstrip("-").isdigit():
@@ -194,6 +192,16 @@ def _run(args) -> int:
     dataset = load_dataset(args.dataset, label_column=label)
     mechanism, mech_name = resolve_mechanism(args.mechanism, dataset_info=dataset.info())
     sampler = _sampler(args)
+    if budget is None:
+        # the report bounds success against the best blind guess max(q, 1 - q) (Thm 1)
+        q = sampler.membership_prior(dataset.n_records)
+        baseline = 0.5 if q is None else max(q, 1.0 - q)
+        if not args.target_accuracy > baseline:
+            raise UsageError(
+                f"--target-accuracy {args.target_accuracy} is not above the blind-guess "
+                f"success rate {baseline:.6g} of this sampler (membership prior {q})"
+            )
+        budget = float(mi_budget_for_accuracy(args.target_accuracy, prior=baseline))
 
     result = run_pac(
         mechanism,

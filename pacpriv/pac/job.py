@@ -61,8 +61,8 @@ class PacResult:
         Probability that one record is in the secret subset (½ for Poisson-½ sampling).
     posterior_success_bound : float
         Largest posterior success rate of any membership adversary for the claimed MI
-        (KL inversion of [1]_ Thm 1 with prior ``membership_prior``); for prior ½ this is the
-        membership-inference accuracy bound.
+        (KL inversion of [1]_ Thm 1 at the best blind-guess rate ``max(q, 1 − q)``,
+        ``q = membership_prior``); for prior ½ this is the membership-inference accuracy bound.
     pinsker_success_bound : float
         The looser Pinsker bound ``prior + sqrt(v/2)`` ([1]_ Cor. 1), for reference.
     individual_mi_bound : float
@@ -165,6 +165,14 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float) -> list[tuple
             f"{'no' if plan.residual_std == 0 else 'only residual'} noise; the MI bound holds "
             "only if the output does not vary outside the simulated span. Use more trials "
             "than output dimensions, or rule='isotropic'/'algorithm1'.",
+            UndersampledWarning,
+        ))
+    if plan.confidence is not None and plan.confidence < 1.0:
+        notes.append((
+            f"Algorithm 1 claims MI <= {plan.mi_claim:.6g} nats only with probability >= "
+            f"{plan.confidence:.6g} over the simulation (conservative matrix-Bernstein count "
+            f"for {sim.n_trials} trials); the posterior bound inherits that condition. Use "
+            "pacpriv.pac.confidence.trials_for_confidence to choose n_trials.",
             UndersampledWarning,
         ))
     if plan.mi_claim >= math.log(1.0 / prior) * (1 - 1e-12):
@@ -284,9 +292,12 @@ def run_pac(
         output_bound=output_bound,
     )
     prior = sim.membership_prior if sim.membership_prior is not None else 0.5
+    # Thm 1 bounds an adversary relative to *its own* blind-guess rate, which lies between
+    # min(q, 1-q) and max(q, 1-q); the bound over all adversaries uses the best blind guess.
+    baseline = max(prior, 1.0 - prior)
     claim = float(plan.mi_claim)
 
-    notes = _caveats(sim, plan, prior)
+    notes = _caveats(sim, plan, baseline)
     for note, category in notes:
         warnings.warn(note, category, stacklevel=2)
 
@@ -304,8 +315,8 @@ def run_pac(
         plan=plan,
         mi_budget=mi_budget,
         membership_prior=float(prior),
-        posterior_success_bound=float(posterior_success_rate(claim, prior=prior)),
-        pinsker_success_bound=float(pinsker_bound(claim, prior=prior)),
+        posterior_success_bound=float(posterior_success_rate(claim, prior=baseline)),
+        pinsker_success_bound=float(pinsker_bound(claim, prior=baseline)),
         individual_mi_bound=float(individual_mi_bound(claim, n_records=max(sim.n_records, 1))),
         release=noisy,
         release_seeded=release_rng is not None,

@@ -70,6 +70,36 @@ def test_posterior_uses_claimed_mi_and_prior():
     assert res.release is None
 
 
+@pytest.mark.parametrize("rate", [0.2, 0.8])
+def test_posterior_uses_best_blind_guess_for_unbalanced_prior(rate):
+    """With sampling rate q != 1/2 the blind guess "out" (or "in") succeeds max(q, 1-q) of the
+    time, so the headline bound must be at least that (Thm 1 at prior max(q, 1-q))."""
+    from pacpriv.pac.samplers import PoissonSampler
+
+    x = np.linspace(0, 10, 30)[:, None]
+    res = run_pac(_clipped_mean, x, mi_budget=0.05, n_trials=50, rng=1, release=False,
+                  progress=False, n_jobs=1, sampler=PoissonSampler(rate))
+    assert res.membership_prior == rate
+    assert res.posterior_success_bound >= 0.8
+    assert res.posterior_success_bound == pytest.approx(
+        float(posterior_success_rate(0.05, prior=0.8)))
+    assert res.pinsker_success_bound >= res.posterior_success_bound
+
+
+def test_algorithm1_low_confidence_is_a_caveat():
+    """Too few trials for the matrix-Bernstein count: the report must say the claim's
+    certified confidence (here 0), not present the bound unconditionally."""
+    from pacpriv.exceptions import UndersampledWarning
+
+    x = np.linspace(0, 10, 30)[:, None]
+    with pytest.warns(UndersampledWarning, match="Algorithm 1 claims"):
+        res = run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=20, rng=1, release=False,
+                      progress=False, n_jobs=1, rule="algorithm1", c=1e-3, beta=0.05,
+                      output_bound=10.0)
+    assert res.plan.confidence < 1.0
+    assert any("Algorithm 1 claims" in note for note in res.notes)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
