@@ -158,7 +158,7 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.
 def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float) -> list[tuple[str, type]]:
     """Caveats that must reach the user (as warnings) and the report (as notes)."""
     notes: list[tuple[str, type]] = []
-    if plan.rule not in ("isotropic", "algorithm1") and sim.n_trials - 1 < sim.dim:
+    if plan.rule not in ("isotropic", "algorithm1", "variance-only") and sim.n_trials - 1 < sim.dim:
         notes.append((
             f"only {sim.n_trials} trials for a {sim.dim}-dimensional output: at most "
             f"{sim.n_trials - 1} directions were explored and the others get "

@@ -95,7 +95,8 @@ def test_broadcasting_shape():
 @given(v=budgets, p0=priors)
 def test_pinsker_dominates_exact(v, p0):
     """Pinsker's bound is never below the exact KL inversion."""
-    assert pinsker_bound(v, prior=p0) >= posterior_success_rate(v, prior=p0) - 1e-15
+    # 1e-13: the exact bound is nudged up by 32 ulps (safe side); Pinsker is looser by O(v^1.5).
+    assert pinsker_bound(v, prior=p0) >= posterior_success_rate(v, prior=p0) - 1e-13
 
 
 @settings(max_examples=200, deadline=None)
