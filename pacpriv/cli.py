@@ -22,12 +22,19 @@ class UsageError(Exception):
     """Raised by CLI handlers for bad input; printed as one line, exit status 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the one-line error contract: ``pacpriv: error: ...``, exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"pacpriv: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand group registered."""
     from pacpriv import __version__
     from pacpriv._cli import GROUPS
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pacpriv",
         description=(
             "Measure and control membership leakage: PAC Privacy for black-box functions "

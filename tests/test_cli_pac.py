@@ -75,3 +75,16 @@ def test_pac_run_bad_input_is_one_line_exit_2(argv, match, tmp_path, capsys):
     assert err.startswith("pacpriv: error:") and "\n" not in err
     assert match in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["pac", "run", "--mechanism", "kmeans"], ["nope"], ["dpsgd", "bound", "--epochs", "x"]],
+)
+def test_argparse_errors_are_one_line_exit_2(argv, capsys):
+    """Errors found by argparse follow the same one-line, exit-2 contract."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2
+    assert err.startswith("pacpriv: error:") and "\n" not in err

@@ -97,19 +97,26 @@ def add_parser(subparsers, name: str) -> None:
     b.set_defaults(handler=_bound)
     s = sub.add_parser("sigma", help="noise multiplier for a target accuracy")
     _common(s, sigma=False, target=True)
-    s.add_argument("--method", choices=["closed-form", "exact"], default="closed-form")
-    s.add_argument("--rtol", type=float, default=1e-3)
+    s.add_argument("--method", choices=["closed-form", "exact"], default="closed-form",
+                   help="closed-form chi-square inverse (instant) or the smallest sigma whose "
+                   "certified exact accuracy is <= target (seconds; default closed-form)")
+    s.add_argument("--rtol", type=float, default=1e-3,
+                   help="relative tolerance of the exact sigma search (default 1e-3)")
     s.set_defaults(handler=_sigma)
     e = sub.add_parser("exact", help="certified exact accuracy interval")
     _common(e, sigma=True, target=False)
-    e.add_argument("--tolerance", type=float, default=1e-4)
+    e.add_argument("--tolerance", type=float, default=1e-4,
+                   help="largest width of the certified interval (default 1e-4)")
     e.set_defaults(handler=_exact)
     c = sub.add_parser("compare", help="all accountants on the accuracy axis")
-    c.add_argument("--steps-per-epoch", type=int, required=True)
-    c.add_argument("--epochs", type=int, required=True)
-    c.add_argument("--noise-multiplier", type=float, default=None)
-    c.add_argument("--target-accuracy", type=float, default=None)
+    c.add_argument("--steps-per-epoch", type=int, required=True, help="M, steps per epoch")
+    c.add_argument("--epochs", type=int, required=True, help="E, number of epochs")
+    c.add_argument("--noise-multiplier", type=float, default=None,
+                   help="sigma at which to evaluate every method (default: the exact sigma "
+                   "for --target-accuracy)")
+    c.add_argument("--target-accuracy", type=float, default=None,
+                   help="target accuracy in (0.5, 1): each method's sigma for it")
     c.add_argument("--search-published", action="store_true",
                    help="also search sigma with the published accountants (slow)")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print JSON instead of a table")
     c.set_defaults(handler=_compare)

@@ -271,7 +271,12 @@ def compare_accountants(
         try:
             acc = acc_fn(sigma)
             sig = None
-            note = "rate 1/M over M·E steps" if key == "poisson-pld" else ""
+            note = {
+                "poisson-pld": "rate 1/M over M·E steps",
+                "fs-pld": f"loss_discretization={FS_PLD_LOSS_DISCRETIZATION} (looser, faster)",
+                "random-allocation": "delta(eps=1e-6)+eps; the package's bounds are loose "
+                "near eps = 0",
+            }[key]
             if target is not None and (search or search_published):
                 sig = _sigma_by_search(acc_fn, target, sigma)
             elif target is not None:
@@ -280,6 +285,10 @@ def compare_accountants(
         except ImportError as exc:
             rows.append(ComparisonRow(label, BOUND, None, None, time.perf_counter() - start,
                                       f"{_MISSING}: {exc}"))
+        except Exception as exc:  # a third-party accountant failed: keep the other rows
+            msg = " ".join(str(exc).split())[:160]
+            rows.append(ComparisonRow(label, BOUND, None, None, time.perf_counter() - start,
+                                      f"failed here: {type(exc).__name__}: {msg}"))
     if "ckp" in chosen:
         closed(
             "CKP leading term [CKP]", APPROX, lambda: ckp_accuracy(sigma, **kw),

@@ -253,6 +253,9 @@ def _as_tensors(model: torch.nn.Module, X, y) -> tuple[torch.Tensor, torch.Tenso
     if X.shape[0] != y.shape[0]:
         raise ValueError(f"`X` and `y` must have the same number of records; got "
                          f"{X.shape[0]} and {y.shape[0]}.")
+    for name, t in (("X", X), ("y", y)):
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise ValueError(f"`{name}` must be finite; it contains NaN or inf.")
     if X.is_floating_point():
         X = X.to(first.dtype)
     if y.is_floating_point():

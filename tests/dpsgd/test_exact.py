@@ -118,3 +118,13 @@ def test_error_epochs():
     """epochs < 1 is rejected."""
     with pytest.raises(ValueError, match="epochs"):
         _exact(1.0, 10, 0)
+
+
+def test_exact_refuses_steps_beyond_memory_cap():
+    """M above MAX_EXACT_STEPS_PER_EPOCH is a clear ValueError, not a memory blow-up."""
+    from pacpriv.dpsgd.exact import MAX_EXACT_STEPS_PER_EPOCH
+
+    with pytest.raises(ValueError, match="chi-square bound"):
+        exact_membership_inference_accuracy(
+            1.0, steps_per_epoch=MAX_EXACT_STEPS_PER_EPOCH + 1, epochs=10
+        )

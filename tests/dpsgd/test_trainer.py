@@ -368,3 +368,15 @@ def test_read_only_arrays_accepted_without_warning():
     model = _mlp()
     train_dpsgd(model, torch.nn.CrossEntropyLoss(), X, y, **_GOOD, rng=0)
     assert model_losses(model, torch.nn.CrossEntropyLoss(), X, y).shape == (23,)
+
+
+def test_non_finite_features_are_rejected():
+    """NaN in X is a ValueError naming `X`, not a silently NaN model."""
+    import torch
+
+    X = np.zeros((20, 3))
+    X[4, 1] = np.nan
+    y = np.zeros(20, dtype=np.int64)
+    with pytest.raises(ValueError, match="`X` must be finite"):
+        train_dpsgd(torch.nn.Linear(3, 2), torch.nn.CrossEntropyLoss(), X, y,
+                    noise_multiplier=1.0, steps_per_epoch=2, epochs=1, max_grad_norm=1.0)
