@@ -22,6 +22,14 @@ class UsageError(Exception):
     """Raised by CLI handlers for bad input; printed as one line, exit status 2."""
 
 
+def number(text: str) -> float:
+    """argparse ``type=`` for real numbers, with a short message on bad input."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with the one-line error contract: ``pacpriv: error: ...``, exit status 2."""
 

@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
-from pacpriv.cli import UsageError
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+from pacpriv.cli import UsageError, number
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -31,14 +23,14 @@ def add_parser(subparsers, name: str) -> None:
     )
     p.add_argument("--dataset", default="breast_cancer",
                    help="bundled classification dataset or .csv/.npz path (default breast_cancer)")
-    p.add_argument("--target-accuracy", type=_number, default=0.6,
+    p.add_argument("--target-accuracy", type=number, default=0.6,
                    help="membership-inference accuracy bound a in (0.5, 1) (default 0.6)")
     p.add_argument("--trials", type=int, default=500, help="PAC simulations (>= 2, default 500)")
     p.add_argument("--epochs", type=int, default=10, help="epochs E (default 10)")
     p.add_argument("--steps-per-epoch", type=int, default=5, help="steps per epoch M (default 5)")
-    p.add_argument("--max-grad-norm", type=_number, default=1.0,
+    p.add_argument("--max-grad-norm", type=number, default=1.0,
                    help="DP-SGD clipping norm C (default 1)")
-    p.add_argument("--learning-rate", type=_number, default=0.5, help="SGD step size (default 0.5)")
+    p.add_argument("--learning-rate", type=number, default=0.5, help="SGD step size (default 0.5)")
     p.add_argument("--repeats", type=int, default=5,
                    help="models averaged per row in the test accuracy (default 5)")
     p.add_argument("--rule", default="anisotropic",

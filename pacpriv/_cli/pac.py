@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
 
-from pacpriv.cli import UsageError
+from pacpriv.cli import UsageError, number
 
 _RULES = ("anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1")
 
-
-def _positive_float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -52,13 +45,13 @@ def add_parser(subparsers, name: str) -> None:
     )
     run.add_argument(
         "--mi-budget",
-        type=_positive_float,
+        type=number,
         default=None,
         help="mutual-information budget v in nats (> 0)",
     )
     run.add_argument(
         "--target-accuracy",
-        type=_positive_float,
+        type=number,
         default=None,
         help="alternatively: membership-inference accuracy bound a in (0.5, 1); v = ln 2 - H(a)",
     )
@@ -71,7 +64,7 @@ def add_parser(subparsers, name: str) -> None:
     )
     run.add_argument(
         "--sampling-rate",
-        type=_positive_float,
+        type=number,
         default=0.5,
         help="Poisson sampling rate in (0, 1) (default 0.5: membership prior 1/2)",
     )
@@ -81,19 +74,19 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument("--rule", default="anisotropic", choices=_RULES, help="noise rule")
     run.add_argument(
         "--confidence",
-        type=_positive_float,
+        type=number,
         default=None,
         help="Algorithm 1 confidence 1-gamma (rule algorithm1)",
     )
     run.add_argument(
-        "--c", type=_positive_float, default=None, help="Algorithm 1 eigenvalue threshold c"
+        "--c", type=number, default=None, help="Algorithm 1 eigenvalue threshold c"
     )
     run.add_argument(
-        "--beta", type=_positive_float, default=None, help="Algorithm 1 slack beta (nats)"
+        "--beta", type=number, default=None, help="Algorithm 1 slack beta (nats)"
     )
     run.add_argument(
         "--output-bound",
-        type=_positive_float,
+        type=number,
         default=None,
         help="Algorithm 1 bound r on ||f(X)||_2",
     )
@@ -118,7 +111,7 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--retries", type=int, default=0, help="retries of a failing trial (same seed)"
     )
-    run.add_argument("--timeout", type=_positive_float, default=None, help="per-trial timeout (s)")
+    run.add_argument("--timeout", type=number, default=None, help="per-trial timeout (s)")
     run.add_argument(
         "--out", default="pacpriv-report", help="report directory (default pacpriv-report)"
     )
@@ -133,14 +126,14 @@ def add_parser(subparsers, name: str) -> None:
     run.set_defaults(handler=_run)
 
     post = sub.add_parser("posterior", help="MI budget (nats) -> posterior success bound")
-    post.add_argument("--mi-budget", type=_positive_float, required=True, nargs="+")
-    post.add_argument("--prior", type=_positive_float, default=0.5)
+    post.add_argument("--mi-budget", type=number, required=True, nargs="+")
+    post.add_argument("--prior", type=number, default=0.5)
     post.add_argument("--json", action="store_true")
     post.set_defaults(handler=_posterior)
 
     bud = sub.add_parser("budget", help="target membership-inference accuracy -> MI budget (nats)")
-    bud.add_argument("--target-accuracy", type=_positive_float, required=True, nargs="+")
-    bud.add_argument("--prior", type=_positive_float, default=0.5)
+    bud.add_argument("--target-accuracy", type=number, required=True, nargs="+")
+    bud.add_argument("--prior", type=number, default=0.5)
     bud.add_argument("--json", action="store_true")
     bud.set_defaults(handler=_budget)
 
