@@ -18,12 +18,19 @@ embedded into a fixed ``(K_out, p)`` / ``(K_out,)`` layout, ``K_out = 1`` for ``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 
 import numpy as np
 
 from mechanisms._common import canonical_order, class_indices, quiet_convergence
 
-__all__ = ["check_classes", "check_scaling", "fit_embedded", "linear_output_dim"]
+__all__ = [
+    "check_classes",
+    "check_scaling",
+    "config_dict",
+    "fit_embedded",
+    "linear_output_dim",
+]
 
 
 def check_classes(classes: Sequence) -> tuple:
@@ -31,6 +38,23 @@ def check_classes(classes: Sequence) -> tuple:
     out = tuple(np.asarray(classes).tolist())
     if len(out) < 2 or len(set(out)) != len(out):
         raise ValueError(f"`classes` must list at least 2 distinct labels; got {out}.")
+    return out
+
+
+def config_dict(mechanism: str, config) -> dict:
+    """JSON-serialisable ``{"mechanism": name, field: value, ...}`` of a frozen config dataclass.
+
+    Tuples become lists; fields annotated ``int``/``float`` are cast to the Python type.
+    """
+    casts = {"int": int, "float": float}
+    out: dict = {"mechanism": mechanism}
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if isinstance(value, tuple):
+            value = list(value)
+        elif f.type in casts:
+            value = casts[f.type](value)
+        out[f.name] = value
     return out
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mechanisms._common import split_supervised
-from mechanisms._linear import check_classes, check_scaling, fit_embedded, standardise
+from mechanisms._linear import check_classes, check_scaling, config_dict, fit_embedded, standardise
 
 __all__ = ["LinearSVMCoefficients", "linear_svm_coefficients", "make_linear_svm"]
 
@@ -87,15 +87,7 @@ class LinearSVMCoefficients:
 
     def to_dict(self) -> dict:
         """JSON-serialisable configuration."""
-        return {
-            "mechanism": "linear_svm",
-            "classes": list(self.classes),
-            "C": float(self.C),
-            "max_iter": int(self.max_iter),
-            "random_state": int(self.random_state),
-            "center": None if self.center is None else list(self.center),
-            "scale": None if self.scale is None else list(self.scale),
-        }
+        return config_dict("linear_svm", self)
 
 
 def make_linear_svm(

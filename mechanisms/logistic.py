@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mechanisms._common import split_supervised
-from mechanisms._linear import check_classes, check_scaling, fit_embedded, standardise
+from mechanisms._linear import check_classes, check_scaling, config_dict, fit_embedded, standardise
 
 __all__ = ["LogisticCoefficients", "logistic_coefficients", "make_logistic"]
 
@@ -80,14 +80,7 @@ class LogisticCoefficients:
 
     def to_dict(self) -> dict:
         """JSON-serialisable configuration."""
-        return {
-            "mechanism": "logistic",
-            "classes": list(self.classes),
-            "C": float(self.C),
-            "max_iter": int(self.max_iter),
-            "center": None if self.center is None else list(self.center),
-            "scale": None if self.scale is None else list(self.scale),
-        }
+        return config_dict("logistic", self)
 
 
 def make_logistic(

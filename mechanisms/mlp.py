@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mechanisms._common import canonical_order, class_indices, split_supervised
-from mechanisms._linear import check_classes, check_scaling, standardise
+from mechanisms._linear import check_classes, check_scaling, config_dict, standardise
 
 __all__ = ["MLPParameters", "make_mlp", "mlp_parameters"]
 
@@ -135,17 +135,7 @@ class MLPParameters:
 
     def to_dict(self) -> dict:
         """JSON-serialisable configuration."""
-        return {
-            "mechanism": "mlp",
-            "classes": list(self.classes),
-            "hidden_units": int(self.hidden_units),
-            "epochs": int(self.epochs),
-            "learning_rate": float(self.learning_rate),
-            "weight_decay": float(self.weight_decay),
-            "seed": int(self.seed),
-            "center": None if self.center is None else list(self.center),
-            "scale": None if self.scale is None else list(self.scale),
-        }
+        return config_dict("mlp", self)
 
 
 def make_mlp(
