@@ -136,12 +136,9 @@ class TorchMechanism:
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Flattened parameters after training on ``subset``, shape ``(n_parameters,)``."""
-        try:
-            import torch
-        except ImportError as err:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "the torch adapter needs PyTorch: pip install pacpriv[torch]"
-            ) from err
+        from pacpriv._optional import import_torch
+
+        torch = import_torch("the torch adapter (from_torch)")
         gen = np.random.default_rng(rng)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(gen.integers(0, 2**63 - 1)))

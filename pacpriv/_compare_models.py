@@ -24,16 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-try:
-    import torch
-except ImportError as err:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "pacpriv.compare needs torch: pip install torch==2.13.0 (CPU build), then "
-        "pip install 'pacpriv[torch]'"
-    ) from err
-
+from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, trial_seed
 from pacpriv.attacks import AttackResult, loss_threshold_attack
+
+torch = import_torch("pacpriv.compare")
 
 __all__ = [
     "LogisticRegressionMechanism",

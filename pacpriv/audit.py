@@ -205,10 +205,9 @@ def audit_dpsgd(
         If both or neither of ``noise_multiplier`` and ``target_accuracy`` are given, a
         scalar is out of range, or the pool has fewer than 8 records.
     """
-    try:
-        import torch
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError("audit_dpsgd needs torch: pip install pacpriv[torch]") from err
+    from pacpriv._optional import import_torch
+
+    torch = import_torch("audit_dpsgd")
 
     if (noise_multiplier is None) == (target_accuracy is None):
         raise ValueError("give exactly one of `noise_multiplier` and `target_accuracy`.")

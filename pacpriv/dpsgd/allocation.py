@@ -27,13 +27,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-try:
-    import torch
-except ImportError as err:  # pragma: no cover - depends on the environment
-    raise ImportError("pacpriv.dpsgd.allocation needs torch: pip install pacpriv[torch]") from err
-
+from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
 from pacpriv._validation import check_int
+
+torch = import_torch("pacpriv.dpsgd.allocation")
 
 __all__ = [
     "RandomAllocationSampler",

@@ -31,15 +31,15 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-try:
-    import torch
-except ImportError as err:  # pragma: no cover - depends on the environment
-    raise ImportError("pacpriv.dpsgd.trainer needs torch: pip install pacpriv[torch]") from err
-from torch.func import functional_call, grad_and_value, vmap
-
+from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_generator
+
+torch = import_torch("pacpriv.dpsgd.trainer")
+functional_call, grad_and_value, vmap = (
+    torch.func.functional_call, torch.func.grad_and_value, torch.func.vmap
+)
 
 __all__ = [
     "TrainingResult",
