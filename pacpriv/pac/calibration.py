@@ -125,6 +125,17 @@ def _variance_only_bound(spectrum: OutputSpectrum, e: np.ndarray) -> float:
     return bound
 
 
+def _floor_variance(noise_variance: np.ndarray, signal: np.ndarray) -> np.ndarray:
+    """Raise noise variances that underflowed below the smallest normal double (signal > 0).
+
+    Rules give ``s² ∝ λ``; for subnormal ``λ`` that product underflows (to 0 or to a subnormal
+    that lost its precision) and the MI bound would be inf or understated. More noise is always
+    on the safe side, and ``tiny`` (2.2e-308) is far below any meaningful output scale.
+    """
+    tiny = np.finfo(np.float64).tiny
+    return np.where(np.asarray(signal) > 0, np.maximum(noise_variance, tiny), noise_variance)
+
+
 def calibrate_noise(
     spectrum: OutputSpectrum,
     *,
@@ -211,7 +222,8 @@ def calibrate_noise(
     details: dict = {}
     claim, conf = v, None
     if rule == "variance-only":
-        e = _rules.square_root_rule(spectrum.variances, np.ones(d), v)
+        e = _floor_variance(_rules.square_root_rule(spectrum.variances, np.ones(d), v),
+                            spectrum.variances)
         bound = _variance_only_bound(spectrum, e)
         _certify(bound, v, rule)
         return NoisePlan(
@@ -255,6 +267,7 @@ def calibrate_noise(
                     f"n_trials={spectrum.n_trials} certifies confidence {conf:.6g} < requested "
                     f"{req!r} (conservative matrix Bernstein, see trials_for_confidence)."
                 )
+    s2 = _floor_variance(s2, lam)
     bound = gaussian_mi_bound(lam, s2, multiplicity=mult)
     _certify(bound, v, rule)
     lin = linearised_mi_bound(lam, s2, multiplicity=mult)

@@ -6,7 +6,7 @@ import csv
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
@@ -48,12 +48,18 @@ def test_tolerance_controls_width():
 
 @settings(max_examples=8, deadline=None)
 @given(st.floats(0.8, 8.0), st.integers(2, 300), st.integers(1, 30))
+@example(1.125, 7, 9)
 def test_directions_agree(sigma, m, e):
-    """P→Q ("add") and Q→P ("remove") give the same TV (symmetry) to 1e-9."""
+    """P→Q ("add") and Q→P ("remove") certify the same TV (symmetry): the intervals overlap.
+
+    The two directions discretise different privacy-loss laws, so their bounds differ within
+    the tolerance (hypothesis found σ=1.125, M=7, E=9: lowers 0.720631 vs 0.720620); what
+    symmetry guarantees is that both intervals contain the one true value.
+    """
     a = _exact(sigma, m, e, direction="add")
     b = _exact(sigma, m, e, direction="remove")
-    assert a.lower == pytest.approx(b.lower, abs=1e-9)
-    assert a.upper == pytest.approx(b.upper, abs=1e-9)
+    assert max(a.lower, b.lower) <= min(a.upper, b.upper)
+    assert abs(a.lower - b.lower) <= 1e-4 and abs(a.upper - b.upper) <= 1e-4
 
 
 @settings(max_examples=8, deadline=None)

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import example as hyp_example
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -117,6 +118,8 @@ def test_exact_mi_never_more_power_than_square_root(lam, v):
     v=st.floats(1e-2, 3.0),
     rule=st.sampled_from(RULES),
 )
+@hyp_example(lam=np.array([5e-324]), v=1.0, rule="anisotropic")  # subnormal λ: s² underflowed to 0
+@hyp_example(lam=np.array([5e-324]), v=0.5, rule="variance-only")
 def test_every_rule_certifies_budget(lam, v, rule):
     """For random spectra, every rule's certified bound (and an independent recomputation) <= v."""
     if not np.any(lam > 0):
