@@ -10,7 +10,6 @@ per-trial outputs are ever written: only the noisy release and summaries.
 from __future__ import annotations
 
 import json
-import math
 import platform
 import sys
 import warnings
