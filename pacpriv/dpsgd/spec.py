@@ -139,7 +139,7 @@ class DPSGDSpec:
                 "accuracy": bound.accuracy,
                 "log1p_chi_square": bound.log1p_chi_square,
                 "vacuous": bool(bound.vacuous),
-                "source": "chi-square closed form (RA-MIA, MATH.md §3)",
+                "source": "chi-square closed form (RA-MIA)",
             },
         }
         if exact:

@@ -1,7 +1,8 @@
 """Noise for randomized mechanisms by the coupling bound of PAC-Private Algorithms [1]_.
 
 A mechanism ``f(X, θ)`` with internal randomness ``θ`` (random initialisation, SGD order...)
-released as ``Y = f(X, θ) + B`` with isotropic ``B ~ N(0, s² I)`` satisfies (MATH.md §2)
+released as ``Y = f(X, θ) + B`` with isotropic ``B ~ N(0, s² I)`` satisfies
+(Xiao & Devadas, CRYPTO 2023, §5, randomized mechanisms)
 
     MI(X; Y) <= E_{X,X'}[ min_π (1/τ) Σ_j ||f(X, θ_j) − f(X', θ'_π(j))||² ] / (2 s²),
 

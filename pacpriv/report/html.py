@@ -25,7 +25,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pacpriv import plotting
@@ -87,7 +87,7 @@ def _figure(uri: str, caption: str) -> str:
 
 def _plot(kind: str, **kwargs) -> str:
     """Make one figure and return its data URI."""
-    funcs = {
+    funcs: dict[str, Callable[..., Any]] = {
         "dpsgd_accuracy_vs_sigma": plotting.plot_dpsgd_accuracy_vs_sigma,
         "pac_vs_dpsgd": plotting.plot_pac_vs_dpsgd,
         "posterior_curve": plotting.plot_posterior_curve,
