@@ -134,10 +134,9 @@ def _class_accuracy(torch, model, X, y) -> float | None:
     return float(np.mean(out.argmax(1).cpu().numpy() == np.asarray(y)))
 
 
-def _bounds(sigma, M, E, target_accuracy, method):
+def _bounds(sigma, M, E, target_accuracy):
     if sigma == 0:
         return 1.0, 1.0
-
     chi2 = float(
         membership_inference_accuracy_bound(sigma, steps_per_epoch=M, epochs=E).accuracy
     )
@@ -243,7 +242,7 @@ def audit_dpsgd(
             f"`X` and `y` must hold the same number (>= 8) of records; got {n} and "
             f"{y_arr.shape[:1]}."
         )
-    bound, chi2 = _bounds(sigma, M, E, target_accuracy, method)
+    bound, chi2 = _bounds(sigma, M, E, target_accuracy)
 
     from pacpriv.dpsgd.trainer import model_losses  # imports torch (extra pacpriv[torch])
 
