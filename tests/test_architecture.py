@@ -22,6 +22,7 @@ LEAVES = (
     "pacpriv._random",
     "pacpriv._optional",
     "pacpriv._source_checkout",
+    "pacpriv._stats",
     "pacpriv.threat_models",
     "pacpriv.cli._args",
     "pacpriv.report.format",
@@ -168,3 +169,14 @@ def test_mechanisms_import_no_pacpriv():
             )
             bad += [(path.name, n) for n in names if n.split(".")[0] in ("pacpriv", "mechanisms")]
     assert bad == []
+
+
+def test_library_modules_carry_no_demo_defaults(graph):
+    """pac/ and dpsgd/ import neither the datasets nor the reference mechanisms (item 5)."""
+    bad = [
+        (m, t) for m, targets in graph.items() for t in targets
+        if m.startswith(("pacpriv.pac", "pacpriv.dpsgd")) and t.startswith("pacpriv.datasets")
+    ]
+    assert bad == []
+    for path in sorted((PACKAGE / "pac").glob("*.py")) + sorted((PACKAGE / "dpsgd").glob("*.py")):
+        assert "mechanisms import" not in path.read_text(), path.name

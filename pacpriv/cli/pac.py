@@ -7,12 +7,12 @@ import math
 from pathlib import Path
 
 from pacpriv.cli._args import UsageError, number
-from pacpriv.datasets import load_dataset
+from pacpriv.datasets import BUNDLED_DATASETS, load_dataset
 from pacpriv.pac.calibration import RULES
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posterior_success_rate
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
-from pacpriv.registry import resolve_mechanism
+from pacpriv.registry import available_mechanisms, resolve_mechanism
 from pacpriv.report import write_report
 
 
@@ -32,15 +32,14 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--mechanism",
         required=True,
-        help="built-in name (mean, median, histogram, kmeans, logistic, linear_svm, pca, "
-        "decision_tree, mlp), module:function or path.py:function; a user function "
+        help=f"built-in name ({', '.join(available_mechanisms())}), module:function or "
+        "path.py:function; a user function "
         "receives the subset as an array X, or as a tuple (X, y) for a labelled dataset",
     )
     run.add_argument(
         "--dataset",  # a labelled dataset reaches the mechanism as a tuple (X, y)
         required=True,
-        help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) "
-        "or a .csv/.npy/.npz path",
+        help=f"bundled dataset ({', '.join(BUNDLED_DATASETS)}) or a .csv/.npy/.npz path",
     )
     run.add_argument(
         "--label-column",

@@ -32,6 +32,7 @@ from pacpriv.pac.posterior import (
 )
 from pacpriv.pac.randomized import (
     CouplingResult,
+    RandomizedComparison,
     compare_randomized_noise,
     coupling_noise,
     matched_distance,
@@ -82,6 +83,7 @@ __all__ = [
     "posterior_success_rate",
     # randomized mechanisms (coupling bound, PAC-private algorithms S&P 2025)
     "CouplingResult",
+    "RandomizedComparison",
     "compare_randomized_noise",
     "coupling_noise",
     "matched_distance",

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pacpriv import plotting
-from pacpriv.report.format import fmt
+from pacpriv.report.format import TOP_ROWS, fmt
 from pacpriv.report.markdown import inline, markdown_to_html
 
 __all__ = ["PLOT_KINDS", "render_html"]
@@ -227,7 +227,7 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
             ("trials restored from checkpoint", sim.get("resumed_trials"))]),
         "<h2>Output spectrum (estimated covariance Σ)</h2>",
         _kv_table([(k, v) for k, v in s.items() if not isinstance(v, (list, dict))]
-                  + [("top eigenvalues", s.get("top_eigenvalues", []))]),
+                  + [("top eigenvalues", s.get("eigenvalues", [])[:TOP_ROWS])]),
         spec_fig,
         "<h2>Noise</h2>",
         _kv_table([
