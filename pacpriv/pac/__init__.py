@@ -24,6 +24,7 @@ from pacpriv.pac.mutual_info import (
     gaussian_mi_bound_whitened,
     linearised_mi_bound,
 )
+from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.posterior import (
     individual_mi_bound,
     mi_budget_for_accuracy,
@@ -48,6 +49,7 @@ from pacpriv.pac.samplers import (
 )
 
 __all__ = [
+    "ExecutionOptions",
     # samplers (the data distribution D)
     "CallableSampler",
     "ComplementaryPairsSampler",

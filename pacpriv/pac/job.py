@@ -32,6 +32,7 @@ from pacpriv.pac._pipeline import measure
 from pacpriv.pac.calibration import RULES, NoisePlan
 from pacpriv.pac.covariance import OutputSpectrum
 from pacpriv.pac.engine import SimulationResult
+from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import as_sampler
@@ -196,6 +197,7 @@ def run_pac(
     timeout: float | None = None,
     mechanism_name: str | None = None,
     dataset: dict | None = None,
+    options: ExecutionOptions | None = None,
 ) -> PacResult:
     """Measure a black-box mechanism, calibrate PAC noise and release ``f(X) + B``.
 
@@ -233,6 +235,10 @@ def run_pac(
         Name shown in the report (default: the engine's qualified name).
     dataset : dict, optional
         Public description of the pool for the report (never the records).
+    options : ExecutionOptions, optional
+        The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``,
+        ``retries``, ``timeout``, ``batch_size``, ``output_path``) as one object, instead of
+        the individual keywords (not both).
 
     Returns
     -------
@@ -271,6 +277,7 @@ def run_pac(
         checkpoint=checkpoint,
         retries=retries,
         timeout=timeout,
+        options=options,
     )
     prior = sim.membership_prior if sim.membership_prior is not None else 0.5
     # Thm 1 bounds an adversary relative to *its own* blind-guess rate, which lies between
