@@ -39,6 +39,7 @@ from pacpriv.attacks import (
 )
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_arguments
 
 __all__ = ["AuditResult", "audit_dpsgd"]
 
@@ -149,8 +150,8 @@ def audit_dpsgd(
     *,
     model_factory: Callable[[], object],
     loss_fn: Callable,
-    steps_per_epoch: int,
-    epochs: int,
+    steps_per_epoch: int | None = None,
+    epochs: int | None = None,
     max_grad_norm: float | None,
     noise_multiplier: float | None = None,
     target_accuracy: float | None = None,
@@ -159,6 +160,7 @@ def audit_dpsgd(
     n_shadow_models: int = 8,
     confidence: float = 0.95,
     rng: RNGLike = None,
+    spec: DPSGDSpec | None = None,
 ) -> AuditResult:
     """Train on a random half of ``(X, y)`` with DP-SGD, attack the model, compare with the bound.
 
@@ -195,6 +197,9 @@ def audit_dpsgd(
         Level of the attack accuracy intervals.
     rng : None, int, SeedSequence or Generator
         Root seed (split, inits, allocations, noise, attack splits).
+    spec : DPSGDSpec, optional
+        ``noise_multiplier``, ``steps_per_epoch`` and ``epochs`` as one description, instead of
+        the individual keywords (not both).
 
     Returns
     -------
@@ -211,6 +216,10 @@ def audit_dpsgd(
 
     if (noise_multiplier is None) == (target_accuracy is None):
         raise ValueError("give exactly one of `noise_multiplier` and `target_accuracy`.")
+    if spec is not None:
+        noise_multiplier, steps_per_epoch, epochs = spec_arguments(
+            spec, noise_multiplier=noise_multiplier, steps_per_epoch=steps_per_epoch, epochs=epochs
+        ).values()
     M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     E = check_int(epochs, "epochs", low=1)
     S = check_int(n_shadow_models, "n_shadow_models", low=0)
