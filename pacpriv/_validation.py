@@ -84,14 +84,8 @@ def check_int(value, name: str, *, low: int | None = None, high: int | None = No
 
 
 def check_array_real(
-    value,
-    name: str,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    low_inclusive: bool = True,
-    high_inclusive: bool = True,
-    integer: bool = False,
+    value, name: str, *, low: float | None = None, high: float | None = None,
+    low_inclusive: bool = True, high_inclusive: bool = True, integer: bool = False,
 ) -> np.ndarray:
     """Validate a real scalar or array elementwise and return it as a float64 array.
 

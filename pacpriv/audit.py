@@ -39,7 +39,7 @@ from pacpriv.attacks import (
 )
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
-from pacpriv.dpsgd.spec import DPSGDSpec, spec_arguments
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
 __all__ = ["AuditResult", "audit_dpsgd"]
 
@@ -198,8 +198,7 @@ def audit_dpsgd(
     rng : None, int, SeedSequence or Generator
         Root seed (split, inits, allocations, noise, attack splits).
     spec : DPSGDSpec, optional
-        ``noise_multiplier``, ``steps_per_epoch`` and ``epochs`` as one description, instead of
-        the individual keywords (not both).
+        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
 
     Returns
     -------
@@ -216,10 +215,9 @@ def audit_dpsgd(
 
     if (noise_multiplier is None) == (target_accuracy is None):
         raise ValueError("give exactly one of `noise_multiplier` and `target_accuracy`.")
-    if spec is not None:
-        noise_multiplier, steps_per_epoch, epochs = spec_arguments(
-            spec, noise_multiplier=noise_multiplier, steps_per_epoch=steps_per_epoch, epochs=epochs
-        ).values()
+    noise_multiplier, steps_per_epoch, epochs = spec_triple(
+        spec, noise_multiplier, steps_per_epoch, epochs
+    )
     M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     E = check_int(epochs, "epochs", low=1)
     S = check_int(n_shadow_models, "n_shadow_models", low=0)

@@ -23,6 +23,7 @@ LEAVES = (
     "pacpriv._optional",
     "pacpriv._source_checkout",
     "pacpriv._stats",
+    "pacpriv._deprecation",
     "pacpriv.threat_models",
     "pacpriv.cli._args",
     "pacpriv.report.format",

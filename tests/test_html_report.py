@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import builtins
 import json
 import warnings
 from html.parser import HTMLParser
@@ -231,17 +230,11 @@ def test_render_html_rejects_non_report():
         render_html({"title": "no kind"})
 
 
-def test_missing_matplotlib_writes_html_without_figures(result, tmp_path, monkeypatch):
+def test_missing_matplotlib_writes_html_without_figures(result, tmp_path, monkeypatch,
+                                                        hide_modules):
     """Without matplotlib render_html names the extra; write_report still writes the HTML,
     without figures, and says so once."""
-    real_import = builtins.__import__
-
-    def fake_import(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
+    hide_modules("matplotlib")
     with pytest.raises(ImportError, match=r"pip install pacpriv\[plot\]"):
         render_html(build_report(result), result)
     monkeypatch.setattr(pacpriv.report.builder, "_warned_no_figures", False)

@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from pacpriv.cli._args import UsageError, number
+from pacpriv.cli._args import UsageError, number, print_rows, report_formats
 from pacpriv.datasets import BUNDLED_DATASETS, load_dataset
 from pacpriv.pac.calibration import RULES
 from pacpriv.pac.job import run_pac
@@ -142,7 +142,6 @@ def add_parser(subparsers, name: str) -> None:
 
 
 def _sampler(args):
-
     if args.sampler == "fixed":
         if args.subset_size is None:
             raise UsageError("--sampler fixed needs --subset-size")
@@ -155,7 +154,6 @@ def _sampler(args):
 
 
 def _run(args) -> int:
-
     if (args.mi_budget is None) == (args.target_accuracy is None):
         raise UsageError("give exactly one of --mi-budget (nats) and --target-accuracy")
     if args.mi_budget is not None and not (args.mi_budget > 0 and math.isfinite(args.mi_budget)):
@@ -170,10 +168,7 @@ def _run(args) -> int:
         raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
-    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
-    bad = set(formats) - {"json", "md", "html"}
-    if bad or not formats:
-        raise UsageError(f"--format must list json, md and/or html; got {args.formats!r}")
+    formats = report_formats(args.formats)
     budget = args.mi_budget
 
     label = args.label_column
@@ -241,7 +236,6 @@ def _run(args) -> int:
 
 
 def _posterior(args) -> int:
-
     rows = [
         {
             "mi_budget_nats": v,
@@ -251,20 +245,13 @@ def _posterior(args) -> int:
         }
         for v in args.mi_budget
     ]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{'mi_budget (nats)':>18} {'prior':>8} {'posterior bound':>16} {'Pinsker':>10}")
-    for r in rows:
-        print(
-            f"{r['mi_budget_nats']:>18.6g} {r['prior']:>8.4g} "
-            f"{r['posterior_success_bound']:>16.10f} {r['pinsker_bound']:>10.6f}"
-        )
-    return 0
+    columns = [("mi_budget_nats", "mi_budget (nats)", 18, ".6g"), ("prior", "prior", 8, ".4g"),
+               ("posterior_success_bound", "posterior bound", 16, ".10f"),
+               ("pinsker_bound", "Pinsker", 10, ".6f")]
+    return print_rows(rows, columns, as_json=args.json)
 
 
 def _budget(args) -> int:
-
     rows = [
         {
             "target_accuracy": a,
@@ -273,10 +260,6 @@ def _budget(args) -> int:
         }
         for a in args.target_accuracy
     ]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{'target':>10} {'prior':>8} {'mi_budget (nats)':>18}")
-    for r in rows:
-        print(f"{r['target_accuracy']:>10.6g} {r['prior']:>8.4g} {r['mi_budget_nats']:>18.10g}")
-    return 0
+    columns = [("target_accuracy", "target", 10, ".6g"), ("prior", "prior", 8, ".4g"),
+               ("mi_budget_nats", "mi_budget (nats)", 18, ".10g")]
+    return print_rows(rows, columns, as_json=args.json)

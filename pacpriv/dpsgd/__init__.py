@@ -4,8 +4,7 @@ Closed form (chi-square), certified exact accuracy, calibration of σ, comparato
 ``DPSGDSpec`` description. Torch-only modules (allocation, trainer) are imported separately.
 """
 
-import warnings
-
+from pacpriv._deprecation import deprecated_names
 from pacpriv.dpsgd.bounds import (
     AccuracyBound,
     closed_form_noise_multiplier,
@@ -44,18 +43,9 @@ __all__ = [
     "compare_accountants",
 ]
 
-#: Deprecated names (one release): old name -> (new name, object).
-_DEPRECATED = {"ComparisonRow": ("AccountantRow", AccountantRow)}
-
-
-def __getattr__(name: str):
-    if name in _DEPRECATED:
-        new, obj = _DEPRECATED[name]
-        warnings.warn(
-            f"pacpriv.dpsgd.{name} is deprecated (it shared its name with "
-            f"pacpriv.compare.ComparisonRow); use pacpriv.dpsgd.{new}. It will be removed in 0.3.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return obj
-    raise AttributeError(f"module 'pacpriv.dpsgd' has no attribute {name!r}")
+#: Deprecated names (one release).
+__getattr__ = deprecated_names("pacpriv.dpsgd", {
+    "ComparisonRow": (
+        "AccountantRow", AccountantRow, "it shared its name with pacpriv.compare.ComparisonRow"
+    ),
+})

@@ -18,7 +18,7 @@ from scipy import optimize, special
 
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier, membership_inference_accuracy_bound
-from pacpriv.dpsgd.spec import DPSGDSpec, spec_arguments
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
 __all__ = [
     "ComparisonRow",
@@ -190,17 +190,15 @@ def compare_accountants(
         Also search σ for the target with the published random-allocation accountants
         (minutes per evaluation for ``fs-pld``; off by default).
     spec : DPSGDSpec, optional
-        ``noise_multiplier``, ``steps_per_epoch`` and ``epochs`` as one description, instead of
-        the individual keywords (not both).
+        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
 
     Returns
     -------
     ComparisonTable
     """
-    if spec is not None:
-        noise_multiplier, steps_per_epoch, epochs = spec_arguments(
-            spec, noise_multiplier=noise_multiplier, steps_per_epoch=steps_per_epoch, epochs=epochs
-        ).values()
+    noise_multiplier, steps_per_epoch, epochs = spec_triple(
+        spec, noise_multiplier, steps_per_epoch, epochs
+    )
     steps = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     n_ep = check_int(epochs, "epochs", low=1)
     if noise_multiplier is None and target_accuracy is None:

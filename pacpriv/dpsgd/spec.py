@@ -11,7 +11,7 @@ from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
 from pacpriv.threat_models import THREAT_MODEL_DPSGD as THREAT_MODEL
 
-__all__ = ["THREAT_MODEL", "DPSGDSpec", "spec_arguments"]
+__all__ = ["THREAT_MODEL", "DPSGDSpec", "spec_arguments", "spec_triple"]
 
 
 @dataclass(frozen=True)
@@ -213,3 +213,11 @@ def spec_arguments(spec: DPSGDSpec | None, **given: Any) -> dict:
             f"pass {', '.join(clash)} either in `spec` or individually, not both."
         )
     return {k: getattr(spec, k) for k in given}
+
+
+def spec_triple(spec: DPSGDSpec | None, noise_multiplier, steps_per_epoch, epochs) -> tuple:
+    """``(noise_multiplier, steps_per_epoch, epochs)`` from ``spec`` or the arguments (not both)."""
+    got = spec_arguments(
+        spec, noise_multiplier=noise_multiplier, steps_per_epoch=steps_per_epoch, epochs=epochs
+    )
+    return got["noise_multiplier"], got["steps_per_epoch"], got["epochs"]

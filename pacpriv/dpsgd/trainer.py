@@ -35,7 +35,7 @@ from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_generator
-from pacpriv.dpsgd.spec import DPSGDSpec, spec_arguments
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
 torch = import_torch("pacpriv.dpsgd.trainer")
 functional_call, grad_and_value, vmap = (
@@ -334,8 +334,7 @@ def train_dpsgd(
     progress : bool, default False
         Show a tqdm progress bar over steps.
     spec : DPSGDSpec, optional
-        ``noise_multiplier``, ``steps_per_epoch`` and ``epochs`` as one description, instead of
-        the three keywords (not both).
+        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
 
     Returns
     -------
@@ -353,10 +352,9 @@ def train_dpsgd(
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
     if not callable(loss_fn):
         raise TypeError(f"`loss_fn` must be callable; got {type(loss_fn).__name__}.")
-    if spec is not None:
-        noise_multiplier, steps_per_epoch, epochs = spec_arguments(
-            spec, noise_multiplier=noise_multiplier, steps_per_epoch=steps_per_epoch, epochs=epochs
-        ).values()
+    noise_multiplier, steps_per_epoch, epochs = spec_triple(
+        spec, noise_multiplier, steps_per_epoch, epochs
+    )
     sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
     M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     E = check_int(epochs, "epochs", low=1)

@@ -5,8 +5,7 @@ Data flow: sampler → :func:`simulate` (Monte-Carlo engine) → :func:`estimate
 :func:`run_pac` chains them and returns a :class:`PacResult` for :mod:`pacpriv.report`.
 """
 
-import warnings
-
+from pacpriv._deprecation import deprecated_names
 from pacpriv.pac import posterior as _posterior
 from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise, calibrate_variance_only
 from pacpriv.pac.confidence import confidence_for_trials, trials_for_confidence
@@ -101,20 +100,11 @@ __all__ = [
 #: ``v`` (nats); the inverse of :func:`mi_budget_for_accuracy` (Xiao & Devadas 2023, Thm 1).
 accuracy_for_mi_budget = _posterior.membership_inference_accuracy_bound
 
-#: Deprecated names (one release): old name -> (new name, object).
-_DEPRECATED = {
-    "membership_inference_accuracy_bound": ("accuracy_for_mi_budget", accuracy_for_mi_budget),
-}
-
-
-def __getattr__(name: str):
-    if name in _DEPRECATED:
-        new, obj = _DEPRECATED[name]
-        warnings.warn(
-            f"pacpriv.pac.{name} is deprecated (it shared its name with the DP-SGD bound "
-            f"pacpriv.dpsgd.{name}); use pacpriv.pac.{new}. It will be removed in 0.3.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return obj
-    raise AttributeError(f"module 'pacpriv.pac' has no attribute {name!r}")
+#: Deprecated names (one release).
+__getattr__ = deprecated_names("pacpriv.pac", {
+    "membership_inference_accuracy_bound": (
+        "accuracy_for_mi_budget", accuracy_for_mi_budget,
+        "it shared its name with the DP-SGD bound "
+        "pacpriv.dpsgd.membership_inference_accuracy_bound",
+    ),
+})

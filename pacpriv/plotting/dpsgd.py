@@ -112,12 +112,12 @@ def plot_dpsgd_accuracy_vs_sigma(
     exact, comparators : bool, default True
         Draw the certified exact interval (:mod:`pacpriv.dpsgd.exact`) and the closed-form
         comparators of :mod:`pacpriv.dpsgd.comparators` (CKP leading term, GDP CLT: dotted,
-        approximations that may understate the risk) when those modules are available
-        (skipped silently otherwise).
+        approximations that may understate the risk).
 
     Returns
     -------
     matplotlib.figure.Figure
+        One axis: accuracy bound (y) against σ (x, log scale).
 
     Raises
     ------
