@@ -93,7 +93,7 @@ def test_resume_across_backends(tmp_path, dask_client):
 @pytest.fixture(scope="module")
 def ray_runtime():
     """A local Ray runtime with 2 CPUs (the `ray` extra is installed in CI)."""
-    ray = pytest.importorskip("ray", reason="ray is not installed (optional: pip install 'pacpriv[ray]')")
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'pacpriv[ray]')")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     yield ray
