@@ -12,9 +12,8 @@ Two halves answer one question -- how well can an adversary tell whether a recor
 ``import pacpriv`` imports neither torch, matplotlib, dp-accounting nor dask.
 """
 
-__version__ = "0.1.0"  # before the imports: pacpriv.cli reads it
-
 from pacpriv import _source_checkout  # noqa: F401  (finds pacpriv.mechanisms in a checkout)
+from pacpriv._version import __version__
 from pacpriv.compare import ComparisonResult, compare_pac_dpsgd
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.dpsgd import (

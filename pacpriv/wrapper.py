@@ -263,7 +263,7 @@ def from_estimator(
     ----------
     estimator : sklearn estimator
         Unfitted template (cloned on every call; the adapter is picklable).
-    attributes : sequence of str, default ("coef_", "intercept_")
+    attributes : sequence of str, default ``("coef_", "intercept_")``
         Fitted attributes, flattened and concatenated (e.g. ``("cluster_centers_",)``).
     supervised : bool, default True
         ``fit(X, y)`` on a subset ``(X, y)``; ``False``: ``fit(X)``.

@@ -17,7 +17,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from pacpriv import __version__
+from pacpriv._version import __version__
 from pacpriv.cli import compare as _compare_group
 from pacpriv.cli import dpsgd as _dpsgd_group
 from pacpriv.cli import pac as _pac_group

@@ -8,9 +8,10 @@ One step of :func:`train_dpsgd` on the batch B_t chosen by random allocation
 
 with clip_C(g) = g · min(1, C / (‖g‖₂ + 10⁻⁶)) over all trainable parameters jointly (as in
 opacus), σ = ``noise_multiplier``, C = ``max_grad_norm``, n records and M = ``steps_per_epoch``.
-The division is by the *expected* batch size n/M, never the realised |B_t| (which depends on
-the allocation and would leak it); empty steps still add noise and take a step. Per-sample
-gradients use ``torch.func`` (``vmap`` of ``grad``), so opacus is not needed at runtime.
+The division is by the *expected* batch size n/M, never the realised batch size ``|B_t|``
+(which depends on the allocation and would leak it); empty steps still add noise and take a
+step. Per-sample gradients use ``torch.func`` (``vmap`` of ``grad``), so opacus is not
+needed at runtime.
 This is the mechanism whose membership-inference accuracy is bounded in [1]_ (MATH.md §3).
 
 This module imports torch; it is never imported by ``import pacpriv``.

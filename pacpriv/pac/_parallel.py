@@ -95,6 +95,8 @@ def _make_parallel(n_jobs, backend):
     registers external backends such as "dask"); None keeps the active configuration."""
     from joblib import Parallel, parallel_config
 
+    if backend == "ray" and n_jobs is None:
+        n_jobs = -1  # a cluster backend: None means every CPU the Ray runtime offers
     kwargs = {"n_jobs": n_jobs, "prefer": "processes", "batch_size": 1}
     if isinstance(backend, str):
         context = parallel_config(backend=_resolve_backend(backend))

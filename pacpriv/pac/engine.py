@@ -207,7 +207,10 @@ def simulate(
         joblib's meaning: None = 1 unless set by ``joblib.parallel_config``; -1 = all cores.
     backend : str or None, default None
         joblib backend ("loky", "threading", "dask", "ray", ...); None = joblib's default
-        or the active ``parallel_config``. "dask" needs a ``distributed.Client``.
+        or the active ``parallel_config``. "dask" needs a ``distributed.Client``; "ray" uses
+        the running Ray runtime (``ray.init()``, or ``ray.init(address="ray://head:10001")`` /
+        the ``RAY_ADDRESS`` variable for an existing cluster) and, with ``n_jobs=None``, all
+        of its CPUs.
     rng : None, int, SeedSequence or Generator, default None
         Root seed; None = fresh OS entropy, or, when resuming a checkpoint, its stored seed.
     progress : bool, default True
