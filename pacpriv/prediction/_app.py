@@ -15,7 +15,7 @@ are plain functions that FastAPI runs in its thread pool. Nothing secret (the wo
 noise seed) is ever logged or returned.
 """
 
-from __future__ import annotations
+# no `from __future__ import annotations`: FastAPI must see the local request model itself
 
 import math
 from typing import Any
@@ -28,6 +28,8 @@ __all__ = ["create_app"]
 def _import_fastapi():
     try:
         import fastapi
+        import fastapi.exceptions
+        import fastapi.responses
         import pydantic
     except ImportError as err:  # pragma: no cover - depends on the environment
         raise ImportError(
@@ -82,6 +84,13 @@ def create_app(predictor) -> Any:
         title="pacpriv private prediction",
         description="PAC-private predictions with posterior-tracked noise. " + THREAT_MODEL,
     )
+
+    @app.exception_handler(fastapi.exceptions.RequestValidationError)
+    async def _invalid(request, exc):
+        # 422 without echoing the input (it may hold NaN, which JSON cannot carry)
+        errors = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", "")),
+                   "type": str(e.get("type", ""))} for e in exc.errors()]
+        return fastapi.responses.JSONResponse(status_code=422, content={"detail": errors})
 
     @app.post("/predict")
     def predict(request: PredictRequest) -> dict:
