@@ -488,6 +488,40 @@ class PrivatePredictor:
             "bound_kind": "certified (1−γ = 1; exact world posterior, no estimation)",
         }
 
+    def report_section(self) -> dict:
+        """Report section (for :func:`pacpriv.report.write_report`): public facts only.
+
+        Worlds, budgets, queries answered, the certified membership bound (rounded up) and the
+        threat model in words; never ``J``, the noise seed or any record.
+        """
+        self._check_fitted()
+        d = self.to_dict()
+        bound = d["membership_bound"]
+        up = math.ceil(bound * 1e6) / 1e4  # percent, rounded up (safe side)
+        rows = [
+            ("worlds m", self.n_worlds),
+            ("membership prior (best blind guess)", f"{d['membership_prior']:.6g}"),
+            ("records in the private pool", self.n_records),
+            ("per-query budget b", f"{self.per_query_budget:.6g} nats"),
+            ("total budget", f"{self.total_budget:.6g} nats ({self.max_queries} queries)"),
+            ("queries answered", self._n_answered),
+            ("MI spent (I(J; answers) <= spent)", f"{self.spent:.6g} nats"),
+            ("noise rule", self.rule),
+            ("membership-inference bound", f"{up:.4f}% — certified (1−γ = 1): exact world "
+                                           "posterior, no estimation"),
+        ]
+        table = "\n".join(["| quantity | value |", "| --- | --- |",
+                           *(f"| {k} | {v} |" for k, v in rows)])
+        markdown = "\n\n".join([
+            f"No adversary can tell whether a record was in the answering model's training "
+            f"set with probability above **{up:.4f}%** after the {self._n_answered} queries "
+            "answered so far.",
+            table,
+        ])
+        return {"title": "PAC-private prediction (posterior-tracked worlds)",
+                "mechanism": "private-prediction", "threat_model": THREAT_MODEL,
+                "markdown": markdown, "prediction": d}
+
     def to_dict(self) -> dict:
         """Public facts for a report: worlds, budgets, queries answered, bound, threat model."""
         return {
