@@ -467,6 +467,16 @@ class PrivatePredictor:
             self._n_answered, self._log_posterior = t0 + n, lp
         return answers
 
+    def world_outputs(self, X_queries) -> np.ndarray:
+        """Non-private outputs of every world, shape ``(m, n, d)``: for evaluation only.
+
+        The worlds are public in the threat model (only ``J`` is secret), but these outputs are
+        not noised and must not be served: use them to score the private answers against the
+        non-private ensemble (their mean over worlds). Spends nothing.
+        """
+        self._check_fitted()
+        return self._worlds.evaluate(self.check_queries(X_queries))
+
     def _state_lock(self):
         import contextlib
 
