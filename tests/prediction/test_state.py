@@ -95,3 +95,26 @@ def test_corrupt_ledger_is_refused(tmp_path):
 
     with pytest.raises(CheckpointError, match="ledger"):
         PrivatePredictor.load(tmp_path / "s")
+
+
+def test_fit_interrupted_after_secret_resumes_same_worlds_and_secret(tmp_path):
+    # unseeded: the world seed is recorded in config.json, J comes from OS entropy
+    X, y = cancer()
+    state = tmp_path / "s"
+
+    def make():
+        return PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B,
+                                total_budget=1.0, state=state)
+
+    first = make().fit(progress=False)
+    digests = np.load(state / "worlds.npz")["digests"]
+    j = first._secret_index
+    # simulate a crash after the secret was written but before the worlds/ledger were
+    (state / "worlds.npz").unlink()
+    (state / "ledger.json").unlink()
+    again = make()
+    assert not again.is_fitted
+    again.fit(progress=False)  # the engine resumes every world from its checkpoint
+    np.testing.assert_array_equal(np.load(state / "worlds.npz")["digests"], digests)
+    assert again._secret_index == j  # never redrawn: a second draw would leak through answers
+    assert again.n_answered == 0
