@@ -131,9 +131,9 @@ class PrivatePredictor:
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer
-    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.naive_bayes import GaussianNB
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> pp = PrivatePredictor(LogisticRegression(max_iter=50), (X[:, :3], y), n_worlds=4,
+    >>> pp = PrivatePredictor(GaussianNB(), (X[:, :3], y), n_worlds=4,
     ...                       per_query_budget=2**-10, total_budget=1.0, rng=0)
     >>> _ = pp.fit(progress=False)
     >>> pp.predict(X[:2, :3]).shape
