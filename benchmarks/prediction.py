@@ -6,7 +6,9 @@ query, in order, as a served stream would. Prints, for per-query budgets 2⁻⁸
 2⁻³² nats: the accuracy of the private answers (argmax of the noisy probabilities) next to the
 non-private ensemble (argmax of the mean world probabilities), the spend and certified
 membership bound after the test stream, and how many queries the budget allows before the
-membership bound reaches 55 %.
+membership bound reaches 55 %. Two outputs are compared: ``proba`` (the worlds' class
+probabilities) and ``label`` (one-hot votes: a query on which every world predicts the same
+class is answered exactly, without noise).
 
 Then the throughput with ``m = 128`` models: one ``predict`` call on the whole batch (model
 evaluation batched across worlds and queries) against one call per query row, as queries/s and
@@ -51,18 +53,22 @@ def accuracy_table(name: str, n_worlds: int, seed: int, n_jobs) -> None:
     rows = []
     for k in BUDGETS:
         b = 2.0**-k
-        pp = PrivatePredictor(_model(), (X_tr, y_tr), n_worlds=n_worlds, per_query_budget=b,
-                              total_budget=len(X_te) * b, rng=seed)
-        pp.fit(n_jobs=n_jobs, progress=False)  # same seed: the same worlds for every budget
-        if base is None:
-            base = float(np.mean(pp.world_outputs(X_te).mean(axis=0).argmax(axis=1) == y_te))
-        acc = float(np.mean(pp.predict(X_te).argmax(axis=1) == y_te))
-        rows.append((k, acc, pp.spent, pp.membership_bound, math.floor(v55 / b)))
-    print(f"{'b (nats)':>9} {'private acc':>12} {'ensemble acc':>13} {'spent':>11} "
+        accs = {}
+        for output in ("proba", "label"):
+            pp = PrivatePredictor(_model(), (X_tr, y_tr), n_worlds=n_worlds, per_query_budget=b,
+                                  total_budget=len(X_te) * b, output=output, rng=seed)
+            pp.fit(n_jobs=n_jobs, progress=False)  # same seed: the same worlds every time
+            if base is None:
+                base = float(np.mean(
+                    pp.world_outputs(X_te).mean(axis=0).argmax(axis=1) == y_te))
+            accs[output] = float(np.mean(pp.predict(X_te).argmax(axis=1) == y_te))
+        rows.append((k, accs["proba"], accs["label"], pp.spent, pp.membership_bound,
+                     math.floor(v55 / b)))
+    print(f"{'b (nats)':>9} {'acc proba':>10} {'acc label':>10} {'ensemble':>9} {'spent':>10} "
           f"{'bound after stream':>19} {'queries at 55%':>15}")
-    for k, acc, spent, bound, n55 in rows:
+    for k, acc_p, acc_l, spent, bound, n55 in rows:
         up = math.ceil(bound * 1e6) / 1e4
-        print(f"{'2^-' + str(k):>9} {acc:>12.4f} {base:>13.4f} {spent:>11.3g} "
+        print(f"{'2^-' + str(k):>9} {acc_p:>10.4f} {acc_l:>10.4f} {base:>9.4f} {spent:>10.3g} "
               f"{up:>18.4f}% {n55:>15,d}")
 
 

@@ -40,6 +40,8 @@ def main(argv=None) -> dict:
                     help="membership-inference bound after labelling the public set")
     ap.add_argument("--out", default="distillation", help="output directory")
     ap.add_argument("--seed", type=int, default=None, help="secret seed (demo only)")
+    ap.add_argument("--output", default="label", choices=("label", "proba"),
+                    help="label: one-hot votes (exact where all worlds agree); proba")
     args = ap.parse_args(argv)
     m = args.trials + (args.trials % 2)
     X, y = load_digits(return_X_y=True)
@@ -50,7 +52,7 @@ def main(argv=None) -> dict:
     total = float(mi_budget_for_accuracy(args.target_accuracy, prior=0.5))
     b = total / len(X_pub)  # one query per public row
     teacher = PrivatePredictor(_model(), (X_priv, y_priv), n_worlds=m, per_query_budget=b,
-                               total_budget=total, rng=args.seed).fit()
+                               total_budget=total, output=args.output, rng=args.seed).fit()
     noisy = teacher.predict(X_pub)
     labels = noisy.argmax(axis=1)
     student = _model().fit(X_pub, labels)
@@ -59,7 +61,7 @@ def main(argv=None) -> dict:
     bound = teacher.membership_bound
     result = {
         "n_private": len(X_priv), "n_public": len(X_pub), "n_test": len(X_test),
-        "n_worlds": m, "per_query_budget_nats": b, "spent_nats": teacher.spent,
+        "n_worlds": m, "output": args.output, "per_query_budget_nats": b, "spent_nats": teacher.spent,
         "membership_bound": bound,
         "bound_kind": "certified (1−γ = 1), rounded up",
         "noisy_label_agreement_with_truth": float(np.mean(labels == y_pub)),  # scoring only

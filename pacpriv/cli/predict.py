@@ -106,8 +106,9 @@ def add_parser(subparsers, name: str) -> None:
     fit.add_argument("--target-accuracy", type=float, default=None,
                      help="alternatively: cap the spend where the membership bound reaches this "
                      "accuracy in (0.5, 1)")
-    fit.add_argument("--output", default=None, choices=("proba", "logits", "value"),
-                     help="what each query returns (default: proba, value for ridge)")
+    fit.add_argument("--output", default=None, choices=("proba", "logits", "value", "label"),
+                     help="what each query returns (default: proba, value for ridge; label = "
+                     "one-hot votes, exact when all worlds agree)")
     fit.add_argument("--rule", default="anisotropic", choices=("anisotropic", "exact-mi",
                                                                "isotropic"))
     fit.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")

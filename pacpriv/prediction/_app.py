@@ -99,10 +99,9 @@ def create_app(predictor) -> Any:
         X = np.asarray(request.rows, dtype=np.float64).reshape(
             (len(request.rows), *predictor.feature_shape))
         try:
-            outputs = predictor.predict(X)
+            outputs, state = predictor.predict_with_budget(X)
         except BudgetExceededError as err:
             raise fastapi.HTTPException(status_code=429, detail=str(err)) from None
-        state = predictor.budget()
         return {
             "outputs": outputs.tolist(),
             "spent": state["spent"],

@@ -95,8 +95,11 @@ class PrivatePredictor:
     sampler : Sampler, str or None, default None
         How worlds are drawn; None = :class:`~pacpriv.pac.ComplementaryPairsSampler` (every record
         in exactly half of the worlds, prior ½).
-    output : {"proba", "logits", "value"} or callable, default "proba"
+    output : {"proba", "logits", "value", "label"} or callable, default "proba"
         What a world returns for a query (see :class:`~pacpriv.prediction._worlds.Worlds`).
+        ``"label"`` (one-hot votes) answers exactly whenever all worlds agree, the usual case
+        at small budgets; the noisy answers are not clipped (a noisy probability may leave
+        ``[0, 1]``; clipping or argmax afterwards is free post-processing).
     rule : {"anisotropic", "exact-mi", "isotropic"}, default "anisotropic"
         Per-query noise rule (square-root rule, exact-MI water-filling, isotropic).
     state : path or None, default None
@@ -421,6 +424,8 @@ class PrivatePredictor:
     def predict(self, X_queries) -> np.ndarray:
         """Answer one query per row, in order; spend ``per_query_budget`` per row.
 
+        See :meth:`predict_with_budget` for the answers together with the budget state.
+
         The world models are evaluated on the whole batch at once; only the noise calibration
         and posterior update run row by row. With a state directory, the new spend and
         posterior are written durably before the answers are returned.
@@ -444,6 +449,17 @@ class PrivatePredictor:
         TypeError, ValueError
             For malformed queries (before anything is spent).
         """
+        return self.predict_with_budget(X_queries)[0]
+
+    def predict_with_budget(self, X_queries) -> tuple[np.ndarray, dict]:
+        """:meth:`predict`, plus :meth:`budget` taken under the same lock (for servers).
+
+        Returns
+        -------
+        answers : ndarray of shape (n, d)
+        budget : dict
+            The budget state right after these answers (no other request in between).
+        """
         self._check_fitted()
         X = self.check_queries(X_queries)
         n = X.shape[0]
@@ -465,7 +481,8 @@ class PrivatePredictor:
             if self._state is not None:
                 self._state.write_ledger(t0 + n, lp, self.per_query_budget)
             self._n_answered, self._log_posterior = t0 + n, lp
-        return answers
+            budget = self.budget()
+        return answers, budget
 
     def world_outputs(self, X_queries) -> np.ndarray:
         """Non-private outputs of every world, shape ``(m, n, d)``: for evaluation only.

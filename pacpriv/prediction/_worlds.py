@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: Built-in output transforms.
-OUTPUTS = ("proba", "logits", "value")
+OUTPUTS = ("proba", "logits", "value", "label")
 
 
 def _accepts_rng(func: Callable) -> bool:
@@ -189,10 +189,13 @@ class Worlds:
     models : list
         Fitted models (sklearn estimators, any object the ``output`` transform accepts, or torch
         modules).
-    output : {"proba", "logits", "value"} or callable
+    output : {"proba", "logits", "value", "label"} or callable
         ``"proba"``: ``predict_proba`` (torch: softmax of the module's output); ``"logits"``:
         ``decision_function`` (torch: the module's output); ``"value"``: ``predict`` (torch: the
-        module's output); a callable ``output(model, X) -> (n, d)``.
+        module's output); ``"label"``: one-hot of the predicted class over ``classes_`` (torch:
+        of the argmax), so that a query on which every world predicts the same class has
+        ``C = 0`` and is answered exactly, without noise; a callable
+        ``output(model, X) -> (n, d)``.
     """
 
     def __init__(self, models: list, output: str | Callable) -> None:
@@ -231,6 +234,9 @@ class Worlds:
             out = model.predict_proba(X)
         elif self.output == "logits":
             out = model.decision_function(X)
+        elif self.output == "label":
+            classes = np.asarray(model.classes_)
+            out = (np.asarray(model.predict(X))[:, None] == classes[None, :]).astype(np.float64)
         else:
             out = model.predict(X)
         out = np.asarray(out, dtype=np.float64)
@@ -288,4 +294,6 @@ def _torch_eval(model, X: np.ndarray, output: str) -> np.ndarray:
         out = model(torch.as_tensor(X, dtype=dtype))
         if output == "proba":
             out = torch.softmax(out, dim=-1)
+        elif output == "label":
+            out = torch.nn.functional.one_hot(out.argmax(dim=-1), out.shape[-1])
     return out.to(torch.float64).cpu().numpy()

@@ -197,3 +197,27 @@ def test_torch_training_function_through_the_adapter(tmp_path):
     loaded = PrivatePredictor.load(tmp_path / "s")  # modules rebuilt from stored parameters
     np.testing.assert_array_equal(loaded._worlds.evaluate(X), worlds)
     assert loaded.n_answered == 5
+
+
+def test_label_votes_are_exact_where_all_worlds_agree():
+    X, y = cancer()
+    pp = PrivatePredictor(logreg(), (X, y), n_worlds=8, per_query_budget=2.0**-32,
+                          total_budget=1.0, output="label", rng=5).fit(progress=False)
+    worlds = pp.world_outputs(X[:60])  # (m, n, 2) one-hot votes
+    assert set(np.unique(worlds)) == {0.0, 1.0}
+    agree = np.all(worlds == worlds[:1], axis=(0, 2))
+    assert 0 < agree.sum() < 60  # both kinds of query occur
+    lp = pp.log_posterior
+    out = pp.predict(X[:60])
+    np.testing.assert_array_equal(out[agree], worlds[0, agree])  # released without noise
+    assert np.all(out[~agree] != worlds[0, ~agree])  # the others carry (huge) noise
+    assert not np.array_equal(pp.log_posterior, lp)
+    assert pp.spent == 60 * 2.0**-32  # every row is charged, agreeing or not
+
+
+def test_predict_with_budget_snapshot(fitted):
+    X, _ = cancer()
+    n = fitted.n_answered
+    out, budget = fitted.predict_with_budget(X[:2])
+    assert out.shape == (2, 2)
+    assert budget["n_answered"] == n + 2 and budget["spent"] == (n + 2) * B
