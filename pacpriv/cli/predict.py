@@ -209,7 +209,8 @@ def _query(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
     pp = PrivatePredictor.load(args.state)
-    out = pp.predict(_rows(args))
+    X = _rows(args)
+    out = pp.predict(X, progress=len(X) >= 1000)
     state = pp.budget()
     if args.json:
         print(json.dumps({"outputs": out.tolist(), **state}, indent=2))

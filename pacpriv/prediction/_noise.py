@@ -9,6 +9,21 @@ bounds ``I(J; Y_t | Y_<t) <= b_t`` (Gaussian maximum entropy, [PAC] Thm 3), so b
 finite mixture), not estimated: the bound needs no confidence level. The posterior is updated
 with ``log p_j += log N(y; o_j, Σ_B)`` and kept in log space.
 
+Derivation ([1]_; MATH.md §6). Chain rule: ``I(J; Y_1..Y_T) = Σ_t I(J; Y_t | Y_<t)``. Fix a
+transcript ``y_<t``. The query ``q_t`` is a function of ``y_<t`` and of the adversary's own
+randomness (independent of ``J``), and given ``y_<t`` the index ``J`` is distributed as
+``p_t`` — exactly the posterior tracked here, since the worlds, the sampler and every noise
+covariance are public. So ``Y_t = o_J + B_t`` with ``Cov(o_J) = C_t`` and ``B_t`` independent:
+``I(J; Y_t | y_<t) = h(Y_t | y_<t) − h(B_t) <= ½ ln det(2πe(C_t + Σ_B)) − ½ ln det(2πe Σ_B)
+= ½ ln det(I + C_t Σ_B⁻¹) <= b_t`` (a Gaussian maximises entropy for a given covariance).
+Averaging over ``y_<t`` and summing over ``t`` gives ``Σ_t b_t``. Any function of ``J`` — e.g.
+the membership bit ``[i ∈ S_J]``, blind-guess rate ``max(q_i, 1 − q_i)`` with ``q_i`` the
+fraction of worlds holding record ``i`` — then has posterior success at most
+``posterior_success_rate(Σ_t b_t, prior=max(q_i, 1 − q_i))`` ([2]_, Thm 1, with data
+processing). Calibrating to the uniform prior instead of ``p_t`` breaks the second step: after
+the posterior concentrates, ``C_t`` can exceed the uniform-prior covariance several-fold (the
+test suite shows an adaptive adversary exceeding ``Σ_t b_t`` that way).
+
 References
 ----------
 .. [1] Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXiv:2601.14033,

@@ -238,6 +238,10 @@ class PrivatePredictor:
         CheckpointError
             If the directory is not a fitted predictor state, or its secret file is readable
             by others.
+
+        Notes
+        -----
+        The world models are joblib pickles: only load state directories you created.
         """
         st = StateDir(state)
         config = st.read_config()
@@ -421,7 +425,7 @@ class PrivatePredictor:
                 " row(s) remain. Nothing was spent."
             )
 
-    def predict(self, X_queries) -> np.ndarray:
+    def predict(self, X_queries, *, progress: bool = False) -> np.ndarray:
         """Answer one query per row, in order; spend ``per_query_budget`` per row.
 
         See :meth:`predict_with_budget` for the answers together with the budget state.
@@ -434,6 +438,8 @@ class PrivatePredictor:
         ----------
         X_queries : array_like of shape (n, *feature_shape)
             Query rows (finite).
+        progress : bool, default False
+            tqdm progress bar over the rows (noise-and-update loop).
 
         Returns
         -------
@@ -449,9 +455,10 @@ class PrivatePredictor:
         TypeError, ValueError
             For malformed queries (before anything is spent).
         """
-        return self.predict_with_budget(X_queries)[0]
+        return self.predict_with_budget(X_queries, progress=progress)[0]
 
-    def predict_with_budget(self, X_queries) -> tuple[np.ndarray, dict]:
+    def predict_with_budget(self, X_queries, *, progress: bool = False
+                            ) -> tuple[np.ndarray, dict]:
         """:meth:`predict`, plus :meth:`budget` taken under the same lock (for servers).
 
         Returns
@@ -472,7 +479,9 @@ class PrivatePredictor:
             self._refuse(n)
             lp, t0 = self._log_posterior, self._n_answered
             answers = np.empty((n, outputs.shape[2]))
-            for i in range(n):
+            from tqdm.auto import tqdm
+
+            for i in tqdm(range(n), disable=not progress, unit="query", desc="answer"):
                 rng = np.random.default_rng(
                     np.random.SeedSequence(self._noise_entropy, spawn_key=(t0 + i,)))
                 answers[i], lp, _ = answer_query(

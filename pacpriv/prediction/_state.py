@@ -16,6 +16,9 @@ Every file is written to a temporary name, flushed and ``fsync``-ed, then moved 
 :func:`os.replace` (atomic on POSIX), and the directory is ``fsync``-ed. The ledger is written
 *before* an answer is returned: a crash can lose an answer that was never delivered, but never a
 spend, and a restart continues the same posterior.
+
+Only open state directories you created: ``models/*.joblib`` and ``evaluator.joblib`` are
+pickles, and loading a pickle runs code.
 """
 
 from __future__ import annotations
