@@ -97,7 +97,9 @@ class PrivatePredictor:
         in exactly half of the worlds, prior ½).
     output : {"proba", "logits", "value", "label"} or callable, default "proba"
         What a world returns for a query (see :class:`~pacpriv.prediction._worlds.Worlds`).
-        ``"label"`` (one-hot votes) answers exactly whenever all worlds agree, the usual case
+        A callable must be importable by name (a module-level function) when ``state`` is
+        set, since it is pickled into the state directory. ``"label"`` (one-hot votes)
+        answers exactly whenever all worlds agree, the usual case
         at small budgets; the noisy answers are not clipped (a noisy probability may leave
         ``[0, 1]``; clipping or argmax afterwards is free post-processing).
     rule : {"anisotropic", "exact-mi", "isotropic"}, default "anisotropic"

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import multivariate_normal
 
 from pacpriv.pac.posterior import posterior_success_rate
@@ -96,3 +98,25 @@ def test_underflowed_world_still_gets_noise():
     q = calibrate_query(o, lp, mi_budget=0.1)
     sb = _sigma_b(q.plan, 2)
     assert sb[1, 1] > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), m=st.integers(2, 12), d=st.integers(1, 5),
+       b=st.floats(1e-6, 2.0), rule=st.sampled_from(["anisotropic", "exact-mi", "isotropic"]),
+       spread=st.floats(-30.0, 0.0))
+def test_logdet_bound_never_exceeds_budget(seed, m, d, b, rule, spread):
+    rng = np.random.default_rng(seed)
+    o = rng.normal(size=(m, d)) * np.exp(rng.uniform(-5, 5, size=d))
+    lp = rng.uniform(spread, 0.0, size=m)
+    q = calibrate_query(o, lp, mi_budget=b, rule=rule)
+    p = np.exp(lp - lp.max())
+    p /= p.sum()
+    centred = o - p @ o
+    c = (centred.T * p) @ centred
+    sb = _sigma_b(q.plan, d)
+    # ½ ln det(I + C Σ_B⁻¹) on the support of Σ_B (C vanishes outside it up to round-off)
+    w, v = np.linalg.eigh(sb)
+    keep = w > w.max() * 1e-12
+    white = v[:, keep] / np.sqrt(w[keep])
+    mi = 0.5 * np.linalg.slogdet(np.eye(keep.sum()) + white.T @ c @ white)[1]
+    assert mi <= b * (1 + 1e-9) + 1e-12
