@@ -48,6 +48,7 @@ from pacpriv.pac import (
     run_pac,
     simulate,
 )
+from pacpriv.prediction import PrivatePredictor
 from pacpriv.registry import available_mechanisms, register_mechanism, resolve_mechanism
 from pacpriv.report import write_report
 from pacpriv.wrapper import pac_private
@@ -70,6 +71,8 @@ __all__ = [
     "mi_budget_for_accuracy",
     "pinsker_bound",
     "posterior_success_rate",
+    # PAC-private prediction: adaptive queries, posterior-tracked worlds (serve: pacpriv[serve])
+    "PrivatePredictor",
     # PAC Privacy: wrapping a function, composition ledger
     "PrivacyLedger",
     "pac_private",
