@@ -224,7 +224,9 @@ def calibrate_noise(
     if rule == "variance-only":
         e = _floor_variance(_rules.square_root_rule(spectrum.variances, np.ones(d), v),
                             spectrum.variances)
-        bound = _variance_only_bound(spectrum, e)
+        # the spectrum may bound Σ from above (resolution, scale blocks): the trace bound on
+        # the coordinate variances themselves is then the tighter certificate
+        bound = min(_variance_only_bound(spectrum, e), linearised_mi_bound(spectrum.variances, e))
         _certify(bound, v, rule)
         return NoisePlan(
             rule=rule, mi_budget=v, mi_bound=bound,
