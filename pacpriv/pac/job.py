@@ -178,10 +178,11 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float) -> list[tuple
     if plan.rule not in ("isotropic", "algorithm1", "variance-only") and sim.n_trials - 1 < sim.dim:
         notes.append((
             f"only {sim.n_trials} trials for a {sim.dim}-dimensional output: at most "
-            f"{sim.n_trials - 1} directions were explored and the others get "
-            f"{'no' if plan.residual_std == 0 else 'only residual'} noise; the MI bound holds "
-            "only if the output does not vary outside the simulated span. Use more trials "
-            "than output dimensions, or rule='isotropic'/'algorithm1'.",
+            f"{sim.n_trials - 1} directions were explored. The others are charged the whole "
+            "trace when the sample filled every explorable direction (costly), else only the "
+            "numerical resolution, and then the MI bound holds only if the output does not "
+            "vary outside the simulated span. Use more trials than output dimensions, or "
+            "rule='isotropic'/'algorithm1'.",
             UndersampledWarning,
         ))
     if plan.confidence is not None and plan.confidence < 1.0:
