@@ -144,18 +144,27 @@ def resolved_eigh(cov: np.ndarray, *, n_trials: int | None, stacklevel: int = 4)
     Parameters
     ----------
     cov : ndarray of shape (d, d), float64
-        Symmetric sample (or known) covariance.
+        Symmetric sample (or known) covariance (symmetrised by the caller; not copied).
     n_trials : int or None
         Number of samples behind ``cov`` (None for a known covariance: nothing unresolved).
     """
     d = cov.shape[0]
-    cov = (cov + cov.T) / 2.0
     size_n = 0 if n_trials is None else n_trials
     if np.any(np.diag(cov) < 0):  # PSD check on the whole matrix (raises if clearly negative)
         clip_eigenvalues(np.linalg.eigvalsh(cov)[::-1], size=max(size_n, d), eps=_EPS,
                          stacklevel=stacklevel + 1)
     var = np.clip(np.diag(cov).copy(), 0.0, None)
     blocks = scale_blocks(var)
+    if len(blocks) == 1 and blocks[0].size == d:  # one block, no constant coordinate:
+        lam, v = np.linalg.eigh(cov)                # no d x d copies beyond eigh's own
+        lam = clip_eigenvalues(lam[::-1], size=max(size_n, d), eps=_EPS,
+                               stacklevel=stacklevel + 1)
+        lam, rank, res, unresolved = floor_block(lam, n_trials=n_trials, size=max(size_n, d),
+                                                 trace=float(np.sum(var)))
+        order = np.argsort(-lam, kind="stable") if unresolved else slice(None)
+        return Resolved(eigenvalues=lam[order], eigenvectors=v[:, ::-1][:, order], rank=rank,
+                        resolution=res, n_blocks=1, block_inflation=0.0,
+                        unresolved_dim=unresolved)
     lam_out = np.zeros(d)
     vecs = np.zeros((d, d))
     zero = np.flatnonzero(var == 0)

@@ -324,7 +324,7 @@ def spectrum_from_covariance(cov, mean=None) -> OutputSpectrum:
         m = np.array(mean, dtype=np.float64)
         if m.shape != (d,) or not np.all(np.isfinite(m)):
             raise ValueError(f"`mean` must be a finite array of shape ({d},); got {m.shape}.")
-    safe = resolved_eigh(c, n_trials=None, stacklevel=3)
+    safe = resolved_eigh((c + c.T) / 2.0, n_trials=None, stacklevel=3)
     variances = np.clip(np.diag(c).copy(), 0.0, None)
     total = float(np.sum(variances))
     _warn_if_constant(total)
