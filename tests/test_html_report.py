@@ -192,12 +192,11 @@ def test_analytic_report_gets_accuracy_vs_sigma_figure():
 
 
 def test_dpsgd_spec_renders_with_figure():
-    """pacpriv.dpsgd.DPSGDSpec (when it exists) renders with the accuracy-vs-σ figure."""
+    """pacpriv.dpsgd.DPSGDSpec renders with the accuracy-vs-σ figure."""
     pytest.importorskip("matplotlib")
-    dpsgd = pytest.importorskip("pacpriv.dpsgd")
-    if not hasattr(dpsgd, "DPSGDSpec"):
-        pytest.skip("pacpriv.dpsgd.DPSGDSpec not available yet")
-    spec = dpsgd.DPSGDSpec(noise_multiplier=2.0, steps_per_epoch=10, epochs=2)
+    from pacpriv.dpsgd import DPSGDSpec
+
+    spec = DPSGDSpec(noise_multiplier=2.0, steps_per_epoch=10, epochs=2)
     parsed = _Page(render_html(build_report(spec), spec))
     assert len(parsed.imgs()) == 1
     _assert_self_contained(parsed)
@@ -286,3 +285,13 @@ def test_markdown_escapes_raw_html_and_renders_subset():
     assert "<b>" not in out and "&lt;b&gt;x&lt;/b&gt;" in out
     assert "<strong>y</strong>" in out and "<code>&lt;i&gt;</code>" in out
     assert "noise_multiplier" in out and "<ul><li>a</li><li><em>b</em></li></ul>" in out
+
+
+def test_report_json_stores_the_eigenvalues_once(result):
+    """One list of eigenvalues in report.json (issue 9): the renderings slice it."""
+    rep = build_report(result)
+    text = json.dumps(rep)
+    assert "top_eigenvalues" not in text and "eigenvalues_top" not in text
+    top = [float(v) for v in result.spectrum.eigenvalues[:3]]
+    assert rep["spectrum"]["eigenvalues"][:3] == top
+    assert "Top eigenvalues: " in report_mod.to_markdown(rep)
