@@ -126,8 +126,8 @@ class _ColumnBlocks:
         return block
 
 
-def dense_spectrum(outputs: np.ndarray, *, block_size: int | None):
-    """Return mean, variances, eigenvalues (descending, unclipped), eigenvectors via a d x d Σ."""
+def dense_covariance(outputs: np.ndarray, *, block_size: int | None):
+    """Return mean, variances and the ``d x d`` sample covariance (``ddof=1``), by row blocks."""
     moments = streaming_moments(outputs, chunk_size=block_size)
     d = outputs.shape[1]
     scatter = np.zeros((d, d))
@@ -135,8 +135,14 @@ def dense_spectrum(outputs: np.ndarray, *, block_size: int | None):
         block -= moments.mean
         scatter += block.T @ block
     cov = scatter / (moments.n_trials - 1)
-    lam, vecs = np.linalg.eigh((cov + cov.T) / 2.0)
-    return moments.mean, moments.variances, lam[::-1], vecs[:, ::-1]
+    return moments.mean, moments.variances, (cov + cov.T) / 2.0
+
+
+def dense_spectrum(outputs: np.ndarray, *, block_size: int | None):
+    """Return mean, variances, eigenvalues (descending, unclipped), eigenvectors via a d x d Σ."""
+    mean, variances, cov = dense_covariance(outputs, block_size=block_size)
+    lam, vecs = np.linalg.eigh(cov)
+    return mean, variances, lam[::-1], vecs[:, ::-1]
 
 
 def gram_spectrum(

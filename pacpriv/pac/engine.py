@@ -297,6 +297,7 @@ def simulate(
         n_trials, retries, timeout, batch_size, output_dtype, progress
     )
     sampler = as_sampler(sampler)
+    sampler.check_pool(n_records)  # degenerate samplers fail here, before any trial
     store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
     ckpt = None
     if checkpoint is not None:

@@ -86,6 +86,9 @@ def _pac_report(result) -> dict:
             "mi_bound_certified_nats": float(plan.mi_bound),
             "mi_claim_nats": result.mi_claim,
             "membership_prior": result.membership_prior,
+            "blind_guess_prior": result.blind_guess_prior,
+            "prior_source": result.prior_source,
+            "prior_explanation": result.prior_explanation,
             "posterior_success_bound": result.posterior_success_bound,
             "membership_inference_accuracy_bound": (
                 result.posterior_success_bound if result.membership_prior == 0.5 else None

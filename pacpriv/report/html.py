@@ -205,7 +205,8 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
                                "Eigenvalues of the output covariance and per-direction noise "
                                "variance (log scale).")
         post_fig = _figure(_plot("posterior_curve", mi_budget=p["mi_claim_nats"],
-                                 prior=p["membership_prior"]),
+                                 prior=p.get("blind_guess_prior") or max(
+                                     p["membership_prior"], 1 - p["membership_prior"])),
                            "Posterior success bound (KL inversion) and Pinsker bound vs MI budget;"
                            " the dot is this report's claimed MI.")
     notes = "".join(f"<li>{html.escape(str(note))}</li>" for note in r.get("notes", []))

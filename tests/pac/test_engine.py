@@ -124,10 +124,11 @@ def test_list_pool_is_converted():
 def test_scalar_output_and_empty_subsets():
     """A scalar output counts as d = 1, and empty subsets reach the mechanism."""
     res = simulate(
-        mechs.count_mech, POOL, n_trials=3, rng=0, sampler=FixedSizeSampler(0), progress=False
+        mechs.count_mech, POOL, n_trials=3, rng=0, sampler=lambda n, rng: np.zeros(n, bool),
+        progress=False,
     )
     assert res.dim == 1 and np.array_equal(res.outputs, np.zeros((3, 1)))
-    assert res.membership_prior == 0.0
+    assert res.membership_prior is None  # the callable declares no inclusion probability
 
 
 def test_pairs_sampler_through_engine():
@@ -308,7 +309,7 @@ def test_sampler_error_in_worker_names_trial():
         ({"output_dtype": np.int64}, ValueError, "`output_dtype` must be a floating dtype"),
         ({"progress": 1}, TypeError, "`progress` must be a bool"),
         ({"sampler": 0.5}, TypeError, "`sampler` must be None, a Sampler"),
-        ({"sampler": FixedSizeSampler(31)}, ValueError, "`subset_size` must be <= n_records"),
+        ({"sampler": FixedSizeSampler(31)}, ValueError, r"`subset_size` must be in \[1, n_rec"),
         ({"rng": -1}, ValueError, "`rng` must be a non-negative integer seed"),
         ({"output_path": "out.txt"}, ValueError, "`output_path` must end with '.npy'"),
         ({"output_path": 3}, TypeError, "`output_path` must be None or a path"),
