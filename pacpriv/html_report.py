@@ -23,11 +23,11 @@ section or of the object the report was built from (e.g. :class:`pacpriv.dpsgd.D
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from pacpriv import _json
 from pacpriv._markdown import inline, markdown_to_html
 
 __all__ = ["PLOT_KINDS", "render_html"]
@@ -61,7 +61,7 @@ def _fmt(x: Any, digits: int = 6) -> str:
         shown = ", ".join(fmt(v, digits) for v in x[:12])
         return f"[{shown}{', …' if len(x) > 12 else ''}] ({len(x)} values)"
     if isinstance(x, dict):
-        return json.dumps(x, default=str)
+        return _json.dumps(x)
     return fmt(x, digits)
 
 
@@ -263,7 +263,7 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
 def _repro_html(rep: Mapping) -> list[str]:
     out = ["<h2>Reproducibility</h2>"]
     if "root_seed" in rep:
-        seed = html.escape(json.dumps(rep["root_seed"]))
+        seed = html.escape(_json.dumps(rep["root_seed"]))
         out.append(f"<p>Root seed of the simulation: <code>{seed}</code> (pass "
                    "<code>rng=numpy.random.SeedSequence(**root_seed)</code> -- or, when "
                    "<code>spawn_key</code> is empty, <code>--seed &lt;entropy&gt;</code> -- to "

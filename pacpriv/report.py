@@ -9,7 +9,6 @@ per-trial outputs are ever written: only the noisy release and summaries.
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import sys
@@ -17,6 +16,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from pacpriv import _json
 
 __all__ = ["ARRAY_LIMIT", "THREAT_MODEL_PAC", "build_report", "to_markdown", "write_report"]
 
@@ -282,7 +283,7 @@ def to_markdown(report: dict) -> str:
     out += ["", "## Reproducibility", ""]
     if "root_seed" in rep:
         out += [
-            f"Root seed of the simulation: `{json.dumps(rep['root_seed'])}` "
+            f"Root seed of the simulation: `{_json.dumps(rep['root_seed'])}` "
             "(pass `rng=numpy.random.SeedSequence(**root_seed)` -- or, when `spawn_key` is empty, "
             "`--seed <entropy>` -- to rerun the simulation bit for bit)."
         ]
@@ -323,7 +324,7 @@ def write_report(result, out_dir, *, formats=("json", "md", "html")) -> dict[str
     paths: dict[str, Path] = {}
     if "json" in formats:
         paths["json"] = out / "report.json"
-        paths["json"].write_text(json.dumps(report, indent=2, allow_nan=True) + "\n")
+        paths["json"].write_text(_json.dumps(report, indent=2) + "\n")
     if "md" in formats:
         paths["md"] = out / "report.md"
         paths["md"].write_text(to_markdown(report))

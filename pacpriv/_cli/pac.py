@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from pacpriv import _json
 from pacpriv.cli import UsageError, number
 
 _RULES = ("anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1")
@@ -221,7 +221,7 @@ def _run(args) -> int:
     )
     paths = write_report(result, Path(args.out), formats=formats)
     if args.json:
-        print(paths["json"].read_text() if "json" in paths else json.dumps(result.to_dict()))
+        print(paths["json"].read_text() if "json" in paths else _json.dumps(result.to_dict()))
         return 0
     acc = result.posterior_success_bound
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
@@ -256,7 +256,7 @@ def _posterior(args) -> int:
         for v in args.mi_budget
     ]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(_json.dumps(rows, indent=2))
         return 0
     print(f"{'mi_budget (nats)':>18} {'prior':>8} {'posterior bound':>16} {'Pinsker':>10}")
     for r in rows:
@@ -279,7 +279,7 @@ def _budget(args) -> int:
         for a in args.target_accuracy
     ]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(_json.dumps(rows, indent=2))
         return 0
     print(f"{'target':>10} {'prior':>8} {'mi_budget (nats)':>18}")
     for r in rows:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv import _json
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
 from pacpriv.pac.samplers import callable_fingerprint
@@ -156,7 +157,7 @@ class Checkpoint:
             ckpt._write_manifest()
             return ckpt
         manifest = cls._read_manifest(manifest_path)
-        differences = _diff(manifest["fingerprint"], json.loads(json.dumps(fingerprint)))
+        differences = _diff(manifest["fingerprint"], json.loads(_json.dumps(fingerprint)))
         stored_root = np.random.SeedSequence(**manifest["root_seed"])
         if root is not None and seed_to_dict(root) != manifest["root_seed"]:
             differences.append(
@@ -250,5 +251,5 @@ class Checkpoint:
         self._write_manifest()
 
     def _write_manifest(self) -> None:
-        data = json.dumps(self.manifest, indent=1).encode()
+        data = _json.dumps(self.manifest, indent=1).encode()
         _atomic_write(self.path / _MANIFEST, data)
