@@ -262,7 +262,12 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
 
 def _repro_html(rep: Mapping) -> list[str]:
     out = ["<h2>Reproducibility</h2>"]
-    if "root_seed" in rep:
+    if rep.get("reproducible") is False:
+        seed = html.escape(_json.dumps(rep.get("root_seed")))
+        note = html.escape(str(rep.get("reproducibility_note", "")))
+        out.append(f"<p><strong>Not reproducible.</strong> Root seed <code>{seed}</code>, "
+                   f"but {note}</p>")
+    elif "root_seed" in rep:
         seed = html.escape(_json.dumps(rep["root_seed"]))
         out.append(f"<p>Root seed of the simulation: <code>{seed}</code> (pass "
                    "<code>rng=numpy.random.SeedSequence(**root_seed)</code> -- or, when "

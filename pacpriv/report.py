@@ -122,6 +122,8 @@ def _pac_report(result) -> dict:
         else "fresh OS entropy (not recorded)",
         "reproducibility": {
             "root_seed": d["simulation"]["root_seed"],
+            "reproducible": d["simulation"].get("reproducible"),
+            "reproducibility_note": d["simulation"].get("reproducibility_note", ""),
             "versions": _versions(),
             "command": _command(),
         },
@@ -281,7 +283,12 @@ def to_markdown(report: dict) -> str:
         out += ["", f"## {section.get('title', 'Section')}", "", section.get("markdown", "")]
     rep = report.get("reproducibility", {})
     out += ["", "## Reproducibility", ""]
-    if "root_seed" in rep:
+    if rep.get("reproducible") is False:
+        out += [
+            f"**Not reproducible.** Root seed `{_json.dumps(rep.get('root_seed'))}`, but "
+            f"{rep.get('reproducibility_note', '')}"
+        ]
+    elif "root_seed" in rep:
         out += [
             f"Root seed of the simulation: `{_json.dumps(rep['root_seed'])}` "
             "(pass `rng=numpy.random.SeedSequence(**root_seed)` -- or, when `spawn_key` is empty, "

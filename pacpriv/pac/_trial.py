@@ -12,9 +12,11 @@ Dask) and lets the parent checkpoint the finished part of the batch first.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import pickle
+import random
 import signal
 import threading
 import time
@@ -54,6 +56,10 @@ class TrialTask:
     retries: int
     timeout: float | None
     output_dtype: np.dtype
+    #: float64 output of trial 0; outputs are stored as ``output - reference`` (below float64).
+    reference: np.ndarray | None = None
+    #: Seed the global ``numpy.random`` and ``random`` states from the trial seed (fork backend).
+    reseed_global: bool = False
 
     @functools.cached_property
     def _payload(self) -> bytes:
@@ -105,12 +111,15 @@ def _subset(pool: Any, mask: np.ndarray) -> Any:
     return pool[mask]
 
 
-def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
+def check_output(
+    value: Any, dim: int | None, dtype=np.float64, reference: np.ndarray | None = None
+) -> np.ndarray:
     """Return ``value`` as a finite ``dtype`` vector of shape ``(d,)`` or raise ``_InvalidOutput``.
 
-    The value must be castable to float64 (complex is rejected); it is then cast to
-    ``dtype`` and checked for finiteness (so float32 overflow is caught). A 0-d scalar
-    becomes shape ``(1,)``; ``dim`` (if known) is the length every trial must share.
+    The value must be castable to float64 (complex is rejected); ``reference`` (float64, if
+    given) is subtracted in float64; the result is cast to ``dtype`` and checked for
+    finiteness (so float32 overflow is caught). A 0-d scalar becomes shape ``(1,)``; ``dim``
+    (if known) is the length every trial must share.
     """
     try:
         arr = np.asarray(value)
@@ -128,6 +137,12 @@ def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
         raise _InvalidOutput(f"output must be a non-empty 1-D vector (d,); got shape {arr.shape}")
     if dim is not None and arr.shape[0] != dim:
         raise _InvalidOutput(f"output has shape {arr.shape} but earlier trials returned ({dim},)")
+    if reference is not None and np.isfinite(arr).all():
+        if reference.shape != arr.shape:
+            raise _InvalidOutput(
+                f"output has shape {arr.shape} but trial 0 returned {reference.shape}"
+            )
+        arr = arr - reference
     if dtype != np.float64:
         with np.errstate(over="ignore"):  # overflow becomes inf, caught just below
             arr = arr.astype(dtype)
@@ -184,21 +199,53 @@ def _portable(exc: BaseException) -> BaseException:
     return exc
 
 
+#: Stream of a trial's seed that reseeds the global generators (see ``reseed_global``).
+GLOBAL_STREAM = 2
+
+
+@contextlib.contextmanager
+def _global_state_from(seed: np.random.SeedSequence | None):
+    """Seed ``numpy.random``'s and ``random``'s global states from ``seed``; restore after.
+
+    Used under the fork-based backend, where every worker inherits the parent's global state
+    and a mechanism drawing from it would repeat the same draws in every worker.
+    """
+    if seed is None:
+        yield
+        return
+    np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002
+    words = seed.generate_state(4)
+    np.random.seed(words)  # noqa: NPY002
+    random.seed(int.from_bytes(words.tobytes(), "little"))
+    try:
+        yield
+    finally:
+        np.random.set_state(np_state)  # noqa: NPY002
+        random.setstate(py_state)
+
+
+def _call(task: TrialTask, index: int, subset: Any, kwargs: dict) -> Any:
+    seed = stream_seed(task.root, index, GLOBAL_STREAM) if task.reseed_global else None
+    with _global_state_from(seed):
+        return task.mechanism(subset, **kwargs)
+
+
 def _run_trial(task: TrialTask, index: int, mask: np.ndarray, dim: int | None) -> np.ndarray:
     subset = _subset(task.pool, mask)
     kwargs = {}
     if task.pass_rng:
         kwargs["rng"] = np.random.default_rng(stream_seed(task.root, index, MECHANISM_STREAM))
     if task.timeout is None:
-        return check_output(task.mechanism(subset, **kwargs), dim, task.output_dtype)
+        value = _call(task, index, subset, kwargs)
+        return check_output(value, dim, task.output_dtype, task.reference)
     tic = time.monotonic()
     with _Alarm(task.timeout):
-        value = task.mechanism(subset, **kwargs)
+        value = _call(task, index, subset, kwargs)
     if time.monotonic() - tic > task.timeout:
         raise TrialTimeoutError(
             f"trial took {time.monotonic() - tic:.3g} s > timeout={task.timeout} s"
         )
-    return check_output(value, dim, task.output_dtype)
+    return check_output(value, dim, task.output_dtype, task.reference)
 
 
 def run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchResult:
