@@ -111,7 +111,8 @@ def gdp_clt_accuracy(noise_multiplier: float, *, steps_per_epoch: int, epochs: i
 
     An asymptotic approximation, not a bound (it can understate the risk).
     """
-    inv = min(1.0 / noise_multiplier**2, 700.0)
+    r = 1.0 / noise_multiplier  # σ² would overflow (σ > 1e154) or underflow (σ < 1e-154)
+    inv = 700.0 if r > math.sqrt(700.0) else r * r
     mu = math.sqrt(epochs / steps_per_epoch) * math.sqrt(math.expm1(inv))
     return float(special.ndtr(mu / 2.0))
 

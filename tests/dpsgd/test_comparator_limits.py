@@ -121,3 +121,18 @@ def test_cli_bad_comparator_timeout(capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("pacpriv: error:") and err.count("\n") == 1
     assert "timeout" in err
+
+
+@pytest.mark.parametrize("sigma", [1e-200, 1e-5, 1e5, 1e200])
+def test_closed_forms_at_extreme_sigma(sigma):
+    """Valid extreme sigma: no exception, no numpy warning (the suite errors on warnings)."""
+    t = compare_accountants(steps_per_epoch=10, epochs=100, noise_multiplier=sigma,
+                            target_accuracy=0.6, methods=("chi-square", "ckp", "gdp-clt"),
+                            timeout=None, progress=False)
+    accs = [r.accuracy for r in t.rows]
+    assert all(0.5 <= a <= 1.0 for a in accs)
+    if sigma < 1:
+        assert accs == [1.0, 1.0, 1.0]
+    if sigma > 1e4:
+        assert all(a < 0.5 + 1e-3 for a in accs)
+    _strict(json.dumps(t.to_dict(), allow_nan=False))
