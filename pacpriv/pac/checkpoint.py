@@ -53,7 +53,7 @@ import numpy as np
 from pacpriv import _json
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
-from pacpriv.pac.samplers import callable_fingerprint
+from pacpriv.pac._mechanism import mechanism_fingerprint
 
 __all__ = ["Checkpoint", "mechanism_digest", "pool_fingerprint", "run_fingerprint"]
 
@@ -287,7 +287,7 @@ def run_fingerprint(mechanism, pool, sampler, output_dtype) -> dict:
     """JSON fingerprint of everything that determines the trials, except the root seed."""
     return {
         "mechanism": {
-            **callable_fingerprint(mechanism), "state_sha256": mechanism_digest(mechanism),
+            **mechanism_fingerprint(mechanism), "state_sha256": mechanism_digest(mechanism),
         },
         "sampler": sampler.to_dict(),
         "pool": pool_fingerprint(pool),

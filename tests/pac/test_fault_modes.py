@@ -21,8 +21,8 @@ import warnings
 
 import numpy as np
 import pytest
+from pacpriv.mechanisms.mean import ClippedMean
 
-from mechanisms.mean import ClippedMean
 from pacpriv.exceptions import CheckpointError, NotReproducibleWarning
 from pacpriv.pac.calibration import calibrate_noise
 from pacpriv.pac.checkpoint import mechanism_digest
@@ -138,7 +138,7 @@ def test_digest_stable_across_processes():
     }
     code = textwrap.dedent("""
         import functools, json
-        from mechanisms.mean import ClippedMean
+        from pacpriv.mechanisms.mean import ClippedMean
         from pacpriv.pac.checkpoint import mechanism_digest
         import numpy as np
         print(json.dumps({
