@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._optional import import_torch
 from pacpriv.pac._mechanism import accepts_rng
 
 __all__ = ["EstimatorMechanism", "TorchMechanism", "sort_rows"]
@@ -130,7 +131,6 @@ class TorchMechanism:
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Flattened parameters after training on ``subset``, shape ``(n_parameters,)``."""
-        from pacpriv._optional import import_torch
 
         torch = import_torch("the torch adapter (from_torch)")
         gen = np.random.default_rng(rng)

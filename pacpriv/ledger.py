@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pacpriv._validation import check_real
 from pacpriv.exceptions import BudgetExceededError
+from pacpriv.pac.posterior import posterior_success_rate
 
 __all__ = ["LedgerEntry", "PrivacyLedger"]
 
@@ -150,7 +151,6 @@ class PrivacyLedger:
         ``posterior_success_rate(spent, prior=prior)`` ([1]_ Thm 1): with ``prior = ½`` the
         membership-inference accuracy bound after composition.
         """
-        from pacpriv.pac.posterior import posterior_success_rate
 
         return float(posterior_success_rate(self.spent, prior=prior))
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from pacpriv import _json
 from pacpriv.cli._args import UsageError, number
+from pacpriv.compare import compare_pac_dpsgd
 from pacpriv.compare.run import COMPARISON_RULES
+from pacpriv.report import write_report
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -52,8 +54,6 @@ def add_parser(subparsers, name: str) -> None:
 
 
 def _compare(args) -> int:
-    from pacpriv.compare import compare_pac_dpsgd
-    from pacpriv.report import write_report
 
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     if not formats or set(formats) - {"json", "md", "html"}:

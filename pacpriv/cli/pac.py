@@ -7,7 +7,13 @@ from pathlib import Path
 
 from pacpriv import _json
 from pacpriv.cli._args import UsageError, number
+from pacpriv.datasets import load_dataset
 from pacpriv.pac.calibration import RULES
+from pacpriv.pac.job import run_pac
+from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posterior_success_rate
+from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
+from pacpriv.registry import resolve_mechanism
+from pacpriv.report import write_report
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -137,7 +143,6 @@ def add_parser(subparsers, name: str) -> None:
 
 
 def _sampler(args):
-    from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
 
     if args.sampler == "fixed":
         if args.subset_size is None:
@@ -151,11 +156,6 @@ def _sampler(args):
 
 
 def _run(args) -> int:
-    from pacpriv.datasets import load_dataset
-    from pacpriv.pac.job import run_pac
-    from pacpriv.pac.posterior import mi_budget_for_accuracy
-    from pacpriv.registry import resolve_mechanism
-    from pacpriv.report import write_report
 
     if (args.mi_budget is None) == (args.target_accuracy is None):
         raise UsageError("give exactly one of --mi-budget (nats) and --target-accuracy")
@@ -242,7 +242,6 @@ def _run(args) -> int:
 
 
 def _posterior(args) -> int:
-    from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
 
     rows = [
         {
@@ -266,7 +265,6 @@ def _posterior(args) -> int:
 
 
 def _budget(args) -> int:
-    from pacpriv.pac.posterior import mi_budget_for_accuracy
 
     rows = [
         {

@@ -162,10 +162,11 @@ def compare_pac_dpsgd(
                              learning_rate, n_trials, n_repeats, rule, confidence, public_seed)
     if not isinstance(exact, bool) or not isinstance(progress, bool):
         raise TypeError("`exact` and `progress` must be bools.")
-    from pacpriv.compare.models import run_comparison  # torch: after validating the input
 
     tic = time.perf_counter()
     root = as_seed_sequence(rng)
+    from pacpriv.compare.models import run_comparison  # imports torch (extra pacpriv[torch])
+
     parts = run_comparison(ds, root=root, rule=rule, exact=exact, n_jobs=n_jobs,
                            progress=progress, **values)
     return ComparisonResult(

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import AccuracyBound, membership_inference_accuracy_bound
+from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
 from pacpriv.threat_models import THREAT_MODEL_DPSGD as THREAT_MODEL
 
@@ -98,7 +99,6 @@ class DPSGDSpec:
         self, target_accuracy: float, *, method: str = "closed-form", rtol: float = 1e-3
     ) -> float:
         """σ needed for ``target_accuracy`` with this spec's M and E."""
-        from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 
         return noise_multiplier_for_accuracy(
             target_accuracy,

@@ -14,6 +14,9 @@ from typing import Any
 import numpy as np
 
 from pacpriv._validation import check_int, check_real
+from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
+from pacpriv.dpsgd.comparators import ckp_accuracy, gdp_clt_accuracy
+from pacpriv.dpsgd.exact import exact_membership_inference_accuracy
 from pacpriv.plotting._figure import _figure
 
 __all__ = ["COMPARISON_KEYS", "plot_dpsgd_accuracy_vs_sigma", "plot_pac_vs_dpsgd"]
@@ -29,10 +32,6 @@ def _exact_interval(sigmas: np.ndarray, steps_per_epoch: int, epochs: int, *,
     Evaluated from the largest σ down (the cost grows steeply as σ falls); stops once
     ``time_budget`` seconds are spent or one point took more than a fifth of it.
     """
-    try:
-        from pacpriv.dpsgd.exact import exact_membership_inference_accuracy
-    except ImportError:
-        return None
     done, lower, upper = [], [], []
     start = time.perf_counter()
     for s in sorted((float(x) for x in sigmas), reverse=True):
@@ -56,10 +55,6 @@ def _comparator_curves(sigmas: np.ndarray, steps_per_epoch: int, epochs: int) ->
     accountant-based comparators of :func:`pacpriv.dpsgd.compare_accountants` are too slow for
     a curve.
     """
-    try:
-        from pacpriv.dpsgd.comparators import ckp_accuracy, gdp_clt_accuracy
-    except ImportError:
-        return {}
     funcs = {"CKP leading term (approximation)": ckp_accuracy,
              "GDP CLT (approximation)": gdp_clt_accuracy}
     return {
@@ -133,7 +128,6 @@ def plot_dpsgd_accuracy_vs_sigma(
     .. [1] MATH.md §3: ``accuracy <= ½ + ¼ sqrt((1 + (e^{1/σ²} − 1)/M)^E − 1)``; exact
        ``½ + ½ TV(P^⊗E, Q^⊗E)``.
     """
-    from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 
     m = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     e = check_int(epochs, "epochs", low=1)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from pacpriv._validation import check_int, check_real
+from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
 from pacpriv.plotting._figure import _figure
 
 __all__ = ["plot_posterior_curve", "plot_spectrum"]
@@ -144,7 +145,6 @@ def plot_posterior_curve(mi_budget: float, *, prior: float = 0.5, v_min: float |
     ----------
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1 (KL inversion) and Cor. 1 (Pinsker).
     """
-    from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
 
     v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
     p0 = check_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,
