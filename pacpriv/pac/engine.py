@@ -68,7 +68,8 @@ class SimulationResult:
     ----------
     outputs : numpy.ndarray of shape (n_trials, dim)
         Mechanism outputs, row ``i`` from trial ``i`` (float64 unless ``output_dtype``);
-        a read-only ``numpy.memmap`` when ``output_path`` was given.
+        a read-only ``numpy.memmap`` when ``output_path`` was given. Below float64 they are
+        relative to ``reference`` (``outputs[i] + reference`` is trial ``i``'s output).
     masks : numpy.ndarray of bool, shape (n_trials, n_records)
         Membership mask of each trial (record ``j`` was in trial ``i``'s subset).
     root_seed : dict
@@ -76,7 +77,7 @@ class SimulationResult:
     sampler : dict
         ``Sampler.to_dict()`` of the sampler used.
     mechanism : str
-        Qualified name of the mechanism. Outputs are relative to ``reference`` when it is set.
+        Qualified name of the mechanism.
     n_trials, n_records, dim : int
         Number of trials, pool size, output dimension ``d``.
     membership_prior : float or None
