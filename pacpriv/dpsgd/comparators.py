@@ -211,7 +211,8 @@ def _run_limited(fn: Callable, args: tuple, timeout: float | None) -> tuple[str,
     ``timeout=None`` runs in this process without a limit.
     """
     start = time.perf_counter()
-    if timeout is None:
+    if timeout is None or multiprocessing.current_process().daemon:
+        # (a daemonic process, e.g. a joblib worker, cannot start a child: no limit there)
         try:
             return "ok", fn(*args), time.perf_counter() - start
         except ImportError as exc:
@@ -342,7 +343,9 @@ def compare_accountants(
         Time limit in seconds of each row whose cost grows with M·E or lies in third-party
         code (exact, and the three published accountants); each runs in a fresh process that
         is killed at the limit, and its row says "timed out". The three closed forms are
-        O(1) formulas evaluated in this process. ``None``: no limit, everything in-process.
+        O(1) formulas evaluated in this process. ``None``: no limit, everything in-process
+        (also the case inside a daemonic process, such as a joblib worker, which cannot
+        start child processes).
     progress : bool, default True
         A tqdm bar over the rows (stderr) and one line per finished row.
 

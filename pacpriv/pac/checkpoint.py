@@ -135,6 +135,7 @@ class _Digest:
     def __init__(self) -> None:
         self.hash = hashlib.sha256()
         self.seen: dict[int, int] = {}
+        self._alive: list[Any] = []  # keeps visited temporaries alive, so no id is reused
 
     def tag(self, text: str) -> None:
         self.hash.update(text.encode() + b"\0")
@@ -160,6 +161,7 @@ class _Digest:
             self.tag(f"seen:{self.seen[id(obj)]}")
             return
         self.seen[id(obj)] = len(self.seen)
+        self._alive.append(obj)
         self._feed_object(obj, depth + 1)
 
     def _feed_object(self, obj: Any, depth: int) -> None:

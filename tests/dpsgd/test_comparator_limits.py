@@ -38,6 +38,7 @@ def _slow(sigma, steps, epochs):  # module level: also runs under spawn
 def test_slow_comparator_is_stopped_and_other_rows_print(monkeypatch):
     """A comparator sleeping 60 s is killed at 0.5 s; its row says 'timed out'."""
     _fake(monkeypatch, "fs-pld", _slow)
+    before = {p.pid for p in multiprocessing.active_children()}  # e.g. loky workers
     tic = time.perf_counter()
     t = compare_accountants(steps_per_epoch=10, epochs=2, noise_multiplier=2.0,
                             methods=("chi-square", "fs-pld", "ckp"), timeout=0.5,
@@ -51,7 +52,8 @@ def test_slow_comparator_is_stopped_and_other_rows_print(monkeypatch):
     assert 0.5 <= slow.wall_time_s < 5
     assert rows["chi-square"].status == "ok" and 0.5 < rows["chi-square"].accuracy <= 1
     assert rows["CKP"].status == "ok" and 0.5 < rows["CKP"].accuracy <= 1
-    assert multiprocessing.active_children() == []  # the stuck process was killed
+    left = [p for p in multiprocessing.active_children() if p.pid not in before]
+    assert left == []  # the stuck process was killed
     assert "timed out" in t.to_markdown()
 
 
