@@ -24,7 +24,8 @@ def sort_rows(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Canonicalisation hook: sort the rows of each 2-D array lexicographically.
 
     Removes label permutation from e.g. k-means ``cluster_centers_`` (which centre is called
-    "0" is arbitrary and would otherwise cost noise, MATH.md §2). 1-D arrays are returned as is.
+    "0" is arbitrary and would otherwise cost noise: Xiao & Devadas, CRYPTO 2023, §4). 1-D
+    arrays are returned as is.
     """
     out = []
     for a in arrays:

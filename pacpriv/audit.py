@@ -39,6 +39,7 @@ from pacpriv.attacks import (
 )
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
 __all__ = ["AuditResult", "audit_dpsgd"]
 
@@ -134,10 +135,9 @@ def _class_accuracy(torch, model, X, y) -> float | None:
     return float(np.mean(out.argmax(1).cpu().numpy() == np.asarray(y)))
 
 
-def _bounds(sigma, M, E, target_accuracy, method):
+def _bounds(sigma, M, E, target_accuracy):
     if sigma == 0:
         return 1.0, 1.0
-
     chi2 = float(
         membership_inference_accuracy_bound(sigma, steps_per_epoch=M, epochs=E).accuracy
     )
@@ -150,8 +150,8 @@ def audit_dpsgd(
     *,
     model_factory: Callable[[], object],
     loss_fn: Callable,
-    steps_per_epoch: int,
-    epochs: int,
+    steps_per_epoch: int | None = None,
+    epochs: int | None = None,
     max_grad_norm: float | None,
     noise_multiplier: float | None = None,
     target_accuracy: float | None = None,
@@ -160,6 +160,7 @@ def audit_dpsgd(
     n_shadow_models: int = 8,
     confidence: float = 0.95,
     rng: RNGLike = None,
+    spec: DPSGDSpec | None = None,
 ) -> AuditResult:
     """Train on a random half of ``(X, y)`` with DP-SGD, attack the model, compare with the bound.
 
@@ -196,6 +197,8 @@ def audit_dpsgd(
         Level of the attack accuracy intervals.
     rng : None, int, SeedSequence or Generator
         Root seed (split, inits, allocations, noise, attack splits).
+    spec : DPSGDSpec, optional
+        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
 
     Returns
     -------
@@ -212,6 +215,9 @@ def audit_dpsgd(
 
     if (noise_multiplier is None) == (target_accuracy is None):
         raise ValueError("give exactly one of `noise_multiplier` and `target_accuracy`.")
+    noise_multiplier, steps_per_epoch, epochs = spec_triple(
+        spec, noise_multiplier, steps_per_epoch, epochs
+    )
     M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     E = check_int(epochs, "epochs", low=1)
     S = check_int(n_shadow_models, "n_shadow_models", low=0)
@@ -243,7 +249,7 @@ def audit_dpsgd(
             f"`X` and `y` must hold the same number (>= 8) of records; got {n} and "
             f"{y_arr.shape[:1]}."
         )
-    bound, chi2 = _bounds(sigma, M, E, target_accuracy, method)
+    bound, chi2 = _bounds(sigma, M, E, target_accuracy)
 
     from pacpriv.dpsgd.trainer import model_losses  # imports torch (extra pacpriv[torch])
 

@@ -2,7 +2,7 @@
 
 Releases ``Y_1, Y_2, ...`` of the same secret subset, each with its own independent Gaussian noise
 calibrated to a budget ``v_t``, are conditionally independent given the subset, so
-``MI(X; Y_1, ..., Y_T) <= Σ_t v_t`` (MATH.md §2, "Composition"; chain rule of mutual
+``MI(X; Y_1, ..., Y_T) <= Σ_t v_t`` (chain rule of mutual
 information). :class:`PrivacyLedger` adds the budgets up and refuses, *all or nothing*, a release
 that would take the sum over a total cap.
 

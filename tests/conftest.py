@@ -26,6 +26,24 @@ def reference_dir() -> Path:
     return REFERENCE_DIR
 
 
+@pytest.fixture
+def hide_modules(monkeypatch):
+    """``hide_modules("matplotlib", ...)``: importing those packages raises ImportError."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def hide(*names: str) -> None:
+        def fake_import(name, *args, **kwargs):
+            if any(name == n or name.startswith(n + ".") for n in names):
+                raise ImportError(f"No module named {name!r}")
+            return real_import(name, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "__import__", fake_import)
+
+    return hide
+
+
 def skip_is_allowed(reason: str) -> bool:
     """A skip is allowed only when ``pytest.importorskip`` missed a package of an optional extra."""
     return _EXTRA_SKIP.search(reason) is not None

@@ -22,6 +22,8 @@ LEAVES = (
     "pacpriv._random",
     "pacpriv._optional",
     "pacpriv._source_checkout",
+    "pacpriv._stats",
+    "pacpriv._deprecation",
     "pacpriv.threat_models",
     "pacpriv.cli._args",
     "pacpriv.report.format",
@@ -168,3 +170,36 @@ def test_mechanisms_import_no_pacpriv():
             )
             bad += [(path.name, n) for n in names if n.split(".")[0] in ("pacpriv", "mechanisms")]
     assert bad == []
+
+
+def test_library_modules_carry_no_demo_defaults(graph):
+    """pac/ and dpsgd/ import neither the datasets nor the reference mechanisms (item 5)."""
+    bad = [
+        (m, t) for m, targets in graph.items() for t in targets
+        if m.startswith(("pacpriv.pac", "pacpriv.dpsgd")) and t.startswith("pacpriv.datasets")
+    ]
+    assert bad == []
+    for path in sorted((PACKAGE / "pac").glob("*.py")) + sorted((PACKAGE / "dpsgd").glob("*.py")):
+        assert "mechanisms import" not in path.read_text(), path.name
+
+
+#: The public names of the 0.1 flat modules, importable from the same dotted paths.
+OLD_PUBLIC = {
+    "pacpriv.report": ["ARRAY_LIMIT", "THREAT_MODEL_PAC", "build_report", "to_markdown",
+                       "write_report"],
+    "pacpriv.compare": ["THREAT_MODELS", "ComparisonResult", "ComparisonRow", "compare_pac_dpsgd"],
+    "pacpriv.plotting": ["COMPARISON_KEYS", "figure_to_data_uri", "plot_dpsgd_accuracy_vs_sigma",
+                         "plot_pac_vs_dpsgd", "plot_posterior_curve", "plot_spectrum"],
+    "pacpriv.cli": ["UsageError", "build_parser", "main", "number"],
+    "pacpriv.datasets": ["BUNDLED_DATASETS", "Dataset", "DatasetInfo", "load_dataset"],
+    "pacpriv.dpsgd": ["THREAT_MODEL", "DPSGDSpec"],
+}
+
+
+@pytest.mark.parametrize("module", sorted(OLD_PUBLIC))
+def test_old_public_paths_still_import(module):
+    import importlib
+
+    mod = importlib.import_module(module)
+    missing = [n for n in OLD_PUBLIC[module] if not hasattr(mod, n)]
+    assert missing == []

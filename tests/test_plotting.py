@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import builtins
 import subprocess
 import sys
 
@@ -253,16 +252,9 @@ def test_figure_to_data_uri_rejects_non_figure():
         plotting.figure_to_data_uri(object())
 
 
-def test_missing_matplotlib_says_what_to_install(monkeypatch, worked_example):
+def test_missing_matplotlib_says_what_to_install(hide_modules, worked_example):
     """Without matplotlib the ImportError names the extra: pip install pacpriv[plot]."""
-    real_import = builtins.__import__
-
-    def fake_import(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
+    hide_modules("matplotlib")
     with pytest.raises(ImportError, match=r"pip install pacpriv\[plot\]"):
         plotting.plot_spectrum(*worked_example)
 

@@ -35,7 +35,6 @@ def _emit(args, payload: dict, rows: list[tuple[str, str]]) -> int:
 
 
 def _bound(args) -> int:
-
     b = membership_inference_accuracy_bound(
         args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs
     )
@@ -47,7 +46,6 @@ def _bound(args) -> int:
 
 
 def _sigma(args) -> int:
-
     kw = {"steps_per_epoch": args.steps_per_epoch, "epochs": args.epochs}
     if args.method == "closed-form":
         s = noise_multiplier_for_accuracy(args.target_accuracy, **kw)
@@ -63,7 +61,6 @@ def _sigma(args) -> int:
 
 
 def _exact(args) -> int:
-
     r = exact_membership_inference_accuracy(
         args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
         tolerance=args.tolerance,
@@ -76,7 +73,6 @@ def _exact(args) -> int:
 
 
 def _compare(args) -> int:
-
     if args.noise_multiplier is None and args.target_accuracy is None:
         raise ValueError("give --noise-multiplier and/or --target-accuracy")
     t = compare_accountants(

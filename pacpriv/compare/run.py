@@ -4,7 +4,7 @@
 on the same data with the same epochs and steps in three ways, each certified to the same
 membership-inference accuracy bound ``a``:
 
-* **DP-SGD, closed form**: σ from the chi-square closed form [2]_ (MATH.md §3);
+* **DP-SGD, closed form**: σ from the chi-square closed form [2]_;
 * **DP-SGD, exact**: σ calibrated to the exact accuracy ½ + ½·TV [2]_ (needs
   :mod:`pacpriv.dpsgd.calibration`; the row is left out with a note when it is missing);
 * **PAC**: the same training without noise, run as a black box on Poisson-½ subsets by the

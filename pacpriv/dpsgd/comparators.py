@@ -25,6 +25,7 @@ from scipy import optimize, special
 
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier, membership_inference_accuracy_bound
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
 __all__ = [
     "ComparisonRow",
@@ -314,14 +315,15 @@ def _published_value(fn, sigma, steps, epochs, target, search) -> tuple[float, f
 
 def compare_accountants(
     *,
-    steps_per_epoch: int,
-    epochs: int,
+    steps_per_epoch: int | None = None,
+    epochs: int | None = None,
     noise_multiplier: float | None = None,
     target_accuracy: float | None = None,
     methods: tuple[str, ...] | None = None,
     search_published: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT_S,
     progress: bool = True,
+    spec: DPSGDSpec | None = None,
 ) -> ComparisonTable:
     """One table of accountants on the membership-inference accuracy axis.
 
@@ -348,6 +350,8 @@ def compare_accountants(
         start child processes).
     progress : bool, default True
         A tqdm bar over the rows (stderr) and one line per finished row.
+    spec : DPSGDSpec, optional
+        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
 
     Returns
     -------
@@ -361,6 +365,9 @@ def compare_accountants(
         If M or E < 1, the target is outside (½, 1), σ ≤ 0, ``timeout`` ≤ 0, a method name is
         unknown, or neither σ nor target is given.
     """
+    noise_multiplier, steps_per_epoch, epochs = spec_triple(
+        spec, noise_multiplier, steps_per_epoch, epochs
+    )
     steps = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     n_ep = check_int(epochs, "epochs", low=1)
     if noise_multiplier is None and target_accuracy is None:

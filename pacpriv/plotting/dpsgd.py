@@ -2,7 +2,8 @@
 
 References
 ----------
-.. [1] Membership-inference accuracy bound for DP-SGD with random allocation (MATH.md §3).
+.. [1] Membership-inference accuracy bound for DP-SGD with random allocation
+   (RA-MIA, CWI / VU Amsterdam), chi-square closed form.
 """
 
 from __future__ import annotations
@@ -111,12 +112,12 @@ def plot_dpsgd_accuracy_vs_sigma(
     exact, comparators : bool, default True
         Draw the certified exact interval (:mod:`pacpriv.dpsgd.exact`) and the closed-form
         comparators of :mod:`pacpriv.dpsgd.comparators` (CKP leading term, GDP CLT: dotted,
-        approximations that may understate the risk) when those modules are available
-        (skipped silently otherwise).
+        approximations that may understate the risk).
 
     Returns
     -------
     matplotlib.figure.Figure
+        One axis: accuracy bound (y) against σ (x, log scale).
 
     Raises
     ------
@@ -125,7 +126,8 @@ def plot_dpsgd_accuracy_vs_sigma(
 
     References
     ----------
-    .. [1] MATH.md §3: ``accuracy <= ½ + ¼ sqrt((1 + (e^{1/σ²} − 1)/M)^E − 1)``; exact
+    .. [1] RA-MIA (DP-SGD with random allocation):
+       ``accuracy <= ½ + ¼ sqrt((1 + (e^{1/σ²} − 1)/M)^E − 1)``; exact
        ``½ + ½ TV(P^⊗E, Q^⊗E)``.
     """
 
@@ -159,7 +161,7 @@ def plot_dpsgd_accuracy_vs_sigma(
         s = check_real(noise_multiplier, "noise_multiplier", low=0.0, low_inclusive=False)
         b = membership_inference_accuracy_bound(s, steps_per_epoch=m, epochs=e).accuracy
         label = f"σ = {s:.4g}: chi-square {b:.4f}"
-        point = _exact_interval([s], m, e) if exact and b <= exact_max_bound else None
+        point = _exact_interval(np.array([s]), m, e) if exact and b <= exact_max_bound else None
         if point is not None:
             ax.plot([s], point[2], "D", color="C1", ms=6)
             label += f", exact ≤ {point[2][0]:.4f}"

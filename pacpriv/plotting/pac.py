@@ -6,7 +6,8 @@ References
 ----------
 .. [1] H. Xiao, S. Devadas. PAC Privacy: Automatic Privacy Measurement and Control of Data
    Processing. CRYPTO 2023, arXiv:2210.03458 (Thm 1, Thm 3).
-.. [2] Membership-inference accuracy bound for DP-SGD with random allocation (MATH.md §3).
+.. [2] Membership-inference accuracy bound for DP-SGD with random allocation
+   (RA-MIA, CWI / VU Amsterdam), chi-square closed form.
 """
 
 from __future__ import annotations

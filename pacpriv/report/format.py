@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["fmt"]
+__all__ = ["TOP_ROWS", "fmt"]
+
+#: Eigenvalues and noise std shown in the tables of the Markdown and HTML renderings.
+TOP_ROWS = 10
 
 
 def fmt(x: Any, digits: int = 6) -> str:

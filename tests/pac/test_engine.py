@@ -325,18 +325,9 @@ def test_input_validation(kwargs, error, message):
         simulate(mechanism, pool, **args)
 
 
-def test_ray_backend_needs_ray(monkeypatch):
+def test_ray_backend_needs_ray(hide_modules):
     """backend='ray' without Ray installed says what to install (Ray hidden if installed)."""
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_ray(name, *args, **kwargs):
-        if name == "ray" or name.startswith("ray."):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_ray)
+    hide_modules("ray")
     with pytest.raises(ImportError, match=r"pip install 'pacpriv\[ray\]'"):
         simulate(mechs.count_mech, POOL, n_trials=3, backend="ray", progress=False)
 
