@@ -14,6 +14,7 @@ __all__ = [
     "ConstantOutputWarning",
     "DegenerateOutputWarning",
     "MechanismError",
+    "NotReproducibleWarning",
     "PacprivWarning",
     "UndersampledWarning",
     "VacuousBoundWarning",
@@ -86,4 +87,13 @@ class UndersampledWarning(PacprivWarning):
     ``n_trials - 1`` directions (costly), else only the numerical resolution, and then the MI
     bound holds only if the true output distribution has no variance there. Use more trials
     than output dimensions, or ``rule="isotropic"``/``"algorithm1"``.
+    """
+
+
+class NotReproducibleWarning(PacprivWarning):
+    """Re-running a trial from its seed gave a different output: the run is not reproducible.
+
+    The usual cause is randomness drawn outside the mechanism's ``rng`` argument (the global
+    ``numpy.random`` or ``random`` state, an unseeded library, the clock); the simulation result
+    and the report then say "not reproducible". Draw all randomness from ``rng``.
     """

@@ -23,12 +23,11 @@ section or of the object the report was built from (e.g. :class:`pacpriv.dpsgd.D
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pacpriv import plotting
+from pacpriv import _json, plotting
 from pacpriv.report.format import TOP_ROWS, fmt
 from pacpriv.report.markdown import inline, markdown_to_html
 
@@ -61,7 +60,7 @@ def _fmt(x: Any, digits: int = 6) -> str:
         shown = ", ".join(fmt(v, digits) for v in x[:12])
         return f"[{shown}{', …' if len(x) > 12 else ''}] ({len(x)} values)"
     if isinstance(x, dict):
-        return json.dumps(x, default=str)
+        return _json.dumps(x)
     return fmt(x, digits)
 
 
@@ -259,8 +258,13 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
 
 def _repro_html(rep: Mapping) -> list[str]:
     out = ["<h2>Reproducibility</h2>"]
-    if "root_seed" in rep:
-        seed = html.escape(json.dumps(rep["root_seed"]))
+    if rep.get("reproducible") is False:
+        seed = html.escape(_json.dumps(rep.get("root_seed")))
+        note = html.escape(str(rep.get("reproducibility_note", "")))
+        out.append(f"<p><strong>Not reproducible.</strong> Root seed <code>{seed}</code>, "
+                   f"but {note}</p>")
+    elif "root_seed" in rep:
+        seed = html.escape(_json.dumps(rep["root_seed"]))
         out.append(f"<p>Root seed of the simulation: <code>{seed}</code> (pass "
                    "<code>rng=numpy.random.SeedSequence(**root_seed)</code> -- or, when "
                    "<code>spawn_key</code> is empty, <code>--seed &lt;entropy&gt;</code> -- to "

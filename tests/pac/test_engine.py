@@ -212,12 +212,13 @@ def test_length_change_across_batches():
 
 
 def test_float32_overflow_is_caught():
-    """output_dtype=float32 stores float32 and rejects values that overflow it."""
+    """output_dtype=float32 stores float32 relative to trial 0 and rejects overflow."""
     ok = simulate(mechs.noisy_sum, POOL1D, n_trials=4, rng=1, output_dtype=np.float32,
                   progress=False)
     ref = simulate(mechs.noisy_sum, POOL1D, n_trials=4, rng=1, progress=False)
-    assert ok.outputs.dtype == np.float32
-    assert np.array_equal(ok.outputs, ref.outputs.astype(np.float32))
+    assert ok.outputs.dtype == np.float32 and ok.reference.dtype == np.float64
+    assert np.array_equal(ok.reference, ref.outputs[0])
+    assert np.array_equal(ok.outputs, (ref.outputs - ref.outputs[0]).astype(np.float32))
     mech = functools.partial(mechs.bad_output, kind="huge")
     with pytest.raises(MechanismError, match="not finite"):
         simulate(mech, POOL1D, n_trials=30, rng=22, output_dtype=np.float32, progress=False)
