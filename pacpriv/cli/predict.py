@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 
+from pacpriv import _json
 from pacpriv.cli._args import UsageError
 
 #: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
@@ -213,7 +213,7 @@ def _query(args) -> int:
     out = pp.predict(X, progress=len(X) >= 1000)
     state = pp.budget()
     if args.json:
-        print(json.dumps({"outputs": out.tolist(), **state}, indent=2))
+        print(_json.dumps({"outputs": out.tolist(), **state}, indent=2))
         return 0
     for i, row in enumerate(out):
         print(f"{i:>4}  " + "  ".join(f"{v:.4f}" for v in row))
@@ -236,7 +236,7 @@ def _status(args) -> int:
 
     pp = PrivatePredictor.load(args.state)
     if args.json:
-        print(json.dumps(pp.to_dict(), indent=2))
+        print(_json.dumps(pp.to_dict(), indent=2))
     else:
         _print_budget(pp.budget())
     if args.out is not None:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pacpriv import _json
 from pacpriv.exceptions import CheckpointError
 
 __all__ = ["StateDir"]
@@ -120,7 +121,7 @@ class StateDir:
     def write_config(self, config: dict) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         body = {"format": _FORMAT, "version": _VERSION, **config}
-        atomic_write(self.config_path, json.dumps(body, indent=2, sort_keys=True).encode())
+        atomic_write(self.config_path, _json.dumps(body, indent=2, sort_keys=True).encode())
 
     def read_config(self) -> dict:
         """The stored config.
@@ -150,7 +151,7 @@ class StateDir:
             Naming every field that differs.
         """
         stored = self.read_config().get("fingerprint", {})
-        differences = _diff(stored, json.loads(json.dumps(fingerprint)))
+        differences = _diff(stored, json.loads(_json.dumps(fingerprint)))
         if differences:
             raise CheckpointError(
                 f"state directory {str(self.path)!r} belongs to a different predictor; it "
@@ -177,7 +178,7 @@ class StateDir:
         if self.secret_path.exists():
             raise CheckpointError(f"state directory {str(self.path)!r} already has a secret; "
                                   "refusing to overwrite it.")
-        data = json.dumps({"secret_index": int(secret_index),
+        data = _json.dumps({"secret_index": int(secret_index),
                            "noise_entropy": int(noise_entropy)}).encode()
         atomic_write(self.secret_path, data, mode=0o600)
 
@@ -208,7 +209,7 @@ class StateDir:
         body = {"n_answered": int(n_answered),
                 "spent": float(n_answered) * float(per_query_budget),
                 "log_posterior": [float(x) for x in np.asarray(log_posterior, np.float64)]}
-        atomic_write(self.ledger_path, json.dumps(body).encode())
+        atomic_write(self.ledger_path, _json.dumps(body).encode())
 
     def read_ledger(self) -> tuple[int, np.ndarray]:
         """``(n_answered, log_posterior)``.
