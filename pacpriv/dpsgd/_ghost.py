@@ -114,6 +114,7 @@ class LinearTape:
         self.layers = layers
         self.records: dict[int, list] = {}
         self.handles = []
+        self.disabled = False  # set once a pass ran a layer twice: the model needs torch.func
 
     def __enter__(self):
         for k, layer in enumerate(self.layers):
@@ -139,9 +140,12 @@ class LinearTape:
 
         Returns ``(sums, n_clipped)`` with ``sums`` mapping ``id(param)`` to ``Σ_i f_i ∇ℓ_i``,
         ``f_i = min(1, C / (‖∇ℓ_i‖ + eps))``, or None if some layer ran more than once (its
-        per-example gradient is then a sum of products, which this path does not handle).
+        per-example gradient is then a sum of products, which this path does not handle); the
+        tape then removes its hooks and stays :attr:`disabled`.
         """
         if any(len(v) > 1 for v in self.records.values()):
+            self.disabled = True  # the model's structure does not change between steps
+            self.__exit__()
             return None
         used = [k for k in range(len(self.layers)) if k in self.records]
         outputs = [self.records[k][0][1] for k in used]

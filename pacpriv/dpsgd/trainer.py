@@ -311,7 +311,8 @@ def _linear_step(model, loss_fn, xb, yb, tape: LinearTape, max_grad_norm: float)
 
 def _private_step(model, loss_fn, xb, yb, tape, *, C, sigma, expected, generator):
     """One DP-SGD gradient: clipped sum + noise, over the expected batch size."""
-    found = None if tape is None else _linear_step(model, loss_fn, xb, yb, tape, C)
+    use_tape = tape is not None and not tape.disabled
+    found = _linear_step(model, loss_fn, xb, yb, tape, C) if use_tape else None
     if found is not None:
         summed, n_clipped, loss = found
         grads = _noisy_average(summed, max_grad_norm=C, noise_multiplier=sigma,

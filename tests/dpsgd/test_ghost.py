@@ -173,8 +173,10 @@ def test_shared_layer_falls_back_to_torch_func():
     y = torch.as_tensor(rng.integers(0, 3, size=6))
     with LinearTape(linear_layers(model)) as tape:
         assert trainer._linear_step(model, nn.CrossEntropyLoss(), X, y, tape, 1.0) is None
+        assert tape.disabled and not tape.handles  # hooks gone: later steps go to torch.func
         grads, k, _ = trainer._private_step(model, nn.CrossEntropyLoss(), X, y, tape, C=0.2,
                                             sigma=0.0, expected=3.0, generator=None)
+        assert not tape.records
     slow, k_slow = _naive_clipped_sum(model, nn.CrossEntropyLoss(), X, y, 0.2)
     assert k == k_slow
     for key in slow:
