@@ -8,7 +8,8 @@ Frobenius norm factorises, ``‖g_i^T a_i‖² = ‖g_i‖² ‖a_i‖²`` ("gho
 *Efficient per-example gradient computations*, arXiv:1510.01799; Li et al. 2022, *Large Language
 Models Can Be Strong Differentially Private Learners*, ICLR, §4), so the joint per-example norm
 needs no per-example gradient at all, and the clipped sum is one matrix product
-``Σ_i f_i g_i^T a_i = (f ∘ g)^T a``. For ``T > 1`` the per-example gradients are formed with one
+``Σ_i f_i g_i^T a_i = (f ∘ g)^T a``. For ``T > 1``, ``‖g_i^T a_i‖² = Σ_{t,s} (g_t·g_s)(a_t·a_s)``
+when ``T² <= in·out`` (Li et al. 2022, §4), else the per-example gradients are formed with one
 batched product. The backprops ``g`` of every layer come from a single ``torch.autograd.grad``
 of ``Σ_i ℓ_i`` with respect to the layers' outputs: exact for any model whose examples do not
 interact, which :func:`linear_layers` guarantees by admitting only ``nn.Linear`` layers, known
@@ -184,8 +185,13 @@ class LinearTape:
         if layer.weight.requires_grad:
             if t == 1:
                 out = out + g3[:, 0].pow(2).sum(1) * a3[:, 0].pow(2).sum(1)
+            elif t * t <= g3.shape[-1] * a3.shape[-1]:
+                # ‖Σ_t g_t a_tᵀ‖² = Σ_{t,s} (g_t·g_s)(a_t·a_s): cheaper than forming g_iᵀ a_i.
+                gg = torch.bmm(g3, g3.transpose(1, 2))
+                aa = torch.bmm(a3, a3.transpose(1, 2))
+                out = out + (gg * aa).sum((1, 2))
             else:
-                per = torch.einsum("bto,bti->boi", g3, a3)
+                per = torch.bmm(g3.transpose(1, 2), a3)  # (b, out, in) per-example gradients
                 out = out + per.reshape(b, -1).pow(2).sum(1)
         if layer.bias is not None and layer.bias.requires_grad:
             out = out + g3.sum(1).pow(2).sum(1)

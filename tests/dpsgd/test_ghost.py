@@ -83,12 +83,15 @@ def test_single_backward_equals_per_example_loop(dtype, name, C):
         assert k_fast == 11  # every example clipped: the clipping path is exercised
 
 
-def test_sequence_inputs_materialise_per_example_gradients():
-    """A Linear on (b, T, in) inputs (norm does not factorise) still matches the loop."""
-    model = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2), nn.Flatten(),
-                          nn.Linear(6, 3)).double()
+@pytest.mark.parametrize("T", [3, 6])
+def test_sequence_inputs_match_the_loop(T):
+    """Linear layers on (b, T, in) inputs (norm does not factorise) match the loop: T = 3 uses
+    the (g·g)(a·a) Gram form where T² <= in·out and g_iᵀa_i for the 2 -> 2 layer; T = 6 forms
+    g_iᵀa_i on every sequence layer."""
+    model = nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2), nn.Linear(2, 2),
+                          nn.Flatten(), nn.Linear(2 * T, 3)).double()
     rng = np.random.default_rng(2)
-    X = torch.as_tensor(rng.normal(size=(7, 3, 4)))
+    X = torch.as_tensor(rng.normal(size=(7, T, 4)))
     y = torch.as_tensor(rng.integers(0, 3, size=7))
     fast, k1 = _fast_clipped_sum(model, nn.CrossEntropyLoss(), X, y, 0.5)
     slow, k2 = _naive_clipped_sum(model, nn.CrossEntropyLoss(), X, y, 0.5)
