@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -240,3 +242,35 @@ def test_torch_func_path_keeps_a_reused_module_a_parameter():
                                  torch.zeros(3, 4, dtype=torch.float64))
     assert isinstance(shared.weight, nn.Parameter) and isinstance(shared.bias, nn.Parameter)
     assert [k for k, _ in model.named_parameters()] == ["0.weight", "0.bias"]
+
+
+_ACTIVATIONS = [nn.ReLU, nn.Tanh, nn.Sigmoid, nn.GELU, nn.SiLU, nn.Identity, nn.ELU]
+
+
+@given(
+    widths=st.lists(st.integers(1, 6), min_size=1, max_size=3),
+    acts=st.lists(st.integers(0, len(_ACTIVATIONS) - 1), min_size=3, max_size=3),
+    b=st.integers(1, 9),
+    log_c=st.floats(-3, 2),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=15, deadline=None)
+def test_random_mlps_match_the_loop(widths, acts, b, log_c, bias, seed):
+    """Property: any Linear/activation stack gives the loop's clipped sum and clip count."""
+    torch.manual_seed(seed)
+    dims = [3, *widths, 2]
+    layers = []
+    for i in range(len(dims) - 1):
+        layers.append(nn.Linear(dims[i], dims[i + 1], bias=bias or i == 0))
+        if i < len(dims) - 2:
+            layers.append(_ACTIVATIONS[acts[i]]())
+    model = nn.Sequential(*layers).double()
+    X = torch.randn(b, 3, dtype=torch.float64) * 2
+    y = torch.randint(0, 2, (b,))
+    C = 10.0**log_c
+    fast, k_fast = _fast_clipped_sum(model, nn.CrossEntropyLoss(), X, y, C)
+    slow, k_slow = _naive_clipped_sum(model, nn.CrossEntropyLoss(), X, y, C)
+    assert k_fast == k_slow
+    for key in slow:
+        torch.testing.assert_close(fast[key], slow[key], rtol=1e-10, atol=1e-12)
