@@ -174,7 +174,14 @@ def per_sample_gradients(
         For every trainable parameter ``name``, a tensor of shape ``(b, *param.shape)``.
     losses : torch.Tensor of shape (b,)
         Per-example losses at the current parameters.
+
+    Raises
+    ------
+    ValueError
+        If the model has modules that mix examples or that ``torch.func`` cannot batch
+        (:func:`validate_model`).
     """
+    validate_model(model)
     params, canonical = _trainable(model)
     b = X.shape[0]
     if b == 0:

@@ -83,3 +83,12 @@ def test_validate_model_type_error():
     """A non-module is a TypeError naming `model`."""
     with pytest.raises(TypeError, match=r"`model` must be a torch\.nn\.Module"):
         validate_model(lambda x: x)
+
+
+def test_per_sample_gradients_also_validates():
+    """The public per-sample gradient function gives the same clear error."""
+    from pacpriv.dpsgd.trainer import per_sample_gradients
+
+    with pytest.raises(ValueError, match=r"1 \(BatchNorm1d\)"):
+        per_sample_gradients(_bn_model(), nn.CrossEntropyLoss(), torch.zeros(4, 5),
+                             torch.zeros(4, dtype=torch.int64))
