@@ -90,3 +90,31 @@ __all__ = [
     "PacResult",
     "run_pac",
 ]
+
+# per-record membership privacy (informed adversary; PAC Privacy §2)
+from pacpriv.pac.per_record import (
+    RecordDifferences,
+    RecordExposure,
+    exposure_from_differences,
+    record_exposure,
+    simulate_differences,
+)
+from pacpriv.pac.per_record_attack import InformedAttackResult, informed_attack
+from pacpriv.pac.per_record_calibration import (
+    PerRecordPlan,
+    calibrate_from_differences,
+    calibrate_per_record,
+)
+
+__all__ += [
+    "InformedAttackResult",
+    "PerRecordPlan",
+    "RecordDifferences",
+    "RecordExposure",
+    "calibrate_from_differences",
+    "calibrate_per_record",
+    "exposure_from_differences",
+    "informed_attack",
+    "record_exposure",
+    "simulate_differences",
+]
