@@ -413,6 +413,12 @@ class RecordExposure:
         order = np.lexsort((self.records, -self.accuracy_upper))
         return self.records[order[:n]]
 
+    def report_section(self, *, target_accuracy: float | None = None) -> dict:
+        """Report section (:func:`pacpriv.pac.per_record_report.per_record_section`)."""
+        from pacpriv.pac.per_record_report import per_record_section
+
+        return per_record_section(self, target_accuracy=target_accuracy)
+
     def to_dict(self) -> dict:
         """Public summary: maxima, medians, the most exposed records by index, a histogram."""
         top = self.most_exposed()

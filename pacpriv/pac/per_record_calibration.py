@@ -47,6 +47,7 @@ from pacpriv.pac._plan import NoisePlan
 from pacpriv.pac.engine import _check_pool
 from pacpriv.pac.per_record import (
     RecordDifferences,
+    RecordExposure,
     _check_confidence,
     _check_feasible,
     _check_target,
@@ -108,6 +109,16 @@ class PerRecordPlan(NoisePlan):
     sampling_rate: float
     n_trials_certify: int
     n_trials_shape: int = 0
+    exposure: RecordExposure | None = field(default=None, repr=False)
+
+    def report_section(self) -> dict:
+        """Report section of the plan's exposure, with the target and the certified bound."""
+        from pacpriv.pac.per_record_report import per_record_section
+
+        if self.exposure is None:
+            raise ValueError("this plan carries no exposure to report.")
+        return per_record_section(self.exposure, target_accuracy=self.target_accuracy,
+                                  plan_bound=self.max_accuracy_upper)
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (no per-record arrays)."""
@@ -327,7 +338,7 @@ def calibrate_from_differences(
         target_accuracy=target, max_accuracy_upper=certified,
         accuracy_upper=exposure.accuracy_upper, accuracy=exposure.accuracy,
         records=differences.records, accuracy_confidence=conf, scale=scale, shape=shape,
-        sampling_rate=q, n_trials_certify=n_cert, n_trials_shape=n_shape,
+        sampling_rate=q, n_trials_certify=n_cert, n_trials_shape=n_shape, exposure=exposure,
     )
 
 
