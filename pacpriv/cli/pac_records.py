@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pacpriv.cli import UsageError, number
+from pacpriv.cli._args import UsageError, number
 
 __all__ = ["add_records_parser", "parse_records"]
 

@@ -16,31 +16,25 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from pacpriv.pac._trial import check_output
+from pacpriv.pac._mechanism import (
+    accepts_rng,
+    call_mechanism,
+    check_output,
+    mechanism_fingerprint,
+    subset_pool,
+)
 from pacpriv.pac.checkpoint import pool_fingerprint
-from pacpriv.pac.samplers import callable_fingerprint
 
 __all__ = ["PairSpec", "pair_trial"]
 
 
-def _takes_rng(func: Any) -> bool:
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    rng = params.get("rng")
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return rng is not None and rng.kind in kinds
-
-
 def _mechanism_identity(func: Any) -> dict:
-    fp = callable_fingerprint(func)
+    fp = mechanism_fingerprint(func)
     # callable objects with their own repr (dataclasses) carry their state in it
     if not hasattr(func, "__qualname__") and type(func).__repr__ is not object.__repr__:
         fp["state"] = repr(func)
@@ -72,16 +66,10 @@ class PairSpec:
             "records": hashlib.sha256(np.ascontiguousarray(records, np.int64)).hexdigest(),
         }
         digest = hashlib.sha256(repr(ident).encode()).hexdigest()
-        return cls(mechanism, pool, records, n_records, _takes_rng(mechanism), digest)
+        return cls(mechanism, pool, records, n_records, accepts_rng(mechanism), digest)
 
     def __repr__(self) -> str:
         return f"PerRecordPairs(sha256={self.digest})"
-
-
-def _subset(pool: Any, mask: np.ndarray) -> Any:
-    if isinstance(pool, tuple):
-        return tuple(a[mask] for a in pool)
-    return pool[mask]
 
 
 def pair_trial(spec: PairSpec, subset_index: np.ndarray, rng: np.random.Generator | None = None):
@@ -98,10 +86,9 @@ def pair_trial(spec: PairSpec, subset_index: np.ndarray, rng: np.random.Generato
     base_rng = None if rng is None else copy.deepcopy(rng)
 
     def run(m: np.ndarray, dim: int | None) -> np.ndarray:
-        kwargs = {}
-        if spec.pass_rng:
-            kwargs["rng"] = copy.deepcopy(base_rng)
-        return check_output(spec.mechanism(_subset(spec.pool, m), **kwargs), dim)
+        gen = copy.deepcopy(base_rng) if spec.pass_rng else None
+        return check_output(call_mechanism(spec.mechanism, subset_pool(spec.pool, m), rng=gen,
+                                           takes_rng=spec.pass_rng), dim)
 
     base = run(mask, None)
     dim = base.shape[0]

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pacpriv._cli.pac_records import parse_records
 from pacpriv.cli import UsageError
+from pacpriv.cli.pac_records import parse_records
 from pacpriv.pac import calibrate_per_record, record_exposure
 from pacpriv.pac.per_record_report import per_record_section, round_up
 

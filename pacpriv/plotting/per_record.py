@@ -1,4 +1,4 @@
-"""Histogram of per-record exposure (private; public name in :mod:`pacpriv.plotting`).
+"""Histogram of per-record membership exposure (informed adversary).
 
 References
 ----------
@@ -40,7 +40,7 @@ def plot_per_record_histogram(accuracy_upper, *, target_accuracy: float | None =
     ImportError
         Without matplotlib (``pip install pacpriv[plot]``).
     """
-    from pacpriv.plotting import _figure
+    from pacpriv.plotting._figure import _figure
 
     acc = check_array_real(accuracy_upper, "accuracy_upper", low=0.0, high=1.0).ravel()
     if acc.size == 0:
