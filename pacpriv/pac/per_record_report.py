@@ -21,28 +21,17 @@ import math
 import numpy as np
 
 from pacpriv.pac.per_record import RecordExposure
+from pacpriv.threat_models import THREAT_MODEL_PAC, THREAT_MODEL_PAC_RECORD
 
 __all__ = ["INFORMED_ADVERSARY", "WHOLE_SUBSET", "per_record_section", "round_up"]
 
-#: The per-record threat model, in words.
-INFORMED_ADVERSARY = (
-    "**Per record (informed adversary).** The adversary knows the data pool, the mechanism, "
-    "the noise distribution, the mechanism's internal randomness and whether every *other* "
-    "record was used; it sees one noisy release and guesses whether one target record was "
-    "used (prior q). Its best accuracy is the Bayes accuracy of two Gaussians at the "
-    "Mahalanobis distance of the target's contribution Δᵢ = f(S ∪ {i}) − f(S ∖ {i}), "
-    "averaged over the other records' memberships. Any adversary that knows less does no "
-    "better. This is the question a membership-inference audit asks about one record."
-)
+#: The per-record threat model, in words (one text: :mod:`pacpriv.threat_models`).
+INFORMED_ADVERSARY = "**Per record (informed adversary).** " + THREAT_MODEL_PAC_RECORD
 
 #: The whole-subset threat model, in words.
-WHOLE_SUBSET = (
-    "**Whole subset (PAC Privacy).** The adversary knows the pool and the mechanism but not "
-    "who was used; the mutual information between the secret subset and the release is "
-    "bounded, which bounds the posterior success of every inference about the subset at once "
-    "(Xiao & Devadas 2023, Thm 1). It protects all records jointly, so for the same target "
-    "accuracy it needs more noise than a per-record guarantee."
-)
+WHOLE_SUBSET = ("**Whole subset (PAC Privacy).** " + THREAT_MODEL_PAC
+                + " It protects all records jointly, so for the same target accuracy it needs "
+                "more noise than a per-record guarantee.")
 
 
 def round_up(x: float, digits: int = 4) -> float:

@@ -1,4 +1,5 @@
-"""The "PAC, per record (informed adversary)" row of :func:`pacpriv.compare.compare_pac_dpsgd`.
+"""The "PAC, per record (informed adversary)" row of :func:`compare_pac_dpsgd` (imports torch
+only through the mechanism it is given).
 
 The same noise-free training as the whole-subset PAC row is run as a black box; for a public
 random sample of audited records the per-record differences ``Δᵢ = f(S ∪ {i}) − f(S ∖ {i})`` are
