@@ -188,7 +188,9 @@ def _records(args) -> int:
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
     print(f"audited records      {d['n_audited']} over {d['n_trials']} trials")
     if summary["plan_bound"] is not None:
-        print(f"noise (isotropic/{args.shape})  std max {summary['noise']['noise_std_max']:.6g}")
+        print(f"noise ({args.shape})".ljust(21)
+              + f"std max {summary['noise']['noise_std_max']:.6g}, "
+              f"E||B||^2 = {summary['noise']['expected_noise_power']:.6g}")
         print(f"plan bound           {100 * round_up(summary['plan_bound']):.2f}% "
               f"(certified, 1-gamma = {args.confidence:g}; target {args.target_accuracy:g})")
     print(f"max exposure         {100 * round_up(d['max_accuracy_upper']):.2f}% "
