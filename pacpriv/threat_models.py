@@ -34,7 +34,7 @@ THREAT_MODEL_PAC = (
     "datasets)."
 )
 
-#: Per-record PAC membership privacy against an informed adversary [1]_ §2 (MATH.md §5).
+#: Per-record PAC membership privacy against an informed adversary [1]_ §2.
 THREAT_MODEL_PAC_RECORD = (
     "Per-record PAC membership privacy, informed adversary [Xiao & Devadas, CRYPTO 2023, §2]. "
     "Memberships are independent (Poisson sampling with rate q). The secret is one bit: whether "

@@ -2,7 +2,7 @@
 
 Either measures each record's exposure under a given isotropic noise (``--noise-std``) or
 calibrates the noise to a per-record target (``--target-accuracy``), and writes the report
-(JSON / Markdown / HTML) with the per-record section (PAC Privacy §2; MATH.md §5).
+(JSON / Markdown / HTML) with the per-record section (PAC Privacy, Xiao & Devadas 2023, §2).
 """
 
 from __future__ import annotations

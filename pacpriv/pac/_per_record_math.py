@@ -1,8 +1,7 @@
 """Math of per-record PAC membership privacy (private helpers of :mod:`pacpriv.pac.per_record`).
 
 * :func:`bayes_accuracy`: Bayes accuracy of two Gaussians with a common covariance at
-  Mahalanobis distance ``d`` and prior ``q`` (PAC Privacy [1]_ §2, individual privacy; MATH.md
-  §5 of the project docs).
+  Mahalanobis distance ``d`` and prior ``q`` (PAC Privacy [1]_ §2, individual privacy).
 * :func:`record_mi_term`: ``min(q(1−q)d², H_b(q))``, an upper bound of ``I(b_i; Y | X₋ᵢ, θ)``.
 * :func:`bernstein_upper`: the empirical-Bernstein upper confidence bound of Maurer & Pontil
   [2]_ Thm 4, and :func:`box_bernstein_upper`, the same bound made valid uniformly over an
@@ -46,6 +45,11 @@ def bayes_accuracy(distance, prior: float) -> np.ndarray:
     ``d = ‖μ₁ − μ₀‖_{Σ⁻¹}``; ``Φ(d/2)`` at ``q = ½``; the limit ``max(q, 1 − q)`` at ``d = 0``
     and 1 at ``d = ∞``. Non-decreasing in ``d``.
 
+    Derivation: whitening by ``Σ^{-1/2}`` and projecting on the unit vector along
+    ``Σ^{-1/2}(μ₁ − μ₀)`` (a sufficient statistic) gives ``z ~ N(d, 1)`` or ``N(0, 1)``. The
+    Bayes test guesses ``b = 1`` iff ``q φ(z − d) > (1 − q) φ(z)``, i.e. ``z > d/2 − λ/d``, so
+    ``acc = q P(N(d,1) > d/2 − λ/d) + (1 − q) P(N(0,1) < d/2 − λ/d)``.
+
     Parameters
     ----------
     distance : array_like of float, >= 0 (``inf`` allowed)
@@ -78,7 +82,7 @@ def binary_entropy(q: float) -> float:
 def record_mi_term(sq_distance, prior: float) -> np.ndarray:
     """``min(q(1 − q) d², H_b(q))`` (nats), an upper bound of ``I(b; Y | X₋ᵢ, θ)``.
 
-    Convexity of KL in its second argument gives ``q(1 − q) d²`` [1]_ MATH.md §5; the
+    Convexity of KL in its second argument gives ``q(1 − q) d²`` (each KL term is ``d²/2``); the
     conditional entropy of the bit gives ``H_b(q)``.
     """
     q = float(prior)

@@ -1,4 +1,4 @@
-"""Per-record PAC membership privacy against an informed adversary ([PAC] §2, MATH.md §5).
+"""Per-record PAC membership privacy against an informed adversary (PAC Privacy, CRYPTO 2023, §2).
 
 The whole-subset guarantee of PAC Privacy bounds every inference about the subset at once. This
 module answers the per-record question: *can an adversary tell whether record i was used?*
@@ -575,7 +575,7 @@ def record_exposure(
 
     References
     ----------
-    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, §2; MATH.md §5.
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, §2.
     .. [2] Maurer & Pontil, COLT 2009, Thm 4.
 
     Examples

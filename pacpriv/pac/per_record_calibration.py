@@ -1,4 +1,4 @@
-"""Noise for a per-record membership-inference target ([PAC] §2; MATH.md §5).
+"""Noise for a per-record membership-inference target (PAC Privacy, CRYPTO 2023, §2).
 
 :func:`calibrate_per_record` finds the smallest scale ``s`` of ``Σ_B = s² Σ_shape`` whose
 maximum certified per-record upper bound (informed adversary, :mod:`pacpriv.pac.per_record`) is
@@ -384,7 +384,7 @@ def calibrate_per_record(
 
     References
     ----------
-    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, §2; MATH.md §5.
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, §2.
     """
     smp = check_sampler(sampler)
     conf = _check_confidence(confidence)

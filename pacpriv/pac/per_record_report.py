@@ -1,4 +1,4 @@
-"""Report section of a per-record exposure: which records are at risk, and why (MATH.md §5).
+"""Report section of a per-record exposure: which records are at risk, and why.
 
 :func:`per_record_section` turns a :class:`~pacpriv.pac.per_record.RecordExposure` (and the
 calibration target, if any) into a report section (``title``, ``markdown``, ``threat_model``,

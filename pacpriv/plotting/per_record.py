@@ -2,7 +2,7 @@
 
 References
 ----------
-.. [1] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, §2 (individual privacy); MATH.md §5.
+.. [1] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, §2 (individual privacy).
 """
 
 from __future__ import annotations
