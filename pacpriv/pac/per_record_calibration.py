@@ -84,6 +84,8 @@ class PerRecordPlan(NoisePlan):
         any larger scale (uniform empirical-Bernstein bound; see the module notes).
     accuracy_upper : ndarray of shape (k,)
         Per-record empirical-Bernstein bounds at this noise (each ``<= max_accuracy_upper``).
+        The scale was chosen on the same trials, so the certified statement is
+        ``max_accuracy_upper``; these values rank the records.
     accuracy : ndarray of shape (k,)
         Per-record plug-in estimates at this noise.
     records : ndarray of int, shape (k,)
