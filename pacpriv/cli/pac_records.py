@@ -13,7 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pacpriv.cli._args import UsageError, number
+from pacpriv.cli._args import UsageError, number, report_formats
+from pacpriv.datasets import load_dataset
+from pacpriv.pac.per_record import record_exposure
+from pacpriv.pac.per_record_calibration import calibrate_per_record
+from pacpriv.pac.per_record_report import round_up
+from pacpriv.pac.samplers import PoissonSampler
+from pacpriv.registry import resolve_mechanism
+from pacpriv.report import write_report
 
 __all__ = ["add_records_parser", "parse_records"]
 
@@ -135,20 +142,10 @@ def _check(args) -> tuple[str, ...]:
             f"{args.sampling_rate:g}; got {args.target_accuracy}")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
-    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
-    if set(formats) - {"json", "md", "html"} or not formats:
-        raise UsageError(f"--format must list json, md and/or html; got {args.formats!r}")
-    return formats
+    return report_formats(args.formats)
 
 
 def _records(args) -> int:
-    from pacpriv.datasets import load_dataset
-    from pacpriv.pac.per_record import record_exposure
-    from pacpriv.pac.per_record_calibration import calibrate_per_record
-    from pacpriv.pac.samplers import PoissonSampler
-    from pacpriv.registry import resolve_mechanism
-    from pacpriv.report import write_report
-
     formats = _check(args)
     label = args.label_column
     if label is not None and label.lstrip("-").isdigit():
@@ -183,8 +180,6 @@ def _records(args) -> int:
         print(paths["json"].read_text() if "json" in paths else json.dumps(section))
         return 0
     d = section["per_record"]
-    from pacpriv.pac.per_record_report import round_up
-
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
     print(f"audited records      {d['n_audited']} over {d['n_trials']} trials")
     if summary["plan_bound"] is not None:

@@ -20,6 +20,11 @@ from dataclasses import replace
 import numpy as np
 
 from pacpriv._random import trial_seed
+from pacpriv.pac.per_record import simulate_differences
+from pacpriv.pac.per_record_attack import informed_attack
+from pacpriv.pac.per_record_calibration import calibrate_from_differences
+from pacpriv.pac.release import privatize
+from pacpriv.pac.samplers import PoissonSampler
 
 __all__ = ["PER_RECORD_LABEL", "audited_sample", "per_record_row", "split_differences"]
 
@@ -46,13 +51,7 @@ def split_differences(diffs, n_first: int):
 def per_record_row(row_cls, mech, data, *, target_accuracy, n_trials, n_records_audited,
                    holdout, n_repeats, confidence, root, attack_rng, n_jobs, progress,
                    evaluate):
-    """Simulate, calibrate, attack and evaluate; returns ``(row, plan, informed_attack)``."""
-    from pacpriv.pac.per_record import simulate_differences
-    from pacpriv.pac.per_record_attack import informed_attack
-    from pacpriv.pac.per_record_calibration import calibrate_from_differences
-    from pacpriv.pac.release import privatize
-    from pacpriv.pac.samplers import PoissonSampler
-
+    """Simulate, calibrate, attack and evaluate; returns ``(row, plan, attack, differences)``."""
     tic = time.perf_counter()
     X, y, members = data
     records = audited_sample(X.shape[0], n_records_audited)

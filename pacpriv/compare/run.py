@@ -4,7 +4,7 @@
 on the same data with the same epochs and steps in three ways, each certified to the same
 membership-inference accuracy bound ``a``:
 
-* **DP-SGD, closed form**: σ from the chi-square closed form [2]_ (MATH.md §3);
+* **DP-SGD, closed form**: σ from the chi-square closed form [2]_;
 * **DP-SGD, exact**: σ calibrated to the exact accuracy ½ + ½·TV [2]_ (needs
   :mod:`pacpriv.dpsgd.calibration`; the row is left out with a note when it is missing);
 * **PAC**: the same training without noise, run as a black box on Poisson-½ subsets by the
@@ -38,6 +38,7 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.compare.results import ComparisonResult, ComparisonRow
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.pac.calibration import RULES
+from pacpriv.pac.per_record import check_certifiable
 from pacpriv.threat_models import THREAT_MODELS
 
 __all__ = [
@@ -88,8 +89,6 @@ _HOLDOUT = 0.2
 
 def _per_record_iv(n_trials, n_records, values, pool_size) -> dict:
     """Validate the per-record row's settings and its feasibility, before any training."""
-    from pacpriv.pac.per_record import _check_feasible
-
     trials = check_int(n_trials, "per_record_trials", low=0)
     k = check_int(n_records, "per_record_records", low=1, high=pool_size)
     if trials:
@@ -97,7 +96,7 @@ def _per_record_iv(n_trials, n_records, values, pool_size) -> dict:
             raise ValueError(f"`per_record_trials` must be 0 or >= 10; got {trials}.")
         n_cert = trials - max(2, round(trials * _HOLDOUT))
         try:
-            _check_feasible(values["target_accuracy"], n_cert, k, 0.5, values["confidence"])
+            check_certifiable(values["target_accuracy"], n_cert, k, 0.5, values["confidence"])
         except ValueError as err:
             raise ValueError(f"`per_record_trials`: {err}") from None
     return {"per_record_trials": trials, "per_record_records": k,
@@ -195,10 +194,11 @@ def compare_pac_dpsgd(
     if not isinstance(exact, bool) or not isinstance(progress, bool):
         raise TypeError("`exact` and `progress` must be bools.")
     per_record = _per_record_iv(per_record_trials, per_record_records, values, ds.n_records)
-    from pacpriv.compare.models import run_comparison  # torch: after validating the input
 
     tic = time.perf_counter()
     root = as_seed_sequence(rng)
+    from pacpriv.compare.models import run_comparison  # imports torch (extra pacpriv[torch])
+
     parts = run_comparison(ds, root=root, rule=rule, exact=exact, n_jobs=n_jobs,
                            progress=progress, **values, **per_record)
     return ComparisonResult(

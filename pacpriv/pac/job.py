@@ -28,9 +28,11 @@ from pacpriv._random import RNGLike, as_generator
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
 from pacpriv.pac._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
-from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise
-from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
-from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac._pipeline import measure
+from pacpriv.pac.calibration import RULES, NoisePlan
+from pacpriv.pac.covariance import OutputSpectrum
+from pacpriv.pac.engine import SimulationResult
+from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import as_sampler
@@ -195,6 +197,7 @@ def run_pac(
     timeout: float | None = None,
     mechanism_name: str | None = None,
     dataset: dict | None = None,
+    options: ExecutionOptions | None = None,
 ) -> PacResult:
     """Measure a black-box mechanism, calibrate PAC noise and release ``f(X) + B``.
 
@@ -232,6 +235,10 @@ def run_pac(
         Name shown in the report (default: the engine's qualified name).
     dataset : dict, optional
         Public description of the pool for the report (never the records).
+    options : ExecutionOptions, optional
+        The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``,
+        ``retries``, ``timeout``, ``batch_size``, ``output_path``) as one object, instead of
+        the individual keywords (not both).
 
     Returns
     -------
@@ -255,9 +262,12 @@ def run_pac(
         raise ValueError(f"`rule` must be one of {', '.join(RULES)}; got {rule!r}.")
     sampler_obj = as_sampler(sampler)
 
-    sim = simulate(
+    sim, spectrum, plan = measure(
         mechanism,
         pool,
+        mi_budget=mi_budget,
+        rule=rule,
+        calibration={"confidence": confidence, "c": c, "beta": beta, "output_bound": output_bound},
         n_trials=n_trials,
         sampler=sampler_obj,
         n_jobs=n_jobs,
@@ -267,16 +277,7 @@ def run_pac(
         checkpoint=checkpoint,
         retries=retries,
         timeout=timeout,
-    )
-    spectrum = estimate_output_spectrum(sim.outputs)
-    plan = calibrate_noise(
-        spectrum,
-        mi_budget=mi_budget,
-        rule=rule,
-        confidence=confidence,
-        c=c,
-        beta=beta,
-        output_bound=output_bound,
+        options=options,
     )
     prior = sim.membership_prior if sim.membership_prior is not None else 0.5
     # Thm 1 bounds an adversary relative to *its own* blind-guess rate, which lies between

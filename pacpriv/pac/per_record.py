@@ -71,6 +71,7 @@ from pacpriv.pac._per_record_math import (
 from pacpriv.pac._per_record_sim import PairSpec, pair_trial
 from pacpriv.pac._plan import NoisePlan
 from pacpriv.pac.engine import SimulationResult, _check_pool, simulate
+from pacpriv.pac.per_record_report import per_record_section
 from pacpriv.pac.posterior import posterior_success_rate
 from pacpriv.pac.samplers import (
     ComplementaryPairsSampler,
@@ -164,8 +165,14 @@ def _check_target(target_accuracy, baseline: float) -> float:
                       low_inclusive=False, high_inclusive=False)
 
 
-def _check_feasible(target: float, n_cert: int, n_audited: int, baseline: float,
-                    confidence: float) -> None:
+def check_certifiable(target: float, n_cert: int, n_audited: int, baseline: float,
+                      confidence: float) -> None:
+    """Raise ``ValueError`` if ``target`` is not above the smallest certifiable bound.
+
+    The empirical-Bernstein bound is at least
+    ``baseline + 7 (1 − baseline) ln(2k/γ) / (3(n − 1))`` for ``k`` audited records and ``n``
+    certification trials, whatever the noise (Maurer & Pontil 2009, Thm 4).
+    """
     floor = bernstein_floor(n_cert, low=baseline, high=1.0,
                             delta=(1.0 - confidence) / n_audited)
     if not target > floor:
@@ -415,8 +422,6 @@ class RecordExposure:
 
     def report_section(self, *, target_accuracy: float | None = None) -> dict:
         """Report section (:func:`pacpriv.pac.per_record_report.per_record_section`)."""
-        from pacpriv.pac.per_record_report import per_record_section
-
         return per_record_section(self, target_accuracy=target_accuracy)
 
     def to_dict(self) -> dict:

@@ -49,14 +49,15 @@ from pacpriv.pac.per_record import (
     RecordDifferences,
     RecordExposure,
     _check_confidence,
-    _check_feasible,
     _check_target,
     _exposure,
     _whole_subset_mi,
+    check_certifiable,
     check_records,
     check_sampler,
     simulate_differences,
 )
+from pacpriv.pac.per_record_report import per_record_section
 from pacpriv.pac.samplers import PoissonSampler, Sampler
 
 __all__ = ["SHAPES", "PerRecordPlan", "calibrate_from_differences", "calibrate_per_record",
@@ -115,8 +116,6 @@ class PerRecordPlan(NoisePlan):
 
     def report_section(self) -> dict:
         """Report section of the plan's exposure, with the target and the certified bound."""
-        from pacpriv.pac.per_record_report import per_record_section
-
         if self.exposure is None:
             raise ValueError("this plan carries no exposure to report.")
         return per_record_section(self.exposure, target_accuracy=self.target_accuracy,
@@ -296,7 +295,7 @@ def calibrate_from_differences(
             f"`n_trials` = {differences.n_trials} leaves {n_cert} certification trials after "
             f"{n_shape} shape trials; at least 2 are needed."
         )
-    _check_feasible(target, n_cert, k, base, conf)
+    check_certifiable(target, n_cert, k, base, conf)
     delta = (1.0 - conf) / k
     all_diffs = differences.differences
     if shape == "isotropic":
@@ -399,7 +398,7 @@ def calibrate_per_record(
     n_cert = n_trials - _n_shape_trials(n_trials, shape, frac)
     if n_cert < 2:
         raise ValueError(f"`n_trials` = {n_trials} is too small for shape {shape!r}.")
-    _check_feasible(target, n_cert, k, base, conf)
+    check_certifiable(target, n_cert, k, base, conf)
     tic = time.perf_counter()
     diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=smp, records=records,
                                  rng=rng, **engine)

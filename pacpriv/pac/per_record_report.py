@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 
-from pacpriv.pac.per_record import RecordExposure
 from pacpriv.threat_models import THREAT_MODEL_PAC, THREAT_MODEL_PAC_RECORD
 
 __all__ = ["INFORMED_ADVERSARY", "WHOLE_SUBSET", "per_record_section", "round_up"]
@@ -62,7 +61,7 @@ def _histogram_lines(hist: dict, target: float | None) -> list[str]:
     return lines
 
 
-def per_record_section(exposure: RecordExposure, *, target_accuracy: float | None = None,
+def per_record_section(exposure, *, target_accuracy: float | None = None,
                        plan_bound: float | None = None, title: str | None = None) -> dict:
     """Report section of a per-record exposure.
 
@@ -90,7 +89,8 @@ def per_record_section(exposure: RecordExposure, *, target_accuracy: float | Non
     TypeError
         If ``exposure`` is not a RecordExposure.
     """
-    if not isinstance(exposure, RecordExposure):
+    # duck-typed (this module is a leaf: pacpriv.pac.per_record imports it)
+    if not (hasattr(exposure, "to_dict") and hasattr(exposure, "accuracy_upper")):
         raise TypeError(f"`exposure` must be a RecordExposure; got {type(exposure).__name__}.")
     d = exposure.to_dict()
     conf = exposure.confidence

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from pacpriv._validation import check_array_real, check_real
+from pacpriv.plotting._figure import _figure
 
 __all__ = ["plot_per_record_histogram"]
 
@@ -40,8 +41,6 @@ def plot_per_record_histogram(accuracy_upper, *, target_accuracy: float | None =
     ImportError
         Without matplotlib (``pip install pacpriv[plot]``).
     """
-    from pacpriv.plotting._figure import _figure
-
     acc = check_array_real(accuracy_upper, "accuracy_upper", low=0.0, high=1.0).ravel()
     if acc.size == 0:
         raise ValueError("`accuracy_upper` must hold at least one value.")
