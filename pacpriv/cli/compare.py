@@ -40,6 +40,12 @@ def add_parser(subparsers, name: str) -> None:
                    choices=COMPARISON_RULES,
                    help="PAC noise rule (default anisotropic)")
     p.add_argument("--no-exact", action="store_true", help="skip the exact DP-SGD calibration")
+    p.add_argument("--per-record-trials", type=int, default=200,
+                   help="trials of the per-record PAC row (informed adversary); each costs "
+                   "1 + (audited records) trainings; 0 leaves the row out (default 200)")
+    p.add_argument("--per-record-records", type=int, default=10,
+                   help="audited records of the per-record row, a public random sample "
+                   "(default 10)")
     p.add_argument("--public-seed", type=int, default=0,
                    help="public seed of the initialisation and the PAC batch order (default 0)")
     p.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
@@ -70,6 +76,8 @@ def _compare(args) -> int:
         n_jobs=args.n_jobs,
         rng=args.seed,
         progress=not args.no_progress,
+        per_record_trials=args.per_record_trials,
+        per_record_records=args.per_record_records,
     )
     out = Path(args.out)
     paths = write_report(result.pac_result.with_sections(result.report_section()), out,

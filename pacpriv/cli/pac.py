@@ -1,4 +1,4 @@
-"""``pacpriv pac run|posterior|budget``: the PAC main job and the MI ↔ posterior conversions."""
+"""``pacpriv pac run|records|posterior|budget``: main job, per-record exposure, MI ↔ posterior."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pacpriv import _json
 from pacpriv.cli._args import UsageError, number, print_rows, report_formats
+from pacpriv.cli.pac_records import add_records_parser
 from pacpriv.datasets import BUNDLED_DATASETS, load_dataset
 from pacpriv.pac.calibration import RULES
 from pacpriv.pac.job import run_pac
@@ -25,7 +26,7 @@ def add_parser(subparsers, name: str) -> None:
     p = subparsers.add_parser(
         name, help="PAC Privacy for black-box mechanisms (Xiao & Devadas 2023)"
     )
-    sub = p.add_subparsers(dest="command", metavar="{run,posterior,budget}")
+    sub = p.add_subparsers(dest="command", metavar="{run,records,posterior,budget}")
     sub.required = True
 
     run = sub.add_parser(
@@ -143,6 +144,8 @@ def add_parser(subparsers, name: str) -> None:
     bud.add_argument("--prior", type=number, default=0.5)
     bud.add_argument("--json", action="store_true")
     bud.set_defaults(handler=_budget)
+
+    add_records_parser(sub)
 
 
 def _sampler(args):

@@ -34,7 +34,9 @@ from pacpriv.report.markdown import inline, markdown_to_html
 __all__ = ["PLOT_KINDS", "render_html"]
 
 #: ``kind`` values accepted in a section's ``plot`` spec.
-PLOT_KINDS = ("dpsgd_accuracy_vs_sigma", "pac_vs_dpsgd", "posterior_curve")
+PLOT_KINDS = (
+    "dpsgd_accuracy_vs_sigma", "pac_vs_dpsgd", "posterior_curve", "per_record_histogram",
+)
 
 _DATA_URI = re.compile(r"data:image/(png|jpeg|gif|svg\+xml);base64,[A-Za-z0-9+/]+={0,2}")
 _DPSGD_KEYS = ("noise_multiplier", "steps_per_epoch", "epochs")
@@ -90,6 +92,7 @@ def _plot(kind: str, **kwargs) -> str:
         "dpsgd_accuracy_vs_sigma": plotting.plot_dpsgd_accuracy_vs_sigma,
         "pac_vs_dpsgd": plotting.plot_pac_vs_dpsgd,
         "posterior_curve": plotting.plot_posterior_curve,
+        "per_record_histogram": plotting.plot_per_record_histogram,
     }
     if kind not in funcs:
         raise ValueError(f"plot `kind` must be one of {', '.join(PLOT_KINDS)}; got {kind!r}.")
@@ -97,6 +100,8 @@ def _plot(kind: str, **kwargs) -> str:
         fig = funcs[kind](kwargs.pop("rows", None) or [], **kwargs)
     elif kind == "posterior_curve":
         fig = funcs[kind](kwargs.pop("mi_budget", None), **kwargs)
+    elif kind == "per_record_histogram":
+        fig = funcs[kind](kwargs.pop("accuracy_upper", None) or [], **kwargs)
     else:
         fig = funcs[kind](**kwargs)
     return plotting.figure_to_data_uri(fig)
@@ -106,6 +111,8 @@ _CAPTIONS = {
     "dpsgd_accuracy_vs_sigma": "Membership-inference accuracy bound vs noise multiplier σ.",
     "pac_vs_dpsgd": "PAC vs DP-SGD: noise, utility, bound and measured attack accuracy.",
     "posterior_curve": "Posterior success bound vs mutual-information budget.",
+    "per_record_histogram": "Per-record informed-adversary accuracy (certified upper bounds) "
+                            "with the target.",
 }
 
 
