@@ -7,12 +7,12 @@ calibrates the noise to a per-record target (``--target-accuracy``), and writes 
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+from pacpriv import _json
 from pacpriv.cli._args import UsageError, number, report_formats
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.per_record import record_exposure
@@ -177,7 +177,7 @@ def _records(args) -> int:
     section["per_record"]["noise_plan"] = summary["noise"]
     paths = write_report(_Report(section), Path(args.out), formats=formats)
     if args.json:
-        print(paths["json"].read_text() if "json" in paths else json.dumps(section))
+        print(paths["json"].read_text() if "json" in paths else _json.dumps(section))
         return 0
     d = section["per_record"]
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
