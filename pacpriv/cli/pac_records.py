@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -163,7 +164,8 @@ def _records(args) -> int:
                                         target_accuracy=args.target_accuracy,
                                         shape=args.shape, **common)
             section = plan.report_section()
-            summary = {"noise": plan.to_dict(), "plan_bound": plan.max_accuracy_upper}
+            summary: dict[str, Any] = {"noise": plan.to_dict(),
+                                       "plan_bound": plan.max_accuracy_upper}
         else:
             exposure = record_exposure(mechanism, dataset.pool, noise_cov=args.noise_std**2,
                                        **common)

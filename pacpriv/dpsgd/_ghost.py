@@ -114,7 +114,7 @@ class LinearTape:
     def __init__(self, layers) -> None:
         self.layers = layers
         self.records: dict[int, list] = {}
-        self.handles = []
+        self.handles: list = []
         self.disabled = False  # set once a pass ran a layer twice: the model needs torch.func
 
     def __enter__(self):

@@ -224,7 +224,8 @@ def _run_limited(fn: Callable, args: tuple, timeout: float | None) -> tuple[str,
             return "failed", note, time.perf_counter() - start
     ctx = multiprocessing.get_context(_START_METHOD)
     receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(sender, cloudpickle.dumps((fn, args))), daemon=True)
+    proc = ctx.Process(  # type: ignore[attr-defined]
+        target=_child, args=(sender, cloudpickle.dumps((fn, args))), daemon=True)
     proc.start()
     sender.close()
     try:

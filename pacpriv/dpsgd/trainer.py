@@ -134,7 +134,10 @@ def _trainable(model: torch.nn.Module) -> tuple[dict[str, torch.Tensor], dict[st
     a module registered twice with the detached tensor instead of its ``Parameter``.
     """
     modules = dict(model.named_modules(remove_duplicate=False))
-    params, canonical, first, seen = {}, {}, {}, set()
+    params: dict = {}
+    canonical: dict = {}
+    first: dict = {}
+    seen: set = set()
     for k, p in model.named_parameters(remove_duplicate=False):
         owner, _, attr = k.rpartition(".")
         key = (id(modules[owner]), attr)

@@ -63,7 +63,8 @@ class PairSpec:
         ident = {
             "mechanism": _mechanism_identity(mechanism),
             "pool": pool_fingerprint(pool),
-            "records": hashlib.sha256(np.ascontiguousarray(records, np.int64)).hexdigest(),
+            "records": hashlib.sha256(
+                np.ascontiguousarray(records, np.int64).tobytes()).hexdigest(),
         }
         digest = hashlib.sha256(repr(ident).encode()).hexdigest()
         return cls(mechanism, pool, records, n_records, accepts_rng(mechanism), digest)

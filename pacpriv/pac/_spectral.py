@@ -122,7 +122,7 @@ class _ColumnBlocks:
             raw = self.raw[: n * width].reshape(n, width)
             item = self.outputs.dtype.itemsize
             row_bytes = width * item
-            view = memoryview(raw.reshape(-1)).cast("B")
+            view = memoryview(raw.reshape(-1)).cast("B")  # type: ignore[arg-type]
             offset = self.source[1] + cols.start * item
             stride = d * item
             for i in range(n):

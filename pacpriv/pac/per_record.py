@@ -54,7 +54,7 @@ import functools
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -251,7 +251,7 @@ def simulate_differences(
     checkpoint: str | os.PathLike | None = None,
     retries: int = 0,
     timeout: float | None = None,
-    batch_size: int | str = "auto",
+    batch_size: int | Literal["auto"] = "auto",
     output_path: str | os.PathLike | None = None,
 ) -> RecordDifferences:
     """Simulate the per-record differences ``Δ`` with the PAC engine.

@@ -65,7 +65,7 @@ def create_app(predictor) -> Any:
                            "PrivatePredictor.load(state_dir).")
     n_features = math.prod(predictor.feature_shape)
 
-    class PredictRequest(pydantic.BaseModel):
+    class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
         model_config = pydantic.ConfigDict(extra="forbid")
         rows: list[list[float]] = pydantic.Field(
             min_length=1, description=f"query rows, each of {n_features} finite numbers")
