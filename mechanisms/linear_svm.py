@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._common import public_seed_alias, renamed_seed_field, split_supervised
-from ._linear import check_classes, check_scaling, config_dict, fit_embedded, standardise
+from ._linear import check_supervised_config, config_dict, fit_embedded, standardise
 
 __all__ = ["LinearSVMCoefficients", "linear_svm_coefficients", "make_linear_svm"]
 
@@ -63,14 +63,7 @@ class LinearSVMCoefficients:
     scale: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "classes", check_classes(self.classes))
-        center, scale = check_scaling(self.center, self.scale)
-        object.__setattr__(self, "center", center)
-        object.__setattr__(self, "scale", scale)
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"`C` must be a finite number > 0; got {self.C!r}.")
-        if int(self.max_iter) < 1:
-            raise ValueError(f"`max_iter` must be >= 1; got {self.max_iter!r}.")
+        check_supervised_config(self)
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Coefficients then intercepts, shape ``(K_out * (p + 1),)``."""
@@ -105,16 +98,9 @@ def make_linear_svm(
 
     ``random_state`` is a deprecated alias of ``public_seed`` (removed in 0.3).
     """
-    return LinearSVMCoefficients(
-        classes=tuple(classes),
-        C=C,
-        max_iter=max_iter,
-        public_seed=public_seed_alias(
-            public_seed, random_state, old="random_state", where="make_linear_svm"
-        ),
-        center=center,
-        scale=scale,
-    )
+    seed = public_seed_alias(public_seed, random_state, old="random_state", where="make_linear_svm")
+    return LinearSVMCoefficients(classes=tuple(classes), C=C, max_iter=max_iter,
+                                 public_seed=seed, center=center, scale=scale)
 
 
 def linear_svm_coefficients(subset, *, rng=None) -> np.ndarray:

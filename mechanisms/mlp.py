@@ -43,7 +43,7 @@ from ._common import (
     renamed_seed_field,
     split_supervised,
 )
-from ._linear import check_classes, check_scaling, config_dict, standardise
+from ._linear import check_supervised_config, config_dict, standardise
 
 __all__ = ["MLPParameters", "make_mlp", "mlp_parameters"]
 
@@ -91,10 +91,7 @@ class MLPParameters:
     scale: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "classes", check_classes(self.classes))
-        center, scale = check_scaling(self.center, self.scale)
-        object.__setattr__(self, "center", center)
-        object.__setattr__(self, "scale", scale)
+        check_supervised_config(self, regularised=False)
         if int(self.hidden_units) < 1:
             raise ValueError(f"`hidden_units` must be >= 1; got {self.hidden_units!r}.")
         if int(self.epochs) < 0:
@@ -162,16 +159,9 @@ def make_mlp(
     ``seed`` is a deprecated alias of ``public_seed`` (removed in 0.3).
     """
     return MLPParameters(
-        classes=tuple(classes),
-        hidden_units=hidden_units,
-        epochs=epochs,
-        learning_rate=learning_rate,
-        weight_decay=weight_decay,
-        public_seed=public_seed_alias(
-            public_seed, seed, old="seed", where="make_mlp"
-        ),
-        center=center,
-        scale=scale,
+        classes=tuple(classes), hidden_units=hidden_units, epochs=epochs,
+        learning_rate=learning_rate, weight_decay=weight_decay, center=center, scale=scale,
+        public_seed=public_seed_alias(public_seed, seed, old="seed", where="make_mlp"),
     )
 
 
