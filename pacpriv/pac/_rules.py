@@ -291,7 +291,7 @@ def _build_algorithm1(spectrum, v: float, *, c, beta, output_bound, confidence=N
 def _build_certified(outputs, v: float, **params) -> NoisePlan:
     from pacpriv.pac.certificate import certify_noise  # certificate imports _plan only
 
-    return certify_noise(outputs, mi_budget=v, method="empirical-bernstein", **params)
+    return certify_noise(outputs, mi_budget=v, method="betting", **params)
 
 
 def _build_asymptotic_t(outputs, v: float, **params) -> NoisePlan:
@@ -345,8 +345,8 @@ _CERT_PARAMS = ("confidence", "shape_fraction", "output_bound", "clip_margin")
 RULE_TABLE: dict[str, RuleInfo] = {
     "certified": RuleInfo(
         _build_certified, "outputs", True, True, True, _CERT_PARAMS,
-        "square-root shape from part of the trials, scale certified (1−γ) by an "
-        "empirical-Bernstein bound on held-out pairs; clipped release"),
+        "square-root shape from part of the trials, scale certified (1−γ) by a betting "
+        "bound on held-out pairs; clipped release"),
     "anisotropic": RuleInfo(
         _build_anisotropic, "spectrum", True, False, False, (),
         "plug-in square-root rule in the estimated eigenbasis (estimate)"),

@@ -248,12 +248,12 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
             f"certified (1−γ = {cert.confidence:g}): with probability >= {cert.confidence:g} "
             f"over the simulation, MI <= {plan.mi_claim:.6g} nats for the released (clipped) "
             f"mechanism; {cert.n_shape} trials fixed the noise shape and the clip, "
-            f"{cert.n_pairs} pairs of the other trials certified its scale (empirical Bernstein, "
+            f"{cert.n_pairs} pairs of the other trials certified its scale ({cert.method} bound, "
             f"γ = {gamma:g}); the certificate cost {cert.inflation:.3g}x the plug-in noise power; "
             f"{cert.n_clipped} of {sim.n_trials} simulated outputs were clipped.",
             None,
         ))
-        if target_inflation is not None and sim.dim >= 1:
+        if target_inflation is not None and not cert.constant:
             need = trials_for_inflation(sim.dim, target_inflation=target_inflation,
                                         confidence=cert.confidence)
             if sim.n_trials < need:
@@ -295,7 +295,7 @@ def run_pac(
     c: float | None = None,
     beta: float | None = None,
     output_bound: float | None = None,
-    target_inflation: float | None = 1.5,
+    target_inflation: float | None = 1.2,
     n_jobs: int | None = None,
     backend: str | None = None,
     rng: RNGLike = None,
@@ -339,7 +339,7 @@ def run_pac(
         for outputs that never varied) and ``"algorithm1"``.
     c, beta : float, optional
         Algorithm 1 parameters (``rule="algorithm1"`` only).
-    target_inflation : float or None, default 1.5
+    target_inflation : float or None, default 1.2
         ``"certified"``: warn (``UndersampledWarning``) when ``n_trials`` is below
         :func:`pacpriv.pac.certificate.trials_for_inflation` for this noise-power inflation
         over the oracle square-root rule (None: no check).
