@@ -22,7 +22,8 @@ import argparse
 import json
 from pathlib import Path
 
-from mechanisms import make_kmeans
+from pacpriv.mechanisms import make_kmeans
+
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.randomized import compare_randomized_noise
 

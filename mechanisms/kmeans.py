@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms._common import canonical_order, quiet_convergence, split_unsupervised
+from ._common import canonical_order, quiet_convergence, split_unsupervised
 
 __all__ = ["KMeansCenters", "canonical_center_order", "kmeans_centers", "make_kmeans"]
 

@@ -8,21 +8,15 @@ subset and returns the named fitted parameters, flattened. torch is imported onl
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from pacpriv.pac._mechanism import accepts_rng
+
 __all__ = ["EstimatorMechanism", "TorchMechanism", "sort_rows"]
-
-
-def _accepts_rng(func: Callable) -> bool:
-    try:
-        return "rng" in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def sort_rows(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -147,7 +141,7 @@ class TorchMechanism:
                 raise TypeError(
                     f"`model_factory` must return a torch.nn.Module; got {type(model).__name__}."
                 )
-            kwargs = {"rng": gen} if _accepts_rng(self.train_fn) else {}
+            kwargs = {"rng": gen} if accepts_rng(self.train_fn) else {}
             trained = self.train_fn(model, subset, **kwargs)
         if isinstance(trained, torch.nn.Module):
             model = trained

@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from pacpriv._adapters import EstimatorMechanism, TorchMechanism, _accepts_rng, sort_rows
+from pacpriv._adapters import EstimatorMechanism, TorchMechanism, sort_rows
 from pacpriv._random import RNGLike, as_seed_sequence
 from pacpriv._validation import check_int, check_real
 from pacpriv.ledger import PrivacyLedger
+from pacpriv.pac._mechanism import call_mechanism, check_output
 from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise
 from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
 from pacpriv.pac.engine import SimulationResult, simulate
@@ -196,8 +197,7 @@ class PacPrivateFunction:
         if not self.ledger.can_charge(mi):
             self.ledger.charge(mi, label=label)  # raises BudgetExceededError, records nothing
         func_seed, noise_seed = as_seed_sequence(rng).spawn(2)
-        kwargs = {"rng": np.random.default_rng(func_seed)} if _accepts_rng(self.func) else {}
-        value = np.asarray(self.func(subset, **kwargs), dtype=np.float64).reshape(-1)
+        value = check_output(call_mechanism(self.func, subset, rng=func_seed), None)
         noisy = privatize(value, self.plan, rng=noise_seed)
         self.ledger.charge(mi, label=label)
         return noisy

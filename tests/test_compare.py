@@ -14,9 +14,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from pacpriv._compare_models import LogisticRegressionMechanism, scale_features
 from pacpriv._random import trial_seed
 from pacpriv.compare import THREAT_MODELS, ComparisonResult, compare_pac_dpsgd
+from pacpriv.compare.models import LogisticRegressionMechanism, scale_features
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.samplers import PoissonSampler
 

@@ -1,20 +1,22 @@
-"""Self-contained HTML report (pacpriv.html_report): sections, embedded figures, escaping."""
+"""Self-contained HTML report (pacpriv.report.html): sections, embedded figures, escaping."""
 
 from __future__ import annotations
 
 import base64
 import builtins
 import json
+import warnings
 from html.parser import HTMLParser
 
 import numpy as np
 import pytest
 
+import pacpriv.report.builder
 from pacpriv import report as report_mod
-from pacpriv._markdown import markdown_to_html
-from pacpriv.html_report import render_html
 from pacpriv.pac.job import run_pac
 from pacpriv.report import ARRAY_LIMIT, build_report, write_report
+from pacpriv.report.html import render_html
+from pacpriv.report.markdown import markdown_to_html
 
 PNG_PREFIX = "data:image/png;base64,"
 EVIL = '<script>alert("x")</script>"><img src=http://evil.example/x.png>'
@@ -230,8 +232,9 @@ def test_render_html_rejects_non_report():
         render_html({"title": "no kind"})
 
 
-def test_missing_matplotlib_skips_html_in_write_report(result, tmp_path, monkeypatch):
-    """Without matplotlib render_html names the extra and write_report writes json/md only."""
+def test_missing_matplotlib_writes_html_without_figures(result, tmp_path, monkeypatch):
+    """Without matplotlib render_html names the extra; write_report still writes the HTML,
+    without figures, and says so once."""
     real_import = builtins.__import__
 
     def fake_import(name, *args, **kwargs):
@@ -242,7 +245,15 @@ def test_missing_matplotlib_skips_html_in_write_report(result, tmp_path, monkeyp
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(ImportError, match=r"pip install pacpriv\[plot\]"):
         render_html(build_report(result), result)
-    assert set(write_report(result, tmp_path)) == {"json", "md"}
+    monkeypatch.setattr(pacpriv.report.builder, "_warned_no_figures", False)
+    with pytest.warns(UserWarning, match=r"without figures.*pacpriv\[plot\]"):
+        paths = write_report(result, tmp_path)
+    assert set(paths) == {"json", "md", "html"}
+    page = paths["html"].read_text()
+    assert "<img" not in page and "Posterior success bound" not in page
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_report(result, tmp_path / "again")  # said once per process
 
 
 def test_write_report_writes_self_contained_html(result, tmp_path):

@@ -271,7 +271,7 @@ def test_missing_matplotlib_says_what_to_install(monkeypatch, worked_example):
 
 def test_importing_plotting_does_not_import_matplotlib():
     """matplotlib is imported lazily, inside the plotting functions."""
-    code = ("import sys, pacpriv, pacpriv.plotting, pacpriv.html_report, pacpriv.report; "
+    code = ("import sys, pacpriv, pacpriv.plotting, pacpriv.report.html, pacpriv.report; "
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -14,7 +14,6 @@ the same root seed gives bit-identical outputs and masks for any ``n_jobs``, bac
 
 from __future__ import annotations
 
-import inspect
 import os
 import time
 from collections.abc import Callable
@@ -25,10 +24,11 @@ import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
+from pacpriv.pac._mechanism import check_mechanism
 from pacpriv.pac._parallel import run_pending
 from pacpriv.pac._trial import TrialTask
 from pacpriv.pac.checkpoint import Checkpoint, run_fingerprint
-from pacpriv.pac.samplers import Sampler, as_sampler, callable_fingerprint
+from pacpriv.pac.samplers import Sampler, as_sampler
 from pacpriv.pac.storage import OutputStore
 
 __all__ = ["SimulationResult", "simulate"]
@@ -144,20 +144,6 @@ def _check_pool(pool: Any) -> tuple[Pool, int]:
     if n_records == 0:
         raise ValueError("`pool` must contain at least one record; got n_records = 0.")
     return checked, n_records
-
-
-def _check_mechanism(mechanism: Any) -> tuple[str, bool]:
-    if not callable(mechanism):
-        raise TypeError(
-            f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
-        )
-    try:
-        params = inspect.signature(mechanism).parameters
-    except (TypeError, ValueError):  # some builtins have no signature
-        params = {}
-    rng = params.get("rng")
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return callable_fingerprint(mechanism)["name"], rng is not None and rng.kind in kinds
 
 
 def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progress):
@@ -285,7 +271,7 @@ def simulate(
     ((4, 2), (4, 10))
     """
     tic = time.perf_counter()
-    mechanism_name, pass_rng = _check_mechanism(mechanism)
+    mechanism_name, pass_rng = check_mechanism(mechanism)
     pool, n_records = _check_pool(pool)
     n_trials, retries, timeout, batch_size, dtype = _check_options(
         n_trials, retries, timeout, batch_size, output_dtype, progress

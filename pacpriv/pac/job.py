@@ -15,7 +15,6 @@ References
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import warnings
@@ -29,6 +28,7 @@ from pacpriv._random import RNGLike, as_generator
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
 from pacpriv.pac import _rules
+from pacpriv.pac._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
 from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan, calibrate_noise
 from pacpriv.pac.certificate import constant_output_bound, trials_for_inflation
 from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
@@ -164,20 +164,6 @@ class PacResult:
         }
 
 
-def _accepts_rng(func: Callable) -> bool:
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return "rng" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def _subset(pool: Any, mask: np.ndarray) -> Any:
-    if isinstance(pool, tuple):
-        return tuple(np.asarray(a)[mask] for a in pool)
-    return np.asarray(pool)[mask]
-
-
 def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.ndarray:
     """Run ``mechanism`` once on the secret subset (drawn from the sampler unless given)."""
     if secret_mask is None:
@@ -189,10 +175,11 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.
                 f"`secret_mask` must be a boolean array of shape ({n_records},); "
                 f"got dtype {secret_mask.dtype}, shape {secret_mask.shape}."
             )
-    subset = _subset(pool, secret_mask)
-    kwargs = {"rng": gen} if _accepts_rng(mechanism) else {}
-    value = np.asarray(mechanism(subset, **kwargs), dtype=np.float64).reshape(-1)
-    return value
+    subset = subset_pool(pool, secret_mask)
+    try:
+        return check_output(call_mechanism(mechanism, subset, rng=gen), None)
+    except InvalidOutput as err:
+        raise InvalidOutput(f"the release: mechanism {err}") from err.__cause__
 
 
 def _constant_note(sim: SimulationResult, plan: NoisePlan) -> str:

@@ -48,9 +48,9 @@ from scipy import stats
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
-from pacpriv._adapters import _accepts_rng
 from pacpriv._random import RNGLike, as_seed_sequence
 from pacpriv._validation import check_int, check_real
+from pacpriv.pac._mechanism import accepts_rng, call_mechanism, check_output
 from pacpriv.pac.calibration import NoisePlan, calibrate_noise
 from pacpriv.pac.covariance import estimate_output_spectrum
 from pacpriv.pac.engine import SimulationResult, simulate
@@ -67,11 +67,11 @@ class _RepeatedRuns:
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         seeds = as_seed_sequence(rng).spawn(self.tau)
-        pass_rng = _accepts_rng(self.mechanism)
-        runs = []
-        for s in seeds:
-            kwargs = {"rng": np.random.default_rng(s)} if pass_rng else {}
-            runs.append(np.asarray(self.mechanism(subset, **kwargs), dtype=np.float64).ravel())
+        takes_rng = accepts_rng(self.mechanism)
+        runs = [
+            check_output(call_mechanism(self.mechanism, subset, rng=s, takes_rng=takes_rng), None)
+            for s in seeds
+        ]
         if len({r.shape for r in runs}) > 1:
             shapes = [r.shape for r in runs]
             raise ValueError(f"mechanism output shape changed between runs: {shapes}.")

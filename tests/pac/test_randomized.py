@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from pacpriv.mechanisms import make_clipped_mean, make_kmeans
 from scipy import stats
 
-from mechanisms import make_clipped_mean, make_kmeans
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.randomized import (
     _RepeatedRuns,

@@ -27,6 +27,8 @@ import numpy as np
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, trial_seed
 from pacpriv.attacks import AttackResult, loss_threshold_attack
+from pacpriv.compare.render import comparison_notes
+from pacpriv.compare.results import ComparisonRow
 
 torch = import_torch("pacpriv.compare")
 
@@ -242,8 +244,6 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
                    steps_per_epoch, max_grad_norm, learning_rate, n_trials, n_repeats,
                    confidence, public_seed) -> dict:
     """Run the three certified trainings and the baseline; fields of ``ComparisonResult``."""
-    from pacpriv._compare_render import comparison_notes
-    from pacpriv.compare import ComparisonRow
     from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
     from pacpriv.pac.job import run_pac
     from pacpriv.pac.posterior import mi_budget_for_accuracy, posterior_success_rate

@@ -1,4 +1,4 @@
-"""DP-SGD and PAC-vs-DP-SGD figures (private; public names in :mod:`pacpriv.plotting`).
+"""DP-SGD and PAC-vs-DP-SGD figures (public names exported by :mod:`pacpriv.plotting`).
 
 References
 ----------
@@ -14,17 +14,12 @@ from typing import Any
 import numpy as np
 
 from pacpriv._validation import check_int, check_real
+from pacpriv.plotting._figure import _figure
 
 __all__ = ["COMPARISON_KEYS", "plot_dpsgd_accuracy_vs_sigma", "plot_pac_vs_dpsgd"]
 
 #: Keys of one row of :func:`plot_pac_vs_dpsgd` (``method`` required, the rest may be None).
 COMPARISON_KEYS = ("method", "noise", "test_accuracy", "accuracy_bound", "attack_accuracy")
-
-
-def _figure(n_axes: int = 1, **kwargs):
-    from pacpriv.plotting import _figure as make
-
-    return make(n_axes, **kwargs)
 
 
 def _exact_interval(sigmas: np.ndarray, steps_per_epoch: int, epochs: int, *,

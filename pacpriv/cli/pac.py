@@ -6,10 +6,8 @@ import json
 import math
 from pathlib import Path
 
-from pacpriv.cli import UsageError, number
-
-_RULES = ("anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1")
-
+from pacpriv.cli._args import UsageError, number
+from pacpriv.pac.calibration import RULES
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -71,7 +69,7 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--subset-size", type=int, default=None, help="subset size for --sampler fixed"
     )
-    run.add_argument("--rule", default="anisotropic", choices=_RULES, help="noise rule")
+    run.add_argument("--rule", default="anisotropic", choices=RULES, help="noise rule")
     run.add_argument(
         "--confidence",
         type=number,
