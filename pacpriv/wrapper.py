@@ -32,8 +32,9 @@ from pacpriv._adapters import EstimatorMechanism, TorchMechanism, sort_rows
 from pacpriv._random import RNGLike, as_seed_sequence
 from pacpriv._validation import check_int, check_real
 from pacpriv.ledger import PrivacyLedger
+from pacpriv.pac import _rules
 from pacpriv.pac._mechanism import call_mechanism, check_output
-from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise
+from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan, calibrate_noise
 from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
 from pacpriv.pac.engine import SimulationResult, simulate
 from pacpriv.pac.posterior import posterior_success_rate
@@ -54,9 +55,11 @@ class PacPrivateFunction:
         Budget ``v`` of *one* release, nats, ``> 0``.
     total_budget : float or None
         Cap on the summed budget of all releases (nats); ``None``: no cap.
-    rule : str
-        Noise rule of :func:`pacpriv.pac.calibration.calibrate_noise` (not ``"algorithm1"``,
-        which needs extra parameters: use :func:`pacpriv.pac.job.run_pac` for it).
+    rule : str, default "certified"
+        Noise rule (:data:`pacpriv.pac.calibration.RULES`, not ``"algorithm1"``, which needs
+        extra parameters: use :func:`pacpriv.pac.job.run_pac` for it). ``"certified"`` holds
+        with confidence 0.95 over the simulation and clips the release; the plug-in rules
+        are estimates (see :attr:`label`).
     ledger : PrivacyLedger or None
         Share a ledger between several functions releasing about the same secret; default a new
         ``PrivacyLedger(total_budget)``.
@@ -81,7 +84,7 @@ class PacPrivateFunction:
         *,
         mi_budget: float,
         total_budget: float | None = None,
-        rule: str = "anisotropic",
+        rule: str = DEFAULT_RULE,
         ledger: PrivacyLedger | None = None,
     ) -> None:
         if not callable(func):
@@ -155,13 +158,22 @@ class PacPrivateFunction:
             progress=progress,
         )
         spectrum = estimate_output_spectrum(sim.outputs)
-        plan = calibrate_noise(spectrum, mi_budget=self.mi_budget, rule=self.rule)
+        info = _rules.rule_info(self.rule)
+        if info.source == "outputs":
+            plan = info.function(sim.outputs, self.mi_budget)
+        else:
+            plan = calibrate_noise(spectrum, mi_budget=self.mi_budget, rule=self.rule)
         prior = sim.membership_prior if sim.membership_prior is not None else 0.5
         baseline = max(prior, 1.0 - prior)  # best blind guess (Thm 1 is per-adversary)
         self.simulation, self.spectrum, self.plan = sim, spectrum, plan
         self.posterior_success_bound = float(posterior_success_rate(plan.mi_claim,
                                                                     prior=baseline))
         return self
+
+    @property
+    def label(self) -> str | None:
+        """``"certified (1−γ = 0.95)"`` or ``"estimated (plug-in)"`` (None before calibrate)."""
+        return None if self.plan is None else self.plan.label
 
     def __call__(self, subset: Any, *, rng: RNGLike = None, label: str | None = None) -> np.ndarray:
         """Release ``func(subset) + B`` and charge ``plan.mi_claim`` nats to the ledger.
@@ -215,7 +227,7 @@ def pac_private(
     *,
     mi_budget: float,
     total_budget: float | None = None,
-    rule: str = "anisotropic",
+    rule: str = DEFAULT_RULE,
     ledger: PrivacyLedger | None = None,
 ):
     """Make ``func`` PAC-private; usable as ``@pac_private(mi_budget=0.01)`` or a call.

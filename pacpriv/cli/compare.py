@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pacpriv.cli._args import UsageError, number
 from pacpriv.compare.run import COMPARISON_RULES
+from pacpriv.pac.calibration import DEFAULT_RULE
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -34,9 +35,9 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--learning-rate", type=number, default=0.5, help="SGD step size (default 0.5)")
     p.add_argument("--repeats", type=int, default=5,
                    help="models averaged per row in the test accuracy (default 5)")
-    p.add_argument("--rule", default="anisotropic",
+    p.add_argument("--rule", default=DEFAULT_RULE,
                    choices=COMPARISON_RULES,
-                   help="PAC noise rule (default anisotropic)")
+                   help=f"PAC noise rule (default {DEFAULT_RULE}; plug-in rules are estimates)")
     p.add_argument("--no-exact", action="store_true", help="skip the exact DP-SGD calibration")
     p.add_argument("--public-seed", type=int, default=0,
                    help="public seed of the initialisation and the PAC batch order (default 0)")

@@ -7,7 +7,8 @@ import math
 from pathlib import Path
 
 from pacpriv.cli._args import UsageError, number
-from pacpriv.pac.calibration import RULES
+from pacpriv.pac._rules import RULE_TABLE
+from pacpriv.pac.calibration import DEFAULT_RULE, RULES
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -15,7 +16,7 @@ def add_parser(subparsers, name: str) -> None:
     p = subparsers.add_parser(
         name, help="PAC Privacy for black-box mechanisms (Xiao & Devadas 2023)"
     )
-    sub = p.add_subparsers(dest="command", metavar="{run,posterior,budget}")
+    sub = p.add_subparsers(dest="command", metavar="{run,posterior,budget,trials}")
     sub.required = True
 
     run = sub.add_parser(
@@ -69,12 +70,24 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--subset-size", type=int, default=None, help="subset size for --sampler fixed"
     )
-    run.add_argument("--rule", default="anisotropic", choices=RULES, help="noise rule")
+    run.add_argument(
+        "--rule", default=DEFAULT_RULE, choices=RULES,
+        help=f"noise rule (default {DEFAULT_RULE}: certified with confidence 1-gamma; "
+        + ", ".join(k for k, i in RULE_TABLE.items() if not i.certified)
+        + " are estimates)",
+    )
     run.add_argument(
         "--confidence",
         type=number,
         default=None,
-        help="Algorithm 1 confidence 1-gamma (rule algorithm1)",
+        help="confidence 1-gamma (rule certified: default 0.95; algorithm1: required minimum)",
+    )
+    run.add_argument(
+        "--target-inflation",
+        type=number,
+        default=1.2,
+        help="rule certified: warn when --trials is below what this noise power over the "
+        "oracle square-root rule needs (default 1.2; see 'pacpriv pac trials')",
     )
     run.add_argument(
         "--c", type=number, default=None, help="Algorithm 1 eigenvalue threshold c"
@@ -86,7 +99,8 @@ def add_parser(subparsers, name: str) -> None:
         "--output-bound",
         type=number,
         default=None,
-        help="Algorithm 1 bound r on ||f(X)||_2",
+        help="public bound r on ||f(X)||_2 (certified: clip radius and minimum noise for "
+        "constant outputs; algorithm1: required)",
     )
     run.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
     run.add_argument("--backend", default=None, help="joblib backend (loky, threading, dask, ray)")
@@ -135,6 +149,20 @@ def add_parser(subparsers, name: str) -> None:
     bud.add_argument("--json", action="store_true")
     bud.set_defaults(handler=_budget)
 
+    tri = sub.add_parser(
+        "trials",
+        help="how many trials the certified rule needs for a target noise inflation",
+        description="Planning model of pacpriv.pac.certificate.trials_for_inflation: the "
+        "smallest n_trials whose predicted certified noise power is within --target-inflation "
+        "of the oracle square-root rule (Gaussian outputs, flat spectrum of --effective-dim).",
+    )
+    tri.add_argument("--dim", type=int, required=True, nargs="+", help="output dimension(s) d")
+    tri.add_argument("--target-inflation", type=number, default=1.2)
+    tri.add_argument("--confidence", type=number, default=0.95)
+    tri.add_argument("--effective-dim", type=number, default=None)
+    tri.add_argument("--json", action="store_true")
+    tri.set_defaults(handler=_trials)
+
 
 def _sampler(args):
     from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
@@ -169,6 +197,8 @@ def _run(args) -> int:
         raise UsageError(f"--sampling-rate must be in (0, 1); got {args.sampling_rate}")
     if args.subset_size is not None and args.subset_size < 1:
         raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
+    if not args.target_inflation > 1:
+        raise UsageError(f"--target-inflation must be > 1; got {args.target_inflation}")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
@@ -205,6 +235,7 @@ def _run(args) -> int:
         c=args.c,
         beta=args.beta,
         output_bound=args.output_bound,
+        target_inflation=args.target_inflation,
         n_jobs=args.n_jobs,
         backend=args.backend,
         rng=args.seed,
@@ -231,9 +262,16 @@ def _run(args) -> int:
         f"noise rule           {result.plan.rule}, "
         f"E||B||^2 = {result.plan.expected_noise_power:.6g}"
     )
-    print(f"MI budget            {budget:.6g} nats (certified {result.plan.mi_bound:.6g})")
+    print(f"MI budget            {budget:.6g} nats, {result.label}")
+    cert = result.certification()
+    if "n_shape_trials" in cert:
+        print(
+            f"certificate          {cert['method']}, {cert['n_shape_trials']} shape trials + "
+            f"{cert['n_certificate_pairs']} pairs, noise x{cert['noise_inflation_vs_plugin']:.3g} "
+            f"vs plug-in, {cert['n_clipped_simulated_outputs']} simulated outputs clipped"
+        )
     print(
-        f"posterior bound      {100 * acc:.2f}% "
+        f"posterior bound      {math.ceil(10000 * acc) / 100:.2f}% {result.label} "
         f"(membership prior {100 * result.membership_prior:.0f}%)"
     )
     for fmt, path in paths.items():
@@ -282,4 +320,29 @@ def _budget(args) -> int:
     print(f"{'target':>10} {'prior':>8} {'mi_budget (nats)':>18}")
     for r in rows:
         print(f"{r['target_accuracy']:>10.6g} {r['prior']:>8.4g} {r['mi_budget_nats']:>18.10g}")
+    return 0
+
+
+def _trials(args) -> int:
+    from pacpriv.pac.certificate import predicted_inflation, trials_for_inflation
+
+    rows = []
+    for d in args.dim:
+        try:
+            m = trials_for_inflation(d, target_inflation=args.target_inflation,
+                                     confidence=args.confidence,
+                                     effective_dim=args.effective_dim)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        rows.append({"dim": d, "target_inflation": args.target_inflation,
+                     "confidence": args.confidence, "n_trials": m,
+                     "predicted_inflation": predicted_inflation(
+                         m, d, confidence=args.confidence, effective_dim=args.effective_dim)})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'d':>8} {'target':>8} {'1-gamma':>8} {'n_trials':>10} {'predicted':>10}")
+    for r in rows:
+        print(f"{r['dim']:>8} {r['target_inflation']:>8.4g} {r['confidence']:>8.4g} "
+              f"{r['n_trials']:>10} {r['predicted_inflation']:>10.4f}")
     return 0
