@@ -194,9 +194,11 @@ def main(argv=None) -> int:
     ap.add_argument("--confidence", type=float, default=0.95)
     ap.add_argument("--mc", type=int, default=20000, help="Monte-Carlo draws for clipped Σ")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mults", type=int, nargs="+", default=None,
+                    help="n_trials as multiples of max(d, 5) (default: by grid)")
     args = ap.parse_args(argv)
     reps = args.reps or (200 if args.full else 50)
-    mults = (2, 5, 10, 20, 50, 100) if args.full else (2, 10, 100)
+    mults = args.mults or ((2, 5, 10, 20, 50, 100) if args.full else (2, 10, 100))
     gamma = 1 - args.confidence
     try:
         from tqdm import tqdm

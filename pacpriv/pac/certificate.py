@@ -319,6 +319,8 @@ def _shape(outputs: np.ndarray):
 
     ``V`` (d, k) holds the right singular vectors of the centred outputs (all ``d`` when
     ``k = d``); ``a_c`` is the shape in the complement of ``span(V)`` (None when ``k = d``).
+    Explored directions get ``max(sqrt(λ̂_j), η sqrt(λ̂_max))``; unexplored ones (beyond the
+    ``n − 1`` that ``n`` trials span) the smallest explored value.
     """
     n, d = outputs.shape
     centred = outputs - outputs.mean(axis=0)
@@ -334,9 +336,13 @@ def _shape(outputs: np.ndarray):
         return vecs, a, a_c, lam
     floor = SHAPE_FLOOR * top
     a = np.maximum(root, floor) / top
-    a_c = None
-    if k < d:
-        a_c = floor / top  # unseen directions: floored (their variance is certified below)
+    # n centred trials span at most n − 1 directions: the others (SVD directions past that rank
+    # and the complement of span(V)) were not explored, so their variance is unknown and they
+    # get the smallest explored shape (the certificate then covers whatever they carry)
+    explored = min(n - 1, d)
+    unexplored = float(a[:explored].min())
+    a[explored:] = unexplored
+    a_c = unexplored if k < d else None
     return vecs, a, a_c, lam
 
 

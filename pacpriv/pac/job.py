@@ -240,6 +240,13 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
             f"{cert.n_clipped} of {sim.n_trials} simulated outputs were clipped.",
             None,
         ))
+        if cert.n_clipped > 0.05 * sim.n_trials and not cert.constant:
+            notes.append((
+                f"{cert.n_clipped} of {sim.n_trials} simulated outputs fell outside the release "
+                "clip (an ellipsoid fixed by the shape trials): a secret output outside it is "
+                "released shrunk towards the centre. More trials reduce this.",
+                None,
+            ))
         if target_inflation is not None and not cert.constant:
             need = trials_for_inflation(sim.dim, target_inflation=target_inflation,
                                         confidence=cert.confidence)
