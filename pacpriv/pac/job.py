@@ -383,6 +383,11 @@ def run_pac(
     if refused:
         raise ValueError(f"{refused} do not apply to rule={rule!r} (it takes "
                          f"{list(info.parameters)}).")
+    if confidence is not None:
+        check_real(confidence, "confidence", low=0.0, high=1.0, low_inclusive=False,
+                   high_inclusive=False)
+    if output_bound is not None:
+        check_real(output_bound, "output_bound", low=0.0, low_inclusive=False)
     if info.source == "outputs" and n_trials < 6:
         raise ValueError(f"rule={rule!r} needs `n_trials` >= 6 (shape trials and pairs); "
                          f"got {n_trials}.")

@@ -258,6 +258,21 @@ def test_planned_trials_give_the_target_inflation():
     assert 1.0 < float(np.median(ratios)) < 1.3
 
 
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"confidence": 1.0}, "confidence"),
+    ({"output_bound": -1.0}, "output_bound"),
+    ({"c": 0.1}, "do not apply"),
+    ({"n_trials": 5}, "n_trials"),
+])
+def test_run_pac_rejects_bad_certificate_input_before_simulating(kwargs, match):
+    def boom(subset):  # never called: the error comes first
+        raise AssertionError("simulated")
+
+    with pytest.raises(ValueError, match=match):
+        run_pac(boom, np.zeros((10, 1)), mi_budget=0.1, progress=False,
+                **{"n_trials": 50, **kwargs})
+
+
 def test_run_pac_warns_below_the_planned_trials():
     x = np.linspace(0, 10, 30)[:, None]
     with pytest.warns(UndersampledWarning, match="trials_for_inflation"):
