@@ -102,7 +102,9 @@ class PacResult:
     @property
     def certified(self) -> bool:
         """Whether the plan's MI claim is certified for the true covariance (``confidence``)."""
-        return self.plan.certified or (self.plan.rule == "algorithm1")
+        if self.plan.rule == "algorithm1":  # matrix-Bernstein confidence, 0 when too few trials
+            return bool(self.plan.confidence and self.plan.confidence > 0)
+        return self.plan.certified
 
     @property
     def confidence(self) -> float | None:
@@ -113,6 +115,8 @@ class PacResult:
     def label(self) -> str:
         """``"certified (1−γ = …)"`` or ``"estimated (plug-in)"``: printed beside every bound."""
         if self.plan.rule == "algorithm1":
+            if not self.certified:
+                return "estimated (Algorithm 1 with too few trials: confidence not certified)"
             return f"certified (1−γ >= {self.plan.confidence:.4g}, MI <= v + β)"
         return self.plan.label
 
