@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._optional import import_torch
 from pacpriv.pac._mechanism import accepts_rng
 
 __all__ = ["EstimatorMechanism", "TorchMechanism", "sort_rows"]
@@ -23,7 +24,8 @@ def sort_rows(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Canonicalisation hook: sort the rows of each 2-D array lexicographically.
 
     Removes label permutation from e.g. k-means ``cluster_centers_`` (which centre is called
-    "0" is arbitrary and would otherwise cost noise, MATH.md §2). 1-D arrays are returned as is.
+    "0" is arbitrary and would otherwise cost noise: Xiao & Devadas, CRYPTO 2023, §4). 1-D
+    arrays are returned as is.
     """
     out = []
     for a in arrays:
@@ -130,7 +132,6 @@ class TorchMechanism:
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Flattened parameters after training on ``subset``, shape ``(n_parameters,)``."""
-        from pacpriv._optional import import_torch
 
         torch = import_torch("the torch adapter (from_torch)")
         gen = np.random.default_rng(rng)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.attacks import (
@@ -36,6 +37,9 @@ from pacpriv.attacks import (
     logit_scaled_confidence,
     loss_threshold_attack,
 )
+from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
+from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
 __all__ = ["AuditResult", "audit_dpsgd"]
 
@@ -106,7 +110,7 @@ class AuditResult:
 
 def _fit(torch, model_factory, loss_fn, X, y, seed, *, optimizer, **train_kwargs):
     """Build a model with a seeded init (global torch RNG untouched) and train it."""
-    from pacpriv.dpsgd.trainer import train_dpsgd
+    from pacpriv.dpsgd.trainer import train_dpsgd  # imports torch (extra pacpriv[torch])
 
     init_seed = int(trial_seed(seed, 0).generate_state(1, dtype=np.uint64)[0])
     with torch.random.fork_rng(devices=[]):
@@ -131,11 +135,9 @@ def _class_accuracy(torch, model, X, y) -> float | None:
     return float(np.mean(out.argmax(1).cpu().numpy() == np.asarray(y)))
 
 
-def _bounds(sigma, M, E, target_accuracy, method):
+def _bounds(sigma, M, E, target_accuracy):
     if sigma == 0:
         return 1.0, 1.0
-    from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
-
     chi2 = float(
         membership_inference_accuracy_bound(sigma, steps_per_epoch=M, epochs=E).accuracy
     )
@@ -148,8 +150,8 @@ def audit_dpsgd(
     *,
     model_factory: Callable[[], object],
     loss_fn: Callable,
-    steps_per_epoch: int,
-    epochs: int,
+    steps_per_epoch: int | None = None,
+    epochs: int | None = None,
     max_grad_norm: float | None,
     noise_multiplier: float | None = None,
     target_accuracy: float | None = None,
@@ -158,6 +160,7 @@ def audit_dpsgd(
     n_shadow_models: int = 8,
     confidence: float = 0.95,
     rng: RNGLike = None,
+    spec: DPSGDSpec | None = None,
 ) -> AuditResult:
     """Train on a random half of ``(X, y)`` with DP-SGD, attack the model, compare with the bound.
 
@@ -194,6 +197,8 @@ def audit_dpsgd(
         Level of the attack accuracy intervals.
     rng : None, int, SeedSequence or Generator
         Root seed (split, inits, allocations, noise, attack splits).
+    spec : DPSGDSpec, optional
+        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
 
     Returns
     -------
@@ -205,12 +210,14 @@ def audit_dpsgd(
         If both or neither of ``noise_multiplier`` and ``target_accuracy`` are given, a
         scalar is out of range, or the pool has fewer than 8 records.
     """
-    from pacpriv._optional import import_torch
 
     torch = import_torch("audit_dpsgd")
 
     if (noise_multiplier is None) == (target_accuracy is None):
         raise ValueError("give exactly one of `noise_multiplier` and `target_accuracy`.")
+    noise_multiplier, steps_per_epoch, epochs = spec_triple(
+        spec, noise_multiplier, steps_per_epoch, epochs
+    )
     M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     E = check_int(epochs, "epochs", low=1)
     S = check_int(n_shadow_models, "n_shadow_models", low=0)
@@ -227,7 +234,6 @@ def audit_dpsgd(
                 "`calibration_method` must be 'exact' or 'closed-form'; "
                 f"got {calibration_method!r}."
             )
-        from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 
         method = calibration_method
         noise_multiplier = float(
@@ -243,7 +249,9 @@ def audit_dpsgd(
             f"`X` and `y` must hold the same number (>= 8) of records; got {n} and "
             f"{y_arr.shape[:1]}."
         )
-    bound, chi2 = _bounds(sigma, M, E, target_accuracy, method)
+    bound, chi2 = _bounds(sigma, M, E, target_accuracy)
+
+    from pacpriv.dpsgd.trainer import model_losses  # imports torch (extra pacpriv[torch])
 
     root = as_seed_sequence(rng)
     split = np.random.default_rng(trial_seed(root, 0))
@@ -252,7 +260,6 @@ def audit_dpsgd(
     train = dict(
         noise_multiplier=sigma, steps_per_epoch=M, epochs=E, max_grad_norm=max_grad_norm
     )
-    from pacpriv.dpsgd.trainer import model_losses
 
     target = _fit(torch, model_factory, loss_fn, X_arr[member], y_arr[member],
                   trial_seed(root, 1), optimizer=optimizer, **train)

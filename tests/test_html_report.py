@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import builtins
 import json
 import warnings
 from html.parser import HTMLParser
@@ -192,12 +191,11 @@ def test_analytic_report_gets_accuracy_vs_sigma_figure():
 
 
 def test_dpsgd_spec_renders_with_figure():
-    """pacpriv.dpsgd.DPSGDSpec (when it exists) renders with the accuracy-vs-σ figure."""
+    """pacpriv.dpsgd.DPSGDSpec renders with the accuracy-vs-σ figure."""
     pytest.importorskip("matplotlib")
-    dpsgd = pytest.importorskip("pacpriv.dpsgd")
-    if not hasattr(dpsgd, "DPSGDSpec"):
-        pytest.skip("pacpriv.dpsgd.DPSGDSpec not available yet")
-    spec = dpsgd.DPSGDSpec(noise_multiplier=2.0, steps_per_epoch=10, epochs=2)
+    from pacpriv.dpsgd import DPSGDSpec
+
+    spec = DPSGDSpec(noise_multiplier=2.0, steps_per_epoch=10, epochs=2)
     parsed = _Page(render_html(build_report(spec), spec))
     assert len(parsed.imgs()) == 1
     _assert_self_contained(parsed)
@@ -232,17 +230,11 @@ def test_render_html_rejects_non_report():
         render_html({"title": "no kind"})
 
 
-def test_missing_matplotlib_writes_html_without_figures(result, tmp_path, monkeypatch):
+def test_missing_matplotlib_writes_html_without_figures(result, tmp_path, monkeypatch,
+                                                        hide_modules):
     """Without matplotlib render_html names the extra; write_report still writes the HTML,
     without figures, and says so once."""
-    real_import = builtins.__import__
-
-    def fake_import(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
+    hide_modules("matplotlib")
     with pytest.raises(ImportError, match=r"pip install pacpriv\[plot\]"):
         render_html(build_report(result), result)
     monkeypatch.setattr(pacpriv.report.builder, "_warned_no_figures", False)
@@ -286,3 +278,13 @@ def test_markdown_escapes_raw_html_and_renders_subset():
     assert "<b>" not in out and "&lt;b&gt;x&lt;/b&gt;" in out
     assert "<strong>y</strong>" in out and "<code>&lt;i&gt;</code>" in out
     assert "noise_multiplier" in out and "<ul><li>a</li><li><em>b</em></li></ul>" in out
+
+
+def test_report_json_stores_the_eigenvalues_once(result):
+    """One list of eigenvalues in report.json (issue 9): the renderings slice it."""
+    rep = build_report(result)
+    text = json.dumps(rep)
+    assert "top_eigenvalues" not in text and "eigenvalues_top" not in text
+    top = [float(v) for v in result.spectrum.eigenvalues[:3]]
+    assert rep["spectrum"]["eigenvalues"][:3] == top
+    assert "Top eigenvalues: " in report_mod.to_markdown(rep)

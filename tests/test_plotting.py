@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import builtins
 import subprocess
 import sys
 
@@ -149,7 +148,6 @@ def test_dpsgd_exact_interval_contains_m1_closed_form():
     """With M = 1 the exact accuracy is Φ(√E/(2σ)) (MATH.md §3); the plotted interval holds it."""
     from scipy.stats import norm
 
-    pytest.importorskip("pacpriv.dpsgd.exact")
     fig = plotting.plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=1, epochs=10, sigma_min=0.5,
                                                 sigma_max=4.0, n_exact=4, comparators=False,
                                                 exact_max_bound=1.0, noise_multiplier=2.0)
@@ -170,7 +168,6 @@ def test_dpsgd_exact_curve_skips_sigmas_with_large_chi_square_bound():
     """Exact points are computed only where the chi-square bound is <= exact_max_bound."""
     from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
 
-    pytest.importorskip("pacpriv.dpsgd.exact")
     fig = plotting.plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=1, epochs=10, sigma_min=0.5,
                                                 sigma_max=4.0, n_exact=6, comparators=False,
                                                 exact_max_bound=0.75)
@@ -183,7 +180,7 @@ def test_dpsgd_exact_curve_skips_sigmas_with_large_chi_square_bound():
 
 def test_dpsgd_comparator_curves_are_the_comparators_values():
     """The dotted comparator lines are ckp_accuracy and gdp_clt_accuracy at each σ."""
-    comp = pytest.importorskip("pacpriv.dpsgd.comparators")
+    from pacpriv.dpsgd import comparators as comp
     fig = plotting.plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=10, epochs=5, exact=False,
                                                 n_points=7)
     lines = {ln.get_label(): ln for ln in fig.axes[0].lines}
@@ -255,16 +252,9 @@ def test_figure_to_data_uri_rejects_non_figure():
         plotting.figure_to_data_uri(object())
 
 
-def test_missing_matplotlib_says_what_to_install(monkeypatch, worked_example):
+def test_missing_matplotlib_says_what_to_install(hide_modules, worked_example):
     """Without matplotlib the ImportError names the extra: pip install pacpriv[plot]."""
-    real_import = builtins.__import__
-
-    def fake_import(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
+    hide_modules("matplotlib")
     with pytest.raises(ImportError, match=r"pip install pacpriv\[plot\]"):
         plotting.plot_spectrum(*worked_example)
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
+from collections.abc import Sequence
 
-__all__ = ["UsageError", "number"]
+__all__ = ["UsageError", "number", "print_rows", "report_formats"]
 
 
 class UsageError(Exception):
@@ -24,3 +26,24 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"pacpriv: error: {message} (see '{self.prog} --help')\n")
+
+
+def report_formats(text: str) -> tuple[str, ...]:
+    """``--format`` value: a comma-separated subset of json, md, html (UsageError otherwise)."""
+    formats = tuple(f.strip() for f in text.split(",") if f.strip())
+    if not formats or set(formats) - {"json", "md", "html"}:
+        raise UsageError(f"--format must list json, md and/or html; got {text!r}")
+    return formats
+
+
+def print_rows(
+    rows: list[dict], columns: Sequence[tuple[str, str, int, str]], *, as_json: bool
+) -> int:
+    """Print ``rows`` as JSON, or as a table of ``columns`` ``(key, header, width, spec)``."""
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(" ".join(f"{h:>{w}}" for _, h, w, _ in columns))
+    for r in rows:
+        print(" ".join(f"{r[k]:>{w}{spec}}" for k, _, w, spec in columns))
+    return 0

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pacpriv.cli._args import UsageError, number
+from pacpriv.cli._args import number, report_formats
+from pacpriv.compare import compare_pac_dpsgd
 from pacpriv.compare.run import COMPARISON_RULES
 from pacpriv.pac.calibration import DEFAULT_RULE
+from pacpriv.report import write_report
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -53,12 +55,7 @@ def add_parser(subparsers, name: str) -> None:
 
 
 def _compare(args) -> int:
-    from pacpriv.compare import compare_pac_dpsgd
-    from pacpriv.report import write_report
-
-    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
-    if not formats or set(formats) - {"json", "md", "html"}:
-        raise UsageError(f"--format must list json, md and/or html; got {args.formats!r}")
+    formats = report_formats(args.formats)
     result = compare_pac_dpsgd(
         args.dataset,
         target_accuracy=args.target_accuracy,

@@ -6,9 +6,15 @@ import json
 import math
 from pathlib import Path
 
-from pacpriv.cli._args import UsageError, number
+from pacpriv.cli._args import UsageError, number, print_rows, report_formats
+from pacpriv.datasets import BUNDLED_DATASETS, load_dataset
 from pacpriv.pac._rules import RULE_TABLE
 from pacpriv.pac.calibration import DEFAULT_RULE, RULES
+from pacpriv.pac.job import run_pac
+from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posterior_success_rate
+from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
+from pacpriv.registry import available_mechanisms, resolve_mechanism
+from pacpriv.report import write_report
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -27,15 +33,14 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--mechanism",
         required=True,
-        help="built-in name (mean, median, histogram, kmeans, logistic, linear_svm, pca, "
-        "decision_tree, mlp), module:function or path.py:function; a user function "
+        help=f"built-in name ({', '.join(available_mechanisms())}), module:function or "
+        "path.py:function; a user function "
         "receives the subset as an array X, or as a tuple (X, y) for a labelled dataset",
     )
     run.add_argument(
         "--dataset",  # a labelled dataset reaches the mechanism as a tuple (X, y)
         required=True,
-        help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) "
-        "or a .csv/.npy/.npz path",
+        help=f"bundled dataset ({', '.join(BUNDLED_DATASETS)}) or a .csv/.npy/.npz path",
     )
     run.add_argument(
         "--label-column",
@@ -165,8 +170,6 @@ def add_parser(subparsers, name: str) -> None:
 
 
 def _sampler(args):
-    from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
-
     if args.sampler == "fixed":
         if args.subset_size is None:
             raise UsageError("--sampler fixed needs --subset-size")
@@ -179,12 +182,6 @@ def _sampler(args):
 
 
 def _run(args) -> int:
-    from pacpriv.datasets import load_dataset
-    from pacpriv.pac.job import run_pac
-    from pacpriv.pac.posterior import mi_budget_for_accuracy
-    from pacpriv.registry import resolve_mechanism
-    from pacpriv.report import write_report
-
     if (args.mi_budget is None) == (args.target_accuracy is None):
         raise UsageError("give exactly one of --mi-budget (nats) and --target-accuracy")
     if args.mi_budget is not None and not (args.mi_budget > 0 and math.isfinite(args.mi_budget)):
@@ -201,10 +198,7 @@ def _run(args) -> int:
         raise UsageError(f"--target-inflation must be > 1; got {args.target_inflation}")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
-    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
-    bad = set(formats) - {"json", "md", "html"}
-    if bad or not formats:
-        raise UsageError(f"--format must list json, md and/or html; got {args.formats!r}")
+    formats = report_formats(args.formats)
     budget = args.mi_budget
 
     label = args.label_column
@@ -280,8 +274,6 @@ def _run(args) -> int:
 
 
 def _posterior(args) -> int:
-    from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
-
     rows = [
         {
             "mi_budget_nats": v,
@@ -291,21 +283,13 @@ def _posterior(args) -> int:
         }
         for v in args.mi_budget
     ]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{'mi_budget (nats)':>18} {'prior':>8} {'posterior bound':>16} {'Pinsker':>10}")
-    for r in rows:
-        print(
-            f"{r['mi_budget_nats']:>18.6g} {r['prior']:>8.4g} "
-            f"{r['posterior_success_bound']:>16.10f} {r['pinsker_bound']:>10.6f}"
-        )
-    return 0
+    columns = [("mi_budget_nats", "mi_budget (nats)", 18, ".6g"), ("prior", "prior", 8, ".4g"),
+               ("posterior_success_bound", "posterior bound", 16, ".10f"),
+               ("pinsker_bound", "Pinsker", 10, ".6f")]
+    return print_rows(rows, columns, as_json=args.json)
 
 
 def _budget(args) -> int:
-    from pacpriv.pac.posterior import mi_budget_for_accuracy
-
     rows = [
         {
             "target_accuracy": a,
@@ -314,13 +298,9 @@ def _budget(args) -> int:
         }
         for a in args.target_accuracy
     ]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{'target':>10} {'prior':>8} {'mi_budget (nats)':>18}")
-    for r in rows:
-        print(f"{r['target_accuracy']:>10.6g} {r['prior']:>8.4g} {r['mi_budget_nats']:>18.10g}")
-    return 0
+    columns = [("target_accuracy", "target", 10, ".6g"), ("prior", "prior", 8, ".4g"),
+               ("mi_budget_nats", "mi_budget (nats)", 18, ".10g")]
+    return print_rows(rows, columns, as_json=args.json)
 
 
 def _trials(args) -> int:
@@ -338,11 +318,7 @@ def _trials(args) -> int:
                      "confidence": args.confidence, "n_trials": m,
                      "predicted_inflation": predicted_inflation(
                          m, d, confidence=args.confidence, effective_dim=args.effective_dim)})
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{'d':>8} {'target':>8} {'1-gamma':>8} {'n_trials':>10} {'predicted':>10}")
-    for r in rows:
-        print(f"{r['dim']:>8} {r['target_inflation']:>8.4g} {r['confidence']:>8.4g} "
-              f"{r['n_trials']:>10} {r['predicted_inflation']:>10.4f}")
-    return 0
+    columns = [("dim", "d", 8, "d"), ("target_inflation", "target", 8, ".4g"),
+               ("confidence", "1-gamma", 8, ".4g"), ("n_trials", "n_trials", 10, "d"),
+               ("predicted_inflation", "predicted", 10, ".4f")]
+    return print_rows(rows, columns, as_json=args.json)

@@ -11,6 +11,7 @@ from typing import Any
 
 from pacpriv.attacks import AttackResult
 from pacpriv.compare.render import comparison_markdown
+from pacpriv.plotting import plot_pac_vs_dpsgd
 
 __all__ = ["ComparisonResult", "ComparisonRow"]
 
@@ -189,6 +190,5 @@ class ComparisonResult:
 
     def figure(self):
         """The side-by-side figure (matplotlib; ``pip install pacpriv[plot]``)."""
-        from pacpriv.plotting import plot_pac_vs_dpsgd
 
         return plot_pac_vs_dpsgd(self.plot_rows())

@@ -4,7 +4,7 @@
 on the same data with the same epochs and steps in three ways, each certified to the same
 membership-inference accuracy bound ``a``:
 
-* **DP-SGD, closed form**: σ from the chi-square closed form [2]_ (MATH.md §3);
+* **DP-SGD, closed form**: σ from the chi-square closed form [2]_;
 * **DP-SGD, exact**: σ calibrated to the exact accuracy ½ + ½·TV [2]_ (needs
   :mod:`pacpriv.dpsgd.calibration`; the row is left out with a note when it is missing);
 * **PAC**: the same training without noise, run as a black box on Poisson-½ subsets by the
@@ -163,10 +163,11 @@ def compare_pac_dpsgd(
                              learning_rate, n_trials, n_repeats, rule, confidence, public_seed)
     if not isinstance(exact, bool) or not isinstance(progress, bool):
         raise TypeError("`exact` and `progress` must be bools.")
-    from pacpriv.compare.models import run_comparison  # torch: after validating the input
 
     tic = time.perf_counter()
     root = as_seed_sequence(rng)
+    from pacpriv.compare.models import run_comparison  # imports torch (extra pacpriv[torch])
+
     parts = run_comparison(ds, root=root, rule=rule, exact=exact, n_jobs=n_jobs,
                            progress=progress, **values)
     return ComparisonResult(

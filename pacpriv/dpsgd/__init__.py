@@ -4,6 +4,7 @@ Closed form (chi-square), certified exact accuracy, calibration of σ, comparato
 ``DPSGDSpec`` description. Torch-only modules (allocation, trainer) are imported separately.
 """
 
+from pacpriv._deprecation import deprecated_names
 from pacpriv.dpsgd.bounds import (
     AccuracyBound,
     closed_form_noise_multiplier,
@@ -15,7 +16,8 @@ from pacpriv.dpsgd.calibration import (
     calibrate_noise_multiplier,
     noise_multiplier_for_accuracy,
 )
-from pacpriv.dpsgd.comparators import ComparisonRow, ComparisonTable, compare_accountants
+from pacpriv.dpsgd.comparators import ComparisonRow as AccountantRow
+from pacpriv.dpsgd.comparators import ComparisonTable, compare_accountants
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
 from pacpriv.dpsgd.spec import THREAT_MODEL, DPSGDSpec
 
@@ -36,7 +38,14 @@ __all__ = [
     "calibrate_noise_multiplier",
     "noise_multiplier_for_accuracy",
     # comparators
-    "ComparisonRow",
+    "AccountantRow",
     "ComparisonTable",
     "compare_accountants",
 ]
+
+#: Deprecated names (one release).
+__getattr__ = deprecated_names("pacpriv.dpsgd", {
+    "ComparisonRow": (
+        "AccountantRow", AccountantRow, "it shared its name with pacpriv.compare.ComparisonRow"
+    ),
+})

@@ -18,6 +18,7 @@ from scipy import optimize, special
 
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier, membership_inference_accuracy_bound
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
 __all__ = [
     "ComparisonRow",
@@ -162,20 +163,15 @@ def _sigma_by_search(acc: Callable[[float], float], target: float, sigma0: float
     return root
 
 
-def _timed(fn: Callable[[], tuple]) -> tuple:
-    start = time.perf_counter()
-    out = fn()
-    return (*out, time.perf_counter() - start)
-
-
 def compare_accountants(
     *,
-    steps_per_epoch: int,
-    epochs: int,
+    steps_per_epoch: int | None = None,
+    epochs: int | None = None,
     noise_multiplier: float | None = None,
     target_accuracy: float | None = None,
     methods: tuple[str, ...] | None = None,
     search_published: bool = False,
+    spec: DPSGDSpec | None = None,
 ) -> ComparisonTable:
     """One table of accountants on the membership-inference accuracy axis.
 
@@ -193,11 +189,16 @@ def compare_accountants(
     search_published : bool, default False
         Also search σ for the target with the published random-allocation accountants
         (minutes per evaluation for ``fs-pld``; off by default).
+    spec : DPSGDSpec, optional
+        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
 
     Returns
     -------
     ComparisonTable
     """
+    noise_multiplier, steps_per_epoch, epochs = spec_triple(
+        spec, noise_multiplier, steps_per_epoch, epochs
+    )
     steps = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     n_ep = check_int(epochs, "epochs", low=1)
     if noise_multiplier is None and target_accuracy is None:

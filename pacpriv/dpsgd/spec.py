@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import AccuracyBound, membership_inference_accuracy_bound
+from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
 from pacpriv.threat_models import THREAT_MODEL_DPSGD as THREAT_MODEL
 
-__all__ = ["THREAT_MODEL", "DPSGDSpec"]
+__all__ = ["THREAT_MODEL", "DPSGDSpec", "spec_arguments", "spec_triple"]
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,6 @@ class DPSGDSpec:
         self, target_accuracy: float, *, method: str = "closed-form", rtol: float = 1e-3
     ) -> float:
         """σ needed for ``target_accuracy`` with this spec's M and E."""
-        from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 
         return noise_multiplier_for_accuracy(
             target_accuracy,
@@ -139,7 +140,7 @@ class DPSGDSpec:
                 "accuracy": bound.accuracy,
                 "log1p_chi_square": bound.log1p_chi_square,
                 "vacuous": bool(bound.vacuous),
-                "source": "chi-square closed form (RA-MIA, MATH.md §3)",
+                "source": "chi-square closed form (RA-MIA)",
             },
         }
         if exact:
@@ -186,3 +187,37 @@ class DPSGDSpec:
                 f"[{e['lower']:.6f}, {e['upper']:.6f}] |"
             )
         return "\n".join(lines) + "\n"
+
+
+def spec_arguments(spec: DPSGDSpec | None, **given: Any) -> dict:
+    """The DP-SGD arguments a function runs with: a :class:`DPSGDSpec` or the individual ones.
+
+    ``given`` holds the caller's ``noise_multiplier`` / ``steps_per_epoch`` / ``epochs`` (any of
+    them). Without ``spec`` they are returned unchanged; with it, each must be left at ``None``
+    (else ``TypeError``: one source of truth) and the spec's values are returned, as a
+    dp-accounting event description is consumed by every accountant.
+
+    Examples
+    --------
+    >>> spec_arguments(DPSGDSpec(noise_multiplier=2.0, steps_per_epoch=10, epochs=3),
+    ...                steps_per_epoch=None, epochs=None)
+    {'steps_per_epoch': 10, 'epochs': 3}
+    """
+    if spec is None:
+        return dict(given)
+    if not isinstance(spec, DPSGDSpec):
+        raise TypeError(f"`spec` must be a DPSGDSpec or None; got {type(spec).__name__}.")
+    clash = sorted(k for k, v in given.items() if v is not None)
+    if clash:
+        raise TypeError(
+            f"pass {', '.join(clash)} either in `spec` or individually, not both."
+        )
+    return {k: getattr(spec, k) for k in given}
+
+
+def spec_triple(spec: DPSGDSpec | None, noise_multiplier, steps_per_epoch, epochs) -> tuple:
+    """``(noise_multiplier, steps_per_epoch, epochs)`` from ``spec`` or the arguments (not both)."""
+    got = spec_arguments(
+        spec, noise_multiplier=noise_multiplier, steps_per_epoch=steps_per_epoch, epochs=epochs
+    )
+    return got["noise_multiplier"], got["steps_per_epoch"], got["epochs"]

@@ -35,6 +35,7 @@ from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_generator
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
 torch = import_torch("pacpriv.dpsgd.trainer")
 functional_call, grad_and_value, vmap = (
@@ -284,14 +285,15 @@ def train_dpsgd(
     X,
     y,
     *,
-    noise_multiplier: float,
-    steps_per_epoch: int,
-    epochs: int,
+    noise_multiplier: float | None = None,
+    steps_per_epoch: int | None = None,
+    epochs: int | None = None,
     max_grad_norm: float | None,
     optimizer: OptimizerArg = None,
     rng: RNGLike = None,
     secure_noise: bool = False,
     progress: bool = False,
+    spec: DPSGDSpec | None = None,
 ) -> TrainingResult:
     """Train ``model`` in place with DP-SGD under random allocation.
 
@@ -331,6 +333,8 @@ def train_dpsgd(
         assumes the allocation is secret, so deploy with ``rng=None``.
     progress : bool, default False
         Show a tqdm progress bar over steps.
+    spec : DPSGDSpec, optional
+        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
 
     Returns
     -------
@@ -348,6 +352,9 @@ def train_dpsgd(
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
     if not callable(loss_fn):
         raise TypeError(f"`loss_fn` must be callable; got {type(loss_fn).__name__}.")
+    noise_multiplier, steps_per_epoch, epochs = spec_triple(
+        spec, noise_multiplier, steps_per_epoch, epochs
+    )
     sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
     M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     E = check_int(epochs, "epochs", low=1)

@@ -5,6 +5,8 @@ Data flow: sampler → :func:`simulate` (Monte-Carlo engine) → :func:`estimate
 :func:`run_pac` chains them and returns a :class:`PacResult` for :mod:`pacpriv.report`.
 """
 
+from pacpriv._deprecation import deprecated_names
+from pacpriv.pac import posterior as _posterior
 from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise, calibrate_variance_only
 from pacpriv.pac.confidence import confidence_for_trials, trials_for_confidence
 from pacpriv.pac.covariance import (
@@ -21,15 +23,16 @@ from pacpriv.pac.mutual_info import (
     gaussian_mi_bound_whitened,
     linearised_mi_bound,
 )
+from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.posterior import (
     individual_mi_bound,
-    membership_inference_accuracy_bound,
     mi_budget_for_accuracy,
     pinsker_bound,
     posterior_success_rate,
 )
 from pacpriv.pac.randomized import (
     CouplingResult,
+    RandomizedComparison,
     compare_randomized_noise,
     coupling_noise,
     matched_distance,
@@ -45,6 +48,7 @@ from pacpriv.pac.samplers import (
 )
 
 __all__ = [
+    "ExecutionOptions",
     # samplers (the data distribution D)
     "CallableSampler",
     "ComplementaryPairsSampler",
@@ -74,12 +78,13 @@ __all__ = [
     "gaussian_mi_bound_whitened",
     "individual_mi_bound",
     "linearised_mi_bound",
-    "membership_inference_accuracy_bound",
+    "accuracy_for_mi_budget",
     "mi_budget_for_accuracy",
     "pinsker_bound",
     "posterior_success_rate",
     # randomized mechanisms (coupling bound, PAC-private algorithms S&P 2025)
     "CouplingResult",
+    "RandomizedComparison",
     "compare_randomized_noise",
     "coupling_noise",
     "matched_distance",
@@ -90,3 +95,16 @@ __all__ = [
     "PacResult",
     "run_pac",
 ]
+
+#: Membership-inference accuracy bound ``posterior_success_rate(v, prior=½)`` for an MI budget
+#: ``v`` (nats); the inverse of :func:`mi_budget_for_accuracy` (Xiao & Devadas 2023, Thm 1).
+accuracy_for_mi_budget = _posterior.membership_inference_accuracy_bound
+
+#: Deprecated names (one release).
+__getattr__ = deprecated_names("pacpriv.pac", {
+    "membership_inference_accuracy_bound": (
+        "accuracy_for_mi_budget", accuracy_for_mi_budget,
+        "it shared its name with the DP-SGD bound "
+        "pacpriv.dpsgd.membership_inference_accuracy_bound",
+    ),
+})

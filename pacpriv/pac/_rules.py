@@ -83,7 +83,7 @@ def exact_mi_rule(lam: np.ndarray, mult: np.ndarray, mi_budget: float):
         return 0.5 * float(np.sum(mp * np.log1p(_snr(lp / math.exp(log_mu))))) - mi_budget
 
     start = 2.0 * math.log(float(np.sum(mp * np.sqrt(lp))) / (2.0 * mi_budget))
-    lo = hi = start
+    lo = hi = max(start, _LOG_MU_MIN)  # subnormal spectra: exp(start) would underflow to 0
     while excess(lo) < 0:
         lo -= _BRACKET_FACTOR
         if lo < _LOG_MU_MIN:  # μ would underflow: a budget this large needs ~no noise anyway

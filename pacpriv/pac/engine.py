@@ -28,6 +28,7 @@ from pacpriv.pac._mechanism import check_mechanism
 from pacpriv.pac._parallel import run_pending
 from pacpriv.pac._trial import TrialTask
 from pacpriv.pac.checkpoint import Checkpoint, run_fingerprint
+from pacpriv.pac.options import ExecutionOptions, merge_execution
 from pacpriv.pac.samplers import Sampler, as_sampler
 from pacpriv.pac.storage import OutputStore
 
@@ -163,6 +164,10 @@ def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progres
     return n_trials, retries, timeout, batch_size, dtype
 
 
+#: simulate's execution arguments and their defaults (see :class:`ExecutionOptions`).
+_EXECUTION_DEFAULTS = ExecutionOptions().to_dict()
+
+
 def simulate(
     mechanism: Callable[..., Any],
     pool: Pool,
@@ -179,6 +184,7 @@ def simulate(
     batch_size: int | Literal["auto"] = "auto",
     output_path: str | os.PathLike | None = None,
     output_dtype: Any = np.float64,
+    options: ExecutionOptions | None = None,
 ) -> SimulationResult:
     """Run ``mechanism`` on ``n_trials`` random subsets of ``pool`` and collect its outputs.
 
@@ -225,6 +231,9 @@ def simulate(
     output_dtype : floating dtype, default numpy.float64
         Storage dtype of the outputs (float32 halves memory; outputs are checked finite
         after the cast).
+    options : ExecutionOptions, optional
+        All the execution arguments above (``n_jobs`` ... ``output_path``) as one object;
+        passing it together with a changed individual execution argument is a TypeError.
 
     Returns
     -------
@@ -271,6 +280,14 @@ def simulate(
     ((4, 2), (4, 10))
     """
     tic = time.perf_counter()
+    ex = merge_execution(
+        options, _EXECUTION_DEFAULTS, n_jobs=n_jobs, backend=backend, progress=progress,
+        checkpoint=checkpoint, retries=retries, timeout=timeout, batch_size=batch_size,
+        output_path=output_path,
+    )
+    n_jobs, backend, progress = ex["n_jobs"], ex["backend"], ex["progress"]
+    checkpoint, retries, timeout = ex["checkpoint"], ex["retries"], ex["timeout"]
+    batch_size, output_path = ex["batch_size"], ex["output_path"]
     mechanism_name, pass_rng = check_mechanism(mechanism)
     pool, n_records = _check_pool(pool)
     n_trials, retries, timeout, batch_size, dtype = _check_options(

@@ -29,10 +29,12 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
 from pacpriv.pac import _rules
 from pacpriv.pac._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
-from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan, calibrate_noise
+from pacpriv.pac._pipeline import measure
+from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan
 from pacpriv.pac.certificate import constant_output_bound, trials_for_inflation
-from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
-from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac.covariance import OutputSpectrum
+from pacpriv.pac.engine import SimulationResult
+from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import as_sampler
@@ -306,6 +308,7 @@ def run_pac(
     timeout: float | None = None,
     mechanism_name: str | None = None,
     dataset: dict | None = None,
+    options: ExecutionOptions | None = None,
 ) -> PacResult:
     """Measure a black-box mechanism, calibrate PAC noise and release ``f(X) + B``.
 
@@ -358,6 +361,10 @@ def run_pac(
         Name shown in the report (default: the engine's qualified name).
     dataset : dict, optional
         Public description of the pool for the report (never the records).
+    options : ExecutionOptions, optional
+        The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``,
+        ``retries``, ``timeout``, ``batch_size``, ``output_path``) as one object, instead of
+        the individual keywords (not both).
 
     Returns
     -------
@@ -400,9 +407,12 @@ def run_pac(
                                       low_inclusive=False)
     sampler_obj = as_sampler(sampler)
 
-    sim = simulate(
+    sim, spectrum, plan = measure(
         mechanism,
         pool,
+        mi_budget=mi_budget,
+        rule=rule,
+        calibration=rule_params,
         n_trials=n_trials,
         sampler=sampler_obj,
         n_jobs=n_jobs,
@@ -412,12 +422,8 @@ def run_pac(
         checkpoint=checkpoint,
         retries=retries,
         timeout=timeout,
+        options=options,
     )
-    spectrum = estimate_output_spectrum(sim.outputs)
-    if info.source == "outputs":
-        plan = info.function(sim.outputs, mi_budget, **rule_params)
-    else:
-        plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule, **rule_params)
     prior = sim.membership_prior if sim.membership_prior is not None else 0.5
     # Thm 1 bounds an adversary relative to *its own* blind-guess rate, which lies between
     # min(q, 1-q) and max(q, 1-q); the bound over all adversaries uses the best blind guess.

@@ -6,7 +6,8 @@ References
 ----------
 .. [1] H. Xiao, S. Devadas. PAC Privacy: Automatic Privacy Measurement and Control of Data
    Processing. CRYPTO 2023, arXiv:2210.03458 (Thm 1, Thm 3).
-.. [2] Membership-inference accuracy bound for DP-SGD with random allocation (MATH.md §3).
+.. [2] Membership-inference accuracy bound for DP-SGD with random allocation
+   (RA-MIA, CWI / VU Amsterdam), chi-square closed form.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from pacpriv._validation import check_int, check_real
+from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
 from pacpriv.plotting._figure import _figure
 
 __all__ = ["plot_posterior_curve", "plot_spectrum"]
@@ -144,7 +146,6 @@ def plot_posterior_curve(mi_budget: float, *, prior: float = 0.5, v_min: float |
     ----------
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1 (KL inversion) and Cor. 1 (Pinsker).
     """
-    from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
 
     v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
     p0 = check_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,

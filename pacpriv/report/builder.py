@@ -10,7 +10,6 @@ per-trial outputs are ever written: only the noisy release and summaries.
 from __future__ import annotations
 
 import json
-import math
 import platform
 import sys
 import warnings
@@ -19,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pacpriv.report.format import TOP_ROWS
 from pacpriv.report.format import fmt as _fmt
 from pacpriv.report.html import render_html
 from pacpriv.threat_models import THREAT_MODEL_PAC
@@ -56,7 +56,7 @@ def _pac_report(result) -> dict:
     d = result.to_dict()
     plan = result.plan
     spec = result.spectrum
-    n_top = 10
+    n_top = TOP_ROWS
     noise_std = [float(v) for v in plan.noise_std[:n_top]]
     return {
         "kind": "pac",
@@ -70,15 +70,15 @@ def _pac_report(result) -> dict:
         "sampler": d["simulation"]["sampler"],
         "simulation": d["simulation"],
         "spectrum": {
-            **d["spectrum"],
-            # first <= ARRAY_LIMIT values, for the figures of the HTML report
+            # the eigenvalues are stored once, below (not also as top_eigenvalues)
+            **{k: v for k, v in d["spectrum"].items() if k != "top_eigenvalues"},
+            # first <= ARRAY_LIMIT values, for the tables and figures of every rendering
             "eigenvalues": [float(v) for v in spec.eigenvalues[:ARRAY_LIMIT]],
             "coordinate_variances": [float(v) for v in spec.variances[:ARRAY_LIMIT]],
         },
         "noise": {
             **d["noise_plan"],
             "noise_std_top": noise_std,
-            "eigenvalues_top": [float(v) for v in spec.eigenvalues[:n_top]],
             "noise_std": [float(v) for v in plan.noise_std[:ARRAY_LIMIT]],
         },
         "privacy": {
@@ -199,7 +199,7 @@ def _pac_markdown(r: dict) -> list[str]:
         "",
         _table([(k, v) for k, v in s.items() if not isinstance(v, (list, dict))]),
         "",
-        "Top eigenvalues: " + ", ".join(_fmt(v, 4) for v in n["eigenvalues_top"]),
+        "Top eigenvalues: " + ", ".join(_fmt(v, 4) for v in s["eigenvalues"][:TOP_ROWS]),
         "",
         "## Noise",
         "",

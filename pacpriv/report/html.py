@@ -25,11 +25,11 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pacpriv import plotting
-from pacpriv.report.format import fmt
+from pacpriv.report.format import TOP_ROWS, fmt
 from pacpriv.report.markdown import inline, markdown_to_html
 
 __all__ = ["PLOT_KINDS", "render_html"]
@@ -87,7 +87,7 @@ def _figure(uri: str, caption: str) -> str:
 
 def _plot(kind: str, **kwargs) -> str:
     """Make one figure and return its data URI."""
-    funcs = {
+    funcs: dict[str, Callable[..., Any]] = {
         "dpsgd_accuracy_vs_sigma": plotting.plot_dpsgd_accuracy_vs_sigma,
         "pac_vs_dpsgd": plotting.plot_pac_vs_dpsgd,
         "posterior_curve": plotting.plot_posterior_curve,
@@ -229,7 +229,7 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
             ("trials restored from checkpoint", sim.get("resumed_trials"))]),
         "<h2>Output spectrum (estimated covariance Σ)</h2>",
         _kv_table([(k, v) for k, v in s.items() if not isinstance(v, (list, dict))]
-                  + [("top eigenvalues", s.get("top_eigenvalues", []))]),
+                  + [("top eigenvalues", s.get("eigenvalues", [])[:TOP_ROWS])]),
         spec_fig,
         "<h2>Noise</h2>",
         _kv_table([

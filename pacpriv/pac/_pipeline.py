@@ -1,0 +1,47 @@
+"""The measurement step, written once: simulate → output spectrum → noise plan.
+
+Used by :func:`pacpriv.pac.job.run_pac` and :meth:`pacpriv.wrapper.PacPrivateFunction.calibrate`
+(Xiao & Devadas, CRYPTO 2023, Algorithm 1: Monte-Carlo estimate of the output covariance, then
+the Gaussian noise of Thm 3 for the MI budget).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pacpriv.pac import _rules
+from pacpriv.pac.calibration import DEFAULT_RULE, NoisePlan, calibrate_noise
+from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
+from pacpriv.pac.engine import SimulationResult, simulate
+
+__all__ = ["measure"]
+
+
+def measure(
+    mechanism: Callable[..., Any],
+    pool: Any,
+    *,
+    mi_budget: float,
+    rule: str = DEFAULT_RULE,
+    calibration: dict | None = None,
+    **simulation: Any,
+) -> tuple[SimulationResult, OutputSpectrum, NoisePlan]:
+    """Simulate ``mechanism`` on ``pool``, estimate the spectrum and calibrate the noise.
+
+    ``simulation`` holds the keyword arguments of :func:`pacpriv.pac.engine.simulate`
+    (``n_trials``, ``sampler``, ``n_jobs``, ``rng``, ...); ``calibration`` the extra keyword
+    arguments of :func:`pacpriv.pac.calibration.calibrate_noise` (``confidence``, ``c``,
+    ``beta``, ``output_bound``). Rules whose table row needs the outputs (``"certified"``,
+    :data:`pacpriv.pac._rules.RULE_TABLE`) get them instead of the spectrum, with the given
+    (non-None) ``calibration`` parameters. Returns ``(simulation, spectrum, plan)``.
+    """
+    info = _rules.rule_info(rule)
+    sim = simulate(mechanism, pool, **simulation)
+    spectrum = estimate_output_spectrum(sim.outputs)
+    params = {k: v for k, v in (calibration or {}).items() if v is not None}
+    if info.source == "outputs":
+        plan = info.function(sim.outputs, mi_budget, **params)
+    else:
+        plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule, **params)
+    return sim, spectrum, plan
