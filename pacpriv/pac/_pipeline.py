@@ -14,6 +14,7 @@ from pacpriv.pac import _rules
 from pacpriv.pac.calibration import DEFAULT_RULE, NoisePlan, calibrate_noise
 from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
 from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac.samplers import ComplementaryPairsSampler, as_sampler
 
 __all__ = ["measure"]
 
@@ -41,7 +42,12 @@ def measure(
     spectrum = estimate_output_spectrum(sim.outputs)
     params = {k: v for k, v in (calibration or {}).items() if v is not None}
     if info.source == "outputs":
-        plan = info.function(sim.outputs, mi_budget, **params)
+        # the certificate needs independent trials: of complementary pairs (trial 2k+1 is the
+        # complement of trial 2k) it keeps one member each, i.i.d. draws of the secret's law
+        outputs = sim.outputs
+        if isinstance(as_sampler(simulation.get("sampler")), ComplementaryPairsSampler):
+            outputs = outputs[0::2]
+        plan = info.function(outputs, mi_budget, **params)
     else:
         plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule, **params)
     return sim, spectrum, plan

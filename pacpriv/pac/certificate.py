@@ -290,6 +290,8 @@ class Certificate:
         All simulated outputs were identical.
     output_bound : float or None
         The user's public bound ``r >= ||f(X)||₂``, if given.
+    n_trials : int
+        Independent trials the certificate used (shape, pairs and an unpaired last one).
     """
 
     method: str
@@ -308,6 +310,7 @@ class Certificate:
     n_clipped: int
     constant: bool
     output_bound: float | None
+    n_trials: int = 0
 
     def to_dict(self) -> dict:
         """JSON-serialisable copy."""
@@ -392,8 +395,10 @@ def certify_noise(
     Parameters
     ----------
     outputs : array_like of shape (n_trials, d)
-        Mechanism outputs on independent random subsets (real, finite), in trial order.
-        ``n_trials >= 6`` (two shape trials and two pairs at least).
+        Mechanism outputs on **independent** random subsets, each drawn like the secret
+        (real, finite), in trial order; ``n_trials >= 6`` (two shape trials and two pairs at
+        least). Of complementary pairs pass one member each (``run_pac`` does). The array is
+        held in float64 memory (``n_trials · d · 8`` bytes).
     mi_budget : float
         Budget ``v > 0`` in nats.
     confidence : float, default 0.95
@@ -512,7 +517,7 @@ def certify_noise(
         clip_radius=radius, summand_bound=b, mean_summand=float(np.mean(z)), upper_bound=upper,
         plugin_trace=plugin_trace, kappa=kappa, kappa_plugin=kappa_plugin,
         inflation=(kappa / kappa_plugin) if kappa_plugin > 0 else math.inf if kappa > 0 else 1.0,
-        n_clipped=n_clipped, constant=constant, output_bound=r,
+        n_clipped=n_clipped, constant=constant, output_bound=r, n_trials=m,
     )
     noise_std = np.sqrt(kappa * a)
     noise_std.setflags(write=False)

@@ -244,12 +244,12 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
             f"mechanism; {cert.n_shape} trials fixed the noise shape and the clip, "
             f"{cert.n_pairs} pairs of the other trials certified its scale ({cert.method} bound, "
             f"γ = {gamma:g}); the certificate cost {cert.inflation:.3g}x the plug-in noise power; "
-            f"{cert.n_clipped} of {sim.n_trials} simulated outputs were clipped.",
+            f"{cert.n_clipped} of the {cert.n_trials} simulated outputs it used were clipped.",
             None,
         ))
-        if cert.n_clipped > 0.05 * sim.n_trials and not cert.constant:
+        if cert.n_clipped > 0.05 * cert.n_trials and not cert.constant:
             notes.append((
-                f"{cert.n_clipped} of {sim.n_trials} simulated outputs fell outside the release "
+                f"{cert.n_clipped} of {cert.n_trials} simulated outputs fell outside the release "
                 "clip (an ellipsoid fixed by the shape trials): a secret output outside it is "
                 "released shrunk towards the centre. More trials reduce this.",
                 None,

@@ -328,3 +328,18 @@ def test_coverage_certified_vs_plugin():
     assert res["certified"]["exceed"] <= 5  # binomial(30, 0.05): P(X >= 6) < 0.01
     assert res["anisotropic"]["exceed"] >= 20
     assert res["certified"]["power"] > res["anisotropic"]["power"]
+
+
+def test_complementary_pairs_certify_on_independent_trials():
+    """With the pairs sampler trial 2k+1 is the complement of trial 2k; the certificate uses
+    one member of each pair only (independent draws), so its trials add up to n_trials/2."""
+    from pacpriv.pac.samplers import ComplementaryPairsSampler
+
+    x = np.linspace(0, 10, 30)[:, None]
+    res = run_pac(_mean0, x, mi_budget=0.1, n_trials=400, rng=0, release=False,
+                  progress=False, n_jobs=1, target_inflation=None,
+                  sampler=ComplementaryPairsSampler())
+    c = res.plan.certificate
+    assert c.n_shape + 2 * c.n_pairs == 200
+    direct = certify_noise(res.simulation.outputs[0::2], mi_budget=0.1)
+    assert res.plan.expected_noise_power == pytest.approx(direct.expected_noise_power, rel=1e-12)
