@@ -257,9 +257,9 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
         if target_inflation is not None and not cert.constant:
             need = trials_for_inflation(sim.dim, target_inflation=target_inflation,
                                         confidence=cert.confidence)
-            if sim.n_trials < need:
+            if cert.n_trials < need:
                 notes.append((
-                    f"n_trials = {sim.n_trials} is below the {need} trials that the planning "
+                    f"n_trials = {cert.n_trials} is below the {need} trials that the planning "
                     f"model (trials_for_inflation) needs for a noise power within "
                     f"{target_inflation:g}x the oracle square-root rule at d = {sim.dim}; the "
                     "certificate holds, at the cost of more noise.",
