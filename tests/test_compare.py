@@ -140,8 +140,7 @@ def test_scale_features_maps_published_range_to_unit_box():
 @pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
 def test_exact_row_uses_the_exact_calibration(monkeypatch):
     """The exact row trains with σ from noise_multiplier_for_accuracy(method="exact")."""
-    import types
-
+    from pacpriv.compare import models
     from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
 
     calls = []
@@ -151,9 +150,7 @@ def test_exact_row_uses_the_exact_calibration(monkeypatch):
         return 0.8 * closed_form_noise_multiplier(target_accuracy, steps_per_epoch=steps_per_epoch,
                                                   epochs=epochs)
 
-    stub = types.ModuleType("pacpriv.dpsgd.calibration")
-    stub.noise_multiplier_for_accuracy = fake
-    monkeypatch.setitem(sys.modules, "pacpriv.dpsgd.calibration", stub)
+    monkeypatch.setattr(models, "noise_multiplier_for_accuracy", fake)
     res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.7, n_trials=6, epochs=1,
                             steps_per_epoch=3, n_repeats=1, n_jobs=1, progress=False, rng=1)
     assert calls == [(0.7, 3, 1, "exact")]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from pacpriv import _json
 from pacpriv.cli._args import number, report_formats
 from pacpriv.compare import compare_pac_dpsgd
 from pacpriv.compare.run import COMPARISON_RULES
@@ -76,9 +76,9 @@ def _compare(args) -> int:
     paths = write_report(result.pac_result.with_sections(result.report_section()), out,
                          formats=formats)
     paths["comparison"] = out / "comparison.json"
-    paths["comparison"].write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    paths["comparison"].write_text(_json.dumps(result.to_dict(), indent=2) + "\n")
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(_json.dumps(result.to_dict(), indent=2))
         return 0
     print(result.to_markdown().split("\n\nNotes:")[0])
     print()

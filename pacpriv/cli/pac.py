@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from pacpriv import _json
 from pacpriv.cli._args import UsageError, number, print_rows, report_formats
 from pacpriv.datasets import BUNDLED_DATASETS, load_dataset
 from pacpriv.pac._rules import RULE_TABLE
@@ -15,6 +15,10 @@ from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posteri
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
 from pacpriv.registry import available_mechanisms, resolve_mechanism
 from pacpriv.report import write_report
+
+
+def _strict_rows(rows: list[dict]) -> str:
+    return _json.dumps(rows, indent=2)
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -244,7 +248,7 @@ def _run(args) -> int:
     )
     paths = write_report(result, Path(args.out), formats=formats)
     if args.json:
-        print(paths["json"].read_text() if "json" in paths else json.dumps(result.to_dict()))
+        print(paths["json"].read_text() if "json" in paths else _json.dumps(result.to_dict()))
         return 0
     acc = result.posterior_success_bound
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
@@ -286,7 +290,7 @@ def _posterior(args) -> int:
     columns = [("mi_budget_nats", "mi_budget (nats)", 18, ".6g"), ("prior", "prior", 8, ".4g"),
                ("posterior_success_bound", "posterior bound", 16, ".10f"),
                ("pinsker_bound", "Pinsker", 10, ".6f")]
-    return print_rows(rows, columns, as_json=args.json)
+    return print_rows(rows, columns, as_json=args.json, dumps=_strict_rows)
 
 
 def _budget(args) -> int:
@@ -300,7 +304,7 @@ def _budget(args) -> int:
     ]
     columns = [("target_accuracy", "target", 10, ".6g"), ("prior", "prior", 8, ".4g"),
                ("mi_budget_nats", "mi_budget (nats)", 18, ".10g")]
-    return print_rows(rows, columns, as_json=args.json)
+    return print_rows(rows, columns, as_json=args.json, dumps=_strict_rows)
 
 
 def _trials(args) -> int:

@@ -281,7 +281,7 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
                                    attack_rng=trial_seed(attack_root, 1), **common))
 
     tic = time.perf_counter()
-    v = float(mi_budget_for_accuracy(a))
+    v = float(mi_budget_for_accuracy(a, prior=max(sampler.prior, 1 - sampler.prior)))
     noise_root = trial_seed(root, 2)
     pac = run_pac(
         mech, (X, y), mi_budget=v, n_trials=n_trials, sampler=sampler, rule=rule,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
+from pacpriv import _json
 from pacpriv.threat_models import THREAT_MODELS
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def comparison_markdown(res: ComparisonResult) -> str:
     out += [f"| {k} | {p} | {d} |" for k, p, d in _SIDE_BY_SIDE]
     out += ["", f"**PAC Privacy.** {res.threat_models['pac']}", "",
             f"**DP-SGD.** {res.threat_models['dpsgd']}", "",
-            f"Root seed of the comparison: `{json.dumps(res.seed)}`; the same seed and "
+            f"Root seed of the comparison: `{_json.dumps(res.seed)}`; the same seed and "
             "arguments give this table bit for bit, for any n_jobs."]
     return "\n".join(out)
 

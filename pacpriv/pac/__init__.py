@@ -30,6 +30,7 @@ from pacpriv.pac.posterior import (
     pinsker_bound,
     posterior_success_rate,
 )
+from pacpriv.pac.prior import MembershipPrior, resolve_membership_prior
 from pacpriv.pac.randomized import (
     CouplingResult,
     RandomizedComparison,
@@ -82,6 +83,9 @@ __all__ = [
     "mi_budget_for_accuracy",
     "pinsker_bound",
     "posterior_success_rate",
+    # the membership prior of a posterior bound (declared or bounded from the masks)
+    "MembershipPrior",
+    "resolve_membership_prior",
     # randomized mechanisms (coupling bound, PAC-private algorithms S&P 2025)
     "CouplingResult",
     "RandomizedComparison",

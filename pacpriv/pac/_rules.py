@@ -245,7 +245,9 @@ def _build_exact_mi(spectrum, v: float) -> NoisePlan:
 def _build_variance_only(spectrum, v: float) -> NoisePlan:
     d = spectrum.dim
     e = _floor_variance(square_root_rule(spectrum.variances, np.ones(d), v), spectrum.variances)
-    bound = _variance_only_bound(spectrum, e)
+    # the spectrum may bound Σ from above (resolution, scale blocks): the trace bound on
+    # the coordinate variances themselves is then the tighter certificate
+    bound = min(_variance_only_bound(spectrum, e), linearised_mi_bound(spectrum.variances, e))
     _certify(bound, v, "variance-only")
     return NoisePlan(
         rule="variance-only", mi_budget=v, mi_bound=bound,

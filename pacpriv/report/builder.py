@@ -9,7 +9,6 @@ per-trial outputs are ever written: only the noisy release and summaries.
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 import warnings
@@ -18,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pacpriv import _json
 from pacpriv.report.format import TOP_ROWS
 from pacpriv.report.format import fmt as _fmt
 from pacpriv.report.html import render_html
@@ -86,6 +86,9 @@ def _pac_report(result) -> dict:
             "mi_bound_certified_nats": float(plan.mi_bound),
             "mi_claim_nats": result.mi_claim,
             "membership_prior": result.membership_prior,
+            "blind_guess_prior": result.blind_guess_prior,
+            "prior_source": result.prior_source,
+            "prior_explanation": result.prior_explanation,
             "posterior_success_bound": result.posterior_success_bound,
             "posterior_success_bound_label": result.label,
             "certification": result.certification(),
@@ -101,6 +104,8 @@ def _pac_report(result) -> dict:
         else "fresh OS entropy (not recorded)",
         "reproducibility": {
             "root_seed": d["simulation"]["root_seed"],
+            "reproducible": d["simulation"].get("reproducible"),
+            "reproducibility_note": d["simulation"].get("reproducibility_note", ""),
             "versions": _versions(),
             "command": _command(),
         },
@@ -263,9 +268,14 @@ def to_markdown(report: dict) -> str:
         out += ["", f"## {section.get('title', 'Section')}", "", section.get("markdown", "")]
     rep = report.get("reproducibility", {})
     out += ["", "## Reproducibility", ""]
-    if "root_seed" in rep:
+    if rep.get("reproducible") is False:
         out += [
-            f"Root seed of the simulation: `{json.dumps(rep['root_seed'])}` "
+            f"**Not reproducible.** Root seed `{_json.dumps(rep.get('root_seed'))}`, but "
+            f"{rep.get('reproducibility_note', '')}"
+        ]
+    elif "root_seed" in rep:
+        out += [
+            f"Root seed of the simulation: `{_json.dumps(rep['root_seed'])}` "
             "(pass `rng=numpy.random.SeedSequence(**root_seed)` -- or, when `spawn_key` is empty, "
             "`--seed <entropy>` -- to rerun the simulation bit for bit)."
         ]
@@ -306,7 +316,7 @@ def write_report(result, out_dir, *, formats=("json", "md", "html")) -> dict[str
     paths: dict[str, Path] = {}
     if "json" in formats:
         paths["json"] = out / "report.json"
-        paths["json"].write_text(json.dumps(report, indent=2, allow_nan=True) + "\n")
+        paths["json"].write_text(_json.dumps(report, indent=2) + "\n")
     if "md" in formats:
         paths["md"] = out / "report.md"
         paths["md"].write_text(to_markdown(report))

@@ -23,12 +23,11 @@ section or of the object the report was built from (e.g. :class:`pacpriv.dpsgd.D
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pacpriv import plotting
+from pacpriv import _json, plotting
 from pacpriv.report.format import TOP_ROWS, fmt
 from pacpriv.report.markdown import inline, markdown_to_html
 
@@ -61,7 +60,7 @@ def _fmt(x: Any, digits: int = 6) -> str:
         shown = ", ".join(fmt(v, digits) for v in x[:12])
         return f"[{shown}{', …' if len(x) > 12 else ''}] ({len(x)} values)"
     if isinstance(x, dict):
-        return json.dumps(x, default=str)
+        return _json.dumps(x)
     return fmt(x, digits)
 
 
@@ -207,7 +206,8 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
                                "Eigenvalues of the output covariance and per-direction noise "
                                "variance (log scale).")
         post_fig = _figure(_plot("posterior_curve", mi_budget=p["mi_claim_nats"],
-                                 prior=p["membership_prior"]),
+                                 prior=p.get("blind_guess_prior") or max(
+                                     p["membership_prior"], 1 - p["membership_prior"])),
                            "Posterior success bound (KL inversion) and Pinsker bound vs MI budget;"
                            " the dot is this report's claimed MI.")
     notes = "".join(f"<li>{html.escape(str(note))}</li>" for note in r.get("notes", []))
@@ -262,8 +262,13 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
 
 def _repro_html(rep: Mapping) -> list[str]:
     out = ["<h2>Reproducibility</h2>"]
-    if "root_seed" in rep:
-        seed = html.escape(json.dumps(rep["root_seed"]))
+    if rep.get("reproducible") is False:
+        seed = html.escape(_json.dumps(rep.get("root_seed")))
+        note = html.escape(str(rep.get("reproducibility_note", "")))
+        out.append(f"<p><strong>Not reproducible.</strong> Root seed <code>{seed}</code>, "
+                   f"but {note}</p>")
+    elif "root_seed" in rep:
+        seed = html.escape(_json.dumps(rep["root_seed"]))
         out.append(f"<p>Root seed of the simulation: <code>{seed}</code> (pass "
                    "<code>rng=numpy.random.SeedSequence(**root_seed)</code> -- or, when "
                    "<code>spawn_key</code> is empty, <code>--seed &lt;entropy&gt;</code> -- to "
