@@ -9,7 +9,8 @@ from pacpriv import _json
 from pacpriv.cli._args import UsageError, number, print_rows, report_formats
 from pacpriv.cli.pac_records import add_records_parser
 from pacpriv.datasets import BUNDLED_DATASETS, load_dataset
-from pacpriv.pac.calibration import RULES
+from pacpriv.pac._rules import RULE_TABLE
+from pacpriv.pac.calibration import DEFAULT_RULE, RULES
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posterior_success_rate
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
@@ -26,7 +27,7 @@ def add_parser(subparsers, name: str) -> None:
     p = subparsers.add_parser(
         name, help="PAC Privacy for black-box mechanisms (Xiao & Devadas 2023)"
     )
-    sub = p.add_subparsers(dest="command", metavar="{run,records,posterior,budget}")
+    sub = p.add_subparsers(dest="command", metavar="{run,records,posterior,budget,trials}")
     sub.required = True
 
     run = sub.add_parser(
@@ -79,12 +80,24 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--subset-size", type=int, default=None, help="subset size for --sampler fixed"
     )
-    run.add_argument("--rule", default="anisotropic", choices=RULES, help="noise rule")
+    run.add_argument(
+        "--rule", default=DEFAULT_RULE, choices=RULES,
+        help=f"noise rule (default {DEFAULT_RULE}: certified with confidence 1-gamma; "
+        + ", ".join(k for k, i in RULE_TABLE.items() if not i.certified)
+        + " are estimates)",
+    )
     run.add_argument(
         "--confidence",
         type=number,
         default=None,
-        help="Algorithm 1 confidence 1-gamma (rule algorithm1)",
+        help="confidence 1-gamma (rule certified: default 0.95; algorithm1: required minimum)",
+    )
+    run.add_argument(
+        "--target-inflation",
+        type=number,
+        default=1.2,
+        help="rule certified: warn when --trials is below what this noise power over the "
+        "oracle square-root rule needs (default 1.2; see 'pacpriv pac trials')",
     )
     run.add_argument(
         "--c", type=number, default=None, help="Algorithm 1 eigenvalue threshold c"
@@ -96,7 +109,8 @@ def add_parser(subparsers, name: str) -> None:
         "--output-bound",
         type=number,
         default=None,
-        help="Algorithm 1 bound r on ||f(X)||_2",
+        help="public bound r on ||f(X)||_2 (certified: clip radius and minimum noise for "
+        "constant outputs; algorithm1: required)",
     )
     run.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
     run.add_argument("--backend", default=None, help="joblib backend (loky, threading, dask, ray)")
@@ -146,6 +160,19 @@ def add_parser(subparsers, name: str) -> None:
     bud.set_defaults(handler=_budget)
 
     add_records_parser(sub)
+    tri = sub.add_parser(
+        "trials",
+        help="how many trials the certified rule needs for a target noise inflation",
+        description="Planning model of pacpriv.pac.certificate.trials_for_inflation: the "
+        "smallest n_trials whose predicted certified noise power is within --target-inflation "
+        "of the oracle square-root rule (Gaussian outputs, flat spectrum of --effective-dim).",
+    )
+    tri.add_argument("--dim", type=int, required=True, nargs="+", help="output dimension(s) d")
+    tri.add_argument("--target-inflation", type=number, default=1.2)
+    tri.add_argument("--confidence", type=number, default=0.95)
+    tri.add_argument("--effective-dim", type=number, default=None)
+    tri.add_argument("--json", action="store_true")
+    tri.set_defaults(handler=_trials)
 
 
 def _sampler(args):
@@ -173,6 +200,8 @@ def _run(args) -> int:
         raise UsageError(f"--sampling-rate must be in (0, 1); got {args.sampling_rate}")
     if args.subset_size is not None and args.subset_size < 1:
         raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
+    if not args.target_inflation > 1:
+        raise UsageError(f"--target-inflation must be > 1; got {args.target_inflation}")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
     formats = report_formats(args.formats)
@@ -206,6 +235,7 @@ def _run(args) -> int:
         c=args.c,
         beta=args.beta,
         output_bound=args.output_bound,
+        target_inflation=args.target_inflation,
         n_jobs=args.n_jobs,
         backend=args.backend,
         rng=args.seed,
@@ -232,9 +262,16 @@ def _run(args) -> int:
         f"noise rule           {result.plan.rule}, "
         f"E||B||^2 = {result.plan.expected_noise_power:.6g}"
     )
-    print(f"MI budget            {budget:.6g} nats (certified {result.plan.mi_bound:.6g})")
+    print(f"MI budget            {budget:.6g} nats, {result.label}")
+    cert = result.certification()
+    if "n_shape_trials" in cert:
+        print(
+            f"certificate          {cert['method']}, {cert['n_shape_trials']} shape trials + "
+            f"{cert['n_certificate_pairs']} pairs, noise x{cert['noise_inflation_vs_plugin']:.3g} "
+            f"vs plug-in, {cert['n_clipped_simulated_outputs']} simulated outputs clipped"
+        )
     print(
-        f"posterior bound      {100 * acc:.2f}% "
+        f"posterior bound      {math.ceil(10000 * acc) / 100:.2f}% {result.label} "
         f"(membership prior {100 * result.membership_prior:.0f}%)"
     )
     for fmt, path in paths.items():
@@ -270,3 +307,24 @@ def _budget(args) -> int:
     columns = [("target_accuracy", "target", 10, ".6g"), ("prior", "prior", 8, ".4g"),
                ("mi_budget_nats", "mi_budget (nats)", 18, ".10g")]
     return print_rows(rows, columns, as_json=args.json, dumps=_strict_rows)
+
+
+def _trials(args) -> int:
+    from pacpriv.pac.certificate import predicted_inflation, trials_for_inflation
+
+    rows = []
+    for d in args.dim:
+        try:
+            m = trials_for_inflation(d, target_inflation=args.target_inflation,
+                                     confidence=args.confidence,
+                                     effective_dim=args.effective_dim)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        rows.append({"dim": d, "target_inflation": args.target_inflation,
+                     "confidence": args.confidence, "n_trials": m,
+                     "predicted_inflation": predicted_inflation(
+                         m, d, confidence=args.confidence, effective_dim=args.effective_dim)})
+    columns = [("dim", "d", 8, "d"), ("target_inflation", "target", 8, ".4g"),
+               ("confidence", "1-gamma", 8, ".4g"), ("n_trials", "n_trials", 10, "d"),
+               ("predicted_inflation", "predicted", 10, ".4f")]
+    return print_rows(rows, columns, as_json=args.json)

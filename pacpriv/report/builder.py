@@ -90,6 +90,8 @@ def _pac_report(result) -> dict:
             "prior_source": result.prior_source,
             "prior_explanation": result.prior_explanation,
             "posterior_success_bound": result.posterior_success_bound,
+            "posterior_success_bound_label": result.label,
+            "certification": result.certification(),
             "membership_inference_accuracy_bound": (
                 result.posterior_success_bound if result.membership_prior == 0.5 else None
             ),
@@ -163,7 +165,8 @@ def _pac_markdown(r: dict) -> list[str]:
         "",
         f"With the calibrated noise, no adversary who knows the pool and the mechanism can infer "
         "membership with posterior success rate above "
-        f"**{100 * p['posterior_success_bound']:.2f}%** "
+        f"**{100 * p['posterior_success_bound']:.2f}%**, "
+        f"**{p.get('posterior_success_bound_label', 'estimated (plug-in)')}** "
         f"(prior {100 * p['membership_prior']:.2f}%, MI budget v = {_fmt(p['mi_budget_nats'])} nats"
         + (f"; membership-inference accuracy bound {100 * acc:.2f}%" if acc is not None else "")
         + ").",
@@ -235,7 +238,9 @@ def _pac_markdown(r: dict) -> list[str]:
                     p["mi_claim_nats"],
                 ),
                 ("membership prior", p["membership_prior"]),
-                ("posterior success bound (KL inversion, Thm 1)", p["posterior_success_bound"]),
+                ("posterior success bound (KL inversion, Thm 1), "
+                 + p.get("posterior_success_bound_label", "estimated (plug-in)"),
+                 p["posterior_success_bound"]),
                 ("Pinsker bound (looser)", p["pinsker_success_bound"]),
                 ("average per-record MI v/n (nats, Thm 2)", p["individual_mi_bound_nats"]),
             ]
