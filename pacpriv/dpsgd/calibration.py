@@ -13,9 +13,12 @@ import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy import special
 
 from pacpriv._validation import check_int, check_real
-from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
+from pacpriv.dpsgd.bounds import (
+    closed_form_noise_multiplier,
+)
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
 from pacpriv.exceptions import CalibrationError
 
@@ -113,6 +116,12 @@ def calibrate_noise_multiplier(
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
     tol = float(np.clip((target - 0.5) * rel, 1e-7, 1e-4)) if tolerance is None else tolerance
     start = time.perf_counter()
+    return _calibrate(target, steps, n_epochs, rel, tol, start)
+
+
+def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
+               start: float, guess: float | None = None) -> NoiseCalibration:
+    """Safeguarded secant search in ``log σ`` on ``upper(σ) − target`` (see the caller)."""
     sigma_cf = float(closed_form_noise_multiplier(target, steps_per_epoch=steps, epochs=n_epochs))
     cache: dict[float, ExactAccuracy] = {}
 
@@ -123,25 +132,59 @@ def calibrate_noise_multiplier(
             )
         return cache[sigma]
 
-    hi = sigma_cf
-    while evaluate(hi).upper > target:  # rounding at the closed form: step up
-        hi *= 1.0 + rel
-    lo = hi * 0.75
+    # The closed form is certified (the upper end is capped by the chi-square bound), so
+    # (0, σ_cf] brackets the root from the start.
+    hi, lo = sigma_cf, None
+    step = math.log1p(rel)
+    z_target = float(special.ndtri(target))
+    points: list[tuple[float, float]] = []  # (log σ, Φ⁻¹(upper)): nearly linear near the root
+
+    def model_root(x0: float, z0: float) -> float:
+        """Root if ``Φ⁻¹(accuracy)`` scales like the Gaussian-limit μ(σ) (MATH.md §3)."""
+        ratio = (z_target / z0) ** 2 if z0 > 0 else 4.0
+        if steps == 1:
+            return x0 - 0.5 * math.log(ratio)
+        inv_var = math.exp(-2.0 * x0)
+        log_em1 = math.log(math.expm1(inv_var)) if inv_var < 700 else inv_var
+        new = math.log1p(math.exp(min(700.0, log_em1 + math.log(ratio))))
+        return -0.5 * math.log(new)
+
+    x = math.log(guess if guess is not None else 0.84 * sigma_cf)
     for _ in range(60):
-        if evaluate(lo).upper > target:
+        sigma = math.exp(x)
+        res = evaluate(sigma)
+        if res.upper > target:
+            lo = sigma if lo is None else max(lo, sigma)
+        else:
+            hi = min(hi, sigma)
+        if 0.5 < res.upper < 1.0:
+            points.append((x, float(special.ndtri(res.upper))))
+        if lo is not None and hi in cache and hi / lo - 1.0 <= rel:
             break
-        hi, lo = lo, lo * 0.75
+        a_ = math.log(lo) if lo is not None else -math.inf
+        b_ = math.log(hi)
+        if b_ - a_ <= step:
+            x = b_  # bracket already tight: certify hi itself
+            continue
+        z_of = dict(points)
+        if lo is not None and hi in cache and a_ in z_of and b_ in z_of and z_of[a_] != z_of[b_]:
+            za, zb = z_of[a_], z_of[b_]  # regula falsi on the bracket ends
+            root = a_ + (z_target - za) * (b_ - a_) / (zb - za)
+        elif points:
+            root = model_root(*min(points, key=lambda pz: abs(pz[1] - z_target)))
+        else:
+            root = x + math.log(0.8)
+        # next point just beyond the predicted root, on the side whose end is still far
+        x = root + 0.45 * step if b_ - root > 0.5 * step else root - 0.45 * step
+        if lo is not None:
+            margin = 0.05 * (b_ - a_)
+            x = min(max(x, a_ + margin), b_ - margin)
+        elif x >= b_:
+            x = b_ + math.log(0.9)
     else:
         raise CalibrationError(f"no bracket for target_accuracy={target} below sigma={hi:g}")
-    # bisection in log sigma on the certified upper bound (monotone up to grid noise)
-    while hi / lo - 1.0 > rel:
-        mid = math.sqrt(hi * lo)
-        if evaluate(mid).upper > target:
-            lo = mid
-        else:
-            hi = mid
     result = evaluate(hi)
-    while result.upper > target:  # one-sided verification
+    while result.upper > target:  # one-sided verification (cannot loop long: chi-square cap)
         hi *= 1.0 + rel / 4
         result = evaluate(hi)
     below = [s for s, r in cache.items() if r.lower > target]
