@@ -314,6 +314,7 @@ def epoch_lattice(
     if extended:
         acc.p = acc.p.astype(np.float64)
         acc.q = None if acc.q is None else acc.q.astype(np.float64)
+        acc.q_inf = float(acc.q_inf)
         acc.err += 2.0 * _U  # the final rounding to float64 (relative u per entry)
     return acc
 

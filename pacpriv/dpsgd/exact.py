@@ -188,9 +188,9 @@ def _numeric_once(
         # most 2·E·eps·(1 + eps)^(E−1) (telescoping over epochs; TV is 1-Lipschitz in l1)
         prop = 2.0 * epochs * eps * math.exp(min(700.0, (epochs - 1) * math.log1p(eps)))
         key = "upper" if upper else "lower"
-        out[f"tv_{key}"] = tv
-        out[f"window_error_{key}"] = err
-        out[f"roundoff_{key}"] = rnd + prop
+        out[f"tv_{key}"] = float(tv)
+        out[f"window_error_{key}"] = float(err)
+        out[f"roundoff_{key}"] = float(rnd + prop)
         out[f"epoch_lattice_size_{key}"] = int(n_coord)
         out[f"log_lattice_size_{key}"] = int(pair.p.size)
         out[f"extended_precision_{key}"] = extended
