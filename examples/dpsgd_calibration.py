@@ -4,7 +4,7 @@ For a few settings (steps per epoch M, epochs E, target accuracy a) this prints 
 multiplier σ from the chi-square closed form and the smallest σ whose *certified exact*
 accuracy ½ + ½·TV(P^⊗E, Q^⊗E) is at most a, and how much noise the exact calibration saves.
 Two independent checks are printed beside it: for M = 1 the exact accuracy is Φ(√E/(2σ))
-(MATH.md §3), and a naive Monte-Carlo estimate of ½ + ½·(P_Q(Z > 0) − P_P(Z > 0)) with
+(RA-MIA, chi-square closed form), and a naive Monte-Carlo estimate of ½ + ½·(P_Q(Z > 0) − P_P(Z > 0)) with
 ``--trials`` draws per side (Z the total privacy loss) should fall inside the certified
 interval up to its standard error.
 

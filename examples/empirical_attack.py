@@ -17,7 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
-from mechanisms import make_clipped_mean
+from pacpriv.mechanisms import make_clipped_mean
+
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.calibration import calibrate_noise
 from pacpriv.pac.covariance import estimate_output_spectrum

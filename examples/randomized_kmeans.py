@@ -22,7 +22,8 @@ import argparse
 import json
 from pathlib import Path
 
-from mechanisms import make_kmeans
+from pacpriv.mechanisms import make_kmeans
+
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.randomized import compare_randomized_noise
 
@@ -44,20 +45,20 @@ def main(argv=None) -> int:
         mechanism, X, mi_budget=args.mi_budget, n_pairs=max(args.trials // (2 * args.tau), 2),
         tau=args.tau, rng=args.seed,
     )
-    print(f"k-means (k=3, n_init={args.n_init}, random init) on iris, d = {out['dim']}, "
-          f"v = {out['mi_budget']:g} nats, {out['n_pairs']} pairs x tau = {out['tau']}")
+    print(f"k-means (k=3, n_init={args.n_init}, random init) on iris, d = {out.dim}, "
+          f"v = {out.mi_budget:g} nats, {out.n_pairs} pairs x tau = {out.tau}")
     print(f"{'method':32s} {'noise std':>10s} {'E||B||^2':>10s}")
-    for row in out["rows"]:
+    for row in out.rows:
         print(f"{row['method']:32s} {row['noise_std']:10.4f} {row['expected_noise_power']:10.4f}")
-    print(f"noise variance ratio coupling / theta-as-secret: {out['variance_ratio']:.2f} "
-          f"-> {out['smaller']} needs less noise")
-    print(f"between-subset variance B = {out['between_subset_variance']:.4g}, internal (theta) "
-          f"variance W = {out['internal_variance']:.4g}; the coupling cannot beat theta-as-secret "
+    print(f"noise variance ratio coupling / theta-as-secret: {out.variance_ratio:.2f} "
+          f"-> {out.smaller} needs less noise")
+    print(f"between-subset variance B = {out.between_subset_variance:.4g}, internal (theta) "
+          f"variance W = {out.internal_variance:.4g}; the coupling cannot beat theta-as-secret "
           f"unless W is well above B")
     if args.out:
         path = Path(args.out)
         path.mkdir(parents=True, exist_ok=True)
-        (path / "comparison.json").write_text(json.dumps(out, indent=2))
+        (path / "comparison.json").write_text(json.dumps(out.to_dict(), indent=2))
         print(f"table: {path / 'comparison.json'}")
     return 0
 

@@ -25,21 +25,21 @@ module                 factory                     default function
 =====================  ==========================  ==================================
 """
 
-from mechanisms.decision_tree import DecisionTreeProbabilities, make_decision_tree
-from mechanisms.histogram import (
+from .decision_tree import DecisionTreeProbabilities, make_decision_tree
+from .histogram import (
     FeatureHistogram,
     LabelHistogram,
     feature_histogram,
     make_feature_histogram,
     make_label_histogram,
 )
-from mechanisms.kmeans import KMeansCenters, kmeans_centers, make_kmeans
-from mechanisms.linear_svm import LinearSVMCoefficients, linear_svm_coefficients, make_linear_svm
-from mechanisms.logistic import LogisticCoefficients, logistic_coefficients, make_logistic
-from mechanisms.mean import ClippedMean, clipped_mean, make_clipped_mean
-from mechanisms.median import ClippedMedian, clipped_median, make_clipped_median
-from mechanisms.mlp import MLPParameters, make_mlp, mlp_parameters
-from mechanisms.pca import PCAComponents, make_pca, pca_components
+from .kmeans import KMeansCenters, kmeans_centers, make_kmeans
+from .linear_svm import LinearSVMCoefficients, linear_svm_coefficients, make_linear_svm
+from .logistic import LogisticCoefficients, logistic_coefficients, make_logistic
+from .mean import ClippedMean, clipped_mean, make_clipped_mean
+from .median import ClippedMedian, clipped_median, make_clipped_median
+from .mlp import MLPParameters, make_mlp, mlp_parameters
+from .pca import PCAComponents, make_pca, pca_components
 
 __all__ = [
     "ClippedMean",

@@ -22,7 +22,7 @@ from dataclasses import fields
 
 import numpy as np
 
-from mechanisms._common import canonical_order, class_indices, quiet_convergence
+from ._common import canonical_order, class_indices, quiet_convergence
 
 __all__ = [
     "check_classes",

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms._common import canonical_order, class_indices, split_supervised
-from mechanisms.histogram import _check_edges
+from ._common import canonical_order, class_indices, split_supervised
+from .histogram import _check_edges
 
 __all__ = ["DecisionTreeProbabilities", "make_decision_tree", "quantise"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms._common import class_indices, split_supervised, split_unsupervised
+from ._common import class_indices, split_supervised, split_unsupervised
 
 __all__ = [
     "FeatureHistogram",

@@ -15,7 +15,7 @@ Canonicalisation (superficial randomness removed)
    lexicographically (by the first coordinate, ties by the second, ...), or, when
    ``sort_direction`` is given, by their projection on that fixed public direction (ties broken
    lexicographically). Without this step the output covariance is dominated by label swaps, which
-   reveal nothing about membership but cost a lot of noise [1]_ (§2 of MATH.md).
+   reveal nothing about membership but cost a lot of noise [1]_.
 3. Initialisation: the k-means++ seed is the fixed public ``random_state``. With
    ``randomized=True`` the seed is drawn from the ``rng`` argument instead (for the study of
    randomized mechanisms: the same ``rng`` seed gives the same output).
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms._common import canonical_order, quiet_convergence, split_unsupervised
+from ._common import canonical_order, quiet_convergence, split_unsupervised
 
 __all__ = ["KMeansCenters", "canonical_center_order", "kmeans_centers", "make_kmeans"]
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms._common import split_supervised
-from mechanisms._linear import check_classes, check_scaling, config_dict, fit_embedded, standardise
+from ._common import split_supervised
+from ._linear import check_classes, check_scaling, config_dict, fit_embedded, standardise
 
 __all__ = ["LinearSVMCoefficients", "linear_svm_coefficients", "make_linear_svm"]
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms._common import as_bounds, split_unsupervised
+from ._common import as_bounds, split_unsupervised
 
 __all__ = ["ClippedMean", "clipped_mean", "make_clipped_mean"]
 

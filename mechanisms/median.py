@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms._common import split_unsupervised
-from mechanisms.mean import ClippedMean, _tuple
+from ._common import split_unsupervised
+from .mean import ClippedMean, _tuple
 
 __all__ = ["ClippedMedian", "clipped_median", "make_clipped_median"]
 

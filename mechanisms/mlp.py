@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms._common import canonical_order, class_indices, split_supervised
-from mechanisms._linear import check_classes, check_scaling, config_dict, standardise
+from ._common import canonical_order, class_indices, split_supervised
+from ._linear import check_classes, check_scaling, config_dict, standardise
 
 __all__ = ["MLPParameters", "make_mlp", "mlp_parameters"]
 

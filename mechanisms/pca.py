@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mechanisms._common import split_unsupervised
+from ._common import split_unsupervised
 
 __all__ = ["PCAComponents", "align_components", "make_pca", "pca_components"]
 

@@ -12,6 +12,9 @@ Two halves answer one question -- how well can an adversary tell whether a recor
 ``import pacpriv`` imports neither torch, matplotlib, dp-accounting nor dask.
 """
 
+__version__ = "0.1.0"  # before the imports: pacpriv.cli reads it
+
+from pacpriv import _source_checkout  # noqa: F401  (finds pacpriv.mechanisms in a checkout)
 from pacpriv.compare import ComparisonResult, compare_pac_dpsgd
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.dpsgd import (
@@ -49,8 +52,6 @@ from pacpriv.pac import (
 from pacpriv.registry import available_mechanisms, register_mechanism, resolve_mechanism
 from pacpriv.report import write_report
 from pacpriv.wrapper import pac_private
-
-__version__ = "0.1.0"
 
 __all__ = [
     "__version__",

@@ -8,28 +8,24 @@ subset and returns the named fitted parameters, flattened. torch is imported onl
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from pacpriv._optional import import_torch
+from pacpriv.pac._mechanism import accepts_rng
+
 __all__ = ["EstimatorMechanism", "TorchMechanism", "sort_rows"]
-
-
-def _accepts_rng(func: Callable) -> bool:
-    try:
-        return "rng" in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def sort_rows(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Canonicalisation hook: sort the rows of each 2-D array lexicographically.
 
     Removes label permutation from e.g. k-means ``cluster_centers_`` (which centre is called
-    "0" is arbitrary and would otherwise cost noise, MATH.md §2). 1-D arrays are returned as is.
+    "0" is arbitrary and would otherwise cost noise: Xiao & Devadas, CRYPTO 2023, §4). 1-D
+    arrays are returned as is.
     """
     out = []
     for a in arrays:
@@ -136,7 +132,6 @@ class TorchMechanism:
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Flattened parameters after training on ``subset``, shape ``(n_parameters,)``."""
-        from pacpriv._optional import import_torch
 
         torch = import_torch("the torch adapter (from_torch)")
         gen = np.random.default_rng(rng)
@@ -147,7 +142,7 @@ class TorchMechanism:
                 raise TypeError(
                     f"`model_factory` must return a torch.nn.Module; got {type(model).__name__}."
                 )
-            kwargs = {"rng": gen} if _accepts_rng(self.train_fn) else {}
+            kwargs = {"rng": gen} if accepts_rng(self.train_fn) else {}
             trained = self.train_fn(model, subset, **kwargs)
         if isinstance(trained, torch.nn.Module):
             model = trained

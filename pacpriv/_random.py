@@ -10,6 +10,7 @@ worker, after any resume, with bit-identical results.
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -64,9 +65,6 @@ def trial_seed(root: np.random.SeedSequence, index: int) -> np.random.SeedSequen
 
 def seed_to_dict(seed: np.random.SeedSequence) -> dict:
     """JSON-serialisable description of a ``SeedSequence`` (``SeedSequence(**d)`` rebuilds it)."""
-    entropy = seed.entropy
-    if isinstance(entropy, (list, tuple, np.ndarray)):
-        entropy = [int(e) for e in entropy]
-    else:
-        entropy = int(entropy)
+    raw: Any = seed.entropy
+    entropy = [int(e) for e in raw] if isinstance(raw, (list, tuple, np.ndarray)) else int(raw)
     return {"entropy": entropy, "spawn_key": [int(k) for k in seed.spawn_key]}

@@ -93,26 +93,24 @@ def check_array_real(
     high_inclusive: bool = True,
     integer: bool = False,
 ) -> np.ndarray:
-    """Validate a real scalar or array elementwise and return a float64 (or int64) array.
+    """Validate a real scalar or array elementwise and return it as a float64 array.
+
+    With ``integer=True`` every element must also be integer-valued (``3`` or ``3.0``, not
+    ``3.5``); the result is still float64.
 
     Raises
     ------
     TypeError
-        If ``value`` is not numeric (or not integral when ``integer``).
+        If ``value`` is not numeric (or not integer-valued when ``integer``).
     ValueError
         If any element is NaN/inf or outside the interval.
     """
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
         raise TypeError(f"`{name}` must be numeric; got {arr.dtype} {value!r}.")
-    if integer:
-        if not np.issubdtype(arr.dtype, np.integer):
-            as_float = arr.astype(np.float64)
-            if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
-                raise TypeError(f"`{name}` must be integer-valued; got {value!r}.")
-        arr = arr.astype(np.float64)
-    else:
-        arr = arr.astype(np.float64)
+    arr = arr.astype(np.float64)
+    if integer and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+        raise TypeError(f"`{name}` must be integer-valued; got {value!r}.")
     interval = _interval(low, high, low_inclusive, high_inclusive)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"`{name}` must be finite and in {interval}; got {value!r}.")

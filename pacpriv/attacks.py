@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 
 from pacpriv._random import RNGLike, as_generator
+from pacpriv._stats import clopper_pearson
 from pacpriv._validation import check_array_real, check_real
 
 __all__ = [
@@ -114,11 +114,6 @@ def _best_threshold(members: np.ndarray, nonmembers: np.ndarray) -> float:
     return float(0.5 * (thr[k] + thr[k + 1]))  # same split of this half, wider margin
 
 
-def _clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
-    return float(ci.low), float(ci.high)
-
-
 def evaluate_attack(
     member_scores, nonmember_scores, *, confidence: float = 0.95, rng: RNGLike = None
 ) -> AttackResult:
@@ -180,11 +175,11 @@ def evaluate_attack(
     tn = int(np.sum(n_eval < threshold))
     accuracy = 0.5 * (tp / m_eval.size + tn / n_eval.size)
     if m_eval.size == n_eval.size:
-        ci_low, ci_high = _clopper_pearson(tp + tn, 2 * m_eval.size, confidence)
+        ci_low, ci_high = clopper_pearson(tp + tn, 2 * m_eval.size, confidence)
     else:
         each = 1.0 - (1.0 - confidence) / 2.0
-        tpr_lo, tpr_hi = _clopper_pearson(tp, m_eval.size, each)
-        tnr_lo, tnr_hi = _clopper_pearson(tn, n_eval.size, each)
+        tpr_lo, tpr_hi = clopper_pearson(tp, m_eval.size, each)
+        tnr_lo, tnr_hi = clopper_pearson(tn, n_eval.size, each)
         ci_low, ci_high = 0.5 * (tpr_lo + tnr_lo), 0.5 * (tpr_hi + tnr_hi)
     return AttackResult(
         accuracy=float(accuracy),

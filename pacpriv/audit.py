@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.attacks import (
@@ -36,6 +37,8 @@ from pacpriv.attacks import (
     logit_scaled_confidence,
     loss_threshold_attack,
 )
+from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
+from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 
 __all__ = ["AuditResult", "audit_dpsgd"]
 
@@ -106,7 +109,7 @@ class AuditResult:
 
 def _fit(torch, model_factory, loss_fn, X, y, seed, *, optimizer, **train_kwargs):
     """Build a model with a seeded init (global torch RNG untouched) and train it."""
-    from pacpriv.dpsgd.trainer import train_dpsgd
+    from pacpriv.dpsgd.trainer import train_dpsgd  # imports torch (extra pacpriv[torch])
 
     init_seed = int(trial_seed(seed, 0).generate_state(1, dtype=np.uint64)[0])
     with torch.random.fork_rng(devices=[]):
@@ -131,11 +134,9 @@ def _class_accuracy(torch, model, X, y) -> float | None:
     return float(np.mean(out.argmax(1).cpu().numpy() == np.asarray(y)))
 
 
-def _bounds(sigma, M, E, target_accuracy, method):
+def _bounds(sigma, M, E, target_accuracy):
     if sigma == 0:
         return 1.0, 1.0
-    from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
-
     chi2 = float(
         membership_inference_accuracy_bound(sigma, steps_per_epoch=M, epochs=E).accuracy
     )
@@ -205,7 +206,6 @@ def audit_dpsgd(
         If both or neither of ``noise_multiplier`` and ``target_accuracy`` are given, a
         scalar is out of range, or the pool has fewer than 8 records.
     """
-    from pacpriv._optional import import_torch
 
     torch = import_torch("audit_dpsgd")
 
@@ -227,7 +227,6 @@ def audit_dpsgd(
                 "`calibration_method` must be 'exact' or 'closed-form'; "
                 f"got {calibration_method!r}."
             )
-        from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 
         method = calibration_method
         noise_multiplier = float(
@@ -243,7 +242,9 @@ def audit_dpsgd(
             f"`X` and `y` must hold the same number (>= 8) of records; got {n} and "
             f"{y_arr.shape[:1]}."
         )
-    bound, chi2 = _bounds(sigma, M, E, target_accuracy, method)
+    bound, chi2 = _bounds(sigma, M, E, target_accuracy)
+
+    from pacpriv.dpsgd.trainer import model_losses  # imports torch (extra pacpriv[torch])
 
     root = as_seed_sequence(rng)
     split = np.random.default_rng(trial_seed(root, 0))
@@ -252,7 +253,6 @@ def audit_dpsgd(
     train = dict(
         noise_multiplier=sigma, steps_per_epoch=M, epochs=E, max_grad_norm=max_grad_norm
     )
-    from pacpriv.dpsgd.trainer import model_losses
 
     target = _fit(torch, model_factory, loss_fn, X_arr[member], y_arr[member],
                   trial_seed(root, 1), optimizer=optimizer, **train)

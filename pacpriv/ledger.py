@@ -2,7 +2,7 @@
 
 Releases ``Y_1, Y_2, ...`` of the same secret subset, each with its own independent Gaussian noise
 calibrated to a budget ``v_t``, are conditionally independent given the subset, so
-``MI(X; Y_1, ..., Y_T) <= Σ_t v_t`` (MATH.md §2, "Composition"; chain rule of mutual
+``MI(X; Y_1, ..., Y_T) <= Σ_t v_t`` (chain rule of mutual
 information). :class:`PrivacyLedger` adds the budgets up and refuses, *all or nothing*, a release
 that would take the sum over a total cap.
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pacpriv._validation import check_real
 from pacpriv.exceptions import BudgetExceededError
+from pacpriv.pac.posterior import posterior_success_rate
 
 __all__ = ["LedgerEntry", "PrivacyLedger"]
 
@@ -150,7 +151,6 @@ class PrivacyLedger:
         ``posterior_success_rate(spent, prior=prior)`` ([1]_ Thm 1): with ``prior = ½`` the
         membership-inference accuracy bound after composition.
         """
-        from pacpriv.pac.posterior import posterior_success_rate
 
         return float(posterior_success_rate(self.spent, prior=prior))
 

@@ -82,52 +82,52 @@ def _classes(info: DatasetInfo | None, name: str) -> tuple:
 
 
 def _mean(info):
-    from mechanisms import make_clipped_mean
+    from pacpriv.mechanisms import make_clipped_mean
 
     return make_clipped_mean(low=_box(info)[0], high=_box(info)[1])
 
 
 def _median(info):
-    from mechanisms import make_clipped_median
+    from pacpriv.mechanisms import make_clipped_median
 
     return make_clipped_median(low=_box(info)[0], high=_box(info)[1])
 
 
 def _histogram(info):
-    from mechanisms import feature_histogram, make_feature_histogram
+    from pacpriv.mechanisms import feature_histogram, make_feature_histogram
 
     return feature_histogram if info is None else make_feature_histogram(edges=_edges(info, 10))
 
 
 def _kmeans(info):
-    from mechanisms import make_kmeans
+    from pacpriv.mechanisms import make_kmeans
 
     k = len(info.classes) if info is not None and info.classes else 3
     return make_kmeans(n_clusters=k)
 
 
 def _logistic(info):
-    from mechanisms import make_logistic
+    from pacpriv.mechanisms import make_logistic
 
     center, scale = _scaling(info) if info is not None else (None, None)
     return make_logistic(classes=_classes(info, "logistic"), center=center, scale=scale)
 
 
 def _linear_svm(info):
-    from mechanisms import make_linear_svm
+    from pacpriv.mechanisms import make_linear_svm
 
     center, scale = _scaling(info) if info is not None else (None, None)
     return make_linear_svm(classes=_classes(info, "linear_svm"), center=center, scale=scale)
 
 
 def _pca(info):
-    from mechanisms import make_pca
+    from pacpriv.mechanisms import make_pca
 
     return make_pca(n_components=2 if info is None else min(2, info.n_features))
 
 
 def _decision_tree(info):
-    from mechanisms import make_decision_tree
+    from pacpriv.mechanisms import make_decision_tree
 
     classes = _classes(info, "decision_tree")
     low, high = _box(info)
@@ -136,7 +136,7 @@ def _decision_tree(info):
 
 
 def _mlp(info):
-    from mechanisms import make_mlp
+    from pacpriv.mechanisms import make_mlp
 
     center, scale = _scaling(info) if info is not None else (None, None)
     return make_mlp(classes=_classes(info, "mlp"), center=center, scale=scale)

@@ -28,13 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from pacpriv._adapters import EstimatorMechanism, TorchMechanism, _accepts_rng, sort_rows
+from pacpriv._adapters import EstimatorMechanism, TorchMechanism, sort_rows
 from pacpriv._random import RNGLike, as_seed_sequence
 from pacpriv._validation import check_int, check_real
 from pacpriv.ledger import PrivacyLedger
-from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise
-from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
-from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac._mechanism import call_mechanism, check_output
+from pacpriv.pac._pipeline import measure
+from pacpriv.pac.calibration import RULES, NoisePlan
+from pacpriv.pac.covariance import OutputSpectrum
+from pacpriv.pac.engine import SimulationResult
+from pacpriv.pac.options import ExecutionOptions, merge_execution
 from pacpriv.pac.posterior import posterior_success_rate
 from pacpriv.pac.release import privatize
 
@@ -117,6 +120,7 @@ class PacPrivateFunction:
         n_jobs: int | None = None,
         rng: RNGLike = None,
         progress: bool = False,
+        options: ExecutionOptions | None = None,
     ) -> PacPrivateFunction:
         """Simulate ``func`` on random subsets of ``pool`` and calibrate the noise.
 
@@ -134,6 +138,9 @@ class PacPrivateFunction:
             Root seed of the simulation (None: fresh OS entropy).
         progress : bool, default False
             Show a progress bar.
+        options : ExecutionOptions, optional
+            All execution arguments as one object (``checkpoint``, ``retries``, ``timeout``...
+            too), instead of ``n_jobs`` / ``progress`` (not both).
 
         Returns
         -------
@@ -149,12 +156,13 @@ class PacPrivateFunction:
             If ``func`` fails or returns a bad output in a trial.
         """
         n_trials = check_int(n_trials, "n_trials", low=2)
-        sim = simulate(
-            self.func, pool, n_trials=n_trials, sampler=sampler, n_jobs=n_jobs, rng=rng,
-            progress=progress,
+        execution = merge_execution(
+            options, {"n_jobs": None, "progress": False}, n_jobs=n_jobs, progress=progress
         )
-        spectrum = estimate_output_spectrum(sim.outputs)
-        plan = calibrate_noise(spectrum, mi_budget=self.mi_budget, rule=self.rule)
+        sim, spectrum, plan = measure(
+            self.func, pool, mi_budget=self.mi_budget, rule=self.rule,
+            n_trials=n_trials, sampler=sampler, rng=rng, **execution,
+        )
         prior = sim.membership_prior if sim.membership_prior is not None else 0.5
         baseline = max(prior, 1.0 - prior)  # best blind guess (Thm 1 is per-adversary)
         self.simulation, self.spectrum, self.plan = sim, spectrum, plan
@@ -196,8 +204,7 @@ class PacPrivateFunction:
         if not self.ledger.can_charge(mi):
             self.ledger.charge(mi, label=label)  # raises BudgetExceededError, records nothing
         func_seed, noise_seed = as_seed_sequence(rng).spawn(2)
-        kwargs = {"rng": np.random.default_rng(func_seed)} if _accepts_rng(self.func) else {}
-        value = np.asarray(self.func(subset, **kwargs), dtype=np.float64).reshape(-1)
+        value = check_output(call_mechanism(self.func, subset, rng=func_seed), None)
         noisy = privatize(value, self.plan, rng=noise_seed)
         self.ledger.charge(mi, label=label)
         return noisy

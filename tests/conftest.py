@@ -1,21 +1,49 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures and the skip policy: skip only for a missing optional extra."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-#: ``../shared/reference`` beside the repository (reference values computed independently).
-REFERENCE_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "reference"
+#: Reference values computed independently of pacpriv (see tests/data/PROVENANCE.md).
+REFERENCE_DIR = Path(__file__).resolve().parent / "data"
+
+#: Third-party packages of the optional extras (pyproject `[project.optional-dependencies]`).
+OPTIONAL_EXTRAS = (
+    "torch", "matplotlib", "dask", "distributed", "ray", "dp_accounting", "pld_accounting",
+    "random_allocation", "pandas", "opacus", "hypothesis", "mpmath",
+)
+_EXTRA_SKIP = re.compile(
+    r"could not import '(" + "|".join(OPTIONAL_EXTRAS) + r")(\.[\w.]+)?'"
+)
 
 
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
-    """Directory of the reference CSVs; skips the test when it is not available."""
-    if not REFERENCE_DIR.is_dir():
-        pytest.skip(f"reference values not found at {REFERENCE_DIR}")
+    """Directory of the vendored reference CSVs (tests/data)."""
     return REFERENCE_DIR
+
+
+def skip_is_allowed(reason: str) -> bool:
+    """A skip is allowed only when ``pytest.importorskip`` missed a package of an optional extra."""
+    return _EXTRA_SKIP.search(reason) is not None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Turn a skip for any reason other than a missing optional extra into a failure."""
+    outcome = yield
+    rep = outcome.get_result()
+    if not rep.skipped or hasattr(rep, "wasxfail"):
+        return
+    reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+    if not skip_is_allowed(reason):
+        rep.outcome = "failed"
+        rep.longrepr = (
+            f"{item.nodeid} skipped for a reason other than a missing optional extra: {reason}"
+        )
 
 
 # Hypothesis: random exploration while developing; a fixed, derandomized search in CI (CI=true)

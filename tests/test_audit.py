@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import warnings
@@ -14,12 +13,6 @@ torch = pytest.importorskip("torch")
 
 from pacpriv.audit import AuditResult, audit_dpsgd  # noqa: E402
 from pacpriv.exceptions import VacuousBoundWarning  # noqa: E402
-
-needs_analytic = pytest.mark.skipif(
-    importlib.util.find_spec("pacpriv.dpsgd.bounds") is None
-    or importlib.util.find_spec("pacpriv.dpsgd.calibration") is None,
-    reason="pacpriv.dpsgd.bounds / calibration not available",
-)
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +46,6 @@ def _mlp():
     return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
 
 
-@needs_analytic
 def test_attacks_stay_below_calibrated_bound():
     """σ calibrated (exact) to accuracy 0.6 on digits: both attacks' upper CI limits stay below."""
     from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
@@ -80,7 +72,6 @@ def test_attacks_stay_below_calibrated_bound():
     assert res.test_accuracy > 0.8  # the private model is still useful
 
 
-@needs_analytic
 @pytest.mark.slow
 def test_attacks_have_teeth_on_overfit_model():
     """Tiny σ, many epochs, small pool, MLP: both attacks beat ½ (lower CI limit > 0.5)."""

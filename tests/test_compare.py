@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import pickle
@@ -14,13 +13,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from pacpriv._compare_models import LogisticRegressionMechanism, scale_features
 from pacpriv._random import trial_seed
 from pacpriv.compare import THREAT_MODELS, ComparisonResult, compare_pac_dpsgd
+from pacpriv.compare.models import LogisticRegressionMechanism, scale_features
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.samplers import PoissonSampler
 
-HAS_EXACT = importlib.util.find_spec("pacpriv.dpsgd.calibration") is not None
 A = 0.6
 TINY = dict(epochs=2, steps_per_epoch=2, n_repeats=2, n_jobs=1, progress=False)
 
@@ -40,17 +38,12 @@ def _members(seed: int, n: int) -> np.ndarray:
 def test_rows_are_closed_form_exact_and_pac(result):
     """The table has the DP-SGD closed-form, DP-SGD exact (if available) and PAC rows."""
     methods = [r.method for r in result.rows]
-    expected = ["DP-SGD (chi-square closed form)", "PAC (anisotropic)"]
-    if HAS_EXACT:
-        expected.insert(1, "DP-SGD (exact)")
-    else:
-        assert any("exact calibration is unavailable" in n for n in result.notes)
+    expected = ["DP-SGD (chi-square closed form)", "DP-SGD (exact)", "PAC (anisotropic)"]
     assert methods == expected
     assert [r.family for r in result.rows] == ["dpsgd"] * (len(expected) - 1) + ["pac"]
     assert result.baseline.family == "none" and result.baseline.accuracy_bound == 1.0
 
 
-@pytest.mark.skipif(not HAS_EXACT, reason="pacpriv.dpsgd.calibration (exact method) not built")
 def test_exact_sigma_not_above_closed_form(result):
     """The exact calibration needs no more noise than the chi-square closed form."""
     closed = result.row("dpsgd", exact=False).noise_multiplier
@@ -207,8 +200,9 @@ def test_report_section_reaches_the_pac_report(result, tmp_path):
 
 def test_plot_rows_fit_the_plotting_helper(result):
     """plot_rows() has exactly the keys plot_pac_vs_dpsgd accepts, and it draws them."""
-    plotting = pytest.importorskip("pacpriv.plotting")
     pytest.importorskip("matplotlib")
+    from pacpriv import plotting
+
     rows = result.plot_rows()
     assert all(set(r) == set(plotting.COMPARISON_KEYS) for r in rows)
     assert len(result.figure().axes) == 3

@@ -52,6 +52,9 @@ def test_example_runs_small(path, tmp_path):
     """``python examples/X.py --trials 50 --out DIR`` exits 0 within the time limit."""
     out = tmp_path / "out"
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore::DeprecationWarning"}
+    # From a checkout (pacpriv not installed) the example finds the package in the repository.
+    repo = str(EXAMPLES_DIR.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
     proc = subprocess.run(
         [sys.executable, str(path), "--trials", "50", "--out", str(out)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,

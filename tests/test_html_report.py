@@ -1,20 +1,22 @@
-"""Self-contained HTML report (pacpriv.html_report): sections, embedded figures, escaping."""
+"""Self-contained HTML report (pacpriv.report.html): sections, embedded figures, escaping."""
 
 from __future__ import annotations
 
 import base64
 import builtins
 import json
+import warnings
 from html.parser import HTMLParser
 
 import numpy as np
 import pytest
 
+import pacpriv.report.builder
 from pacpriv import report as report_mod
-from pacpriv._markdown import markdown_to_html
-from pacpriv.html_report import render_html
 from pacpriv.pac.job import run_pac
 from pacpriv.report import ARRAY_LIMIT, build_report, write_report
+from pacpriv.report.html import render_html
+from pacpriv.report.markdown import markdown_to_html
 
 PNG_PREFIX = "data:image/png;base64,"
 EVIL = '<script>alert("x")</script>"><img src=http://evil.example/x.png>'
@@ -190,12 +192,11 @@ def test_analytic_report_gets_accuracy_vs_sigma_figure():
 
 
 def test_dpsgd_spec_renders_with_figure():
-    """pacpriv.dpsgd.DPSGDSpec (when it exists) renders with the accuracy-vs-σ figure."""
+    """pacpriv.dpsgd.DPSGDSpec renders with the accuracy-vs-σ figure."""
     pytest.importorskip("matplotlib")
-    dpsgd = pytest.importorskip("pacpriv.dpsgd")
-    if not hasattr(dpsgd, "DPSGDSpec"):
-        pytest.skip("pacpriv.dpsgd.DPSGDSpec not available yet")
-    spec = dpsgd.DPSGDSpec(noise_multiplier=2.0, steps_per_epoch=10, epochs=2)
+    from pacpriv.dpsgd import DPSGDSpec
+
+    spec = DPSGDSpec(noise_multiplier=2.0, steps_per_epoch=10, epochs=2)
     parsed = _Page(render_html(build_report(spec), spec))
     assert len(parsed.imgs()) == 1
     _assert_self_contained(parsed)
@@ -230,8 +231,9 @@ def test_render_html_rejects_non_report():
         render_html({"title": "no kind"})
 
 
-def test_missing_matplotlib_skips_html_in_write_report(result, tmp_path, monkeypatch):
-    """Without matplotlib render_html names the extra and write_report writes json/md only."""
+def test_missing_matplotlib_writes_html_without_figures(result, tmp_path, monkeypatch):
+    """Without matplotlib render_html names the extra; write_report still writes the HTML,
+    without figures, and says so once."""
     real_import = builtins.__import__
 
     def fake_import(name, *args, **kwargs):
@@ -242,7 +244,15 @@ def test_missing_matplotlib_skips_html_in_write_report(result, tmp_path, monkeyp
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(ImportError, match=r"pip install pacpriv\[plot\]"):
         render_html(build_report(result), result)
-    assert set(write_report(result, tmp_path)) == {"json", "md"}
+    monkeypatch.setattr(pacpriv.report.builder, "_warned_no_figures", False)
+    with pytest.warns(UserWarning, match=r"without figures.*pacpriv\[plot\]"):
+        paths = write_report(result, tmp_path)
+    assert set(paths) == {"json", "md", "html"}
+    page = paths["html"].read_text()
+    assert "<img" not in page and "Posterior success bound" not in page
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_report(result, tmp_path / "again")  # said once per process
 
 
 def test_write_report_writes_self_contained_html(result, tmp_path):
@@ -275,3 +285,13 @@ def test_markdown_escapes_raw_html_and_renders_subset():
     assert "<b>" not in out and "&lt;b&gt;x&lt;/b&gt;" in out
     assert "<strong>y</strong>" in out and "<code>&lt;i&gt;</code>" in out
     assert "noise_multiplier" in out and "<ul><li>a</li><li><em>b</em></li></ul>" in out
+
+
+def test_report_json_stores_the_eigenvalues_once(result):
+    """One list of eigenvalues in report.json (issue 9): the renderings slice it."""
+    rep = build_report(result)
+    text = json.dumps(rep)
+    assert "top_eigenvalues" not in text and "eigenvalues_top" not in text
+    top = [float(v) for v in result.spectrum.eigenvalues[:3]]
+    assert rep["spectrum"]["eigenvalues"][:3] == top
+    assert "Top eigenvalues: " in report_mod.to_markdown(rep)

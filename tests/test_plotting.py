@@ -149,7 +149,6 @@ def test_dpsgd_exact_interval_contains_m1_closed_form():
     """With M = 1 the exact accuracy is Φ(√E/(2σ)) (MATH.md §3); the plotted interval holds it."""
     from scipy.stats import norm
 
-    pytest.importorskip("pacpriv.dpsgd.exact")
     fig = plotting.plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=1, epochs=10, sigma_min=0.5,
                                                 sigma_max=4.0, n_exact=4, comparators=False,
                                                 exact_max_bound=1.0, noise_multiplier=2.0)
@@ -170,7 +169,6 @@ def test_dpsgd_exact_curve_skips_sigmas_with_large_chi_square_bound():
     """Exact points are computed only where the chi-square bound is <= exact_max_bound."""
     from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
 
-    pytest.importorskip("pacpriv.dpsgd.exact")
     fig = plotting.plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=1, epochs=10, sigma_min=0.5,
                                                 sigma_max=4.0, n_exact=6, comparators=False,
                                                 exact_max_bound=0.75)
@@ -183,7 +181,7 @@ def test_dpsgd_exact_curve_skips_sigmas_with_large_chi_square_bound():
 
 def test_dpsgd_comparator_curves_are_the_comparators_values():
     """The dotted comparator lines are ckp_accuracy and gdp_clt_accuracy at each σ."""
-    comp = pytest.importorskip("pacpriv.dpsgd.comparators")
+    from pacpriv.dpsgd import comparators as comp
     fig = plotting.plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=10, epochs=5, exact=False,
                                                 n_points=7)
     lines = {ln.get_label(): ln for ln in fig.axes[0].lines}
@@ -271,7 +269,7 @@ def test_missing_matplotlib_says_what_to_install(monkeypatch, worked_example):
 
 def test_importing_plotting_does_not_import_matplotlib():
     """matplotlib is imported lazily, inside the plotting functions."""
-    code = ("import sys, pacpriv, pacpriv.plotting, pacpriv.html_report, pacpriv.report; "
+    code = ("import sys, pacpriv, pacpriv.plotting, pacpriv.report.html, pacpriv.report; "
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -84,15 +84,15 @@ def test_unknown_name_lists_available():
 
 def test_module_function_spec():
     """'module:function' imports the attribute and returns it unchanged."""
-    f, name = resolve_mechanism("mechanisms.kmeans:kmeans_centers")
-    from mechanisms.kmeans import kmeans_centers
+    f, name = resolve_mechanism("pacpriv.mechanisms.kmeans:kmeans_centers")
+    from pacpriv.mechanisms.kmeans import kmeans_centers
 
-    assert f is kmeans_centers and name == "mechanisms.kmeans:kmeans_centers"
+    assert f is kmeans_centers and name == "pacpriv.mechanisms.kmeans:kmeans_centers"
 
 
 def test_dotted_attribute_spec():
     """Dotted attributes after the colon are followed."""
-    f, _ = resolve_mechanism("mechanisms.kmeans:_DEFAULT.__call__")
+    f, _ = resolve_mechanism("pacpriv.mechanisms.kmeans:_DEFAULT.__call__")
     assert f(np.zeros((0, 2))).shape == (6,)
 
 
@@ -105,7 +105,7 @@ def test_missing_module():
 def test_missing_attribute():
     """A missing attribute is a ValueError."""
     with pytest.raises(ValueError, match="has no attribute 'nothing_here'"):
-        resolve_mechanism("mechanisms.mean:nothing_here")
+        resolve_mechanism("pacpriv.mechanisms.mean:nothing_here")
 
 
 def test_not_callable_attribute(tmp_path):
@@ -144,7 +144,7 @@ def test_missing_file():
 
 def test_callable_spec_passes_through():
     """A callable is returned as is, named by __name__."""
-    from mechanisms import clipped_mean
+    from pacpriv.mechanisms import clipped_mean
 
     assert resolve_mechanism(clipped_mean) == (clipped_mean, "clipped_mean")
 

@@ -4,6 +4,8 @@ Closed form (chi-square), certified exact accuracy, calibration of σ, comparato
 ``DPSGDSpec`` description. Torch-only modules (allocation, trainer) are imported separately.
 """
 
+import warnings
+
 from pacpriv.dpsgd.bounds import (
     AccuracyBound,
     closed_form_noise_multiplier,
@@ -15,7 +17,8 @@ from pacpriv.dpsgd.calibration import (
     calibrate_noise_multiplier,
     noise_multiplier_for_accuracy,
 )
-from pacpriv.dpsgd.comparators import ComparisonRow, ComparisonTable, compare_accountants
+from pacpriv.dpsgd.comparators import ComparisonRow as AccountantRow
+from pacpriv.dpsgd.comparators import ComparisonTable, compare_accountants
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
 from pacpriv.dpsgd.spec import THREAT_MODEL, DPSGDSpec
 
@@ -36,7 +39,23 @@ __all__ = [
     "calibrate_noise_multiplier",
     "noise_multiplier_for_accuracy",
     # comparators
-    "ComparisonRow",
+    "AccountantRow",
     "ComparisonTable",
     "compare_accountants",
 ]
+
+#: Deprecated names (one release): old name -> (new name, object).
+_DEPRECATED = {"ComparisonRow": ("AccountantRow", AccountantRow)}
+
+
+def __getattr__(name: str):
+    if name in _DEPRECATED:
+        new, obj = _DEPRECATED[name]
+        warnings.warn(
+            f"pacpriv.dpsgd.{name} is deprecated (it shared its name with "
+            f"pacpriv.compare.ComparisonRow); use pacpriv.dpsgd.{new}. It will be removed in 0.3.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return obj
+    raise AttributeError(f"module 'pacpriv.dpsgd' has no attribute {name!r}")

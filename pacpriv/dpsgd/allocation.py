@@ -4,7 +4,7 @@ Random allocation: in every epoch each of the ``n_records`` records is assigned 
 one of the ``steps_per_epoch`` (M) steps, independently and uniformly at random. Batch sizes
 therefore vary -- marginally each is Binomial(n, 1/M) and together they are
 Multinomial(n; 1/M, ..., 1/M) -- and a step may be empty (it still takes a noisy step in the
-trainer). This is the sampling scheme analysed in [1]_ (Section 3 of ``MATH.md``), as opposed
+trainer). This is the sampling scheme analysed in [1]_, as opposed
 to Poisson subsampling (opacus' ``UniformWithReplacementSampler``) or shuffling.
 
 Randomness comes only from an injected :class:`torch.Generator` (never torch's global

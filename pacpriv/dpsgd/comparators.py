@@ -162,12 +162,6 @@ def _sigma_by_search(acc: Callable[[float], float], target: float, sigma0: float
     return root
 
 
-def _timed(fn: Callable[[], tuple]) -> tuple:
-    start = time.perf_counter()
-    out = fn()
-    return (*out, time.perf_counter() - start)
-
-
 def compare_accountants(
     *,
     steps_per_epoch: int,

@@ -6,21 +6,11 @@ from dataclasses import asdict, dataclass
 
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import AccuracyBound, membership_inference_accuracy_bound
+from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
+from pacpriv.threat_models import THREAT_MODEL_DPSGD as THREAT_MODEL
 
 __all__ = ["THREAT_MODEL", "DPSGDSpec"]
-
-#: Threat model of every number a :class:`DPSGDSpec` reports.
-THREAT_MODEL = (
-    "Worst case over datasets: the adversary knows every other record, the model "
-    "architecture, the clipping norm and the noise multiplier, sees the final model and all "
-    "intermediate noisy updates, and must decide whether one target record was added to or "
-    "removed from the training set (add/remove adjacency). Membership and non-membership "
-    "are equally likely a priori (prior ½), so accuracy ½ is a coin flip. Random "
-    "allocation: each epoch has M steps and every record is used exactly once per epoch at "
-    "a uniformly random step; Gaussian noise N(0, σ²C²I) is added to each step's sum of "
-    "clipped gradients."
-)
 
 
 @dataclass(frozen=True)
@@ -109,7 +99,6 @@ class DPSGDSpec:
         self, target_accuracy: float, *, method: str = "closed-form", rtol: float = 1e-3
     ) -> float:
         """σ needed for ``target_accuracy`` with this spec's M and E."""
-        from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 
         return noise_multiplier_for_accuracy(
             target_accuracy,
@@ -150,7 +139,7 @@ class DPSGDSpec:
                 "accuracy": bound.accuracy,
                 "log1p_chi_square": bound.log1p_chi_square,
                 "vacuous": bool(bound.vacuous),
-                "source": "chi-square closed form (RA-MIA, MATH.md §3)",
+                "source": "chi-square closed form (RA-MIA)",
             },
         }
         if exact:

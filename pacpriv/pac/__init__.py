@@ -5,6 +5,9 @@ Data flow: sampler → :func:`simulate` (Monte-Carlo engine) → :func:`estimate
 :func:`run_pac` chains them and returns a :class:`PacResult` for :mod:`pacpriv.report`.
 """
 
+import warnings
+
+from pacpriv.pac import posterior as _posterior
 from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise, calibrate_variance_only
 from pacpriv.pac.confidence import confidence_for_trials, trials_for_confidence
 from pacpriv.pac.covariance import (
@@ -21,15 +24,16 @@ from pacpriv.pac.mutual_info import (
     gaussian_mi_bound_whitened,
     linearised_mi_bound,
 )
+from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.posterior import (
     individual_mi_bound,
-    membership_inference_accuracy_bound,
     mi_budget_for_accuracy,
     pinsker_bound,
     posterior_success_rate,
 )
 from pacpriv.pac.randomized import (
     CouplingResult,
+    RandomizedComparison,
     compare_randomized_noise,
     coupling_noise,
     matched_distance,
@@ -45,6 +49,7 @@ from pacpriv.pac.samplers import (
 )
 
 __all__ = [
+    "ExecutionOptions",
     # samplers (the data distribution D)
     "CallableSampler",
     "ComplementaryPairsSampler",
@@ -74,12 +79,13 @@ __all__ = [
     "gaussian_mi_bound_whitened",
     "individual_mi_bound",
     "linearised_mi_bound",
-    "membership_inference_accuracy_bound",
+    "accuracy_for_mi_budget",
     "mi_budget_for_accuracy",
     "pinsker_bound",
     "posterior_success_rate",
     # randomized mechanisms (coupling bound, PAC-private algorithms S&P 2025)
     "CouplingResult",
+    "RandomizedComparison",
     "compare_randomized_noise",
     "coupling_noise",
     "matched_distance",
@@ -90,3 +96,25 @@ __all__ = [
     "PacResult",
     "run_pac",
 ]
+
+#: Membership-inference accuracy bound ``posterior_success_rate(v, prior=½)`` for an MI budget
+#: ``v`` (nats); the inverse of :func:`mi_budget_for_accuracy` (Xiao & Devadas 2023, Thm 1).
+accuracy_for_mi_budget = _posterior.membership_inference_accuracy_bound
+
+#: Deprecated names (one release): old name -> (new name, object).
+_DEPRECATED = {
+    "membership_inference_accuracy_bound": ("accuracy_for_mi_budget", accuracy_for_mi_budget),
+}
+
+
+def __getattr__(name: str):
+    if name in _DEPRECATED:
+        new, obj = _DEPRECATED[name]
+        warnings.warn(
+            f"pacpriv.pac.{name} is deprecated (it shared its name with the DP-SGD bound "
+            f"pacpriv.dpsgd.{name}); use pacpriv.pac.{new}. It will be removed in 0.3.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return obj
+    raise AttributeError(f"module 'pacpriv.pac' has no attribute {name!r}")

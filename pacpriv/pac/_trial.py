@@ -27,6 +27,7 @@ import cloudpickle
 import numpy as np
 
 from pacpriv._random import seed_to_dict, trial_seed
+from pacpriv.pac._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
 from pacpriv.pac.samplers import MECHANISM_STREAM, Sampler, stream_seed
 
 __all__ = ["BatchResult", "TrialFailure", "TrialTask", "TrialTimeoutError", "run_batch"]
@@ -34,10 +35,6 @@ __all__ = ["BatchResult", "TrialFailure", "TrialTask", "TrialTimeoutError", "run
 
 class TrialTimeoutError(TimeoutError):
     """A trial ran longer than the engine's per-trial ``timeout``."""
-
-
-class _InvalidOutput(ValueError):
-    """The mechanism returned an output that fails the per-trial checks."""
 
 
 @dataclass(frozen=True)
@@ -99,44 +96,6 @@ class BatchResult:
     elapsed_s: float
 
 
-def _subset(pool: Any, mask: np.ndarray) -> Any:
-    if isinstance(pool, tuple):
-        return tuple(a[mask] for a in pool)
-    return pool[mask]
-
-
-def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
-    """Return ``value`` as a finite ``dtype`` vector of shape ``(d,)`` or raise ``_InvalidOutput``.
-
-    The value must be castable to float64 (complex is rejected); it is then cast to
-    ``dtype`` and checked for finiteness (so float32 overflow is caught). A 0-d scalar
-    becomes shape ``(1,)``; ``dim`` (if known) is the length every trial must share.
-    """
-    try:
-        arr = np.asarray(value)
-    except Exception as err:  # arbitrary user objects
-        raise _InvalidOutput(f"output could not be converted to an array ({err})") from err
-    if arr.dtype.kind == "c":
-        raise _InvalidOutput(f"output must be real; got complex dtype {arr.dtype}")
-    try:
-        arr = arr.astype(np.float64, copy=False)
-    except (TypeError, ValueError) as err:
-        raise _InvalidOutput(f"output of dtype {arr.dtype} is not castable to float64") from err
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1 or arr.size == 0:
-        raise _InvalidOutput(f"output must be a non-empty 1-D vector (d,); got shape {arr.shape}")
-    if dim is not None and arr.shape[0] != dim:
-        raise _InvalidOutput(f"output has shape {arr.shape} but earlier trials returned ({dim},)")
-    if dtype != np.float64:
-        with np.errstate(over="ignore"):  # overflow becomes inf, caught just below
-            arr = arr.astype(dtype)
-    if not np.isfinite(arr).all():
-        bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
-        raise _InvalidOutput(f"output is not finite (NaN or inf at positions {bad})")
-    return arr
-
-
 class _Alarm:
     """Interrupt a trial after ``timeout`` seconds with SIGALRM where that is possible.
 
@@ -185,15 +144,17 @@ def _portable(exc: BaseException) -> BaseException:
 
 
 def _run_trial(task: TrialTask, index: int, mask: np.ndarray, dim: int | None) -> np.ndarray:
-    subset = _subset(task.pool, mask)
-    kwargs = {}
-    if task.pass_rng:
-        kwargs["rng"] = np.random.default_rng(stream_seed(task.root, index, MECHANISM_STREAM))
+    subset = subset_pool(task.pool, mask)
+
+    def call():
+        seed = stream_seed(task.root, index, MECHANISM_STREAM) if task.pass_rng else None
+        return call_mechanism(task.mechanism, subset, rng=seed, takes_rng=task.pass_rng)
+
     if task.timeout is None:
-        return check_output(task.mechanism(subset, **kwargs), dim, task.output_dtype)
+        return check_output(call(), dim, task.output_dtype)
     tic = time.monotonic()
     with _Alarm(task.timeout):
-        value = task.mechanism(subset, **kwargs)
+        value = call()
     if time.monotonic() - tic > task.timeout:
         raise TrialTimeoutError(
             f"trial took {time.monotonic() - tic:.3g} s > timeout={task.timeout} s"
@@ -231,7 +192,7 @@ def run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchR
 def _failure(task: TrialTask, index: int, attempts: int, err: Exception) -> TrialFailure:
     seed = seed_to_dict(trial_seed(task.root, index))
     tried = f" after {attempts} attempts with the same seed" if attempts > 1 else ""
-    if isinstance(err, _InvalidOutput):
+    if isinstance(err, InvalidOutput):
         what = f"returned an invalid output: {err}"
         cause = err.__cause__
     elif isinstance(err, TrialTimeoutError):

@@ -34,7 +34,7 @@ import numpy as np
 
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
-from pacpriv.pac.samplers import callable_fingerprint
+from pacpriv.pac._mechanism import mechanism_fingerprint
 
 __all__ = ["Checkpoint", "pool_fingerprint", "run_fingerprint"]
 
@@ -62,7 +62,7 @@ def pool_fingerprint(pool: Any) -> dict:
 def run_fingerprint(mechanism, pool, sampler, output_dtype) -> dict:
     """JSON fingerprint of everything that determines the trials, except the root seed."""
     return {
-        "mechanism": callable_fingerprint(mechanism),
+        "mechanism": mechanism_fingerprint(mechanism),
         "sampler": sampler.to_dict(),
         "pool": pool_fingerprint(pool),
         "output_dtype": np.dtype(output_dtype).str,

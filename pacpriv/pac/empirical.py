@@ -34,6 +34,7 @@ import numpy as np
 from scipy import stats
 
 from pacpriv._random import RNGLike, as_generator
+from pacpriv._stats import clopper_pearson
 from pacpriv._validation import check_real
 from pacpriv.pac.calibration import NoisePlan
 from pacpriv.pac.engine import SimulationResult
@@ -182,11 +183,6 @@ def _attack(z_train, y_train, z_test, y_test) -> tuple[np.ndarray, float]:
     return correct, auc
 
 
-def _cp(k: int, n: int, level: float) -> tuple[float, float]:
-    ci = stats.binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
-    return float(ci.low), float(ci.high)
-
-
 def empirical_membership_attack(
     simulation: SimulationResult | tuple[Any, Any],
     plan: NoisePlan | None = None,
@@ -253,7 +249,7 @@ def empirical_membership_attack(
         correct[:, col], aucs[col] = _attack(z[train], y[train], z[test], y[test])
     acc_t = correct.mean(axis=0)
     if idx.size == 1:
-        ci_low, ci_high = _cp(int(correct.sum()), n_hold, confidence)
+        ci_low, ci_high = clopper_pearson(int(correct.sum()), n_hold, confidence)
         method = "clopper-pearson"
     else:
         frac = correct.mean(axis=1)
@@ -261,7 +257,7 @@ def empirical_membership_attack(
         ci_low, ci_high = max(float(frac.mean() - half), 0.0), min(float(frac.mean() + half), 1.0)
         method = "student-t"
     level = 1.0 - (1.0 - confidence) / idx.size
-    limits = np.array([_cp(int(c), n_hold, level) for c in correct.sum(axis=0)])
+    limits = np.array([clopper_pearson(int(c), n_hold, level) for c in correct.sum(axis=0)])
     best = int(np.argmax(acc_t))
     q = float(masks[:, idx].mean())
     baseline = max(q, 1.0 - q)

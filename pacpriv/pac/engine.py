@@ -14,7 +14,6 @@ the same root seed gives bit-identical outputs and masks for any ``n_jobs``, bac
 
 from __future__ import annotations
 
-import inspect
 import os
 import time
 from collections.abc import Callable
@@ -25,10 +24,12 @@ import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
+from pacpriv.pac._mechanism import check_mechanism
 from pacpriv.pac._parallel import run_pending
 from pacpriv.pac._trial import TrialTask
 from pacpriv.pac.checkpoint import Checkpoint, run_fingerprint
-from pacpriv.pac.samplers import Sampler, as_sampler, callable_fingerprint
+from pacpriv.pac.options import ExecutionOptions, merge_execution
+from pacpriv.pac.samplers import Sampler, as_sampler
 from pacpriv.pac.storage import OutputStore
 
 __all__ = ["SimulationResult", "simulate"]
@@ -146,20 +147,6 @@ def _check_pool(pool: Any) -> tuple[Pool, int]:
     return checked, n_records
 
 
-def _check_mechanism(mechanism: Any) -> tuple[str, bool]:
-    if not callable(mechanism):
-        raise TypeError(
-            f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
-        )
-    try:
-        params = inspect.signature(mechanism).parameters
-    except (TypeError, ValueError):  # some builtins have no signature
-        params = {}
-    rng = params.get("rng")
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return callable_fingerprint(mechanism)["name"], rng is not None and rng.kind in kinds
-
-
 def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progress):
     n_trials = check_int(n_trials, "n_trials", low=1)
     retries = check_int(retries, "retries", low=0)
@@ -175,6 +162,10 @@ def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progres
     if not isinstance(progress, bool):
         raise TypeError(f"`progress` must be a bool; got {type(progress).__name__}.")
     return n_trials, retries, timeout, batch_size, dtype
+
+
+#: simulate's execution arguments and their defaults (see :class:`ExecutionOptions`).
+_EXECUTION_DEFAULTS = ExecutionOptions().to_dict()
 
 
 def simulate(
@@ -193,6 +184,7 @@ def simulate(
     batch_size: int | Literal["auto"] = "auto",
     output_path: str | os.PathLike | None = None,
     output_dtype: Any = np.float64,
+    options: ExecutionOptions | None = None,
 ) -> SimulationResult:
     """Run ``mechanism`` on ``n_trials`` random subsets of ``pool`` and collect its outputs.
 
@@ -239,6 +231,9 @@ def simulate(
     output_dtype : floating dtype, default numpy.float64
         Storage dtype of the outputs (float32 halves memory; outputs are checked finite
         after the cast).
+    options : ExecutionOptions, optional
+        All the execution arguments above (``n_jobs`` ... ``output_path``) as one object;
+        passing it together with a changed individual execution argument is a TypeError.
 
     Returns
     -------
@@ -285,7 +280,15 @@ def simulate(
     ((4, 2), (4, 10))
     """
     tic = time.perf_counter()
-    mechanism_name, pass_rng = _check_mechanism(mechanism)
+    ex = merge_execution(
+        options, _EXECUTION_DEFAULTS, n_jobs=n_jobs, backend=backend, progress=progress,
+        checkpoint=checkpoint, retries=retries, timeout=timeout, batch_size=batch_size,
+        output_path=output_path,
+    )
+    n_jobs, backend, progress = ex["n_jobs"], ex["backend"], ex["progress"]
+    checkpoint, retries, timeout = ex["checkpoint"], ex["retries"], ex["timeout"]
+    batch_size, output_path = ex["batch_size"], ex["output_path"]
+    mechanism_name, pass_rng = check_mechanism(mechanism)
     pool, n_records = _check_pool(pool)
     n_trials, retries, timeout, batch_size, dtype = _check_options(
         n_trials, retries, timeout, batch_size, output_dtype, progress

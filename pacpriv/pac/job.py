@@ -15,7 +15,6 @@ References
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import warnings
@@ -28,9 +27,12 @@ import numpy as np
 from pacpriv._random import RNGLike, as_generator
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
-from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise
-from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
-from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
+from pacpriv.pac._pipeline import measure
+from pacpriv.pac.calibration import RULES, NoisePlan
+from pacpriv.pac.covariance import OutputSpectrum
+from pacpriv.pac.engine import SimulationResult
+from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import as_sampler
@@ -124,20 +126,6 @@ class PacResult:
         }
 
 
-def _accepts_rng(func: Callable) -> bool:
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return "rng" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def _subset(pool: Any, mask: np.ndarray) -> Any:
-    if isinstance(pool, tuple):
-        return tuple(np.asarray(a)[mask] for a in pool)
-    return np.asarray(pool)[mask]
-
-
 def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.ndarray:
     """Run ``mechanism`` once on the secret subset (drawn from the sampler unless given)."""
     if secret_mask is None:
@@ -149,10 +137,11 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.
                 f"`secret_mask` must be a boolean array of shape ({n_records},); "
                 f"got dtype {secret_mask.dtype}, shape {secret_mask.shape}."
             )
-    subset = _subset(pool, secret_mask)
-    kwargs = {"rng": gen} if _accepts_rng(mechanism) else {}
-    value = np.asarray(mechanism(subset, **kwargs), dtype=np.float64).reshape(-1)
-    return value
+    subset = subset_pool(pool, secret_mask)
+    try:
+        return check_output(call_mechanism(mechanism, subset, rng=gen), None)
+    except InvalidOutput as err:
+        raise InvalidOutput(f"the release: mechanism {err}") from err.__cause__
 
 
 def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float) -> list[tuple[str, type]]:
@@ -208,6 +197,7 @@ def run_pac(
     timeout: float | None = None,
     mechanism_name: str | None = None,
     dataset: dict | None = None,
+    options: ExecutionOptions | None = None,
 ) -> PacResult:
     """Measure a black-box mechanism, calibrate PAC noise and release ``f(X) + B``.
 
@@ -245,6 +235,10 @@ def run_pac(
         Name shown in the report (default: the engine's qualified name).
     dataset : dict, optional
         Public description of the pool for the report (never the records).
+    options : ExecutionOptions, optional
+        The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``,
+        ``retries``, ``timeout``, ``batch_size``, ``output_path``) as one object, instead of
+        the individual keywords (not both).
 
     Returns
     -------
@@ -268,9 +262,12 @@ def run_pac(
         raise ValueError(f"`rule` must be one of {', '.join(RULES)}; got {rule!r}.")
     sampler_obj = as_sampler(sampler)
 
-    sim = simulate(
+    sim, spectrum, plan = measure(
         mechanism,
         pool,
+        mi_budget=mi_budget,
+        rule=rule,
+        calibration={"confidence": confidence, "c": c, "beta": beta, "output_bound": output_bound},
         n_trials=n_trials,
         sampler=sampler_obj,
         n_jobs=n_jobs,
@@ -280,16 +277,7 @@ def run_pac(
         checkpoint=checkpoint,
         retries=retries,
         timeout=timeout,
-    )
-    spectrum = estimate_output_spectrum(sim.outputs)
-    plan = calibrate_noise(
-        spectrum,
-        mi_budget=mi_budget,
-        rule=rule,
-        confidence=confidence,
-        c=c,
-        beta=beta,
-        output_bound=output_bound,
+        options=options,
     )
     prior = sim.membership_prior if sim.membership_prior is not None else 0.5
     # Thm 1 bounds an adversary relative to *its own* blind-guess rate, which lies between

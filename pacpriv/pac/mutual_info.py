@@ -5,7 +5,8 @@ under the sampler,
 
     MI(X; Y) <= ½ ln det(I + Σ Σ_B⁻¹)                              (nats)
 
-(MATH.md §2). In a shared eigenbasis this is ``½ Σ_j ln(1 + λ_j / s_j²) <= ½ Σ_j λ_j / s_j²``
+(Xiao & Devadas, CRYPTO 2023, Thm 3). In a shared eigenbasis this is
+``½ Σ_j ln(1 + λ_j / s_j²) <= ½ Σ_j λ_j / s_j²``
 (the *linearised* bound that the square-root rule calibrates). All evaluations use ``log1p`` of
 eigenvalues; none forms a ``d x d`` matrix.
 

@@ -1,7 +1,8 @@
 """Noise for randomized mechanisms by the coupling bound of PAC-Private Algorithms [1]_.
 
 A mechanism ``f(X, θ)`` with internal randomness ``θ`` (random initialisation, SGD order...)
-released as ``Y = f(X, θ) + B`` with isotropic ``B ~ N(0, s² I)`` satisfies (MATH.md §2)
+released as ``Y = f(X, θ) + B`` with isotropic ``B ~ N(0, s² I)`` satisfies
+(Xiao & Devadas, CRYPTO 2023, §5, randomized mechanisms)
 
     MI(X; Y) <= E_{X,X'}[ min_π (1/τ) Σ_j ||f(X, θ_j) − f(X', θ'_π(j))||² ] / (2 s²),
 
@@ -48,14 +49,20 @@ from scipy import stats
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
-from pacpriv._adapters import _accepts_rng
 from pacpriv._random import RNGLike, as_seed_sequence
 from pacpriv._validation import check_int, check_real
+from pacpriv.pac._mechanism import accepts_rng, call_mechanism, check_output
 from pacpriv.pac.calibration import NoisePlan, calibrate_noise
 from pacpriv.pac.covariance import estimate_output_spectrum
 from pacpriv.pac.engine import SimulationResult, simulate
 
-__all__ = ["CouplingResult", "compare_randomized_noise", "coupling_noise", "matched_distance"]
+__all__ = [
+    "CouplingResult",
+    "RandomizedComparison",
+    "compare_randomized_noise",
+    "coupling_noise",
+    "matched_distance",
+]
 
 
 @dataclass(frozen=True)
@@ -67,11 +74,11 @@ class _RepeatedRuns:
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         seeds = as_seed_sequence(rng).spawn(self.tau)
-        pass_rng = _accepts_rng(self.mechanism)
-        runs = []
-        for s in seeds:
-            kwargs = {"rng": np.random.default_rng(s)} if pass_rng else {}
-            runs.append(np.asarray(self.mechanism(subset, **kwargs), dtype=np.float64).ravel())
+        takes_rng = accepts_rng(self.mechanism)
+        runs = [
+            check_output(call_mechanism(self.mechanism, subset, rng=s, takes_rng=takes_rng), None)
+            for s in seeds
+        ]
         if len({r.shape for r in runs}) > 1:
             shapes = [r.shape for r in runs]
             raise ValueError(f"mechanism output shape changed between runs: {shapes}.")
@@ -264,9 +271,56 @@ def coupling_noise(
     )
 
 
+@dataclass(frozen=True)
+class RandomizedComparison:
+    """Coupling bound vs "θ as part of the secret" (:func:`compare_randomized_noise`).
+
+    Attributes
+    ----------
+    mechanism : dict or str
+        The mechanism's ``to_dict()`` or its name.
+    mi_budget : float
+        Budget ``v`` in nats.
+    n_pairs, tau, dim : int
+        Subset pairs, runs per subset, output dimension.
+    coupling, theta_as_secret : dict
+        Noise std, variance and ``E||B||²`` of each method (JSON-serialisable).
+    variance_ratio : float
+        Coupling noise variance / θ-as-secret noise variance.
+    smaller : {"coupling", "theta_as_secret"}
+        Which method needs less noise.
+    between_subset_variance, internal_variance : float
+        ``B`` and ``W`` of the variance split.
+    jensen_floor : float
+        ``2(B + W/τ)``; the coupling estimate cannot be far below it.
+    rows : tuple of dict
+        A small table (method, noise std, ``E||B||²``).
+    """
+
+    mechanism: Any
+    mi_budget: float
+    n_pairs: int
+    tau: int
+    dim: int
+    coupling: dict
+    theta_as_secret: dict
+    variance_ratio: float
+    smaller: str
+    between_subset_variance: float
+    internal_variance: float
+    jensen_floor: float
+    rows: tuple[dict, ...]
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable dict (the same keys as the attributes)."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["rows"] = [dict(r) for r in self.rows]
+        return out
+
+
 def compare_randomized_noise(
-    mechanism: Callable[..., Any] | None = None,
-    pool: Any = None,
+    mechanism: Callable[..., Any],
+    pool: Any,
     *,
     mi_budget: float = 0.1,
     n_pairs: int = 20,
@@ -275,41 +329,33 @@ def compare_randomized_noise(
     rng: RNGLike = None,
     n_jobs: int | None = None,
     progress: bool = False,
-) -> dict:
+) -> RandomizedComparison:
     """Coupling bound vs "θ as part of the secret" on the same simulated runs.
 
     Parameters
     ----------
-    mechanism : callable, optional
-        Randomized mechanism ``f(subset, *, rng)``; default
-        ``mechanisms.make_kmeans(n_clusters=3, randomized=True)``.
-    pool : array or tuple, optional
-        Data pool; default the iris features (``pacpriv.datasets.load_dataset("iris").X``).
+    mechanism : callable
+        Randomized mechanism ``f(subset, *, rng)``, e.g.
+        ``pacpriv.mechanisms.make_kmeans(n_clusters=3, randomized=True)``.
+    pool : array or tuple
+        Data pool, e.g. the iris features ``pacpriv.datasets.load_dataset("iris").X``.
     mi_budget, n_pairs, tau, sampler, rng, n_jobs, progress :
         As :func:`coupling_noise`; ``tau >= 2`` here (to split the variance).
 
     Returns
     -------
-    dict
-        JSON-serialisable: ``"coupling"`` and ``"theta_as_secret"`` (noise std, variance and
-        ``E||B||²`` each), ``"variance_ratio"`` (coupling / θ-as-secret noise variance),
-        ``"smaller"`` (which needs less noise), ``"between_subset_variance"`` ``B``,
-        ``"internal_variance"`` ``W``, ``"jensen_floor"`` ``2(B + W/τ)`` (the coupling estimate
-        cannot be far below it, see the module notes), and ``"rows"`` (a small table).
+    RandomizedComparison
+        ``coupling`` and ``theta_as_secret`` (noise std, variance and ``E||B||²`` each),
+        ``variance_ratio`` (coupling / θ-as-secret noise variance), ``smaller`` (which needs
+        less noise), ``between_subset_variance`` ``B``, ``internal_variance`` ``W``,
+        ``jensen_floor`` ``2(B + W/τ)`` (the coupling estimate cannot be far below it, see the
+        module notes) and ``rows`` (a small table); ``to_dict()`` is JSON-serialisable.
 
     Notes
     -----
     "θ as secret" is the isotropic rule ``s² = tr Σ / (2v)`` of [2]_ with ``Σ`` estimated from all
     ``2·n_pairs·τ`` runs (each is a draw of ``f(X, θ)``); the coupling is :func:`coupling_noise`.
     """
-    if mechanism is None:
-        from mechanisms import make_kmeans
-
-        mechanism = make_kmeans(n_clusters=3, randomized=True)
-    if pool is None:
-        from pacpriv.datasets import load_dataset
-
-        pool = load_dataset("iris").X
     tau = check_int(tau, "tau", low=2)
     res = coupling_noise(
         mechanism, pool, mi_budget=mi_budget, n_pairs=n_pairs, tau=tau, sampler=sampler,
@@ -333,17 +379,17 @@ def compare_randomized_noise(
     }
     ratio = res.noise_variance / s_secret**2 if s_secret > 0 else float("inf")
     name = getattr(mechanism, "to_dict", None)
-    return {
-        "mechanism": name() if callable(name) else getattr(mechanism, "__name__", "mechanism"),
-        "mi_budget": res.mi_budget, "n_pairs": res.n_pairs, "tau": tau, "dim": res.dim,
-        "coupling": coupling, "theta_as_secret": theta, "variance_ratio": ratio,
-        "smaller": "theta_as_secret" if ratio > 1 else "coupling",
-        "between_subset_variance": between, "internal_variance": internal,
-        "jensen_floor": 2.0 * (between + internal / tau),
-        "rows": [
+    return RandomizedComparison(
+        mechanism=name() if callable(name) else getattr(mechanism, "__name__", "mechanism"),
+        mi_budget=res.mi_budget, n_pairs=res.n_pairs, tau=tau, dim=res.dim,
+        coupling=coupling, theta_as_secret=theta, variance_ratio=ratio,
+        smaller="theta_as_secret" if ratio > 1 else "coupling",
+        between_subset_variance=between, internal_variance=internal,
+        jensen_floor=2.0 * (between + internal / tau),
+        rows=(
             {"method": "coupling [PAC-ALG]", "noise_std": res.noise_std,
              "expected_noise_power": coupling["expected_noise_power"]},
             {"method": "theta as secret (isotropic)", "noise_std": s_secret,
              "expected_noise_power": theta["expected_noise_power"]},
-        ],
-    }
+        ),
+    )

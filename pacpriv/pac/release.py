@@ -2,7 +2,7 @@
 
 ``Y = f(X) + B`` with ``B ~ N(0, Σ_B)`` drawn from a :class:`~pacpriv.pac.calibration.NoisePlan`.
 Each call draws fresh noise; releases with independent noise compose by adding their budgets
-(MATH.md §2, "Composition").
+(chain rule of mutual information; Xiao & Devadas, CRYPTO 2023, §5).
 
 References
 ----------

@@ -10,7 +10,7 @@ from sklearn.datasets import load_iris
 
 torch = pytest.importorskip("torch")
 
-from mechanisms import make_mlp  # noqa: E402
+from pacpriv.mechanisms import make_mlp  # noqa: E402
 
 X_IRIS, Y_IRIS = load_iris(return_X_y=True)
 LOW, HIGH = X_IRIS.min(0), X_IRIS.max(0)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.fixture(scope="module")
 def dask_client():
     """A small local Dask cluster: 2 worker processes, 1 thread each."""
-    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+    distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(
         n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
     )
@@ -92,7 +92,7 @@ def test_resume_across_backends(tmp_path, dask_client):
 
 def test_ray_backend():
     """Ray backend gives identical outputs (skipped: Ray is an optional extra)."""
-    pytest.importorskip("ray", reason="ray is not installed (optional: pip install 'pacpriv[ray]')")
+    pytest.importorskip("ray")
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False)

@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from pacpriv.mechanisms import make_clipped_mean
 from scipy import stats
 
-from mechanisms import make_clipped_mean
 from pacpriv.pac.calibration import calibrate_noise, calibrate_variance_only
 from pacpriv.pac.covariance import estimate_output_spectrum
 from pacpriv.pac.empirical import empirical_membership_attack

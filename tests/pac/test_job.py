@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pacpriv.mechanisms import make_kmeans
 
-from mechanisms import make_kmeans
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.posterior import posterior_success_rate

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from pacpriv.mechanisms import make_clipped_mean, make_kmeans
 from scipy import stats
 
-from mechanisms import make_clipped_mean, make_kmeans
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.randomized import (
     _RepeatedRuns,
@@ -79,9 +79,9 @@ def test_coupling_wins_when_internal_randomness_dominates():
     """For the coin the coupling needs less noise than θ-as-secret (0.25/(2v)), by the oracle."""
     out = compare_randomized_noise(coin, POOL, mi_budget=0.1, n_pairs=150, tau=16, rng=2)
     assert exact_coin_distance(16) / 0.25 < 0.6  # the oracle ratio, ~0.56
-    assert out["smaller"] == "coupling"
-    assert out["variance_ratio"] < 0.75
-    assert out["between_subset_variance"] == pytest.approx(0.0, abs=0.02)
+    assert out.smaller == "coupling"
+    assert out.variance_ratio < 0.75
+    assert out.between_subset_variance == pytest.approx(0.0, abs=0.02)
 
 
 def test_deterministic_mechanism_costs_twice_the_isotropic_rule():
@@ -89,9 +89,9 @@ def test_deterministic_mechanism_costs_twice_the_isotropic_rule():
     out = compare_randomized_noise(
         make_clipped_mean(low=0.0, high=1.0), POOL, mi_budget=0.1, n_pairs=1000, tau=2, rng=3
     )
-    assert out["internal_variance"] == 0.0
-    assert 1.6 < out["variance_ratio"] < 2.4
-    assert out["smaller"] == "theta_as_secret"
+    assert out.internal_variance == 0.0
+    assert 1.6 < out.variance_ratio < 2.4
+    assert out.smaller == "theta_as_secret"
 
 
 def test_kmeans_iris_theta_as_secret_needs_less_noise():
@@ -105,10 +105,10 @@ def test_kmeans_iris_theta_as_secret_needs_less_noise():
         make_kmeans(n_clusters=3, randomized=True, n_init=3), X, mi_budget=0.1, n_pairs=16,
         tau=3, rng=0,
     )
-    assert out["smaller"] == "theta_as_secret"
-    assert out["variance_ratio"] > 1.25
-    assert out["internal_variance"] < out["between_subset_variance"]
-    json.dumps(out)
+    assert out.smaller == "theta_as_secret"
+    assert out.variance_ratio > 1.25
+    assert out.internal_variance < out.between_subset_variance
+    json.dumps(out.to_dict())
 
 
 def test_plan_is_isotropic_and_usable():

@@ -1,8 +1,9 @@
-"""DP-SGD and PAC-vs-DP-SGD figures (private; public names in :mod:`pacpriv.plotting`).
+"""DP-SGD and PAC-vs-DP-SGD figures (public names exported by :mod:`pacpriv.plotting`).
 
 References
 ----------
-.. [1] Membership-inference accuracy bound for DP-SGD with random allocation (MATH.md §3).
+.. [1] Membership-inference accuracy bound for DP-SGD with random allocation
+   (RA-MIA, CWI / VU Amsterdam), chi-square closed form.
 """
 
 from __future__ import annotations
@@ -14,17 +15,15 @@ from typing import Any
 import numpy as np
 
 from pacpriv._validation import check_int, check_real
+from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
+from pacpriv.dpsgd.comparators import ckp_accuracy, gdp_clt_accuracy
+from pacpriv.dpsgd.exact import exact_membership_inference_accuracy
+from pacpriv.plotting._figure import _figure
 
 __all__ = ["COMPARISON_KEYS", "plot_dpsgd_accuracy_vs_sigma", "plot_pac_vs_dpsgd"]
 
 #: Keys of one row of :func:`plot_pac_vs_dpsgd` (``method`` required, the rest may be None).
 COMPARISON_KEYS = ("method", "noise", "test_accuracy", "accuracy_bound", "attack_accuracy")
-
-
-def _figure(n_axes: int = 1, **kwargs):
-    from pacpriv.plotting import _figure as make
-
-    return make(n_axes, **kwargs)
 
 
 def _exact_interval(sigmas: np.ndarray, steps_per_epoch: int, epochs: int, *,
@@ -34,10 +33,6 @@ def _exact_interval(sigmas: np.ndarray, steps_per_epoch: int, epochs: int, *,
     Evaluated from the largest σ down (the cost grows steeply as σ falls); stops once
     ``time_budget`` seconds are spent or one point took more than a fifth of it.
     """
-    try:
-        from pacpriv.dpsgd.exact import exact_membership_inference_accuracy
-    except ImportError:
-        return None
     done, lower, upper = [], [], []
     start = time.perf_counter()
     for s in sorted((float(x) for x in sigmas), reverse=True):
@@ -61,10 +56,6 @@ def _comparator_curves(sigmas: np.ndarray, steps_per_epoch: int, epochs: int) ->
     accountant-based comparators of :func:`pacpriv.dpsgd.compare_accountants` are too slow for
     a curve.
     """
-    try:
-        from pacpriv.dpsgd.comparators import ckp_accuracy, gdp_clt_accuracy
-    except ImportError:
-        return {}
     funcs = {"CKP leading term (approximation)": ckp_accuracy,
              "GDP CLT (approximation)": gdp_clt_accuracy}
     return {
@@ -135,10 +126,10 @@ def plot_dpsgd_accuracy_vs_sigma(
 
     References
     ----------
-    .. [1] MATH.md §3: ``accuracy <= ½ + ¼ sqrt((1 + (e^{1/σ²} − 1)/M)^E − 1)``; exact
+    .. [1] RA-MIA (DP-SGD with random allocation):
+       ``accuracy <= ½ + ¼ sqrt((1 + (e^{1/σ²} − 1)/M)^E − 1)``; exact
        ``½ + ½ TV(P^⊗E, Q^⊗E)``.
     """
-    from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 
     m = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     e = check_int(epochs, "epochs", low=1)
@@ -170,7 +161,7 @@ def plot_dpsgd_accuracy_vs_sigma(
         s = check_real(noise_multiplier, "noise_multiplier", low=0.0, low_inclusive=False)
         b = membership_inference_accuracy_bound(s, steps_per_epoch=m, epochs=e).accuracy
         label = f"σ = {s:.4g}: chi-square {b:.4f}"
-        point = _exact_interval([s], m, e) if exact and b <= exact_max_bound else None
+        point = _exact_interval(np.array([s]), m, e) if exact and b <= exact_max_bound else None
         if point is not None:
             ax.plot([s], point[2], "D", color="C1", ms=6)
             label += f", exact ≤ {point[2][0]:.4f}"

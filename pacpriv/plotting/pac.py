@@ -1,78 +1,27 @@
-"""Matplotlib figures for pacpriv reports (extra ``plot``: ``pip install pacpriv[plot]``).
+"""PAC Privacy figures: the output spectrum with its noise, and the posterior-success curve.
 
-Every function returns a :class:`matplotlib.figure.Figure` built without pyplot (no global
-figure registry, no GUI backend: PNG output goes through Agg), so figures can be made in
-worker threads and are freed with the object. :func:`figure_to_data_uri` turns one into a
-``data:image/png;base64,...`` URI for a self-contained HTML report.
-matplotlib is imported inside the functions: ``import pacpriv`` never imports it. The DP-SGD
-figures (:func:`plot_dpsgd_accuracy_vs_sigma`, :func:`plot_pac_vs_dpsgd`) live in the private
-``pacpriv._plot_dpsgd`` and are exported here.
+Public names are exported by :mod:`pacpriv.plotting`.
 
 References
 ----------
 .. [1] H. Xiao, S. Devadas. PAC Privacy: Automatic Privacy Measurement and Control of Data
    Processing. CRYPTO 2023, arXiv:2210.03458 (Thm 1, Thm 3).
-.. [2] Membership-inference accuracy bound for DP-SGD with random allocation (MATH.md §3).
+.. [2] Membership-inference accuracy bound for DP-SGD with random allocation
+   (RA-MIA, CWI / VU Amsterdam), chi-square closed form.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 import math
 from collections.abc import Mapping
 
 import numpy as np
 
-from pacpriv._plot_dpsgd import (
-    COMPARISON_KEYS,
-    plot_dpsgd_accuracy_vs_sigma,
-    plot_pac_vs_dpsgd,
-)
 from pacpriv._validation import check_int, check_real
+from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
+from pacpriv.plotting._figure import _figure
 
-__all__ = [
-    "COMPARISON_KEYS",
-    "figure_to_data_uri",
-    "plot_dpsgd_accuracy_vs_sigma",
-    "plot_pac_vs_dpsgd",
-    "plot_posterior_curve",
-    "plot_spectrum",
-]
-
-def _figure(n_axes: int = 1, *, width: float = 6.4, height: float = 4.0):
-    """A pyplot-free Figure with ``n_axes`` side-by-side axes (lazy matplotlib import)."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as err:  # pragma: no cover - exercised with a monkeypatched import
-        raise ImportError(
-            "pacpriv figures need matplotlib: pip install pacpriv[plot]"
-        ) from err
-    fig = Figure(figsize=(width, height), layout="constrained")
-    axes = [fig.add_subplot(1, n_axes, i + 1) for i in range(n_axes)]
-    return fig, axes
-
-
-def figure_to_data_uri(fig, *, dpi: int = 100) -> str:
-    """Encode a figure as a ``data:image/png;base64,...`` URI (for ``<img src=...>``).
-
-    Parameters
-    ----------
-    fig : matplotlib.figure.Figure
-    dpi : int, default 100
-        Resolution of the PNG (``>= 10``).
-
-    Returns
-    -------
-    str
-    """
-    dpi = check_int(dpi, "dpi", low=10)
-    if not hasattr(fig, "savefig"):
-        raise TypeError(f"`fig` must be a matplotlib Figure; got {type(fig).__name__}.")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
+__all__ = ["plot_posterior_curve", "plot_spectrum"]
 
 # ----------------------------------------------------------------------------- PAC spectrum
 def _spectrum_arrays(source, plan) -> dict:
@@ -197,7 +146,6 @@ def plot_posterior_curve(mi_budget: float, *, prior: float = 0.5, v_min: float |
     ----------
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1 (KL inversion) and Cor. 1 (Pinsker).
     """
-    from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
 
     v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
     p0 = check_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,

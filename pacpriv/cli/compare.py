@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pacpriv.cli import UsageError, number
+from pacpriv.cli._args import UsageError, number
+from pacpriv.compare import compare_pac_dpsgd
+from pacpriv.compare.run import COMPARISON_RULES
+from pacpriv.report import write_report
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -34,7 +37,7 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--repeats", type=int, default=5,
                    help="models averaged per row in the test accuracy (default 5)")
     p.add_argument("--rule", default="anisotropic",
-                   choices=("anisotropic", "isotropic", "variance-only", "exact-mi"),
+                   choices=COMPARISON_RULES,
                    help="PAC noise rule (default anisotropic)")
     p.add_argument("--no-exact", action="store_true", help="skip the exact DP-SGD calibration")
     p.add_argument("--public-seed", type=int, default=0,
@@ -51,8 +54,6 @@ def add_parser(subparsers, name: str) -> None:
 
 
 def _compare(args) -> int:
-    from pacpriv.compare import compare_pac_dpsgd
-    from pacpriv.report import write_report
 
     formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
     if not formats or set(formats) - {"json", "md", "html"}:

@@ -6,10 +6,14 @@ import json
 import math
 from pathlib import Path
 
-from pacpriv.cli import UsageError, number
-
-_RULES = ("anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1")
-
+from pacpriv.cli._args import UsageError, number
+from pacpriv.datasets import BUNDLED_DATASETS, load_dataset
+from pacpriv.pac.calibration import RULES
+from pacpriv.pac.job import run_pac
+from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posterior_success_rate
+from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
+from pacpriv.registry import available_mechanisms, resolve_mechanism
+from pacpriv.report import write_report
 
 
 def add_parser(subparsers, name: str) -> None:
@@ -28,15 +32,14 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--mechanism",
         required=True,
-        help="built-in name (mean, median, histogram, kmeans, logistic, linear_svm, pca, "
-        "decision_tree, mlp), module:function or path.py:function; a user function "
+        help=f"built-in name ({', '.join(available_mechanisms())}), module:function or "
+        "path.py:function; a user function "
         "receives the subset as an array X, or as a tuple (X, y) for a labelled dataset",
     )
     run.add_argument(
         "--dataset",  # a labelled dataset reaches the mechanism as a tuple (X, y)
         required=True,
-        help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) "
-        "or a .csv/.npy/.npz path",
+        help=f"bundled dataset ({', '.join(BUNDLED_DATASETS)}) or a .csv/.npy/.npz path",
     )
     run.add_argument(
         "--label-column",
@@ -71,7 +74,7 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--subset-size", type=int, default=None, help="subset size for --sampler fixed"
     )
-    run.add_argument("--rule", default="anisotropic", choices=_RULES, help="noise rule")
+    run.add_argument("--rule", default="anisotropic", choices=RULES, help="noise rule")
     run.add_argument(
         "--confidence",
         type=number,
@@ -139,7 +142,6 @@ def add_parser(subparsers, name: str) -> None:
 
 
 def _sampler(args):
-    from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
 
     if args.sampler == "fixed":
         if args.subset_size is None:
@@ -153,11 +155,6 @@ def _sampler(args):
 
 
 def _run(args) -> int:
-    from pacpriv.datasets import load_dataset
-    from pacpriv.pac.job import run_pac
-    from pacpriv.pac.posterior import mi_budget_for_accuracy
-    from pacpriv.registry import resolve_mechanism
-    from pacpriv.report import write_report
 
     if (args.mi_budget is None) == (args.target_accuracy is None):
         raise UsageError("give exactly one of --mi-budget (nats) and --target-accuracy")
@@ -244,7 +241,6 @@ def _run(args) -> int:
 
 
 def _posterior(args) -> int:
-    from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
 
     rows = [
         {
@@ -268,7 +264,6 @@ def _posterior(args) -> int:
 
 
 def _budget(args) -> int:
-    from pacpriv.pac.posterior import mi_budget_for_accuracy
 
     rows = [
         {

@@ -10,29 +10,21 @@ per-trial outputs are ever written: only the noisy release and summaries.
 from __future__ import annotations
 
 import json
-import math
 import platform
 import sys
+import warnings
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pacpriv.report.format import TOP_ROWS
+from pacpriv.report.format import fmt as _fmt
+from pacpriv.report.html import render_html
+from pacpriv.threat_models import THREAT_MODEL_PAC
+
 __all__ = ["ARRAY_LIMIT", "THREAT_MODEL_PAC", "build_report", "to_markdown", "write_report"]
 
-THREAT_MODEL_PAC = (
-    "PAC membership privacy [Xiao & Devadas, CRYPTO 2023, Def. 1 and §2]. The secret is the random "
-    "subset X of the data pool that the sampler draws (for Poisson sampling with rate 1/2, every "
-    "record is in X with probability 1/2 independently, so the prior of a membership guess is "
-    "1/2). "
-    "The adversary knows the whole pool, the sampler and the mechanism (and this report, including "
-    "the noise covariance), sees one noisy release f(X) + B, and tries to infer which records are "
-    "in X. The guarantee bounds the mutual information MI(X; f(X) + B) by the budget v (nats) and, "
-    "through Thm 1 (KL data-processing inequality), the posterior success rate of every such "
-    "adversary. It is an average-case guarantee over the sampler's randomness, estimated by "
-    "Monte-Carlo simulation on this pool; it is not differential privacy (no worst case over "
-    "datasets)."
-)
 
 #: Longest per-direction array (eigenvalues, variances, noise std) copied into the report dict.
 ARRAY_LIMIT = 200
@@ -60,25 +52,11 @@ def _command() -> str | None:
     return " ".join([prog, *sys.argv[1:]])
 
 
-def _fmt(x: Any, digits: int = 6) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, bool):
-        return str(x)
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        if math.isinf(x) or math.isnan(x):
-            return str(x)
-        return f"{x:.{digits}g}"
-    return str(x)
-
-
 def _pac_report(result) -> dict:
     d = result.to_dict()
     plan = result.plan
     spec = result.spectrum
-    n_top = 10
+    n_top = TOP_ROWS
     noise_std = [float(v) for v in plan.noise_std[:n_top]]
     return {
         "kind": "pac",
@@ -92,15 +70,15 @@ def _pac_report(result) -> dict:
         "sampler": d["simulation"]["sampler"],
         "simulation": d["simulation"],
         "spectrum": {
-            **d["spectrum"],
-            # first <= ARRAY_LIMIT values, for the figures of the HTML report
+            # the eigenvalues are stored once, below (not also as top_eigenvalues)
+            **{k: v for k, v in d["spectrum"].items() if k != "top_eigenvalues"},
+            # first <= ARRAY_LIMIT values, for the tables and figures of every rendering
             "eigenvalues": [float(v) for v in spec.eigenvalues[:ARRAY_LIMIT]],
             "coordinate_variances": [float(v) for v in spec.variances[:ARRAY_LIMIT]],
         },
         "noise": {
             **d["noise_plan"],
             "noise_std_top": noise_std,
-            "eigenvalues_top": [float(v) for v in spec.eigenvalues[:n_top]],
             "noise_std": [float(v) for v in plan.noise_std[:ARRAY_LIMIT]],
         },
         "privacy": {
@@ -218,7 +196,7 @@ def _pac_markdown(r: dict) -> list[str]:
         "",
         _table([(k, v) for k, v in s.items() if not isinstance(v, (list, dict))]),
         "",
-        "Top eigenvalues: " + ", ".join(_fmt(v, 4) for v in n["eigenvalues_top"]),
+        "Top eigenvalues: " + ", ".join(_fmt(v, 4) for v in s["eigenvalues"][:TOP_ROWS]),
         "",
         "## Noise",
         "",
@@ -329,15 +307,28 @@ def write_report(result, out_dir, *, formats=("json", "md", "html")) -> dict[str
         paths["md"].write_text(to_markdown(report))
     if "html" in formats:
         try:
-            from pacpriv.html_report import render_html
+            import matplotlib  # noqa: F401  (the optional extra pacpriv[plot])
         except ImportError:
-            pass
+            figures = False
+            _warn_no_figures()
         else:
-            try:
-                html = render_html(report, result)
-            except ImportError:
-                html = None
-            if html is not None:
-                paths["html"] = out / "report.html"
-                paths["html"].write_text(html)
+            figures = True
+        paths["html"] = out / "report.html"
+        paths["html"].write_text(render_html(report, result, figures=figures))
     return paths
+
+
+_warned_no_figures = False
+
+
+def _warn_no_figures() -> None:
+    """Say once per process that report.html is written without figures."""
+    global _warned_no_figures
+    if not _warned_no_figures:
+        _warned_no_figures = True
+        warnings.warn(
+            "matplotlib is not installed: report.html is written without figures "
+            "(pip install pacpriv[plot])",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -25,10 +25,12 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from pacpriv._markdown import inline, markdown_to_html
+from pacpriv import plotting
+from pacpriv.report.format import TOP_ROWS, fmt
+from pacpriv.report.markdown import inline, markdown_to_html
 
 __all__ = ["PLOT_KINDS", "render_html"]
 
@@ -55,8 +57,6 @@ figcaption{font-size:.85em;color:#555}.created{color:#666;font-size:.9em}
 
 
 def _fmt(x: Any, digits: int = 6) -> str:
-    from pacpriv.report import _fmt as fmt
-
     if isinstance(x, (list, tuple)):
         shown = ", ".join(fmt(v, digits) for v in x[:12])
         return f"[{shown}{', …' if len(x) > 12 else ''}] ({len(x)} values)"
@@ -87,9 +87,7 @@ def _figure(uri: str, caption: str) -> str:
 
 def _plot(kind: str, **kwargs) -> str:
     """Make one figure and return its data URI."""
-    from pacpriv import plotting
-
-    funcs = {
+    funcs: dict[str, Callable[..., Any]] = {
         "dpsgd_accuracy_vs_sigma": plotting.plot_dpsgd_accuracy_vs_sigma,
         "pac_vs_dpsgd": plotting.plot_pac_vs_dpsgd,
         "posterior_curve": plotting.plot_posterior_curve,
@@ -202,10 +200,8 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
     )
     spec_fig = post_fig = ""
     if figures:
-        from pacpriv.plotting import figure_to_data_uri, plot_spectrum
-
         if "eigenvalues" in s and "noise_std" in n:  # absent from reports of older versions
-            spec_fig = _figure(figure_to_data_uri(plot_spectrum(r)),
+            spec_fig = _figure(plotting.figure_to_data_uri(plotting.plot_spectrum(r)),
                                "Eigenvalues of the output covariance and per-direction noise "
                                "variance (log scale).")
         post_fig = _figure(_plot("posterior_curve", mi_budget=p["mi_claim_nats"],
@@ -231,7 +227,7 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
             ("trials restored from checkpoint", sim.get("resumed_trials"))]),
         "<h2>Output spectrum (estimated covariance Σ)</h2>",
         _kv_table([(k, v) for k, v in s.items() if not isinstance(v, (list, dict))]
-                  + [("top eigenvalues", s.get("top_eigenvalues", []))]),
+                  + [("top eigenvalues", s.get("eigenvalues", [])[:TOP_ROWS])]),
         spec_fig,
         "<h2>Noise</h2>",
         _kv_table([

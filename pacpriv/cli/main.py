@@ -1,7 +1,9 @@
 """The ``pacpriv`` command line: a thin argparse layer over the library.
 
-Subcommands live in :mod:`pacpriv._cli` (one module per group, each with
-``add_parser(subparsers)``); every handler calls a keyword-only library function and
+Subcommands live in :mod:`pacpriv.cli.pac`, :mod:`pacpriv.cli.dpsgd` and
+:mod:`pacpriv.cli.compare` (one module per group, each with ``add_parser(subparsers, name)``,
+listed in the static table :data:`GROUPS`); shared parser helpers are in the leaf
+:mod:`pacpriv.cli._args`; every handler calls a keyword-only library function and
 prints a human table (or ``--json``). Bad input -- a ``ValueError``, ``TypeError``,
 ``FileNotFoundError``, ``ImportError`` or ``KeyError`` raised while the arguments are
 resolved or validated -- prints one line ``pacpriv: error: ...`` to stderr and exits with
@@ -15,33 +17,21 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-__all__ = ["UsageError", "build_parser", "main"]
+from pacpriv import __version__
+from pacpriv.cli import compare as _compare_group
+from pacpriv.cli import dpsgd as _dpsgd_group
+from pacpriv.cli import pac as _pac_group
+from pacpriv.cli._args import UsageError, _Parser, number
+from pacpriv.exceptions import CalibrationError, MechanismError
 
+__all__ = ["GROUPS", "UsageError", "build_parser", "main", "number"]
 
-class UsageError(Exception):
-    """Raised by CLI handlers for bad input; printed as one line, exit status 2."""
-
-
-def number(text: str) -> float:
-    """argparse ``type=`` for real numbers, with a short message on bad input."""
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with the one-line error contract: ``pacpriv: error: ...``, exit status 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"pacpriv: error: {message} (see '{self.prog} --help')\n")
+#: The command groups, in ``--help`` order: name -> module with ``add_parser(subparsers, name)``.
+GROUPS = {"pac": _pac_group, "dpsgd": _dpsgd_group, "compare": _compare_group}
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand group registered."""
-    from pacpriv import __version__
-    from pacpriv._cli import GROUPS
-
     parser = _Parser(
         prog="pacpriv",
         description=(
@@ -76,8 +66,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     0 ok; 1 the mechanism or a computation failed (one line naming the trial and seed);
     2 bad input; 130 interrupted.
     """
-    from pacpriv.exceptions import CalibrationError, MechanismError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     previous = warnings.showwarning

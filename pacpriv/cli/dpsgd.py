@@ -5,6 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from pacpriv.dpsgd import (
+    calibrate_noise_multiplier,
+    compare_accountants,
+    exact_membership_inference_accuracy,
+    membership_inference_accuracy_bound,
+    noise_multiplier_for_accuracy,
+)
+
 
 def _common(p: argparse.ArgumentParser, *, sigma: bool, target: bool) -> None:
     p.add_argument("--steps-per-epoch", type=int, required=True, help="M, steps per epoch")
@@ -27,7 +35,6 @@ def _emit(args, payload: dict, rows: list[tuple[str, str]]) -> int:
 
 
 def _bound(args) -> int:
-    from pacpriv.dpsgd import membership_inference_accuracy_bound
 
     b = membership_inference_accuracy_bound(
         args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs
@@ -40,7 +47,6 @@ def _bound(args) -> int:
 
 
 def _sigma(args) -> int:
-    from pacpriv.dpsgd import calibrate_noise_multiplier, noise_multiplier_for_accuracy
 
     kw = {"steps_per_epoch": args.steps_per_epoch, "epochs": args.epochs}
     if args.method == "closed-form":
@@ -57,7 +63,6 @@ def _sigma(args) -> int:
 
 
 def _exact(args) -> int:
-    from pacpriv.dpsgd import exact_membership_inference_accuracy
 
     r = exact_membership_inference_accuracy(
         args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
@@ -71,7 +76,6 @@ def _exact(args) -> int:
 
 
 def _compare(args) -> int:
-    from pacpriv.dpsgd import compare_accountants
 
     if args.noise_multiplier is None and args.target_accuracy is None:
         raise ValueError("give --noise-multiplier and/or --target-accuracy")

@@ -27,6 +27,15 @@ import numpy as np
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, trial_seed
 from pacpriv.attacks import AttackResult, loss_threshold_attack
+from pacpriv.compare.render import comparison_notes
+from pacpriv.compare.results import ComparisonRow
+from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
+from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
+from pacpriv.dpsgd.trainer import model_losses, train_dpsgd
+from pacpriv.pac.job import run_pac
+from pacpriv.pac.posterior import mi_budget_for_accuracy, posterior_success_rate
+from pacpriv.pac.release import privatize
+from pacpriv.pac.samplers import PoissonSampler
 
 torch = import_torch("pacpriv.compare")
 
@@ -136,7 +145,6 @@ class LogisticRegressionMechanism:
         ``rng`` seeds the allocation and the noise; ``None`` here means the *public* seed
         (stream 1), which is what the noise-free PAC mechanism uses.
         """
-        from pacpriv.dpsgd.trainer import train_dpsgd
 
         model = self.model()
         X = np.array(X, dtype=np.float64)  # writable copies: torch warns on read-only arrays
@@ -179,7 +187,6 @@ def evaluate_parameters(
 
     Returns ``(test_accuracy, attack)``; ``attack`` is None when ``rng`` is None (skip it).
     """
-    from pacpriv.dpsgd.trainer import model_losses
 
     model = mechanism.model(theta)
     X = np.array(X, dtype=np.float64)
@@ -198,10 +205,6 @@ def evaluate_parameters(
 
 
 def _exact_sigma(a: float, M: int, E: int) -> tuple[float | None, str | None]:
-    try:
-        from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
-    except ImportError as err:
-        return None, f"DP-SGD (exact) left out: the exact calibration is unavailable ({err})."
     res = noise_multiplier_for_accuracy(
         target_accuracy=a, steps_per_epoch=M, epochs=E, method="exact"
     )
@@ -242,13 +245,6 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
                    steps_per_epoch, max_grad_norm, learning_rate, n_trials, n_repeats,
                    confidence, public_seed) -> dict:
     """Run the three certified trainings and the baseline; fields of ``ComparisonResult``."""
-    from pacpriv._compare_render import comparison_notes
-    from pacpriv.compare import ComparisonRow
-    from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
-    from pacpriv.pac.job import run_pac
-    from pacpriv.pac.posterior import mi_budget_for_accuracy, posterior_success_rate
-    from pacpriv.pac.release import privatize
-    from pacpriv.pac.samplers import PoissonSampler
 
     a, M, E, C = target_accuracy, steps_per_epoch, epochs, max_grad_norm
     X = scale_features(ds.X, ds.feature_low, ds.feature_high)

@@ -5,32 +5,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from pacpriv.threat_models import THREAT_MODELS
+
 if TYPE_CHECKING:
-    from pacpriv.compare import ComparisonResult, ComparisonRow
+    from pacpriv.compare.results import ComparisonResult, ComparisonRow
 
 __all__ = ["THREAT_MODELS", "comparison_markdown", "comparison_notes"]
-
-#: The two threat models, in words (shown side by side in every comparison).
-THREAT_MODELS = {
-    "pac": (
-        "PAC Privacy [Xiao & Devadas 2023]: the secret is the random training subset X, drawn "
-        "from the data pool by Poisson sampling with rate 1/2 (each record in or out with "
-        "probability 1/2, independently). The adversary knows the whole pool, the training "
-        "code with its public seed (initialisation and batch order) and the noise covariance, "
-        "sees the noisy parameters once, and tries to infer X. MI(X; release) <= v bounds the "
-        "posterior success of every such adversary (Thm 1); the bound holds on average over "
-        "the sampler, for this pool, as estimated by simulation; it covers the whole subset "
-        "at once, hence every single record's membership."
-    ),
-    "dpsgd": (
-        "DP-SGD with random allocation [RA-MIA]: the secret is whether one target record is "
-        "in the training set, worst case over all datasets and target records (one record "
-        "added or removed), membership prior 1/2. The adversary knows the rest of the "
-        "dataset, the model, the initialisation and every noisy gradient step; only the "
-        "target's presence, the random allocation of records to steps and the Gaussian "
-        "noise are secret."
-    ),
-}
 
 
 _SIDE_BY_SIDE = (

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pacpriv._datasets_io import read_csv, read_numpy
+from pacpriv.datasets.files import read_csv, read_numpy
 
 __all__ = ["BUNDLED_DATASETS", "Dataset", "DatasetInfo", "load_dataset"]
 

@@ -1,0 +1,9 @@
+"""Data pools: scikit-learn's bundled datasets, CSV and NumPy files.
+
+:func:`load_dataset` (:mod:`pacpriv.datasets.loading`) returns a frozen :class:`Dataset`;
+:mod:`pacpriv.datasets.files` reads CSV and NumPy files.
+"""
+
+from pacpriv.datasets.loading import BUNDLED_DATASETS, Dataset, DatasetInfo, load_dataset
+
+__all__ = ["BUNDLED_DATASETS", "Dataset", "DatasetInfo", "load_dataset"]

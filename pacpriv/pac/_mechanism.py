@@ -1,0 +1,140 @@
+"""The mechanism contract: the one place that says how pacpriv calls ``f``.
+
+A mechanism is a callable ``f(subset) -> array of shape (d,)``, or ``f(subset, *, rng)`` when it
+is randomized. Every caller -- the engine's trials, the release in
+:func:`pacpriv.pac.job.run_pac`, :func:`pacpriv.pac_private`, the randomized path
+(:func:`pacpriv.pac.coupling_noise`) and the checkpoint fingerprint -- uses the functions here,
+so a mechanism is simulated and released from the same distribution, as PAC Privacy's
+guarantee requires (Xiao & Devadas, CRYPTO 2023, Alg. 1 and Thm 3: the noise is calibrated on
+the distribution of ``f(X)`` that the release draws from).
+
+The rule for ``rng`` (:func:`accepts_rng`): ``f`` receives ``rng=`` (a
+:class:`numpy.random.Generator`) when ``f(subset, rng=...)`` is a valid call, that is when it has
+a parameter named ``rng`` that can be passed by keyword (positional-or-keyword or keyword-only),
+or when it takes ``**kwargs``. A positional-only ``rng`` cannot be passed by keyword and is left
+to its default.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pacpriv.pac.samplers import callable_fingerprint
+
+__all__ = [
+    "InvalidOutput",
+    "accepts_rng",
+    "call_mechanism",
+    "check_mechanism",
+    "check_output",
+    "mechanism_fingerprint",
+    "subset_pool",
+]
+
+_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+class InvalidOutput(ValueError):
+    """The mechanism returned an output that fails the output check (:func:`check_output`)."""
+
+
+def accepts_rng(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` is called with ``rng=`` (the one rule; see the module docstring).
+
+    Examples
+    --------
+    >>> accepts_rng(lambda subset, *, rng=None: 0), accepts_rng(lambda subset, **kw: 0)
+    (True, True)
+    >>> def positional_only(subset, rng=None, /): ...
+    >>> accepts_rng(positional_only), accepts_rng(lambda subset: 0)
+    (False, False)
+    """
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):  # some builtins have no signature
+        return False
+    rng = params.get("rng")
+    if rng is not None and rng.kind in _BY_KEYWORD:
+        return True
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def check_mechanism(mechanism: Any) -> tuple[str, bool]:
+    """Return ``(name, accepts_rng)`` of a mechanism, or raise ``TypeError`` if not callable."""
+    if not callable(mechanism):
+        raise TypeError(
+            f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
+        )
+    return callable_fingerprint(mechanism)["name"], accepts_rng(mechanism)
+
+
+def mechanism_fingerprint(mechanism: Callable[..., Any]) -> dict:
+    """Name, source hash and the ``rng`` rule's answer (checkpoints resume only the same call)."""
+    return {**callable_fingerprint(mechanism), "accepts_rng": accepts_rng(mechanism)}
+
+
+def subset_pool(pool: Any, mask: np.ndarray) -> Any:
+    """The records of ``pool`` selected by the boolean ``mask`` of shape ``(n_records,)``.
+
+    ``pool`` is an array with records on the first axis, or a tuple of such arrays (e.g.
+    ``(X, y)``); a tuple gives a tuple of the same length.
+    """
+    if isinstance(pool, tuple):
+        return tuple(np.asarray(a)[mask] for a in pool)
+    return np.asarray(pool)[mask]
+
+
+def call_mechanism(
+    mechanism: Callable[..., Any],
+    subset: Any,
+    *,
+    rng: np.random.Generator | np.random.SeedSequence | int | None,
+    takes_rng: bool | None = None,
+) -> Any:
+    """Call ``mechanism(subset)`` or ``mechanism(subset, rng=Generator)`` by :func:`accepts_rng`.
+
+    ``rng`` is a Generator (passed as is) or a seed for :func:`numpy.random.default_rng`;
+    ``takes_rng`` is :func:`accepts_rng`'s answer when the caller has it already.
+    """
+    if takes_rng is None:
+        takes_rng = accepts_rng(mechanism)
+    if not takes_rng:
+        return mechanism(subset)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    return mechanism(subset, rng=gen)
+
+
+def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
+    """Return ``value`` as a finite ``dtype`` vector of shape ``(d,)`` or raise ``InvalidOutput``.
+
+    The value must be castable to float64 (complex is rejected); it is then cast to
+    ``dtype`` and checked for finiteness (so float32 overflow is caught). A 0-d scalar
+    becomes shape ``(1,)``; ``dim`` (if known) is the length every trial must share.
+    """
+    try:
+        arr = np.asarray(value)
+    except Exception as err:  # arbitrary user objects
+        raise InvalidOutput(f"output could not be converted to an array ({err})") from err
+    if arr.dtype.kind == "c":
+        raise InvalidOutput(f"output must be real; got complex dtype {arr.dtype}")
+    try:
+        arr = arr.astype(np.float64, copy=False)
+    except (TypeError, ValueError) as err:
+        raise InvalidOutput(f"output of dtype {arr.dtype} is not castable to float64") from err
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidOutput(f"output must be a non-empty 1-D vector (d,); got shape {arr.shape}")
+    if dim is not None and arr.shape[0] != dim:
+        raise InvalidOutput(f"output has shape {arr.shape} but earlier trials returned ({dim},)")
+    if dtype != np.float64:
+        with np.errstate(over="ignore"):  # overflow becomes inf, caught just below
+            arr = arr.astype(dtype)
+    if not np.isfinite(arr).all():
+        bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
+        raise InvalidOutput(f"output is not finite (NaN or inf at positions {bad})")
+    return arr

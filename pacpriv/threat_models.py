@@ -1,0 +1,64 @@
+"""Threat models in words: the one place each text is written (a leaf; imports nothing).
+
+Every report, comparison and :class:`pacpriv.dpsgd.DPSGDSpec` section quotes these strings, so a
+reader sees the same sentence for the same guarantee everywhere.
+
+References
+----------
+.. [1] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, arXiv:2210.03458, Def. 1, §2, Thm 1.
+.. [2] Membership-inference accuracy bound for DP-SGD with random allocation (RA-MIA):
+   add/remove adjacency, prior ½.
+"""
+
+from __future__ import annotations
+
+__all__ = ["THREAT_MODELS", "THREAT_MODEL_DPSGD", "THREAT_MODEL_PAC"]
+
+#: PAC membership privacy of a black-box release (the PAC report) [1]_.
+THREAT_MODEL_PAC = (
+    "PAC membership privacy [Xiao & Devadas, CRYPTO 2023, Def. 1 and §2]. The secret is the random "
+    "subset X of the data pool that the sampler draws (for Poisson sampling with rate 1/2, every "
+    "record is in X with probability 1/2 independently, so the prior of a membership guess is "
+    "1/2). "
+    "The adversary knows the whole pool, the sampler and the mechanism (and this report, including "
+    "the noise covariance), sees one noisy release f(X) + B, and tries to infer which records are "
+    "in X. The guarantee bounds the mutual information MI(X; f(X) + B) by the budget v (nats) and, "
+    "through Thm 1 (KL data-processing inequality), the posterior success rate of every such "
+    "adversary. It is an average-case guarantee over the sampler's randomness, estimated by "
+    "Monte-Carlo simulation on this pool; it is not differential privacy (no worst case over "
+    "datasets)."
+)
+
+#: Threat model of every number a :class:`pacpriv.dpsgd.DPSGDSpec` reports [2]_.
+THREAT_MODEL_DPSGD = (
+    "Worst case over datasets: the adversary knows every other record, the model "
+    "architecture, the clipping norm and the noise multiplier, sees the final model and all "
+    "intermediate noisy updates, and must decide whether one target record was added to or "
+    "removed from the training set (add/remove adjacency). Membership and non-membership "
+    "are equally likely a priori (prior ½), so accuracy ½ is a coin flip. Random "
+    "allocation: each epoch has M steps and every record is used exactly once per epoch at "
+    "a uniformly random step; Gaussian noise N(0, σ²C²I) is added to each step's sum of "
+    "clipped gradients."
+)
+
+#: The two threat models of the PAC vs DP-SGD comparison, side by side (training setting).
+THREAT_MODELS = {
+    "pac": (
+        "PAC Privacy [Xiao & Devadas 2023]: the secret is the random training subset X, drawn "
+        "from the data pool by Poisson sampling with rate 1/2 (each record in or out with "
+        "probability 1/2, independently). The adversary knows the whole pool, the training "
+        "code with its public seed (initialisation and batch order) and the noise covariance, "
+        "sees the noisy parameters once, and tries to infer X. MI(X; release) <= v bounds the "
+        "posterior success of every such adversary (Thm 1); the bound holds on average over "
+        "the sampler, for this pool, as estimated by simulation; it covers the whole subset "
+        "at once, hence every single record's membership."
+    ),
+    "dpsgd": (
+        "DP-SGD with random allocation [RA-MIA]: the secret is whether one target record is "
+        "in the training set, worst case over all datasets and target records (one record "
+        "added or removed), membership prior 1/2. The adversary knows the rest of the "
+        "dataset, the model, the initialisation and every noisy gradient step; only the "
+        "target's presence, the random allocation of records to steps and the Gaussian "
+        "noise are secret."
+    ),
+}

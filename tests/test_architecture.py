@@ -1,0 +1,182 @@
+"""The import directions of the package (issue 9): no cycles, leaves stay leaves.
+
+Reads every module's source (no import), collects the ``pacpriv`` modules it imports --
+at module level and inside functions, ``TYPE_CHECKING`` blocks excluded -- and checks the
+rules of ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pacpriv"
+
+#: Modules that import no other pacpriv module.
+LEAVES = (
+    "pacpriv.exceptions",
+    "pacpriv._validation",
+    "pacpriv._random",
+    "pacpriv._optional",
+    "pacpriv._source_checkout",
+    "pacpriv._stats",
+    "pacpriv.threat_models",
+    "pacpriv.cli._args",
+    "pacpriv.report.format",
+    "pacpriv.report.markdown",
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    """pacpriv modules imported by the file (the most specific existing module per import)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for sub in child.orelse:
+                    visit(sub)
+                continue
+            if isinstance(child, ast.Import):
+                targets = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = package.rsplit(".", child.level - 1)[0] if child.level > 1 else package
+                    base = f"{anchor}.{base}" if base else anchor
+                # ``from pkg import sub`` imports the submodule; ``from mod import name`` the module
+                targets = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                    for a in child.names
+                ]
+            else:
+                visit(child)
+                continue
+            for t in targets:
+                if t.startswith("pacpriv.mechanisms"):  # the top-level folder, no pacpriv import
+                    continue
+                while t and t not in modules:
+                    t = t.rpartition(".")[0]
+                if t and t != name and t.startswith("pacpriv"):
+                    found.add(t)
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    paths = sorted(PACKAGE.rglob("*.py"))
+    modules = {_module_name(p) for p in paths}
+    return {_module_name(p): _imports(p, modules) for p in paths}
+
+
+def test_graph_is_read(graph):
+    """The walk finds the packages and their imports (a vacuous graph would pass every rule)."""
+    assert {"pacpriv.pac.engine", "pacpriv.cli.main", "pacpriv.report.builder"} <= set(graph)
+    assert "pacpriv.pac._mechanism" in graph["pacpriv.pac.engine"]
+    assert "pacpriv.threat_models" in graph["pacpriv.report.builder"]
+
+
+@pytest.mark.parametrize("leaf", LEAVES)
+def test_leaves_import_no_pacpriv_module(graph, leaf):
+    assert graph[leaf] == set(), f"{leaf} imports {sorted(graph[leaf])}"
+
+
+def test_pac_and_dpsgd_never_import_each_other(graph):
+    bad = [
+        (m, t) for m, targets in graph.items() for t in targets
+        if (m.startswith("pacpriv.pac") and t.startswith("pacpriv.dpsgd"))
+        or (m.startswith("pacpriv.dpsgd") and t.startswith("pacpriv.pac"))
+    ]
+    assert bad == []
+
+
+def test_nothing_imports_the_cli(graph):
+    bad = [
+        (m, t) for m, targets in graph.items() for t in targets
+        if t.startswith("pacpriv.cli") and not m.startswith("pacpriv.cli")
+        and m != "pacpriv.__main__"
+    ]
+    assert bad == []
+
+
+def test_no_import_cycles(graph):
+    """Tarjan's strongly connected components: every component is a single module.
+
+    A package ``__init__`` re-exporting its submodules is an edge from the package to them;
+    a submodule importing a sibling goes to the sibling, never back to the ``__init__``.
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def strongconnect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            strongconnect(v)
+    assert cycles == []
+
+
+def test_mechanisms_import_no_pacpriv():
+    """The reference mechanisms (installed as pacpriv.mechanisms) stay independent of pacpriv."""
+    bad = []
+    for path in sorted((ROOT / "mechanisms").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            )
+            bad += [(path.name, n) for n in names if n.split(".")[0] in ("pacpriv", "mechanisms")]
+    assert bad == []
+
+
+def test_library_modules_carry_no_demo_defaults(graph):
+    """pac/ and dpsgd/ import neither the datasets nor the reference mechanisms (item 5)."""
+    bad = [
+        (m, t) for m, targets in graph.items() for t in targets
+        if m.startswith(("pacpriv.pac", "pacpriv.dpsgd")) and t.startswith("pacpriv.datasets")
+    ]
+    assert bad == []
+    for path in sorted((PACKAGE / "pac").glob("*.py")) + sorted((PACKAGE / "dpsgd").glob("*.py")):
+        assert "mechanisms import" not in path.read_text(), path.name
