@@ -233,7 +233,8 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
         x = math.log1p(steps_per_epoch * math.expm1(math.log1p(16.0 * adv * adv) / epochs))
         return _SIGMA_SAFETY / math.sqrt(x)
     a = np.asarray(target_accuracy)
-    if a.dtype != np.float64 or not bool(np.all((a > 0.5) & (a < 1.0))):
+    # min/max: two passes without temporaries (NaN fails both comparisons)
+    if a.dtype != np.float64 or a.size == 0 or not (a.min() > 0.5 and a.max() < 1.0):
         a = check_array_real(  # slow path: the precise error message (or a dtype conversion)
             target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
             high_inclusive=False,
@@ -242,8 +243,9 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
     scalar = a.ndim == 0 and np.ndim(m) == 0 and np.ndim(e) == 0
     # Round-off can leave the bound at this σ a few ulps above the target (seen: 3e-15);
     # 1e-13 relative more noise puts it on the safe side (well inside the 1e-12 reference match).
-    x = np.array(a, dtype=np.float64)  # a fresh buffer for the in-place steps below
-    x -= 0.5
+    x = a - 0.5  # a fresh buffer for the in-place steps below
+    if not isinstance(x, np.ndarray):
+        x = np.array(x)
     x *= x
     x *= 16.0
     np.log1p(x, out=x)
