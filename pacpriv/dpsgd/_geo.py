@@ -125,6 +125,8 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.n
         # column k of the weight matrix is non-zero on a contiguous range of d: one direct
         # (FIR) convolution per offset k, y_k[i] = Σ_d w[d, k] small[i − d]
         for k, d_lo, taps in (kern.columns_nz if skip_zero else kern.columns):
+            if d_lo >= n:
+                continue
             y = np.convolve(small, taps)[: n - d_lo]
             out[k + d_lo : k + n] += big[d_lo:] * y
         if n > d_max + 1:  # d > D: offset 0 (lower), or split to offsets 0 and 1 (upper)

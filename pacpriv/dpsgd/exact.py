@@ -30,8 +30,9 @@ __all__ = ["ExactAccuracy", "exact_membership_inference_accuracy"]
 _TAIL = 1e-13  # Q-tail of one coordinate's W sent to +inf (upper) / merged (lower)
 _WINDOW_TAU = 1e-15  # Chernoff bound on the mass outside the E-fold FFT window, per side
 _GEO_C = 40.0  # grid points per unit of ln T on the geometric grid (first attempt)
-_GEO_MIN_SPREAD = 0.3  # sd of ln T per epoch above which the geometric grid is used
-_LINEAR_MAX_POINTS = 2**21  # linear coordinate lattice size beyond which the geometric grid is used
+_MAX_ATTEMPT_S = 30.0  # no refinement whose predicted time exceeds this (seconds)
+_GEO_MIN_SPREAD = 0.15  # sd of ln T per epoch above which the geometric grid is used
+_LINEAR_MAX_POINTS = 2**20  # linear coordinate lattice size beyond which the geometric grid is used
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,10 @@ class ExactAccuracy:
         return self.upper - self.lower
 
     def to_dict(self) -> dict:
-        """JSON-serialisable dict."""
+        """JSON-serialisable dict (arrays become lists)."""
         out = asdict(self)
         out["width"] = self.width
-        return out
+        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in out.items()}
 
 
 def _t_top(sigma: float, steps: int, epochs: int, extra: float, tail: float) -> float:
@@ -242,6 +243,7 @@ def _scalar(sigma: float, steps: int, n_epochs: int, tol: float, direction: str,
                 bar.update(1)
 
         for attempt in range(refinements + 1):
+            t_attempt = time.perf_counter()
             res = _numeric_once(
                 sigma, steps, n_epochs, c=c, c_epoch=c_epoch, extra=extra,
                 direction=direction, method=method, tail=tail, tol=tol, tick=tick,
@@ -255,9 +257,12 @@ def _scalar(sigma: float, steps: int, n_epochs: int, tol: float, direction: str,
             if width <= tol:
                 break
             factor = min(4.0, 1.2 * math.sqrt(width / tol))
-            if method == "geometric":
-                factor = min(2.0, max(1.3, math.sqrt(factor)))
-                tail *= 1e-3
+            if method == "geometric":  # width ~ 1/c²: jump to the c that should meet tol
+                factor = min(4.0, max(1.3, 1.15 * math.sqrt(width / tol)))
+            # bounded time: the cost of an attempt grows like c² (geometric) or c (linear)
+            spent = time.perf_counter() - t_attempt
+            if spent * factor ** (2.2 if method == "geometric" else 1.2) > _MAX_ATTEMPT_S:
+                break
             c, c_epoch, extra = c * factor, c_epoch * factor, extra + 2.0
         lower, upper = best[0], best[1]
         details.update({k: (v.item() if isinstance(v, np.generic) else v)
