@@ -223,7 +223,8 @@ def noise_multiplier_for_accuracy(
         ``"closed-form"``: ``σ = 1/sqrt(ln(1 + M((1 + 16(a − ½)²)^{1/E} − 1)))``, the exact
         inverse of the chi-square bound [1]_ (vectorised, ~1 µs). ``"exact"``: the smallest σ
         (relative tolerance ``rtol``) whose certified exact accuracy is ≤ target, see
-        :func:`calibrate_noise_multiplier` (loops over array inputs).
+        :func:`calibrate_noise_multiplier`; arrays broadcast like the closed form, each distinct
+        element is searched once, the previous target's σ seeding the next search.
     rtol : float, default 1e-3
         Relative tolerance of the exact search.
 
@@ -252,15 +253,30 @@ def noise_multiplier_for_accuracy(
         )
     if method != "exact":
         raise ValueError(f"`method` must be 'closed-form' or 'exact'; got {method!r}.")
-    # validate (and broadcast) with the closed form's checks, then loop
+    # validate (and broadcast) with the closed form's checks, then calibrate each distinct
+    # (target, M, E) once, in increasing target order per (M, E): the previous σ, scaled by
+    # the closed-form ratio, is the first guess of the next search (shared work)
     closed_form_noise_multiplier(target_accuracy, steps_per_epoch=steps_per_epoch, epochs=epochs)
+    rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
     a, m, e = np.broadcast_arrays(
         np.asarray(target_accuracy, dtype=float), np.asarray(steps_per_epoch),
         np.asarray(epochs),
     )
+    keys = sorted({(int(mv), int(ev), float(av))
+                   for av, mv, ev in zip(a.ravel(), m.ravel(), e.ravel(), strict=True)})
+    found: dict = {}
+    prev: tuple | None = None
+    for mv, ev, av in keys:
+        guess = None
+        if prev is not None and prev[:2] == (mv, ev):
+            cf_prev = closed_form_noise_multiplier(prev[2], steps_per_epoch=mv, epochs=ev)
+            cf_now = closed_form_noise_multiplier(av, steps_per_epoch=mv, epochs=ev)
+            guess = found[prev] * cf_now / cf_prev
+        tol = float(np.clip((av - 0.5) * rel, 1e-7, 1e-4))
+        res = _calibrate(av, mv, ev, rel, tol, time.perf_counter(), guess=guess)
+        found[(mv, ev, av)] = res.noise_multiplier
+        prev = (mv, ev, av)
     out = np.empty(a.shape)
     for idx in np.ndindex(a.shape):
-        out[idx] = calibrate_noise_multiplier(
-            float(a[idx]), steps_per_epoch=int(m[idx]), epochs=int(e[idx]), rtol=rtol
-        ).noise_multiplier
+        out[idx] = found[(int(m[idx]), int(e[idx]), float(a[idx]))]
     return out.item() if out.ndim == 0 else out
