@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
+import numpy as np
+
 from pacpriv import _json
 from pacpriv.dpsgd import (
     calibrate_noise_multiplier,
@@ -78,17 +80,18 @@ def _exact(args) -> int:
         return 0
     print("certified exact membership-inference accuracy (lower rounded down, upper up)")
     print(f"{'noise multiplier':>16}  {'lower':>9}  {'upper':>9}  {'width':>8}")
-    for s, lo, up in zip(r.noise_multiplier, r.lower, r.upper, strict=True):
+    for s, lo, up in zip(np.atleast_1d(r.noise_multiplier), np.atleast_1d(r.lower),
+                         np.atleast_1d(r.upper), strict=True):
         print(f"{s:>16g}  {_down(lo)}  {_up(up)}  {up - lo:8.1e}")
     return 0
 
 
-def _down(x: float) -> str:
+def _down(x) -> str:
     """Seven decimals rounded toward −∞ (a lower bound stays a lower bound)."""
     return f"{math.floor(float(x) * 1e7) / 1e7:.7f}"
 
 
-def _up(x: float) -> str:
+def _up(x) -> str:
     """Seven decimals rounded toward +∞ (risk is never understated)."""
     return f"{math.ceil(float(x) * 1e7) / 1e7:.7f}"
 

@@ -61,20 +61,20 @@ class ExactAccuracy:
         Grid parameters, lattice sizes, total variation bounds, error terms and wall time.
     """
 
-    lower: float
-    upper: float
-    estimate: float
+    lower: float | np.ndarray
+    upper: float | np.ndarray
+    estimate: float | np.ndarray
     tolerance: float
-    converged: bool
-    noise_multiplier: float
-    steps_per_epoch: int
-    epochs: int
+    converged: bool | np.ndarray
+    noise_multiplier: float | np.ndarray
+    steps_per_epoch: int | np.ndarray
+    epochs: int | np.ndarray
     direction: str
     method: str
     details: dict = field(default_factory=dict)
 
     @property
-    def width(self) -> float:
+    def width(self) -> float | np.ndarray:
         """``upper − lower``."""
         return self.upper - self.lower
 
@@ -276,10 +276,10 @@ def _scalar(sigma: float, steps: int, n_epochs: int, tol: float, direction: str,
 
 
 def exact_membership_inference_accuracy(
-    noise_multiplier: float,
+    noise_multiplier: float | np.ndarray,
     *,
-    steps_per_epoch: int,
-    epochs: int,
+    steps_per_epoch: int | np.ndarray,
+    epochs: int | np.ndarray,
     tolerance: float = 1e-4,
     direction: str = "add",
     max_refinements: int = 4,
