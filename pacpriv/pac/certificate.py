@@ -1,6 +1,9 @@
-"""A (1−γ) certificate for PAC noise from finitely many trials (MATH.md §4).
+"""A (1−γ) certificate for PAC noise from finitely many trials.
 
-The plug-in rules of :mod:`.calibration` meet the budget for the *estimated* covariance only.
+Sources: Xiao & Devadas 2023 (Thm 3, the trace bound); Maurer & Pontil 2009 (Thm 4).
+
+The plug-in rules of :mod:`pacpriv.pac.calibration` meet the budget for the *estimated*
+covariance only.
 :func:`certify_noise` meets it for the true covariance of the released (clipped) mechanism with
 probability ``>= 1 − γ`` over the simulation:
 
