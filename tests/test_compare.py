@@ -255,7 +255,7 @@ def test_per_record_row_is_certified_and_attacked():
                             steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,
                             progress=False, rng=3, per_record_trials=60, per_record_records=3)
     methods = [r.method for r in res.rows]
-    assert methods[-2:] == ["PAC (anisotropic)", "PAC, per record (informed adversary)"]
+    assert methods[-2:] == ["PAC (certified)", "PAC, per record (informed adversary)"]
     row = res.rows[-1]
     assert row.family == "pac" and row.accuracy_bound <= 0.75 and row.mi_budget is None
     assert row.informed_attack["ci_low"] <= row.accuracy_bound
