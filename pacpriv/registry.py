@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pacpriv._optional import import_torch
 from pacpriv.datasets import DatasetInfo
 
 __all__ = [
@@ -144,6 +145,8 @@ def _decision_tree(info):
 
 def _mlp(info):
     from pacpriv.mechanisms import make_mlp
+
+    import_torch("the 'mlp' mechanism")  # fail before any trial, with the install hint
 
     center, scale = _scaling(info) if info is not None else (None, None)
     return make_mlp(

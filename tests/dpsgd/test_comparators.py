@@ -32,7 +32,7 @@ def test_table_closed_forms_and_exact():
     """Table with chi-square, exact, CKP and GDP rows; σ inverses reproduce the target."""
     t = compare_accountants(
         steps_per_epoch=100, epochs=10, noise_multiplier=1.0, target_accuracy=0.6,
-        methods=("chi-square", "exact", "ckp", "gdp-clt"),
+        methods=("chi-square", "exact", "ckp", "gdp-clt"), timeout=600,
     )
     rows = {r.method.split()[0]: r for r in t.rows}
     assert set(rows) == {"chi-square", "exact,", "CKP", "GDP"}
