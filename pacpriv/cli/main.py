@@ -13,6 +13,7 @@ status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from pacpriv.cli import compare as _compare_group
 from pacpriv.cli import dpsgd as _dpsgd_group
 from pacpriv.cli import pac as _pac_group
 from pacpriv.cli._args import UsageError, _Parser, number
+from pacpriv.cli._resources import shutdown_workers
 from pacpriv.exceptions import CalibrationError, MechanismError
 
 __all__ = ["GROUPS", "UsageError", "build_parser", "main", "number"]
@@ -56,8 +58,19 @@ def _one_line(exc: BaseException) -> str:
     return text
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"pacpriv: warning: {message}", file=sys.stderr if file is None else file)
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _print_warnings(caught: list) -> None:
+    """Print each kind of warning once: messages that differ only in their numbers are one
+    kind, shown with the first message and a count."""
+    kinds: dict[tuple, list[str]] = {}
+    for w in caught:
+        text = " ".join(str(w.message).split())
+        kinds.setdefault((w.category, _NUMBER.sub("#", text)), []).append(text)
+    for texts in kinds.values():
+        more = f" (and {len(texts) - 1} more like it)" if len(texts) > 1 else ""
+        print(f"pacpriv: warning: {texts[0]}{more}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,8 +81,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    previous = warnings.showwarning
-    warnings.showwarning = _show_warning
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            return _dispatch(args)
+        finally:
+            _print_warnings(caught)
+
+
+def _dispatch(args) -> int:
     try:
         return int(args.handler(args) or 0)
     except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as exc:
@@ -79,10 +98,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pacpriv: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("pacpriv: interrupted (finished trials are kept in the checkpoint)", file=sys.stderr)
+        shutdown_workers()
+        kept = ("finished trials are kept in --checkpoint" if getattr(args, "checkpoint", None)
+                else "pass --checkpoint DIR to keep finished trials next time")
+        print(f"pacpriv: interrupted; workers stopped ({kept})", file=sys.stderr)
         return 130
-    finally:
-        warnings.showwarning = previous
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -90,7 +90,13 @@ def _pac_report(result) -> dict:
         "mechanism": result.mechanism,
         "dataset": _public_dataset(d["dataset"]),
         "sampler": d["simulation"]["sampler"],
-        "simulation": d["simulation"],
+        "simulation": {
+            **d["simulation"],
+            # a file mechanism's private module name means nothing to the reader
+            "mechanism": result.mechanism
+            if "_pacpriv_user_mechanism_" in str(d["simulation"].get("mechanism"))
+            else d["simulation"].get("mechanism"),
+        },
         "spectrum": {
             # the eigenvalues are stored once, below (not also as top_eigenvalues)
             **{k: v for k, v in d["spectrum"].items() if k != "top_eigenvalues"},
