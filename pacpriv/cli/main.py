@@ -13,6 +13,7 @@ status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import warnings
@@ -97,6 +98,9 @@ def _dispatch(args) -> int:
     except (MechanismError, CalibrationError) as exc:
         print(f"pacpriv: error: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say
+        sys.stdout = open(os.devnull, "w")  # no flush error at exit
+        return 0
     except KeyboardInterrupt:
         shutdown_workers()
         kept = ("finished trials are kept in --checkpoint" if getattr(args, "checkpoint", None)

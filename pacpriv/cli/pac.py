@@ -322,7 +322,16 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
         print(f"{f'report ({fmt})':<21}{path}")
 
 
+def _check_prior(prior: float) -> None:
+    if not 0 < prior < 1:
+        raise UsageError(f"--prior must be in (0, 1); got {prior}")
+
+
 def _posterior(args) -> int:
+    _check_prior(args.prior)
+    for v in args.mi_budget:
+        if not (v >= 0 and math.isfinite(v)):
+            raise UsageError(f"--mi-budget must be finite numbers >= 0 (nats); got {v}")
     rows = [
         {
             "mi_budget_nats": v,
@@ -332,13 +341,24 @@ def _posterior(args) -> int:
         }
         for v in args.mi_budget
     ]
-    columns = [("mi_budget_nats", "mi_budget (nats)", 18, ".6g"), ("prior", "prior", 8, ".4g"),
-               ("posterior_success_bound", "posterior bound", 16, ".10f"),
-               ("pinsker_bound", "Pinsker", 10, ".6f")]
-    return print_rows(rows, columns, as_json=args.json)
+    if args.json:
+        return print_rows(rows, [], as_json=True)
+    shown = [{"mi_budget_nats": format_bound(r["mi_budget_nats"]),
+              "prior": format_bound(r["prior"]),
+              "posterior_success_bound": format_bound(r["posterior_success_bound"], 10,
+                                                      side="up"),
+              "pinsker_bound": format_bound(r["pinsker_bound"], 6, side="up")} for r in rows]
+    columns = [("mi_budget_nats", "mi_budget (nats)", 18, ""), ("prior", "prior", 8, ""),
+               ("posterior_success_bound", "posterior bound", 16, ""),
+               ("pinsker_bound", "Pinsker", 10, "")]
+    return print_rows(shown, columns, as_json=False)
 
 
 def _budget(args) -> int:
+    _check_prior(args.prior)
+    for a in args.target_accuracy:
+        if not 0 < a < 1:
+            raise UsageError(f"--target-accuracy must be in (0, 1); got {a}")
     rows = [
         {
             "target_accuracy": a,
@@ -347,6 +367,13 @@ def _budget(args) -> int:
         }
         for a in args.target_accuracy
     ]
-    columns = [("target_accuracy", "target", 10, ".6g"), ("prior", "prior", 8, ".4g"),
-               ("mi_budget_nats", "mi_budget (nats)", 18, ".10g")]
-    return print_rows(rows, columns, as_json=args.json)
+    if args.json:
+        return print_rows(rows, [], as_json=True)
+    # the budget is what a user will run with: round it down (a smaller budget is safer)
+    shown = [{"target_accuracy": format_bound(r["target_accuracy"]),
+              "prior": format_bound(r["prior"]),
+              "mi_budget_nats": format_bound(r["mi_budget_nats"], 10, side="down")}
+             for r in rows]
+    columns = [("target_accuracy", "target", 10, ""), ("prior", "prior", 8, ""),
+               ("mi_budget_nats", "mi_budget (nats)", 18, "")]
+    return print_rows(shown, columns, as_json=False)
