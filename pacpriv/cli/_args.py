@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Sequence
 
 __all__ = ["HelpFormatter", "UsageError", "number", "print_rows", "report_formats"]
@@ -40,6 +41,8 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        # values such as `-3:3` or `-1e-3` are values, not options (no flag starts with a digit)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str):
         self.exit(2, f"pacpriv: error: {message} (see '{self.prog} --help')\n")

@@ -45,17 +45,23 @@ def effective_n_jobs(n_jobs: int | None, backend: str | None) -> tuple[int | Non
 
 
 def check_output_dir(text: str, flag: str) -> Path:
-    """Create ``text`` (a directory) if needed and check it is writable; ``ValueError`` with
-    the flag and the reason otherwise. Runs before any work starts."""
+    """Check that ``text`` is, or can be created as, a writable directory; ``ValueError``
+    naming the flag and the reason otherwise. Creates nothing (the report writer does), so a
+    run refused later leaves no empty folder; runs before any work starts."""
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{flag} {text!r} is an existing file; give a directory path")
+    probe = path
+    while not probe.exists():  # the nearest existing ancestor must take the new folder
+        probe = probe.parent
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
+        if not probe.is_dir():
+            raise NotADirectoryError(20, f"{str(probe)!r} is a file")
+        with tempfile.TemporaryFile(dir=probe):
             pass
     except OSError as err:
-        raise ValueError(f"{flag} {text!r} is not a writable directory ({err.strerror})") from None
+        raise ValueError(f"{flag} {text!r} is not a writable directory "
+                         f"({err.strerror or err})") from None
     return path
 
 

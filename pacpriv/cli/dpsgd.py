@@ -55,13 +55,13 @@ def _sigma(args) -> int:
     if args.method == "closed-form":
         s = noise_multiplier_for_accuracy(args.target_accuracy, **kw)
         return _emit(args, {"noise_multiplier": s, "method": "closed-form"},
-                     [("noise multiplier (closed form)", format_bound(s, 7, side="up"))])
+                     [("noise multiplier (closed form)", format_bound(s, 8, side="up"))])
     r = calibrate_noise_multiplier(args.target_accuracy, **kw, rtol=args.rtol)
     return _emit(args, r.to_dict(), [
         # a sigma is shown rounded up (more noise is the safe side), an interval outward
-        ("noise multiplier (exact, certified)", format_bound(r.noise_multiplier, 7, side="up")),
+        ("noise multiplier (exact, certified)", format_bound(r.noise_multiplier, 8, side="up")),
         ("noise multiplier (closed form)",
-         format_bound(r.closed_form_noise_multiplier, 7, side="up")),
+         format_bound(r.closed_form_noise_multiplier, 8, side="up")),
         ("noise saving", format_percent(r.noise_saving, 1, side="down")),
         ("certified accuracy at sigma",
          f"[{format_bound(r.accuracy.lower, 6, side='down')}, "
