@@ -5,7 +5,10 @@ A privacy bound shown with fewer digits must never look lower than it is, so eve
 rounds *toward the safe side*: upward for risk (accuracy, posterior success, MI), downward for
 protection (noise). Rounding uses ``decimal.Decimal``, so the text never reads lower (higher)
 than the float; it starts from the shortest decimal text that reads back as the same float
-(``repr``), so ``0.1`` stays ``0.1``.
+(``repr``), so ``0.1`` stays ``0.1``. That text is first read to :data:`SIGNIFICANT` significant
+digits, the relative accuracy (about 1e-12) of the computations behind every bound (KL
+inversion, log-determinants), so float noise such as ``0.6000000000000001`` from a calibration
+to 0.6 shows as ``60.00%``, not ``60.01%``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ __all__ = ["SIDES", "format_bound", "format_percent", "round_bound"]
 #: ``side`` values: ``"up"`` (risk: shown >= value), ``"down"`` (noise: shown <= value),
 #: ``"nearest"`` (neither).
 SIDES = ("up", "down", "nearest")
+
+#: Significant digits a float is read to before rounding (the computations' accuracy).
+SIGNIFICANT = 12
 _ROUNDING = {"up": ROUND_CEILING, "down": ROUND_FLOOR, "nearest": ROUND_HALF_EVEN}
 
 
@@ -28,10 +34,19 @@ def _check_side(side: str) -> str:
     return _ROUNDING[side]
 
 
+def _read(x: float) -> Decimal:
+    """``x`` as a Decimal: its shortest repr, read to :data:`SIGNIFICANT` digits."""
+    d = Decimal(repr(float(x)))  # shortest text that reads back as the same float
+    if d == 0:
+        return d
+    return d.quantize(Decimal(1).scaleb(d.adjusted() - SIGNIFICANT + 1),
+                      rounding=ROUND_HALF_EVEN)
+
+
 def round_bound(x: float, digits: int = 6, *, side: str = "up") -> Decimal:
     """``x`` rounded to ``digits`` significant digits toward ``side``, as an exact Decimal."""
     rounding = _check_side(side)
-    d = Decimal(repr(float(x)))  # shortest text that reads back as the same float
+    d = _read(x)
     if d == 0:
         return d
     quantum = Decimal(1).scaleb(d.adjusted() - digits + 1)
@@ -98,6 +113,6 @@ def format_percent(
     if x is None:
         return "—"
     rounding = _check_side(side)
-    v = Decimal(repr(float(x))).scaleb(2)  # exact, unlike * 100 under the context precision
+    v = _read(x).scaleb(2)  # exact, unlike * 100 under the context precision
     text = f"{v.quantize(Decimal(1).scaleb(-decimals), rounding=rounding)}%"
     return text + (" (vacuous)" if vacuous else "")

@@ -105,16 +105,27 @@ def test_csv_non_numeric_reports_line(tmp_path):
     """A non-numeric feature value names the file, line and column."""
     path = tmp_path / "bad.csv"
     path.write_text("a,b\n1,2\n3,oops\n")
-    with pytest.raises(ValueError, match=r"line 3, column 2: non-numeric value 'oops'"):
+    with pytest.raises(ValueError, match=r"line 3, column 2: non-numeric value; ") as err:
         load_dataset(path)
+    assert "oops" not in str(err.value)  # a record's value stays out of messages (and logs)
+    assert "pass --label-column b" in str(err.value)
 
 
 def test_csv_missing_value(tmp_path):
     """An empty field is a non-numeric value, not a silent NaN."""
     path = tmp_path / "gap.csv"
     path.write_text("1,2\n3,\n")
-    with pytest.raises(ValueError, match=r"line 2, column 2: non-numeric value ''"):
+    with pytest.raises(ValueError, match=r"line 2, column 2: empty value"):
         load_dataset(path)
+
+
+def test_csv_other_delimiter_is_hinted(tmp_path):
+    """A ';'-separated file read with ',' says which delimiter to pass."""
+    path = tmp_path / "semi.csv"
+    path.write_text("a;b\n1;2\n3;4\n")
+    with pytest.raises(ValueError, match=r"pass --delimiter ';'"):
+        load_dataset(path)
+    assert load_dataset(path, delimiter=";").X.tolist() == [[1.0, 2.0], [3.0, 4.0]]
 
 
 def test_csv_non_finite(tmp_path):

@@ -109,6 +109,9 @@ def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> 
     if dataset.y is None and "unpack" in text:
         text += (" -- the subset is an array X because no --label-column was given; pass "
                  "--label-column NAME to receive (X, y)")
+    elif dataset.y is not None and "tuple" in text:
+        text += (" -- with --label-column the subset is a tuple (X, y); unpack it with "
+                 "`X, y = subset`")
     if text != str(err) and err.args:
         err.args = (text, *err.args[1:])
 
