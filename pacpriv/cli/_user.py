@@ -29,6 +29,10 @@ __all__ = [
 #: Header names that usually hold labels; read as a feature without --label-column (hinted).
 LABEL_NAMES = ("label", "labels", "target", "class", "y")
 
+#: API argument names of load_dataset -> the CLI flags that set them.
+_FLAGS = {"feature_ranges": "--feature-ranges", "label_column": "--label-column",
+          "delimiter": "--delimiter"}
+
 _PRIVATE_MODULE = re.compile(r"_pacpriv_user_mechanism_[0-9a-f]+\.")
 
 
@@ -56,8 +60,15 @@ def load_cli_dataset(args) -> Dataset:
     if label is not None and label.lstrip("-").isdigit():
         label = int(label)
     delimiter = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
-    dataset = load_dataset(args.dataset, label_column=label, delimiter=delimiter,
-                           feature_ranges=getattr(args, "feature_ranges", None))
+    try:
+        dataset = load_dataset(args.dataset, label_column=label, delimiter=delimiter,
+                               feature_ranges=getattr(args, "feature_ranges", None))
+    except (ValueError, TypeError) as err:  # name the flags, not the API arguments
+        text = str(err)
+        for api, flag in _FLAGS.items():
+            text = text.replace(f"`{api}`=", f"{flag} ").replace(f"`{api}`", flag)
+        err.args = (text,)
+        raise
     if dataset.y is None:
         suspects = [n for n in dataset.feature_names if n.strip().lower() in LABEL_NAMES]
         if suspects:

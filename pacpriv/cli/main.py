@@ -50,9 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_NUMPY_SCALAR = re.compile(r"np\.(?:float|int|bool_?)\d*\(([^()]*)\)")
+
+
 def _one_line(exc: BaseException) -> str:
     msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-    text = " ".join(str(msg).split())
+    text = _NUMPY_SCALAR.sub(r"\1", " ".join(str(msg).split()))  # no np.float64(...)
     cause = exc.__cause__
     if cause is not None and str(cause) and str(cause) not in text:
         text += f" (caused by {type(cause).__name__}: {' '.join(str(cause).split())})"

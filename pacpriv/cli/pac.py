@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 
 from pacpriv._numbers import format_bound, format_percent
@@ -94,10 +95,12 @@ def add_parser(subparsers, name: str) -> None:
         help="Algorithm 1 confidence 1-gamma (rule algorithm1)",
     )
     run.add_argument(
-        "--c", type=number, default=None, help="Algorithm 1 eigenvalue threshold c"
+        "--c", type=number, default=None,
+        help="Algorithm 1 eigenvalue threshold c (needed by --rule algorithm1)"
     )
     run.add_argument(
-        "--beta", type=number, default=None, help="Algorithm 1 slack beta (nats)"
+        "--beta", type=number, default=None,
+        help="Algorithm 1 slack beta in nats (needed by --rule algorithm1)"
     )
     run.add_argument(
         "--output-bound",
@@ -215,6 +218,9 @@ def _check_args(args) -> None:
         raise UsageError(f"--timeout must be a finite number of seconds > 0; got {args.timeout}")
     if args.scheduler is not None and args.backend != "dask":
         raise UsageError("--scheduler applies to --backend dask only")
+    if args.backend == "dask" and args.scheduler is None:
+        raise UsageError("--backend dask needs --scheduler ADDRESS (a running Dask scheduler, "
+                         "e.g. tcp://host:8786); for this machine alone use --n-jobs")
     if args.ray_address is not None and args.backend != "ray":
         raise UsageError("--ray-address applies to --backend ray only")
     algorithm1 = {"--confidence": args.confidence, "--c": args.c, "--beta": args.beta,
@@ -225,6 +231,21 @@ def _check_args(args) -> None:
                          f"{args.rule}")
     if args.confidence is not None and not 0 < args.confidence < 1:
         raise UsageError(f"--confidence must be in (0, 1); got {args.confidence}")
+
+
+#: run_pac argument names -> the flags that set them (errors name what the user typed).
+_RUN_FLAGS = {"mi_budget": "--mi-budget", "n_trials": "--trials", "c": "--c", "beta": "--beta",
+              "confidence": "--confidence", "output_bound": "--output-bound",
+              "timeout": "--timeout", "retries": "--retries", "n_jobs": "--n-jobs",
+              "backend": "--backend", "checkpoint": "--checkpoint", "rule": "--rule",
+              "sampling_rate": "--sampling-rate", "subset_size": "--subset-size"}
+
+
+def _flag_names(text: str) -> str:
+    for api, flag in _RUN_FLAGS.items():
+        text = re.sub(rf"\b{api}='([^']*)'", rf"{flag} \1", text)
+        text = text.replace(f"`{api}`", flag)
+    return text
 
 
 def _run(args) -> int:
@@ -280,6 +301,8 @@ def _run(args) -> int:
             )
         except Exception as err:
             explain_mechanism_error(err, args.mechanism, dataset)
+            if err.args and isinstance(err.args[0], str):
+                err.args = (_flag_names(err.args[0]), *err.args[1:])
             raise
     paths = write_report(result, out, formats=formats)
     if args.json:
@@ -357,8 +380,11 @@ def _posterior(args) -> int:
 def _budget(args) -> int:
     _check_prior(args.prior)
     for a in args.target_accuracy:
-        if not 0 < a < 1:
-            raise UsageError(f"--target-accuracy must be in (0, 1); got {a}")
+        if not max(args.prior, 1 - args.prior) <= a < 1:
+            raise UsageError(
+                f"--target-accuracy must be in [{format_bound(max(args.prior, 1 - args.prior))}"
+                f", 1) for --prior {args.prior} (no budget gives less than the blind guess); "
+                f"got {a}")
     rows = [
         {
             "target_accuracy": a,

@@ -56,12 +56,12 @@ def _hint(text: str, column: int, header, delimiter: str, label) -> str:
     for other in (";", "\t", ",", "|"):
         if other != delimiter and other in text:
             shown = "\\t" if other == "\t" else other
-            return (f" (the line looks {shown!r}-separated: pass --delimiter '{shown}' / "
-                    f"delimiter={other!r})")
+            return (f" (the line looks {shown!r}-separated: pass --delimiter '{shown}', "
+                    f"or delimiter={other!r} in Python)")
     if label is None:
         name = header[column] if header is not None else str(column)
-        return (f"; if column {name!r} holds labels, pass --label-column {name} / "
-                f"label_column={name!r}")
+        return (f"; if column {name!r} holds labels, pass --label-column {name} (or "
+                f"label_column={name!r} in Python)")
     return ""
 
 
