@@ -87,19 +87,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with warnings.catch_warnings(record=True) as caught:
         try:
-            return _dispatch(args)
+            return _dispatch(args, _flags_of(parser))
         finally:
             _print_warnings(caught)
 
 
-def _dispatch(args) -> int:
+def _flags_of(parser: argparse.ArgumentParser) -> set[str]:
+    flags: set[str] = set()
+    for action in parser._actions:
+        flags.update(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                flags |= _flags_of(sub)
+    return flags
+
+
+def _as_flags(text: str, flags: set[str]) -> str:
+    """Name the flag the user typed: `steps_per_epoch` -> --steps-per-epoch."""
+    def repl(m: re.Match) -> str:
+        flag = "--" + m.group(1).replace("_", "-")
+        return flag if flag in flags else m.group(0)
+
+    return re.sub(r"`([a-z][a-z0-9_]*)`", repl, text)
+
+
+def _dispatch(args, flags: set[str]) -> int:
     try:
         return int(args.handler(args) or 0)
     except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as exc:
-        print(f"pacpriv: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 2
     except (MechanismError, CalibrationError) as exc:
-        print(f"pacpriv: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say
         sys.stdout = open(os.devnull, "w")  # no flush error at exit
