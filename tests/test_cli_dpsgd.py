@@ -40,7 +40,8 @@ def test_bad_input_exit_2(capsys):
     assert main(["dpsgd", "bound", "--steps-per-epoch", "0", "--epochs", "1",
                  "--noise-multiplier", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("pacpriv: error:") and "--steps-per-epoch must be" in err[0]  # the flag, not the API name
+    assert len(err) == 1 and err[0].startswith("pacpriv: error:")
+    assert "--steps-per-epoch must be" in err[0]  # the flag the user typed, not the API name
 
 
 def test_compare_needs_sigma_or_target(capsys):
