@@ -12,9 +12,8 @@ Two halves answer one question -- how well can an adversary tell whether a recor
 ``import pacpriv`` imports neither torch, matplotlib, dp-accounting nor dask.
 """
 
-__version__ = "0.1.0"  # before the imports: pacpriv.cli reads it
-
 from pacpriv import _source_checkout  # noqa: F401  (finds pacpriv.mechanisms in a checkout)
+from pacpriv._version import __version__
 from pacpriv.compare import ComparisonResult, compare_pac_dpsgd
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.dpsgd import (
@@ -49,6 +48,7 @@ from pacpriv.pac import (
     run_pac,
     simulate,
 )
+from pacpriv.prediction import PrivatePredictor
 from pacpriv.registry import available_mechanisms, register_mechanism, resolve_mechanism
 from pacpriv.report import write_report
 from pacpriv.wrapper import pac_private
@@ -71,6 +71,8 @@ __all__ = [
     "mi_budget_for_accuracy",
     "pinsker_bound",
     "posterior_success_rate",
+    # PAC-private prediction: adaptive queries, posterior-tracked worlds (serve: pacpriv[serve])
+    "PrivatePredictor",
     # PAC Privacy: wrapping a function, composition ledger
     "PrivacyLedger",
     "pac_private",

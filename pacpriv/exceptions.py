@@ -14,6 +14,7 @@ __all__ = [
     "ConstantOutputWarning",
     "DegenerateOutputWarning",
     "MechanismError",
+    "NotReproducibleWarning",
     "PacprivWarning",
     "UndersampledWarning",
     "VacuousBoundWarning",
@@ -81,8 +82,18 @@ class VacuousBoundWarning(PacprivWarning):
 class UndersampledWarning(PacprivWarning):
     """Too few trials to explore every output direction.
 
-    With ``n_trials - 1 < d`` the sample covariance has rank below ``d``: directions outside the
-    span of the simulated outputs get no noise from the plug-in rules, so the MI bound holds only
-    if the true output distribution has no variance there. Use more trials than output
-    dimensions, or ``rule="isotropic"``/``"algorithm1"``.
+    With ``n_trials - 1 < d`` the sample covariance has rank below ``d``. Directions outside the
+    span of the simulated outputs are charged the whole trace when the sample filled all
+    ``n_trials - 1`` directions (costly), else only the numerical resolution, and then the MI
+    bound holds only if the true output distribution has no variance there. Use more trials
+    than output dimensions, or ``rule="isotropic"``/``"algorithm1"``.
+    """
+
+
+class NotReproducibleWarning(PacprivWarning):
+    """Re-running a trial from its seed gave a different output: the run is not reproducible.
+
+    The usual cause is randomness drawn outside the mechanism's ``rng`` argument (the global
+    ``numpy.random`` or ``random`` state, an unseeded library, the clock); the simulation result
+    and the report then say "not reproducible". Draw all randomness from ``rng``.
     """

@@ -27,6 +27,11 @@ __all__ = ["LedgerEntry", "PrivacyLedger"]
 _SLACK = 1e-12  # relative round-off slack of the cap
 
 
+def _check_prior(prior) -> float:
+    return check_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,
+                      high_inclusive=False)
+
+
 @dataclass(frozen=True)
 class LedgerEntry:
     """One recorded release.
@@ -57,6 +62,11 @@ class PrivacyLedger:
     ----------
     total_budget : float or None, default None
         Cap on the summed budget, nats, ``> 0``; ``None`` records without a cap.
+    prior : float or None, default None
+        Blind-guess success rate ``p0`` in ``(0, 1)`` of the secret the releases are about
+        (``max(q, 1 − q)`` for inclusion probability ``q``). A
+        :class:`~pacpriv.wrapper.PacPrivateFunction` sets it from its sampler when it is
+        calibrated; see :meth:`use_prior`.
 
     Notes
     -----
@@ -77,11 +87,31 @@ class PrivacyLedger:
     0.04
     """
 
-    def __init__(self, total_budget: float | None = None) -> None:
+    def __init__(self, total_budget: float | None = None, *, prior: float | None = None) -> None:
         if total_budget is not None:
             total_budget = check_real(total_budget, "total_budget", low=0.0, low_inclusive=False)
         self._total = total_budget
         self._entries: list[LedgerEntry] = []
+        self._prior = None if prior is None else _check_prior(prior)
+
+    @property
+    def prior(self) -> float | None:
+        """Blind-guess prior ``p0`` of the posterior bound (``None`` until known)."""
+        return self._prior
+
+    def use_prior(self, prior: float) -> None:
+        """Record the blind-guess prior of a release (the wrappers call this when calibrated).
+
+        Functions sharing a ledger release about one secret; if they report different priors,
+        the largest is kept (the posterior bound grows with the prior: the safe side).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``prior`` is not a real number in ``(0, 1)``.
+        """
+        p = _check_prior(prior)
+        self._prior = p if self._prior is None else max(self._prior, p)
 
     @property
     def total_budget(self) -> float | None:
@@ -145,19 +175,34 @@ class PrivacyLedger:
         self._entries.append(entry)
         return entry
 
-    def posterior_success_bound(self, *, prior: float = 0.5) -> float:
+    def posterior_success_bound(self, *, prior: float | None = None) -> float:
         """Posterior-success bound of an adversary seeing every recorded release.
 
-        ``posterior_success_rate(spent, prior=prior)`` ([1]_ Thm 1): with ``prior = ½`` the
-        membership-inference accuracy bound after composition.
+        ``posterior_success_rate(spent, prior=p0)`` ([1]_ Thm 1), with ``p0`` the given
+        ``prior`` or else the ledger's own (:attr:`prior`, set by the calibrated wrapper):
+        never an assumed ½.
+
+        Raises
+        ------
+        ValueError
+            If no prior is given and the ledger has none, or ``prior`` is outside ``(0, 1)``.
         """
 
-        return float(posterior_success_rate(self.spent, prior=prior))
+        if prior is None:
+            if self._prior is None:
+                raise ValueError(
+                    "`prior` is required: this ledger has no membership prior yet (calibrate "
+                    "a PacPrivateFunction that uses it, or pass prior=max(q, 1 - q) for "
+                    "inclusion probability q)."
+                )
+            prior = self._prior
+        return float(posterior_success_rate(self.spent, prior=_check_prior(prior)))
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary: cap, spent, remaining and every entry."""
         return {
             "total_budget": self._total,
+            "prior": self._prior,
             "spent": self.spent,
             "remaining": None if self._total is None else self.remaining,
             "releases": [e.to_dict() for e in self._entries],

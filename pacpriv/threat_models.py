@@ -12,7 +12,12 @@ References
 
 from __future__ import annotations
 
-__all__ = ["THREAT_MODELS", "THREAT_MODEL_DPSGD", "THREAT_MODEL_PAC"]
+__all__ = [
+    "THREAT_MODELS",
+    "THREAT_MODEL_DPSGD",
+    "THREAT_MODEL_PAC",
+    "THREAT_MODEL_PAC_RECORD",
+]
 
 #: PAC membership privacy of a black-box release (the PAC report) [1]_.
 THREAT_MODEL_PAC = (
@@ -27,6 +32,20 @@ THREAT_MODEL_PAC = (
     "adversary. It is an average-case guarantee over the sampler's randomness, estimated by "
     "Monte-Carlo simulation on this pool; it is not differential privacy (no worst case over "
     "datasets)."
+)
+
+#: Per-record PAC membership privacy against an informed adversary [1]_ §2.
+THREAT_MODEL_PAC_RECORD = (
+    "Per-record PAC membership privacy, informed adversary [Xiao & Devadas, CRYPTO 2023, §2]. "
+    "Memberships are independent (Poisson sampling with rate q). The secret is one bit: whether "
+    "one target record i was used. The adversary knows the whole pool, the mechanism, its "
+    "internal randomness, the noise covariance and whether every other record was used; it sees "
+    "one noisy release f(X) + B. Its best accuracy is the Bayes accuracy of two Gaussians, "
+    "N(f(X without i) + Δi, Σ_B) against N(f(X without i), Σ_B), averaged over the other "
+    "records' memberships; any adversary that knows less does no better. The bound is certified "
+    "per audited record from simulation (empirical Bernstein, union bound over the audited "
+    "records) for this pool, on average over the other records' memberships; it is neither a "
+    "worst case over datasets (DP) nor a bound on inferences about the whole subset."
 )
 
 #: Threat model of every number a :class:`pacpriv.dpsgd.DPSGDSpec` reports [2]_.
@@ -52,6 +71,16 @@ THREAT_MODELS = {
         "posterior success of every such adversary (Thm 1); the bound holds on average over "
         "the sampler, for this pool, as estimated by simulation; it covers the whole subset "
         "at once, hence every single record's membership."
+    ),
+    "pac_record": (
+        "PAC Privacy per record [Xiao & Devadas 2023, §2]: the secret is whether one target "
+        "record is in the training subset (Poisson-1/2, memberships independent). The informed "
+        "adversary knows the whole pool, the training code with its public seed, the noise "
+        "covariance and the membership of every other record, sees the noisy parameters once "
+        "and guesses the target's bit. The bound is the Bayes accuracy of this test, averaged "
+        "over the other records' memberships and certified from simulation for each audited "
+        "record (empirical Bernstein with a union bound); it concerns one record at a time, "
+        "on this pool, not the whole subset and not the worst case over datasets."
     ),
     "dpsgd": (
         "DP-SGD with random allocation [RA-MIA]: the secret is whether one target record is "

@@ -39,7 +39,9 @@ from pacpriv.pac.covariance import OutputSpectrum
 from pacpriv.pac.engine import SimulationResult
 from pacpriv.pac.options import ExecutionOptions, merge_execution
 from pacpriv.pac.posterior import posterior_success_rate
+from pacpriv.pac.prior import resolve_membership_prior
 from pacpriv.pac.release import privatize
+from pacpriv.pac.samplers import as_sampler
 
 __all__ = ["PacPrivateFunction", "from_estimator", "from_torch", "pac_private", "sort_rows"]
 
@@ -73,7 +75,16 @@ class PacPrivateFunction:
         Engine output of the calibration (masks, outputs, seeds).
     posterior_success_bound : float or None
         Posterior-success bound of one release, ``posterior_success_rate(plan.mi_claim,
-        prior=max(q, 1 − q))`` with ``q`` the sampler's membership prior ([1]_ Thm 1).
+        prior=blind_guess_prior)`` ([1]_ Thm 1).
+    membership_prior : float or None
+        Inclusion probability ``q`` of the calibration's sampler (declared, or the masks'
+        overall rate when estimated).
+    blind_guess_prior : float or None
+        Prior of the posterior bounds: the best blind guess ``max(q, 1 − q)``, or an upper
+        confidence bound on it when the sampler declares no inclusion probability (see
+        :func:`pacpriv.pac.prior.resolve_membership_prior`). Also handed to the ledger.
+    prior_explanation : str or None
+        One line saying which prior was used and why.
     ledger : PrivacyLedger
     """
 
@@ -109,6 +120,9 @@ class PacPrivateFunction:
         self.spectrum: OutputSpectrum | None = None
         self.simulation: SimulationResult | None = None
         self.posterior_success_bound: float | None = None
+        self.membership_prior: float | None = None
+        self.blind_guess_prior: float | None = None
+        self.prior_explanation: str | None = None
         functools.update_wrapper(self, func, updated=())
 
     def calibrate(
@@ -131,7 +145,8 @@ class PacPrivateFunction:
         n_trials : int, default 1000
             Simulated subsets, ``>= 2``.
         sampler : Sampler, callable, str or None
-            Distribution of the secret subset (None: Poisson-½).
+            Distribution of the secret subset (None: Poisson-½). A callable should declare
+            its ``inclusion_probability``; otherwise the prior is bounded from the masks.
         n_jobs : int or None
             joblib workers for the simulation.
         rng : None, int, SeedSequence or Generator
@@ -156,6 +171,7 @@ class PacPrivateFunction:
             If ``func`` fails or returns a bad output in a trial.
         """
         n_trials = check_int(n_trials, "n_trials", low=2)
+        sampler = as_sampler(sampler)
         execution = merge_execution(
             options, {"n_jobs": None, "progress": False}, n_jobs=n_jobs, progress=progress
         )
@@ -163,11 +179,15 @@ class PacPrivateFunction:
             self.func, pool, mi_budget=self.mi_budget, rule=self.rule,
             n_trials=n_trials, sampler=sampler, rng=rng, **execution,
         )
-        prior = sim.membership_prior if sim.membership_prior is not None else 0.5
-        baseline = max(prior, 1.0 - prior)  # best blind guess (Thm 1 is per-adversary)
+        # best blind guess (Thm 1 is per-adversary): declared, or bounded from the masks
+        prior = resolve_membership_prior(sampler, sim.masks, n_records=sim.n_records)
         self.simulation, self.spectrum, self.plan = sim, spectrum, plan
+        self.membership_prior = prior.inclusion_probability
+        self.blind_guess_prior = prior.blind_guess
+        self.prior_explanation = prior.explanation
+        self.ledger.use_prior(prior.blind_guess)
         self.posterior_success_bound = float(posterior_success_rate(plan.mi_claim,
-                                                                    prior=baseline))
+                                                                    prior=prior.blind_guess))
         return self
 
     def __call__(self, subset: Any, *, rng: RNGLike = None, label: str | None = None) -> np.ndarray:
@@ -263,7 +283,7 @@ def from_estimator(
     ----------
     estimator : sklearn estimator
         Unfitted template (cloned on every call; the adapter is picklable).
-    attributes : sequence of str or callable, default ("coef_", "intercept_")
+    attributes : sequence of str or callable, default ``("coef_", "intercept_")``
         Fitted attributes, flattened and concatenated (e.g. ``("cluster_centers_",)``). For a
         scikit-learn ``Pipeline``, a plain name is read from the last step, or give a path
         (``"steps[-1].coef_"``, ``"named_steps.clf.coef_"``) or a callable

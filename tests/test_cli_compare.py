@@ -11,7 +11,8 @@ from pacpriv.cli import main
 pytest.importorskip("torch")
 
 SMALL = ["--trials", "8", "--epochs", "1", "--steps-per-epoch", "2", "--repeats", "1",
-         "--n-jobs", "1", "--seed", "3", "--no-progress", "--no-exact", "--format", "json,md"]
+         "--n-jobs", "1", "--seed", "3", "--no-progress", "--no-exact", "--format", "json,md",
+         "--per-record-trials", "0"]  # the per-record row: tests/test_compare.py (slow)
 
 
 @pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
@@ -41,6 +42,7 @@ def test_compare_prints_table_and_writes_report(tmp_path, capsys):
         (["--trials", "1"], "`n_trials` must be an integer in [2, inf); got 1"),
         (["--dataset", "nope"], "unknown dataset 'nope'"),
         (["--format", "pdf"], "--format must list json, md and/or html"),
+        (["--per-record-trials", "5"], "--per-record-trials must be 0 or >= 10"),
     ],
 )
 def test_compare_bad_input_exits_2_with_one_line(argv, match, tmp_path, capsys):

@@ -20,7 +20,8 @@ from pacpriv.datasets import load_dataset
 from pacpriv.pac.samplers import PoissonSampler
 
 A = 0.6
-TINY = dict(epochs=2, steps_per_epoch=2, n_repeats=2, n_jobs=1, progress=False)
+TINY = dict(epochs=2, steps_per_epoch=2, n_repeats=2, n_jobs=1, progress=False,
+            per_record_trials=0)  # the per-record row has its own test below
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +137,7 @@ def test_scale_features_maps_published_range_to_unit_box():
 @pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
 def test_exact_row_uses_the_exact_calibration(monkeypatch):
     """The exact row trains with σ from noise_multiplier_for_accuracy(method="exact")."""
-    import types
-
+    from pacpriv.compare import models
     from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
 
     calls = []
@@ -147,11 +147,10 @@ def test_exact_row_uses_the_exact_calibration(monkeypatch):
         return 0.8 * closed_form_noise_multiplier(target_accuracy, steps_per_epoch=steps_per_epoch,
                                                   epochs=epochs)
 
-    stub = types.ModuleType("pacpriv.dpsgd.calibration")
-    stub.noise_multiplier_for_accuracy = fake
-    monkeypatch.setitem(sys.modules, "pacpriv.dpsgd.calibration", stub)
+    monkeypatch.setattr(models, "noise_multiplier_for_accuracy", fake)
     res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.7, n_trials=6, epochs=1,
-                            steps_per_epoch=3, n_repeats=1, n_jobs=1, progress=False, rng=1)
+                            steps_per_epoch=3, n_repeats=1, n_jobs=1, progress=False, rng=1,
+                            per_record_trials=0)
     assert calls == [(0.7, 3, 1, "exact")]
     closed, exact = res.row("dpsgd", exact=False), res.row("dpsgd", exact=True)
     assert exact.noise_multiplier == pytest.approx(0.8 * closed.noise_multiplier, rel=1e-12)
@@ -163,6 +162,7 @@ def test_exact_row_uses_the_exact_calibration(monkeypatch):
 def test_seeded_comparison_is_reproducible():
     """Same seed → the same table; another seed → another membership and table."""
     kw = dict(n_trials=6, epochs=1, steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,
+              per_record_trials=0,
               progress=False)
 
     def table(seed):
@@ -223,6 +223,9 @@ def test_plot_rows_fit_the_plotting_helper(result):
         ({"dataset": "diabetes"}, ValueError, r"classification pool with >= 2 classes"),
         ({"dataset": 3}, TypeError, r"`dataset` must be a name, a path or a Dataset"),
         ({"exact": "yes"}, TypeError, r"`exact` and `progress` must be bools"),
+        ({"per_record_trials": 5}, ValueError, r"`per_record_trials` must be 0 or >= 10"),
+        ({"per_record_trials": 20}, ValueError, r"`per_record_trials`.*smallest certifiable"),
+        ({"per_record_records": 0}, ValueError, r"`per_record_records` must be an integer"),
     ],
 )
 def test_invalid_arguments(kwargs, exc, match):
@@ -237,3 +240,24 @@ def test_import_does_not_load_torch():
             "print(any(m in sys.modules for m in ('torch', 'matplotlib')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_per_record_row_is_certified_and_attacked():
+    """The per-record row: certified <= a for its audited records, informed attack below it,
+    whole-subset row kept, three threat models in the Markdown."""
+    res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.75, n_trials=8, epochs=1,
+                            steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,
+                            progress=False, rng=3, per_record_trials=60, per_record_records=3)
+    methods = [r.method for r in res.rows]
+    assert methods[-2:] == ["PAC (anisotropic)", "PAC, per record (informed adversary)"]
+    row = res.rows[-1]
+    assert row.family == "pac" and row.accuracy_bound <= 0.75 and row.mi_budget is None
+    assert row.informed_attack["ci_low"] <= row.accuracy_bound
+    assert res.settings["per_record_records"] == 3
+    md = res.to_markdown()
+    assert "PAC Privacy, per record (informed adversary)." in md
+    assert "PAC Privacy, whole subset." in md and "**DP-SGD.**" in md
+    assert "informed-attack accuracy" in md
+    json.dumps(res.to_dict())

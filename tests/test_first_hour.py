@@ -133,7 +133,8 @@ def test_prior_label_and_posterior_command_reproduce_the_headline(user, capsys):
     bound = report["privacy"]["posterior_success_bound"]
     md = Path("rep/report.md").read_text()
     assert "prior 70.00%" in md and "prior 30" not in md
-    assert "max(q, 1 − q) = 0.7" in md
+    assert re.search(r"max\(q, 1 [−-] q\) = 0\.7", md)
+    assert "| sampler prior | 0.3 |" not in md  # q is not called the prior
     assert f"posterior bound      {format_percent(bound)} (prior 70.00%" in out
     command = re.search(r"Reproduce: `pacpriv (pac posterior [^`]+)`", md).group(1)
     assert command in out

@@ -67,11 +67,12 @@ def test_spent_never_exceeds_cap(charges):
 
 def test_no_cap_and_posterior_bound():
     """Without a cap nothing is refused; the composed bound is p*(spent)."""
-    ledger = PrivacyLedger()
+    ledger = PrivacyLedger(prior=0.5)
     for _ in range(5):
         ledger.charge(0.2)
     assert ledger.remaining == math.inf
-    assert ledger.posterior_success_bound() == pytest.approx(posterior_success_rate(1.0))
+    assert ledger.posterior_success_bound() == pytest.approx(
+        posterior_success_rate(1.0, prior=0.5))
     assert ledger.posterior_success_bound() == 1.0  # 1 nat > ln 2: vacuous for prior 1/2
     json.dumps(ledger.to_dict())
 

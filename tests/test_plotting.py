@@ -112,19 +112,21 @@ def test_posterior_curve_marks_chosen_point_and_pinsker_is_above():
 def test_posterior_curve_validates_budget():
     """A non-positive budget is rejected with the argument's name and range."""
     with pytest.raises(ValueError, match="mi_budget"):
-        plotting.plot_posterior_curve(0.0)
+        plotting.plot_posterior_curve(0.0, prior=0.5)
 
 
 def test_posterior_curve_validates_prior():
-    """A prior outside (0, 1) is rejected."""
+    """A prior outside (0, 1) is rejected; there is no default prior (no silent ½)."""
     with pytest.raises(ValueError, match="prior"):
         plotting.plot_posterior_curve(0.1, prior=1.0)
+    with pytest.raises(TypeError, match="prior"):
+        plotting.plot_posterior_curve(0.1)
 
 
 def test_posterior_curve_rejects_empty_range():
     """v_max <= v_min is a ValueError naming both."""
     with pytest.raises(ValueError, match="v_max"):
-        plotting.plot_posterior_curve(0.1, v_min=1.0, v_max=0.5)
+        plotting.plot_posterior_curve(0.1, prior=0.5, v_min=1.0, v_max=0.5)
 
 
 def test_dpsgd_curve_is_the_chi_square_closed_form():

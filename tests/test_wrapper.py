@@ -44,7 +44,7 @@ def test_calibrate_stores_plan_and_bound():
     f = PacPrivateFunction(mean_1d, mi_budget=0.1, rule="isotropic")
     assert f.calibrate(POOL_1D, n_trials=50, rng=3) is f
     assert f.plan.rule == "isotropic" and f.simulation.n_trials == 50
-    assert f.posterior_success_bound == pytest.approx(posterior_success_rate(0.1))
+    assert f.posterior_success_bound == pytest.approx(posterior_success_rate(0.1, prior=0.5))
     assert f.__name__ == "mean_1d"
 
 

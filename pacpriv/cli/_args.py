@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = ["HelpFormatter", "UsageError", "number", "print_rows", "report_formats"]
 
@@ -57,11 +58,20 @@ def report_formats(text: str) -> tuple[str, ...]:
 
 
 def print_rows(
-    rows: list[dict], columns: Sequence[tuple[str, str, int, str]], *, as_json: bool
+    rows: list[dict],
+    columns: Sequence[tuple[str, str, int, str]],
+    *,
+    as_json: bool,
+    dumps: Callable[[Any], str] | None = None,
 ) -> int:
-    """Print ``rows`` as JSON, or as a table of ``columns`` ``(key, header, width, spec)``."""
+    """Print ``rows`` as JSON, or as a table of ``columns`` ``(key, header, width, spec)``.
+
+    ``dumps`` writes the JSON (callers pass ``pacpriv._json.dumps``, strict JSON with
+    ``null`` and a reason for non-finite numbers; this module is a leaf and cannot import it);
+    the fallback is ``json.dumps(..., allow_nan=False)``, strict as well.
+    """
     if as_json:
-        print(json.dumps(rows, indent=2))
+        print(dumps(rows) if dumps is not None else json.dumps(rows, indent=2, allow_nan=False))
         return 0
     print(" ".join(f"{h:>{w}}" for _, h, w, _ in columns))
     for r in rows:

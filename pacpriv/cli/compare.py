@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
+from pacpriv import _json
 from pacpriv.cli._args import UsageError, number, report_formats
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
 from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
@@ -44,6 +44,12 @@ def add_parser(subparsers, name: str) -> None:
                    choices=COMPARISON_RULES,
                    help="PAC noise rule (default anisotropic)")
     p.add_argument("--no-exact", action="store_true", help="skip the exact DP-SGD calibration")
+    p.add_argument("--per-record-trials", type=int, default=200,
+                   help="trials of the per-record PAC row (informed adversary); each costs "
+                   "1 + (audited records) trainings; 0 leaves the row out (default 200)")
+    p.add_argument("--per-record-records", type=int, default=10,
+                   help="audited records of the per-record row, a public random sample "
+                   "(default 10)")
     p.add_argument("--public-seed", type=int, default=0,
                    help="public seed of the initialisation and the PAC batch order (default 0)")
     p.add_argument("--n-jobs", type=int, default=None,
@@ -84,13 +90,15 @@ def _compare(args) -> int:
         n_jobs=n_jobs,
         rng=args.seed,
         progress=not args.no_progress,
+        per_record_trials=args.per_record_trials,
+        per_record_records=args.per_record_records,
     )
     paths = write_report(result.pac_result.with_sections(result.report_section()), out,
                          formats=formats)
     paths["comparison"] = out / "comparison.json"
-    paths["comparison"].write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    paths["comparison"].write_text(_json.dumps(result.to_dict(), indent=2) + "\n")
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(_json.dumps(result.to_dict(), indent=2))
         return 0
     print(result.to_markdown().split("\n\nNotes:")[0])
     print()

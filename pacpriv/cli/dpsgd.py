@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import UsageError, number
 from pacpriv.dpsgd import (
@@ -31,7 +31,7 @@ def _common(p: argparse.ArgumentParser, *, sigma: bool, target: bool) -> None:
 
 def _emit(args, payload: dict, rows: list[tuple[str, str]]) -> int:
     if args.json:
-        print(json.dumps(payload, indent=2, default=str))
+        print(_json.dumps(payload, indent=2))
     else:
         width = max(len(k) for k, _ in rows)
         for k, v in rows:
@@ -87,10 +87,10 @@ def _compare(args) -> int:
     t = compare_accountants(
         steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
         noise_multiplier=args.noise_multiplier, target_accuracy=args.target_accuracy,
-        search_published=args.search_published,
+        search_published=args.search_published, timeout=args.comparator_timeout,
     )
     if args.json:
-        print(json.dumps(t.to_dict(), indent=2, default=str))
+        print(_json.dumps(t.to_dict(), indent=2))
     else:
         print(t.to_markdown(), end="")
     return 0
@@ -127,5 +127,8 @@ def add_parser(subparsers, name: str) -> None:
                    help="target accuracy in (0.5, 1): each method's sigma for it")
     c.add_argument("--search-published", action="store_true",
                    help="also search sigma with the published accountants (slow)")
+    c.add_argument("--comparator-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="time limit of each accountant row; a row over it is stopped and "
+                   "marked 'timed out' (default 60)")
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
     c.set_defaults(handler=_compare)

@@ -19,18 +19,20 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from pacpriv import __version__
+from pacpriv._version import __version__
 from pacpriv.cli import compare as _compare_group
 from pacpriv.cli import dpsgd as _dpsgd_group
 from pacpriv.cli import pac as _pac_group
+from pacpriv.cli import predict as _predict_group
 from pacpriv.cli._args import UsageError, _Parser, number
 from pacpriv.cli._resources import shutdown_workers
-from pacpriv.exceptions import CalibrationError, MechanismError
+from pacpriv.exceptions import BudgetExceededError, CalibrationError, MechanismError
 
 __all__ = ["GROUPS", "UsageError", "build_parser", "main", "number"]
 
 #: The command groups, in ``--help`` order: name -> module with ``add_parser(subparsers, name)``.
-GROUPS = {"pac": _pac_group, "dpsgd": _dpsgd_group, "compare": _compare_group}
+GROUPS = {"pac": _pac_group, "dpsgd": _dpsgd_group, "compare": _compare_group,
+          "predict": _predict_group, "serve": _predict_group}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="group", metavar="{" + ",".join(GROUPS) + "}")
     sub.required = True
     for name, module in GROUPS.items():
-        module.add_parser(sub, name)
+        if name == "serve":  # one command, not a group
+            module.add_serve_parser(sub, name)
+        else:
+            module.add_parser(sub, name)
     return parser
 
 
@@ -117,7 +122,7 @@ def _dispatch(args, flags: set[str]) -> int:
     except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as exc:
         print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 2
-    except (MechanismError, CalibrationError) as exc:
+    except (MechanismError, CalibrationError, BudgetExceededError) as exc:
         print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say

@@ -1,12 +1,12 @@
-"""``pacpriv pac run|posterior|budget``: the PAC main job and the MI ↔ posterior conversions."""
+"""``pacpriv pac run|records|posterior|budget``: main job, per-record exposure, MI ↔ posterior."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
 
+from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import UsageError, number, print_rows, report_formats
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
@@ -17,6 +17,7 @@ from pacpriv.cli._user import (
     resolve_cli_mechanism,
     scheduler_context,
 )
+from pacpriv.cli.pac_records import add_records_parser
 from pacpriv.datasets import BUNDLED_DATASETS
 from pacpriv.pac.calibration import RULES
 from pacpriv.pac.job import run_pac
@@ -30,12 +31,16 @@ from pacpriv.report.layout import posterior_command
 BACKENDS = ("loky", "threading", "multiprocessing", "sequential", "dask", "ray")
 
 
+def _strict_rows(rows: list[dict]) -> str:
+    return _json.dumps(rows, indent=2)
+
+
 def add_parser(subparsers, name: str) -> None:
     """Register ``pacpriv pac ...``."""
     p = subparsers.add_parser(
         name, help="PAC Privacy for black-box mechanisms (Xiao & Devadas 2023)"
     )
-    sub = p.add_subparsers(dest="command", metavar="{run,posterior,budget}")
+    sub = p.add_subparsers(dest="command", metavar="{run,records,posterior,budget}")
     sub.required = True
 
     run = sub.add_parser(
@@ -178,6 +183,8 @@ def add_parser(subparsers, name: str) -> None:
     bud.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bud.set_defaults(handler=_budget)
 
+    add_records_parser(sub)
+
 
 def _sampler(args):
     if args.sampler == "fixed":
@@ -306,7 +313,7 @@ def _run(args) -> int:
             raise
     paths = write_report(result, out, formats=formats)
     if args.json:
-        print(paths["json"].read_text() if "json" in paths else json.dumps(result.to_dict()))
+        print(paths["json"].read_text() if "json" in paths else _json.dumps(result.to_dict()))
         return 0
     _summary(result, mech_name, dataset, budget, n_jobs, args, paths)
     return 0
@@ -365,7 +372,7 @@ def _posterior(args) -> int:
         for v in args.mi_budget
     ]
     if args.json:
-        return print_rows(rows, [], as_json=True)
+        return print_rows(rows, [], as_json=True, dumps=_strict_rows)
     shown = [{"mi_budget_nats": format_bound(r["mi_budget_nats"]),
               "prior": format_bound(r["prior"]),
               "posterior_success_bound": format_bound(r["posterior_success_bound"], 10,
@@ -394,7 +401,7 @@ def _budget(args) -> int:
         for a in args.target_accuracy
     ]
     if args.json:
-        return print_rows(rows, [], as_json=True)
+        return print_rows(rows, [], as_json=True, dumps=_strict_rows)
     # the budget is what a user will run with: round it down (a smaller budget is safer)
     shown = [{"target_accuracy": format_bound(r["target_accuracy"]),
               "prior": format_bound(r["prior"]),

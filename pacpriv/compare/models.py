@@ -27,7 +27,8 @@ import numpy as np
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, trial_seed
 from pacpriv.attacks import AttackResult, loss_threshold_attack
-from pacpriv.compare.render import comparison_notes
+from pacpriv.compare.per_record import per_record_row
+from pacpriv.compare.render import comparison_notes, per_record_note
 from pacpriv.compare.results import ComparisonRow
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
@@ -243,7 +244,8 @@ def _dpsgd_row(row_cls, label, source, sigma, mech, data, *, C, M, E, n_repeats,
 
 def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, epochs,
                    steps_per_epoch, max_grad_norm, learning_rate, n_trials, n_repeats,
-                   confidence, public_seed) -> dict:
+                   confidence, public_seed, per_record_trials=0, per_record_records=10,
+                   per_record_holdout=0.2) -> dict:
     """Run the three certified trainings and the baseline; fields of ``ComparisonResult``."""
 
     a, M, E, C = target_accuracy, steps_per_epoch, epochs, max_grad_norm
@@ -281,7 +283,7 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
                                    attack_rng=trial_seed(attack_root, 1), **common))
 
     tic = time.perf_counter()
-    v = float(mi_budget_for_accuracy(a))
+    v = float(mi_budget_for_accuracy(a, prior=max(sampler.prior, 1 - sampler.prior)))
     noise_root = trial_seed(root, 2)
     pac = run_pac(
         mech, (X, y), mi_budget=v, n_trials=n_trials, sampler=sampler, rule=rule,
@@ -311,6 +313,17 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
         n_repeats=n_repeats, wall_time_s=time.perf_counter() - tic,
     ))
 
+    per_record_plan, record_note = None, None
+    if per_record_trials:
+        row, per_record_plan, informed, _ = per_record_row(
+            ComparisonRow, mech, data, target_accuracy=a, n_trials=per_record_trials,
+            n_records_audited=per_record_records, holdout=per_record_holdout,
+            n_repeats=n_repeats, confidence=confidence, root=trial_seed(root, 6),
+            attack_rng=trial_seed(attack_root, 4), n_jobs=n_jobs, progress=progress,
+            evaluate=evaluate_parameters)
+        rows.append(row)
+        record_note = per_record_note(per_record_plan, informed, per_record_trials)
+
     tic = time.perf_counter()
     acc, att = evaluate_parameters(mech, clean, X, y, members, confidence=confidence,
                                    rng=trial_seed(attack_root, 3))
@@ -325,6 +338,8 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
     notes += comparison_notes(v, n_records=X.shape[0], n_trials=n_trials, dim=mech.dim,
                     n_repeats=n_repeats, per_record=float(posterior_success_rate(
                         v / X.shape[0], prior=0.5)))
+    if record_note:
+        notes.append(record_note)
     settings = {
         "dataset": ds.name, "n_records": int(X.shape[0]), "n_features": int(X.shape[1]),
         "n_classes": int(classes.size), "n_members": n_mem, "n_nonmembers": int(X.shape[0] - n_mem),
@@ -337,6 +352,11 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
         "n_repeats": n_repeats, "public_seed": public_seed, "n_jobs": n_jobs,
         "confidence": confidence, "attack": "loss threshold (Yeom et al. 2018)",
         "pac_simulation_s": pac.simulation.elapsed_s,
+        "per_record_trials": per_record_trials,
+        "per_record_records": None if per_record_plan is None else int(
+            per_record_plan.records.size),
+        "per_record_audited": None if per_record_plan is None else [
+            int(r) for r in per_record_plan.records],
     }
     return {"mi_budget": v, "rows": tuple(rows), "baseline": baseline, "settings": settings,
             "notes": tuple(notes), "pac_result": pac}

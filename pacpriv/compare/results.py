@@ -58,6 +58,9 @@ class ComparisonRow:
         Models averaged in ``test_accuracy``.
     wall_time_s : float
         Seconds spent on this row (PAC: including the simulation).
+    informed_attack : dict or None
+        Per-record PAC row only: the informed likelihood-ratio attack on held-out simulated
+        trials (:meth:`pacpriv.pac.per_record_attack.InformedAttackResult.to_dict`).
     """
 
     method: str
@@ -76,6 +79,7 @@ class ComparisonRow:
     attack: AttackResult
     n_repeats: int
     wall_time_s: float
+    informed_attack: dict | None = None
 
     @property
     def attack_accuracy(self) -> float:
@@ -109,18 +113,19 @@ class ComparisonResult:
     mi_budget : float
         PAC budget ``v = ln 2 − H(a)`` in nats.
     rows : tuple of ComparisonRow
-        DP-SGD closed form, DP-SGD exact (if available), PAC.
+        DP-SGD closed form, DP-SGD exact (if available), PAC (whole subset), PAC per record
+        (informed adversary, if run).
     baseline : ComparisonRow
         The same training without noise or clipping (no guarantee; bound 1).
     threat_models : dict
-        ``{"pac": str, "dpsgd": str}`` (:data:`THREAT_MODELS`).
+        ``{"pac": str, "pac_record": str, "dpsgd": str}`` (:data:`THREAT_MODELS`).
     settings : dict
         Dataset, model, training and simulation settings (JSON-serialisable).
     notes : tuple of str
         How to read the table (units, estimates, skipped rows).
     seed : dict
         ``seed_to_dict`` of the root seed (children: 0 membership, 1 simulation, 2 PAC
-        noise, 3/4 DP-SGD closed form/exact, 5 attack splits).
+        noise, 3/4 DP-SGD closed form/exact, 5 attack splits, 6 per-record PAC).
     elapsed_s : float
         Wall-clock seconds of the whole comparison.
     pac_result : PacResult

@@ -9,7 +9,11 @@ membership-inference accuracy bound ``a``:
   :mod:`pacpriv.dpsgd.calibration`; the row is left out with a note when it is missing);
 * **PAC**: the same training without noise, run as a black box on Poisson-½ subsets by the
   engine; Gaussian noise for the budget ``v = ln 2 − H(a)`` nats [1]_ (Thm 1, Thm 3) is
-  added once to the final parameters.
+  added once to the final parameters (whole-subset guarantee);
+* **PAC, per record (informed adversary)**: isotropic noise calibrated so that every audited
+  record's informed-adversary accuracy is certified ``<= a`` [1]_ §2
+  (:mod:`pacpriv.pac.per_record`), with the informed likelihood-ratio attack measured on
+  held-out simulated trials.
 
 Each row gives the noise, the test accuracy and a loss-threshold attack's accuracy with a
 confidence interval, under its own threat model (:data:`THREAT_MODELS`). torch is imported
@@ -34,6 +38,7 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.compare.results import ComparisonResult, ComparisonRow
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.pac.calibration import RULES
+from pacpriv.pac.per_record import check_certifiable
 from pacpriv.threat_models import THREAT_MODELS
 
 __all__ = [
@@ -79,6 +84,25 @@ def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm
     return dataset, values
 
 
+_HOLDOUT = 0.2
+
+
+def _per_record_iv(n_trials, n_records, values, pool_size) -> dict:
+    """Validate the per-record row's settings and its feasibility, before any training."""
+    trials = check_int(n_trials, "per_record_trials", low=0)
+    k = check_int(n_records, "per_record_records", low=1, high=pool_size)
+    if trials:
+        if trials < 10:
+            raise ValueError(f"`per_record_trials` must be 0 or >= 10; got {trials}.")
+        n_cert = trials - max(2, round(trials * _HOLDOUT))
+        try:
+            check_certifiable(values["target_accuracy"], n_cert, k, 0.5, values["confidence"])
+        except ValueError as err:
+            raise ValueError(f"`per_record_trials`: {err}") from None
+    return {"per_record_trials": trials, "per_record_records": k,
+            "per_record_holdout": _HOLDOUT}
+
+
 def compare_pac_dpsgd(
     dataset: Any = "breast_cancer",
     *,
@@ -96,6 +120,8 @@ def compare_pac_dpsgd(
     n_jobs: int | None = None,
     rng: RNGLike = None,
     progress: bool = True,
+    per_record_trials: int = 200,
+    per_record_records: int = 10,
 ) -> ComparisonResult:
     """Compare PAC noise and DP-SGD at the same membership-inference accuracy bound.
 
@@ -132,6 +158,11 @@ def compare_pac_dpsgd(
         None = fresh OS entropy (recorded in ``seed``), as a real release must use.
     progress : bool, default True
         Progress bar of the PAC simulation.
+    per_record_trials : int, default 200
+        Trials of the per-record row (0 leaves the row out); each costs
+        ``1 + per_record_records`` trainings; 20 % are held out for the informed attack.
+    per_record_records : int, default 10
+        Audited records of the per-record row (a public random sample, seed 0).
 
     Returns
     -------
@@ -162,13 +193,14 @@ def compare_pac_dpsgd(
                              learning_rate, n_trials, n_repeats, rule, confidence, public_seed)
     if not isinstance(exact, bool) or not isinstance(progress, bool):
         raise TypeError("`exact` and `progress` must be bools.")
+    per_record = _per_record_iv(per_record_trials, per_record_records, values, ds.n_records)
 
     tic = time.perf_counter()
     root = as_seed_sequence(rng)
     from pacpriv.compare.models import run_comparison  # imports torch (extra pacpriv[torch])
 
     parts = run_comparison(ds, root=root, rule=rule, exact=exact, n_jobs=n_jobs,
-                           progress=progress, **values)
+                           progress=progress, **values, **per_record)
     return ComparisonResult(
         target_accuracy=values["target_accuracy"],
         seed=seed_to_dict(root),

@@ -61,7 +61,7 @@ def torch_generator(seed: np.random.SeedSequence) -> torch.Generator:
 
 
 def torch_generators(rng: RNGLike, *, n: int = 2) -> tuple[torch.Generator, ...]:
-    """``n`` independent torch generators derived from ``rng`` (children ``0 .. n-1``).
+    """``n`` independent torch generators derived from ``rng`` (children 0 to n − 1).
 
     Parameters
     ----------

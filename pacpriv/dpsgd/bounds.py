@@ -67,6 +67,12 @@ class AccuracyBound:
         return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in items}
 
 
+def _inverse_square(sigma: np.ndarray) -> np.ndarray:
+    """``1/σ²``; +inf where σ² underflows (σ < ~1e-154), without a divide-by-zero warning."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return 1.0 / (sigma * sigma)
+
+
 def _scalar_or_array(x: np.ndarray, scalar: bool):
     return x.item() if scalar else x
 
@@ -107,7 +113,7 @@ def log1p_chi_square(noise_multiplier, *, steps_per_epoch, epochs) -> float | np
     sigma = check_array_real(noise_multiplier, "noise_multiplier", low=0, low_inclusive=False)
     m, e = _validate_counts(steps_per_epoch, epochs)
     scalar = sigma.ndim == m.ndim == e.ndim == 0
-    out = e * _log1p_chi_square_per_epoch(1.0 / (sigma * sigma), m)
+    out = e * _log1p_chi_square_per_epoch(_inverse_square(sigma), m)
     return _scalar_or_array(np.asarray(out, dtype=np.float64), scalar)
 
 
@@ -162,7 +168,7 @@ def membership_inference_accuracy_bound(
     m, e = _validate_counts(steps_per_epoch, epochs)
     sigma, m, e = np.broadcast_arrays(sigma, m, e)
     scalar = sigma.ndim == 0
-    log1p_chi2 = e * _log1p_chi_square_per_epoch(1.0 / (sigma * sigma), m)
+    log1p_chi2 = e * _log1p_chi_square_per_epoch(_inverse_square(sigma), m)
     vacuous = log1p_chi2 >= _LOG5
     chi2 = np.expm1(np.minimum(log1p_chi2, _LOG5))
     accuracy = np.where(vacuous, 1.0, np.minimum(1.0, 0.5 + 0.25 * np.sqrt(chi2)))

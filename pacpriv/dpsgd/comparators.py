@@ -2,7 +2,10 @@
 
 Every comparator is converted with ``accuracy = ½ + ½·δ(ε = 0)`` (equal priors, TV = δ(0)).
 Optional packages (extra ``compare``) are imported lazily; a missing one gives a row that
-says so instead of an error.
+says so instead of an error. Every row that can run long (exact, and the published
+accountants) runs in its own process under a time limit and is killed at the limit; its row
+then says "timed out" and the other rows are still computed. Every accuracy is clipped to
+[½, 1], its only possible values, and a clipped row says so in its note.
 """
 
 from __future__ import annotations
@@ -10,10 +13,14 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import multiprocessing
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
+import cloudpickle
 from scipy import optimize, special
 
 from pacpriv._validation import check_int, check_real
@@ -35,7 +42,11 @@ APPROX = "approximation (may understate)"
 
 @dataclass(frozen=True)
 class ComparisonRow:
-    """One method: accuracy at σ, σ needed for the target, wall time (s), and a note."""
+    """One method: accuracy at σ, σ needed for the target, wall time (s), a note, a status.
+
+    ``accuracy`` lies in [½, 1] or is None; ``status`` is ``"ok"``, ``"timed out"``,
+    ``"failed"`` or ``"missing"`` (optional package not installed).
+    """
 
     method: str
     kind: str
@@ -43,6 +54,7 @@ class ComparisonRow:
     noise_multiplier_for_target: float | None
     wall_time_s: float
     note: str = ""
+    status: str = "ok"
 
 
 @dataclass(frozen=True)
@@ -56,7 +68,7 @@ class ComparisonTable:
     rows: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """JSON-serialisable dict."""
+        """JSON-serialisable dict (strict JSON: every number is finite)."""
         return asdict(self)
 
     def to_markdown(self) -> str:
@@ -73,7 +85,9 @@ class ComparisonTable:
             "|---|---|---|---|---|---|",
         ]
         for r in self.rows:
-            acc = "-" if r.accuracy is None else f"{r.accuracy:.6f}"
+            acc = (r.status if r.status != "ok" else "-") if r.accuracy is None else (
+                f"{r.accuracy:.6f}"
+            )
             sig = "-" if r.noise_multiplier_for_target is None else (
                 f"{r.noise_multiplier_for_target:.5f}"
             )
@@ -98,7 +112,8 @@ def gdp_clt_accuracy(noise_multiplier: float, *, steps_per_epoch: int, epochs: i
 
     An asymptotic approximation, not a bound (it can understate the risk).
     """
-    inv = min(1.0 / noise_multiplier**2, 700.0)
+    r = 1.0 / noise_multiplier  # σ² would overflow (σ > 1e154) or underflow (σ < 1e-154)
+    inv = 700.0 if r > math.sqrt(700.0) else r * r
     mu = math.sqrt(epochs / steps_per_epoch) * math.sqrt(math.expm1(inv))
     return float(special.ndtr(mu / 2.0))
 
@@ -163,6 +178,142 @@ def _sigma_by_search(acc: Callable[[float], float], target: float, sigma0: float
     return root
 
 
+# --- running one row under a time limit --------------------------------------------------
+
+#: Default time limit of one comparator row, seconds (``timeout=`` / ``--comparator-timeout``).
+DEFAULT_TIMEOUT_S = 60.0
+
+# fork is cheap (no re-import) and needs no ``if __name__ == "__main__"`` guard in scripts;
+# spawn elsewhere (fork is unsafe on macOS and absent on Windows).
+_START_METHOD = "fork" if sys.platform.startswith("linux") else "spawn"
+
+
+def _child(conn, payload: bytes) -> None:  # runs in the comparator's own process
+    try:
+        fn, args = cloudpickle.loads(payload)
+        value = fn(*args)
+    except ImportError as exc:
+        conn.send(("missing", f"{_MISSING}: {exc}"))
+    except BaseException as exc:  # reported as the row's note
+        msg = " ".join(str(exc).split())[:160]
+        conn.send(("failed", f"failed here: {type(exc).__name__}: {msg}"))
+    else:
+        conn.send(("ok", value))
+    finally:
+        conn.close()
+
+
+def _run_limited(fn: Callable, args: tuple, timeout: float | None) -> tuple[str, Any, float]:
+    """Run ``fn(*args)`` in a fresh process, killed after ``timeout`` s.
+
+    Returns ``(status, value or note, wall seconds)`` with status ``"ok"``, ``"timed out"``,
+    ``"failed"`` or ``"missing"``. A third-party accountant stuck in C or numpy code cannot
+    be interrupted inside the process; a separate process can always be killed.
+    ``timeout=None`` runs in this process without a limit.
+    """
+    start = time.perf_counter()
+    if timeout is None or multiprocessing.current_process().daemon:
+        # (a daemonic process, e.g. a joblib worker, cannot start a child: no limit there)
+        try:
+            return "ok", fn(*args), time.perf_counter() - start
+        except ImportError as exc:
+            return "missing", f"{_MISSING}: {exc}", time.perf_counter() - start
+        except Exception as exc:  # a third-party accountant failed: keep the other rows
+            msg = " ".join(str(exc).split())[:160]
+            note = f"failed here: {type(exc).__name__}: {msg}"
+            return "failed", note, time.perf_counter() - start
+    ctx = multiprocessing.get_context(_START_METHOD)
+    receiver, sender = ctx.Pipe(duplex=False)
+    proc = ctx.Process(  # type: ignore[attr-defined]
+        target=_child, args=(sender, cloudpickle.dumps((fn, args))), daemon=True)
+    proc.start()
+    sender.close()
+    try:
+        if receiver.poll(timeout):
+            status, value = receiver.recv()
+        else:
+            status, value = "timed out", (
+                f"timed out after {timeout:g} s and was stopped (raise the limit with "
+                "timeout= / --comparator-timeout)"
+            )
+    except EOFError:  # the process died without answering (segfault, out of memory)
+        proc.join(1.0)
+        status, value = "failed", f"failed here: the process died (exit code {proc.exitcode})"
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        receiver.close()
+    return status, value, time.perf_counter() - start
+
+
+def _checked_accuracy(value: Any) -> tuple[float | None, str]:
+    """An accuracy clipped to [½, 1] (its only possible values) and a note when clipped."""
+    if value is None:
+        return None, ""
+    acc = float(value)
+    if not math.isfinite(acc):
+        return None, f"the accountant returned {acc!r}: no value"
+    if acc > 1.0:
+        return 1.0, f"clipped from {acc!r} to 1 (an accuracy cannot exceed 1)"
+    if acc < 0.5:
+        return 0.5, f"clipped from {acc!r} to 0.5 (an accuracy cannot be below 1/2)"
+    return acc, ""
+
+
+def _checked_sigma(value: Any) -> tuple[float | None, str]:
+    if value is None:
+        return None, ""
+    sigma = float(value)
+    if not (math.isfinite(sigma) and sigma > 0):
+        return None, f"sigma search returned {sigma!r}: no value"
+    return sigma, ""
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+# --- the rows ------------------------------------------------------------------------------
+
+
+def _exact_sigma(target: float, steps: int, epochs: int) -> float:
+    from pacpriv.dpsgd.calibration import calibrate_noise_multiplier
+
+    return calibrate_noise_multiplier(target, steps_per_epoch=steps, epochs=epochs).noise_multiplier
+
+
+def _exact_interval(sigma: float, steps: int, epochs: int) -> tuple[float, float]:
+    from pacpriv.dpsgd.exact import exact_membership_inference_accuracy
+
+    res = exact_membership_inference_accuracy(sigma, steps_per_epoch=steps, epochs=epochs)
+    return float(res.lower), float(res.upper)
+
+
+def _poisson_default(sigma: float, steps: int, epochs: int) -> float:
+    return _poisson_accuracy(sigma, steps, epochs, 1e-3)
+
+
+#: key -> (label, accuracy function ``f(σ, M, E)``, σ search by default, note).
+_PUBLISHED: dict[str, tuple[str, Callable[[float, int, int], float], bool, str]] = {
+    "poisson-pld": ("Poisson subsampling, dp-accounting PLD", _poisson_default, True,
+                    "rate 1/M over M·E steps"),
+    "fs-pld": ("random allocation, pld-accounting [FS-PLD]", _fs_pld_accuracy, False,
+               f"loss_discretization={FS_PLD_LOSS_DISCRETIZATION} (looser, faster)"),
+    "random-allocation": ("random allocation, random-allocation pkg",
+                          _random_allocation_accuracy, False,
+                          "delta(eps=1e-6)+eps; the package's bounds are loose near eps = 0"),
+}
+
+
+def _published_value(fn, sigma, steps, epochs, target, search) -> tuple[float, float | None]:
+    acc = fn(sigma, steps, epochs)
+    sig = None
+    if search:
+        sig = _sigma_by_search(lambda s: fn(s, steps, epochs), target, sigma)
+    return acc, sig
+
+
 def compare_accountants(
     *,
     steps_per_epoch: int | None = None,
@@ -171,6 +322,8 @@ def compare_accountants(
     target_accuracy: float | None = None,
     methods: tuple[str, ...] | None = None,
     search_published: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+    progress: bool = True,
     spec: DPSGDSpec | None = None,
 ) -> ComparisonTable:
     """One table of accountants on the membership-inference accuracy axis.
@@ -189,12 +342,29 @@ def compare_accountants(
     search_published : bool, default False
         Also search σ for the target with the published random-allocation accountants
         (minutes per evaluation for ``fs-pld``; off by default).
+    timeout : float or None, default 60
+        Time limit in seconds of each row whose cost grows with M·E or lies in third-party
+        code (exact, and the three published accountants); each runs in a fresh process that
+        is killed at the limit, and its row says "timed out". The three closed forms are
+        O(1) formulas evaluated in this process. ``None``: no limit, everything in-process
+        (also the case inside a daemonic process, such as a joblib worker, which cannot
+        start child processes).
+    progress : bool, default True
+        A tqdm bar over the rows (stderr) and one line per finished row.
     spec : DPSGDSpec, optional
         Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
 
     Returns
     -------
     ComparisonTable
+        Every accuracy lies in [½, 1]: an accountant value outside is clipped and the row's
+        note says so; a non-finite one becomes ``None`` with a note.
+
+    Raises
+    ------
+    ValueError
+        If M or E < 1, the target is outside (½, 1), σ ≤ 0, ``timeout`` ≤ 0, a method name is
+        unknown, or neither σ nor target is given.
     """
     noise_multiplier, steps_per_epoch, epochs = spec_triple(
         spec, noise_multiplier, steps_per_epoch, epochs
@@ -209,6 +379,13 @@ def compare_accountants(
             target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
             high_inclusive=False,
         )
+    if noise_multiplier is not None:
+        noise_multiplier = check_real(noise_multiplier, "noise_multiplier", low=0,
+                                      low_inclusive=False)
+    if timeout is not None:
+        timeout = check_real(timeout, "timeout", low=0, low_inclusive=False)
+    if not isinstance(progress, bool):
+        raise TypeError(f"`progress` must be a bool; got {type(progress).__name__}.")
     all_methods = (
         "chi-square", "exact", "poisson-pld", "fs-pld", "random-allocation", "ckp", "gdp-clt",
     )
@@ -216,91 +393,98 @@ def compare_accountants(
     unknown = set(chosen) - set(all_methods)
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}; choose from {list(all_methods)}")
-    from pacpriv.dpsgd.calibration import calibrate_noise_multiplier
-    from pacpriv.dpsgd.exact import exact_membership_inference_accuracy
+    ordered = [m for m in all_methods if m in chosen]
 
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(ordered), disable=not progress, unit="row", desc="compare",
+               file=sys.stderr)
     rows: list[ComparisonRow] = []
-    exact_sigma = None
-    t_cal = 0.0
-    if target is not None and "exact" in chosen:
-        start = time.perf_counter()
-        exact_sigma = calibrate_noise_multiplier(target, steps_per_epoch=steps, epochs=n_ep)
-        t_cal = time.perf_counter() - start
-    if noise_multiplier is not None:
-        sigma = check_real(noise_multiplier, "noise_multiplier", low=0, low_inclusive=False)
-    elif exact_sigma is not None:
-        sigma = exact_sigma.noise_multiplier
-    else:
-        sigma = float(closed_form_noise_multiplier(target, steps_per_epoch=steps, epochs=n_ep))
-    kw = {"steps_per_epoch": steps, "epochs": n_ep}
 
-    def closed(name, kind, acc_fn, sig_fn, note):
-        start = time.perf_counter()
-        acc = acc_fn()
-        sig = sig_fn() if target is not None else None
-        rows.append(ComparisonRow(name, kind, acc, sig, time.perf_counter() - start, note))
+    def add(row: ComparisonRow) -> None:
+        acc, acc_note = _checked_accuracy(row.accuracy)
+        sig, sig_note = _checked_sigma(row.noise_multiplier_for_target)
+        row = ComparisonRow(row.method, row.kind, acc, sig, row.wall_time_s,
+                            _join(row.note, acc_note, sig_note), row.status)
+        rows.append(row)
+        bar.update(1)
+        if progress:
+            bar.write(f"compare: {row.method}: {row.status} ({row.wall_time_s:.1f} s)",
+                      file=sys.stderr)
 
-    if "chi-square" in chosen:
-        closed(
-            "chi-square closed form [RA-MIA]", BOUND,
-            lambda: float(membership_inference_accuracy_bound(sigma, **kw).accuracy),
-            lambda: float(closed_form_noise_multiplier(target, **kw)), "random allocation",
-        )
-    if "exact" in chosen:
-        start = time.perf_counter()
-        res = exact_membership_inference_accuracy(sigma, **kw)
-        rows.append(ComparisonRow(
-            "exact, certified (pacpriv)", BOUND, res.upper,
-            None if exact_sigma is None else exact_sigma.noise_multiplier,
-            time.perf_counter() - start + t_cal,
-            f"interval [{res.lower:.6f}, {res.upper:.6f}]; random allocation",
-        ))
-    published = {
-        "poisson-pld": ("Poisson subsampling, dp-accounting PLD", _poisson_accuracy, True),
-        "fs-pld": ("random allocation, pld-accounting [FS-PLD]", _fs_pld_accuracy, False),
-        "random-allocation": ("random allocation, random-allocation pkg", None, False),
-    }
-    for key, (label, fn, search) in published.items():
-        if key not in chosen:
-            continue
-        if key == "random-allocation":
-            fn = _random_allocation_accuracy
-        acc_fn = (lambda s, fn=fn: fn(s, steps, n_ep, 1e-3)) if key == "poisson-pld" else (
-            lambda s, fn=fn: fn(s, steps, n_ep)
-        )
-        start = time.perf_counter()
-        try:
-            acc = acc_fn(sigma)
-            sig = None
-            note = {
-                "poisson-pld": "rate 1/M over M·E steps",
-                "fs-pld": f"loss_discretization={FS_PLD_LOSS_DISCRETIZATION} (looser, faster)",
-                "random-allocation": "delta(eps=1e-6)+eps; the package's bounds are loose "
-                "near eps = 0",
-            }[key]
-            if target is not None and (search or search_published):
-                sig = _sigma_by_search(acc_fn, target, sigma)
-            elif target is not None:
-                note = (note + "; " if note else "") + "sigma search skipped (slow)"
-            rows.append(ComparisonRow(label, BOUND, acc, sig, time.perf_counter() - start, note))
-        except ImportError as exc:
-            rows.append(ComparisonRow(label, BOUND, None, None, time.perf_counter() - start,
-                                      f"{_MISSING}: {exc}"))
-        except Exception as exc:  # a third-party accountant failed: keep the other rows
-            msg = " ".join(str(exc).split())[:160]
-            rows.append(ComparisonRow(label, BOUND, None, None, time.perf_counter() - start,
-                                      f"failed here: {type(exc).__name__}: {msg}"))
-    if "ckp" in chosen:
-        closed(
-            "CKP leading term [CKP]", APPROX, lambda: ckp_accuracy(sigma, **kw),
-            lambda: math.sqrt(n_ep / steps) / (2.0 * float(special.ndtri(target))),
-            "Poisson rate 1/M, add/remove",
-        )
-    if "gdp-clt" in chosen:
-        closed(
-            "GDP CLT [GDP]", APPROX, lambda: gdp_clt_accuracy(sigma, **kw),
-            lambda: 1.0 / math.sqrt(math.log1p(4.0 * float(special.ndtri(target)) ** 2
-                                               * steps / n_ep)),
-            "Poisson rate 1/M",
-        )
+    with bar:
+        exact_sigma, cal = None, ("ok", None, 0.0)
+        if target is not None and "exact" in chosen:
+            bar.set_postfix_str("exact sigma")
+            cal = _run_limited(_exact_sigma, (target, steps, n_ep), timeout)
+            exact_sigma = cal[1] if cal[0] == "ok" else None
+        if noise_multiplier is not None:
+            sigma = noise_multiplier
+        elif exact_sigma is not None:
+            sigma = exact_sigma
+        else:
+            sigma = float(closed_form_noise_multiplier(target, steps_per_epoch=steps,
+                                                       epochs=n_ep))
+        kw = {"steps_per_epoch": steps, "epochs": n_ep}
+        for key in ordered:
+            bar.set_postfix_str(key)
+            if key == "chi-square":
+                add(_closed_row(
+                    "chi-square closed form [RA-MIA]", BOUND,
+                    lambda: float(membership_inference_accuracy_bound(sigma, **kw).accuracy),
+                    lambda: float(closed_form_noise_multiplier(target, **kw)),
+                    target, "random allocation",
+                ))
+            elif key == "exact":
+                add(_exact_row(sigma, steps, n_ep, cal, target, timeout))
+            elif key in _PUBLISHED:
+                add(_published_row(key, sigma, steps, n_ep, target, search_published, timeout))
+            elif key == "ckp":
+                add(_closed_row(
+                    "CKP leading term [CKP]", APPROX, lambda: ckp_accuracy(sigma, **kw),
+                    lambda: math.sqrt(n_ep / steps) / (2.0 * float(special.ndtri(target))),
+                    target, "Poisson rate 1/M, add/remove",
+                ))
+            else:  # gdp-clt
+                add(_closed_row(
+                    "GDP CLT [GDP]", APPROX, lambda: gdp_clt_accuracy(sigma, **kw),
+                    lambda: 1.0 / math.sqrt(math.log1p(4.0 * float(special.ndtri(target)) ** 2
+                                                       * steps / n_ep)),
+                    target, "Poisson rate 1/M",
+                ))
     return ComparisonTable(steps, n_ep, sigma, target, rows)
+
+
+def _closed_row(name, kind, acc_fn, sig_fn, target, note) -> ComparisonRow:
+    start = time.perf_counter()
+    acc = acc_fn()
+    sig = sig_fn() if target is not None else None
+    return ComparisonRow(name, kind, acc, sig, time.perf_counter() - start, note)
+
+
+def _exact_row(sigma, steps, epochs, cal, target, timeout) -> ComparisonRow:
+    label = "exact, certified (pacpriv)"
+    cal_status, cal_value, cal_s = cal
+    status, value, wall = _run_limited(_exact_interval, (sigma, steps, epochs), timeout)
+    wall += cal_s
+    cal_note = "" if cal_status == "ok" else f"sigma for target: {cal_value}"
+    sig = cal_value if (target is not None and cal_status == "ok") else None
+    if status != "ok":
+        return ComparisonRow(label, BOUND, None, sig, wall, _join(value, cal_note), status)
+    lower, upper = value
+    note = f"interval [{lower:.6f}, {upper:.6f}]; random allocation"
+    return ComparisonRow(label, BOUND, upper, sig, wall, _join(note, cal_note))
+
+
+def _published_row(key, sigma, steps, epochs, target, search_published, timeout):
+    label, fn, search, note = _PUBLISHED[key]
+    search = target is not None and (search or search_published)
+    status, value, wall = _run_limited(
+        _published_value, (fn, sigma, steps, epochs, target, search), timeout
+    )
+    if status != "ok":
+        return ComparisonRow(label, BOUND, None, None, wall, value, status)
+    acc, sig = value
+    if target is not None and not search:
+        note = _join(note, "sigma search skipped (slow)")
+    return ComparisonRow(label, BOUND, acc, sig, wall, note)

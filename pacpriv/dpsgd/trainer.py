@@ -9,9 +9,20 @@ One step of :func:`train_dpsgd` on the batch B_t chosen by random allocation
 with clip_C(g) = g · min(1, C / (‖g‖₂ + 10⁻⁶)) over all trainable parameters jointly (as in
 opacus), σ = ``noise_multiplier``, C = ``max_grad_norm``, n records and M = ``steps_per_epoch``.
 The division is by the *expected* batch size n/M, never the realised |B_t| (which depends on
-the allocation and would leak it); empty steps still add noise and take a step. Per-sample
-gradients use ``torch.func`` (``vmap`` of ``grad``), so opacus is not needed at runtime.
-This is the mechanism whose membership-inference accuracy is bounded in [1]_ (MATH.md §3).
+the allocation and would leak it); empty steps still add noise and take a step. This is the
+mechanism whose membership-inference accuracy is bounded in [1]_.
+
+Two exact ways to the clipped sum, chosen per model (opacus is not needed at runtime):
+
+* models built only of ``nn.Linear`` layers, element-wise activations and ``nn.Sequential``:
+  one batched forward and one backward to the layer outputs; per-example norms from
+  ``‖g_iᵀ a_i‖² = ‖g_i‖²‖a_i‖²`` and the clipped sum as one matrix product per layer
+  ("ghost clipping", Goodfellow 2015, arXiv:1510.01799; Li et al., ICLR 2022, §4), with no
+  per-example gradient formed (``pacpriv.dpsgd._ghost``);
+* any other model: per-sample gradients with ``torch.func`` (``vmap`` of ``grad``).
+
+Both equal the per-example loop up to float round-off. :func:`validate_model` rejects models
+that mix examples (BatchNorm...) before any work.
 
 This module imports torch; it is never imported by ``import pacpriv``.
 
@@ -24,6 +35,7 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -34,8 +46,10 @@ import numpy as np
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
+from pacpriv.dpsgd._ghost import LinearTape, batched_losses, linear_layers
 from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_generator
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
+from pacpriv.dpsgd.validate import ModuleProblem, validate_model
 
 torch = import_torch("pacpriv.dpsgd.trainer")
 functional_call, grad_and_value, vmap = (
@@ -43,11 +57,13 @@ functional_call, grad_and_value, vmap = (
 )
 
 __all__ = [
+    "ModuleProblem",
     "TrainingResult",
     "model_losses",
     "per_sample_gradients",
     "privatize_gradients",
     "train_dpsgd",
+    "validate_model",
 ]
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -109,8 +125,28 @@ class TrainingResult:
         return out
 
 
-def _trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {k: p.detach() for k, p in model.named_parameters() if p.requires_grad}
+def _trainable(model: torch.nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Detached trainable parameters for ``functional_call``, and each entry's canonical name.
+
+    A parameter shared by several *modules* gets one entry per owning module (its partial
+    gradients are summed under its first name, as in ``named_parameters()``); a module
+    registered under several names gets one entry. ``tie_weights=True`` is avoided: it restores
+    a module registered twice with the detached tensor instead of its ``Parameter``.
+    """
+    modules = dict(model.named_modules(remove_duplicate=False))
+    params: dict = {}
+    canonical: dict = {}
+    first: dict = {}
+    seen: set = set()
+    for k, p in model.named_parameters(remove_duplicate=False):
+        owner, _, attr = k.rpartition(".")
+        key = (id(modules[owner]), attr)
+        if not p.requires_grad or key in seen:
+            continue
+        seen.add(key)
+        params[k] = p.detach()
+        canonical[k] = first.setdefault(id(p), k)
+    return params, canonical
 
 
 def _single_loss(loss_fn: LossFn, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -142,19 +178,31 @@ def per_sample_gradients(
         For every trainable parameter ``name``, a tensor of shape ``(b, *param.shape)``.
     losses : torch.Tensor of shape (b,)
         Per-example losses at the current parameters.
+
+    Raises
+    ------
+    ValueError
+        If the model has modules that mix examples or that ``torch.func`` cannot batch
+        (:func:`validate_model`).
     """
-    params = _trainable(model)
+    validate_model(model)
+    params, canonical = _trainable(model)
     b = X.shape[0]
     if b == 0:
-        zeros = {k: p.new_zeros((0, *p.shape)) for k, p in params.items()}
+        zeros = {k: p.new_zeros((0, *p.shape)) for k, p in params.items() if canonical[k] == k}
         return zeros, next(iter(params.values())).new_zeros(0)
 
     def loss_one(p, x, t):
-        return _single_loss(loss_fn, functional_call(model, p, (x.unsqueeze(0),)), t)
+        out = functional_call(model, p, (x.unsqueeze(0),), tie_weights=False)
+        return _single_loss(loss_fn, out, t)
 
     fn = vmap(grad_and_value(loss_one), in_dims=(None, 0, 0), randomness="different")
     grads, losses = fn(params, X, y)
-    return grads, losses.detach()
+    merged: dict[str, torch.Tensor] = {}
+    for k, g in grads.items():  # a shared parameter's gradient sums over its owners
+        c = canonical[k]
+        merged[c] = g if c not in merged else merged[c] + g
+    return merged, losses.detach()
 
 
 def privatize_gradients(
@@ -204,25 +252,39 @@ def privatize_gradients(
         norms = torch.linalg.vector_norm(torch.stack(per_tensor, dim=1), dim=1)
         factor = (max_grad_norm / (norms + _CLIP_EPS)).clamp(max=1.0)
         n_clipped = int((norms > max_grad_norm).sum())
+    summed = {
+        name: g.sum(0) if factor is None else torch.einsum("i,i...->...", factor, g)
+        for name, g in per_sample.items()
+    }
+    return _noisy_average(summed, max_grad_norm=max_grad_norm,
+                          noise_multiplier=noise_multiplier,
+                          expected_batch_size=expected_batch_size, generator=generator), n_clipped
+
+
+def _noisy_average(summed, *, max_grad_norm, noise_multiplier, expected_batch_size, generator):
+    """``(Σ + N(0, σ²C²)) / (n/M)`` per tensor, noise drawn in the iteration order of ``summed``."""
     out = {}
-    for name, g in per_sample.items():
-        summed = g.sum(0) if factor is None else torch.einsum("i,i...->...", factor, g)
+    for name, total in summed.items():
         if noise_multiplier > 0:
             noise = torch.normal(
                 0.0,
                 noise_multiplier * max_grad_norm,
-                size=summed.shape,
+                size=total.shape,
                 generator=generator,
-                dtype=summed.dtype,
+                dtype=total.dtype,
             )
-            summed = summed + noise.to(summed.device)
-        out[name] = summed / expected_batch_size
-    return out, n_clipped
+            total = total + noise.to(total.device)
+        out[name] = total / expected_batch_size
+    return out
 
 
 def _per_example_losses(loss_fn: LossFn, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``loss_fn`` of each example alone, shape (b,): one batched call where exact, else vmap."""
     if outputs.shape[0] == 0:
         return outputs.new_zeros(0)
+    losses = batched_losses(loss_fn, outputs, y)
+    if losses is not None:
+        return losses
     return vmap(lambda o, t: _single_loss(loss_fn, o.unsqueeze(0), t))(outputs, y)
 
 
@@ -234,6 +296,45 @@ def _plain_step(model, loss_fn, xb, yb, expected) -> tuple[dict[str, torch.Tenso
     losses = _per_example_losses(loss_fn, model(xb), yb)
     grads = torch.autograd.grad(losses.sum() / expected, [p for _, p in named])
     return {k: g for (k, _), g in zip(named, grads, strict=True)}, float(losses.detach().sum())
+
+
+def _linear_step(model, loss_fn, xb, yb, tape: LinearTape, max_grad_norm: float):
+    """Clipped per-example gradient sums of a Linear-only model in one backward (``_ghost``).
+
+    Returns ``(sums by parameter name, n_clipped, loss sum)``, or None when the forward pass
+    ran a layer twice (the caller then uses :func:`per_sample_gradients`).
+    """
+    named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
+    if xb.shape[0] == 0:
+        return {k: torch.zeros_like(p) for k, p in named}, 0, 0.0
+    tape.clear()
+    try:
+        losses = _per_example_losses(loss_fn, model(xb), yb)
+        found = tape.clipped_sums(losses.sum(), max_grad_norm=max_grad_norm, eps=_CLIP_EPS)
+    finally:
+        tape.clear()
+    if found is None:
+        return None
+    sums, n_clipped = found
+    summed = {k: sums[id(p)] if id(p) in sums else torch.zeros_like(p) for k, p in named}
+    return summed, n_clipped, float(losses.detach().sum())
+
+
+def _private_step(model, loss_fn, xb, yb, tape, *, C, sigma, expected, generator):
+    """One DP-SGD gradient: clipped sum + noise, over the expected batch size."""
+    use_tape = tape is not None and not tape.disabled
+    found = _linear_step(model, loss_fn, xb, yb, tape, C) if use_tape else None
+    if found is not None:
+        summed, n_clipped, loss = found
+        grads = _noisy_average(summed, max_grad_norm=C, noise_multiplier=sigma,
+                               expected_batch_size=expected, generator=generator)
+        return grads, n_clipped, loss
+    per_sample, losses = per_sample_gradients(model, loss_fn, xb, yb)
+    grads, n_clipped = privatize_gradients(
+        per_sample, max_grad_norm=C, noise_multiplier=sigma,
+        expected_batch_size=expected, generator=generator,
+    )
+    return grads, n_clipped, float(losses.sum())
 
 
 def _writable(a):
@@ -346,7 +447,9 @@ def train_dpsgd(
         If ``model`` is not a module, ``loss_fn`` is not callable or ``optimizer`` is invalid.
     ValueError
         If a scalar is out of range, σ > 0 without clipping, the model has no trainable
-        parameters, or ``X`` and ``y`` disagree in length or are empty.
+        parameters or has modules that mix examples or that ``torch.func`` cannot batch (see
+        :func:`validate_model`; the message lists them and their fix), or ``X`` and ``y``
+        disagree in length or are empty.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
@@ -355,6 +458,7 @@ def train_dpsgd(
     noise_multiplier, steps_per_epoch, epochs = spec_triple(
         spec, noise_multiplier, steps_per_epoch, epochs
     )
+    validate_model(model)
     sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
     M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     E = check_int(epochs, "epochs", low=1)
@@ -385,8 +489,12 @@ def train_dpsgd(
     sizes: list[int] = []
     n_clipped = 0
     epoch_losses = []
+    layers = None if C is None else linear_layers(model)
+    tape = LinearTape(layers) if layers else None
+    named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
     start = time.perf_counter()
-    with tqdm(total=M * E, disable=not progress, desc="DP-SGD") as bar:
+    with tqdm(total=M * E, disable=not progress, desc="DP-SGD") as bar, \
+            (tape if tape is not None else contextlib.nullcontext()):
         for _ in range(E):
             loss_sum = 0.0
             for idx in random_allocation(n, steps_per_epoch=M, generator=alloc_gen):
@@ -398,17 +506,13 @@ def train_dpsgd(
                     k = 0
                 else:
                     gen = secure_generator() if secure_noise and sigma > 0 else noise_gen
-                    per_sample, losses = per_sample_gradients(model, loss_fn, xb, yb)
-                    grads, k = privatize_gradients(
-                        per_sample, max_grad_norm=C, noise_multiplier=sigma,
-                        expected_batch_size=expected, generator=gen,
-                    )
-                    loss = float(losses.sum())
+                    grads, k, loss = _private_step(model, loss_fn, xb, yb, tape, C=C,
+                                                   sigma=sigma, expected=expected,
+                                                   generator=gen)
                 n_clipped += k
                 loss_sum += loss
-                for name, p in model.named_parameters():
-                    if p.requires_grad:
-                        p.grad = grads[name].detach()
+                for name, p in named:
+                    p.grad = grads[name].detach()
                 opt.step()
                 bar.update()
             epoch_losses.append(loss_sum / n)

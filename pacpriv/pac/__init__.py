@@ -24,12 +24,26 @@ from pacpriv.pac.mutual_info import (
     linearised_mi_bound,
 )
 from pacpriv.pac.options import ExecutionOptions
+from pacpriv.pac.per_record import (
+    RecordDifferences,
+    RecordExposure,
+    exposure_from_differences,
+    record_exposure,
+    simulate_differences,
+)
+from pacpriv.pac.per_record_attack import InformedAttackResult, informed_attack
+from pacpriv.pac.per_record_calibration import (
+    PerRecordPlan,
+    calibrate_from_differences,
+    calibrate_per_record,
+)
 from pacpriv.pac.posterior import (
     individual_mi_bound,
     mi_budget_for_accuracy,
     pinsker_bound,
     posterior_success_rate,
 )
+from pacpriv.pac.prior import MembershipPrior, resolve_membership_prior
 from pacpriv.pac.randomized import (
     CouplingResult,
     RandomizedComparison,
@@ -82,6 +96,9 @@ __all__ = [
     "mi_budget_for_accuracy",
     "pinsker_bound",
     "posterior_success_rate",
+    # the membership prior of a posterior bound (declared or bounded from the masks)
+    "MembershipPrior",
+    "resolve_membership_prior",
     # randomized mechanisms (coupling bound, PAC-private algorithms S&P 2025)
     "CouplingResult",
     "RandomizedComparison",
@@ -108,3 +125,17 @@ __getattr__ = deprecated_names("pacpriv.pac", {
         "pacpriv.dpsgd.membership_inference_accuracy_bound",
     ),
 })
+
+# per-record membership privacy (informed adversary; PAC Privacy §2)
+__all__ += [
+    "InformedAttackResult",
+    "PerRecordPlan",
+    "RecordDifferences",
+    "RecordExposure",
+    "calibrate_from_differences",
+    "calibrate_per_record",
+    "exposure_from_differences",
+    "informed_attack",
+    "record_exposure",
+    "simulate_differences",
+]

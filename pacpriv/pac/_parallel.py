@@ -18,7 +18,7 @@ from pacpriv._random import seed_to_dict, trial_seed
 from pacpriv.exceptions import MechanismError
 from pacpriv.pac._trial import BatchResult, TrialFailure, TrialTask, run_batch
 
-__all__ = ["BACKEND_NAMES", "run_pending"]
+__all__ = ["BACKEND_NAMES", "resolve_backend", "run_pending"]
 
 _TARGET_BATCH_S = 0.2
 
@@ -95,6 +95,8 @@ def _make_parallel(n_jobs, backend):
     registers external backends such as "dask"); None keeps the active configuration."""
     from joblib import Parallel, parallel_config
 
+    if backend == "ray" and n_jobs is None:
+        n_jobs = -1  # a cluster backend: None means every CPU the Ray runtime offers
     kwargs = {"n_jobs": n_jobs, "prefer": "processes", "batch_size": 1}
     if isinstance(backend, str):
         context = parallel_config(backend=_resolve_backend(backend))
@@ -184,6 +186,18 @@ def _one_round(parallel, batches: _Batches, store, checkpoint, bar) -> None:
                 gen.close()
 
 
+def _describe(parallel) -> tuple[str, int]:
+    n_workers = max(1, int(parallel._backend.effective_n_jobs(parallel.n_jobs)))
+    cls_name = type(parallel._backend).__name__
+    name = "sequential" if n_workers == 1 else BACKEND_NAMES.get(cls_name, cls_name)
+    return name, n_workers
+
+
+def resolve_backend(n_jobs, backend) -> tuple[str, int]:
+    """``(backend name, n_workers)`` that :func:`run_pending` will use (starts no worker)."""
+    return _describe(_make_parallel(n_jobs, backend))
+
+
 def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, retries):
     """Run every unfinished trial of ``store``; return ``(backend_name, n_workers)``.
 
@@ -198,9 +212,7 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
         if not ranges:
             break
         parallel = _make_parallel(n_jobs, backend)
-        n_workers = max(1, int(parallel._backend.effective_n_jobs(parallel.n_jobs)))
-        cls_name = type(parallel._backend).__name__
-        name = "sequential" if n_workers == 1 else BACKEND_NAMES.get(cls_name, cls_name)
+        name, n_workers = _describe(parallel)
         batches = _Batches(task, store, ranges, n_workers, batch_size)
         try:
             _one_round(parallel, batches, store, checkpoint, bar)

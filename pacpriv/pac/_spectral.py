@@ -86,18 +86,23 @@ def _file_backed(outputs: np.ndarray):
 
 
 class _ColumnBlocks:
-    """Read float64 column blocks ``outputs[:, cols]``, validated finite.
+    """Read float64 column blocks ``outputs[:, cols]``, validated finite, into reused buffers.
 
     A column block of a row-major memmap touches every row; the kernel then maps far more of
     the file than the block (large folios / fault-around), so the resident set of a single
     block can approach the whole file. For a whole C-ordered memmap the rows' segments are
     therefore read with ``os.preadv`` (page cache only, nothing mapped); other arrays are sliced.
+    The raw and float64 buffers (one block each) are allocated once and reused, so a pass over
+    the matrix allocates nothing per block; each :meth:`read` overwrites the previous block.
     """
 
-    def __init__(self, outputs: np.ndarray) -> None:
+    def __init__(self, outputs: np.ndarray, step: int) -> None:
         self.outputs = outputs
         self.source = _file_backed(outputs)
         self.fd = None if self.source is None else os.open(self.source[0], os.O_RDONLY)
+        n = outputs.shape[0]
+        self.work = np.empty(n * step)
+        self.raw = None if self.fd is None else np.empty(n * step, dtype=outputs.dtype)
 
     def __enter__(self):
         return self
@@ -108,26 +113,85 @@ class _ColumnBlocks:
 
     def read(self, cols: slice) -> np.ndarray:
         n, d = self.outputs.shape
+        width = cols.stop - cols.start
+        block = self.work[: n * width].reshape(n, width)
         if self.fd is None:
-            block = np.array(self.outputs[:, cols], dtype=np.float64)
+            np.copyto(block, self.outputs[:, cols], casting="unsafe")
             release_mapped_pages(self.outputs)
         else:
-            raw = np.empty((n, cols.stop - cols.start), dtype=self.outputs.dtype)
+            raw = self.raw[: n * width].reshape(n, width)
             item = self.outputs.dtype.itemsize
+            row_bytes = width * item
+            view = memoryview(raw.reshape(-1)).cast("B")  # type: ignore[arg-type]
             offset = self.source[1] + cols.start * item
+            stride = d * item
             for i in range(n):
-                want = raw[i].nbytes
-                got = os.preadv(self.fd, [memoryview(raw[i]).cast("B")], offset + i * d * item)
-                if got != want:
-                    raise OSError(f"short read from {self.source[0]!r}: {got} of {want} bytes")
-            block = raw.astype(np.float64)
-        if not np.all(np.isfinite(block)):
+                got = os.preadv(self.fd, [view[i * row_bytes : (i + 1) * row_bytes]],
+                                offset + i * stride)
+                if got != row_bytes:
+                    raise OSError(f"short read from {self.source[0]!r}: {got} of "
+                                  f"{row_bytes} bytes")
+            np.copyto(block, raw, casting="unsafe")
+        if not np.isfinite(block).all():
             raise ValueError("`outputs` must be finite; found NaN or inf.")
         return block
 
 
-def dense_spectrum(outputs: np.ndarray, *, block_size: int | None):
-    """Return mean, variances, eigenvalues (descending, unclipped), eigenvectors via a d x d Σ."""
+def _gram_pass(outputs: np.ndarray, step: int):
+    """One pass over column blocks: Gram ``Xc Xc^T`` (unscaled), column means, variances.
+
+    ``dsyrk`` accumulates each centred block into the upper triangle of one Fortran-ordered
+    ``n x n`` float64 matrix in place (no per-block ``n x n`` temporary); mirrored at the end.
+    """
+    from scipy.linalg.blas import dsyrk
+
+    n, d = outputs.shape
+    gram = np.zeros((n, n), order="F")
+    mean = np.empty(d)
+    variances = np.empty(d)
+    with _ColumnBlocks(outputs, step) as reader:
+        for start in range(0, d, step):
+            cols = slice(start, min(start + step, d))
+            block = reader.read(cols)
+            np.add.reduce(block, axis=0, out=mean[cols])
+            mean[cols] /= n
+            block -= mean[cols]
+            np.einsum("ij,ij->j", block, block, out=variances[cols])
+            # block.T is Fortran (w, n): trans=1 gives block @ block.T, added to gram in place.
+            gram = dsyrk(1.0, block.T, beta=1.0, c=gram, trans=1, lower=0, overwrite_c=1)
+    variances /= n - 1
+    upper = np.triu_indices(n, 1)
+    gram[upper[1], upper[0]] = gram[upper]
+    return np.ascontiguousarray(gram), mean, variances
+
+
+def _back_project(outputs: np.ndarray, mean: np.ndarray, coef: np.ndarray, step: int,
+                  eigenvector_dtype) -> np.ndarray:
+    """Second pass: ``V[cols] = (X[:, cols] - mean[cols])^T coef``, one column block at a time."""
+    d = outputs.shape[1]
+    k = coef.shape[1]
+    eigvecs = np.empty((d, k), dtype=eigenvector_dtype)
+    if k == 0:
+        return eigvecs
+    direct = eigvecs.dtype == np.float64
+    tmp = None if direct else np.empty(step * k)
+    with _ColumnBlocks(outputs, step) as reader:
+        for start in range(0, d, step):
+            cols = slice(start, min(start + step, d))
+            block = reader.read(cols)
+            block -= mean[cols]
+            width = cols.stop - cols.start
+            if direct:
+                np.matmul(block.T, coef, out=eigvecs[cols])
+            else:  # float64 product, rounded once into the float32 result
+                out = tmp[: width * k].reshape(width, k)
+                np.matmul(block.T, coef, out=out)
+                eigvecs[cols] = out
+    return eigvecs
+
+
+def dense_covariance(outputs: np.ndarray, *, block_size: int | None):
+    """Return mean, variances and the ``d x d`` sample covariance (``ddof=1``), by row blocks."""
     moments = streaming_moments(outputs, chunk_size=block_size)
     d = outputs.shape[1]
     scatter = np.zeros((d, d))
@@ -135,8 +199,14 @@ def dense_spectrum(outputs: np.ndarray, *, block_size: int | None):
         block -= moments.mean
         scatter += block.T @ block
     cov = scatter / (moments.n_trials - 1)
-    lam, vecs = np.linalg.eigh((cov + cov.T) / 2.0)
-    return moments.mean, moments.variances, lam[::-1], vecs[:, ::-1]
+    return moments.mean, moments.variances, (cov + cov.T) / 2.0
+
+
+def dense_spectrum(outputs: np.ndarray, *, block_size: int | None):
+    """Return mean, variances, eigenvalues (descending, unclipped), eigenvectors via a d x d Σ."""
+    mean, variances, cov = dense_covariance(outputs, block_size=block_size)
+    lam, vecs = np.linalg.eigh(cov)
+    return mean, variances, lam[::-1], vecs[:, ::-1]
 
 
 def gram_spectrum(
@@ -148,18 +218,8 @@ def gram_spectrum(
 ):
     """Gram path. Returns mean, variances, held eigenvalues, eigenvectors, tail, rank."""
     n, d = outputs.shape
-    step = _cols_per_block(n, block_size)
-    gram = np.zeros((n, n))
-    mean = np.empty(d)
-    variances = np.empty(d)
-    with _ColumnBlocks(outputs) as reader:
-        for start in range(0, d, step):
-            cols = slice(start, min(start + step, d))
-            block = reader.read(cols)
-            mean[cols] = block.mean(axis=0)
-            block -= mean[cols]
-            variances[cols] = np.einsum("ij,ij->j", block, block) / (n - 1)
-            gram += block @ block.T
+    step = min(_cols_per_block(n, block_size), d)
+    gram, mean, variances = _gram_pass(outputs, step)
     gram /= n - 1
     lam, vecs = np.linalg.eigh((gram + gram.T) / 2.0)
     lam, vecs = lam[::-1], vecs[:, ::-1]
@@ -171,12 +231,5 @@ def gram_spectrum(
     tail = float(np.sum(lam[held:]))
     lam_held = lam[:held]
     coef = vecs[:, :held] / np.sqrt((n - 1) * lam_held)  # (n, k): V = Xc^T coef
-    eigvecs = np.empty((d, held), dtype=eigenvector_dtype)
-    if held:
-        with _ColumnBlocks(outputs) as reader:
-            for start in range(0, d, step):
-                cols = slice(start, min(start + step, d))
-                block = reader.read(cols)
-                block -= mean[cols]
-                eigvecs[cols] = block.T @ coef
+    eigvecs = _back_project(outputs, mean, coef, step, eigenvector_dtype)
     return mean, variances, lam_held, eigvecs, tail, rank

@@ -12,9 +12,11 @@ Dask) and lets the parent checkpoint the finished part of the batch first.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import pickle
+import random
 import signal
 import threading
 import time
@@ -51,6 +53,10 @@ class TrialTask:
     retries: int
     timeout: float | None
     output_dtype: np.dtype
+    #: float64 output of trial 0; outputs are stored as ``output - reference`` (below float64).
+    reference: np.ndarray | None = None
+    #: Seed the global ``numpy.random`` and ``random`` states from the trial seed (fork backend).
+    reseed_global: bool = False
 
     @functools.cached_property
     def _payload(self) -> bytes:
@@ -94,6 +100,24 @@ class BatchResult:
     masks: np.ndarray  # (k, n_records) bool
     failure: TrialFailure | None
     elapsed_s: float
+
+
+def _stored(arr: np.ndarray, task: TrialTask) -> np.ndarray:
+    """A checked float64 output in the storage form: ``output - reference``, cast, finite.
+
+    ``task.reference`` (float64, set below float64 storage) is subtracted in float64 before
+    the cast, so the rounding error is relative to the spread across trials, not to the offset
+    the output sits on.
+    """
+    if task.output_dtype == np.float64:
+        return arr
+    if task.reference is not None:
+        if task.reference.shape != arr.shape:
+            raise InvalidOutput(
+                f"output has shape {arr.shape} but trial 0 returned {task.reference.shape}"
+            )
+        arr = arr - task.reference
+    return check_output(arr, None, task.output_dtype)
 
 
 class _Alarm:
@@ -143,15 +167,42 @@ def _portable(exc: BaseException) -> BaseException:
     return exc
 
 
+#: Stream of a trial's seed that reseeds the global generators (see ``reseed_global``).
+GLOBAL_STREAM = 2
+
+
+@contextlib.contextmanager
+def _global_state_from(seed: np.random.SeedSequence | None):
+    """Seed ``numpy.random``'s and ``random``'s global states from ``seed``; restore after.
+
+    Used under the fork-based backend, where every worker inherits the parent's global state
+    and a mechanism drawing from it would repeat the same draws in every worker.
+    """
+    if seed is None:
+        yield
+        return
+    np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002
+    words = seed.generate_state(4)
+    np.random.seed(words)  # noqa: NPY002
+    random.seed(int.from_bytes(words.tobytes(), "little"))
+    try:
+        yield
+    finally:
+        np.random.set_state(np_state)  # noqa: NPY002
+        random.setstate(py_state)
+
+
 def _run_trial(task: TrialTask, index: int, mask: np.ndarray, dim: int | None) -> np.ndarray:
     subset = subset_pool(task.pool, mask)
 
     def call():
         seed = stream_seed(task.root, index, MECHANISM_STREAM) if task.pass_rng else None
-        return call_mechanism(task.mechanism, subset, rng=seed, takes_rng=task.pass_rng)
+        reseed = stream_seed(task.root, index, GLOBAL_STREAM) if task.reseed_global else None
+        with _global_state_from(reseed):
+            return call_mechanism(task.mechanism, subset, rng=seed, takes_rng=task.pass_rng)
 
     if task.timeout is None:
-        return check_output(call(), dim, task.output_dtype)
+        return _stored(check_output(call(), dim), task)
     tic = time.monotonic()
     with _Alarm(task.timeout):
         value = call()
@@ -159,7 +210,7 @@ def _run_trial(task: TrialTask, index: int, mask: np.ndarray, dim: int | None) -
         raise TrialTimeoutError(
             f"trial took {time.monotonic() - tic:.3g} s > timeout={task.timeout} s"
         )
-    return check_output(value, dim, task.output_dtype)
+    return _stored(check_output(value, dim), task)
 
 
 def run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchResult:

@@ -193,9 +193,11 @@ def calibrate_noise(
     Notes
     -----
     Directions outside ``span(spectrum.eigenvectors)`` are pooled into one group carrying
-    ``tail_variance`` (0 for a complete spectrum). With the Gram path these directions have
-    sample eigenvalue 0 and get **no** noise under the plug-in rules, which is all the estimator
-    supports; Algorithm 1's ``c``-inflation covers them. Constant outputs give zero noise and
+    ``tail_variance`` (0 for a complete spectrum). The spectrum never reports a positive
+    variance as 0: its eigenvalues carry the numerical resolution, and unresolved directions
+    (the trials filled all ``n − 1`` sample directions) carry the whole trace (see
+    :func:`~pacpriv.pac.covariance.estimate_output_spectrum`), so every rule gives them noise.
+    Constant outputs give zero noise and
     ``mi_bound = 0`` (except ``"algorithm1"``, which still inflates). Worked examples
     (MATH.md §2, ``λ = (4, 1)``, ``v = ½``): square-root ``s² = (6, 3)``; isotropic 5; exact-MI
     ``(4.24694, 2.50101)``. Algorithm 1 with ``c = 1e-3``, ``v = β = ¼`` and ``d = 2``:
@@ -224,7 +226,9 @@ def calibrate_noise(
     if rule == "variance-only":
         e = _floor_variance(_rules.square_root_rule(spectrum.variances, np.ones(d), v),
                             spectrum.variances)
-        bound = _variance_only_bound(spectrum, e)
+        # the spectrum may bound Σ from above (resolution, scale blocks): the trace bound on
+        # the coordinate variances themselves is then the tighter certificate
+        bound = min(_variance_only_bound(spectrum, e), linearised_mi_bound(spectrum.variances, e))
         _certify(bound, v, rule)
         return NoisePlan(
             rule=rule, mi_budget=v, mi_bound=bound,

@@ -20,7 +20,8 @@ import numpy as np
 
 from pacpriv._validation import check_int
 from pacpriv.exceptions import ConstantOutputWarning
-from pacpriv.pac._spectral import clip_eigenvalues, dense_spectrum, gram_spectrum
+from pacpriv.pac._resolution import floor_gram, resolved_eigh
+from pacpriv.pac._spectral import dense_covariance, gram_spectrum
 
 __all__ = ["OutputSpectrum", "estimate_output_spectrum", "spectrum_from_covariance"]
 
@@ -36,8 +37,9 @@ class OutputSpectrum:
     mean : ndarray of shape (d,), float64
         Sample mean of the outputs.
     eigenvalues : ndarray of shape (k,), float64
-        Held eigenvalues of the unbiased (``ddof=1``) sample covariance, descending, ``>= 0``
-        (round-off negatives clipped to 0).
+        Held *safe-side* eigenvalues, descending, ``>= 0``: those of the unbiased (``ddof=1``)
+        sample covariance, each raised by the numerical ``resolution`` (never lowered; see
+        Notes of :func:`estimate_output_spectrum`). 0 only on exactly constant coordinates.
     eigenvectors : ndarray of shape (d, k)
         Orthonormal columns, ``eigenvectors[:, j]`` belongs to ``eigenvalues[j]``. float64, or
         float32 when the outputs were float32 (see ``eigenvector_dtype``).
@@ -46,9 +48,10 @@ class OutputSpectrum:
     total_variance : float
         ``trace(Σ) = sum(variances)``.
     tail_variance : float
-        Sum of the eigenvalues of ``Σ`` that are *not* held (``0`` unless ``n_components``
-        truncated the spectrum or the Gram path dropped eigenpairs below ``sqrt(eps)·λ_max``).
-        The calibration spreads it over the complement of ``span(eigenvectors)`` (safe side).
+        Variance charged to the complement of ``span(eigenvectors)``: the eigenvalues not held
+        (``n_components`` truncation, or Gram eigenpairs below ``sqrt(eps)·λ_max``) plus the
+        resolution per complement direction, or the whole trace when the complement is
+        unresolved (``unresolved_dim > 0``). The calibration spreads it over the complement.
     n_trials : int or None
         Number of simulated outputs (``None`` for :func:`spectrum_from_covariance`).
     dim : int
@@ -57,6 +60,18 @@ class OutputSpectrum:
         Number of eigenvalues of ``Σ`` above round-off (held or not).
     method : {"dense", "gram", "covariance"}
         How the spectrum was obtained.
+    resolution : float
+        Largest numerical floor ``eps · λ_max · max(n_trials, d)`` added to the eigenvalues
+        (per scale block).
+    scale_blocks : int
+        Number of scale blocks decomposed separately (coordinates whose variances differ by
+        more than 1e8; dense path and known covariances only).
+    block_inflation : float
+        Largest cross-block factor ``Σ_a ||R_ab||₂`` by which a block's coordinate variances
+        were added to bound the ignored cross-covariance (0 with one block).
+    unresolved_dim : int
+        Directions outside the sample span that the simulation could not resolve (the sample
+        filled all ``n_trials − 1`` directions); they are charged the whole trace.
     """
 
     mean: np.ndarray
@@ -69,6 +84,10 @@ class OutputSpectrum:
     dim: int
     rank: int
     method: str
+    resolution: float = 0.0
+    scale_blocks: int = 1
+    block_inflation: float = 0.0
+    unresolved_dim: int = 0
 
     @property
     def n_components(self) -> int:
@@ -98,6 +117,10 @@ class OutputSpectrum:
             "effective_rank": self.effective_rank,
             "max_coordinate_variance": float(np.max(self.variances)) if self.dim else 0.0,
             "eigenvector_dtype": str(self.eigenvectors.dtype),
+            "resolution": float(self.resolution),
+            "scale_blocks": self.scale_blocks,
+            "block_inflation": float(self.block_inflation),
+            "unresolved_dim": self.unresolved_dim,
         }
 
 
@@ -182,11 +205,26 @@ def estimate_output_spectrum(
 
     Notes
     -----
-    Eigenvalues within ``eps · λ_max · max(n, d)`` of zero are round-off and set to 0 (as
-    scikit-learn's ``_check_psd_eigenvalues``). On the Gram path, directions outside the span of
-    the centred samples have sample eigenvalue 0, so the rules give them **no** noise: that is
-    all the estimator supports; Algorithm 1's ``c``-inflation
-    (``calibrate_noise(rule="algorithm1")``) covers unseen directions.
+    Numerical resolution may *raise* an eigenvalue, never lower a positive variance to zero
+    (a direction with eigenvalue 0 would get no noise and an unbounded MI):
+
+    * every eigenvalue is reported as ``max(λ̂, 0) + eps · λ_max · max(n, d)``, the backward
+      error of the eigensolver and of the scatter sum (Weyl's inequality), so a direction lost
+      to round-off gets noise at the resolution;
+    * **scale-separated outputs** (coordinate variances differing by more than 1e8, e.g. a total
+      in dollars next to a share) fall back **per block**: coordinates are grouped by scale,
+      each block is eigen-decomposed on its own, and the ignored cross-block covariance is
+      bounded in the Loewner order by adding ``ρ · Var_j`` to each block's coordinate
+      variances, ``ρ`` the summed spectral norms of its cross-correlation blocks (``≈ 0`` for
+      uncorrelated blocks, ``<= 2×`` for fully correlated ones). Dense path and known
+      covariances only; the Gram path keeps one block (safe but over-noised small scales);
+    * **unresolved directions**: when the sample filled all ``n − 1`` directions it can span
+      (``rank = n − 1 < d``, always possible when ``n_trials <= d``), the directions outside
+      the sample span are charged the whole trace ``tr Σ̂`` (an upper bound on their variance),
+      pooled; below that rank they are at the resolution. Use more trials than output
+      dimensions to avoid paying for unresolved directions.
+
+    Exactly constant coordinates keep eigenvalue 0.
 
     References
     ----------
@@ -210,25 +248,29 @@ def estimate_output_spectrum(
     n, d = arr.shape
     if method == "auto":
         method = "dense" if d <= n else "gram"
-    eps = float(np.finfo(np.float64).eps)
     if method == "dense":
-        mean, variances, lam, vecs = dense_spectrum(arr, block_size=block_size)
-        lam = clip_eigenvalues(lam, size=max(n, d), eps=eps, stacklevel=3)
-        rank = int(np.sum(lam > 0))
+        mean, variances, cov = dense_covariance(arr, block_size=block_size)
+        safe = resolved_eigh(cov, n_trials=n, stacklevel=3)
         k = d if n_components is None else min(n_components, d)
-        tail = float(np.sum(lam[k:]))
-        lam, vecs = lam[:k], np.ascontiguousarray(vecs[:, :k], dtype=eigenvector_dtype)
+        lam, tail = safe.eigenvalues[:k], float(np.sum(safe.eigenvalues[k:]))
+        vecs = np.ascontiguousarray(safe.eigenvectors[:, :k], dtype=eigenvector_dtype)
+        rank, res, blocks, infl, unresolved = (safe.rank, safe.resolution, safe.n_blocks,
+                                               safe.block_inflation, safe.unresolved_dim)
     else:
         mean, variances, lam, vecs, tail, rank = gram_spectrum(
             arr, n_components=n_components, eigenvector_dtype=eigenvector_dtype,
             block_size=block_size,
         )
+        lam, tail, res, unresolved = floor_gram(
+            lam, tail, rank=rank, n_trials=n, dim=d, total_variance=float(np.sum(variances)))
+        blocks, infl = 1, 0.0
     total = float(np.sum(variances))
     _warn_if_constant(total)
     return OutputSpectrum(
         mean=_readonly(mean), eigenvalues=_readonly(lam), eigenvectors=_readonly(vecs),
         variances=_readonly(variances), total_variance=total, tail_variance=tail,
-        n_trials=n, dim=d, rank=rank, method=method,
+        n_trials=n, dim=d, rank=rank, method=method, resolution=res, scale_blocks=blocks,
+        block_inflation=infl, unresolved_dim=unresolved,
     )
 
 
@@ -282,14 +324,14 @@ def spectrum_from_covariance(cov, mean=None) -> OutputSpectrum:
         m = np.array(mean, dtype=np.float64)
         if m.shape != (d,) or not np.all(np.isfinite(m)):
             raise ValueError(f"`mean` must be a finite array of shape ({d},); got {m.shape}.")
-    lam, vecs = np.linalg.eigh((c + c.T) / 2.0)
-    lam = clip_eigenvalues(lam[::-1], size=d, eps=float(np.finfo(np.float64).eps), stacklevel=3)
+    safe = resolved_eigh((c + c.T) / 2.0, n_trials=None, stacklevel=3)
     variances = np.clip(np.diag(c).copy(), 0.0, None)
     total = float(np.sum(variances))
     _warn_if_constant(total)
     return OutputSpectrum(
-        mean=_readonly(m), eigenvalues=_readonly(lam),
-        eigenvectors=_readonly(np.ascontiguousarray(vecs[:, ::-1])),
+        mean=_readonly(m), eigenvalues=_readonly(safe.eigenvalues),
+        eigenvectors=_readonly(np.ascontiguousarray(safe.eigenvectors)),
         variances=_readonly(variances), total_variance=total, tail_variance=0.0,
-        n_trials=None, dim=d, rank=int(np.sum(lam > 0)), method="covariance",
+        n_trials=None, dim=d, rank=safe.rank, method="covariance", resolution=safe.resolution,
+        scale_blocks=safe.n_blocks, block_inflation=safe.block_inflation,
     )

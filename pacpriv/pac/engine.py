@@ -9,13 +9,36 @@ Reproducibility contract
 ------------------------
 Trial ``i`` depends only on the root seed and ``i`` (see :mod:`pacpriv.pac.samplers`):
 the same root seed gives bit-identical outputs and masks for any ``n_jobs``, backend
-(sequential, loky, threading, Dask), ``batch_size`` or resume point.
+(sequential, loky, threading, Dask), ``batch_size`` or resume point -- **provided the
+mechanism draws all its randomness from its ``rng`` argument** (never from the global
+``numpy.random`` or ``random`` state, an unseeded library or the clock).
+
+The engine checks this: after the run it re-runs one trial from its seed in this process and
+compares bit for bit. A difference emits
+:class:`~pacpriv.exceptions.NotReproducibleWarning` and sets
+``SimulationResult.reproducible = False``, which the report shows as "not reproducible".
+Under joblib's fork-based "multiprocessing" backend, where every worker inherits the same
+global state and would repeat the same draws, the global ``numpy.random`` and ``random``
+states are reseeded before each trial from the trial's seed (and restored after).
+
+Storage below float64
+---------------------
+With ``output_dtype`` below float64 (e.g. float32), outputs are stored relative to the
+float64 output of trial 0 (``SimulationResult.reference``): row ``i`` holds
+``output_i - reference`` computed in float64 and then rounded. The rounding error of a
+coordinate is then at most half a unit in the last place of its spread across trials
+(``2**-24`` relative for float32), whatever offset the output sits on; stored absolutely,
+an output of ``2e9 + x`` with ``x`` in [0, 1] would round every ``x`` away (float32 spacing
+at 2e9 is 256). Covariances, the noise calibration and the attacks are translation
+invariant and use the stored rows directly; add ``reference`` back for absolute outputs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,9 +47,10 @@ import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
+from pacpriv.exceptions import CheckpointError, MechanismError, NotReproducibleWarning
 from pacpriv.pac._mechanism import check_mechanism
-from pacpriv.pac._parallel import run_pending
-from pacpriv.pac._trial import TrialTask
+from pacpriv.pac._parallel import _failure_error, resolve_backend, run_pending
+from pacpriv.pac._trial import TrialTask, run_batch
 from pacpriv.pac.checkpoint import Checkpoint, run_fingerprint
 from pacpriv.pac.options import ExecutionOptions, merge_execution
 from pacpriv.pac.samplers import Sampler, as_sampler
@@ -45,7 +69,8 @@ class SimulationResult:
     ----------
     outputs : numpy.ndarray of shape (n_trials, dim)
         Mechanism outputs, row ``i`` from trial ``i`` (float64 unless ``output_dtype``);
-        a read-only ``numpy.memmap`` when ``output_path`` was given.
+        a read-only ``numpy.memmap`` when ``output_path`` was given. Below float64 they are
+        relative to ``reference`` (``outputs[i] + reference`` is trial ``i``'s output).
     masks : numpy.ndarray of bool, shape (n_trials, n_records)
         Membership mask of each trial (record ``j`` was in trial ``i``'s subset).
     root_seed : dict
@@ -68,6 +93,14 @@ class SimulationResult:
         Trials restored from the checkpoint instead of recomputed.
     checkpoint, output_path : str or None
         Checkpoint directory and disk-backed output file, if any.
+    reference : numpy.ndarray of shape (dim,), float64, or None
+        With ``output_dtype`` below float64: trial 0's float64 output; ``outputs[i] +
+        reference`` is trial ``i``'s output. None for float64 storage (outputs absolute).
+    reproducible : bool or None
+        Whether re-running a trial from its seed gave bit-identical output and mask (see
+        the module docstring); None if not checked.
+    reproducibility_note : str
+        What was re-run and what came out.
     """
 
     outputs: np.ndarray
@@ -85,6 +118,9 @@ class SimulationResult:
     resumed_trials: int = 0
     checkpoint: str | None = None
     output_path: str | None = None
+    reference: np.ndarray | None = None
+    reproducible: bool | None = None
+    reproducibility_note: str = ""
 
     def trial_seed(self, index: int) -> np.random.SeedSequence:
         """``SeedSequence`` of trial ``index`` (its children 0/1 seed the sampler/mechanism)."""
@@ -108,6 +144,9 @@ class SimulationResult:
             "resumed_trials": self.resumed_trials,
             "checkpoint": self.checkpoint,
             "output_path": self.output_path,
+            "outputs_relative_to": None if self.reference is None else "trial 0 (float64)",
+            "reproducible": self.reproducible,
+            "reproducibility_note": self.reproducibility_note,
         }
 
 
@@ -193,8 +232,9 @@ def simulate(
     mechanism : callable
         ``f(subset) -> array-like of shape (d,)`` (a scalar counts as ``d = 1``). If its
         signature has an ``rng`` parameter, it receives the trial's
-        ``numpy.random.Generator`` (mechanism stream). Must be picklable for process
-        backends (module-level functions are).
+        ``numpy.random.Generator`` (mechanism stream); all its randomness must come from
+        ``rng`` (see "Reproducibility contract" in the module docstring). Must be picklable
+        for process backends (module-level functions are).
     pool : numpy.ndarray of shape (n_records, ...) or tuple of such arrays
         The data pool; a tuple (e.g. ``(X, y)``) holds aligned arrays sharing the first
         axis. The subset is ``pool[mask]`` (or ``tuple(a[mask] for a in pool)``); it may
@@ -207,7 +247,10 @@ def simulate(
         joblib's meaning: None = 1 unless set by ``joblib.parallel_config``; -1 = all cores.
     backend : str or None, default None
         joblib backend ("loky", "threading", "dask", "ray", ...); None = joblib's default
-        or the active ``parallel_config``. "dask" needs a ``distributed.Client``.
+        or the active ``parallel_config``. "dask" needs a ``distributed.Client``; "ray" uses
+        the running Ray runtime (``ray.init()``, or ``ray.init(address="ray://head:10001")`` /
+        the ``RAY_ADDRESS`` variable for an existing cluster) and, with ``n_jobs=None``, all
+        of its CPUs.
     rng : None, int, SeedSequence or Generator, default None
         Root seed; None = fresh OS entropy, or, when resuming a checkpoint, its stored seed.
     progress : bool, default True
@@ -229,8 +272,9 @@ def simulate(
         ``.npy`` file for disk-backed outputs (``numpy.lib.format.open_memmap``); masks go
         to ``<stem>.masks.npy`` beside it.
     output_dtype : floating dtype, default numpy.float64
-        Storage dtype of the outputs (float32 halves memory; outputs are checked finite
-        after the cast).
+        Storage dtype of the outputs (float32 halves memory). Below float64, outputs are
+        stored relative to trial 0's float64 output (``result.reference``), so a large
+        common offset does not round the variation away; checked finite after the cast.
     options : ExecutionOptions, optional
         All the execution arguments above (``n_jobs`` ... ``output_path``) as one object;
         passing it together with a changed individual execution argument is a TypeError.
@@ -248,7 +292,15 @@ def simulate(
         times out, or a worker dies; names the trial index and its seed, chained ``from``
         the mechanism's exception. Finished trials stay in the checkpoint.
     CheckpointError
-        If ``checkpoint`` is corrupt or belongs to a different run.
+        If ``checkpoint`` is corrupt or belongs to a different run: its fingerprint differs
+        (mechanism code and state, sampler, pool, dtype, seed) or re-running recorded trials
+        (the first and one chosen from the seed) does not reproduce them bit for bit.
+
+    Warns
+    -----
+    NotReproducibleWarning
+        If re-running one trial of this call from its seed gives a different output (the
+        mechanism draws randomness outside ``rng``); ``result.reproducible`` is then False.
 
     Notes
     -----
@@ -294,6 +346,8 @@ def simulate(
         n_trials, retries, timeout, batch_size, output_dtype, progress
     )
     sampler = as_sampler(sampler)
+    sampler.check_pool(n_records)  # degenerate samplers fail here, before any trial
+    reseed_global = resolve_backend(n_jobs, backend)[0] == "multiprocessing"
     store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
     ckpt = None
     if checkpoint is not None:
@@ -321,15 +375,28 @@ def simulate(
         retries=retries,
         timeout=timeout,
         output_dtype=dtype,
+        reseed_global=reseed_global,
     )
+    if dtype != np.float64:
+        task = _with_reference(task, store, ckpt)
+    verified = ckpt.verify(store, lambda i: _rerun(task, store, i)) if resumed else []
+    pending = store.missing_ranges()
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=n_trials, initial=resumed, disable=not progress, unit="trial", desc="pac")
+    bar = tqdm(total=n_trials, initial=store.n_done, disable=not progress, unit="trial",
+               desc="pac")
     with bar:
         backend_name, n_workers = run_pending(
             task, store, ckpt, n_jobs=n_jobs, backend=backend, batch_size=batch_size,
             bar=bar, retries=retries,
         )
+    if pending:
+        reproducible, note = _check_reproducible(task, store, pending[0][0])
+    elif verified:
+        reproducible = True
+        note = f"recorded trials {verified} re-run from their seeds: bit-identical"
+    else:
+        reproducible, note = None, ""
     outputs, masks = store.finalize()
     return SimulationResult(
         outputs=outputs,
@@ -347,4 +414,67 @@ def simulate(
         resumed_trials=resumed,
         checkpoint=None if checkpoint is None else str(checkpoint),
         output_path=None if output_path is None else str(output_path),
+        reference=task.reference,
+        reproducible=reproducible,
+        reproducibility_note=note,
     )
+
+
+def _rerun(task: TrialTask, store: OutputStore, index: int) -> tuple[np.ndarray, np.ndarray]:
+    """Trial ``index`` run again in this process: ``(output in storage dtype, mask)``."""
+    res = run_batch(task, index, index + 1, store.dim)
+    if res.failure is not None:
+        raise _failure_error(res.failure) from res.failure.cause
+    return res.outputs[0], res.masks[0]
+
+
+def _with_reference(task: TrialTask, store: OutputStore, ckpt: Checkpoint | None) -> TrialTask:
+    """Run trial 0 here in float64; store it and return the task storing relative outputs."""
+    exact = dataclasses.replace(task, output_dtype=np.dtype(np.float64), reference=None)
+    reference, mask = _rerun(exact, store, 0)
+    reference.setflags(write=False)
+    if ckpt is not None:
+        stored = ckpt.load_reference()
+        if stored is None:
+            ckpt.save_reference(reference)
+        elif stored.shape != reference.shape or stored.tobytes() != reference.tobytes():
+            raise CheckpointError(
+                f"Checkpoint {str(ckpt.path)!r}: re-running trial 0 from its seed gave a "
+                "different float64 output than the reference the checkpoint holds: the "
+                "mechanism changed or is not reproducible from its seed (randomness outside "
+                "its `rng` argument). Use another checkpoint directory or delete this one."
+            )
+    task = dataclasses.replace(task, reference=reference)
+    if not store.done[0]:
+        row = np.zeros((1, reference.shape[0]), dtype=task.output_dtype)
+        store.put(0, row, mask[None, :])
+        if ckpt is not None:
+            ckpt.save(0, row, mask[None, :])
+    return task
+
+
+def _check_reproducible(task: TrialTask, store: OutputStore, index: int) -> tuple[bool, str]:
+    """Re-run trial ``index`` from its seed; warn if the output or mask differs."""
+    try:
+        output, mask = _rerun(task, store, index)
+    except MechanismError as err:
+        problem = f"re-running trial {index} from its seed failed ({err})"
+    else:
+        same = np.array_equal(mask, store.masks[index]) and (
+            output.tobytes() == np.asarray(store.outputs[index]).tobytes()
+        )
+        if same:
+            return True, f"trial {index} re-run from its seed: bit-identical"
+        problem = f"re-running trial {index} from its seed gave a different output"
+    note = (
+        f"not reproducible: {problem}. The mechanism draws randomness outside its `rng` "
+        "argument (global numpy.random or random state, an unseeded library, the clock) or "
+        "depends on changing external state; the root seed does not rerun this simulation."
+    )
+    warnings.warn(
+        f"Mechanism {task.mechanism_name} is {note} Take all randomness from the `rng` "
+        "argument.",
+        NotReproducibleWarning,
+        stacklevel=3,
+    )
+    return False, note

@@ -34,6 +34,7 @@ from pacpriv.pac.covariance import OutputSpectrum
 from pacpriv.pac.engine import SimulationResult
 from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
+from pacpriv.pac.prior import resolve_membership_prior
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import as_sampler
 
@@ -60,7 +61,9 @@ class PacResult:
     mi_budget : float
         Budget ``v`` in nats.
     membership_prior : float
-        Probability that one record is in the secret subset (½ for Poisson-½ sampling).
+        Probability ``q`` that one record is in the secret subset (½ for Poisson-½ sampling);
+        declared by the sampler, or (``prior_source == "estimated"``) the simulated masks'
+        overall inclusion rate.
     posterior_success_bound : float
         Largest posterior success rate of any membership adversary for the claimed MI
         (KL inversion of [1]_ Thm 1 at the best blind-guess rate ``max(q, 1 − q)``,
@@ -78,6 +81,14 @@ class PacResult:
         Extra report sections (e.g. a DP-SGD comparison), each ``{"title", "markdown", ...}``.
     notes : tuple of str
         Caveats the report must show (too few trials for the output dimension, vacuous bound).
+    blind_guess_prior : float or None
+        The prior ``p0`` the posterior bounds use: the best blind guess ``max(q, 1 − q)``, or,
+        when the sampler declares no inclusion probability, an upper confidence bound on it
+        from the simulated masks (:func:`pacpriv.pac.prior.resolve_membership_prior`).
+    prior_source : {"sampler", "estimated"} or None
+        Where ``blind_guess_prior`` comes from.
+    prior_explanation : str
+        One line saying which prior was used and why (for the report).
     """
 
     mechanism: str
@@ -94,6 +105,9 @@ class PacResult:
     release_seeded: bool = False
     sections: tuple = ()
     notes: tuple = ()
+    blind_guess_prior: float | None = None
+    prior_source: str | None = None
+    prior_explanation: str = ""
 
     @property
     def mi_claim(self) -> float:
@@ -117,6 +131,9 @@ class PacResult:
             "mi_budget_nats": self.mi_budget,
             "mi_claim_nats": self.mi_claim,
             "membership_prior": self.membership_prior,
+            "blind_guess_prior": self.blind_guess_prior,
+            "prior_source": self.prior_source,
+            "prior_explanation": self.prior_explanation,
             "posterior_success_bound": self.posterior_success_bound,
             "pinsker_success_bound": self.pinsker_success_bound,
             "individual_mi_bound_nats": self.individual_mi_bound,
@@ -150,10 +167,11 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float) -> list[tuple
     if plan.rule not in ("isotropic", "algorithm1", "variance-only") and sim.n_trials - 1 < sim.dim:
         notes.append((
             f"only {sim.n_trials} trials for a {sim.dim}-dimensional output: at most "
-            f"{sim.n_trials - 1} directions were explored and the others get "
-            f"{'no' if plan.residual_std == 0 else 'only residual'} noise; the MI bound holds "
-            "only if the output does not vary outside the simulated span. Use more trials "
-            "than output dimensions, or rule='isotropic'/'algorithm1'.",
+            f"{sim.n_trials - 1} directions were explored. The others are charged the whole "
+            "trace when the sample filled every explorable direction (costly), else only the "
+            "numerical resolution, and then the MI bound holds only if the output does not "
+            "vary outside the simulated span. Use more trials than output dimensions, or "
+            "rule='isotropic'/'algorithm1'.",
             UndersampledWarning,
         ))
     if plan.confidence is not None and plan.confidence < 1.0:
@@ -279,15 +297,18 @@ def run_pac(
         timeout=timeout,
         options=options,
     )
-    prior = sim.membership_prior if sim.membership_prior is not None else 0.5
     # Thm 1 bounds an adversary relative to *its own* blind-guess rate, which lies between
-    # min(q, 1-q) and max(q, 1-q); the bound over all adversaries uses the best blind guess.
-    baseline = max(prior, 1.0 - prior)
+    # min(q, 1-q) and max(q, 1-q); the bound over all adversaries uses the best blind guess
+    # (declared by the sampler, or an upper confidence bound from the masks: never a silent ½).
+    prior_info = resolve_membership_prior(sampler_obj, sim.masks, n_records=sim.n_records)
+    prior, baseline = prior_info.inclusion_probability, prior_info.blind_guess
     claim = float(plan.mi_claim)
 
     notes = _caveats(sim, plan, baseline)
     for note, category in notes:
         warnings.warn(note, category, stacklevel=2)
+    if prior_info.source == "estimated":
+        notes.append((f"membership prior: {prior_info.explanation}.", UserWarning))
 
     noisy = None
     if release:
@@ -309,4 +330,7 @@ def run_pac(
         release=noisy,
         release_seeded=release_rng is not None,
         notes=tuple(note for note, _ in notes),
+        blind_guess_prior=float(baseline),
+        prior_source=prior_info.source,
+        prior_explanation=prior_info.explanation,
     )

@@ -76,7 +76,7 @@ def _bernoulli_kl(p: np.ndarray, p0: np.ndarray) -> np.ndarray:
     return p0 * _phi1p(delta / p0) + (1.0 - p0) * _phi1p(-delta / (1.0 - p0))
 
 
-def posterior_success_rate(mi_budget, *, prior=0.5):
+def posterior_success_rate(mi_budget, *, prior):
     """Largest posterior success rate compatible with a mutual-information budget.
 
     ``p* = max{p in [p0, 1] : KL(Bern(p) || Bern(p0)) <= v}``, with ``p* = 1`` once
@@ -86,10 +86,12 @@ def posterior_success_rate(mi_budget, *, prior=0.5):
     ----------
     mi_budget : float or array_like
         Mutual-information budget ``v`` in nats, in ``[0, inf]``.
-    prior : float or array_like, default 0.5
-        Blind-guess success rate ``p0`` in ``(0, 1)``; broadcast against ``mi_budget``.
-        For membership inference with Poisson-½ membership it is ½ and ``p*`` is the attack
-        accuracy bound.
+    prior : float or array_like
+        Blind-guess success rate ``p0`` in ``(0, 1)``, required (no default: a silent ½
+        understates the risk of any other sampler); broadcast against ``mi_budget``. For
+        membership with inclusion probability ``q`` use the best blind guess
+        ``max(q, 1 − q)`` (:func:`pacpriv.pac.prior.resolve_membership_prior`); for
+        Poisson-½ membership it is ½ and ``p*`` is the attack accuracy bound.
 
     Returns
     -------
@@ -115,8 +117,10 @@ def posterior_success_rate(mi_budget, *, prior=0.5):
 
     Examples
     --------
-    >>> round(posterior_success_rate(0.5), 6)
+    >>> round(posterior_success_rate(0.5, prior=0.5), 6)
     0.951811
+    >>> round(posterior_success_rate(0.05, prior=0.9), 4)  # sampling rate 0.9
+    0.9792
     """
     v, p0 = np.broadcast_arrays(_check_mi(mi_budget), _check_prior(prior))
     v = v.astype(np.float64)
@@ -140,15 +144,15 @@ def posterior_success_rate(mi_budget, *, prior=0.5):
     return _as_scalar_or_array(out)
 
 
-def pinsker_bound(mi_budget, *, prior=0.5):
+def pinsker_bound(mi_budget, *, prior):
     """Pinsker's looser bound ``min(1, p0 + sqrt(v/2))`` on the posterior success rate.
 
     Parameters
     ----------
     mi_budget : float or array_like
         Budget ``v`` in nats, in ``[0, inf]``.
-    prior : float or array_like, default 0.5
-        Blind-guess success rate ``p0`` in ``(0, 1)``.
+    prior : float or array_like
+        Blind-guess success rate ``p0`` in ``(0, 1)`` (required).
 
     Returns
     -------
@@ -168,7 +172,7 @@ def pinsker_bound(mi_budget, *, prior=0.5):
     return _as_scalar_or_array(np.minimum(1.0, p0 + np.sqrt(v / 2.0)))
 
 
-def mi_budget_for_accuracy(target_accuracy, *, prior=0.5):
+def mi_budget_for_accuracy(target_accuracy, *, prior):
     """Mutual-information budget whose posterior bound equals ``target_accuracy``.
 
     The inverse of :func:`posterior_success_rate`: ``v = KL(Bern(a) || Bern(p0))``; with
@@ -178,8 +182,8 @@ def mi_budget_for_accuracy(target_accuracy, *, prior=0.5):
     ----------
     target_accuracy : float or array_like
         Target posterior success rate ``a`` in ``[p0, 1]``.
-    prior : float or array_like, default 0.5
-        Blind-guess success rate ``p0`` in ``(0, 1)``.
+    prior : float or array_like
+        Blind-guess success rate ``p0`` in ``(0, 1)`` (required).
 
     Returns
     -------

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int
 
 __all__ = [
     "MECHANISM_STREAM",
@@ -44,6 +45,7 @@ __all__ = [
     "Sampler",
     "as_sampler",
     "callable_fingerprint",
+    "check_inclusion_probability",
     "sampler_from_dict",
     "stream_seed",
 ]
@@ -91,6 +93,34 @@ def callable_fingerprint(func: Callable) -> dict:
 
 def _check_n_records(n_records) -> int:
     return check_int(n_records, "n_records", low=0)
+
+
+def check_inclusion_probability(value, name: str) -> float:
+    """Validate an inclusion probability: a real number in ``(0, 1)``, **exclusive**.
+
+    At 0 or 1 membership is not secret (no record, or every record, is in every subset), so
+    the posterior bound is meaningless; such a sampler is refused before any trial runs.
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is not a real number.
+    ValueError
+        If ``value`` is NaN or outside ``(0, 1)``; at 0 or 1 the message says why.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {type(value).__name__} {value!r}.")
+    p = float(value)
+    if not 0.0 < p < 1.0:
+        why = ""
+        if p == 1.0:
+            why = (": every record would always be included, so membership is not secret "
+                   "(the posterior bound is meaningless)")
+        elif p == 0.0:
+            why = (": no record would ever be included, so membership is not secret "
+                   "(the posterior bound is meaningless)")
+        raise ValueError(f"`{name}` must be in (0, 1) exclusive; got {value!r}{why}.")
+    return p
 
 
 class Sampler(ABC):
@@ -149,6 +179,19 @@ class Sampler(ABC):
         """Probability that a given record is in a trial's subset (``None`` if unknown)."""
         return self.prior
 
+    def check_pool(self, n_records: int) -> None:
+        """Refuse, before any trial runs, a sampler that is degenerate on ``n_records`` records.
+
+        The base implementation accepts every pool; :class:`FixedSizeSampler` refuses sizes
+        outside ``[1, n_records − 1]``.
+
+        Raises
+        ------
+        ValueError
+            If membership would not be secret on this pool (message names the argument).
+        """
+        _check_n_records(n_records)
+
     def to_dict(self) -> dict:
         """JSON-serialisable description (used by reports and checkpoint fingerprints)."""
         return {"name": self.name}
@@ -161,14 +204,21 @@ class PoissonSampler(Sampler):
     Parameters
     ----------
     sampling_rate : float, default 0.5
-        Inclusion probability in [0, 1]; ½ gives PAC membership privacy with prior ½ [1]_.
+        Inclusion probability in ``(0, 1)`` exclusive; ½ gives PAC membership privacy with
+        prior ½ [1]_. The best blind guess of a record's membership is ``max(q, 1 − q)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``sampling_rate`` is not a real number in ``(0, 1)`` (0 and 1 make membership
+        public; the message says so).
     """
 
     sampling_rate: float = 0.5
     name: ClassVar[str] = "poisson"
 
     def __post_init__(self) -> None:
-        rate = check_real(self.sampling_rate, "sampling_rate", low=0.0, high=1.0)
+        rate = check_inclusion_probability(self.sampling_rate, "sampling_rate")
         object.__setattr__(self, "sampling_rate", rate)
 
     def draw(self, n_records: int, rng: np.random.Generator) -> np.ndarray:
@@ -192,14 +242,44 @@ class FixedSizeSampler(Sampler):
     Parameters
     ----------
     subset_size : int
-        Number of records per subset, >= 0 and <= ``n_records`` (checked when drawing).
+        Number of records per subset, in ``[1, n_records − 1]`` (checked against the pool by
+        :meth:`check_pool` before any trial runs; 0 or ``n_records`` make membership public).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``subset_size`` is not an integer ``>= 1``.
     """
 
     subset_size: int
     name: ClassVar[str] = "fixed"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "subset_size", check_int(self.subset_size, "subset_size", low=0))
+        k = check_int(self.subset_size, "subset_size")
+        if k < 1:
+            raise ValueError(
+                f"`subset_size` must be >= 1; got {k}"
+                + (": every subset would be empty, so membership is not secret." if k == 0
+                   else ".")
+            )
+        object.__setattr__(self, "subset_size", k)
+
+    def check_pool(self, n_records: int) -> None:
+        """Refuse ``subset_size`` outside ``[1, n_records − 1]`` (before any trial runs).
+
+        Raises
+        ------
+        ValueError
+            If ``subset_size >= n_records``: every record would always be included.
+        """
+        n_records = _check_n_records(n_records)
+        if self.subset_size >= n_records:
+            why = (": every record would always be included, so membership is not secret"
+                   if self.subset_size == n_records else ": larger than the pool")
+            raise ValueError(
+                f"`subset_size` must be in [1, n_records - 1] = [1, {n_records - 1}]; "
+                f"got {self.subset_size}{why}."
+            )
 
     def draw(self, n_records: int, rng: np.random.Generator) -> np.ndarray:
         """One mask with exactly ``subset_size`` True entries, uniformly placed.
@@ -271,19 +351,47 @@ class CallableSampler(Sampler):
     ----------
     func : callable
         ``func(n_records: int, rng: numpy.random.Generator) -> array of shape (n_records,)``.
+    inclusion_probability : float or None, default None
+        Probability ``q`` in ``(0, 1)`` (exclusive) that a given record is in a subset. Declare
+        it: the posterior bound uses the best blind guess ``max(q, 1 − q)``. Undeclared, the
+        prior is *estimated* from the simulated masks with an upper confidence bound
+        (:func:`pacpriv.pac.prior.resolve_membership_prior`), which costs tightness. Default:
+        ``func.inclusion_probability`` if the callable has that attribute.
     prior : float or None, default None
-        Membership prior of one record, if known.
+        Alias of ``inclusion_probability`` (kept for compatibility).
+
+    Raises
+    ------
+    TypeError
+        If ``func`` is not callable or a probability is not a real number.
+    ValueError
+        If the probability is not in ``(0, 1)``, or ``prior`` and ``inclusion_probability``
+        disagree.
     """
 
     func: Callable[[int, np.random.Generator], Any]
     prior: float | None = None  # type: ignore[assignment]
+    inclusion_probability: float | None = None
     name: ClassVar[str] = "callable"
 
     def __post_init__(self) -> None:
         if not callable(self.func):
             raise TypeError(f"`func` must be callable; got {type(self.func).__name__}.")
-        if self.prior is not None:
-            object.__setattr__(self, "prior", check_real(self.prior, "prior", low=0.0, high=1.0))
+        q, name = self.inclusion_probability, "inclusion_probability"
+        if q is None and self.prior is not None:
+            q, name = self.prior, "prior"
+        if q is None:
+            q = getattr(self.func, "inclusion_probability", None)
+        if q is not None:
+            q = check_inclusion_probability(q, name)
+            if self.prior is not None and self.inclusion_probability is not None and (
+                    float(self.prior) != q):
+                raise ValueError(
+                    f"`prior` ({self.prior!r}) and `inclusion_probability` ({q!r}) disagree; "
+                    "give one of them."
+                )
+        object.__setattr__(self, "inclusion_probability", q)
+        object.__setattr__(self, "prior", q)
 
     def draw(self, n_records: int, rng: np.random.Generator) -> np.ndarray:
         """Call ``func`` and validate its mask (see :meth:`trial_mask` for the trial index)."""
@@ -318,13 +426,14 @@ class CallableSampler(Sampler):
         return arr.astype(bool)
 
     def to_dict(self) -> dict:
-        """``{"name": "callable", "func": qualified name, "source_sha256": ..., "prior": ...}``."""
+        """``{"name": "callable", "func": ..., "source_sha256": ..., "prior": q or None}``."""
         fp = callable_fingerprint(self.func)
         return {
             "name": self.name,
             "func": fp["name"],
             "source_sha256": fp["source_sha256"],
             "prior": self.prior,
+            "inclusion_probability": self.inclusion_probability,
         }
 
 

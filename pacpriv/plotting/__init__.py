@@ -7,7 +7,8 @@ worker threads and are freed with the object. :func:`figure_to_data_uri` turns o
 matplotlib is imported inside the functions: ``import pacpriv`` never imports it.
 
 Modules: :mod:`pacpriv.plotting.pac` (spectrum, posterior curve), :mod:`pacpriv.plotting.dpsgd`
-(DP-SGD accuracy vs σ, PAC vs DP-SGD bars), :mod:`pacpriv.plotting._figure` (figure factory).
+(DP-SGD accuracy vs σ, PAC vs DP-SGD bars), :mod:`pacpriv.plotting.per_record` (per-record
+exposure histogram), :mod:`pacpriv.plotting._figure` (figure factory).
 
 References
 ----------
@@ -23,12 +24,14 @@ from pacpriv.plotting.dpsgd import (
     plot_pac_vs_dpsgd,
 )
 from pacpriv.plotting.pac import plot_posterior_curve, plot_spectrum
+from pacpriv.plotting.per_record import plot_per_record_histogram
 
 __all__ = [
     "COMPARISON_KEYS",
     "figure_to_data_uri",
     "plot_dpsgd_accuracy_vs_sigma",
     "plot_pac_vs_dpsgd",
+    "plot_per_record_histogram",
     "plot_posterior_curve",
     "plot_spectrum",
 ]

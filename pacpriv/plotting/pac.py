@@ -119,7 +119,7 @@ def plot_spectrum(spectrum_or_report, plan=None):
 
 
 # ----------------------------------------------------------------------------- posterior
-def plot_posterior_curve(mi_budget: float, *, prior: float = 0.5, v_min: float | None = None,
+def plot_posterior_curve(mi_budget: float, *, prior: float, v_min: float | None = None,
                          v_max: float | None = None, n_points: int = 200):
     """Posterior success bound and Pinsker's bound against the MI budget ``v`` (log x).
 
@@ -127,8 +127,9 @@ def plot_posterior_curve(mi_budget: float, *, prior: float = 0.5, v_min: float |
     ----------
     mi_budget : float
         The chosen budget ``v > 0`` (nats), marked on the curve.
-    prior : float, default 0.5
-        Blind-guess success rate ``p0`` in ``(0, 1)``.
+    prior : float
+        Blind-guess success rate ``p0`` in ``(0, 1)`` (required: e.g. ``max(q, 1 − q)`` for
+        inclusion probability ``q``, as ``PacResult.blind_guess_prior``).
     v_min, v_max : float, optional
         Range of the x axis in nats (default ``[min(v, 1e-4)/10, max(10 v, 2 ln(1/p0))]``).
     n_points : int, default 200

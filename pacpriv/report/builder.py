@@ -9,7 +9,6 @@ per-trial outputs are ever written: only the noisy release and summaries.
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 import warnings
@@ -17,6 +16,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from pacpriv import _json
 from pacpriv.datasets.loading import PUBLIC_BOUNDS
 from pacpriv.report.format import TOP_ROWS
 from pacpriv.report.html import render_html
@@ -114,6 +114,9 @@ def _pac_report(result) -> dict:
             "mi_bound_certified_nats": float(plan.mi_bound),
             "mi_claim_nats": result.mi_claim,
             "membership_prior": result.membership_prior,
+            "blind_guess_prior": result.blind_guess_prior,
+            "prior_source": result.prior_source,
+            "prior_explanation": result.prior_explanation,
             "posterior_success_bound": result.posterior_success_bound,
             "membership_inference_accuracy_bound": (
                 result.posterior_success_bound if result.membership_prior == 0.5 else None
@@ -127,6 +130,8 @@ def _pac_report(result) -> dict:
         else "fresh OS entropy (not recorded)",
         "reproducibility": {
             "root_seed": d["simulation"]["root_seed"],
+            "reproducible": d["simulation"].get("reproducible"),
+            "reproducibility_note": d["simulation"].get("reproducibility_note", ""),
             "versions": _versions(),
             "command": _command(),
         },
@@ -211,9 +216,14 @@ def to_markdown(report: dict) -> str:
                                for sec in report.get("sections", [])])
     rep = report.get("reproducibility", {})
     out += ["## Reproducibility", ""]
-    if "root_seed" in rep:
+    if rep.get("reproducible") is False:
         out += [
-            f"Root seed of the simulation: `{json.dumps(rep['root_seed'])}` "
+            f"**Not reproducible.** Root seed `{_json.dumps(rep.get('root_seed'))}`, but "
+            f"{rep.get('reproducibility_note', '')}"
+        ]
+    elif "root_seed" in rep:
+        out += [
+            f"Root seed of the simulation: `{_json.dumps(rep['root_seed'])}` "
             "(pass `rng=numpy.random.SeedSequence(**root_seed)` -- or, when `spawn_key` is empty, "
             "`--seed <entropy>` -- to rerun the simulation bit for bit)."
         ]
@@ -254,7 +264,7 @@ def write_report(result, out_dir, *, formats=("json", "md", "html")) -> dict[str
     paths: dict[str, Path] = {}
     if "json" in formats:
         paths["json"] = out / "report.json"
-        paths["json"].write_text(json.dumps(report, indent=2, allow_nan=True) + "\n")
+        paths["json"].write_text(_json.dumps(report, indent=2) + "\n")
     if "md" in formats:
         paths["md"] = out / "report.md"
         paths["md"].write_text(to_markdown(report))

@@ -7,9 +7,9 @@ downward (``side="down"``), so a shorter number never looks safer than the full 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 
 __all__ = ["TOP_ROWS", "cell", "fmt", "format_bound", "format_percent"]
@@ -34,5 +34,5 @@ def cell(x: Any, digits: int = 6, *, side: str = "nearest", vacuous: bool = Fals
         more = ", …" if len(x) > _LIST_CELL else ""
         return f"[{shown}{more}] ({len(x)} values)"
     if isinstance(x, dict):
-        return json.dumps(x, default=str)
+        return _json.dumps(x)
     return fmt(x, digits, side=side, vacuous=vacuous)

@@ -23,12 +23,11 @@ section or of the object the report was built from (e.g. :class:`pacpriv.dpsgd.D
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pacpriv import plotting
+from pacpriv import _json, plotting
 from pacpriv.report.format import cell
 from pacpriv.report.layout import pac_layout, render_row, section_layout
 from pacpriv.report.markdown import inline, markdown_to_html
@@ -36,7 +35,9 @@ from pacpriv.report.markdown import inline, markdown_to_html
 __all__ = ["PLOT_KINDS", "render_html"]
 
 #: ``kind`` values accepted in a section's ``plot`` spec.
-PLOT_KINDS = ("dpsgd_accuracy_vs_sigma", "pac_vs_dpsgd", "posterior_curve")
+PLOT_KINDS = (
+    "dpsgd_accuracy_vs_sigma", "pac_vs_dpsgd", "posterior_curve", "per_record_histogram",
+)
 
 _DATA_URI = re.compile(r"data:image/(png|jpeg|gif|svg\+xml);base64,[A-Za-z0-9+/]+={0,2}")
 _DPSGD_KEYS = ("noise_multiplier", "steps_per_epoch", "epochs")
@@ -79,6 +80,7 @@ def _plot(kind: str, **kwargs) -> str:
         "dpsgd_accuracy_vs_sigma": plotting.plot_dpsgd_accuracy_vs_sigma,
         "pac_vs_dpsgd": plotting.plot_pac_vs_dpsgd,
         "posterior_curve": plotting.plot_posterior_curve,
+        "per_record_histogram": plotting.plot_per_record_histogram,
     }
     if kind not in funcs:
         raise ValueError(f"plot `kind` must be one of {', '.join(PLOT_KINDS)}; got {kind!r}.")
@@ -86,6 +88,8 @@ def _plot(kind: str, **kwargs) -> str:
         fig = funcs[kind](kwargs.pop("rows", None) or [], **kwargs)
     elif kind == "posterior_curve":
         fig = funcs[kind](kwargs.pop("mi_budget", None), **kwargs)
+    elif kind == "per_record_histogram":
+        fig = funcs[kind](kwargs.pop("accuracy_upper", None) or [], **kwargs)
     else:
         fig = funcs[kind](**kwargs)
     return plotting.figure_to_data_uri(fig)
@@ -95,6 +99,8 @@ _CAPTIONS = {
     "dpsgd_accuracy_vs_sigma": "Membership-inference accuracy bound vs noise multiplier σ.",
     "pac_vs_dpsgd": "PAC vs DP-SGD: noise, utility, bound and measured attack accuracy.",
     "posterior_curve": "Posterior success bound vs mutual-information budget.",
+    "per_record_histogram": "Per-record informed-adversary accuracy (certified upper bounds) "
+                            "with the target.",
 }
 
 
@@ -198,8 +204,13 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
 
 def _repro_html(rep: Mapping) -> list[str]:
     out = ["<h2>Reproducibility</h2>"]
-    if "root_seed" in rep:
-        seed = html.escape(json.dumps(rep["root_seed"]))
+    if rep.get("reproducible") is False:
+        seed = html.escape(_json.dumps(rep.get("root_seed")))
+        note = html.escape(str(rep.get("reproducibility_note", "")))
+        out.append(f"<p><strong>Not reproducible.</strong> Root seed <code>{seed}</code>, "
+                   f"but {note}</p>")
+    elif "root_seed" in rep:
+        seed = html.escape(_json.dumps(rep["root_seed"]))
         out.append(f"<p>Root seed of the simulation: <code>{seed}</code> (pass "
                    "<code>rng=numpy.random.SeedSequence(**root_seed)</code> -- or, when "
                    "<code>spawn_key</code> is empty, <code>--seed &lt;entropy&gt;</code> -- to "

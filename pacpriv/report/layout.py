@@ -152,7 +152,8 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
                                     + [(f"dataset {k}", v, "nearest", False)
                                        for k, v in ds.items()])]),
         ("Sampler and simulation", [("table", [
-            *[(f"sampler {k}", v, "nearest", False) for k, v in sampler.items()],
+            *[("sampler inclusion probability q" if k == "prior" else f"sampler {k}", v,
+               "nearest", False) for k, v in sampler.items()],
             ("trials", sim.get("n_trials"), "nearest", False),
             ("output dimension d", sim.get("dim"), "nearest", False),
             ("backend", sim.get("backend"), "nearest", False),

@@ -107,4 +107,9 @@ def bad_output(subset, *, rng, kind: str):
     }[kind]
 
 
+def global_normal(subset):
+    """Ignores its seed: draws from the global numpy.random state (the contract forbids it)."""
+    return np.array([subset.sum() + np.random.normal()])
+
+
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -124,10 +124,11 @@ def test_list_pool_is_converted():
 def test_scalar_output_and_empty_subsets():
     """A scalar output counts as d = 1, and empty subsets reach the mechanism."""
     res = simulate(
-        mechs.count_mech, POOL, n_trials=3, rng=0, sampler=FixedSizeSampler(0), progress=False
+        mechs.count_mech, POOL, n_trials=3, rng=0, sampler=lambda n, rng: np.zeros(n, bool),
+        progress=False,
     )
     assert res.dim == 1 and np.array_equal(res.outputs, np.zeros((3, 1)))
-    assert res.membership_prior == 0.0
+    assert res.membership_prior is None  # the callable declares no inclusion probability
 
 
 def test_pairs_sampler_through_engine():
@@ -211,12 +212,13 @@ def test_length_change_across_batches():
 
 
 def test_float32_overflow_is_caught():
-    """output_dtype=float32 stores float32 and rejects values that overflow it."""
+    """output_dtype=float32 stores float32 relative to trial 0 and rejects overflow."""
     ok = simulate(mechs.noisy_sum, POOL1D, n_trials=4, rng=1, output_dtype=np.float32,
                   progress=False)
     ref = simulate(mechs.noisy_sum, POOL1D, n_trials=4, rng=1, progress=False)
-    assert ok.outputs.dtype == np.float32
-    assert np.array_equal(ok.outputs, ref.outputs.astype(np.float32))
+    assert ok.outputs.dtype == np.float32 and ok.reference.dtype == np.float64
+    assert np.array_equal(ok.reference, ref.outputs[0])
+    assert np.array_equal(ok.outputs, (ref.outputs - ref.outputs[0]).astype(np.float32))
     mech = functools.partial(mechs.bad_output, kind="huge")
     with pytest.raises(MechanismError, match="not finite"):
         simulate(mech, POOL1D, n_trials=30, rng=22, output_dtype=np.float32, progress=False)
@@ -308,7 +310,7 @@ def test_sampler_error_in_worker_names_trial():
         ({"output_dtype": np.int64}, ValueError, "`output_dtype` must be a floating dtype"),
         ({"progress": 1}, TypeError, "`progress` must be a bool"),
         ({"sampler": 0.5}, TypeError, "`sampler` must be None, a Sampler"),
-        ({"sampler": FixedSizeSampler(31)}, ValueError, "`subset_size` must be <= n_records"),
+        ({"sampler": FixedSizeSampler(31)}, ValueError, r"`subset_size` must be in \[1, n_rec"),
         ({"rng": -1}, ValueError, "`rng` must be a non-negative integer seed"),
         ({"output_path": "out.txt"}, ValueError, "`output_path` must end with '.npy'"),
         ({"output_path": 3}, TypeError, "`output_path` must be None or a path"),

@@ -66,7 +66,8 @@ def test_posterior_uses_claimed_mi_and_prior():
     res = run_pac(_clipped_mean, x, mi_budget=0.125, n_trials=50, rng=1, release=False,
                   progress=False, n_jobs=1)
     assert res.membership_prior == 0.5
-    assert res.posterior_success_bound == pytest.approx(float(posterior_success_rate(0.125)))
+    assert res.posterior_success_bound == pytest.approx(
+        float(posterior_success_rate(0.125, prior=0.5)))
     assert res.release is None
 
 

@@ -78,7 +78,7 @@ def test_edges():
     """v = 0 gives the prior, v >= ln(1/p0) and v = inf give 1."""
     assert posterior_success_rate(0.0, prior=0.3) == 0.3
     assert posterior_success_rate(math.log(1 / 0.3), prior=0.3) == 1.0
-    assert posterior_success_rate(math.inf) == 1.0
+    assert posterior_success_rate(math.inf, prior=0.5) == 1.0
     assert membership_inference_accuracy_bound(math.log(2)) == 1.0
 
 
@@ -128,9 +128,9 @@ def test_round_trip_accuracy_and_entropy_form():
     """Prior ½: the inverse equals ln 2 − H(a) and maps back to a."""
     a = np.array([0.5, 0.55, 0.7, 0.9, 0.999])
     h = -(a * np.log(a) + (1 - a) * np.log(1 - a))
-    v = mi_budget_for_accuracy(a)
+    v = mi_budget_for_accuracy(a, prior=0.5)
     assert np.allclose(v, np.log(2) - h, atol=1e-15)
-    assert np.allclose(posterior_success_rate(v), a, atol=1e-12)
+    assert np.allclose(posterior_success_rate(v, prior=0.5), a, atol=1e-12)
     assert mi_budget_for_accuracy(1.0, prior=0.25) == pytest.approx(math.log(4))
 
 
@@ -149,19 +149,19 @@ def test_individual_mi_bound():
 def test_error_negative_budget():
     """A negative budget names the argument and range."""
     with pytest.raises(ValueError, match=r"`mi_budget` must be in \[0, inf\]"):
-        posterior_success_rate(-0.1)
+        posterior_success_rate(-0.1, prior=0.5)
 
 
 def test_error_nan_budget():
     """NaN budget is rejected."""
     with pytest.raises(ValueError, match="`mi_budget`"):
-        pinsker_bound(float("nan"))
+        pinsker_bound(float("nan"), prior=0.5)
 
 
 def test_error_budget_type():
     """A non-numeric budget is a TypeError."""
     with pytest.raises(TypeError, match="`mi_budget` must be numeric"):
-        posterior_success_rate("0.5")
+        posterior_success_rate("0.5", prior=0.5)
 
 
 @pytest.mark.parametrize("p0", [0.0, 1.0, -0.2])
@@ -180,7 +180,7 @@ def test_error_accuracy_below_prior():
 def test_error_accuracy_above_one():
     """A target accuracy above 1 is rejected."""
     with pytest.raises(ValueError, match="`target_accuracy` must be in"):
-        mi_budget_for_accuracy(1.1)
+        mi_budget_for_accuracy(1.1, prior=0.5)
 
 
 def test_error_n_records():

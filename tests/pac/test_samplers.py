@@ -88,8 +88,10 @@ class TestFixedSizeContract(SamplerContract):
     def make(self):
         return FixedSizeSampler(10)
 
-    def make_for_empty_pool(self):
-        return FixedSizeSampler(0)
+    def test_empty_pool(self):
+        """No subset size >= 1 fits a pool of zero records: a ValueError naming both."""
+        with pytest.raises(ValueError, match=r"`subset_size` must be <= n_records = 0; got 1"):
+            FixedSizeSampler(1).trial_mask(0, root=np.random.SeedSequence(0), index=0)
 
 
 class TestPairsContract(SamplerContract):
@@ -129,10 +131,13 @@ def test_poisson_inclusion_frequency(rate):
     assert result.pvalue > 1e-3
 
 
-@pytest.mark.parametrize(("rate", "value"), [(0.0, False), (1.0, True)])
-def test_poisson_edge_rates(rate, value):
-    """Rate 0 includes nobody, rate 1 everybody."""
-    assert (PoissonSampler(rate).masks(30, n_trials=3, rng=0) == value).all()
+@pytest.mark.parametrize(("rate", "why"), [(0.0, "no record would ever be included"),
+                                           (1.0, "every record would always be included")])
+def test_poisson_degenerate_rates_refused(rate, why):
+    """Rates 0 and 1 make membership public: refused at construction, saying why."""
+    with pytest.raises(ValueError, match=rf"`sampling_rate` must be in \(0, 1\) exclusive; "
+                                         rf"got {rate}: {why}, so membership is not secret"):
+        PoissonSampler(rate)
 
 
 def test_poisson_prior_and_dict():
@@ -144,7 +149,8 @@ def test_poisson_prior_and_dict():
 
 def test_poisson_rejects_rate_out_of_range():
     """sampling_rate outside [0, 1] is a ValueError naming it."""
-    with pytest.raises(ValueError, match=r"`sampling_rate` must be in \[0.0, 1.0\]; got 1.5"):
+    with pytest.raises(ValueError,
+                       match=r"`sampling_rate` must be in \(0, 1\) exclusive; got 1.5\.$"):
         PoissonSampler(1.5)
 
 
@@ -170,8 +176,11 @@ def test_fixed_size_too_large():
 
 def test_fixed_size_negative():
     """A negative subset_size is rejected."""
-    with pytest.raises(ValueError, match=r"`subset_size` must be an integer in \[0, inf\)"):
+    with pytest.raises(ValueError, match=r"`subset_size` must be >= 1; got -1\.$"):
         FixedSizeSampler(-1)
+    with pytest.raises(ValueError, match=r"`subset_size` must be >= 1; got 0: every subset "
+                                         r"would be empty, so membership is not secret"):
+        FixedSizeSampler(0)
 
 
 def test_pairs_are_complements():
@@ -276,13 +285,13 @@ def test_trial_seed_consistency():
 
 @settings(max_examples=40, deadline=None)
 @given(
-    n=st.integers(0, 40),
-    k=st.integers(0, 40),
+    n=st.integers(1, 40),
+    k=st.integers(1, 40),
     index=st.integers(0, 10**6),
     seed=st.integers(0, 2**63),
 )
 def test_fixed_size_invariants(n, k, index, seed):
-    """Fixed-size masks have exactly min(k, n) records and are reproducible (sizes 0 and 1 too)."""
+    """Fixed-size masks have exactly min(k, n) records and are reproducible (size 1 too)."""
     k = min(k, n)
     s = FixedSizeSampler(k)
     root = np.random.SeedSequence(seed)

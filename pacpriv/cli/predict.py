@@ -1,0 +1,257 @@
+"""``pacpriv predict fit|query|status`` and ``pacpriv serve``: private prediction, MATH.md §6."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from pacpriv import _json
+from pacpriv.cli._args import UsageError
+
+#: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
+ESTIMATORS = ("logistic", "naive_bayes", "decision_tree", "random_forest", "mlp", "ridge")
+
+_POW = re.compile(r"^\s*2\s*(?:\^|\*\*)\s*(-?\d+)\s*$")
+
+
+def budget_number(text: str) -> float:
+    """argparse ``type=`` for budgets: a real number or a power of two ``2^-16`` / ``2**-16``."""
+    import argparse
+
+    m = _POW.match(text)
+    if m:
+        return 2.0 ** int(m.group(1))
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a number or a power of two like 2^-16: {text!r}") from None
+
+
+def _estimator(name: str):
+    """A built-in estimator, or an object loaded from ``module:attr`` / ``file.py:attr``."""
+    if name == "logistic":
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    if name == "naive_bayes":
+        from sklearn.naive_bayes import GaussianNB
+
+        return GaussianNB()
+    if name == "decision_tree":
+        from sklearn.tree import DecisionTreeClassifier
+
+        return DecisionTreeClassifier(max_depth=6, random_state=0)
+    if name == "random_forest":
+        from sklearn.ensemble import RandomForestClassifier
+
+        return RandomForestClassifier(n_estimators=50, random_state=0)
+    if name == "mlp":
+        from sklearn.neural_network import MLPClassifier
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        return make_pipeline(StandardScaler(), MLPClassifier((32,), max_iter=500, random_state=0))
+    if name == "ridge":
+        from sklearn.linear_model import Ridge
+
+        return Ridge(alpha=1.0)
+    if ":" not in name:
+        raise UsageError(f"--estimator must be one of {ESTIMATORS}, module:attr or "
+                         f"file.py:attr; got {name!r}")
+    from pacpriv.registry import _import_module, _load_file
+
+    where, _, attr = name.rpartition(":")
+    module = _load_file(where) if where.endswith(".py") else _import_module(where)
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{where!r} has no attribute {attr!r} (from --estimator {name!r})")
+        obj = getattr(obj, part)
+    if isinstance(obj, type):  # an estimator class: instantiate with defaults
+        obj = obj()
+    return obj  # an estimator instance, or a fit function fit(subset) -> model
+
+
+def add_parser(subparsers, name: str) -> None:
+    """Register ``pacpriv predict ...``."""
+    p = subparsers.add_parser(
+        name, help="PAC-private prediction: fit worlds, answer queries, budget and report",
+    )
+    sub = p.add_subparsers(dest="command", metavar="{fit,query,status}")
+    sub.required = True
+
+    fit = sub.add_parser(
+        "fit", help="fit m world models on a private dataset into a state directory",
+        description="Fit one model per world (complementary pairs), draw the secret world index "
+        "from OS entropy and create the crash-safe state directory that `pacpriv serve` uses.",
+    )
+    fit.add_argument("--estimator", required=True,
+                     help=f"built-in ({', '.join(ESTIMATORS)}), module:attr or file.py:attr "
+                     "(an sklearn estimator or class, or a function fit((X, y)) -> model)")
+    fit.add_argument("--dataset", required=True,
+                     help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) or a "
+                     ".csv/.npy/.npz path: the private pool")
+    fit.add_argument("--label-column", default=None, help="label column of a .csv/.npy file")
+    fit.add_argument("--state", required=True, help="state directory to create (or resume)")
+    fit.add_argument("--n-worlds", type=int, default=64, help="number of worlds m (even; 64)")
+    fit.add_argument("--per-query-budget", type=budget_number, required=True,
+                     help="MI budget per answered query in nats, e.g. 2^-16")
+    fit.add_argument("--total-budget", type=budget_number, default=None,
+                     help="cap on the total spend in nats (default: the budget whose "
+                     "membership bound is --target-accuracy)")
+    fit.add_argument("--target-accuracy", type=float, default=None,
+                     help="alternatively: cap the spend where the membership bound reaches this "
+                     "accuracy in (0.5, 1)")
+    fit.add_argument("--output", default=None, choices=("proba", "logits", "value", "label"),
+                     help="what each query returns (default: proba, value for ridge; label = "
+                     "one-hot votes, exact when all worlds agree)")
+    fit.add_argument("--rule", default="anisotropic", choices=("anisotropic", "exact-mi",
+                                                               "isotropic"),
+                     help="noise rule of each answer (see the README)")
+    fit.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
+    fit.add_argument("--seed", type=int, default=None,
+                     help="seed of worlds, secret index and noise (tests/demos only; it is "
+                     "secret; default OS entropy)")
+    fit.add_argument("--no-progress", action="store_true", help="no progress bar")
+    fit.set_defaults(handler=_fit)
+
+    query = sub.add_parser("query", help="answer query rows from a file or a bundled dataset",
+                           description="Answer rows in order; each spends the per-query budget.")
+    query.add_argument("--state", required=True, help="fitted state directory")
+    src = query.add_mutually_exclusive_group(required=True)
+    src.add_argument("--queries", help=".npy (2-D) or .csv (numeric, no header) file of rows")
+    src.add_argument("--dataset", help="take the rows from a bundled dataset (see --rows)")
+    query.add_argument("--rows", default="0:1", help="START:STOP rows of --dataset (default 0:1)")
+    query.add_argument("--json", action="store_true", help="print JSON")
+    query.set_defaults(handler=_query)
+
+    status = sub.add_parser("status", help="budget state; optionally write a report")
+    status.add_argument("--state", required=True, help="fitted state directory")
+    status.add_argument("--out", default=None, help="write report.json/report.md here")
+    status.add_argument("--json", action="store_true", help="print JSON")
+    status.set_defaults(handler=_status)
+
+
+def add_serve_parser(subparsers, name: str) -> None:
+    """Register ``pacpriv serve``."""
+    p = subparsers.add_parser(
+        name, help="serve a fitted prediction state over HTTP (FastAPI + uvicorn)",
+        description="POST /predict {\"rows\": [[...], ...]} answers rows in order; GET /budget. "
+        "Needs pip install 'pacpriv[serve]'.",
+    )
+    p.add_argument("--state", required=True, help="fitted state directory")
+    p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.set_defaults(handler=_serve)
+
+
+def _total_budget(args) -> float:
+    from pacpriv.pac.posterior import mi_budget_for_accuracy
+
+    if (args.total_budget is None) == (args.target_accuracy is None):
+        raise UsageError("give exactly one of --total-budget (nats) and --target-accuracy")
+    if args.total_budget is not None:
+        return args.total_budget
+    if not 0.5 < args.target_accuracy < 1:
+        raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
+    return float(mi_budget_for_accuracy(args.target_accuracy, prior=0.5))
+
+
+def _fit(args) -> int:
+    from pacpriv.datasets import load_dataset
+    from pacpriv.prediction import PrivatePredictor
+
+    if args.n_worlds < 2 or args.n_worlds % 2:
+        raise UsageError(f"--n-worlds must be an even integer >= 2; got {args.n_worlds}")
+    if not (args.per_query_budget > 0 and math.isfinite(args.per_query_budget)):
+        raise UsageError(f"--per-query-budget must be a finite number > 0 (nats); got "
+                         f"{args.per_query_budget}")
+    total = _total_budget(args)
+    label = args.label_column
+    if label is not None and label.lstrip("-").isdigit():
+        label = int(label)
+    dataset = load_dataset(args.dataset, label_column=label)
+    if dataset.y is None:
+        raise UsageError(f"--dataset {args.dataset!r} has no labels; prediction needs (X, y)")
+    output = args.output or ("value" if args.estimator == "ridge" else "proba")
+    pp = PrivatePredictor(_estimator(args.estimator), dataset.pool, n_worlds=args.n_worlds,
+                          per_query_budget=args.per_query_budget, total_budget=total,
+                          output=output, rule=args.rule, state=args.state, rng=args.seed)
+    pp.fit(n_jobs=args.n_jobs, progress=not args.no_progress)
+    _print_budget(pp.budget())
+    print(f"{'state':<22}{args.state}")
+    return 0
+
+
+def _rows(args):
+    import numpy as np
+
+    if args.queries is not None:
+        path = Path(args.queries)
+        if not path.is_file():
+            raise FileNotFoundError(f"--queries file not found: {path}")
+        X = np.load(path, allow_pickle=False) if path.suffix == ".npy" else np.loadtxt(
+            path, delimiter=",", ndmin=2)
+        return np.atleast_2d(X)
+    from pacpriv.datasets import load_dataset
+
+    m = re.fullmatch(r"(\d+):(\d+)", args.rows.strip())
+    if not m or int(m.group(1)) >= int(m.group(2)):
+        raise UsageError(f"--rows must be START:STOP with START < STOP; got {args.rows!r}")
+    X = load_dataset(args.dataset).X
+    return X[int(m.group(1)):int(m.group(2))]
+
+
+def _query(args) -> int:
+    from pacpriv.prediction import PrivatePredictor
+
+    pp = PrivatePredictor.load(args.state)
+    X = _rows(args)
+    out = pp.predict(X, progress=len(X) >= 1000)
+    state = pp.budget()
+    if args.json:
+        print(_json.dumps({"outputs": out.tolist(), **state}, indent=2))
+        return 0
+    for i, row in enumerate(out):
+        print(f"{i:>4}  " + "  ".join(f"{v:.4f}" for v in row))
+    _print_budget(state)
+    return 0
+
+
+def _print_budget(state: dict) -> None:
+    bound = state["membership_bound"]
+    print(f"{'worlds':<22}{state['n_worlds']}")
+    print(f"{'queries answered':<22}{state['n_answered']} of {state['max_queries']}")
+    print(f"{'MI spent':<22}{state['spent']:.6g} of {state['total_budget']:.6g} nats")
+    if bound is not None:
+        print(f"{'membership bound':<22}{math.ceil(bound * 1e6) / 1e4:.4f}% "
+              f"({state['bound_kind']})")
+
+
+def _status(args) -> int:
+    from pacpriv.prediction import PrivatePredictor
+
+    pp = PrivatePredictor.load(args.state)
+    if args.json:
+        print(_json.dumps(pp.to_dict(), indent=2))
+    else:
+        _print_budget(pp.budget())
+    if args.out is not None:
+        from pacpriv.report import write_report
+
+        for fmt, path in write_report(pp, Path(args.out), formats=("json", "md")).items():
+            print(f"{f'report ({fmt})':<22}{path}")
+    return 0
+
+
+def _serve(args) -> int:  # pragma: no cover - blocks; exercised by the uvicorn test
+    from pacpriv.prediction._app import serve
+
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be in [1, 65535]; got {args.port}")
+    serve(args.state, host=args.host, port=args.port)
+    return 0

@@ -1,0 +1,130 @@
+"""HTTP serving of a :class:`~pacpriv.prediction.PrivatePredictor` (FastAPI; extra ``serve``).
+
+Endpoints
+---------
+``POST /predict``
+    Body ``{"rows": [[x_11, ..., x_1k], ...]}`` (one query per row, answered in order). Returns
+    ``{"outputs": [[...], ...], "spent": nats, "remaining": nats, "n_answered": int,
+    "membership_bound": float, "bound_kind": str}``. Malformed rows (wrong length, non-numeric,
+    non-finite, empty batch): 422. Over budget: 429 with a message, nothing spent.
+``GET /budget``
+    The public budget state (:meth:`PrivatePredictor.budget`) and the threat model in words.
+
+Requests are serialised by the predictor's lock (the posterior update is ordered); the handlers
+are plain functions that FastAPI runs in its thread pool. Nothing secret (the world index, the
+noise seed) is ever logged or returned.
+"""
+
+# no `from __future__ import annotations`: FastAPI must see the local request model itself
+
+import math
+from typing import Any
+
+from pacpriv.exceptions import BudgetExceededError
+
+__all__ = ["create_app"]
+
+
+def _import_fastapi():
+    try:
+        import fastapi
+        import fastapi.exceptions
+        import fastapi.responses
+        import pydantic
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "serving needs FastAPI and uvicorn: pip install 'pacpriv[serve]'"
+        ) from err
+    return fastapi, pydantic
+
+
+def create_app(predictor) -> Any:
+    """A FastAPI application answering queries through ``predictor``.
+
+    Parameters
+    ----------
+    predictor : PrivatePredictor
+        A fitted predictor (e.g. ``PrivatePredictor.load(state_dir)``).
+
+    Returns
+    -------
+    fastapi.FastAPI
+
+    Raises
+    ------
+    ImportError
+        If FastAPI is not installed (``pip install 'pacpriv[serve]'``).
+    RuntimeError
+        If the predictor is not fitted.
+    """
+    fastapi, pydantic = _import_fastapi()
+    from pacpriv.prediction._predictor import THREAT_MODEL
+
+    if not predictor.is_fitted:
+        raise RuntimeError("the predictor is not fitted: call fit() or use "
+                           "PrivatePredictor.load(state_dir).")
+    n_features = math.prod(predictor.feature_shape)
+
+    class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
+        model_config = pydantic.ConfigDict(extra="forbid")
+        rows: list[list[float]] = pydantic.Field(
+            min_length=1, description=f"query rows, each of {n_features} finite numbers")
+
+        @pydantic.field_validator("rows")
+        @classmethod
+        def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
+            for i, row in enumerate(rows):
+                if len(row) != n_features:
+                    raise ValueError(f"row {i} has {len(row)} values; expected {n_features}")
+                if not all(math.isfinite(x) for x in row):
+                    raise ValueError(f"row {i} holds a non-finite value (NaN or inf)")
+            return rows
+
+    app = fastapi.FastAPI(
+        title="pacpriv private prediction",
+        description="PAC-private predictions with posterior-tracked noise. " + THREAT_MODEL,
+    )
+
+    @app.exception_handler(fastapi.exceptions.RequestValidationError)
+    async def _invalid(request, exc):
+        # 422 without echoing the input (it may hold NaN, which JSON cannot carry)
+        errors = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", "")),
+                   "type": str(e.get("type", ""))} for e in exc.errors()]
+        return fastapi.responses.JSONResponse(status_code=422, content={"detail": errors})
+
+    @app.post("/predict")
+    def predict(request: PredictRequest) -> dict:
+        import numpy as np
+
+        X = np.asarray(request.rows, dtype=np.float64).reshape(
+            (len(request.rows), *predictor.feature_shape))
+        try:
+            outputs, state = predictor.predict_with_budget(X)
+        except BudgetExceededError as err:
+            raise fastapi.HTTPException(status_code=429, detail=str(err)) from None
+        return {
+            "outputs": outputs.tolist(),
+            "spent": state["spent"],
+            "remaining": state["remaining"],
+            "n_answered": state["n_answered"],
+            "membership_bound": state["membership_bound"],
+            "bound_kind": state["bound_kind"],
+        }
+
+    @app.get("/budget")
+    def budget() -> dict:
+        return {**predictor.budget(), "threat_model": THREAT_MODEL}
+
+    return app
+
+
+def serve(state, *, host: str = "127.0.0.1", port: int = 8000) -> None:  # pragma: no cover
+    """Load ``state`` and run the app with uvicorn (blocks until interrupted)."""
+    try:
+        import uvicorn
+    except ImportError as err:
+        raise ImportError("serving needs uvicorn: pip install 'pacpriv[serve]'") from err
+    from pacpriv.prediction._predictor import PrivatePredictor
+
+    uvicorn.run(create_app(PrivatePredictor.load(state)), host=host, port=port,
+                log_level="info", access_log=False)

@@ -1,0 +1,226 @@
+"""Posterior-tracked Gaussian noise for one query (MATH.md §6; Zhu, Sridhar & Devadas 2026).
+
+One query ``q_t`` evaluated on all ``m`` worlds gives outputs ``o_j = f_j(q_t) ∈ R^d``. Under the
+current world posterior ``p`` (public: anyone who knows the worlds computes it from the
+transcript) the output ``o_J`` has mean ``μ = Σ_j p_j o_j`` and covariance
+``C = Σ_j p_j (o_j − μ)(o_j − μ)ᵀ``. Gaussian noise ``Σ_B`` with ``½ ln det(I + C Σ_B⁻¹) <= b_t``
+bounds ``I(J; Y_t | Y_<t) <= b_t`` (Gaussian maximum entropy, [PAC] Thm 3), so by the chain rule
+``I(J; Y_1..Y_T) <= Σ_t b_t`` however the queries are chosen. ``C`` is computed exactly (a
+finite mixture), not estimated: the bound needs no confidence level. The posterior is updated
+with ``log p_j += log N(y; o_j, Σ_B)`` and kept in log space.
+
+Derivation ([1]_; MATH.md §6). Chain rule: ``I(J; Y_1..Y_T) = Σ_t I(J; Y_t | Y_<t)``. Fix a
+transcript ``y_<t``. The query ``q_t`` is a function of ``y_<t`` and of the adversary's own
+randomness (independent of ``J``), and given ``y_<t`` the index ``J`` is distributed as
+``p_t`` — exactly the posterior tracked here, since the worlds, the sampler and every noise
+covariance are public. So ``Y_t = o_J + B_t`` with ``Cov(o_J) = C_t`` and ``B_t`` independent:
+``I(J; Y_t | y_<t) = h(Y_t | y_<t) − h(B_t) <= ½ ln det(2πe(C_t + Σ_B)) − ½ ln det(2πe Σ_B)
+= ½ ln det(I + C_t Σ_B⁻¹) <= b_t`` (a Gaussian maximises entropy for a given covariance).
+Averaging over ``y_<t`` and summing over ``t`` gives ``Σ_t b_t``. Any function of ``J`` — e.g.
+the membership bit ``[i ∈ S_J]``, blind-guess rate ``max(q_i, 1 − q_i)`` with ``q_i`` the
+fraction of worlds holding record ``i`` — then has posterior success at most
+``posterior_success_rate(Σ_t b_t, prior=max(q_i, 1 − q_i))`` ([2]_, Thm 1, with data
+processing). Calibrating to the uniform prior instead of ``p_t`` breaks the second step: after
+the posterior concentrates, ``C_t`` can exceed the uniform-prior covariance several-fold (the
+test suite shows an adaptive adversary exceeding ``Σ_t b_t`` that way).
+
+References
+----------
+.. [1] Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXiv:2601.14033,
+   2026 (adaptive composition with a persistent secret index).
+.. [2] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, arXiv:2210.03458, Thm 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import logsumexp
+
+from pacpriv.pac.calibration import NoisePlan, calibrate_noise
+from pacpriv.pac.covariance import OutputSpectrum
+
+__all__ = [
+    "NOISE_RULES",
+    "QueryNoise",
+    "answer_query",
+    "calibrate_query",
+    "normalise_log_posterior",
+    "posterior_weights",
+    "update_log_posterior",
+]
+
+#: Rules accepted for per-query calibration (names of :func:`pacpriv.pac.calibrate_noise`):
+#: square-root (``"anisotropic"``), exact-MI water-filling and isotropic.
+NOISE_RULES = ("anisotropic", "exact-mi", "isotropic")
+
+#: Relative floor of a world's posterior weight when forming ``C`` (see :func:`posterior_weights`).
+WEIGHT_FLOOR = 1e-300
+
+
+def normalise_log_posterior(log_p: np.ndarray) -> np.ndarray:
+    """``log p − logsumexp(log p)`` (float64, shape ``(m,)``)."""
+    log_p = np.asarray(log_p, dtype=np.float64)
+    return log_p - logsumexp(log_p)
+
+
+def posterior_weights(log_p: np.ndarray) -> np.ndarray:
+    """World weights ``p`` from log weights, floored at ``1e-300`` relative, summing to 1.
+
+    In exact arithmetic every world keeps a positive weight (Gaussian likelihoods never vanish);
+    ``exp`` of a log weight below about −745 underflows to 0 and that world would drop out of
+    ``C``, so directions in which only it differs would get no noise. The floor keeps it in:
+    the covariance of the floored mixture is ``>= (1 − ε) C`` with ``ε <= m·1e-300``, so the
+    noise is calibrated for at least ``(1 − ε) C`` (the budget is met up to a factor
+    ``1/(1 − ε)``, far below float64 resolution).
+    """
+    log_p = normalise_log_posterior(log_p)
+    w = np.maximum(np.exp(log_p - np.max(log_p)), WEIGHT_FLOOR)
+    return w / np.sum(w)
+
+
+@dataclass(frozen=True, eq=False)
+class QueryNoise:
+    """Noise for one query: the plan (None when all worlds agree) and the posterior moments.
+
+    Attributes
+    ----------
+    plan : NoisePlan or None
+        Gaussian noise with ``½ ln det(I + C Σ_B⁻¹) <= mi_budget``; None when ``C = 0`` (every
+        world gives the same output: the answer is released without noise and reveals nothing
+        about ``J``).
+    mean : ndarray of shape (d,)
+        Posterior mean ``μ``.
+    total_variance : float
+        ``trace(C)``.
+    mi_budget : float
+        The per-query budget ``b_t`` (nats).
+    """
+
+    plan: NoisePlan | None = field(repr=False)
+    mean: np.ndarray = field(repr=False)
+    total_variance: float
+    mi_budget: float
+
+    @property
+    def mi_bound(self) -> float:
+        """Certified ``½ ln det(I + C Σ_B⁻¹)`` (nats), 0 without noise."""
+        return 0.0 if self.plan is None else self.plan.mi_bound
+
+
+def _spectrum(outputs: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, OutputSpectrum | None]:
+    """Exact spectrum of ``C = Σ_j p_j (o_j − μ)(o_j − μ)ᵀ`` via the SVD of ``diag(√p)(O − μ)``."""
+    mean = weights @ outputs
+    if np.all(outputs == outputs[0]):  # every world agrees: C = 0 exactly (not round-off)
+        return outputs[0].copy(), None
+    centred = np.sqrt(weights)[:, None] * (outputs - mean)
+    variances = np.einsum("md,md->d", centred, centred)
+    total = float(np.sum(variances))
+    _, sing, vt = np.linalg.svd(centred, full_matrices=False)
+    lam = sing**2
+    keep = lam > 0
+    lam, vecs = lam[keep], np.ascontiguousarray(vt[keep].T)
+    d = outputs.shape[1]
+    for a in (mean, lam, vecs, variances):
+        a.setflags(write=False)
+    return mean, OutputSpectrum(
+        mean=mean, eigenvalues=lam, eigenvectors=vecs, variances=variances,
+        total_variance=total, tail_variance=0.0, n_trials=None, dim=d,
+        rank=int(lam.size), method="covariance",
+    )
+
+
+def calibrate_query(outputs, log_posterior, *, mi_budget: float,
+                    rule: str = "anisotropic") -> QueryNoise:
+    """Gaussian noise for one query under the current world posterior.
+
+    Parameters
+    ----------
+    outputs : array_like of shape (m, d)
+        ``o_j = f_j(q_t)``, one row per world (float64, finite).
+    log_posterior : array_like of shape (m,)
+        Log weights of the world posterior (any additive constant).
+    mi_budget : float
+        Per-query budget ``b_t > 0`` in nats.
+    rule : {"anisotropic", "exact-mi", "isotropic"}, default "anisotropic"
+        Calibration rule of :func:`pacpriv.pac.calibrate_noise` (square-root rule, exact-MI
+        water-filling, isotropic). For ``d = 1`` all three give variance ``Var_p / (2 b_t)``
+        (square-root, isotropic) or the exact ``Var_p / (e^{2b_t} − 1)`` (exact-MI).
+
+    Returns
+    -------
+    QueryNoise
+
+    References
+    ----------
+    .. [1] Zhu, Sridhar & Devadas, Private Prediction via PAC Privacy, arXiv:2601.14033.
+    .. [2] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 3.
+    """
+    o = np.asarray(outputs, dtype=np.float64)
+    w = posterior_weights(log_posterior)
+    mean, spectrum = _spectrum(o, w)
+    if spectrum is None:
+        return QueryNoise(plan=None, mean=mean, total_variance=0.0, mi_budget=float(mi_budget))
+    plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule)
+    return QueryNoise(plan=plan, mean=mean, total_variance=spectrum.total_variance,
+                      mi_budget=float(mi_budget))
+
+
+def _whiten(plan: NoisePlan, diff: np.ndarray) -> np.ndarray:
+    """``(y − o_j)`` of shape (m, d) expressed in noise-std units on the noisy directions."""
+    std = plan.noise_std
+    if plan.basis is None:
+        coords = diff
+    else:
+        coords = diff @ np.asarray(plan.basis, dtype=np.float64)
+    noisy = std > 0
+    return coords[:, noisy] / std[noisy]
+
+
+def update_log_posterior(log_posterior, outputs, answer, noise: QueryNoise) -> np.ndarray:
+    """``log p_j + log N(y; o_j, Σ_B)``, normalised (shape ``(m,)``).
+
+    Terms common to every world (the normalising constant, the noise-free directions in which
+    all worlds agree) cancel in the normalisation and are left out.
+    """
+    log_p = np.asarray(log_posterior, dtype=np.float64)
+    if noise.plan is None:
+        return normalise_log_posterior(log_p)
+    o = np.asarray(outputs, dtype=np.float64)
+    z = _whiten(noise.plan, np.asarray(answer, dtype=np.float64)[None, :] - o)
+    log_lik = -0.5 * np.einsum("mk,mk->m", z, z)
+    return normalise_log_posterior(log_p + log_lik)
+
+
+def answer_query(outputs, log_posterior, secret_index: int, *, mi_budget: float,
+                 rule: str = "anisotropic", rng: np.random.Generator):
+    """Answer one query: ``y = o_J + B`` and the updated log posterior.
+
+    Parameters
+    ----------
+    outputs : array_like of shape (m, d)
+        World outputs for this query.
+    log_posterior : array_like of shape (m,)
+        Current log posterior over worlds.
+    secret_index : int
+        ``J`` in ``[0, m)``; never leaves the caller except through ``y``.
+    mi_budget : float
+        ``b_t`` in nats.
+    rule : str
+        See :func:`calibrate_query`.
+    rng : numpy.random.Generator
+        Source of the noise.
+
+    Returns
+    -------
+    answer : ndarray of shape (d,)
+    log_posterior : ndarray of shape (m,)
+    noise : QueryNoise
+    """
+    o = np.asarray(outputs, dtype=np.float64)
+    noise = calibrate_query(o, log_posterior, mi_budget=mi_budget, rule=rule)
+    y = o[secret_index].copy()
+    if noise.plan is not None:
+        y += noise.plan.sample(rng)
+    return y, update_log_posterior(log_posterior, o, y, noise), noise

@@ -1,0 +1,248 @@
+"""Crash-safe state directory of a :class:`~pacpriv.prediction.PrivatePredictor`.
+
+Layout::
+
+    config.json     public: fingerprint (pool, sampler, fit, n_worlds, world seed), budgets, rule,
+                    output, feature shape, membership prior
+    worlds.npz      public: world masks (m, n_records) and digests (m, 32) or parameters (m, P)
+    models/         public: one joblib file per world model, named by its SHA-256
+    checkpoint/     the engine's checkpoint while the worlds are being fitted
+    evaluator.joblib  output transform (and torch model factory), pickled by reference
+    secret.json     mode 0600: the secret world index J and the noise entropy
+    ledger.json     queries answered, MI spent (nats), log posterior over worlds
+    lock            advisory lock file (one writer at a time across processes)
+
+Every file is written to a temporary name, flushed and ``fsync``-ed, then moved into place with
+:func:`os.replace` (atomic on POSIX), and the directory is ``fsync``-ed. The ledger is written
+*before* an answer is returned: a crash can lose an answer that was never delivered, but never a
+spend, and a restart continues the same posterior.
+
+Only open state directories you created: ``models/*.joblib`` and ``evaluator.joblib`` are
+pickles, and loading a pickle runs code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+
+from pacpriv import _json
+from pacpriv.exceptions import CheckpointError
+
+__all__ = ["StateDir"]
+
+_FORMAT = "pacpriv.prediction.state"
+_VERSION = 1
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` atomically (temp file, fsync, ``os.replace``, fsync dir)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.fchmod(fd, mode)  # the umask must not widen or narrow it
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _diff(old, new, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            out += _diff(old.get(key), new.get(key), f"{prefix}{key}.")
+        return out
+    return [] if old == new else [f"{prefix[:-1]} (state: {old!r}, now: {new!r})"]
+
+
+class StateDir:
+    """One state directory (see the module docstring). Holds no secret in its ``repr``."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"StateDir({str(self.path)!r})"
+
+    # -- files ---------------------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.path / "ledger.json"
+
+    @property
+    def secret_path(self) -> Path:
+        return self.path / "secret.json"
+
+    @property
+    def worlds_path(self) -> Path:
+        return self.path / "worlds.npz"
+
+    @property
+    def evaluator_path(self) -> Path:
+        return self.path / "evaluator.joblib"
+
+    def exists(self) -> bool:
+        """Whether a config was written (a predictor was created here)."""
+        return self.config_path.is_file()
+
+    def is_fitted(self) -> bool:
+        """Whether worlds, secret and ledger are all present (fit finished)."""
+        return self.worlds_path.is_file() and self.secret_path.is_file() and \
+            self.ledger_path.is_file()
+
+    # -- config --------------------------------------------------------------------------
+    def write_config(self, config: dict) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        body = {"format": _FORMAT, "version": _VERSION, **config}
+        atomic_write(self.config_path, _json.dumps(body, indent=2, sort_keys=True).encode())
+
+    def read_config(self) -> dict:
+        """The stored config.
+
+        Raises
+        ------
+        CheckpointError
+            If the file is missing, corrupt or of another format.
+        """
+        try:
+            config = json.loads(self.config_path.read_text())
+        except (OSError, ValueError) as err:
+            raise CheckpointError(f"state directory {str(self.path)!r}: unreadable "
+                                  f"config.json ({err}).") from err
+        if config.get("format") != _FORMAT or config.get("version") != _VERSION:
+            raise CheckpointError(
+                f"state directory {str(self.path)!r} is not a pacpriv prediction state "
+                f"(format {config.get('format')!r} version {config.get('version')!r}).")
+        return config
+
+    def check_fingerprint(self, fingerprint: dict) -> None:
+        """Refuse to resume with another pool, sampler, fit, world count, seed or budget.
+
+        Raises
+        ------
+        CheckpointError
+            Naming every field that differs.
+        """
+        stored = self.read_config().get("fingerprint", {})
+        differences = _diff(stored, json.loads(_json.dumps(fingerprint)))
+        if differences:
+            raise CheckpointError(
+                f"state directory {str(self.path)!r} belongs to a different predictor; it "
+                f"differs in: {'; '.join(differences)}. Use a new directory (a resumed "
+                "predictor must use the same pool, worlds, seed and budgets)."
+            )
+
+    # -- worlds --------------------------------------------------------------------------
+    def write_worlds(self, arrays: dict) -> None:
+        import io
+
+        buf = io.BytesIO()
+        np.savez(buf, **{k: v for k, v in arrays.items() if v is not None})
+        atomic_write(self.worlds_path, buf.getvalue())
+
+    def read_worlds(self) -> dict:
+        with np.load(self.worlds_path, allow_pickle=False) as f:
+            return {"masks": f["masks"], "digests": f["digests"] if "digests" in f else None,
+                    "params": f["params"] if "params" in f else None}
+
+    # -- secret --------------------------------------------------------------------------
+    def write_secret(self, secret_index: int, noise_entropy: int) -> None:
+        """Create ``secret.json`` with mode 0600 (never overwritten)."""
+        if self.secret_path.exists():
+            raise CheckpointError(f"state directory {str(self.path)!r} already has a secret; "
+                                  "refusing to overwrite it.")
+        data = _json.dumps({"secret_index": int(secret_index),
+                           "noise_entropy": int(noise_entropy)}).encode()
+        atomic_write(self.secret_path, data, mode=0o600)
+
+    def read_secret(self) -> tuple[int, int]:
+        """``(J, noise_entropy)``.
+
+        Raises
+        ------
+        CheckpointError
+            If the file is readable or writable by group/others, or corrupt.
+        """
+        st = os.stat(self.secret_path)
+        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise CheckpointError(
+                f"{str(self.secret_path)!r} has mode {stat.S_IMODE(st.st_mode):o}; it must be "
+                "0600 (readable by its owner only). Fix it with chmod 600.")
+        try:
+            body = json.loads(self.secret_path.read_text())
+            return int(body["secret_index"]), int(body["noise_entropy"])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise CheckpointError(f"state directory {str(self.path)!r}: corrupt secret "
+                                  "file.") from err
+
+    # -- ledger --------------------------------------------------------------------------
+    def write_ledger(self, n_answered: int, log_posterior: np.ndarray,
+                     per_query_budget: float) -> None:
+        """Record ``n_answered`` queries (``spent = n_answered · b``) and the posterior, durably."""
+        body = {"n_answered": int(n_answered),
+                "spent": float(n_answered) * float(per_query_budget),
+                "log_posterior": [float(x) for x in np.asarray(log_posterior, np.float64)]}
+        atomic_write(self.ledger_path, _json.dumps(body).encode())
+
+    def read_ledger(self) -> tuple[int, np.ndarray]:
+        """``(n_answered, log_posterior)``.
+
+        Raises
+        ------
+        CheckpointError
+            If the ledger is missing or corrupt.
+        """
+        try:
+            body = json.loads(self.ledger_path.read_text())
+            lp = np.asarray(body["log_posterior"], dtype=np.float64)
+            n = int(body["n_answered"])
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise CheckpointError(f"state directory {str(self.path)!r}: unreadable "
+                                  f"ledger.json ({err}).") from err
+        if n < 0 or lp.ndim != 1 or not np.all(np.isfinite(lp)):
+            raise CheckpointError(f"state directory {str(self.path)!r}: corrupt ledger.json.")
+        return n, lp
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Exclusive advisory lock (``fcntl.flock``) across processes sharing the directory."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: in-process lock only
+            yield
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

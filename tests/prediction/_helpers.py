@@ -1,0 +1,52 @@
+"""Small data and fit functions shared by the prediction tests."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer
+from sklearn.linear_model import LogisticRegression
+
+
+def cancer(n_features: int = 4):
+    """Standardised breast-cancer features (first ``n_features``) and labels."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = X[:, :n_features]
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def logreg():
+    return LogisticRegression(max_iter=200)
+
+
+def ridge_fit(subset):
+    """Generic fit function: least squares on (X, t) returning coefficients (a plain array)."""
+    X, t = subset
+    A = np.c_[X, np.ones(len(X))]
+    return np.linalg.lstsq(A.T @ A + 1e-3 * np.eye(A.shape[1]), A.T @ t, rcond=None)[0]
+
+
+def ridge_value(coef, X):
+    """Output transform for ``ridge_fit``'s model: predictions of shape (n, 1)."""
+    return (np.c_[X, np.ones(len(X))] @ coef)[:, None]
+
+
+def torch_linear():
+    """Model factory for the torch path: a 4 → 2 linear classifier."""
+    import torch
+
+    return torch.nn.Linear(4, 2)
+
+
+def torch_train(model, subset):
+    """A few full-batch gradient steps of cross-entropy (deterministic given the init)."""
+    import torch
+
+    X, y = subset
+    X = torch.as_tensor(X, dtype=torch.float32)
+    y = torch.as_tensor(y, dtype=torch.long)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    for _ in range(20):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(X), y).backward()
+        opt.step()
+    return model

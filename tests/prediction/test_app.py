@@ -1,0 +1,159 @@
+"""HTTP serving: FastAPI TestClient, concurrency, and one real uvicorn process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from starlette.exceptions import StarletteDeprecationWarning
+
+from pacpriv.pac.posterior import posterior_success_rate
+from pacpriv.prediction import PrivatePredictor, create_app
+
+from ._helpers import cancer, logreg
+
+B = 2.0**-8
+ROOT = Path(__file__).resolve().parents[2]
+
+with warnings.catch_warnings():  # starlette >= 1.0 prefers httpx2 for its test client; httpx works
+    warnings.simplefilter("ignore", StarletteDeprecationWarning)
+    from fastapi.testclient import TestClient
+
+
+def _fitted(state=None, total=20 * B):
+    X, y = cancer()
+    return PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B,
+                            total_budget=total, state=state, rng=3).fit(progress=False)
+
+
+def test_predict_and_budget_endpoints():
+    X, _ = cancer()
+    pp = _fitted()
+    client = TestClient(create_app(pp))
+    r = client.post("/predict", json={"rows": X[:3].tolist()})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert np.asarray(body["outputs"]).shape == (3, 2)
+    assert body["spent"] == 3 * B and body["n_answered"] == 3
+    assert body["membership_bound"] == posterior_success_rate(3 * B, prior=0.5)
+    assert body["bound_kind"].startswith("certified")
+    budget = client.get("/budget").json()
+    assert budget["remaining"] == pytest.approx(17 * B)
+    assert budget["max_queries"] == 20
+    assert "J" in budget["threat_model"]
+    text = r.text + client.get("/budget").text
+    assert "secret_index" not in text and str(pp._noise_entropy) not in text
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"rows": [[0.0, 1.0, 2.0]]},  # wrong length
+        {"rows": [[0.0, 1.0, 2.0, "a"]]},  # not a number
+        {"rows": []},  # empty batch
+        '{"rows": [[0.0, 1.0, 2.0, NaN]]}',  # NaN (Python's JSON extension)
+        '{"rows": [[0.0, 1.0, 2.0, Infinity]]}',
+        {"data": [[0.0, 1.0, 2.0, 3.0]]},  # wrong field
+    ],
+)
+def test_malformed_rows_get_422_and_spend_nothing(payload):
+    pp = _fitted()
+    client = TestClient(create_app(pp))
+    if isinstance(payload, str):
+        r = client.post("/predict", content=payload,
+                        headers={"content-type": "application/json"})
+    else:
+        r = client.post("/predict", json=payload)
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["msg"]  # a message, not the echoed input
+    assert pp.n_answered == 0
+
+
+def test_over_budget_gets_429_and_spends_nothing():
+    X, _ = cancer()
+    pp = _fitted(total=2 * B)
+    client = TestClient(create_app(pp))
+    assert client.post("/predict", json={"rows": X[:1].tolist()}).status_code == 200
+    lp = pp.log_posterior
+    r = client.post("/predict", json={"rows": X[:2].tolist()})
+    assert r.status_code == 429
+    assert "total_budget" in r.json()["detail"] and "Nothing was spent" in r.json()["detail"]
+    assert client.get("/budget").json()["spent"] == B
+    np.testing.assert_array_equal(pp.log_posterior, lp)
+
+
+def test_concurrent_requests_spend_like_sequential_ones(tmp_path):
+    X, _ = cancer()
+    row = X[:1].tolist()
+    conc = _fitted(tmp_path / "c")
+    client = TestClient(create_app(conc))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        codes = list(pool.map(lambda _: client.post("/predict", json={"rows": row}).status_code,
+                              range(12)))
+    assert codes == [200] * 12
+    seq = _fitted(tmp_path / "s")
+    for _ in range(12):
+        seq.predict(X[:1])
+    assert conc.spent == seq.spent == 12 * B
+    assert conc.n_answered == 12
+    # the same query 12 times with noise indexed by query number: any serial order gives the
+    # same posterior, so a lost or doubled update would show here
+    np.testing.assert_array_equal(conc.log_posterior, seq.log_posterior)
+
+
+SERVER = textwrap.dedent(
+    """
+    import sys
+    import uvicorn
+    from pacpriv.prediction import PrivatePredictor, create_app
+    app = create_app(PrivatePredictor.load(sys.argv[1]))
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_real_uvicorn_process(tmp_path):
+    X, _ = cancer()
+    _fitted(tmp_path / "s", total=3 * B)
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(tmp_path / "s"), str(port)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{url}/budget", timeout=2).raise_for_status()
+                break
+            except httpx.TransportError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(proc.stderr.read().decode()) from None
+                time.sleep(0.2)
+        r = httpx.post(f"{url}/predict", json={"rows": X[:2].tolist()}, timeout=30)
+        assert r.status_code == 200 and r.json()["spent"] == 2 * B
+        r = httpx.post(f"{url}/predict", json={"rows": X[:2].tolist()}, timeout=30)
+        assert r.status_code == 429
+        assert httpx.get(f"{url}/budget", timeout=5).json()["n_answered"] == 2
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stderr.close()
+    assert PrivatePredictor.load(tmp_path / "s").spent == 2 * B  # durable on disk

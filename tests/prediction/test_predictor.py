@@ -1,0 +1,223 @@
+"""PrivatePredictor: fitting, answering, budget, refusal, secrecy, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import stat
+
+import numpy as np
+import pytest
+
+from pacpriv.exceptions import BudgetExceededError, CheckpointError
+from pacpriv.pac.posterior import posterior_success_rate
+from pacpriv.prediction import PrivatePredictor
+
+from ._helpers import cancer, logreg, ridge_fit, ridge_value
+
+B = 2.0**-8
+
+
+def _make(state=None, *, rng=0, total=20 * B, pool=None, **kw):
+    X, y = cancer()
+    return PrivatePredictor(logreg(), pool or (X, y), n_worlds=4, per_query_budget=B,
+                            total_budget=total, state=state, rng=rng, **kw)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return _make().fit(progress=False)
+
+
+def test_answers_spend_and_bound(fitted):
+    X, _ = cancer()
+    pp = _make().fit(progress=False)
+    out = pp.predict(X[:5])
+    assert out.shape == (5, 2)
+    assert pp.n_answered == 5
+    assert pp.spent == 5 * B
+    assert pp.remaining == pytest.approx(15 * B)
+    assert pp.membership_prior == 0.5  # complementary pairs: exactly half the worlds
+    assert pp.membership_bound == posterior_success_rate(5 * B, prior=0.5)
+    # probabilities plus small noise: close to the worlds' mean prediction
+    assert np.all(np.abs(out.sum(axis=1) - 1.0) < 1e-6)  # noise lies along (1, −1) only
+    assert np.exp(pp.log_posterior).sum() == pytest.approx(1.0)
+
+
+def test_seeded_predictors_answer_identically_and_split_batches_agree():
+    X, _ = cancer()
+    a = _make().fit(progress=False)
+    b = _make().fit(progress=False)
+    one = a.predict(X[:6])
+    two = np.vstack([b.predict(X[:2]), b.predict(X[2:6])])
+    np.testing.assert_allclose(one, two, rtol=0, atol=1e-8)  # BLAS round-off across batch sizes
+    np.testing.assert_allclose(a.log_posterior, b.log_posterior, rtol=0, atol=1e-6)
+
+
+def test_refusal_spends_nothing(tmp_path):
+    X, _ = cancer()
+    pp = _make(tmp_path / "s", total=3 * B).fit(progress=False)
+    pp.predict(X[:2])
+    before = (tmp_path / "s" / "ledger.json").read_bytes()
+    lp = pp.log_posterior
+    with pytest.raises(BudgetExceededError, match="Nothing was spent"):
+        pp.predict(X[:2])
+    assert pp.n_answered == 2 and pp.spent == 2 * B
+    np.testing.assert_array_equal(pp.log_posterior, lp)
+    assert (tmp_path / "s" / "ledger.json").read_bytes() == before
+    pp.predict(X[:1])  # exactly the remaining row is still allowed
+    assert pp.remaining == 0.0
+    with pytest.raises(BudgetExceededError):
+        pp.predict(X[:1])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_worlds": 3}, "n_worlds"),
+        ({"n_worlds": 1}, "n_worlds"),
+        ({"per_query_budget": 0.0}, "per_query_budget"),
+        ({"total_budget": B / 2}, "total_budget"),
+        ({"output": "probs"}, "output"),
+        ({"rule": "variance-only"}, "rule"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, match):
+    X, y = cancer()
+    args = {"n_worlds": 4, "per_query_budget": B, "total_budget": 1.0, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        PrivatePredictor(logreg(), (X, y), **args)
+
+
+def test_bad_queries_rejected_before_spending(fitted):
+    n = fitted.n_answered
+    with pytest.raises(ValueError, match=r"X_queries.*\('n', 4\)"):
+        fitted.predict(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="finite"):
+        fitted.predict(np.full((1, 4), np.nan))
+    with pytest.raises(ValueError, match="n >= 1"):
+        fitted.predict(np.zeros((0, 4)))
+    assert fitted.n_answered == n
+
+
+def test_unfitted_predict_raises():
+    with pytest.raises(RuntimeError, match="fit"):
+        _make().predict(np.zeros((1, 4)))
+
+
+def test_secret_stays_secret(tmp_path, fitted):
+    pp = _make(tmp_path / "s").fit(progress=False)
+    j = pp._secret_index
+    assert "secret" not in repr(pp).lower() and "_secret_index" not in repr(pp)
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(pp)
+    secret = tmp_path / "s" / "secret.json"
+    assert stat.S_IMODE(os.stat(secret).st_mode) == 0o600
+    public = json.dumps(pp.to_dict()) + (tmp_path / "s" / "config.json").read_text()
+    assert "secret_index" not in public and "noise_entropy" not in public
+    body = json.loads(secret.read_text())
+    assert body["secret_index"] == j
+    assert str(body["noise_entropy"]) not in public
+    os.chmod(secret, 0o644)
+    with pytest.raises(CheckpointError, match="0600"):
+        PrivatePredictor.load(tmp_path / "s")
+
+
+def test_unseeded_secret_from_os_entropy(tmp_path):
+    # two unseeded predictors on the same worlds draw J and the noise independently
+    X, y = cancer()
+    draws = set()
+    for k in range(12):
+        pp = PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B,
+                              total_budget=1.0).fit(progress=False)
+        draws.add(pp._secret_index)
+        assert pp._noise_entropy.bit_length() > 64 or k < 11
+    assert len(draws) >= 2  # P(all 12 equal) = 4·4⁻¹² ≈ 2e-7
+
+
+def test_resume_refused_for_other_pool_or_seed(tmp_path):
+    X, y = cancer()
+    _make(tmp_path / "s").fit(progress=False)
+    with pytest.raises(CheckpointError, match="pool"):
+        _make(tmp_path / "s", pool=(X[:-1], y[:-1]))
+    with pytest.raises(CheckpointError, match="seed"):
+        _make(tmp_path / "s", rng=1)
+    with pytest.raises(CheckpointError, match="per_query_budget"):
+        PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=2 * B,
+                         total_budget=20 * B, state=tmp_path / "s", rng=0)
+    with pytest.raises(CheckpointError, match="n_worlds"):
+        PrivatePredictor(logreg(), (X, y), n_worlds=6, per_query_budget=B,
+                         total_budget=20 * B, state=tmp_path / "s", rng=0)
+
+
+def test_resume_continues_posterior_and_spend(tmp_path):
+    X, _ = cancer()
+    ref = _make().fit(progress=False)
+    want = ref.predict(X[:5])
+    pp = _make(tmp_path / "s").fit(progress=False)
+    got = [pp.predict(X[:2])]
+    again = _make(tmp_path / "s", rng=None)  # resumed with the stored seed
+    assert again.is_fitted and again.n_answered == 2
+    got.append(again.predict(X[2:4]))
+    loaded = PrivatePredictor.load(tmp_path / "s")
+    assert loaded.n_answered == 4 and loaded.spent == 4 * B
+    got.append(loaded.predict(X[4:5]))
+    # equal up to BLAS round-off of different batch sizes (same J, same noise per query index)
+    np.testing.assert_allclose(np.vstack(got), want, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(loaded.log_posterior, ref.log_posterior, rtol=0, atol=1e-6)
+
+
+def test_callable_fit_and_value_output():
+    X, _ = cancer()
+    t = X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.1 * np.sin(np.arange(len(X)))
+    pp = PrivatePredictor(ridge_fit, (X, t), n_worlds=8, per_query_budget=0.05,
+                          total_budget=1.0, output=ridge_value, rng=2).fit(progress=False)
+    out = pp.predict(X[:4])
+    assert out.shape == (4, 1)
+    # the noise is tiny relative to the signal: answers track the non-private fit
+    np.testing.assert_allclose(out[:, 0], ridge_value(ridge_fit((X, t)), X[:4])[:, 0],
+                               atol=0.05)
+
+
+@pytest.mark.slow
+def test_torch_training_function_through_the_adapter(tmp_path):
+    from pacpriv._adapters import TorchMechanism
+
+    from ._helpers import torch_linear, torch_train
+
+    X, y = cancer()
+    fit = TorchMechanism(torch_linear, torch_train)
+    pp = PrivatePredictor(fit, (X, y), n_worlds=4, per_query_budget=B, total_budget=1.0,
+                          state=tmp_path / "s", rng=4).fit(progress=False)
+    worlds = pp._worlds.evaluate(X)
+    assert np.mean(worlds.argmax(axis=2) == y) > 0.8  # every world learned the task
+    out = pp.predict(X[:5])
+    assert out.shape == (5, 2) and np.all(np.isfinite(out))
+    loaded = PrivatePredictor.load(tmp_path / "s")  # modules rebuilt from stored parameters
+    np.testing.assert_array_equal(loaded._worlds.evaluate(X), worlds)
+    assert loaded.n_answered == 5
+
+
+def test_label_votes_are_exact_where_all_worlds_agree():
+    X, y = cancer()
+    pp = PrivatePredictor(logreg(), (X, y), n_worlds=8, per_query_budget=2.0**-32,
+                          total_budget=1.0, output="label", rng=5).fit(progress=False)
+    worlds = pp.world_outputs(X[:60])  # (m, n, 2) one-hot votes
+    assert set(np.unique(worlds)) == {0.0, 1.0}
+    agree = np.all(worlds == worlds[:1], axis=(0, 2))
+    assert 0 < agree.sum() < 60  # both kinds of query occur
+    lp = pp.log_posterior
+    out = pp.predict(X[:60])
+    np.testing.assert_array_equal(out[agree], worlds[0, agree])  # released without noise
+    assert np.all(out[~agree] != worlds[0, ~agree])  # the others carry (huge) noise
+    assert not np.array_equal(pp.log_posterior, lp)
+    assert pp.spent == 60 * 2.0**-32  # every row is charged, agreeing or not
+
+
+def test_predict_with_budget_snapshot(fitted):
+    X, _ = cancer()
+    n = fitted.n_answered
+    out, budget = fitted.predict_with_budget(X[:2])
+    assert out.shape == (2, 2)
+    assert budget["n_answered"] == n + 2 and budget["spent"] == (n + 2) * B

@@ -1,0 +1,68 @@
+"""``pacpriv pac records``: per-record exposure and calibration from the command line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from pacpriv.cli import main
+
+
+def test_noise_std_measures_exposure(tmp_path, capsys):
+    """--noise-std: the report holds the exposure of the audited records, by index only."""
+    out = tmp_path / "rep"
+    rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std",
+               "0.05", "--trials", "30", "--records", "0-4", "--seed", "0", "--n-jobs", "1",
+               "--out", str(out), "--no-progress", "--format", "json,md"])
+    assert rc == 0
+    rep = json.loads((out / "report.json").read_text())
+    sec = rep["sections"][0]["per_record"]
+    assert sec["n_audited"] == 5 and sec["n_trials"] == 30
+    assert {e["record"] for e in sec["most_exposed"]} == set(range(5))
+    assert 0.5 < sec["max_accuracy_estimate"] <= sec["max_accuracy_upper"] <= 1.0
+    md = (out / "report.md").read_text()
+    assert "5.1, 3.5, 1.4, 0.2" not in md and "informed adversary" in md
+    printed = capsys.readouterr().out
+    assert "max exposure" in printed and "(certified)" in printed
+
+
+def test_target_accuracy_calibrates(tmp_path, capsys):
+    out = tmp_path / "rep"
+    rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris",
+               "--target-accuracy", "0.7", "--trials", "120", "--records", "sample:6",
+               "--seed", "1", "--n-jobs", "1", "--out", str(out), "--no-progress", "--json",
+               "--format", "json"])
+    assert rc == 0
+    rep = json.loads(capsys.readouterr().out)
+    sec = rep["sections"][0]["per_record"]
+    assert sec["noise_plan"]["max_accuracy_upper"] <= 0.7
+    assert sec["max_accuracy_upper"] <= 0.7 and sec["n_audited"] == 6
+
+
+@pytest.mark.parametrize(("argv", "match"), [
+    (["--noise-std", "0.1", "--target-accuracy", "0.6"], "exactly one"),
+    ([], "exactly one"),
+    (["--noise-std", "0"], "--noise-std"),
+    (["--target-accuracy", "0.5"], "--target-accuracy"),
+    (["--target-accuracy", "0.6", "--trials", "20"], "smallest certifiable"),
+    (["--noise-std", "1", "--records", "0-999"], "--records"),
+    (["--noise-std", "1", "--confidence", "1"], "--confidence"),
+])
+def test_bad_input_is_one_line_exit_2(argv, match, tmp_path, capsys):
+    rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--out",
+               str(tmp_path / "o"), "--no-progress", *argv])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and match in err and "\n" not in err
+
+
+def test_exposure_of_a_sum_matches_closed_form():
+    """Sanity of the CLI's engine path: Δᵢ = xᵢ for a sum, so the estimate is Φ(|xᵢ|/(2s))."""
+    from pacpriv.pac import record_exposure
+
+    x = np.array([[0.5], [1.5]])
+    res = record_exposure(lambda s: s.sum(axis=0), x, noise_cov=1.0, n_trials=3, rng=0,
+                          progress=False)
+    np.testing.assert_allclose(res.accuracy, norm.cdf(np.abs(x[:, 0]) / 2), atol=1e-12)
