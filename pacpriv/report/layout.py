@@ -21,7 +21,6 @@ A block is a tuple whose first item says its kind:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 from pacpriv.report.format import TOP_ROWS, cell, fmt, format_percent
@@ -57,8 +56,8 @@ def _blind_guess(p: Mapping) -> float:
 def posterior_command(p: Mapping) -> str:
     """The ``pacpriv pac posterior`` command that reproduces the headline bound."""
     return (
-        f"pacpriv pac posterior --mi-budget {json.dumps(float(p['mi_claim_nats']))} "
-        f"--prior {json.dumps(_blind_guess(p))}"
+        f"pacpriv pac posterior --mi-budget {float(p['mi_claim_nats'])!r} "
+        f"--prior {_blind_guess(p)!r}"  # repr: the shortest text that reads back exactly
     )
 
 
