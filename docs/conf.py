@@ -24,6 +24,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinxarg.ext",
+    "myst_parser",
 ]
 
 autosummary_generate = True
@@ -37,6 +38,8 @@ numpydoc_validation_checks: set[str] = set()
 
 templates_path = ["_templates"]
 exclude_patterns = ["_build"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+myst_heading_anchors = 3
 html_theme = "pydata_sphinx_theme"
 html_title = f"pacpriv {release}"
 html_theme_options = {"navigation_with_keys": False}

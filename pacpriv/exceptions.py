@@ -72,7 +72,7 @@ class DegenerateOutputWarning(PacprivWarning, RuntimeWarning):
 
 
 class ConstantOutputWarning(DegenerateOutputWarning):
-    """The mechanism's output did not vary across trials: no noise is needed."""
+    """The mechanism's output did not vary across trials (a rarer change was not tested)."""
 
 
 class VacuousBoundWarning(PacprivWarning):

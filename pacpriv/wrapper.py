@@ -34,7 +34,7 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.ledger import PrivacyLedger
 from pacpriv.pac._mechanism import call_mechanism, check_output
 from pacpriv.pac._pipeline import measure
-from pacpriv.pac.calibration import RULES, NoisePlan
+from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan
 from pacpriv.pac.covariance import OutputSpectrum
 from pacpriv.pac.engine import SimulationResult
 from pacpriv.pac.options import ExecutionOptions, merge_execution
@@ -58,9 +58,11 @@ class PacPrivateFunction:
         Budget ``v`` of *one* release, nats, ``> 0``.
     total_budget : float or None
         Cap on the summed budget of all releases (nats); ``None``: no cap.
-    rule : str
-        Noise rule of :func:`pacpriv.pac.calibration.calibrate_noise` (not ``"algorithm1"``,
-        which needs extra parameters: use :func:`pacpriv.pac.job.run_pac` for it).
+    rule : str, default "certified"
+        Noise rule (:data:`pacpriv.pac.calibration.RULES`, not ``"algorithm1"``, which needs
+        extra parameters: use :func:`pacpriv.pac.job.run_pac` for it). ``"certified"`` holds
+        with confidence 0.95 over the simulation and clips the release; the plug-in rules
+        are estimates (see :attr:`label`).
     ledger : PrivacyLedger or None
         Share a ledger between several functions releasing about the same secret; default a new
         ``PrivacyLedger(total_budget)``.
@@ -94,7 +96,7 @@ class PacPrivateFunction:
         *,
         mi_budget: float,
         total_budget: float | None = None,
-        rule: str = "anisotropic",
+        rule: str = DEFAULT_RULE,
         ledger: PrivacyLedger | None = None,
     ) -> None:
         if not callable(func):
@@ -190,6 +192,11 @@ class PacPrivateFunction:
                                                                     prior=prior.blind_guess))
         return self
 
+    @property
+    def label(self) -> str | None:
+        """``"certified (1−γ = 0.95)"`` or ``"estimated (plug-in)"`` (None before calibrate)."""
+        return None if self.plan is None else self.plan.label
+
     def __call__(self, subset: Any, *, rng: RNGLike = None, label: str | None = None) -> np.ndarray:
         """Release ``func(subset) + B`` and charge ``plan.mi_claim`` nats to the ledger.
 
@@ -242,7 +249,7 @@ def pac_private(
     *,
     mi_budget: float,
     total_budget: float | None = None,
-    rule: str = "anisotropic",
+    rule: str = DEFAULT_RULE,
     ledger: PrivacyLedger | None = None,
 ):
     """Make ``func`` PAC-private; usable as ``@pac_private(mi_budget=0.01)`` or a call.

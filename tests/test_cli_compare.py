@@ -24,7 +24,7 @@ def test_compare_prints_table_and_writes_report(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "| method | noise |" in text
-    assert "| DP-SGD (chi-square closed form) |" in text and "| PAC (anisotropic) |" in text
+    assert "| DP-SGD (chi-square closed form) |" in text and "| PAC (certified) |" in text
     md = (out / "report.md").read_text()
     assert "PAC Privacy vs DP-SGD at membership-inference accuracy 60.0%" in md
     comparison = json.loads((out / "comparison.json").read_text())

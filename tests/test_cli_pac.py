@@ -9,19 +9,27 @@ import pytest
 from pacpriv.cli import main
 
 
+@pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
 def test_pac_run_writes_report(tmp_path, capsys):
     """The main job writes report.json and report.md with the 58.82% posterior bound."""
     out = tmp_path / "rep"
     rc = main(["pac", "run", "--mechanism", "kmeans", "--dataset", "iris", "--mi-budget",
-               "0.015625", "--trials", "100", "--n-jobs", "1", "--out", str(out), "--seed", "1",
-               "--release-seed", "2", "--no-progress", "--format", "json,md"])
+               "0.015625", "--trials", "100", "--n-jobs", "1", "--out", str(out), "--seed",
+               "1", "--release-seed", "2", "--no-progress", "--format", "json,md"])
     assert rc == 0
     report = json.loads((out / "report.json").read_text())
     assert report["privacy"]["posterior_success_bound"] == pytest.approx(0.588157, abs=5e-6)
+    assert report["privacy"]["posterior_success_bound_label"] == "certified (1−γ = 0.95)"
+    assert report["privacy"]["certification"]["n_shape_trials"] == 50
     assert len(report["release"]) == 12
     md = (out / "report.md").read_text()
-    assert "58.82%" in md and "Threat model" in md
-    assert "report (json)" in capsys.readouterr().out
+    assert "58.82%**, **certified (1−γ = 0.95)**" in md and "Threat model" in md
+    captured = capsys.readouterr()
+    printed = captured.out
+    # 100 trials are below the trial plan for a 1.2x noise inflation at d = 12 (688)
+    assert "pacpriv: warning: n_trials = 100 is below the 688 trials" in captured.err
+    assert "report (json)" in printed
+    assert "posterior bound      58.82% certified (1−γ = 0.95)" in printed
     # No raw records: iris' first record never appears in the report.
     assert "5.1, 3.5, 1.4, 0.2" not in md
 
@@ -36,13 +44,15 @@ def test_pac_posterior_and_budget_tables(capsys):
     assert json.loads(capsys.readouterr().out)[0]["mi_budget_nats"] == pytest.approx(0.015625)
 
 
+@pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
 def test_pac_run_target_accuracy_uses_best_blind_guess(tmp_path):
     """--target-accuracy with sampling rate 0.25: the budget is calibrated at the blind-guess
     rate 0.75, so the reported bound meets the target (it was computed at prior ½ before)."""
     out = tmp_path / "rep"
-    rc = main(["pac", "run", "--mechanism", "kmeans", "--dataset", "iris", "--target-accuracy",
-               "0.8", "--sampling-rate", "0.25", "--trials", "100", "--n-jobs", "1", "--out",
-               str(out), "--seed", "1", "--no-release", "--no-progress", "--format", "json"])
+    rc = main(["pac", "run", "--mechanism", "kmeans", "--dataset", "iris",
+               "--target-accuracy", "0.8", "--sampling-rate", "0.25", "--trials", "100",
+               "--n-jobs", "1", "--out", str(out), "--seed", "1", "--no-release",
+               "--no-progress", "--format", "json"])
     assert rc == 0
     report = json.loads((out / "report.json").read_text())
     assert report["privacy"]["posterior_success_bound"] == pytest.approx(0.8, abs=1e-9)
@@ -88,3 +98,13 @@ def test_argparse_errors_are_one_line_exit_2(argv, capsys):
     err = capsys.readouterr().err.strip()
     assert info.value.code == 2
     assert err.startswith("pacpriv: error:") and "\n" not in err
+
+
+def test_pac_trials_plans_the_certificate(capsys):
+    """``pacpriv pac trials`` prints trials_for_inflation (688 trials for d = 12 at 1.2x)."""
+    from pacpriv.pac.certificate import trials_for_inflation
+
+    assert main(["pac", "trials", "--dim", "12", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["n_trials"] == trials_for_inflation(12) == 688
+    assert rows[0]["predicted_inflation"] <= 1.2

@@ -39,7 +39,7 @@ def _members(seed: int, n: int) -> np.ndarray:
 def test_rows_are_closed_form_exact_and_pac(result):
     """The table has the DP-SGD closed-form, DP-SGD exact (if available) and PAC rows."""
     methods = [r.method for r in result.rows]
-    expected = ["DP-SGD (chi-square closed form)", "DP-SGD (exact)", "PAC (anisotropic)"]
+    expected = ["DP-SGD (chi-square closed form)", "DP-SGD (exact)", "PAC (certified)"]
     assert methods == expected
     assert [r.family for r in result.rows] == ["dpsgd"] * (len(expected) - 1) + ["pac"]
     assert result.baseline.family == "none" and result.baseline.accuracy_bound == 1.0
@@ -73,11 +73,15 @@ def test_pac_budget_and_posterior_bound(result):
 
 
 def test_pac_noise_is_square_root_rule(result):
-    """E||B||² = (Σ sqrt λ)²/(2v) (MATH.md §2) and the noise column is sqrt(E||B||²/d)."""
+    """Certified default: E||B||² = κ·tr(A) >= (Σ sqrt λ̂)²/(2v), the plug-in square-root rule
+    (Cauchy–Schwarz, MATH.md §4, when no simulated output was clipped); the noise column is
+    sqrt(E||B||²/d)."""
     pac = result.row("pac")
+    plan = result.pac_result.plan
+    assert plan.rule == "certified" and plan.certificate.n_clipped == 0
     lam = np.clip(result.pac_result.spectrum.eigenvalues, 0, None)
-    assert pac.expected_noise_power == pytest.approx(np.sqrt(lam).sum() ** 2 / (2 * pac.mi_budget),
-                                                     rel=1e-9)
+    assert pac.expected_noise_power >= np.sqrt(lam).sum() ** 2 / (2 * pac.mi_budget) * (1 - 1e-9)
+    assert "certified (1−γ = 0.95)" in pac.bound_source
     d = result.settings["dim"]
     assert d == 62
     assert pac.noise == pac.parameter_noise_rms == pytest.approx(
@@ -219,7 +223,7 @@ def test_plot_rows_fit_the_plotting_helper(result):
         ({"n_trials": 1}, ValueError, r"`n_trials` must be an integer in \[2, inf\)"),
         ({"n_repeats": 0}, ValueError, r"`n_repeats` must be an integer in \[1, inf\)"),
         ({"confidence": 1.0}, ValueError, r"`confidence` must be in \(0.0, 1.0\)"),
-        ({"rule": "algorithm1"}, ValueError, r"`rule` must be one of anisotropic"),
+        ({"rule": "algorithm1"}, ValueError, r"`rule` must be one of certified"),
         ({"dataset": "diabetes"}, ValueError, r"classification pool with >= 2 classes"),
         ({"dataset": 3}, TypeError, r"`dataset` must be a name, a path or a Dataset"),
         ({"exact": "yes"}, TypeError, r"`exact` and `progress` must be bools"),

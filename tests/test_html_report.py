@@ -71,7 +71,7 @@ def result():
     """A small PAC job whose dataset and mechanism names try to inject HTML."""
     x = np.linspace(0, 10, 90).reshape(30, 3)
     return run_pac(_mean_mech, x, mi_budget=0.05, n_trials=30, rng=0, release_rng=1,
-                   progress=False, n_jobs=1, mechanism_name=EVIL,
+                   progress=False, n_jobs=1, mechanism_name=EVIL, target_inflation=None,
                    dataset={"name": EVIL, "n_records": 30})
 
 

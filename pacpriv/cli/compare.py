@@ -10,6 +10,7 @@ from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n
 from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
 from pacpriv.compare import compare_pac_dpsgd
 from pacpriv.compare.run import COMPARISON_RULES
+from pacpriv.pac.calibration import DEFAULT_RULE
 from pacpriv.report import write_report
 
 
@@ -40,9 +41,9 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--learning-rate", type=number, default=0.5, help="SGD step size (default 0.5)")
     p.add_argument("--repeats", type=int, default=5,
                    help="models averaged per row in the test accuracy (default 5)")
-    p.add_argument("--rule", default="anisotropic",
+    p.add_argument("--rule", default=DEFAULT_RULE,
                    choices=COMPARISON_RULES,
-                   help="PAC noise rule (default anisotropic)")
+                   help=f"PAC noise rule (default {DEFAULT_RULE}; plug-in rules are estimates)")
     p.add_argument("--no-exact", action="store_true", help="skip the exact DP-SGD calibration")
     p.add_argument("--per-record-trials", type=int, default=200,
                    help="trials of the per-record PAC row (informed adversary); each costs "

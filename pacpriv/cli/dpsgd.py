@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import math
+
+import numpy as np
 
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
@@ -70,15 +73,36 @@ def _sigma(args) -> int:
 
 
 def _exact(args) -> int:
+    sigmas = args.noise_multiplier
     r = exact_membership_inference_accuracy(
-        args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
-        tolerance=args.tolerance,
+        sigmas[0] if len(sigmas) == 1 else sigmas, steps_per_epoch=args.steps_per_epoch,
+        epochs=args.epochs, tolerance=args.tolerance,
     )
-    return _emit(args, r.to_dict(), [
-        ("exact accuracy lower", format_bound(r.lower, 7, side="down")),
-        ("exact accuracy upper", format_bound(r.upper, 7, side="up")),
-        ("width", format_bound(r.width, 3, side="up")),
-    ])
+    if len(sigmas) == 1:
+        return _emit(args, r.to_dict(), [
+            ("exact accuracy lower (certified)", f"{_down(r.lower)}"),
+            ("exact accuracy upper (certified)", f"{_up(r.upper)}"),
+            ("width", f"{r.width:.2e}"),
+        ])
+    if args.json:
+        print(_json.dumps(r.to_dict(), indent=2))
+        return 0
+    print("certified exact membership-inference accuracy (lower rounded down, upper up)")
+    print(f"{'noise multiplier':>16}  {'lower':>9}  {'upper':>9}  {'width':>8}")
+    for s, lo, up in zip(np.atleast_1d(r.noise_multiplier), np.atleast_1d(r.lower),
+                         np.atleast_1d(r.upper), strict=True):
+        print(f"{s:>16g}  {_down(lo)}  {_up(up)}  {up - lo:8.1e}")
+    return 0
+
+
+def _down(x) -> str:
+    """Seven decimals rounded toward −∞ (a lower bound stays a lower bound)."""
+    return f"{math.floor(float(x) * 1e7) / 1e7:.7f}"
+
+
+def _up(x) -> str:
+    """Seven decimals rounded toward +∞ (risk is never understated)."""
+    return f"{math.ceil(float(x) * 1e7) / 1e7:.7f}"
 
 
 def _compare(args) -> int:
@@ -112,9 +136,11 @@ def add_parser(subparsers, name: str) -> None:
     s.add_argument("--rtol", type=number, default=1e-3,
                    help="relative tolerance of the exact sigma search (default 1e-3)")
     s.set_defaults(handler=_sigma)
-    e = sub.add_parser("exact", help="certified exact accuracy interval")
-    _common(e, sigma=True, target=False)
-    e.add_argument("--tolerance", type=number, default=1e-4,
+    e = sub.add_parser("exact", help="certified exact accuracy interval (one or more sigma)")
+    _common(e, sigma=False, target=False)
+    e.add_argument("--noise-multiplier", type=float, nargs="+", required=True,
+                   help="one or more sigma > 0 (several: a table, one row per sigma)")
+    e.add_argument("--tolerance", type=float, default=1e-4,
                    help="largest width of the certified interval (default 1e-4)")
     e.set_defaults(handler=_exact)
     c = sub.add_parser("compare", help="all accountants on the accuracy axis")

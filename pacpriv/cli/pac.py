@@ -19,7 +19,8 @@ from pacpriv.cli._user import (
 )
 from pacpriv.cli.pac_records import add_records_parser
 from pacpriv.datasets import BUNDLED_DATASETS
-from pacpriv.pac.calibration import RULES
+from pacpriv.pac._rules import RULE_TABLE
+from pacpriv.pac.calibration import DEFAULT_RULE, RULES
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posterior_success_rate
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
@@ -40,7 +41,7 @@ def add_parser(subparsers, name: str) -> None:
     p = subparsers.add_parser(
         name, help="PAC Privacy for black-box mechanisms (Xiao & Devadas 2023)"
     )
-    sub = p.add_subparsers(dest="command", metavar="{run,records,posterior,budget}")
+    sub = p.add_subparsers(dest="command", metavar="{run,records,posterior,budget,trials}")
     sub.required = True
 
     run = sub.add_parser(
@@ -91,13 +92,24 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--subset-size", type=int, default=None, help="subset size for --sampler fixed"
     )
-    run.add_argument("--rule", default="anisotropic", choices=RULES,
-                     help="noise rule (see the README)")
+    run.add_argument(
+        "--rule", default=DEFAULT_RULE, choices=RULES,
+        help=f"noise rule (default {DEFAULT_RULE}: certified with confidence 1-gamma; "
+        + ", ".join(k for k, i in RULE_TABLE.items() if not i.certified)
+        + " are estimates)",
+    )
     run.add_argument(
         "--confidence",
         type=number,
         default=None,
-        help="Algorithm 1 confidence 1-gamma (rule algorithm1)",
+        help="confidence 1-gamma (rule certified: default 0.95; algorithm1: required minimum)",
+    )
+    run.add_argument(
+        "--target-inflation",
+        type=number,
+        default=1.2,
+        help="rule certified: warn when --trials is below what this noise power over the "
+        "oracle square-root rule needs (default 1.2; see 'pacpriv pac trials')",
     )
     run.add_argument(
         "--c", type=number, default=None,
@@ -111,7 +123,8 @@ def add_parser(subparsers, name: str) -> None:
         "--output-bound",
         type=number,
         default=None,
-        help="Algorithm 1 bound r on ||f(X)||_2",
+        help="public bound r on ||f(X)||_2 (certified: clip radius and minimum noise for "
+        "constant outputs; algorithm1: required)",
     )
     cpus = available_cpus()
     run.add_argument(
@@ -184,6 +197,22 @@ def add_parser(subparsers, name: str) -> None:
     bud.set_defaults(handler=_budget)
 
     add_records_parser(sub)
+    tri = sub.add_parser(
+        "trials",
+        help="how many trials the certified rule needs for a target noise inflation",
+        description="Planning model of pacpriv.pac.certificate.trials_for_inflation: the "
+        "smallest n_trials whose predicted certified noise power is within --target-inflation "
+        "of the oracle square-root rule (Gaussian outputs, flat spectrum of --effective-dim).",
+    )
+    tri.add_argument("--dim", type=int, required=True, nargs="+", help="output dimension(s) d")
+    tri.add_argument("--target-inflation", type=number, default=1.2,
+                     help="largest acceptable noise power over the oracle square-root rule")
+    tri.add_argument("--confidence", type=number, default=0.95,
+                     help="confidence 1-gamma of the certificate")
+    tri.add_argument("--effective-dim", type=number, default=None,
+                     help="effective dimension of the output, if known (default: d)")
+    tri.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    tri.set_defaults(handler=_trials)
 
 
 def _sampler(args):
@@ -217,6 +246,8 @@ def _check_args(args) -> None:
             raise UsageError(f"--sampling-rate must be in (0, 1); got {args.sampling_rate}")
     if args.subset_size is not None and args.subset_size < 1:
         raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
+    if not args.target_inflation > 1:
+        raise UsageError(f"--target-inflation must be > 1; got {args.target_inflation}")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
     if args.retries < 0:
@@ -230,8 +261,7 @@ def _check_args(args) -> None:
                          "e.g. tcp://host:8786); for this machine alone use --n-jobs")
     if args.ray_address is not None and args.backend != "ray":
         raise UsageError("--ray-address applies to --backend ray only")
-    algorithm1 = {"--confidence": args.confidence, "--c": args.c, "--beta": args.beta,
-                  "--output-bound": args.output_bound}
+    algorithm1 = {"--c": args.c, "--beta": args.beta}
     given = [k for k, v in algorithm1.items() if v is not None]
     if given and args.rule != "algorithm1":
         raise UsageError(f"{', '.join(given)} apply to --rule algorithm1 only; got --rule "
@@ -294,6 +324,7 @@ def _run(args) -> int:
                 c=args.c,
                 beta=args.beta,
                 output_bound=args.output_bound,
+                target_inflation=args.target_inflation,
                 n_jobs=n_jobs,
                 backend=args.backend,
                 rng=args.seed,
@@ -334,11 +365,19 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
           f"{sim.backend}, {jobs})")
     print(f"noise rule           {result.plan.rule}, "
           f"E||B||^2 = {format_bound(result.plan.expected_noise_power, side='down')}")
-    print(f"MI budget            {format_bound(budget)} nats "
-          f"(certified {format_bound(result.plan.mi_bound, side='up')})")
+    print(f"MI budget            {format_bound(budget)} nats, {result.label} "
+          f"(plan bound {format_bound(result.plan.mi_bound, side='up')})")
+    cert = result.certification()
+    if "n_shape_trials" in cert:
+        print(
+            f"certificate          {cert['method']}, {cert['n_shape_trials']} shape trials + "
+            f"{cert['n_certificate_pairs']} pairs, noise x"
+            f"{format_bound(cert['noise_inflation_vs_plugin'], 3, side='down')} vs plug-in, "
+            f"{cert['n_clipped_simulated_outputs']} simulated outputs clipped"
+        )
     q = result.membership_prior
     prior = p.get("blind_guess_prior") or max(q, 1 - q)
-    print(f"posterior bound      {format_percent(acc, vacuous=acc >= 1)} "
+    print(f"posterior bound      {format_percent(acc, vacuous=acc >= 1)} {result.label} "
           f"(prior {format_percent(prior, side='nearest')} = best blind guess max(q, 1 - q), "
           f"inclusion probability q = {format_bound(q)})")
     print(f"reproduce with       {posterior_command(p)}")
@@ -410,3 +449,24 @@ def _budget(args) -> int:
     columns = [("target_accuracy", "target", 10, ""), ("prior", "prior", 8, ""),
                ("mi_budget_nats", "mi_budget (nats)", 18, "")]
     return print_rows(shown, columns, as_json=False)
+
+
+def _trials(args) -> int:
+    from pacpriv.pac.certificate import predicted_inflation, trials_for_inflation
+
+    rows = []
+    for d in args.dim:
+        try:
+            m = trials_for_inflation(d, target_inflation=args.target_inflation,
+                                     confidence=args.confidence,
+                                     effective_dim=args.effective_dim)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        rows.append({"dim": d, "target_inflation": args.target_inflation,
+                     "confidence": args.confidence, "n_trials": m,
+                     "predicted_inflation": predicted_inflation(
+                         m, d, confidence=args.confidence, effective_dim=args.effective_dim)})
+    columns = [("dim", "d", 8, "d"), ("target_inflation", "target", 8, ".4g"),
+               ("confidence", "1-gamma", 8, ".4g"), ("n_trials", "n_trials", 10, "d"),
+               ("predicted_inflation", "predicted", 10, ".4f")]
+    return print_rows(rows, columns, as_json=args.json)

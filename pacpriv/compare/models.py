@@ -287,7 +287,7 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
     noise_root = trial_seed(root, 2)
     pac = run_pac(
         mech, (X, y), mi_budget=v, n_trials=n_trials, sampler=sampler, rule=rule,
-        n_jobs=n_jobs, rng=trial_seed(root, 1), release=True,
+        target_inflation=None, n_jobs=n_jobs, rng=trial_seed(root, 1), release=True,
         release_rng=trial_seed(noise_root, 0), secret_mask=members, progress=progress,
         mechanism_name="logistic regression trained by noise-free SGD (public seed)",
         dataset=ds.to_dict(),
@@ -309,7 +309,8 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
         gradient_noise_std=None, parameter_noise_rms=math.sqrt(power / mech.dim),
         expected_noise_power=power, mi_budget=v, test_accuracy=mean, test_accuracy_std=std,
         accuracy_bound=pac.posterior_success_bound,
-        bound_source="KL inversion of MI <= v (PAC Thm 1), prior ½", attack=attack,
+        bound_source=f"{pac.label}: KL inversion of MI <= v (PAC Thm 1), prior ½",
+        attack=attack,
         n_repeats=n_repeats, wall_time_s=time.perf_counter() - tic,
     ))
 

@@ -37,7 +37,7 @@ from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int, check_real
 from pacpriv.compare.results import ComparisonResult, ComparisonRow
 from pacpriv.datasets import Dataset, load_dataset
-from pacpriv.pac.calibration import RULES
+from pacpriv.pac.calibration import DEFAULT_RULE, RULES
 from pacpriv.pac.per_record import check_certifiable
 from pacpriv.threat_models import THREAT_MODELS
 
@@ -113,7 +113,7 @@ def compare_pac_dpsgd(
     learning_rate: float = 0.5,
     n_trials: int = 500,
     n_repeats: int = 5,
-    rule: str = "anisotropic",
+    rule: str = DEFAULT_RULE,
     exact: bool = True,
     confidence: float = 0.95,
     public_seed: int = 0,
@@ -143,8 +143,9 @@ def compare_pac_dpsgd(
         PAC simulations (>= 2); more give a better covariance estimate (d = K·(p + 1)).
     n_repeats : int, default 5
         Models per row averaged in the test accuracy (>= 1).
-    rule : {"anisotropic", "isotropic", "variance-only", "exact-mi"}
-        PAC noise rule (:func:`pacpriv.pac.calibration.calibrate_noise`).
+    rule : str, default "certified"
+        PAC noise rule (:data:`COMPARISON_RULES`); ``"certified"`` holds with confidence 0.95
+        over the simulation, the plug-in rules are estimates (the row says which).
     exact : bool, default True
         Include the DP-SGD row calibrated with the exact method.
     confidence : float, default 0.95

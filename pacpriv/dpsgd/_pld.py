@@ -33,6 +33,7 @@ from scipy import fft as sp_fft
 from scipy import signal, special
 
 _MAX_POINTS = 2**21  # cap of the coordinate lattice (wider interval beyond, still valid)
+_MAX_LEN = 2**22  # cap of every block lattice: coarsened beyond (valid in both chains)
 _TINY_BOTTOM = 1e-17  # bottom-tail mass moved up (upper) / merged (lower) at every level
 
 
@@ -46,6 +47,13 @@ class _Lattice:
     q: np.ndarray | None  # lower chain only; upper chain has q = (S/m)·p
     q_inf: float  # upper chain: Q-mass with likelihood ratio +inf
     m: int
+    err: float = 0.0  # round-off bound, see propagate_error
+    big_m: int = 1  # M (steps per epoch)
+    noise: float = 0.0  # round-off bound of the last convolution (epoch units), see _trim
+
+    def lr(self) -> np.ndarray:
+        """The block's likelihood ratio ``S/m`` at each node."""
+        return (self.n0 + np.arange(self.p.size)) * (self.h / self.m)
 
 
 def _cell_masses(edges: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
@@ -62,7 +70,7 @@ def _cell_masses(edges: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
-def _coordinate(s: float, h: float, j0: int, k: int, upper: bool) -> _Lattice:
+def _coordinate(s: float, h: float, j0: int, k: int, upper: bool, big_m: int) -> _Lattice:
     """Discretise one coordinate's dichotomy on ``{j0·h, ..., k·h}`` (+ both tails).
 
     The bottom cell ``[0, j0·h)`` (P-mass below ~1e-18) is moved up to ``j0·h`` (upper chain)
@@ -75,8 +83,12 @@ def _coordinate(s: float, h: float, j0: int, k: int, upper: bool) -> _Lattice:
     pc[1] += pc[0]
     qc[1] += qc[0]
     pc, qc = pc[1:] / pc.sum(), qc[1:] / qc.sum()  # exact unit masses (M-fold powers)
+    # ndtr differences over a cell [w, w + h) (z-width ~ h/(w s)): relative error
+    # <= (2 + 2 w s/h) u; summed against the P- and Q-masses of the cells
+    qw = float(np.dot(qc[:-1], idx[:-1] * h)) + qc[-1] * float(edges[-2])
+    err = (8.0 + 2.0 * sum_error_factor(pc.size) + 4.0 * s * (1.0 + qw) / h) * _U
     if not upper:
-        return _Lattice(j0, h, pc, qc, 0.0, 1)
+        return _Lattice(j0, h, pc, qc, 0.0, 1, err, big_m)
     p = np.zeros(k - j0 + 1)
     pcell, qcell = pc[:-1], qc[:-1]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -87,7 +99,43 @@ def _coordinate(s: float, h: float, j0: int, k: int, upper: bool) -> _Lattice:
     p[-1] += pc[-1]
     p /= p.sum()
     q_inf = max(qc[-1] - k * h * pc[-1], 1.0 - float(np.dot(idx * h, p)), 0.0) + 1e-16
-    return _Lattice(j0, h, p, None, q_inf, 1)
+    return _Lattice(j0, h, p, None, q_inf, 1, err, big_m)
+
+
+_U = 2.0**-53  # unit round-off of float64
+
+
+def sum_error_factor(n: int) -> float:
+    """``k`` with ``|fl(Σx) − Σx| ≤ k·u·Σ|x|`` for numpy's pairwise summation of ``n`` terms.
+
+    numpy sums blocks of up to 128 terms with 8 accumulators and combines blocks pairwise
+    (Higham 2002, §4.2): at most ``128/8 + 8 + ⌈log₂(n/128)⌉ + 1`` additions per term.
+    """
+    return 26.0 + max(0.0, math.ceil(math.log2(max(n, 1) / 128.0)))
+
+
+def fft_conv_error_l2(a: np.ndarray, b: np.ndarray) -> float:
+    """Bound on ``‖ẑ − a*b‖₂`` for the FFT convolution ``ẑ`` (zero-padded to ``N``).
+
+    Higham, *Accuracy and Stability of Numerical Algorithms* (2nd ed., 2002), Thm 24.2: the
+    computed FFT satisfies ``‖ŷ − Fx‖₂ ≤ κ‖Fx‖₂`` with ``κ = log₂N·η/(1 − log₂N·η)``,
+    ``η = μ + γ₄(√2 + μ) ≤ 8u`` for accurately computed twiddle factors. Two forward
+    transforms, the pointwise product and one inverse transform give
+    ``‖ẑ − z‖₂ ≤ (3κ + 2u)(‖a‖₂‖b‖₁ + ‖a‖₁‖b‖₂)`` (``‖Fa‖_∞ ≤ ‖a‖₁``, ``‖Fa‖₂ = √N‖a‖₂``).
+    """
+    n = sp_fft.next_fast_len(a.size + b.size - 1, real=True)
+    u = unit_roundoff(a.dtype)
+    eta = 8.0 * u
+    lg = math.log2(max(n, 2))
+    kappa = lg * eta / (1.0 - lg * eta)
+    na1, nb1 = float(np.abs(a).sum()), float(np.abs(b).sum())
+    na2, nb2 = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    return (3.0 * kappa + 2.0 * u) * (na2 * nb1 + na1 * nb2)
+
+
+def unit_roundoff(dtype) -> float:
+    """``u`` of a float dtype (float64: 2⁻⁵³; x86 long double: 2⁻⁶⁴)."""
+    return float(np.finfo(dtype).eps) / 2.0
 
 
 def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -95,32 +143,58 @@ def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _normalise(x: _Lattice) -> _Lattice:
-    """Undo round-off drift of the unit masses (it would be amplified by the M-fold powers).
+    """Upper chain: raise ``q_inf`` so that the Q-mass is at least 1.
 
-    Upper chain: P-mass 1, and ``q_inf`` is raised if needed so that the Q-mass is at least 1
-    (mean of the likelihood ratio >= 1 keeps the increasing-convex order).
+    (Mean of the likelihood ratio >= 1 keeps the increasing-convex order.) The masses are not
+    rescaled: their round-off drift is part of the tracked error ``err``; rescaling would
+    double it at every level.
     """
-    p = x.p / x.p.sum()
-    q = None if x.q is None else x.q / x.q.sum()
     q_inf = x.q_inf
-    if q is None:
-        mean = float(np.dot((x.n0 + np.arange(p.size)) * (x.h / x.m), p))
-        q_inf = max(q_inf, 1.0 - mean)
-    return _Lattice(x.n0, x.h, p, q, q_inf, x.m)
+    if x.q is None:
+        q_inf = max(q_inf, 1.0 - float(np.dot(x.lr(), x.p)))
+    return _Lattice(x.n0, x.h, x.p, x.q, q_inf, x.m, x.err, x.big_m)
+
+
+def propagate_error(a, b, comp: float) -> float:
+    """Round-off bound of the block ``a ⊕ b`` from those of ``a`` and ``b``.
+
+    The error of a block is measured as ``Σ_k |Δp_k| (1 + S_k/M)`` (lower chain: the larger of
+    that and the l1 error of its Q-law): this bounds its contribution to the P-law and to the
+    Q-law ``T·p`` of the whole epoch, since the epoch's ``T = (S_block + S_rest)/M`` and
+    ``E[S_rest]/M ≤ (M − m)/M·(1 + ε)``. Convolving with the other block multiplies an error
+    by at most ``1 + 1.01·m_other/M``.
+    """
+    grow_a = 1.0 + 1.01 * b.m / b.big_m
+    grow_b = 1.0 + 1.01 * a.m / a.big_m
+    return a.err * grow_a + b.err * grow_b + 2.0 * a.err * b.err + comp
 
 
 def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
     """Block of ``a.m + b.m`` coordinates: S adds; Q = mix of (Q_a ⊗ P_b, P_a ⊗ Q_b)."""
     m = a.m + b.m
     p = _conv(a.p, b.p)
+    e_p = fft_conv_error_l2(a.p, b.p)
     q = None
+    n0 = a.n0 + b.n0
     if a.q is not None:
         if a is b:
             q = _conv(a.q, a.p)
+            e_q = fft_conv_error_l2(a.q, a.p)
         else:
             q = (a.m * _conv(a.q, b.p) + b.m * _conv(a.p, b.q)) / m
+            e_q = max(fft_conv_error_l2(a.q, b.p), fft_conv_error_l2(a.p, b.q))
+        # l1 <= sqrt(n) l2 for the p- and q-errors
+        comp = math.sqrt(p.size) * max(e_p, e_q)
+    else:
+        # Q-law error weighted by the epoch's T = S/M (see propagate_error): weighted
+        # l1 <= ||1 + S/M||_2 · l2 error (Cauchy-Schwarz)
+        s_over_m = (n0 + np.arange(p.size)) * (a.h / a.big_m)
+        comp = float(np.linalg.norm(1.0 + s_over_m)) * e_p
+    err = propagate_error(a, b, comp + 4.0 * sum_error_factor(p.size) * _U)
     q_inf = (a.m * a.q_inf * b.p.sum() + b.m * b.q_inf * a.p.sum()) / m
-    return _normalise(_Lattice(a.n0 + b.n0, a.h, p, q, q_inf, m))
+    out = _normalise(_Lattice(n0, a.h, p, q, q_inf, m, err, a.big_m))
+    out.noise = comp
+    return out
 
 
 def _coarsen(x: _Lattice) -> _Lattice:
@@ -138,20 +212,26 @@ def _coarsen(x: _Lattice) -> _Lattice:
         odd = p[1::2]
         even[:-1] += 0.5 * odd
         even[1:] += 0.5 * odd
-        return _Lattice(n0 // 2, 2 * x.h, even, None, x.q_inf, x.m)
+        return _Lattice(n0 // 2, 2 * x.h, even, None, x.q_inf, x.m, x.err, x.big_m)
     pp = p[0::2].copy()
     pp[:-1] += p[1::2]
     qq = q[0::2].copy()
     qq[:-1] += q[1::2]
-    return _Lattice(n0 // 2, 2 * x.h, pp, qq, x.q_inf, x.m)
+    return _Lattice(n0 // 2, 2 * x.h, pp, qq, x.q_inf, x.m, x.err, x.big_m)
 
 
 def _trim(x: _Lattice, top_q: float, s_cap: float) -> _Lattice:
-    """Drop negligible tails on the safe side of each chain."""
+    """Drop negligible tails on the safe side of each chain.
+
+    The top tail is cut where its Q-mass is below ``top_q`` plus the FFT noise floor of the
+    last convolution (``x.noise``, converted to block units): below that the values are
+    indistinguishable from round-off, whose Q-weight grows with ``S``.
+    """
     p, q = x.p, x.q
+    top_q = top_q + x.noise * x.big_m / x.m
     cum = np.cumsum(p)
     lo = int(np.searchsorted(cum, _TINY_BOTTOM, side="right"))
-    lr = (x.n0 + np.arange(p.size)) * x.h / x.m
+    lr = x.lr()
     qmass = q if q is not None else lr * p
     tail = np.cumsum(qmass[::-1])[::-1]
     hi = int(np.searchsorted(-tail, -top_q, side="left"))  # first index with tail <= top_q
@@ -172,11 +252,28 @@ def _trim(x: _Lattice, top_q: float, s_cap: float) -> _Lattice:
         newq = q[lo : hi + 1].copy()
         newq[0] += q[:lo].sum()
         newq[-1] += q[hi + 1 :].sum()
-    return _Lattice(x.n0 + lo, x.h, newp, newq, q_inf, x.m)
+    return _Lattice(x.n0 + lo, x.h, newp, newq, q_inf, x.m, x.err, x.big_m)
 
 
-def epoch_lattice(sigma: float, steps: int, *, c: float, upper: bool, tail: float, t_top: float):
-    """One epoch's pair on the S-lattice (likelihood ratio ``S/M``), by binary doubling."""
+def _cap(x: _Lattice) -> _Lattice:
+    """Coarsen until the lattice has at most ``_MAX_LEN`` points (bounded memory)."""
+    while x.p.size > _MAX_LEN:
+        x = _coarsen(x)
+    return x
+
+
+def epoch_lattice(
+    sigma: float, steps: int, *, c: float, upper: bool, tail: float, t_top: float,
+    top_q: float | None = None, tick=None, extended: bool = False,
+):
+    """One epoch's pair on the S-lattice (likelihood ratio ``S/M``), by binary doubling.
+
+    ``tail``: Q-tail of one coordinate beyond the coordinate lattice; ``top_q``: Q-mass of
+    each block's top tail moved to ``+∞`` (upper) / merged (lower) at every level (default
+    ``tail``); it also removes the FFT noise floor, whose Q-weight grows with ``S``.
+    ``extended``: FFT convolutions in long double (about 2000x smaller round-off on x86,
+    about 9x slower), for large ``M·E`` where the float64 round-off bound is too wide.
+    """
     s = 1.0 / sigma
     sd_w = math.sqrt(math.expm1(s * s)) if s * s < 700 else math.inf
     # resolution of T = S/M needed near T ~ 1: min(sd_T, 1); base = 2·sqrt(M)·that
@@ -188,10 +285,13 @@ def epoch_lattice(sigma: float, steps: int, *, c: float, upper: bool, tail: floa
     ln_floor = -0.5 * s * s - 9.0 * s  # P(W < floor) < 1e-18
     k = max(math.ceil(math.exp(ln_cap) / h), 4)
     j0 = min(math.floor(math.exp(ln_floor) / h), k - 4)
-    cur = _coordinate(s, h, j0, k, upper)
+    cur = _coordinate(s, h, j0, k, upper, steps)
+    if extended:
+        cur.p = cur.p.astype(np.longdouble)
+        cur.q = None if cur.q is None else cur.q.astype(np.longdouble)
     acc = None
     bits = steps
-    top_q = tail
+    top_q = tail if top_q is None else top_q
     while True:
         if bits & 1:
             if acc is None:
@@ -201,14 +301,21 @@ def epoch_lattice(sigma: float, steps: int, *, c: float, upper: bool, tail: floa
                     acc = _coarsen(acc)
                 while cur.h < acc.h:
                     cur = _coarsen(cur)
-                acc = _trim(_combine(acc, cur), top_q, steps * t_top)
+                acc = _cap(_trim(_combine(acc, cur), top_q, steps * t_top))
         bits >>= 1
         if not bits:
             break
         cur = _combine(cur, cur)
         while math.sqrt(cur.m) * base / cur.h > 2 * c:
             cur = _coarsen(cur)
-        cur = _trim(cur, top_q, steps * t_top)
+        cur = _cap(_trim(cur, top_q, steps * t_top))
+        if tick is not None:
+            tick()
+    if extended:
+        acc.p = acc.p.astype(np.float64)
+        acc.q = None if acc.q is None else acc.q.astype(np.float64)
+        acc.q_inf = float(acc.q_inf)
+        acc.err += 2.0 * _U  # the final rounding to float64 (relative u per entry)
     return acc
 
 
@@ -233,7 +340,7 @@ def to_log_lattice(
     ``labels=(a_lo, a_hi)`` fixes the label range of the lower chain (outliers are merged into
     the end labels, a garbling).
     """
-    lr = (x.n0 + np.arange(x.p.size)) * x.h / x.m
+    lr = x.lr()
     p = x.p
     pos = lr > 0
     with np.errstate(divide="ignore"):
@@ -312,15 +419,42 @@ def _power(w: np.ndarray, a0: int, epochs: int, lo: int, hi: int) -> np.ndarray:
     """E-fold self-convolution of ``w`` restricted to sum labels ``lo..hi`` (circular FFT)."""
     n = sp_fft.next_fast_len(max(hi - lo + 1, w.size), real=True)
     spec = sp_fft.rfft(w, n)
-    with np.errstate(divide="ignore"):
-        powered = np.exp(epochs * np.log(spec)) if epochs > 64 else spec**epochs
+    if epochs <= 64:
+        powered = spec**epochs
+    else:  # |X|^E e^{iEθ}, with |X| = 0 handled explicitly (no log(0), no inf·0)
+        mag = np.abs(spec)
+        ok = mag > 0
+        logmag = np.log(np.where(ok, mag, 1.0))
+        phase = np.mod(epochs * np.angle(spec), 2.0 * np.pi)
+        powered = np.where(ok, np.exp(epochs * logmag) * np.exp(1j * phase), 0.0)
     full = sp_fft.irfft(powered, n)
     idx = (np.arange(lo, hi + 1) - epochs * a0) % n
     return full[idx]
 
 
-def compose_tv(pair: EpochPair, epochs: int, *, direction: str, tau: float) -> tuple[float, float]:
-    """TV of the E-fold product of the lattice pair and its window error bound."""
+def power_error_l1(w: np.ndarray, epochs: int, lo: int, hi: int) -> float:
+    """Bound on the l1 round-off error of :func:`_power` over the window ``lo..hi``.
+
+    With ``X = Fw`` (``|X_k| ≤ ‖w‖₁ ≤ 1``) computed to ``‖X̂ − X‖₂ ≤ κ√n‖w‖₂`` (Higham 2002,
+    Thm 24.2; see :func:`fft_conv_error_l2`), the power ``X^E`` (binary powering for
+    ``E ≤ 64``, else ``|X|^E e^{iEθ}``) has per-coefficient error at most
+    ``E·κ√n‖w‖₂ + (E(π + 3) + 2)u`` (``E|ln|X|||X|^E ≤ 1/e``). The inverse transform adds
+    ``κ``; the l1 error over ``n_w`` window points is at most ``√n_w`` times the l2 error.
+    """
+    n = sp_fft.next_fast_len(max(hi - lo + 1, w.size), real=True)
+    eta = 8.0 * _U
+    lg = math.log2(max(n, 2))
+    kappa = lg * eta / (1.0 - lg * eta)
+    mass = max(1.0, float(np.abs(w).sum()))
+    d_x = kappa * math.sqrt(n) * float(np.linalg.norm(w))
+    d_y = epochs * d_x * mass ** (epochs - 1) + (epochs * (math.pi + 3.0) + 2.0) * _U
+    return math.sqrt(hi - lo + 1) * (d_y + kappa * mass**epochs)
+
+
+def compose_tv(
+    pair: EpochPair, epochs: int, *, direction: str, tau: float
+) -> tuple[float, float, float]:
+    """TV of the E-fold product of the lattice pair, its window error and round-off bounds."""
     lo_p, hi_p = _chernoff_window(pair.p, pair.a0, epochs, tau)
     lo_q, hi_q = _chernoff_window(pair.q, pair.a0, epochs, tau)
     lo, hi = min(lo_p, lo_q), max(hi_p, hi_q)
@@ -330,21 +464,27 @@ def compose_tv(pair: EpochPair, epochs: int, *, direction: str, tau: float) -> t
     if pair.upper:
         if direction == "add":
             qe = _power(pair.q, pair.a0, epochs, lo, hi)
+            rnd = power_error_l1(pair.q, epochs, lo, hi)
             tv = float(np.sum(qe * -np.expm1(-np.maximum(labels, 0.0))))
             tv += (sq + pair.q_inf) ** epochs - sq**epochs
         else:
             pe = _power(pair.p, pair.a0, epochs, lo, hi)
+            rnd = power_error_l1(pair.p, epochs, lo, hi)
             tv = float(np.sum(pe * -np.expm1(np.minimum(labels, 0.0))))
             tv += (sp + pair.p_zero) ** epochs - sp**epochs
             tv += (sq + pair.q_inf) ** epochs - (sp + pair.p_zero) ** epochs
-        return tv, err
+        # sums of labels.size terms and the closed-form powers: relative (n + 4E) u
+        rnd += (labels.size + 4.0 * epochs + 8.0) * _U * 2.0
+        return tv, err, rnd
     pe = _power(pair.p, pair.a0, epochs, lo, hi)
     qe = _power(pair.q, pair.a0, epochs, lo, hi)
+    rnd = power_error_l1(pair.p, epochs, lo, hi) + power_error_l1(pair.q, epochs, lo, hi)
     if direction == "add":
         tv = float(np.sum(np.maximum(qe - pe, 0.0)))
     else:
         tv = float(np.sum(np.maximum(pe - qe, 0.0))) + (sq**epochs - sp**epochs)
-    return tv, err
+    rnd += (labels.size + 4.0 * epochs + 8.0) * _U * 2.0
+    return tv, err, rnd
 
 
 def single_step_pair(sigma: float, *, delta: float, upper: bool) -> EpochPair:

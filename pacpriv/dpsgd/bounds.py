@@ -77,6 +77,24 @@ def _scalar_or_array(x: np.ndarray, scalar: bool):
     return x.item() if scalar else x
 
 
+_SIGMA_SAFETY = 1.0 + 1e-13  # relative margin of the closed-form σ (see its body)
+
+
+def _validate_counts_fast(steps_per_epoch, epochs):
+    """Counts as float64 (scalars stay 0-d); plain positive Python ints skip the array checks."""
+    out = []
+    for value, name in ((steps_per_epoch, "steps_per_epoch"), (epochs, "epochs")):
+        if type(value) is int and value >= 1:
+            out.append(float(value))
+            continue
+        arr = np.asarray(value)
+        if np.issubdtype(arr.dtype, np.integer) and bool(np.all(arr >= 1)):
+            out.append(arr.astype(np.float64))
+        else:
+            out.append(check_array_real(value, name, low=1, integer=True))
+    return out[0], out[1]
+
+
 def _validate_counts(steps_per_epoch, epochs) -> tuple[np.ndarray, np.ndarray]:
     m = check_array_real(steps_per_epoch, "steps_per_epoch", low=1, integer=True)
     e = check_array_real(epochs, "epochs", low=1, integer=True)
@@ -209,16 +227,40 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
     ----------
     .. [1] Membership-inference accuracy bound for DP-SGD with random allocation, MATH.md §3.
     """
-    a = check_array_real(
-        target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
-        high_inclusive=False,
-    )
-    m, e = _validate_counts(steps_per_epoch, epochs)
-    a, m, e = np.broadcast_arrays(a, m, e)
-    scalar = a.ndim == 0
-    adv = a - 0.5
-    x = np.log1p(m * np.expm1(np.log1p(16.0 * adv * adv) / e))
+    if (
+        type(target_accuracy) is float
+        and type(steps_per_epoch) is int
+        and type(epochs) is int
+        and 0.5 < target_accuracy < 1.0
+        and steps_per_epoch >= 1
+        and epochs >= 1
+    ):  # fast path for plain Python scalars (validated by the conditions above)
+        adv = target_accuracy - 0.5
+        x = math.log1p(steps_per_epoch * math.expm1(math.log1p(16.0 * adv * adv) / epochs))
+        return _SIGMA_SAFETY / math.sqrt(x)
+    a = np.asarray(target_accuracy)
+    # min/max: two passes without temporaries (NaN fails both comparisons)
+    if a.dtype != np.float64 or a.size == 0 or not (a.min() > 0.5 and a.max() < 1.0):
+        a = check_array_real(  # slow path: the precise error message (or a dtype conversion)
+            target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
+            high_inclusive=False,
+        )
+    m, e = _validate_counts_fast(steps_per_epoch, epochs)
+    scalar = a.ndim == 0 and np.ndim(m) == 0 and np.ndim(e) == 0
     # Round-off can leave the bound at this σ a few ulps above the target (seen: 3e-15);
     # 1e-13 relative more noise puts it on the safe side (well inside the 1e-12 reference match).
-    sigma = (1.0 + 1e-13) / np.sqrt(x)
-    return _scalar_or_array(np.asarray(sigma, dtype=np.float64), scalar)
+    x = a - 0.5  # a fresh buffer for the in-place steps below
+    if not isinstance(x, np.ndarray):
+        x = np.array(x)
+    x *= x
+    x *= 16.0
+    np.log1p(x, out=x)
+    x = x / e if np.ndim(e) else np.divide(x, e, out=x)
+    np.expm1(x, out=x)
+    x = x * m if np.ndim(m) else np.multiply(x, m, out=x)
+    np.log1p(x, out=x)
+    np.sqrt(x, out=x)
+    sigma = np.divide(_SIGMA_SAFETY, x, out=x)
+    if scalar:
+        return float(sigma)
+    return sigma

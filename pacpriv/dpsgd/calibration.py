@@ -13,9 +13,12 @@ import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy import special
 
 from pacpriv._validation import check_int, check_real
-from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
+from pacpriv.dpsgd.bounds import (
+    closed_form_noise_multiplier,
+)
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
 from pacpriv.exceptions import CalibrationError
 
@@ -113,6 +116,12 @@ def calibrate_noise_multiplier(
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
     tol = float(np.clip((target - 0.5) * rel, 1e-7, 1e-4)) if tolerance is None else tolerance
     start = time.perf_counter()
+    return _calibrate(target, steps, n_epochs, rel, tol, start)
+
+
+def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
+               start: float, guess: float | None = None) -> NoiseCalibration:
+    """Safeguarded secant search in ``log σ`` on ``upper(σ) − target`` (see the caller)."""
     sigma_cf = float(closed_form_noise_multiplier(target, steps_per_epoch=steps, epochs=n_epochs))
     cache: dict[float, ExactAccuracy] = {}
 
@@ -123,25 +132,59 @@ def calibrate_noise_multiplier(
             )
         return cache[sigma]
 
-    hi = sigma_cf
-    while evaluate(hi).upper > target:  # rounding at the closed form: step up
-        hi *= 1.0 + rel
-    lo = hi * 0.75
+    # The closed form is certified (the upper end is capped by the chi-square bound), so
+    # (0, σ_cf] brackets the root from the start.
+    hi, lo = sigma_cf, None
+    step = math.log1p(rel)
+    z_target = float(special.ndtri(target))
+    points: list[tuple[float, float]] = []  # (log σ, Φ⁻¹(upper)): nearly linear near the root
+
+    def model_root(x0: float, z0: float) -> float:
+        """Root if ``Φ⁻¹(accuracy)`` scales like the Gaussian-limit μ(σ) (MATH.md §3)."""
+        ratio = (z_target / z0) ** 2 if z0 > 0 else 4.0
+        if steps == 1:
+            return x0 - 0.5 * math.log(ratio)
+        inv_var = math.exp(-2.0 * x0)
+        log_em1 = math.log(math.expm1(inv_var)) if inv_var < 700 else inv_var
+        new = math.log1p(math.exp(min(700.0, log_em1 + math.log(ratio))))
+        return -0.5 * math.log(new)
+
+    x = math.log(guess if guess is not None else 0.84 * sigma_cf)
     for _ in range(60):
-        if evaluate(lo).upper > target:
+        sigma = math.exp(x)
+        res = evaluate(sigma)
+        if res.upper > target:
+            lo = sigma if lo is None else max(lo, sigma)
+        else:
+            hi = min(hi, sigma)
+        if 0.5 < res.upper < 1.0:
+            points.append((x, float(special.ndtri(res.upper))))
+        if lo is not None and hi in cache and hi / lo - 1.0 <= rel:
             break
-        hi, lo = lo, lo * 0.75
+        a_ = math.log(lo) if lo is not None else -math.inf
+        b_ = math.log(hi)
+        if b_ - a_ <= step:
+            x = b_  # bracket already tight: certify hi itself
+            continue
+        z_of = dict(points)
+        if lo is not None and hi in cache and a_ in z_of and b_ in z_of and z_of[a_] != z_of[b_]:
+            za, zb = z_of[a_], z_of[b_]  # regula falsi on the bracket ends
+            root = a_ + (z_target - za) * (b_ - a_) / (zb - za)
+        elif points:
+            root = model_root(*min(points, key=lambda pz: abs(pz[1] - z_target)))
+        else:
+            root = x + math.log(0.8)
+        # next point just beyond the predicted root, on the side whose end is still far
+        x = root + 0.45 * step if b_ - root > 0.5 * step else root - 0.45 * step
+        if lo is not None:
+            margin = 0.05 * (b_ - a_)
+            x = min(max(x, a_ + margin), b_ - margin)
+        elif x >= b_:
+            x = b_ + math.log(0.9)
     else:
         raise CalibrationError(f"no bracket for target_accuracy={target} below sigma={hi:g}")
-    # bisection in log sigma on the certified upper bound (monotone up to grid noise)
-    while hi / lo - 1.0 > rel:
-        mid = math.sqrt(hi * lo)
-        if evaluate(mid).upper > target:
-            lo = mid
-        else:
-            hi = mid
     result = evaluate(hi)
-    while result.upper > target:  # one-sided verification
+    while result.upper > target:  # one-sided verification (cannot loop long: chi-square cap)
         hi *= 1.0 + rel / 4
         result = evaluate(hi)
     below = [s for s, r in cache.items() if r.lower > target]
@@ -180,7 +223,8 @@ def noise_multiplier_for_accuracy(
         ``"closed-form"``: ``σ = 1/sqrt(ln(1 + M((1 + 16(a − ½)²)^{1/E} − 1)))``, the exact
         inverse of the chi-square bound [1]_ (vectorised, ~1 µs). ``"exact"``: the smallest σ
         (relative tolerance ``rtol``) whose certified exact accuracy is ≤ target, see
-        :func:`calibrate_noise_multiplier` (loops over array inputs).
+        :func:`calibrate_noise_multiplier`; arrays broadcast like the closed form, each distinct
+        element is searched once, the previous target's σ seeding the next search.
     rtol : float, default 1e-3
         Relative tolerance of the exact search.
 
@@ -209,15 +253,30 @@ def noise_multiplier_for_accuracy(
         )
     if method != "exact":
         raise ValueError(f"`method` must be 'closed-form' or 'exact'; got {method!r}.")
-    # validate (and broadcast) with the closed form's checks, then loop
+    # validate (and broadcast) with the closed form's checks, then calibrate each distinct
+    # (target, M, E) once, in increasing target order per (M, E): the previous σ, scaled by
+    # the closed-form ratio, is the first guess of the next search (shared work)
     closed_form_noise_multiplier(target_accuracy, steps_per_epoch=steps_per_epoch, epochs=epochs)
+    rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
     a, m, e = np.broadcast_arrays(
         np.asarray(target_accuracy, dtype=float), np.asarray(steps_per_epoch),
         np.asarray(epochs),
     )
+    keys = sorted({(int(mv), int(ev), float(av))
+                   for av, mv, ev in zip(a.ravel(), m.ravel(), e.ravel(), strict=True)})
+    found: dict = {}
+    prev: tuple | None = None
+    for mv, ev, av in keys:
+        guess = None
+        if prev is not None and prev[:2] == (mv, ev):
+            cf_prev = closed_form_noise_multiplier(prev[2], steps_per_epoch=mv, epochs=ev)
+            cf_now = closed_form_noise_multiplier(av, steps_per_epoch=mv, epochs=ev)
+            guess = found[prev] * cf_now / cf_prev
+        tol = float(np.clip((av - 0.5) * rel, 1e-7, 1e-4))
+        res = _calibrate(av, mv, ev, rel, tol, time.perf_counter(), guess=guess)
+        found[(mv, ev, av)] = res.noise_multiplier
+        prev = (mv, ev, av)
     out = np.empty(a.shape)
     for idx in np.ndindex(a.shape):
-        out[idx] = calibrate_noise_multiplier(
-            float(a[idx]), steps_per_epoch=int(m[idx]), epochs=int(e[idx]), rtol=rtol
-        ).noise_multiplier
+        out[idx] = found[(int(m[idx]), int(e[idx]), float(a[idx]))]
     return out.item() if out.ndim == 0 else out

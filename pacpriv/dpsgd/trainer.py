@@ -8,7 +8,7 @@ One step of :func:`train_dpsgd` on the batch B_t chosen by random allocation
 
 with clip_C(g) = g · min(1, C / (‖g‖₂ + 10⁻⁶)) over all trainable parameters jointly (as in
 opacus), σ = ``noise_multiplier``, C = ``max_grad_norm``, n records and M = ``steps_per_epoch``.
-The division is by the *expected* batch size n/M, never the realised |B_t| (which depends on
+The division is by the *expected* batch size n/M, never the realised ``|B_t|`` (which depends on
 the allocation and would leak it); empty steps still add noise and take a step. This is the
 mechanism whose membership-inference accuracy is bounded in [1]_.
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pacpriv.pac.calibration import NoisePlan, calibrate_noise
+from pacpriv.pac import _rules
+from pacpriv.pac.calibration import DEFAULT_RULE, NoisePlan, calibrate_noise
 from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
 from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac.samplers import ComplementaryPairsSampler, as_sampler
 
 __all__ = ["measure"]
 
@@ -22,7 +24,7 @@ def measure(
     pool: Any,
     *,
     mi_budget: float,
-    rule: str = "anisotropic",
+    rule: str = DEFAULT_RULE,
     calibration: dict | None = None,
     **simulation: Any,
 ) -> tuple[SimulationResult, OutputSpectrum, NoisePlan]:
@@ -31,9 +33,21 @@ def measure(
     ``simulation`` holds the keyword arguments of :func:`pacpriv.pac.engine.simulate`
     (``n_trials``, ``sampler``, ``n_jobs``, ``rng``, ...); ``calibration`` the extra keyword
     arguments of :func:`pacpriv.pac.calibration.calibrate_noise` (``confidence``, ``c``,
-    ``beta``, ``output_bound``). Returns ``(simulation, spectrum, plan)``.
+    ``beta``, ``output_bound``). Rules whose table row needs the outputs (``"certified"``,
+    :data:`pacpriv.pac._rules.RULE_TABLE`) get them instead of the spectrum, with the given
+    (non-None) ``calibration`` parameters. Returns ``(simulation, spectrum, plan)``.
     """
+    info = _rules.rule_info(rule)
     sim = simulate(mechanism, pool, **simulation)
     spectrum = estimate_output_spectrum(sim.outputs)
-    plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule, **(calibration or {}))
+    params = {k: v for k, v in (calibration or {}).items() if v is not None}
+    if info.source == "outputs":
+        # the certificate needs independent trials: of complementary pairs (trial 2k+1 is the
+        # complement of trial 2k) it keeps one member each, i.i.d. draws of the secret's law
+        outputs = sim.outputs
+        if isinstance(as_sampler(simulation.get("sampler")), ComplementaryPairsSampler):
+            outputs = outputs[0::2]
+        plan = info.function(outputs, mi_budget, **params)
+    else:
+        plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule, **params)
     return sim, spectrum, plan

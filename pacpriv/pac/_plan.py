@@ -6,7 +6,9 @@ Defined here to keep :mod:`.calibration` to the rules; import it from ``pacpriv.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +76,14 @@ class NoisePlan:
         Noise standard deviation in every direction orthogonal to ``basis`` (0 if none).
     details : dict
         Rule-specific diagnostics (JSON-serialisable), e.g. Algorithm 1's branch and ``j0``.
+    clip_center : ndarray of shape (d,) or None
+        Centre ``c`` of the release clip (``"certified"`` rule); None: no clip.
+    clip_radius : float or None
+        The release is clipped to ``{y : ||Σ_B^{-1/2}(y − c)|| <= clip_radius}`` by a radial
+        shrink towards ``c`` (radius 0: the release is ``c``). Post-processing of ``f``: the
+        plan's guarantee is for the clipped mechanism.
+    certificate : pacpriv.pac.certificate.Certificate or None
+        How a ``"certified"``/``"asymptotic-t"`` plan was certified.
     """
 
     rule: str
@@ -87,6 +97,46 @@ class NoisePlan:
     noise_std: np.ndarray = field(repr=False)
     residual_std: float
     details: dict = field(default_factory=dict)
+    clip_center: np.ndarray | None = field(default=None, repr=False)
+    clip_radius: float | None = None
+    certificate: Any = field(default=None, repr=False)
+
+    @property
+    def certified(self) -> bool:
+        """Whether ``mi_claim`` holds for the true covariance with probability ``confidence``."""
+        return bool(getattr(self.certificate, "certified", False))
+
+    @property
+    def label(self) -> str:
+        """Headline wording: ``"certified (1−γ = 0.95)"`` or ``"estimated (plug-in)"``."""
+        if self.certified:
+            return f"certified (1−γ = {self.confidence:g})"
+        if self.certificate is not None:
+            return f"estimated (asymptotic, 1−γ ≈ {self.confidence:g}, not certified)"
+        return "estimated (plug-in)"
+
+    def clip(self, value: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Apply the plan's release clip to one output ``(d,)``; returns ``(value, clipped)``."""
+        if self.clip_center is None or self.clip_radius is None:
+            return value, False
+        y = value - self.clip_center
+        if self.clip_radius == 0.0:
+            return (np.array(self.clip_center, dtype=np.float64), bool(np.any(y != 0)))
+        norm = math.sqrt(self._whitened_norm2(y))
+        if norm <= self.clip_radius:
+            return value, False
+        return self.clip_center + y * (self.clip_radius / norm), True
+
+    def _whitened_norm2(self, y: np.ndarray) -> float:
+        """``yᵀ Σ_B⁻¹ y`` (all noise variances are positive when a clip radius is set)."""
+        if self.basis is None:
+            return float(np.sum((y / self.noise_std) ** 2))
+        coef = _rmatvec(self.basis, y)
+        out = float(np.sum((coef / self.noise_std) ** 2))
+        if self.n_complement > 0:
+            resid = y - _matvec(self.basis, coef)
+            out += float(np.sum(resid**2)) / self.residual_variance
+        return out
 
     @property
     def noise_variance(self) -> np.ndarray:
@@ -144,4 +194,7 @@ class NoisePlan:
             "residual_std": self.residual_std,
             "expected_noise_power": self.expected_noise_power,
             "details": dict(self.details),
+            "certified": self.certified,
+            "label": self.label,
+            "clipped_release": self.clip_radius is not None,
         }

@@ -1,4 +1,9 @@
-"""Noise-variance rules on a weighted spectrum (private helpers of :mod:`.calibration`).
+"""The noise-rule table and the noise-variance rules (private helpers of :mod:`.calibration`).
+
+:data:`RULE_TABLE` maps every rule name to a :class:`RuleInfo` (its plan builder and the
+properties the rest of the package reads: whether it needs eigenvectors, whether it is safe
+with fewer trials than output dimensions, whether it is certified). Adding a rule = its
+function + one row.
 
 A spectrum is given as eigenvalues ``lam`` with multiplicities ``mult`` (a multiplicity > 1
 stands for a group of directions sharing one eigenvalue and one noise variance, e.g. the
@@ -9,12 +14,21 @@ complement of the held eigenvectors). Every function returns noise **variances**
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
 
+from pacpriv._validation import check_real
 from pacpriv.exceptions import CalibrationError
-from pacpriv.pac.mutual_info import gaussian_mi_bound
+from pacpriv.pac._plan import NoisePlan, _block_rows
+from pacpriv.pac.confidence import confidence_for_trials
+from pacpriv.pac.mutual_info import (
+    gaussian_mi_bound,
+    gaussian_mi_bound_whitened,
+    linearised_mi_bound,
+)
 
 _MAX_BRACKET_STEPS = 400
 _BRACKET_FACTOR = math.log(4.0)
@@ -69,7 +83,7 @@ def exact_mi_rule(lam: np.ndarray, mult: np.ndarray, mi_budget: float):
         return 0.5 * float(np.sum(mp * np.log1p(_snr(lp / math.exp(log_mu))))) - mi_budget
 
     start = 2.0 * math.log(float(np.sum(mp * np.sqrt(lp))) / (2.0 * mi_budget))
-    lo = hi = start
+    lo = hi = max(start, _LOG_MU_MIN)  # subnormal spectra: exp(start) would underflow to 0
     while excess(lo) < 0:
         lo -= _BRACKET_FACTOR
         if lo < _LOG_MU_MIN:  # μ would underflow: a budget this large needs ~no noise anyway
@@ -123,3 +137,245 @@ def algorithm1_rule(lam: np.ndarray, mult: np.ndarray, *, n_held: int, mi_budget
     details["branch"] = "isotropic"
     iso = (float(np.sum(mult * lam)) + dim * c) / (2.0 * mi_budget)
     return np.full_like(lam, iso), True, details
+
+
+# --- plan builders ----------------------------------------------------------------------------
+
+
+def _groups(spectrum):
+    """Held eigenvalues (multiplicity 1) plus the complement as one pooled group.
+
+    The complement's eigenvalues sum to ``tail_variance``; pooling them as ``d − k`` equal
+    eigenvalues with one shared noise variance bounds their MI term from above (concavity of
+    ``ln``), so the certified bound stays on the safe side.
+    """
+    lam = np.asarray(spectrum.eigenvalues, dtype=np.float64)
+    n_comp = spectrum.dim - lam.shape[0]
+    mult = np.ones_like(lam)
+    if n_comp > 0:
+        lam = np.append(lam, spectrum.tail_variance / n_comp)
+        mult = np.append(mult, float(n_comp))
+    return lam, mult, n_comp
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+def _certify(plan_bound: float, mi_budget: float, rule: str) -> None:
+    if not plan_bound <= mi_budget * (1.0 + 1e-12):
+        raise CalibrationError(
+            f"rule {rule!r} produced a plan whose certified MI bound {plan_bound!r} exceeds the "
+            f"budget {mi_budget!r}; this is a bug, please report it."
+        )
+
+
+def _floor_variance(noise_variance: np.ndarray, signal: np.ndarray) -> np.ndarray:
+    """Raise noise variances that underflowed below the smallest normal double (signal > 0).
+
+    Rules give ``s² ∝ λ``; for subnormal ``λ`` that product underflows (to 0 or to a subnormal
+    that lost its precision) and the MI bound would be inf or understated. More noise is always
+    on the safe side, and ``tiny`` (2.2e-308) is far below any meaningful output scale.
+    """
+    tiny = np.finfo(np.float64).tiny
+    return np.where(np.asarray(signal) > 0, np.maximum(noise_variance, tiny), noise_variance)
+
+
+def _variance_only_bound(spectrum, e: np.ndarray) -> float:
+    """Log-det bound of coordinate noise ``diag(e)``; an un-held tail adds ``½ Σ R_jj/e_j``."""
+    bound = gaussian_mi_bound_whitened(
+        spectrum.eigenvalues, spectrum.eigenvectors, noise_variance=e
+    )
+    if spectrum.tail_variance > 0:
+        vecs = spectrum.eigenvectors
+        held_diag = np.empty(spectrum.dim)
+        step = _block_rows(vecs.shape[1])
+        for s in range(0, spectrum.dim, step):
+            block = np.asarray(vecs[s : s + step], dtype=np.float64)
+            held_diag[s : s + step] = (block**2) @ spectrum.eigenvalues
+        rem = np.clip(spectrum.variances - held_diag, 0.0, None)
+        bound += linearised_mi_bound(rem, e)  # ln det(I+P+Q) <= ln det(I+P) + tr Q
+    return bound
+
+
+def _spectrum_plan(rule, spectrum, lam, mult, n_comp, v, s2, iso, details=None, claim=None,
+                   conf=None) -> NoisePlan:
+    """A plan from per-group noise variances ``s2`` (eigenbasis, or isotropic if ``iso``)."""
+    details = details or {}
+    claim = v if claim is None else claim
+    d = spectrum.dim
+    s2 = _floor_variance(s2, lam)
+    bound = gaussian_mi_bound(lam, s2, multiplicity=mult)
+    _certify(bound, v, rule)
+    lin = linearised_mi_bound(lam, s2, multiplicity=mult)
+    if iso:
+        return NoisePlan(
+            rule=rule, mi_budget=v, mi_bound=bound, linearised_mi_bound=lin, mi_claim=claim,
+            confidence=conf, dim=d, basis=None,
+            noise_std=_readonly(np.full(d, np.sqrt(s2[0]))), residual_std=0.0, details=details,
+        )
+    k = spectrum.n_components
+    return NoisePlan(
+        rule=rule, mi_budget=v, mi_bound=bound, linearised_mi_bound=lin, mi_claim=claim,
+        confidence=conf, dim=d, basis=spectrum.eigenvectors,
+        noise_std=_readonly(np.sqrt(s2[:k])),
+        residual_std=float(np.sqrt(s2[k])) if n_comp > 0 else 0.0, details=details,
+    )
+
+
+def _build_anisotropic(spectrum, v: float) -> NoisePlan:
+    lam, mult, n_comp = _groups(spectrum)
+    return _spectrum_plan("anisotropic", spectrum, lam, mult, n_comp, v,
+                          square_root_rule(lam, mult, v), False)
+
+
+def _build_isotropic(spectrum, v: float) -> NoisePlan:
+    lam, mult, n_comp = _groups(spectrum)
+    return _spectrum_plan("isotropic", spectrum, lam, mult, n_comp, v,
+                          np.full_like(lam, isotropic_rule(lam, mult, v)), True)
+
+
+def _build_exact_mi(spectrum, v: float) -> NoisePlan:
+    lam, mult, n_comp = _groups(spectrum)
+    s2, details = exact_mi_rule(lam, mult, v)
+    return _spectrum_plan("exact-mi", spectrum, lam, mult, n_comp, v, s2, False, details)
+
+
+def _build_variance_only(spectrum, v: float) -> NoisePlan:
+    d = spectrum.dim
+    e = _floor_variance(square_root_rule(spectrum.variances, np.ones(d), v), spectrum.variances)
+    # the spectrum may bound Σ from above (resolution, scale blocks): the trace bound on
+    # the coordinate variances themselves is then the tighter certificate
+    bound = min(_variance_only_bound(spectrum, e), linearised_mi_bound(spectrum.variances, e))
+    _certify(bound, v, "variance-only")
+    return NoisePlan(
+        rule="variance-only", mi_budget=v, mi_bound=bound,
+        linearised_mi_bound=linearised_mi_bound(spectrum.variances, e), mi_claim=v,
+        confidence=None, dim=d, basis=None, noise_std=_readonly(np.sqrt(e)), residual_std=0.0,
+    )
+
+
+def _build_algorithm1(spectrum, v: float, *, c, beta, output_bound, confidence=None) -> NoisePlan:
+    for name, val in (("c", c), ("beta", beta), ("output_bound", output_bound)):
+        if val is None:
+            raise ValueError(f"rule='algorithm1' needs `{name}`; got None.")
+    c_ = check_real(c, "c", low=0.0, low_inclusive=False)
+    beta_ = check_real(beta, "beta", low=0.0, low_inclusive=False)
+    r_ = check_real(output_bound, "output_bound", low=0.0, low_inclusive=False)
+    d = spectrum.dim
+    lam, mult, n_comp = _groups(spectrum)
+    # complement eigenvalues are each <= min(tail, smallest held): if that exceeds c,
+    # some of them may count towards j0 and their gaps are unknown
+    k_held = spectrum.n_components
+    ceiling = spectrum.tail_variance if k_held == 0 else min(
+        spectrum.tail_variance, float(lam[k_held - 1]))
+    unresolved = n_comp > 0 and ceiling > c_
+    s2, iso, details = algorithm1_rule(
+        lam, mult, n_held=k_held, mi_budget=v, c=c_, beta=beta_,
+        output_bound=r_, dim=d, complement_unresolved=unresolved,
+    )
+    conf = 1.0 if spectrum.n_trials is None else confidence_for_trials(
+        spectrum.n_trials, c=c_, output_bound=r_, dim=d)
+    details.update(c=c_, beta=beta_, output_bound=r_, certified_confidence=conf)
+    if confidence is not None:
+        req = check_real(confidence, "confidence", low=0.0, high=1.0, low_inclusive=False,
+                         high_inclusive=False)
+        if conf < req:
+            raise CalibrationError(
+                f"n_trials={spectrum.n_trials} certifies confidence {conf:.6g} < requested "
+                f"{req!r} (conservative matrix Bernstein, see trials_for_confidence)."
+            )
+    return _spectrum_plan("algorithm1", spectrum, lam, mult, n_comp, v, s2, iso, details,
+                          claim=v + beta_, conf=conf)
+
+
+def _build_certified(outputs, v: float, **params) -> NoisePlan:
+    from pacpriv.pac.certificate import certify_noise  # certificate imports _plan only
+
+    return certify_noise(outputs, mi_budget=v, method="betting", **params)
+
+
+def _build_asymptotic_t(outputs, v: float, **params) -> NoisePlan:
+    from pacpriv.pac.certificate import certify_noise
+
+    params.pop("output_bound", None)
+    params.pop("clip_margin", None)
+    return certify_noise(outputs, mi_budget=v, method="student-t", **params)
+
+
+# --- the table --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """One noise rule and the properties the rest of pacpriv reads from it.
+
+    Attributes
+    ----------
+    function : callable
+        Plan builder ``function(source, mi_budget, **parameters) -> NoisePlan``; ``source`` is
+        an :class:`~pacpriv.pac.covariance.OutputSpectrum` or the ``(n_trials, d)`` outputs
+        (see ``source``).
+    source : {"spectrum", "outputs"}
+        What the builder needs.
+    needs_eigenvectors : bool
+        Whether the noise lives in the eigenbasis of ``Σ`` (else coordinate axes / isotropic).
+    safe_when_undersampled : bool
+        Whether the guarantee still holds with fewer trials than output dimensions.
+    certified : bool
+        Whether ``MI <= v`` is claimed for the *true* covariance with a stated confidence
+        (``"certified"``, ``"algorithm1"``); plug-in rules meet it for the estimate only.
+    parameters : tuple of str
+        Extra keyword parameters the builder accepts (all others are refused).
+    summary : str
+        One line for CLI help and reports.
+    """
+
+    function: Callable[..., NoisePlan]
+    source: str
+    needs_eigenvectors: bool
+    safe_when_undersampled: bool
+    certified: bool
+    parameters: tuple[str, ...] = ()
+    summary: str = ""
+
+
+_CERT_PARAMS = ("confidence", "shape_fraction", "output_bound", "clip_margin")
+
+#: name → :class:`RuleInfo`; the first entry is the default rule.
+RULE_TABLE: dict[str, RuleInfo] = {
+    "certified": RuleInfo(
+        _build_certified, "outputs", True, True, True, _CERT_PARAMS,
+        "square-root shape from part of the trials, scale certified (1−γ) by a betting "
+        "bound on held-out pairs; clipped release"),
+    "anisotropic": RuleInfo(
+        _build_anisotropic, "spectrum", True, False, False, (),
+        "plug-in square-root rule in the estimated eigenbasis (estimate)"),
+    "isotropic": RuleInfo(
+        _build_isotropic, "spectrum", False, True, False, (),
+        "plug-in tr(Σ)/(2v) in every direction (estimate)"),
+    "variance-only": RuleInfo(
+        _build_variance_only, "spectrum", False, True, False, (),
+        "plug-in square-root rule on the coordinate variances (estimate)"),
+    "exact-mi": RuleInfo(
+        _build_exact_mi, "spectrum", True, False, False, (),
+        "plug-in water-filling on the exact log-det bound (estimate)"),
+    "algorithm1": RuleInfo(
+        _build_algorithm1, "spectrum", True, True, True,
+        ("confidence", "c", "beta", "output_bound"),
+        "Algorithm 1 of Xiao & Devadas (MI <= v + β, conservative matrix-Bernstein confidence)"),
+    "asymptotic-t": RuleInfo(
+        _build_asymptotic_t, "outputs", True, True, False, ("confidence", "shape_fraction"),
+        "as 'certified' but a Student-t bound and no clip (asymptotic, not certified)"),
+}
+
+#: The default noise rule of run_pac, the wrapper, the CLI and the comparison.
+DEFAULT_RULE = "certified"
+
+
+def rule_info(rule) -> RuleInfo:
+    """The table row of ``rule``; ``ValueError`` naming the allowed names otherwise."""
+    if not isinstance(rule, str) or rule not in RULE_TABLE:
+        raise ValueError(f"`rule` must be one of {tuple(RULE_TABLE)}; got {rule!r}.")
+    return RULE_TABLE[rule]

@@ -16,54 +16,26 @@ from __future__ import annotations
 import numpy as np
 
 from pacpriv._validation import check_array_real, check_real
-from pacpriv.exceptions import CalibrationError
 from pacpriv.pac import _rules
-from pacpriv.pac._plan import NoisePlan, _block_rows
-from pacpriv.pac.confidence import confidence_for_trials
+from pacpriv.pac._plan import NoisePlan
 from pacpriv.pac.covariance import OutputSpectrum
 from pacpriv.pac.mutual_info import (
-    gaussian_mi_bound,
-    gaussian_mi_bound_whitened,
     linearised_mi_bound,
 )
 
-__all__ = ["RULES", "NoisePlan", "calibrate_noise", "calibrate_variance_only"]
+__all__ = ["DEFAULT_RULE", "RULES", "NoisePlan", "calibrate_noise", "calibrate_variance_only"]
 
-#: Calibration rules accepted by :func:`calibrate_noise`.
-RULES = ("anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1")
+#: Every noise rule, from :data:`pacpriv.pac._rules.RULE_TABLE` (the default first).
+RULES = tuple(_rules.RULE_TABLE)
 
+#: Rules that take an :class:`OutputSpectrum` (accepted by :func:`calibrate_noise`).
+SPECTRUM_RULES = tuple(k for k, info in _rules.RULE_TABLE.items() if info.source == "spectrum")
 
-def _groups(spectrum: OutputSpectrum):
-    """Held eigenvalues (multiplicity 1) plus the complement as one pooled group.
-
-    The complement's eigenvalues sum to ``tail_variance``; pooling them as ``d − k`` equal
-    eigenvalues with one shared noise variance bounds their MI term from above (concavity of
-    ``ln``), so the certified bound stays on the safe side.
-    """
-    lam = np.asarray(spectrum.eigenvalues, dtype=np.float64)
-    n_comp = spectrum.dim - lam.shape[0]
-    mult = np.ones_like(lam)
-    if n_comp > 0:
-        lam = np.append(lam, spectrum.tail_variance / n_comp)
-        mult = np.append(mult, float(n_comp))
-    return lam, mult, n_comp
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
+DEFAULT_RULE = _rules.DEFAULT_RULE
 
 
 def _check_budget(mi_budget) -> float:
     return check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
-
-
-def _certify(plan_bound: float, mi_budget: float, rule: str) -> None:
-    if not plan_bound <= mi_budget * (1.0 + 1e-12):
-        raise CalibrationError(
-            f"rule {rule!r} produced a plan whose certified MI bound {plan_bound!r} exceeds the "
-            f"budget {mi_budget!r}; this is a bug, please report it."
-        )
 
 
 def calibrate_variance_only(variances, *, mi_budget: float) -> NoisePlan:
@@ -100,40 +72,12 @@ def calibrate_variance_only(variances, *, mi_budget: float) -> NoisePlan:
     v = _check_budget(mi_budget)
     e = _rules.square_root_rule(t, np.ones_like(t), v)
     trace_bound = linearised_mi_bound(t, e)
-    _certify(trace_bound, v, "variance-only")
+    _rules._certify(trace_bound, v, "variance-only")
     return NoisePlan(
         rule="variance-only", mi_budget=v, mi_bound=trace_bound, linearised_mi_bound=trace_bound,
         mi_claim=v, confidence=None, dim=int(t.size), basis=None,
-        noise_std=_readonly(np.sqrt(e)), residual_std=0.0,
+        noise_std=_rules._readonly(np.sqrt(e)), residual_std=0.0,
     )
-
-
-def _variance_only_bound(spectrum: OutputSpectrum, e: np.ndarray) -> float:
-    """Log-det bound of coordinate noise ``diag(e)``; an un-held tail adds ``½ Σ R_jj/e_j``."""
-    bound = gaussian_mi_bound_whitened(
-        spectrum.eigenvalues, spectrum.eigenvectors, noise_variance=e
-    )
-    if spectrum.tail_variance > 0:
-        vecs = spectrum.eigenvectors
-        held_diag = np.empty(spectrum.dim)
-        step = _block_rows(vecs.shape[1])
-        for s in range(0, spectrum.dim, step):
-            block = np.asarray(vecs[s : s + step], dtype=np.float64)
-            held_diag[s : s + step] = (block**2) @ spectrum.eigenvalues
-        rem = np.clip(spectrum.variances - held_diag, 0.0, None)
-        bound += linearised_mi_bound(rem, e)  # ln det(I+P+Q) <= ln det(I+P) + tr Q
-    return bound
-
-
-def _floor_variance(noise_variance: np.ndarray, signal: np.ndarray) -> np.ndarray:
-    """Raise noise variances that underflowed below the smallest normal double (signal > 0).
-
-    Rules give ``s² ∝ λ``; for subnormal ``λ`` that product underflows (to 0 or to a subnormal
-    that lost its precision) and the MI bound would be inf or understated. More noise is always
-    on the safe side, and ``tiny`` (2.2e-308) is far below any meaningful output scale.
-    """
-    tiny = np.finfo(np.float64).tiny
-    return np.where(np.asarray(signal) > 0, np.maximum(noise_variance, tiny), noise_variance)
 
 
 def calibrate_noise(
@@ -155,6 +99,11 @@ def calibrate_noise(
     mi_budget : float
         Budget ``v > 0`` in nats.
     rule : {"anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1"}
+        The rules of :data:`SPECTRUM_RULES` (the default ``"certified"`` rule of
+        :func:`~pacpriv.pac.job.run_pac` needs the outputs: see
+        :func:`~pacpriv.pac.certificate.certify_noise`). All but ``"algorithm1"`` are
+        **plug-in estimates**: they meet the budget for the estimated ``Σ``.
+
         * ``"anisotropic"``: square-root rule ``s_j² = sqrt(λ_j) Σ_k sqrt(λ_k) / (2v)`` in the
           eigenbasis; minimises ``E||B||² = (Σ sqrt λ)²/(2v)`` under the linearised bound, so
           the exact bound is below ``v``.
@@ -212,79 +161,18 @@ def calibrate_noise(
     if not isinstance(spectrum, OutputSpectrum):
         raise TypeError(f"`spectrum` must be an OutputSpectrum; got {type(spectrum).__name__}.")
     v = _check_budget(mi_budget)
-    if not isinstance(rule, str) or rule not in RULES:
-        raise ValueError(f"`rule` must be one of {RULES}; got {rule!r}.")
-    alg1 = {"confidence": confidence, "c": c, "beta": beta, "output_bound": output_bound}
-    if rule != "algorithm1":
-        given = [k for k, val in alg1.items() if val is not None]
-        if given:
-            raise ValueError(f"{given} only apply to rule='algorithm1'; got rule={rule!r}.")
-    d = spectrum.dim
-    lam, mult, n_comp = _groups(spectrum)
-    details: dict = {}
-    claim, conf = v, None
-    if rule == "variance-only":
-        e = _floor_variance(_rules.square_root_rule(spectrum.variances, np.ones(d), v),
-                            spectrum.variances)
-        # the spectrum may bound Σ from above (resolution, scale blocks): the trace bound on
-        # the coordinate variances themselves is then the tighter certificate
-        bound = min(_variance_only_bound(spectrum, e), linearised_mi_bound(spectrum.variances, e))
-        _certify(bound, v, rule)
-        return NoisePlan(
-            rule=rule, mi_budget=v, mi_bound=bound,
-            linearised_mi_bound=linearised_mi_bound(spectrum.variances, e), mi_claim=v,
-            confidence=None, dim=d, basis=None, noise_std=_readonly(np.sqrt(e)),
-            residual_std=0.0,
+    info = _rules.rule_info(rule)
+    if info.source != "spectrum":
+        raise ValueError(
+            f"rule {rule!r} needs the simulated outputs, not a spectrum: use "
+            "pacpriv.pac.certificate.certify_noise(outputs, ...) or run_pac; calibrate_noise "
+            f"takes {SPECTRUM_RULES}."
         )
-    if rule == "anisotropic":
-        s2, iso = _rules.square_root_rule(lam, mult, v), False
-    elif rule == "isotropic":
-        s2, iso = np.full_like(lam, _rules.isotropic_rule(lam, mult, v)), True
-    elif rule == "exact-mi":
-        (s2, details), iso = _rules.exact_mi_rule(lam, mult, v), False
-    else:
-        for name in ("c", "beta", "output_bound"):
-            if alg1[name] is None:
-                raise ValueError(f"rule='algorithm1' needs `{name}`; got None.")
-        c_ = check_real(c, "c", low=0.0, low_inclusive=False)
-        beta_ = check_real(beta, "beta", low=0.0, low_inclusive=False)
-        r_ = check_real(output_bound, "output_bound", low=0.0, low_inclusive=False)
-        # complement eigenvalues are each <= min(tail, smallest held): if that exceeds c,
-        # some of them may count towards j0 and their gaps are unknown
-        k_held = spectrum.n_components
-        ceiling = spectrum.tail_variance if k_held == 0 else min(
-            spectrum.tail_variance, float(lam[k_held - 1]))
-        unresolved = n_comp > 0 and ceiling > c_
-        s2, iso, details = _rules.algorithm1_rule(
-            lam, mult, n_held=spectrum.n_components, mi_budget=v, c=c_, beta=beta_,
-            output_bound=r_, dim=d, complement_unresolved=unresolved,
-        )
-        claim = v + beta_
-        conf = 1.0 if spectrum.n_trials is None else confidence_for_trials(
-            spectrum.n_trials, c=c_, output_bound=r_, dim=d)
-        details.update(c=c_, beta=beta_, output_bound=r_, certified_confidence=conf)
-        if confidence is not None:
-            req = check_real(confidence, "confidence", low=0.0, high=1.0, low_inclusive=False,
-                             high_inclusive=False)
-            if conf < req:
-                raise CalibrationError(
-                    f"n_trials={spectrum.n_trials} certifies confidence {conf:.6g} < requested "
-                    f"{req!r} (conservative matrix Bernstein, see trials_for_confidence)."
-                )
-    s2 = _floor_variance(s2, lam)
-    bound = gaussian_mi_bound(lam, s2, multiplicity=mult)
-    _certify(bound, v, rule)
-    lin = linearised_mi_bound(lam, s2, multiplicity=mult)
-    if iso:
-        return NoisePlan(
-            rule=rule, mi_budget=v, mi_bound=bound, linearised_mi_bound=lin, mi_claim=claim,
-            confidence=conf, dim=d, basis=None,
-            noise_std=_readonly(np.full(d, np.sqrt(s2[0]))), residual_std=0.0, details=details,
-        )
-    k = spectrum.n_components
-    return NoisePlan(
-        rule=rule, mi_budget=v, mi_bound=bound, linearised_mi_bound=lin, mi_claim=claim,
-        confidence=conf, dim=d, basis=spectrum.eigenvectors,
-        noise_std=_readonly(np.sqrt(s2[:k])),
-        residual_std=float(np.sqrt(s2[k])) if n_comp > 0 else 0.0, details=details,
-    )
+    given = {k: val for k, val in {"confidence": confidence, "c": c, "beta": beta,
+                                     "output_bound": output_bound}.items() if val is not None}
+    refused = [k for k in given if k not in info.parameters]
+    if refused:
+        raise ValueError(f"{refused} only apply to rule='algorithm1'; got rule={rule!r}.")
+    if rule == "algorithm1":
+        given = {"c": c, "beta": beta, "output_bound": output_bound, "confidence": confidence}
+    return info.function(spectrum, v, **given)

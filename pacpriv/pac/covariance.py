@@ -147,8 +147,11 @@ def _check_outputs(outputs) -> np.ndarray:
 def _warn_if_constant(total_variance: float) -> None:
     if total_variance == 0.0:
         warnings.warn(
-            "the outputs did not vary across trials (all variances are 0): the mechanism "
-            "reveals nothing about the sampled subset and no noise is needed.",
+            "the outputs did not vary across trials (all variances are 0). This does not "
+            "show that the output is independent of the subset: a change rarer than about "
+            "ln(1/γ)/n_trials was not tested (pacpriv.pac.certificate.constant_output_bound); "
+            "plug-in rules add no noise here, rule='certified' with output_bound adds a "
+            "certified minimum.",
             ConstantOutputWarning,
             stacklevel=3,
         )

@@ -27,9 +27,11 @@ import numpy as np
 from pacpriv._random import RNGLike, as_generator
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
+from pacpriv.pac import _rules
 from pacpriv.pac._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
 from pacpriv.pac._pipeline import measure
-from pacpriv.pac.calibration import RULES, NoisePlan
+from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan
+from pacpriv.pac.certificate import constant_output_bound, trials_for_inflation
 from pacpriv.pac.covariance import OutputSpectrum
 from pacpriv.pac.engine import SimulationResult
 from pacpriv.pac.options import ExecutionOptions
@@ -89,6 +91,10 @@ class PacResult:
         Where ``blind_guess_prior`` comes from.
     prior_explanation : str
         One line saying which prior was used and why (for the report).
+
+    The properties :attr:`certified`, :attr:`confidence` and :attr:`label` say whether the
+    headline holds for the true covariance with probability ``1 − γ`` over the simulation
+    (``"certified (1−γ = 0.95)"``) or is a plug-in estimate (``"estimated (plug-in)"``).
     """
 
     mechanism: str
@@ -108,6 +114,42 @@ class PacResult:
     blind_guess_prior: float | None = None
     prior_source: str | None = None
     prior_explanation: str = ""
+
+    @property
+    def certified(self) -> bool:
+        """Whether the plan's MI claim is certified for the true covariance (``confidence``)."""
+        if self.plan.rule == "algorithm1":  # matrix-Bernstein confidence, 0 when too few trials
+            return bool(self.plan.confidence and self.plan.confidence > 0)
+        return self.plan.certified
+
+    @property
+    def confidence(self) -> float | None:
+        """``1 − γ`` of a certified (or asymptotic) plan; None for a plug-in estimate."""
+        return None if self.plan.confidence is None else float(self.plan.confidence)
+
+    @property
+    def label(self) -> str:
+        """``"certified (1−γ = …)"`` or ``"estimated (plug-in)"``: printed beside every bound."""
+        if self.plan.rule == "algorithm1":
+            if not self.certified:
+                return "estimated (Algorithm 1 with too few trials: confidence not certified)"
+            return f"certified (1−γ >= {self.plan.confidence:.4g}, MI <= v + β)"
+        return self.plan.label
+
+    def certification(self) -> dict:
+        """Public facts of the certificate: γ, trial split, noise inflation, clipped trials."""
+        cert = self.plan.certificate
+        out = {"label": self.label, "certified": self.certified, "confidence": self.confidence,
+               "gamma": None if self.confidence is None else 1.0 - self.confidence,
+               "rule": self.plan.rule}
+        if cert is not None:
+            out.update(method=cert.method, n_shape_trials=cert.n_shape,
+                       n_certificate_trials=2 * cert.n_pairs, n_certificate_pairs=cert.n_pairs,
+                       noise_inflation_vs_plugin=cert.inflation,
+                       n_clipped_simulated_outputs=cert.n_clipped,
+                       clipped_release=self.plan.clip_radius is not None,
+                       output_bound=cert.output_bound, constant_outputs=cert.constant)
+        return out
 
     @property
     def mi_claim(self) -> float:
@@ -134,7 +176,9 @@ class PacResult:
             "blind_guess_prior": self.blind_guess_prior,
             "prior_source": self.prior_source,
             "prior_explanation": self.prior_explanation,
+            "certification": self.certification(),
             "posterior_success_bound": self.posterior_success_bound,
+            "posterior_success_bound_label": self.label,
             "pinsker_success_bound": self.pinsker_success_bound,
             "individual_mi_bound_nats": self.individual_mi_bound,
             "release": None if self.release is None else [float(v) for v in self.release],
@@ -161,20 +205,87 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.
         raise InvalidOutput(f"the release: mechanism {err}") from err.__cause__
 
 
-def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float) -> list[tuple[str, type]]:
-    """Caveats that must reach the user (as warnings) and the report (as notes)."""
-    notes: list[tuple[str, type]] = []
-    if plan.rule not in ("isotropic", "algorithm1", "variance-only") and sim.n_trials - 1 < sim.dim:
+def _constant_note(sim: SimulationResult, plan: NoisePlan) -> str:
+    """What identical outputs in every trial support (never "reveals nothing")."""
+    conf = plan.confidence if plan.confidence is not None else 0.95
+    p_diff = constant_output_bound(sim.n_trials, confidence=conf)
+    head = (
+        f"the output was identical in all {sim.n_trials} trials. This does not show that the "
+        f"output is independent of the subset: with confidence {conf:g}, the probability "
+        f"that its output differs from the seen value is at most {p_diff:.4g} (<= ln(1/γ)/m = "
+        f"{math.log(1.0 / (1.0 - conf)) / sim.n_trials:.4g}); a rarer change was not tested. "
+    )
+    if plan.certified and plan.clip_radius == 0.0:
+        return head + ("The certified release is clipped to the seen value (a constant, so the "
+                       "release carries no information); give output_bound for a noisy release "
+                       "that keeps the mechanism's other outputs.")
+    if plan.certified:
+        return head + ("The certified rule adds the minimum noise that output_bound supports.")
+    return head + ("This plug-in rule adds no noise (estimate); use rule='certified' with "
+                   "output_bound for a certified minimum noise.")
+
+
+def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
+             target_inflation: float | None = None) -> list[tuple[str, type | None]]:
+    """Caveats that must reach the report (as notes) and, with a category, the user (warnings)."""
+    notes: list[tuple[str, type | None]] = []
+    info = _rules.rule_info(plan.rule)
+    if not info.safe_when_undersampled and sim.n_trials - 1 < sim.dim:
         notes.append((
             f"only {sim.n_trials} trials for a {sim.dim}-dimensional output: at most "
             f"{sim.n_trials - 1} directions were explored. The others are charged the whole "
             "trace when the sample filled every explorable direction (costly), else only the "
             "numerical resolution, and then the MI bound holds only if the output does not "
             "vary outside the simulated span. Use more trials than output dimensions, or "
-            "rule='isotropic'/'algorithm1'.",
+            "rule='certified' (or 'isotropic'/'algorithm1').",
             UndersampledWarning,
         ))
-    if plan.confidence is not None and plan.confidence < 1.0:
+    if not info.certified:
+        notes.append((
+            f"estimated (plug-in): rule {plan.rule!r} meets the budget for the covariance "
+            f"estimated from {sim.n_trials} trials, not for the true one. Spread in the "
+            "estimated eigenvalues raises the true MI (measured: the plug-in square-root rule "
+            "exceeded the budget in all 200 runs at d = 50 outputs with 100 to 500 trials; "
+            "docs/certification.md, benchmarks/coverage.py). "
+            "rule='certified' holds with a stated confidence."
+            if plan.certificate is None else
+            f"estimated (asymptotic): rule {plan.rule!r} uses a Student-t bound without a "
+            "bound on the outputs; it is not certified and may understate heavy tails.",
+            None,
+        ))
+    cert = plan.certificate
+    if cert is not None and cert.certified:
+        gamma = 1.0 - cert.confidence
+        notes.append((
+            f"certified (1−γ = {cert.confidence:g}): with probability >= {cert.confidence:g} "
+            f"over the simulation, MI <= {plan.mi_claim:.6g} nats for the released (clipped) "
+            f"mechanism; {cert.n_shape} trials fixed the noise shape and the clip, "
+            f"{cert.n_pairs} pairs of the other trials certified its scale ({cert.method} bound, "
+            f"γ = {gamma:g}); the certificate cost {cert.inflation:.3g}x the plug-in noise power; "
+            f"{cert.n_clipped} of the {cert.n_trials} simulated outputs it used were clipped.",
+            None,
+        ))
+        if cert.n_clipped > 0.05 * cert.n_trials and not cert.constant:
+            notes.append((
+                f"{cert.n_clipped} of {cert.n_trials} simulated outputs fell outside the release "
+                "clip (an ellipsoid fixed by the shape trials): a secret output outside it is "
+                "released shrunk towards the centre. More trials reduce this.",
+                None,
+            ))
+        if target_inflation is not None and not cert.constant:
+            need = trials_for_inflation(sim.dim, target_inflation=target_inflation,
+                                        confidence=cert.confidence)
+            if cert.n_trials < need:
+                notes.append((
+                    f"n_trials = {cert.n_trials} is below the {need} trials that the planning "
+                    f"model (trials_for_inflation) needs for a noise power within "
+                    f"{target_inflation:g}x the oracle square-root rule at d = {sim.dim}; the "
+                    "certificate holds, at the cost of more noise.",
+                    UndersampledWarning,
+                ))
+    if sim.n_trials >= 1 and bool(np.all(sim.outputs == sim.outputs[0])):
+        notes.append((_constant_note(sim, plan), None))
+    if plan.rule == "algorithm1" and plan.confidence is not None and plan.confidence < 1.0:
         notes.append((
             f"Algorithm 1 claims MI <= {plan.mi_claim:.6g} nats only with probability >= "
             f"{plan.confidence:.6g} over the simulation (conservative matrix-Bernstein count "
@@ -198,11 +309,12 @@ def run_pac(
     mi_budget: float,
     n_trials: int = 1000,
     sampler: Any = None,
-    rule: str = "anisotropic",
+    rule: str = DEFAULT_RULE,
     confidence: float | None = None,
     c: float | None = None,
     beta: float | None = None,
     output_bound: float | None = None,
+    target_inflation: float | None = 1.2,
     n_jobs: int | None = None,
     backend: str | None = None,
     rng: RNGLike = None,
@@ -232,10 +344,25 @@ def run_pac(
         Number of simulated subsets (``>= 2``).
     sampler : Sampler, callable, str or None
         Distribution of the secret subset (None: Poisson with ``sampling_rate=0.5``).
-    rule : {"anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1"}
-        Noise rule, see :func:`pacpriv.pac.calibration.calibrate_noise`.
-    confidence, c, beta, output_bound : float, optional
+    rule : {"certified", "anisotropic", "isotropic", "variance-only", "exact-mi", \
+"algorithm1", "asymptotic-t"}, default "certified"
+        Noise rule (:data:`pacpriv.pac._rules.RULE_TABLE`). ``"certified"``
+        (:func:`pacpriv.pac.certificate.certify_noise`) meets the budget for the true
+        covariance of the released (clipped) mechanism with probability ``confidence``; the
+        plug-in rules (:func:`pacpriv.pac.calibration.calibrate_noise`) meet it for the
+        estimated covariance only and their headline is worded "estimated".
+    confidence : float, optional
+        ``1 − γ`` in (0, 1): ``"certified"``/``"asymptotic-t"`` (default 0.95) and
+        ``"algorithm1"`` (required minimum).
+    output_bound : float, optional
+        Public bound ``r >= ||f(X)||₂``: ``"certified"`` (clip radius; certified minimum noise
+        for outputs that never varied) and ``"algorithm1"``.
+    c, beta : float, optional
         Algorithm 1 parameters (``rule="algorithm1"`` only).
+    target_inflation : float or None, default 1.2
+        ``"certified"``: warn (``UndersampledWarning``) when ``n_trials`` is below
+        :func:`pacpriv.pac.certificate.trials_for_inflation` for this noise-power inflation
+        over the oracle square-root rule (None: no check).
     n_jobs, backend : optional
         joblib parallelism (``n_jobs=-1``: all cores).
     rng : None, int, SeedSequence or Generator
@@ -278,6 +405,25 @@ def run_pac(
     n_trials = check_int(n_trials, "n_trials", low=2)
     if rule not in RULES:
         raise ValueError(f"`rule` must be one of {', '.join(RULES)}; got {rule!r}.")
+    info = _rules.rule_info(rule)
+    rule_params = {k: val for k, val in {"confidence": confidence, "c": c, "beta": beta,
+                                         "output_bound": output_bound}.items()
+                   if val is not None}
+    refused = [k for k in rule_params if k not in info.parameters]
+    if refused:
+        raise ValueError(f"{refused} do not apply to rule={rule!r} (it takes "
+                         f"{list(info.parameters)}).")
+    if confidence is not None:
+        check_real(confidence, "confidence", low=0.0, high=1.0, low_inclusive=False,
+                   high_inclusive=False)
+    if output_bound is not None:
+        check_real(output_bound, "output_bound", low=0.0, low_inclusive=False)
+    if info.source == "outputs" and n_trials < 6:
+        raise ValueError(f"rule={rule!r} needs `n_trials` >= 6 (shape trials and pairs); "
+                         f"got {n_trials}.")
+    if target_inflation is not None:
+        target_inflation = check_real(target_inflation, "target_inflation", low=1.0,
+                                      low_inclusive=False)
     sampler_obj = as_sampler(sampler)
 
     sim, spectrum, plan = measure(
@@ -285,7 +431,7 @@ def run_pac(
         pool,
         mi_budget=mi_budget,
         rule=rule,
-        calibration={"confidence": confidence, "c": c, "beta": beta, "output_bound": output_bound},
+        calibration=rule_params,
         n_trials=n_trials,
         sampler=sampler_obj,
         n_jobs=n_jobs,
@@ -304,9 +450,10 @@ def run_pac(
     prior, baseline = prior_info.inclusion_probability, prior_info.blind_guess
     claim = float(plan.mi_claim)
 
-    notes = _caveats(sim, plan, baseline)
+    notes = _caveats(sim, plan, baseline, target_inflation if info.certified else None)
     for note, category in notes:
-        warnings.warn(note, category, stacklevel=2)
+        if category is not None:
+            warnings.warn(note, category, stacklevel=2)
     if prior_info.source == "estimated":
         notes.append((f"membership prior: {prior_info.explanation}.", UserWarning))
 

@@ -34,7 +34,10 @@ def privatize(value, plan: NoisePlan, *, rng=None) -> np.ndarray:
     Returns
     -------
     ndarray of shape (d,), float64
-        ``value + B`` with ``B ~ N(0, Σ_B)``.
+        ``clip(value) + B`` with ``B ~ N(0, Σ_B)``; ``clip`` is the plan's release clip
+        (:meth:`NoisePlan.clip`, the identity for the plug-in rules). The certified rule's
+        guarantee is for the clipped mechanism (clipping is post-processing of ``f``). Whether
+        the secret output was clipped depends on the secret and is not returned.
 
     Raises
     ------
@@ -68,4 +71,5 @@ def privatize(value, plan: NoisePlan, *, rng=None) -> np.ndarray:
     arr = arr.astype(np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError("`value` must be finite; found NaN or inf.")
+    arr, _ = plan.clip(arr)  # the plan's release clip (certified rule); never reported
     return arr + plan.sample(rng)

@@ -118,6 +118,8 @@ def _pac_report(result) -> dict:
             "prior_source": result.prior_source,
             "prior_explanation": result.prior_explanation,
             "posterior_success_bound": result.posterior_success_bound,
+            "posterior_success_bound_label": result.label,
+            "certification": result.certification(),
             "membership_inference_accuracy_bound": (
                 result.posterior_success_bound if result.membership_prior == 0.5 else None
             ),

@@ -125,7 +125,8 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
     headline = (
         "With the calibrated noise, no adversary who knows the pool and the mechanism can infer "
         f"membership with posterior success rate above "
-        f"**{format_percent(bound, vacuous=vacuous)}** "
+        f"**{format_percent(bound, vacuous=vacuous)}**, "
+        f"**{p.get('posterior_success_bound_label', 'estimated (plug-in)')}** "
         f"(prior {format_percent(_blind_guess(p), side='nearest')}, MI budget "
         f"v = {fmt(p['mi_budget_nats'])} nats"
         + (f"; membership-inference accuracy bound {format_percent(acc)}"
@@ -188,7 +189,9 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
             ("membership prior q (inclusion probability)", p["membership_prior"], "nearest",
              False),
             ("prior used max(q, 1 − q) (best blind guess)", _blind_guess(p), "nearest", False),
-            ("posterior success bound (KL inversion, Thm 1)", bound, "up", vacuous),
+            ("posterior success bound (KL inversion, Thm 1), "
+             + p.get("posterior_success_bound_label", "estimated (plug-in)"), bound, "up",
+             vacuous),
             ("Pinsker bound (looser)", p["pinsker_success_bound"], "up",
              p["pinsker_success_bound"] >= 1.0),
             ("average per-record MI v/n (nats, Thm 2)", p["individual_mi_bound_nats"], "up",

@@ -14,7 +14,7 @@ from hypothesis.extra.numpy import arrays
 
 from pacpriv.exceptions import CalibrationError, ConstantOutputWarning
 from pacpriv.pac.calibration import (
-    RULES,
+    SPECTRUM_RULES,
     NoisePlan,
     calibrate_noise,
     calibrate_variance_only,
@@ -116,7 +116,7 @@ def test_exact_mi_never_more_power_than_square_root(lam, v):
 @given(
     lam=arrays(np.float64, st.integers(1, 6), elements=st.floats(0.0, 1e3)),
     v=st.floats(1e-2, 3.0),
-    rule=st.sampled_from(RULES),
+    rule=st.sampled_from(SPECTRUM_RULES),
 )
 @hyp_example(lam=np.array([5e-324]), v=1.0, rule="anisotropic")  # subnormal λ: s² underflowed to 0
 @hyp_example(lam=np.array([5e-324]), v=0.5, rule="variance-only")
@@ -163,7 +163,7 @@ def test_algorithm1_unresolved_complement_goes_isotropic():
     assert full.details["branch"] == "anisotropic"
 
 
-@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("rule", SPECTRUM_RULES)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_certified_bound_within_budget_dense_oracle(rule, seed):
     """For every rule the naive dense ½ slogdet on the estimated Σ is <= budget."""
@@ -265,7 +265,7 @@ def test_algorithm1_confidence_certified_or_error():
 
 def test_to_dict_json(example):
     """NoisePlan.to_dict is JSON-serialisable for each rule."""
-    for rule in RULES:
+    for rule in SPECTRUM_RULES:
         d = calibrate_noise(example, mi_budget=0.5, rule=rule, **_alg1_kwargs(rule)).to_dict()
         json.dumps(d, allow_nan=False)
         assert d["rule"] == rule

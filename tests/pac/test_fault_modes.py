@@ -246,7 +246,7 @@ def test_report_says_not_reproducible(tmp_path):
     pool = np.random.default_rng(3).uniform(0, 1, size=40)
     with pytest.warns(NotReproducibleWarning):
         res = run_pac(mechs.global_normal, pool, mi_budget=0.5, n_trials=30, rng=1,
-                      release=False, progress=False)
+                      release=False, progress=False, target_inflation=None)
     paths = write_report(res, tmp_path, formats=("json", "md", "html"))
     md = paths["md"].read_text()
     assert "**Not reproducible.**" in md and "bit for bit" not in md

@@ -21,7 +21,7 @@ def test_kmeans_iris_main_job_posterior_reads_5882():
     """The issue's main job (k-means on iris, v = 1/64) reports the MATH.md posterior 58.82%."""
     data = load_dataset("iris")
     res = run_pac(make_kmeans(n_clusters=3), data.X, mi_budget=1 / 64, n_trials=200,
-                  rng=0, release_rng=1, progress=False, n_jobs=1)
+                  rng=0, release_rng=1, progress=False, n_jobs=1, target_inflation=None)
     assert res.posterior_success_bound == pytest.approx(0.588157, abs=5e-6)
     assert res.plan.mi_bound <= 1 / 64 + 1e-12
     assert res.release.shape == (12,)
@@ -32,17 +32,20 @@ def test_release_is_secret_output_plus_planned_noise():
     """With a given secret mask, release − f(secret) has the plan's noise std (1-D check)."""
     x = np.linspace(0, 10, 40)[:, None]
     base = run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=100, rng=3, release=False,
-                   progress=False, n_jobs=1)
+                   progress=False, n_jobs=1, target_inflation=None)
     mask = np.zeros(40, dtype=bool)
     mask[:20] = True
     f_secret = _clipped_mean(x[mask])[0]
     draws = np.array([
         run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=100, rng=3, secret_mask=mask,
-                release_rng=i, progress=False, n_jobs=1).release[0]
+                release_rng=i, progress=False, n_jobs=1, target_inflation=None).release[0]
         for i in range(300)
     ])
     std = float(base.plan.noise_std[0])
-    assert draws.mean() == pytest.approx(f_secret, abs=4 * std / np.sqrt(300))
+    # the certified rule releases clip(f(secret)) + B; its clip is fixed by the simulation
+    clipped, was_clipped = base.plan.clip(np.array([f_secret]))
+    assert was_clipped and clipped[0] != f_secret  # this secret lies outside the clip
+    assert draws.mean() == pytest.approx(clipped[0], abs=4 * std / np.sqrt(300))
     assert draws.std(ddof=1) == pytest.approx(std, rel=0.15)
 
 
@@ -50,9 +53,9 @@ def test_same_seed_same_release_and_report_numbers():
     """Seeding both the simulation and the release makes the whole job reproducible."""
     x = np.linspace(0, 10, 30)[:, None]
     a = run_pac(_clipped_mean, x, mi_budget=0.05, n_trials=50, rng=5, release_rng=6,
-                progress=False, n_jobs=1)
+                progress=False, n_jobs=1, target_inflation=None)
     b = run_pac(_clipped_mean, x, mi_budget=0.05, n_trials=50, rng=5, release_rng=6,
-                progress=False, n_jobs=1)
+                progress=False, n_jobs=1, target_inflation=None)
     np.testing.assert_array_equal(a.release, b.release)
     da, db = a.to_dict(), b.to_dict()
     for d in (da, db):
@@ -64,7 +67,7 @@ def test_posterior_uses_claimed_mi_and_prior():
     """The posterior bound is the KL inversion of the plan's MI claim at the sampler prior."""
     x = np.linspace(0, 10, 30)[:, None]
     res = run_pac(_clipped_mean, x, mi_budget=0.125, n_trials=50, rng=1, release=False,
-                  progress=False, n_jobs=1)
+                  progress=False, n_jobs=1, target_inflation=None)
     assert res.membership_prior == 0.5
     assert res.posterior_success_bound == pytest.approx(
         float(posterior_success_rate(0.125, prior=0.5)))
@@ -79,7 +82,7 @@ def test_posterior_uses_best_blind_guess_for_unbalanced_prior(rate):
 
     x = np.linspace(0, 10, 30)[:, None]
     res = run_pac(_clipped_mean, x, mi_budget=0.05, n_trials=50, rng=1, release=False,
-                  progress=False, n_jobs=1, sampler=PoissonSampler(rate))
+                  progress=False, n_jobs=1, sampler=PoissonSampler(rate), target_inflation=None)
     assert res.membership_prior == rate
     assert res.posterior_success_bound >= 0.8
     assert res.posterior_success_bound == pytest.approx(
@@ -114,6 +117,6 @@ def test_algorithm1_low_confidence_is_a_caveat():
 def test_run_pac_rejects_bad_input(kwargs, match):
     """Each bad argument gets a ValueError that names it."""
     x = np.linspace(0, 10, 30)[:, None]
-    kwargs = {"n_trials": 10, **kwargs}
+    kwargs = {"n_trials": 10, "target_inflation": None, **kwargs}
     with pytest.raises(ValueError, match=match):
         run_pac(_clipped_mean, x, rng=0, progress=False, n_jobs=1, **kwargs)

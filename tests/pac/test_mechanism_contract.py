@@ -25,6 +25,11 @@ from pacpriv.pac.job import run_pac
 from pacpriv.pac.randomized import coupling_noise
 from pacpriv.pac.samplers import PoissonSampler
 
+# small trial counts on purpose: the certified rule's trial-planning warning is not the subject
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:n_trials = .* is below the:pacpriv.exceptions.UndersampledWarning"
+)
+
 POOL = np.linspace(-1.0, 1.0, 40).reshape(20, 2)
 
 

@@ -11,6 +11,11 @@ from pacpriv.pac.engine import simulate
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.options import merge_execution
 
+# small trial counts on purpose: the certified rule's trial-planning warning is not the subject
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:n_trials = .* is below the:pacpriv.exceptions.UndersampledWarning"
+)
+
 POOL = np.linspace(-1.0, 1.0, 60).reshape(30, 2)
 
 

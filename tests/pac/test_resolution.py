@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise
+from pacpriv.pac.calibration import SPECTRUM_RULES, NoisePlan, calibrate_noise
 from pacpriv.pac.covariance import estimate_output_spectrum, spectrum_from_covariance
 from pacpriv.pac.job import run_pac
 
@@ -58,7 +58,7 @@ def true_mi(cov: np.ndarray, plan: NoisePlan) -> float:
         return float(sum(mp.log(c[i, i]) for i in range(d)))
 
 
-@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("rule", SPECTRUM_RULES)
 def test_scale_separated_known_covariance_finite_mi_within_budget(rule):
     """diag(1e12, 1e-6): both directions get noise; the true MI is finite and <= the claim."""
     cov = np.diag([1e12, 1e-6])
@@ -133,7 +133,7 @@ def test_no_positive_variance_direction_gets_zero_noise_known_cov(seed, d, log_r
     cov = _random_cov(seed, d, log_range)
     spec = spectrum_from_covariance(cov)
     assert np.all(spec.eigenvalues > 0)
-    for rule in RULES:
+    for rule in SPECTRUM_RULES:
         plan = calibrate_noise(spec, mi_budget=0.1, rule=rule, **_rule_kwargs(rule))
         mi = true_mi(cov, plan)
         assert mi <= plan.mi_claim * (1 + 1e-9), (rule, mi)
@@ -152,7 +152,7 @@ def test_no_positive_variance_direction_gets_zero_noise_sampled(seed, d, n, log_
     x = (rng.normal(size=(n, d)) @ chol.T) * std
     spec = estimate_output_spectrum(x)
     cov_hat = np.cov(x.T)
-    for rule in RULES:
+    for rule in SPECTRUM_RULES:
         plan = calibrate_noise(spec, mi_budget=0.1, rule=rule, **_rule_kwargs(rule))
         mi = true_mi(cov_hat, plan)
         assert mi <= plan.mi_claim * (1 + 1e-6), (rule, mi)

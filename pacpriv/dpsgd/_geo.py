@@ -1,0 +1,284 @@
+"""One epoch's likelihood-ratio law on a geometric grid (heavy-tailed regime, small σ).
+
+Private helper of :mod:`pacpriv.dpsgd.exact`, the geometric-grid counterpart of
+:func:`pacpriv.dpsgd._pld.epoch_lattice`. For small σ the coordinate likelihood ratio
+``W = exp(y/σ − 1/(2σ²))`` is log-normal with a log-standard deviation ``1/σ`` of several
+units, so a linear lattice that resolves ``T = S/M`` near 1 cannot also reach its relevant
+tail (``T`` up to ``e^{40}``). Here the block sums ``x = S_m/M`` live on the geometric grid
+``x_k = e^{k g}`` (``g = 1/c``), as in the "exp-space" geometric grids of Feldman & Shenfeld
+(arXiv:2602.17284, 2026).
+
+Sum of two grid values: for ``k_i ≥ k_j`` with ``d = k_i − k_j``,
+``x_i + x_j = x_i (1 + e^{−dg})`` lies in the cell ``[x_{i+κ_d}, x_{i+κ_d+1})`` with
+``κ_d = ⌊log(1 + e^{−dg})/g⌋`` and relative position
+``β_d = (1 + e^{−dg} − e^{κ_d g}) / (e^{(κ_d+1) g} − e^{κ_d g})``, both independent of ``i``.
+Hence the pair-sum law is, for ``d ≤ D`` (``κ_d ≥ 1``), a matrix product of a sliding window
+of one operand with a fixed ``(D+1) × (κ_0+2)`` weight matrix, and, for ``d > D`` (``κ_d = 0``,
+``β_d = e^{−dg}/(e^g − 1)`` exactly geometric), a cumulative sum and a first-order recursive
+filter. All terms are non-negative, so every output has a *relative* round-off error of at
+most ``(n + D + 8)·u`` (sums of non-negative terms; ``u = 2⁻⁵³``), which is what the
+round-off bound of the chain uses.
+
+* **upper** chain: the sum is split to the two ends of its cell keeping its mean
+  (``β_d``): an increase in the convex order of the likelihood ratio; the bottom tail is moved
+  *up* and values above the top node are split to the top node and ``+∞``.
+* **lower** chain: the sum is assigned to the nearest node (a deterministic garbling), the
+  Q-law is carried along; tails are merged into the end nodes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import signal, special
+
+from pacpriv.dpsgd._pld import _cell_masses, propagate_error
+
+_U = 2.0**-53
+_LD_U = max(float(np.finfo(np.longdouble).eps) / 2.0, 2.0**-64)  # long double unit round-off
+_TINY_BOTTOM = 1e-18
+
+
+@dataclass
+class GeoPair:
+    """Block of ``m`` coordinates: P-law (and Q-law, lower chain) of ``x = S/M`` on ``e^{kg}``."""
+
+    k0: int
+    g: float
+    p: np.ndarray
+    q: np.ndarray | None
+    q_inf: float  # upper chain: block-Q mass with likelihood ratio +inf
+    m: int
+    big_m: int
+    err: float  # round-off bound, see pacpriv.dpsgd._pld.propagate_error
+
+    def lr(self) -> np.ndarray:
+        """The block's likelihood ratio ``S/m`` at each node."""
+        return np.exp((self.k0 + np.arange(self.p.size)) * self.g) * (self.big_m / self.m)
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    g: float
+    upper: bool
+    d_max: int  # D: for d > D every pair sum goes to offsets 0 (and 1: upper split)
+    k_top: int  # largest offset for d <= D
+    weights: np.ndarray  # (D+1, k_top+2): offset weights of a pair sum at distance d
+    tail_first: float  # β_{D+1} (upper)
+    columns: tuple  # (k, d_lo, taps): non-zero run of column k of ``weights``
+    columns_nz: tuple  # the same without the row d = 0
+
+
+def _kernel(g: float, upper: bool) -> _Kernel:
+    """Offsets/weights of ``x_i + x_j`` for ``d = k_i − k_j ≤ D`` (split or nearest node)."""
+    r = math.exp(g)
+    if upper:  # D: last d with κ_d >= 1, i.e. 1 + e^{-dg} >= e^g
+        def big(d):
+            return 1.0 + math.exp(-d * g) >= r
+    else:  # D: last d whose nearest offset is >= 1, i.e. log1p(e^{-dg}) >= g/2
+        def big(d):
+            return math.log1p(math.exp(-d * g)) >= 0.5 * g
+    d_max = 0
+    while big(d_max + 1):
+        d_max += 1
+    d = np.arange(d_max + 1, dtype=np.float64)
+    val = np.log1p(np.exp(-d * g)) / g  # fractional offset of the sum, in grid steps
+    kap = np.floor(val).astype(np.int64)
+    k_top = int(kap.max())
+    rows = np.arange(d_max + 1)
+    w = np.zeros((d_max + 1, k_top + 2))
+    if upper:
+        lo_edge = np.exp(kap * g)
+        beta = np.clip((1.0 + np.exp(-d * g) - lo_edge) / (lo_edge * math.expm1(g)), 0.0, 1.0)
+        w[rows, kap] += 1.0 - beta
+        w[rows, kap + 1] += beta
+    else:
+        w[rows, np.rint(val).astype(np.int64)] = 1.0
+    tail_first = math.exp(-(d_max + 1) * g) / math.expm1(g)
+
+    def runs(mat):
+        out = []
+        for k in range(mat.shape[1]):
+            nz = np.nonzero(mat[:, k])[0]
+            if nz.size:
+                out.append((k, int(nz[0]), mat[nz[0] : nz[-1] + 1, k].copy()))
+        return tuple(out)
+
+    w_nz = w.copy()
+    w_nz[0] = 0.0
+    return _Kernel(g, upper, d_max, k_top, w, tail_first, runs(w), runs(w_nz))
+
+
+def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.ndarray:
+    """Law of ``x_i + x_j`` (``i`` from ``a``, ``j`` from ``b``, same index range).
+
+    Pairs with ``k_i ≥ k_j`` always; with ``mirror`` also those with ``k_j > k_i``. Returns an
+    array of length ``len(a) + k_top + 2`` on the same offset.
+    """
+    n = a.size
+    d_max = kern.d_max
+    out = np.zeros(n + kern.k_top + 2)
+
+    def one(big: np.ndarray, small: np.ndarray, skip_zero: bool) -> None:
+        # column k of the weight matrix is non-zero on a contiguous range of d: one direct
+        # (FIR) convolution per offset k, y_k[i] = Σ_d w[d, k] small[i − d]
+        for k, d_lo, taps in (kern.columns_nz if skip_zero else kern.columns):
+            if d_lo >= n:
+                continue
+            y = np.convolve(small, taps)[: n - d_lo]
+            out[k + d_lo : k + n] += big[d_lo:] * y
+        if n > d_max + 1:  # d > D: offset 0 (lower), or split to offsets 0 and 1 (upper)
+            # prefix sums in extended precision: relative error <= n·2^-64 + u (x86 long double)
+            csum = np.cumsum(small.astype(np.longdouble)).astype(np.float64)
+            cum = np.concatenate((np.zeros(d_max + 1), csum[: n - d_max - 1]))
+            if kern.upper:
+                rec = signal.lfilter([1.0], [1.0, -math.exp(-kern.g)], small)
+                geo = np.concatenate((np.zeros(d_max + 1), rec[: n - d_max - 1]))
+                geo *= kern.tail_first
+                out[:n] += big * np.maximum(cum - geo, 0.0)
+                out[1 : n + 1] += big * geo
+            else:
+                out[:n] += big * cum
+
+    one(a, b, False)
+    if mirror:
+        one(b, a, True)
+    return out
+
+
+def _align(a: GeoPair, b: GeoPair):
+    lo = min(a.k0, b.k0)
+    hi = max(a.k0 + a.p.size, b.k0 + b.p.size)
+
+    def pad(x, k0):
+        if x is None:
+            return None
+        out = np.zeros(hi - lo)
+        out[k0 - lo : k0 - lo + x.size] = x
+        return out
+
+    return lo, pad(a.p, a.k0), pad(a.q, a.k0), pad(b.p, b.k0), pad(b.q, b.k0)
+
+
+def _conv(x: np.ndarray, y: np.ndarray, kern: _Kernel) -> np.ndarray:
+    return _pair_sum(x, y, kern, mirror=True)
+
+
+def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
+    """Block of ``a.m + b.m`` coordinates (``top``: index of the largest node kept)."""
+    m = a.m + b.m
+    upper = kern.upper
+    same = a is b
+    lo, ap, aq, bp, bq = _align(a, b)
+    n = ap.size
+    p = _conv(ap, bp, kern)
+    q = None
+    if not upper:
+        if same:  # (Q_a ⊗ P_a + P_a ⊗ Q_a)/2 has the law of the sum of Q_a ⊗ P_a
+            q = _conv(aq, ap, kern)
+        else:
+            q = (a.m * _conv(aq, bp, kern) + b.m * _conv(ap, bq, kern)) / m
+    q_inf = (a.m * a.q_inf * float(b.p.sum()) + b.m * b.q_inf * float(a.p.sum())) / m
+    # relative round-off of each output <= (D + 2c + 16) u + n·u_ld (sums of D + 1
+    # non-negative terms, a contracting first-order recursion, prefix sums in long double;
+    # the clipped difference cum − geo is bounded relative to cum); the l1 errors of p and of
+    # the epoch's Q-law (weights 1 and S/M, total masses <= 1 + err) grow by 4x that
+    comp = 4.0 * (kern.d_max + 2.0 / kern.g + 16 + n * _LD_U / _U) * _U * (1.0 + max(a.err, b.err))
+    err = propagate_error(a, b, comp)
+    out = GeoPair(lo, a.g, p, q, q_inf, m, a.big_m, err)
+    return _trim(out, upper=upper, top=top)
+
+
+def _trim(x: GeoPair, *, upper: bool, top: int) -> GeoPair:
+    """Bottom tail (P-mass ≤ 1e-18) up / merged; nodes above ``top`` to top/+∞ or merged."""
+    p, q = x.p, x.q
+    k = x.k0 + np.arange(p.size)
+    cum = np.cumsum(p)
+    lo = int(np.searchsorted(cum, _TINY_BOTTOM, side="right"))
+    nz = np.nonzero(p > 0)[0]
+    hi = int(nz[-1]) if nz.size else p.size - 1
+    hi = min(hi, top - x.k0)
+    lo = min(lo, hi)
+    if lo == 0 and hi == p.size - 1:
+        return x
+    newp = p[lo : hi + 1].copy()
+    newp[0] += p[:lo].sum()
+    above = p[hi + 1 :]
+    newp[-1] += above.sum()
+    q_inf = x.q_inf
+    newq = None
+    if q is None:
+        if above.size:
+            lr = np.exp(k[hi + 1 :] * x.g) - math.exp(k[hi] * x.g)
+            q_inf += float(np.dot(lr, above)) * (x.big_m / x.m)
+    else:
+        newq = q[lo : hi + 1].copy()
+        newq[0] += q[:lo].sum()
+        newq[-1] += q[hi + 1 :].sum()
+    return GeoPair(x.k0 + lo, x.g, newp, newq, q_inf, x.m, x.big_m, x.err)
+
+
+def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: bool) -> GeoPair:
+    """One coordinate: ``W/M`` on nodes ``k_lo..k_hi`` (bottom tail up/merged, top split/merged)."""
+    k = np.arange(k_lo, k_hi + 1)
+    nodes = np.exp(k * g) * steps  # W-space
+    edges = np.concatenate(([0.0], nodes, [np.inf]))
+    pc, qc = _cell_masses(edges, s)
+    pc[1] += pc[0]
+    qc[1] += qc[0]
+    pc, qc = pc[1:], qc[1:]
+    # ndtr differences over cells of width g/s (z units): relative error <= (2 + 2 s c) u
+    err = (8.0 + 8.0 * s / g + pc.size) * _U
+    if not upper:
+        return GeoPair(k_lo, g, pc, qc, 0.0, 1, steps, err)
+    p = np.zeros(k.size)
+    pcell, qcell = pc[:-1], qc[:-1]
+    lo_w = nodes[:-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = np.where(pcell > 0, (qcell / pcell - lo_w) / (lo_w * math.expm1(g)), 0.0)
+    alpha = np.clip(alpha + 1e-12, 0.0, 1.0)  # nudge up: only increases the convex order
+    p[:-1] += (1.0 - alpha) * pcell
+    p[1:] += alpha * pcell
+    p[-1] += pc[-1]
+    mean = float(np.dot(nodes, p))
+    q_inf = max(qc[-1] - nodes[-1] * pc[-1], 1.0 - mean, 0.0) + 1e-16
+    return GeoPair(k_lo, g, p, None, q_inf, 1, steps, err)
+
+
+def geo_grid(
+    sigma: float, steps: int, epochs: int, c: float, tail: float
+) -> tuple[int, int, float]:
+    """Grid step ``g`` and node range for ``x = S/M``.
+
+    Bottom: a coordinate ``W < e^{−36}`` is moved up (upper) / merged (lower), so ``T`` moves
+    by at most ``e^{−36}``. Top: ``T ≤ e^{B}`` with the coordinate's Q-tail beyond ``M e^B``
+    at most ``tail/E``.
+    """
+    s = 1.0 / sigma
+    g = 1.0 / c
+    z = float(-special.ndtri(min(0.5, tail / epochs)))
+    ln_top = min(max(0.5 * s * s + s * z - math.log(steps), 3.0), 60.0)
+    ln_bot = -36.0 - math.log(steps)
+    return math.floor(ln_bot / g), math.ceil(ln_top / g), g
+
+
+def epoch_geo(sigma: float, steps: int, epochs: int, *, c: float, upper: bool, tail: float,
+              tick=None) -> GeoPair:
+    """One epoch's pair for ``T = S/M`` by binary doubling on the geometric grid."""
+    k_lo, k_hi, g = geo_grid(sigma, steps, epochs, c, tail)
+    kern = _kernel(g, upper)
+    cur = _trim(_coordinate(1.0 / sigma, steps, g, k_lo, k_hi, upper), upper=upper, top=k_hi)
+    acc = None
+    bits = steps
+    while True:
+        if bits & 1:
+            acc = cur if acc is None else combine(acc, cur, kern, top=k_hi)
+        bits >>= 1
+        if not bits:
+            break
+        cur = combine(cur, cur, kern, top=k_hi)
+        if tick is not None:
+            tick()
+    return acc
