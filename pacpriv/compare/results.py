@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pacpriv._display import Displayable, Summary, format_value
 from pacpriv.attacks import AttackResult
 from pacpriv.compare.render import comparison_markdown
 from pacpriv.plotting import plot_pac_vs_dpsgd
@@ -103,7 +104,7 @@ class ComparisonRow:
 
 
 @dataclass(frozen=True)
-class ComparisonResult:
+class ComparisonResult(Displayable):
     """Outcome of :func:`compare_pac_dpsgd`.
 
     Attributes
@@ -151,6 +152,17 @@ class ComparisonResult:
             if r.family == family and (exact is None or ("exact" in r.method) == exact):
                 return r
         raise KeyError(f"no {family!r} row (exact={exact}) in this comparison")
+
+    def summary(self) -> Summary:
+        """Rows shown by ``str(result)`` and in Jupyter: one row per method."""
+        rows: list[tuple[str, Any, str]] = [
+            ("target accuracy bound", self.target_accuracy, "plain")]
+        for r in (*self.rows, self.baseline):
+            rows.append((r.method,
+                         f"test accuracy {r.test_accuracy:.3f}; bound "
+                         f"{format_value(r.accuracy_bound, 'risk', 4)}; attack "
+                         f"{r.attack_accuracy:.3f}", "plain"))
+        return Summary("PAC versus DP-SGD at the same membership-inference bound", rows)
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict (no arrays, no records)."""

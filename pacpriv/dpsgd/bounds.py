@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from pacpriv._display import Displayable, Summary
+from pacpriv._display import shown as _shown
 from pacpriv._validation import check_array_real
 
 __all__ = [
@@ -38,7 +40,7 @@ _LOG5 = math.log(5.0)  # chi² >= 4  <=>  ½ + ¼ sqrt(chi²) >= 1 (vacuous)
 
 
 @dataclass(frozen=True)
-class AccuracyBound:
+class AccuracyBound(Displayable):
     """Chi-square bound on membership-inference accuracy (equal priors).
 
     Attributes
@@ -60,6 +62,16 @@ class AccuracyBound:
     noise_multiplier: float | np.ndarray
     steps_per_epoch: float | np.ndarray
     epochs: float | np.ndarray
+
+    def summary(self) -> Summary:
+        """Rows shown by ``str(bound)`` and in Jupyter (accuracy rounded up)."""
+        return Summary("DP-SGD membership-inference accuracy (chi-square bound, certified)", [
+            ("noise multiplier σ", _shown(self.noise_multiplier), "plain"),
+            ("steps per epoch M", _shown(self.steps_per_epoch), "plain"),
+            ("epochs E", _shown(self.epochs), "plain"),
+            ("accuracy bound", _shown(self.accuracy, up=True), "plain"),
+            ("vacuous (clipped to 1)", _shown(self.vacuous), "plain"),
+        ])
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict (arrays become lists)."""

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import special
 
+from pacpriv._display import Displayable, Summary
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import (
     closed_form_noise_multiplier,
@@ -26,7 +27,7 @@ __all__ = ["NoiseCalibration", "calibrate_noise_multiplier", "noise_multiplier_f
 
 
 @dataclass(frozen=True)
-class NoiseCalibration:
+class NoiseCalibration(Displayable):
     """Result of calibrating σ to the exact (certified) accuracy.
 
     Attributes
@@ -60,6 +61,18 @@ class NoiseCalibration:
     accuracy: ExactAccuracy
     n_evaluations: int
     wall_time_s: float
+
+    def summary(self) -> Summary:
+        """Rows shown by ``str(result)`` and in Jupyter."""
+        return Summary("DP-SGD noise multiplier calibrated to the exact accuracy (certified)", [
+            ("target accuracy", self.target_accuracy, "plain"),
+            ("noise multiplier σ", self.noise_multiplier, "plain"),
+            ("closed-form σ", self.closed_form_noise_multiplier, "plain"),
+            ("noise saving vs closed form", self.noise_saving, "plain"),
+            ("certified accuracy at σ (upper)", self.accuracy.upper, "risk"),
+            ("steps per epoch M", self.steps_per_epoch, "plain"),
+            ("epochs E", self.epochs, "plain"),
+        ])
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict."""

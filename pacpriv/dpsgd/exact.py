@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import special
 
+from pacpriv._display import Displayable, Summary
+from pacpriv._display import shown as _shown
 from pacpriv._validation import check_array_real, check_int, check_real
 from pacpriv.dpsgd import _geo, _pld, _screens
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
@@ -36,7 +38,7 @@ _LINEAR_MAX_POINTS = 2**20  # linear coordinate lattice size beyond which the ge
 
 
 @dataclass(frozen=True)
-class ExactAccuracy:
+class ExactAccuracy(Displayable):
     """Certified interval for the exact membership-inference accuracy ``½ + ½·TV``.
 
     Attributes
@@ -77,6 +79,17 @@ class ExactAccuracy:
     def width(self) -> float | np.ndarray:
         """``upper − lower``."""
         return self.upper - self.lower
+
+    def summary(self) -> Summary:
+        """Rows shown by ``str(result)`` and in Jupyter (lower rounded down, upper up)."""
+        return Summary("DP-SGD exact membership-inference accuracy (certified interval)", [
+            ("noise multiplier σ", _shown(self.noise_multiplier), "plain"),
+            ("steps per epoch M", _shown(self.steps_per_epoch), "plain"),
+            ("epochs E", _shown(self.epochs), "plain"),
+            ("lower (certified)", _shown(self.lower, up=False), "plain"),
+            ("upper (certified)", _shown(self.upper, up=True), "plain"),
+            ("converged to tolerance", _shown(self.converged), "plain"),
+        ])
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict (arrays become lists)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._display import Displayable, Summary
 from pacpriv._random import as_generator
 
 __all__ = ["NoisePlan"]
@@ -40,7 +41,7 @@ def _rmatvec(basis: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class NoisePlan:
+class NoisePlan(Displayable):
     """Gaussian noise ``B ~ N(0, Σ_B)`` calibrated to a mutual-information budget.
 
     ``Σ_B = W diag(noise_std²) W^T + residual_std² (I − W W^T)`` for ``W = basis``, or
@@ -175,6 +176,20 @@ class NoisePlan:
             z -= _matvec(self.basis, _rmatvec(self.basis, z))
             out += self.residual_std * z
         return out
+
+    def summary(self) -> Summary:
+        """Rows shown by ``str(plan)`` and in Jupyter (MI bound rounded up)."""
+        return Summary(f"NoisePlan ({self.rule}; {self.label})", [
+            ("MI budget v (nats)", self.mi_budget, "plain"),
+            ("MI bound (nats)", self.mi_bound, "risk"),
+            ("output dimension d", self.dim, "plain"),
+            ("E||B||^2", self.expected_noise_power, "plain"),
+            ("largest noise std", float(np.max(self.noise_std)) if self.noise_std.size else None,
+             "plain"),
+            ("smallest noise std", float(np.min(self.noise_std)) if self.noise_std.size else None,
+             "plain"),
+            ("release clipped to an ellipsoid", self.clip_radius is not None, "plain"),
+        ])
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (no length-``d`` arrays)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._display import Displayable, Summary
 from pacpriv._random import RNGLike, as_generator
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
@@ -44,7 +45,7 @@ __all__ = ["PacResult", "run_pac"]
 
 
 @dataclass(frozen=True)
-class PacResult:
+class PacResult(Displayable):
     """Everything the PAC membership-privacy report says, as one frozen object.
 
     Attributes
@@ -161,6 +162,22 @@ class PacResult:
         from dataclasses import replace
 
         return replace(self, sections=(*self.sections, *sections))
+
+    def summary(self) -> Summary:
+        """Rows shown by ``str(result)`` and in Jupyter: the report's headline facts."""
+        prior = self.blind_guess_prior if self.blind_guess_prior is not None else None
+        return Summary(f"PAC result: {self.mechanism}", [
+            ("posterior success bound", self.posterior_success_bound, "percent-risk"),
+            ("bound is", self.label, "plain"),
+            ("prior (best blind guess)", prior, "plain"),
+            ("MI budget v (nats)", self.mi_budget, "plain"),
+            ("MI bound (nats)", self.plan.mi_bound, "risk"),
+            ("noise rule", self.plan.rule, "plain"),
+            ("E||B||^2", self.plan.expected_noise_power, "plain"),
+            ("trials", self.simulation.n_trials, "plain"),
+            ("output dimension d", self.plan.dim, "plain"),
+            ("released", self.release is not None, "plain"),
+        ])
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (no raw records, masks or outputs)."""
