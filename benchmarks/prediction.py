@@ -1,4 +1,5 @@
-"""Benchmark: PAC-private prediction (posterior-tracked worlds, MATH.md §6).
+"""Benchmark: PAC-private prediction (posterior-tracked worlds; Zhu, Sridhar &
+Devadas, Private Prediction via PAC Privacy, arXiv:2601.14033, 2026).
 
 For breast_cancer and digits (70/30 stratified split; the 70 % is the private pool), ``m`` world
 models (standardised logistic regression, complementary pairs) answer every test row as one

@@ -2,7 +2,8 @@
 
 digits is split into a private pool (the teacher's training data), a public unlabelled set and a
 test set. ``m`` world teachers (logistic regression) are fitted on complementary-pair halves of the
-pool; every public row is labelled by one noisy, posterior-tracked query (MATH.md §6), and a
+pool; every public row is labelled by one noisy, posterior-tracked query (Zhu, Sridhar & Devadas,
+arXiv:2601.14033, 2026), and a
 student is trained on the noisy labels only. The student never saw the pool, so it can be
 published and queried without limit: its leakage about the pool is bounded by the teacher's
 spend (post-processing). Printed: teacher and student test accuracy next to the non-private

@@ -27,6 +27,7 @@ from ._common import canonical_order, class_indices, quiet_convergence
 __all__ = [
     "check_classes",
     "check_scaling",
+    "check_supervised_config",
     "config_dict",
     "fit_embedded",
     "linear_output_dim",
@@ -72,6 +73,24 @@ def check_scaling(center, scale) -> tuple:
         return tuple(a.tolist())
 
     return _tup(center, "center"), _tup(scale, "scale")
+
+
+def check_supervised_config(config, *, regularised: bool = True) -> None:
+    """Validate and normalise a frozen supervised config in place (its ``__post_init__``).
+
+    ``classes`` (:func:`check_classes`), ``center`` and ``scale`` (:func:`check_scaling`); with
+    ``regularised`` also ``C`` (finite, ``> 0``) and ``max_iter`` (``>= 1``).
+    """
+    object.__setattr__(config, "classes", check_classes(config.classes))
+    center, scale = check_scaling(config.center, config.scale)
+    object.__setattr__(config, "center", center)
+    object.__setattr__(config, "scale", scale)
+    if not regularised:
+        return
+    if not (np.isfinite(config.C) and config.C > 0):
+        raise ValueError(f"`C` must be a finite number > 0; got {config.C!r}.")
+    if int(config.max_iter) < 1:
+        raise ValueError(f"`max_iter` must be >= 1; got {config.max_iter!r}.")
 
 
 def standardise(X: np.ndarray, center, scale) -> np.ndarray:

@@ -18,7 +18,7 @@ fixed shape; its predictions on fixed public points do.
 Canonicalisation
 ----------------
 scikit-learn breaks ties between equally good splits with a random feature order; it is fixed by
-the public ``random_state``, and rows are sorted (label, then features) before fitting so record
+the public ``public_seed``, and rows are sorted (label, then features) before fitting so record
 order cannot change the tree. ``rng`` is ignored.
 
 Fallback
@@ -34,7 +34,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import canonical_order, class_indices, split_supervised
+from ._common import (
+    canonical_order,
+    class_indices,
+    public_seed_alias,
+    renamed_seed_field,
+    split_supervised,
+)
 from .histogram import _check_edges
 
 __all__ = ["DecisionTreeProbabilities", "make_decision_tree", "quantise"]
@@ -49,6 +55,7 @@ def quantise(X: np.ndarray, edges: Sequence[Sequence[float]]) -> np.ndarray:
     return out
 
 
+@renamed_seed_field("random_state")
 @dataclass(frozen=True, eq=False)
 class DecisionTreeProbabilities:
     """Grid-restricted decision tree evaluated on public query points (picklable callable).
@@ -63,7 +70,7 @@ class DecisionTreeProbabilities:
         Public class list (>= 2 distinct labels).
     max_depth : int
         Maximum tree depth (>= 1).
-    random_state : int
+    public_seed : int
         Public seed of scikit-learn's split tie-breaking.
     """
 
@@ -71,7 +78,7 @@ class DecisionTreeProbabilities:
     query_points: np.ndarray
     classes: tuple
     max_depth: int = 3
-    random_state: int = 0
+    public_seed: int = 0
 
     def __post_init__(self) -> None:
         edges = tuple(_check_edges(e) for e in self.edges)
@@ -110,7 +117,7 @@ class DecisionTreeProbabilities:
             return np.full(m * n_classes, 1.0 / n_classes)
         Xq, idx = canonical_order(quantise(X, self.edges), class_indices(y, self.classes))
         tree = DecisionTreeClassifier(
-            max_depth=int(self.max_depth), random_state=int(self.random_state)
+            max_depth=int(self.max_depth), random_state=int(self.public_seed)
         )
         tree.fit(Xq, idx)
         proba = np.zeros((m, n_classes))
@@ -127,7 +134,7 @@ class DecisionTreeProbabilities:
             "query_points": self.query_points.tolist(),
             "classes": list(self.classes),
             "max_depth": int(self.max_depth),
-            "random_state": int(self.random_state),
+            "public_seed": int(self.public_seed),
         }
 
 
@@ -137,9 +144,13 @@ def make_decision_tree(
     query_points,
     classes: Sequence,
     max_depth: int = 3,
-    random_state: int = 0,
+    public_seed: int = 0,
+    random_state: int | None = None,
 ) -> DecisionTreeProbabilities:
-    """Build a grid-restricted decision-tree mechanism; ``edges`` shared or one list per feature."""
+    """Build a grid-restricted decision-tree mechanism; ``edges`` shared or one list per feature.
+
+    ``random_state`` is a deprecated alias of ``public_seed`` (removed in 0.3).
+    """
     first = np.asarray(edges[0], dtype=object) if len(edges) else None
     shared = first is not None and first.ndim == 0
     edge_lists = (tuple(edges),) if shared else tuple(tuple(e) for e in edges)
@@ -148,5 +159,7 @@ def make_decision_tree(
         query_points=np.asarray(query_points, dtype=np.float64),
         classes=tuple(classes),
         max_depth=max_depth,
-        random_state=random_state,
+        public_seed=public_seed_alias(
+            public_seed, random_state, old="random_state", where="make_decision_tree"
+        ),
     )

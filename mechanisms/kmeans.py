@@ -16,7 +16,7 @@ Canonicalisation (superficial randomness removed)
    ``sort_direction`` is given, by their projection on that fixed public direction (ties broken
    lexicographically). Without this step the output covariance is dominated by label swaps, which
    reveal nothing about membership but cost a lot of noise [1]_.
-3. Initialisation: the k-means++ seed is the fixed public ``random_state``. With
+3. Initialisation: the k-means++ seed is the fixed public ``public_seed``. With
    ``randomized=True`` the seed is drawn from the ``rng`` argument instead (for the study of
    randomized mechanisms: the same ``rng`` seed gives the same output).
 
@@ -42,7 +42,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import canonical_order, quiet_convergence, split_unsupervised
+from ._common import (
+    canonical_order,
+    public_seed_alias,
+    quiet_convergence,
+    renamed_seed_field,
+    split_unsupervised,
+)
 
 __all__ = ["KMeansCenters", "canonical_center_order", "kmeans_centers", "make_kmeans"]
 
@@ -57,6 +63,7 @@ def canonical_center_order(
     return centers[np.lexsort(keys)] if keys else centers
 
 
+@renamed_seed_field("random_state")
 @dataclass(frozen=True)
 class KMeansCenters:
     """k-means centres in canonical order (picklable callable); see the module docstring.
@@ -65,7 +72,7 @@ class KMeansCenters:
     ----------
     n_clusters : int
         Number of centres ``k`` (>= 1).
-    random_state : int
+    public_seed : int
         Public seed of the k-means++ initialisation (ignored when ``randomized``).
     n_init : int
         Number of k-means++ restarts; the lowest-inertia run is kept.
@@ -80,7 +87,7 @@ class KMeansCenters:
     """
 
     n_clusters: int = 3
-    random_state: int = 0
+    public_seed: int = 0
     n_init: int = 10
     max_iter: int = 300
     randomized: bool = False
@@ -102,7 +109,7 @@ class KMeansCenters:
 
     def _seed(self, rng) -> int:
         if not self.randomized:
-            return int(self.random_state)
+            return int(self.public_seed)
         return int(np.random.default_rng(rng).integers(0, 2**31 - 1))
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
@@ -136,7 +143,7 @@ class KMeansCenters:
         return {
             "mechanism": "kmeans",
             "n_clusters": int(self.n_clusters),
-            "random_state": int(self.random_state),
+            "public_seed": int(self.public_seed),
             "n_init": int(self.n_init),
             "max_iter": int(self.max_iter),
             "randomized": bool(self.randomized),
@@ -148,17 +155,23 @@ class KMeansCenters:
 def make_kmeans(
     *,
     n_clusters: int = 3,
-    random_state: int = 0,
+    public_seed: int = 0,
+    random_state: int | None = None,
     n_init: int = 10,
     max_iter: int = 300,
     randomized: bool = False,
     sort_direction: Sequence[float] | None = None,
     fallback_center: float = 0.0,
 ) -> KMeansCenters:
-    """Build a k-means mechanism; see :class:`KMeansCenters` for the parameters."""
+    """Build a k-means mechanism; see :class:`KMeansCenters` for the parameters.
+
+    ``random_state`` is a deprecated alias of ``public_seed`` (removed in 0.3).
+    """
     return KMeansCenters(
         n_clusters=n_clusters,
-        random_state=random_state,
+        public_seed=public_seed_alias(
+            public_seed, random_state, old="random_state", where="make_kmeans"
+        ),
         n_init=n_init,
         max_iter=max_iter,
         randomized=randomized,

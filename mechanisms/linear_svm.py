@@ -17,7 +17,7 @@ one-vs-rest reading of a two-class problem). A subset with fewer than two classe
 
 Canonicalisation
 ----------------
-liblinear's coordinate-descent order is drawn from ``random_state`` (fixed, public), and the rows
+liblinear's coordinate-descent order is drawn from ``public_seed`` (fixed, public), and the rows
 are sorted (label, then features) before fitting, so the output depends only on the multiset of
 records. ``dual="auto"`` picks the primal or dual problem from the public shape ``(n, p)``.
 ``rng`` is ignored. Convergence warnings are silenced (fixed, public ``max_iter``).
@@ -30,12 +30,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import split_supervised
-from ._linear import check_classes, check_scaling, config_dict, fit_embedded, standardise
+from ._common import public_seed_alias, renamed_seed_field, split_supervised
+from ._linear import check_supervised_config, config_dict, fit_embedded, standardise
 
 __all__ = ["LinearSVMCoefficients", "linear_svm_coefficients", "make_linear_svm"]
 
 
+@renamed_seed_field("random_state")
 @dataclass(frozen=True)
 class LinearSVMCoefficients:
     """LinearSVC coefficients and intercepts (picklable callable).
@@ -48,7 +49,7 @@ class LinearSVMCoefficients:
         Inverse regularisation strength (> 0).
     max_iter : int
         liblinear iteration budget.
-    random_state : int
+    public_seed : int
         Public seed of liblinear's coordinate order.
     center, scale : tuple of float or None
         Public standardisation constants, scalar or per feature.
@@ -57,19 +58,12 @@ class LinearSVMCoefficients:
     classes: tuple = (0, 1)
     C: float = 1.0
     max_iter: int = 2000
-    random_state: int = 0
+    public_seed: int = 0
     center: tuple[float, ...] | None = None
     scale: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "classes", check_classes(self.classes))
-        center, scale = check_scaling(self.center, self.scale)
-        object.__setattr__(self, "center", center)
-        object.__setattr__(self, "scale", scale)
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"`C` must be a finite number > 0; got {self.C!r}.")
-        if int(self.max_iter) < 1:
-            raise ValueError(f"`max_iter` must be >= 1; got {self.max_iter!r}.")
+        check_supervised_config(self)
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Coefficients then intercepts, shape ``(K_out * (p + 1),)``."""
@@ -81,7 +75,7 @@ class LinearSVMCoefficients:
             C=float(self.C),
             dual="auto",
             max_iter=int(self.max_iter),
-            random_state=int(self.random_state),
+            random_state=int(self.public_seed),
         )
         return fit_embedded(est, Z, y, self.classes, binary_scale=1.0)
 
@@ -95,19 +89,18 @@ def make_linear_svm(
     classes: Sequence,
     C: float = 1.0,
     max_iter: int = 2000,
-    random_state: int = 0,
+    public_seed: int = 0,
+    random_state: int | None = None,
     center: float | Sequence[float] | None = None,
     scale: float | Sequence[float] | None = None,
 ) -> LinearSVMCoefficients:
-    """Build a linear-SVM mechanism; see :class:`LinearSVMCoefficients`."""
-    return LinearSVMCoefficients(
-        classes=tuple(classes),
-        C=C,
-        max_iter=max_iter,
-        random_state=random_state,
-        center=center,
-        scale=scale,
-    )
+    """Build a linear-SVM mechanism; see :class:`LinearSVMCoefficients`.
+
+    ``random_state`` is a deprecated alias of ``public_seed`` (removed in 0.3).
+    """
+    seed = public_seed_alias(public_seed, random_state, old="random_state", where="make_linear_svm")
+    return LinearSVMCoefficients(classes=tuple(classes), C=C, max_iter=max_iter,
+                                 public_seed=seed, center=center, scale=scale)
 
 
 def linear_svm_coefficients(subset, *, rng=None) -> np.ndarray:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._common import split_supervised
-from ._linear import check_classes, check_scaling, config_dict, fit_embedded, standardise
+from ._linear import check_supervised_config, config_dict, fit_embedded, standardise
 
 __all__ = ["LogisticCoefficients", "logistic_coefficients", "make_logistic"]
 
@@ -60,14 +60,7 @@ class LogisticCoefficients:
     scale: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "classes", check_classes(self.classes))
-        center, scale = check_scaling(self.center, self.scale)
-        object.__setattr__(self, "center", center)
-        object.__setattr__(self, "scale", scale)
-        if not (np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"`C` must be a finite number > 0; got {self.C!r}.")
-        if int(self.max_iter) < 1:
-            raise ValueError(f"`max_iter` must be >= 1; got {self.max_iter!r}.")
+        check_supervised_config(self)
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Coefficients then intercepts, shape ``(K_out * (p + 1),)``."""

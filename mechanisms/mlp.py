@@ -11,7 +11,7 @@ Output
 Canonicalisation
 ----------------
 * Initialisation: uniform ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` drawn from a private
-  ``torch.Generator`` seeded with the public ``seed`` (never torch's global generator).
+  ``torch.Generator`` seeded with the public ``public_seed`` (never torch's global generator).
 * Data order: full-batch training has no mini-batch order; rows are also sorted (label, then
   features), so even the floating-point summation order depends only on the multiset of records.
 * The class list is public (fixed output layer), so a subset missing a class still yields the
@@ -36,8 +36,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import canonical_order, class_indices, split_supervised
-from ._linear import check_classes, check_scaling, config_dict, standardise
+from ._common import (
+    canonical_order,
+    class_indices,
+    public_seed_alias,
+    renamed_seed_field,
+    split_supervised,
+)
+from ._linear import check_supervised_config, config_dict, standardise
 
 __all__ = ["MLPParameters", "make_mlp", "mlp_parameters"]
 
@@ -52,6 +58,7 @@ def _import_torch():
     return torch
 
 
+@renamed_seed_field("seed")
 @dataclass(frozen=True)
 class MLPParameters:
     """One-hidden-layer MLP parameters after deterministic full-batch training (picklable).
@@ -68,7 +75,7 @@ class MLPParameters:
         Adam step size (> 0).
     weight_decay : float
         L2 penalty (>= 0).
-    seed : int
+    public_seed : int
         Public initialisation seed.
     center, scale : tuple of float or None
         Public standardisation constants.
@@ -79,15 +86,12 @@ class MLPParameters:
     epochs: int = 50
     learning_rate: float = 0.05
     weight_decay: float = 1e-4
-    seed: int = 0
+    public_seed: int = 0
     center: tuple[float, ...] | None = None
     scale: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "classes", check_classes(self.classes))
-        center, scale = check_scaling(self.center, self.scale)
-        object.__setattr__(self, "center", center)
-        object.__setattr__(self, "scale", scale)
+        check_supervised_config(self, regularised=False)
         if int(self.hidden_units) < 1:
             raise ValueError(f"`hidden_units` must be >= 1; got {self.hidden_units!r}.")
         if int(self.epochs) < 0:
@@ -107,7 +111,7 @@ class MLPParameters:
         torch = _import_torch()
         X, y = split_supervised(subset, mechanism="mlp")
         p, h, k = X.shape[1], int(self.hidden_units), len(self.classes)
-        gen = torch.Generator().manual_seed(int(self.seed))
+        gen = torch.Generator().manual_seed(int(self.public_seed))
 
         def uniform(shape, fan_in):
             bound = 1.0 / np.sqrt(fan_in)
@@ -145,20 +149,19 @@ def make_mlp(
     epochs: int = 50,
     learning_rate: float = 0.05,
     weight_decay: float = 1e-4,
-    seed: int = 0,
+    public_seed: int = 0,
+    seed: int | None = None,
     center: float | Sequence[float] | None = None,
     scale: float | Sequence[float] | None = None,
 ) -> MLPParameters:
-    """Build an MLP mechanism; see :class:`MLPParameters`."""
+    """Build an MLP mechanism; see :class:`MLPParameters`.
+
+    ``seed`` is a deprecated alias of ``public_seed`` (removed in 0.3).
+    """
     return MLPParameters(
-        classes=tuple(classes),
-        hidden_units=hidden_units,
-        epochs=epochs,
-        learning_rate=learning_rate,
-        weight_decay=weight_decay,
-        seed=seed,
-        center=center,
-        scale=scale,
+        classes=tuple(classes), hidden_units=hidden_units, epochs=epochs,
+        learning_rate=learning_rate, weight_decay=weight_decay, center=center, scale=scale,
+        public_seed=public_seed_alias(public_seed, seed, old="seed", where="make_mlp"),
     )
 
 

@@ -11,13 +11,13 @@ name                configuration from ``dataset_info``
 ``mean``            clipped mean over the public feature ranges (``[-1, 1]`` without info)
 ``median``          clipped median, same bounds
 ``histogram``       10 equal bins per feature over the public ranges (``[-1, 1]`` without info)
-``kmeans``          k = number of classes (3 without classes), public seed 0, 10 restarts
+``kmeans``          k = number of classes (3 without classes), ``public_seed`` 0, 10 restarts
 ``logistic``        public class list, features standardised to ``[-1, 1]`` by the public ranges
-``linear_svm``      as ``logistic``
+``linear_svm``      as ``logistic``, ``public_seed`` 0
 ``pca``             ``min(2, p)`` components, sign rule
 ``decision_tree``   depth 3 on 4 equal bins per feature; 16 query points drawn uniformly in the
-                    public box with public seed 0
-``mlp``             8 hidden units, 50 full-batch Adam steps, public seed 0 (needs torch)
+                    public box with ``public_seed`` 0 (also the tree's seed)
+``mlp``             8 hidden units, 50 full-batch Adam steps, ``public_seed`` 0 (needs torch)
 ==================  ===========================================================================
 
 Supervised built-ins need ``dataset_info`` with a class list and raise ``ValueError`` otherwise.
@@ -48,8 +48,11 @@ __all__ = [
 
 MechanismFactory = Callable[[DatasetInfo | None], Callable]
 
-#: Public seed of the decision-tree query points (part of the mechanism's definition).
-QUERY_POINT_SEED = 0
+#: ``public_seed`` of every registered mechanism that has one (k-means, linear SVM, decision tree,
+#: MLP) and of the decision-tree query points: part of the mechanism's definition, not secret.
+PUBLIC_SEED = 0
+#: Former name of :data:`PUBLIC_SEED` for the decision-tree query points.
+QUERY_POINT_SEED = PUBLIC_SEED
 
 
 def _box(info: DatasetInfo | None) -> tuple[np.ndarray, np.ndarray]:
@@ -103,7 +106,7 @@ def _kmeans(info):
     from pacpriv.mechanisms import make_kmeans
 
     k = len(info.classes) if info is not None and info.classes else 3
-    return make_kmeans(n_clusters=k)
+    return make_kmeans(n_clusters=k, public_seed=PUBLIC_SEED)
 
 
 def _logistic(info):
@@ -117,7 +120,9 @@ def _linear_svm(info):
     from pacpriv.mechanisms import make_linear_svm
 
     center, scale = _scaling(info) if info is not None else (None, None)
-    return make_linear_svm(classes=_classes(info, "linear_svm"), center=center, scale=scale)
+    return make_linear_svm(
+        classes=_classes(info, "linear_svm"), center=center, scale=scale, public_seed=PUBLIC_SEED
+    )
 
 
 def _pca(info):
@@ -131,15 +136,19 @@ def _decision_tree(info):
 
     classes = _classes(info, "decision_tree")
     low, high = _box(info)
-    queries = np.random.default_rng(QUERY_POINT_SEED).uniform(low, high, size=(16, low.size))
-    return make_decision_tree(edges=_edges(info, 4), query_points=queries, classes=classes)
+    queries = np.random.default_rng(PUBLIC_SEED).uniform(low, high, size=(16, low.size))
+    return make_decision_tree(
+        edges=_edges(info, 4), query_points=queries, classes=classes, public_seed=PUBLIC_SEED
+    )
 
 
 def _mlp(info):
     from pacpriv.mechanisms import make_mlp
 
     center, scale = _scaling(info) if info is not None else (None, None)
-    return make_mlp(classes=_classes(info, "mlp"), center=center, scale=scale)
+    return make_mlp(
+        classes=_classes(info, "mlp"), center=center, scale=scale, public_seed=PUBLIC_SEED
+    )
 
 
 _REGISTRY: dict[str, MechanismFactory] = {

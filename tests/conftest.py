@@ -27,6 +27,20 @@ def reference_dir() -> Path:
 
 
 @pytest.fixture
+def one_torch_thread():
+    """Tiny torch models on a shared machine: intra-op threads only add contention.
+
+    Use as ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
 def hide_modules(monkeypatch):
     """``hide_modules("matplotlib", ...)``: importing those packages raises ImportError."""
     import builtins

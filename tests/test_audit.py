@@ -14,14 +14,7 @@ torch = pytest.importorskip("torch")
 from pacpriv.audit import AuditResult, audit_dpsgd  # noqa: E402
 from pacpriv.exceptions import VacuousBoundWarning  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny models on a shared 2-core machine: intra-op threads only add contention."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _closed_form(sigma: float, m: int, e: int) -> float:

@@ -255,7 +255,7 @@ def test_per_record_row_is_certified_and_attacked():
                             steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,
                             progress=False, rng=3, per_record_trials=60, per_record_records=3)
     methods = [r.method for r in res.rows]
-    assert methods[-2:] == ["PAC (anisotropic)", "PAC, per record (informed adversary)"]
+    assert methods[-2:] == ["PAC (certified)", "PAC, per record (informed adversary)"]
     row = res.rows[-1]
     assert row.family == "pac" and row.accuracy_bound <= 0.75 and row.mi_budget is None
     assert row.informed_attack["ci_low"] <= row.accuracy_bound
@@ -265,3 +265,27 @@ def test_per_record_row_is_certified_and_attacked():
     assert "PAC Privacy, whole subset." in md and "**DP-SGD.**" in md
     assert "informed-attack accuracy" in md
     json.dumps(res.to_dict())
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_options_object_gives_the_same_table():
+    """``options=ExecutionOptions(...)`` runs both simulations; the table is unchanged."""
+    from pacpriv.pac.options import ExecutionOptions
+
+    kw = dict(target_accuracy=0.75, n_trials=8, epochs=1, steps_per_epoch=1, n_repeats=1,
+              exact=False, per_record_trials=30, per_record_records=1, rng=5)
+
+    def table(**extra):
+        d = compare_pac_dpsgd("breast_cancer", **kw, **extra).to_dict()
+        for r in (*d["rows"], d["baseline"]):
+            r.pop("wall_time_s")
+        d["settings"].pop("pac_simulation_s")
+        d.pop("elapsed_s")
+        return d
+
+    opts = ExecutionOptions(n_jobs=1, backend="threading", progress=False, batch_size=3)
+    assert table(options=opts) == table(n_jobs=1, progress=False)
+    with pytest.raises(TypeError, match="not both; got options and n_jobs"):
+        compare_pac_dpsgd("breast_cancer", options=opts, n_jobs=2)
+    with pytest.raises(ValueError, match=r"`options\.checkpoint` must be None"):
+        compare_pac_dpsgd("breast_cancer", options=ExecutionOptions(checkpoint="ck"))

@@ -111,12 +111,26 @@ def test_csv_non_numeric_reports_line(tmp_path):
     assert "pass --label-column b" in str(err.value)
 
 
-def test_csv_missing_value(tmp_path):
-    """An empty field is a non-numeric value, not a silent NaN."""
-    path = tmp_path / "gap.csv"
-    path.write_text("1,2\n3,\n")
-    with pytest.raises(ValueError, match=r"line 2, column 2: empty value"):
-        load_dataset(path)
+@pytest.mark.parametrize(
+    ("text", "kwargs", "match"),
+    [
+        # an empty field is a non-numeric value, not a silent NaN
+        ("1,2\n3,\n", {}, r"line 2, column 2: empty value"),
+        ("1,2\n3,nan\n", {}, "non-finite value 'nan'"),  # NaN/inf features are refused
+        ("1,2\n3,4,5\n", {}, "line 2: expected 2 fields, found 3"),  # ragged rows
+        ("", {}, "is empty"),
+        ("\n\n  \n", {}, "is empty"),  # blank lines only
+        ("a,b\n", {}, "has a header but no data rows"),
+        ("1,2\n", {"label_column": "y"}, "has no header row"),  # a label name needs a header
+    ],
+    ids=["missing", "non-finite", "ragged", "empty", "blank", "header-only", "label-no-header"],
+)
+def test_bad_csv_is_refused(tmp_path, text, kwargs, match):
+    """Malformed CSV files raise ValueError naming the problem (and the line where it has one)."""
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        load_dataset(path, **kwargs)
 
 
 def test_csv_other_delimiter_is_hinted(tmp_path):
@@ -126,54 +140,6 @@ def test_csv_other_delimiter_is_hinted(tmp_path):
     with pytest.raises(ValueError, match=r"pass --delimiter ';'"):
         load_dataset(path)
     assert load_dataset(path, delimiter=";").X.tolist() == [[1.0, 2.0], [3.0, 4.0]]
-
-
-def test_csv_non_finite(tmp_path):
-    """NaN/inf features are refused."""
-    path = tmp_path / "nan.csv"
-    path.write_text("1,2\n3,nan\n")
-    with pytest.raises(ValueError, match="non-finite value 'nan'"):
-        load_dataset(path)
-
-
-def test_csv_ragged(tmp_path):
-    """Rows of the wrong length are refused with the line number."""
-    path = tmp_path / "ragged.csv"
-    path.write_text("1,2\n3,4,5\n")
-    with pytest.raises(ValueError, match="line 2: expected 2 fields, found 3"):
-        load_dataset(path)
-
-
-def test_empty_file(tmp_path):
-    """An empty file is a ValueError."""
-    path = tmp_path / "empty.csv"
-    path.write_text("")
-    with pytest.raises(ValueError, match="is empty"):
-        load_dataset(path)
-
-
-def test_blank_lines_only(tmp_path):
-    """A CSV of blank lines is empty too."""
-    path = tmp_path / "blank.csv"
-    path.write_text("\n\n  \n")
-    with pytest.raises(ValueError, match="is empty"):
-        load_dataset(path)
-
-
-def test_header_only(tmp_path):
-    """A header without data rows is refused."""
-    path = tmp_path / "h.csv"
-    path.write_text("a,b\n")
-    with pytest.raises(ValueError, match="has a header but no data rows"):
-        load_dataset(path)
-
-
-def test_label_name_without_header(tmp_path):
-    """A label column name needs a header row."""
-    path = tmp_path / "n.csv"
-    path.write_text("1,2\n")
-    with pytest.raises(ValueError, match="has no header row"):
-        load_dataset(path, label_column="y")
 
 
 def test_label_name_not_in_header(tmp_path):

@@ -85,8 +85,9 @@ def test_exact_interval_display_lower_down_upper_up():
 
 
 def test_pac_result_and_plan_display(tmp_path):
-    import pacpriv
     from pacpriv.mechanisms import make_kmeans
+
+    import pacpriv
 
     data = pacpriv.load_dataset("iris")
     res = pacpriv.run_pac(make_kmeans(n_clusters=3), data.X, mi_budget=1 / 64, n_trials=60,

@@ -17,8 +17,9 @@ def _dedent(block: str) -> str:
     return "\n".join(x[indent:] for x in lines)
 
 
-#: Snippets that need an existing Dask cluster: compiled (below), not run.
-CLUSTER = [i for i, b in enumerate(BLOCKS) if "Client(" in b or "scheduler:8786" in b]
+#: Snippets that need an existing Dask or Ray cluster: compiled (below), not run.
+CLUSTER = [i for i, b in enumerate(BLOCKS)
+           if "Client(" in b or "scheduler:8786" in b or 'address="auto"' in b]
 RUNNABLE = [i for i in range(len(BLOCKS)) if i not in CLUSTER]
 
 

@@ -1,4 +1,7 @@
-"""``pacpriv predict fit|query|status`` and ``pacpriv serve``: private prediction, MATH.md §6."""
+"""``pacpriv predict fit|query|status`` and ``pacpriv serve``: private prediction.
+
+Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXiv:2601.14033, 2026.
+"""
 
 from __future__ import annotations
 

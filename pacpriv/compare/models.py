@@ -242,11 +242,14 @@ def _dpsgd_row(row_cls, label, source, sigma, mech, data, *, C, M, E, n_repeats,
     )
 
 
-def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, epochs,
+def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
                    steps_per_epoch, max_grad_norm, learning_rate, n_trials, n_repeats,
                    confidence, public_seed, per_record_trials=0, per_record_records=10,
                    per_record_holdout=0.2) -> dict:
-    """Run the three certified trainings and the baseline; fields of ``ComparisonResult``."""
+    """Run the three certified trainings and the baseline; fields of ``ComparisonResult``.
+
+    ``execution`` is the :class:`~pacpriv.pac.options.ExecutionOptions` of both simulations.
+    """
 
     a, M, E, C = target_accuracy, steps_per_epoch, epochs, max_grad_norm
     X = scale_features(ds.X, ds.feature_low, ds.feature_high)
@@ -287,8 +290,8 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
     noise_root = trial_seed(root, 2)
     pac = run_pac(
         mech, (X, y), mi_budget=v, n_trials=n_trials, sampler=sampler, rule=rule,
-        target_inflation=None, n_jobs=n_jobs, rng=trial_seed(root, 1), release=True,
-        release_rng=trial_seed(noise_root, 0), secret_mask=members, progress=progress,
+        target_inflation=None, rng=trial_seed(root, 1), release=True, options=execution,
+        release_rng=trial_seed(noise_root, 0), secret_mask=members,
         mechanism_name="logistic regression trained by noise-free SGD (public seed)",
         dataset=ds.to_dict(),
     )
@@ -320,7 +323,7 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
             ComparisonRow, mech, data, target_accuracy=a, n_trials=per_record_trials,
             n_records_audited=per_record_records, holdout=per_record_holdout,
             n_repeats=n_repeats, confidence=confidence, root=trial_seed(root, 6),
-            attack_rng=trial_seed(attack_root, 4), n_jobs=n_jobs, progress=progress,
+            attack_rng=trial_seed(attack_root, 4), execution=execution,
             evaluate=evaluate_parameters)
         rows.append(row)
         record_note = per_record_note(per_record_plan, informed, per_record_trials)
@@ -350,7 +353,7 @@ def run_comparison(ds, *, root, rule, exact, n_jobs, progress, target_accuracy, 
         "epochs": E, "steps_per_epoch": M, "expected_batch_size": n_mem / M,
         "max_grad_norm": C, "learning_rate": learning_rate, "optimizer": "SGD (no momentum)",
         "n_trials": n_trials, "rule": rule, "sampler": sampler.to_dict(),
-        "n_repeats": n_repeats, "public_seed": public_seed, "n_jobs": n_jobs,
+        "n_repeats": n_repeats, "public_seed": public_seed, "n_jobs": execution.n_jobs,
         "confidence": confidence, "attack": "loss threshold (Yeom et al. 2018)",
         "pac_simulation_s": pac.simulation.elapsed_s,
         "per_record_trials": per_record_trials,

@@ -49,7 +49,7 @@ def split_differences(diffs, n_first: int):
 
 
 def per_record_row(row_cls, mech, data, *, target_accuracy, n_trials, n_records_audited,
-                   holdout, n_repeats, confidence, root, attack_rng, n_jobs, progress,
+                   holdout, n_repeats, confidence, root, attack_rng, execution,
                    evaluate):
     """Simulate, calibrate, attack and evaluate; returns ``(row, plan, attack, differences)``."""
     tic = time.perf_counter()
@@ -58,7 +58,7 @@ def per_record_row(row_cls, mech, data, *, target_accuracy, n_trials, n_records_
     n_attack = max(2, round(n_trials * holdout))
     diffs = simulate_differences(mech, (X, y), n_trials=n_trials, records=records,
                                  sampler=PoissonSampler(0.5), rng=trial_seed(root, 0),
-                                 n_jobs=n_jobs, progress=progress)
+                                 **execution.to_dict())
     cal, held = split_differences(diffs, n_trials - n_attack)
     plan = calibrate_from_differences(cal, target_accuracy=target_accuracy,
                                       confidence=confidence)

@@ -38,6 +38,7 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.compare.results import ComparisonResult, ComparisonRow
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.pac.calibration import DEFAULT_RULE, RULES
+from pacpriv.pac.options import ExecutionOptions, merge_execution
 from pacpriv.pac.per_record import check_certifiable
 from pacpriv.threat_models import THREAT_MODELS
 
@@ -85,6 +86,22 @@ def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm
 
 
 _HOLDOUT = 0.2
+#: Defaults of the individual execution arguments of :func:`compare_pac_dpsgd`.
+_EXECUTION_DEFAULTS = {"n_jobs": None, "progress": True}
+
+
+def _execution(options, n_jobs, progress) -> ExecutionOptions:
+    """One :class:`ExecutionOptions` from ``options`` or ``n_jobs``/``progress`` (not both)."""
+    execution = ExecutionOptions(
+        **merge_execution(options, _EXECUTION_DEFAULTS, n_jobs=n_jobs, progress=progress)
+    )
+    for key in ("checkpoint", "output_path"):
+        if getattr(execution, key) is not None:
+            raise ValueError(
+                f"`options.{key}` must be None for compare_pac_dpsgd (it runs two "
+                f"simulations); got {getattr(execution, key)!r}."
+            )
+    return execution
 
 
 def _per_record_iv(n_trials, n_records, values, pool_size) -> dict:
@@ -122,6 +139,7 @@ def compare_pac_dpsgd(
     progress: bool = True,
     per_record_trials: int = 200,
     per_record_records: int = 10,
+    options: ExecutionOptions | None = None,
 ) -> ComparisonResult:
     """Compare PAC noise and DP-SGD at the same membership-inference accuracy bound.
 
@@ -164,6 +182,11 @@ def compare_pac_dpsgd(
         ``1 + per_record_records`` trainings; 20 % are held out for the informed attack.
     per_record_records : int, default 10
         Audited records of the per-record row (a public random sample, seed 0).
+    options : ExecutionOptions, optional
+        Execution arguments of the PAC and per-record simulations (``n_jobs``, ``backend``,
+        ``progress``, ``retries``, ``timeout``, ``batch_size``) as one object, instead of
+        ``n_jobs``/``progress`` (not both). ``checkpoint`` and ``output_path`` must be None
+        (the comparison runs two simulations). They never change the result.
 
     Returns
     -------
@@ -172,8 +195,8 @@ def compare_pac_dpsgd(
     Raises
     ------
     TypeError, ValueError
-        Invalid arguments (the message names the argument and its range), or a dataset
-        without class labels.
+        Invalid arguments (the message names the argument and its range), a dataset
+        without class labels, or ``options`` with a ``checkpoint`` or ``output_path``.
     ImportError
         If torch is missing (``pip install pacpriv[torch]``).
 
@@ -195,13 +218,14 @@ def compare_pac_dpsgd(
     if not isinstance(exact, bool) or not isinstance(progress, bool):
         raise TypeError("`exact` and `progress` must be bools.")
     per_record = _per_record_iv(per_record_trials, per_record_records, values, ds.n_records)
+    execution = _execution(options, n_jobs, progress)
 
     tic = time.perf_counter()
     root = as_seed_sequence(rng)
     from pacpriv.compare.models import run_comparison  # imports torch (extra pacpriv[torch])
 
-    parts = run_comparison(ds, root=root, rule=rule, exact=exact, n_jobs=n_jobs,
-                           progress=progress, **values, **per_record)
+    parts = run_comparison(ds, root=root, rule=rule, exact=exact, execution=execution,
+                           **values, **per_record)
     return ComparisonResult(
         target_accuracy=values["target_accuracy"],
         seed=seed_to_dict(root),

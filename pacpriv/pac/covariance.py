@@ -1,4 +1,4 @@
-"""Covariance spectrum of simulated mechanism outputs ([PAC] §4, MATH.md §2).
+"""Covariance spectrum of simulated mechanism outputs ([1]_ §4, Algorithm 1).
 
 The noise calibration needs the eigen-decomposition ``Σ = V diag(λ) V^T`` of the output
 covariance under the sampler. :func:`estimate_output_spectrum` estimates it from the engine's

@@ -4,7 +4,9 @@ The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``, 
 ``timeout``, ``batch_size``, ``output_path``) change how the Monte-Carlo trials of Xiao &
 Devadas (CRYPTO 2023, Algorithm 1) are run, never their results: the trials are bit-identical for
 any of them. :func:`pacpriv.pac.engine.simulate`, :func:`pacpriv.pac.job.run_pac` and
-:meth:`pacpriv.wrapper.PacPrivateFunction.calibrate` accept them as ``options=``.
+:meth:`pacpriv.wrapper.PacPrivateFunction.calibrate`, :func:`pacpriv.pac.randomized.coupling_noise`,
+:func:`pacpriv.pac.randomized.compare_randomized_noise` and
+:func:`pacpriv.compare.compare_pac_dpsgd` accept them as ``options=``.
 """
 
 from __future__ import annotations

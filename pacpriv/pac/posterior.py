@@ -1,6 +1,6 @@
 """From a mutual-information budget to an adversary's success rate (and back).
 
-All functions follow [1]_, Thm 1 and its corollaries (MATH.md §1): for any inference task whose
+All functions follow [1]_, Thm 1 and its corollaries: for any inference task whose
 blind-guess success rate is ``p0`` (the *prior*), the adversary's posterior success rate ``p``
 satisfies ``KL(Bern(p) || Bern(p0)) <= MI(X; Y) <= v``. Mutual information is in **nats**.
 
@@ -254,7 +254,7 @@ def individual_mi_bound(mi_budget, *, n_records: int):
 
     Notes
     -----
-    Two statements support ``v / n`` (MATH.md §1):
+    Two statements support ``v / n`` ([1]_ Thm 2 and Thm 1):
 
     * [PAC Thm 2]: if the records ``x_1..x_n`` are i.i.d. and the mechanism is symmetric under
       permutations of its input, then ``MI(x_i; Y) <= MI(X; Y) / n`` for **every** ``i``.

@@ -55,6 +55,7 @@ from pacpriv.pac._mechanism import accepts_rng, call_mechanism, check_output
 from pacpriv.pac.calibration import NoisePlan, calibrate_noise
 from pacpriv.pac.covariance import estimate_output_spectrum
 from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac.options import ExecutionOptions, merge_execution
 
 __all__ = [
     "CouplingResult",
@@ -175,6 +176,10 @@ class CouplingResult:
         }
 
 
+#: Defaults of the execution arguments in this module's signatures (progress off).
+_EXECUTION_DEFAULTS = {"n_jobs": None, "progress": False}
+
+
 def coupling_noise(
     mechanism: Callable[..., Any],
     pool: Any,
@@ -187,6 +192,7 @@ def coupling_noise(
     rng: RNGLike = None,
     n_jobs: int | None = None,
     progress: bool = False,
+    options: ExecutionOptions | None = None,
 ) -> CouplingResult:
     """Calibrate isotropic noise for a randomized mechanism with the coupling bound [1]_.
 
@@ -216,6 +222,11 @@ def coupling_noise(
         joblib workers of the engine.
     progress : bool, default False
         Progress bar.
+    options : ExecutionOptions, optional
+        All execution arguments of :func:`pacpriv.pac.engine.simulate` (``n_jobs``,
+        ``backend``, ``progress``, ``checkpoint``, ``retries``, ``timeout``, ``batch_size``,
+        ``output_path``) as one object, instead of ``n_jobs``/``progress`` (not both). They
+        change how the trials run, never the result.
 
     Returns
     -------
@@ -241,9 +252,10 @@ def coupling_noise(
             confidence, "confidence", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
         )
         z = float(stats.norm.ppf(confidence))
+    execution = merge_execution(options, _EXECUTION_DEFAULTS, n_jobs=n_jobs, progress=progress)
     sim = simulate(
-        _RepeatedRuns(mechanism, tau), pool, n_trials=2 * n_pairs, sampler=sampler,
-        n_jobs=n_jobs, rng=rng, progress=progress,
+        _RepeatedRuns(mechanism, tau), pool, n_trials=2 * n_pairs, sampler=sampler, rng=rng,
+        **execution,
     )
     d = sim.dim // tau
     runs = np.asarray(sim.outputs, dtype=np.float64).reshape(2 * n_pairs, tau, d)
@@ -329,6 +341,7 @@ def compare_randomized_noise(
     rng: RNGLike = None,
     n_jobs: int | None = None,
     progress: bool = False,
+    options: ExecutionOptions | None = None,
 ) -> RandomizedComparison:
     """Coupling bound vs "θ as part of the secret" on the same simulated runs.
 
@@ -339,7 +352,7 @@ def compare_randomized_noise(
         ``pacpriv.mechanisms.make_kmeans(n_clusters=3, randomized=True)``.
     pool : array or tuple
         Data pool, e.g. the iris features ``pacpriv.datasets.load_dataset("iris").X``.
-    mi_budget, n_pairs, tau, sampler, rng, n_jobs, progress :
+    mi_budget, n_pairs, tau, sampler, rng, n_jobs, progress, options :
         As :func:`coupling_noise`; ``tau >= 2`` here (to split the variance).
 
     Returns
@@ -359,7 +372,7 @@ def compare_randomized_noise(
     tau = check_int(tau, "tau", low=2)
     res = coupling_noise(
         mechanism, pool, mi_budget=mi_budget, n_pairs=n_pairs, tau=tau, sampler=sampler,
-        rng=rng, n_jobs=n_jobs, progress=progress,
+        rng=rng, n_jobs=n_jobs, progress=progress, options=options,
     )
     runs = res.runs
     spectrum = estimate_output_spectrum(runs.reshape(-1, res.dim))

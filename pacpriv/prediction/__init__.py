@@ -4,7 +4,7 @@
 pairs by default); a secret index ``J`` picks the world that answers. Each query is answered with
 Gaussian noise calibrated to the covariance of the world outputs under the *current* posterior
 over worlds, so the mutual information between ``J`` and all answers adds up linearly,
-``I(J; Y_1..Y_T) <= Σ_t b_t``, even when queries are chosen adaptively (MATH.md §6).
+``I(J; Y_1..Y_T) <= Σ_t b_t``, even when queries are chosen adaptively ([1]_, chain rule).
 
 :class:`PrivatePredictor` fits, answers and keeps a crash-safe state directory;
 :func:`create_app` (``pip install pacpriv[serve]``) serves it over HTTP with FastAPI.

@@ -1,4 +1,4 @@
-"""Posterior-tracked Gaussian noise for one query (MATH.md §6; Zhu, Sridhar & Devadas 2026).
+"""Posterior-tracked Gaussian noise for one query (Zhu, Sridhar & Devadas 2026 [1]_).
 
 One query ``q_t`` evaluated on all ``m`` worlds gives outputs ``o_j = f_j(q_t) ∈ R^d``. Under the
 current world posterior ``p`` (public: anyone who knows the worlds computes it from the
@@ -9,7 +9,7 @@ bounds ``I(J; Y_t | Y_<t) <= b_t`` (Gaussian maximum entropy, [PAC] Thm 3), so b
 finite mixture), not estimated: the bound needs no confidence level. The posterior is updated
 with ``log p_j += log N(y; o_j, Σ_B)`` and kept in log space.
 
-Derivation ([1]_; MATH.md §6). Chain rule: ``I(J; Y_1..Y_T) = Σ_t I(J; Y_t | Y_<t)``. Fix a
+Derivation ([1]_). Chain rule: ``I(J; Y_1..Y_T) = Σ_t I(J; Y_t | Y_<t)``. Fix a
 transcript ``y_<t``. The query ``q_t`` is a function of ``y_<t`` and of the adversary's own
 randomness (independent of ``J``), and given ``y_<t`` the index ``J`` is distributed as
 ``p_t`` — exactly the posterior tracked here, since the worlds, the sampler and every noise

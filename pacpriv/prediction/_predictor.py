@@ -1,4 +1,4 @@
-"""PAC-private prediction: answer adaptive queries from ``m`` world models (MATH.md §6).
+"""PAC-private prediction: answer adaptive queries from ``m`` world models [1]_.
 
 References
 ----------
@@ -63,7 +63,7 @@ def _output_fingerprint(output) -> Any:
 
 
 class PrivatePredictor:
-    """Answer a stream of (adaptive) queries with ``I(J; answers) <= Σ_t b_t`` (MATH.md §6).
+    """Answer a stream of (adaptive) queries with ``I(J; answers) <= Σ_t b_t`` [1]_.
 
     ``m`` worlds ``S_1..S_m`` are drawn from the pool by ``sampler`` and one model is fitted per
     world by :func:`pacpriv.pac.simulate` (parallel, checkpointed). A secret index ``J`` is drawn

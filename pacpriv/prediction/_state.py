@@ -78,6 +78,19 @@ def _diff(old, new, prefix: str = "") -> list[str]:
     return [] if old == new else [f"{prefix[:-1]} (state: {old!r}, now: {new!r})"]
 
 
+class _StateFile:
+    """Read-only attribute ``state.path / name`` of a :class:`StateDir`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, state: StateDir, owner: type | None = None) -> Path:
+        return state.path / self.name
+
+    def __set__(self, state: StateDir, value: object) -> None:
+        raise AttributeError(f"`{self.name}` path of a StateDir is read-only")
+
+
 class StateDir:
     """One state directory (see the module docstring). Holds no secret in its ``repr``."""
 
@@ -88,25 +101,11 @@ class StateDir:
         return f"StateDir({str(self.path)!r})"
 
     # -- files ---------------------------------------------------------------------------
-    @property
-    def config_path(self) -> Path:
-        return self.path / "config.json"
-
-    @property
-    def ledger_path(self) -> Path:
-        return self.path / "ledger.json"
-
-    @property
-    def secret_path(self) -> Path:
-        return self.path / "secret.json"
-
-    @property
-    def worlds_path(self) -> Path:
-        return self.path / "worlds.npz"
-
-    @property
-    def evaluator_path(self) -> Path:
-        return self.path / "evaluator.joblib"
+    config_path = _StateFile("config.json")
+    ledger_path = _StateFile("ledger.json")
+    secret_path = _StateFile("secret.json")
+    worlds_path = _StateFile("worlds.npz")
+    evaluator_path = _StateFile("evaluator.joblib")
 
     def exists(self) -> bool:
         """Whether a config was written (a predictor was created here)."""

@@ -10,8 +10,9 @@ index. The engine's mechanism returns a vector, so a world model is stored by co
 * a torch training function (:class:`pacpriv._adapters.TorchMechanism`): the engine's output is
   the trained parameter vector itself; a world's module is ``model_factory()`` loaded with it.
 
-The world set (masks, digests or parameters) is public in the threat model of MATH.md §6: only the
-index ``J`` of the world that answers is secret.
+The world set (masks, digests or parameters) is public in the threat model of Zhu, Sridhar &
+Devadas (Private Prediction via PAC Privacy, arXiv:2601.14033, 2026): only the index ``J`` of the
+world that answers is secret.
 """
 
 from __future__ import annotations

@@ -16,12 +16,7 @@ from pacpriv.dpsgd.trainer import _single_loss, train_dpsgd  # noqa: E402
 nn = torch.nn
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _naive_clipped_sum(model, loss_fn, X, y, C):

@@ -19,14 +19,7 @@ from pacpriv.dpsgd.trainer import (  # noqa: E402
     train_dpsgd,
 )
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny models on a shared 2-core machine: intra-op threads only add contention."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _mlp(d=5, h=7, k=3, seed=0, dtype=torch.float64):

@@ -19,7 +19,7 @@ def test_label_permutation_removed():
     raw = [KMeans(3, n_init=1, random_state=s).fit(BLOBS).cluster_centers_ for s in range(6)]
     orders = {tuple(np.argsort(c[:, 0])) for c in raw}
     assert len(orders) > 1  # scikit-learn's label order really does change with the seed
-    outs = [make_kmeans(n_clusters=3, random_state=s, n_init=1)(BLOBS) for s in range(6)]
+    outs = [make_kmeans(n_clusters=3, public_seed=s, n_init=1)(BLOBS) for s in range(6)]
     for out in outs[1:]:
         np.testing.assert_allclose(out, outs[0], rtol=1e-10)
 
@@ -84,7 +84,7 @@ def test_randomized_seed_matches_sklearn_with_drawn_seed():
     X = load_iris().data
     f = make_kmeans(n_clusters=3, n_init=1, randomized=True)
     seed = int(np.random.default_rng(4).integers(0, 2**31 - 1))
-    g = make_kmeans(n_clusters=3, n_init=1, random_state=seed)
+    g = make_kmeans(n_clusters=3, n_init=1, public_seed=seed)
     np.testing.assert_array_equal(f(X, rng=np.random.default_rng(4)), g(X))
 
 
