@@ -7,6 +7,7 @@ Data flow: sampler → :func:`simulate` (Monte-Carlo engine) → :func:`estimate
 
 from pacpriv._deprecation import deprecated_names
 from pacpriv.pac import posterior as _posterior
+from pacpriv.pac._rules import Algorithm1
 from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise, calibrate_variance_only
 from pacpriv.pac.confidence import confidence_for_trials, trials_for_confidence
 from pacpriv.pac.covariance import (
@@ -81,6 +82,7 @@ __all__ = [
     "streaming_moments",
     # noise calibration and release
     "RULES",
+    "Algorithm1",
     "NoisePlan",
     "calibrate_noise",
     "calibrate_variance_only",

@@ -379,3 +379,53 @@ def rule_info(rule) -> RuleInfo:
     if not isinstance(rule, str) or rule not in RULE_TABLE:
         raise ValueError(f"`rule` must be one of {tuple(RULE_TABLE)}; got {rule!r}.")
     return RULE_TABLE[rule]
+
+
+@dataclass(frozen=True)
+class Algorithm1:
+    """Algorithm 1 of Xiao & Devadas (CRYPTO 2023) with its parameters, usable as ``rule=``.
+
+    ``rule=Algorithm1(confidence=0.95, c=1e-3, beta=0.25, output_bound=1.0)`` is the same as
+    ``rule="algorithm1", confidence=0.95, c=1e-3, beta=0.25, output_bound=1.0`` in
+    :func:`~pacpriv.pac.calibration.calibrate_noise` and :func:`~pacpriv.pac.job.run_pac`: the
+    parameters travel with the rule instead of widening every signature.
+
+    Attributes
+    ----------
+    confidence : float
+        Required ``1 − γ`` in ``(0, 1)``.
+    c : float
+        Eigenvalue threshold ``c > 0``.
+    beta : float
+        Slack ``β > 0`` in nats (the claim is ``MI <= v + β``).
+    output_bound : float
+        ``r > 0`` with ``||f(X)||₂ <= r``.
+    """
+
+    confidence: float
+    c: float
+    beta: float
+    output_bound: float
+
+    name = "algorithm1"
+
+    def parameters(self) -> dict:
+        """The keyword parameters of the rule."""
+        return {"confidence": self.confidence, "c": self.c, "beta": self.beta,
+                "output_bound": self.output_bound}
+
+
+def unpack_rule(rule, **given):
+    """``(name, parameters)`` from a rule name plus keyword parameters, or a rule object.
+
+    A rule object (:class:`Algorithm1`) supplies its own parameters; giving one of them again as
+    a keyword raises ``TypeError``. Keywords that are None are dropped.
+    """
+    given = {k: v for k, v in given.items() if v is not None}
+    if isinstance(rule, Algorithm1):
+        clash = sorted(set(given) & set(rule.parameters()))
+        if clash:
+            raise TypeError(f"{clash} are given twice: by the Algorithm1 rule object and as "
+                            "keywords; give them once.")
+        return rule.name, {**given, **rule.parameters()}
+    return rule, given

@@ -98,8 +98,9 @@ def calibrate_noise(
         Estimated (or known) output covariance spectrum.
     mi_budget : float
         Budget ``v > 0`` in nats.
-    rule : {"anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1"}
-        The rules of :data:`SPECTRUM_RULES` (the default ``"certified"`` rule of
+    rule : {"anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1"} or Algorithm1
+        A rule name, or an :class:`~pacpriv.pac._rules.Algorithm1` object carrying its
+        parameters. The rules of :data:`SPECTRUM_RULES` (the default ``"certified"`` rule of
         :func:`~pacpriv.pac.job.run_pac` needs the outputs: see
         :func:`~pacpriv.pac.certificate.certify_noise`). All but ``"algorithm1"`` are
         **plug-in estimates**: they meet the budget for the estimated ``Σ``.
@@ -161,6 +162,10 @@ def calibrate_noise(
     if not isinstance(spectrum, OutputSpectrum):
         raise TypeError(f"`spectrum` must be an OutputSpectrum; got {type(spectrum).__name__}.")
     v = _check_budget(mi_budget)
+    rule, given = _rules.unpack_rule(rule, confidence=confidence, c=c, beta=beta,
+                                     output_bound=output_bound)
+    confidence, c, beta, output_bound = (given.get(k) for k in
+                                         ("confidence", "c", "beta", "output_bound"))
     info = _rules.rule_info(rule)
     if info.source != "spectrum":
         raise ValueError(

@@ -363,7 +363,8 @@ def run_pac(
         Distribution of the secret subset (None: Poisson with ``sampling_rate=0.5``).
     rule : {"certified", "anisotropic", "isotropic", "variance-only", "exact-mi", \
 "algorithm1", "asymptotic-t"}, default "certified"
-        Noise rule (:data:`pacpriv.pac._rules.RULE_TABLE`). ``"certified"``
+        Noise rule (:data:`pacpriv.pac._rules.RULE_TABLE`), or an
+        :class:`~pacpriv.pac._rules.Algorithm1` object carrying its parameters. ``"certified"``
         (:func:`pacpriv.pac.certificate.certify_noise`) meets the budget for the true
         covariance of the released (clipped) mechanism with probability ``confidence``; the
         plug-in rules (:func:`pacpriv.pac.calibration.calibrate_noise`) meet it for the
@@ -420,6 +421,10 @@ def run_pac(
     """
     mi_budget = check_real(mi_budget, "mi_budget", low=0, low_inclusive=False)
     n_trials = check_int(n_trials, "n_trials", low=2)
+    rule, unpacked = _rules.unpack_rule(rule, confidence=confidence, c=c, beta=beta,
+                                        output_bound=output_bound)
+    confidence, c, beta, output_bound = (unpacked.get(k) for k in
+                                         ("confidence", "c", "beta", "output_bound"))
     if rule not in RULES:
         raise ValueError(f"`rule` must be one of {', '.join(RULES)}; got {rule!r}.")
     info = _rules.rule_info(rule)

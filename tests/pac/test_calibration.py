@@ -307,3 +307,17 @@ def test_error_variances():
         calibrate_variance_only(np.ones((2, 2)), mi_budget=0.5)
     with pytest.raises(ValueError, match=r"`variances` must be in \[0.0, inf\)"):
         calibrate_variance_only([-1.0], mi_budget=0.5)
+
+
+def test_algorithm1_rule_object_equals_the_keywords():
+    """Algorithm 1's parameters travel with the rule (issue 9 item 4)."""
+    from pacpriv.pac import Algorithm1
+
+    spec = estimate_output_spectrum(np.random.default_rng(3).uniform(-0.5, 0.5, size=(400, 3)))
+    kwargs = {"confidence": 0.5, "c": 0.5, "beta": 0.25, "output_bound": 1.0}
+    by_name = calibrate_noise(spec, mi_budget=0.25, rule="algorithm1", **kwargs)
+    by_object = calibrate_noise(spec, mi_budget=0.25, rule=Algorithm1(**kwargs))
+    assert by_object.rule == "algorithm1"
+    np.testing.assert_array_equal(by_object.noise_std, by_name.noise_std)
+    with pytest.raises(TypeError, match="given twice"):
+        calibrate_noise(spec, mi_budget=0.25, rule=Algorithm1(**kwargs), c=1e-3)
