@@ -8,6 +8,7 @@ subset and returns the named fitted parameters, flattened. torch is imported onl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,64 @@ import numpy as np
 from pacpriv._optional import import_torch
 from pacpriv.pac._mechanism import accepts_rng
 
-__all__ = ["EstimatorMechanism", "TorchMechanism", "sort_rows"]
+__all__ = ["EstimatorMechanism", "TorchMechanism", "fitted_value", "sort_rows"]
+
+_PART = re.compile(r"^(\w*)((?:\[-?\d+\])*)$")
+
+
+def _is_step(obj: Any) -> bool:
+    return isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], str)
+
+
+def fitted_value(model: Any, path: str | Callable[[Any], Any]) -> np.ndarray:
+    """A fitted value of ``model`` named by ``path``.
+
+    Parameters
+    ----------
+    model : fitted estimator
+    path : str or callable
+        An attribute (``"coef_"``), an attribute path with indexing (``"steps[-1].coef_"``,
+        ``"[-1].coef_"``, ``"named_steps.clf.coef_"``; a ``(name, estimator)`` pipeline step
+        stands for its estimator), or a callable ``path(model) -> array``. A plain attribute
+        that a scikit-learn ``Pipeline`` lacks is read from its last step.
+
+    Returns
+    -------
+    ndarray
+
+    Raises
+    ------
+    AttributeError
+        If the path does not exist on the fitted model (the message names the path).
+    ValueError
+        If ``path`` is malformed.
+    """
+    if callable(path):
+        return np.asarray(path(model))
+    if "." not in path and "[" not in path and not hasattr(model, path) \
+            and hasattr(model, "steps"):
+        return fitted_value(model, f"[-1].{path}")  # Pipeline: the final estimator
+    obj = model
+    for part in path.split("."):
+        m = _PART.match(part)
+        if m is None or not (m.group(1) or m.group(2)):
+            raise ValueError(f"attribute path {path!r}: cannot read {part!r} (use names, "
+                             "dots and [index], e.g. 'steps[-1].coef_').")
+        name, indexes = m.group(1), m.group(2)
+        if name:
+            if not hasattr(obj, name):
+                raise AttributeError(f"fitted {type(obj).__name__} has no attribute {name!r} "
+                                     f"(from attribute path {path!r}).")
+            obj = getattr(obj, name)
+        for index in re.findall(r"-?\d+", indexes):
+            try:
+                obj = obj[int(index)]
+            except (IndexError, KeyError, TypeError) as err:
+                raise AttributeError(f"attribute path {path!r}: cannot index "
+                                     f"{type(obj).__name__} with [{index}] ({err}).") from None
+            if _is_step(obj):
+                obj = obj[1]
+    return np.asarray(obj)
 
 
 def sort_rows(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -49,9 +107,12 @@ class EstimatorMechanism:
     ----------
     estimator : sklearn estimator
         Template, never fitted itself: each call uses ``sklearn.base.clone(estimator)``.
-    attributes : tuple of str
-        Fitted attributes to output (e.g. ``("coef_", "intercept_")``,
-        ``("cluster_centers_",)``), flattened in C order and concatenated.
+    attributes : tuple of str or callable
+        Fitted values to output (e.g. ``("coef_", "intercept_")``, ``("cluster_centers_",)``),
+        flattened in C order and concatenated. Each is an attribute, an attribute path into a
+        scikit-learn ``Pipeline`` (``"steps[-1].coef_"``, ``"named_steps.clf.coef_"``; a plain
+        name missing on a pipeline is read from its last step), or a callable
+        ``extract(fitted_model) -> array`` (:func:`fitted_value`).
     supervised : bool
         ``True``: the subset is ``(X, y)`` and ``fit(X, y)`` is called; ``False``: ``fit(X)``
         with ``X = subset`` (or ``subset[0]`` for a tuple).
@@ -71,7 +132,7 @@ class EstimatorMechanism:
     """
 
     estimator: Any
-    attributes: tuple[str, ...] = ("coef_", "intercept_")
+    attributes: tuple[str | Callable[[Any], Any], ...] = ("coef_", "intercept_")
     supervised: bool = True
     canonicalize: Callable[[list[np.ndarray]], Sequence[Any]] | None = None
 
@@ -94,13 +155,7 @@ class EstimatorMechanism:
         else:
             X = subset[0] if isinstance(subset, tuple) else subset
             model.fit(np.asarray(X))
-        values = []
-        for name in self.attributes:
-            if not hasattr(model, name):
-                raise AttributeError(
-                    f"fitted {type(model).__name__} has no attribute {name!r} (from `attributes`)."
-                )
-            values.append(np.asarray(getattr(model, name)))
+        values = [fitted_value(model, name) for name in self.attributes]
         if self.canonicalize is not None:
             values = list(self.canonicalize(values))
         return _flatten(values)

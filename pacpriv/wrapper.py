@@ -279,7 +279,7 @@ def pac_private(
 
 def from_estimator(
     estimator: Any,
-    attributes: Sequence[str] = ("coef_", "intercept_"),
+    attributes: Sequence[str | Callable[[Any], Any]] = ("coef_", "intercept_"),
     *,
     supervised: bool = True,
     canonicalize: Callable[[list[np.ndarray]], Sequence[Any]] | None = None,
@@ -290,8 +290,11 @@ def from_estimator(
     ----------
     estimator : sklearn estimator
         Unfitted template (cloned on every call; the adapter is picklable).
-    attributes : sequence of str, default ``("coef_", "intercept_")``
-        Fitted attributes, flattened and concatenated (e.g. ``("cluster_centers_",)``).
+    attributes : sequence of str or callable, default ``("coef_", "intercept_")``
+        Fitted attributes, flattened and concatenated (e.g. ``("cluster_centers_",)``). For a
+        scikit-learn ``Pipeline``, a plain name is read from the last step, or give a path
+        (``"steps[-1].coef_"``, ``"named_steps.clf.coef_"``) or a callable
+        ``extract(fitted_model) -> array`` (:func:`pacpriv._adapters.fitted_value`).
     supervised : bool, default True
         ``fit(X, y)`` on a subset ``(X, y)``; ``False``: ``fit(X)``.
     canonicalize : callable, optional
@@ -302,11 +305,12 @@ def from_estimator(
     EstimatorMechanism
         ``f(subset, *, rng=None) -> ndarray of shape (d,)``; wrap it with :func:`pac_private`.
     """
-    if isinstance(attributes, str):
+    if isinstance(attributes, str) or callable(attributes):
         attributes = (attributes,)
     attributes = tuple(attributes)
-    if not attributes or not all(isinstance(a, str) for a in attributes):
-        raise ValueError(f"`attributes` must be a non-empty sequence of str; got {attributes!r}.")
+    if not attributes or not all(isinstance(a, str) or callable(a) for a in attributes):
+        raise ValueError("`attributes` must be a non-empty sequence of str or callables; got "
+                         f"{attributes!r}.")
     if not hasattr(estimator, "fit") or not hasattr(estimator, "get_params"):
         raise TypeError(
             f"`estimator` must be a scikit-learn estimator; got {type(estimator).__name__}."

@@ -26,7 +26,7 @@ LEAVES = (
     "pacpriv._deprecation",
     "pacpriv.threat_models",
     "pacpriv.cli._args",
-    "pacpriv.report.format",
+    "pacpriv._numbers",
     "pacpriv.report.markdown",
 )
 

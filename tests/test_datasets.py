@@ -105,15 +105,17 @@ def test_csv_non_numeric_reports_line(tmp_path):
     """A non-numeric feature value names the file, line and column."""
     path = tmp_path / "bad.csv"
     path.write_text("a,b\n1,2\n3,oops\n")
-    with pytest.raises(ValueError, match=r"line 3, column 2: non-numeric value 'oops'"):
+    with pytest.raises(ValueError, match=r"line 3, column 2: non-numeric value; ") as err:
         load_dataset(path)
+    assert "oops" not in str(err.value)  # a record's value stays out of messages (and logs)
+    assert "pass --label-column b" in str(err.value)
 
 
 @pytest.mark.parametrize(
     ("text", "kwargs", "match"),
     [
         # an empty field is a non-numeric value, not a silent NaN
-        ("1,2\n3,\n", {}, r"line 2, column 2: non-numeric value ''"),
+        ("1,2\n3,\n", {}, r"line 2, column 2: empty value"),
         ("1,2\n3,nan\n", {}, "non-finite value 'nan'"),  # NaN/inf features are refused
         ("1,2\n3,4,5\n", {}, "line 2: expected 2 fields, found 3"),  # ragged rows
         ("", {}, "is empty"),
@@ -129,6 +131,15 @@ def test_bad_csv_is_refused(tmp_path, text, kwargs, match):
     path.write_text(text)
     with pytest.raises(ValueError, match=match):
         load_dataset(path, **kwargs)
+
+
+def test_csv_other_delimiter_is_hinted(tmp_path):
+    """A ';'-separated file read with ',' says which delimiter to pass."""
+    path = tmp_path / "semi.csv"
+    path.write_text("a;b\n1;2\n3;4\n")
+    with pytest.raises(ValueError, match=r"pass --delimiter ';'"):
+        load_dataset(path)
+    assert load_dataset(path, delimiter=";").X.tolist() == [[1.0, 2.0], [3.0, 4.0]]
 
 
 def test_label_name_not_in_header(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 
 import pacpriv.report.builder
 from pacpriv import report as report_mod
+from pacpriv._numbers import format_bound
 from pacpriv.pac.job import run_pac
 from pacpriv.report import ARRAY_LIMIT, build_report, write_report
 from pacpriv.report.html import render_html
@@ -200,7 +201,8 @@ def test_dpsgd_spec_renders_with_figure():
     assert len(parsed.imgs()) == 1
     _assert_self_contained(parsed)
     bound = spec.membership_inference_accuracy_bound().accuracy
-    assert f"{bound:.6g}" in parsed.text  # the section's numbers are shown
+    # the section's numbers are shown, rounded upward (a bound never looks lower)
+    assert format_bound(bound, 6, side="up") in parsed.text
     again = _Page(render_html(json.loads(json.dumps(build_report(spec)))))  # from JSON alone
     assert len(again.imgs()) == 1
 
@@ -287,4 +289,4 @@ def test_report_json_stores_the_eigenvalues_once(result):
     assert "top_eigenvalues" not in text and "eigenvalues_top" not in text
     top = [float(v) for v in result.spectrum.eigenvalues[:3]]
     assert rep["spectrum"]["eigenvalues"][:3] == top
-    assert "Top eigenvalues: " in report_mod.to_markdown(rep)
+    assert "| top eigenvalues | [" in report_mod.to_markdown(rep)

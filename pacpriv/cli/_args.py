@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["UsageError", "number", "print_rows", "report_formats"]
+__all__ = ["HelpFormatter", "UsageError", "number", "print_rows", "report_formats"]
 
 
 class UsageError(Exception):
@@ -22,8 +23,27 @@ def number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's defaults formatter, quiet where the default says nothing: no
+    ``(default: None)``/``(default: False)``, and nothing added when the help text already
+    states its default."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False) or action.required:
+            return text
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with the one-line error contract: ``pacpriv: error: ...``, exit status 2."""
+    """argparse with the one-line error contract: ``pacpriv: error: ...``, exit status 2,
+    and :class:`HelpFormatter` (defaults shown) for every command."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+        # values such as `-3:3` or `-1e-3` are values, not options (no flag starts with a digit)
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str):
         self.exit(2, f"pacpriv: error: {message} (see '{self.prog} --help')\n")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import sys
 
 from pacpriv import _json
-from pacpriv.cli._args import number, report_formats
+from pacpriv.cli._args import UsageError, number, report_formats
+from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
 from pacpriv.compare import compare_pac_dpsgd
 from pacpriv.compare.run import COMPARISON_RULES
 from pacpriv.pac.calibration import DEFAULT_RULE
@@ -26,7 +28,9 @@ def add_parser(subparsers, name: str) -> None:
         ),
     )
     p.add_argument("--dataset", default="breast_cancer",
-                   help="bundled classification dataset or .csv/.npz path (default breast_cancer)")
+                   help="bundled classification dataset or .csv/.npy/.npz path (a file needs "
+                   "--label-column; default breast_cancer)")
+    add_dataset_arguments(p)
     p.add_argument("--target-accuracy", type=number, default=0.6,
                    help="membership-inference accuracy bound a in (0.5, 1) (default 0.6)")
     p.add_argument("--trials", type=int, default=500, help="PAC simulations (>= 2, default 500)")
@@ -49,10 +53,13 @@ def add_parser(subparsers, name: str) -> None:
                    "(default 10)")
     p.add_argument("--public-seed", type=int, default=0,
                    help="public seed of the initialisation and the PAC batch order (default 0)")
-    p.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
+    p.add_argument("--n-jobs", type=int, default=None,
+                   help=f"parallel workers of the PAC simulation (default 1: sequential; -1: all "
+                   f"{available_cpus()} CPU(s) this process may use; more is capped)")
     p.add_argument("--seed", type=int, default=None,
                    help="root seed (default: fresh OS entropy, recorded in the report)")
-    p.add_argument("--out", default="pacpriv-compare", help="output directory")
+    p.add_argument("--out", default="pacpriv-compare",
+                   help="output directory (created; must be writable)")
     p.add_argument("--format", dest="formats", default="json,md,html",
                    help="comma-separated report formats among json, md, html")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -62,8 +69,15 @@ def add_parser(subparsers, name: str) -> None:
 
 def _compare(args) -> int:
     formats = report_formats(args.formats)
+    if args.n_jobs == 0:
+        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    out = check_output_dir(args.out, "--out")
+    n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
+    if cap_note:
+        print(f"pacpriv: note: {cap_note}", file=sys.stderr)
+    dataset = load_cli_dataset(args)
     result = compare_pac_dpsgd(
-        args.dataset,
+        dataset,
         target_accuracy=args.target_accuracy,
         epochs=args.epochs,
         steps_per_epoch=args.steps_per_epoch,
@@ -74,13 +88,12 @@ def _compare(args) -> int:
         rule=args.rule,
         exact=not args.no_exact,
         public_seed=args.public_seed,
-        n_jobs=args.n_jobs,
+        n_jobs=n_jobs,
         rng=args.seed,
         progress=not args.no_progress,
         per_record_trials=args.per_record_trials,
         per_record_records=args.per_record_records,
     )
-    out = Path(args.out)
     paths = write_report(result.pac_result.with_sections(result.report_section()), out,
                          formats=formats)
     paths["comparison"] = out / "comparison.json"

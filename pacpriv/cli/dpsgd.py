@@ -8,6 +8,8 @@ import math
 import numpy as np
 
 from pacpriv import _json
+from pacpriv._numbers import format_bound, format_percent
+from pacpriv.cli._args import UsageError, number
 from pacpriv.dpsgd import (
     calibrate_noise_multiplier,
     compare_accountants,
@@ -18,12 +20,15 @@ from pacpriv.dpsgd import (
 
 
 def _common(p: argparse.ArgumentParser, *, sigma: bool, target: bool) -> None:
-    p.add_argument("--steps-per-epoch", type=int, required=True, help="M, steps per epoch")
-    p.add_argument("--epochs", type=int, required=True, help="E, number of epochs")
+    p.add_argument("--steps-per-epoch", type=int, required=True,
+                   help="M, steps per epoch (>= 1)")
+    p.add_argument("--epochs", type=int, required=True, help="E, number of epochs (>= 1)")
     if sigma:
-        p.add_argument("--noise-multiplier", type=float, required=True, help="sigma > 0")
+        p.add_argument("--noise-multiplier", type=number, required=True,
+                       help="noise multiplier sigma > 0")
     if target:
-        p.add_argument("--target-accuracy", type=float, required=True, help="in (0.5, 1)")
+        p.add_argument("--target-accuracy", type=number, required=True,
+                       help="membership-inference accuracy bound in (0.5, 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -42,9 +47,9 @@ def _bound(args) -> int:
         args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs
     )
     return _emit(args, b.to_dict(), [
-        ("membership-inference accuracy bound", f"{b.accuracy:.6f}"
-         + (" (vacuous)" if b.vacuous else "")),
-        ("ln(1 + chi^2)", f"{b.log1p_chi_square:.6g}"),
+        ("membership-inference accuracy bound",
+         format_bound(b.accuracy, 6, side="up", vacuous=bool(b.vacuous))),
+        ("ln(1 + chi^2)", format_bound(b.log1p_chi_square, 6, side="up")),
     ])
 
 
@@ -53,13 +58,17 @@ def _sigma(args) -> int:
     if args.method == "closed-form":
         s = noise_multiplier_for_accuracy(args.target_accuracy, **kw)
         return _emit(args, {"noise_multiplier": s, "method": "closed-form"},
-                     [("noise multiplier (closed form)", f"{s:.6f}")])
+                     [("noise multiplier (closed form)", format_bound(s, 8, side="up"))])
     r = calibrate_noise_multiplier(args.target_accuracy, **kw, rtol=args.rtol)
     return _emit(args, r.to_dict(), [
-        ("noise multiplier (exact, certified)", f"{r.noise_multiplier:.6f}"),
-        ("noise multiplier (closed form)", f"{r.closed_form_noise_multiplier:.6f}"),
-        ("noise saving", f"{100 * r.noise_saving:.1f}%"),
-        ("certified accuracy at sigma", f"[{r.accuracy.lower:.6f}, {r.accuracy.upper:.6f}]"),
+        # a sigma is shown rounded up (more noise is the safe side), an interval outward
+        ("noise multiplier (exact, certified)", format_bound(r.noise_multiplier, 8, side="up")),
+        ("noise multiplier (closed form)",
+         format_bound(r.closed_form_noise_multiplier, 8, side="up")),
+        ("noise saving", format_percent(r.noise_saving, 1, side="down")),
+        ("certified accuracy at sigma",
+         f"[{format_bound(r.accuracy.lower, 6, side='down')}, "
+         f"{format_bound(r.accuracy.upper, 6, side='up')}]"),
     ])
 
 
@@ -98,7 +107,7 @@ def _up(x) -> str:
 
 def _compare(args) -> int:
     if args.noise_multiplier is None and args.target_accuracy is None:
-        raise ValueError("give --noise-multiplier and/or --target-accuracy")
+        raise UsageError("give --noise-multiplier and/or --target-accuracy")
     t = compare_accountants(
         steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
         noise_multiplier=args.noise_multiplier, target_accuracy=args.target_accuracy,
@@ -124,7 +133,7 @@ def add_parser(subparsers, name: str) -> None:
     s.add_argument("--method", choices=["closed-form", "exact"], default="closed-form",
                    help="closed-form chi-square inverse (instant) or the smallest sigma whose "
                    "certified exact accuracy is <= target (seconds; default closed-form)")
-    s.add_argument("--rtol", type=float, default=1e-3,
+    s.add_argument("--rtol", type=number, default=1e-3,
                    help="relative tolerance of the exact sigma search (default 1e-3)")
     s.set_defaults(handler=_sigma)
     e = sub.add_parser("exact", help="certified exact accuracy interval (one or more sigma)")
@@ -137,10 +146,10 @@ def add_parser(subparsers, name: str) -> None:
     c = sub.add_parser("compare", help="all accountants on the accuracy axis")
     c.add_argument("--steps-per-epoch", type=int, required=True, help="M, steps per epoch")
     c.add_argument("--epochs", type=int, required=True, help="E, number of epochs")
-    c.add_argument("--noise-multiplier", type=float, default=None,
+    c.add_argument("--noise-multiplier", type=number, default=None,
                    help="sigma at which to evaluate every method (default: the exact sigma "
                    "for --target-accuracy)")
-    c.add_argument("--target-accuracy", type=float, default=None,
+    c.add_argument("--target-accuracy", type=number, default=None,
                    help="target accuracy in (0.5, 1): each method's sigma for it")
     c.add_argument("--search-published", action="store_true",
                    help="also search sigma with the published accountants (slow)")

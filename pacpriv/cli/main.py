@@ -13,6 +13,8 @@ status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -23,6 +25,7 @@ from pacpriv.cli import dpsgd as _dpsgd_group
 from pacpriv.cli import pac as _pac_group
 from pacpriv.cli import predict as _predict_group
 from pacpriv.cli._args import UsageError, _Parser, number
+from pacpriv.cli._resources import shutdown_workers
 from pacpriv.exceptions import BudgetExceededError, CalibrationError, MechanismError
 
 __all__ = ["GROUPS", "UsageError", "build_parser", "main", "number"]
@@ -52,17 +55,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_NUMPY_SCALAR = re.compile(r"np\.(?:float|int|bool_?)\d*\(([^()]*)\)")
+
+
 def _one_line(exc: BaseException) -> str:
     msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-    text = " ".join(str(msg).split())
+    text = _NUMPY_SCALAR.sub(r"\1", " ".join(str(msg).split()))  # no np.float64(...)
     cause = exc.__cause__
     if cause is not None and str(cause) and str(cause) not in text:
         text += f" (caused by {type(cause).__name__}: {' '.join(str(cause).split())})"
     return text
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"pacpriv: warning: {message}", file=sys.stderr if file is None else file)
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _print_warnings(caught: list) -> None:
+    """Print each kind of warning once: messages that differ only in their numbers are one
+    kind, shown with the first message and a count."""
+    kinds: dict[tuple, list[str]] = {}
+    for w in caught:
+        text = " ".join(str(w.message).split())
+        kinds.setdefault((w.category, _NUMBER.sub("#", text)), []).append(text)
+    for texts in kinds.values():
+        more = f" (and {len(texts) - 1} more like it)" if len(texts) > 1 else ""
+        print(f"pacpriv: warning: {texts[0]}{more}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,21 +90,50 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    previous = warnings.showwarning
-    warnings.showwarning = _show_warning
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            return _dispatch(args, _flags_of(parser))
+        finally:
+            _print_warnings(caught)
+
+
+def _flags_of(parser: argparse.ArgumentParser) -> set[str]:
+    flags: set[str] = set()
+    for action in parser._actions:
+        flags.update(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                flags |= _flags_of(sub)
+    return flags
+
+
+def _as_flags(text: str, flags: set[str]) -> str:
+    """Name the flag the user typed: `steps_per_epoch` -> --steps-per-epoch."""
+    def repl(m: re.Match) -> str:
+        flag = "--" + m.group(1).replace("_", "-")
+        return flag if flag in flags else m.group(0)
+
+    return re.sub(r"`([a-z][a-z0-9_]*)`", repl, text)
+
+
+def _dispatch(args, flags: set[str]) -> int:
     try:
         return int(args.handler(args) or 0)
     except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as exc:
-        print(f"pacpriv: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 2
     except (MechanismError, CalibrationError, BudgetExceededError) as exc:
-        print(f"pacpriv: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say
+        sys.stdout = open(os.devnull, "w")  # no flush error at exit
+        return 0
     except KeyboardInterrupt:
-        print("pacpriv: interrupted (finished trials are kept in the checkpoint)", file=sys.stderr)
+        shutdown_workers()
+        kept = ("finished trials are kept in --checkpoint" if getattr(args, "checkpoint", None)
+                else "pass --checkpoint DIR to keep finished trials next time")
+        print(f"pacpriv: interrupted; workers stopped ({kept})", file=sys.stderr)
         return 130
-    finally:
-        warnings.showwarning = previous
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
+import re
+import sys
 
 from pacpriv import _json
+from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import UsageError, number, print_rows, report_formats
+from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._user import (
+    add_dataset_arguments,
+    explain_mechanism_error,
+    load_cli_dataset,
+    resolve_cli_mechanism,
+    scheduler_context,
+)
 from pacpriv.cli.pac_records import add_records_parser
-from pacpriv.datasets import BUNDLED_DATASETS, load_dataset
+from pacpriv.datasets import BUNDLED_DATASETS
 from pacpriv.pac._rules import RULE_TABLE
 from pacpriv.pac.calibration import DEFAULT_RULE, RULES
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posterior_success_rate
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
-from pacpriv.registry import available_mechanisms, resolve_mechanism
+from pacpriv.registry import available_mechanisms
 from pacpriv.report import write_report
+from pacpriv.report.layout import posterior_command
+
+#: ``--backend`` choices.
+BACKENDS = ("loky", "threading", "multiprocessing", "sequential", "dask", "ray")
 
 
 def _strict_rows(rows: list[dict]) -> str:
@@ -47,11 +61,7 @@ def add_parser(subparsers, name: str) -> None:
         required=True,
         help=f"bundled dataset ({', '.join(BUNDLED_DATASETS)}) or a .csv/.npy/.npz path",
     )
-    run.add_argument(
-        "--label-column",
-        default=None,
-        help="label column of a .csv/.npy dataset (index or header name)",
-    )
+    add_dataset_arguments(run)
     run.add_argument(
         "--mi-budget",
         type=number,
@@ -64,7 +74,8 @@ def add_parser(subparsers, name: str) -> None:
         default=None,
         help="alternatively: membership-inference accuracy bound a in (0.5, 1); v = ln 2 - H(a)",
     )
-    run.add_argument("--trials", type=int, default=1000, help="number of simulated subsets (>= 2)")
+    run.add_argument("--trials", type=int, default=1000,
+                     help="number of simulated subsets (>= 2)")
     run.add_argument(
         "--sampler",
         default="poisson",
@@ -74,8 +85,9 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--sampling-rate",
         type=number,
-        default=0.5,
-        help="Poisson sampling rate in (0, 1) (default 0.5: membership prior 1/2)",
+        default=None,
+        help="Poisson sampling rate in (0, 1), --sampler poisson only (default 0.5: "
+        "membership prior 1/2)",
     )
     run.add_argument(
         "--subset-size", type=int, default=None, help="subset size for --sampler fixed"
@@ -100,10 +112,12 @@ def add_parser(subparsers, name: str) -> None:
         "oracle square-root rule needs (default 1.2; see 'pacpriv pac trials')",
     )
     run.add_argument(
-        "--c", type=number, default=None, help="Algorithm 1 eigenvalue threshold c"
+        "--c", type=number, default=None,
+        help="Algorithm 1 eigenvalue threshold c (needed by --rule algorithm1)"
     )
     run.add_argument(
-        "--beta", type=number, default=None, help="Algorithm 1 slack beta (nats)"
+        "--beta", type=number, default=None,
+        help="Algorithm 1 slack beta in nats (needed by --rule algorithm1)"
     )
     run.add_argument(
         "--output-bound",
@@ -112,8 +126,19 @@ def add_parser(subparsers, name: str) -> None:
         help="public bound r on ||f(X)||_2 (certified: clip radius and minimum noise for "
         "constant outputs; algorithm1: required)",
     )
-    run.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
-    run.add_argument("--backend", default=None, help="joblib backend (loky, threading, dask, ray)")
+    cpus = available_cpus()
+    run.add_argument(
+        "--n-jobs", type=int, default=None,
+        help=f"parallel workers (default 1: sequential; -1: all {cpus} CPU(s) this process may "
+        f"use; more than {cpus} is capped on a local backend)",
+    )
+    run.add_argument("--backend", default=None, choices=BACKENDS,
+                     help="joblib backend (default: loky processes when --n-jobs > 1)")
+    run.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                     help="Dask scheduler address (e.g. tcp://host:8786), with --backend dask")
+    run.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                     help="Ray cluster address (e.g. ray://host:10001 or auto), "
+                     "with --backend ray")
     run.add_argument(
         "--seed",
         type=int,
@@ -131,9 +156,10 @@ def add_parser(subparsers, name: str) -> None:
         "--checkpoint", default=None, help="checkpoint directory (resume after interrupt)"
     )
     run.add_argument(
-        "--retries", type=int, default=0, help="retries of a failing trial (same seed)"
+        "--retries", type=int, default=0, help="retries of a failing trial (same seed, >= 0)"
     )
-    run.add_argument("--timeout", type=number, default=None, help="per-trial timeout (s)")
+    run.add_argument("--timeout", type=number, default=None,
+                     help="per-trial timeout in seconds (> 0; default: none)")
     run.add_argument(
         "--out", default="pacpriv-report", help="report directory (default pacpriv-report)"
     )
@@ -147,16 +173,27 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument("--json", action="store_true", help="print the report JSON to stdout")
     run.set_defaults(handler=_run)
 
-    post = sub.add_parser("posterior", help="MI budget (nats) -> posterior success bound")
-    post.add_argument("--mi-budget", type=number, required=True, nargs="+")
-    post.add_argument("--prior", type=number, default=0.5)
-    post.add_argument("--json", action="store_true")
+    post = sub.add_parser(
+        "posterior", help="MI budget (nats) -> posterior success bound",
+        description="Posterior success bound of any adversary for an MI budget (KL inversion, "
+        "Xiao & Devadas 2023, Thm 1). The report of `pac run` prints the exact command that "
+        "reproduces its headline.")
+    post.add_argument("--mi-budget", type=number, required=True, nargs="+", metavar="NATS",
+                      help="mutual-information budget(s) v in nats (> 0)")
+    post.add_argument("--prior", type=number, default=0.5,
+                      help="blind-guess success rate p0 in [0.5, 1): max(q, 1 - q) for "
+                      "inclusion probability q")
+    post.add_argument("--json", action="store_true", help="print JSON instead of a table")
     post.set_defaults(handler=_posterior)
 
-    bud = sub.add_parser("budget", help="target membership-inference accuracy -> MI budget (nats)")
-    bud.add_argument("--target-accuracy", type=number, required=True, nargs="+")
-    bud.add_argument("--prior", type=number, default=0.5)
-    bud.add_argument("--json", action="store_true")
+    bud = sub.add_parser("budget", help="target membership-inference accuracy -> MI budget (nats)",
+                         description="MI budget v = KL(Bern(a) || Bern(p0)) for a target "
+                         "posterior success rate a (Xiao & Devadas 2023, Thm 1).")
+    bud.add_argument("--target-accuracy", type=number, required=True, nargs="+", metavar="A",
+                     help="target posterior success rate(s) a in (prior, 1)")
+    bud.add_argument("--prior", type=number, default=0.5,
+                     help="blind-guess success rate p0 in [0.5, 1)")
+    bud.add_argument("--json", action="store_true", help="print JSON instead of a table")
     bud.set_defaults(handler=_budget)
 
     add_records_parser(sub)
@@ -168,10 +205,13 @@ def add_parser(subparsers, name: str) -> None:
         "of the oracle square-root rule (Gaussian outputs, flat spectrum of --effective-dim).",
     )
     tri.add_argument("--dim", type=int, required=True, nargs="+", help="output dimension(s) d")
-    tri.add_argument("--target-inflation", type=number, default=1.2)
-    tri.add_argument("--confidence", type=number, default=0.95)
-    tri.add_argument("--effective-dim", type=number, default=None)
-    tri.add_argument("--json", action="store_true")
+    tri.add_argument("--target-inflation", type=number, default=1.2,
+                     help="largest acceptable noise power over the oracle square-root rule")
+    tri.add_argument("--confidence", type=number, default=0.95,
+                     help="confidence 1-gamma of the certificate")
+    tri.add_argument("--effective-dim", type=number, default=None,
+                     help="effective dimension of the output, if known (default: d)")
+    tri.add_argument("--json", action="store_true", help="print JSON instead of a table")
     tri.set_defaults(handler=_trials)
 
 
@@ -184,10 +224,12 @@ def _sampler(args):
         raise UsageError("--subset-size is only valid with --sampler fixed")
     if args.sampler == "pairs":
         return ComplementaryPairsSampler()
-    return PoissonSampler(sampling_rate=args.sampling_rate)
+    rate = 0.5 if args.sampling_rate is None else args.sampling_rate
+    return PoissonSampler(sampling_rate=rate)
 
 
-def _run(args) -> int:
+def _check_args(args) -> None:
+    """Every argument check that needs no data: runs before anything is loaded or simulated."""
     if (args.mi_budget is None) == (args.target_accuracy is None):
         raise UsageError("give exactly one of --mi-budget (nats) and --target-accuracy")
     if args.mi_budget is not None and not (args.mi_budget > 0 and math.isfinite(args.mi_budget)):
@@ -196,90 +238,169 @@ def _run(args) -> int:
         raise UsageError(f"--trials must be >= 2; got {args.trials}")
     if args.target_accuracy is not None and not 0.5 < args.target_accuracy < 1:
         raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
-    if not 0 < args.sampling_rate < 1:
-        raise UsageError(f"--sampling-rate must be in (0, 1); got {args.sampling_rate}")
+    if args.sampling_rate is not None:
+        if args.sampler != "poisson":
+            raise UsageError(f"--sampling-rate applies to --sampler poisson only; got --sampler "
+                             f"{args.sampler} (its inclusion probability is fixed by the sampler)")
+        if not 0 < args.sampling_rate < 1:
+            raise UsageError(f"--sampling-rate must be in (0, 1); got {args.sampling_rate}")
     if args.subset_size is not None and args.subset_size < 1:
         raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
     if not args.target_inflation > 1:
         raise UsageError(f"--target-inflation must be > 1; got {args.target_inflation}")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    if args.retries < 0:
+        raise UsageError(f"--retries must be >= 0; got {args.retries}")
+    if args.timeout is not None and not (args.timeout > 0 and math.isfinite(args.timeout)):
+        raise UsageError(f"--timeout must be a finite number of seconds > 0; got {args.timeout}")
+    if args.scheduler is not None and args.backend != "dask":
+        raise UsageError("--scheduler applies to --backend dask only")
+    if args.backend == "dask" and args.scheduler is None:
+        raise UsageError("--backend dask needs --scheduler ADDRESS (a running Dask scheduler, "
+                         "e.g. tcp://host:8786); for this machine alone use --n-jobs")
+    if args.ray_address is not None and args.backend != "ray":
+        raise UsageError("--ray-address applies to --backend ray only")
+    algorithm1 = {"--c": args.c, "--beta": args.beta}
+    given = [k for k, v in algorithm1.items() if v is not None]
+    if given and args.rule != "algorithm1":
+        raise UsageError(f"{', '.join(given)} apply to --rule algorithm1 only; got --rule "
+                         f"{args.rule}")
+    if args.confidence is not None and not 0 < args.confidence < 1:
+        raise UsageError(f"--confidence must be in (0, 1); got {args.confidence}")
+
+
+#: run_pac argument names -> the flags that set them (errors name what the user typed).
+_RUN_FLAGS = {"mi_budget": "--mi-budget", "n_trials": "--trials", "c": "--c", "beta": "--beta",
+              "confidence": "--confidence", "output_bound": "--output-bound",
+              "timeout": "--timeout", "retries": "--retries", "n_jobs": "--n-jobs",
+              "backend": "--backend", "checkpoint": "--checkpoint", "rule": "--rule",
+              "sampling_rate": "--sampling-rate", "subset_size": "--subset-size"}
+
+
+def _flag_names(text: str) -> str:
+    for api, flag in _RUN_FLAGS.items():
+        text = re.sub(rf"\b{api}='([^']*)'", rf"{flag} \1", text)
+        text = text.replace(f"`{api}`", flag)
+    return text
+
+
+def _run(args) -> int:
+    _check_args(args)
     formats = report_formats(args.formats)
+    out = check_output_dir(args.out, "--out")
+    if args.checkpoint is not None:
+        check_output_dir(args.checkpoint, "--checkpoint")
+    n_jobs, cap_note = effective_n_jobs(args.n_jobs, args.backend)
+    if cap_note:
+        print(f"pacpriv: note: {cap_note}", file=sys.stderr)
     budget = args.mi_budget
 
-    label = args.label_column
-    if label is not None and label.lstrip("-").isdigit():
-        label = int(label)
-    dataset = load_dataset(args.dataset, label_column=label)
-    mechanism, mech_name = resolve_mechanism(args.mechanism, dataset_info=dataset.info())
+    dataset = load_cli_dataset(args)
+    mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset)
     sampler = _sampler(args)
+    q = sampler.membership_prior(dataset.n_records)
+    baseline = 0.5 if q is None else max(q, 1.0 - q)
     if budget is None:
         # the report bounds success against the best blind guess max(q, 1 - q) (Thm 1)
-        q = sampler.membership_prior(dataset.n_records)
-        baseline = 0.5 if q is None else max(q, 1.0 - q)
         if not args.target_accuracy > baseline:
             raise UsageError(
                 f"--target-accuracy {args.target_accuracy} is not above the blind-guess "
-                f"success rate {baseline:.6g} of this sampler (membership prior {q})"
+                f"success rate {format_bound(baseline)} of this sampler (inclusion probability "
+                f"{format_bound(q)})"
             )
         budget = float(mi_budget_for_accuracy(args.target_accuracy, prior=baseline))
 
-    result = run_pac(
-        mechanism,
-        dataset.pool,
-        mi_budget=budget,
-        n_trials=args.trials,
-        sampler=sampler,
-        rule=args.rule,
-        confidence=args.confidence,
-        c=args.c,
-        beta=args.beta,
-        output_bound=args.output_bound,
-        target_inflation=args.target_inflation,
-        n_jobs=args.n_jobs,
-        backend=args.backend,
-        rng=args.seed,
-        release=not args.no_release,
-        release_rng=args.release_seed,
-        progress=not args.no_progress,
-        checkpoint=args.checkpoint,
-        retries=args.retries,
-        timeout=args.timeout,
-        mechanism_name=mech_name,
-        dataset=dataset.to_dict(),
-    )
-    paths = write_report(result, Path(args.out), formats=formats)
+    with scheduler_context(args):
+        try:
+            result = run_pac(
+                mechanism,
+                dataset.pool,
+                mi_budget=budget,
+                n_trials=args.trials,
+                sampler=sampler,
+                rule=args.rule,
+                confidence=args.confidence,
+                c=args.c,
+                beta=args.beta,
+                output_bound=args.output_bound,
+                target_inflation=args.target_inflation,
+                n_jobs=n_jobs,
+                backend=args.backend,
+                rng=args.seed,
+                release=not args.no_release,
+                release_rng=args.release_seed,
+                progress=not args.no_progress,
+                checkpoint=args.checkpoint,
+                retries=args.retries,
+                timeout=args.timeout,
+                mechanism_name=mech_name,
+                dataset=dataset.to_dict(),
+            )
+        except Exception as err:
+            explain_mechanism_error(err, args.mechanism, dataset)
+            if err.args and isinstance(err.args[0], str):
+                err.args = (_flag_names(err.args[0]), *err.args[1:])
+            raise
+    paths = write_report(result, out, formats=formats)
     if args.json:
         print(paths["json"].read_text() if "json" in paths else _json.dumps(result.to_dict()))
         return 0
+    _summary(result, mech_name, dataset, budget, n_jobs, args, paths)
+    return 0
+
+
+def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
+    from pacpriv.report import build_report
+    from pacpriv.report.layout import pac_layout
+
+    report = build_report(result)
+    p = report["privacy"]
     acc = result.posterior_success_bound
+    sim = result.simulation
+    jobs = f"n_jobs {n_jobs}" + (f" (asked {args.n_jobs})" if args.n_jobs not in (None, n_jobs)
+                                 else "")
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
-    print(
-        f"trials               {result.simulation.n_trials} (d = {result.simulation.dim}, "
-        f"{result.simulation.elapsed_s:.1f} s)"
-    )
-    print(
-        f"noise rule           {result.plan.rule}, "
-        f"E||B||^2 = {result.plan.expected_noise_power:.6g}"
-    )
-    print(f"MI budget            {budget:.6g} nats, {result.label}")
+    print(f"trials               {sim.n_trials} (d = {sim.dim}, {sim.elapsed_s:.1f} s, "
+          f"{sim.backend}, {jobs})")
+    print(f"noise rule           {result.plan.rule}, "
+          f"E||B||^2 = {format_bound(result.plan.expected_noise_power, side='down')}")
+    print(f"MI budget            {format_bound(budget)} nats, {result.label} "
+          f"(plan bound {format_bound(result.plan.mi_bound, side='up')})")
     cert = result.certification()
     if "n_shape_trials" in cert:
         print(
             f"certificate          {cert['method']}, {cert['n_shape_trials']} shape trials + "
-            f"{cert['n_certificate_pairs']} pairs, noise x{cert['noise_inflation_vs_plugin']:.3g} "
-            f"vs plug-in, {cert['n_clipped_simulated_outputs']} simulated outputs clipped"
+            f"{cert['n_certificate_pairs']} pairs, noise x"
+            f"{format_bound(cert['noise_inflation_vs_plugin'], 3, side='down')} vs plug-in, "
+            f"{cert['n_clipped_simulated_outputs']} simulated outputs clipped"
         )
-    print(
-        f"posterior bound      {math.ceil(10000 * acc) / 100:.2f}% {result.label} "
-        f"(membership prior {100 * result.membership_prior:.0f}%)"
-    )
+    q = result.membership_prior
+    prior = p.get("blind_guess_prior") or max(q, 1 - q)
+    print(f"posterior bound      {format_percent(acc, vacuous=acc >= 1)} {result.label} "
+          f"(prior {format_percent(prior, side='nearest')} = best blind guess max(q, 1 - q), "
+          f"inclusion probability q = {format_bound(q)})")
+    print(f"reproduce with       {posterior_command(p)}")
+    head = dict(pac_layout(report))["Headline"]
+    for kind, text, *_ in head:
+        if kind == "text" and text.startswith(("f was released", "Utility")):
+            print(text.replace("`", ""))
+    if args.no_release:
+        print("release              none (--no-release)")
     for fmt, path in paths.items():
         print(f"{f'report ({fmt})':<21}{path}")
-    return 0
+
+
+def _check_prior(prior: float) -> None:
+    if not 0 < prior < 1:
+        raise UsageError(f"--prior must be in (0, 1); got {prior}")
 
 
 def _posterior(args) -> int:
+    _check_prior(args.prior)
+    for v in args.mi_budget:
+        if not (v >= 0 and math.isfinite(v)):
+            raise UsageError(f"--mi-budget must be finite numbers >= 0 (nats); got {v}")
     rows = [
         {
             "mi_budget_nats": v,
@@ -289,13 +410,27 @@ def _posterior(args) -> int:
         }
         for v in args.mi_budget
     ]
-    columns = [("mi_budget_nats", "mi_budget (nats)", 18, ".6g"), ("prior", "prior", 8, ".4g"),
-               ("posterior_success_bound", "posterior bound", 16, ".10f"),
-               ("pinsker_bound", "Pinsker", 10, ".6f")]
-    return print_rows(rows, columns, as_json=args.json, dumps=_strict_rows)
+    if args.json:
+        return print_rows(rows, [], as_json=True, dumps=_strict_rows)
+    shown = [{"mi_budget_nats": format_bound(r["mi_budget_nats"]),
+              "prior": format_bound(r["prior"]),
+              "posterior_success_bound": format_bound(r["posterior_success_bound"], 10,
+                                                      side="up"),
+              "pinsker_bound": format_bound(r["pinsker_bound"], 6, side="up")} for r in rows]
+    columns = [("mi_budget_nats", "mi_budget (nats)", 18, ""), ("prior", "prior", 8, ""),
+               ("posterior_success_bound", "posterior bound", 16, ""),
+               ("pinsker_bound", "Pinsker", 10, "")]
+    return print_rows(shown, columns, as_json=False)
 
 
 def _budget(args) -> int:
+    _check_prior(args.prior)
+    for a in args.target_accuracy:
+        if not max(args.prior, 1 - args.prior) <= a < 1:
+            raise UsageError(
+                f"--target-accuracy must be in [{format_bound(max(args.prior, 1 - args.prior))}"
+                f", 1) for --prior {args.prior} (no budget gives less than the blind guess); "
+                f"got {a}")
     rows = [
         {
             "target_accuracy": a,
@@ -304,9 +439,16 @@ def _budget(args) -> int:
         }
         for a in args.target_accuracy
     ]
-    columns = [("target_accuracy", "target", 10, ".6g"), ("prior", "prior", 8, ".4g"),
-               ("mi_budget_nats", "mi_budget (nats)", 18, ".10g")]
-    return print_rows(rows, columns, as_json=args.json, dumps=_strict_rows)
+    if args.json:
+        return print_rows(rows, [], as_json=True, dumps=_strict_rows)
+    # the budget is what a user will run with: round it down (a smaller budget is safer)
+    shown = [{"target_accuracy": format_bound(r["target_accuracy"]),
+              "prior": format_bound(r["prior"]),
+              "mi_budget_nats": format_bound(r["mi_budget_nats"], 10, side="down")}
+             for r in rows]
+    columns = [("target_accuracy", "target", 10, ""), ("prior", "prior", 8, ""),
+               ("mi_budget_nats", "mi_budget (nats)", 18, "")]
+    return print_rows(shown, columns, as_json=False)
 
 
 def _trials(args) -> int:

@@ -113,7 +113,8 @@ def add_parser(subparsers, name: str) -> None:
                      help="what each query returns (default: proba, value for ridge; label = "
                      "one-hot votes, exact when all worlds agree)")
     fit.add_argument("--rule", default="anisotropic", choices=("anisotropic", "exact-mi",
-                                                               "isotropic"))
+                                                               "isotropic"),
+                     help="noise rule of each answer (see the README)")
     fit.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
     fit.add_argument("--seed", type=int, default=None,
                      help="seed of worlds, secret index and noise (tests/demos only; it is "

@@ -4,6 +4,20 @@
 :mod:`pacpriv.datasets.files` reads CSV and NumPy files.
 """
 
-from pacpriv.datasets.loading import BUNDLED_DATASETS, Dataset, DatasetInfo, load_dataset
+from pacpriv.datasets.loading import (
+    BUNDLED_DATASETS,
+    MIN_RECORDS,
+    Dataset,
+    DatasetInfo,
+    load_dataset,
+    parse_feature_ranges,
+)
 
-__all__ = ["BUNDLED_DATASETS", "Dataset", "DatasetInfo", "load_dataset"]
+__all__ = [
+    "BUNDLED_DATASETS",
+    "MIN_RECORDS",
+    "Dataset",
+    "DatasetInfo",
+    "load_dataset",
+    "parse_feature_ranges",
+]

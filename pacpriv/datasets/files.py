@@ -50,6 +50,21 @@ def _label_index(label_column, header: list[str] | None, n_cols: int, path: Path
     return int(label_column) % n_cols
 
 
+def _hint(text: str, column: int, header, delimiter: str, label) -> str:
+    """Why a field may not be a number: another delimiter, or an unnamed label column.
+    (The value itself is not repeated: it is a record's.)"""
+    for other in (";", "\t", ",", "|"):
+        if other != delimiter and other in text:
+            shown = "\\t" if other == "\t" else other
+            return (f" (the line looks {shown!r}-separated: pass --delimiter '{shown}', "
+                    f"or delimiter={other!r} in Python)")
+    if label is None:
+        name = header[column] if header is not None else str(column)
+        return (f"; if column {name!r} holds labels, pass --label-column {name} (or "
+                f"label_column={name!r} in Python)")
+    return ""
+
+
 def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
     """Read a numeric CSV; the first row is a header when any of its fields is not a number."""
     with open(path, newline="", encoding="utf-8") as fh:
@@ -80,10 +95,12 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
                 continue
             v = _float_or_none(text)
             if v is None or not math.isfinite(v):
-                kind = "non-numeric" if v is None else "non-finite"
+                # the value itself is a record's: shown only when it is empty, nan or inf
+                kind = ("empty value" if not text else "non-numeric value" if v is None
+                        else f"non-finite value {text!r}")
                 raise ValueError(
-                    f"{path}, line {lineno}, column {j + 1}: {kind} value {text!r}; features "
-                    "must be finite numbers."
+                    f"{path.name}, line {lineno}, column {j + 1}: {kind}; features "
+                    f"must be finite numbers{_hint(text, j, header, delimiter, label)}."
                 )
             values[i, j] = v
     names = header if header is not None else [f"x{j}" for j in range(n_cols)]

@@ -11,11 +11,12 @@ bundled datasets we treat the published feature ranges as public knowledge: the 
 of iris, wine and breast cancer (scikit-learn's ``DESCR``, from the UCI repository) list each
 feature's min and max, which equal the pool's; digits pixels are published as integers in
 ``[0, 16]``; diabetes features are published pre-scaled and we use the pool's range
-(``bounds_source="published"``). For a user file the ranges are the whole pool's
-(``bounds_source="pool"``): they are independent of which subset is drawn, and the PAC Privacy
-membership game gives the adversary the pool, so they reveal nothing about membership [1]_. They
-are not public in the differential-privacy sense; pass your own bounds to a mechanism when that
-matters.
+(``bounds_source="published"``). A user may declare ranges public (``feature_ranges=``, CLI
+``--feature-ranges``; ``bounds_source="declared"``). Otherwise, for a user file, mechanisms get
+the whole pool's range (``bounds_source="pool"``): it is independent of which subset is drawn,
+and the PAC Privacy membership game gives the adversary the pool, so it reveals nothing about
+membership [1]_. It is *not* public in any wider sense -- each end is a record's value -- so
+:meth:`Dataset.to_dict` (what reports print) leaves pool ranges out.
 
 References
 ----------
@@ -24,6 +25,7 @@ References
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +34,20 @@ import numpy as np
 
 from pacpriv.datasets.files import read_csv, read_numpy
 
-__all__ = ["BUNDLED_DATASETS", "Dataset", "DatasetInfo", "load_dataset"]
+__all__ = [
+    "BUNDLED_DATASETS",
+    "MIN_RECORDS",
+    "Dataset",
+    "DatasetInfo",
+    "load_dataset",
+    "parse_feature_ranges",
+]
+
+#: Smallest pool accepted: a subset-membership secret needs at least two records.
+MIN_RECORDS = 2
+
+#: ``bounds_source`` values whose ranges are public and may be printed in reports.
+PUBLIC_BOUNDS = ("published", "declared")
 
 #: Bundled scikit-learn datasets: name -> (loader name, one-line description).
 BUNDLED_DATASETS: dict[str, tuple[str, str]] = {
@@ -68,8 +83,8 @@ class DatasetInfo:
         Sorted class labels for a classification pool, ``None`` otherwise.
     feature_names : tuple of str
         Feature names, length ``p``.
-    bounds_source : {"published", "pool"}
-        Where the ranges come from.
+    bounds_source : {"published", "declared", "pool"}
+        Where the ranges come from (``"pool"`` ranges are never printed).
     """
 
     name: str
@@ -82,17 +97,24 @@ class DatasetInfo:
     bounds_source: str
 
     def to_dict(self) -> dict:
-        """JSON-serialisable dictionary."""
-        return {
+        """JSON-serialisable public facts: ranges only when public (published or declared)."""
+        out: dict = {
             "name": self.name,
             "n_records": self.n_records,
             "n_features": self.n_features,
-            "feature_low": list(self.feature_low),
-            "feature_high": list(self.feature_high),
-            "classes": None if self.classes is None else list(self.classes),
-            "feature_names": list(self.feature_names),
-            "bounds_source": self.bounds_source,
         }
+        if self.bounds_source in PUBLIC_BOUNDS:
+            out["feature_low"] = list(self.feature_low)
+            out["feature_high"] = list(self.feature_high)
+        else:
+            out["feature_ranges"] = (
+                "not shown: taken from the pool, which is not public (declare public ranges "
+                "with feature_ranges= or --feature-ranges)"
+            )
+        out["n_classes"] = None if self.classes is None else len(self.classes)
+        out["feature_names"] = list(self.feature_names)
+        out["bounds_source"] = self.bounds_source
+        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,7 +141,7 @@ class Dataset:
         Where the data came from (loader or absolute path).
     feature_low, feature_high : tuple of float
         Per-feature public range (see the module docstring).
-    bounds_source : {"published", "pool"}
+    bounds_source : {"published", "declared", "pool"}
         Where the ranges come from.
     """
 
@@ -164,13 +186,21 @@ class Dataset:
         )
 
     def to_dict(self) -> dict:
-        """JSON-serialisable summary (no arrays)."""
+        """JSON-serialisable public summary, what reports print (no arrays, no pool statistic).
+
+        Pool-derived feature ranges, a file's class labels and its local path are left out:
+        each is a value of some record (or of the user's machine). Bundled datasets keep
+        their published ranges and class names.
+        """
+        bundled = self.source.startswith("sklearn.datasets.")
         return {
             **self.info().to_dict(),
             "labelled": self.y is not None,
-            "target_names": None if self.target_names is None else list(self.target_names),
+            "target_names": (
+                list(self.target_names) if bundled and self.target_names is not None else None
+            ),
             "description": self.description,
-            "source": self.source,
+            "source": self.source if bundled else Path(self.source).name,
         }
 
 
@@ -233,8 +263,76 @@ def _load_bundled(name: str) -> Dataset:
     )  # fmt: skip
 
 
+def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Turn declared public feature ranges into ``(low, high)`` tuples of length ``n_features``.
+
+    Parameters
+    ----------
+    spec : str, path, or sequence of (low, high) pairs
+        ``"low:high"`` (the same range for every feature), ``"l1:h1,l2:h2,..."`` (one per
+        feature), the path of a file holding that text or one ``low,high`` (or ``low:high``)
+        line per feature, or a sequence of ``(low, high)`` pairs (one, or one per feature).
+    n_features : int
+        Number of features ``p``.
+
+    Returns
+    -------
+    low, high : tuple of float, length ``n_features``
+
+    Raises
+    ------
+    ValueError
+        Malformed text, a non-finite end, ``low >= high``, or a count other than 1 or ``p``.
+    """
+    source = "`feature_ranges`"
+    if isinstance(spec, os.PathLike) or (
+        isinstance(spec, str) and ":" not in spec and Path(spec).is_file()
+    ):
+        path = Path(spec)
+        source = f"feature ranges file {path.name!r}"
+        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
+        spec = ",".join(ln.replace(",", ":") for ln in lines if ln and not ln.startswith("#"))
+    if isinstance(spec, str):
+        pairs = []
+        for part in (p.strip() for p in spec.split(",")):
+            lo, sep, hi = part.partition(":")
+            try:
+                if not sep:
+                    raise ValueError
+                pairs.append((float(lo), float(hi)))
+            except ValueError:
+                raise ValueError(
+                    f"{source} must be 'low:high' or 'l1:h1,l2:h2,...' (or a file of such "
+                    f"lines); got {part!r}."
+                ) from None
+    else:
+        try:
+            pairs = [(float(lo), float(hi)) for lo, hi in spec]
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{source} must be a sequence of (low, high) pairs; got {spec!r}."
+            ) from None
+    if len(pairs) == 1:
+        pairs = pairs * n_features
+    if len(pairs) != n_features:
+        raise ValueError(
+            f"{source} gives {len(pairs)} ranges; the pool has {n_features} features "
+            "(give one range for all, or one per feature)."
+        )
+    for j, (lo, hi) in enumerate(pairs):
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ValueError(
+                f"{source}: feature {j} range must be finite with low < high; got {lo}:{hi}."
+            )
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+
 def load_dataset(
-    spec: str | os.PathLike, *, label_column: int | str | None = None, delimiter: str = ","
+    spec: str | os.PathLike,
+    *,
+    label_column: int | str | None = None,
+    delimiter: str = ",",
+    feature_ranges=None,
 ) -> Dataset:
     """Load a data pool.
 
@@ -249,7 +347,11 @@ def load_dataset(
         header name). Non-numeric CSV labels are encoded as ``0..K-1`` in sorted order, with the
         strings kept as ``target_names``. Not allowed for bundled datasets and ``.npz`` files.
     delimiter : str
-        CSV field delimiter.
+        CSV field delimiter (one character, e.g. ``";"`` or ``"\\t"``).
+    feature_ranges : str, path, sequence of (low, high) pairs, or None
+        Feature ranges the caller declares public (:func:`parse_feature_ranges`); used by
+        the mechanisms instead of the pool's and printed in reports
+        (``bounds_source="declared"``).
 
     Returns
     -------
@@ -260,7 +362,8 @@ def load_dataset(
     ValueError
         Unknown bundled name (the message lists them), unsupported extension, empty file,
         non-numeric or non-finite CSV value (with line and column), malformed array, bad
-        ``label_column``.
+        ``label_column``, ``delimiter`` or ``feature_ranges``, or fewer than
+        :data:`MIN_RECORDS` records.
     FileNotFoundError
         If the path does not exist.
     TypeError
@@ -283,7 +386,8 @@ def load_dataset(
             raise ValueError(
                 f"`label_column` applies to .csv/.npy files only; {spec!r} is a bundled dataset."
             )
-        return _load_bundled(spec)
+        ds = _load_bundled(spec)
+        return ds if feature_ranges is None else _declare(ds, feature_ranges)
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"`spec` must be a dataset name or a path; got {type(spec).__name__}.")
     path = Path(spec)
@@ -302,13 +406,28 @@ def load_dataset(
         raise FileNotFoundError(f"dataset file not found: {path}")
     if path.stat().st_size == 0:
         raise ValueError(f"dataset file {str(path)!r} is empty.")
+    if not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise ValueError(f"`delimiter` must be one character; got {delimiter!r}.")
     if suffix == ".csv":
         X, y, names, target_names = read_csv(path, label_column=label_column, delimiter=delimiter)
     else:
         X, y, names, target_names = read_numpy(path, label_column=label_column)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"dataset file {str(path)!r} holds no records or no features.")
-    return _make(
+    if X.shape[0] < MIN_RECORDS:
+        raise ValueError(
+            f"dataset file {str(path)!r} holds {X.shape[0]} record; a pool needs at least "
+            f"{MIN_RECORDS} records (the secret is which records are in the subset)."
+        )
+    ds = _make(
         path.stem, X, y, names, target_names, f"data pool loaded from {path.name}",
         str(path.resolve()), X.min(axis=0), X.max(axis=0), "pool",
     )  # fmt: skip
+    return ds if feature_ranges is None else _declare(ds, feature_ranges)
+
+
+def _declare(ds: Dataset, feature_ranges) -> Dataset:
+    from dataclasses import replace
+
+    low, high = parse_feature_ranges(feature_ranges, ds.n_features)
+    return replace(ds, feature_low=low, feature_high=high, bounds_source="declared")

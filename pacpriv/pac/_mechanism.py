@@ -115,6 +115,9 @@ def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
     ``dtype`` and checked for finiteness (so float32 overflow is caught). A 0-d scalar
     becomes shape ``(1,)``; ``dim`` (if known) is the length every trial must share.
     """
+    if value is None:
+        raise InvalidOutput("it returned None, expected a 1-D array of floats (a missing "
+                            "`return`?)")
     try:
         arr = np.asarray(value)
     except Exception as err:  # arbitrary user objects

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._numbers import format_bound
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.dpsgd.comparators import ckp_accuracy, gdp_clt_accuracy
@@ -163,11 +164,12 @@ def plot_dpsgd_accuracy_vs_sigma(
     if noise_multiplier is not None:
         s = check_real(noise_multiplier, "noise_multiplier", low=0.0, low_inclusive=False)
         b = membership_inference_accuracy_bound(s, steps_per_epoch=m, epochs=e).accuracy
-        label = f"σ = {s:.4g}: chi-square {b:.4f}"
+        # bounds rounded upward, as in every table (pacpriv._numbers.format_bound)
+        label = f"σ = {format_bound(s, 4)}: chi-square {format_bound(b, 4, side='up')}"
         point = _exact_interval(np.array([s]), m, e) if exact and b <= exact_max_bound else None
         if point is not None:
             ax.plot([s], point[2], "D", color="C1", ms=6)
-            label += f", exact ≤ {point[2][0]:.4f}"
+            label += f", exact ≤ {format_bound(float(point[2][0]), 4, side='up')}"
         ax.axvline(s, color="grey", lw=0.8)
         ax.plot([s], [b], "o", color="C3", label=label)
     ax.set_xscale("log")

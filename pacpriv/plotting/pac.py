@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from pacpriv._numbers import format_bound
 from pacpriv._validation import check_int, check_real
 from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
 from pacpriv.plotting._figure import _figure
@@ -163,7 +164,8 @@ def plot_posterior_curve(mi_budget: float, *, prior: float, v_min: float | None 
     ax.plot(grid, pinsker_bound(grid, prior=p0), "--", label="Pinsker bound (looser)")
     ax.axhline(p0, color="grey", lw=0.8, label=f"prior {p0:g}")
     p_star = posterior_success_rate(v, prior=p0)
-    ax.plot([v], [p_star], "o", color="C3", ms=7, label=f"chosen v = {v:.4g}: {p_star:.4f}")
+    label = f"chosen v = {format_bound(v, 4)}: {format_bound(float(p_star), 4, side='up')}"
+    ax.plot([v], [p_star], "o", color="C3", ms=7, label=label)
     ax.set_xscale("log")
     ax.set_xlabel("mutual-information budget v (nats)")
     ax.set_ylabel("posterior success rate bound")

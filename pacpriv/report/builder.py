@@ -15,12 +15,12 @@ import warnings
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from pacpriv import _json
+from pacpriv.datasets.loading import PUBLIC_BOUNDS
 from pacpriv.report.format import TOP_ROWS
-from pacpriv.report.format import fmt as _fmt
 from pacpriv.report.html import render_html
+from pacpriv.report.layout import pac_layout, render_row, section_layout
 from pacpriv.threat_models import THREAT_MODEL_PAC
 
 __all__ = ["ARRAY_LIMIT", "THREAT_MODEL_PAC", "build_report", "to_markdown", "write_report"]
@@ -52,6 +52,28 @@ def _command() -> str | None:
     return " ".join([prog, *sys.argv[1:]])
 
 
+#: Dataset keys a report may print (public facts); feature ranges only when public.
+_DATASET_KEYS = ("name", "n_records", "n_features", "n_classes", "feature_names", "labelled",
+                 "target_names", "description", "source", "bounds_source", "feature_ranges")
+
+
+def _public_dataset(ds: dict) -> dict:
+    """The public part of a dataset summary: no pool statistic, no local path.
+
+    Feature ranges are kept only when published or declared public
+    (:data:`pacpriv.datasets.loading.PUBLIC_BOUNDS`); unknown keys (which might hold
+    statistics of the records) are dropped.
+    """
+    out = {k: ds[k] for k in _DATASET_KEYS if k in ds}
+    if ds.get("bounds_source") in PUBLIC_BOUNDS:
+        out.update({k: ds[k] for k in ("feature_low", "feature_high") if k in ds})
+    elif "feature_low" in ds or "feature_high" in ds:
+        out["feature_ranges"] = "not shown: not declared public"
+    if "source" in out and not str(out["source"]).startswith("sklearn."):
+        out["source"] = Path(str(out["source"])).name
+    return out
+
+
 def _pac_report(result) -> dict:
     d = result.to_dict()
     plan = result.plan
@@ -66,9 +88,15 @@ def _pac_report(result) -> dict:
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "threat_model": THREAT_MODEL_PAC,
         "mechanism": result.mechanism,
-        "dataset": d["dataset"],
+        "dataset": _public_dataset(d["dataset"]),
         "sampler": d["simulation"]["sampler"],
-        "simulation": d["simulation"],
+        "simulation": {
+            **d["simulation"],
+            # a file mechanism's private module name means nothing to the reader
+            "mechanism": result.mechanism
+            if "_pacpriv_user_mechanism_" in str(d["simulation"].get("mechanism"))
+            else d["simulation"].get("mechanism"),
+        },
         "spectrum": {
             # the eigenvalues are stored once, below (not also as top_eigenvalues)
             **{k: v for k, v in d["spectrum"].items() if k != "top_eigenvalues"},
@@ -151,109 +179,31 @@ def build_report(result) -> dict:
     )
 
 
-def _table(rows: list[tuple[str, Any]]) -> str:
-    lines = ["| quantity | value |", "| --- | --- |"]
-    lines += [f"| {k} | {_fmt(v)} |" for k, v in rows]
-    return "\n".join(lines)
+def _markdown_blocks(blocks: list[tuple]) -> list[str]:
+    out: list[str] = []
+    for block in blocks:
+        kind = block[0]
+        if kind in ("text", "headline", "markdown"):
+            out += [block[1], ""]
+        elif kind == "list":
+            out += [f"- {item}" for item in block[1]] + [""]
+        elif kind == "table":
+            out += ["| quantity | value |", "| --- | --- |"]
+            out += [f"| {k} | {v} |" for k, v in map(render_row, block[1])] + [""]
+        elif kind == "grid":
+            out += ["| " + " | ".join(block[1]) + " |", "|" + " --- |" * len(block[1])]
+            out += ["| " + " | ".join(row) + " |" for row in block[2]] + [""]
+        elif kind == "code":
+            out += ["```", block[1], "```", ""]
+        # figures are in report.html only
+    return out
 
 
-def _pac_markdown(r: dict) -> list[str]:
-    p, n, s, sim = r["privacy"], r["noise"], r["spectrum"], r["simulation"]
-    acc = p["membership_inference_accuracy_bound"]
-    out = [
-        "## Headline",
-        "",
-        f"With the calibrated noise, no adversary who knows the pool and the mechanism can infer "
-        "membership with posterior success rate above "
-        f"**{100 * p['posterior_success_bound']:.2f}%**, "
-        f"**{p.get('posterior_success_bound_label', 'estimated (plug-in)')}** "
-        f"(prior {100 * p['membership_prior']:.2f}%, MI budget v = {_fmt(p['mi_budget_nats'])} nats"
-        + (f"; membership-inference accuracy bound {100 * acc:.2f}%" if acc is not None else "")
-        + ").",
-        "",
-    ]
-    if r.get("notes"):
-        out += ["", "**Caveats:**", ""] + [f"- {note}" for note in r["notes"]]
-    out += [
-        "",
-        "## Threat model",
-        "",
-        r["threat_model"],
-        "",
-        "## Dataset and mechanism",
-        "",
-        _table(
-            [("mechanism", r["mechanism"])] + [(f"dataset {k}", v) for k, v in r["dataset"].items()]
-        ),
-        "",
-        "## Sampler and simulation",
-        "",
-        _table(
-            [(f"sampler {k}", v) for k, v in r["sampler"].items()]
-            + [
-                ("trials", sim["n_trials"]),
-                ("output dimension d", sim["dim"]),
-                ("backend", sim.get("backend")),
-                ("n_jobs", sim.get("n_jobs")),
-                ("wall time (s)", sim.get("elapsed_s")),
-                ("trials restored from checkpoint", sim.get("resumed_trials")),
-            ]
-        ),
-        "",
-        "## Output spectrum (estimated covariance Σ)",
-        "",
-        _table([(k, v) for k, v in s.items() if not isinstance(v, (list, dict))]),
-        "",
-        "Top eigenvalues: " + ", ".join(_fmt(v, 4) for v in s["eigenvalues"][:TOP_ROWS]),
-        "",
-        "## Noise",
-        "",
-        _table(
-            [
-                ("rule", n["rule"]),
-                ("basis", n["basis"]),
-                ("directions with own noise", n["n_directions"]),
-                ("noise std (max)", n["noise_std_max"]),
-                ("noise std (min)", n["noise_std_min"]),
-                ("residual std (other directions)", n["residual_std"]),
-                ("expected noise power E||B||²", n["expected_noise_power"]),
-                ("confidence (Algorithm 1)", n.get("confidence")),
-            ]
-        ),
-        "",
-        "Per-direction noise std (top directions): "
-        + ", ".join(_fmt(v, 4) for v in n["noise_std_top"]),
-        "",
-        "## Privacy guarantee",
-        "",
-        _table(
-            [
-                ("MI budget v (nats)", p["mi_budget_nats"]),
-                (
-                    "certified MI bound ½ ln det(I + Σ Σ_B⁻¹) on estimated Σ (nats)",
-                    p["mi_bound_certified_nats"],
-                ),
-                (
-                    "MI guaranteed (nats): v for plug-in rules, v + β for Algorithm 1",
-                    p["mi_claim_nats"],
-                ),
-                ("membership prior", p["membership_prior"]),
-                ("posterior success bound (KL inversion, Thm 1), "
-                 + p.get("posterior_success_bound_label", "estimated (plug-in)"),
-                 p["posterior_success_bound"]),
-                ("Pinsker bound (looser)", p["pinsker_success_bound"]),
-                ("average per-record MI v/n (nats, Thm 2)", p["individual_mi_bound_nats"]),
-            ]
-        ),
-        "",
-        "## Release",
-        "",
-        f"Noisy output f(X) + B ({r['release_randomness']}):",
-        "",
-        "```",
-        "[]" if r["release"] is None else "[" + ", ".join(_fmt(v, 8) for v in r["release"]) + "]",
-        "```",
-    ]
+def _sections_markdown(sections: list[tuple[str, list[tuple]]]) -> list[str]:
+    out: list[str] = []
+    for title, blocks in sections:
+        if blocks:
+            out += [f"## {title}", "", *_markdown_blocks(blocks)]
     return out
 
 
@@ -261,13 +211,13 @@ def to_markdown(report: dict) -> str:
     """Render a report dict (:func:`build_report`) as Markdown."""
     out = [f"# {report['title']}", "", f"_Created {report['created']}_", ""]
     if report["kind"] == "pac":
-        out += _pac_markdown(report)
+        out += _sections_markdown(pac_layout(report))
     elif report.get("threat_model"):
-        out += ["## Threat model", "", report["threat_model"]]
-    for section in report.get("sections", []):
-        out += ["", f"## {section.get('title', 'Section')}", "", section.get("markdown", "")]
+        out += ["## Threat model", "", report["threat_model"], ""]
+    out += _sections_markdown([(str(sec.get("title", "Section")), section_layout(sec))
+                               for sec in report.get("sections", [])])
     rep = report.get("reproducibility", {})
-    out += ["", "## Reproducibility", ""]
+    out += ["## Reproducibility", ""]
     if rep.get("reproducible") is False:
         out += [
             f"**Not reproducible.** Root seed `{_json.dumps(rep.get('root_seed'))}`, but "

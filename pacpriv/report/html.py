@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pacpriv import _json, plotting
-from pacpriv.report.format import TOP_ROWS, fmt
+from pacpriv.report.format import cell
+from pacpriv.report.layout import pac_layout, render_row, section_layout
 from pacpriv.report.markdown import inline, markdown_to_html
 
 __all__ = ["PLOT_KINDS", "render_html"]
@@ -57,23 +58,10 @@ figcaption{font-size:.85em;color:#555}.created{color:#666;font-size:.9em}
 """
 
 
-def _fmt(x: Any, digits: int = 6) -> str:
-    if isinstance(x, (list, tuple)):
-        shown = ", ".join(fmt(v, digits) for v in x[:12])
-        return f"[{shown}{', …' if len(x) > 12 else ''}] ({len(x)} values)"
-    if isinstance(x, dict):
-        return _json.dumps(x)
-    return fmt(x, digits)
-
-
-def _num_class(v: Any) -> str:
-    return ' class="num"' if isinstance(v, (int, float)) and not isinstance(v, bool) else ""
-
-
-def _kv_table(rows: list[tuple[str, Any]]) -> str:
+def _kv_table(rows: list[tuple[str, str]]) -> str:
     body = "".join(
         f"<tr><th>{html.escape(str(k))}</th>"
-        f"<td{_num_class(v)}>{html.escape(_fmt(v))}</td></tr>"
+        f"<td>{html.escape(v)}</td></tr>"
         for k, v in rows
     )
     return f"<table><tbody>{body}</tbody></table>"
@@ -148,37 +136,36 @@ def _dpsgd_spec(report: Mapping, result: Any) -> dict | None:
     return None
 
 
-_RENDERED_KEYS = {"title", "markdown", "figures", "plot", "threat_model", "table", "comparison"}
-
-
-def _fields_html(section: Mapping) -> list[str]:
-    """A section without Markdown: its ``table`` and its other fields (nested dicts flattened)."""
-    out = []
-    table = section.get("table")
-    if isinstance(table, Mapping) and "columns" in table and "rows" in table:
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table["columns"])
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row)
-                       + "</tr>" for row in table["rows"])
-        out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-    rows: list[tuple[str, Any]] = []
-    for key, value in section.items():
-        if key in _RENDERED_KEYS:
-            continue
-        if isinstance(value, Mapping):
-            rows += [(f"{key}: {k}", v) for k, v in value.items()]
-        else:
-            rows.append((key, value))
-    if rows:
-        out.append(_kv_table([(k.replace("_", " "), v) for k, v in rows]))
+def _blocks_html(blocks: list[tuple], figures: dict[str, str] | None = None) -> list[str]:
+    """HTML of layout blocks (:mod:`pacpriv.report.layout`), the same walk as the Markdown."""
+    out: list[str] = []
+    for block in blocks:
+        kind = block[0]
+        if kind == "headline":
+            out.append(f'<p class="headline">{inline(block[1])}</p>')
+        elif kind == "text":
+            out.append(f"<p>{inline(block[1])}</p>")
+        elif kind == "markdown":
+            out.append(markdown_to_html(block[1]))
+        elif kind == "list":
+            out.append("<ul>" + "".join(f"<li>{inline(i)}</li>" for i in block[1]) + "</ul>")
+        elif kind == "table":
+            out.append(_kv_table([render_row(row) for row in block[1]]))
+        elif kind == "grid":
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in block[1])
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row)
+                           + "</tr>" for row in block[2])
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif kind == "code":
+            out.append(f"<pre>{html.escape(block[1])}</pre>")
+        elif kind == "figure" and figures:
+            out.append(figures.get(block[1], ""))
     return out
 
 
 def _section_html(section: Mapping, figures: bool, extra: list[dict], shown_threat: Any) -> str:
     out = [f"<h2>{html.escape(str(section.get('title', 'Section')))}</h2>"]
-    if section.get("markdown"):
-        out.append(markdown_to_html(section["markdown"]))
-    else:
-        out += _fields_html(section)
+    out += _blocks_html(section_layout(section))
     threat = str(section.get("threat_model") or "")
     markdown = str(section.get("markdown") or "")
     missing = [t for t in threat.split("\n\n") if t.strip() and t.strip() not in markdown]
@@ -194,77 +181,25 @@ def _section_html(section: Mapping, figures: bool, extra: list[dict], shown_thre
 
 
 def _pac_body(r: Mapping, figures: bool) -> list[str]:
-    p, n, s, sim = r["privacy"], r["noise"], r["spectrum"], r["simulation"]
-    acc = p.get("membership_inference_accuracy_bound")
-    mia = "" if acc is None else f"; membership-inference accuracy bound {100 * acc:.2f}%"
-    headline = (
-        "With the calibrated noise, no adversary who knows the pool and the mechanism can infer "
-        "membership with posterior success rate above <strong>"
-        f"{100 * p['posterior_success_bound']:.2f}%</strong>, <strong>"
-        f"{html.escape(p.get('posterior_success_bound_label', 'estimated (plug-in)'))}"
-        "</strong> (prior "
-        f"{100 * p['membership_prior']:.2f}%, MI budget v = "
-        f"{html.escape(_fmt(p['mi_budget_nats']))} nats{mia})."
-    )
-    spec_fig = post_fig = ""
+    p, n, s = r["privacy"], r["noise"], r["spectrum"]
+    figs: dict[str, str] = {}
     if figures:
         if "eigenvalues" in s and "noise_std" in n:  # absent from reports of older versions
-            spec_fig = _figure(plotting.figure_to_data_uri(plotting.plot_spectrum(r)),
-                               "Eigenvalues of the output covariance and per-direction noise "
-                               "variance (log scale).")
-        post_fig = _figure(_plot("posterior_curve", mi_budget=p["mi_claim_nats"],
-                                 prior=p.get("blind_guess_prior") or max(
-                                     p["membership_prior"], 1 - p["membership_prior"])),
-                           "Posterior success bound (KL inversion) and Pinsker bound vs MI budget;"
-                           " the dot is this report's claimed MI.")
-    notes = "".join(f"<li>{html.escape(str(note))}</li>" for note in r.get("notes", []))
-    if notes:
-        headline += f"</p><p><strong>Caveats:</strong></p><ul>{notes}</ul><p>"
-    release = r.get("release")
-    release_text = "[]" if release is None else "[" + ", ".join(_fmt(v, 8) for v in release) + "]"
-    return [
-        "<h2>Headline</h2>", f'<p class="headline">{headline}</p>',
-        "<h2>Threat model</h2>", f"<p>{html.escape(str(r['threat_model']))}</p>",
-        "<h2>Dataset and mechanism</h2>",
-        _kv_table([("mechanism", r["mechanism"])]
-                  + [(f"dataset {k}", v) for k, v in r["dataset"].items()]),
-        "<h2>Sampler and simulation</h2>",
-        _kv_table([(f"sampler {k}", v) for k, v in r["sampler"].items()] + [
-            ("trials", sim.get("n_trials")), ("output dimension d", sim.get("dim")),
-            ("backend", sim.get("backend")), ("n_jobs", sim.get("n_jobs")),
-            ("wall time (s)", sim.get("elapsed_s")),
-            ("trials restored from checkpoint", sim.get("resumed_trials"))]),
-        "<h2>Output spectrum (estimated covariance Σ)</h2>",
-        _kv_table([(k, v) for k, v in s.items() if not isinstance(v, (list, dict))]
-                  + [("top eigenvalues", s.get("eigenvalues", [])[:TOP_ROWS])]),
-        spec_fig,
-        "<h2>Noise</h2>",
-        _kv_table([
-            ("rule", n.get("rule")), ("basis", n.get("basis")),
-            ("directions with own noise", n.get("n_directions")),
-            ("noise std (max)", n.get("noise_std_max")),
-            ("noise std (min)", n.get("noise_std_min")),
-            ("residual std (other directions)", n.get("residual_std")),
-            ("expected noise power E||B||²", n.get("expected_noise_power")),
-            ("confidence (Algorithm 1)", n.get("confidence")),
-            ("noise std (top directions)", n.get("noise_std_top", []))]),
-        "<h2>Privacy guarantee</h2>",
-        _kv_table([
-            ("MI budget v (nats)", p["mi_budget_nats"]),
-            ("certified MI bound ½ ln det(I + Σ Σ_B⁻¹) on estimated Σ (nats)",
-             p["mi_bound_certified_nats"]),
-            ("MI claimed for the true Σ (nats)", p["mi_claim_nats"]),
-            ("membership prior", p["membership_prior"]),
-            ("posterior success bound (KL inversion, Thm 1), "
-             + p.get("posterior_success_bound_label", "estimated (plug-in)"),
-             p["posterior_success_bound"]),
-            ("Pinsker bound (looser)", p["pinsker_success_bound"]),
-            ("average per-record MI v/n (nats, Thm 2)", p["individual_mi_bound_nats"])]),
-        post_fig,
-        "<h2>Release</h2>",
-        f"<p>Noisy output f(X) + B ({html.escape(str(r.get('release_randomness', '')))}):</p>",
-        f"<pre>{html.escape(release_text)}</pre>",
-    ]
+            figs["spectrum"] = _figure(
+                plotting.figure_to_data_uri(plotting.plot_spectrum(r)),
+                "Eigenvalues of the output covariance and per-direction noise variance "
+                "(log scale).")
+        prior = p.get("blind_guess_prior") or max(p["membership_prior"],
+                                                  1 - p["membership_prior"])
+        figs["posterior"] = _figure(
+            _plot("posterior_curve", mi_budget=p["mi_claim_nats"], prior=prior),
+            "Posterior success bound (KL inversion) and Pinsker bound vs MI budget; the dot is "
+            "this report's claimed MI.")
+    out: list[str] = []
+    for title, blocks in pac_layout(r):
+        if blocks:
+            out += [f"<h2>{html.escape(title)}</h2>", *_blocks_html(blocks, figs)]
+    return out
 
 
 def _repro_html(rep: Mapping) -> list[str]:
@@ -282,7 +217,7 @@ def _repro_html(rep: Mapping) -> list[str]:
                    "rerun the simulation bit for bit).</p>")
     if rep.get("command"):
         out.append(f"<p>Command: <code>{html.escape(str(rep['command']))}</code></p>")
-    out.append(_kv_table(list(rep.get("versions", {}).items())))
+    out.append(_kv_table([(str(k), cell(v)) for k, v in rep.get("versions", {}).items()]))
     return out
 
 

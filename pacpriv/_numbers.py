@@ -1,0 +1,118 @@
+"""Numbers on screen: the one place that rounds a displayed value (a leaf).
+
+A privacy bound shown with fewer digits must never look lower than it is, so every renderer
+(CLI, Markdown, HTML tables, figure labels) formats bounds with :func:`format_bound`, which
+rounds *toward the safe side*: upward for risk (accuracy, posterior success, MI), downward for
+protection (noise). Rounding uses ``decimal.Decimal``, so the text never reads lower (higher)
+than the float; it starts from the shortest decimal text that reads back as the same float
+(``repr``), so ``0.1`` stays ``0.1``. That text is first read to :data:`SIGNIFICANT` significant
+digits, the relative accuracy (about 1e-12) of the computations behind every bound (KL
+inversion, log-determinants), so float noise such as ``0.6000000000000001`` from a calibration
+to 0.6 shows as ``60.00%``, not ``60.01%``.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+__all__ = ["SIDES", "format_bound", "format_percent", "round_bound"]
+
+#: ``side`` values: ``"up"`` (risk: shown >= value), ``"down"`` (noise: shown <= value),
+#: ``"nearest"`` (neither).
+SIDES = ("up", "down", "nearest")
+
+#: Significant digits a float is read to before rounding (the computations' accuracy).
+SIGNIFICANT = 12
+_ROUNDING = {"up": ROUND_CEILING, "down": ROUND_FLOOR, "nearest": ROUND_HALF_EVEN}
+
+
+def _check_side(side: str) -> str:
+    if side not in _ROUNDING:
+        raise ValueError(f"`side` must be one of {', '.join(SIDES)}; got {side!r}.")
+    return _ROUNDING[side]
+
+
+def _read(x: float) -> Decimal:
+    """``x`` as a Decimal: its shortest repr, read to :data:`SIGNIFICANT` digits."""
+    d = Decimal(repr(float(x)))  # shortest text that reads back as the same float
+    if d == 0:
+        return d
+    return d.quantize(Decimal(1).scaleb(d.adjusted() - SIGNIFICANT + 1),
+                      rounding=ROUND_HALF_EVEN)
+
+
+def round_bound(x: float, digits: int = 6, *, side: str = "up") -> Decimal:
+    """``x`` rounded to ``digits`` significant digits toward ``side``, as an exact Decimal."""
+    rounding = _check_side(side)
+    d = _read(x)
+    if d == 0:
+        return d
+    quantum = Decimal(1).scaleb(d.adjusted() - digits + 1)
+    return d.quantize(quantum, rounding=rounding)
+
+
+def format_bound(
+    x: Any, digits: int = 6, *, side: str = "up", vacuous: bool = False
+) -> str:
+    """Text of a bound with ``digits`` significant digits, rounded toward ``side``.
+
+    Parameters
+    ----------
+    x : float, int, None or other
+        ``None`` gives ``"—"``; ints, bools, non-finite floats and non-numbers are shown as is.
+    digits : int, default 6
+        Significant digits (>= 1).
+    side : {"up", "down", "nearest"}, default "up"
+        ``"up"``: the text is >= ``x`` (risk bounds); ``"down"``: <= ``x`` (noise).
+    vacuous : bool, default False
+        Append ``" (vacuous)"`` (a bound that says nothing, e.g. accuracy 1).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> format_bound(0.5999981, 4), format_bound(0.5999981, 4, side="down")
+    ('0.6', '0.5999')
+    >>> format_bound(1.0, vacuous=True)
+    '1 (vacuous)'
+    """
+    mark = " (vacuous)" if vacuous else ""
+    if x is None:
+        return "—"
+    if isinstance(x, bool) or isinstance(x, int) or not isinstance(x, float):
+        if hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0:  # numpy scalar: no np.float64()
+            return format_bound(x.item(), digits, side=side, vacuous=vacuous)
+        return f"{x}{mark}"
+    if not math.isfinite(x):
+        return f"{x}{mark}"
+    r = round_bound(x, digits, side=side)
+    exp = r.adjusted() if r != 0 else 0
+    if -5 <= exp < digits:
+        text = format(r, "f")
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+    else:
+        text = format(r.normalize(), "E").replace("E", "e")
+        mant, _, e = text.partition("e")
+        text = f"{mant}e{int(e):+03d}"
+    return ("0" if text in ("-0", "") else text) + mark
+
+
+def format_percent(
+    x: Any, decimals: int = 2, *, side: str = "up", vacuous: bool = False
+) -> str:
+    """``x`` (a fraction) as a percentage with ``decimals`` decimals, rounded toward ``side``.
+
+    >>> format_percent(0.887251), format_percent(0.5)
+    ('88.73%', '50.00%')
+    """
+    if x is None:
+        return "—"
+    rounding = _check_side(side)
+    v = _read(x).scaleb(2)  # exact, unlike * 100 under the context precision
+    text = f"{v.quantize(Decimal(1).scaleb(-decimals), rounding=rounding)}%"
+    return text + (" (vacuous)" if vacuous else "")

@@ -1,0 +1,157 @@
+"""The user's own files and functions on the command line: datasets, mechanisms, clusters.
+
+Errors here are about the user's files, so they name the user's file and line
+(``myfunc.py:fn``, ``myfunc.py, line 3``), never an internal module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from pathlib import Path
+
+from pacpriv.cli._args import UsageError
+from pacpriv.datasets import Dataset, load_dataset
+from pacpriv.registry import resolve_mechanism
+
+__all__ = [
+    "LABEL_NAMES",
+    "add_dataset_arguments",
+    "explain_mechanism_error",
+    "load_cli_dataset",
+    "resolve_cli_mechanism",
+    "scheduler_context",
+    "user_names",
+]
+
+#: Header names that usually hold labels; read as a feature without --label-column (hinted).
+LABEL_NAMES = ("label", "labels", "target", "class", "y")
+
+#: API argument names of load_dataset -> the CLI flags that set them.
+_FLAGS = {"feature_ranges": "--feature-ranges", "label_column": "--label-column",
+          "delimiter": "--delimiter"}
+
+_PRIVATE_MODULE = re.compile(r"_pacpriv_user_mechanism_[0-9a-f]+\.")
+
+
+def add_dataset_arguments(parser) -> None:
+    """``--label-column``, ``--delimiter`` and ``--feature-ranges`` (shared by pac run and
+    compare)."""
+    parser.add_argument(
+        "--label-column", default=None, metavar="COLUMN",
+        help="label column of a .csv/.npy dataset (header name or index); the mechanism then "
+        "receives subsets as a tuple (X, y)")
+    parser.add_argument(
+        "--delimiter", default=",",
+        help="field delimiter of a .csv dataset (one character; '\\t' for tab)")
+    parser.add_argument(
+        "--feature-ranges", default=None, metavar="FILE|LOW:HIGH,...",
+        help="feature ranges you declare public: 'low:high' for every feature, "
+        "'l1:h1,l2:h2,...' one per feature, or a file with one 'low,high' line per feature; "
+        "used by built-in mechanisms and printed in the report (default: bundled datasets "
+        "use published ranges; a file's own ranges are used but never printed)")
+
+
+def load_cli_dataset(args) -> Dataset:
+    """Load ``--dataset`` with the dataset flags; print a hint when a column looks like labels."""
+    label = args.label_column
+    if label is not None and label.lstrip("-").isdigit():
+        label = int(label)
+    delimiter = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
+    try:
+        dataset = load_dataset(args.dataset, label_column=label, delimiter=delimiter,
+                               feature_ranges=getattr(args, "feature_ranges", None))
+    except (ValueError, TypeError) as err:  # name the flags, not the API arguments
+        text = str(err)
+        for api, flag in _FLAGS.items():
+            text = text.replace(f"`{api}`=", f"{flag} ").replace(f"`{api}`", flag)
+        err.args = (text,)
+        raise
+    if dataset.y is None:
+        suspects = [n for n in dataset.feature_names if n.strip().lower() in LABEL_NAMES]
+        if suspects:
+            print(f"pacpriv: note: column {suspects[0]!r} is read as a feature; if it holds "
+                  f"labels, pass --label-column {suspects[0]} (the mechanism then receives "
+                  "(X, y))", file=sys.stderr)
+    return dataset
+
+
+def user_names(text: str, spec: str) -> str:
+    """Replace the private module name of a ``file.py:function`` mechanism by ``file.py:``."""
+    target = spec.rsplit(":", 1)[0] if ":" in spec else spec
+    return _PRIVATE_MODULE.sub(f"{Path(target).name}:", text)
+
+
+def resolve_cli_mechanism(spec: str, dataset: Dataset):
+    """:func:`pacpriv.registry.resolve_mechanism` for the CLI: ``module:function`` also finds
+    modules in the current folder, and errors in the user's file are one line with file:line."""
+    target = spec.rsplit(":", 1)[0] if ":" in spec else ""
+    is_file = target.endswith(".py") or "/" in target or os.sep in target
+    if target and not is_file and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does; loky workers inherit sys.path
+    try:
+        return resolve_mechanism(spec, dataset_info=dataset.info())
+    except SyntaxError as err:
+        where = Path(err.filename).name if err.filename else target
+        raise UsageError(f"syntax error in {where}, line {err.lineno}: {err.msg} "
+                         f"(mechanism {spec!r})") from None
+    except UsageError:
+        raise
+    except Exception as err:
+        if isinstance(err, (ValueError, TypeError, FileNotFoundError, KeyError)):
+            raise
+        tb = err.__traceback__
+        line = None
+        while tb is not None:  # the innermost frame in the user's file
+            if Path(tb.tb_frame.f_code.co_filename).name == Path(target).name:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        where = f"{Path(target).name}, line {line}" if line else repr(target)
+        raise UsageError(f"loading mechanism {spec!r} failed in {where}: "
+                         f"{type(err).__name__}: {err}") from None
+
+
+def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> None:
+    """Rewrite ``err``'s message in place with the user's names and, when an ``(X, y)``
+    function got an array, a hint about ``--label-column``."""
+    text = user_names(str(err), spec)
+    if dataset.y is None and "unpack" in text:
+        text += (" -- the subset is an array X because no --label-column was given; pass "
+                 "--label-column NAME to receive (X, y)")
+    elif dataset.y is not None and "tuple" in text:
+        text += (" -- with --label-column the subset is a tuple (X, y); unpack it with "
+                 "`X, y = subset`")
+    if text != str(err) and err.args:
+        err.args = (text, *err.args[1:])
+
+
+@contextlib.contextmanager
+def scheduler_context(args):
+    """Connect to ``--scheduler`` (Dask) or ``--ray-address`` (Ray) for the run, if given."""
+    if getattr(args, "scheduler", None):
+        try:
+            from dask.distributed import Client
+        except ImportError as err:
+            raise ImportError("--scheduler needs dask.distributed: pip install "
+                              "'pacpriv[dask]'") from err
+        try:
+            client = Client(args.scheduler, timeout=10)
+        except OSError as err:
+            raise UsageError(f"--scheduler {args.scheduler!r}: cannot connect ({err})") from None
+        with client:
+            yield
+        return
+    if getattr(args, "ray_address", None):
+        try:
+            import ray
+        except ImportError as err:
+            raise ImportError("--ray-address needs Ray: pip install 'pacpriv[ray]'") from err
+        ray.init(address=args.ray_address)
+        try:
+            yield
+        finally:
+            ray.shutdown()
+        return
+    yield

@@ -1,0 +1,237 @@
+"""The report's layout, once: which rows each section shows, walked by both renderers.
+
+:func:`pac_layout` turns a PAC report dict into sections of *blocks*; :func:`section_layout`
+does the same for an extra section (a DP-SGD spec, a comparison). The Markdown renderer
+(:func:`pacpriv.report.builder.to_markdown`) and the HTML renderer
+(:func:`pacpriv.report.html.render_html`) only turn blocks into text, so both always show the
+same rows, formatted by the one helper :func:`pacpriv.report.format.cell` (bounds rounded
+upward, noise downward).
+
+A block is a tuple whose first item says its kind:
+
+* ``("text", markdown_text)`` -- a paragraph (inline code, bold and italic only);
+* ``("headline", markdown_text)`` -- the highlighted headline paragraph;
+* ``("list", [markdown_text, ...])``;
+* ``("table", [(label, value, side, vacuous), ...])`` -- a two-column table;
+* ``("grid", columns, rows)`` -- a table with a header row;
+* ``("code", text)`` -- preformatted text;
+* ``("markdown", text)`` -- a section's own Markdown;
+* ``("figure", name)`` -- a figure (HTML only; Markdown says where to find it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pacpriv.report.format import TOP_ROWS, cell, fmt, format_percent
+
+__all__ = ["pac_layout", "posterior_command", "section_layout", "side_of"]
+
+#: Keys of an extra section that are not shown as rows (rendered otherwise, or metadata).
+RENDERED_KEYS = frozenset(
+    {"title", "markdown", "figures", "plot", "threat_model", "table", "comparison"}
+)
+
+
+def side_of(key: str) -> str:
+    """Rounding side for a field name: the lower end of an interval and noise round down,
+    risk bounds (accuracy, bound, upper, MI) round up, anything else to nearest."""
+    k = key.lower()
+    if "lower" in k or "noise" in k or k.endswith("std") or "sigma" in k:
+        return "down"
+    if any(w in k for w in ("upper", "bound", "accuracy", "estimate", "mi_", "chi")):
+        return "up"
+    return "nearest"
+
+
+def _blind_guess(p: Mapping) -> float:
+    """The prior the posterior bound uses: best blind guess max(q, 1 − q) (Thm 1)."""
+    given = p.get("blind_guess_prior")
+    if given is not None:
+        return float(given)
+    q = float(p["membership_prior"])
+    return max(q, 1.0 - q)
+
+
+def posterior_command(p: Mapping) -> str:
+    """The ``pacpriv pac posterior`` command that reproduces the headline bound."""
+    return (
+        f"pacpriv pac posterior --mi-budget {float(p['mi_claim_nats'])!r} "
+        f"--prior {_blind_guess(p)!r}"  # repr: the shortest text that reads back exactly
+    )
+
+
+def _prior_text(p: Mapping) -> str:
+    q, p0 = float(p["membership_prior"]), _blind_guess(p)
+    why = p.get("prior_explanation") or (
+        f"each record is in the secret subset with probability {fmt(q, 6)}, so the best "
+        f"blind guess of membership is right with probability max(q, 1 − q) = {fmt(p0, 6)}"
+    )
+    return f"Prior used: {format_percent(p0, side='nearest')} ({why})."
+
+
+def _released_text(r: Mapping) -> str:
+    sampler = r.get("sampler") or {}
+    name = sampler.get("name")
+    if name == "poisson" and sampler.get("sampling_rate") is not None:
+        rate = float(sampler["sampling_rate"])
+        what = (f"a random secret subset: each record kept independently with probability "
+                f"{fmt(rate)} (about {format_percent(rate, 0, side='nearest')} of the pool)")
+    elif name == "fixed":
+        what = f"a random secret subset of {sampler.get('subset_size')} records"
+    elif name == "pairs":
+        what = "a random secret half of the pool (complementary pairs)"
+    else:
+        what = f"a random secret subset drawn by the sampler {name!r}"
+    return (f"f was released on {what}, not on the whole pool; which records were used is the "
+            "secret the bound protects, and it is neither recorded nor shown.")
+
+
+def _utility(r: Mapping) -> tuple[list[tuple], str]:
+    """Noise against the across-trial spread of f (public-plan quantities only)."""
+    s, n = r["spectrum"], r["noise"]
+    dim = int(r["simulation"].get("dim") or 0)
+    power = n.get("expected_noise_power")
+    total = s.get("total_variance")
+    if not dim or power is None or total is None:
+        return [], ""
+    noise_rms = (float(power) / dim) ** 0.5
+    spread_rms = (float(total) / dim) ** 0.5
+    ratio = noise_rms / spread_rms if spread_rms > 0 else float("inf")
+    rows = [
+        ("noise std per coordinate (RMS)", noise_rms, "down", False),
+        ("spread of f across trials per coordinate (RMS std)", spread_rms, "nearest", False),
+        ("noise / spread", ratio, "down", False),
+    ]
+    release = r.get("release")
+    if release:
+        scale = (sum(float(v) ** 2 for v in release) / len(release)) ** 0.5
+        rows.append(("noise std / RMS of the released values", noise_rms / scale
+                     if scale > 0 else float("inf"), "down", False))
+    hint = (f"Utility: the noise is about {fmt(ratio, 3, side='down')}× the spread of f across "
+            "random subsets (its sensitivity to which records are used)")
+    if release and rows[-1][1] >= 1:
+        hint += (f", and {fmt(rows[-1][1], 3, side='down')}× the size of the released values: "
+                 "the release is mostly noise")
+    return rows, hint + "."
+
+
+def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
+    """Sections ``(title, blocks)`` of a PAC report dict (:func:`build_report`)."""
+    p, n, s, sim = r["privacy"], r["noise"], r["spectrum"], r["simulation"]
+    bound = p["posterior_success_bound"]
+    vacuous = bound >= 1.0
+    acc = p.get("membership_inference_accuracy_bound")
+    headline = (
+        "With the calibrated noise, no adversary who knows the pool and the mechanism can infer "
+        f"membership with posterior success rate above "
+        f"**{format_percent(bound, vacuous=vacuous)}**, "
+        f"**{p.get('posterior_success_bound_label', 'estimated (plug-in)')}** "
+        f"(prior {format_percent(_blind_guess(p), side='nearest')}, MI budget "
+        f"v = {fmt(p['mi_budget_nats'])} nats"
+        + (f"; membership-inference accuracy bound {format_percent(acc)}"
+           if acc is not None else "")
+        + ")."
+    )
+    head: list[tuple] = [("headline", headline), ("text", _prior_text(p)),
+                         ("text", f"Reproduce: `{posterior_command(p)}`")]
+    if r.get("release") is not None or r.get("release_randomness"):
+        head.append(("text", _released_text(r)))
+    utility_rows, hint = _utility(r)
+    if hint:
+        head.append(("text", hint))
+    if r.get("notes"):
+        head += [("text", "**Caveats:**"), ("list", [str(x) for x in r["notes"]])]
+    ds = r.get("dataset") or {}
+    sampler = r.get("sampler") or {}
+    release = r.get("release")
+    return [
+        ("Headline", head),
+        ("Threat model", [("text", str(r["threat_model"]))]),
+        ("Dataset and mechanism", [("table", [("mechanism", r["mechanism"], "nearest", False)]
+                                    + [(f"dataset {k}", v, "nearest", False)
+                                       for k, v in ds.items()])]),
+        ("Sampler and simulation", [("table", [
+            *[("sampler inclusion probability q" if k == "prior" else f"sampler {k}", v,
+               "nearest", False) for k, v in sampler.items()],
+            ("trials", sim.get("n_trials"), "nearest", False),
+            ("output dimension d", sim.get("dim"), "nearest", False),
+            ("backend", sim.get("backend"), "nearest", False),
+            ("n_jobs", sim.get("n_jobs"), "nearest", False),
+            ("wall time (s)", sim.get("elapsed_s"), "nearest", False),
+            ("trials restored from checkpoint", sim.get("resumed_trials"), "nearest", False),
+        ])]),
+        ("Output spectrum (estimated covariance Σ)", [
+            ("table", [(k, v, "nearest", False) for k, v in s.items()
+                       if not isinstance(v, (list, dict))]
+             + [("top eigenvalues", list(s.get("eigenvalues", []))[:TOP_ROWS], "nearest",
+                 False)]),
+            ("figure", "spectrum"),
+        ]),
+        ("Noise", [("table", [
+            ("rule", n.get("rule"), "nearest", False),
+            ("basis", n.get("basis"), "nearest", False),
+            ("directions with own noise", n.get("n_directions"), "nearest", False),
+            ("noise std (max)", n.get("noise_std_max"), "down", False),
+            ("noise std (min)", n.get("noise_std_min"), "down", False),
+            ("residual std (other directions)", n.get("residual_std"), "down", False),
+            ("expected noise power E‖B‖²", n.get("expected_noise_power"), "down", False),
+            ("confidence (Algorithm 1)", n.get("confidence"), "nearest", False),
+            ("noise std (top directions)", list(n.get("noise_std_top", [])), "down", False),
+            *utility_rows,
+        ])]),
+        ("Privacy guarantee", [("table", [
+            ("MI budget v (nats)", p["mi_budget_nats"], "nearest", False),
+            ("certified MI bound ½ ln det(I + Σ Σ_B⁻¹) on estimated Σ (nats)",
+             p["mi_bound_certified_nats"], "up", False),
+            ("MI guaranteed (nats): v for plug-in rules, v + β for Algorithm 1",
+             p["mi_claim_nats"], "up", False),
+            ("membership prior q (inclusion probability)", p["membership_prior"], "nearest",
+             False),
+            ("prior used max(q, 1 − q) (best blind guess)", _blind_guess(p), "nearest", False),
+            ("posterior success bound (KL inversion, Thm 1), "
+             + p.get("posterior_success_bound_label", "estimated (plug-in)"), bound, "up",
+             vacuous),
+            ("Pinsker bound (looser)", p["pinsker_success_bound"], "up",
+             p["pinsker_success_bound"] >= 1.0),
+            ("average per-record MI v/n (nats, Thm 2)", p["individual_mi_bound_nats"], "up",
+             False),
+        ]), ("figure", "posterior")]),
+        ("Release", [
+            ("text", f"Noisy output f(X) + B ({r.get('release_randomness', '')}):"),
+            ("code", "[]" if release is None
+             else "[" + ", ".join(fmt(v, 8) for v in release) + "]"),
+        ]),
+    ]
+
+
+def section_layout(section: Mapping) -> list[tuple]:
+    """Blocks of an extra section: its Markdown, or its ``table`` and its other fields
+    (nested dicts flattened to ``key: subkey`` rows; a ``vacuous`` flag marks its bound)."""
+    if section.get("markdown"):
+        return [("markdown", str(section["markdown"]))]
+    blocks: list[tuple] = []
+    table = section.get("table")
+    if isinstance(table, Mapping) and "columns" in table and "rows" in table:
+        blocks.append(("grid", [str(c) for c in table["columns"]],
+                       [[cell(v) for v in row] for row in table["rows"]]))
+    rows: list[tuple] = []
+    for key, value in section.items():
+        if key in RENDERED_KEYS:
+            continue
+        if isinstance(value, Mapping):
+            vac = bool(value.get("vacuous"))
+            rows += [(f"{key}: {k}".replace("_", " "), v, side_of(f"{key} {k}"),
+                      vac and k in ("accuracy", "upper"))
+                     for k, v in value.items()]
+        else:
+            rows.append((key.replace("_", " "), value, side_of(key), False))
+    if rows:
+        blocks.append(("table", rows))
+    return blocks
+
+
+def render_row(row: tuple) -> tuple[str, str]:
+    """``(label, text)`` of a ``("table", ...)`` row, formatted by :func:`cell`."""
+    label, value, side, vacuous = row
+    return str(label), cell(value, side=side, vacuous=vacuous)

@@ -1,0 +1,490 @@
+"""Issue 15: a new user's first hour -- leaks, labels, late checks, resources, user files,
+pipelines, numbers on screen, utility, help.
+
+Each test runs the CLI in-process (``pacpriv.cli.main``) on a small user CSV and user functions
+written into ``tmp_path``, with few trials so the file stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html as html_mod
+import json
+import math
+import re
+import warnings
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pacpriv._numbers import format_bound, format_percent
+from pacpriv.cli import _resources as resources
+from pacpriv.cli import build_parser, main
+from pacpriv.cli.main import _print_warnings
+
+SENTINEL = 987654.321123
+ROOT = Path(__file__).resolve().parent.parent
+
+FUNCS = '''
+import numpy as np
+
+def clipped_mean(X):
+    return np.clip(X, -3.0, 3.0).mean(axis=0)
+
+def label_rate(data):
+    X, y = data
+    return np.array([np.clip(X, -3, 3).mean(), y.mean()])
+
+def forgot_return(X):
+    np.clip(X, -3.0, 3.0).mean(axis=0)
+
+def counted(X):
+    import os
+    with open(os.environ["PACPRIV_TEST_CALLS"], "a") as fh:
+        fh.write("x")
+    return np.clip(X, -3.0, 3.0).mean(axis=0)
+'''
+
+
+@pytest.fixture()
+def user(tmp_path, monkeypatch):
+    """A user's folder: data.csv (40 records, a `label` column, one sentinel value) and
+    myfuncs.py; the current folder is that folder."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(40, 3))
+    X[11, 1] = SENTINEL
+    y = (X[:, 0] > 0).astype(int)
+    lines = ["a,b,c,label"] + [",".join(repr(float(v)) for v in r) + f",{c}"
+                               for r, c in zip(X, y, strict=True)]
+    (tmp_path / "data.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "myfuncs.py").write_text(FUNCS)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+BASE = ("pac", "run", "--dataset", "data.csv", "--mi-budget", "0.1", "--trials", "12",
+        "--no-progress", "--seed", "3", "--rule", "anisotropic")
+
+
+# ----------------------------------------------------------------------------- item 1
+def _sentinel_forms(x: float) -> set[str]:
+    forms = {repr(x), str(x), f"{x:e}", f"{x:E}", f"{x:.10e}", f"{x:.3f}", f"{x:.2f}",
+             f"{x:.1f}", f"{x:.0f}", f"{x:_}", json.dumps(x)}
+    for k in range(2, 7):
+        forms |= {f"{x:.{k}g}", f"{x:.{k}e}", f"{x:.{k - 1}e}", format_bound(x, k),
+                  format_bound(x, k, side="down")}
+    return {f for f in forms if len(f) >= 5}  # '9.9e+05' and longer: no accidental hit
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_sentinel_record_value_appears_in_no_report_file(user, capsys):
+    """A unique value planted in one record reaches no report file, in any formatting: a user
+    function and a built-in that uses feature ranges (plug-in rule), and the default
+    certified rule (its certificate section too)."""
+    certified = ("--rule", "certified", "--trials", "40")
+    for mech, extra in (("myfuncs.py:clipped_mean", ()), ("mean", ()),
+                        ("myfuncs.py:clipped_mean", certified)):
+        out_dir = user / f"report-{mech.replace(':', '_').replace('.', '_')}{len(extra)}"
+        code, out, err = _run(capsys, *BASE, "--mechanism", mech, "--out", out_dir, *extra)
+        assert code == 0, err
+        files = sorted(out_dir.iterdir())
+        assert {f.name for f in files} == {"report.json", "report.md", "report.html"}
+        for f in files:
+            text = f.read_text()
+            for form in _sentinel_forms(SENTINEL):
+                assert form not in text, (f.name, form)
+        for form in _sentinel_forms(SENTINEL):
+            assert form not in out and form not in err
+        ds = json.loads((out_dir / "report.json").read_text())["dataset"]
+        assert "feature_low" not in ds and "feature_high" not in ds
+        assert ds["bounds_source"] == "pool" and ds["source"] == "data.csv"
+
+
+def test_declared_feature_ranges_are_used_and_printed(user, capsys):
+    code, _, err = _run(capsys, *BASE, "--mechanism", "mean", "--out", "rep",
+                        "--feature-ranges", "-3:3")
+    assert code == 0, err
+    ds = json.loads(Path("rep/report.json").read_text())["dataset"]
+    assert ds["bounds_source"] == "declared"
+    assert ds["feature_low"] == [-3.0] * 4 and ds["feature_high"] == [3.0] * 4
+    code, _, err = _run(capsys, *BASE, "--mechanism", "mean", "--out", "rep",
+                        "--feature-ranges", "-3:3,0:1")
+    assert code == 2 and "gives 2 ranges; the pool has 4 features" in err
+
+
+def test_bundled_dataset_keeps_its_published_ranges(tmp_path, capsys):
+    from pacpriv.datasets import load_dataset
+
+    d = load_dataset("iris").to_dict()
+    assert d["feature_low"][0] == 4.3 and d["bounds_source"] == "published"
+
+
+# ----------------------------------------------------------------------------- item 2
+def test_prior_label_and_posterior_command_reproduce_the_headline(user, capsys):
+    code, out, err = _run(capsys, *BASE, "--mechanism", "myfuncs.py:clipped_mean",
+                          "--sampling-rate", "0.3", "--out", "rep")
+    assert code == 0, err
+    report = json.loads(Path("rep/report.json").read_text())
+    bound = report["privacy"]["posterior_success_bound"]
+    md = Path("rep/report.md").read_text()
+    assert "prior 70.00%" in md and "prior 30" not in md
+    assert re.search(r"max\(q, 1 [−-] q\) = 0\.7", md)
+    assert "| sampler prior | 0.3 |" not in md  # q is not called the prior
+    assert re.search(rf"posterior bound +{re.escape(format_percent(bound))} .*\(prior 70\.00%", out)
+    command = re.search(r"Reproduce: `pacpriv (pac posterior [^`]+)`", md).group(1)
+    assert command in out
+    code, post, _ = _run(capsys, *command.split(), "--json")
+    assert code == 0
+    assert json.loads(post)[0]["posterior_success_bound"] == bound  # bit for bit
+    # and the table view of the same command rounds upward
+    _, table, _ = _run(capsys, *command.split())
+    shown = Decimal(table.split()[-2])
+    assert shown >= Decimal(repr(bound)) and shown - Decimal(repr(bound)) < Decimal("1e-10")
+
+
+# ----------------------------------------------------------------------------- item 3
+@pytest.mark.parametrize("extra, message", [
+    (("--out", "data.csv"), "--out 'data.csv' is an existing file"),
+    (("--out", "data.csv/sub"), "--out 'data.csv/sub' is not a writable directory"),
+    (("--checkpoint", "data.csv"), "--checkpoint 'data.csv' is an existing file"),
+    (("--sampler", "pairs", "--sampling-rate", "0.3"), "--sampling-rate applies to --sampler "
+     "poisson only"),
+    (("--sampler", "fixed", "--subset-size", "5", "--sampling-rate", "0.3"),
+     "--sampling-rate applies"),
+    (("--timeout", "0"), "--timeout must be"),
+    (("--retries", "-1"), "--retries must be >= 0"),
+    (("--scheduler", "tcp://127.0.0.1:1"), "--scheduler applies to --backend dask only"),
+    (("--c", "0.1"), "apply to --rule algorithm1 only"),
+    (("--format", "json,pdf"), "--format must list json, md and/or html"),
+])
+def test_bad_arguments_fail_before_the_first_trial(user, capsys, monkeypatch, extra, message):
+    calls = user / "calls.txt"
+    monkeypatch.setenv("PACPRIV_TEST_CALLS", str(calls))
+    argv = [*BASE, "--mechanism", "myfuncs.py:counted", "--out", "rep", *extra]
+    code, _out, err = _run(capsys, *argv)
+    assert code == 2 and message in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not calls.exists()  # the mechanism never ran
+
+
+def test_one_record_csv_is_refused_with_the_minimum(user, capsys):
+    Path("one.csv").write_text("a,b\n1.0,2.0\n")
+    code, _, err = _run(capsys, "pac", "run", "--mechanism", "mean", "--dataset", "one.csv",
+                        "--mi-budget", "0.1")
+    assert code == 2 and "holds 1 record; a pool needs at least 2 records" in err
+
+
+# ----------------------------------------------------------------------------- item 4
+def test_n_jobs_is_capped_at_the_usable_cpus(monkeypatch):
+    monkeypatch.setattr(resources, "available_cpus", lambda: 2)
+    assert resources.effective_n_jobs(None, None) == (1, "")
+    assert resources.effective_n_jobs(2, "loky") == (2, "")
+    n, note = resources.effective_n_jobs(1000, None)
+    assert n == 2 and "--n-jobs 1000 capped at 2" in note
+    assert resources.effective_n_jobs(-1, None) == (2, "")
+    assert resources.effective_n_jobs(-2, "threading") == (1, "")
+    assert resources.effective_n_jobs(-5, None) == (1, "")
+    assert resources.effective_n_jobs(64, "dask") == (64, "")  # a cluster: not ours to cap
+
+
+def test_available_cpus_respects_the_affinity_mask():
+    import os
+
+    n = resources.available_cpus()
+    assert 1 <= n <= (os.cpu_count() or 1)
+    if hasattr(os, "sched_getaffinity"):
+        assert n <= len(os.sched_getaffinity(0))
+
+
+def test_help_and_summary_show_the_effective_n_jobs(user, capsys, monkeypatch):
+    monkeypatch.setattr(resources, "available_cpus", lambda: 1)
+    help_text = build_parser()._subparsers._group_actions[0].choices["pac"]
+    run = help_text._subparsers._group_actions[0].choices["run"].format_help()
+    assert "default 1: sequential" in " ".join(run.split())
+    monkeypatch.setattr("pacpriv.cli.pac.effective_n_jobs",
+                        lambda n, b: resources.effective_n_jobs(n, b))
+    code, out, err = _run(capsys, *BASE, "--mechanism", "myfuncs.py:clipped_mean",
+                          "--out", "rep", "--n-jobs", "8")
+    assert code == 0, err
+    assert "--n-jobs 8 capped at 1" in err
+    assert "n_jobs 1 (asked 8)" in out
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly(user):
+    """SIGINT during a parallel run: exit 130, one line, no traceback, no leaked semaphores."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    Path("slow.py").write_text("import time, numpy as np\n"
+                               "def f(X):\n    time.sleep(0.2)\n    return X.mean(0)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pacpriv", "pac", "run", "--mechanism", "slow.py:f",
+         "--dataset", "data.csv", "--mi-budget", "0.1", "--trials", "400", "--n-jobs", "2",
+         "--no-progress", "--out", "rep"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(6)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted; workers stopped" in err
+    assert "Traceback" not in err and "leaked" not in err
+
+
+# ----------------------------------------------------------------------------- item 5
+def _layout_rows(report):
+    from pacpriv.report.layout import pac_layout, render_row, section_layout
+
+    blocks = [b for _, bl in pac_layout(report) for b in bl] if report["kind"] == "pac" else []
+    for sec in report.get("sections", []):
+        blocks += section_layout(sec)
+    rows = [render_row(r) for b in blocks if b[0] == "table" for r in b[1]]
+    return rows
+
+
+def _html_text(page: str) -> str:
+    return html_mod.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def test_dpsgd_markdown_report_has_the_rows_of_the_html(tmp_path):
+    from pacpriv.dpsgd import DPSGDSpec
+    from pacpriv.report import build_report, render_html, to_markdown
+
+    spec = DPSGDSpec(noise_multiplier=1.5, steps_per_epoch=10, epochs=2)
+    report = build_report(spec)
+    md, page = to_markdown(report), _html_text(render_html(report, spec, figures=False))
+    rows = _layout_rows(report)
+    assert len(rows) >= 6
+    for label, text in rows:
+        assert f"| {label} | {text} |" in md
+        assert label in page and text in page
+    bound = spec.membership_inference_accuracy_bound().accuracy
+    assert format_bound(bound, side="up") in md
+
+
+def test_every_pac_row_is_in_both_renderings(user, capsys):
+    code, _, err = _run(capsys, *BASE, "--mechanism", "myfuncs.py:clipped_mean", "--out", "rep")
+    assert code == 0, err
+    report = json.loads(Path("rep/report.json").read_text())
+    md = Path("rep/report.md").read_text()
+    page = _html_text(Path("rep/report.html").read_text())
+    rows = _layout_rows(report)
+    assert len(rows) >= 30
+    for label, text in rows:
+        assert f"| {label} | {text} |" in md, label
+        assert label in page and text in page, label
+
+
+# ----------------------------------------------------------------------------- item 6
+def test_syntax_error_in_the_user_file_is_one_line_with_file_and_line(user, capsys):
+    Path("broken.py").write_text("import numpy as np\n\ndef f(X)\n    return X\n")
+    code, _, err = _run(capsys, *BASE, "--mechanism", "broken.py:f", "--out", "rep",
+                        "--label-column", "label")
+    assert code == 2
+    assert err.startswith("pacpriv: error: syntax error in broken.py, line 3")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_errors_name_the_user_file_and_a_none_return(user, capsys):
+    code, _, err = _run(capsys, *BASE, "--mechanism", "myfuncs.py:forgot_return", "--out", "r")
+    assert code == 1
+    assert "myfuncs.py:forgot_return" in err and "_pacpriv_user_mechanism" not in err
+    assert "returned None, expected a 1-D array of floats" in err
+    assert "not finite" not in err
+
+
+def test_label_column_hint_and_unpack_hint(user, capsys):
+    code, _, err = _run(capsys, *BASE, "--mechanism", "myfuncs.py:label_rate", "--out", "r")
+    assert code == 1
+    assert "column 'label' is read as a feature; if it holds labels, pass --label-column label" \
+        in err
+    assert "pass --label-column NAME to receive (X, y)" in err
+    code, _, err = _run(capsys, *BASE, "--mechanism", "myfuncs.py:label_rate", "--out", "r",
+                        "--label-column", "label")
+    assert code == 0, err
+    assert "read as a feature" not in err
+
+
+def test_module_function_is_found_in_the_current_folder(user, capsys, monkeypatch):
+    import sys
+
+    Path("first_hour_mod_x.py").write_text(FUNCS)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(user))])
+    code, _, err = _run(capsys, *BASE, "--mechanism", "first_hour_mod_x:clipped_mean",
+                        "--out", "r")
+    assert code == 0, err
+    sys.modules.pop("first_hour_mod_x", None)
+
+
+def test_delimiter_and_compare_label_column(user, capsys):
+    text = Path("data.csv").read_text().replace(",", ";")
+    Path("semi.csv").write_text(text)
+    code, _, err = _run(capsys, *BASE[:3], "semi.csv", *BASE[4:], "--mechanism",
+                        "myfuncs.py:clipped_mean", "--delimiter", ";", "--out", "r")
+    assert code == 0, err
+    code, _, err = _run(capsys, *BASE[:3], "semi.csv", *BASE[4:], "--mechanism",
+                        "myfuncs.py:clipped_mean", "--out", "r")
+    assert code == 2 and "semi.csv" in err
+    compare = build_parser().parse_args(["compare", "--dataset", "data.csv", "--label-column",
+                                         "label", "--delimiter", ";"])
+    assert compare.label_column == "label" and compare.delimiter == ";"
+
+
+def test_readme_synopsis_lists_the_dataset_flags():
+    readme = (ROOT / "README.md").read_text()
+    synopsis = readme[readme.index("## Command line"):readme.index("## The report")]
+    for flag in ("--label-column", "--delimiter", "--feature-ranges", "--scheduler"):
+        assert flag in synopsis
+    compare_line = next(ln for ln in synopsis.splitlines() if ln.startswith("pacpriv compare"))
+    assert "--label-column" in compare_line
+
+
+# ----------------------------------------------------------------------------- item 7
+def test_from_estimator_reaches_the_last_pipeline_step():
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from pacpriv.wrapper import from_estimator
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3)) * [1.0, 10.0, 100.0]
+    y = X @ [1.0, -0.2, 0.01] + rng.normal(size=60) * 0.1
+    Z = (X - X.mean(0)) / X.std(0)
+    expected = Ridge().fit(Z, y).coef_  # independent: scale by hand, fit the last step
+    pipe = make_pipeline(StandardScaler(), Ridge())
+    for attrs in (("coef_",), ("steps[-1].coef_",), ("[-1].coef_",),
+                  ("named_steps.ridge.coef_",), (lambda m: m[-1].coef_,)):
+        out = from_estimator(pipe, attributes=attrs)((X, y))
+        np.testing.assert_allclose(out, expected, rtol=1e-10)
+    with pytest.raises(AttributeError, match=r"steps\[5\]\.coef_"):
+        from_estimator(pipe, attributes=("steps[5].coef_",))((X, y))
+
+
+# ----------------------------------------------------------------------------- item 8
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=-1e12, max_value=1e12, allow_nan=False), st.integers(1, 10))
+def test_format_bound_rounds_toward_the_safe_side(x, digits):
+    up, down = Decimal(format_bound(x, digits)), Decimal(format_bound(x, digits, side="down"))
+    exact = Decimal(repr(x))
+    slack = abs(exact) * Decimal("5e-12")  # floats are read to 12 significant digits first
+    assert down - slack <= exact <= up + slack
+    if x != 0:
+        ulp = Decimal(10) ** (exact.adjusted() - digits + 1)
+        assert up - down <= ulp
+
+
+def test_format_bound_examples_and_vacuous():
+    assert format_bound(0.599998, 4) == "0.6"
+    assert format_bound(0.5999981, 6) == "0.599999"
+    assert format_bound(0.1) == "0.1" and format_bound(np.float64(0.25)) == "0.25"
+    assert format_bound(1.0, vacuous=True) == "1 (vacuous)"
+    assert format_percent(0.887251) == "88.73%" and format_percent(0.88720001) == "88.73%"
+    # float noise of a calibration to 0.6 does not show as 60.01%
+    assert format_percent(0.6000000000000001) == "60.00%"
+    assert format_percent(0.600000001) == "60.01%"
+
+
+def test_figure_labels_agree_with_the_tables(user, capsys):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from pacpriv.plotting import plot_dpsgd_accuracy_vs_sigma, plot_posterior_curve
+
+    code, _, err = _run(capsys, *BASE, "--mechanism", "myfuncs.py:clipped_mean", "--out", "rep")
+    assert code == 0, err
+    p = json.loads(Path("rep/report.json").read_text())["privacy"]
+    fig = plot_posterior_curve(p["mi_claim_nats"], prior=0.5)
+    labels = " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    plt.close(fig)
+    shown = format_bound(p["posterior_success_bound"], 4, side="up")
+    assert f": {shown}" in labels
+    table = Path("rep/report.md").read_text()
+    row = re.search(r"\| posterior success bound \(KL inversion, Thm 1\)[^|]* \| ([^ |]+)", table)
+    assert format_bound(float(row.group(1)), 4, side="up") == shown  # same number, same way
+
+    code, out, _ = _run(capsys, "dpsgd", "bound", "--steps-per-epoch", "10", "--epochs", "2",
+                        "--noise-multiplier", "1")
+    cli_value = float(out.split("\n")[0].split()[-1])
+    fig = plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=10, epochs=2, noise_multiplier=1.0,
+                                       exact=False, comparators=False)
+    labels = " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    plt.close(fig)
+    assert f"chi-square {format_bound(cli_value, 4, side='up')}" in labels
+
+
+def test_vacuous_bounds_are_marked(capsys):
+    code, out, _ = _run(capsys, "dpsgd", "bound", "--steps-per-epoch", "10", "--epochs", "500",
+                        "--noise-multiplier", "0.1")
+    assert code == 0 and "1 (vacuous)" in out
+
+
+# ----------------------------------------------------------------------------- item 9
+def test_release_subset_and_utility_hint(user, capsys):
+    code, out, err = _run(capsys, *BASE, "--mechanism", "myfuncs.py:clipped_mean", "--out", "rep")
+    assert code == 0, err
+    assert "f was released on a random secret subset" in out and "50% of the pool" in out
+    report = json.loads(Path("rep/report.json").read_text())
+    s, n = report["spectrum"], report["noise"]
+    d = report["simulation"]["dim"]
+    ratio = math.sqrt(n["expected_noise_power"] / d) / math.sqrt(s["total_variance"] / d)
+    assert f"the noise is about {format_bound(ratio, 3, side='down')}× the spread" in out
+    md = Path("rep/report.md").read_text()
+    assert "f was released on a random secret subset" in md
+    assert f"| noise / spread | {format_bound(ratio, 6, side='down')} |" in md
+
+
+# ----------------------------------------------------------------------------- item 10
+def _all_parsers(parser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _all_parsers(sub)
+
+
+def test_every_flag_has_help_and_defaults_are_shown():
+    parser = build_parser()
+    for p in _all_parsers(parser):
+        for action in p._actions:
+            if action.option_strings and not isinstance(action, argparse._HelpAction):
+                assert action.help, f"{p.prog} {action.option_strings} has no help"
+    run = next(p for p in _all_parsers(parser) if p.prog.endswith("pac run")).format_help()
+    assert "(default: 1000)" in run and "(default: poisson)" in run
+    assert "(default: None)" not in run
+    post = next(p for p in _all_parsers(parser) if p.prog.endswith("pac posterior"))
+    assert "(default: 0.5)" in post.format_help()
+
+
+def test_messages_show_plain_numbers(user, capsys):
+    code, _, err = _run(capsys, *BASE[:4], "--target-accuracy", "0.6", "--sampling-rate", "0.1",
+                        "--mechanism", "mean", "--out", "r")
+    assert code == 2 and "np.float64" not in err and "0.9" in err
+
+
+def test_warnings_are_printed_once_per_kind(capsys):
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(15):
+            warnings.warn(f"interval width {i}e-4 exceeds tolerance 1e-05 for sigma={i}",
+                          UserWarning, stacklevel=1)
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    _print_warnings(caught)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2
+    assert err[0].endswith("(and 14 more like it)") and err[1].endswith("something else")
