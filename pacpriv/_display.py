@@ -1,4 +1,4 @@
-"""Notebook and terminal display of result objects (a leaf: imports no other pacpriv module).
+"""Notebook and terminal display of result objects (imports only the leaf :mod:`pacpriv._numbers`).
 
 Every main result object (``PacResult``, ``NoisePlan``, the DP-SGD bound, exact-accuracy and
 calibration results, the comparison) describes itself as one :class:`Summary`: a title and rows
@@ -13,35 +13,22 @@ with fewer digits never looks better than it is.
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from pacpriv._numbers import format_bound, format_percent
+
 __all__ = ["Displayable", "Summary", "format_value", "shown"]
 
 _DIGITS = 6
 
 
-def _directed(x: float, digits: int, up: bool) -> str:
-    """``x`` with ``digits`` significant digits, rounded towards +inf (``up``) or -inf."""
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g}"
-    exponent = math.floor(math.log10(abs(x))) - digits + 1
-    scale = 10.0 ** exponent
-    q = (math.ceil if up else math.floor)(x / scale)
-    y = q * scale
-    # float error of q * scale must not undo the direction
-    while (y < x) if up else (y > x):
-        q += 1 if up else -1
-        y = q * scale
-    return f"{y:.{digits}g}"
-
-
 def format_value(value: Any, kind: str = "plain", digits: int = _DIGITS) -> str:
-    """Text of ``value`` for a display row.
+    """Text of ``value`` for a display row, through the one rounding helper of
+    :mod:`pacpriv._numbers` (the same as the reports and the CLI).
 
     ``kind`` is ``"risk"`` (round up), ``"lower"`` (round down), ``"percent-risk"`` (a
     probability shown in percent, rounded up to two decimals) or ``"plain"``.
@@ -55,12 +42,10 @@ def format_value(value: Any, kind: str = "plain", digits: int = _DIGITS) -> str:
     except (TypeError, ValueError):
         return str(value)
     if kind == "percent-risk":
-        return f"{math.ceil(x * 1e4 - 1e-9) / 100:.2f}%"
-    if kind == "risk":
-        return _directed(x, digits, up=True)
-    if kind == "lower":
-        return _directed(x, digits, up=False)
-    return f"{x:.{digits}g}"
+        return format_percent(x, 2, side="up")
+    if kind in ("risk", "lower"):
+        return format_bound(x, digits, side="up" if kind == "risk" else "down")
+    return format_bound(x, digits, side="nearest")
 
 
 @dataclass(frozen=True)
