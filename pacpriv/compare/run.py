@@ -210,8 +210,11 @@ def compare_pac_dpsgd(
 
     Examples
     --------
-    >>> res = compare_pac_dpsgd("breast_cancer", n_trials=200, rng=0)  # doctest: +SKIP
-    >>> print(res.to_markdown())  # doctest: +SKIP
+    A full comparison trains several torch models (about a minute on 2 cores), so this example
+    is shown, not run as a doctest (``examples/compare_pac_vs_dpsgd.py`` runs it in the tests)::
+
+        res = compare_pac_dpsgd("breast_cancer", n_trials=200, rng=0)
+        print(res.to_markdown())
     """
     ds, values = _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm,
                              learning_rate, n_trials, n_repeats, rule, confidence, public_seed)
