@@ -263,7 +263,7 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
             f"estimated from {sim.n_trials} trials, not for the true one. Spread in the "
             "estimated eigenvalues raises the true MI (measured: the plug-in square-root rule "
             "exceeded the budget in all 200 runs at d = 50 outputs with 100 to 500 trials; "
-            "docs/certification.md, benchmarks/coverage.py). "
+            "docs/guide/certification.md, benchmarks/coverage.py). "
             "rule='certified' holds with a stated confidence."
             if plan.certificate is None else
             f"estimated (asymptotic): rule {plan.rule!r} uses a Student-t bound without a "

@@ -111,7 +111,7 @@ def _pac_report(result) -> dict:
         },
         "privacy": {
             "mi_budget_nats": result.mi_budget,
-            "mi_bound_certified_nats": float(plan.mi_bound),
+            "mi_bound_at_estimated_covariance_nats": float(plan.mi_bound),
             "mi_claim_nats": result.mi_claim,
             "membership_prior": result.membership_prior,
             "blind_guess_prior": result.blind_guess_prior,
