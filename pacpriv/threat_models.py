@@ -22,15 +22,16 @@ __all__ = [
 #: PAC membership privacy of a black-box release (the PAC report) [1]_.
 THREAT_MODEL_PAC = (
     "PAC membership privacy [Xiao & Devadas, CRYPTO 2023, Def. 1 and §2]. The secret is the random "
-    "subset X of the data pool that the sampler draws (for Poisson sampling with rate 1/2, every "
-    "record is in X with probability 1/2 independently, so the prior of a membership guess is "
-    "1/2). "
+    "subset X of the data pool that the sampler draws (with Poisson sampling at rate q, every "
+    "record is in X with probability q independently, and the best blind guess of a membership "
+    "is right with probability max(q, 1 - q): the prior this report states). "
     "The adversary knows the whole pool, the sampler and the mechanism (and this report, including "
     "the noise covariance), sees one noisy release f(X) + B, and tries to infer which records are "
     "in X. The guarantee bounds the mutual information MI(X; f(X) + B) by the budget v (nats) and, "
     "through Thm 1 (KL data-processing inequality), the posterior success rate of every such "
-    "adversary. It is an average-case guarantee over the sampler's randomness, estimated by "
-    "Monte-Carlo simulation on this pool; it is not differential privacy (no worst case over "
+    "adversary. It is an average-case guarantee over the sampler's randomness, computed by "
+    "Monte-Carlo simulation on this pool (certified with the stated confidence 1 - gamma, or "
+    "estimated, as the headline says); it is not differential privacy (no worst case over "
     "datasets)."
 )
 

@@ -273,3 +273,15 @@ def test_importing_plotting_does_not_import_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_posterior_curve_at_a_huge_budget_has_no_overflow_warning():
+    """A valid but huge budget (1e308 nats) plots without a numpy RuntimeWarning."""
+    import warnings
+
+    from pacpriv.plotting import plot_posterior_curve
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        fig = plot_posterior_curve(1e308, prior=0.5)
+    assert fig is not None

@@ -25,6 +25,9 @@ from pacpriv.plotting._figure import _figure
 __all__ = ["plot_posterior_curve", "plot_spectrum"]
 
 # ----------------------------------------------------------------------------- PAC spectrum
+#: Largest budget on the posterior curve's axis: log-scale limits beyond it overflow.
+_V_PLOT_MAX = 1e200
+
 def _spectrum_arrays(source, plan) -> dict:
     """Eigenvalues / variances and noise std from objects, a PacResult or a report dict."""
     if isinstance(source, Mapping):  # report dict from pacpriv.report.build_report
@@ -155,7 +158,9 @@ def plot_posterior_curve(mi_budget: float, *, prior: float, v_min: float | None 
     n_points = check_int(n_points, "n_points", low=2)
     lo = min(v, 1e-4) / 10 if v_min is None else check_real(v_min, "v_min", low=0.0,
                                                              low_inclusive=False)
-    hi = max(10 * v, -2 * math.log(p0)) if v_max is None else check_real(v_max, "v_max")
+    # 10·v, capped well below the float range (a budget of 1e308 nats must not overflow)
+    hi = (max(min(10 * v, _V_PLOT_MAX), -2 * math.log(p0)) if v_max is None
+          else check_real(v_max, "v_max"))
     if not hi > lo:
         raise ValueError(f"`v_max` must be > `v_min`; got v_min={lo!r}, v_max={hi!r}.")
     grid = np.geomspace(lo, hi, n_points)
@@ -165,7 +170,8 @@ def plot_posterior_curve(mi_budget: float, *, prior: float, v_min: float | None 
     ax.axhline(p0, color="grey", lw=0.8, label=f"prior {p0:g}")
     p_star = posterior_success_rate(v, prior=p0)
     label = f"chosen v = {format_bound(v, 4)}: {format_bound(float(p_star), 4, side='up')}"
-    ax.plot([v], [p_star], "o", color="C3", ms=7, label=label)
+    # the marker stays inside the plotted range (the label carries the true v)
+    ax.plot([min(v, grid[-1])], [p_star], "o", color="C3", ms=7, label=label)
     ax.set_xscale("log")
     ax.set_xlabel("mutual-information budget v (nats)")
     ax.set_ylabel("posterior success rate bound")
