@@ -85,7 +85,8 @@ def format_bound(
         return "—"
     if isinstance(x, bool) or isinstance(x, int) or not isinstance(x, float):
         if hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0:  # numpy scalar: no np.float64()
-            return format_bound(x.item(), digits, side=side, vacuous=vacuous)
+            return format_bound(x.item(), digits, side=side,  # type: ignore[union-attr]
+                                vacuous=vacuous)
         return f"{x}{mark}"
     if not math.isfinite(x):
         return f"{x}{mark}"

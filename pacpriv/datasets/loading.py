@@ -293,13 +293,13 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
         lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
         spec = ",".join(ln.replace(",", ":") for ln in lines if ln and not ln.startswith("#"))
     if isinstance(spec, str):
-        pairs = []
+        pairs: list[tuple[float, float]] = []
         for part in (p.strip() for p in spec.split(",")):
-            lo, sep, hi = part.partition(":")
+            lo_text, sep, hi_text = part.partition(":")
             try:
                 if not sep:
                     raise ValueError
-                pairs.append((float(lo), float(hi)))
+                pairs.append((float(lo_text), float(hi_text)))
             except ValueError:
                 raise ValueError(
                     f"{source} must be 'low:high' or 'l1:h1,l2:h2,...' (or a file of such "
