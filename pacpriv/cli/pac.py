@@ -8,7 +8,16 @@ import sys
 
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
-from pacpriv.cli._args import UsageError, number, print_rows, report_formats
+from pacpriv.cli._args import (
+    UsageError,
+    check_exactly_one,
+    check_positive_finite,
+    check_trials,
+    check_unit_interval,
+    number,
+    print_rows,
+    report_formats,
+)
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
 from pacpriv.cli._user import (
     add_dataset_arguments,
@@ -230,20 +239,16 @@ def _sampler(args):
 
 def _check_args(args) -> None:
     """Every argument check that needs no data: runs before anything is loaded or simulated."""
-    if (args.mi_budget is None) == (args.target_accuracy is None):
-        raise UsageError("give exactly one of --mi-budget (nats) and --target-accuracy")
-    if args.mi_budget is not None and not (args.mi_budget > 0 and math.isfinite(args.mi_budget)):
-        raise UsageError(f"--mi-budget must be a finite number > 0 (nats); got {args.mi_budget}")
-    if args.trials < 2:
-        raise UsageError(f"--trials must be >= 2; got {args.trials}")
+    check_exactly_one(args, "--mi-budget", "--target-accuracy", " (nats)")
+    check_positive_finite(args, "--mi-budget", " (nats)")
+    check_trials(args)
     if args.target_accuracy is not None and not 0.5 < args.target_accuracy < 1:
         raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
     if args.sampling_rate is not None:
         if args.sampler != "poisson":
             raise UsageError(f"--sampling-rate applies to --sampler poisson only; got --sampler "
                              f"{args.sampler} (its inclusion probability is fixed by the sampler)")
-        if not 0 < args.sampling_rate < 1:
-            raise UsageError(f"--sampling-rate must be in (0, 1); got {args.sampling_rate}")
+        check_unit_interval(args, "--sampling-rate")
     if args.subset_size is not None and args.subset_size < 1:
         raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
     if not args.target_inflation > 1:
@@ -266,8 +271,7 @@ def _check_args(args) -> None:
     if given and args.rule != "algorithm1":
         raise UsageError(f"{', '.join(given)} apply to --rule algorithm1 only; got --rule "
                          f"{args.rule}")
-    if args.confidence is not None and not 0 < args.confidence < 1:
-        raise UsageError(f"--confidence must be in (0, 1); got {args.confidence}")
+    check_unit_interval(args, "--confidence")
 
 
 #: run_pac argument names -> the flags that set them (errors name what the user typed).
