@@ -13,15 +13,8 @@ from typing import Any
 import numpy as np
 
 from pacpriv import _json
-from pacpriv.cli._args import (
-    UsageError,
-    check_exactly_one,
-    check_positive_finite,
-    check_trials,
-    check_unit_interval,
-    number,
-    report_formats,
-)
+from pacpriv.cli import _args
+from pacpriv.cli._args import UsageError, number, report_formats
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.per_record import record_exposure
 from pacpriv.pac.per_record_calibration import calibrate_per_record
@@ -133,11 +126,11 @@ class _Report:
 
 
 def _check(args) -> tuple[str, ...]:
-    check_exactly_one(args, "--target-accuracy", "--noise-std")
-    check_positive_finite(args, "--noise-std")
-    check_trials(args)
-    check_unit_interval(args, "--confidence")
-    check_unit_interval(args, "--sampling-rate")
+    _args.check_exactly_one(args, "--target-accuracy", "--noise-std")
+    _args.check_positive_finite(args, "--noise-std")
+    _args.check_trials(args)
+    _args.check_unit_interval(args, "--confidence")
+    _args.check_unit_interval(args, "--sampling-rate")
     base = max(args.sampling_rate, 1 - args.sampling_rate)
     if args.target_accuracy is not None and not base < args.target_accuracy < 1:
         raise UsageError(
