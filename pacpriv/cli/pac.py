@@ -400,6 +400,15 @@ def _check_prior(prior: float) -> None:
         raise UsageError(f"--prior must be in (0, 1); got {prior}")
 
 
+def _print_bounds(args, rows: list[dict], shown: dict, columns: list) -> int:
+    """``rows`` as strict JSON with ``--json``, else a table of the values formatted by the
+    ``shown`` functions (key -> formatter)."""
+    if args.json:
+        return print_rows(rows, [], as_json=True, dumps=_strict_rows)
+    table = [{key: fmt(r[key]) for key, fmt in shown.items()} for r in rows]
+    return print_rows(table, columns, as_json=False)
+
+
 def _posterior(args) -> int:
     _check_prior(args.prior)
     for v in args.mi_budget:
@@ -414,17 +423,14 @@ def _posterior(args) -> int:
         }
         for v in args.mi_budget
     ]
-    if args.json:
-        return print_rows(rows, [], as_json=True, dumps=_strict_rows)
-    shown = [{"mi_budget_nats": format_bound(r["mi_budget_nats"]),
-              "prior": format_bound(r["prior"]),
-              "posterior_success_bound": format_bound(r["posterior_success_bound"], 10,
-                                                      side="up"),
-              "pinsker_bound": format_bound(r["pinsker_bound"], 6, side="up")} for r in rows]
+    shown = {"mi_budget_nats": format_bound,
+             "prior": format_bound,
+             "posterior_success_bound": lambda x: format_bound(x, 10, side="up"),
+             "pinsker_bound": lambda x: format_bound(x, 6, side="up")}
     columns = [("mi_budget_nats", "mi_budget (nats)", 18, ""), ("prior", "prior", 8, ""),
                ("posterior_success_bound", "posterior bound", 16, ""),
                ("pinsker_bound", "Pinsker", 10, "")]
-    return print_rows(shown, columns, as_json=False)
+    return _print_bounds(args, rows, shown, columns)
 
 
 def _budget(args) -> int:
@@ -443,16 +449,13 @@ def _budget(args) -> int:
         }
         for a in args.target_accuracy
     ]
-    if args.json:
-        return print_rows(rows, [], as_json=True, dumps=_strict_rows)
     # the budget is what a user will run with: round it down (a smaller budget is safer)
-    shown = [{"target_accuracy": format_bound(r["target_accuracy"]),
-              "prior": format_bound(r["prior"]),
-              "mi_budget_nats": format_bound(r["mi_budget_nats"], 10, side="down")}
-             for r in rows]
+    shown = {"target_accuracy": format_bound,
+             "prior": format_bound,
+             "mi_budget_nats": lambda x: format_bound(x, 10, side="down")}
     columns = [("target_accuracy", "target", 10, ""), ("prior", "prior", 8, ""),
                ("mi_budget_nats", "mi_budget (nats)", 18, "")]
-    return print_rows(shown, columns, as_json=False)
+    return _print_bounds(args, rows, shown, columns)
 
 
 def _trials(args) -> int:
