@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["dumps", "to_strict"]
+__all__ = ["diff", "dumps", "to_strict"]
 
 _NULL_SUFFIX = "_null_reason"
 
@@ -87,3 +87,14 @@ def dumps(obj: Any, **kwargs: Any) -> str:
     """
     kwargs.setdefault("default", str)
     return json.dumps(to_strict(obj), allow_nan=False, **kwargs)
+
+
+def diff(old: Any, new: Any, label: str, prefix: str = "") -> list[str]:
+    """Dotted paths where two JSON-like values differ, each with both sides:
+    ``"a.b (<label>: old, now: new)"``; nested dicts are compared key by key."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            out += diff(old.get(key), new.get(key), label, f"{prefix}{key}.")
+        return out
+    return [] if old == new else [f"{prefix[:-1]} ({label}: {old!r}, now: {new!r})"]

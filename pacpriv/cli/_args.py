@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["HelpFormatter", "UsageError", "number", "print_rows", "report_formats"]
+__all__ = [
+    "HelpFormatter",
+    "UsageError",
+    "check_exactly_one",
+    "check_positive_finite",
+    "check_trials",
+    "check_unit_interval",
+    "number",
+    "print_rows",
+    "report_formats",
+]
 
 
 class UsageError(Exception):
@@ -22,6 +33,37 @@ def number(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
+
+
+def _value(args: argparse.Namespace, flag: str) -> Any:
+    return getattr(args, flag.lstrip("-").replace("-", "_"))
+
+
+def check_exactly_one(args: argparse.Namespace, first: str, second: str,
+                      first_unit: str = "") -> None:
+    """Refuse unless exactly one of the two flags is given (not ``None``)."""
+    if (_value(args, first) is None) == (_value(args, second) is None):
+        raise UsageError(f"give exactly one of {first}{first_unit} and {second}")
+
+
+def check_positive_finite(args: argparse.Namespace, flag: str, unit: str = "") -> None:
+    """Refuse a given flag's value unless it is a finite number > 0 (``None`` passes)."""
+    value = _value(args, flag)
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise UsageError(f"{flag} must be a finite number > 0{unit}; got {value}")
+
+
+def check_unit_interval(args: argparse.Namespace, flag: str) -> None:
+    """Refuse a given flag's value unless it lies in the open interval (0, 1) (``None`` passes)."""
+    value = _value(args, flag)
+    if value is not None and not 0 < value < 1:
+        raise UsageError(f"{flag} must be in (0, 1); got {value}")
+
+
+def check_trials(args: argparse.Namespace) -> None:
+    """Refuse ``--trials`` below 2."""
+    if args.trials < 2:
+        raise UsageError(f"--trials must be >= 2; got {args.trials}")
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """argparse's defaults formatter, quiet where the default says nothing: no

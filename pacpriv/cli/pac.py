@@ -8,7 +8,16 @@ import sys
 
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
-from pacpriv.cli._args import UsageError, number, print_rows, report_formats
+from pacpriv.cli._args import (
+    UsageError,
+    check_exactly_one,
+    check_positive_finite,
+    check_trials,
+    check_unit_interval,
+    number,
+    print_rows,
+    report_formats,
+)
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
 from pacpriv.cli._user import (
     add_dataset_arguments,
@@ -230,20 +239,16 @@ def _sampler(args):
 
 def _check_args(args) -> None:
     """Every argument check that needs no data: runs before anything is loaded or simulated."""
-    if (args.mi_budget is None) == (args.target_accuracy is None):
-        raise UsageError("give exactly one of --mi-budget (nats) and --target-accuracy")
-    if args.mi_budget is not None and not (args.mi_budget > 0 and math.isfinite(args.mi_budget)):
-        raise UsageError(f"--mi-budget must be a finite number > 0 (nats); got {args.mi_budget}")
-    if args.trials < 2:
-        raise UsageError(f"--trials must be >= 2; got {args.trials}")
+    check_exactly_one(args, "--mi-budget", "--target-accuracy", " (nats)")
+    check_positive_finite(args, "--mi-budget", " (nats)")
+    check_trials(args)
     if args.target_accuracy is not None and not 0.5 < args.target_accuracy < 1:
         raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
     if args.sampling_rate is not None:
         if args.sampler != "poisson":
             raise UsageError(f"--sampling-rate applies to --sampler poisson only; got --sampler "
                              f"{args.sampler} (its inclusion probability is fixed by the sampler)")
-        if not 0 < args.sampling_rate < 1:
-            raise UsageError(f"--sampling-rate must be in (0, 1); got {args.sampling_rate}")
+        check_unit_interval(args, "--sampling-rate")
     if args.subset_size is not None and args.subset_size < 1:
         raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
     if not args.target_inflation > 1:
@@ -266,8 +271,7 @@ def _check_args(args) -> None:
     if given and args.rule != "algorithm1":
         raise UsageError(f"{', '.join(given)} apply to --rule algorithm1 only; got --rule "
                          f"{args.rule}")
-    if args.confidence is not None and not 0 < args.confidence < 1:
-        raise UsageError(f"--confidence must be in (0, 1); got {args.confidence}")
+    check_unit_interval(args, "--confidence")
 
 
 #: run_pac argument names -> the flags that set them (errors name what the user typed).
@@ -396,6 +400,15 @@ def _check_prior(prior: float) -> None:
         raise UsageError(f"--prior must be in (0, 1); got {prior}")
 
 
+def _print_bounds(args, rows: list[dict], shown: dict, columns: list) -> int:
+    """``rows`` as strict JSON with ``--json``, else a table of the values formatted by the
+    ``shown`` functions (key -> formatter)."""
+    if args.json:
+        return print_rows(rows, [], as_json=True, dumps=_strict_rows)
+    table = [{key: fmt(r[key]) for key, fmt in shown.items()} for r in rows]
+    return print_rows(table, columns, as_json=False)
+
+
 def _posterior(args) -> int:
     _check_prior(args.prior)
     for v in args.mi_budget:
@@ -410,17 +423,14 @@ def _posterior(args) -> int:
         }
         for v in args.mi_budget
     ]
-    if args.json:
-        return print_rows(rows, [], as_json=True, dumps=_strict_rows)
-    shown = [{"mi_budget_nats": format_bound(r["mi_budget_nats"]),
-              "prior": format_bound(r["prior"]),
-              "posterior_success_bound": format_bound(r["posterior_success_bound"], 10,
-                                                      side="up"),
-              "pinsker_bound": format_bound(r["pinsker_bound"], 6, side="up")} for r in rows]
+    shown = {"mi_budget_nats": format_bound,
+             "prior": format_bound,
+             "posterior_success_bound": lambda x: format_bound(x, 10, side="up"),
+             "pinsker_bound": lambda x: format_bound(x, 6, side="up")}
     columns = [("mi_budget_nats", "mi_budget (nats)", 18, ""), ("prior", "prior", 8, ""),
                ("posterior_success_bound", "posterior bound", 16, ""),
                ("pinsker_bound", "Pinsker", 10, "")]
-    return print_rows(shown, columns, as_json=False)
+    return _print_bounds(args, rows, shown, columns)
 
 
 def _budget(args) -> int:
@@ -439,16 +449,13 @@ def _budget(args) -> int:
         }
         for a in args.target_accuracy
     ]
-    if args.json:
-        return print_rows(rows, [], as_json=True, dumps=_strict_rows)
     # the budget is what a user will run with: round it down (a smaller budget is safer)
-    shown = [{"target_accuracy": format_bound(r["target_accuracy"]),
-              "prior": format_bound(r["prior"]),
-              "mi_budget_nats": format_bound(r["mi_budget_nats"], 10, side="down")}
-             for r in rows]
+    shown = {"target_accuracy": format_bound,
+             "prior": format_bound,
+             "mi_budget_nats": lambda x: format_bound(x, 10, side="down")}
     columns = [("target_accuracy", "target", 10, ""), ("prior", "prior", 8, ""),
                ("mi_budget_nats", "mi_budget (nats)", 18, "")]
-    return print_rows(shown, columns, as_json=False)
+    return _print_bounds(args, rows, shown, columns)
 
 
 def _trials(args) -> int:

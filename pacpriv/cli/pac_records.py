@@ -7,13 +7,13 @@ calibrates the noise to a per-record target (``--target-accuracy``), and writes 
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pacpriv import _json
+from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, number, report_formats
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.per_record import record_exposure
@@ -126,16 +126,11 @@ class _Report:
 
 
 def _check(args) -> tuple[str, ...]:
-    if (args.target_accuracy is None) == (args.noise_std is None):
-        raise UsageError("give exactly one of --target-accuracy and --noise-std")
-    if args.noise_std is not None and not (args.noise_std > 0 and math.isfinite(args.noise_std)):
-        raise UsageError(f"--noise-std must be a finite number > 0; got {args.noise_std}")
-    if args.trials < 2:
-        raise UsageError(f"--trials must be >= 2; got {args.trials}")
-    if not 0 < args.confidence < 1:
-        raise UsageError(f"--confidence must be in (0, 1); got {args.confidence}")
-    if not 0 < args.sampling_rate < 1:
-        raise UsageError(f"--sampling-rate must be in (0, 1); got {args.sampling_rate}")
+    _args.check_exactly_one(args, "--target-accuracy", "--noise-std")
+    _args.check_positive_finite(args, "--noise-std")
+    _args.check_trials(args)
+    _args.check_unit_interval(args, "--confidence")
+    _args.check_unit_interval(args, "--sampling-rate")
     base = max(args.sampling_rate, 1 - args.sampling_rate)
     if args.target_accuracy is not None and not base < args.target_accuracy < 1:
         raise UsageError(

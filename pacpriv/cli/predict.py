@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from pacpriv import _json
-from pacpriv.cli._args import UsageError
+from pacpriv.cli._args import UsageError, check_exactly_one, check_positive_finite
 
 #: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
 ESTIMATORS = ("logistic", "naive_bayes", "decision_tree", "random_forest", "mlp", "ridge")
@@ -155,8 +155,7 @@ def add_serve_parser(subparsers, name: str) -> None:
 def _total_budget(args) -> float:
     from pacpriv.pac.posterior import mi_budget_for_accuracy
 
-    if (args.total_budget is None) == (args.target_accuracy is None):
-        raise UsageError("give exactly one of --total-budget (nats) and --target-accuracy")
+    check_exactly_one(args, "--total-budget", "--target-accuracy", " (nats)")
     if args.total_budget is not None:
         return args.total_budget
     if not 0.5 < args.target_accuracy < 1:
@@ -170,9 +169,7 @@ def _fit(args) -> int:
 
     if args.n_worlds < 2 or args.n_worlds % 2:
         raise UsageError(f"--n-worlds must be an even integer >= 2; got {args.n_worlds}")
-    if not (args.per_query_budget > 0 and math.isfinite(args.per_query_budget)):
-        raise UsageError(f"--per-query-budget must be a finite number > 0 (nats); got "
-                         f"{args.per_query_budget}")
+    check_positive_finite(args, "--per-query-budget", " (nats)")
     total = _total_budget(args)
     label = args.label_column
     if label is not None and label.lstrip("-").isdigit():

@@ -306,15 +306,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
-    if isinstance(old, dict) and isinstance(new, dict):
-        out: list[str] = []
-        for key in sorted(set(old) | set(new)):
-            out += _diff(old.get(key), new.get(key), f"{prefix}{key}.")
-        return out
-    return [] if old == new else [f"{prefix[:-1]} (checkpoint: {old!r}, now: {new!r})"]
-
-
 class Checkpoint:
     """A checkpoint directory bound to one run (see the module docstring).
 
@@ -385,7 +376,8 @@ class Checkpoint:
             ckpt._write_manifest()
             return ckpt
         manifest = cls._read_manifest(manifest_path)
-        differences = _diff(manifest["fingerprint"], json.loads(_json.dumps(fingerprint)))
+        differences = _json.diff(manifest["fingerprint"], json.loads(_json.dumps(fingerprint)),
+                                 "checkpoint")
         stored_root = np.random.SeedSequence(**manifest["root_seed"])
         if root is not None and seed_to_dict(root) != manifest["root_seed"]:
             differences.append(

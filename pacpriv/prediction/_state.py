@@ -69,15 +69,6 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     _fsync_dir(path.parent)
 
 
-def _diff(old, new, prefix: str = "") -> list[str]:
-    if isinstance(old, dict) and isinstance(new, dict):
-        out: list[str] = []
-        for key in sorted(set(old) | set(new)):
-            out += _diff(old.get(key), new.get(key), f"{prefix}{key}.")
-        return out
-    return [] if old == new else [f"{prefix[:-1]} (state: {old!r}, now: {new!r})"]
-
-
 class _StateFile:
     """Read-only attribute ``state.path / name`` of a :class:`StateDir`."""
 
@@ -150,7 +141,7 @@ class StateDir:
             Naming every field that differs.
         """
         stored = self.read_config().get("fingerprint", {})
-        differences = _diff(stored, json.loads(_json.dumps(fingerprint)))
+        differences = _json.diff(stored, json.loads(_json.dumps(fingerprint)), "state")
         if differences:
             raise CheckpointError(
                 f"state directory {str(self.path)!r} belongs to a different predictor; it "
