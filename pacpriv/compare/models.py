@@ -272,7 +272,8 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
     notes = []
     sigma_cf = float(closed_form_noise_multiplier(a, steps_per_epoch=M, epochs=E))
     rows = [_dpsgd_row(ComparisonRow, "DP-SGD (chi-square closed form)",
-                       "chi-square closed form, σ calibrated (RA-MIA)", sigma_cf, mech, data,
+                       "certified: chi-square closed form, σ calibrated (RA-MIA)", sigma_cf,
+                       mech, data,
                        root=trial_seed(root, 3), attack_rng=trial_seed(attack_root, 0),
                        **common)]
     if exact:
@@ -281,8 +282,8 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
             notes.append(skipped)
         else:
             rows.append(_dpsgd_row(ComparisonRow, "DP-SGD (exact)",
-                                   "exact ½ + ½·TV, σ calibrated (RA-MIA)", sigma_ex, mech,
-                                   data, root=trial_seed(root, 4),
+                                   "certified: exact ½ + ½·TV interval, σ calibrated (RA-MIA)",
+                                   sigma_ex, mech, data, root=trial_seed(root, 4),
                                    attack_rng=trial_seed(attack_root, 1), **common))
 
     tic = time.perf_counter()

@@ -80,8 +80,8 @@ def per_record_row(row_cls, mech, data, *, target_accuracy, n_trials, n_records_
         expected_noise_power=power, mi_budget=None, test_accuracy=float(arr.mean()),
         test_accuracy_std=float(arr.std(ddof=1)) if arr.size > 1 else 0.0,
         accuracy_bound=plan.max_accuracy_upper,
-        bound_source=(f"per-record informed-adversary accuracy, certified (1−γ = {confidence:g})"
-                      f" for {records.size} audited records (public sample), empirical "
+        bound_source=(f"certified (1−γ = {confidence:g}): per-record informed-adversary "
+                      f"accuracy for {records.size} audited records (public sample), empirical "
                       "Bernstein + union bound"),
         attack=attack, n_repeats=n_repeats, wall_time_s=time.perf_counter() - tic,
         informed_attack=informed.to_dict(),

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from pacpriv import _json
+from pacpriv._numbers import format_bound
 from pacpriv.threat_models import THREAT_MODELS
 
 if TYPE_CHECKING:
@@ -58,8 +58,9 @@ def _informed_cell(r: ComparisonRow) -> str:
 def _bound_cell(r: ComparisonRow) -> str:
     if r.family == "none":
         return "1 (none)"
-    # safe side: a displayed bound is rounded up
-    return f"{math.ceil(r.accuracy_bound * 1000 - 1e-9) / 1000:.3f}"
+    # safe side: a displayed bound is rounded up; the kind (certified or estimated) beside it
+    kind = r.bound_source.split(":", 1)[0] if ":" in r.bound_source else r.bound_source
+    return f"{format_bound(r.accuracy_bound, 3, side='up')} ({kind})"
 
 
 def comparison_markdown(res: ComparisonResult) -> str:
@@ -70,8 +71,10 @@ def comparison_markdown(res: ComparisonResult) -> str:
         f"Same model ({s['model']}, d = {s['dim']} parameters), same data ({s['dataset']}: "
         f"{s['n_members']} members, {s['n_nonmembers']} non-members = test set) and same "
         f"training (E = {s['epochs']} epochs × M = {s['steps_per_epoch']} steps, SGD η = "
-        f"{s['learning_rate']:g}). Every method is certified to membership-inference accuracy "
-        f"<= **{100 * res.target_accuracy:.1f}%**, each under its own threat model (below).",
+        f"{s['learning_rate']:g}). Every method is calibrated to membership-inference accuracy "
+        f"<= **{100 * res.target_accuracy:.1f}%**, each under its own threat model (below); the "
+        "bound column says whether each bound is certified (and with which confidence) or "
+        "estimated.",
         "",
         "| method | noise | noise std per parameter | test accuracy | MIA accuracy bound | "
         f"loss-attack accuracy ({pct}% CI) | informed-attack accuracy ({pct}% CI) |",

@@ -23,6 +23,7 @@ from typing import Any
 import cloudpickle
 from scipy import optimize, special
 
+from pacpriv._numbers import format_bound
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier, membership_inference_accuracy_bound
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
@@ -86,7 +87,7 @@ class ComparisonTable:
         ]
         for r in self.rows:
             acc = (r.status if r.status != "ok" else "-") if r.accuracy is None else (
-                f"{r.accuracy:.6f}"
+                format_bound(r.accuracy, side="up")
             )
             sig = "-" if r.noise_multiplier_for_target is None else (
                 f"{r.noise_multiplier_for_target:.5f}"
@@ -472,7 +473,8 @@ def _exact_row(sigma, steps, epochs, cal, target, timeout) -> ComparisonRow:
     if status != "ok":
         return ComparisonRow(label, BOUND, None, sig, wall, _join(value, cal_note), status)
     lower, upper = value
-    note = f"interval [{lower:.6f}, {upper:.6f}]; random allocation"
+    note = (f"interval [{format_bound(lower, side='down')}, {format_bound(upper, side='up')}]; "
+            "random allocation")
     return ComparisonRow(label, BOUND, upper, sig, wall, _join(note, cal_note))
 
 

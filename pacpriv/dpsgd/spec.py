@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pacpriv._numbers import format_bound
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import AccuracyBound, membership_inference_accuracy_bound
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
@@ -178,13 +179,15 @@ class DPSGDSpec:
             "",
             "| quantity | value |",
             "|---|---|",
-            f"| membership-inference accuracy bound (chi-square) | {b['accuracy']:.6f}{vac} |",
+            f"| membership-inference accuracy bound (chi-square) | "
+            f"{format_bound(b['accuracy'], side='up')}{vac} |",
         ]
         if exact:
             e = sec["exact_membership_inference_accuracy"]
             lines.append(
                 f"| exact membership-inference accuracy (certified) | "
-                f"[{e['lower']:.6f}, {e['upper']:.6f}] |"
+                f"[{format_bound(e['lower'], side='down')}, "
+                f"{format_bound(e['upper'], side='up')}] |"
             )
         return "\n".join(lines) + "\n"
 

@@ -169,7 +169,8 @@ def plot_posterior_curve(mi_budget: float, *, prior: float, v_min: float | None 
     ax.plot(grid, pinsker_bound(grid, prior=p0), "--", label="Pinsker bound (looser)")
     ax.axhline(p0, color="grey", lw=0.8, label=f"prior {p0:g}")
     p_star = posterior_success_rate(v, prior=p0)
-    label = f"chosen v = {format_bound(v, 4)}: {format_bound(float(p_star), 4, side='up')}"
+    label = (f"chosen v = {format_bound(v, 6, side='down')}: "
+             f"{format_bound(float(p_star), 4, side='up')}")
     # the marker stays inside the plotted range (the label carries the true v)
     ax.plot([min(v, grid[-1])], [p_star], "o", color="C3", ms=7, label=label)
     ax.set_xscale("log")
