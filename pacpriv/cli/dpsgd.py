@@ -47,7 +47,7 @@ def _bound(args) -> int:
         args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs
     )
     return _emit(args, b.to_dict(), [
-        ("membership-inference accuracy bound",
+        ("membership-inference accuracy bound (certified, chi-square)",
          format_bound(b.accuracy, 6, side="up", vacuous=bool(b.vacuous))),
         ("ln(1 + chi^2)", format_bound(b.log1p_chi_square, 6, side="up")),
     ])

@@ -207,6 +207,31 @@ def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progres
 _EXECUTION_DEFAULTS = ExecutionOptions().to_dict()
 
 
+def _physical_memory() -> int | None:
+    """Bytes of physical memory, or None where the OS does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_memory(n_trials: int, n_records: int, output_path) -> None:
+    """Refuse, before any trial, a run whose membership masks alone cannot fit in memory.
+
+    The masks are ``(n_trials, n_records)`` booleans (the outputs come on top of them); with
+    ``output_path`` both live on disk and only the disk bounds them.
+    """
+    memory = _physical_memory()
+    need = n_trials * n_records
+    if output_path is None and memory is not None and need > memory // 2:
+        raise ValueError(
+            f"`n_trials` = {n_trials} with {n_records} records needs at least "
+            f"{need / 2**30:.1f} GiB for the membership masks alone, more than half of this "
+            f"machine's {memory / 2**30:.1f} GiB; use fewer trials, or a disk-backed run "
+            "(output_path=...)."
+        )
+
+
 def simulate(
     mechanism: Callable[..., Any],
     pool: Pool,
@@ -347,6 +372,7 @@ def simulate(
     )
     sampler = as_sampler(sampler)
     sampler.check_pool(n_records)  # degenerate samplers fail here, before any trial
+    _check_memory(n_trials, n_records, output_path)
     reseed_global = resolve_backend(n_jobs, backend)[0] == "multiprocessing"
     store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
     ckpt = None

@@ -102,6 +102,11 @@ def create_app(predictor) -> Any:
             outputs, state = predictor.predict_with_budget(X)
         except BudgetExceededError as err:
             raise fastapi.HTTPException(status_code=429, detail=str(err)) from None
+        except ValueError as err:  # the world models rejected the rows (e.g. overflow to inf);
+            # raised before anything is spent
+            raise fastapi.HTTPException(
+                status_code=422, detail=f"the models could not evaluate these rows: {err}"
+            ) from None
         return {
             "outputs": outputs.tolist(),
             "spent": state["spent"],

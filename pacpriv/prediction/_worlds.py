@@ -269,7 +269,10 @@ class Worlds:
         ValueError
             If an output is not finite or the worlds disagree on ``d``.
         """
-        outs = [self._one(m, X) for m in self.models]
+        # overflow inside a model is reported below as a non-finite output (a ValueError the
+        # app turns into 422), not as a numpy warning
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            outs = [self._one(m, X) for m in self.models]
         dims = {o.shape[1] for o in outs}
         if len(dims) != 1:
             raise ValueError(f"world models returned different output dimensions {sorted(dims)}.")

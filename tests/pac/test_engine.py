@@ -345,3 +345,16 @@ def test_engine_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_trials_that_cannot_fit_in_memory_are_refused_before_any_trial():
+    """A huge n_trials fails at once with the memory it needs, never allocating it."""
+    calls = []
+
+    def f(subset):
+        calls.append(1)
+        return np.array([float(len(subset))])
+
+    with pytest.raises(ValueError, match=r"n_trials.*GiB for the membership masks"):
+        simulate(f, np.arange(150.0), n_trials=10_000_000_000, rng=0, progress=False)
+    assert calls == []

@@ -157,3 +157,13 @@ def test_real_uvicorn_process(tmp_path):
         proc.wait(timeout=30)
         proc.stderr.close()
     assert PrivatePredictor.load(tmp_path / "s").spent == 2 * B  # durable on disk
+
+
+def test_rows_the_models_cannot_evaluate_get_422_not_500():
+    """Finite rows that overflow inside a world model: 422, nothing spent."""
+    pp = _fitted()
+    client = TestClient(create_app(pp))
+    r = client.post("/predict", json={"rows": [[1e308, -1e308, 1e308, -1e308]]})
+    assert r.status_code == 422, r.text
+    assert "could not evaluate" in r.json()["detail"]
+    assert pp.n_answered == 0
