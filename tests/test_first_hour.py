@@ -236,7 +236,10 @@ def test_ctrl_c_stops_cleanly(user):
         [sys.executable, "-m", "pacpriv", "pac", "run", "--mechanism", "slow.py:f",
          "--dataset", "data.csv", "--mi-budget", "0.1", "--trials", "400", "--n-jobs", "2",
          "--no-progress", "--out", "rep"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        # a child of a background job inherits SIGINT ignored, and Python then installs no
+        # KeyboardInterrupt handler: restore the default, as an interactive shell has it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(6)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
