@@ -53,6 +53,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -60,6 +61,7 @@ import numpy as np
 
 from pacpriv._random import RNGLike
 from pacpriv._validation import check_int, check_real
+from pacpriv.exceptions import NotReproducibleWarning
 from pacpriv.pac._per_record_math import (
     NoiseGeometry,
     bayes_accuracy,
@@ -79,6 +81,7 @@ from pacpriv.pac.samplers import (
     PoissonSampler,
     Sampler,
     as_sampler,
+    callable_fingerprint,
 )
 
 __all__ = [
@@ -302,12 +305,22 @@ def simulate_differences(
             f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
         )
     spec = PairSpec.build(mechanism, checked_pool, recs, n_records)
-    sim = simulate(
-        functools.partial(pair_trial, spec), np.arange(n_records, dtype=np.int64),
-        n_trials=n_trials, sampler=smp, n_jobs=n_jobs, backend=backend, rng=rng,
-        progress=progress, checkpoint=checkpoint, retries=retries, timeout=timeout,
-        batch_size=batch_size, output_path=output_path,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sim = simulate(
+            functools.partial(pair_trial, spec), np.arange(n_records, dtype=np.int64),
+            n_trials=n_trials, sampler=smp, n_jobs=n_jobs, backend=backend, rng=rng,
+            progress=progress, checkpoint=checkpoint, retries=retries, timeout=timeout,
+            batch_size=batch_size, output_path=output_path,
+        )
+    for w in caught:  # name the user's mechanism, not the internal pair-trial wrapper
+        if issubclass(w.category, NotReproducibleWarning):
+            warnings.warn(str(w.message).replace(
+                f"Mechanism {callable_fingerprint(pair_trial)['name']}",
+                f"Mechanism {callable_fingerprint(mechanism)['name']}"),
+                NotReproducibleWarning, stacklevel=2)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     k = recs.shape[0]
     d = sim.dim // (1 + k)
     rows = sim.outputs.reshape(sim.n_trials, 1 + k, d)
@@ -316,6 +329,11 @@ def simulate_differences(
         sampling_rate=smp.sampling_rate, simulation=sim,
     )
 
+
+
+def _reproducible(differences: RecordDifferences) -> bool:
+    """Whether the simulation behind ``differences`` re-ran bit for bit from its seeds."""
+    return bool(getattr(differences.simulation, "reproducible", True))
 
 # ----------------------------------------------------------------------------- exposure
 def _whole_subset_mi(outputs: np.ndarray, geom: NoiseGeometry) -> tuple[float, float]:
@@ -393,6 +411,7 @@ class RecordExposure:
     noise: dict
     whole_subset_mi: float
     whole_subset_accuracy_bound: float
+    reproducible: bool = True
 
     @property
     def max_accuracy_upper(self) -> float:
@@ -443,6 +462,7 @@ class RecordExposure:
             "max_mi_upper": self.max_mi_upper,
             "accuracy_upper_kind": f"certified (1-gamma = {self.confidence})",
             "accuracy_kind": "estimated",
+            "reproducible": self.reproducible,
             "most_exposed": [
                 {"record": int(r), "accuracy_upper": float(self.accuracy_upper[pos[int(r)]])}
                 for r in top
@@ -466,7 +486,8 @@ def _noise_summary(geom: NoiseGeometry) -> dict:
 
 
 def _exposure(diffs: np.ndarray, outputs: np.ndarray, records: np.ndarray, q: float,
-              geom: NoiseGeometry, confidence: float) -> RecordExposure:
+              geom: NoiseGeometry, confidence: float, reproducible: bool = True
+              ) -> RecordExposure:
     sq = geom.sq_norm(diffs)
     acc = bayes_accuracy(np.sqrt(sq), q)
     base = max(q, 1.0 - q)
@@ -481,6 +502,7 @@ def _exposure(diffs: np.ndarray, outputs: np.ndarray, records: np.ndarray, q: fl
         confidence=confidence, sampling_rate=q, baseline=base, n_trials=int(diffs.shape[0]),
         noise=_noise_summary(geom), whole_subset_mi=whole,
         whole_subset_accuracy_bound=float(posterior_success_rate(whole, prior=base)),
+        reproducible=reproducible,
     )
 
 
@@ -515,7 +537,8 @@ def exposure_from_differences(
     conf = _check_confidence(confidence)
     geom = NoiseGeometry.from_spec(noise_cov, differences.dim)
     return _exposure(differences.differences, differences.outputs, differences.records,
-                     differences.sampling_rate, geom, conf)
+                     differences.sampling_rate, geom, conf,
+                     reproducible=_reproducible(differences))
 
 
 def _precheck_noise(noise_cov) -> None:

@@ -51,6 +51,7 @@ from pacpriv.pac.per_record import (
     _check_confidence,
     _check_target,
     _exposure,
+    _reproducible,
     _whole_subset_mi,
     check_certifiable,
     check_records,
@@ -317,7 +318,8 @@ def calibrate_from_differences(
             scale = max(scale, start)
     certified = uniform_max_upper(distance, scale, q, delta)
     geom = geom_shape.scaled(scale)
-    exposure = _exposure(cert, differences.outputs, differences.records, q, geom, conf)
+    exposure = _exposure(cert, differences.outputs, differences.records, q, geom, conf,
+                         reproducible=_reproducible(differences))
     if not (certified <= target and exposure.max_accuracy_upper <= target):
         raise CalibrationError(
             f"per-record plan failed verification (uniform bound {certified!r}, plain bound "

@@ -135,6 +135,10 @@ def per_record_section(exposure, *, target_accuracy: float | None = None,
            "the plan bound (valid uniformly over all larger scales): every audited record's "
            "accuracy is at most that value."),
         "",
+        *([] if d.get("reproducible", True) else [
+            "**Not reproducible.** Re-running a trial from its seed gave a different output: "
+            "the mechanism draws randomness outside its `rng` argument, so the root seed does "
+            "not rerun this audit.", ""]),
         "| quantity | value | kind |",
         "|---|---|---|",
         *[f"| {a} | {b} | {c} |" for a, b, c in rows],

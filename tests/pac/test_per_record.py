@@ -342,3 +342,22 @@ def test_calibrated_plan_covers_the_exact_exposure():
         failures += exact > target
         assert plan.max_accuracy_upper <= target
     assert failures <= 1  # 1 − γ = 0.95: about 1 of 20 allowed, in fact 0
+
+
+def _global_rng_sum(subset):
+    """Draws from numpy's global state: not reproducible from the trial seed."""
+    return np.array([float(np.sum(subset)) + np.random.normal()])
+
+
+def test_not_reproducible_mechanism_is_named_and_reported():
+    """The warning names the user's mechanism; the exposure and its report say so."""
+    from pacpriv.exceptions import NotReproducibleWarning
+    from pacpriv.pac.per_record_report import per_record_section
+
+    x = np.arange(1.0, 7.0)
+    with pytest.warns(NotReproducibleWarning, match="_global_rng_sum") as record:
+        res = record_exposure(_global_rng_sum, x, noise_cov=1.0, n_trials=20, rng=0,
+                              progress=False)
+    assert not any("pair_trial" in str(w.message) for w in record)
+    assert res.reproducible is False and res.to_dict()["reproducible"] is False
+    assert "Not reproducible" in per_record_section(res)["markdown"]
