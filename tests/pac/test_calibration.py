@@ -120,17 +120,20 @@ def test_exact_mi_never_more_power_than_square_root(lam, v):
 )
 @hyp_example(lam=np.array([5e-324]), v=1.0, rule="anisotropic")  # subnormal λ: s² underflowed to 0
 @hyp_example(lam=np.array([5e-324]), v=0.5, rule="variance-only")
+@hyp_example(lam=np.array([5e-324, 5e-324, 5e-324]), v=1.0, rule="variance-only")
 def test_every_rule_certifies_budget(lam, v, rule):
     """For random spectra, every rule's certified bound (and an independent recomputation) <= v."""
     if not np.any(lam > 0):
         return
     rot, _ = np.linalg.qr(np.random.default_rng(len(lam)).normal(size=(len(lam), len(lam))))
     cov = rot @ np.diag(lam) @ rot.T
-    spec = spectrum_from_covariance((cov + cov.T) / 2)
+    cov = (cov + cov.T) / 2
+    spec = spectrum_from_covariance(cov)
     plan = calibrate_noise(spec, mi_budget=v, rule=rule, **_alg1_kwargs(rule))
     assert plan.mi_bound <= v
-    assert _dense_mi(spec.eigenvectors @ np.diag(spec.eigenvalues) @ spec.eigenvectors.T,
-                     plan) <= v * (1 + 1e-8)
+    # independent check against the covariance itself (the spectrum may raise eigenvalues to
+    # its resolution, which bounds Σ from above; at subnormal scales that bound is loose)
+    assert _dense_mi(cov, plan) <= v * (1 + 1e-8)
 
 
 def test_exact_mi_falls_back_when_worse(monkeypatch, example):
