@@ -5,10 +5,9 @@ A privacy bound shown with fewer digits must never look lower than it is, so eve
 rounds *toward the safe side*: upward for risk (accuracy, posterior success, MI), downward for
 protection (noise). Rounding uses ``decimal.Decimal``, so the text never reads lower (higher)
 than the float; it starts from the shortest decimal text that reads back as the same float
-(``repr``), so ``0.1`` stays ``0.1``. That text is first read to :data:`SIGNIFICANT` significant
-digits, the relative accuracy (about 1e-12) of the computations behind every bound (KL
-inversion, log-determinants), so float noise such as ``0.6000000000000001`` from a calibration
-to 0.6 shows as ``60.00%``, not ``60.01%``.
+(``repr``), so ``0.1`` stays ``0.1``. No digit is dropped before the directed rounding: a risk
+bound of ``0.6000000000000001`` shows as ``60.01%`` (it *is* above 60%); calibrations that target
+a value return one whose float is at most the target, so their bounds show the target itself.
 """
 
 from __future__ import annotations
@@ -23,8 +22,6 @@ __all__ = ["SIDES", "format_bound", "format_percent", "round_bound"]
 #: ``"nearest"`` (neither).
 SIDES = ("up", "down", "nearest")
 
-#: Significant digits a float is read to before rounding (the computations' accuracy).
-SIGNIFICANT = 12
 _ROUNDING = {"up": ROUND_CEILING, "down": ROUND_FLOOR, "nearest": ROUND_HALF_EVEN}
 
 
@@ -35,12 +32,8 @@ def _check_side(side: str) -> str:
 
 
 def _read(x: float) -> Decimal:
-    """``x`` as a Decimal: its shortest repr, read to :data:`SIGNIFICANT` digits."""
-    d = Decimal(repr(float(x)))  # shortest text that reads back as the same float
-    if d == 0:
-        return d
-    return d.quantize(Decimal(1).scaleb(d.adjusted() - SIGNIFICANT + 1),
-                      rounding=ROUND_HALF_EVEN)
+    """``x`` as a Decimal: the shortest text that reads back as the same float (``repr``)."""
+    return Decimal(repr(float(x)))
 
 
 def round_bound(x: float, digits: int = 6, *, side: str = "up") -> Decimal:

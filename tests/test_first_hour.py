@@ -406,8 +406,9 @@ def test_from_estimator_reaches_the_last_pipeline_step():
 def test_format_bound_rounds_toward_the_safe_side(x, digits):
     up, down = Decimal(format_bound(x, digits)), Decimal(format_bound(x, digits, side="down"))
     exact = Decimal(repr(x))
-    slack = abs(exact) * Decimal("5e-12")  # floats are read to 12 significant digits first
-    assert down - slack <= exact <= up + slack
+    assert down <= exact <= up  # no digit dropped before the directed rounding
+    assert Decimal(format_percent(x, side="down")[:-1]) <= exact * 100 <= Decimal(
+        format_percent(x)[:-1])
     if x != 0:
         ulp = Decimal(10) ** (exact.adjusted() - digits + 1)
         assert up - down <= ulp
@@ -419,8 +420,9 @@ def test_format_bound_examples_and_vacuous():
     assert format_bound(0.1) == "0.1" and format_bound(np.float64(0.25)) == "0.25"
     assert format_bound(1.0, vacuous=True) == "1 (vacuous)"
     assert format_percent(0.887251) == "88.73%" and format_percent(0.88720001) == "88.73%"
-    # float noise of a calibration to 0.6 does not show as 60.01%
-    assert format_percent(0.6000000000000001) == "60.00%"
+    # a float above 0.6, however little, never shows as 60.00%
+    assert format_percent(0.6000000000000001) == "60.01%"
+    assert format_percent(0.6) == "60.00%" and format_percent(0.6, side="down") == "60.00%"
     assert format_percent(0.600000001) == "60.01%"
 
 

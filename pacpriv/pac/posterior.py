@@ -176,7 +176,10 @@ def mi_budget_for_accuracy(target_accuracy, *, prior):
     """Mutual-information budget whose posterior bound equals ``target_accuracy``.
 
     The inverse of :func:`posterior_success_rate`: ``v = KL(Bern(a) || Bern(p0))``; with
-    ``prior = 0.5`` this is ``ln 2 - H(a)`` (``H`` the binary entropy in nats).
+    ``prior = 0.5`` this is ``ln 2 - H(a)`` (``H`` the binary entropy in nats). The returned
+    float is lowered where needed so that ``posterior_success_rate(v, prior=p0) <=
+    target_accuracy`` holds in floating point (the safe side: the forward bound rounds its root
+    up by 32 ulps, so ``v`` moves down by the equivalent of a few hundred ulps of the accuracy).
 
     Parameters
     ----------
@@ -209,7 +212,16 @@ def mi_budget_for_accuracy(target_accuracy, *, prior):
             f"`target_accuracy` must be in [prior, 1] (no budget gives less than the blind "
             f"guess); got {bad!r}."
         )
-    return _as_scalar_or_array(np.maximum(_bernoulli_kl(a, p0), 0.0))
+    v = np.maximum(_bernoulli_kl(a, p0), 0.0)
+    # Safe side in floating point: the forward bound at the returned budget never exceeds the
+    # target (it rounds its root up by a few ulps), so lower v by growing multiples of an ulp.
+    eps = np.finfo(np.float64).eps
+    for k in range(8, 60, 4):
+        over = (v > 0) & (a < 1) & (posterior_success_rate(v, prior=p0) > a)
+        if not np.any(over):
+            break
+        v = np.where(over, v * (1.0 - 2.0**k * eps), v)
+    return _as_scalar_or_array(v)
 
 
 def membership_inference_accuracy_bound(mi_budget):

@@ -113,15 +113,30 @@ def test_monotone_in_budget(v1, v2, p0):
 def test_round_trip_budget(v, p0):
     """mi_budget_for_accuracy inverts posterior_success_rate: the bound sits just past the root.
 
-    The bound is nudged up by 32 ulps (safe side), so the budget of the returned p is >= v, and
-    64 ulps lower the budget is <= v: the bound is within a few ulps of the exact inverse.
+    The bound is nudged up by 32 ulps (safe side) and the inverse comes back to at most p and
+    within a few hundred ulps of it; 64 ulps lower the budget is <= v: the bound is within a
+    few ulps of the exact inverse.
     """
     p = posterior_success_rate(v, prior=p0)
     if p < 1.0:
-        assert mi_budget_for_accuracy(p, prior=p0) >= v * (1 - 1e-9)
+        back = posterior_success_rate(mi_budget_for_accuracy(p, prior=p0), prior=p0)
+        assert p * (1 - 512 * np.finfo(np.float64).eps) <= back <= p
         below = p * (1 - 64 * np.finfo(np.float64).eps)
         if below > p0:
             assert mi_budget_for_accuracy(below, prior=p0) <= v * (1 + 1e-9) + 1e-15
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=st.floats(min_value=1e-6, max_value=1.0), p0=priors)
+@example(a=0.6, p0=0.5)  # the forward bound rounds up: 0.6000000000000001 before the fix
+def test_budget_for_a_target_never_exceeds_it_in_floating_point(a, p0):
+    """posterior_success_rate(mi_budget_for_accuracy(a)) <= a in float, within ~512 ulps of a."""
+    if a < p0:
+        return
+    v = mi_budget_for_accuracy(a, prior=p0)
+    back = posterior_success_rate(v, prior=p0)
+    assert a * (1 - 512 * np.finfo(np.float64).eps) <= back <= a
+    assert v <= float(_kl_mp(a, p0)) * (1 + 1e-12)  # never above the exact KL
 
 
 def test_round_trip_accuracy_and_entropy_form():
