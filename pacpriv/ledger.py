@@ -18,6 +18,7 @@ import math
 import time
 from dataclasses import dataclass
 
+from pacpriv._numbers import format_bound
 from pacpriv._validation import check_real
 from pacpriv.exceptions import BudgetExceededError
 from pacpriv.pac.posterior import posterior_success_rate
@@ -168,8 +169,9 @@ class PrivacyLedger:
             raise TypeError(f"`label` must be a str or None; got {type(label).__name__}.")
         if not self.can_charge(mi):
             raise BudgetExceededError(
-                f"release of {mi:.6g} nats refused: {self.spent:.6g} of the total budget "
-                f"{self._total:.6g} nats is spent, {self.remaining:.6g} remain."
+                f"release of {format_bound(mi)} nats refused: {format_bound(self.spent)} of "
+                f"the total budget {format_bound(self._total, side='nearest')} nats is spent, "
+                f"{format_bound(self.remaining, side='down')} remain."
             )
         entry = LedgerEntry(mi=mi, label=label, timestamp=time.time())
         self._entries.append(entry)

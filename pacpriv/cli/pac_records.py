@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 from pacpriv import _json
+from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, number, report_formats
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.per_record import record_exposure
 from pacpriv.pac.per_record_calibration import calibrate_per_record
-from pacpriv.pac.per_record_report import round_up
 from pacpriv.pac.samplers import PoissonSampler
 from pacpriv.registry import resolve_mechanism
 from pacpriv.report import write_report
@@ -183,13 +183,13 @@ def _records(args) -> int:
         print(f"noise ({args.shape})".ljust(21)
               + f"std max {summary['noise']['noise_std_max']:.6g}, "
               f"E||B||^2 = {summary['noise']['expected_noise_power']:.6g}")
-        print(f"plan bound           {100 * round_up(summary['plan_bound']):.2f}% "
+        print(f"plan bound           {format_percent(summary['plan_bound'])} "
               f"(certified, 1-gamma = {args.confidence:g}; target {args.target_accuracy:g})")
     kind = "certified" if summary["plan_bound"] is None else "at the calibrated scale"
-    print(f"max exposure         {100 * round_up(d['max_accuracy_upper']):.2f}% "
-          f"({kind}), median {100 * round_up(d['median_accuracy_upper']):.2f}%")
-    print(f"whole-subset MI      {round_up(d['whole_subset_mi'], 6):g} nats (estimated), "
-          f"posterior bound {100 * round_up(d['whole_subset_accuracy_bound']):.2f}%")
+    print(f"max exposure         {format_percent(d['max_accuracy_upper'])} "
+          f"({kind}), median {format_percent(d['median_accuracy_upper'])}")
+    print(f"whole-subset MI      {format_bound(d['whole_subset_mi'])} nats (estimated), "
+          f"posterior bound {format_percent(d['whole_subset_accuracy_bound'])}")
     print("most exposed         " + ", ".join(f"#{e['record']}" for e in d["most_exposed"]))
     for fmt, path in paths.items():
         print(f"{f'report ({fmt})':<21}{path}")

@@ -5,11 +5,11 @@ Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXi
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
 from pacpriv import _json
+from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import UsageError, check_exactly_one, check_positive_finite
 
 #: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
@@ -226,9 +226,10 @@ def _print_budget(state: dict) -> None:
     bound = state["membership_bound"]
     print(f"{'worlds':<22}{state['n_worlds']}")
     print(f"{'queries answered':<22}{state['n_answered']} of {state['max_queries']}")
-    print(f"{'MI spent':<22}{state['spent']:.6g} of {state['total_budget']:.6g} nats")
+    print(f"{'MI spent':<22}{format_bound(state['spent'])} of "
+          f"{format_bound(state['total_budget'], side='nearest')} nats")
     if bound is not None:
-        print(f"{'membership bound':<22}{math.ceil(bound * 1e6) / 1e4:.4f}% "
+        print(f"{'membership bound':<22}{format_percent(bound, 4)} "
               f"({state['bound_kind']})")
 
 

@@ -109,7 +109,7 @@ def per_record_note(plan, informed, n_trials: int) -> str:
     return (
         f"PAC per record: isotropic noise calibrated so that each of {plan.records.size} "
         f"audited records (a public random sample, seed 0) has informed-adversary accuracy "
-        f"<= {plan.max_accuracy_upper:.4f}, certified with confidence "
+        f"<= {format_bound(plan.max_accuracy_upper, 4)}, certified with confidence "
         f"{plan.accuracy_confidence:g} from {plan.n_trials_certify} simulated trials "
         f"(empirical Bernstein, union bound; uniform over noise scales >= the chosen one). "
         f"Records outside the sample are not certified. The informed likelihood-ratio attack "
@@ -128,10 +128,11 @@ def comparison_notes(v, *, n_records, n_trials, dim, n_repeats, per_record) -> l
         "parameters. The column 'noise std per parameter' puts both on the parameters; for "
         "DP-SGD it is η·σ·C·sqrt(M·E)/(n/M), the injected noise summed over all steps without "
         "the contraction by the loss curvature (an estimate that overstates the noise left).",
-        f"PAC's budget v = ln 2 − H(a) = {v:.4g} nats bounds the whole subset of {n_records} "
-        f"records at once; per record, MI averages <= v/n, so the membership-inference "
-        f"accuracy averaged over records is <= {per_record:.4f} (concavity of the KL "
-        "inversion). The DP-SGD bound holds for every record, worst case over datasets.",
+        f"PAC's budget v = ln 2 − H(a) = {format_bound(v, 4)} nats bounds the whole subset "
+        f"of {n_records} records at once; per record, MI averages <= v/n, so the "
+        f"membership-inference accuracy averaged over records is <= "
+        f"{format_bound(per_record, 4)} (concavity of the KL inversion). The DP-SGD bound holds "
+        "for every record, worst case over datasets.",
         f"Test accuracy: mean ± sd over {n_repeats} models on the non-members (DP-SGD: "
         "independent trainings; PAC: independent noise draws on the same clean parameters). "
         "Attack: loss threshold on the first model, threshold chosen on a random half of the "

@@ -90,7 +90,7 @@ class ComparisonTable:
                 format_bound(r.accuracy, side="up")
             )
             sig = "-" if r.noise_multiplier_for_target is None else (
-                f"{r.noise_multiplier_for_target:.5f}"
+                format_bound(r.noise_multiplier_for_target, side="up")
             )
             lines.append(
                 f"| {r.method} | {r.kind} | {acc} | {sig} | {r.wall_time_s:.3g} | {r.note} |"

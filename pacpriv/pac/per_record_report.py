@@ -17,9 +17,11 @@ References
 from __future__ import annotations
 
 import math
+from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
+from pacpriv._numbers import format_bound, format_percent
 from pacpriv.threat_models import THREAT_MODEL_PAC, THREAT_MODEL_PAC_RECORD
 
 __all__ = ["INFORMED_ADVERSARY", "WHOLE_SUBSET", "per_record_section", "round_up"]
@@ -34,15 +36,23 @@ WHOLE_SUBSET = ("**Whole subset (PAC Privacy).** " + THREAT_MODEL_PAC
 
 
 def round_up(x: float, digits: int = 4) -> float:
-    """``x`` rounded up to ``digits`` decimals (display of risk numbers on the safe side)."""
+    """``x`` rounded up to ``digits`` decimals (display of risk numbers on the safe side).
+
+    Exact: the decimal text of ``x`` is rounded toward +inf (:mod:`pacpriv._numbers`), so the
+    result is never below ``x`` by more than the float nearest to that decimal.
+    """
     if not math.isfinite(x):
         return x
-    scale = 10.0**digits
-    return math.ceil(x * scale - 1e-9) / scale
+    return float(Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits),
+                                                  rounding=ROUND_CEILING))
 
 
 def _pct_up(x: float) -> str:
-    return f"{100 * round_up(x, 4):.2f}%"
+    return format_percent(x)
+
+
+def _mi_up(x: float) -> str:
+    return format_bound(x, side="up")
 
 
 def _histogram_lines(hist: dict, target: float | None) -> list[str]:
@@ -110,9 +120,9 @@ def per_record_section(exposure, *, target_accuracy: float | None = None,
          _pct_up(d["median_accuracy_upper"]), certified),
         ("plug-in accuracy, max over records", _pct_up(d["max_accuracy_estimate"]),
          "estimated"),
-        ("per-record MI I(bᵢ; Y), max (nats)", f"{round_up(d['max_mi_upper'], 6):g}",
+        ("per-record MI I(bᵢ; Y), max (nats)", _mi_up(d["max_mi_upper"]),
          certified),
-        ("whole-subset MI ½ ln det(I + Σ Σ_B⁻¹) (nats)", f"{round_up(d['whole_subset_mi'], 6):g}",
+        ("whole-subset MI ½ ln det(I + Σ Σ_B⁻¹) (nats)", _mi_up(d["whole_subset_mi"]),
          "estimated (plug-in Σ)"),
         ("whole-subset posterior success bound", _pct_up(d["whole_subset_accuracy_bound"]),
          "estimated (plug-in Σ)"),

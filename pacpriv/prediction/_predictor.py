@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._numbers import format_bound, format_percent
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import BudgetExceededError, CheckpointError
@@ -535,24 +536,24 @@ class PrivatePredictor:
         self._check_fitted()
         d = self.to_dict()
         bound = d["membership_bound"]
-        up = math.ceil(bound * 1e6) / 1e4  # percent, rounded up (safe side)
+        up = format_percent(bound, 4)  # rounded up (safe side)
         rows = [
             ("worlds m", self.n_worlds),
-            ("membership prior (best blind guess)", f"{d['membership_prior']:.6g}"),
+            ("membership prior (best blind guess)", format_bound(d["membership_prior"])),
             ("records in the private pool", self.n_records),
             ("per-query budget b", f"{self.per_query_budget:.6g} nats"),
             ("total budget", f"{self.total_budget:.6g} nats ({self.max_queries} queries)"),
             ("queries answered", self._n_answered),
-            ("MI spent (I(J; answers) <= spent)", f"{self.spent:.6g} nats"),
+            ("MI spent (I(J; answers) <= spent)", f"{format_bound(self.spent)} nats"),
             ("noise rule", self.rule),
-            ("membership-inference bound", f"{up:.4f}% — certified (1−γ = 1): exact world "
+            ("membership-inference bound", f"{up} — certified (1−γ = 1): exact world "
                                            "posterior, no estimation"),
         ]
         table = "\n".join(["| quantity | value |", "| --- | --- |",
                            *(f"| {k} | {v} |" for k, v in rows)])
         markdown = "\n\n".join([
             f"No adversary can tell whether a record was in the answering model's training "
-            f"set with probability above **{up:.4f}%** after the {self._n_answered} queries "
+            f"set with probability above **{up}** after the {self._n_answered} queries "
             "answered so far.",
             table,
         ])

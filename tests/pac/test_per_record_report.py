@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 
 from pacpriv.cli import UsageError
@@ -24,6 +27,15 @@ def test_round_up_is_safe_side():
     assert round_up(0.1234) == 0.1234
     assert round_up(0.99999999) == 1.0
     assert round_up(float("inf")) == float("inf")
+    # no slack that rounds a value just above a grid point down (it used to subtract 1e-9)
+    assert round_up(0.6000000000001) == 0.6001
+    assert round_up(1e-6 + 1e-16, 6) == 2e-6
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=0.0, max_value=1.0), st.integers(1, 8))
+def test_round_up_never_below_its_input(x, digits):
+    assert Decimal(repr(round_up(x, digits))) >= Decimal(repr(x))
 
 
 def test_section_lists_most_exposed_by_index_only():
