@@ -289,3 +289,21 @@ def test_options_object_gives_the_same_table():
         compare_pac_dpsgd("breast_cancer", options=opts, n_jobs=2)
     with pytest.raises(ValueError, match=r"`options\.checkpoint` must be None"):
         compare_pac_dpsgd("breast_cancer", options=ExecutionOptions(checkpoint="ck"))
+
+
+def test_per_record_note_explains_when_its_noise_exceeds_the_whole_subset_noise():
+    """Few trials: the note states the Bernstein floor (computed here independently)."""
+    from types import SimpleNamespace
+
+    from pacpriv.compare.render import per_record_note
+
+    plan = SimpleNamespace(records=np.arange(10), n_trials_certify=100, accuracy_confidence=0.95,
+                           sampling_rate=0.5, expected_noise_power=182.0,
+                           max_accuracy_upper=0.6)
+    informed = SimpleNamespace(n_trials=50, accuracy=0.52, ci_low=0.45, ci_high=0.6)
+    floor = 0.5 + 7 * 0.5 * math.log(2 * 10 / 0.05) / (3 * 99)  # 0.57061...
+    note = per_record_note(plan, informed, 100, whole_subset_power=67.6)
+    assert "larger than the whole-subset noise" in note
+    assert f"= {math.ceil(floor * 1e4) / 1e4:.4f})" in note
+    assert "larger than" not in per_record_note(plan, informed, 100, whole_subset_power=200.0)
+    assert "larger than" not in per_record_note(plan, informed, 100)

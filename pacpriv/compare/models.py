@@ -327,7 +327,8 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
             attack_rng=trial_seed(attack_root, 4), execution=execution,
             evaluate=evaluate_parameters)
         rows.append(row)
-        record_note = per_record_note(per_record_plan, informed, per_record_trials)
+        record_note = per_record_note(per_record_plan, informed, per_record_trials,
+                                      whole_subset_power=power)
 
     tic = time.perf_counter()
     acc, att = evaluate_parameters(mech, clean, X, y, members, confidence=confidence,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from pacpriv import _json
@@ -104,8 +105,31 @@ def comparison_markdown(res: ComparisonResult) -> str:
     return "\n".join(out)
 
 
-def per_record_note(plan, informed, n_trials: int) -> str:
-    """How to read the per-record PAC row (audited sample, trials, certified bound, attack)."""
+def per_record_note(plan, informed, n_trials: int,
+                    whole_subset_power: float | None = None) -> str:
+    """How to read the per-record PAC row (audited sample, trials, certified bound, attack).
+
+    When the per-record noise power exceeds ``whole_subset_power`` (the whole-subset PAC row's
+    E‖B‖²), the note says why: with few trials the empirical-Bernstein term of the certified
+    per-record bound dominates.
+    """
+    more = ""
+    power = plan.expected_noise_power
+    if whole_subset_power is not None and power > whole_subset_power:
+        k, n = int(plan.records.size), int(plan.n_trials_certify)
+        gamma = 1.0 - float(plan.accuracy_confidence)
+        base = max(plan.sampling_rate, 1.0 - plan.sampling_rate)
+        floor = base + 7.0 * (1.0 - base) * math.log(2.0 * k / gamma) / (3.0 * (n - 1))
+        more = (
+            f" Here the per-record noise (E‖B‖² = {format_bound(power, 4, side='down')}) is "
+            f"larger than the whole-subset noise ({format_bound(whole_subset_power, 4)}): with "
+            f"{n} certifying trials the empirical-Bernstein term of the certified bound is "
+            f"large (the smallest certifiable bound for {k} records at 1−γ = "
+            f"{plan.accuracy_confidence:g} is max(q, 1−q) + 7(1 − max(q, 1−q))·ln(2k/γ)/"
+            f"(3(n − 1)) = {format_bound(floor, 4)}), so the noise must cover it; more trials "
+            "or fewer audited records lower it. The two rows protect against different "
+            "adversaries and are not ordered."
+        )
     return (
         f"PAC per record: isotropic noise calibrated so that each of {plan.records.size} "
         f"audited records (a public random sample, seed 0) has informed-adversary accuracy "
@@ -116,7 +140,7 @@ def per_record_note(plan, informed, n_trials: int) -> str:
         f"(knows the other records' memberships) on {informed.n_trials} held-out trials of the "
         f"{n_trials} measured {informed.accuracy:.3f} [{informed.ci_low:.3f}, "
         f"{informed.ci_high:.3f}] (blind guess 0.5). The loss-attack column attacks every "
-        "record of the released model and is not the per-record adversary."
+        "record of the released model and is not the per-record adversary." + more
     )
 
 

@@ -6,9 +6,9 @@ import json
 from decimal import Decimal
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import pytest
 
 from pacpriv.cli import UsageError
 from pacpriv.cli.pac_records import parse_records
