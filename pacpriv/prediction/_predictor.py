@@ -493,7 +493,7 @@ class PrivatePredictor:
             if self._state is not None:
                 self._state.write_ledger(t0 + n, lp, self.per_query_budget)
             self._n_answered, self._log_posterior = t0 + n, lp
-            budget = self.budget()
+            budget = self._budget_state()
         return answers, budget
 
     def world_outputs(self, X_queries) -> np.ndarray:
@@ -513,7 +513,17 @@ class PrivatePredictor:
 
     # -- reporting -----------------------------------------------------------------------------
     def budget(self) -> dict:
-        """Public budget state (JSON-serialisable)."""
+        """Public budget state (JSON-serialisable).
+
+        With a state directory, the ledger is read again first (under the directory's lock),
+        so the state includes answers given by other processes sharing the directory.
+        """
+        with self._lock, self._state_lock():
+            if self._state is not None and self.is_fitted:
+                self._n_answered, self._log_posterior = self._state.read_ledger()
+            return self._budget_state()
+
+    def _budget_state(self) -> dict:
         return {
             "n_worlds": self.n_worlds,
             "per_query_budget": self.per_query_budget,

@@ -118,3 +118,18 @@ def test_fit_interrupted_after_secret_resumes_same_worlds_and_secret(tmp_path):
     np.testing.assert_array_equal(np.load(state / "worlds.npz")["digests"], digests)
     assert again._secret_index == j  # never redrawn: a second draw would leak through answers
     assert again.n_answered == 0
+
+
+def test_budget_reads_answers_given_by_another_instance_of_the_same_state(tmp_path):
+    """GET /budget's source: a second process's answers show without a POST here."""
+    X, _ = cancer()
+    state = tmp_path / "state"
+    server = _predictor(state)
+    server.fit(progress=False)
+    assert server.budget()["n_answered"] == 0
+    other = PrivatePredictor.load(state)  # e.g. `pacpriv predict query` in another process
+    other.predict(X[:3])
+    seen = server.budget()
+    assert seen["n_answered"] == 3
+    assert seen["spent"] == pytest.approx(3 * B)
+    assert seen["membership_bound"] == other.budget()["membership_bound"]
