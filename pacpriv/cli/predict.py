@@ -171,6 +171,12 @@ def _fit(args) -> int:
         raise UsageError(f"--n-worlds must be an even integer >= 2; got {args.n_worlds}")
     check_positive_finite(args, "--per-query-budget", " (nats)")
     total = _total_budget(args)
+    if args.per_query_budget > total:
+        given = (f"--total-budget {args.total_budget:g}" if args.total_budget is not None else
+                 f"the total budget {format_bound(total, side='nearest')} nats that "
+                 f"--target-accuracy {args.target_accuracy:g} allows")
+        raise UsageError(f"--per-query-budget {args.per_query_budget:g} nats exceeds {given}: "
+                         "not even one query could be answered; lower --per-query-budget")
     label = args.label_column
     if label is not None and label.lstrip("-").isdigit():
         label = int(label)

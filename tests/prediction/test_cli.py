@@ -56,6 +56,17 @@ def test_errors_exit_with_one_line(tmp_path, capsys):
     assert main(["predict", "status", "--state", str(tmp_path / "missing")]) == 2
 
 
+def test_per_query_budget_above_the_total_names_the_flags_the_user_gave(tmp_path, capsys):
+    base = ["predict", "fit", "--estimator", "naive_bayes", "--dataset", "iris", "--state",
+            str(tmp_path / "s"), "--per-query-budget", "0.5", "--no-progress"]
+    assert main([*base, "--target-accuracy", "0.55"]) == 2
+    err = capsys.readouterr().err
+    assert "--target-accuracy 0.55 allows" in err and "--total-budget" not in err
+    assert main([*base, "--total-budget", "0.01"]) == 2
+    assert "exceeds --total-budget 0.01" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()  # refused before anything was created
+
+
 def test_serve_parser():
     args = build_parser().parse_args(["serve", "--state", "d", "--port", "9001"])
     assert (args.state, args.host, args.port) == ("d", "127.0.0.1", 9001)
