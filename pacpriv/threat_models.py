@@ -8,6 +8,8 @@ References
 .. [1] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, arXiv:2210.03458, Def. 1, §2, Thm 1.
 .. [2] Membership-inference accuracy bound for DP-SGD with random allocation (RA-MIA):
    add/remove adjacency, prior ½.
+.. [3] Y. Zhu, S. Sridhar, S. Devadas. PAC-private prediction with adaptive composition,
+   arXiv:2601.14033, 2026.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ __all__ = [
     "THREAT_MODEL_DPSGD",
     "THREAT_MODEL_PAC",
     "THREAT_MODEL_PAC_RECORD",
+    "THREAT_MODEL_PREDICTION",
 ]
 
 #: PAC membership privacy of a black-box release (the PAC report) [1]_.
@@ -59,6 +62,19 @@ THREAT_MODEL_DPSGD = (
     "allocation: each epoch has M steps and every record is used exactly once per epoch at "
     "a uniformly random step; Gaussian noise N(0, σ²C²I) is added to each step's sum of "
     "clipped gradients."
+)
+
+#: Private prediction with posterior-tracked worlds (:class:`pacpriv.prediction.PrivatePredictor`):
+#: reports and the HTTP API [3]_.
+THREAT_MODEL_PREDICTION = (
+    "The adversary knows the private pool, the sampler, the fitting procedure, every world "
+    "model, the budgets and every answer, and chooses each query after seeing the previous "
+    "answers. Secret: which world J answers (drawn uniformly from OS entropy) and the noise. "
+    "I(J; all answers) <= spent (nats) however the queries are chosen (chain rule, Gaussian "
+    "maximum entropy under the tracked posterior; Zhu, Sridhar & Devadas 2026). Any inference "
+    "about J, such as whether a record was in the answering model's training set (prior = "
+    "fraction of worlds holding it, ½ for complementary pairs), succeeds with probability at "
+    "most the membership bound (Xiao & Devadas 2023, Thm 1)."
 )
 
 #: The two threat models of the PAC vs DP-SGD comparison, side by side (training setting).

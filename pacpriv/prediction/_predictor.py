@@ -42,6 +42,7 @@ from pacpriv.prediction._worlds import (
     fit_fingerprint,
     fit_worlds,
 )
+from pacpriv.threat_models import THREAT_MODEL_PREDICTION as THREAT_MODEL
 
 __all__ = ["BUDGET_TOLERANCE", "PrivatePredictor"]
 
@@ -580,16 +581,3 @@ class PrivatePredictor:
             "n_records": self.n_records,
             "threat_model": THREAT_MODEL,
         }
-
-
-#: The threat model, in words (for reports and the HTTP API).
-THREAT_MODEL = (
-    "The adversary knows the private pool, the sampler, the fitting procedure, every world "
-    "model, the budgets and every answer, and chooses each query after seeing the previous "
-    "answers. Secret: which world J answers (drawn uniformly from OS entropy) and the noise. "
-    "I(J; all answers) <= spent (nats) however the queries are chosen (chain rule, Gaussian "
-    "maximum entropy under the tracked posterior; Zhu, Sridhar & Devadas 2026). Any inference "
-    "about J, such as whether a record was in the answering model's training set (prior = "
-    "fraction of worlds holding it, ½ for complementary pairs), succeeds with probability at "
-    "most the membership bound (Xiao & Devadas 2023, Thm 1)."
-)

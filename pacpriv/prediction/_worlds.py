@@ -18,7 +18,6 @@ world that answers is secret.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import io
 import os
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._adapters import EstimatorMechanism, TorchMechanism
+from pacpriv.pac._mechanism import accepts_rng
 from pacpriv.pac.samplers import callable_fingerprint
 
 __all__ = [
@@ -42,14 +42,6 @@ __all__ = [
 
 #: Built-in output transforms.
 OUTPUTS = ("proba", "logits", "value", "label")
-
-
-def _accepts_rng(func: Callable) -> bool:
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return "rng" in params
 
 
 @dataclass(frozen=True)
@@ -144,7 +136,7 @@ class _FitAndStore:
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         import joblib
 
-        model = self.fit(subset, rng=rng) if _accepts_rng(self.fit) else self.fit(subset)
+        model = self.fit(subset, rng=rng) if accepts_rng(self.fit) else self.fit(subset)
         buf = io.BytesIO()
         joblib.dump(model, buf)
         data = buf.getvalue()

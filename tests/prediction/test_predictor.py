@@ -221,3 +221,25 @@ def test_predict_with_budget_snapshot(fitted):
     out, budget = fitted.predict_with_budget(X[:2])
     assert out.shape == (2, 2)
     assert budget["n_answered"] == n + 2 and budget["spent"] == (n + 2) * B
+
+
+def test_world_fit_functions_follow_the_one_accepts_rng_rule(tmp_path):
+    """`**kw` gets the world's rng; a positional-only `rng` is not passed by keyword (issue 9)."""
+    from pacpriv.pac._mechanism import accepts_rng
+    from pacpriv.prediction._worlds import _FitAndStore
+
+    seen = {}
+
+    def with_kwargs(subset, **kw):
+        seen["kwargs"] = kw.get("rng")
+        return 1.0
+
+    def positional_only(subset, rng=None, /):
+        seen["positional"] = rng
+        return 2.0
+
+    gen = np.random.default_rng(0)
+    for fn in (with_kwargs, positional_only):
+        _FitAndStore(fn, str(tmp_path))(np.zeros((2, 1)), rng=gen)
+    assert accepts_rng(with_kwargs) and seen["kwargs"] is gen
+    assert not accepts_rng(positional_only) and seen["positional"] is None
