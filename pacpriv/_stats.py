@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scipy import stats
 
-__all__ = ["clopper_pearson"]
+__all__ = ["clopper_pearson", "clopper_pearson_upper"]
 
 
 def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
@@ -35,3 +35,35 @@ def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
     """
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
     return float(ci.low), float(ci.high)
+
+
+def clopper_pearson_upper(k: int, n: int, alpha: float) -> float:
+    """Exact one-sided Clopper–Pearson upper limit for a binomial proportion ``k / n``.
+
+    ``P(Bin(n, p) <= k) >= alpha`` for every ``p`` above it: the upper end of the two-sided
+    interval of :func:`clopper_pearson` at confidence ``1 − 2·alpha``.
+
+    Parameters
+    ----------
+    k, n : int
+        Successes and trials, ``0 <= k <= n``, ``n >= 1``.
+    alpha : float
+        One-sided error probability in (0, 1).
+
+    Returns
+    -------
+    float
+        ``Beta(1 − alpha; k + 1, n − k)`` quantile, and 1 at ``k = n``.
+
+    References
+    ----------
+    .. [1] Clopper & Pearson, Biometrika 26(4), 1934.
+
+    Examples
+    --------
+    >>> round(clopper_pearson_upper(5, 10, 0.025), 4)
+    0.8129
+    """
+    if k >= n:
+        return 1.0
+    return float(stats.beta.ppf(1.0 - alpha, k + 1, n - k))
