@@ -39,6 +39,7 @@ import numpy as np
 
 from pacpriv._optional import import_torch
 from pacpriv.datasets import DatasetInfo
+from pacpriv.datasets.scaling import unit_box
 
 __all__ = [
     "MechanismFactory",
@@ -63,9 +64,7 @@ def _box(info: DatasetInfo | None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _scaling(info: DatasetInfo) -> tuple[np.ndarray, np.ndarray]:
-    low, high = _box(info)
-    half = (high - low) / 2.0
-    return (low + high) / 2.0, np.where(half > 0, half, 1.0)
+    return unit_box(*_box(info))
 
 
 def _edges(info: DatasetInfo | None, n_bins: int) -> list[np.ndarray]:

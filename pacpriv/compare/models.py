@@ -30,6 +30,7 @@ from pacpriv.attacks import AttackResult, loss_threshold_attack
 from pacpriv.compare.per_record import per_record_row
 from pacpriv.compare.render import comparison_notes, per_record_note
 from pacpriv.compare.results import ComparisonRow
+from pacpriv.datasets.scaling import scale_to_unit_box
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 from pacpriv.dpsgd.trainer import model_losses, train_dpsgd
@@ -50,13 +51,11 @@ __all__ = [
 
 
 def scale_features(X: np.ndarray, low, high) -> np.ndarray:
-    """Min-max scale ``X`` (n, p) to ``[-1, 1]`` with public ranges; constant features -> 0."""
-    X = np.asarray(X, dtype=np.float64)
-    low = np.asarray(low, dtype=np.float64)
-    span = np.asarray(high, dtype=np.float64) - low
-    safe = np.where(span > 0, span, 1.0)
-    out = np.where(span > 0, 2.0 * (X - low) / safe - 1.0, 0.0)
-    return np.clip(out, -1.0, 1.0)
+    """Min-max scale ``X`` (n, p) to ``[-1, 1]`` with public ranges; constant features -> 0.
+
+    :func:`pacpriv.datasets.scaling.scale_to_unit_box` (the one implementation).
+    """
+    return scale_to_unit_box(X, low, high)
 
 
 @contextlib.contextmanager
