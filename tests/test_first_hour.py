@@ -12,6 +12,7 @@ import html as html_mod
 import json
 import math
 import re
+import sys
 import warnings
 from decimal import Decimal
 from pathlib import Path
@@ -108,6 +109,31 @@ def test_sentinel_record_value_appears_in_no_report_file(user, capsys):
         ds = json.loads((out_dir / "report.json").read_text())["dataset"]
         assert "feature_low" not in ds and "feature_high" not in ds
         assert ds["bounds_source"] == "pool" and ds["source"] == "data.csv"
+
+
+@pytest.mark.parametrize("form", [("--release-seed", "987123"), ("--release-seed=987123",),
+                                  ("--release-s", "987123")])
+def test_release_seed_reaches_no_report_file_nor_the_screen(user, capsys, monkeypatch, form):
+    """The release seed fixes the secret subset and the noise: never written (V1 review)."""
+    argv = [*BASE, "--mechanism", "mean", "--out", "rep", *form]
+    monkeypatch.setattr(sys, "argv", ["pacpriv", *argv])
+    code, out, err = _run(capsys, *argv)
+    assert code == 0, err
+    for f in Path("rep").iterdir():
+        assert "987123" not in f.read_text(), f.name
+    assert "987123" not in out and "987123" not in err
+    command = json.loads(Path("rep/report.json").read_text())["reproducibility"]["command"]
+    assert "<secret, not recorded>" in command and "--seed 3" in command
+
+
+def test_redact_command_forms():
+    from pacpriv.report.builder import REDACTED, redact_command
+
+    assert redact_command(["--seed", "1", "--release-seed", "5", "--out", "r"]) == [
+        "--seed", "1", "--release-seed", REDACTED, "--out", "r"]
+    assert redact_command(["--release-seed=5"]) == [f"--release-seed={REDACTED}"]
+    assert redact_command(["--rel", "5", "--release"]) == ["--rel", REDACTED, "--release"]
+    assert redact_command(["--r", "5", "--", "x"]) == ["--r", "5", "--", "x"]  # too short
 
 
 def test_declared_feature_ranges_are_used_and_printed(user, capsys):

@@ -42,14 +42,45 @@ def _versions() -> dict:
     return out
 
 
+#: Command-line flags whose value is a secret and is never written to a report: the release
+#: seed fixes the secret subset and the noise, so with the pool it would reveal both.
+SECRET_FLAGS = ("--release-seed",)
+REDACTED = "<secret, not recorded>"
+
+
+def redact_command(args: list[str]) -> list[str]:
+    """``args`` with the value of every :data:`SECRET_FLAGS` flag replaced by :data:`REDACTED`.
+
+    Handles ``--flag value``, ``--flag=value`` and argparse's unambiguous prefixes
+    (``--release-s value``).
+    """
+    out: list[str] = []
+    hide_next = False
+    for tok in args:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        name, eq, _ = tok.partition("=")
+        secret = name.startswith("--") and len(name) > 3 and any(
+            flag.startswith(name) for flag in SECRET_FLAGS)
+        if secret and eq:
+            out.append(f"{name}={REDACTED}")
+        else:
+            out.append(tok)
+            hide_next = secret
+    return out
+
+
 def _command() -> str | None:
-    """The command line, with the program shown by its base name (no local paths)."""
+    """The command line, with the program shown by its base name (no local paths) and the
+    values of secret flags (:data:`SECRET_FLAGS`) redacted."""
     if not sys.argv or not sys.argv[0]:
         return None
     prog = Path(sys.argv[0]).name
     if prog in ("__main__.py", "-c"):
         prog = "python -m pacpriv"
-    return " ".join([prog, *sys.argv[1:]])
+    return " ".join([prog, *redact_command(sys.argv[1:])])
 
 
 #: Dataset keys a report may print (public facts); feature ranges only when public.
