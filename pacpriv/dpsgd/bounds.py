@@ -92,6 +92,29 @@ def _scalar_or_array(x: np.ndarray, scalar: bool):
 _SIGMA_SAFETY = 1.0 + 1e-13  # relative margin of the closed-form σ (see its body)
 
 
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _inflation(inv_var):
+    """Relative inflation of ``¼·sqrt(χ²)`` that covers its floating-point error.
+
+    ``x = 1/σ²`` carries a relative error of at most ``ε`` (two roundings); ``expm1`` amplifies
+    it by its condition number ``x·e^x/(e^x − 1) <= 1 + x``; ``log1p``, the product by ``E``,
+    ``expm1`` of a value ``<= ln 5`` (condition ``<= 2``) and ``sqrt`` (halves it) add a few
+    ``ε``. ``1 + (16 + 2x)·ε`` covers the total with room; it is large only where ``x`` is, and
+    there the bound is vacuous unless ``M`` is astronomically large.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        return 1.0 + (16.0 + 2.0 * np.minimum(inv_var, 1e300)) * _EPS
+
+
+def _round_up_sum(adv):
+    """``min(1, ½ + adv)`` rounded *up* to a float (Dekker's Fast2Sum: ``½ >= adv >= 0``)."""
+    s = 0.5 + adv
+    err = adv - (s - 0.5)  # exact: the part of the sum that rounding dropped
+    return np.minimum(1.0, np.where(err > 0, np.nextafter(s, 2.0), s))
+
+
 def _validate_counts_fast(steps_per_epoch, epochs):
     """Counts as float64 (scalars stay 0-d); plain positive Python ints skip the array checks."""
     out = []
@@ -198,10 +221,11 @@ def membership_inference_accuracy_bound(
     m, e = _validate_counts(steps_per_epoch, epochs)
     sigma, m, e = np.broadcast_arrays(sigma, m, e)
     scalar = sigma.ndim == 0
-    log1p_chi2 = e * _log1p_chi_square_per_epoch(_inverse_square(sigma), m)
+    inv_var = _inverse_square(sigma)
+    log1p_chi2 = e * _log1p_chi_square_per_epoch(inv_var, m)
     vacuous = log1p_chi2 >= _LOG5
     chi2 = np.expm1(np.minimum(log1p_chi2, _LOG5))
-    accuracy = np.where(vacuous, 1.0, np.minimum(1.0, 0.5 + 0.25 * np.sqrt(chi2)))
+    accuracy = np.where(vacuous, 1.0, _round_up_sum(0.25 * np.sqrt(chi2) * _inflation(inv_var)))
     return AccuracyBound(
         accuracy=_scalar_or_array(np.asarray(accuracy, dtype=np.float64), scalar),
         log1p_chi_square=_scalar_or_array(np.asarray(log1p_chi2, dtype=np.float64), scalar),
@@ -249,7 +273,7 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
     ):  # fast path for plain Python scalars (validated by the conditions above)
         adv = target_accuracy - 0.5
         x = math.log1p(steps_per_epoch * math.expm1(math.log1p(16.0 * adv * adv) / epochs))
-        return _SIGMA_SAFETY / math.sqrt(x)
+        return (_SIGMA_SAFETY + 4.0 * _EPS * x) / math.sqrt(x)
     a = np.asarray(target_accuracy)
     # min/max: two passes without temporaries (NaN fails both comparisons)
     if a.dtype != np.float64 or a.size == 0 or not (a.min() > 0.5 and a.max() < 1.0):
@@ -259,8 +283,11 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
         )
     m, e = _validate_counts_fast(steps_per_epoch, epochs)
     scalar = a.ndim == 0 and np.ndim(m) == 0 and np.ndim(e) == 0
-    # Round-off can leave the bound at this σ a few ulps above the target (seen: 3e-15);
-    # 1e-13 relative more noise puts it on the safe side (well inside the 1e-12 reference match).
+    # Round-off can leave the bound at this σ a few ulps above the target (seen: 3e-15), and
+    # the forward bound inflates ¼·sqrt(χ²) by (16 + 2/σ²)ε and rounds up. Since
+    # d ln(a − ½)/d ln σ <= −1 (χ² falls at least like σ⁻²), a relative margin
+    # 1e-13 + 4ε/σ² on σ lowers a − ½ by more than all of that: the bound at this σ is at
+    # most the target, and σ stays well inside the 1e-12 reference match.
     x = a - 0.5  # a fresh buffer for the in-place steps below
     if not isinstance(x, np.ndarray):
         x = np.array(x)
@@ -271,8 +298,10 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
     np.expm1(x, out=x)
     x = x * m if np.ndim(m) else np.multiply(x, m, out=x)
     np.log1p(x, out=x)
+    margin = x * (4.0 * _EPS)  # x = 1/σ² here
+    margin += _SIGMA_SAFETY
     np.sqrt(x, out=x)
-    sigma = np.divide(_SIGMA_SAFETY, x, out=x)
+    sigma = np.divide(margin, x, out=x)
     if scalar:
         return float(sigma)
     return sigma

@@ -9,7 +9,7 @@ import warnings
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pacpriv.dpsgd import (
@@ -151,3 +151,31 @@ def test_error_nan():
     """NaN σ is rejected."""
     with pytest.raises(ValueError, match="noise_multiplier"):
         membership_inference_accuracy_bound(float("nan"), steps_per_epoch=1, epochs=1)
+
+
+def _chi_square_bound_mp(sigma, m, e):
+    with mpmath.workdps(60):
+        s, m, e = mpmath.mpf(sigma), mpmath.mpf(m), mpmath.mpf(e)
+        log1p_chi2 = e * mpmath.log1p(mpmath.expm1(1 / s**2) / m)
+        return min(mpmath.mpf(1) / 2 + mpmath.sqrt(mpmath.expm1(log1p_chi2)) / 4, 1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.floats(min_value=-3.5, max_value=12.0), st.floats(0.0, 12.0), st.floats(0.0, 9.0))
+@example(12.0, 9.0, 0.0)  # σ = 1e12, M = 1e9, E = 1: 0.5 + 7.9e-18 (printed 0.5 before)
+def test_bound_float_is_never_below_the_exact_bound(log_sigma, log_m, log_e):
+    """The returned float rounds up (V2 review: it was round-to-nearest, up to 1 ulp below)."""
+    sigma, m, e = 10.0**log_sigma, int(10.0**log_m), int(10.0**log_e)
+    got = membership_inference_accuracy_bound(sigma, steps_per_epoch=m, epochs=e).accuracy
+    exact = _chi_square_bound_mp(sigma, m, e)
+    assert mpmath.mpf(got) >= exact
+    assert mpmath.mpf(got) - exact <= 1e-13 * exact + 2.3e-16  # and stays tight
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.floats(-12.0, math.log10(0.4999)), st.floats(0.0, 12.0), st.floats(0.0, 9.0))
+def test_closed_form_sigma_meets_its_target_in_floating_point(log_adv, log_m, log_e):
+    """The rounded-up forward bound at the closed-form σ is at most the target."""
+    a, m, e = 0.5 + 10.0**log_adv, int(10.0**log_m), int(10.0**log_e)
+    sigma = noise_multiplier_for_accuracy(a, steps_per_epoch=m, epochs=e)
+    assert membership_inference_accuracy_bound(sigma, steps_per_epoch=m, epochs=e).accuracy <= a
