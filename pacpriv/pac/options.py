@@ -5,7 +5,10 @@ The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``, 
 Devadas (CRYPTO 2023, Algorithm 1) are run, never their results: the trials are bit-identical for
 any of them. :func:`pacpriv.pac.engine.simulate`, :func:`pacpriv.pac.job.run_pac` and
 :meth:`pacpriv.wrapper.PacPrivateFunction.calibrate`, :func:`pacpriv.pac.randomized.coupling_noise`,
-:func:`pacpriv.pac.randomized.compare_randomized_noise` and
+:func:`pacpriv.pac.randomized.compare_randomized_noise`, the per-record functions
+(:func:`pacpriv.pac.per_record.simulate_differences`,
+:func:`pacpriv.pac.per_record.record_exposure`,
+:func:`pacpriv.pac.per_record_calibration.calibrate_per_record`) and
 :func:`pacpriv.compare.compare_pac_dpsgd` accept them as ``options=``.
 """
 

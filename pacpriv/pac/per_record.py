@@ -72,7 +72,8 @@ from pacpriv.pac._per_record_math import (
 )
 from pacpriv.pac._per_record_sim import PairSpec, pair_trial
 from pacpriv.pac._plan import NoisePlan
-from pacpriv.pac.engine import SimulationResult, _check_pool, simulate
+from pacpriv.pac.engine import _EXECUTION_DEFAULTS, SimulationResult, _check_pool, simulate
+from pacpriv.pac.options import ExecutionOptions, merge_execution
 from pacpriv.pac.per_record_report import per_record_section
 from pacpriv.pac.posterior import posterior_success_rate
 from pacpriv.pac.samplers import (
@@ -256,6 +257,7 @@ def simulate_differences(
     timeout: float | None = None,
     batch_size: int | Literal["auto"] = "auto",
     output_path: str | os.PathLike | None = None,
+    options: ExecutionOptions | None = None,
 ) -> RecordDifferences:
     """Simulate the per-record differences ``Δ`` with the PAC engine.
 
@@ -280,6 +282,10 @@ def simulate_differences(
         Audited record indices (None = every record).
     n_jobs, backend, rng, progress, checkpoint, retries, timeout, batch_size, output_path
         As in :func:`~pacpriv.pac.engine.simulate`.
+    options : ExecutionOptions, optional
+        The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``,
+        ``retries``, ``timeout``, ``batch_size``, ``output_path``) as one object, instead of
+        the individual keywords (not both: a changed individual one is a ``TypeError``).
 
     Returns
     -------
@@ -288,7 +294,8 @@ def simulate_differences(
     Raises
     ------
     TypeError, ValueError
-        For invalid arguments, including a sampler without independent memberships.
+        For invalid arguments, including a sampler without independent memberships, and
+        ``options`` together with a changed individual execution argument (``TypeError``).
     MechanismError, CheckpointError
         As in :func:`~pacpriv.pac.engine.simulate`.
 
@@ -304,14 +311,17 @@ def simulate_differences(
         raise TypeError(
             f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
         )
+    execution = ExecutionOptions(**merge_execution(  # a clash fails here, before any work
+        options, _EXECUTION_DEFAULTS, n_jobs=n_jobs, backend=backend, progress=progress,
+        checkpoint=checkpoint, retries=retries, timeout=timeout, batch_size=batch_size,
+        output_path=output_path,
+    ))
     spec = PairSpec.build(mechanism, checked_pool, recs, n_records)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sim = simulate(
             functools.partial(pair_trial, spec), np.arange(n_records, dtype=np.int64),
-            n_trials=n_trials, sampler=smp, n_jobs=n_jobs, backend=backend, rng=rng,
-            progress=progress, checkpoint=checkpoint, retries=retries, timeout=timeout,
-            batch_size=batch_size, output_path=output_path,
+            n_trials=n_trials, sampler=smp, rng=rng, options=execution,
         )
     for w in caught:  # name the user's mechanism, not the internal pair-trial wrapper
         if issubclass(w.category, NotReproducibleWarning):
@@ -562,6 +572,7 @@ def record_exposure(
     records: Any = None,
     confidence: float = 0.95,
     rng: RNGLike = None,
+    options: ExecutionOptions | None = None,
     **engine: Any,
 ) -> RecordExposure:
     """Each audited record's membership exposure to an informed adversary under noise ``Σ_B``.
@@ -583,9 +594,12 @@ def record_exposure(
         ``1 − γ``: all per-record upper bounds hold at once with this probability.
     rng : None, int, SeedSequence or Generator
         Root seed of the simulation.
+    options : ExecutionOptions, optional
+        The execution arguments as one object (see :func:`simulate_differences`).
     **engine
-        ``n_jobs``, ``backend``, ``progress``, ``checkpoint``, ``retries``, ``timeout``,
-        ``batch_size``, ``output_path`` of :func:`simulate_differences`.
+        Or the individual execution arguments ``n_jobs``, ``backend``, ``progress``,
+        ``checkpoint``, ``retries``, ``timeout``, ``batch_size``, ``output_path`` of
+        :func:`simulate_differences` (not together with a changed one in ``options``).
 
     Returns
     -------
@@ -596,7 +610,8 @@ def record_exposure(
     Raises
     ------
     TypeError, ValueError
-        For invalid arguments, before any evaluation of ``f`` (except a ``noise_cov`` whose
+        For invalid arguments (including ``options`` together with a changed individual
+        execution argument), before any evaluation of ``f`` (except a ``noise_cov`` whose
         dimension disagrees with ``f``'s outputs, detected after the simulation).
     MechanismError
         If an evaluation fails (engine failure policy).
@@ -619,5 +634,5 @@ def record_exposure(
     conf = _check_confidence(confidence)
     _precheck_noise(noise_cov)
     diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=sampler, records=records,
-                                 rng=rng, **engine)
+                                 rng=rng, options=options, **engine)
     return exposure_from_differences(diffs, noise_cov=noise_cov, confidence=conf)
