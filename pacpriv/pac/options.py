@@ -91,8 +91,14 @@ def merge_execution(options: ExecutionOptions | None, defaults: dict, **given: A
     ``given`` are the caller's individual execution arguments and ``defaults`` their default
     values in the caller's signature. Without ``options`` the result is ``given``; with it, the
     result is ``options.to_dict()`` and any individual argument changed from its default is a
-    ``TypeError`` (one source of truth per call).
+    ``TypeError`` (one source of truth per call), and so is a name not in ``defaults``.
     """
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise TypeError(
+            f"unexpected execution argument(s) {', '.join(unknown)}; the execution arguments "
+            f"are {', '.join(defaults)}."
+        )
     if options is None:
         return dict(given)
     if not isinstance(options, ExecutionOptions):

@@ -52,10 +52,9 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -248,16 +247,9 @@ def simulate_differences(
     n_trials: int,
     sampler: Sampler | str | None = None,
     records: Any = None,
-    n_jobs: int | None = None,
-    backend: str | None = None,
     rng: RNGLike = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    retries: int = 0,
-    timeout: float | None = None,
-    batch_size: int | Literal["auto"] = "auto",
-    output_path: str | os.PathLike | None = None,
     options: ExecutionOptions | None = None,
+    **execution: Any,
 ) -> RecordDifferences:
     """Simulate the per-record differences ``Δ`` with the PAC engine.
 
@@ -280,12 +272,16 @@ def simulate_differences(
         Must draw independent memberships; see :func:`check_sampler`.
     records : sequence of int or None, default None
         Audited record indices (None = every record).
-    n_jobs, backend, rng, progress, checkpoint, retries, timeout, batch_size, output_path
-        As in :func:`~pacpriv.pac.engine.simulate`.
+    rng : None, int, SeedSequence or Generator
+        Root seed, as in :func:`~pacpriv.pac.engine.simulate`.
     options : ExecutionOptions, optional
         The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``,
-        ``retries``, ``timeout``, ``batch_size``, ``output_path``) as one object, instead of
-        the individual keywords (not both: a changed individual one is a ``TypeError``).
+        ``retries``, ``timeout``, ``batch_size``, ``output_path``; meaning and defaults of
+        :class:`~pacpriv.pac.options.ExecutionOptions` and
+        :func:`~pacpriv.pac.engine.simulate`) as one object.
+    **execution
+        Or the same execution arguments individually (not both: an individual one changed
+        from its default together with ``options`` is a ``TypeError``).
 
     Returns
     -------
@@ -311,17 +307,14 @@ def simulate_differences(
         raise TypeError(
             f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
         )
-    execution = ExecutionOptions(**merge_execution(  # a clash fails here, before any work
-        options, _EXECUTION_DEFAULTS, n_jobs=n_jobs, backend=backend, progress=progress,
-        checkpoint=checkpoint, retries=retries, timeout=timeout, batch_size=batch_size,
-        output_path=output_path,
-    ))
+    # one source of truth for the execution arguments; a clash fails here, before any work
+    run = ExecutionOptions(**merge_execution(options, _EXECUTION_DEFAULTS, **execution))
     spec = PairSpec.build(mechanism, checked_pool, recs, n_records)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sim = simulate(
             functools.partial(pair_trial, spec), np.arange(n_records, dtype=np.int64),
-            n_trials=n_trials, sampler=smp, rng=rng, options=execution,
+            n_trials=n_trials, sampler=smp, rng=rng, options=run,
         )
     for w in caught:  # name the user's mechanism, not the internal pair-trial wrapper
         if issubclass(w.category, NotReproducibleWarning):

@@ -120,3 +120,10 @@ def test_calibrate_per_record_options_give_the_same_plan():
     with pytest.raises(TypeError, match=r"either in `options` or individually.*progress"):
         calibrate_per_record(never_called, X4, **kw, progress=False,
                              options=ExecutionOptions(progress=False))
+
+
+def test_an_unknown_execution_argument_is_named():
+    with pytest.raises(TypeError, match=r"unexpected execution argument\(s\) n_job;"):
+        simulate_differences(never_called, X4, n_trials=6, n_job=2)
+    with pytest.raises(TypeError, match=r"unexpected execution argument\(s\) n_job;"):
+        simulate_differences(never_called, X4, n_trials=6, n_job=2, options=PER_RECORD_OPTIONS)
