@@ -44,8 +44,6 @@ References
    Processing. CRYPTO 2023, arXiv:2210.03458, §2 (individual privacy), Thm 1.
 .. [2] A. Maurer, M. Pontil. Empirical Bernstein bounds and sample variance penalization.
    COLT 2009, Thm 4.
-.. [3] M. Sridhar, H. Xiao, S. Devadas. PAC-Private Algorithms. IEEE S&P 2025, Thm 1
-   (square-root rule).
 """
 
 from __future__ import annotations

@@ -243,8 +243,8 @@ def write_report(result, out_dir, *, formats=("json", "md", "html")) -> dict[str
     result : PacResult or object with ``report_section()``
     out_dir : str or path
     formats : iterable of {"json", "md", "html"}
-        ``"html"`` needs matplotlib (``pip install pacpriv[plot]``); it is skipped with a note
-        in the returned mapping's absence when matplotlib is not installed.
+        Without matplotlib (``pip install pacpriv[plot]``) ``"html"`` is written without its
+        figures, with a ``UserWarning`` once per process.
 
     Returns
     -------
