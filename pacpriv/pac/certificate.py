@@ -41,6 +41,7 @@ import numpy as np
 from scipy import stats
 from scipy.optimize import brentq
 
+from pacpriv._stats import empirical_bernstein
 from pacpriv._validation import check_int, check_real
 from pacpriv.pac._plan import NoisePlan
 
@@ -117,10 +118,8 @@ def empirical_bernstein_upper(z, *, bound: float, confidence: float) -> float:
     if np.any(arr < 0) or np.any(arr > b * (1 + 1e-12)):
         raise ValueError(f"`z` must lie in [0, bound={b!r}]; got range "
                          f"[{float(arr.min())!r}, {float(arr.max())!r}].")
-    log_term = math.log(2.0 / (1.0 - conf))
-    var = float(np.var(arr, ddof=1))
-    return (float(np.mean(arr)) + math.sqrt(2.0 * var * log_term / n)
-            + 7.0 * b * log_term / (3.0 * (n - 1)))
+    return float(empirical_bernstein(float(np.mean(arr)), float(np.var(arr, ddof=1)), n,
+                                     width=b, delta=1.0 - conf))
 
 
 def betting_upper(z, *, bound: float, confidence: float, bet: float | None = None) -> float:
