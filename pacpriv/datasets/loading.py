@@ -29,6 +29,7 @@ import math
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -198,7 +199,11 @@ class Dataset:
         }
 
 
-def _freeze(a: np.ndarray | None) -> np.ndarray | None:
+#: An array, or None (``y`` of an unlabelled pool): :func:`_freeze` returns the same kind.
+_ArrayOrNone = TypeVar("_ArrayOrNone", np.ndarray, None)
+
+
+def _freeze(a: _ArrayOrNone) -> _ArrayOrNone:
     if a is not None:
         a = np.ascontiguousarray(a)
         a.setflags(write=False)

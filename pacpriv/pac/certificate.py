@@ -496,9 +496,9 @@ def certify_noise(
     z = 0.5 * _whiten(diff, np.zeros(d), vecs, a, a_c)
     centred_all = x - x.mean(axis=0)
     plugin_trace = float(np.sum(_whiten(centred_all, np.zeros(d), vecs, a, a_c))) / (m - 1)
-    if certified and radius == 0.0:
-        b, upper = 0.0, 0.0  # the clipped release is the constant c: MI = 0
-    elif certified:
+    if radius == 0.0:  # certified, and the clipped release is the constant c: MI = 0
+        b, upper = 0.0, 0.0
+    elif radius is not None:  # certified (a clip radius exactly when certified)
         b = 2.0 * radius * radius
         z = np.minimum(z, b)  # round-off only: |u1 − u2| <= 2ρ exactly
         if method == "betting":
@@ -632,11 +632,10 @@ def trials_for_inflation(
     d = check_int(dim, "dim", low=1)
     target = check_real(target_inflation, "target_inflation", low=1.0, low_inclusive=False)
     cap = check_int(max_trials, "max_trials", low=6)
-    kw = dict(confidence=confidence, shape_fraction=shape_fraction, clip_margin=clip_margin,
-              effective_dim=effective_dim)
 
     def ok(m: int) -> bool:
-        return predicted_inflation(m, d, **kw) <= target
+        return predicted_inflation(m, d, confidence=confidence, shape_fraction=shape_fraction,
+                                   clip_margin=clip_margin, effective_dim=effective_dim) <= target
 
     hi = max(6, 2 * d + 6)
     while not ok(hi):

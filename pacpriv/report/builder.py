@@ -32,8 +32,8 @@ ARRAY_LIMIT = 200
 _PACKAGES = ("pacpriv", "numpy", "scipy", "scikit-learn", "joblib", "tqdm")
 
 
-def _versions() -> dict:
-    out = {"python": platform.python_version()}
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version()}
     for name in _PACKAGES:
         try:
             out[name] = metadata.version(name)
