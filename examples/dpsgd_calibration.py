@@ -105,8 +105,6 @@ def main(argv=None) -> int:
     paths = write_report(spec, out, formats=("md", "html"))
     for fmt, path in paths.items():
         print(f"report ({fmt}): {path}")
-    if "html" not in paths:
-        print("no HTML report: pip install pacpriv[plot] for the figures")
     return 0
 
 

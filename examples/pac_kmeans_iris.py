@@ -58,8 +58,6 @@ def main(argv=None) -> int:
           f"(prior {100 * result.membership_prior:.0f}%)")
     for fmt, path in paths.items():
         print(f"report ({fmt}): {path}")
-    if "html" not in paths:
-        print("no HTML report: pip install pacpriv[plot] for the figures")
     return 0
 
 

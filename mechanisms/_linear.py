@@ -19,12 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import fields
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ._common import canonical_order, class_indices, quiet_convergence
+from ._common import canonical_order, class_indices, quiet_convergence, split_supervised
 
 __all__ = [
+    "LinearModel",
+    "SupervisedConfig",
     "check_classes",
     "check_scaling",
     "check_supervised_config",
@@ -134,3 +137,45 @@ def fit_embedded(estimator, X, y, classes, *, binary_scale: float) -> np.ndarray
         else:
             coef[present], intercept[present] = w, b
     return np.concatenate([coef.ravel(), intercept])
+
+
+class SupervisedConfig:
+    """Behaviour shared by the frozen configs of the supervised mechanisms (a mixin, no fields).
+
+    ``__post_init__`` validates and normalises the config (:func:`check_supervised_config`, with
+    ``C`` and ``max_iter`` when ``regularised``); ``to_dict`` is its :func:`config_dict` under
+    the registry name ``mechanism``.
+    """
+
+    #: Registry name of the mechanism (also named in the errors of :func:`split_supervised`).
+    mechanism: ClassVar[str]
+    #: Whether the config has the regularisation fields ``C`` and ``max_iter``.
+    regularised: ClassVar[bool] = True
+    classes: tuple
+    center: tuple[float, ...] | None
+    scale: tuple[float, ...] | None
+
+    def __post_init__(self) -> None:
+        check_supervised_config(self, regularised=self.regularised)
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable configuration."""
+        return config_dict(self.mechanism, self)
+
+
+class LinearModel(SupervisedConfig):
+    """A linear classifier as a mechanism: fit ``estimator()`` on the standardised subset and
+    return its coefficients in the fixed layout of this module (:func:`fit_embedded`)."""
+
+    #: ``s`` of the two-present-classes rule (module docstring): ½ softmax, 1 one-vs-rest.
+    binary_scale: ClassVar[float]
+
+    def estimator(self) -> Any:
+        """A fresh, unfitted scikit-learn estimator with this config's public settings."""
+        raise NotImplementedError
+
+    def __call__(self, subset, *, rng=None) -> np.ndarray:
+        """Coefficients then intercepts, shape ``(K_out * (p + 1),)``; ``rng`` is ignored."""
+        X, y = split_supervised(subset, mechanism=self.mechanism)
+        Z = standardise(X, self.center, self.scale)
+        return fit_embedded(self.estimator(), Z, y, self.classes, binary_scale=self.binary_scale)

@@ -27,18 +27,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ._common import public_seed_alias, renamed_seed_field, split_supervised
-from ._linear import check_supervised_config, config_dict, fit_embedded, standardise
+from ._common import public_seed_alias, renamed_seed_field
+from ._linear import LinearModel
 
 __all__ = ["LinearSVMCoefficients", "linear_svm_coefficients", "make_linear_svm"]
 
 
 @renamed_seed_field("random_state")
 @dataclass(frozen=True)
-class LinearSVMCoefficients:
+class LinearSVMCoefficients(LinearModel):
     """LinearSVC coefficients and intercepts (picklable callable).
 
     Parameters
@@ -62,26 +63,19 @@ class LinearSVMCoefficients:
     center: tuple[float, ...] | None = None
     scale: tuple[float, ...] | None = None
 
-    def __post_init__(self) -> None:
-        check_supervised_config(self)
+    mechanism: ClassVar[str] = "linear_svm"
+    binary_scale: ClassVar[float] = 1.0
 
-    def __call__(self, subset, *, rng=None) -> np.ndarray:
-        """Coefficients then intercepts, shape ``(K_out * (p + 1),)``."""
+    def estimator(self) -> Any:
+        """An unfitted :class:`sklearn.svm.LinearSVC` (liblinear, seeded with ``public_seed``)."""
         from sklearn.svm import LinearSVC
 
-        X, y = split_supervised(subset, mechanism="linear_svm")
-        Z = standardise(X, self.center, self.scale)
-        est = LinearSVC(
+        return LinearSVC(
             C=float(self.C),
             dual="auto",
             max_iter=int(self.max_iter),
             random_state=int(self.public_seed),
         )
-        return fit_embedded(est, Z, y, self.classes, binary_scale=1.0)
-
-    def to_dict(self) -> dict:
-        """JSON-serialisable configuration."""
-        return config_dict("linear_svm", self)
 
 
 def make_linear_svm(

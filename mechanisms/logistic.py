@@ -28,17 +28,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ._common import split_supervised
-from ._linear import check_supervised_config, config_dict, fit_embedded, standardise
+from ._linear import LinearModel
 
 __all__ = ["LogisticCoefficients", "logistic_coefficients", "make_logistic"]
 
 
 @dataclass(frozen=True)
-class LogisticCoefficients:
+class LogisticCoefficients(LinearModel):
     """Logistic-regression coefficients and intercepts (picklable callable).
 
     Parameters
@@ -59,21 +59,14 @@ class LogisticCoefficients:
     center: tuple[float, ...] | None = None
     scale: tuple[float, ...] | None = None
 
-    def __post_init__(self) -> None:
-        check_supervised_config(self)
+    mechanism: ClassVar[str] = "logistic"
+    binary_scale: ClassVar[float] = 0.5
 
-    def __call__(self, subset, *, rng=None) -> np.ndarray:
-        """Coefficients then intercepts, shape ``(K_out * (p + 1),)``."""
+    def estimator(self) -> Any:
+        """An unfitted lbfgs :class:`sklearn.linear_model.LogisticRegression`."""
         from sklearn.linear_model import LogisticRegression
 
-        X, y = split_supervised(subset, mechanism="logistic")
-        Z = standardise(X, self.center, self.scale)
-        est = LogisticRegression(C=float(self.C), max_iter=int(self.max_iter))
-        return fit_embedded(est, Z, y, self.classes, binary_scale=0.5)
-
-    def to_dict(self) -> dict:
-        """JSON-serialisable configuration."""
-        return config_dict("logistic", self)
+        return LogisticRegression(C=float(self.C), max_iter=int(self.max_iter))
 
 
 def make_logistic(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -43,7 +44,7 @@ from ._common import (
     renamed_seed_field,
     split_supervised,
 )
-from ._linear import check_supervised_config, config_dict, standardise
+from ._linear import SupervisedConfig, standardise
 
 __all__ = ["MLPParameters", "make_mlp", "mlp_parameters"]
 
@@ -60,7 +61,7 @@ def _import_torch():
 
 @renamed_seed_field("seed")
 @dataclass(frozen=True)
-class MLPParameters:
+class MLPParameters(SupervisedConfig):
     """One-hidden-layer MLP parameters after deterministic full-batch training (picklable).
 
     Parameters
@@ -90,8 +91,11 @@ class MLPParameters:
     center: tuple[float, ...] | None = None
     scale: tuple[float, ...] | None = None
 
+    mechanism: ClassVar[str] = "mlp"
+    regularised: ClassVar[bool] = False
+
     def __post_init__(self) -> None:
-        check_supervised_config(self, regularised=False)
+        super().__post_init__()
         if int(self.hidden_units) < 1:
             raise ValueError(f"`hidden_units` must be >= 1; got {self.hidden_units!r}.")
         if int(self.epochs) < 0:
@@ -109,7 +113,7 @@ class MLPParameters:
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Flattened trained parameters, shape ``(p*h + h + h*K + K,)``."""
         torch = _import_torch()
-        X, y = split_supervised(subset, mechanism="mlp")
+        X, y = split_supervised(subset, mechanism=self.mechanism)
         p, h, k = X.shape[1], int(self.hidden_units), len(self.classes)
         gen = torch.Generator().manual_seed(int(self.public_seed))
 
@@ -136,10 +140,6 @@ class MLPParameters:
                 loss.backward()
                 opt.step()
         return np.concatenate([t.detach().numpy().ravel() for t in params]).astype(np.float64)
-
-    def to_dict(self) -> dict:
-        """JSON-serialisable configuration."""
-        return config_dict("mlp", self)
 
 
 def make_mlp(

@@ -17,6 +17,7 @@ from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, number, report_formats
 from pacpriv.datasets import load_dataset
+from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.per_record import record_exposure
 from pacpriv.pac.per_record_calibration import calibrate_per_record
 from pacpriv.pac.samplers import PoissonSampler
@@ -151,8 +152,9 @@ def _records(args) -> int:
     mechanism, mech_name = resolve_mechanism(args.mechanism, dataset_info=dataset.info())
     common = dict(n_trials=args.trials, sampler=PoissonSampler(args.sampling_rate),
                   records=records, confidence=args.confidence, rng=args.seed,
-                  n_jobs=args.n_jobs, backend=args.backend, checkpoint=args.checkpoint,
-                  progress=not args.no_progress)
+                  options=ExecutionOptions(n_jobs=args.n_jobs, backend=args.backend,
+                                           checkpoint=args.checkpoint,
+                                           progress=not args.no_progress))
     try:
         if args.target_accuracy is not None:
             plan = calibrate_per_record(mechanism, dataset.pool,

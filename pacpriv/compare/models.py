@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +43,7 @@ torch = import_torch("pacpriv.compare")
 
 __all__ = [
     "LogisticRegressionMechanism",
+    "evaluate_draws",
     "evaluate_parameters",
     "run_comparison",
     "scale_features",
@@ -211,26 +212,44 @@ def _exact_sigma(a: float, M: int, E: int) -> tuple[float | None, str | None]:
     return float(getattr(res, "noise_multiplier", res)), None
 
 
-def _summary(accs: list[float]) -> tuple[float, float]:
+def evaluate_draws(
+    mech: LogisticRegressionMechanism,
+    thetas: Iterable[np.ndarray],
+    data: tuple[np.ndarray, np.ndarray, np.ndarray],
+    *,
+    confidence: float,
+    attack_rng: int | np.random.SeedSequence | np.random.Generator,
+) -> tuple[float, float, AttackResult]:
+    """Evaluate the parameter draws of one row: ``(mean, sd, attack)``.
+
+    ``mean`` and ``sd`` (``ddof=1``; 0 for one draw) of the test accuracy over ``thetas``, each
+    evaluated as it comes (a generator trains or draws lazily), and the loss-threshold attack
+    on the first draw, seeded by ``attack_rng`` (:func:`evaluate_parameters`).
+    """
+    X, y, members = data
+    accs: list[float] = []
+    attack: AttackResult | None = None
+    for r, theta in enumerate(thetas):
+        acc, att = evaluate_parameters(mech, theta, X, y, members, confidence=confidence,
+                                       rng=attack_rng if r == 0 else None)
+        accs.append(acc)
+        attack = attack if att is None else att
+    if attack is None:
+        raise ValueError("`thetas` must hold at least one parameter vector.")
     arr = np.asarray(accs, dtype=np.float64)
     std = float(arr.std(ddof=1)) if arr.size > 1 else 0.0
-    return float(arr.mean()), std
+    return float(arr.mean()), std, attack
 
 
 def _dpsgd_row(row_cls, label, source, sigma, mech, data, *, C, M, E, n_repeats, root,
                attack_rng, confidence, bound):
     tic = time.perf_counter()
     X, y, members = data
-    accs, attack = [], None
-    for r in range(n_repeats):
-        theta = mech.train(X[members], y[members], noise_multiplier=sigma, max_grad_norm=C,
-                           rng=trial_seed(root, r))
-        acc, att = evaluate_parameters(mech, theta, X, y, members, confidence=confidence,
-                                       rng=attack_rng if r == 0 else None)
-        accs.append(acc)
-        attack = attack if att is None else att
+    models = (mech.train(X[members], y[members], noise_multiplier=sigma, max_grad_norm=C,
+                         rng=trial_seed(root, r)) for r in range(n_repeats))
+    mean, std, attack = evaluate_draws(mech, models, data, confidence=confidence,
+                                       attack_rng=attack_rng)
     per_step = sigma * C / (int(members.sum()) / M)
-    mean, std = _summary(accs)
     return row_cls(
         method=label, family="dpsgd", noise=sigma, noise_units="noise multiplier σ (std / C)",
         noise_multiplier=sigma, gradient_noise_std=per_step,
@@ -296,16 +315,13 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
         dataset=ds.to_dict(),
     )
     clean = mech((X[members], y[members]))
+    if pac.release is None:  # pragma: no cover - run_pac(release=True) above
+        raise RuntimeError("run_pac returned no release.")
     draws = [pac.release] + [privatize(clean, pac.plan, rng=trial_seed(noise_root, r))
                              for r in range(1, n_repeats)]
-    accs, attack = [], None
-    for r, theta in enumerate(draws):
-        acc, att = evaluate_parameters(mech, theta, X, y, members, confidence=confidence,
-                                       rng=trial_seed(attack_root, 2) if r == 0 else None)
-        accs.append(acc)
-        attack = attack if att is None else att
+    mean, std, attack = evaluate_draws(mech, draws, data, confidence=confidence,
+                                       attack_rng=trial_seed(attack_root, 2))
     power = pac.plan.expected_noise_power
-    mean, std = _summary(accs)
     rows.append(ComparisonRow(
         method=f"PAC ({rule})", family="pac", noise=math.sqrt(power / mech.dim),
         noise_units="RMS noise std per parameter sqrt(E||B||²/d)", noise_multiplier=None,
@@ -324,14 +340,14 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
             n_records_audited=per_record_records, holdout=per_record_holdout,
             n_repeats=n_repeats, confidence=confidence, root=trial_seed(root, 6),
             attack_rng=trial_seed(attack_root, 4), execution=execution,
-            evaluate=evaluate_parameters)
+            evaluate=evaluate_draws)
         rows.append(row)
         record_note = per_record_note(per_record_plan, informed, per_record_trials,
                                       whole_subset_power=power)
 
     tic = time.perf_counter()
-    acc, att = evaluate_parameters(mech, clean, X, y, members, confidence=confidence,
-                                   rng=trial_seed(attack_root, 3))
+    acc, _, att = evaluate_draws(mech, [clean], data, confidence=confidence,
+                                 attack_rng=trial_seed(attack_root, 3))
     baseline = ComparisonRow(
         method="non-private (no noise, no clipping)", family="none", noise=0.0,
         noise_units="none", noise_multiplier=None, gradient_noise_std=None,

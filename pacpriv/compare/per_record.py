@@ -58,27 +58,20 @@ def per_record_row(row_cls, mech, data, *, target_accuracy, n_trials, n_records_
     n_attack = max(2, round(n_trials * holdout))
     diffs = simulate_differences(mech, (X, y), n_trials=n_trials, records=records,
                                  sampler=PoissonSampler(0.5), rng=trial_seed(root, 0),
-                                 **execution.to_dict())
+                                 options=execution)
     cal, held = split_differences(diffs, n_trials - n_attack)
     plan = calibrate_from_differences(cal, target_accuracy=target_accuracy,
                                       confidence=confidence)
     informed = informed_attack(held, plan, confidence=confidence, rng=trial_seed(root, 1))
     clean = mech((X[members], y[members]))
-    accs, attack = [], None
-    for r in range(n_repeats):
-        theta = privatize(clean, plan, rng=trial_seed(root, 2 + r))
-        acc, att = evaluate(mech, theta, X, y, members, confidence=confidence,
-                            rng=attack_rng if r == 0 else None)
-        accs.append(acc)
-        attack = attack if att is None else att
-    arr = np.asarray(accs)
+    draws = (privatize(clean, plan, rng=trial_seed(root, 2 + r)) for r in range(n_repeats))
+    mean, std, attack = evaluate(mech, draws, data, confidence=confidence, attack_rng=attack_rng)
     power = plan.expected_noise_power
     row = row_cls(
         method=PER_RECORD_LABEL, family="pac", noise=math.sqrt(power / mech.dim),
         noise_units="RMS noise std per parameter sqrt(E||B||²/d)", noise_multiplier=None,
         gradient_noise_std=None, parameter_noise_rms=math.sqrt(power / mech.dim),
-        expected_noise_power=power, mi_budget=None, test_accuracy=float(arr.mean()),
-        test_accuracy_std=float(arr.std(ddof=1)) if arr.size > 1 else 0.0,
+        expected_noise_power=power, mi_budget=None, test_accuracy=mean, test_accuracy_std=std,
         accuracy_bound=plan.max_accuracy_upper,
         bound_source=(f"certified (1−γ = {confidence:g}): per-record informed-adversary "
                       f"accuracy for {records.size} audited records (public sample), empirical "

@@ -24,8 +24,10 @@ def _float_or_none(text: str) -> float | None:
 
 
 def _label_index(label_column, header: list[str] | None, n_cols: int, path: Path) -> int | None:
-    if label_column is None:
-        return None
+    return None if label_column is None else _column_index(label_column, header, n_cols, path)
+
+
+def _column_index(label_column, header: list[str] | None, n_cols: int, path: Path) -> int:
     if isinstance(label_column, str):
         if header is None:
             raise ValueError(
@@ -138,7 +140,7 @@ def read_numpy(path: Path, *, label_column=None):
         if X.ndim == 2 and label_column is not None:
             if isinstance(label_column, str):
                 raise TypeError("`label_column` must be an int index for a .npy file.")
-            label = _label_index(label_column, None, X.shape[1], path)
+            label = _column_index(label_column, None, X.shape[1], path)
             y = X[:, label]
             X = np.delete(X, label, axis=1)
     if X.ndim != 2:

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -173,17 +174,11 @@ class Dataset:
         return self.X if self.y is None else (self.X, self.y)
 
     def info(self) -> DatasetInfo:
-        """Public facts for :func:`pacpriv.registry.resolve_mechanism`."""
-        return DatasetInfo(
-            name=self.name,
-            n_records=self.n_records,
-            n_features=self.n_features,
-            feature_low=self.feature_low,
-            feature_high=self.feature_high,
-            classes=self.classes,
-            feature_names=self.feature_names,
-            bounds_source=self.bounds_source,
-        )
+        """Public facts for :func:`pacpriv.registry.resolve_mechanism`.
+
+        Each field of :class:`DatasetInfo` is the attribute of the same name of this dataset.
+        """
+        return DatasetInfo(**{f.name: getattr(self, f.name) for f in fields(DatasetInfo)})
 
     def to_dict(self) -> dict:
         """JSON-serialisable public summary, what reports print (no arrays, no pool statistic).
@@ -204,7 +199,11 @@ class Dataset:
         }
 
 
-def _freeze(a: np.ndarray | None) -> np.ndarray | None:
+#: An array, or None (``y`` of an unlabelled pool): :func:`_freeze` returns the same kind.
+_ArrayOrNone = TypeVar("_ArrayOrNone", np.ndarray, None)
+
+
+def _freeze(a: _ArrayOrNone) -> _ArrayOrNone:
     if a is not None:
         a = np.ascontiguousarray(a)
         a.setflags(write=False)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr
 
+from pacpriv._stats import empirical_bernstein
 from pacpriv._validation import check_array_real, check_real
 from pacpriv.pac._plan import NoisePlan
 
@@ -90,10 +91,6 @@ def record_mi_term(sq_distance, prior: float) -> np.ndarray:
                       binary_entropy(q))
 
 
-def _log_term(delta: float) -> float:
-    return math.log(2.0 / delta)
-
-
 def bernstein_upper(values: np.ndarray, *, low: float, high: float, delta: float) -> np.ndarray:
     """One-sided empirical-Bernstein upper bound of the mean, per column (Maurer & Pontil Thm 4).
 
@@ -116,11 +113,8 @@ def bernstein_upper(values: np.ndarray, *, low: float, high: float, delta: float
     ndarray of shape (k,)
     """
     z = np.asarray(values, dtype=np.float64)
-    n = z.shape[0]
-    log_term = _log_term(delta)
-    var = z.var(axis=0, ddof=1)
-    upper = (z.mean(axis=0) + np.sqrt(2.0 * var * log_term / n)
-             + 7.0 * (high - low) * log_term / (3.0 * (n - 1)))
+    upper = empirical_bernstein(z.mean(axis=0), z.var(axis=0, ddof=1), z.shape[0],
+                                width=high - low, delta=delta)
     return np.minimum(upper * (1.0 + 8 * _EPS) + 8 * _EPS, high)
 
 
@@ -142,17 +136,15 @@ def box_bernstein_upper(hi: np.ndarray, lo: np.ndarray, *, low: float, high: flo
     hi = np.asarray(hi, dtype=np.float64)
     lo = np.asarray(lo, dtype=np.float64)
     n = hi.shape[0]
-    log_term = _log_term(delta)
     c = lo.mean(axis=0)
     var = np.maximum((hi - c) ** 2, (lo - c) ** 2).sum(axis=0) / (n - 1)
-    upper = (hi.mean(axis=0) + np.sqrt(2.0 * var * log_term / n)
-             + 7.0 * (high - low) * log_term / (3.0 * (n - 1)))
+    upper = empirical_bernstein(hi.mean(axis=0), var, n, width=high - low, delta=delta)
     return np.minimum(upper * (1.0 + 8 * _EPS) + 8 * _EPS, high)
 
 
 def bernstein_floor(n: int, *, low: float, high: float, delta: float) -> float:
     """Smallest value :func:`bernstein_upper` can return: ``low + 7(high−low)ln(2/δ)/(3(n−1))``."""
-    return low + 7.0 * (high - low) * _log_term(delta) / (3.0 * (n - 1))
+    return float(empirical_bernstein(low, 0.0, n, width=high - low, delta=delta))
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ class _Alarm:
         )
 
     def __enter__(self) -> _Alarm:
-        if self.active:
+        if self.active and self.timeout is not None:
             self._old_handler = signal.signal(signal.SIGALRM, self._fire)
             self._start = time.monotonic()
             self._old_timer = signal.setitimer(signal.ITIMER_REAL, self.timeout)
@@ -236,7 +236,7 @@ def run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchR
         if failure is not None:
             break
     done = len(rows)
-    outputs = np.asarray(rows, dtype=task.output_dtype).reshape(done, dim if done else 0)
+    outputs = np.asarray(rows, dtype=task.output_dtype).reshape(done, -1 if done else 0)
     return BatchResult(start, stop, outputs, masks[:done], failure, time.perf_counter() - tic)
 
 

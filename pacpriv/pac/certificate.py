@@ -41,6 +41,7 @@ import numpy as np
 from scipy import stats
 from scipy.optimize import brentq
 
+from pacpriv._stats import empirical_bernstein
 from pacpriv._validation import check_int, check_real
 from pacpriv.pac._plan import NoisePlan
 
@@ -117,10 +118,8 @@ def empirical_bernstein_upper(z, *, bound: float, confidence: float) -> float:
     if np.any(arr < 0) or np.any(arr > b * (1 + 1e-12)):
         raise ValueError(f"`z` must lie in [0, bound={b!r}]; got range "
                          f"[{float(arr.min())!r}, {float(arr.max())!r}].")
-    log_term = math.log(2.0 / (1.0 - conf))
-    var = float(np.var(arr, ddof=1))
-    return (float(np.mean(arr)) + math.sqrt(2.0 * var * log_term / n)
-            + 7.0 * b * log_term / (3.0 * (n - 1)))
+    return float(empirical_bernstein(float(np.mean(arr)), float(np.var(arr, ddof=1)), n,
+                                     width=b, delta=1.0 - conf))
 
 
 def betting_upper(z, *, bound: float, confidence: float, bet: float | None = None) -> float:
@@ -497,9 +496,9 @@ def certify_noise(
     z = 0.5 * _whiten(diff, np.zeros(d), vecs, a, a_c)
     centred_all = x - x.mean(axis=0)
     plugin_trace = float(np.sum(_whiten(centred_all, np.zeros(d), vecs, a, a_c))) / (m - 1)
-    if certified and radius == 0.0:
-        b, upper = 0.0, 0.0  # the clipped release is the constant c: MI = 0
-    elif certified:
+    if radius == 0.0:  # certified, and the clipped release is the constant c: MI = 0
+        b, upper = 0.0, 0.0
+    elif radius is not None:  # certified (a clip radius exactly when certified)
         b = 2.0 * radius * radius
         z = np.minimum(z, b)  # round-off only: |u1 − u2| <= 2ρ exactly
         if method == "betting":
@@ -633,11 +632,10 @@ def trials_for_inflation(
     d = check_int(dim, "dim", low=1)
     target = check_real(target_inflation, "target_inflation", low=1.0, low_inclusive=False)
     cap = check_int(max_trials, "max_trials", low=6)
-    kw = dict(confidence=confidence, shape_fraction=shape_fraction, clip_margin=clip_margin,
-              effective_dim=effective_dim)
 
     def ok(m: int) -> bool:
-        return predicted_inflation(m, d, **kw) <= target
+        return predicted_inflation(m, d, confidence=confidence, shape_fraction=shape_fraction,
+                                   clip_margin=clip_margin, effective_dim=effective_dim) <= target
 
     hi = max(6, 2 * d + 6)
     while not ok(hi):

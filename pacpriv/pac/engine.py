@@ -405,7 +405,8 @@ def simulate(
     )
     if dtype != np.float64:
         task = _with_reference(task, store, ckpt)
-    verified = ckpt.verify(store, lambda i: _rerun(task, store, i)) if resumed else []
+    verified = (ckpt.verify(store, lambda i: _rerun(task, store, i))
+                if ckpt is not None and resumed else [])
     pending = store.missing_ranges()
     from tqdm.auto import tqdm
 
@@ -486,8 +487,9 @@ def _check_reproducible(task: TrialTask, store: OutputStore, index: int) -> tupl
     except MechanismError as err:
         problem = f"re-running trial {index} from its seed failed ({err})"
     else:
-        same = np.array_equal(mask, store.masks[index]) and (
-            output.tobytes() == np.asarray(store.outputs[index]).tobytes()
+        stored_output, stored_mask = store.row(index)
+        same = np.array_equal(mask, stored_mask) and (
+            output.tobytes() == np.asarray(stored_output).tobytes()
         )
         if same:
             return True, f"trial {index} re-run from its seed: bit-identical"

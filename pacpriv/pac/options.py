@@ -5,7 +5,10 @@ The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``, 
 Devadas (CRYPTO 2023, Algorithm 1) are run, never their results: the trials are bit-identical for
 any of them. :func:`pacpriv.pac.engine.simulate`, :func:`pacpriv.pac.job.run_pac` and
 :meth:`pacpriv.wrapper.PacPrivateFunction.calibrate`, :func:`pacpriv.pac.randomized.coupling_noise`,
-:func:`pacpriv.pac.randomized.compare_randomized_noise` and
+:func:`pacpriv.pac.randomized.compare_randomized_noise`, the per-record functions
+(:func:`pacpriv.pac.per_record.simulate_differences`,
+:func:`pacpriv.pac.per_record.record_exposure`,
+:func:`pacpriv.pac.per_record_calibration.calibrate_per_record`) and
 :func:`pacpriv.compare.compare_pac_dpsgd` accept them as ``options=``.
 """
 
@@ -88,8 +91,14 @@ def merge_execution(options: ExecutionOptions | None, defaults: dict, **given: A
     ``given`` are the caller's individual execution arguments and ``defaults`` their default
     values in the caller's signature. Without ``options`` the result is ``given``; with it, the
     result is ``options.to_dict()`` and any individual argument changed from its default is a
-    ``TypeError`` (one source of truth per call).
+    ``TypeError`` (one source of truth per call), and so is a name not in ``defaults``.
     """
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise TypeError(
+            f"unexpected execution argument(s) {', '.join(unknown)}; the execution arguments "
+            f"are {', '.join(defaults)}."
+        )
     if options is None:
         return dict(given)
     if not isinstance(options, ExecutionOptions):

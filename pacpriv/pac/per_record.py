@@ -44,18 +44,15 @@ References
    Processing. CRYPTO 2023, arXiv:2210.03458, §2 (individual privacy), Thm 1.
 .. [2] A. Maurer, M. Pontil. Empirical Bernstein bounds and sample variance penalization.
    COLT 2009, Thm 4.
-.. [3] M. Sridhar, H. Xiao, S. Devadas. PAC-Private Algorithms. IEEE S&P 2025, Thm 1
-   (square-root rule).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -72,7 +69,8 @@ from pacpriv.pac._per_record_math import (
 )
 from pacpriv.pac._per_record_sim import PairSpec, pair_trial
 from pacpriv.pac._plan import NoisePlan
-from pacpriv.pac.engine import SimulationResult, _check_pool, simulate
+from pacpriv.pac.engine import _EXECUTION_DEFAULTS, SimulationResult, _check_pool, simulate
+from pacpriv.pac.options import ExecutionOptions, merge_execution
 from pacpriv.pac.per_record_report import per_record_section
 from pacpriv.pac.posterior import posterior_success_rate
 from pacpriv.pac.samplers import (
@@ -247,15 +245,9 @@ def simulate_differences(
     n_trials: int,
     sampler: Sampler | str | None = None,
     records: Any = None,
-    n_jobs: int | None = None,
-    backend: str | None = None,
     rng: RNGLike = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    retries: int = 0,
-    timeout: float | None = None,
-    batch_size: int | Literal["auto"] = "auto",
-    output_path: str | os.PathLike | None = None,
+    options: ExecutionOptions | None = None,
+    **execution: Any,
 ) -> RecordDifferences:
     """Simulate the per-record differences ``Δ`` with the PAC engine.
 
@@ -278,8 +270,16 @@ def simulate_differences(
         Must draw independent memberships; see :func:`check_sampler`.
     records : sequence of int or None, default None
         Audited record indices (None = every record).
-    n_jobs, backend, rng, progress, checkpoint, retries, timeout, batch_size, output_path
-        As in :func:`~pacpriv.pac.engine.simulate`.
+    rng : None, int, SeedSequence or Generator
+        Root seed, as in :func:`~pacpriv.pac.engine.simulate`.
+    options : ExecutionOptions, optional
+        The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``,
+        ``retries``, ``timeout``, ``batch_size``, ``output_path``; meaning and defaults of
+        :class:`~pacpriv.pac.options.ExecutionOptions` and
+        :func:`~pacpriv.pac.engine.simulate`) as one object.
+    **execution
+        Or the same execution arguments individually (not both: an individual one changed
+        from its default together with ``options`` is a ``TypeError``).
 
     Returns
     -------
@@ -288,7 +288,8 @@ def simulate_differences(
     Raises
     ------
     TypeError, ValueError
-        For invalid arguments, including a sampler without independent memberships.
+        For invalid arguments, including a sampler without independent memberships, and
+        ``options`` together with a changed individual execution argument (``TypeError``).
     MechanismError, CheckpointError
         As in :func:`~pacpriv.pac.engine.simulate`.
 
@@ -304,14 +305,14 @@ def simulate_differences(
         raise TypeError(
             f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
         )
+    # one source of truth for the execution arguments; a clash fails here, before any work
+    run = ExecutionOptions(**merge_execution(options, _EXECUTION_DEFAULTS, **execution))
     spec = PairSpec.build(mechanism, checked_pool, recs, n_records)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sim = simulate(
             functools.partial(pair_trial, spec), np.arange(n_records, dtype=np.int64),
-            n_trials=n_trials, sampler=smp, n_jobs=n_jobs, backend=backend, rng=rng,
-            progress=progress, checkpoint=checkpoint, retries=retries, timeout=timeout,
-            batch_size=batch_size, output_path=output_path,
+            n_trials=n_trials, sampler=smp, rng=rng, options=run,
         )
     for w in caught:  # name the user's mechanism, not the internal pair-trial wrapper
         if issubclass(w.category, NotReproducibleWarning):
@@ -562,6 +563,7 @@ def record_exposure(
     records: Any = None,
     confidence: float = 0.95,
     rng: RNGLike = None,
+    options: ExecutionOptions | None = None,
     **engine: Any,
 ) -> RecordExposure:
     """Each audited record's membership exposure to an informed adversary under noise ``Σ_B``.
@@ -583,9 +585,12 @@ def record_exposure(
         ``1 − γ``: all per-record upper bounds hold at once with this probability.
     rng : None, int, SeedSequence or Generator
         Root seed of the simulation.
+    options : ExecutionOptions, optional
+        The execution arguments as one object (see :func:`simulate_differences`).
     **engine
-        ``n_jobs``, ``backend``, ``progress``, ``checkpoint``, ``retries``, ``timeout``,
-        ``batch_size``, ``output_path`` of :func:`simulate_differences`.
+        Or the individual execution arguments ``n_jobs``, ``backend``, ``progress``,
+        ``checkpoint``, ``retries``, ``timeout``, ``batch_size``, ``output_path`` of
+        :func:`simulate_differences` (not together with a changed one in ``options``).
 
     Returns
     -------
@@ -596,7 +601,8 @@ def record_exposure(
     Raises
     ------
     TypeError, ValueError
-        For invalid arguments, before any evaluation of ``f`` (except a ``noise_cov`` whose
+        For invalid arguments (including ``options`` together with a changed individual
+        execution argument), before any evaluation of ``f`` (except a ``noise_cov`` whose
         dimension disagrees with ``f``'s outputs, detected after the simulation).
     MechanismError
         If an evaluation fails (engine failure policy).
@@ -619,5 +625,5 @@ def record_exposure(
     conf = _check_confidence(confidence)
     _precheck_noise(noise_cov)
     diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=sampler, records=records,
-                                 rng=rng, **engine)
+                                 rng=rng, options=options, **engine)
     return exposure_from_differences(diffs, noise_cov=noise_cov, confidence=conf)

@@ -45,6 +45,7 @@ from pacpriv.pac._per_record_math import (
 )
 from pacpriv.pac._plan import NoisePlan
 from pacpriv.pac.engine import _check_pool
+from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.per_record import (
     RecordDifferences,
     RecordExposure,
@@ -357,14 +358,16 @@ def calibrate_per_record(
     shape: str = "isotropic",
     shape_fraction: float = 0.25,
     rng: RNGLike = None,
+    options: ExecutionOptions | None = None,
     **engine: Any,
 ) -> PerRecordPlan:
     """Simulate and calibrate noise for a per-record membership-inference target.
 
     Parameters
     ----------
-    f, pool, n_trials, sampler, records, confidence, rng, **engine
-        As in :func:`record_exposure`.
+    f, pool, n_trials, sampler, records, confidence, rng, options, **engine
+        As in :func:`~pacpriv.pac.per_record.record_exposure` (the execution arguments as one
+        :class:`~pacpriv.pac.options.ExecutionOptions`, or individually, not both).
     target_accuracy : float
         Per-record informed-adversary accuracy ``a*`` in ``(max(q, 1 − q), 1)``.
     shape, shape_fraction
@@ -403,7 +406,7 @@ def calibrate_per_record(
     check_certifiable(target, n_cert, k, base, conf)
     tic = time.perf_counter()
     diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=smp, records=records,
-                                 rng=rng, **engine)
+                                 rng=rng, options=options, **engine)
     plan = calibrate_from_differences(diffs, target_accuracy=target, confidence=conf,
                                       shape=shape, shape_fraction=frac)
     plan.details["elapsed_s"] = time.perf_counter() - tic

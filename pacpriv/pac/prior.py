@@ -27,7 +27,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import stats
@@ -75,14 +75,8 @@ class MembershipPrior:
     explanation: str
 
     def to_dict(self) -> dict:
-        """JSON-serialisable fields."""
-        return {
-            "inclusion_probability": self.inclusion_probability,
-            "blind_guess": self.blind_guess,
-            "source": self.source,
-            "confidence": self.confidence,
-            "explanation": self.explanation,
-        }
+        """JSON-serialisable fields (all of them, in declaration order)."""
+        return asdict(self)
 
 
 def blind_guess_upper_bound(masks: np.ndarray, *, confidence: float = PRIOR_CONFIDENCE) -> float:

@@ -83,9 +83,21 @@ class OutputStore:
             return
         if self.outputs is None:
             self._allocate(outputs.shape[1])
-        self.outputs[start : start + k] = outputs[:k]
-        self.masks[start : start + k] = masks[:k]
+        stored_outputs, stored_masks = self._arrays()
+        stored_outputs[start : start + k] = outputs[:k]
+        stored_masks[start : start + k] = masks[:k]
         self.done[start : start + k] = True
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(outputs, masks)``; both are allocated by the first stored trial."""
+        if self.outputs is None or self.masks is None:
+            raise RuntimeError("no trial has been stored yet")
+        return self.outputs, self.masks
+
+    def row(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Stored output and membership mask of the finished trial ``index``."""
+        outputs, masks = self._arrays()
+        return outputs[index], masks[index]
 
     def missing_ranges(self) -> list[tuple[int, int]]:
         """Maximal ``[start, stop)`` ranges of unfinished trials, in increasing order."""
@@ -100,11 +112,13 @@ class OutputStore:
 
     def finalize(self) -> tuple[np.ndarray, np.ndarray]:
         """Flush and return ``(outputs, masks)``; disk-backed arrays are reopened read-only."""
+        outputs, masks = self._arrays()
         if self.path is None:
-            return self.outputs, self.masks
-        self.outputs.flush()
-        self.masks.flush()
-        del self.outputs, self.masks
+            return outputs, masks
+        for arr in (outputs, masks):
+            if isinstance(arr, np.memmap):  # always, on disk (open_memmap)
+                arr.flush()
+        del self.outputs, self.masks, outputs, masks, arr
         outputs = np.load(self.path, mmap_mode="r")
         masks = np.load(masks_path_for(self.path), mmap_mode="r")
         return outputs, masks

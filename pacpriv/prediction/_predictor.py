@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._adapters import TorchMechanism
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
@@ -153,7 +154,9 @@ class PrivatePredictor:
                  total_budget: float, sampler=None, output: str | Callable = "proba",
                  rule: str = "anisotropic", state: str | os.PathLike | None = None,
                  rng: RNGLike = None) -> None:
-        self._fitter = as_world_fitter(fit)
+        # (both None in a predictor opened by load(): it serves, it cannot refit)
+        self._fitter: Callable | TorchMechanism | None = as_world_fitter(fit)
+        self._pool: np.ndarray | tuple[np.ndarray, ...] | None
         self._pool, n_records = _check_pool(pool)
         self._sampler = ComplementaryPairsSampler() if sampler is None else as_sampler(sampler)
         m = check_int(n_worlds, "n_worlds", low=2)
@@ -197,7 +200,7 @@ class PrivatePredictor:
                     "(`rng`); resume with the same seed or with rng=None.")
             world_seed = np.random.SeedSequence(**stored)
             if self._state.is_fitted():
-                self._load_fitted()
+                self._load_fitted(self._state)
         elif self._state is not None:
             self._state.write_config(self._config(fingerprint, world_seed))
         self._world_seed = world_seed
@@ -216,22 +219,25 @@ class PrivatePredictor:
                 "output": self.output if isinstance(self.output, str) else "callable",
                 "feature_shape": list(self.feature_shape), "n_records": self.n_records}
 
-    def _load_fitted(self) -> None:
+    def _load_fitted(self, st: StateDir) -> Worlds:
+        """Read the fitted worlds, the secret and the ledger from the state directory ``st``."""
         import joblib
 
-        st = self._state
         arrays = st.read_worlds()
         evaluator = joblib.load(st.evaluator_path)
-        self._worlds = Worlds.load(st.path, arrays, evaluator["output"],
-                                   evaluator.get("model_factory"))
+        worlds = Worlds.load(st.path, arrays, evaluator["output"],
+                             evaluator.get("model_factory"))
+        self._worlds = worlds
         self._masks = arrays["masks"]
-        self._secret_index, self._noise_entropy = st.read_secret()
-        if not 0 <= self._secret_index < self.n_worlds:
+        secret_index, self._noise_entropy = st.read_secret()
+        if not 0 <= secret_index < self.n_worlds:
             raise CheckpointError(f"state directory {str(st.path)!r}: corrupt secret file.")
+        self._secret_index = secret_index
         self._n_answered, self._log_posterior = st.read_ledger()
         if self._log_posterior.shape != (self.n_worlds,):
             raise CheckpointError(f"state directory {str(st.path)!r}: the ledger's posterior "
                                   f"has {self._log_posterior.size} worlds, not {self.n_worlds}.")
+        return worlds
 
     @classmethod
     def load(cls, state: str | os.PathLike) -> PrivatePredictor:
@@ -261,8 +267,7 @@ class PrivatePredictor:
         self.n_records = int(config["n_records"])
         self._state, self._lock, self._pool, self._fitter = st, threading.Lock(), None, None
         self._world_seed = np.random.SeedSequence(**config["world_seed"])
-        self._load_fitted()
-        self.output = self._worlds.output
+        self.output = self._load_fitted(st).output
         return self
 
     def __repr__(self) -> str:
@@ -307,7 +312,7 @@ class PrivatePredictor:
         """
         if self.is_fitted:
             return self
-        if self._pool is None:  # pragma: no cover - load() always returns a fitted predictor
+        if self._pool is None or self._fitter is None:  # pragma: no cover - load(): fitted
             raise RuntimeError("this predictor was loaded without a pool and cannot be refitted.")
         with tempfile.TemporaryDirectory(prefix="pacpriv-worlds-") as tmp:
             directory = Path(tmp) if self._state is None else self._state.path
@@ -375,8 +380,7 @@ class PrivatePredictor:
     def membership_prior(self) -> float:
         """Largest blind-guess rate ``max_i max(q_i, 1 − q_i)``, ``q_i`` = fraction of worlds
         holding record ``i`` (exactly ½ for complementary pairs)."""
-        self._check_fitted()
-        q = self._masks.mean(axis=0)
+        q = self._fitted()[1].mean(axis=0)
         return float(np.max(np.maximum(q, 1.0 - q))) if q.size else 0.5
 
     def bound_after(self, mi: float) -> float:
@@ -394,9 +398,14 @@ class PrivatePredictor:
         """
         return self.bound_after(self.spent)
 
-    def _check_fitted(self) -> None:
-        if self._worlds is None:
+    def _fitted(self) -> tuple[Worlds, np.ndarray, int]:
+        """The fitted worlds, their membership masks and the secret index (set together)."""
+        if self._worlds is None or self._masks is None or self._secret_index is None:
             raise RuntimeError("the worlds are not fitted yet: call fit() first.")
+        return self._worlds, self._masks, self._secret_index
+
+    def _check_fitted(self) -> None:
+        self._fitted()
 
     # -- answering -----------------------------------------------------------------------------
     def check_queries(self, X_queries) -> np.ndarray:
@@ -471,12 +480,12 @@ class PrivatePredictor:
         budget : dict
             The budget state right after these answers (no other request in between).
         """
-        self._check_fitted()
+        worlds, _, secret_index = self._fitted()
         X = self.check_queries(X_queries)
         n = X.shape[0]
         with self._lock:
             self._refuse(n)
-        outputs = self._worlds.evaluate(X)  # (m, n, d), outside the lock
+        outputs = worlds.evaluate(X)  # (m, n, d), outside the lock
         with self._lock, self._state_lock():
             if self._state is not None:  # another process may have answered meanwhile
                 self._n_answered, self._log_posterior = self._state.read_ledger()
@@ -489,7 +498,7 @@ class PrivatePredictor:
                 rng = np.random.default_rng(
                     np.random.SeedSequence(self._noise_entropy, spawn_key=(t0 + i,)))
                 answers[i], lp, _ = answer_query(
-                    outputs[:, i, :], lp, self._secret_index, mi_budget=self.per_query_budget,
+                    outputs[:, i, :], lp, secret_index, mi_budget=self.per_query_budget,
                     rule=self.rule, rng=rng)
             if self._state is not None:
                 self._state.write_ledger(t0 + n, lp, self.per_query_budget)
@@ -504,8 +513,7 @@ class PrivatePredictor:
         not noised and must not be served: use them to score the private answers against the
         non-private ensemble (their mean over worlds). Spends nothing.
         """
-        self._check_fitted()
-        return self._worlds.evaluate(self.check_queries(X_queries))
+        return self._fitted()[0].evaluate(self.check_queries(X_queries))
 
     def _state_lock(self):
         import contextlib

@@ -32,8 +32,8 @@ ARRAY_LIMIT = 200
 _PACKAGES = ("pacpriv", "numpy", "scipy", "scikit-learn", "joblib", "tqdm")
 
 
-def _versions() -> dict:
-    out = {"python": platform.python_version()}
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version()}
     for name in _PACKAGES:
         try:
             out[name] = metadata.version(name)
@@ -274,8 +274,8 @@ def write_report(result, out_dir, *, formats=("json", "md", "html")) -> dict[str
     result : PacResult or object with ``report_section()``
     out_dir : str or path
     formats : iterable of {"json", "md", "html"}
-        ``"html"`` needs matplotlib (``pip install pacpriv[plot]``); it is skipped with a note
-        in the returned mapping's absence when matplotlib is not installed.
+        Without matplotlib (``pip install pacpriv[plot]``) ``"html"`` is written without its
+        figures, with a ``UserWarning`` once per process.
 
     Returns
     -------

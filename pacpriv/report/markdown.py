@@ -98,8 +98,8 @@ def markdown_to_html(text: str, *, heading_offset: int = 2) -> str:
         if _LIST.match(line):
             flush()
             items = []
-            while i < len(lines) and _LIST.match(lines[i]):
-                items.append(f"<li>{inline(_LIST.match(lines[i]).group(1))}</li>")
+            while i < len(lines) and (item := _LIST.match(lines[i])):
+                items.append(f"<li>{inline(item.group(1))}</li>")
                 i += 1
             out.append("<ul>" + "".join(items) + "</ul>")
             continue

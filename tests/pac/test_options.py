@@ -10,6 +10,8 @@ from pacpriv.pac import ExecutionOptions
 from pacpriv.pac.engine import simulate
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.options import merge_execution
+from pacpriv.pac.per_record import record_exposure, simulate_differences
+from pacpriv.pac.per_record_calibration import calibrate_per_record
 
 # small trial counts on purpose: the certified rule's trial-planning warning is not the subject
 pytestmark = pytest.mark.filterwarnings(
@@ -66,3 +68,62 @@ def test_options_are_frozen():
     opts = ExecutionOptions()
     with pytest.raises(AttributeError):
         opts.n_jobs = 2  # type: ignore[misc]
+
+
+# ----------------------------------------------------------------------------- per-record PAC
+X4 = np.array([[1.0, 0.0], [2.0, 1.0], [0.5, -0.5], [0.0, 3.0]])
+PER_RECORD_OPTIONS = ExecutionOptions(n_jobs=1, progress=False, retries=1, batch_size=2)
+PER_RECORD_KEYWORDS = {"n_jobs": 1, "progress": False, "retries": 1, "batch_size": 2}
+
+
+def sum_with_theta(subset, rng):
+    return np.append(subset.sum(axis=0), rng.normal(size=2))
+
+
+def never_called(subset):  # pragma: no cover - the tests check it is never reached
+    raise AssertionError("the mechanism must not run when the arguments clash")
+
+
+def test_simulate_differences_options_give_the_same_differences():
+    a = simulate_differences(sum_with_theta, X4, n_trials=6, rng=3, **PER_RECORD_KEYWORDS)
+    b = simulate_differences(sum_with_theta, X4, n_trials=6, rng=3, options=PER_RECORD_OPTIONS)
+    np.testing.assert_array_equal(a.differences, b.differences)
+    np.testing.assert_array_equal(a.outputs, b.outputs)
+    np.testing.assert_array_equal(a.simulation.masks, b.simulation.masks)
+    assert np.any(a.differences != 0)  # the comparison is not vacuous
+    with pytest.raises(TypeError, match=r"either in `options` or individually.*retries"):
+        simulate_differences(never_called, X4, n_trials=6, retries=2,
+                             options=PER_RECORD_OPTIONS)
+
+
+def test_record_exposure_options_give_the_same_bounds():
+    a = record_exposure(sum_with_theta, X4, noise_cov=4.0, n_trials=6, rng=3,
+                        **PER_RECORD_KEYWORDS)
+    b = record_exposure(sum_with_theta, X4, noise_cov=4.0, n_trials=6, rng=3,
+                        options=PER_RECORD_OPTIONS)
+    np.testing.assert_array_equal(a.accuracy, b.accuracy)
+    np.testing.assert_array_equal(a.accuracy_upper, b.accuracy_upper)
+    np.testing.assert_array_equal(a.mi_upper, b.mi_upper)
+    assert a.whole_subset_mi == b.whole_subset_mi
+    with pytest.raises(TypeError, match=r"either in `options` or individually.*n_jobs"):
+        record_exposure(never_called, X4, noise_cov=4.0, n_trials=6, n_jobs=2,
+                        options=PER_RECORD_OPTIONS)
+
+
+def test_calibrate_per_record_options_give_the_same_plan():
+    kw = {"target_accuracy": 0.7, "n_trials": 60, "rng": 1}
+    a = calibrate_per_record(sum_with_theta, X4, **kw, **PER_RECORD_KEYWORDS)
+    b = calibrate_per_record(sum_with_theta, X4, **kw, options=PER_RECORD_OPTIONS)
+    np.testing.assert_array_equal(a.noise_std, b.noise_std)
+    assert a.scale == b.scale and a.max_accuracy_upper == b.max_accuracy_upper
+    np.testing.assert_array_equal(a.accuracy_upper, b.accuracy_upper)
+    with pytest.raises(TypeError, match=r"either in `options` or individually.*progress"):
+        calibrate_per_record(never_called, X4, **kw, progress=False,
+                             options=ExecutionOptions(progress=False))
+
+
+def test_an_unknown_execution_argument_is_named():
+    with pytest.raises(TypeError, match=r"unexpected execution argument\(s\) n_job;"):
+        simulate_differences(never_called, X4, n_trials=6, n_job=2)
+    with pytest.raises(TypeError, match=r"unexpected execution argument\(s\) n_job;"):
+        simulate_differences(never_called, X4, n_trials=6, n_job=2, options=PER_RECORD_OPTIONS)

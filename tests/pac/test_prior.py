@@ -159,13 +159,7 @@ def test_ledger_takes_its_prior_from_the_wrapper():
 # --- issue 14 item 6: degenerate samplers fail before any trial ----------------------------
 
 
-@pytest.mark.parametrize(("rate", "why"), [(0.0, "no record would ever be included"),
-                                           (1.0, "every record would always be included")])
-def test_poisson_degenerate_rate(rate, why):
-    """PoissonSampler(0) and (1): refused at construction, naming `sampling_rate`."""
-    with pytest.raises(ValueError, match=rf"^`sampling_rate` must be in \(0, 1\) exclusive; "
-                                         rf"got {rate}: {why}, so membership is not secret"):
-        PoissonSampler(rate)
+# (PoissonSampler(0) and (1): tests/pac/test_samplers.py::test_poisson_degenerate_rates_refused)
 
 
 @pytest.mark.parametrize("q", [0.0, 1.0])

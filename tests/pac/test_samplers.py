@@ -135,7 +135,7 @@ def test_poisson_inclusion_frequency(rate):
                                            (1.0, "every record would always be included")])
 def test_poisson_degenerate_rates_refused(rate, why):
     """Rates 0 and 1 make membership public: refused at construction, saying why."""
-    with pytest.raises(ValueError, match=rf"`sampling_rate` must be in \(0, 1\) exclusive; "
+    with pytest.raises(ValueError, match=rf"^`sampling_rate` must be in \(0, 1\) exclusive; "
                                          rf"got {rate}: {why}, so membership is not secret"):
         PoissonSampler(rate)
 
