@@ -212,6 +212,6 @@ class PrivacyLedger:
 
     def __repr__(self) -> str:
         return (
-            f"PrivacyLedger(total_budget={self._total!r}, spent={self.spent:.6g}, "
+            f"PrivacyLedger(total_budget={self._total!r}, spent={format_bound(self.spent)}, "
             f"n_releases={len(self._entries)})"
         )

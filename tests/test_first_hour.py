@@ -541,3 +541,22 @@ def test_warnings_are_printed_once_per_kind(capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2
     assert err[0].endswith("(and 14 more like it)") and err[1].endswith("something else")
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_report_rounds_the_budget_up_and_labels_the_plugin_row(tmp_path, capsys, monkeypatch):
+    """V2 review: v = KL(Bern(.75) || Bern(.7)) = 0.0061642644… showed as 0.00616426 (down)."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(capsys, "pac", "run", "--mechanism", "mean", "--dataset", "iris",
+                        "--target-accuracy", "0.75", "--sampling-rate", "0.3", "--trials", "60",
+                        "--seed", "0", "--no-progress", "--out", "r")
+    assert code == 0, err
+    rep = json.loads(Path("r/report.json").read_text())
+    v = rep["privacy"]["mi_budget_nats"]
+    assert 0.00616426 < v < 0.00616427
+    md = Path("r/report.md").read_text()
+    assert "v = 0.00616427 nats" in md and not re.search(r"0\.00616426(?!\d)", md)
+    cert = rep["noise"]["details"]["certificate"]
+    plugin = rep["privacy"]["mi_bound_at_estimated_covariance_nats"]
+    assert plugin == pytest.approx(cert["plugin_trace"] / (2 * cert["kappa"]), rel=1e-12)
+    assert plugin <= v

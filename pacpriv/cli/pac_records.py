@@ -183,8 +183,9 @@ def _records(args) -> int:
     print(f"audited records      {d['n_audited']} over {d['n_trials']} trials")
     if summary["plan_bound"] is not None:
         print(f"noise ({args.shape})".ljust(21)
-              + f"std max {summary['noise']['noise_std_max']:.6g}, "
-              f"E||B||^2 = {summary['noise']['expected_noise_power']:.6g}")
+              + f"std max {format_bound(summary['noise']['noise_std_max'], side='down')}, "
+              f"E||B||^2 = "
+              f"{format_bound(summary['noise']['expected_noise_power'], side='down')}")
         print(f"plan bound           {format_percent(summary['plan_bound'])} "
               f"(certified, 1-gamma = {args.confidence:g}; target {args.target_accuracy:g})")
     kind = "certified" if summary["plan_bound"] is None else "at the calibrated scale"

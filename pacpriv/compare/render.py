@@ -38,14 +38,14 @@ def _f(x: float | None, digits: int = 3) -> str:
 
 def _noise_cell(r: ComparisonRow, c: float) -> str:
     if r.family == "dpsgd":
-        return (f"σ = {r.noise:.3f} (per-step std {r.gradient_noise_std:.3g} on the averaged "
-                f"gradient, C = {c:g})")
+        return (f"σ = {format_bound(r.noise, 4)} (per-step std {r.gradient_noise_std:.3g} on "
+                f"the averaged gradient, C = {c:g})")
     if r.family == "pac" and r.mi_budget is None:
         return (f"{r.noise:.3g} per parameter (E‖B‖² = {r.expected_noise_power:.3g}, "
                 "isotropic, per-record target)")
     if r.family == "pac":
         return (f"{r.noise:.3g} per parameter (E‖B‖² = {r.expected_noise_power:.3g}, "
-                f"v = {r.mi_budget:.4g} nats)")
+                f"v = {format_bound(r.mi_budget, 4)} nats)")
     return "none"
 
 

@@ -180,7 +180,7 @@ class NoisePlan(Displayable):
     def summary(self) -> Summary:
         """Rows shown by ``str(plan)`` and in Jupyter (MI bound rounded up)."""
         return Summary(f"NoisePlan ({self.rule}; {self.label})", [
-            ("MI budget v (nats)", self.mi_budget, "plain"),
+            ("MI budget v (nats)", self.mi_budget, "risk"),
             ("MI bound (nats)", self.mi_bound, "risk"),
             ("output dimension d", self.dim, "plain"),
             ("E||B||^2", self.expected_noise_power, "plain"),

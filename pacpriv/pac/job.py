@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._display import Displayable, Summary
+from pacpriv._numbers import format_bound
 from pacpriv._random import RNGLike, as_generator
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
@@ -134,7 +135,8 @@ class PacResult(Displayable):
         if self.plan.rule == "algorithm1":
             if not self.certified:
                 return "estimated (Algorithm 1 with too few trials: confidence not certified)"
-            return f"certified (1−γ >= {self.plan.confidence:.4g}, MI <= v + β)"
+            conf = format_bound(self.plan.confidence, 4, side="down")
+            return f"certified (1−γ >= {conf}, MI <= v + β)"
         return self.plan.label
 
     def certification(self) -> dict:
@@ -170,7 +172,7 @@ class PacResult(Displayable):
             ("posterior success bound", self.posterior_success_bound, "percent-risk"),
             ("bound is", self.label, "plain"),
             ("prior (best blind guess)", prior, "plain"),
-            ("MI budget v (nats)", self.mi_budget, "plain"),
+            ("MI budget v (nats)", self.mi_budget, "risk"),
             ("MI bound (nats)", self.plan.mi_bound, "risk"),
             ("noise rule", self.plan.rule, "plain"),
             ("E||B||^2", self.plan.expected_noise_power, "plain"),
@@ -275,7 +277,8 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
         gamma = 1.0 - cert.confidence
         notes.append((
             f"certified (1−γ = {cert.confidence:g}): with probability >= {cert.confidence:g} "
-            f"over the simulation, MI <= {plan.mi_claim:.6g} nats for the released (clipped) "
+            f"over the simulation, MI <= {format_bound(plan.mi_claim)} nats for the released "
+            "(clipped) "
             f"mechanism; {cert.n_shape} trials fixed the noise shape and the clip, "
             f"{cert.n_pairs} pairs of the other trials certified its scale ({cert.method} bound, "
             f"γ = {gamma:g}); the certificate cost {cert.inflation:.3g}x the plug-in noise power; "
@@ -304,15 +307,16 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
         notes.append((_constant_note(sim, plan), None))
     if plan.rule == "algorithm1" and plan.confidence is not None and plan.confidence < 1.0:
         notes.append((
-            f"Algorithm 1 claims MI <= {plan.mi_claim:.6g} nats only with probability >= "
-            f"{plan.confidence:.6g} over the simulation (conservative matrix-Bernstein count "
+            f"Algorithm 1 claims MI <= {format_bound(plan.mi_claim)} nats only with probability >= "
+            f"{format_bound(plan.confidence, side='down')} over the simulation (conservative "
+            "matrix-Bernstein count "
             f"for {sim.n_trials} trials); the posterior bound inherits that condition. Use "
             "pacpriv.pac.confidence.trials_for_confidence to choose n_trials.",
             UndersampledWarning,
         ))
     if plan.mi_claim >= math.log(1.0 / prior) * (1 - 1e-12):
         notes.append((
-            f"the MI budget {plan.mi_claim:.6g} nats is at least ln(1/prior) = "
+            f"the MI budget {format_bound(plan.mi_claim)} nats is at least ln(1/prior) = "
             f"{math.log(1.0 / prior):.6g}: the posterior success bound is 1 (vacuous).",
             VacuousBoundWarning,
         ))

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._numbers import format_bound
 from pacpriv._random import RNGLike
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import NotReproducibleWarning
@@ -180,7 +181,8 @@ def check_certifiable(target: float, n_cert: int, n_audited: int, baseline: floa
         raise ValueError(
             f"`target_accuracy` = {target!r} cannot be certified: with {n_cert} certification "
             f"trials, {n_audited} audited records and confidence {confidence!r} the smallest "
-            f"certifiable per-record upper bound is {floor:.6f} (even with infinite noise). "
+            f"certifiable per-record upper bound is {format_bound(floor)} (even with infinite "
+            "noise). "
             "Increase `n_trials`, audit fewer records or raise the target."
         )
 

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
+from pacpriv._numbers import format_bound
 from pacpriv._stats import clopper_pearson_upper
 from pacpriv._validation import check_real
 from pacpriv.pac.samplers import Sampler
@@ -175,7 +176,7 @@ def resolve_membership_prior(sampler: Sampler, masks: np.ndarray, *, n_records: 
         blind = max(q, 1.0 - q)
         return MembershipPrior(
             inclusion_probability=q, blind_guess=blind, source="sampler", confidence=None,
-            explanation=(f"best blind guess max(q, 1 - q) = {blind:.6g} for inclusion "
+            explanation=(f"best blind guess max(q, 1 - q) = {format_bound(blind)} for inclusion "
                          f"probability q = {q:.6g} (declared by {name})"),
         )
     blind = blind_guess_upper_bound(m, confidence=confidence)
@@ -190,7 +191,7 @@ def resolve_membership_prior(sampler: Sampler, masks: np.ndarray, *, n_records: 
         inclusion_probability=float(m.mean()), blind_guess=blind, source="estimated",
         confidence=float(confidence),
         explanation=(
-            f"best blind guess estimated as {blind:.6g}: {name} declares no inclusion "
+            f"best blind guess estimated as {format_bound(blind)}: {name} declares no inclusion "
             f"probability, so max(q_j, 1 - q_j) is bounded from the {m.shape[0]} simulated "
             f"masks (Clopper-Pearson, {100 * confidence:g}% jointly over all {m.shape[1]} "
             "records); declare `inclusion_probability` for an exact prior"

@@ -72,6 +72,19 @@ def redact_command(args: list[str]) -> list[str]:
     return out
 
 
+def _plugin_mi(plan) -> float:
+    """MI of the plan's noise at the estimated covariance (a plug-in value, for reference).
+
+    Plug-in rules: their ``½ ln det(I + Σ Σ_B⁻¹)``. Certified rule: ``plan.mi_bound`` is the
+    certified bound (the budget), so the plug-in value is the trace ``½ tr(Σ_B⁻¹ Σ)`` at the
+    estimated Σ, ``plugin_trace/(2κ)`` (itself >= the plug-in ln det).
+    """
+    cert = (plan.details or {}).get("certificate")
+    if cert and cert.get("kappa"):
+        return float(cert["plugin_trace"]) / (2.0 * float(cert["kappa"]))
+    return float(plan.mi_bound)
+
+
 def _command() -> str | None:
     """The command line, with the program shown by its base name (no local paths) and the
     values of secret flags (:data:`SECRET_FLAGS`) redacted."""
@@ -142,7 +155,7 @@ def _pac_report(result) -> dict:
         },
         "privacy": {
             "mi_budget_nats": result.mi_budget,
-            "mi_bound_at_estimated_covariance_nats": float(plan.mi_bound),
+            "mi_bound_at_estimated_covariance_nats": _plugin_mi(plan),
             "mi_claim_nats": result.mi_claim,
             "membership_prior": result.membership_prior,
             "blind_guess_prior": result.blind_guess_prior,

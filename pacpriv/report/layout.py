@@ -127,8 +127,8 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
         f"membership with posterior success rate above "
         f"**{format_percent(bound, vacuous=vacuous)}**, "
         f"**{p.get('posterior_success_bound_label', 'estimated (plug-in)')}** "
-        f"(prior {format_percent(_blind_guess(p), side='nearest')}, MI budget "
-        f"v = {fmt(p['mi_budget_nats'])} nats"
+        f"(prior {format_percent(_blind_guess(p))}, MI budget "
+        f"v = {fmt(p['mi_budget_nats'], side='up')} nats"
         + (f"; membership-inference accuracy bound {format_percent(acc)}"
            if acc is not None else "")
         + ")."
@@ -176,26 +176,29 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
             ("noise std (min)", n.get("noise_std_min"), "down", False),
             ("residual std (other directions)", n.get("residual_std"), "down", False),
             ("expected noise power E‖B‖²", n.get("expected_noise_power"), "down", False),
-            ("confidence (Algorithm 1)", n.get("confidence"), "nearest", False),
+            ("confidence 1 − γ (certificate, or Algorithm 1)", n.get("confidence"), "nearest",
+             False),
             ("noise std (top directions)", list(n.get("noise_std_top", [])), "down", False),
             *utility_rows,
         ])]),
         ("Privacy guarantee", [("table", [
-            ("MI budget v (nats)", p["mi_budget_nats"], "nearest", False),
-            ("MI bound ½ ln det(I + Σ Σ_B⁻¹) at the estimated Σ (nats; plug-in value, "
-             "for reference)", p["mi_bound_at_estimated_covariance_nats"], "up", False),
+            ("MI budget v (nats)", p["mi_budget_nats"], "up", False),
+            ("MI at the estimated Σ (nats; plug-in value, for reference: ½ ln det(I + Σ Σ_B⁻¹) "
+             "for plug-in rules, the trace ½ tr(Σ_B⁻¹ Σ) for the certified rule)",
+             p["mi_bound_at_estimated_covariance_nats"], "up", False),
             ("MI guaranteed (nats): v for plug-in rules, v + β for Algorithm 1",
              p["mi_claim_nats"], "up", False),
             ("membership prior q (inclusion probability)", p["membership_prior"], "nearest",
              False),
-            ("prior used max(q, 1 − q) (best blind guess)", _blind_guess(p), "nearest", False),
+            ("prior used max(q, 1 − q) (best blind guess)", _blind_guess(p), "up", False),
             ("posterior success bound (KL inversion, Thm 1), "
              + p.get("posterior_success_bound_label", "estimated (plug-in)"), bound, "up",
              vacuous),
             ("Pinsker bound (looser)", p["pinsker_success_bound"], "up",
              p["pinsker_success_bound"] >= 1.0),
-            ("average per-record MI v/n (nats, Thm 2)", p["individual_mi_bound_nats"], "up",
-             False),
+            ("average per-record MI v/n (nats, Thm 2; an average over records: one record can "
+             "carry up to v, see `pacpriv pac records` for each record's exposure)",
+             p["individual_mi_bound_nats"], "up", False),
         ]), ("figure", "posterior")]),
         ("Release", [
             ("text", f"Noisy output f(X) + B ({r.get('release_randomness', '')}):"),
