@@ -30,11 +30,11 @@ import numpy as np
 
 from pacpriv._adapters import EstimatorMechanism, TorchMechanism, sort_rows
 from pacpriv._random import RNGLike, as_seed_sequence
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int
 from pacpriv.ledger import PrivacyLedger
 from pacpriv.pac._mechanism import call_mechanism, check_output
 from pacpriv.pac._pipeline import measure
-from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan
+from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan, _check_budget
 from pacpriv.pac.covariance import OutputSpectrum
 from pacpriv.pac.engine import SimulationResult
 from pacpriv.pac.options import ExecutionOptions, merge_execution
@@ -101,7 +101,7 @@ class PacPrivateFunction:
     ) -> None:
         if not callable(func):
             raise TypeError(f"`func` must be callable; got {type(func).__name__}.")
-        self.mi_budget = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
+        self.mi_budget = _check_budget(mi_budget)
         allowed = tuple(r for r in RULES if r != "algorithm1")
         if not isinstance(rule, str) or rule not in allowed:
             raise ValueError(f"`rule` must be one of {allowed}; got {rule!r}.")

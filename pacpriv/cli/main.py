@@ -92,9 +92,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with warnings.catch_warnings(record=True) as caught:
         try:
-            return _dispatch(args, _flags_of(parser))
+            return _dispatch(args, _flags_of(_invoked(parser, args)))
         finally:
             _print_warnings(caught)
+
+
+def _invoked(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The (sub)parser of the command the user ran: its flags name the arguments in errors."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            if chosen in action.choices:
+                return _invoked(action.choices[chosen], args)
+    return parser
+
+
+#: API argument names whose flag is not the name with dashes (used only when the command
+#: has that flag): errors from the Python API name the flag the user typed.
+FLAG_ALIASES = {"rng": "--seed", "timeout": "--comparator-timeout", "n_trials": "--trials",
+                "n_repeats": "--repeats", "mechanism": "--mechanism"}
 
 
 def _flags_of(parser: argparse.ArgumentParser) -> set[str]:
@@ -111,7 +127,10 @@ def _as_flags(text: str, flags: set[str]) -> str:
     """Name the flag the user typed: `steps_per_epoch` -> --steps-per-epoch."""
     def repl(m: re.Match) -> str:
         flag = "--" + m.group(1).replace("_", "-")
-        return flag if flag in flags else m.group(0)
+        if flag in flags:
+            return flag
+        alias = FLAG_ALIASES.get(m.group(1))
+        return alias if alias in flags else m.group(0)
 
     return re.sub(r"`([a-z][a-z0-9_]*)`", repl, text)
 

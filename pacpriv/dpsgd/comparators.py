@@ -76,7 +76,7 @@ class ComparisonTable:
         """Markdown table."""
         head = (
             f"M={self.steps_per_epoch}, E={self.epochs}: accuracy at sigma="
-            f"{self.noise_multiplier:.6g}"
+            f"{format_bound(self.noise_multiplier, side='up')}"
             + (f"; sigma for target {self.target_accuracy:g}" if self.target_accuracy else "")
         )
         lines = [

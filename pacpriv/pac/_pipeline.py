@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from pacpriv.exceptions import CalibrationError
 from pacpriv.pac import _rules
 from pacpriv.pac.calibration import DEFAULT_RULE, NoisePlan, calibrate_noise
 from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
@@ -41,13 +44,24 @@ def measure(
     sim = simulate(mechanism, pool, **simulation)
     spectrum = estimate_output_spectrum(sim.outputs)
     params = {k: v for k, v in (calibration or {}).items() if v is not None}
-    if info.source == "outputs":
-        # the certificate needs independent trials: of complementary pairs (trial 2k+1 is the
-        # complement of trial 2k) it keeps one member each, i.i.d. draws of the secret's law
-        outputs = sim.outputs
-        if isinstance(as_sampler(simulation.get("sampler")), ComplementaryPairsSampler):
-            outputs = outputs[0::2]
-        plan = info.function(outputs, mi_budget, **params)
-    else:
-        plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule, **params)
+    with np.errstate(over="ignore"):
+        overflow = not np.isfinite(float(spectrum.total_variance) / (2.0 * mi_budget))
+    if overflow:
+        raise CalibrationError(
+            f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output spread is "
+            "too large for so small a budget): raise `mi_budget` or rescale the output.")
+    with np.errstate(over="ignore"):  # an overflow is reported below, as one clear error
+        if info.source == "outputs":
+            # the certificate needs independent trials: of complementary pairs (trial 2k+1 is
+            # the complement of trial 2k) it keeps one member each, i.i.d. draws of its law
+            outputs = sim.outputs
+            if isinstance(as_sampler(simulation.get("sampler")), ComplementaryPairsSampler):
+                outputs = outputs[0::2]
+            plan = info.function(outputs, mi_budget, **params)
+        else:
+            plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule, **params)
+    if not (np.all(np.isfinite(plan.noise_std)) and np.isfinite(plan.residual_std)):
+        raise CalibrationError(
+            f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output spread is "
+            "too large for so small a budget): raise `mi_budget` or rescale the output.")
     return sim, spectrum, plan

@@ -34,8 +34,17 @@ SPECTRUM_RULES = tuple(k for k, info in _rules.RULE_TABLE.items() if info.source
 DEFAULT_RULE = _rules.DEFAULT_RULE
 
 
+#: Smallest MI budget accepted (nats): the noise variance scales like 1/v, and below this
+#: ``1/v`` leaves float64's range (the noise would overflow to inf and the release to NaN).
+MIN_MI_BUDGET = 1e-300
+
+
 def _check_budget(mi_budget) -> float:
-    return check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
+    v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
+    if v < MIN_MI_BUDGET:
+        raise ValueError(f"`mi_budget` must be >= {MIN_MI_BUDGET:g} nats (the noise variance "
+                         f"scales like 1/v and would overflow float64); got {v!r}.")
+    return v
 
 
 def calibrate_variance_only(variances, *, mi_budget: float) -> NoisePlan:

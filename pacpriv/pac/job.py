@@ -32,7 +32,7 @@ from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
 from pacpriv.pac import _rules
 from pacpriv.pac._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
 from pacpriv.pac._pipeline import measure
-from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan
+from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan, _check_budget
 from pacpriv.pac.certificate import constant_output_bound, trials_for_inflation
 from pacpriv.pac.covariance import OutputSpectrum
 from pacpriv.pac.engine import SimulationResult
@@ -423,7 +423,7 @@ def run_pac(
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1 (posterior bound), Thm 3 (Gaussian
        noise), Algorithm 1 (confidence).
     """
-    mi_budget = check_real(mi_budget, "mi_budget", low=0, low_inclusive=False)
+    mi_budget = _check_budget(mi_budget)
     n_trials = check_int(n_trials, "n_trials", low=2)
     rule, unpacked = _rules.unpack_rule(rule, confidence=confidence, c=c, beta=beta,
                                         output_bound=output_bound)

@@ -120,3 +120,26 @@ def test_run_pac_rejects_bad_input(kwargs, match):
     kwargs = {"n_trials": 10, "target_inflation": None, **kwargs}
     with pytest.raises(ValueError, match=match):
         run_pac(_clipped_mean, x, rng=0, progress=False, n_jobs=1, **kwargs)
+
+
+def test_budget_below_float_range_is_refused_before_any_trial():
+    """V1 review: --mi-budget 1e-320 gave a NaN release with exit 0."""
+    calls = []
+
+    def f(subset):
+        calls.append(1)
+        return np.asarray(subset, dtype=float).mean(axis=0)
+
+    pool = np.random.default_rng(0).normal(size=(30, 2))
+    with pytest.raises(ValueError, match=r"mi_budget.*>= 1e-300"):
+        run_pac(f, pool, mi_budget=1e-320, n_trials=10, rng=0, progress=False)
+    assert calls == []
+
+
+def test_noise_that_overflows_is_an_error_not_a_nan_release():
+    from pacpriv.exceptions import CalibrationError
+
+    pool = np.random.default_rng(0).normal(size=(30, 2)) * 1e150
+    with pytest.raises(CalibrationError, match="overflows float64"):
+        run_pac(lambda s: np.asarray(s).mean(axis=0), pool, mi_budget=1e-290, n_trials=12,
+                rule="anisotropic", rng=0, progress=False)
