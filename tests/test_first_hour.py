@@ -560,3 +560,22 @@ def test_report_rounds_the_budget_up_and_labels_the_plugin_row(tmp_path, capsys,
     plugin = rep["privacy"]["mi_bound_at_estimated_covariance_nats"]
     assert plugin == pytest.approx(cert["plugin_trace"] / (2 * cert["kappa"]), rel=1e-12)
     assert plugin <= v
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.ConstantOutputWarning")
+def test_no_release_and_constant_mechanism_wording(user, capsys):
+    """V1 review: --no-release said "f was released"; a constant f gave "inf×" and "xnan"."""
+    (user / "consts.py").write_text("import numpy as np\n\ndef const(X):\n"
+                                    "    return np.array([1.0, 2.0])\n")
+    code, out, err = _run(capsys, *BASE, "--mechanism", "mean", "--no-release", "--out", "n")
+    assert code == 0, err
+    assert "was released" not in out and "release              none" in out
+    assert "No release was made" in Path("n/report.md").read_text()
+    code, out, err = _run(capsys, "pac", "run", "--dataset", "data.csv", "--mi-budget", "0.1",
+                          "--trials", "20", "--no-progress", "--seed", "3", "--mechanism",
+                          "consts.py:const", "--out", "c")
+    assert code == 0, err
+    text = out + Path("c/report.md").read_text()
+    assert "inf×" not in text and "nan" not in text.lower().replace("nats", "")
+    assert "returned the same value on every simulated subset" in text

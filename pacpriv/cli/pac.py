@@ -375,14 +375,16 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
     if "n_shape_trials" in cert:
         print(
             f"certificate          {cert['method']}, {cert['n_shape_trials']} shape trials + "
-            f"{cert['n_certificate_pairs']} pairs, noise x"
-            f"{format_bound(cert['noise_inflation_vs_plugin'], 3, side='down')} vs plug-in, "
+            f"{cert['n_certificate_pairs']} pairs, noise "
+            + (f"x{format_bound(cert['noise_inflation_vs_plugin'], 3, side='down')} vs plug-in"
+               if math.isfinite(cert["noise_inflation_vs_plugin"]) else "n/a vs plug-in (0)")
+            + ", "
             f"{cert['n_clipped_simulated_outputs']} simulated outputs clipped"
         )
     q = result.membership_prior
     prior = p.get("blind_guess_prior") or max(q, 1 - q)
     print(f"posterior bound      {format_percent(acc, vacuous=acc >= 1)} {result.label} "
-          f"(prior {format_percent(prior, side='nearest')} = best blind guess max(q, 1 - q), "
+          f"(prior {format_percent(prior)} = best blind guess max(q, 1 - q), "
           f"inclusion probability q = {format_bound(q)})")
     print(f"reproduce with       {posterior_command(p)}")
     head = dict(pac_layout(report))["Headline"]

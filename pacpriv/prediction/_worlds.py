@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._adapters import EstimatorMechanism, TorchMechanism
+from pacpriv.exceptions import NotReproducibleWarning
 from pacpriv.pac._mechanism import accepts_rng
 from pacpriv.pac.samplers import callable_fingerprint
 
@@ -165,8 +167,14 @@ def fit_worlds(fitter, pool, *, n_worlds: int, sampler, world_seed: np.random.Se
     models_dir.mkdir(parents=True, exist_ok=True)
     mechanism = fitter if isinstance(fitter, TorchMechanism) else _FitAndStore(
         fitter, str(models_dir))
-    res = simulate(mechanism, pool, n_trials=n_worlds, sampler=sampler, n_jobs=n_jobs,
-                   backend=backend, rng=world_seed, progress=progress, checkpoint=checkpoint)
+    with warnings.catch_warnings():
+        # The fitted worlds are stored and answer from storage, so whether a refit from the
+        # seed is bit-identical does not matter here; and the digest of a pickled model differs
+        # whenever BLAS threading differs between a worker and this process.
+        warnings.simplefilter("ignore", NotReproducibleWarning)
+        res = simulate(mechanism, pool, n_trials=n_worlds, sampler=sampler, n_jobs=n_jobs,
+                       backend=backend, rng=world_seed, progress=progress,
+                       checkpoint=checkpoint)
     out = np.asarray(res.outputs, dtype=np.float64)
     masks = np.asarray(res.masks, dtype=bool)
     if isinstance(fitter, TorchMechanism):

@@ -171,8 +171,8 @@ def _pac_report(result) -> dict:
             "individual_mi_bound_nats": result.individual_mi_bound,
         },
         "release": d["release"],
-        "release_randomness": "caller-seeded (not for production)"
-        if result.release_seeded
+        "release_randomness": None if result.release is None
+        else "caller-seeded (not for production)" if result.release_seeded
         else "fresh OS entropy (not recorded)",
         "reproducibility": {
             "root_seed": d["simulation"]["root_seed"],

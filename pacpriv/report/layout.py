@@ -97,7 +97,11 @@ def _utility(r: Mapping) -> tuple[list[tuple], str]:
         return [], ""
     noise_rms = (float(power) / dim) ** 0.5
     spread_rms = (float(total) / dim) ** 0.5
-    ratio = noise_rms / spread_rms if spread_rms > 0 else float("inf")
+    if spread_rms == 0:  # f never varied: no spread to compare the noise with
+        return [("noise std per coordinate (RMS)", noise_rms, "down", False)], (
+            "Utility: f returned the same value on every simulated subset, so there is no "
+            "spread to compare the noise with.")
+    ratio = noise_rms / spread_rms
     rows = [
         ("noise std per coordinate (RMS)", noise_rms, "down", False),
         ("spread of f across trials per coordinate (RMS std)", spread_rms, "nearest", False),
@@ -201,6 +205,8 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
              p["individual_mi_bound_nats"], "up", False),
         ]), ("figure", "posterior")]),
         ("Release", [
+            ("text", "No release was made (calibration only)."),
+        ] if release is None and not r.get("release_randomness") else [
             ("text", f"Noisy output f(X) + B ({r.get('release_randomness', '')}):"),
             ("code", "[]" if release is None
              else "[" + ", ".join(fmt(v, 8) for v in release) + "]"),
