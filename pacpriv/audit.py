@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pacpriv._json import field_values
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
@@ -102,10 +103,11 @@ class AuditResult:
 
     def to_dict(self) -> dict:
         """JSON-serialisable dictionary (attack results nested as dictionaries)."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["loss_attack"] = self.loss_attack.to_dict()
-        out["lira_attack"] = None if self.lira_attack is None else self.lira_attack.to_dict()
-        return out
+        return {
+            **field_values(self),
+            "loss_attack": self.loss_attack.to_dict(),
+            "lira_attack": None if self.lira_attack is None else self.lira_attack.to_dict(),
+        }
 
 
 def _fit(torch, model_factory, loss_fn, X, y, seed, *, optimizer, **train_kwargs):

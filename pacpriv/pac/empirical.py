@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from pacpriv._json import field_values
 from pacpriv._random import RNGLike, as_generator
 from pacpriv._stats import clopper_pearson
 from pacpriv._validation import check_real
@@ -101,14 +102,9 @@ class EmpiricalAttackResult:
     def to_dict(self) -> dict:
         """JSON-serialisable summary (per-target arrays omitted)."""
         return {
-            "accuracy": self.accuracy, "ci_low": self.ci_low, "ci_high": self.ci_high,
-            "confidence": self.confidence, "ci_method": self.ci_method,
-            "baseline": self.baseline, "posterior_success_bound": self.posterior_success_bound,
-            "noise_applied": self.noise_applied, "n_trials_used": self.n_trials_used,
-            "n_train": self.n_train, "n_holdout": self.n_holdout, "n_targets": self.n_targets,
-            "max_target": self.max_target, "max_accuracy": self.max_accuracy,
-            "max_ci_low": self.max_ci_low, "max_ci_high": self.max_ci_high,
-            "per_target": dict(self.per_target), "attack": "gaussian-lda (Ledoit-Wolf shrinkage)",
+            **field_values(self, exclude=("targets", "target_accuracies")),
+            "per_target": dict(self.per_target),
+            "attack": "gaussian-lda (Ledoit-Wolf shrinkage)",
         }
 
 
