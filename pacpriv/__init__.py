@@ -12,7 +12,10 @@ Two halves answer one question -- how well can an adversary tell whether a recor
 ``import pacpriv`` imports neither torch, matplotlib, dp-accounting nor dask.
 """
 
-from pacpriv import _source_checkout  # noqa: F401  (finds pacpriv.mechanisms in a checkout)
+from pacpriv import (
+    _source_checkout,  # noqa: F401  (finds pacpriv.mechanisms in a checkout)
+    exceptions,
+)
 from pacpriv._version import __version__
 from pacpriv.compare import ComparisonResult, compare_pac_dpsgd
 from pacpriv.datasets import Dataset, load_dataset
@@ -21,16 +24,7 @@ from pacpriv.dpsgd import (
     exact_membership_inference_accuracy,
     noise_multiplier_for_accuracy,
 )
-from pacpriv.exceptions import (
-    BudgetExceededError,
-    CalibrationError,
-    CheckpointError,
-    ConstantOutputWarning,
-    DegenerateOutputWarning,
-    MechanismError,
-    UndersampledWarning,
-    VacuousBoundWarning,
-)
+from pacpriv.exceptions import *  # noqa: F403  (the errors and warnings: exceptions.__all__)
 from pacpriv.ledger import PrivacyLedger
 from pacpriv.pac import (
     ComplementaryPairsSampler,
@@ -91,13 +85,6 @@ __all__ = [
     "resolve_mechanism",
     # reports
     "write_report",
-    # errors and warnings
-    "BudgetExceededError",
-    "CalibrationError",
-    "CheckpointError",
-    "ConstantOutputWarning",
-    "DegenerateOutputWarning",
-    "MechanismError",
-    "UndersampledWarning",
-    "VacuousBoundWarning",
+    # errors and warnings (all of pacpriv.exceptions)
+    *exceptions.__all__,
 ]

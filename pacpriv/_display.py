@@ -21,7 +21,7 @@ import numpy as np
 
 from pacpriv._numbers import format_bound, format_percent
 
-__all__ = ["Displayable", "Summary", "format_value", "shown"]
+__all__ = ["Displayable", "Summary", "format_value", "shown", "shown_estimate"]
 
 _DIGITS = 6
 
@@ -99,3 +99,16 @@ def shown(value: Any, *, up: bool | None = None, digits: int = _DIGITS) -> str:
     items = [format_value(v, kind, digits) for v in flat[:8].tolist()]
     more = f", … ({flat.size} values)" if flat.size > 8 else ""
     return "[" + ", ".join(items) + more + "]"
+
+
+def shown_estimate(value: float, low: float, high: float, confidence: float, *,
+                   digits: int = 4) -> str:
+    """A measured value with its two-sided confidence interval, the ends rounded outward.
+
+    Examples
+    --------
+    >>> shown_estimate(0.61234, 0.58761, 0.63719, 0.95)
+    'estimated 0.6123 (95% CI 0.5876–0.6372)'
+    """
+    return (f"estimated {format_value(value, 'plain', digits)} ({100 * confidence:g}% CI "
+            f"{format_value(low, 'lower', digits)}–{format_value(high, 'risk', digits)})")

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["diff", "dumps", "to_strict"]
+__all__ = ["diff", "dumps", "field_values", "to_strict"]
 
 _NULL_SUFFIX = "_null_reason"
 
@@ -66,6 +66,27 @@ def _walk(obj: Any, reasons: list[str], where: str) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_walk(v, reasons, f"{where}[{i}] ") for i, v in enumerate(obj)]
     return obj
+
+
+def field_values(obj: Any, *, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A dataclass instance's fields as ``{name: value}``, in declaration order, minus ``exclude``.
+
+    Unlike :func:`dataclasses.asdict` the values are not copied or recursed into, so a
+    ``to_dict`` can replace the nested ones it serialises itself.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Row:
+    ...     name: str
+    ...     value: float
+    ...     raw: list
+    >>> field_values(Row("a", 1.5, [0, 1]), exclude=("raw",))
+    {'name': 'a', 'value': 1.5}
+    """
+    skip = set(exclude)
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.name not in skip}
 
 
 def to_strict(obj: Any) -> Any:

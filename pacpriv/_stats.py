@@ -8,23 +8,36 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-__all__ = ["clopper_pearson", "clopper_pearson_upper", "empirical_bernstein"]
+__all__ = ["clopper_pearson", "empirical_bernstein"]
 
 
-def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
-    """Exact two-sided Clopper–Pearson interval for a binomial proportion ``k / n``.
+def clopper_pearson(
+    k: int, n: int, confidence: float, *, alternative: str = "two-sided"
+) -> tuple[float, float]:
+    """Exact Clopper–Pearson interval for a binomial proportion ``k / n``.
 
     Parameters
     ----------
     k, n : int
         Successes and trials, ``0 <= k <= n``, ``n >= 1``.
     confidence : float
-        Two-sided confidence level in (0, 1).
+        Confidence level in (0, 1).
+    alternative : {"two-sided", "less"}, default "two-sided"
+        ``"two-sided"``: the central interval (each tail at most ``(1 − confidence)/2``).
+        ``"less"``: the one-sided interval ``(0, high)`` for ``H₁: p < high``, with
+        ``high = Beta(confidence; k + 1, n − k)`` quantile (1 at ``k = n``), so that
+        ``P(Bin(n, p) <= k) <= 1 − confidence`` for every ``p`` above it.
 
     Returns
     -------
     (low, high) : tuple of float
-        Bounds in [0, 1] with coverage at least ``confidence`` for every true proportion.
+        Bounds in [0, 1] with coverage at least ``confidence`` for every true proportion;
+        ``low = 0`` for ``alternative="less"``.
+
+    Raises
+    ------
+    ValueError
+        If ``alternative`` is not one of the two values.
 
     References
     ----------
@@ -36,41 +49,19 @@ def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
     >>> low, high = clopper_pearson(5, 10, 0.95)
     >>> round(low, 4), round(high, 4)
     (0.1871, 0.8129)
+    >>> low, high = clopper_pearson(5, 10, 0.975, alternative="less")
+    >>> low, round(high, 4)
+    (0.0, 0.8129)
     """
+    if alternative == "less":
+        # the Beta quantile directly (scipy's one-sided binomtest interval is a root-finder)
+        return 0.0, (1.0 if k >= n else float(stats.beta.ppf(confidence, k + 1, n - k)))
+    if alternative != "two-sided":
+        raise ValueError(
+            f"`alternative` must be 'two-sided' or 'less'; got {alternative!r}."
+        )
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
     return float(ci.low), float(ci.high)
-
-
-def clopper_pearson_upper(k: int, n: int, alpha: float) -> float:
-    """Exact one-sided Clopper–Pearson upper limit for a binomial proportion ``k / n``.
-
-    ``P(Bin(n, p) <= k) >= alpha`` for every ``p`` above it: the upper end of the two-sided
-    interval of :func:`clopper_pearson` at confidence ``1 − 2·alpha``.
-
-    Parameters
-    ----------
-    k, n : int
-        Successes and trials, ``0 <= k <= n``, ``n >= 1``.
-    alpha : float
-        One-sided error probability in (0, 1).
-
-    Returns
-    -------
-    float
-        ``Beta(1 − alpha; k + 1, n − k)`` quantile, and 1 at ``k = n``.
-
-    References
-    ----------
-    .. [1] Clopper & Pearson, Biometrika 26(4), 1934.
-
-    Examples
-    --------
-    >>> round(clopper_pearson_upper(5, 10, 0.025), 4)
-    0.8129
-    """
-    if k >= n:
-        return 1.0
-    return float(stats.beta.ppf(1.0 - alpha, k + 1, n - k))
 
 
 def empirical_bernstein(mean: Any, variance: Any, n: int, *, width: float, delta: float) -> Any:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pacpriv._display import Displayable, Summary, shown_estimate
+from pacpriv._json import field_values
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
@@ -37,7 +39,7 @@ from pacpriv.attacks import (
     logit_scaled_confidence,
     loss_threshold_attack,
 )
-from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
+from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound, parameter_rows
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
@@ -45,7 +47,7 @@ __all__ = ["AuditResult", "audit_dpsgd"]
 
 
 @dataclass(frozen=True)
-class AuditResult:
+class AuditResult(Displayable):
     """Outcome of :func:`audit_dpsgd`.
 
     Attributes
@@ -100,12 +102,37 @@ class AuditResult:
     n_nonmembers: int
     seed: dict
 
+    def summary(self) -> Summary:
+        """Rows shown by ``str(result)`` and in Jupyter: the certified bounds (rounded up)
+        beside the measured attack accuracies (estimates with their intervals)."""
+        def attack(result: AttackResult | None) -> str | None:
+            return None if result is None else shown_estimate(
+                result.accuracy, result.ci_low, result.ci_high, result.confidence)
+
+        calibrated = (None if self.target_accuracy is None
+                      else f"{self.target_accuracy:g} ({self.calibration_method})")
+        return Summary("DP-SGD audit: attacks on the trained model against the bound", [
+            *parameter_rows(self.noise_multiplier, self.steps_per_epoch, self.epochs),
+            ("clipping norm C", self.max_grad_norm, "plain"),
+            ("σ calibrated to accuracy", calibrated, "plain"),
+            ("accuracy bound (certified)", self.accuracy_bound, "risk"),
+            ("chi-square bound at σ (certified)", self.chi_square_bound, "risk"),
+            ("loss-threshold attack accuracy", attack(self.loss_attack), "plain"),
+            (f"LiRA accuracy ({self.n_shadow_models} shadow models)", attack(self.lira_attack),
+             "plain"),
+            ("bound violated", self.bound_violated, "plain"),
+            ("model accuracy on members", self.train_accuracy, "plain"),
+            ("model accuracy on non-members", self.test_accuracy, "plain"),
+            ("members / non-members", f"{self.n_members} / {self.n_nonmembers}", "plain"),
+        ])
+
     def to_dict(self) -> dict:
         """JSON-serialisable dictionary (attack results nested as dictionaries)."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["loss_attack"] = self.loss_attack.to_dict()
-        out["lira_attack"] = None if self.lira_attack is None else self.lira_attack.to_dict()
-        return out
+        return {
+            **field_values(self),
+            "loss_attack": self.loss_attack.to_dict(),
+            "lira_attack": None if self.lira_attack is None else self.lira_attack.to_dict(),
+        }
 
 
 def _fit(torch, model_factory, loss_fn, X, y, seed, *, optimizer, **train_kwargs):

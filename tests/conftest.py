@@ -42,18 +42,29 @@ def one_torch_thread():
 
 @pytest.fixture
 def hide_modules(monkeypatch):
-    """``hide_modules("matplotlib", ...)``: importing those packages raises ImportError."""
+    """``hide_modules("matplotlib", ...)``: importing those packages raises ImportError
+    (the ``import`` statement and :func:`importlib.import_module` alike)."""
     import builtins
+    import importlib
 
-    real_import = builtins.__import__
+    real_import, real_import_module = builtins.__import__, importlib.import_module
 
     def hide(*names: str) -> None:
+        def hidden(name: str) -> bool:
+            return any(name == n or name.startswith(n + ".") for n in names)
+
         def fake_import(name, *args, **kwargs):
-            if any(name == n or name.startswith(n + ".") for n in names):
+            if hidden(name):
                 raise ImportError(f"No module named {name!r}")
             return real_import(name, *args, **kwargs)
 
+        def fake_import_module(name, package=None):
+            if hidden(name):
+                raise ImportError(f"No module named {name!r}")
+            return real_import_module(name, package)
+
         monkeypatch.setattr(builtins, "__import__", fake_import)
+        monkeypatch.setattr(importlib, "import_module", fake_import_module)
 
     return hide
 

@@ -110,3 +110,76 @@ def test_calibration_display_reports_the_certified_upper_end():
     assert format_value(cal.accuracy.upper, "risk") in text
     assert float(format_value(cal.accuracy.upper, "risk")) >= cal.accuracy.upper
     assert cal.accuracy.upper <= 0.6
+
+
+# -- attack results: certified bounds beside measured accuracies (estimates with intervals) ----
+
+def _rows(result) -> dict[str, str]:
+    """``label -> value`` of ``str(result)`` (two or more spaces separate them)."""
+    lines = str(result).splitlines()[1:]
+    return dict(line.strip().split("  ", 1) for line in lines)
+
+
+def _attack(accuracy, low, high, confidence=0.95):
+    from pacpriv.attacks import AttackResult
+
+    return AttackResult(accuracy=accuracy, ci_low=low, ci_high=high, auc=0.54,
+                        tpr_at_1pct_fpr=0.02, n_members=100, n_nonmembers=100,
+                        confidence=confidence, threshold=1.5, n_evaluated=100)
+
+
+def test_audit_result_labels_the_bounds_and_the_measured_attacks():
+    from pacpriv.audit import AuditResult
+
+    res = AuditResult(
+        noise_multiplier=1.25, steps_per_epoch=10, epochs=3, max_grad_norm=1.0,
+        accuracy_bound=0.6, chi_square_bound=0.61234567, target_accuracy=0.6,
+        calibration_method="exact", loss_attack=_attack(0.53217, 0.498761, 0.565432),
+        lira_attack=_attack(0.55, 0.51, 0.59), n_shadow_models=8, bound_violated=False,
+        train_accuracy=0.9, test_accuracy=0.85, n_members=100, n_nonmembers=100,
+        seed={"entropy": 1})
+    rows = {k: v.strip() for k, v in _rows(res).items()}
+    assert str(res).startswith("DP-SGD audit:")
+    assert rows["accuracy bound (certified)"] == "0.6"
+    assert rows["chi-square bound at σ (certified)"] == "0.612346"  # rounded up
+    # an interval's ends round outward: low down, high up
+    assert rows["loss-threshold attack accuracy"] == "estimated 0.5322 (95% CI 0.4987–0.5655)"
+    assert rows["LiRA accuracy (8 shadow models)"] == "estimated 0.55 (95% CI 0.51–0.59)"
+    assert rows["σ calibrated to accuracy"] == "0.6 (exact)"
+    assert rows["noise multiplier σ"] == "1.25" and rows["epochs E"] == "3"
+    assert rows["bound violated"] == "False"
+    assert "0.612346" in res._repr_html_()
+
+
+def test_empirical_attack_result_summary_has_estimates_and_no_record_index():
+    from pacpriv.pac.empirical import EmpiricalAttackResult
+
+    res = EmpiricalAttackResult(
+        accuracy=0.55123, ci_low=0.53001, ci_high=0.57249, confidence=0.95,
+        ci_method="student-t", baseline=0.5012, posterior_success_bound=0.65712345,
+        noise_applied=True, n_trials_used=2000, n_train=1000, n_holdout=1000, n_targets=8,
+        max_target=7, max_accuracy=0.6021, max_ci_low=0.55011, max_ci_high=0.65123,
+        per_target={}, targets=np.arange(8), target_accuracies=np.full(8, 0.55))
+    rows = {k: v.strip() for k, v in _rows(res).items()}
+    assert rows["mean accuracy over 8 targets (student-t)"] == (
+        "estimated 0.5512 (95% CI 0.53–0.5725)")
+    assert rows["best target's accuracy (Bonferroni Clopper–Pearson)"] == (
+        "estimated 0.6021 (95% CI 0.5501–0.6513)")
+    assert rows["posterior success bound at the measured prior (estimated)"] == "0.657124"
+    assert rows["trials: training / held out"] == "1000 / 1000"
+    assert "max_target" not in str(res) and " 7" not in str(res)
+
+
+def test_informed_attack_result_summary_rounds_the_upper_limit_up():
+    from pacpriv.pac.per_record_attack import InformedAttackResult
+
+    res = InformedAttackResult(
+        accuracy=0.5712, ci_low=0.55555, ci_high=0.58888, max_record_accuracy=0.6234,
+        max_record_ci_high=0.6712341, confidence=0.9, baseline=0.5, noise_applied=False,
+        n_trials=400, n_audited=12, record_accuracy=np.full(12, 0.57))
+    rows = {k: v.strip() for k, v in _rows(res).items()}
+    assert rows["pooled accuracy (Student-t)"] == "estimated 0.5712 (90% CI 0.5555–0.5889)"
+    assert rows["best record's accuracy (estimated)"] == "0.6234"
+    assert rows["its upper 90% limit (Clopper–Pearson, Bonferroni)"] == "0.671235"
+    assert rows["noise applied"] == "False"
+    assert rows["trials / audited records"] == "400 / 12"

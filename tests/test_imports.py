@@ -33,3 +33,30 @@ def test_python_dash_m_runs_cli():
     out = subprocess.run([sys.executable, "-m", "pacpriv", "--version"], capture_output=True,
                          text=True, check=True)
     assert out.stdout.startswith("pacpriv ")
+
+
+@pytest.mark.parametrize(("module", "feature", "extra", "message"), [
+    ("uvicorn", "serving", "serve", "serving needs uvicorn: pip install 'pacpriv[serve]'"),
+    ("dask.distributed", "--scheduler", "dask",
+     "--scheduler needs dask: pip install 'pacpriv[dask]'"),
+])
+def test_missing_optional_dependency_names_the_extra(hide_modules, module, feature, extra,
+                                                     message):
+    """One message for every optional extra: what needs it, the package and the pip command."""
+    from pacpriv._optional import import_optional
+
+    hide_modules(module.partition(".")[0])
+    with pytest.raises(ImportError) as info:
+        import_optional(module, feature, extra=extra)
+    assert str(info.value) == message
+    assert isinstance(info.value.__cause__, ImportError)
+
+
+def test_missing_torch_names_the_cpu_build(hide_modules):
+    from pacpriv._optional import import_torch
+
+    hide_modules("torch")
+    with pytest.raises(ImportError, match=r"^the torch adapter needs torch: pip install "
+                                          r"torch==2\.13\.0 \(CPU build\), then pip install "
+                                          r"'pacpriv\[torch\]'$"):
+        import_torch("the torch adapter")

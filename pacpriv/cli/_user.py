@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 
+from pacpriv._optional import import_optional
 from pacpriv.cli._args import UsageError
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.registry import resolve_mechanism
@@ -131,23 +132,16 @@ def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> 
 def scheduler_context(args):
     """Connect to ``--scheduler`` (Dask) or ``--ray-address`` (Ray) for the run, if given."""
     if getattr(args, "scheduler", None):
+        distributed = import_optional("dask.distributed", "--scheduler", extra="dask")
         try:
-            from dask.distributed import Client
-        except ImportError as err:
-            raise ImportError("--scheduler needs dask.distributed: pip install "
-                              "'pacpriv[dask]'") from err
-        try:
-            client = Client(args.scheduler, timeout=10)
+            client = distributed.Client(args.scheduler, timeout=10)
         except OSError as err:
             raise UsageError(f"--scheduler {args.scheduler!r}: cannot connect ({err})") from None
         with client:
             yield
         return
     if getattr(args, "ray_address", None):
-        try:
-            import ray
-        except ImportError as err:
-            raise ImportError("--ray-address needs Ray: pip install 'pacpriv[ray]'") from err
+        ray = import_optional("ray", "--ray-address", extra="ray")
         ray.init(address=args.ray_address)
         try:
             yield

@@ -4,20 +4,7 @@
 :mod:`pacpriv.datasets.files` reads CSV and NumPy files.
 """
 
-from pacpriv.datasets.loading import (
-    BUNDLED_DATASETS,
-    MIN_RECORDS,
-    Dataset,
-    DatasetInfo,
-    load_dataset,
-    parse_feature_ranges,
-)
+from pacpriv.datasets import loading
+from pacpriv.datasets.loading import *  # noqa: F403  (the public names: loading.__all__)
 
-__all__ = [
-    "BUNDLED_DATASETS",
-    "MIN_RECORDS",
-    "Dataset",
-    "DatasetInfo",
-    "load_dataset",
-    "parse_feature_ranges",
-]
+__all__ = list(loading.__all__)

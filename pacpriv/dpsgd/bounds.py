@@ -66,9 +66,7 @@ class AccuracyBound(Displayable):
     def summary(self) -> Summary:
         """Rows shown by ``str(bound)`` and in Jupyter (accuracy rounded up)."""
         return Summary("DP-SGD membership-inference accuracy (chi-square bound, certified)", [
-            ("noise multiplier σ", _shown(self.noise_multiplier), "plain"),
-            ("steps per epoch M", _shown(self.steps_per_epoch), "plain"),
-            ("epochs E", _shown(self.epochs), "plain"),
+            *parameter_rows(self.noise_multiplier, self.steps_per_epoch, self.epochs),
             ("accuracy bound", _shown(self.accuracy, up=True), "plain"),
             ("vacuous (clipped to 1)", _shown(self.vacuous), "plain"),
         ])
@@ -77,6 +75,16 @@ class AccuracyBound(Displayable):
         """JSON-serialisable dict (arrays become lists)."""
         items = asdict(self).items()
         return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in items}
+
+
+def parameter_rows(noise_multiplier, steps_per_epoch, epochs) -> list[tuple[str, str, str]]:
+    """The :class:`~pacpriv._display.Summary` rows of σ, ``M`` and ``E`` (scalars or arrays)
+    with which a DP-SGD result's ``summary()`` opens."""
+    return [
+        ("noise multiplier σ", _shown(noise_multiplier), "plain"),
+        ("steps per epoch M", _shown(steps_per_epoch), "plain"),
+        ("epochs E", _shown(epochs), "plain"),
+    ]
 
 
 def _inverse_square(sigma: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ Data flow: sampler → :func:`simulate` (Monte-Carlo engine) → :func:`estimate
 
 from pacpriv._deprecation import deprecated_names
 from pacpriv.pac import posterior as _posterior
+from pacpriv.pac import samplers
 from pacpriv.pac._rules import Algorithm1
 from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise, calibrate_variance_only
 from pacpriv.pac.confidence import confidence_for_trials, trials_for_confidence
@@ -53,24 +54,12 @@ from pacpriv.pac.randomized import (
     matched_distance,
 )
 from pacpriv.pac.release import privatize
-from pacpriv.pac.samplers import (
-    CallableSampler,
-    ComplementaryPairsSampler,
-    FixedSizeSampler,
-    PoissonSampler,
-    Sampler,
-    as_sampler,
-)
+from pacpriv.pac.samplers import *  # noqa: F403  (the samplers: samplers.__all__)
 
 __all__ = [
     "ExecutionOptions",
     # samplers (the data distribution D)
-    "CallableSampler",
-    "ComplementaryPairsSampler",
-    "FixedSizeSampler",
-    "PoissonSampler",
-    "Sampler",
-    "as_sampler",
+    *samplers.__all__,
     # Monte-Carlo engine
     "SimulationResult",
     "simulate",

@@ -14,6 +14,7 @@ import threading
 import warnings
 from collections.abc import Iterator
 
+from pacpriv._optional import import_optional
 from pacpriv._random import seed_to_dict, trial_seed
 from pacpriv.exceptions import MechanismError
 from pacpriv.pac._trial import BatchResult, TrialFailure, TrialTask, run_batch
@@ -80,13 +81,8 @@ class _Batches:
 
 def _resolve_backend(backend):
     if backend == "ray":
-        try:
-            from ray.util.joblib import register_ray
-        except ImportError as err:
-            raise ImportError(
-                "backend='ray' needs Ray: pip install 'pacpriv[ray]' (and ray.init())."
-            ) from err
-        register_ray()
+        import_optional("ray.util.joblib", "backend='ray'", extra="ray",
+                        hint="pip install 'pacpriv[ray]' (and ray.init()).").register_ray()
     return backend
 
 

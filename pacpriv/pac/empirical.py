@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from pacpriv._display import Displayable, Summary, shown_estimate
+from pacpriv._json import field_values
 from pacpriv._random import RNGLike, as_generator
 from pacpriv._stats import clopper_pearson
 from pacpriv._validation import check_real
@@ -44,7 +46,7 @@ __all__ = ["EmpiricalAttackResult", "empirical_membership_attack"]
 
 
 @dataclass(frozen=True)
-class EmpiricalAttackResult:
+class EmpiricalAttackResult(Displayable):
     """Held-out success of a per-record Gaussian likelihood-ratio membership attack.
 
     Attributes
@@ -98,17 +100,28 @@ class EmpiricalAttackResult:
     targets: np.ndarray = field(repr=False)
     target_accuracies: np.ndarray = field(repr=False)
 
+    def summary(self) -> Summary:
+        """Rows shown by ``str(result)`` and in Jupyter: measured accuracies (estimates with
+        their intervals; no record index) beside the posterior bound they stay under."""
+        return Summary("Membership attack on simulated releases (Gaussian likelihood ratio)", [
+            (f"mean accuracy over {self.n_targets} targets ({self.ci_method})",
+             shown_estimate(self.accuracy, self.ci_low, self.ci_high, self.confidence), "plain"),
+            ("best target's accuracy (Bonferroni Clopper–Pearson)",
+             shown_estimate(self.max_accuracy, self.max_ci_low, self.max_ci_high,
+                            self.confidence), "plain"),
+            ("blind-guess baseline (estimated)", self.baseline, "plain"),
+            ("posterior success bound at the measured prior (estimated)",
+             self.posterior_success_bound, "risk"),
+            ("noise applied", self.noise_applied, "plain"),
+            ("trials: training / held out", f"{self.n_train} / {self.n_holdout}", "plain"),
+        ])
+
     def to_dict(self) -> dict:
         """JSON-serialisable summary (per-target arrays omitted)."""
         return {
-            "accuracy": self.accuracy, "ci_low": self.ci_low, "ci_high": self.ci_high,
-            "confidence": self.confidence, "ci_method": self.ci_method,
-            "baseline": self.baseline, "posterior_success_bound": self.posterior_success_bound,
-            "noise_applied": self.noise_applied, "n_trials_used": self.n_trials_used,
-            "n_train": self.n_train, "n_holdout": self.n_holdout, "n_targets": self.n_targets,
-            "max_target": self.max_target, "max_accuracy": self.max_accuracy,
-            "max_ci_low": self.max_ci_low, "max_ci_high": self.max_ci_high,
-            "per_target": dict(self.per_target), "attack": "gaussian-lda (Ledoit-Wolf shrinkage)",
+            **field_values(self, exclude=("targets", "target_accuracies")),
+            "per_target": dict(self.per_target),
+            "attack": "gaussian-lda (Ledoit-Wolf shrinkage)",
         }
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from pacpriv._display import Displayable, Summary, shown_estimate
 from pacpriv._random import RNGLike, as_generator
 from pacpriv._validation import check_real
 from pacpriv.pac._per_record_math import NoiseGeometry
@@ -38,7 +39,7 @@ __all__ = ["InformedAttackResult", "informed_attack"]
 
 
 @dataclass(frozen=True)
-class InformedAttackResult:
+class InformedAttackResult(Displayable):
     """Accuracy of the informed likelihood-ratio attack (:func:`informed_attack`).
 
     Attributes
@@ -70,6 +71,19 @@ class InformedAttackResult:
     n_trials: int
     n_audited: int
     record_accuracy: np.ndarray = field(repr=False)
+
+    def summary(self) -> Summary:
+        """Rows shown by ``str(result)`` and in Jupyter (measurements; no per-record values)."""
+        return Summary("Informed likelihood-ratio attack (knows S without i, θ and the noise)", [
+            ("pooled accuracy (Student-t)",
+             shown_estimate(self.accuracy, self.ci_low, self.ci_high, self.confidence), "plain"),
+            ("best record's accuracy (estimated)", self.max_record_accuracy, "plain"),
+            (f"its upper {100 * self.confidence:g}% limit (Clopper–Pearson, Bonferroni)",
+             self.max_record_ci_high, "risk"),
+            ("blind-guess baseline", self.baseline, "plain"),
+            ("noise applied", self.noise_applied, "plain"),
+            ("trials / audited records", f"{self.n_trials} / {self.n_audited}", "plain"),
+        ])
 
     def to_dict(self) -> dict:
         """JSON summary (no per-record values)."""

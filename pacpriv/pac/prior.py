@@ -33,7 +33,7 @@ import numpy as np
 from scipy import stats
 
 from pacpriv._numbers import format_bound
-from pacpriv._stats import clopper_pearson_upper
+from pacpriv._stats import clopper_pearson
 from pacpriv._validation import check_real
 from pacpriv.pac.samplers import Sampler
 
@@ -116,7 +116,8 @@ def blind_guess_upper_bound(masks: np.ndarray, *, confidence: float = PRIOR_CONF
     alpha = (1.0 - conf) / (2.0 * n)
     # the extreme counts give the largest max(upper(q), upper(1 - q)); CP upper limit of a
     # count x out of t is Beta(1 - alpha; x + 1, t - x), and 1 at x = t
-    return clopper_pearson_upper(int(max(k.max(), t - k.min())), t, alpha)
+    extreme = int(max(k.max(), t - k.min()))
+    return clopper_pearson(extreme, t, 1.0 - alpha, alternative="less")[1]
 
 
 def _declared_prior_pvalue(masks: np.ndarray, q: float) -> float:

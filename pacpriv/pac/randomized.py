@@ -49,6 +49,7 @@ from scipy import stats
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import cdist
 
+from pacpriv._json import field_values
 from pacpriv._random import RNGLike, as_seed_sequence
 from pacpriv._validation import check_int, check_real
 from pacpriv.pac._mechanism import accepts_rng, call_mechanism, check_output
@@ -163,14 +164,7 @@ class CouplingResult:
         return {
             "noise_std": self.noise_std,
             "noise_variance": self.noise_variance,
-            "expected_matched_sq_distance": self.expected_matched_sq_distance,
-            "standard_error": self.standard_error,
-            "calibrated_distance": self.calibrated_distance,
-            "confidence": self.confidence,
-            "mi_budget": self.mi_budget,
-            "n_pairs": self.n_pairs,
-            "tau": self.tau,
-            "dim": self.dim,
+            **field_values(self, exclude=("noise_std", "plan", "pair_costs", "simulation")),
             "plan": self.plan.to_dict(),
             "simulation": self.simulation.to_dict(),
         }
@@ -325,9 +319,7 @@ class RandomizedComparison:
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict (the same keys as the attributes)."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["rows"] = [dict(r) for r in self.rows]
-        return out
+        return {**field_values(self), "rows": [dict(r) for r in self.rows]}
 
 
 def compare_randomized_noise(

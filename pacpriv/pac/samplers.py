@@ -35,19 +35,17 @@ import numpy as np
 from pacpriv._random import RNGLike, as_seed_sequence
 from pacpriv._validation import check_int
 
+#: The public samplers, re-exported by :mod:`pacpriv.pac`. The seed-contract helpers
+#: (:func:`stream_seed`, ``SAMPLER_STREAM``, ``MECHANISM_STREAM``), :func:`sampler_from_dict`,
+#: :func:`callable_fingerprint` and :func:`check_inclusion_probability` serve the engine,
+#: the checkpoints and the reports, and are imported from this module by name.
 __all__ = [
-    "MECHANISM_STREAM",
-    "SAMPLER_STREAM",
     "CallableSampler",
     "ComplementaryPairsSampler",
     "FixedSizeSampler",
     "PoissonSampler",
     "Sampler",
     "as_sampler",
-    "callable_fingerprint",
-    "check_inclusion_probability",
-    "sampler_from_dict",
-    "stream_seed",
 ]
 
 #: Index of the sampler stream inside a trial's seed.

@@ -20,21 +20,16 @@ noise seed) is ever logged or returned.
 import math
 from typing import Any
 
+from pacpriv._optional import import_optional
 from pacpriv.exceptions import BudgetExceededError
 
 __all__ = ["create_app"]
 
 
 def _import_fastapi():
-    try:
-        import fastapi
-        import fastapi.exceptions
-        import fastapi.responses
-        import pydantic
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "serving needs FastAPI and uvicorn: pip install 'pacpriv[serve]'"
-        ) from err
+    fastapi, _, _, pydantic = (
+        import_optional(name, "serving", extra="serve")
+        for name in ("fastapi", "fastapi.exceptions", "fastapi.responses", "pydantic"))
     return fastapi, pydantic
 
 
@@ -125,10 +120,7 @@ def create_app(predictor) -> Any:
 
 def serve(state, *, host: str = "127.0.0.1", port: int = 8000) -> None:  # pragma: no cover
     """Load ``state`` and run the app with uvicorn (blocks until interrupted)."""
-    try:
-        import uvicorn
-    except ImportError as err:
-        raise ImportError("serving needs uvicorn: pip install 'pacpriv[serve]'") from err
+    uvicorn = import_optional("uvicorn", "serving", extra="serve")
     from pacpriv.prediction._predictor import PrivatePredictor
 
     uvicorn.run(create_app(PrivatePredictor.load(state)), host=host, port=port,
