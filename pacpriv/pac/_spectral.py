@@ -7,9 +7,16 @@ Private. Two paths, both reading the ``(n_trials, d)`` output matrix in blocks s
   blocks (a ``d x d`` matrix, small in this regime), then ``eigh``;
 * Gram (``d > n_trials``): one pass over *column* blocks accumulates the ``n x n`` Gram matrix
   ``G = Xc Xc^T / (n-1)`` (its nonzero eigenvalues are those of ``Σ``), the mean and the
-  variances; a second pass forms the eigenvectors ``V[cols] = Xc[:, cols]^T U / sqrt((n-1) λ)``
-  column block by column block. No ``d x d`` matrix is formed; peak memory is the ``(d, k)``
-  eigenvector matrix plus one block.
+  variances; the eigenvectors are ``V = Xc^T U / sqrt((n-1) λ)``: either formed by a second
+  pass, column block by column block (peak memory the ``(d, k)`` matrix plus one block), or
+  kept lazy (:class:`pacpriv.pac._eigenbasis.LazyEigenbasis`, only the ``(n, k)``
+  coefficients). No ``d x d`` matrix is formed.
+
+The Gram product may run in float32 (``ssyrk``, twice the speed of ``dsyrk``) for float32
+outputs; means, variances, the centring and the sum over blocks stay float64, and the
+float32 round-off is bounded a priori by :func:`float32_gram_error` (Higham, *Accuracy and
+Stability of Numerical Algorithms*, 2nd ed., 2002, §3.1, eq. (3.5): ``|fl(xᵀy) − xᵀy| <=
+γ_m |x|ᵀ|y|``, ``γ_m = m u / (1 − m u)``).
 """
 
 from __future__ import annotations
@@ -37,10 +44,13 @@ GRAM_RELATIVE_CUTOFF = float(np.sqrt(np.finfo(np.float64).eps))
 SIGNIFICANT_NEGATIVE_RATIO = 1e-5
 
 
-def clip_eigenvalues(eigenvalues: np.ndarray, *, size: int, eps: float, stacklevel: int = 4):
+def clip_eigenvalues(eigenvalues: np.ndarray, *, size: int, eps: float, stacklevel: int = 4,
+                     floor: float = 0.0):
     """Zero round-off eigenvalues (as sklearn's ``_check_psd_eigenvalues``); raise if clearly < 0.
 
-    ``tol = eps * max|λ| * size``. Values in ``[-tol, tol]`` are round-off and set to 0 silently;
+    ``tol = max(eps * max|λ| * size, floor)`` (``floor``: an absolute bound on the round-off of
+    the matrix, e.g. :func:`float32_gram_error`). Values in ``[-tol, tol]`` are round-off and
+    set to 0 silently;
     negatives below ``-tol`` but above ``-max(1e-5 max|λ|, tol)`` are clipped with a
     :class:`DegenerateOutputWarning`; anything more negative raises ``ValueError``.
     """
@@ -48,7 +58,7 @@ def clip_eigenvalues(eigenvalues: np.ndarray, *, size: int, eps: float, stacklev
     if lam.size == 0:
         return lam
     scale = float(np.max(np.abs(lam)))
-    tol = eps * scale * size
+    tol = max(eps * scale * size, floor)
     lowest = float(np.min(lam))
     if lowest < -max(SIGNIFICANT_NEGATIVE_RATIO * scale, tol):
         raise ValueError(
@@ -85,6 +95,11 @@ def _file_backed(outputs: np.ndarray):
     return None
 
 
+def _check_finite(values: np.ndarray) -> None:
+    if not np.isfinite(values).all():
+        raise ValueError("`outputs` must be finite; found NaN or inf.")
+
+
 class _ColumnBlocks:
     """Read float64 column blocks ``outputs[:, cols]``, validated finite, into reused buffers.
 
@@ -111,7 +126,9 @@ class _ColumnBlocks:
         if self.fd is not None:
             os.close(self.fd)
 
-    def read(self, cols: slice) -> np.ndarray:
+    def read(self, cols: slice, *, check: bool = True) -> np.ndarray:
+        """The float64 block ``outputs[:, cols]``; ``check=False`` leaves the finiteness check
+        to the caller (e.g. on the block's column sums, which are finite iff the block is)."""
         n, d = self.outputs.shape
         width = cols.stop - cols.start
         block = self.work[: n * width].reshape(n, width)
@@ -132,37 +149,83 @@ class _ColumnBlocks:
                     raise OSError(f"short read from {self.source[0]!r}: {got} of "
                                   f"{row_bytes} bytes")
             np.copyto(block, raw, casting="unsafe")
-        if not np.isfinite(block).all():
-            raise ValueError("`outputs` must be finite; found NaN or inf.")
+        if check:
+            _check_finite(block)
         return block
 
 
-def _gram_pass(outputs: np.ndarray, step: int):
+def float32_gram_error(total_variance: float, width: int) -> float:
+    """A priori bound on ``||Ĝ − G||₂`` for the float32 Gram of :func:`_gram_pass`, scaled 1/(n−1).
+
+    Each block's entries are centred in float64 and rounded once to float32 (relative error
+    ``<= u``, ``u = 2⁻²⁴``), then ``ssyrk`` sums ``width`` products in float32 and rounds the
+    result: per entry ``|E_ij| <= (γ_{width+1} + 2u + u²) Σ_c |x_ic||x_jc|`` (Higham 2002,
+    eq. (3.5)); the float64 sum over blocks adds ``O(2⁻⁵³)`` relative. Summed over blocks,
+    ``||E||₂ <= ||E||_F <= (γ + 2u + u²) Σ_i ||x_i − μ||² = (γ + 2u + u²) (n − 1) tr Σ̂``, hence
+    after the ``1/(n−1)`` scaling the bound ``(γ_{width+2} + 3u) · tr Σ̂`` (``+1e-6`` relative
+    for the float64 terms). Weyl's inequality turns it into a bound on every eigenvalue. It is a
+    worst case: typical errors are several orders of magnitude smaller.
+    """
+    u = float(np.finfo(np.float32).eps) / 2.0
+    m = width + 2
+    gamma = m * u / (1.0 - m * u)
+    return (gamma + 3.0 * u) * (1.0 + 1e-6) * float(total_variance)
+
+
+def _gram_pass(outputs: np.ndarray, step: int, dtype=np.float64):
     """One pass over column blocks: Gram ``Xc Xc^T`` (unscaled), column means, variances.
 
-    ``dsyrk`` accumulates each centred block into the upper triangle of one Fortran-ordered
-    ``n x n`` float64 matrix in place (no per-block ``n x n`` temporary); mirrored at the end.
+    float64: ``dsyrk`` accumulates each centred block into the upper triangle of one
+    Fortran-ordered ``n x n`` matrix in place (no per-block ``n x n`` temporary). float32: the
+    float64-centred block is rounded to float32, ``ssyrk`` forms its Gram in a reused float32
+    ``n x n`` buffer, which is added to the float64 total (round-off: :func:`float32_gram_error`).
+    The upper triangle is mirrored at the end. Means and variances are float64 in both cases.
     """
-    from scipy.linalg.blas import dsyrk
+    from scipy.linalg.blas import dsyrk, ssyrk
 
     n, d = outputs.shape
+    single = np.dtype(dtype) == np.float32
     gram = np.zeros((n, n), order="F")
+    part = np.zeros((n, n), dtype=np.float32, order="F") if single else None
+    low = np.empty(n * step, dtype=np.float32) if single else None
     mean = np.empty(d)
     variances = np.empty(d)
     with _ColumnBlocks(outputs, step) as reader:
         for start in range(0, d, step):
             cols = slice(start, min(start + step, d))
-            block = reader.read(cols)
+            block = reader.read(cols, check=False)
             np.add.reduce(block, axis=0, out=mean[cols])
+            if not np.isfinite(mean[cols]).all():  # cheaper than checking the whole block
+                _check_finite(block)
+                raise ValueError("`outputs` are too large: a column sum overflows float64.")
             mean[cols] /= n
             block -= mean[cols]
             np.einsum("ij,ij->j", block, block, out=variances[cols])
-            # block.T is Fortran (w, n): trans=1 gives block @ block.T, added to gram in place.
-            gram = dsyrk(1.0, block.T, beta=1.0, c=gram, trans=1, lower=0, overwrite_c=1)
+            # block.T is Fortran (w, n): trans=1 gives block @ block.T (upper triangle).
+            if single:
+                rounded = low[: block.size].reshape(block.shape)
+                np.copyto(rounded, block, casting="same_kind")
+                part = ssyrk(1.0, rounded.T, beta=0.0, c=part, trans=1, lower=0, overwrite_c=1)
+                gram += part
+            else:
+                gram = dsyrk(1.0, block.T, beta=1.0, c=gram, trans=1, lower=0, overwrite_c=1)
     variances /= n - 1
     upper = np.triu_indices(n, 1)
     gram[upper[1], upper[0]] = gram[upper]
     return np.ascontiguousarray(gram), mean, variances
+
+
+def _double_centre(gram: np.ndarray) -> None:
+    """``G ← C G C`` with ``C = I − 11ᵀ/n``, in place in ``O(n²)``.
+
+    The exact centred Gram satisfies ``G 1 = 0``; this projects the round-off of the centring
+    (and of the float32 rounding) out of the ``1`` direction, so it is an exact null vector.
+    """
+    r = gram.mean(axis=1)
+    s = float(r.mean())
+    gram -= r[:, None]
+    gram -= r[None, :]
+    gram += s
 
 
 def _back_project(outputs: np.ndarray, mean: np.ndarray, coef: np.ndarray, step: int,
@@ -209,21 +272,52 @@ def dense_spectrum(outputs: np.ndarray, *, block_size: int | None):
     return mean, variances, lam[::-1], vecs[:, ::-1]
 
 
+#: ``n x n`` eigen-decompositions up to this size run on one BLAS thread (see _small_eigh).
+SINGLE_THREAD_EIGH = 2048
+
+
+def _small_eigh(matrix: np.ndarray):
+    """``np.linalg.eigh`` on one BLAS thread for ``n <= SINGLE_THREAD_EIGH``.
+
+    The Householder tridiagonalisation of a matrix this small is memory-bound level-2 BLAS:
+    threads gain little, and on a busy machine OpenBLAS's waiting threads made a 1000 x 1000
+    ``eigh`` take 4-12 s instead of 0.6 s (measured on 2 shared cores).
+    """
+    if matrix.shape[0] > SINGLE_THREAD_EIGH:
+        return np.linalg.eigh(matrix)
+    from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return np.linalg.eigh(matrix)
+
+
 def gram_spectrum(
     outputs: np.ndarray,
     *,
     n_components: int | None,
-    eigenvector_dtype: np.dtype,
+    eigenvector_dtype: np.dtype | None,
     block_size: int | None,
+    gram_dtype=np.float64,
 ):
-    """Gram path. Returns mean, variances, held eigenvalues, eigenvectors, tail, rank."""
+    """Gram path. Returns mean, variances, held eigenvalues, eigenvectors, tail, rank, rounding.
+
+    ``eigenvector_dtype=None`` returns the ``(n, k)`` coefficients ``C`` instead of the
+    eigenvectors (``V = Xc^T C``, for :class:`~pacpriv.pac._eigenbasis.LazyEigenbasis`).
+    ``rounding`` is the float32 Gram's error bound (:func:`float32_gram_error`; 0 for float64):
+    eigenvalues within it of 0 count as 0 (rank) and the caller adds it to the floors.
+    """
     n, d = outputs.shape
     step = min(_cols_per_block(n, block_size), d)
-    gram, mean, variances = _gram_pass(outputs, step)
+    single = np.dtype(gram_dtype) == np.float32
+    gram, mean, variances = _gram_pass(outputs, step, gram_dtype)
     gram /= n - 1
-    lam, vecs = np.linalg.eigh((gram + gram.T) / 2.0)
+    if single:
+        _double_centre(gram)
+    rounding = float32_gram_error(float(np.sum(variances)), step) if single else 0.0
+    lam, vecs = _small_eigh((gram + gram.T) / 2.0)
     lam, vecs = lam[::-1], vecs[:, ::-1]
-    lam = clip_eigenvalues(lam, size=max(n, d), eps=float(np.finfo(np.float64).eps), stacklevel=4)
+    lam = clip_eigenvalues(lam, size=max(n, d), eps=float(np.finfo(np.float64).eps),
+                           stacklevel=4, floor=rounding)
     rank = int(np.sum(lam > 0))
     held = int(np.sum(lam > GRAM_RELATIVE_CUTOFF * lam[0])) if rank else 0
     if n_components is not None:
@@ -231,5 +325,7 @@ def gram_spectrum(
     tail = float(np.sum(lam[held:]))
     lam_held = lam[:held]
     coef = vecs[:, :held] / np.sqrt((n - 1) * lam_held)  # (n, k): V = Xc^T coef
+    if eigenvector_dtype is None:
+        return mean, variances, lam_held, coef, tail, rank, rounding
     eigvecs = _back_project(outputs, mean, coef, step, eigenvector_dtype)
-    return mean, variances, lam_held, eigvecs, tail, rank
+    return mean, variances, lam_held, eigvecs, tail, rank, rounding
