@@ -118,6 +118,7 @@ class _ColumnBlocks:
         n = outputs.shape[0]
         self.work = np.empty(n * step)
         self.raw = None if self.fd is None else np.empty(n * step, dtype=outputs.dtype)
+        self.single: np.ndarray | None = None  # float32 buffer of read32, made on first use
 
     def __enter__(self):
         return self
@@ -126,95 +127,200 @@ class _ColumnBlocks:
         if self.fd is not None:
             os.close(self.fd)
 
+    def _pread(self, cols: slice) -> np.ndarray:
+        """The raw block (the file's dtype) read row by row with ``os.preadv``."""
+        n, d = self.outputs.shape
+        width = cols.stop - cols.start
+        raw = self.raw[: n * width].reshape(n, width)
+        item = self.outputs.dtype.itemsize
+        row_bytes = width * item
+        view = memoryview(raw.reshape(-1)).cast("B")  # type: ignore[arg-type]
+        offset = self.source[1] + cols.start * item
+        stride = d * item
+        for i in range(n):
+            got = os.preadv(self.fd, [view[i * row_bytes : (i + 1) * row_bytes]],
+                            offset + i * stride)
+            if got != row_bytes:
+                raise OSError(f"short read from {self.source[0]!r}: {got} of "
+                              f"{row_bytes} bytes")
+        return raw
+
     def read(self, cols: slice, *, check: bool = True) -> np.ndarray:
         """The float64 block ``outputs[:, cols]``; ``check=False`` leaves the finiteness check
         to the caller (e.g. on the block's column sums, which are finite iff the block is)."""
-        n, d = self.outputs.shape
+        n = self.outputs.shape[0]
         width = cols.stop - cols.start
         block = self.work[: n * width].reshape(n, width)
         if self.fd is None:
             np.copyto(block, self.outputs[:, cols], casting="unsafe")
             release_mapped_pages(self.outputs)
         else:
-            raw = self.raw[: n * width].reshape(n, width)
-            item = self.outputs.dtype.itemsize
-            row_bytes = width * item
-            view = memoryview(raw.reshape(-1)).cast("B")  # type: ignore[arg-type]
-            offset = self.source[1] + cols.start * item
-            stride = d * item
-            for i in range(n):
-                got = os.preadv(self.fd, [view[i * row_bytes : (i + 1) * row_bytes]],
-                                offset + i * stride)
-                if got != row_bytes:
-                    raise OSError(f"short read from {self.source[0]!r}: {got} of "
-                                  f"{row_bytes} bytes")
-            np.copyto(block, raw, casting="unsafe")
+            np.copyto(block, self._pread(cols), casting="unsafe")
         if check:
             _check_finite(block)
         return block
 
+    def read32(self, cols: slice) -> np.ndarray:
+        """The block as native float32 (exact: for float32-or-narrower floating outputs only),
+        in a reused buffer owned by the reader; not checked for finiteness."""
+        n = self.outputs.shape[0]
+        width = cols.stop - cols.start
+        if self.fd is not None and self.outputs.dtype == np.dtype(np.float32):
+            return self._pread(cols)
+        if self.single is None:
+            self.single = np.empty(self.work.size, dtype=np.float32)
+        block = self.single[: n * width].reshape(n, width)
+        if self.fd is None:
+            np.copyto(block, self.outputs[:, cols], casting="same_kind")
+            release_mapped_pages(self.outputs)
+        else:
+            np.copyto(block, self._pread(cols), casting="same_kind")
+        return block
 
-def float32_gram_error(total_variance: float, width: int) -> float:
-    """A priori bound on ``||Ĝ − G||₂`` for the float32 Gram of :func:`_gram_pass`, scaled 1/(n−1).
 
-    Each block's entries are centred in float64 and rounded once to float32 (relative error
-    ``<= u``, ``u = 2⁻²⁴``), then ``ssyrk`` sums ``width`` products in float32 and rounds the
-    result: per entry ``|E_ij| <= (γ_{width+1} + 2u + u²) Σ_c |x_ic||x_jc|`` (Higham 2002,
-    eq. (3.5)); the float64 sum over blocks adds ``O(2⁻⁵³)`` relative. Summed over blocks,
-    ``||E||₂ <= ||E||_F <= (γ + 2u + u²) Σ_i ||x_i − μ||² = (γ + 2u + u²) (n − 1) tr Σ̂``, hence
-    after the ``1/(n−1)`` scaling the bound ``(γ_{width+2} + 3u) · tr Σ̂`` (``+1e-6`` relative
-    for the float64 terms). Weyl's inequality turns it into a bound on every eigenvalue. It is a
-    worst case: typical errors are several orders of magnitude smaller.
+def float32_gram_error(energy: float, width: int) -> float:
+    """A priori bound on ``||Ĝ − G||₂`` for the float32 Gram of :func:`_gram_pass32`.
+
+    ``energy`` is ``Σ_i ||x_i − c||² / (n − 1)`` over the rows as they entered the product
+    (each block shifted by its mean, or by 0 when its offset is small: then ``energy <= 2 tr
+    Σ̂``); ``width`` the block width. A shifted entry is exact or rounded once to float32
+    (relative error ``<= u``, ``u = 2⁻²⁴``), then ``ssyrk`` sums ``width`` products in float32
+    and rounds: per entry ``|E_ij| <= (γ_{width+1} + 2u + u²) Σ_c |x̃_ic||x̃_jc|`` (Higham 2002,
+    eq. (3.5)); the float64 sum over blocks adds ``O(2⁻⁵³)`` relative. So ``||E||₂ <= ||E||_F
+    <= (γ + 2u + u²) Σ_i ||x̃_i||²``, and after the ``1/(n−1)`` scaling ``(γ_{width+2} + 3u) ·
+    energy`` (``+1e-6`` relative for the float64 terms). The shifts themselves cost nothing:
+    the double centring ``C Ĝ C`` removes any ``1 cᵀ`` term exactly and ``||C E C|| <= ||E||``.
+    Weyl's inequality turns the bound into one on every eigenvalue. It is a worst case: typical
+    errors are several orders of magnitude smaller.
     """
     u = float(np.finfo(np.float32).eps) / 2.0
     m = width + 2
     gamma = m * u / (1.0 - m * u)
-    return (gamma + 3.0 * u) * (1.0 + 1e-6) * float(total_variance)
+    return (gamma + 3.0 * u) * (1.0 + 1e-6) * float(energy)
 
 
-def _gram_pass(outputs: np.ndarray, step: int, dtype=np.float64):
+def _gram_pass(outputs: np.ndarray, step: int):
     """One pass over column blocks: Gram ``Xc Xc^T`` (unscaled), column means, variances.
 
-    float64: ``dsyrk`` accumulates each centred block into the upper triangle of one
-    Fortran-ordered ``n x n`` matrix in place (no per-block ``n x n`` temporary). float32: the
-    float64-centred block is rounded to float32, ``ssyrk`` forms its Gram in a reused float32
-    ``n x n`` buffer, which is added to the float64 total (round-off: :func:`float32_gram_error`).
-    The upper triangle is mirrored at the end. Means and variances are float64 in both cases.
+    ``dsyrk`` accumulates each centred block into the upper triangle of one Fortran-ordered
+    ``n x n`` float64 matrix in place (no per-block ``n x n`` temporary); mirrored at the end.
     """
-    from scipy.linalg.blas import dsyrk, ssyrk
+    from scipy.linalg.blas import dsyrk
 
     n, d = outputs.shape
-    single = np.dtype(dtype) == np.float32
     gram = np.zeros((n, n), order="F")
-    part = np.zeros((n, n), dtype=np.float32, order="F") if single else None
-    low = np.empty(n * step, dtype=np.float32) if single else None
     mean = np.empty(d)
     variances = np.empty(d)
     with _ColumnBlocks(outputs, step) as reader:
         for start in range(0, d, step):
             cols = slice(start, min(start + step, d))
             block = reader.read(cols, check=False)
-            np.add.reduce(block, axis=0, out=mean[cols])
-            if not np.isfinite(mean[cols]).all():  # cheaper than checking the whole block
-                _check_finite(block)
-                raise ValueError("`outputs` are too large: a column sum overflows float64.")
-            mean[cols] /= n
-            block -= mean[cols]
-            np.einsum("ij,ij->j", block, block, out=variances[cols])
-            # block.T is Fortran (w, n): trans=1 gives block @ block.T (upper triangle).
-            if single:
-                rounded = low[: block.size].reshape(block.shape)
-                np.copyto(rounded, block, casting="same_kind")
-                part = ssyrk(1.0, rounded.T, beta=0.0, c=part, trans=1, lower=0, overwrite_c=1)
-                gram += part
-            else:
-                gram = dsyrk(1.0, block.T, beta=1.0, c=gram, trans=1, lower=0, overwrite_c=1)
+            _centre(block, mean[cols], variances[cols])
+            # block.T is Fortran (w, n): trans=1 gives block @ block.T, added to gram in place.
+            gram = dsyrk(1.0, block.T, beta=1.0, c=gram, trans=1, lower=0, overwrite_c=1)
     variances /= n - 1
-    upper = np.triu_indices(n, 1)
+    return _mirror(gram), mean, variances
+
+
+def _centre(block: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> None:
+    """Centre a float64 block in place; its column means and sums of squared deviations."""
+    np.add.reduce(block, axis=0, out=mean)
+    _check_sums(block, mean)
+    mean /= block.shape[0]
+    block -= mean
+    np.einsum("ij,ij->j", block, block, out=m2)
+
+
+def _check_sums(block: np.ndarray, *sums: np.ndarray) -> None:
+    """Column sums are finite iff the block is (barring overflow): cheaper than the block."""
+    if not all(np.isfinite(x).all() for x in sums):
+        _check_finite(block)
+        raise ValueError("`outputs` are too large: a column sum overflows float64.")
+
+
+def _mirror(gram: np.ndarray) -> np.ndarray:
+    upper = np.triu_indices(gram.shape[0], 1)
     gram[upper[1], upper[0]] = gram[upper]
-    return np.ascontiguousarray(gram), mean, variances
+    return np.ascontiguousarray(gram)
 
 
+#: Row chunk of the float64 statistics of a float32 block (stays in cache).
+_STATS_CHUNK_BYTES = 256 * 2**10
+
+
+def _shifted_sums(block: np.ndarray, chunk: np.ndarray, s1: np.ndarray, s2: np.ndarray):
+    """``Σ_i (x_i − c)`` and ``Σ_i (x_i − c)²`` in float64 with ``c`` the block's first row.
+
+    Row chunks small enough to stay in cache are widened to float64 one at a time (one read of
+    the block). The shift keeps ``Σ(x−c)² − (Σ(x−c))²/n`` accurate: ``n (μ − c)² <= (n − 1)
+    M2`` for any sample row ``c``, so the cancellation costs at most a factor ``n``.
+    """
+    n, w = block.shape
+    c = block[0].astype(np.float64)
+    rows = max(1, _STATS_CHUNK_BYTES // (8 * w))
+    tmp = np.empty(w)
+    s1[:] = 0.0
+    s2[:] = 0.0
+    for a in range(0, n, rows):
+        part = chunk[: min(rows, n - a) * w].reshape(-1, w)
+        np.subtract(block[a : a + rows], c, out=part)
+        s1 += np.add.reduce(part, axis=0, out=tmp)
+        s2 += np.einsum("ij,ij->j", part, part, out=tmp)
+    return c
+
+
+def _gram_pass32(outputs: np.ndarray, step: int):
+    """The Gram pass with a float32 product. Returns gram (unscaled, *not* centred), mean,
+    variances and the energy of :func:`float32_gram_error` (unscaled).
+
+    float32-or-narrower outputs are widened to float32 exactly; each block's float64 means and
+    variances come from :func:`_shifted_sums`; the block enters ``ssyrk`` as is when its mean
+    carries no more energy than its spread (``n ||μ||² <= Σ M2``), else shifted by its float32
+    mean (one float32 pass). Wider outputs are centred in float64 and rounded to float32. The
+    caller double-centres the Gram (:func:`_double_centre`), which removes the shifts exactly.
+    """
+    from scipy.linalg.blas import ssyrk
+
+    n, d = outputs.shape
+    narrow = np.issubdtype(outputs.dtype, np.floating) and outputs.dtype.itemsize <= 4
+    gram = np.zeros((n, n), order="F")
+    part = np.zeros((n, n), dtype=np.float32, order="F")
+    mean = np.empty(d)
+    m2 = np.empty(d)
+    energy = 0.0
+    with _ColumnBlocks(outputs, step) as reader:
+        chunk = np.empty(max(_STATS_CHUNK_BYTES // 8, step))
+        s1 = np.empty(step)
+        low = None if narrow else np.empty(n * step, dtype=np.float32)
+        for start in range(0, d, step):
+            cols = slice(start, min(start + step, d))
+            w = cols.stop - cols.start
+            if narrow:
+                block = reader.read32(cols)
+                c = _shifted_sums(block, chunk, s1[:w], m2[cols])
+                _check_sums(block, s1[:w], m2[cols])
+                mu = mean[cols]
+                np.multiply(s1[:w], 1.0 / n, out=mu)
+                m2[cols] -= s1[:w] * mu
+                np.maximum(m2[cols], 0.0, out=m2[cols])
+                mu += c
+                offset = n * float(mu @ mu)
+                if offset > float(np.sum(m2[cols])):
+                    mu32 = mu.astype(np.float32)
+                    block -= mu32
+                    gap = mu - mu32
+                    offset = n * float(gap @ gap)
+            else:
+                wide = reader.read(cols, check=False)
+                _centre(wide, mean[cols], m2[cols])
+                block = low[: n * w].reshape(n, w)
+                np.copyto(block, wide, casting="same_kind")
+                offset = 0.0
+            energy += float(np.sum(m2[cols])) + offset
+            # block.T is Fortran (w, n): trans=1 gives block @ block.T (upper triangle).
+            part = ssyrk(1.0, block.T, beta=0.0, c=part, trans=1, lower=0, overwrite_c=1)
+            gram += part
+    return _mirror(gram), mean, m2 / (n - 1), energy
 def _double_centre(gram: np.ndarray) -> None:
     """``G ← C G C`` with ``C = I − 11ᵀ/n``, in place in ``O(n²)``.
 
@@ -308,12 +414,15 @@ def gram_spectrum(
     """
     n, d = outputs.shape
     step = min(_cols_per_block(n, block_size), d)
-    single = np.dtype(gram_dtype) == np.float32
-    gram, mean, variances = _gram_pass(outputs, step, gram_dtype)
-    gram /= n - 1
-    if single:
+    rounding = 0.0
+    if np.dtype(gram_dtype) == np.float32:
+        gram, mean, variances, energy = _gram_pass32(outputs, step)
+        gram /= n - 1
         _double_centre(gram)
-    rounding = float32_gram_error(float(np.sum(variances)), step) if single else 0.0
+        rounding = float32_gram_error(energy / (n - 1), step)
+    else:
+        gram, mean, variances = _gram_pass(outputs, step)
+        gram /= n - 1
     lam, vecs = _small_eigh((gram + gram.T) / 2.0)
     lam, vecs = lam[::-1], vecs[:, ::-1]
     lam = clip_eigenvalues(lam, size=max(n, d), eps=float(np.finfo(np.float64).eps),
