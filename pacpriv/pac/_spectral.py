@@ -145,17 +145,20 @@ class _ColumnBlocks:
                               f"{row_bytes} bytes")
         return raw
 
-    def read(self, cols: slice, *, check: bool = True) -> np.ndarray:
-        """The float64 block ``outputs[:, cols]``; ``check=False`` leaves the finiteness check
-        to the caller (e.g. on the block's column sums, which are finite iff the block is)."""
-        n = self.outputs.shape[0]
-        width = cols.stop - cols.start
-        block = self.work[: n * width].reshape(n, width)
+    def _fill(self, block: np.ndarray, cols: slice) -> np.ndarray:
+        """Copy ``outputs[:, cols]`` into ``block`` (converting its dtype)."""
         if self.fd is None:
             np.copyto(block, self.outputs[:, cols], casting="unsafe")
             release_mapped_pages(self.outputs)
         else:
             np.copyto(block, self._pread(cols), casting="unsafe")
+        return block
+
+    def read(self, cols: slice, *, check: bool = True) -> np.ndarray:
+        """The float64 block ``outputs[:, cols]``; ``check=False`` leaves the finiteness check
+        to the caller (e.g. on the block's column sums, which are finite iff the block is)."""
+        n = self.outputs.shape[0]
+        block = self._fill(self.work[: n * (cols.stop - cols.start)].reshape(n, -1), cols)
         if check:
             _check_finite(block)
         return block
@@ -163,19 +166,12 @@ class _ColumnBlocks:
     def read32(self, cols: slice) -> np.ndarray:
         """The block as native float32 (exact: for float32-or-narrower floating outputs only),
         in a reused buffer owned by the reader; not checked for finiteness."""
-        n = self.outputs.shape[0]
-        width = cols.stop - cols.start
         if self.fd is not None and self.outputs.dtype == np.dtype(np.float32):
             return self._pread(cols)
         if self.single is None:
             self.single = np.empty(self.work.size, dtype=np.float32)
-        block = self.single[: n * width].reshape(n, width)
-        if self.fd is None:
-            np.copyto(block, self.outputs[:, cols], casting="same_kind")
-            release_mapped_pages(self.outputs)
-        else:
-            np.copyto(block, self._pread(cols), casting="same_kind")
-        return block
+        n = self.outputs.shape[0]
+        return self._fill(self.single[: n * (cols.stop - cols.start)].reshape(n, -1), cols)
 
 
 def float32_gram_error(energy: float, width: int) -> float:
