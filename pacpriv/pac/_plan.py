@@ -178,12 +178,13 @@ class NoisePlan(Displayable):
         gen = as_generator(rng)
         if self.basis is None:
             return self.noise_std * gen.standard_normal(self.dim)
-        out = _matvec(self.basis, self.noise_std * gen.standard_normal(self.basis.shape[1]))
-        if self.residual_std > 0 and self.n_complement > 0:
-            z = gen.standard_normal(self.dim)
-            z -= _matvec(self.basis, _rmatvec(self.basis, z))
-            out += self.residual_std * z
-        return out
+        coef = self.noise_std * gen.standard_normal(self.basis.shape[1])
+        if not (self.residual_std > 0 and self.n_complement > 0):
+            return _matvec(self.basis, coef)
+        # W c + r (I − W Wᵀ) z = W (c − r Wᵀz) + r z: two products with W, not three
+        z = gen.standard_normal(self.dim)
+        coef -= self.residual_std * _rmatvec(self.basis, z)
+        return _matvec(self.basis, coef) + self.residual_std * z
 
     def summary(self) -> Summary:
         """Rows shown by ``str(plan)`` and in Jupyter (MI bound rounded up)."""
