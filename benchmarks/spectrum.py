@@ -25,15 +25,19 @@ the start of the phase; includes BLAS/LAPACK workspaces and memmap pages still m
 
 Usage::
 
-    python benchmarks/spectrum.py            # quick: d = 5e4, n_trials = 1000 (< 1 min)
+    python benchmarks/spectrum.py            # quick: d = 1e5, n_trials = 1000 (< 1 min)
     python benchmarks/spectrum.py --full     # d = 1e6, n_trials = 1000 (4 GB file, minutes)
-    python benchmarks/spectrum.py --phases gram32,spectrum,dense --repeat 3
+    python benchmarks/spectrum.py --phases gram32,spectrum,dense --repeat 3 --threads 1
+
+``--threads N`` sets ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS`` for every phase (on a shared,
+loaded machine one thread per phase gives the steadiest ratio).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -143,6 +147,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="interleaved runs per phase (min)")
     ap.add_argument("--phases", default=DEFAULT_PHASES, help=f"comma list of {PHASES}")
     ap.add_argument("--tmpdir", default=None, help="where the memmap file goes")
+    ap.add_argument("--threads", type=int, default=None, help="BLAS threads per phase")
     ap.add_argument("--_measure", nargs=4, metavar=("PHASE", "PATH", "N", "D"),
                     help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -155,7 +160,11 @@ def main(argv=None) -> int:
     if unknown:
         ap.error(f"unknown phases {unknown}; choose from {PHASES}")
     n = args.n_trials
-    d = args.dim or (1_000_000 if args.full else 50_000)
+    d = args.dim or (1_000_000 if args.full else 100_000)
+    env = dict(os.environ)
+    if args.threads:
+        for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[key] = str(args.threads)
     out_bytes = 4 * n * d
     runs: dict[str, list[dict]] = {p: [] for p in phases}
     with tempfile.TemporaryDirectory(dir=args.tmpdir) as tmp:
@@ -168,14 +177,14 @@ def main(argv=None) -> int:
             for phase in phases:
                 proc = subprocess.run(
                     [sys.executable, __file__, "--_measure", phase, str(path), str(n), str(d)],
-                    capture_output=True, text=True, check=True,
+                    capture_output=True, text=True, check=True, env=env,
                 )
                 runs[phase].append(json.loads(proc.stdout.strip().splitlines()[-1]))
                 print(f"  {phase}: {runs[phase][-1]['seconds']:.1f} s", flush=True)
     rows = [min(r, key=lambda x: x["seconds"]) for r in runs.values()]
     gram = next((r["seconds"] for r in rows if r["phase"] == "gram32"), None)
     print(f"\nn_trials = {n}, d = {d}, output matrix {out_bytes / 2**30:.3f} GiB float32; "
-          f"min of {args.repeat} run(s) per phase")
+          f"min of {args.repeat} run(s) per phase; BLAS threads: {args.threads or 'default'}")
     print(f"{'phase':<10}{'seconds':>10}{'x gram32':>10}{'traced peak':>13}"
           f"{'/ output':>10}{'RSS growth':>12}{'/ output':>10}")
     for r in rows:

@@ -107,8 +107,8 @@ class _ColumnBlocks:
     the file than the block (large folios / fault-around), so the resident set of a single
     block can approach the whole file. For a whole C-ordered memmap the rows' segments are
     therefore read with ``os.preadv`` (page cache only, nothing mapped); other arrays are sliced.
-    The raw and float64 buffers (one block each) are allocated once and reused, so a pass over
-    the matrix allocates nothing per block; each :meth:`read` overwrites the previous block.
+    The raw, float64 and float32 buffers (one block each, made on first use) are reused, so a
+    pass over the matrix allocates nothing per block; each read overwrites the previous block.
     """
 
     def __init__(self, outputs: np.ndarray, step: int) -> None:
@@ -116,7 +116,8 @@ class _ColumnBlocks:
         self.source = _file_backed(outputs)
         self.fd = None if self.source is None else os.open(self.source[0], os.O_RDONLY)
         n = outputs.shape[0]
-        self.work = np.empty(n * step)
+        self.size = n * step
+        self.work: np.ndarray | None = None  # float64 buffer of read, made on first use
         self.raw = None if self.fd is None else np.empty(n * step, dtype=outputs.dtype)
         self.single: np.ndarray | None = None  # float32 buffer of read32, made on first use
 
@@ -157,6 +158,8 @@ class _ColumnBlocks:
     def read(self, cols: slice, *, check: bool = True) -> np.ndarray:
         """The float64 block ``outputs[:, cols]``; ``check=False`` leaves the finiteness check
         to the caller (e.g. on the block's column sums, which are finite iff the block is)."""
+        if self.work is None:
+            self.work = np.empty(self.size)
         n = self.outputs.shape[0]
         block = self._fill(self.work[: n * (cols.stop - cols.start)].reshape(n, -1), cols)
         if check:
@@ -169,7 +172,7 @@ class _ColumnBlocks:
         if self.fd is not None and self.outputs.dtype == np.dtype(np.float32):
             return self._pread(cols)
         if self.single is None:
-            self.single = np.empty(self.work.size, dtype=np.float32)
+            self.single = np.empty(self.size, dtype=np.float32)
         n = self.outputs.shape[0]
         return self._fill(self.single[: n * (cols.stop - cols.start)].reshape(n, -1), cols)
 
@@ -412,6 +415,8 @@ def gram_spectrum(
     step = min(_cols_per_block(n, block_size), d)
     rounding = 0.0
     if np.dtype(gram_dtype) == np.float32:
+        # 16 MiB of float32 per block: half as many n x n additions as float64-sized blocks
+        step = min(block_size or max(1, BLOCK_BYTES // (4 * n)), d)
         gram, mean, variances, energy = _gram_pass32(outputs, step)
         gram /= n - 1
         _double_centre(gram)

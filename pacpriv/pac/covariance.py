@@ -267,10 +267,12 @@ def estimate_output_spectrum(
 
     Exactly constant coordinates keep eigenvalue 0.
 
-    **float32 Gram** (``gram_dtype=float32``). The product of float32-rounded centred blocks is
-    summed in float32 within a block of ``w`` columns (``w ≈ 2²¹/n``); the error ``E`` of the
-    scaled Gram obeys ``||E||₂ <= ρ = (γ_{w+2} + 3u) tr Σ̂`` (``u = 2⁻²⁴``; Higham 2002, eq.
-    (3.5); reported as ``rounding``; ``ρ ≈ 1.3e-4 · tr Σ̂`` at ``n = 1000``). Its sign is
+    **float32 Gram** (``gram_dtype=float32``). Blocks of ``w`` columns (``w ≈ 2²²/n``) enter
+    ``ssyrk`` in float32, uncentred or shifted by their means (float64 means, variances and
+    sums over blocks; the Gram is double-centred in float64). The error ``E`` of the scaled
+    Gram obeys ``||E||₂ <= ρ = (γ_{w+2} + 3u) e`` (``u = 2⁻²⁴``, ``e`` the rows' energy as
+    they entered, between ``tr Σ̂`` and ``2 tr Σ̂``; Higham 2002, eq. (3.5); reported as
+    ``rounding``; ``ρ ≈ 2.5e-4 · e`` at ``n = 1000``). Its sign is
     unknown, so it is charged upward: every held eigenvalue is raised by ``ρ`` (Weyl);
     computed eigenvalues within ``ρ`` of 0 count as 0 for ``rank`` but may be positive, so the
     sample is never taken to have left a direction unexplored and the complement is charged
