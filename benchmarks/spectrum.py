@@ -6,7 +6,9 @@ measured in the same run, with peak memory about that of the output matrix or le
 
 Generates ``n_trials x d`` float32 outputs (rank-``r`` signal + isotropic noise + offset) into a
 file in a temporary directory (written with ``tofile``, so generation leaves no mapped pages),
-then runs each phase in a fresh subprocess, ``--repeat`` times interleaved (the minimum counts):
+then runs each phase in a fresh subprocess, ``--repeat`` times interleaved (the minimum counts;
+wall-clock and process CPU seconds are both shown: on a loaded machine the CPU time is the
+steadier measure of the work, with ``--threads 1`` for a like-for-like count):
 
 * ``gram32``    the baseline: the bare BLAS Gram product ``Σ_blocks B B^T`` of the same matrix,
   float32 column blocks of 16 MiB sliced from the memmap, ``B @ B.T`` (OpenBLAS ``ssyrk``),
@@ -117,7 +119,7 @@ def measure(phase: str, path: str, n: int, d: int) -> dict:
                "dense": {"gram_dtype": np.float64, "eigenvectors": "dense"}}.get(phase, {})
     rss0 = _rss_now()
     tracemalloc.start()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     extra = {}
     if phase == "gram32":
         extra["trace"] = _bare_gram(outputs, np.float32)
@@ -126,14 +128,14 @@ def measure(phase: str, path: str, n: int, d: int) -> dict:
         extra.update(k=spec.n_components, top_eigenvalue=float(spec.eigenvalues[0]),
                      gram=spec.gram_dtype, lazy=type(spec.eigenvectors).__name__ != "ndarray")
         if phase == "release":
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             plan = calibrate_noise(spec, mi_budget=0.5)
             privatize(np.asarray(spec.mean), plan, rng=0)
             extra["mi_bound"] = plan.mi_bound
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return {"phase": phase, "seconds": seconds, "traced_peak": peak,
+    return {"phase": phase, "seconds": seconds, "cpu": cpu, "traced_peak": peak,
             "rss_growth": max(0, _maxrss_bytes() - rss0), **extra}
 
 
@@ -182,21 +184,24 @@ def main(argv=None) -> int:
                 runs[phase].append(json.loads(proc.stdout.strip().splitlines()[-1]))
                 print(f"  {phase}: {runs[phase][-1]['seconds']:.1f} s", flush=True)
     rows = [min(r, key=lambda x: x["seconds"]) for r in runs.values()]
+    cpus = {p: min(x["cpu"] for x in r) for p, r in runs.items()}
     gram = next((r["seconds"] for r in rows if r["phase"] == "gram32"), None)
     print(f"\nn_trials = {n}, d = {d}, output matrix {out_bytes / 2**30:.3f} GiB float32; "
           f"min of {args.repeat} run(s) per phase; BLAS threads: {args.threads or 'default'}")
-    print(f"{'phase':<10}{'seconds':>10}{'x gram32':>10}{'traced peak':>13}"
-          f"{'/ output':>10}{'RSS growth':>12}{'/ output':>10}")
+    print(f"{'phase':<10}{'seconds':>10}{'x gram32':>10}{'CPU s':>9}{'x gram32':>10}"
+          f"{'traced peak':>13}{'/ output':>10}{'RSS growth':>12}{'/ output':>10}")
     for r in rows:
         vs_gram = f"{r['seconds'] / gram:.2f}" if gram else "-"
-        print(f"{r['phase']:<10}{r['seconds']:>10.2f}{vs_gram:>10}"
+        cpu = cpus[r["phase"]]
+        cpu_vs = f"{cpu / cpus['gram32']:.2f}" if "gram32" in cpus else "-"
+        print(f"{r['phase']:<10}{r['seconds']:>10.2f}{vs_gram:>10}{cpu:>9.2f}{cpu_vs:>10}"
               f"{r['traced_peak'] / 2**30:>11.3f}Gi{r['traced_peak'] / out_bytes:>10.3f}"
               f"{r['rss_growth'] / 2**30:>10.3f}Gi{r['rss_growth'] / out_bytes:>10.3f}")
     print("targets (issue 13 item 6): spectrum <= 1.5 x gram32; peak <= ~1.02 x output "
           "(release: calibration + one draw, after the spectrum)")
     for r in rows:
         extras = {k: v for k, v in r.items()
-                  if k not in ("phase", "seconds", "traced_peak", "rss_growth")}
+                  if k not in ("phase", "seconds", "cpu", "traced_peak", "rss_growth")}
         if extras:
             print(f"  {r['phase']}: {extras}")
     return 0
