@@ -320,6 +320,8 @@ def _gram_pass32(outputs: np.ndarray, step: int):
             part = ssyrk(1.0, block.T, beta=0.0, c=part, trans=1, lower=0, overwrite_c=1)
             gram += part
     return _mirror(gram), mean, m2 / (n - 1), energy
+
+
 def _double_centre(gram: np.ndarray) -> None:
     """``G ← C G C`` with ``C = I − 11ᵀ/n``, in place in ``O(n²)``.
 
