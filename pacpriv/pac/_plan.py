@@ -23,7 +23,12 @@ def _block_rows(k: int) -> int:
 
 
 def _matvec(basis: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``basis @ x`` in float64 without upcasting a float32 basis as a whole."""
+    """``basis @ x`` in float64 without upcasting a float32 basis as a whole.
+
+    A lazy basis (:class:`~pacpriv.pac._eigenbasis.LazyEigenbasis`) applies itself.
+    """
+    if hasattr(basis, "matvec"):
+        return basis.matvec(x)
     out = np.empty(basis.shape[0])
     step = _block_rows(basis.shape[1])
     for s in range(0, basis.shape[0], step):
@@ -32,7 +37,9 @@ def _matvec(basis: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _rmatvec(basis: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """``basis.T @ z`` in float64, by row blocks."""
+    """``basis.T @ z`` in float64, by row blocks (a lazy basis applies itself)."""
+    if hasattr(basis, "rmatvec"):
+        return basis.rmatvec(z)
     out = np.zeros(basis.shape[1])
     step = _block_rows(basis.shape[1])
     for s in range(0, basis.shape[0], step):
@@ -69,8 +76,9 @@ class NoisePlan(Displayable):
         conservative matrix-Bernstein count of :mod:`pacpriv.pac.confidence` (1 for a known Σ).
     dim : int
         Output dimension ``d``.
-    basis : ndarray of shape (d, k) or None
-        Orthonormal noise directions (the spectrum's eigenvectors, not copied), or None.
+    basis : ndarray or LazyEigenbasis of shape (d, k), or None
+        Orthonormal noise directions (the spectrum's eigenvectors, not copied; a lazy basis is
+        applied by one pass over the trial outputs per product), or None.
     noise_std : ndarray of shape (k,) or (d,)
         Noise **standard deviation** along each basis column (or each coordinate axis).
     residual_std : float
@@ -170,12 +178,13 @@ class NoisePlan(Displayable):
         gen = as_generator(rng)
         if self.basis is None:
             return self.noise_std * gen.standard_normal(self.dim)
-        out = _matvec(self.basis, self.noise_std * gen.standard_normal(self.basis.shape[1]))
-        if self.residual_std > 0 and self.n_complement > 0:
-            z = gen.standard_normal(self.dim)
-            z -= _matvec(self.basis, _rmatvec(self.basis, z))
-            out += self.residual_std * z
-        return out
+        coef = self.noise_std * gen.standard_normal(self.basis.shape[1])
+        if not (self.residual_std > 0 and self.n_complement > 0):
+            return _matvec(self.basis, coef)
+        # W c + r (I − W Wᵀ) z = W (c − r Wᵀz) + r z: two products with W, not three
+        z = gen.standard_normal(self.dim)
+        coef -= self.residual_std * _rmatvec(self.basis, z)
+        return _matvec(self.basis, coef) + self.residual_std * z
 
     def summary(self) -> Summary:
         """Rows shown by ``str(plan)`` and in Jupyter (MI bound rounded up)."""

@@ -200,21 +200,29 @@ def resolved_eigh(cov: np.ndarray, *, n_trials: int | None, stacklevel: int = 4)
 
 
 def floor_gram(lam_held: np.ndarray, tail: float, *, rank: int, n_trials: int, dim: int,
-               total_variance: float):
+               total_variance: float, rounding: float = 0.0):
     """Gram path: held eigenvalues ``+ resolution``; the complement's pooled mass.
 
     The ``dim − k`` complement directions carry the dropped sample eigenvalues plus, each, the
     resolution; or, when the sample filled all ``n_trials − 1`` directions, the whole trace
-    (they are unresolved). Returns ``(lam_held_safe, tail_safe, resolution, unresolved_dim)``.
+    (they are unresolved). ``rounding`` is an a priori bound on the Gram's own round-off (the
+    float32 Gram's :func:`~pacpriv.pac._spectral.float32_gram_error`): by Weyl's inequality
+    each sample eigenvalue is at most its computed value plus ``rounding``, so it is added to
+    every held eigenvalue; and since computed eigenvalues within ``rounding`` of 0 may be
+    positive, such a Gram cannot show that the sample left a direction unexplored: its
+    complement is always treated as unresolved (charged ``tr Σ̂``). Returns
+    ``(lam_held_safe, tail_safe, resolution, unresolved_dim)``; ``resolution`` includes
+    ``rounding``.
     """
     lam = np.asarray(lam_held, dtype=np.float64)
     k = lam.size
     res = resolution(lam[0], max(n_trials, dim)) if k else 0.0
     n_comp = dim - k
-    if rank >= n_trials - 1 and dim > rank and total_variance > 0:
+    filled = rank >= n_trials - 1 or rounding > 0
+    if filled and dim > rank and total_variance > 0:
         unresolved = dim - rank
-        tail_safe = tail + max(total_variance, n_comp * res)
+        tail_safe = tail + max(total_variance, n_comp * res)  # >= tr Σ̂ >= the complement's mass
     else:
         unresolved = 0
         tail_safe = tail + n_comp * res
-    return lam + res, float(tail_safe), res, unresolved
+    return lam + res + rounding, float(tail_safe), res + rounding, unresolved

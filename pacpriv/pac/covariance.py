@@ -20,12 +20,22 @@ import numpy as np
 
 from pacpriv._validation import check_int
 from pacpriv.exceptions import ConstantOutputWarning
+from pacpriv.pac._eigenbasis import LazyEigenbasis
 from pacpriv.pac._resolution import floor_gram, resolved_eigh
 from pacpriv.pac._spectral import dense_covariance, gram_spectrum
 
 __all__ = ["OutputSpectrum", "estimate_output_spectrum", "spectrum_from_covariance"]
 
 _METHODS = ("auto", "dense", "gram")
+_BASES = ("auto", "dense", "lazy")
+
+#: ``eigenvectors="auto"`` keeps the Gram path's basis lazy when the formed ``(d, k)`` float64
+#: matrix would exceed this many bytes (forming it costs about two Gram products).
+LAZY_BASIS_BYTES = 64 * 2**20
+
+#: ``gram_dtype=None`` computes the Gram in float32 for float32 outputs when the product has at
+#: least this many multiply-adds (``n² d``; below it float64 costs well under a second).
+FLOAT32_GRAM_MIN_WORK = 2**33
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,9 +50,11 @@ class OutputSpectrum:
         Held *safe-side* eigenvalues, descending, ``>= 0``: those of the unbiased (``ddof=1``)
         sample covariance, each raised by the numerical ``resolution`` (never lowered; see
         Notes of :func:`estimate_output_spectrum`). 0 only on exactly constant coordinates.
-    eigenvectors : ndarray of shape (d, k)
+    eigenvectors : ndarray or LazyEigenbasis of shape (d, k)
         Orthonormal columns, ``eigenvectors[:, j]`` belongs to ``eigenvalues[j]``. float64, or
-        float32 when the outputs were float32 (see ``eigenvector_dtype``).
+        float32 when the outputs were float32 (see ``eigenvector_dtype``); or, on the Gram path,
+        a :class:`~pacpriv.pac._eigenbasis.LazyEigenbasis` (``eigenvectors="lazy"``) that
+        applies ``V z`` / ``Vᵀ y`` by one pass over the outputs and forms rows on request.
     variances : ndarray of shape (d,), float64
         Coordinate variances ``diag(Σ)`` (``ddof=1``).
     total_variance : float
@@ -62,7 +74,7 @@ class OutputSpectrum:
         How the spectrum was obtained.
     resolution : float
         Largest numerical floor ``eps · λ_max · max(n_trials, d)`` added to the eigenvalues
-        (per scale block).
+        (per scale block), plus ``rounding``.
     scale_blocks : int
         Number of scale blocks decomposed separately (coordinates whose variances differ by
         more than 1e8; dense path and known covariances only).
@@ -72,6 +84,11 @@ class OutputSpectrum:
     unresolved_dim : int
         Directions outside the sample span that the simulation could not resolve (the sample
         filled all ``n_trials − 1`` directions); they are charged the whole trace.
+    gram_dtype : str or None
+        ``"float32"`` or ``"float64"``: precision of the Gram product (Gram path), else None.
+    rounding : float
+        A priori bound on the float32 Gram's round-off in every eigenvalue (0 in float64),
+        included in ``resolution`` (see Notes of :func:`estimate_output_spectrum`).
     """
 
     mean: np.ndarray
@@ -88,6 +105,8 @@ class OutputSpectrum:
     scale_blocks: int = 1
     block_inflation: float = 0.0
     unresolved_dim: int = 0
+    gram_dtype: str | None = None
+    rounding: float = 0.0
 
     @property
     def n_components(self) -> int:
@@ -117,6 +136,9 @@ class OutputSpectrum:
             "effective_rank": self.effective_rank,
             "max_coordinate_variance": float(np.max(self.variances)) if self.dim else 0.0,
             "eigenvector_dtype": str(self.eigenvectors.dtype),
+            "lazy_eigenvectors": isinstance(self.eigenvectors, LazyEigenbasis),
+            "gram_dtype": self.gram_dtype,
+            "rounding": float(self.rounding),
             "resolution": float(self.resolution),
             "scale_blocks": self.scale_blocks,
             "block_inflation": float(self.block_inflation),
@@ -124,8 +146,9 @@ class OutputSpectrum:
         }
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
+def _readonly(a):
+    if isinstance(a, np.ndarray):
+        a.setflags(write=False)
     return a
 
 
@@ -164,6 +187,8 @@ def estimate_output_spectrum(
     n_components: int | None = None,
     eigenvector_dtype=None,
     block_size: int | None = None,
+    eigenvectors: str = "auto",
+    gram_dtype=None,
 ) -> OutputSpectrum:
     """Estimate the covariance spectrum of simulated outputs.
 
@@ -186,6 +211,19 @@ def estimate_output_spectrum(
         eigenvalues and all accumulations stay float64.
     block_size : int, optional
         Rows (dense) or columns (Gram) per block; default about 16 MiB of float64.
+    eigenvectors : {"auto", "dense", "lazy"}, default "auto"
+        Gram path only: ``"dense"`` forms the ``(d, k)`` eigenvector matrix (a second pass of
+        ``n·k·d`` multiply-adds, about two Gram products when ``k ≈ n``); ``"lazy"`` returns a
+        :class:`~pacpriv.pac._eigenbasis.LazyEigenbasis` that keeps a reference to ``outputs``
+        (which must then not change) and the ``(n, k)`` coefficients, and applies the basis by
+        one pass over the outputs per product (noise draws, projections). ``"auto"``: lazy when
+        the formed matrix would exceed :data:`LAZY_BASIS_BYTES` in float64. Ignored by the
+        dense path.
+    gram_dtype : {None, float32, float64}, optional
+        Gram path only: precision of the Gram product. Default: float32 for float32 (or
+        narrower) floating outputs when ``n² d >= FLOAT32_GRAM_MIN_WORK``, else float64. Means,
+        variances, centring and the eigen-decomposition are float64 either way; see Notes for
+        the float32 round-off.
 
     Returns
     -------
@@ -229,6 +267,25 @@ def estimate_output_spectrum(
 
     Exactly constant coordinates keep eigenvalue 0.
 
+    **float32 Gram** (``gram_dtype=float32``). Blocks of ``w`` columns (``w ≈ 2²²/n``) enter
+    ``ssyrk`` in float32, uncentred or shifted by their means (float64 means, variances and
+    sums over blocks; the Gram is double-centred in float64). The error ``E`` of the scaled
+    Gram obeys ``||E||₂ <= ρ = (γ_{w+2} + 3u) e`` (``u = 2⁻²⁴``, ``e`` the rows' energy as
+    they entered, between ``tr Σ̂`` and ``2 tr Σ̂``; Higham 2002, eq. (3.5); reported as
+    ``rounding``; ``ρ ≈ 2.5e-4 · e`` at ``n = 1000``). Its sign is
+    unknown, so it is charged upward: every held eigenvalue is raised by ``ρ`` (Weyl);
+    computed eigenvalues within ``ρ`` of 0 count as 0 for ``rank`` but may be positive, so the
+    sample is never taken to have left a direction unexplored and the complement is charged
+    ``tr Σ̂`` (the unresolved case above; no subspace carries more). The floors above are kept,
+    never lowered. ``ρ`` is a worst case (typical errors are orders of magnitude smaller), so
+    small eigenpairs of float32 outputs are pooled into the complement and noised there: more
+    noise, never less. For the plug-in rules this is part of their estimate of ``Σ``
+    (``"algorithm1"`` sees every eigenvalue raised by at least the round-off); the default
+    ``"certified"`` rule does not use this spectrum (it certifies its noise on held-out trials
+    in float64, :func:`pacpriv.pac.certificate.certify_noise`), so no round-off here can loosen
+    a certified bound. The basis vectors ``Xcᵀ u_j / sqrt((n−1) λ_j)`` are orthonormal up to
+    ``||E|| / λ_j`` (round-off).
+
     References
     ----------
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, §4 (Algorithm 1 step: estimate Σ).
@@ -248,7 +305,10 @@ def estimate_output_spectrum(
         raise ValueError(
             f"`eigenvector_dtype` must be float32 or float64; got {eigenvector_dtype}."
         )
+    if not isinstance(eigenvectors, str) or eigenvectors not in _BASES:
+        raise ValueError(f"`eigenvectors` must be one of {_BASES}; got {eigenvectors!r}.")
     n, d = arr.shape
+    gram_dtype = _gram_dtype(gram_dtype, arr.dtype, n, d)
     if method == "auto":
         method = "dense" if d <= n else "gram"
     if method == "dense":
@@ -259,22 +319,44 @@ def estimate_output_spectrum(
         vecs = np.ascontiguousarray(safe.eigenvectors[:, :k], dtype=eigenvector_dtype)
         rank, res, blocks, infl, unresolved = (safe.rank, safe.resolution, safe.n_blocks,
                                                safe.block_inflation, safe.unresolved_dim)
+        rounding, gram_name = 0.0, None
     else:
-        mean, variances, lam, vecs, tail, rank = gram_spectrum(
-            arr, n_components=n_components, eigenvector_dtype=eigenvector_dtype,
-            block_size=block_size,
+        lazy = eigenvectors == "lazy" or (
+            eigenvectors == "auto" and 8 * d * min(n - 1, n_components or n) > LAZY_BASIS_BYTES)
+        mean, variances, lam, vecs, tail, rank, rounding = gram_spectrum(
+            arr, n_components=n_components, eigenvector_dtype=None if lazy else eigenvector_dtype,
+            block_size=block_size, gram_dtype=gram_dtype,
         )
+        if lazy:
+            vecs = LazyEigenbasis(arr, _readonly(mean), vecs, block_size=block_size)
         lam, tail, res, unresolved = floor_gram(
-            lam, tail, rank=rank, n_trials=n, dim=d, total_variance=float(np.sum(variances)))
-        blocks, infl = 1, 0.0
+            lam, tail, rank=rank, n_trials=n, dim=d, total_variance=float(np.sum(variances)),
+            rounding=rounding)
+        blocks, infl, gram_name = 1, 0.0, gram_dtype.name
     total = float(np.sum(variances))
     _warn_if_constant(total)
     return OutputSpectrum(
         mean=_readonly(mean), eigenvalues=_readonly(lam), eigenvectors=_readonly(vecs),
         variances=_readonly(variances), total_variance=total, tail_variance=tail,
         n_trials=n, dim=d, rank=rank, method=method, resolution=res, scale_blocks=blocks,
-        block_inflation=infl, unresolved_dim=unresolved,
+        block_inflation=infl, unresolved_dim=unresolved, gram_dtype=gram_name, rounding=rounding,
     )
+
+
+def _gram_dtype(gram_dtype, out_dtype: np.dtype, n: int, d: int) -> np.dtype:
+    """The Gram product's dtype: the given one (float32/float64), or the default rule."""
+    if gram_dtype is None:
+        narrow = np.issubdtype(out_dtype, np.floating) and out_dtype.itemsize <= 4
+        return np.dtype(np.float32 if narrow and n * n * d >= FLOAT32_GRAM_MIN_WORK
+                        else np.float64)
+    try:
+        dt = np.dtype(gram_dtype)
+    except TypeError as exc:
+        raise TypeError(f"`gram_dtype` must be None, float32 or float64; got {gram_dtype!r}.") \
+            from exc
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"`gram_dtype` must be None, float32 or float64; got {dt}.")
+    return dt
 
 
 def spectrum_from_covariance(cov, mean=None) -> OutputSpectrum:

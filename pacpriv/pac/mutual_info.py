@@ -129,7 +129,7 @@ def gaussian_mi_bound_whitened(
     ----------
     eigenvalues : array_like of shape (k,)
         ``λ >= 0``.
-    eigenvectors : ndarray of shape (d, k)
+    eigenvectors : ndarray or LazyEigenbasis of shape (d, k)
         Orthonormal eigenvectors of ``Σ``.
     noise_variance : array_like of shape (m,) or (d,)
         Noise variances ``e >= 0`` along ``noise_basis`` columns (or along the axes).
@@ -160,7 +160,8 @@ def gaussian_mi_bound_whitened(
        PAC-Private Algorithms, IEEE S&P 2025, Thm 1 (noise in a fixed public basis).
     """
     lam = check_array_real(eigenvalues, "eigenvalues", low=0.0)
-    vecs = np.asarray(eigenvectors)
+    # a lazy basis (pacpriv.pac._eigenbasis) is read by row blocks below, never formed whole
+    vecs = eigenvectors if hasattr(eigenvectors, "matvec") else np.asarray(eigenvectors)
     if vecs.ndim != 2 or lam.shape != (vecs.shape[1],):
         raise ValueError(
             f"`eigenvectors` must have shape (d, {lam.shape[0] if lam.ndim else '?'}); "
@@ -187,7 +188,7 @@ def gaussian_mi_bound_whitened(
         if leak > leak_tol:
             return float("inf")
     else:
-        w = np.asarray(noise_basis)
+        w = noise_basis if hasattr(noise_basis, "matvec") else np.asarray(noise_basis)
         if w.ndim != 2 or w.shape[0] != d or e.shape != (w.shape[1],):
             raise ValueError(
                 f"`noise_basis` must have shape ({d}, m) and `noise_variance` shape (m,); got "
