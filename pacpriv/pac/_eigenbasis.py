@@ -115,7 +115,8 @@ class LazyEigenbasis:
         if isinstance(key, tuple):
             key, rest = key[0], key[1:]
         rows = self._rows(key) if isinstance(key, slice) else np.asarray(self)[key]
-        return rows[(slice(None), *rest)] if rest else rows
+        index = (slice(None), *rest)
+        return rows[index] if rest else rows
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         """The whole ``(d, k)`` matrix (``n·k·d`` work, ``d·k`` memory): for small cases only."""

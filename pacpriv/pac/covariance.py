@@ -316,7 +316,8 @@ def estimate_output_spectrum(
         safe = resolved_eigh(cov, n_trials=n, stacklevel=3)
         k = d if n_components is None else min(n_components, d)
         lam, tail = safe.eigenvalues[:k], float(np.sum(safe.eigenvalues[k:]))
-        vecs = np.ascontiguousarray(safe.eigenvectors[:, :k], dtype=eigenvector_dtype)
+        basis: np.ndarray | LazyEigenbasis = np.ascontiguousarray(
+            safe.eigenvectors[:, :k], dtype=eigenvector_dtype)
         rank, res, blocks, infl, unresolved = (safe.rank, safe.resolution, safe.n_blocks,
                                                safe.block_inflation, safe.unresolved_dim)
         rounding, gram_name = 0.0, None
@@ -327,8 +328,9 @@ def estimate_output_spectrum(
             arr, n_components=n_components, eigenvector_dtype=None if lazy else eigenvector_dtype,
             block_size=block_size, gram_dtype=gram_dtype,
         )
+        basis = vecs
         if lazy:
-            vecs = LazyEigenbasis(arr, _readonly(mean), vecs, block_size=block_size)
+            basis = LazyEigenbasis(arr, _readonly(mean), vecs, block_size=block_size)
         lam, tail, res, unresolved = floor_gram(
             lam, tail, rank=rank, n_trials=n, dim=d, total_variance=float(np.sum(variances)),
             rounding=rounding)
@@ -336,7 +338,7 @@ def estimate_output_spectrum(
     total = float(np.sum(variances))
     _warn_if_constant(total)
     return OutputSpectrum(
-        mean=_readonly(mean), eigenvalues=_readonly(lam), eigenvectors=_readonly(vecs),
+        mean=_readonly(mean), eigenvalues=_readonly(lam), eigenvectors=_readonly(basis),
         variances=_readonly(variances), total_variance=total, tail_variance=tail,
         n_trials=n, dim=d, rank=rank, method=method, resolution=res, scale_blocks=blocks,
         block_inflation=infl, unresolved_dim=unresolved, gram_dtype=gram_name, rounding=rounding,
