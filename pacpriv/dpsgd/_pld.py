@@ -303,6 +303,8 @@ def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
     u = unit_roundoff(p.dtype)
     q = None
     n0 = a.n0 + b.n0
+    if a.q is not None and a.p.size * b.p.size <= _DIRECT_MAX_WORK and 64 * m <= a.big_m:
+        return _combine_direct(a, b)
     if a.q is not None:
         if a is b:
             q = _conv(a.q, a.p)
@@ -329,6 +331,39 @@ def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
     grow_b = 1.0 + 1.01 * a.m / a.big_m
     out.noise_l1 = a.noise_l1 * grow_a + b.noise_l1 * grow_b + out.noise
     return out
+
+
+#: Lower chain: direct (non-FFT) convolution when ``len(a)·len(b)`` is at most this and the
+#: block is small (``64·m ≤ M``), where an l1 error would be multiplied by ``M/m``.
+_DIRECT_MAX_WORK = 1.5e8
+
+
+def _combine_direct(a: _Lattice, b: _Lattice) -> _Lattice:
+    """Lower chain: :func:`_combine` by direct convolution in float64.
+
+    Every output is a sum of at most ``k = min(len a, len b)`` products of non-negative
+    numbers, so it has relative error at most ``γ_{k+1} = (k + 1)u/(1 − (k + 1)u)`` (any
+    summation order; Higham 2002, §3.1), ``+3u`` for the Q-mixture and ``+u`` for a cast
+    from long double: a relative error of the masses and of the conditional means ``q/p``,
+    accounted for in the scale ``κ`` (``4.01`` times it, see :func:`_coordinate`) instead of
+    an l1 error that later levels would multiply by ``M/m``.
+    """
+    m = a.m + b.m
+    dt = a.p.dtype
+    ap, aq = a.p.astype(np.float64), a.q.astype(np.float64)
+    bp, bq = b.p.astype(np.float64), b.q.astype(np.float64)
+    p = np.convolve(ap, bp)
+    if a is b:
+        q = np.convolve(aq, ap)
+    else:
+        q = (a.m * np.convolve(aq, bp) + b.m * np.convolve(ap, bq)) / m
+    k = min(ap.size, bp.size) + 1
+    gamma = k * _U / (1.0 - k * _U)
+    rel = gamma + 3.0 * _U + (_U if dt != np.float64 else 0.0)
+    err = propagate_error(a, b, 0.0)
+    kappa = max(a.kappa, b.kappa) + 4.01 * rel
+    return _Lattice(a.n0 + b.n0, a.h, p.astype(dt), q.astype(dt), 0.0, m, err, a.big_m, 0.0,
+                    kappa)
 
 
 def _coarsen(x: _Lattice) -> _Lattice:
@@ -586,20 +621,28 @@ def _power(w: np.ndarray, a0: int, epochs: int, lo: int, hi: int) -> np.ndarray:
 def power_error_l1(w: np.ndarray, epochs: int, lo: int, hi: int) -> float:
     """Bound on the l1 round-off error of :func:`_power` over the window ``lo..hi``.
 
-    With ``X = Fw`` (``|X_k| ≤ ‖w‖₁ ≤ 1``) computed to ``‖X̂ − X‖₂ ≤ κ√n‖w‖₂`` (Higham 2002,
-    Thm 24.2; see :func:`fft_conv_error_l2`), the power ``X^E`` (binary powering for
-    ``E ≤ 64``, else ``|X|^E e^{iEθ}``) has per-coefficient error at most
-    ``E·κ√n‖w‖₂ + (E(π + 3) + 2)u`` (``E|ln|X|||X|^E ≤ 1/e``). The inverse transform adds
-    ``κ``; the l1 error over ``n_w`` window points is at most ``√n_w`` times the l2 error.
+    With ``X = Fw`` (``|X_k| ≤ ‖w‖₁ =: μ``; unnormalised DFT of length ``n``, so
+    ``‖X‖₂ = √n‖w‖₂``) computed to ``‖X̂ − X‖₂ ≤ κ√n‖w‖₂`` (Higham 2002, Thm 24.2; see
+    :func:`fft_conv_error_l2`), the power ``X^E`` (binary powering for ``E ≤ 64``, else
+    ``|X|^E e^{iEθ}``) satisfies, coefficient by coefficient,
+    ``|X̂^E − X^E| ≤ E·μ_+^{E−1}|X̂ − X|`` (mean value theorem, ``μ_+ = μ + κ√n‖w‖₂``) plus
+    the powering's own error ``(E(π + 3) + 2)u·μ^E`` (``E|ln|X|||X|^E ≤ 1/e``). Summing
+    squares, the powered spectrum errs by at most ``E μ_+^{E−1} κ√n‖w‖₂ +
+    √n(E(π + 3) + 2)uμ^E`` in l2; the inverse transform divides an l2 error by ``√n`` and
+    adds ``κμ^E`` (``‖y‖₂ ≤ ‖y‖₁ ≤ μ^E``). The l1 error over ``n_w`` window points is at most
+    ``√n_w`` times the resulting l2 error.
     """
     n = sp_fft.next_fast_len(max(hi - lo + 1, w.size), real=True)
-    eta = 8.0 * _U
+    u = unit_roundoff(w.dtype)
+    eta = 8.0 * u
     lg = math.log2(max(n, 2))
     kappa = lg * eta / (1.0 - lg * eta)
     mass = max(1.0, float(np.abs(w).sum()))
-    d_x = kappa * math.sqrt(n) * float(np.linalg.norm(w))
-    d_y = epochs * d_x * mass ** (epochs - 1) + (epochs * (math.pi + 3.0) + 2.0) * _U
-    return math.sqrt(hi - lo + 1) * (d_y + kappa * mass**epochs)
+    d_x = kappa * math.sqrt(n) * float(np.linalg.norm(w))  # l2 error of X̂
+    grow = math.exp(min(700.0, (epochs - 1) * math.log(mass + d_x)))
+    l2_spec = epochs * grow * d_x + math.sqrt(n) * (epochs * (math.pi + 3.0) + 2.0) * u * grow
+    l2_time = l2_spec / math.sqrt(n) + kappa * grow * mass
+    return math.sqrt(hi - lo + 1) * l2_time * 1.01
 
 
 def compose_tv(
