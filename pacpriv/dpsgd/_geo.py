@@ -35,8 +35,8 @@ import numpy as np
 from scipy import signal, special
 
 from pacpriv.dpsgd._pld import (
-    _KAPPA_CELL_MAX,
     cell_masses_bounded,
+    kappa_split,
     propagate_error,
     sum_error_factor,
 )
@@ -256,8 +256,8 @@ def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: boo
     Round-off of the cell masses (per-cell bounds from
     :func:`pacpriv.dpsgd._pld.cell_masses_bounded`) as in
     :func:`pacpriv.dpsgd._pld._coordinate`: upper, a stop-loss slack added to ``q_inf``;
-    lower, a relative scale ``κ`` (cells whose relative error exceeds ``_KAPPA_CELL_MAX``, far
-    tails, go to the l1 error ``err``).
+    lower, a relative scale ``κ`` (cells with large relative errors, far tails, go to the l1
+    error ``err``, see :func:`pacpriv.dpsgd._pld.kappa_split`).
     """
     u = _U
     k = np.arange(k_lo, k_hi + 1)
@@ -272,7 +272,7 @@ def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: boo
     if not upper:
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where((pc > 0) & (qc > 0), ep / pc + eq / qc, np.inf)
-        ok = rel <= _KAPPA_CELL_MAX
+        ok = rel <= kappa_split(rel, ep + eq, steps)
         kappa = 4.01 * (float(rel[ok].max()) if ok.any() else 0.0)
         err = float(np.sum(ep[~ok]) + np.sum(eq[~ok]))
         return GeoPair(k_lo, g, pc, qc, 0.0, 1, steps, err, kappa)
