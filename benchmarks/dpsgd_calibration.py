@@ -8,7 +8,8 @@ Prints, with baselines measured in the same run (timings are noisy on a shared m
       (target ≤ 1 s each), with the number of exact evaluations and the saving vs the closed form;
 (iii) the grid σ × M × E of the exact interval: time, peak memory (RSS growth, in a fresh
       subprocess per cell), interval width and warnings per cell. ``--quick`` runs a subset,
-      ``--corners`` adds M ∈ {1e7, 1e8}, E ∈ {1e5, 1e6} at a few σ. Each cell also times a fixed
+      ``--corners`` adds M ∈ {1e7, 1e8}, E ∈ {1e5, 1e6} at a few σ; ``--item2`` runs instead
+      the E = 1000 and M = 1000 cells of the 10 s target (M ≤ 1e4, E ≤ 1e3). Each cell also times a fixed
       reference workload (FFT convolutions of 2¹⁸ points) in the same process: ``ratio`` is the
       cell's time in units of it (robust to machine load). ``--json OUT`` saves the cells and
       ``--compare OLD.json`` prints, per cell, whether the new interval meets the old one and
@@ -39,6 +40,11 @@ CORNER_CELLS = tuple(
     [(s, m, e) for s in CORNER_SIGMAS for m in (10**7, 10**8) for e in (1, 100, 10**4)]
     + [(s, m, e) for s in CORNER_SIGMAS for m in (10, 10**4, 10**6) for e in (10**5, 10**6)]
     + [(s, 10**8, 10**6) for s in CORNER_SIGMAS]
+)
+#: Issue 13 item 2 (≤ 10 s for M ≤ 1e4, E ≤ 1e3): the E = 1000 and M = 1000 cells the grid lacks
+ITEM2_CELLS = tuple(
+    [(s, m, 1000) for s in SIGMAS for m in (2, 10, 100, 1000, 10**4)]
+    + [(s, 1000, e) for s in SIGMAS for e in (1, 10, 100)]
 )
 
 _CELL = """
@@ -178,6 +184,8 @@ def main() -> None:
     ap.add_argument("--grid-only", action="store_true", help="only the grid table")
     ap.add_argument("--corners", action="store_true", help="add the M/E corner cells")
     ap.add_argument("--only-corners", action="store_true", help="only the corner cells")
+    ap.add_argument("--item2", action="store_true",
+                    help="only the E = 1000 / M = 1000 cells of the 10 s target")
     ap.add_argument("--json", help="save the grid cells to this JSON file")
     ap.add_argument("--compare", help="JSON of an earlier grid run: overlap and max |d|")
     ap.add_argument("--cell-timeout", type=float, default=600.0, help="seconds per cell")
@@ -187,7 +195,12 @@ def main() -> None:
         _closed_form()
         _calibration()
     if not args.no_grid:
-        cells = list(CORNER_CELLS) if args.only_corners else _cells(args.quick, args.corners)
+        if args.item2:
+            cells = list(ITEM2_CELLS)
+        elif args.only_corners:
+            cells = list(CORNER_CELLS)
+        else:
+            cells = _cells(args.quick, args.corners)
         _grid(cells, args.json, args.compare, args.cell_timeout)
     if args.accountants:
         cal = calibrate_noise_multiplier(0.6, steps_per_epoch=100, epochs=10)

@@ -20,7 +20,13 @@ lattice:
 Both errors are second order in the cell widths (a mean-preserving spread or a conditional
 mean within a cell), so coarse lattices give tight intervals. The E-fold composition is an
 FFT power over a window whose outside mass is bounded by a Chernoff bound and added on the
-pessimistic side of each bound; FFT round-off is covered by a stated slack.
+pessimistic side of each bound.
+
+Round-off is bounded, not assumed: the upper chain converts it into Q-mass at ``+∞``
+(``q_inf``, a stop-loss slack; see :func:`_combine`), the lower chain into a scale ``κ`` of
+its likelihood ratios (relative errors; see :attr:`_Lattice.kappa`) or, for FFT
+convolutions of the later levels, an l1 error (:func:`propagate_error`). Neither the slack
+nor ``κ`` is multiplied by the number of steps M, which an l1 error would be.
 """
 
 from __future__ import annotations

@@ -378,12 +378,37 @@ def exact_membership_inference_accuracy(
        window whose outside mass is Chernoff-bounded, and ``TV = δ(ε = 0)`` is read off.
 
     Every upper-chain step is an increase in the increasing-convex order of the likelihood
-    ratio (Blackwell-dominating pair) and every lower-chain step is a garbling, so
-    ``lower ≤ exact ≤ upper`` up to the stated round-off slack :data:`ROUNDOFF_SLACK`; the
-    window error is added on the pessimistic side. Mean-preserving splits make the error
-    second order in the cell widths, so the width shrinks like ``1/c²`` in the grid
-    resolution ``c``. Tails are never dropped. For ``M = 1`` the pair is a Gaussian shift and
-    ``ln T`` is discretised directly; the exact value is ``Φ(sqrt(E)/(2σ))``.
+    ratio (Blackwell-dominating pair) and every lower-chain step is a garbling (equivalently,
+    a conditional expectation of the likelihood ratio: a decrease in the convex order), so
+    ``lower ≤ exact ≤ upper``; the window error is added on the pessimistic side.
+    Mean-preserving splits make the error second order in the cell widths, so the width
+    shrinks like ``1/c²`` in the grid resolution ``c``. Tails are never dropped. For
+    ``M = 1`` the pair is a Gaussian shift and ``ln T`` is discretised directly; the exact
+    value is ``Φ(sqrt(E)/(2σ))``.
+
+    *Round-off* is part of the certificate, with bounds derived for the operations used
+    (cell masses from ``ndtr`` with a per-cell error model checked against mpmath; FFT
+    convolutions and the E-fold FFT power by Higham's bound, Thm 24.2; sums of non-negative
+    terms by ``γ_n``). An l1 error in a block of ``m`` coordinates would be multiplied by
+    ``M/m`` through the doubling and by ``E`` through the epochs, so it is used only where it
+    is small; instead
+
+    * upper chain: the stored block law is read as normalised and its round-off is turned
+      into Q-mass at ``+∞`` (``q_inf``) that restores the increasing-convex-order bound at
+      every level (stop-loss transform); ``q_inf`` of a combined block is the mean of its
+      parts' (exactly one step is shifted under Q), so nothing is multiplied by ``M/m``;
+    * lower chain: relative errors of the masses and conditional means ``q/p`` (cell masses,
+      direct convolutions of the first levels, geometric-grid sums) are absorbed by scaling
+      the likelihood ratios by ``1 − κ`` (a convex-order decrease), which lowers the E-fold
+      TV by at most ``(1 − (1 − κ)^E)·ΣQ``; only the FFT convolutions of the later levels
+      carry an l1 error (computed in long double when it would be visible);
+    * results are clipped to ``[½, 1]`` on the safe side.
+
+    Cheap certified screens (chi-square and ``M = 1`` upper bounds, spike-count and sum
+    lower bounds) return without discretising when they already meet ``tolerance``. The
+    grid of the issue (σ ≥ 0.05, M ≤ 1e8, E ≤ 1e6) runs in bounded memory (< 2 GiB); a few
+    cells with both M and E large (e.g. σ = 0.5, M = 1e6, E ≥ 1e4) cannot reach the default
+    tolerance within the time and memory bounds and warn (the interval is still certified).
 
     References
     ----------
@@ -456,7 +481,8 @@ def exact_membership_inference_accuracy(
         "certified: chi-square and M=1 upper bounds, spike-count and sum lower bounds; where "
         "they leave a gap, the PLD of the Gaussian-vs-mixture pair (exp-space linear or "
         "geometric lattice, M-fold doubling, connect-the-dots (upper) / garbling (lower), "
-        "E-fold FFT composition, delta at epsilon=0) with derived round-off bounds"
+        "E-fold FFT composition, delta at epsilon=0) with derived round-off bounds "
+        "(q_inf slack in the upper chain, likelihood-ratio scale in the lower chain)"
     )
     if sigma_b.ndim == 0:
         details = per_point[0]
