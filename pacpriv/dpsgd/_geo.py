@@ -181,8 +181,11 @@ def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
     first-order recursion, prefix sums in long double; the clipped difference cum − geo is
     bounded relative to cum). Read as normalised laws, this costs (no error is carried to
     later levels, see :func:`pacpriv.dpsgd._pld._combine`): upper chain, ``q_inf`` is raised
-    by ``2.01·r`` (stop-loss transform, mean likelihood ratio ≤ 1); lower chain, the scale
-    ``κ`` by ``4.01·(r + 3u)`` (masses and conditional means ``q/p``, each within ``r``).
+    by ``3.01·r`` (stop-loss transform, mean likelihood ratio ≤ 1: ``2r`` for the entries
+    and the normalisation, and up to ``r`` more for the split ``cum − geo`` to offsets 0/1,
+    whose absolute error is relative to ``cum``, the mass of both offsets); lower chain (no
+    subtraction), the scale ``κ`` by ``4.01·(r + 3u)`` (masses and conditional means ``q/p``,
+    each within ``r``).
     """
     m = a.m + b.m
     upper = kern.upper
@@ -199,9 +202,9 @@ def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
     rel = (kern.d_max + 2.0 / kern.g + 16 + n * _LD_U / _U) * _U
     err = propagate_error(a, b, 0.0)
     if upper:
-        q_inf = (a.m * a.q_inf + b.m * b.q_inf) / m * (1.0 + 8.0 * _U) + 2.01 * rel
+        q_inf = (a.m * a.q_inf + b.m * b.q_inf) / m * (1.0 + 8.0 * _U) + 3.01 * rel
         out = GeoPair(lo, a.g, p, q, q_inf, m, a.big_m, err, 0.0,
-                      (a.m * a.slack + b.m * b.slack) / m + 2.01 * rel)
+                      (a.m * a.slack + b.m * b.slack) / m + 3.01 * rel)
     else:
         out = GeoPair(lo, a.g, p, q, 0.0, m, a.big_m, err,
                       max(a.kappa, b.kappa) + 4.01 * (rel + 3.0 * _U))
