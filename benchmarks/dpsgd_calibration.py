@@ -7,7 +7,13 @@ Prints, with baselines measured in the same run (timings are noisy on a shared m
 (ii)  calibration to the exact accuracy, target 0.6, at (M=100, E=10) and (M=1000, E=100)
       (target ≤ 1 s each), with the number of exact evaluations and the saving vs the closed form;
 (iii) the grid σ × M × E of the exact interval: time, peak memory (RSS growth, in a fresh
-      subprocess per cell) and interval width per cell. ``--quick`` runs a subset.
+      subprocess per cell), interval width and warnings per cell. ``--quick`` runs a subset,
+      ``--corners`` adds M ∈ {1e7, 1e8}, E ∈ {1e5, 1e6} at a few σ; ``--item2`` runs instead
+      the E = 1000 and M = 1000 cells of the 10 s target (M ≤ 1e4, E ≤ 1e3). Each cell also times a fixed
+      reference workload (FFT convolutions of 2¹⁸ points) in the same process: ``ratio`` is the
+      cell's time in units of it (robust to machine load). ``--json OUT`` saves the cells and
+      ``--compare OLD.json`` prints, per cell, whether the new interval meets the old one and
+      the largest |Δ| of the bounds.
 (iv)  published accountants at the exact σ (``--accountants``; time-boxed, one evaluation).
 """
 
@@ -29,11 +35,29 @@ SIGMAS = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 4.0)
 STEPS = (1, 2, 3, 10, 100, 10**4, 10**6)
 EPOCHS = (1, 10, 100, 10**4)
 QUICK = ((0.05, 0.3, 1.0), (1, 10, 100, 10**4), (1, 10, 100))
+CORNER_SIGMAS = (0.05, 0.2, 0.5, 1.0, 4.0)
+CORNER_CELLS = tuple(
+    [(s, m, e) for s in CORNER_SIGMAS for m in (10**7, 10**8) for e in (1, 100, 10**4)]
+    + [(s, m, e) for s in CORNER_SIGMAS for m in (10, 10**4, 10**6) for e in (10**5, 10**6)]
+    + [(s, 10**8, 10**6) for s in CORNER_SIGMAS]
+)
+#: Issue 13 item 2 (≤ 10 s for M ≤ 1e4, E ≤ 1e3): the E = 1000 and M = 1000 cells the grid lacks
+ITEM2_CELLS = tuple(
+    [(s, m, 1000) for s in SIGMAS for m in (2, 10, 100, 1000, 10**4)]
+    + [(s, 1000, e) for s in SIGMAS for e in (1, 10, 100)]
+)
 
 _CELL = """
 import json, resource, sys, time, warnings
 from pacpriv.dpsgd import exact_membership_inference_accuracy as ex
 s, m, e = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+import numpy as np
+from scipy import signal
+x = np.random.default_rng(0).random(2**18)
+t = time.perf_counter()
+for _ in range(5):
+    signal.fftconvolve(x, x)
+ref = (time.perf_counter() - t) / 5
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
 with warnings.catch_warnings(record=True) as w:
@@ -41,7 +65,7 @@ with warnings.catch_warnings(record=True) as w:
     r = ex(s, steps_per_epoch=m, epochs=e, progress=False)
 dt = time.perf_counter() - t
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"lower": r.lower, "upper": r.upper, "time": dt, "rss_kb": peak,
+print(json.dumps({"lower": r.lower, "upper": r.upper, "time": dt, "ref": ref, "rss_kb": peak,
                   "growth_kb": peak - base, "method": r.details.get("method"),
                   "warnings": [str(x.message)[:80] for x in w]}))
 """
@@ -86,26 +110,57 @@ def _calibration() -> None:
               f"{cal.accuracy.upper:.6f} <= 0.6")
 
 
-def _grid(quick: bool) -> None:
+def _cells(quick: bool, corners: bool) -> list[tuple[float, int, int]]:
     sig, steps, epochs = QUICK if quick else (SIGMAS, STEPS, EPOCHS)
+    cells = [(s, m, e) for s in sig for m in steps for e in epochs]
+    return cells + list(CORNER_CELLS) if corners else cells
+
+
+def _grid(cells, out_json: str | None, compare: str | None, timeout: float) -> None:
     print("(iii) exact interval grid (tolerance 1e-4; fresh process per cell; peak = max RSS, "
-          "growth = RSS growth during the call)")
-    print(f"  {'sigma':>5s} {'M':>8s} {'E':>6s} {'lower':>10s} {'upper':>10s} {'width':>8s} "
-          f"{'time s':>7s} {'peak MB':>8s} {'growth MB':>9s} {'method':>9s} warn")
+          "growth = RSS growth during the call; ratio = time / reference FFT workload)")
+    old = {}
+    if compare:
+        with open(compare) as fh:
+            old = {(c["sigma"], c["M"], c["E"]): c for c in json.load(fh)}
+    print(f"  {'sigma':>5s} {'M':>9s} {'E':>7s} {'lower':>10s} {'upper':>10s} {'width':>8s} "
+          f"{'time s':>7s} {'ratio':>6s} {'peak MB':>8s} {'growth MB':>9s} {'method':>10s} warn"
+          + ("  overlap |d|max" if old else ""))
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    for s in sig:
-        for m in steps:
-            for e in epochs:
-                out = subprocess.run([sys.executable, "-c", _CELL, str(s), str(m), str(e)],
-                                     capture_output=True, text=True, env=env, timeout=900)
-                if out.returncode:
-                    print(f"  {s:5g} {m:8d} {e:6d} FAILED: {out.stderr.strip()[-200:]}")
-                    continue
-                r = json.loads(out.stdout.strip().splitlines()[-1])
-                print(f"  {s:5g} {m:8d} {e:6d} {r['lower']:10.7f} {r['upper']:10.7f} "
-                      f"{r['upper'] - r['lower']:8.1e} {r['time']:7.2f} {r['rss_kb'] / 1e3:8.0f} "
-                      f"{r['growth_kb'] / 1e3:9.0f} {r['method']:>9s} {len(r['warnings'])}",
-                      flush=True)
+    done, max_d, n_warn, n_disjoint = [], 0.0, 0, 0
+    for s, m, e in cells:
+        try:
+            out = subprocess.run([sys.executable, "-c", _CELL, str(s), str(m), str(e)],
+                                 capture_output=True, text=True, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(f"  {s:5g} {m:9d} {e:7d} TIMEOUT after {timeout:g} s", flush=True)
+            done.append({"sigma": s, "M": m, "E": e, "timeout": timeout})
+            continue
+        if out.returncode:
+            print(f"  {s:5g} {m:9d} {e:7d} FAILED: {out.stderr.strip()[-200:]}", flush=True)
+            done.append({"sigma": s, "M": m, "E": e, "failed": out.stderr.strip()[-500:]})
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        r.update({"sigma": s, "M": m, "E": e})
+        done.append(r)
+        n_warn += bool(r["warnings"])
+        line = (f"  {s:5g} {m:9d} {e:7d} {r['lower']:10.7f} {r['upper']:10.7f} "
+                f"{r['upper'] - r['lower']:8.1e} {r['time']:7.2f} {r['time'] / r['ref']:6.0f} "
+                f"{r['rss_kb'] / 1e3:8.0f} {r['growth_kb'] / 1e3:9.0f} {r['method']:>10s} "
+                f"{len(r['warnings'])}")
+        o = old.get((s, m, e))
+        if o is not None and "lower" in o:
+            ok = max(o["lower"], r["lower"]) <= min(o["upper"], r["upper"])
+            d = max(abs(o["lower"] - r["lower"]), abs(o["upper"] - r["upper"]))
+            max_d = max(max_d, d)
+            n_disjoint += not ok
+            line += f"  {'yes' if ok else 'NO':>7s} {d:8.1e}"
+        print(line, flush=True)
+    print(f"  cells {len(done)}, warned {n_warn}"
+          + (f", disjoint from old {n_disjoint}, max |d| {max_d:.2e}" if old else ""))
+    if out_json:
+        with open(out_json, "w") as fh:
+            json.dump(done, fh, indent=0)
 
 
 def _accountants(sigma: float) -> None:
@@ -126,12 +181,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a subset of the grid")
     ap.add_argument("--no-grid", action="store_true", help="skip the grid table")
+    ap.add_argument("--grid-only", action="store_true", help="only the grid table")
+    ap.add_argument("--corners", action="store_true", help="add the M/E corner cells")
+    ap.add_argument("--only-corners", action="store_true", help="only the corner cells")
+    ap.add_argument("--item2", action="store_true",
+                    help="only the E = 1000 / M = 1000 cells of the 10 s target")
+    ap.add_argument("--json", help="save the grid cells to this JSON file")
+    ap.add_argument("--compare", help="JSON of an earlier grid run: overlap and max |d|")
+    ap.add_argument("--cell-timeout", type=float, default=600.0, help="seconds per cell")
     ap.add_argument("--accountants", action="store_true", help="time published accountants")
     args = ap.parse_args()
-    _closed_form()
-    _calibration()
+    if not args.grid_only:
+        _closed_form()
+        _calibration()
     if not args.no_grid:
-        _grid(args.quick)
+        if args.item2:
+            cells = list(ITEM2_CELLS)
+        elif args.only_corners:
+            cells = list(CORNER_CELLS)
+        else:
+            cells = _cells(args.quick, args.corners)
+        _grid(cells, args.json, args.compare, args.cell_timeout)
     if args.accountants:
         cal = calibrate_noise_multiplier(0.6, steps_per_epoch=100, epochs=10)
         _accountants(cal.noise_multiplier)

@@ -34,7 +34,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import signal, special
 
-from pacpriv.dpsgd._pld import _cell_masses, propagate_error
+from pacpriv.dpsgd._pld import (
+    cell_masses_bounded,
+    kappa_split,
+    propagate_error,
+    sum_error_factor,
+)
 
 _U = 2.0**-53
 _LD_U = max(float(np.finfo(np.longdouble).eps) / 2.0, 2.0**-64)  # long double unit round-off
@@ -52,7 +57,9 @@ class GeoPair:
     q_inf: float  # upper chain: block-Q mass with likelihood ratio +inf
     m: int
     big_m: int
-    err: float  # round-off bound, see pacpriv.dpsgd._pld.propagate_error
+    err: float  # l1 round-off bound (lower chain, far-tail cells only), see propagate_error
+    kappa: float = 0.0  # lower chain: relative round-off as a scale, see _pld._Lattice.kappa
+    slack: float = 0.0  # upper chain: round-off slack included in q_inf (reported only)
 
     def lr(self) -> np.ndarray:
         """The block's likelihood ratio ``S/m`` at each node."""
@@ -167,7 +174,19 @@ def _conv(x: np.ndarray, y: np.ndarray, kern: _Kernel) -> np.ndarray:
 
 
 def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
-    """Block of ``a.m + b.m`` coordinates (``top``: index of the largest node kept)."""
+    """Block of ``a.m + b.m`` coordinates (``top``: index of the largest node kept).
+
+    Every output is a sum of non-negative terms with relative round-off at most
+    ``r = (D + 2c + 16)u + n·u_ld`` (sums of D + 1 non-negative terms, a contracting
+    first-order recursion, prefix sums in long double; the clipped difference cum − geo is
+    bounded relative to cum). Read as normalised laws, this costs (no error is carried to
+    later levels, see :func:`pacpriv.dpsgd._pld._combine`): upper chain, ``q_inf`` is raised
+    by ``3.01·r`` (stop-loss transform, mean likelihood ratio ≤ 1: ``2r`` for the entries
+    and the normalisation, and up to ``r`` more for the split ``cum − geo`` to offsets 0/1,
+    whose absolute error is relative to ``cum``, the mass of both offsets); lower chain (no
+    subtraction), the scale ``κ`` by ``4.01·(r + 3u)`` (masses and conditional means ``q/p``,
+    each within ``r``).
+    """
     m = a.m + b.m
     upper = kern.upper
     same = a is b
@@ -180,19 +199,25 @@ def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
             q = _conv(aq, ap, kern)
         else:
             q = (a.m * _conv(aq, bp, kern) + b.m * _conv(ap, bq, kern)) / m
-    q_inf = (a.m * a.q_inf * float(b.p.sum()) + b.m * b.q_inf * float(a.p.sum())) / m
-    # relative round-off of each output <= (D + 2c + 16) u + n·u_ld (sums of D + 1
-    # non-negative terms, a contracting first-order recursion, prefix sums in long double;
-    # the clipped difference cum − geo is bounded relative to cum); the l1 errors of p and of
-    # the epoch's Q-law (weights 1 and S/M, total masses <= 1 + err) grow by 4x that
-    comp = 4.0 * (kern.d_max + 2.0 / kern.g + 16 + n * _LD_U / _U) * _U * (1.0 + max(a.err, b.err))
-    err = propagate_error(a, b, comp)
-    out = GeoPair(lo, a.g, p, q, q_inf, m, a.big_m, err)
+    rel = (kern.d_max + 2.0 / kern.g + 16 + n * _LD_U / _U) * _U
+    err = propagate_error(a, b, 0.0)
+    if upper:
+        q_inf = (a.m * a.q_inf + b.m * b.q_inf) / m * (1.0 + 8.0 * _U) + 3.01 * rel
+        out = GeoPair(lo, a.g, p, q, q_inf, m, a.big_m, err, 0.0,
+                      (a.m * a.slack + b.m * b.slack) / m + 3.01 * rel)
+    else:
+        out = GeoPair(lo, a.g, p, q, 0.0, m, a.big_m, err,
+                      max(a.kappa, b.kappa) + 4.01 * (rel + 3.0 * _U))
     return _trim(out, upper=upper, top=top)
 
 
 def _trim(x: GeoPair, *, upper: bool, top: int) -> GeoPair:
-    """Bottom tail (P-mass ≤ 1e-18) up / merged; nodes above ``top`` to top/+∞ or merged."""
+    """Bottom tail (P-mass ≤ 1e-18) up / merged; nodes above ``top`` to top/+∞ or merged.
+
+    The end-node sums have relative round-off ``rel`` (pairwise summation): upper, ``q_inf``
+    is raised by ``rel`` times the moved masses (likelihood-ratio weighted); lower, ``κ`` by
+    ``4.01·2·rel``.
+    """
     p, q = x.p, x.q
     k = x.k0 + np.arange(p.size)
     cum = np.cumsum(p)
@@ -203,36 +228,59 @@ def _trim(x: GeoPair, *, upper: bool, top: int) -> GeoPair:
     lo = min(lo, hi)
     if lo == 0 and hi == p.size - 1:
         return x
+    rel = (sum_error_factor(p.size) + 2.0) * _U
     newp = p[lo : hi + 1].copy()
     newp[0] += p[:lo].sum()
     above = p[hi + 1 :]
     newp[-1] += above.sum()
-    q_inf = x.q_inf
+    q_inf, kappa, slack = x.q_inf, x.kappa, x.slack
     newq = None
     if q is None:
+        scale = x.big_m / x.m
+        moved = 0.0
         if above.size:
             lr = np.exp(k[hi + 1 :] * x.g) - math.exp(k[hi] * x.g)
-            q_inf += float(np.dot(lr, above)) * (x.big_m / x.m)
+            moved = float(np.dot(lr, above)) * scale
+        extra = rel * (moved + float(p[:lo].sum()) * (1.0 + math.exp(k[lo] * x.g) * scale)
+                       + float(above.sum()) * (1.0 + math.exp(k[hi] * x.g) * scale))
+        q_inf += moved * (1.0 + rel) + extra
+        slack += extra
     else:
         newq = q[lo : hi + 1].copy()
         newq[0] += q[:lo].sum()
         newq[-1] += q[hi + 1 :].sum()
-    return GeoPair(x.k0 + lo, x.g, newp, newq, q_inf, x.m, x.big_m, x.err)
+        kappa += 4.01 * 2.0 * rel
+    return GeoPair(x.k0 + lo, x.g, newp, newq, q_inf, x.m, x.big_m, x.err, kappa, slack)
 
 
 def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: bool) -> GeoPair:
-    """One coordinate: ``W/M`` on nodes ``k_lo..k_hi`` (bottom tail up/merged, top split/merged)."""
+    """One coordinate: ``W/M`` on nodes ``k_lo..k_hi`` (bottom tail up/merged, top split/merged).
+
+    Round-off of the cell masses (per-cell bounds from
+    :func:`pacpriv.dpsgd._pld.cell_masses_bounded`) as in
+    :func:`pacpriv.dpsgd._pld._coordinate`: upper, a stop-loss slack added to ``q_inf``;
+    lower, a relative scale ``κ`` (cells with large relative errors, far tails, go to the l1
+    error ``err``, see :func:`pacpriv.dpsgd._pld.kappa_split`).
+    """
+    u = _U
     k = np.arange(k_lo, k_hi + 1)
     nodes = np.exp(k * g) * steps  # W-space
     edges = np.concatenate(([0.0], nodes, [np.inf]))
-    pc, qc = _cell_masses(edges, s)
+    pc, qc, ep, eq = cell_masses_bounded(edges, s)
     pc[1] += pc[0]
     qc[1] += qc[0]
-    pc, qc = pc[1:], qc[1:]
-    # ndtr differences over cells of width g/s (z units): relative error <= (2 + 2 s c) u
-    err = (8.0 + 8.0 * s / g + pc.size) * _U
+    ep[1] += ep[0] + u * pc[1]
+    eq[1] += eq[0] + u * qc[1]
+    pc, qc, ep, eq = pc[1:], qc[1:], ep[1:], eq[1:]
     if not upper:
-        return GeoPair(k_lo, g, pc, qc, 0.0, 1, steps, err)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where((pc > 0) & (qc > 0), ep / pc + eq / qc, np.inf)
+        ok = rel <= kappa_split(rel, ep + eq, steps)
+        kappa = 4.01 * (float(rel[ok].max()) if ok.any() else 0.0)
+        err = float(np.sum(ep[~ok]) + np.sum(eq[~ok]))
+        return GeoPair(k_lo, g, pc, qc, 0.0, 1, steps, err, kappa)
+    w_hi = np.append(nodes[1:], nodes[-1])
+    slack = float(np.sum(eq) + np.dot(ep, w_hi + 1.0)) * 1.01 + 8.0 * (pc.size + 8.0) * u
     p = np.zeros(k.size)
     pcell, qcell = pc[:-1], qc[:-1]
     lo_w = nodes[:-1]
@@ -243,8 +291,8 @@ def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: boo
     p[1:] += alpha * pcell
     p[-1] += pc[-1]
     mean = float(np.dot(nodes, p))
-    q_inf = max(qc[-1] - nodes[-1] * pc[-1], 1.0 - mean, 0.0) + 1e-16
-    return GeoPair(k_lo, g, p, None, q_inf, 1, steps, err)
+    q_inf = max(qc[-1] - nodes[-1] * pc[-1], 1.0 - mean, 0.0) + 1e-16 + slack
+    return GeoPair(k_lo, g, p, None, q_inf, 1, steps, 0.0, 0.0, slack)
 
 
 def geo_grid(

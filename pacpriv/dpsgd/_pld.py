@@ -20,7 +20,13 @@ lattice:
 Both errors are second order in the cell widths (a mean-preserving spread or a conditional
 mean within a cell), so coarse lattices give tight intervals. The E-fold composition is an
 FFT power over a window whose outside mass is bounded by a Chernoff bound and added on the
-pessimistic side of each bound; FFT round-off is covered by a stated slack.
+pessimistic side of each bound.
+
+Round-off is bounded, not assumed: the upper chain converts it into Q-mass at ``+∞``
+(``q_inf``, a stop-loss slack; see :func:`_combine`), the lower chain into a scale ``κ`` of
+its likelihood ratios (relative errors; see :attr:`_Lattice.kappa`) or, for FFT
+convolutions of the later levels, an l1 error (:func:`propagate_error`). Neither the slack
+nor ``κ`` is multiplied by the number of steps M, which an l1 error would be.
 """
 
 from __future__ import annotations
@@ -50,6 +56,16 @@ class _Lattice:
     err: float = 0.0  # round-off bound, see propagate_error
     big_m: int = 1  # M (steps per epoch)
     noise: float = 0.0  # round-off bound of the last convolution (epoch units), see _trim
+    #: lower chain: the stored pair, read as the law of the conditional means ``S = m·q/p``,
+    #: satisfies ``(1 − kappa)·S ≤_icx`` the exact block sum (relative round-off, see
+    #: :func:`_coordinate`); it composes as ``max`` over blocks plus each step's own part
+    kappa: float = 0.0
+    #: upper chain: total round-off slack added to ``q_inf`` (reported only)
+    slack: float = 0.0
+    #: upper chain: l1 size of the FFT noise carried through the doubling (the old
+    #: propagate_error measure). Not part of the bound (the slack is); it predicts how much
+    #: noise-induced looseness float64 adds, and selects long double (see exact.py)
+    noise_l1: float = 0.0
 
     def lr(self) -> np.ndarray:
         """The block's likelihood ratio ``S/m`` at each node."""
@@ -58,16 +74,64 @@ class _Lattice:
 
 def _cell_masses(edges: np.ndarray, s: float) -> tuple[np.ndarray, np.ndarray]:
     """P- and Q-mass of W in ``[edges[k], edges[k+1])``; ln W ~ N(∓s²/2, s²) under P/Q."""
-    with np.errstate(divide="ignore"):
+    pc, qc, _, _ = cell_masses_bounded(edges, s)
+    return pc, qc
+
+
+#: ndtr relative error model ``(C0 + C2·z²)·u`` (2x the largest error measured vs mpmath)
+_NDTR_C0, _NDTR_C2 = 16.0, 4.0
+_NDTR_FLOOR = 1e-300
+
+
+def cell_masses_bounded(
+    edges: np.ndarray, s: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Cell masses of W under P and Q with per-cell absolute error bounds.
+
+    Returns ``(pc, qc, abs_p, abs_q)``. The partition is the one defined by the *computed*
+    P-side edges ``ẑ = fl((fl(ln w) + s²/2)/s)`` (exact floats), so ``pc`` errs only by the
+    ``ndtr`` evaluations: a tail value ``Φ(−|z|)`` is taken to have relative accuracy
+    ``(16 + 4z²)u`` (the rounding of the argument ``|z|/√2`` of ``erfc`` alone moves
+    ``ln erfc`` by ``≈ z²u``; scipy states no bound, so this one is twice the largest error
+    measured against mpmath at 40 digits for ``|z| ≤ 37.5``, see the tests), plus an
+    absolute ``1e-300`` near the subnormal range, and a difference ``A − B`` of two such
+    values to ``(ε_A A + ε_B B)/(A − B) + u``. The Q-masses of the same cells need the edges
+    ``ẑ − s``; the computed Q-side edges differ from them by at most
+    ``δ = u(4(|ln w| + s²/2)/s + 2(|z_P| + |z_Q|) + s)`` (two roundings of each ``z``, of
+    ``s²``), a sliver of Q-mass at most ``1.01·δ·φ(ẑ_Q)`` per edge.
+    """
+    u = _U
+    with np.errstate(divide="ignore", invalid="ignore"):
         logw = np.log(edges)
+    mu_p, mu_q = -0.5 * s * s, 0.5 * s * s
+    z_p = (logw - mu_p) / s
+    z_q = (logw - mu_q) / s
+    fin = np.isfinite(logw)
+    with np.errstate(invalid="ignore"):
+        delta = np.where(
+            fin, u * (4.0 * (np.abs(logw) + 0.5 * s * s) / s + 2.0 * (np.abs(z_p) + np.abs(z_q))
+                      + s) * 1.01, 0.0)
     out = []
-    for mu in (-0.5 * s * s, 0.5 * s * s):
-        z = (logw - mu) / s
+    for z in (z_p, z_q):
         lo, hi = z[:-1], z[1:]
-        left = special.ndtr(hi) - special.ndtr(lo)
-        right = special.ndtr(-lo) - special.ndtr(-hi)
-        out.append(np.maximum(np.where(lo < 0, left, right), 0.0))
-    return out[0], out[1]
+        left = lo < 0
+        a = np.where(left, special.ndtr(hi), special.ndtr(-lo))
+        b = np.where(left, special.ndtr(lo), special.ndtr(-hi))
+        za = np.where(left, hi, lo)
+        zb = np.where(left, lo, hi)
+        with np.errstate(invalid="ignore"):
+            ea = np.where(np.isfinite(za), _NDTR_C0 + _NDTR_C2 * za * za, _NDTR_C0)
+            eb = np.where(np.isfinite(zb), _NDTR_C0 + _NDTR_C2 * zb * zb, _NDTR_C0)
+        mass = np.maximum(a - b, 0.0)
+        # + an absolute floor for values near the subnormal range (|z| > 37.5)
+        err = (ea * a + eb * b) * u + u * mass + _NDTR_FLOOR
+        out.append((mass, err))
+    (pc, abs_p), (qc, abs_q) = out
+    phi = np.where(np.isfinite(z_q), np.exp(-0.5 * np.where(np.isfinite(z_q), z_q, 0.0) ** 2),
+                   0.0) / math.sqrt(2.0 * math.pi)
+    sliver = 1.01 * delta * phi
+    abs_q = abs_q + sliver[:-1] + sliver[1:]
+    return pc, qc, abs_p, abs_q
 
 
 def _coordinate(s: float, h: float, j0: int, k: int, upper: bool, big_m: int) -> _Lattice:
@@ -76,30 +140,100 @@ def _coordinate(s: float, h: float, j0: int, k: int, upper: bool, big_m: int) ->
     The bottom cell ``[0, j0·h)`` (P-mass below ~1e-18) is moved up to ``j0·h`` (upper chain)
     or merged into the first cell (lower chain); the top cell ``[k·h, ∞)`` is split to
     ``k·h`` and ``+∞`` (upper) or kept as one cell (lower).
+
+    Round-off (see :func:`cell_masses_bounded` for the per-cell error bounds) is not carried
+    as an l1 error through the M-fold product (that would multiply it by M):
+
+    * upper chain: the stored P-law, read as normalised, is an increasing-convex-order
+      increase of the exact split *provided* ``q_inf`` is raised by the bound ``slack`` on
+      ``Σ_k |Δ(p_k m_k)| + |Δp_k|(w_{k+1} + 1)`` (stop-loss transform perturbation, ``m_k``
+      the cell mean); it is added to ``q_inf``;
+    * lower chain: narrow cells (z-width below ``_LOWER_MIN_DZ``) are merged into groups
+      labelled by their lowest node (a garbling), so that group masses have small *relative*
+      errors ``r``; the stored pair, read as the law of the conditional means ``q_k/p_k``, is
+      then convex-order below ``(1 − κ)^{-1}`` times the exact one with
+      ``κ = 4.01·max_k(r_p + r_q)`` (see :attr:`_Lattice.kappa`); groups whose relative error
+      is large (far tails, see :func:`kappa_split`) go to the l1 error ``err`` instead.
     """
+    u = _U
     idx = np.arange(j0, k + 1, dtype=np.float64)
-    edges = np.concatenate(([0.0], idx * h, [np.inf]))
-    pc, qc = _cell_masses(edges, s)
-    pc[1] += pc[0]
-    qc[1] += qc[0]
-    pc, qc = pc[1:] / pc.sum(), qc[1:] / qc.sum()  # exact unit masses (M-fold powers)
-    # ndtr differences over a cell [w, w + h) (z-width ~ h/(w s)): relative error
-    # <= (2 + 2 w s/h) u; summed against the P- and Q-masses of the cells
-    qw = float(np.dot(qc[:-1], idx[:-1] * h)) + qc[-1] * float(edges[-2])
-    err = (8.0 + 2.0 * sum_error_factor(pc.size) + 4.0 * s * (1.0 + qw) / h) * _U
-    if not upper:
-        return _Lattice(j0, h, pc, qc, 0.0, 1, err, big_m)
-    p = np.zeros(k - j0 + 1)
-    pcell, qcell = pc[:-1], qc[:-1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        alpha = np.where(pcell > 0, qcell / pcell / h - idx[:-1], 0.0)
-    alpha = np.clip(alpha + 1e-12, 0.0, 1.0)  # nudge up: only increases the convex order
-    p[:-1] += (1.0 - alpha) * pcell
-    p[1:] += alpha * pcell
-    p[-1] += pc[-1]
-    p /= p.sum()
-    q_inf = max(qc[-1] - k * h * pc[-1], 1.0 - float(np.dot(idx * h, p)), 0.0) + 1e-16
-    return _Lattice(j0, h, p, None, q_inf, 1, err, big_m)
+    if upper:
+        edges = np.concatenate(([0.0], idx * h, [np.inf]))
+        pc, qc, ep, eq = cell_masses_bounded(edges, s)
+        pc[1] += pc[0]
+        qc[1] += qc[0]
+        ep[1] += ep[0] + u * pc[1]
+        eq[1] += eq[0] + u * qc[1]
+        tot = pc.sum()
+        pc, qc, ep, eq = pc[1:] / tot, qc[1:] / qc.sum(), ep[1:] / tot, eq[1:] / qc.sum()
+        w_hi = np.append(idx[1:] * h, k * h)
+        # stop-loss perturbation of the split (means q/p and masses p), normalisations
+        slack = float(np.sum(eq) + np.dot(ep, w_hi + 1.0)) * 1.01
+        slack += 8.0 * (sum_error_factor(pc.size) + 2.0) * u * 2.0
+        p = np.zeros(k - j0 + 1)
+        pcell, qcell = pc[:-1], qc[:-1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            alpha = np.where(pcell > 0, qcell / pcell / h - idx[:-1], 0.0)
+        alpha = np.clip(alpha + 1e-12, 0.0, 1.0)  # nudge up: only increases the convex order
+        p[:-1] += (1.0 - alpha) * pcell
+        p[1:] += alpha * pcell
+        p[-1] += pc[-1]
+        p /= p.sum()
+        q_inf = max(qc[-1] - k * h * pc[-1], 1.0 - float(np.dot(idx * h, p)), 0.0) + 1e-16
+        out = _Lattice(j0, h, p, None, q_inf + slack, 1, 0.0, big_m)
+        out.slack = slack
+        return out
+    # lower chain: group narrow cells (a garbling), each group labelled by its lowest node
+    w_lo = idx[:-1] * h
+    with np.errstate(divide="ignore"):
+        key = np.floor(np.log(w_lo) / (s * _LOWER_MIN_DZ))
+    key[~np.isfinite(key)] = -1e300
+    starts = np.concatenate(([0], np.nonzero(np.diff(key) != 0)[0] + 1))
+    edges = np.concatenate(([0.0], w_lo[starts[1:]] if starts.size > 1 else [], [k * h, np.inf]))
+    pg, qg, ep, eq = cell_masses_bounded(np.asarray(edges, dtype=np.float64), s)
+    # groups: starts (cells j0 + starts), then the top cell [k h, inf)
+    sp, sq = pg.sum(), qg.sum()
+    pg, qg, ep, eq = pg / sp, qg / sq, ep / sp, eq / sq
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where((pg > 0) & (qg > 0), ep / pg + eq / qg, np.inf)
+    ok = rel <= kappa_split(rel, ep + eq, big_m)
+    kappa = 4.01 * (float(rel[ok].max()) if ok.any() else 0.0)
+    # the separate normalisations move every position q/p by Σp̂/Σq̂ (exactly 1 for exact
+    # masses): at most the summed errors plus the rounding of the sums
+    kappa += 4.01 * (float(ep.sum() + eq.sum()) + 2.0 * (sum_error_factor(pg.size) + 2.0) * u)
+    err = float(np.sum(ep[~ok]) + np.sum(eq[~ok]))
+    pc = np.zeros(k - j0 + 1)
+    qc = np.zeros(k - j0 + 1)
+    pc[starts] = pg[:-1]
+    qc[starts] = qg[:-1]
+    pc[-1] = pg[-1]
+    qc[-1] = qg[-1]
+    out = _Lattice(j0, h, pc, qc, 0.0, 1, err, big_m)
+    out.kappa = kappa
+    return out
+
+
+def kappa_split(rel: np.ndarray, abs_err: np.ndarray, big_m: int) -> float:
+    """Largest relative error sent to κ; cells above it go to the l1 error (lower chain).
+
+    A relative error ``r`` in κ costs about ``4.01·r`` per epoch; an l1 error ``a`` of the
+    coordinate costs about ``2·M·a`` (it is multiplied by the M-fold product). The split
+    minimises the sum over the cells' ``(rel, abs_err)``.
+    """
+    fin = np.isfinite(rel)
+    if not fin.any():
+        return 0.0
+    order = np.argsort(rel[fin])
+    r = rel[fin][order]
+    a = abs_err[fin][order]
+    # cost if cells 0..k go to κ: 4.01 r_k + 2M·(sum of a beyond k, plus the non-finite ones)
+    beyond = np.concatenate((np.cumsum(a[::-1])[::-1][1:], [0.0])) + float(abs_err[~fin].sum())
+    cost = 4.01 * r + 2.0 * big_m * beyond
+    return float(r[int(np.argmin(cost))])
+
+
+#: Lower chain: coordinate cells narrower than this in z are merged (relative accuracy).
+_LOWER_MIN_DZ = 2e-3
 
 
 _U = 2.0**-53  # unit round-off of float64
@@ -142,24 +276,33 @@ def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(signal.fftconvolve(a, b), 0.0)
 
 
+def _with(x: _Lattice, **kw) -> _Lattice:
+    """Copy of ``x`` with some fields replaced (kappa, slack and err carried along)."""
+    out = _Lattice(x.n0, x.h, x.p, x.q, x.q_inf, x.m, x.err, x.big_m, x.noise, x.kappa, x.slack,
+                   x.noise_l1)
+    for k, v in kw.items():
+        setattr(out, k, v)
+    return out
+
+
 def _normalise(x: _Lattice) -> _Lattice:
     """Upper chain: raise ``q_inf`` so that the Q-mass is at least 1.
 
     (Mean of the likelihood ratio >= 1 keeps the increasing-convex order.) The masses are not
-    rescaled: their round-off drift is part of the tracked error ``err``; rescaling would
-    double it at every level.
+    rescaled: the stored P-law is *read* as normalised (``p/Σp``) by every later step, which
+    costs nothing (see :func:`_combine`).
     """
-    q_inf = x.q_inf
-    if x.q is None:
-        q_inf = max(q_inf, 1.0 - float(np.dot(x.lr(), x.p)))
-    return _Lattice(x.n0, x.h, x.p, x.q, q_inf, x.m, x.err, x.big_m)
+    if x.q is not None:
+        return x
+    mean = float(np.dot(x.lr(), x.p)) / float(x.p.sum())
+    return _with(x, q_inf=max(x.q_inf, 1.0 - mean))
 
 
 def propagate_error(a, b, comp: float) -> float:
-    """Round-off bound of the block ``a ⊕ b`` from those of ``a`` and ``b``.
+    """Lower chain (linear lattice): l1 round-off bound of the block ``a ⊕ b``.
 
-    The error of a block is measured as ``Σ_k |Δp_k| (1 + S_k/M)`` (lower chain: the larger of
-    that and the l1 error of its Q-law): this bounds its contribution to the P-law and to the
+    The error of a block is measured as ``Σ_k |Δp_k| (1 + S_k/M)`` (the larger of that and the
+    l1 error of its Q-law): this bounds its contribution to the P-law and to the
     Q-law ``T·p`` of the whole epoch, since the epoch's ``T = (S_block + S_rest)/M`` and
     ``E[S_rest]/M ≤ (M − m)/M·(1 + ε)``. Convolving with the other block multiplies an error
     by at most ``1 + 1.01·m_other/M``.
@@ -170,12 +313,29 @@ def propagate_error(a, b, comp: float) -> float:
 
 
 def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
-    """Block of ``a.m + b.m`` coordinates: S adds; Q = mix of (Q_a ⊗ P_b, P_a ⊗ Q_b)."""
+    """Block of ``a.m + b.m`` coordinates: S adds; Q = mix of (Q_a ⊗ P_b, P_a ⊗ Q_b).
+
+    Round-off of the FFT convolution (``Δ``, with ``‖Δ‖₂ ≤ e`` from
+    :func:`fft_conv_error_l2`):
+
+    * upper chain: with the stored laws read as normalised, the computed ``X̂ = p̂/Σp̂``
+      differs from the exact ``X = conv(X_a, X_b)`` by ``(Δ − X·ΣΔ)/Σp̂``, so its stop-loss
+      transform ``E[(S − t)_+]`` is at least that of ``X`` minus
+      ``(Σ_k |Δ_k| S_k + m·‖Δ‖₁)/Σp̂`` (``E_X[S] ≤ m``). Raising ``q_inf`` by that amount
+      over ``m`` (``≤ e·(‖S/m‖₂ + √n)/Σp̂``, Cauchy–Schwarz) keeps the block an
+      increasing-convex-order upper bound of the exact one, *without* any error carried to
+      later levels (``q_inf`` of a combined block is the ``m``-weighted mean of those of its
+      parts: exactly one coordinate of the epoch is shifted under Q);
+    * lower chain: the l1 error is carried (:func:`propagate_error`).
+    """
     m = a.m + b.m
     p = _conv(a.p, b.p)
     e_p = fft_conv_error_l2(a.p, b.p)
+    u = unit_roundoff(p.dtype)
     q = None
     n0 = a.n0 + b.n0
+    if a.q is not None and a.p.size * b.p.size <= _DIRECT_MAX_WORK and 64 * m <= a.big_m:
+        return _combine_direct(a, b)
     if a.q is not None:
         if a is b:
             q = _conv(a.q, a.p)
@@ -185,21 +345,67 @@ def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
             e_q = max(fft_conv_error_l2(a.q, b.p), fft_conv_error_l2(a.p, b.q))
         # l1 <= sqrt(n) l2 for the p- and q-errors
         comp = math.sqrt(p.size) * max(e_p, e_q)
-    else:
-        # Q-law error weighted by the epoch's T = S/M (see propagate_error): weighted
-        # l1 <= ||1 + S/M||_2 · l2 error (Cauchy-Schwarz)
-        s_over_m = (n0 + np.arange(p.size)) * (a.h / a.big_m)
-        comp = float(np.linalg.norm(1.0 + s_over_m)) * e_p
-    err = propagate_error(a, b, comp + 4.0 * sum_error_factor(p.size) * _U)
-    q_inf = (a.m * a.q_inf * b.p.sum() + b.m * b.q_inf * a.p.sum()) / m
-    out = _normalise(_Lattice(n0, a.h, p, q, q_inf, m, err, a.big_m))
-    out.noise = comp
+        err = propagate_error(a, b, comp + 4.0 * sum_error_factor(p.size) * u)
+        out = _Lattice(n0, a.h, p, q, 0.0, m, err, a.big_m, comp, max(a.kappa, b.kappa))
+        return out
+    lr = (n0 + np.arange(p.size)) * (a.h / m)
+    total = float(p.sum())
+    slack = e_p * (float(np.linalg.norm(lr)) + math.sqrt(p.size))
+    slack = (slack + 4.0 * sum_error_factor(p.size) * u) * 1.01 / max(total, 0.5)
+    q_inf = (a.m * a.q_inf + b.m * b.q_inf) / m * (1.0 + 8.0 * _U)
+    out = _normalise(_Lattice(n0, a.h, p, None, q_inf, m, 0.0, a.big_m))
+    out.q_inf += slack
+    out.slack = (a.m * a.slack + b.m * b.slack) / m + slack
+    # FFT noise floor of this convolution in epoch units (S/M), used by _trim
+    out.noise = float(np.linalg.norm(1.0 + (n0 + np.arange(p.size)) * (a.h / a.big_m))) * e_p
+    grow_a = 1.0 + 1.01 * b.m / b.big_m
+    grow_b = 1.0 + 1.01 * a.m / a.big_m
+    out.noise_l1 = a.noise_l1 * grow_a + b.noise_l1 * grow_b + out.noise
     return out
 
 
+#: Lower chain: direct (non-FFT) convolution when ``len(a)·len(b)`` is at most this and the
+#: block is small (``64·m ≤ M``), where an l1 error would be multiplied by ``M/m``.
+_DIRECT_MAX_WORK = 1.5e8
+
+
+def _combine_direct(a: _Lattice, b: _Lattice) -> _Lattice:
+    """Lower chain: :func:`_combine` by direct convolution in float64.
+
+    Every output is a sum of at most ``k = min(len a, len b)`` products of non-negative
+    numbers, so it has relative error at most ``γ_{k+1} = (k + 1)u/(1 − (k + 1)u)`` (any
+    summation order; Higham 2002, §3.1), ``+3u`` for the Q-mixture and ``+u`` for a cast
+    from long double: a relative error of the masses and of the conditional means ``q/p``,
+    accounted for in the scale ``κ`` (``4.01`` times it, see :func:`_coordinate`) instead of
+    an l1 error that later levels would multiply by ``M/m``.
+    """
+    m = a.m + b.m
+    dt = a.p.dtype
+    ap, aq = a.p.astype(np.float64), a.q.astype(np.float64)
+    bp, bq = b.p.astype(np.float64), b.q.astype(np.float64)
+    p = np.convolve(ap, bp)
+    if a is b:
+        q = np.convolve(aq, ap)
+    else:
+        q = (a.m * np.convolve(aq, bp) + b.m * np.convolve(ap, bq)) / m
+    k = min(ap.size, bp.size) + 1
+    gamma = k * _U / (1.0 - k * _U)
+    rel = gamma + 3.0 * _U + (_U if dt != np.float64 else 0.0)
+    err = propagate_error(a, b, 0.0)
+    kappa = max(a.kappa, b.kappa) + 4.01 * rel
+    return _Lattice(a.n0 + b.n0, a.h, p.astype(dt), q.astype(dt), 0.0, m, err, a.big_m, 0.0,
+                    kappa)
+
+
 def _coarsen(x: _Lattice) -> _Lattice:
-    """Double the lattice step: split odd atoms half/half (upper) or merge pairs (lower)."""
+    """Double the lattice step: split odd atoms half/half (upper) or merge pairs (lower).
+
+    Each entry is a sum of at most three non-negative terms (relative round-off ``2u``):
+    upper, ``q_inf`` is raised by ``4u`` (stop-loss, normalised law); lower, ``κ`` by
+    ``4.01·2·2u``.
+    """
     p, q, n0 = x.p, x.q, x.n0
+    u = unit_roundoff(p.dtype)
     if n0 % 2:
         p = np.concatenate(([0.0], p))
         q = None if q is None else np.concatenate(([0.0], q))
@@ -212,12 +418,13 @@ def _coarsen(x: _Lattice) -> _Lattice:
         odd = p[1::2]
         even[:-1] += 0.5 * odd
         even[1:] += 0.5 * odd
-        return _Lattice(n0 // 2, 2 * x.h, even, None, x.q_inf, x.m, x.err, x.big_m)
+        return _with(x, n0=n0 // 2, h=2 * x.h, p=even, q_inf=x.q_inf + 4.0 * u,
+                     slack=x.slack + 4.0 * u, noise=0.0)
     pp = p[0::2].copy()
     pp[:-1] += p[1::2]
     qq = q[0::2].copy()
     qq[:-1] += q[1::2]
-    return _Lattice(n0 // 2, 2 * x.h, pp, qq, x.q_inf, x.m, x.err, x.big_m)
+    return _with(x, n0=n0 // 2, h=2 * x.h, p=pp, q=qq, kappa=x.kappa + 16.04 * u, noise=0.0)
 
 
 def _trim(x: _Lattice, top_q: float, s_cap: float) -> _Lattice:
@@ -225,9 +432,14 @@ def _trim(x: _Lattice, top_q: float, s_cap: float) -> _Lattice:
 
     The top tail is cut where its Q-mass is below ``top_q`` plus the FFT noise floor of the
     last convolution (``x.noise``, converted to block units): below that the values are
-    indistinguishable from round-off, whose Q-weight grows with ``S``.
+    indistinguishable from round-off, whose Q-weight grows with ``S``. Upper chain: the bottom
+    tail moves up, the top tail is split to the last node and ``+∞`` (``q_inf``); lower chain:
+    both are merged into the end nodes (a garbling). The end-node sums have relative
+    round-off ``sum_error_factor·u``: upper, ``q_inf`` is raised by that times the moved
+    masses (weighted by the likelihood ratio); lower, ``κ`` by ``4.01`` times it.
     """
     p, q = x.p, x.q
+    u = unit_roundoff(p.dtype)
     top_q = top_q + x.noise * x.big_m / x.m
     cum = np.cumsum(p)
     lo = int(np.searchsorted(cum, _TINY_BOTTOM, side="right"))
@@ -244,15 +456,18 @@ def _trim(x: _Lattice, top_q: float, s_cap: float) -> _Lattice:
     newp = p[lo : hi + 1].copy()
     newp[0] += p[:lo].sum()
     newp[-1] += p[hi + 1 :].sum()
-    q_inf = x.q_inf
-    newq = None
+    rel = (sum_error_factor(p.size) + 2.0) * u
     if q is None:
-        q_inf += float(np.sum((lr[hi + 1 :] - lr[hi]) * p[hi + 1 :]))
-    else:
-        newq = q[lo : hi + 1].copy()
-        newq[0] += q[:lo].sum()
-        newq[-1] += q[hi + 1 :].sum()
-    return _Lattice(x.n0 + lo, x.h, newp, newq, q_inf, x.m, x.err, x.big_m)
+        moved = float(np.sum((lr[hi + 1 :] - lr[hi]) * p[hi + 1 :]))
+        extra = rel * (float(p[:lo].sum()) * (1.0 + float(lr[lo])) + moved
+                       + float(p[hi + 1 :].sum()) * (1.0 + float(lr[hi])))
+        return _with(x, n0=x.n0 + lo, p=newp, q_inf=x.q_inf + moved * (1.0 + rel) + extra,
+                     slack=x.slack + extra, noise=0.0)
+    newq = q[lo : hi + 1].copy()
+    newq[0] += q[:lo].sum()
+    newq[-1] += q[hi + 1 :].sum()
+    return _with(x, n0=x.n0 + lo, p=newp, q=newq, kappa=x.kappa + 4.01 * 2.0 * rel,
+                 noise=0.0)
 
 
 def _cap(x: _Lattice) -> _Lattice:
@@ -311,11 +526,11 @@ def epoch_lattice(
         cur = _cap(_trim(cur, top_q, steps * t_top))
         if tick is not None:
             tick()
-    if extended:
+    if extended:  # the final rounding to float64 (relative u per entry)
         acc.p = acc.p.astype(np.float64)
         acc.q = None if acc.q is None else acc.q.astype(np.float64)
-        acc.q_inf = float(acc.q_inf)
-        acc.err += 2.0 * _U  # the final rounding to float64 (relative u per entry)
+        acc.q_inf = float(acc.q_inf) + (4.0 * _U if acc.q is None else 0.0)
+        acc.kappa += 8.02 * _U
     return acc
 
 
@@ -391,7 +606,9 @@ def to_log_lattice(
     a = a.astype(np.int64) - a_lo
     pp = np.bincount(a, weights=p, minlength=n)
     qq = np.bincount(a, weights=q, minlength=n)
-    return EpochPair(a_lo, delta, pp / pp.sum(), qq / qq.sum(), 0.0, 0.0, False)
+    # one common normalisation: the positions q/p (conditional means, see _Lattice.kappa) kept
+    tot = pp.sum()
+    return EpochPair(a_lo, delta, pp / tot, qq / tot, 0.0, 0.0, False)
 
 
 def _chernoff_window(w: np.ndarray, a0: int, epochs: int, tau: float) -> tuple[int, int]:
@@ -435,20 +652,28 @@ def _power(w: np.ndarray, a0: int, epochs: int, lo: int, hi: int) -> np.ndarray:
 def power_error_l1(w: np.ndarray, epochs: int, lo: int, hi: int) -> float:
     """Bound on the l1 round-off error of :func:`_power` over the window ``lo..hi``.
 
-    With ``X = Fw`` (``|X_k| ≤ ‖w‖₁ ≤ 1``) computed to ``‖X̂ − X‖₂ ≤ κ√n‖w‖₂`` (Higham 2002,
-    Thm 24.2; see :func:`fft_conv_error_l2`), the power ``X^E`` (binary powering for
-    ``E ≤ 64``, else ``|X|^E e^{iEθ}``) has per-coefficient error at most
-    ``E·κ√n‖w‖₂ + (E(π + 3) + 2)u`` (``E|ln|X|||X|^E ≤ 1/e``). The inverse transform adds
-    ``κ``; the l1 error over ``n_w`` window points is at most ``√n_w`` times the l2 error.
+    With ``X = Fw`` (``|X_k| ≤ ‖w‖₁ =: μ``; unnormalised DFT of length ``n``, so
+    ``‖X‖₂ = √n‖w‖₂``) computed to ``‖X̂ − X‖₂ ≤ κ√n‖w‖₂`` (Higham 2002, Thm 24.2; see
+    :func:`fft_conv_error_l2`), the power ``X^E`` (binary powering for ``E ≤ 64``, else
+    ``|X|^E e^{iEθ}``) satisfies, coefficient by coefficient,
+    ``|X̂^E − X^E| ≤ E·μ_+^{E−1}|X̂ − X|`` (mean value theorem, ``μ_+ = μ + κ√n‖w‖₂``) plus
+    the powering's own error ``(E(π + 3) + 2)u·μ^E`` (``E|ln|X|||X|^E ≤ 1/e``). Summing
+    squares, the powered spectrum errs by at most ``E μ_+^{E−1} κ√n‖w‖₂ +
+    √n(E(π + 3) + 2)uμ^E`` in l2; the inverse transform divides an l2 error by ``√n`` and
+    adds ``κμ^E`` (``‖y‖₂ ≤ ‖y‖₁ ≤ μ^E``). The l1 error over ``n_w`` window points is at most
+    ``√n_w`` times the resulting l2 error.
     """
     n = sp_fft.next_fast_len(max(hi - lo + 1, w.size), real=True)
-    eta = 8.0 * _U
+    u = unit_roundoff(w.dtype)
+    eta = 8.0 * u
     lg = math.log2(max(n, 2))
     kappa = lg * eta / (1.0 - lg * eta)
     mass = max(1.0, float(np.abs(w).sum()))
-    d_x = kappa * math.sqrt(n) * float(np.linalg.norm(w))
-    d_y = epochs * d_x * mass ** (epochs - 1) + (epochs * (math.pi + 3.0) + 2.0) * _U
-    return math.sqrt(hi - lo + 1) * (d_y + kappa * mass**epochs)
+    d_x = kappa * math.sqrt(n) * float(np.linalg.norm(w))  # l2 error of X̂
+    grow = math.exp(min(700.0, (epochs - 1) * math.log(mass + d_x)))
+    l2_spec = epochs * grow * d_x + math.sqrt(n) * (epochs * (math.pi + 3.0) + 2.0) * u * grow
+    l2_time = l2_spec / math.sqrt(n) + kappa * grow * mass
+    return math.sqrt(hi - lo + 1) * l2_time * 1.01
 
 
 def compose_tv(
