@@ -80,6 +80,11 @@ class PacResult(Displayable):
         The noisy output ``f(X) + B`` on the secret subset ``X`` (None if ``release=False``).
     release_seeded : bool
         Whether the caller seeded the release (otherwise fresh OS entropy was used).
+    evaluation : str
+        Empty for a PAC job. Non-empty for an evaluation built on it (e.g.
+        :func:`pacpriv.compare.compare_pac_dpsgd`), whose models derive from a recorded seed
+        and so are not private releases: the report then shows this text instead of a release
+        (``release`` must be None).
     sections : tuple of dict
         Extra report sections (e.g. a DP-SGD comparison), each ``{"title", "markdown", ...}``.
     notes : tuple of str
@@ -110,6 +115,7 @@ class PacResult(Displayable):
     individual_mi_bound: float
     release: np.ndarray | None = field(repr=False, default=None)
     release_seeded: bool = False
+    evaluation: str = ""
     sections: tuple = ()
     notes: tuple = ()
     blind_guess_prior: float | None = None
