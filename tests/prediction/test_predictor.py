@@ -159,8 +159,10 @@ def test_resume_continues_posterior_and_spend(tmp_path):
     want = ref.predict(X[:5])
     pp = _make(tmp_path / "s").fit(progress=False)
     got = [pp.predict(X[:2])]
-    again = _make(tmp_path / "s", rng=None)  # resumed with the stored seed
+    again = _make(tmp_path / "s", rng=None, secret_rng=None)  # resumed: stored seed, secret
     assert again.is_fitted and again.n_answered == 2
+    # J was drawn from secret_rng=100 when the state was fitted: the label stays with it
+    assert again.secret_randomness == "caller-seeded secret (not for production)"
     got.append(again.predict(X[2:4]))
     loaded = PrivatePredictor.load(tmp_path / "s")
     assert loaded.n_answered == 4 and loaded.spent == 4 * B
