@@ -40,7 +40,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--target-accuracy", type=float, default=0.6,
                     help="membership-inference bound after labelling the public set")
     ap.add_argument("--out", default="distillation", help="output directory")
-    ap.add_argument("--seed", type=int, default=None, help="secret seed (demo only)")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed of the public worlds (default OS entropy)")
+    ap.add_argument("--secret-seed", type=int, default=None,
+                    help="seed of the secret world index and noise (demo only; default OS "
+                    "entropy; never written)")
     ap.add_argument("--output", default="label", choices=("label", "proba"),
                     help="label: one-hot votes (exact where all worlds agree); proba")
     args = ap.parse_args(argv)
@@ -53,7 +57,8 @@ def main(argv=None) -> dict:
     total = float(mi_budget_for_accuracy(args.target_accuracy, prior=0.5))
     b = total / len(X_pub)  # one query per public row
     teacher = PrivatePredictor(_model(), (X_priv, y_priv), n_worlds=m, per_query_budget=b,
-                               total_budget=total, output=args.output, rng=args.seed).fit()
+                               total_budget=total, output=args.output, rng=args.seed,
+                               secret_rng=args.secret_seed).fit()
     noisy = teacher.predict(X_pub)
     labels = noisy.argmax(axis=1)
     student = _model().fit(X_pub, labels)
@@ -65,6 +70,7 @@ def main(argv=None) -> dict:
         "n_worlds": m, "output": args.output, "per_query_budget_nats": b, "spent_nats": teacher.spent,
         "membership_bound": bound,
         "bound_kind": "certified (1−γ = 1), rounded up",
+        "secret_randomness": teacher.secret_randomness,
         "noisy_label_agreement_with_truth": float(np.mean(labels == y_pub)),  # scoring only
         "accuracy": {
             "non_private_model": float(baseline.score(X_test, y_test)),

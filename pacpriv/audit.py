@@ -223,7 +223,11 @@ def audit_dpsgd(
     confidence : float, default 0.95
         Level of the attack accuracy intervals.
     rng : None, int, SeedSequence or Generator
-        Root seed (split, inits, allocations, noise, attack splits).
+        Root seed (split, inits, allocations, noise, attack splits); None = fresh OS entropy.
+        Either way it is recorded in the result's ``seed``, which regenerates the split and
+        every model: an audit is an evaluation (its attacks need known members), its models
+        are never returned, and none of them may be deployed as a private release (train
+        that with :func:`pacpriv.dpsgd.trainer.train_dpsgd` and ``rng=None``).
     spec : DPSGDSpec, optional
         Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._adapters import EstimatorMechanism, TorchMechanism, sort_rows
-from pacpriv._random import RNGLike, as_seed_sequence
+from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int
 from pacpriv.ledger import PrivacyLedger
 from pacpriv.pac._mechanism import call_mechanism, check_output
@@ -206,7 +206,8 @@ class PacPrivateFunction:
             The secret input.
         rng : None, int, SeedSequence or Generator
             Randomness of the noise (and of ``func`` if it takes ``rng``); ``None`` (default)
-            draws fresh OS entropy, as a real release must. Seed only for tests and demos.
+            draws fresh OS entropy, as a real release must. Seed only for tests and demos, and
+            never with the calibration's seed (recorded in ``simulation``): ValueError.
         label : str or None
             Stored with the ledger entry.
 
@@ -227,6 +228,12 @@ class PacPrivateFunction:
                 f"{type(self).__name__} is not calibrated: call .calibrate(pool, ...) before "
                 "releasing."
             )
+        if rng is not None and not isinstance(rng, np.random.Generator) and \
+                self.simulation is not None and \
+                seed_to_dict(as_seed_sequence(rng)) == self.simulation.root_seed:
+            raise ValueError("`rng` of a release must differ from the calibration's `rng`: the "
+                             "simulation seed is recorded (simulation.root_seed), so a release "
+                             "drawn from it could be regenerated; pass None (OS entropy).")
         mi = float(self.plan.mi_claim)
         if not self.ledger.can_charge(mi):
             self.ledger.charge(mi, label=label)  # raises BudgetExceededError, records nothing

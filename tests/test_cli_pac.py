@@ -75,6 +75,8 @@ def test_pac_run_target_accuracy_uses_best_blind_guess(tmp_path):
          "format"),
         (["--mechanism", "kmeans", "--dataset", "iris", "--mi-budget", "0.1", "--sampler",
           "fixed"], "subset-size"),
+        (["--mechanism", "kmeans", "--dataset", "iris", "--mi-budget", "0.1", "--seed", "7",
+          "--release-seed", "7"], "--release-seed must differ from --seed"),
     ],
 )
 def test_pac_run_bad_input_is_one_line_exit_2(argv, match, tmp_path, capsys):

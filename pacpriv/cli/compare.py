@@ -24,7 +24,8 @@ def add_parser(subparsers, name: str) -> None:
             "pool with DP-SGD (sigma from the closed form and the exact method) and with PAC "
             "Privacy (noise-free training simulated on random subsets, Gaussian noise for "
             "v = ln 2 - H(a) nats); print noise, test accuracy, bound and measured attack "
-            "accuracy, and write the PAC report with the comparison section."
+            "accuracy, and write the PAC report with the comparison section. An evaluation: "
+            "its models derive from the recorded root seed, so no release is written."
         ),
     )
     p.add_argument("--dataset", default="breast_cancer",
@@ -57,7 +58,9 @@ def add_parser(subparsers, name: str) -> None:
                    help=f"parallel workers of the PAC simulation (default 1: sequential; -1: all "
                    f"{available_cpus()} CPU(s) this process may use; more is capped)")
     p.add_argument("--seed", type=int, default=None,
-                   help="root seed (default: fresh OS entropy, recorded in the report)")
+                   help="root seed of the evaluation (default: fresh OS entropy). Recorded in "
+                   "the report either way, so the compared models are reproducible evaluation "
+                   "artefacts, not private releases (no release is written)")
     p.add_argument("--out", default="pacpriv-compare",
                    help="output directory (created; must be writable)")
     p.add_argument("--format", dest="formats", default="json,md,html",

@@ -255,6 +255,10 @@ def _check_args(args) -> None:
         raise UsageError(f"--target-inflation must be > 1; got {args.target_inflation}")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    if args.release_seed is not None and args.release_seed == args.seed:
+        raise UsageError(f"--release-seed must differ from --seed (the simulation seed is "
+                         f"recorded in the report, so a release drawn from it could be "
+                         f"regenerated); got {args.seed} for both")
     if args.retries < 0:
         raise UsageError(f"--retries must be >= 0; got {args.retries}")
     if args.timeout is not None and not (args.timeout > 0 and math.isfinite(args.timeout)):

@@ -117,8 +117,13 @@ def add_parser(subparsers, name: str) -> None:
                      help="noise rule of each answer (see the README)")
     fit.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
     fit.add_argument("--seed", type=int, default=None,
-                     help="seed of worlds, secret index and noise (tests/demos only; it is "
-                     "secret; default OS entropy)")
+                     help="seed of the public worlds (recorded in config.json; default OS "
+                     "entropy); the secret index and the noise never derive from it")
+    fit.add_argument("--secret-seed", type=int, default=None,
+                     help="seed of the secret world index and the noise, for tests and demos "
+                     "only: never written to disk or to a report, but the state is marked "
+                     "'caller-seeded secret (not for production)' (default OS entropy; must "
+                     "differ from --seed)")
     fit.add_argument("--no-progress", action="store_true", help="no progress bar")
     fit.set_defaults(handler=_fit)
 
@@ -169,6 +174,12 @@ def _fit(args) -> int:
 
     if args.n_worlds < 2 or args.n_worlds % 2:
         raise UsageError(f"--n-worlds must be an even integer >= 2; got {args.n_worlds}")
+    for flag, value in (("--seed", args.seed), ("--secret-seed", args.secret_seed)):
+        if value is not None and value < 0:
+            raise UsageError(f"{flag} must be a non-negative integer; got {value}")
+    if args.secret_seed is not None and args.secret_seed == args.seed:
+        raise UsageError(f"--secret-seed must differ from --seed (the worlds' seed is public, so "
+                         f"a secret drawn from it could be searched for); got {args.seed} for both")
     check_positive_finite(args, "--per-query-budget", " (nats)")
     total = _total_budget(args)
     if args.per_query_budget > total:
@@ -186,9 +197,11 @@ def _fit(args) -> int:
     output = args.output or ("value" if args.estimator == "ridge" else "proba")
     pp = PrivatePredictor(_estimator(args.estimator), dataset.pool, n_worlds=args.n_worlds,
                           per_query_budget=args.per_query_budget, total_budget=total,
-                          output=output, rule=args.rule, state=args.state, rng=args.seed)
+                          output=output, rule=args.rule, state=args.state, rng=args.seed,
+                          secret_rng=args.secret_seed)
     pp.fit(n_jobs=args.n_jobs, progress=not args.no_progress)
     _print_budget(pp.budget())
+    print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")
     return 0
 

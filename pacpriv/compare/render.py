@@ -12,7 +12,22 @@ from pacpriv.threat_models import THREAT_MODELS
 if TYPE_CHECKING:
     from pacpriv.compare.results import ComparisonResult, ComparisonRow
 
-__all__ = ["THREAT_MODELS", "comparison_markdown", "comparison_notes", "per_record_note"]
+__all__ = ["EVALUATION_NOTE", "THREAT_MODELS", "comparison_markdown", "comparison_notes",
+           "per_record_note"]
+
+#: What a comparison's models are (shown in its reports instead of a release): the membership
+#: split, the PAC noise draws and the DP-SGD allocations and noise all derive from the root seed
+#: that the report records, so they are reproducible by anyone holding the report.
+EVALUATION_NOTE = (
+    "This comparison is an evaluation, not a private release. Its membership split, its PAC "
+    "noise draws and its DP-SGD allocations and noise all derive from the root seed recorded "
+    "in this report, so anyone holding the report can regenerate every model it measured: "
+    "they are evaluation artefacts (scored with known members: test accuracy and attacks), "
+    "and no model or noisy release is published here. What each row certifies is the bound "
+    "and its noise calibration, i.e. the noise a private release would need; a private "
+    "release draws its secret subset and noise from OS entropy that is never recorded "
+    "(`pacpriv pac run`, or `train_dpsgd` with rng=None)."
+)
 
 
 # (aspect, PAC whole subset, PAC per record, DP-SGD)
@@ -101,7 +116,9 @@ def comparison_markdown(res: ComparisonResult) -> str:
                 f"{res.threat_models['pac_record']}", ""]
     out += [f"**DP-SGD.** {res.threat_models['dpsgd']}", "",
             f"Root seed of the comparison: `{_json.dumps(res.seed)}`; the same seed and "
-            "arguments give this table bit for bit, for any n_jobs."]
+            "arguments give this table bit for bit, for any n_jobs. The models are evaluation "
+            "artefacts derived from this seed (reproducible by anyone holding it), not private "
+            "releases; the rows certify the bound and its noise calibration."]
     return "\n".join(out)
 
 

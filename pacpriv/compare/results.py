@@ -126,11 +126,14 @@ class ComparisonResult(Displayable):
         How to read the table (units, estimates, skipped rows).
     seed : dict
         ``seed_to_dict`` of the root seed (children: 0 membership, 1 simulation, 2 PAC
-        noise, 3/4 DP-SGD closed form/exact, 5 attack splits, 6 per-record PAC).
+        noise, 3/4 DP-SGD closed form/exact, 5 attack splits, 6 per-record PAC). It
+        regenerates every model of the comparison, which is why they are evaluation
+        artefacts and not private releases.
     elapsed_s : float
         Wall-clock seconds of the whole comparison.
     pac_result : PacResult
-        The PAC job (simulation, spectrum, noise plan, first release); not in ``to_dict``.
+        The PAC job (simulation, spectrum, noise plan; no release, ``evaluation`` set); not
+        in ``to_dict``.
         ``write_report(result.pac_result.with_sections(result.report_section()), out)``
         writes the PAC report with this comparison as an extra section.
     """

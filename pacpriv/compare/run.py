@@ -173,8 +173,11 @@ def compare_pac_dpsgd(
     n_jobs : int or None
         joblib workers of the PAC simulation (-1: all cores).
     rng : None, int, SeedSequence or Generator
-        Root seed of everything secret (membership, simulation, noise, attack splits);
-        None = fresh OS entropy (recorded in ``seed``), as a real release must use.
+        Root seed of the whole evaluation (membership split, simulation, PAC noise draws,
+        DP-SGD allocations and noise, attack splits); None = fresh OS entropy. Either way it
+        is recorded in ``seed`` and the reports, so the comparison is reproducible by anyone
+        holding them: its models are evaluation artefacts, never private releases (the
+        reports publish no model or release vector and say so).
     progress : bool, default True
         Progress bar of the PAC simulation.
     per_record_trials : int, default 200
@@ -202,7 +205,12 @@ def compare_pac_dpsgd(
 
     Notes
     -----
-    Seeded runs are reproducible bit for bit, for any ``n_jobs``.
+    Runs with the same seed are reproducible bit for bit, for any ``n_jobs``. This is an
+    evaluation: the models are measured with known members (test accuracy, attacks), and
+    what a row certifies is the bound and its noise calibration, i.e. the noise a private
+    release would need. ``pac_result`` carries no release (its ``evaluation`` text says
+    why); a private release draws its subset and noise from unrecorded OS entropy
+    (:func:`pacpriv.pac.run_pac`).
 
     References
     ----------

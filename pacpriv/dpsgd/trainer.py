@@ -96,8 +96,15 @@ class TrainingResult:
         step that used the example (before its update).
     secure_noise : bool
         Whether the noise generator was reseeded from OS entropy at every step.
-    seed : dict
-        ``seed_to_dict`` of the root SeedSequence (child 0: allocation, child 1: noise).
+    seed : dict or None
+        ``None`` when ``train_dpsgd`` ran with ``rng=None``: the allocation and the noise came
+        from fresh OS entropy that is not recorded anywhere (it would regenerate both, and
+        the bound of [1]_ assumes they are secret). With a caller-given ``rng``,
+        ``seed_to_dict`` of its root SeedSequence (child 0: allocation, child 1: noise),
+        which regenerates the allocation and, unless ``secure_noise``, every noise draw: the
+        caller's choice, for tests and experiments only.
+    randomness : str
+        ``"fresh OS entropy (not recorded)"`` or ``"caller-seeded (not for production)"``.
     wall_time_s : float
         Training wall-clock time in seconds.
     """
@@ -115,8 +122,9 @@ class TrainingResult:
     clipped_fraction: float | None
     epoch_losses: tuple[float, ...]
     secure_noise: bool
-    seed: dict
+    seed: dict | None
     wall_time_s: float
+    randomness: str = "caller-seeded (not for production)"
 
     def to_dict(self) -> dict:
         """JSON-serialisable dictionary of all fields."""
@@ -422,16 +430,24 @@ def train_dpsgd(
         An optimizer over ``model.parameters()``, or a factory ``params -> Optimizer``.
         Default ``torch.optim.SGD(lr=0.1)``. It receives the privatised gradient in ``.grad``.
     rng : None, int, SeedSequence or Generator
-        Seed (SPEC 7; ``None`` = fresh OS entropy). Child 0 seeds the allocation generator,
-        child 1 the noise generator; model initialisation is the caller's business.
+        Seed (SPEC 7). Child 0 seeds the allocation generator, child 1 the noise generator;
+        model initialisation is the caller's business. ``None`` (the default, and what a
+        deployment must use) draws fresh OS entropy that is **not recorded**: the result's
+        ``seed`` is None and ``randomness`` is ``"fresh OS entropy (not recorded)"``, so
+        nothing returned regenerates the allocation or the noise. A caller-given ``rng``
+        is recorded in ``seed`` (``randomness`` ``"caller-seeded (not for production)"``):
+        it regenerates the allocation and, unless ``secure_noise``, the noise, so whoever
+        holds the result, the initial model and the data can recompute the training; use
+        it for tests and experiments only.
     secure_noise : bool, default False
         Reseed the noise generator from the OS CSPRNG (:mod:`secrets`) at every step. This
-        protects against an adversary who learns ``rng`` (from a log or config) and would
-        otherwise regenerate and subtract the noise. It does **not** make the noise
-        cryptographically secure: the generator is still torch's Mersenne Twister, and
-        floating-point Gaussian sampling has known side channels (Mironov, CCS 2012). Nor
-        does it hide the allocation, which still comes from ``rng``; the bound of [1]_
-        assumes the allocation is secret, so deploy with ``rng=None``.
+        protects against an adversary who learns a caller-given ``rng`` (from a log, a config
+        or the result's ``seed``) and would otherwise regenerate and subtract the noise; with
+        ``rng=None`` the seed is never recorded, so it adds nothing there. It does **not**
+        make the noise cryptographically secure: the generator is still torch's Mersenne
+        Twister, and floating-point Gaussian sampling has known side channels (Mironov, CCS
+        2012). Nor does it hide the allocation, which still comes from ``rng``; the bound of
+        [1]_ assumes the allocation is secret, so deploy with ``rng=None``.
     progress : bool, default False
         Show a tqdm progress bar over steps.
     spec : DPSGDSpec, optional
@@ -478,7 +494,7 @@ def train_dpsgd(
     if n == 0:
         raise ValueError("`X` must contain at least one record; got 0.")
     opt = _make_optimizer(optimizer, model)
-    root = as_seed_sequence(rng)
+    root = as_seed_sequence(rng)  # rng=None: OS entropy, kept only in this frame
     alloc_gen = torch_generator(trial_seed(root, 0))
     noise_gen = torch_generator(trial_seed(root, 1))
     expected = n / M
@@ -533,8 +549,11 @@ def train_dpsgd(
         clipped_fraction=None if C is None else n_clipped / (n * E),
         epoch_losses=tuple(epoch_losses),
         secure_noise=bool(secure_noise),
-        seed=seed_to_dict(root),
+        # an OS-entropy root would regenerate the secret allocation and noise: never returned
+        seed=None if rng is None else seed_to_dict(root),
         wall_time_s=time.perf_counter() - start,
+        randomness="fresh OS entropy (not recorded)" if rng is None
+        else "caller-seeded (not for production)",
     )
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from pacpriv._display import Displayable, Summary
 from pacpriv._numbers import format_bound
-from pacpriv._random import RNGLike, as_generator
+from pacpriv._random import RNGLike, as_generator, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
 from pacpriv.pac import _rules
@@ -81,6 +81,11 @@ class PacResult(Displayable):
         The noisy output ``f(X) + B`` on the secret subset ``X`` (None if ``release=False``).
     release_seeded : bool
         Whether the caller seeded the release (otherwise fresh OS entropy was used).
+    evaluation : str
+        Empty for a PAC job. Non-empty for an evaluation built on it (e.g.
+        :func:`pacpriv.compare.compare_pac_dpsgd`), whose models derive from a recorded seed
+        and so are not private releases: the report then shows this text instead of a release
+        (``release`` must be None).
     sections : tuple of dict
         Extra report sections (e.g. a DP-SGD comparison), each ``{"title", "markdown", ...}``.
     notes : tuple of str
@@ -111,6 +116,7 @@ class PacResult(Displayable):
     individual_mi_bound: float
     release: np.ndarray | None = field(repr=False, default=None)
     release_seeded: bool = False
+    evaluation: str = ""
     sections: tuple = ()
     notes: tuple = ()
     blind_guess_prior: float | None = None
@@ -204,6 +210,18 @@ class PacResult(Displayable):
             "release_seeded": self.release_seeded,
             "notes": list(self.notes),
         }
+
+
+def _check_release_seed(rng, release_rng, release) -> None:
+    """Refuse a release seed equal to the simulation seed, which the report records."""
+    seeds = (rng, release_rng)
+    if not release or any(s is None or isinstance(s, np.random.Generator) for s in seeds):
+        return
+    seed = seed_to_dict(as_seed_sequence(rng))
+    if seed == seed_to_dict(as_seed_sequence(release_rng, name="release_rng")):
+        raise ValueError("`release_rng` must differ from `rng`: the simulation seed is "
+                         "recorded in the result and the report, so a release drawn from it "
+                         f"could be regenerated; got the same seed {seed} for both.")
 
 
 def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.ndarray:
@@ -393,7 +411,8 @@ def run_pac(
         Whether to draw the secret subset, run ``f`` on it and add the noise.
     release_rng : None, int, SeedSequence or Generator
         Randomness of the secret subset and of the noise; None (default) = fresh OS entropy,
-        which is what a real release must use. Seed it only for tests and demos.
+        which is what a real release must use. Seed it only for tests and demos, and never
+        with the seed given as ``rng`` (recorded in the report): that raises ValueError.
     secret_mask : ndarray of bool, shape (n_records,), optional
         Use this subset as the secret instead of drawing it from the sampler.
     progress, checkpoint, retries, timeout :
@@ -425,6 +444,7 @@ def run_pac(
     """
     mi_budget = _check_budget(mi_budget)
     n_trials = check_int(n_trials, "n_trials", low=2)
+    _check_release_seed(rng, release_rng, release)
     rule, unpacked = _rules.unpack_rule(rule, confidence=confidence, c=c, beta=beta,
                                         output_bound=output_bound)
     confidence, c, beta, output_bound = (unpacked.get(k) for k in

@@ -51,8 +51,14 @@ __all__ = ["BUDGET_TOLERANCE", "PrivatePredictor"]
 #: reported bound always uses the actual spend ``n_answered · per_query_budget``).
 BUDGET_TOLERANCE = 1e-12
 
-#: Spawn keys of the children of a user seed: worlds, secret index, noise.
+#: Spawn keys of the children of a user seed: worlds (of ``rng``); secret index and noise (of
+#: ``secret_rng``, a separate seed: nothing public may derive from the secret's seed).
 _WORLDS, _SECRET, _NOISE = 0, 1, 2
+
+#: How ``J`` and the noise entropy were drawn (public label in config.json and the report).
+SECRET_FROM_OS = "OS entropy (not recorded)"
+SECRET_SEEDED = "caller-seeded secret (not for production)"
+_SECRET_UNKNOWN = "not recorded by the pacpriv version that wrote this state"
 
 
 def _derived(root: np.random.SeedSequence, key: int) -> np.random.SeedSequence:
@@ -70,9 +76,9 @@ class PrivatePredictor:
 
     ``m`` worlds ``S_1..S_m`` are drawn from the pool by ``sampler`` and one model is fitted per
     world by :func:`pacpriv.pac.simulate` (parallel, checkpointed). A secret index ``J`` is drawn
-    uniformly (OS entropy unless ``rng`` is given). Each query row ``q_t`` is answered with
-    ``y_t = f_J(q_t) + B_t``, ``B_t ~ N(0, Σ_B)`` calibrated to the covariance of the world
-    outputs under the current posterior ``p_t`` over worlds, so that
+    uniformly (OS entropy unless ``secret_rng`` is given; never from ``rng``). Each query row
+    ``q_t`` is answered with ``y_t = f_J(q_t) + B_t``, ``B_t ~ N(0, Σ_B)`` calibrated to the
+    covariance of the world outputs under the current posterior ``p_t`` over worlds, so that
     ``½ ln det(I + C_t Σ_B⁻¹) <= per_query_budget``; then ``p_t`` is updated with the Gaussian
     likelihood. By the chain rule ``I(J; Y_1..Y_T) <= T · per_query_budget`` however the queries
     are chosen [1]_, and any inference about ``J``, e.g. whether a record was in the training
@@ -112,9 +118,16 @@ class PrivatePredictor:
         resumed and must belong to the same pool, sampler, fit, worlds, seed and budgets.
         None keeps the state in memory only.
     rng : None, int or SeedSequence, default None
-        Seed of the worlds, of ``J`` and of the noise, for reproducible tests; None draws the
-        world seed from OS entropy and ``J`` and the noise from :mod:`secrets`. A seed is secret
-        (it determines ``J``): never publish it.
+        Seed of the *public* worlds only (None: OS entropy). The world seed derived from it is
+        recorded in the world-readable ``config.json`` and the world masks in ``worlds.npz``,
+        so ``rng`` is public: ``J`` and the noise never derive from it (a public derivative
+        would let anyone search the seed and recompute them).
+    secret_rng : None, int, SeedSequence or Generator, default None
+        Seed of ``J`` and of the noise entropy, for tests and demos only; None (the default,
+        and what a deployment must use) draws both from :mod:`secrets`. The seed itself is
+        never written; ``J`` and the noise entropy go only to the mode-0600 secret file, and
+        the state and the report are marked ``"caller-seeded secret (not for production)"``
+        (:attr:`secret_randomness`). It must differ from ``rng``.
 
     Raises
     ------
@@ -153,7 +166,7 @@ class PrivatePredictor:
     def __init__(self, fit, pool, *, n_worlds: int, per_query_budget: float,
                  total_budget: float, sampler=None, output: str | Callable = "proba",
                  rule: str = "anisotropic", state: str | os.PathLike | None = None,
-                 rng: RNGLike = None) -> None:
+                 rng: RNGLike = None, secret_rng: RNGLike = None) -> None:
         # (both None in a predictor opened by load(): it serves, it cannot refit)
         self._fitter: Callable | TorchMechanism | None = as_world_fitter(fit)
         self._pool: np.ndarray | tuple[np.ndarray, ...] | None
@@ -185,10 +198,17 @@ class PrivatePredictor:
         self._noise_entropy: int | None = None
         self._n_answered = 0
         self._log_posterior = np.zeros(m)
-        self._seeded = rng is not None
         root = as_seed_sequence(rng) if rng is not None else None
+        secret_root = None if secret_rng is None else as_seed_sequence(secret_rng,
+                                                                       name="secret_rng")
+        if root is not None and secret_root is not None and \
+                seed_to_dict(root) == seed_to_dict(secret_root):
+            raise ValueError("`secret_rng` must differ from `rng`: `rng` seeds the public "
+                             "worlds, so a secret drawn from the same seed could be searched "
+                             f"for; got the same seed {seed_to_dict(root)} for both.")
         world_seed = _derived(root, _WORLDS) if root is not None else np.random.SeedSequence()
-        self._root = root
+        self._secret_root = secret_root
+        self._secret_randomness = SECRET_FROM_OS if secret_root is None else SECRET_SEEDED
         fingerprint = self._fingerprint()
         self._state = None if state is None else StateDir(state)
         if self._state is not None and self._state.exists():
@@ -199,6 +219,11 @@ class PrivatePredictor:
                     f"state directory {str(self._state.path)!r} was created with another seed "
                     "(`rng`); resume with the same seed or with rng=None.")
             world_seed = np.random.SeedSequence(**stored)
+            if self._state.secret_path.exists():  # J was drawn: its label stands
+                self._secret_randomness = self._state.read_config().get(
+                    "secret_randomness", _SECRET_UNKNOWN)
+            elif self._state.read_config().get("secret_randomness") != self._secret_randomness:
+                self._state.write_config(self._config(fingerprint, world_seed))
             if self._state.is_fitted():
                 self._load_fitted(self._state)
         elif self._state is not None:
@@ -217,7 +242,8 @@ class PrivatePredictor:
                 "n_worlds": self.n_worlds, "per_query_budget": self.per_query_budget,
                 "total_budget": self.total_budget, "rule": self.rule,
                 "output": self.output if isinstance(self.output, str) else "callable",
-                "feature_shape": list(self.feature_shape), "n_records": self.n_records}
+                "feature_shape": list(self.feature_shape), "n_records": self.n_records,
+                "secret_randomness": self._secret_randomness}
 
     def _load_fitted(self, st: StateDir) -> Worlds:
         """Read the fitted worlds, the secret and the ledger from the state directory ``st``."""
@@ -267,6 +293,8 @@ class PrivatePredictor:
         self.n_records = int(config["n_records"])
         self._state, self._lock, self._pool, self._fitter = st, threading.Lock(), None, None
         self._world_seed = np.random.SeedSequence(**config["world_seed"])
+        self._secret_root = None  # fitted: the secret is read from the secret file
+        self._secret_randomness = config.get("secret_randomness", _SECRET_UNKNOWN)
         self.output = self._load_fitted(st).output
         return self
 
@@ -280,6 +308,12 @@ class PrivatePredictor:
                         "use state=DIR and PrivatePredictor.load(DIR).")
 
     # -- fitting -------------------------------------------------------------------------------
+    @property
+    def secret_randomness(self) -> str:
+        """How ``J`` and the noise entropy were drawn: ``"OS entropy (not recorded)"``, or
+        ``"caller-seeded secret (not for production)"`` when ``secret_rng`` was given."""
+        return self._secret_randomness
+
     @property
     def is_fitted(self) -> bool:
         """Whether the worlds are fitted and ``J`` is drawn."""
@@ -325,10 +359,11 @@ class PrivatePredictor:
             factory = getattr(self._fitter, "model_factory", None)
             worlds = Worlds.load(directory, arrays, self.output, factory)
         worlds.check_consistent()
-        if self._root is not None:
-            gen = np.random.default_rng(_derived(self._root, _SECRET))
+        if self._secret_root is not None:  # tests/demos: a seed nothing public derives from
+            gen = np.random.default_rng(_derived(self._secret_root, _SECRET))
             secret_index = int(gen.integers(self.n_worlds))
-            noise_entropy = int(_derived(self._root, _NOISE).generate_state(4, np.uint64)[0])
+            noise_entropy = int(
+                _derived(self._secret_root, _NOISE).generate_state(4, np.uint64)[0])
         else:
             secret_index = secrets.randbelow(self.n_worlds)
             noise_entropy = secrets.randbits(128)
@@ -565,6 +600,7 @@ class PrivatePredictor:
             ("queries answered", self._n_answered),
             ("MI spent (I(J; answers) <= spent)", f"{format_bound(self.spent)} nats"),
             ("noise rule", self.rule),
+            ("secret index J and noise", self._secret_randomness),
             ("membership-inference bound", f"{up} — certified (1−γ = 1): exact world "
                                            "posterior, no estimation"),
         ]
@@ -578,7 +614,8 @@ class PrivatePredictor:
         ])
         return {"title": "PAC-private prediction (posterior-tracked worlds)",
                 "mechanism": "private-prediction", "threat_model": THREAT_MODEL,
-                "markdown": markdown, "prediction": d}
+                "markdown": markdown, "prediction": d,
+                "secret_randomness": self._secret_randomness}
 
     def to_dict(self) -> dict:
         """Public facts for a report: worlds, budgets, queries answered, bound, threat model."""

@@ -3,7 +3,8 @@
 Layout::
 
     config.json     public: fingerprint (pool, sampler, fit, n_worlds, world seed), budgets, rule,
-                    output, feature shape, membership prior
+                    output, feature shape, membership prior, and how J was drawn (a label:
+                    OS entropy or caller-seeded; never a seed or anything derived from one)
     worlds.npz      public: world masks (m, n_records) and digests (m, 32) or parameters (m, P)
     models/         public: one joblib file per world model, named by its SHA-256
     checkpoint/     the engine's checkpoint while the worlds are being fitted

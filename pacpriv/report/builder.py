@@ -43,8 +43,9 @@ def _versions() -> dict[str, str | None]:
 
 
 #: Command-line flags whose value is a secret and is never written to a report: the release
-#: seed fixes the secret subset and the noise, so with the pool it would reveal both.
-SECRET_FLAGS = ("--release-seed",)
+#: seed fixes the secret subset and the noise, so with the pool it would reveal both; the
+#: prediction secret seed (``predict fit --secret-seed``) fixes the secret world index and noise.
+SECRET_FLAGS = ("--release-seed", "--secret-seed")
 REDACTED = "<secret, not recorded>"
 
 
@@ -118,6 +119,19 @@ def _public_dataset(ds: dict) -> dict:
     return out
 
 
+def _release_fields(result, release) -> dict:
+    """The release and its randomness, or, for an evaluation, only the evaluation text."""
+    evaluation = getattr(result, "evaluation", "")
+    if evaluation:  # models derived from a recorded seed: no release, no release wording
+        if release is not None:
+            raise ValueError("an evaluation (`evaluation` set) must not carry a release.")
+        return {"release": None, "evaluation": str(evaluation)}
+    return {"release": release,
+            "release_randomness": None if result.release is None
+            else "caller-seeded (not for production)" if result.release_seeded
+            else "fresh OS entropy (not recorded)"}
+
+
 def _pac_report(result) -> dict:
     d = result.to_dict()
     plan = result.plan
@@ -170,10 +184,7 @@ def _pac_report(result) -> dict:
             "pinsker_success_bound": result.pinsker_success_bound,
             "individual_mi_bound_nats": result.individual_mi_bound,
         },
-        "release": d["release"],
-        "release_randomness": None if result.release is None
-        else "caller-seeded (not for production)" if result.release_seeded
-        else "fresh OS entropy (not recorded)",
+        **_release_fields(result, d["release"]),
         "reproducibility": {
             "root_seed": d["simulation"]["root_seed"],
             "reproducible": d["simulation"].get("reproducible"),

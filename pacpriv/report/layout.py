@@ -139,7 +139,9 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
     )
     head: list[tuple] = [("headline", headline), ("text", _prior_text(p)),
                          ("text", f"Reproduce: `{posterior_command(p)}`")]
-    if r.get("release") is not None or r.get("release_randomness"):
+    if r.get("evaluation"):
+        head.append(("text", f"**Evaluation, not a release.** {r['evaluation']}"))
+    elif r.get("release") is not None or r.get("release_randomness"):
         head.append(("text", _released_text(r)))
     utility_rows, hint = _utility(r)
     if hint:
@@ -204,7 +206,7 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
              "carry up to v, see `pacpriv pac records` for each record's exposure)",
              p["individual_mi_bound_nats"], "up", False),
         ]), ("figure", "posterior")]),
-        ("Release", [
+        ("Release", [("text", f"None. {r['evaluation']}")] if r.get("evaluation") else [
             ("text", "No release was made (calibration only)."),
         ] if release is None and not r.get("release_randomness") else [
             ("text", f"Noisy output f(X) + B ({r.get('release_randomness', '')}):"),

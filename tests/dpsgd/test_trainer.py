@@ -373,3 +373,51 @@ def test_non_finite_features_are_rejected():
     with pytest.raises(ValueError, match="`X` must be finite"):
         train_dpsgd(torch.nn.Linear(3, 2), torch.nn.CrossEntropyLoss(), X, y,
                     noise_multiplier=1.0, steps_per_epoch=2, epochs=1, max_grad_norm=1.0)
+
+
+def _ints(obj):
+    """Every integer anywhere in a JSON-like object (dict values, lists), recursively."""
+    if isinstance(obj, dict):
+        return [i for v in obj.values() for i in _ints(v)]
+    if isinstance(obj, (list, tuple)):
+        return [i for v in obj for i in _ints(v)]
+    return [obj] if isinstance(obj, int) and not isinstance(obj, bool) else []
+
+
+def test_unseeded_result_records_nothing_that_regenerates_the_training(monkeypatch):
+    """V1 review F14: with rng=None the OS-entropy seed is not returned (seed None, described
+    "fresh OS entropy (not recorded)"), so the result cannot regenerate the allocation and
+    noise; a caller-given rng is recorded, marked caller-seeded, and does regenerate them."""
+    X, y = _data()
+    drawn = []
+    real = np.random.SeedSequence
+
+    class Spy(real):  # records the OS entropy train_dpsgd draws for rng=None
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if not args and "entropy" not in kwargs:
+                drawn.append(self.entropy)
+
+    kw = dict(noise_multiplier=1.0, steps_per_epoch=4, epochs=2, max_grad_norm=1.0)
+    m1 = _mlp(seed=0)
+    with monkeypatch.context() as mp:
+        mp.setattr(np.random, "SeedSequence", Spy)
+        res = train_dpsgd(m1, torch.nn.CrossEntropyLoss(), X, y, **kw)
+    assert len(drawn) == 1 and drawn[0] >= 2**64  # the root that drives allocation and noise
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["seed"] is None and res.seed is None
+    assert d["randomness"] == "fresh OS entropy (not recorded)"
+    assert drawn[0] not in _ints(d)  # no field holds the entropy
+    # the entropy itself (known only to this spy) regenerates the model: it is the secret
+    m2 = _mlp(seed=0)
+    train_dpsgd(m2, torch.nn.CrossEntropyLoss(), X, y, rng=np.random.SeedSequence(drawn[0]),
+                **kw)
+    assert torch.equal(m1[0].weight, m2[0].weight)
+    # a caller-given rng is the caller's choice: recorded, marked, and it regenerates
+    m3, m4 = _mlp(seed=0), _mlp(seed=0)
+    seeded = train_dpsgd(m3, torch.nn.CrossEntropyLoss(), X, y, rng=11, **kw)
+    assert seeded.randomness == "caller-seeded (not for production)"
+    assert seeded.seed == {"entropy": 11, "spawn_key": []}
+    train_dpsgd(m4, torch.nn.CrossEntropyLoss(), X, y,
+                rng=np.random.SeedSequence(**seeded.seed), **kw)
+    assert torch.equal(m3[0].weight, m4[0].weight)

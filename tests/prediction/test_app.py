@@ -33,7 +33,8 @@ with warnings.catch_warnings():  # starlette >= 1.0 prefers httpx2 for its test 
 def _fitted(state=None, total=20 * B):
     X, y = cancer()
     return PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B,
-                            total_budget=total, state=state, rng=3).fit(progress=False)
+                            total_budget=total, state=state, rng=3,
+                            secret_rng=30).fit(progress=False)
 
 
 def test_predict_and_budget_endpoints():

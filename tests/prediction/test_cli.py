@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
+import numpy as np
 import pytest
 
+from pacpriv._random import seed_to_dict
 from pacpriv.cli import build_parser, main
 from pacpriv.cli.predict import budget_number
 from pacpriv.pac.posterior import mi_budget_for_accuracy, posterior_success_rate
@@ -72,3 +76,87 @@ def test_serve_parser():
     assert (args.state, args.host, args.port) == ("d", "127.0.0.1", 9001)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve"])  # --state is required
+
+
+FIT = ["predict", "fit", "--estimator", "naive_bayes", "--dataset", "iris", "--n-worlds", "4",
+       "--per-query-budget", "2^-10", "--total-budget", "2^-6", "--no-progress"]
+
+
+def _old_secret(seed: int, n_worlds: int) -> tuple[int, int]:
+    """(J, noise entropy) as pacpriv 0.1 derived them from ``--seed`` (V1 review F7)."""
+    from pacpriv.prediction._predictor import _derived
+
+    root = np.random.SeedSequence(seed)
+    j = int(np.random.default_rng(_derived(root, 1)).integers(n_worlds))
+    return j, int(_derived(root, 2).generate_state(4, np.uint64)[0])
+
+
+def _search_seed(config: dict, seeds) -> int | None:
+    """The reviewer's brute force: the seed whose world seed is the one in config.json."""
+    from pacpriv.prediction._predictor import _derived
+
+    for s in seeds:
+        if seed_to_dict(_derived(np.random.SeedSequence(s), 0)) == config["world_seed"]:
+            return s
+    return None
+
+
+def test_public_files_do_not_give_the_secret_index_or_noise(tmp_path, capsys):
+    """V1 review F7: searching --seed over a range with config.json (world-readable) finds the
+    seed of the public worlds, as before, but J and the noise no longer derive from it: the
+    secret the search derives is not the stored one, and a second fit with the same --seed
+    (identical public files) draws another secret from OS entropy."""
+    secrets_found = []
+    for name in ("a", "b"):
+        state = tmp_path / name
+        assert main([*FIT, "--state", str(state), "--seed", "777"]) == 0
+        assert "OS entropy (not recorded)" in capsys.readouterr().out
+        config = json.loads((state / "config.json").read_text())
+        assert config["secret_randomness"] == "OS entropy (not recorded)"
+        assert _search_seed(config, range(2000)) == 777  # the public seed is found...
+        body = json.loads((state / "secret.json").read_text())
+        secrets_found.append((body["secret_index"], body["noise_entropy"]))
+        # ...but the secret it gives (0.1's derivation) is not the stored one
+        assert _old_secret(777, 4)[1] != body["noise_entropy"]
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert (a / "config.json").read_bytes() == (b / "config.json").read_bytes()
+    assert (a / "worlds.npz").read_bytes() == (b / "worlds.npz").read_bytes()
+    assert secrets_found[0][1] != secrets_found[1][1]  # 128-bit OS entropy each
+    assert all(e.bit_length() > 64 for _, e in secrets_found)
+
+
+def test_secret_seed_reproduces_the_secret_and_leaves_no_public_trace(tmp_path, capsys):
+    """--secret-seed (tests only) fixes J and the noise, is written nowhere but the 0600 file's
+    derived values, changes no public file, and marks the state caller-seeded."""
+    for name, secret_seed in (("a", "1"), ("b", "1"), ("c", "2")):
+        assert main([*FIT, "--state", str(tmp_path / name), "--seed", "777",
+                     "--secret-seed", secret_seed]) == 0
+        assert "caller-seeded secret (not for production)" in capsys.readouterr().out
+    a, b, c = (tmp_path / n for n in "abc")
+    assert (a / "secret.json").read_bytes() == (b / "secret.json").read_bytes()
+    assert (a / "secret.json").read_bytes() != (c / "secret.json").read_bytes()
+    assert stat.S_IMODE(os.stat(a / "secret.json").st_mode) == 0o600
+    for public in ("config.json", "worlds.npz", "ledger.json"):  # independent of the secret seed
+        assert (a / public).read_bytes() == (c / public).read_bytes()
+    assert json.loads((a / "config.json").read_text())["secret_randomness"] == \
+        "caller-seeded secret (not for production)"
+    assert main(["predict", "status", "--state", str(a), "--out", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "| secret index J and noise | caller-seeded secret (not for production) |" in md
+    from pacpriv.report.builder import REDACTED, redact_command
+
+    for argv in (["--secret-seed", "5"], ["--secret-seed=5"], ["--secret-s", "5"]):
+        assert "5" not in " ".join(redact_command(["predict", "fit", *argv]))
+        assert REDACTED in " ".join(redact_command(argv))
+
+
+@pytest.mark.parametrize(("extra", "match"), [
+    (["--seed", "5", "--secret-seed", "5"], "--secret-seed must differ from --seed"),
+    (["--secret-seed", "-1"], "--secret-seed must be a non-negative integer; got -1"),
+])
+def test_secret_seed_errors(extra, match, tmp_path, capsys):
+    assert main([*FIT, "--state", str(tmp_path / "s"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and match in err
+    assert not (tmp_path / "s").exists()

@@ -19,10 +19,12 @@ from ._helpers import cancer, logreg, ridge_fit, ridge_value
 B = 2.0**-8
 
 
-def _make(state=None, *, rng=0, total=20 * B, pool=None, **kw):
+def _make(state=None, *, rng=0, total=20 * B, pool=None, secret_rng=100, **kw):
+    """A small predictor; ``rng`` seeds the public worlds, ``secret_rng`` J and the noise."""
     X, y = cancer()
     return PrivatePredictor(logreg(), pool or (X, y), n_worlds=4, per_query_budget=B,
-                            total_budget=total, state=state, rng=rng, **kw)
+                            total_budget=total, state=state, rng=rng, secret_rng=secret_rng,
+                            **kw)
 
 
 @pytest.fixture(scope="module")
@@ -157,8 +159,10 @@ def test_resume_continues_posterior_and_spend(tmp_path):
     want = ref.predict(X[:5])
     pp = _make(tmp_path / "s").fit(progress=False)
     got = [pp.predict(X[:2])]
-    again = _make(tmp_path / "s", rng=None)  # resumed with the stored seed
+    again = _make(tmp_path / "s", rng=None, secret_rng=None)  # resumed: stored seed, secret
     assert again.is_fitted and again.n_answered == 2
+    # J was drawn from secret_rng=100 when the state was fitted: the label stays with it
+    assert again.secret_randomness == "caller-seeded secret (not for production)"
     got.append(again.predict(X[2:4]))
     loaded = PrivatePredictor.load(tmp_path / "s")
     assert loaded.n_answered == 4 and loaded.spent == 4 * B
@@ -172,7 +176,8 @@ def test_callable_fit_and_value_output():
     X, _ = cancer()
     t = X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.1 * np.sin(np.arange(len(X)))
     pp = PrivatePredictor(ridge_fit, (X, t), n_worlds=8, per_query_budget=0.05,
-                          total_budget=1.0, output=ridge_value, rng=2).fit(progress=False)
+                          total_budget=1.0, output=ridge_value, rng=2,
+                          secret_rng=14).fit(progress=False)  # J = 1, as before the split
     out = pp.predict(X[:4])
     assert out.shape == (4, 1)
     # the noise is tiny relative to the signal: answers track the non-private fit
@@ -243,3 +248,13 @@ def test_world_fit_functions_follow_the_one_accepts_rng_rule(tmp_path):
         _FitAndStore(fn, str(tmp_path))(np.zeros((2, 1)), rng=gen)
     assert accepts_rng(with_kwargs) and seen["kwargs"] is gen
     assert not accepts_rng(positional_only) and seen["positional"] is None
+
+
+def test_secret_rng_must_differ_from_rng_and_marks_the_predictor():
+    """``rng`` seeds only the public worlds; a secret seed equal to it is refused (V1 F7)."""
+    X, y = cancer()
+    with pytest.raises(ValueError, match="`secret_rng` must differ from `rng`"):
+        PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B, total_budget=1.0,
+                         rng=5, secret_rng=5)
+    assert _make(secret_rng=None).secret_randomness == "OS entropy (not recorded)"
+    assert _make().secret_randomness == "caller-seeded secret (not for production)"

@@ -39,7 +39,7 @@ CHILD = textwrap.dedent(
 def _predictor(state):
     X, y = cancer()
     return PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B,
-                            total_budget=1.0, state=state, rng=7)
+                            total_budget=1.0, state=state, rng=7, secret_rng=70)
 
 
 @pytest.mark.slow
