@@ -61,9 +61,9 @@ def test_dask_mechanism_error_keeps_cause(dask_client):
 
 def test_dask_timeout_checked_after_trial(dask_client):
     """On Dask worker threads a slow trial cannot be interrupted but still fails its timeout."""
-    with pytest.raises(MechanismError, match=r"trial took .* s > timeout=0.2 s"):
-        simulate(mechs.sleepy, POOL, n_trials=40, rng=23, timeout=0.2, backend="dask",
-                 progress=False)
+    with pytest.raises(MechanismError, match=r"trial took .* s > timeout=1.0 s"):
+        simulate(mechs.sleepy, POOL, n_trials=40, rng=23, timeout=mechs.SLEEPY_TIMEOUT_S,
+                 backend="dask", progress=False)
 
 
 def test_resume_across_backends(tmp_path, dask_client):

@@ -250,9 +250,9 @@ def test_timeout(backend):
     """A trial over `timeout` fails (interrupted in the main thread, checked after on threads)."""
     flagged = _flagged(23, 40)
     kwargs = {"n_jobs": 2, "backend": "threading"} if backend else {}
-    with pytest.raises(MechanismError, match=r"timeout=0.2 s") as info:
-        simulate(mechs.sleepy, POOL1D, n_trials=40, rng=23, timeout=0.2, progress=False,
-                 **kwargs)
+    with pytest.raises(MechanismError, match=r"timeout=1.0 s") as info:
+        simulate(mechs.sleepy, POOL1D, n_trials=40, rng=23, timeout=mechs.SLEEPY_TIMEOUT_S,
+                 progress=False, **kwargs)
     assert info.value.trial_index in flagged
 
 
