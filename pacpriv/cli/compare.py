@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from pacpriv import _json
-from pacpriv.cli._args import UsageError, number, report_formats
+from pacpriv.cli._args import UsageError, add_show_errors, number, report_formats
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
 from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
 from pacpriv.compare import compare_pac_dpsgd
@@ -64,6 +64,7 @@ def add_parser(subparsers, name: str) -> None:
                    help="comma-separated report formats among json, md, html")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the comparison JSON to stdout")
+    add_show_errors(p)
     p.set_defaults(handler=_compare)
 
 

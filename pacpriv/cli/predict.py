@@ -10,7 +10,12 @@ from pathlib import Path
 
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
-from pacpriv.cli._args import UsageError, check_exactly_one, check_positive_finite
+from pacpriv.cli._args import (
+    UsageError,
+    add_show_errors,
+    check_exactly_one,
+    check_positive_finite,
+)
 
 #: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
 ESTIMATORS = ("logistic", "naive_bayes", "decision_tree", "random_forest", "mlp", "ridge")
@@ -120,6 +125,7 @@ def add_parser(subparsers, name: str) -> None:
                      help="seed of worlds, secret index and noise (tests/demos only; it is "
                      "secret; default OS entropy)")
     fit.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_show_errors(fit)
     fit.set_defaults(handler=_fit)
 
     query = sub.add_parser("query", help="answer query rows from a file or a bundled dataset",
