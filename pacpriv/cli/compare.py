@@ -9,6 +9,7 @@ from pacpriv.cli._args import UsageError, add_show_errors, number, report_format
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
 from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
 from pacpriv.compare import compare_pac_dpsgd
+from pacpriv.compare.render import CHANCE_NOTE_PREFIX
 from pacpriv.compare.run import COMPARISON_RULES
 from pacpriv.pac.calibration import DEFAULT_RULE
 from pacpriv.report import write_report
@@ -104,6 +105,10 @@ def _compare(args) -> int:
         return 0
     print(result.to_markdown().split("\n\nNotes:")[0])
     print()
+    for note in result.notes:  # utility at chance: say it next to the table, not only in notes
+        if note.startswith(CHANCE_NOTE_PREFIX):
+            print(f"warning: {note}")
+            print()
     print(f"time {result.elapsed_s:.1f} s; notes and threat models in the report")
     for fmt, path in paths.items():
         print(f"wrote ({fmt}){' ' * (11 - len(fmt))}{path}")
