@@ -22,8 +22,10 @@ pytestmark = pytest.mark.timeout(120)
 def dask_client():
     """A small local Dask cluster: 2 worker processes, 1 thread each."""
     distributed = pytest.importorskip("distributed")
+    # dashboard on a free port: None means the default 8787, which another run on a shared
+    # machine may hold (then a "port in use" warning, an error under the suite's filters)
     cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+        n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0"
     )
     client = distributed.Client(cluster)
     yield client
