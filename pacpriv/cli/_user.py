@@ -166,12 +166,18 @@ def resolve_cli_mechanism(spec: str, dataset: Dataset):
 
 def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> None:
     """Rewrite ``err``'s message in place with the user's names and, when an ``(X, y)``
-    function got an array, a hint about ``--label-column``."""
+    function got an array, a hint about ``--label-column``.
+
+    The hint reads the chained original exception too (a :class:`MechanismError` withholds
+    its message, which may quote records), but adds only pacpriv's own words.
+    """
     text = user_names(str(err), spec)
-    if dataset.y is None and "unpack" in text:
+    cause = err.__cause__
+    probe = text if cause is None else f"{text} {type(cause).__name__}: {cause}"
+    if dataset.y is None and "unpack" in probe:
         text += (" -- the subset is an array X because no --label-column was given; pass "
                  "--label-column NAME to receive (X, y)")
-    elif dataset.y is not None and "tuple" in text:
+    elif dataset.y is not None and "tuple" in probe:
         text += (" -- with --label-column the subset is a tuple (X, y); unpack it with "
                  "`X, y = subset`")
     if text != str(err) and err.args:
