@@ -21,15 +21,28 @@ __all__ = [
 ]
 
 
+#: Said in place of a mechanism's own exception message, which may quote record values.
+WITHHELD_NOTE = (
+    "The exception's message is withheld because it may quote record values; the original "
+    "exception is chained as __cause__ (the CLI prints it with --show-errors or "
+    "PACPRIV_SHOW_ERRORS=1)."
+)
+
+
 class MechanismError(RuntimeError):
     """A mechanism raised, returned a non-finite value or changed its output shape.
+
+    The message names the mechanism, the exception type, the trial and its seed, but never
+    the mechanism's own exception message, which may quote record values (a record may not
+    reach a log); that message stays on the chained ``__cause__``.
 
     Parameters
     ----------
     message : str
         Human-readable description (already names the trial and its seed).
     trial_index : int
-        Index of the failing trial in ``range(n_trials)``.
+        Index of the failing trial in ``range(n_trials)``; ``-1`` for the release run on the
+        secret subset (``seed`` is then ``{}``: the release's randomness is secret).
     seed : dict
         ``{"entropy": int, "spawn_key": list[int]}`` of the trial's
         :class:`numpy.random.SeedSequence`; ``numpy.random.SeedSequence(**seed)``

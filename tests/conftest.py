@@ -19,6 +19,17 @@ _EXTRA_SKIP = re.compile(
     r"could not import '(" + "|".join(OPTIONAL_EXTRAS) + r")(\.[\w.]+)?'"
 )
 
+try:  # Hypothesis' default 200 ms deadline per example is a wall-clock limit that a loaded
+    # 2-core machine trips (DeadlineExceeded, or Flaky when the rerun is faster): no deadline,
+    # as for the comparator and trial timeouts (V1 review F6). Tests that time something set
+    # their own limit, far above the work they do.
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover - the optional extra is missing
+    pass
+else:
+    _hypothesis_settings.register_profile("pacpriv", deadline=None)
+    _hypothesis_settings.load_profile("pacpriv")
+
 
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:

@@ -255,11 +255,14 @@ def test_ctrl_c_stops_cleanly(user):
     import sys
     import time
 
-    Path("slow.py").write_text("import time, numpy as np\n"
-                               "def f(X):\n    time.sleep(0.2)\n    return X.mean(0)\n")
+    Path("slow.py").write_text("import pathlib, time, numpy as np\n"
+                               "def f(X):\n    pathlib.Path('started').touch()\n"
+                               "    time.sleep(0.2)\n    return X.mean(0)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 
     def interrupted_run() -> tuple[int, str]:
+        started = Path("started")
+        started.unlink(missing_ok=True)
         proc = subprocess.Popen(
             [sys.executable, "-m", "pacpriv", "pac", "run", "--mechanism", "slow.py:f",
              "--dataset", "data.csv", "--mi-budget", "0.1", "--trials", "400", "--n-jobs", "2",
@@ -268,7 +271,13 @@ def test_ctrl_c_stops_cleanly(user):
             # a child of a background job inherits SIGINT ignored, and Python then installs no
             # KeyboardInterrupt handler: restore the default, as an interactive shell has it
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        time.sleep(6)
+        # interrupt once trials run (not a fixed delay: a loaded machine may still be
+        # importing after seconds, and an interrupt there tests nothing of ours)
+        deadline = time.monotonic() + 120
+        while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), "the run never started a trial"
+        time.sleep(2.0)  # trials in flight (the first call may be a probe before the workers)
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
         return proc.returncode, err

@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "HelpFormatter",
     "UsageError",
+    "add_show_errors",
     "check_exactly_one",
     "check_positive_finite",
     "check_trials",
@@ -58,6 +59,14 @@ def check_unit_interval(args: argparse.Namespace, flag: str) -> None:
     value = _value(args, flag)
     if value is not None and not 0 < value < 1:
         raise UsageError(f"{flag} must be in (0, 1); got {value}")
+
+
+def add_show_errors(parser: argparse.ArgumentParser) -> None:
+    """``--show-errors``: print a failing mechanism's own exception message (withheld by
+    default because it may quote record values; ``PACPRIV_SHOW_ERRORS=1`` does the same)."""
+    parser.add_argument("--show-errors", action="store_true",
+                        help="if the mechanism raises, print its exception message too (it may "
+                        "quote record values; withheld by default; or PACPRIV_SHOW_ERRORS=1)")
 
 
 def check_trials(args: argparse.Namespace) -> None:

@@ -22,6 +22,7 @@ __all__ = [
     "add_dataset_arguments",
     "explain_mechanism_error",
     "load_cli_dataset",
+    "load_cli_rows",
     "resolve_cli_mechanism",
     "scheduler_context",
     "user_names",
@@ -37,16 +38,19 @@ _FLAGS = {"feature_ranges": "--feature-ranges", "label_column": "--label-column"
 _PRIVATE_MODULE = re.compile(r"_pacpriv_user_mechanism_[0-9a-f]+\.")
 
 
-def add_dataset_arguments(parser) -> None:
-    """``--label-column``, ``--delimiter`` and ``--feature-ranges`` (shared by pac run and
-    compare)."""
+def add_dataset_arguments(parser, *, feature_ranges: bool = True,
+                          label_help: str | None = None) -> None:
+    """``--label-column``, ``--delimiter`` and ``--feature-ranges`` (shared by pac run,
+    compare and predict fit/query; ``feature_ranges=False`` leaves out the last)."""
     parser.add_argument(
         "--label-column", default=None, metavar="COLUMN",
-        help="label column of a .csv/.npy dataset (header name or index); the mechanism then "
-        "receives subsets as a tuple (X, y)")
+        help=label_help or "label column of a .csv/.npy dataset (header name or index); the "
+        "mechanism then receives subsets as a tuple (X, y)")
     parser.add_argument(
         "--delimiter", default=",",
         help="field delimiter of a .csv dataset (one character; '\\t' for tab)")
+    if not feature_ranges:
+        return
     parser.add_argument(
         "--feature-ranges", default=None, metavar="FILE|LOW:HIGH,...",
         help="feature ranges you declare public: 'low:high' for every feature, "
@@ -55,21 +59,32 @@ def add_dataset_arguments(parser) -> None:
         "use published ranges; a file's own ranges are used but never printed)")
 
 
-def load_cli_dataset(args) -> Dataset:
-    """Load ``--dataset`` with the dataset flags; print a hint when a column looks like labels."""
+def _label_and_delimiter(args) -> tuple[int | str | None, str]:
     label = args.label_column
     if label is not None and label.lstrip("-").isdigit():
         label = int(label)
-    delimiter = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
+    return label, "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
+
+
+@contextlib.contextmanager
+def _flag_names():
+    """Name the flags, not the API arguments, in a ValueError/TypeError raised inside."""
     try:
-        dataset = load_dataset(args.dataset, label_column=label, delimiter=delimiter,
-                               feature_ranges=getattr(args, "feature_ranges", None))
-    except (ValueError, TypeError) as err:  # name the flags, not the API arguments
+        yield
+    except (ValueError, TypeError) as err:
         text = str(err)
         for api, flag in _FLAGS.items():
             text = text.replace(f"`{api}`=", f"{flag} ").replace(f"`{api}`", flag)
         err.args = (text,)
         raise
+
+
+def load_cli_dataset(args) -> Dataset:
+    """Load ``--dataset`` with the dataset flags; print a hint when a column looks like labels."""
+    label, delimiter = _label_and_delimiter(args)
+    with _flag_names():
+        dataset = load_dataset(args.dataset, label_column=label, delimiter=delimiter,
+                               feature_ranges=getattr(args, "feature_ranges", None))
     if dataset.y is None:
         suspects = [n for n in dataset.feature_names if n.strip().lower() in LABEL_NAMES]
         if suspects:
@@ -77,6 +92,42 @@ def load_cli_dataset(args) -> Dataset:
                   f"labels, pass --label-column {suspects[0]} (the mechanism then receives "
                   "(X, y))", file=sys.stderr)
     return dataset
+
+
+def load_cli_rows(path_text: str, args, flag: str):
+    """Rows of a ``.csv``/``.npy``/``.npz`` file read like ``--dataset`` (header row optional,
+    ``--delimiter``, the ``--label-column`` column dropped), any number of rows >= 1.
+
+    A ``.npy`` file without ``--label-column`` may hold any shape ``(n, *feature_shape)``.
+    Errors name ``flag`` and never quote a value.
+    """
+    import numpy as np
+
+    from pacpriv.datasets.files import read_csv, read_numpy
+
+    path = Path(path_text)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".npy", ".npz"):
+        raise UsageError(f"{flag} must be a .csv, .npy or .npz file; got {path_text!r}")
+    if not path.is_file():
+        raise FileNotFoundError(f"{flag} file not found: {path}")
+    if path.stat().st_size == 0:
+        raise UsageError(f"{flag} file {path_text!r} is empty")
+    label, delimiter = _label_and_delimiter(args)
+    if len(delimiter) != 1:
+        raise UsageError(f"--delimiter must be one character; got {args.delimiter!r}")
+    with _flag_names():
+        if suffix == ".csv":
+            X = read_csv(path, label_column=label, delimiter=delimiter)[0]
+        elif suffix == ".npy" and label is None:
+            try:
+                X = np.load(path, allow_pickle=False)
+            except (ValueError, OSError, EOFError) as err:
+                raise UsageError(f"{flag}: cannot read {path_text!r} as a NumPy file "
+                                 f"({type(err).__name__})") from None
+        else:
+            X = read_numpy(path, label_column=label)[0]
+    return np.atleast_2d(X)
 
 
 def user_names(text: str, spec: str) -> str:
@@ -116,12 +167,18 @@ def resolve_cli_mechanism(spec: str, dataset: Dataset):
 
 def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> None:
     """Rewrite ``err``'s message in place with the user's names and, when an ``(X, y)``
-    function got an array, a hint about ``--label-column``."""
+    function got an array, a hint about ``--label-column``.
+
+    The hint reads the chained original exception too (a :class:`MechanismError` withholds
+    its message, which may quote records), but adds only pacpriv's own words.
+    """
     text = user_names(str(err), spec)
-    if dataset.y is None and "unpack" in text:
+    cause = err.__cause__
+    probe = text if cause is None else f"{text} {type(cause).__name__}: {cause}"
+    if dataset.y is None and "unpack" in probe:
         text += (" -- the subset is an array X because no --label-column was given; pass "
                  "--label-column NAME to receive (X, y)")
-    elif dataset.y is not None and "tuple" in text:
+    elif dataset.y is not None and "tuple" in probe:
         text += (" -- with --label-column the subset is a tuple (X, y); unpack it with "
                  "`X, y = subset`")
     if text != str(err) and err.args:

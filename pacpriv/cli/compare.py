@@ -5,10 +5,11 @@ from __future__ import annotations
 import sys
 
 from pacpriv import _json
-from pacpriv.cli._args import UsageError, number, report_formats
+from pacpriv.cli._args import UsageError, add_show_errors, number, report_formats
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
 from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
 from pacpriv.compare import compare_pac_dpsgd
+from pacpriv.compare.render import CHANCE_NOTE_PREFIX
 from pacpriv.compare.run import COMPARISON_RULES
 from pacpriv.pac.calibration import DEFAULT_RULE
 from pacpriv.report import write_report
@@ -67,6 +68,7 @@ def add_parser(subparsers, name: str) -> None:
                    help="comma-separated report formats among json, md, html")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the comparison JSON to stdout")
+    add_show_errors(p)
     p.set_defaults(handler=_compare)
 
 
@@ -106,6 +108,10 @@ def _compare(args) -> int:
         return 0
     print(result.to_markdown().split("\n\nNotes:")[0])
     print()
+    for note in result.notes:  # utility at chance: say it next to the table, not only in notes
+        if note.startswith(CHANCE_NOTE_PREFIX):
+            print(f"warning: {note}")
+            print()
     print(f"time {result.elapsed_s:.1f} s; notes and threat models in the report")
     for fmt, path in paths.items():
         print(f"wrote ({fmt}){' ' * (11 - len(fmt))}{path}")

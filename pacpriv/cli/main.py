@@ -58,13 +58,28 @@ def build_parser() -> argparse.ArgumentParser:
 _NUMPY_SCALAR = re.compile(r"np\.(?:float|int|bool_?)\d*\(([^()]*)\)")
 
 
-def _one_line(exc: BaseException) -> str:
+#: Environment variable that, set to 1, prints a mechanism's own exception message.
+SHOW_ERRORS_ENV = "PACPRIV_SHOW_ERRORS"
+
+
+def _one_line(exc: BaseException, *, show_cause: bool = True) -> str:
     msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
     text = _NUMPY_SCALAR.sub(r"\1", " ".join(str(msg).split()))  # no np.float64(...)
     cause = exc.__cause__
-    if cause is not None and str(cause) and str(cause) not in text:
+    if show_cause and cause is not None and str(cause) and str(cause) not in text:
         text += f" (caused by {type(cause).__name__}: {' '.join(str(cause).split())})"
     return text
+
+
+def _show_errors(args) -> bool:
+    """--show-errors or PACPRIV_SHOW_ERRORS=1: print a mechanism's own exception message."""
+    env = os.environ.get(SHOW_ERRORS_ENV, "").strip().lower()
+    return bool(getattr(args, "show_errors", False)) or env in {"1", "true", "yes", "on"}
+
+
+def _mechanism_line(exc: MechanismError, args) -> str:
+    """One line for a failed mechanism; its own message (it may quote records) only on request."""
+    return _one_line(exc, show_cause=_show_errors(args))
 
 
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
@@ -141,7 +156,10 @@ def _dispatch(args, flags: set[str]) -> int:
     except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as exc:
         print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 2
-    except (MechanismError, CalibrationError, BudgetExceededError) as exc:
+    except MechanismError as exc:
+        print(f"pacpriv: error: {_as_flags(_mechanism_line(exc, args), flags)}", file=sys.stderr)
+        return 1
+    except (CalibrationError, BudgetExceededError) as exc:
         print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say

@@ -10,6 +10,7 @@ from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
     UsageError,
+    add_show_errors,
     check_exactly_one,
     check_positive_finite,
     check_trials,
@@ -180,6 +181,7 @@ def add_parser(subparsers, name: str) -> None:
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--json", action="store_true", help="print the report JSON to stdout")
+    add_show_errors(run)
     run.set_defaults(handler=_run)
 
     post = sub.add_parser(

@@ -15,7 +15,7 @@ import numpy as np
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
-from pacpriv.cli._args import UsageError, number, report_formats
+from pacpriv.cli._args import UsageError, add_show_errors, number, report_formats
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.per_record import record_exposure
@@ -113,6 +113,7 @@ def add_records_parser(sub) -> None:
                    help="comma-separated report formats among json, md, html")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the report JSON to stdout")
+    add_show_errors(p)
     p.set_defaults(handler=_records)
 
 

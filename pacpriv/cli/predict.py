@@ -10,7 +10,13 @@ from pathlib import Path
 
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
-from pacpriv.cli._args import UsageError, check_exactly_one, check_positive_finite
+from pacpriv.cli._args import (
+    UsageError,
+    add_show_errors,
+    check_exactly_one,
+    check_positive_finite,
+)
+from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset, load_cli_rows
 
 #: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
 ESTIMATORS = ("logistic", "naive_bayes", "decision_tree", "random_forest", "mlp", "ridge")
@@ -98,7 +104,8 @@ def add_parser(subparsers, name: str) -> None:
     fit.add_argument("--dataset", required=True,
                      help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) or a "
                      ".csv/.npy/.npz path: the private pool")
-    fit.add_argument("--label-column", default=None, help="label column of a .csv/.npy file")
+    add_dataset_arguments(fit, feature_ranges=False,
+                          label_help="label column of a .csv/.npy file (header name or index)")
     fit.add_argument("--state", required=True, help="state directory to create (or resume)")
     fit.add_argument("--n-worlds", type=int, default=64, help="number of worlds m (even; 64)")
     fit.add_argument("--per-query-budget", type=budget_number, required=True,
@@ -125,15 +132,21 @@ def add_parser(subparsers, name: str) -> None:
                      "'caller-seeded secret (not for production)' (default OS entropy; must "
                      "differ from --seed)")
     fit.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_show_errors(fit)
     fit.set_defaults(handler=_fit)
 
     query = sub.add_parser("query", help="answer query rows from a file or a bundled dataset",
                            description="Answer rows in order; each spends the per-query budget.")
     query.add_argument("--state", required=True, help="fitted state directory")
     src = query.add_mutually_exclusive_group(required=True)
-    src.add_argument("--queries", help=".npy (2-D) or .csv (numeric, no header) file of rows")
-    src.add_argument("--dataset", help="take the rows from a bundled dataset (see --rows)")
+    src.add_argument("--queries", help=".csv (numeric; header row optional), .npy or .npz file "
+                     "of rows, read like predict fit's --dataset")
+    src.add_argument("--dataset", help="take the rows from a bundled dataset or a data file "
+                     "(see --rows)")
     query.add_argument("--rows", default="0:1", help="START:STOP rows of --dataset (default 0:1)")
+    add_dataset_arguments(query, feature_ranges=False,
+                          label_help="label column to drop from --queries/--dataset (header "
+                          "name or index), as given to predict fit")
     query.add_argument("--json", action="store_true", help="print JSON")
     query.set_defaults(handler=_query)
 
@@ -169,7 +182,6 @@ def _total_budget(args) -> float:
 
 
 def _fit(args) -> int:
-    from pacpriv.datasets import load_dataset
     from pacpriv.prediction import PrivatePredictor
 
     if args.n_worlds < 2 or args.n_worlds % 2:
@@ -188,10 +200,7 @@ def _fit(args) -> int:
                  f"--target-accuracy {args.target_accuracy:g} allows")
         raise UsageError(f"--per-query-budget {args.per_query_budget:g} nats exceeds {given}: "
                          "not even one query could be answered; lower --per-query-budget")
-    label = args.label_column
-    if label is not None and label.lstrip("-").isdigit():
-        label = int(label)
-    dataset = load_dataset(args.dataset, label_column=label)
+    dataset = load_cli_dataset(args)
     if dataset.y is None:
         raise UsageError(f"--dataset {args.dataset!r} has no labels; prediction needs (X, y)")
     output = args.output or ("value" if args.estimator == "ridge" else "proba")
@@ -207,22 +216,16 @@ def _fit(args) -> int:
 
 
 def _rows(args):
-    import numpy as np
-
     if args.queries is not None:
-        path = Path(args.queries)
-        if not path.is_file():
-            raise FileNotFoundError(f"--queries file not found: {path}")
-        X = np.load(path, allow_pickle=False) if path.suffix == ".npy" else np.loadtxt(
-            path, delimiter=",", ndmin=2)
-        return np.atleast_2d(X)
-    from pacpriv.datasets import load_dataset
-
+        return load_cli_rows(args.queries, args, "--queries")
     m = re.fullmatch(r"(\d+):(\d+)", args.rows.strip())
     if not m or int(m.group(1)) >= int(m.group(2)):
         raise UsageError(f"--rows must be START:STOP with START < STOP; got {args.rows!r}")
-    X = load_dataset(args.dataset).X
-    return X[int(m.group(1)):int(m.group(2))]
+    X = load_cli_dataset(args).X
+    start, stop = int(m.group(1)), int(m.group(2))
+    if start >= len(X):
+        raise UsageError(f"--rows {args.rows}: --dataset has {len(X)} rows")
+    return X[start:stop]
 
 
 def _query(args) -> int:
@@ -230,7 +233,18 @@ def _query(args) -> int:
 
     pp = PrivatePredictor.load(args.state)
     X = _rows(args)
-    out = pp.predict(X, progress=len(X) >= 1000)
+    source = "--queries" if args.queries is not None else "--dataset rows"
+    if tuple(X.shape[1:]) != tuple(pp.feature_shape):
+        hint = ("; if a column holds the label, pass --label-column (as to predict fit)"
+                if args.label_column is None and X.ndim == 2 and len(pp.feature_shape) == 1
+                and X.shape[1] == pp.feature_shape[0] + 1 else "")
+        raise UsageError(f"{source} must have rows of shape {tuple(pp.feature_shape)} (the "
+                         f"fitted models' features); got {tuple(X.shape[1:])}{hint}")
+    try:
+        out = pp.predict(X, progress=len(X) >= 1000)
+    except (ValueError, TypeError) as err:
+        err.args = (str(err).replace("`X_queries`", source),)
+        raise
     state = pp.budget()
     if args.json:
         print(_json.dumps({"outputs": out.tolist(), **state}, indent=2))

@@ -28,7 +28,12 @@ from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, trial_seed
 from pacpriv.attacks import AttackResult, loss_threshold_attack
 from pacpriv.compare.per_record import per_record_row
-from pacpriv.compare.render import EVALUATION_NOTE, comparison_notes, per_record_note
+from pacpriv.compare.render import (
+    EVALUATION_NOTE,
+    chance_note,
+    comparison_notes,
+    per_record_note,
+)
 from pacpriv.compare.results import ComparisonRow
 from pacpriv.datasets.scaling import scale_to_unit_box
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
@@ -360,12 +365,16 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
                         v / X.shape[0], prior=0.5)))
     if record_note:
         notes.append(record_note)
+    at_chance = chance_note(acc, y, n_test=int(X.shape[0] - n_mem),
+                            bounds_source=ds.bounds_source)
+    if at_chance:
+        notes.insert(0, at_chance)
     settings = {
         "dataset": ds.name, "n_records": int(X.shape[0]), "n_features": int(X.shape[1]),
         "n_classes": int(classes.size), "n_members": n_mem, "n_nonmembers": int(X.shape[0] - n_mem),
         "model": "logistic regression", "dim": mech.dim,
         "model_detail": "torch.nn.Linear(p, K), float64, cross-entropy, public uniform init",
-        "feature_scaling": "min-max to [-1, 1] with the published feature ranges",
+        "feature_scaling": f"min-max to [-1, 1] with the {ds.bounds_source} feature ranges",
         "epochs": E, "steps_per_epoch": M, "expected_batch_size": n_mem / M,
         "max_grad_norm": C, "learning_rate": learning_rate, "optimizer": "SGD (no momentum)",
         "n_trials": n_trials, "rule": rule, "sampler": sampler.to_dict(),

@@ -12,8 +12,8 @@ from pacpriv.threat_models import THREAT_MODELS
 if TYPE_CHECKING:
     from pacpriv.compare.results import ComparisonResult, ComparisonRow
 
-__all__ = ["EVALUATION_NOTE", "THREAT_MODELS", "comparison_markdown", "comparison_notes",
-           "per_record_note"]
+__all__ = ["CHANCE_NOTE_PREFIX", "EVALUATION_NOTE", "THREAT_MODELS", "chance_note",
+           "comparison_markdown", "comparison_notes", "per_record_note"]
 
 #: What a comparison's models are (shown in its reports instead of a release): the membership
 #: split, the PAC noise draws and the DP-SGD allocations and noise all derive from the root seed
@@ -28,6 +28,9 @@ EVALUATION_NOTE = (
     "release draws its secret subset and noise from OS entropy that is never recorded "
     "(`pacpriv pac run`, or `train_dpsgd` with rng=None)."
 )
+
+#: First words of the note :func:`chance_note` writes (the CLI repeats that note as a warning).
+CHANCE_NOTE_PREFIX = "Utility not comparable:"
 
 
 # (aspect, PAC whole subset, PAC per record, DP-SGD)
@@ -158,6 +161,59 @@ def per_record_note(plan, informed, n_trials: int,
         f"{n_trials} measured {informed.accuracy:.3f} [{informed.ci_low:.3f}, "
         f"{informed.ci_high:.3f}] (blind guess 0.5). The loss-attack column attacks every "
         "record of the released model and is not the per-record adversary." + more
+    )
+
+
+def chance_note(baseline_accuracy: float, labels, *, n_test: int,
+                bounds_source: str) -> str | None:
+    """A note when the non-private model is at chance (None when it learned something).
+
+    The model is "at chance" when its test accuracy is not above the majority-class rate of
+    the pool's labels plus two standard errors of a rate measured on ``n_test`` records
+    (``2·sqrt(q(1−q)/n_test)``): a constant predictor scores about that on the test set.
+    The labels are the whole pool's (public in both threat models), never the secret split's,
+    and the note quotes rates only, never a record. Every method's utility is then
+    meaningless; the privacy numbers are not affected.
+
+    Parameters
+    ----------
+    baseline_accuracy : float
+        Test accuracy of the non-private model, in [0, 1].
+    labels : array_like of shape (n,)
+        Class labels of the whole pool.
+    n_test : int
+        Number of test records (non-members), >= 1.
+    bounds_source : {"published", "declared", "pool"}
+        Where the feature ranges used for scaling come from
+        (:attr:`pacpriv.datasets.Dataset.bounds_source`).
+    """
+    import numpy as np
+
+    _, counts = np.unique(np.asarray(labels), return_counts=True)
+    q = float(counts.max() / counts.sum())
+    margin = 2.0 * math.sqrt(q * (1.0 - q) / max(int(n_test), 1))
+    if baseline_accuracy > q + margin:
+        return None
+    if bounds_source == "pool":
+        cause = (
+            "Likely cause: the features are scaled to [-1, 1] with ranges taken from the pool "
+            "itself (its per-feature min and max), so one extreme record can squeeze every "
+            "other record into a tiny part of the range and the training sees no signal. "
+            "Declare public feature ranges with --feature-ranges (Python: "
+            "load_dataset(..., feature_ranges=...)), or check the file for outlying values."
+        )
+    else:
+        cause = (
+            f"The feature ranges are {bounds_source}; check the labels and the features, or "
+            "train longer (--epochs, --learning-rate)."
+        )
+    return (
+        f"{CHANCE_NOTE_PREFIX} the non-private model's test accuracy "
+        f"{baseline_accuracy:.3f} is not clearly above the majority-class rate {q:.3f} of "
+        f"the pool ({q + margin:.3f} with 2 standard errors on {n_test} test records): the "
+        "model learned little or nothing from these features, so comparing the methods' test "
+        "accuracies is meaningless. "
+        f"{cause} The privacy bounds are not affected."
     )
 
 

@@ -147,7 +147,9 @@ def compare_pac_dpsgd(
     ----------
     dataset : str, path or Dataset, default "breast_cancer"
         A classification pool (:func:`pacpriv.datasets.load_dataset`). Features are scaled
-        to [-1, 1] with its published ranges; a Poisson-½ subset of the records is the
+        to [-1, 1] with its feature ranges (``bounds_source``: published, declared, or the
+        pool's own min/max, which one outlier can dominate: a note then says when the
+        non-private model is at chance); a Poisson-½ subset of the records is the
         training set (members), the rest is the test set and the attack's non-members.
     target_accuracy : float, default 0.6
         Bound ``a`` in (½, 1) for every method.

@@ -29,6 +29,7 @@ import cloudpickle
 import numpy as np
 
 from pacpriv._random import seed_to_dict, trial_seed
+from pacpriv.exceptions import WITHHELD_NOTE
 from pacpriv.pac._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
 from pacpriv.pac.samplers import MECHANISM_STREAM, Sampler, stream_seed
 
@@ -250,12 +251,14 @@ def _failure(task: TrialTask, index: int, attempts: int, err: Exception) -> Tria
         what = str(err)
         cause = err
     else:
-        what = f"raised {type(err).__qualname__}: {err}"
+        what = f"raised {type(err).__qualname__}"
         cause = err
     message = (
         f"Mechanism {task.mechanism_name} {what} in trial {index}{tried} "
         f"(trial seed {seed}; replay with numpy.random.SeedSequence(**seed))."
     )
+    if not isinstance(err, (InvalidOutput, TrialTimeoutError)) and str(err):
+        message += f" {WITHHELD_NOTE}"
     return TrialFailure(
         trial_index=index,
         seed=seed,

@@ -28,7 +28,12 @@ from pacpriv._display import Displayable, Summary
 from pacpriv._numbers import format_bound
 from pacpriv._random import RNGLike, as_generator, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int, check_real
-from pacpriv.exceptions import UndersampledWarning, VacuousBoundWarning
+from pacpriv.exceptions import (
+    WITHHELD_NOTE,
+    MechanismError,
+    UndersampledWarning,
+    VacuousBoundWarning,
+)
 from pacpriv.pac import _rules
 from pacpriv.pac._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
 from pacpriv.pac._pipeline import measure
@@ -224,8 +229,13 @@ def _check_release_seed(rng, release_rng, release) -> None:
                          f"could be regenerated; got the same seed {seed} for both.")
 
 
-def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.ndarray:
-    """Run ``mechanism`` once on the secret subset (drawn from the sampler unless given)."""
+def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen,
+                   name: str = "") -> np.ndarray:
+    """Run ``mechanism`` once on the secret subset (drawn from the sampler unless given).
+
+    An exception of the mechanism becomes :class:`MechanismError` (``trial_index=-1``, no
+    seed: the release's randomness is secret) whose message withholds the original one.
+    """
     if secret_mask is None:
         secret_mask = sampler.draw(n_records, gen)
     else:
@@ -237,7 +247,15 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen) -> np.
             )
     subset = subset_pool(pool, secret_mask)
     try:
-        return check_output(call_mechanism(mechanism, subset, rng=gen), None)
+        value = call_mechanism(mechanism, subset, rng=gen)
+    except Exception as err:
+        raise MechanismError(
+            f"Mechanism {name or 'f'} raised {type(err).__qualname__} on the release's secret "
+            f"subset (after every trial had passed). {WITHHELD_NOTE}",
+            trial_index=-1, seed={},
+        ) from err
+    try:
+        return check_output(value, None)
     except InvalidOutput as err:
         raise InvalidOutput(f"the release: mechanism {err}") from err.__cause__
 
@@ -506,7 +524,8 @@ def run_pac(
     noisy = None
     if release:
         gen = as_generator(release_rng, name="release_rng")
-        value = _secret_output(mechanism, pool, sampler_obj, sim.n_records, secret_mask, gen)
+        value = _secret_output(mechanism, pool, sampler_obj, sim.n_records, secret_mask, gen,
+                               mechanism_name or sim.mechanism)
         noisy = privatize(value, plan, rng=gen)
 
     return PacResult(

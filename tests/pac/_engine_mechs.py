@@ -84,10 +84,15 @@ def flaky(subset, *, rng):
     return np.array([subset.sum(), rng.normal()])
 
 
+#: Per-trial limit of the timeout tests, seconds: generous for an unflagged trial (microseconds of
+#: work) on a loaded machine, so only the trials `sleepy` slows on purpose exceed it (V1 F6).
+SLEEPY_TIMEOUT_S = 1.0
+
+
 def sleepy(subset, *, rng):
-    """Sleep 1 s on flagged trials (to exercise timeouts)."""
+    """Sleep 2x ``SLEEPY_TIMEOUT_S`` on flagged trials (to exercise timeouts)."""
     if flag(rng):
-        time.sleep(1.0)
+        time.sleep(2 * SLEEPY_TIMEOUT_S)
     return np.array([subset.sum()])
 
 

@@ -1,0 +1,98 @@
+"""`predict query` reads query rows like `predict fit` reads the pool (V1 review F10).
+
+A header row is allowed, `--delimiter` and `--label-column` work as at fit time, and a
+wrong shape names the CLI flag (never the Python argument `X_queries`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pacpriv.cli import main
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """A state fitted on cls.csv (4 features and a label column 'y label' with a space)."""
+    folder = tmp_path_factory.mktemp("pq")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    body = [",".join(repr(float(v)) for v in r) + f",{c}" for r, c in zip(X, y, strict=True)]
+    (folder / "cls.csv").write_text("\n".join(["f1,f2,f3,f4,y label", *body]) + "\n")
+    state = folder / "st"
+    assert main(["predict", "fit", "--estimator", "naive_bayes", "--dataset",
+                 str(folder / "cls.csv"), "--label-column", "y label", "--state", str(state),
+                 "--n-worlds", "4", "--per-query-budget", "2^-12", "--total-budget", "1",
+                 "--seed", "1", "--no-progress"]) == 0
+    return folder, state, X
+
+
+def _query(capsys, state, *argv):
+    code = main(["predict", "query", "--state", str(state), *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _write(path, rows, header=None, sep=","):
+    lines = ([sep.join(header)] if header else []) + [sep.join(repr(float(v)) for v in r)
+                                                      for r in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_header_delimiter_and_label_column_as_at_fit(fitted, capsys, tmp_path):
+    """The same three rows answer from: a headed CSV, a ';' CSV without header, the pool
+    file itself with --label-column, and an .npy; each gives 3 probability rows."""
+    folder, state, X = fitted
+    sources = [
+        ("--queries", _write(tmp_path / "h.csv", X[:3], header=["f1", "f2", "f3", "f4"])),
+        ("--queries", _write(tmp_path / "s.csv", X[:3], sep=";"), "--delimiter", ";"),
+        ("--dataset", folder / "cls.csv", "--rows", "0:3", "--label-column", "y label"),
+    ]
+    np.save(tmp_path / "q.npy", X[:3])
+    sources.append(("--queries", tmp_path / "q.npy"))
+    for argv in sources:
+        code, out, err = _query(capsys, state, *argv, "--json")
+        assert code == 0, (argv, err)
+        outputs = np.array(json.loads(out)["outputs"])
+        assert outputs.shape == (3, 2)
+        assert np.allclose(outputs.sum(axis=1), 1.0)  # noisy probabilities still sum to 1
+
+
+def test_label_column_forgotten_names_the_flags(fitted, capsys):
+    """Without --label-column the pool file has 5 columns: the error names the flags."""
+    folder, state, _ = fitted
+    code, out, err = _query(capsys, state, "--dataset", folder / "cls.csv", "--rows", "0:3")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "X_queries" not in err
+    assert "--dataset rows must have rows of shape (4,)" in err and "got (5,)" in err
+    assert "pass --label-column" in err
+
+
+def test_wrong_width_queries_file(fitted, capsys, tmp_path):
+    _, state, X = fitted
+    path = _write(tmp_path / "w.csv", X[:2, :3])
+    code, _, err = _query(capsys, state, "--queries", path)
+    assert code == 2 and "--queries must have rows of shape (4,)" in err and "got (3,)" in err
+    assert "label-column" not in err  # 3 columns: not a label column too many
+    assert "X_queries" not in err
+
+
+def test_rows_outside_the_file(fitted, capsys):
+    folder, state, _ = fitted
+    code, _, err = _query(capsys, state, "--dataset", folder / "cls.csv", "--rows", "70:72",
+                          "--label-column", "y label")
+    assert code == 2 and "--rows 70:72: --dataset has 60 rows" in err
+
+
+def test_bad_query_value_withheld(fitted, capsys, tmp_path):
+    """A non-numeric value in a query file: line and column, not the value."""
+    _, state, X = fitted
+    path = _write(tmp_path / "bad.csv", X[:2], header=["f1", "f2", "f3", "f4"])
+    path.write_text(path.read_text().replace(repr(float(X[1, 2])), "secretword"))
+    code, _, err = _query(capsys, state, "--queries", path)
+    assert code == 2 and "line 3, column 3" in err and "secretword" not in err
