@@ -458,8 +458,9 @@ def _budget(args) -> int:
         for a in args.target_accuracy
     ]
     # the budget is what a user will run with: round it down (a smaller budget is safer)
-    shown = {"target_accuracy": format_bound,
-             "prior": format_bound,
+    # the inputs are shown as given (shortest exact text), never rounded
+    shown = {"target_accuracy": lambda x: repr(float(x)),
+             "prior": lambda x: repr(float(x)),
              "mi_budget_nats": lambda x: format_bound(x, 10, side="down")}
     columns = [("target_accuracy", "target", 10, ""), ("prior", "prior", 8, ""),
                ("mi_budget_nats", "mi_budget (nats)", 18, "")]

@@ -195,7 +195,23 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
         elif x >= b_:
             x = b_ + math.log(0.9)
     else:
-        raise CalibrationError(f"no bracket for target_accuracy={target} below sigma={hi:g}")
+        # the secant steps did not close the bracket (e.g. a flat or kinked upper end at an
+        # extreme target): bisect in log σ, which always closes it
+        if lo is None:
+            lo = hi
+            while evaluate(lo).upper <= target:
+                if lo < 1e-3:
+                    raise CalibrationError(
+                        f"no bracket for target_accuracy={target} below sigma={hi:g}")
+                lo *= 0.5
+        for _ in range(200):
+            if hi / lo - 1.0 <= rel:
+                break
+            mid = math.sqrt(lo * hi)
+            if evaluate(mid).upper > target:
+                lo = mid
+            else:
+                hi = mid
     result = evaluate(hi)
     while result.upper > target:  # one-sided verification (cannot loop long: chi-square cap)
         hi *= 1.0 + rel / 4

@@ -169,7 +169,14 @@ def pinsker_bound(mi_budget, *, prior):
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1 (with Pinsker's inequality).
     """
     v, p0 = np.broadcast_arrays(_check_mi(mi_budget), _check_prior(prior))
-    return _as_scalar_or_array(np.minimum(1.0, p0 + np.sqrt(v / 2.0)))
+    # rounded up in floating point: sqrt(v/2) carries <= 1.5 ulp, inflated by 4 ulp; the sum is
+    # rounded up exactly (Fast2Sum: p0 >= gap is not needed for the error term below)
+    gap = np.sqrt(v / 2.0) * (1.0 + 4.0 * np.finfo(np.float64).eps)
+    total = p0 + gap
+    big, small = np.maximum(p0, gap), np.minimum(p0, gap)
+    err = small - (total - big)  # exact (Fast2Sum, |big| >= |small|): what rounding dropped
+    total = np.where(err > 0, np.nextafter(total, 2.0), total)
+    return _as_scalar_or_array(np.minimum(1.0, total))
 
 
 def mi_budget_for_accuracy(target_accuracy, *, prior):
@@ -278,4 +285,8 @@ def individual_mi_bound(mi_budget, *, n_records: int):
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 2.
     """
     n = check_int(n_records, "n_records", low=1)
-    return _as_scalar_or_array(_check_mi(mi_budget) / n)
+    v = _check_mi(mi_budget)
+    # v / n rounded up in floating point: the division is correctly rounded (<= ½ ulp off),
+    # so one ulp up is never below the exact quotient
+    out = np.where(v > 0, np.nextafter(v / n, np.inf), v / n)
+    return _as_scalar_or_array(out)

@@ -85,3 +85,13 @@ def test_error_target():
         calibrate_noise_multiplier(0.4, steps_per_epoch=10, epochs=1)
     with pytest.raises(ValueError, match="target_accuracy"):
         noise_multiplier_for_accuracy(1.0, steps_per_epoch=10, epochs=1, method="exact")
+
+
+@pytest.mark.parametrize("target", [0.5000001, 0.99, 0.9999])
+def test_exact_calibration_at_m2_extremes_returns_a_certified_sigma(target):
+    """V2 review: M = 2, E = 1 raised CalibrationError ("no bracket") at these targets."""
+    from pacpriv.dpsgd.calibration import calibrate_noise_multiplier
+
+    res = calibrate_noise_multiplier(target, steps_per_epoch=2, epochs=1)
+    assert res.accuracy.upper <= target
+    assert res.noise_multiplier <= res.closed_form_noise_multiplier

@@ -202,3 +202,14 @@ def test_error_n_records():
     """n_records must be a positive integer."""
     with pytest.raises(ValueError, match="`n_records` must be an integer in"):
         individual_mi_bound(1.0, n_records=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(v=st.floats(min_value=0.0, max_value=3.0), p0=priors, n=st.integers(1, 10**9))
+@example(v=0.02, p0=0.7, n=150)  # V2 review: Pinsker printed 0.8, 1e-18 below its exact value
+def test_pinsker_and_average_bounds_round_up(v, p0, n):
+    with mpmath.workdps(50):
+        pinsker = min(mpmath.mpf(1), mpmath.mpf(p0) + mpmath.sqrt(mpmath.mpf(v) / 2))
+        assert mpmath.mpf(pinsker_bound(v, prior=p0)) >= pinsker
+        assert mpmath.mpf(individual_mi_bound(v, n_records=n)) >= mpmath.mpf(v) / n
+    assert pinsker_bound(v, prior=p0) <= float(pinsker) * (1 + 1e-14) + 1e-15
