@@ -249,6 +249,7 @@ def simulate(
     output_path: str | os.PathLike | None = None,
     output_dtype: Any = np.float64,
     options: ExecutionOptions | None = None,
+    mechanism_name: str | None = None,
 ) -> SimulationResult:
     """Run ``mechanism`` on ``n_trials`` random subsets of ``pool`` and collect its outputs.
 
@@ -303,6 +304,9 @@ def simulate(
     options : ExecutionOptions, optional
         All the execution arguments above (``n_jobs`` ... ``output_path``) as one object;
         passing it together with a changed individual execution argument is a TypeError.
+    mechanism_name : str, optional
+        Name shown in errors, warnings and the result (default: the callable's
+        ``module.qualname``); for wrappers that run a user's function inside another callable.
 
     Returns
     -------
@@ -365,7 +369,10 @@ def simulate(
     n_jobs, backend, progress = ex["n_jobs"], ex["backend"], ex["progress"]
     checkpoint, retries, timeout = ex["checkpoint"], ex["retries"], ex["timeout"]
     batch_size, output_path = ex["batch_size"], ex["output_path"]
-    mechanism_name, pass_rng = check_mechanism(mechanism)
+    default_name, pass_rng = check_mechanism(mechanism)
+    if mechanism_name is not None and not isinstance(mechanism_name, str):
+        raise TypeError(f"`mechanism_name` must be a str or None; got {mechanism_name!r}.")
+    mechanism_name = mechanism_name or default_name
     pool, n_records = _check_pool(pool)
     n_trials, retries, timeout, batch_size, dtype = _check_options(
         n_trials, retries, timeout, batch_size, output_dtype, progress

@@ -312,16 +312,14 @@ def simulate_differences(
     spec = PairSpec.build(mechanism, checked_pool, recs, n_records)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        sim = simulate(
+        sim = simulate(  # errors and warnings name the user's mechanism, not the wrapper
             functools.partial(pair_trial, spec), np.arange(n_records, dtype=np.int64),
             n_trials=n_trials, sampler=smp, rng=rng, options=run,
+            mechanism_name=callable_fingerprint(mechanism)["name"],
         )
-    for w in caught:  # name the user's mechanism, not the internal pair-trial wrapper
+    for w in caught:
         if issubclass(w.category, NotReproducibleWarning):
-            warnings.warn(str(w.message).replace(
-                f"Mechanism {callable_fingerprint(pair_trial)['name']}",
-                f"Mechanism {callable_fingerprint(mechanism)['name']}"),
-                NotReproducibleWarning, stacklevel=2)
+            warnings.warn(str(w.message), NotReproducibleWarning, stacklevel=2)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     k = recs.shape[0]

@@ -174,7 +174,8 @@ def fit_worlds(fitter, pool, *, n_worlds: int, sampler, world_seed: np.random.Se
         warnings.simplefilter("ignore", NotReproducibleWarning)
         res = simulate(mechanism, pool, n_trials=n_worlds, sampler=sampler, n_jobs=n_jobs,
                        backend=backend, rng=world_seed, progress=progress,
-                       checkpoint=checkpoint)
+                       checkpoint=checkpoint, mechanism_name=None if isinstance(
+                           fitter, TorchMechanism) else callable_fingerprint(fitter)["name"])
     out = np.asarray(res.outputs, dtype=np.float64)
     masks = np.asarray(res.masks, dtype=bool)
     if isinstance(fitter, TorchMechanism):

@@ -361,3 +361,17 @@ def test_not_reproducible_mechanism_is_named_and_reported():
     assert not any("pair_trial" in str(w.message) for w in record)
     assert res.reproducible is False and res.to_dict()["reproducible"] is False
     assert "Not reproducible" in per_record_section(res)["markdown"]
+
+
+def test_errors_name_the_users_mechanism_not_the_pair_wrapper():
+    """V1 review F4: `pac records` named pacpriv.pac._per_record_sim.pair_trial."""
+    from pacpriv.exceptions import MechanismError
+    from pacpriv.pac import simulate_differences
+
+    def my_broken_mean(subset):
+        raise ValueError("boom")
+
+    with pytest.raises(MechanismError) as info:
+        simulate_differences(my_broken_mean, np.zeros((8, 2)), n_trials=4, rng=0,
+                             progress=False)
+    assert "my_broken_mean" in str(info.value) and "pair_trial" not in str(info.value)
