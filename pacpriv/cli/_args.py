@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "HelpFormatter",
     "UsageError",
+    "add_report_output",
     "add_show_errors",
     "check_exactly_one",
     "check_positive_finite",
@@ -59,6 +60,18 @@ def check_unit_interval(args: argparse.Namespace, flag: str) -> None:
     value = _value(args, flag)
     if value is not None and not 0 < value < 1:
         raise UsageError(f"{flag} must be in (0, 1); got {value}")
+
+
+def add_report_output(parser: argparse.ArgumentParser, *, default_out: str,
+                      out_help: str, json_help: str) -> None:
+    """The flags of every command that writes a report: ``--out``, ``--format``,
+    ``--no-progress``, ``--json`` and ``--show-errors`` (one definition for all of them)."""
+    parser.add_argument("--out", default=default_out, help=out_help)
+    parser.add_argument("--format", dest="formats", default="json,md,html",
+                        help="comma-separated report formats among json, md, html")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help=json_help)
+    add_show_errors(parser)
 
 
 def add_show_errors(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from pacpriv import _json
-from pacpriv.cli._args import UsageError, add_show_errors, number, report_formats
+from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
 from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
 from pacpriv.compare import compare_pac_dpsgd
@@ -62,13 +62,9 @@ def add_parser(subparsers, name: str) -> None:
                    help="root seed of the evaluation (default: fresh OS entropy). Recorded in "
                    "the report either way, so the compared models are reproducible evaluation "
                    "artefacts, not private releases (no release is written)")
-    p.add_argument("--out", default="pacpriv-compare",
-                   help="output directory (created; must be writable)")
-    p.add_argument("--format", dest="formats", default="json,md,html",
-                   help="comma-separated report formats among json, md, html")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the comparison JSON to stdout")
-    add_show_errors(p)
+    add_report_output(p, default_out="pacpriv-compare",
+                      out_help="output directory (created; must be writable)",
+                      json_help="print the comparison JSON to stdout")
     p.set_defaults(handler=_compare)
 
 

@@ -10,7 +10,7 @@ from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
     UsageError,
-    add_show_errors,
+    add_report_output,
     check_exactly_one,
     check_positive_finite,
     check_trials,
@@ -170,18 +170,9 @@ def add_parser(subparsers, name: str) -> None:
     )
     run.add_argument("--timeout", type=number, default=None,
                      help="per-trial timeout in seconds (> 0; default: none)")
-    run.add_argument(
-        "--out", default="pacpriv-report", help="report directory (default pacpriv-report)"
-    )
-    run.add_argument(
-        "--format",
-        dest="formats",
-        default="json,md,html",
-        help="comma-separated report formats among json, md, html",
-    )
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--json", action="store_true", help="print the report JSON to stdout")
-    add_show_errors(run)
+    add_report_output(run, default_out="pacpriv-report",
+                      out_help="report directory (default pacpriv-report)",
+                      json_help="print the report JSON to stdout")
     run.set_defaults(handler=_run)
 
     post = sub.add_parser(

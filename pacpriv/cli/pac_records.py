@@ -15,7 +15,7 @@ import numpy as np
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
-from pacpriv.cli._args import UsageError, add_show_errors, number, report_formats
+from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.per_record import record_exposure
@@ -108,12 +108,8 @@ def add_records_parser(sub) -> None:
     p.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
     p.add_argument("--backend", default=None, help="joblib backend")
     p.add_argument("--checkpoint", default=None, help="checkpoint directory")
-    p.add_argument("--out", default="pacpriv-records", help="report directory")
-    p.add_argument("--format", dest="formats", default="json,md,html",
-                   help="comma-separated report formats among json, md, html")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--json", action="store_true", help="print the report JSON to stdout")
-    add_show_errors(p)
+    add_report_output(p, default_out="pacpriv-records", out_help="report directory",
+                      json_help="print the report JSON to stdout")
     p.set_defaults(handler=_records)
 
 

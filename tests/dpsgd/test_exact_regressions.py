@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
-import textwrap
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import norm
 
 from pacpriv.dpsgd import exact as exact_mod
-from pacpriv.dpsgd import exact_membership_inference_accuracy, noise_multiplier_for_accuracy
+from pacpriv.dpsgd import (
+    exact_membership_inference_accuracy,
+    membership_inference_accuracy_bound,
+    noise_multiplier_for_accuracy,
+)
 from pacpriv.dpsgd._screens import gaussian_upper_tv, spike_lower_tv, sum_lower_tv
 
-REPO = Path(__file__).resolve().parents[2]
+from ._memory_cap import assert_runs_under_memory_cap
 
 #: The failure table of issue 13 (σ, M, E), plus issue 14 item 8 (M=1, E=1000, σ=1).
 FAILURES = [
@@ -32,20 +32,35 @@ FAILURES = [
     (1.0, 1, 1000),  # issue 14.8: "invalid value" RuntimeWarning
 ]
 
+#: Cells of the issue-13 grid (and corners) that warned "width exceeds tolerance" before.
+FORMER_WARNINGS = [
+    (0.3, 10**6, 10),
+    (0.5, 10**4, 10**4),
+    (1.0, 10**6, 10**4),
+    (2.0, 10**6, 10**4),
+    (0.2, 10**8, 1),
+    (0.2, 10**8, 100),
+    (1.0, 10**7, 10**4),
+    (4.0, 10**4, 10**5),
+]
+
 
 def _exact(sigma, m, e, **kw):
     kw.setdefault("progress", False)
     return exact_membership_inference_accuracy(sigma, steps_per_epoch=m, epochs=e, **kw)
 
 
-@pytest.mark.parametrize(("sigma", "m", "e"), FAILURES)
+@pytest.mark.parametrize(("sigma", "m", "e"), FAILURES + FORMER_WARNINGS)
 def test_failure_table_valid_interval_no_warning(sigma, m, e):
-    """Each former failure gives ½ ≤ lower ≤ upper ≤ 1 within tolerance, under -W error."""
+    """Each former failure or warning cell gives ½ ≤ lower ≤ upper ≤ chi-square bound (≤ 1)
+    within tolerance, under -W error."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res = _exact(sigma, m, e)
     assert 0.5 <= res.lower <= res.upper <= 1.0
     assert res.converged and res.width <= 1e-4
+    chi2 = membership_inference_accuracy_bound(sigma, steps_per_epoch=m, epochs=e).accuracy
+    assert res.upper <= chi2
 
 
 def test_m1_long_run_is_below_one_and_contains_truth():
@@ -62,32 +77,12 @@ def test_m1_e1000_contains_closed_form():
     assert res.lower <= truth <= res.upper
 
 
-_MEMORY_SCRIPT = textwrap.dedent(
-    """
-    import resource, warnings
-    cap = 2 * 1024**3
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    warnings.simplefilter("error")
-    from pacpriv.dpsgd import exact_membership_inference_accuracy as ex
-    for s, m, e in {cases}:
-        r = ex(s, steps_per_epoch=m, epochs=e, progress=False)
-        assert 0.5 <= r.lower <= r.upper <= 1.0, (s, m, e, r.lower, r.upper)
-    print("ok")
-    """
-)
 
 
 def test_memory_cap_subprocess():
     """Former memory failures run under a 2 GiB address-space cap (resource.setrlimit)."""
     cases = [(0.05, 10, 1), (0.2, 1000, 10), (0.3, 100, 10), (0.2, 10_000, 1), (0.5, 10_000, 10)]
-    env = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run(
-        [sys.executable, "-c", _MEMORY_SCRIPT.format(cases=cases)],
-        capture_output=True, text=True, timeout=300, env=env, cwd=REPO,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "ok"
+    assert_runs_under_memory_cap(cases)
 
 
 def test_array_sigma_agrees_with_scalar_calls():

@@ -10,11 +10,6 @@ perturbations of the size the bounds allow) and the end-to-end cells that used t
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
-import textwrap
-import warnings
-from pathlib import Path
 
 import mpmath as mp
 import numpy as np
@@ -25,7 +20,8 @@ from scipy.stats import norm
 from pacpriv.dpsgd import _pld, exact_membership_inference_accuracy
 from pacpriv.dpsgd._pld import cell_masses_bounded
 
-REPO = Path(__file__).resolve().parents[2]
+from ._memory_cap import assert_runs_under_memory_cap
+
 _U = 2.0**-53
 
 
@@ -157,33 +153,6 @@ def test_float64_bounds_bracket_long_double():
     assert res[False, False][0] <= res[False, True][1]
 
 
-#: Cells of the issue-13 grid (and corners) that warned "width exceeds tolerance" before.
-FORMER_WARNINGS = [
-    (0.3, 10**6, 10),
-    (0.5, 10**4, 10**4),
-    (1.0, 10**6, 10**4),
-    (2.0, 10**6, 10**4),
-    (0.2, 10**8, 1),
-    (0.2, 10**8, 100),
-    (1.0, 10**7, 10**4),
-    (4.0, 10**4, 10**5),
-]
-
-
-@pytest.mark.parametrize(("sigma", "m", "e"), FORMER_WARNINGS)
-def test_former_warning_cells_meet_tolerance(sigma, m, e):
-    """No warning under -W error, width ≤ 1e-4, ½ ≤ lower ≤ upper ≤ chi-square bound."""
-    from pacpriv.dpsgd import membership_inference_accuracy_bound
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        res = _exact(sigma, m, e)
-    assert 0.5 <= res.lower <= res.upper <= 1.0
-    assert res.width <= 1e-4
-    chi2 = membership_inference_accuracy_bound(sigma, steps_per_epoch=m, epochs=e).accuracy
-    assert res.upper <= chi2
-
-
 def test_large_steps_gaussian_regime_value():
     """M = 1e6, E = 1e4, σ = 2: the per-epoch loss is nearly Gaussian with variance
     ln(1 + χ²); the accuracy is Φ(sqrt(E ln(1 + χ²))/2) up to a small skew correction."""
@@ -203,31 +172,10 @@ def test_monotone_in_epochs_and_sigma_at_large_e():
     assert more_s.upper < base.lower
 
 
-_MEMORY_SCRIPT = textwrap.dedent(
-    """
-    import resource, warnings
-    cap = 2 * 1024**3
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    warnings.simplefilter("error")
-    from pacpriv.dpsgd import exact_membership_inference_accuracy as ex
-    for s, m, e in {cases}:
-        r = ex(s, steps_per_epoch=m, epochs=e, progress=False)
-        assert 0.5 <= r.lower <= r.upper <= 1.0, (s, m, e, r.lower, r.upper)
-        assert r.upper - r.lower <= 1e-4, (s, m, e, r.lower, r.upper)
-    print("ok")
-    """
-)
 
 
 @pytest.mark.slow
 def test_memory_cap_corner_cells():
     """Corner cells (M up to 1e8, E up to 1e5) run under a 2 GiB address-space cap."""
     cases = [(0.2, 10**8, 100), (4.0, 10**8, 10**4), (1.0, 10**7, 10**4), (1.0, 10, 10**5)]
-    env = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run(
-        [sys.executable, "-c", _MEMORY_SCRIPT.format(cases=cases)],
-        capture_output=True, text=True, timeout=300, env=env, cwd=REPO,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "ok"
+    assert_runs_under_memory_cap(cases, max_width=1e-4)
