@@ -329,4 +329,5 @@ def epoch_geo(sigma: float, steps: int, epochs: int, *, c: float, upper: bool, t
         cur = combine(cur, cur, kern, top=k_hi)
         if tick is not None:
             tick()
+    assert acc is not None  # steps >= 1: the lowest set bit assigned it
     return acc

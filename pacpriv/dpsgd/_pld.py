@@ -341,6 +341,7 @@ def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
             q = _conv(a.q, a.p)
             e_q = fft_conv_error_l2(a.q, a.p)
         else:
+            assert b.q is not None  # both operands of a lower chain carry their Q-law
             q = (a.m * _conv(a.q, b.p) + b.m * _conv(a.p, b.q)) / m
             e_q = max(fft_conv_error_l2(a.q, b.p), fft_conv_error_l2(a.p, b.q))
         # l1 <= sqrt(n) l2 for the p- and q-errors
@@ -381,6 +382,7 @@ def _combine_direct(a: _Lattice, b: _Lattice) -> _Lattice:
     """
     m = a.m + b.m
     dt = a.p.dtype
+    assert a.q is not None and b.q is not None  # lower chain only: both carry their Q-law
     ap, aq = a.p.astype(np.float64), a.q.astype(np.float64)
     bp, bq = b.p.astype(np.float64), b.q.astype(np.float64)
     p = np.convolve(ap, bp)
@@ -526,6 +528,7 @@ def epoch_lattice(
         cur = _cap(_trim(cur, top_q, steps * t_top))
         if tick is not None:
             tick()
+    assert acc is not None  # steps >= 1: the lowest set bit assigned it
     if extended:  # the final rounding to float64 (relative u per entry)
         acc.p = acc.p.astype(np.float64)
         acc.q = None if acc.q is None else acc.q.astype(np.float64)
@@ -561,6 +564,7 @@ def to_log_lattice(
     with np.errstate(divide="ignore"):
         ln_lr = np.log(np.where(pos, lr, 1.0))
     if not upper:  # labels of the lower chain are not likelihood ratios: use q/p itself
+        assert x.q is not None  # the lower chain carries its Q-law
         ok = (x.p > 0) & (x.q > 0)
         ln_lr = np.log(x.q[ok] / x.p[ok]) if ok.any() else np.zeros(1)
         pos = np.ones(ln_lr.size, dtype=bool)

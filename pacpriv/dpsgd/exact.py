@@ -305,6 +305,7 @@ def _scalar(sigma: float, steps: int, n_epochs: int, tol: float, direction: str,
             if spent * factor ** (2.2 if method == "geometric" else 1.2) > _MAX_ATTEMPT_S:
                 break
             c, c_epoch, extra = c * factor, c_epoch * factor, extra + 2.0
+        assert best is not None  # the loop runs at least once (refinements >= 0)
         lower, upper = best[0], best[1]
         details.update({k: (v.item() if isinstance(v, np.generic) else v)
                         for k, v in best[2].items()})

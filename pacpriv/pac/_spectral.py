@@ -132,6 +132,7 @@ class _ColumnBlocks:
         """The raw block (the file's dtype) read row by row with ``os.preadv``."""
         n, d = self.outputs.shape
         width = cols.stop - cols.start
+        assert self.fd is not None and self.raw is not None  # set for file-backed outputs
         raw = self.raw[: n * width].reshape(n, width)
         item = self.outputs.dtype.itemsize
         row_bytes = width * item
@@ -312,6 +313,7 @@ def _gram_pass32(outputs: np.ndarray, step: int):
             else:
                 wide = reader.read(cols, check=False)
                 _centre(wide, mean[cols], m2[cols])
+                assert low is not None  # allocated above for non-narrow outputs
                 block = low[: n * w].reshape(n, w)
                 np.copyto(block, wide, casting="same_kind")
                 offset = 0.0
@@ -354,6 +356,7 @@ def _back_project(outputs: np.ndarray, mean: np.ndarray, coef: np.ndarray, step:
             if direct:
                 np.matmul(block.T, coef, out=eigvecs[cols])
             else:  # float64 product, rounded once into the float32 result
+                assert tmp is not None  # allocated above when the result is float32
                 out = tmp[: width * k].reshape(width, k)
                 np.matmul(block.T, coef, out=out)
                 eigvecs[cols] = out

@@ -188,6 +188,6 @@ def streaming_moments(chunks_or_array, *, chunk_size: int | None = None) -> Outp
         mean = mean + delta * (nb / total)
         m2 = m2 + m2_b + delta**2 * (n * nb / total)
         n = total
-    if mean is None or n < 2:
+    if mean is None or m2 is None or n < 2:
         raise ValueError(f"`outputs` must have at least 2 trials (rows); got {n}.")
     return OutputMoments(mean=mean, variances=m2 / (n - 1), n_trials=n, dim=mean.shape[0])
