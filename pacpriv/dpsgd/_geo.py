@@ -44,6 +44,10 @@ from pacpriv.dpsgd._pld import (
 _U = 2.0**-53
 _LD_U = max(float(np.finfo(np.longdouble).eps) / 2.0, 2.0**-64)  # long double unit round-off
 _TINY_BOTTOM = 1e-18
+#: lower chain, large M: coordinate cells narrower than this in ln W are merged (relative
+#: accuracy of their masses; quantising one coordinate costs ~1e-5 of its variance, ~1e-5/M of
+#: the epoch's)
+LOWER_MIN_DLN_LARGE_M = 0.01
 
 
 @dataclass
@@ -126,7 +130,7 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.n
     """
     n = a.size
     d_max = kern.d_max
-    out = np.zeros(n + kern.k_top + 2)
+    out = np.zeros(n + kern.k_top + 2, dtype=a.dtype)
 
     def one(big: np.ndarray, small: np.ndarray, skip_zero: bool) -> None:
         # column k of the weight matrix is non-zero on a contiguous range of d: one direct
@@ -138,8 +142,8 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.n
             out[k + d_lo : k + n] += big[d_lo:] * y
         if n > d_max + 1:  # d > D: offset 0 (lower), or split to offsets 0 and 1 (upper)
             # prefix sums in extended precision: relative error <= n·2^-64 + u (x86 long double)
-            csum = np.cumsum(small.astype(np.longdouble)).astype(np.float64)
-            cum = np.concatenate((np.zeros(d_max + 1), csum[: n - d_max - 1]))
+            csum = np.cumsum(small.astype(np.longdouble)).astype(a.dtype)
+            cum = np.concatenate((np.zeros(d_max + 1, dtype=a.dtype), csum[: n - d_max - 1]))
             if kern.upper:
                 rec = signal.lfilter([1.0], [1.0, -math.exp(-kern.g)], small)
                 geo = np.concatenate((np.zeros(d_max + 1), rec[: n - d_max - 1]))
@@ -162,7 +166,7 @@ def _align(a: GeoPair, b: GeoPair):
     def pad(x, k0):
         if x is None:
             return None
-        out = np.zeros(hi - lo)
+        out = np.zeros(hi - lo, dtype=x.dtype)
         out[k0 - lo : k0 - lo + x.size] = x
         return out
 
@@ -199,7 +203,9 @@ def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
             q = _conv(aq, ap, kern)
         else:
             q = (a.m * _conv(aq, bp, kern) + b.m * _conv(ap, bq, kern)) / m
-    rel = (kern.d_max + 2.0 / kern.g + 16 + n * _LD_U / _U) * _U
+    # arithmetic in the arrays' precision (long double: lower chain of large-E evaluations)
+    u_arr = _LD_U if ap.dtype == np.longdouble else _U
+    rel = (kern.d_max + 2.0 / kern.g + 16) * u_arr + n * _LD_U
     err = propagate_error(a, b, 0.0)
     if upper:
         q_inf = (a.m * a.q_inf + b.m * b.q_inf) / m * (1.0 + 8.0 * _U) + 3.01 * rel
@@ -253,7 +259,8 @@ def _trim(x: GeoPair, *, upper: bool, top: int) -> GeoPair:
     return GeoPair(x.k0 + lo, x.g, newp, newq, q_inf, x.m, x.big_m, x.err, kappa, slack)
 
 
-def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: bool) -> GeoPair:
+def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: bool,
+                min_dln: float = 0.0) -> GeoPair:
     """One coordinate: ``W/M`` on nodes ``k_lo..k_hi`` (bottom tail up/merged, top split/merged).
 
     Round-off of the cell masses (per-cell bounds from
@@ -265,6 +272,28 @@ def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: boo
     u = _U
     k = np.arange(k_lo, k_hi + 1)
     nodes = np.exp(k * g) * steps  # W-space
+    if not upper:
+        # cells narrower than ``min_dln`` in ln W are merged into groups labelled by their
+        # lowest node (a garbling), so that the group masses have small relative errors
+        if min_dln > 0:
+            key = np.floor(np.log(nodes[:-1]) / min_dln)
+            starts = np.concatenate(([0], np.nonzero(np.diff(key) != 0)[0] + 1))
+        else:
+            starts = np.arange(nodes.size - 1)
+        edges = np.concatenate(([0.0], nodes[starts[1:]], [nodes[-1], np.inf]))
+        pg, qg, ep, eq = cell_masses_bounded(edges, s)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where((pg > 0) & (qg > 0), ep / pg + eq / qg, np.inf)
+        ok = rel <= kappa_split(rel, ep + eq, steps)
+        kappa = 4.01 * (float(rel[ok].max()) if ok.any() else 0.0)
+        err = float(np.sum(ep[~ok]) + np.sum(eq[~ok]))
+        pc = np.zeros(k.size)
+        qc = np.zeros(k.size)
+        pc[starts] = pg[:-1]
+        qc[starts] = qg[:-1]
+        pc[-1] = pg[-1]
+        qc[-1] = qg[-1]
+        return GeoPair(k_lo, g, pc, qc, 0.0, 1, steps, err, kappa)
     edges = np.concatenate(([0.0], nodes, [np.inf]))
     pc, qc, ep, eq = cell_masses_bounded(edges, s)
     pc[1] += pc[0]
@@ -272,13 +301,6 @@ def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: boo
     ep[1] += ep[0] + u * pc[1]
     eq[1] += eq[0] + u * qc[1]
     pc, qc, ep, eq = pc[1:], qc[1:], ep[1:], eq[1:]
-    if not upper:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where((pc > 0) & (qc > 0), ep / pc + eq / qc, np.inf)
-        ok = rel <= kappa_split(rel, ep + eq, steps)
-        kappa = 4.01 * (float(rel[ok].max()) if ok.any() else 0.0)
-        err = float(np.sum(ep[~ok]) + np.sum(eq[~ok]))
-        return GeoPair(k_lo, g, pc, qc, 0.0, 1, steps, err, kappa)
     w_hi = np.append(nodes[1:], nodes[-1])
     slack = float(np.sum(eq) + np.dot(ep, w_hi + 1.0)) * 1.01 + 8.0 * (pc.size + 8.0) * u
     p = np.zeros(k.size)
@@ -312,22 +334,105 @@ def geo_grid(
     return math.floor(ln_bot / g), math.ceil(ln_top / g), g
 
 
-def epoch_geo(sigma: float, steps: int, epochs: int, *, c: float, upper: bool, tail: float,
-              tick=None) -> GeoPair:
-    """One epoch's pair for ``T = S/M`` by binary doubling on the geometric grid."""
-    k_lo, k_hi, g = geo_grid(sigma, steps, epochs, c, tail)
+#: coarsest grid resolution of the lower levels (points per unit of ln x)
+GEO_C_MIN = 128.0
+#: the grid is refined (step halved) once every this many levels towards the top
+GEO_REFINE_EVERY = 3
+
+
+def refine(x: GeoPair | None, factor: int) -> GeoPair | None:
+    """The same pair on the grid of step ``g/factor`` (``factor`` a positive integer).
+
+    Node ``k`` of step ``g`` is node ``k·factor`` of step ``g/factor``: the law is embedded
+    unchanged (no arithmetic, no round-off), only the empty nodes in between are added.
+    """
+    if x is None or factor == 1:
+        return x
+
+    def embed(a: np.ndarray | None) -> np.ndarray | None:
+        if a is None:
+            return None
+        out = np.zeros((a.size - 1) * factor + 1, dtype=a.dtype)
+        out[::factor] = a
+        return out
+
+    p = embed(x.p)
+    assert p is not None
+    return GeoPair(x.k0 * factor, x.g / factor, p, embed(x.q), x.q_inf, x.m, x.big_m, x.err,
+                   x.kappa, x.slack)
+
+
+def refinement_schedule(levels: int, c: float) -> tuple[float, int]:
+    """``(c0, J)``: the coordinates start at resolution ``c0 = c/2^J``, refined ``J`` times.
+
+    The split (upper) / rounding (lower) at a level of blocks of ``m`` coordinates adds
+    about ``g²x²/4`` to the variance of each block value ``x ≈ m/M``, ``(g²/4)·(m/M)`` over the
+    epoch: the top levels dominate, each level below contributes half as much at equal ``g``.
+    So only the top levels (of the ``levels`` doublings) need the fine step ``1/c``; going
+    down, the step doubles every ``GEO_REFINE_EVERY`` levels (their contributions still shrink
+    geometrically, by ``2^{-1/3}`` per level) down to about ``GEO_C_MIN`` points per unit. The
+    cost of a level grows like the square of its resolution, so the epoch costs about as much
+    as its top levels at ``c``.
+    """
+    if c <= GEO_C_MIN:
+        return c, 0
+    j = min(math.floor(math.log2(c / GEO_C_MIN) + 1e-9), (max(levels, 1) - 1) // GEO_REFINE_EVERY)
+    return c / 2**j, j
+
+
+def geo_blocks(sigma: float, steps: int, epochs: int, *, c: float, upper: bool, tail: float,
+               levels: int, tick=None, extended: bool = False,
+               min_dln: float = 0.0) -> tuple[GeoPair, GeoPair | None, int, int]:
+    """The first ``levels`` doublings on the geometric grid: ``(cur, acc, bits, top)``.
+
+    ``cur`` is a block of ``2^levels`` coordinates, ``acc`` the sum of the blocks of the lower
+    bits of ``steps`` (None if they are all zero) and ``bits = steps >> levels``, so that the
+    epoch is ``acc ⊕ cur^{⊕ bits}`` (``extended``: arrays in long double; ``min_dln``: see
+    :func:`_coordinate`); ``top`` is the index of the largest node kept. ``c`` is the
+    resolution (points per unit of ln x) of the last levels; lower levels use coarser steps
+    (see :func:`refinement_schedule`), refined by exact embedding (:func:`refine`) on the way
+    up.
+    """
+    c0, n_refine = refinement_schedule(levels, c)
+    k_lo, k_hi, g = geo_grid(sigma, steps, epochs, c0, tail)
     kern = _kernel(g, upper)
-    cur = _trim(_coordinate(1.0 / sigma, steps, g, k_lo, k_hi, upper), upper=upper, top=k_hi)
+    cur = _trim(_coordinate(1.0 / sigma, steps, g, k_lo, k_hi, upper, min_dln), upper=upper,
+                top=k_hi)
+    if extended:
+        # sums in long double (lower chain of large-E evaluations: its relative round-off
+        # becomes a scale κ that costs E·κ); the float64 masses are cast exactly
+        cur.p = cur.p.astype(np.longdouble)
+        cur.q = None if cur.q is None else cur.q.astype(np.longdouble)
     acc = None
     bits = steps
-    while True:
+    done = 0  # refinements applied so far
+    for level in range(levels):
         if bits & 1:
             acc = cur if acc is None else combine(acc, cur, kern, top=k_hi)
         bits >>= 1
-        if not bits:
-            break
+        # this doubling makes level ``level + 1``, the ``from_top``-th from the last
+        from_top = levels - level
+        want = n_refine - min(n_refine, (from_top - 1) // GEO_REFINE_EVERY)
+        if want > done:
+            factor = 2 ** (want - done)
+            refined_cur = refine(cur, factor)
+            assert refined_cur is not None
+            cur, acc = refined_cur, refine(acc, factor)
+            k_hi *= factor
+            g /= factor
+            kern = _kernel(g, upper)
+            done = want
         cur = combine(cur, cur, kern, top=k_hi)
         if tick is not None:
             tick()
-    assert acc is not None  # steps >= 1: the lowest set bit assigned it
-    return acc
+    return cur, acc, bits, k_hi
+
+
+def epoch_geo(sigma: float, steps: int, epochs: int, *, c: float, upper: bool, tail: float,
+              tick=None) -> GeoPair:
+    """One epoch's pair for ``T = S/M`` by binary doubling on the geometric grid."""
+    levels = steps.bit_length() - 1
+    cur, acc, bits, top = geo_blocks(sigma, steps, epochs, c=c, upper=upper, tail=tail,
+                                     levels=levels, tick=tick)
+    assert bits == 1
+    return cur if acc is None else combine(acc, cur, _kernel(cur.g, upper), top=top)

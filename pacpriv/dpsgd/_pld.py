@@ -503,12 +503,24 @@ def epoch_lattice(
     k = max(math.ceil(math.exp(ln_cap) / h), 4)
     j0 = min(math.floor(math.exp(ln_floor) / h), k - 4)
     cur = _coordinate(s, h, j0, k, upper, steps)
+    return double_up(cur, None, steps, base=base, c=c, top_q=tail if top_q is None else top_q,
+                     s_cap=steps * t_top, tick=tick, extended=extended)
+
+
+def double_up(cur: _Lattice, acc: _Lattice | None, bits: int, *, base: float, c: float,
+              top_q: float, s_cap: float, tick=None, extended: bool = False) -> _Lattice:
+    """Binary doubling on the S-lattice: ``acc ⊕ cur^{⊕ bits}`` (``acc`` may be None).
+
+    ``cur`` is a block of ``m`` coordinates and ``acc`` the blocks of the lower bits already
+    summed; ``base/c`` sets the resolution (the lattice is coarsened while
+    ``sqrt(m)·base/h > 2c``), ``top_q`` and ``s_cap`` the trimming (see :func:`_trim`).
+    """
     if extended:
-        cur.p = cur.p.astype(np.longdouble)
-        cur.q = None if cur.q is None else cur.q.astype(np.longdouble)
-    acc = None
-    bits = steps
-    top_q = tail if top_q is None else top_q
+        cur = _with(cur, p=cur.p.astype(np.longdouble),
+                    q=None if cur.q is None else cur.q.astype(np.longdouble))
+        if acc is not None:
+            acc = _with(acc, p=acc.p.astype(np.longdouble),
+                        q=None if acc.q is None else acc.q.astype(np.longdouble))
     while True:
         if bits & 1:
             if acc is None:
@@ -518,17 +530,17 @@ def epoch_lattice(
                     acc = _coarsen(acc)
                 while cur.h < acc.h:
                     cur = _coarsen(cur)
-                acc = _cap(_trim(_combine(acc, cur), top_q, steps * t_top))
+                acc = _cap(_trim(_combine(acc, cur), top_q, s_cap))
         bits >>= 1
         if not bits:
             break
         cur = _combine(cur, cur)
         while math.sqrt(cur.m) * base / cur.h > 2 * c:
             cur = _coarsen(cur)
-        cur = _cap(_trim(cur, top_q, steps * t_top))
+        cur = _cap(_trim(cur, top_q, s_cap))
         if tick is not None:
             tick()
-    assert acc is not None  # steps >= 1: the lowest set bit assigned it
+    assert acc is not None  # bits >= 1 (or acc given)
     if extended:  # the final rounding to float64 (relative u per entry)
         acc.p = acc.p.astype(np.float64)
         acc.q = None if acc.q is None else acc.q.astype(np.float64)

@@ -21,7 +21,7 @@ from scipy import special
 from pacpriv._display import Displayable, Summary
 from pacpriv._display import shown as _shown
 from pacpriv._validation import check_array_real, check_int, check_real
-from pacpriv.dpsgd import _geo, _pld, _screens
+from pacpriv.dpsgd import _geo, _hybrid, _pld, _screens
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.exceptions import PacprivWarning
 
@@ -32,11 +32,16 @@ __all__ = ["ExactAccuracy", "exact_membership_inference_accuracy"]
 _TAIL = 1e-13  # Q-tail of one coordinate's W sent to +inf (upper) / merged (lower)
 _WINDOW_TAU = 1e-15  # Chernoff bound on the mass outside the E-fold FFT window, per side
 _GEO_C = 40.0  # grid points per unit of ln T on the geometric grid (first attempt)
-_MAX_ATTEMPT_S = 30.0  # no refinement whose predicted time exceeds this (seconds)
+_MAX_ATTEMPT_S = 90.0  # no refinement whose predicted time exceeds this (seconds)
 _GEO_MIN_SPREAD = 0.15  # sd of ln T per epoch above which the geometric grid is used
 _LINEAR_MAX_POINTS = 2**20  # linear coordinate lattice size beyond which the geometric grid is used
 _LINEAR_SLOW_POINTS = 2**17  # ... and beyond which it is used for M <= _GEO_PREFERRED_MAX_STEPS
 _GEO_PREFERRED_MAX_STEPS = 10**5
+#: hybrid (geometric grid, then linear lattice for the top levels): large M, concentrated T
+_HYBRID_MIN_STEPS = 2**17
+_HYBRID_MAX_SPREAD = 0.05
+_HYBRID_MAX_SIGMA = 1.5  # heavier coordinate tails than this: the linear lattice alone is cheaper
+_HYBRID_MAX_POINTS = 2**17  # largest linear lattice at the switch from the geometric grid
 
 
 @dataclass(frozen=True)
@@ -132,14 +137,18 @@ def _linear_points(sigma: float, steps: int, epochs: int, tail: float, c: float)
 
 
 def _choose_method(sigma: float, steps: int, epochs: int, tail: float, c: float) -> str:
-    """``"gaussian"`` (M = 1), ``"linear"`` (light tails) or ``"geometric"`` (heavy tails)."""
+    """``"gaussian"`` (M = 1), ``"linear"`` (light tails), ``"geometric"`` (heavy tails) or
+    ``"hybrid"`` (large M: geometric grid for the small blocks, linear lattice on top)."""
     if steps == 1:
         return "gaussian"
     s2 = 1.0 / (sigma * sigma)
     # spread of ln T per epoch (from the chi-square divergence): wide -> geometric grid
     log1p_chi2 = math.log1p(math.expm1(s2) / steps) if s2 < 700 else s2 - math.log(steps)
-    if math.sqrt(max(log1p_chi2, 0.0)) >= _GEO_MIN_SPREAD:
+    spread = math.sqrt(max(log1p_chi2, 0.0))
+    if spread >= _GEO_MIN_SPREAD:
         return "geometric"
+    if steps >= _HYBRID_MIN_STEPS and spread < _HYBRID_MAX_SPREAD and sigma <= _HYBRID_MAX_SIGMA:
+        return "hybrid"
     points = _linear_points(sigma, steps, epochs, tail, c)
     if points > _LINEAR_MAX_POINTS:
         return "geometric"
@@ -166,11 +175,16 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
         pair = _pld.single_step_pair(sigma, delta=delta, upper=upper)
         eps = (16.0 + 4.0 * _pld.sum_error_factor(pair.p.size) + 8.0 / (sigma * delta)) * _U
         return pair, 0, eps, 0.0, 0.0, delta
+    top_q = max(1e-14, tail / (epochs * 2 * (_levels(steps) + 1)))
     if method == "geometric":
         lat = _geo.epoch_geo(sigma, steps, epochs, c=c, upper=upper, tail=tail, tick=tick)
+    elif method == "hybrid":
+        lat = _hybrid.epoch_hybrid(
+            sigma, steps, epochs, c=c, max_points=_HYBRID_MAX_POINTS, upper=upper, tail=tail,
+            t_top=t_top, top_q=top_q, tick=tick, extended=extended,
+        )
     else:
-        # Q-mass sent to +inf costs at most E·(mass) of TV: keep it ~1e-2 of tol
-        top_q = max(1e-14, tail / (epochs * 2 * (_levels(steps) + 1)))
+        # Q-mass sent to +inf costs at most E·(mass) of TV (top_q: ~1e-2 of tol)
         lat = _pld.epoch_lattice(
             sigma, steps, c=c, upper=upper, tail=_coordinate_tail(tail, epochs),
             t_top=t_top, top_q=top_q, tick=tick, extended=extended,
@@ -199,7 +213,8 @@ def _numeric_once(
     delta = None
     label_range = None
     for upper in (True, False):
-        extended = False
+        # hybrid with many epochs: the lower chain's κ (times E) needs long double anyway
+        extended = method == "hybrid" and not upper and epochs >= 10**5
         while True:
             pair, n_coord, eps, kappa, slack, delta = _epoch_pair(
                 sigma, steps, epochs, c=c, c_epoch=c_epoch, method=method, tail=tail,
@@ -209,7 +224,7 @@ def _numeric_once(
             # float64 FFT round-off, amplified by the M-fold and E-fold products, too wide for
             # the tolerance: redo the chain's convolutions in long double
             cost = epochs * (2.0 * eps + kappa + slack)
-            if method != "linear" or extended or cost <= 0.25 * tol:
+            if method not in ("linear", "hybrid") or extended or cost <= 0.25 * tol:
                 break
             extended = True
         if upper and method != "gaussian":
@@ -229,6 +244,8 @@ def _numeric_once(
         out[f"tv_{key}"] = float(tv)
         out[f"window_error_{key}"] = float(err)
         out[f"roundoff_{key}"] = float(rnd + prop + scale)
+        out[f"roundoff_parts_{key}"] = {"power": float(rnd), "epoch": float(prop),
+                                        "scale": float(scale)}
         out[f"epoch_lattice_size_{key}"] = int(n_coord)
         out[f"log_lattice_size_{key}"] = int(pair.p.size)
         out[f"extended_precision_{key}"] = extended
@@ -298,11 +315,11 @@ def _scalar(sigma: float, steps: int, n_epochs: int, tol: float, direction: str,
             if width <= tol:
                 break
             factor = min(4.0, 1.2 * math.sqrt(width / tol))
-            if method == "geometric":  # width ~ 1/c²: jump to the c that should meet tol
+            if method in ("geometric", "hybrid"):  # width ~ 1/c²: jump to the c meeting tol
                 factor = min(4.0, max(1.3, 1.15 * math.sqrt(width / tol)))
             # bounded time: the cost of an attempt grows like c² (geometric) or c (linear)
             spent = time.perf_counter() - t_attempt
-            if spent * factor ** (2.2 if method == "geometric" else 1.2) > _MAX_ATTEMPT_S:
+            if spent * factor ** (1.2 if method == "linear" else 2.2) > _MAX_ATTEMPT_S:
                 break
             c, c_epoch, extra = c * factor, c_epoch * factor, extra + 2.0
         assert best is not None  # the loop runs at least once (refinements >= 0)

@@ -1,0 +1,199 @@
+"""One epoch's pair with a geometric grid below and a linear lattice on top (large M).
+
+Private helper of :mod:`pacpriv.dpsgd.exact`. When ``M`` is large, one epoch's likelihood
+ratio ``T = S/M`` is concentrated (standard deviation ``sqrt((e^{1/σ²} − 1)/M)``, e.g. 7e-4
+at σ = 0.5, M = 1e8) while a single coordinate's is heavy-tailed. The geometric grid
+(:mod:`pacpriv.dpsgd._geo`) handles the heavy tail of small blocks cheaply but its relative
+resolution would have to be finer than that spread at the top levels (cost ∝ resolution²);
+the linear lattice (:mod:`pacpriv.dpsgd._pld`) resolves the spread but cannot start from a
+single coordinate (the tail needs ~M·e^{1/σ²}/spread nodes). So the first levels run on the
+geometric grid, whose split/rounding error at a level of blocks of ``m`` coordinates is about
+``(g²/4)·(m/M)`` in variance of ``T`` (small for small blocks), and the last ``top_levels``
+levels on the linear lattice, whose error per level is a fixed fraction ``1/(4c²)`` of the
+variance of ``T``.
+
+The conversion keeps each chain's certificate:
+
+* upper chain: every node ``x_k = e^{kg}`` (``S = M·x_k``) is split to the two lattice nodes
+  around it keeping its mean, with the weight of the upper node rounded *up* (a mean-
+  preserving split followed by a move up: an increasing-convex-order increase); nodes above
+  the lattice cap are split to the cap and ``+∞`` (``q_inf``), as in
+  :func:`pacpriv.dpsgd._pld._trim`;
+* lower chain: every node is merged into the nearest lattice node (a garbling; the stored pair
+  keeps its Q-law, so the labels need not be likelihood ratios).
+
+Round-off: the lattice masses are sums of non-negative terms (``numpy.bincount``, sequential:
+relative error at most ``(count + 2)·u`` for ``count`` terms per node); as everywhere in the
+chains it becomes ``q_inf`` slack (upper, stop-loss transform) or a ``κ`` scale (lower).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from pacpriv.dpsgd import _geo, _pld
+
+_U = 2.0**-53
+
+
+def geo_to_linear(x: _geo.GeoPair, *, h: float, s_cap: float, upper: bool) -> _pld._Lattice:
+    """The block pair ``x`` on the S-lattice ``{n0·h, (n0+1)·h, ...}`` capped at ``s_cap``.
+
+    ``n0 = ⌊S_min/h⌋ − 1`` for the smallest node ``S_min`` of ``x``. See the module docstring
+    for why each chain stays certified. Returns a :class:`pacpriv.dpsgd._pld._Lattice` with
+    the same ``m``, ``M``, ``err`` and ``κ`` (raised by the conversion's own round-off).
+    """
+    big_m, m = x.big_m, x.m
+    s_nodes = x.lr() * m  # S = M·e^{kg}; relative error <= (|kg| + 4)·u
+    n0 = max(math.floor(float(s_nodes[0]) / h) - 1, 0)
+    top_node = math.floor(float(s_nodes[-1]) * (1.0 + 1e-12) / h) + 2
+    k_cap = max(min(math.floor(s_cap / h), top_node) - n0, 2)
+    pos = s_nodes / h - n0
+    with np.errstate(invalid="ignore"):
+        rel_s = (np.abs((x.k0 + np.arange(x.p.size)) * x.g) + 6.0) * _U
+    if upper:
+        lo = np.floor(pos)
+        beta = pos - lo
+        # round the upper weight up by its error bound (value error rel_s·pos, plus 2u)
+        beta = np.minimum(beta + rel_s * (pos + n0) + 4.0 * _U * (pos + n0 + 1.0), 1.0)
+        lo = lo.astype(np.int64)
+        inside = lo < k_cap
+        p_in = x.p[inside]
+        lo_in = lo[inside]
+        b_in = beta[inside]
+        # lo < k_cap, so lo + 1 <= k_cap: the lattice has k_cap + 1 nodes
+        out = np.bincount(lo_in, weights=(1.0 - b_in) * p_in, minlength=k_cap + 1)
+        out += np.bincount(lo_in + 1, weights=b_in * p_in, minlength=k_cap + 1)
+        above_p = x.p[~inside]
+        above_s = s_nodes[~inside]
+        out[k_cap] += float(above_p.sum())
+        # Q-mass of the values above the cap moved to +inf: (S − S_cap)/m per unit P-mass,
+        # with the node values rounded up by their relative error
+        moved = float(np.dot(np.maximum(above_s * (1.0 + rel_s[~inside]) - (n0 + k_cap) * h,
+                                        0.0), above_p)) / m
+        counts = np.bincount(lo_in, minlength=k_cap + 1)
+        n_max = float(max(int(counts.max()) if counts.size else 0, 1)) + float(above_p.size)
+        rel = (2.0 * n_max + 8.0) * _U
+        lr = (n0 + np.arange(k_cap + 1)) * (h / m)
+        extra = rel * float(np.dot(out, 1.0 + lr)) * 1.01 + rel * moved
+        q_inf = x.q_inf + moved * (1.0 + rel) + extra
+        lat = _pld._Lattice(n0, h, out, None, q_inf, m, x.err, big_m)
+        lat.slack = x.slack + extra
+        return _pld._normalise(lat)
+    assert x.q is not None  # the lower chain carries its Q-law
+    idx = np.clip(np.rint(pos), 0, k_cap).astype(np.int64)
+    # (a cast from long double rounds each term once: covered by the "+ 2" below)
+    pp = np.bincount(idx, weights=x.p.astype(np.float64), minlength=k_cap + 1)
+    qq = np.bincount(idx, weights=x.q.astype(np.float64), minlength=k_cap + 1)
+    counts = np.bincount(idx, minlength=k_cap + 1)
+    rel = (float(counts.max()) + 2.0) * _U
+    lat = _pld._Lattice(n0, h, pp, qq, 0.0, m, x.err, big_m)
+    lat.kappa = x.kappa + 4.01 * 2.0 * rel
+    return lat
+
+
+def _step(m: int, base: float, c: float) -> float:
+    """The linear doubling's lattice step for a block of ``m`` coordinates (``base/c·2^k``)."""
+    h = base / c
+    while math.sqrt(m) * base / h > 2 * c:
+        h *= 2.0
+    return h
+
+
+def _q_top(x: _geo.GeoPair, top_q: float) -> int:
+    """Index of the largest node kept when the Q-tail above it (at most ``top_q``) is cut."""
+    qmass = x.q if x.q is not None else x.lr() * x.p
+    tail = np.cumsum(qmass[::-1])[::-1]
+    hi = int(np.searchsorted(-tail, -top_q, side="left"))
+    return x.k0 + min(max(hi, 1), x.p.size - 1)
+
+
+def switch_level(sigma: float, steps: int, *, c: float, top_q: float, max_points: int) -> int:
+    """Level ``ℓ`` (blocks of ``2^ℓ`` coordinates) where the epoch moves to the linear lattice.
+
+    The smallest ``ℓ`` whose block fits a lattice of ``max_points`` nodes at the linear
+    doubling's step, estimated from the block's range: from ``m − 8·sqrt(m)·sd(W)`` to
+    ``m + 8·sqrt(m)·sd(W)`` plus the single-coordinate Q-quantile at ``top_q`` (the heavy
+    tail, cut there to ``+∞`` / merged). Small blocks (``64·m ≤ M``) need lattices short
+    enough for the lower chain's direct convolutions (relative round-off; an FFT's l1
+    round-off would be multiplied by ``M/m``). Returns ``L = ⌊log₂M⌋`` if no level fits.
+    This only chooses where to switch; the certificate does not depend on it.
+    """
+    s = 1.0 / sigma
+    sd_w = math.sqrt(math.expm1(s * s)) if s * s < 700 else math.inf
+    base = 2.0 * min(sd_w, math.sqrt(steps))
+    ln_wq = 0.5 * s * s + s * float(-special.ndtri(max(top_q, 1e-300)))
+    w_q = math.exp(min(ln_wq, 700.0))
+    levels = steps.bit_length() - 1
+    for level in range(levels):
+        m = 2**level
+        h = _step(m, base, c)
+        spread = 8.0 * math.sqrt(m) * sd_w
+        n = (w_q + min(spread, m) + spread) / h
+        limit = max_points
+        if 64 * m <= steps:
+            limit = min(limit, int(math.sqrt(_pld._DIRECT_MAX_WORK)))
+        if n <= limit:
+            return level
+    return levels
+
+
+def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points: int,
+                 upper: bool, tail: float, t_top: float, top_q: float, tick=None,
+                 extended: bool = False,
+                 c_geo_max: float = 8192.0) -> _pld._Lattice | _geo.GeoPair:
+    """One epoch's pair: geometric grid for the first levels, then the linear lattice.
+
+    The switch level ``ℓ`` is chosen by :func:`switch_level`; the geometric grid's top
+    resolution ``c_geo`` balances the two discretisation errors (variance of ``T`` added:
+    about ``g²·m/(2M)`` for the geometric levels up to blocks of ``m = 2^ℓ`` coordinates,
+    ``j·Var(T)/(4c²)`` for the ``j`` linear levels), capped at ``c_geo_max``. ``c`` is the
+    linear lattice's resolution (as in :func:`pacpriv.dpsgd._pld.epoch_lattice`), ``t_top``
+    its cap (``S ≤ M·t_top``), ``top_q`` the Q-tail cut at every level.
+    """
+    s = 1.0 / sigma
+    sd_w = math.sqrt(math.expm1(s * s)) if s * s < 700 else math.inf
+    base = 2.0 * min(sd_w, math.sqrt(steps))
+    s_cap = steps * t_top
+    levels = steps.bit_length() - 1
+    level = switch_level(sigma, steps, c=c, top_q=top_q, max_points=max_points)
+    j = max(levels - level, 1)
+    c_geo = min(max(c * math.sqrt(2.0 * 2**level / j) / sd_w, _geo.GEO_C_MIN), c_geo_max)
+    cur_g, acc_g, bits, k_hi = _geo.geo_blocks(
+        sigma, steps, epochs, c=c_geo, upper=upper, tail=tail, levels=level, tick=tick,
+        extended=extended and not upper, min_dln=_geo.LOWER_MIN_DLN_LARGE_M,
+    )
+    if bits == 1 and acc_g is None:  # M a power of 2 and no linear level
+        bits, acc_g = 0, cur_g
+    if bits <= 1 and level == levels:  # stayed on the geometric grid
+        if acc_g is not cur_g:
+            assert acc_g is not None
+            acc_g = _geo.combine(acc_g, cur_g, _geo._kernel(cur_g.g, upper), top=k_hi)
+        return _to_float64(acc_g)
+    h = _step(cur_g.m, base, c)
+    cur_g = _geo._trim(cur_g, upper=upper, top=min(_q_top(cur_g, top_q), k_hi))
+    # memory: the lattice is coarsened (a power-of-2 step, still valid) if the estimate missed
+    while (float(cur_g.lr()[-1]) * cur_g.m - float(cur_g.lr()[0]) * cur_g.m) / h > 8 * max_points:
+        h *= 2.0
+    lin = geo_to_linear(cur_g, h=h, s_cap=s_cap, upper=upper)
+    lin_acc = None
+    if acc_g is not None:
+        # acc's blocks are smaller than cur's: cur's step adds at most h²/4 to their variance
+        # once, ~m/(4Mc²) of the epoch's
+        acc_g = _geo._trim(acc_g, upper=upper, top=min(_q_top(acc_g, top_q), k_hi))
+        lin_acc = geo_to_linear(acc_g, h=h, s_cap=s_cap, upper=upper)
+    return _pld.double_up(lin, lin_acc, bits, base=base, c=c, top_q=top_q, s_cap=s_cap,
+                          tick=tick, extended=extended)
+
+
+def _to_float64(x: _geo.GeoPair) -> _geo.GeoPair:
+    """Round a long-double lower-chain pair to float64 (relative ``u`` per entry: ``κ``)."""
+    if x.p.dtype != np.float64:
+        assert x.q is not None
+        x.p = x.p.astype(np.float64)
+        x.q = x.q.astype(np.float64)
+        x.kappa += 8.02 * _U
+    return x
