@@ -76,9 +76,10 @@ class _Kernel:
     upper: bool
     d_max: int  # D: for d > D every pair sum goes to offsets 0 (and 1: upper split)
     k_top: int  # largest offset for d <= D
-    weights: np.ndarray  # (D+1, k_top+2): offset weights of a pair sum at distance d
     tail_first: float  # β_{D+1} (upper)
-    columns: tuple  # (k, d_lo, taps): non-zero run of column k of ``weights``
+    #: (k, d_lo, taps): non-zero run of column k of the (D+1) x (k_top+2) offset-weight
+    #: matrix of a pair sum at distance d
+    columns: tuple
     columns_nz: tuple  # the same without the row d = 0
 
 
@@ -99,27 +100,37 @@ def _kernel(g: float, upper: bool) -> _Kernel:
     kap = np.floor(val).astype(np.int64)
     k_top = int(kap.max())
     rows = np.arange(d_max + 1)
-    w = np.zeros((d_max + 1, k_top + 2))
+    # sparse: at most two non-zeros per row d (a dense (D+1) x (k_top+2) matrix would need
+    # ~c²·ln c·ln 2 entries: 1.2 GB at c = 5000)
     if upper:
         lo_edge = np.exp(kap * g)
         beta = np.clip((1.0 + np.exp(-d * g) - lo_edge) / (lo_edge * math.expm1(g)), 0.0, 1.0)
-        w[rows, kap] += 1.0 - beta
-        w[rows, kap + 1] += beta
+        r_all = np.concatenate((rows, rows))
+        c_all = np.concatenate((kap, kap + 1))
+        v_all = np.concatenate((1.0 - beta, beta))
     else:
-        w[rows, np.rint(val).astype(np.int64)] = 1.0
+        r_all, c_all, v_all = rows, np.rint(val).astype(np.int64), np.ones(rows.size)
     tail_first = math.exp(-(d_max + 1) * g) / math.expm1(g)
 
-    def runs(mat):
+    def runs(skip_zero_row: bool) -> tuple:
+        keep = v_all != 0
+        if skip_zero_row:
+            keep &= r_all != 0
+        r, cc, v = r_all[keep], c_all[keep], v_all[keep]
+        order = np.lexsort((r, cc))
+        r, cc, v = r[order], cc[order], v[order]
         out = []
-        for k in range(mat.shape[1]):
-            nz = np.nonzero(mat[:, k])[0]
-            if nz.size:
-                out.append((k, int(nz[0]), mat[nz[0] : nz[-1] + 1, k].copy()))
+        bounds = np.flatnonzero(np.diff(cc)) + 1
+        for rr, col, vv in zip(np.split(r, bounds), np.split(cc, bounds), np.split(v, bounds),
+                               strict=True):
+            if rr.size == 0:
+                continue
+            taps = np.zeros(int(rr[-1] - rr[0]) + 1)
+            np.add.at(taps, rr - rr[0], vv)
+            out.append((int(col[0]), int(rr[0]), taps))
         return tuple(out)
 
-    w_nz = w.copy()
-    w_nz[0] = 0.0
-    return _Kernel(g, upper, d_max, k_top, w, tail_first, runs(w), runs(w_nz))
+    return _Kernel(g, upper, d_max, k_top, tail_first, runs(False), runs(True))
 
 
 def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.ndarray:
