@@ -14,7 +14,7 @@ closed-form inverse. Everything is evaluated in log space (``log1p``/``expm1``/`
 References
 ----------
 .. [1] Membership-inference accuracy bound for DP-SGD with random allocation (CWI / VU
-   Amsterdam): closed form from the chi-square divergence (MATH.md §3).
+   Amsterdam): closed form from the chi-square divergence (docs/math.rst, Random allocation).
 .. [2] L. Chua et al., Balls-and-Bins Sampling for DP-SGD, AISTATS 2025 (dominating pair).
 """
 
@@ -217,7 +217,7 @@ def membership_inference_accuracy_bound(
     References
     ----------
     .. [1] Membership-inference accuracy bound for DP-SGD with random allocation (CWI / VU
-       Amsterdam), MATH.md §3.
+       Amsterdam), docs/math.rst, Random allocation.
 
     Examples
     --------
@@ -269,7 +269,8 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
 
     References
     ----------
-    .. [1] Membership-inference accuracy bound for DP-SGD with random allocation, MATH.md §3.
+    .. [1] Membership-inference accuracy bound for DP-SGD with random allocation
+       (docs/math.rst, Random allocation).
     """
     if (
         type(target_accuracy) is float

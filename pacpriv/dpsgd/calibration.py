@@ -153,7 +153,7 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
     points: list[tuple[float, float]] = []  # (log σ, Φ⁻¹(upper)): nearly linear near the root
 
     def model_root(x0: float, z0: float) -> float:
-        """Root if ``Φ⁻¹(accuracy)`` scales like the Gaussian-limit μ(σ) (MATH.md §3)."""
+        """Root if ``Φ⁻¹(accuracy)`` scales like the Gaussian-limit μ(σ) (docs/math.rst)."""
         ratio = (z_target / z0) ** 2 if z0 > 0 else 4.0
         if steps == 1:
             return x0 - 0.5 * math.log(ratio)
@@ -269,7 +269,8 @@ def noise_multiplier_for_accuracy(
 
     References
     ----------
-    .. [1] Membership-inference accuracy bound for DP-SGD with random allocation, MATH.md §3.
+    .. [1] Membership-inference accuracy bound for DP-SGD with random allocation
+       (docs/math.rst, Random allocation).
 
     Examples
     --------

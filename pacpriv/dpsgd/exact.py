@@ -437,7 +437,7 @@ def exact_membership_inference_accuracy(
     References
     ----------
     .. [1] Membership-inference accuracy bound for DP-SGD with random allocation (CWI / VU
-       Amsterdam): exact expression, MATH.md §3.
+       Amsterdam): exact expression, docs/math.rst, Random allocation.
     .. [2] L. Chua et al., Balls-and-Bins Sampling for DP-SGD, AISTATS 2025 (dominating pair).
     .. [3] V. Feldman, M. Shenfeld, Efficient privacy loss accounting for subsampling and
        random allocation, arXiv:2602.17284, 2026.

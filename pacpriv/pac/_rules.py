@@ -8,7 +8,8 @@ function + one row.
 A spectrum is given as eigenvalues ``lam`` with multiplicities ``mult`` (a multiplicity > 1
 stands for a group of directions sharing one eigenvalue and one noise variance, e.g. the
 complement of the held eigenvectors). Every function returns noise **variances** ``s²``
-(not standard deviations), one per group. MATH.md §2, [PAC] Thm 3, [PAC-ALG] Thm 1.
+(not standard deviations), one per group. docs/math.rst, Gaussian noise, [PAC] Thm 3,
+[PAC-ALG] Thm 1.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def exact_mi_rule(lam: np.ndarray, mult: np.ndarray, mi_budget: float):
 def algorithm1_rule(lam: np.ndarray, mult: np.ndarray, *, n_held: int, mi_budget: float,
                     c: float, beta: float, output_bound: float, dim: int,
                     complement_unresolved: bool):
-    """Algorithm 1 of [PAC] as implemented by the authors' group (MATH.md §2).
+    """Algorithm 1 of [PAC] as implemented by the authors' group (docs/math.rst, Gaussian noise).
 
     ``j0`` = number of eigenvalues ``> c``; if the smallest consecutive gap among the first
     ``j0`` eigenvalues exceeds ``r·sqrt(d·c) + 2c`` (vacuously true when ``j0 <= 1``) the

@@ -3,7 +3,8 @@
 :func:`calibrate_noise` turns an :class:`~pacpriv.pac.covariance.OutputSpectrum` and a budget
 ``v`` (nats) into a :class:`NoisePlan`; :func:`calibrate_variance_only` needs only the ``(d,)``
 coordinate variances (e.g. from :func:`~pacpriv.pac.moments.streaming_moments`). Formulas:
-MATH.md §2. Every plan records the certified ``½ ln det(I + Σ Σ_B⁻¹)`` on the estimated ``Σ``.
+docs/math.rst, Gaussian noise. Every plan records the certified ``½ ln det(I + Σ Σ_B⁻¹)`` on
+the estimated ``Σ``.
 
 References
 ----------
@@ -158,7 +159,8 @@ def calibrate_noise(
     :func:`~pacpriv.pac.covariance.estimate_output_spectrum`), so every rule gives them noise.
     Constant outputs give zero noise and
     ``mi_bound = 0`` (except ``"algorithm1"``, which still inflates). Worked examples
-    (MATH.md §2, ``λ = (4, 1)``, ``v = ½``): square-root ``s² = (6, 3)``; isotropic 5; exact-MI
+    (docs/math.rst, Gaussian noise, ``λ = (4, 1)``, ``v = ½``): square-root ``s² = (6, 3)``;
+    isotropic 5; exact-MI
     ``(4.24694, 2.50101)``. Algorithm 1 with ``c = 1e-3``, ``v = β = ¼`` and ``d = 2``:
     ``(12.04497, 6.04497)`` when ``r·sqrt(d·c) + 2c < 3`` (e.g. ``r = 1``), else 10.004 each
     (e.g. ``r = 100``).

@@ -545,7 +545,7 @@ def _mp_shape_factor(y: float) -> float:
 
     The excess noise power of the square-root rule fixed from a sample covariance of
     ``m_s = d/y`` Gaussian trials with a flat true spectrum (``(Σ 1/√λ̂)(Σ √λ̂)/d² >= 1``,
-    MATH.md §4), in the large-``d`` limit.
+    docs/math.rst, Certifying), in the large-``d`` limit.
     """
     if y <= 0:
         return 1.0

@@ -2,7 +2,8 @@
 
 Algorithm 1 of [1]_ claims ``MI <= v + β`` with probability ``>= 1 − γ`` over the simulation,
 conditioned on the covariance estimate being accurate. Its exact sample-count theorem was not
-recovered (MATH.md §2), so pacpriv offers a **conservative stand-in**: the number of trials
+recovered (docs/math.rst, Gaussian noise), so pacpriv offers a **conservative stand-in**: the
+number of trials
 after which the spectral-norm error ``||Σ̂ − Σ||₂ <= c`` holds with probability
 ``>= 1 − γ``, from the matrix Bernstein inequality of Tropp (2012) [2]_. It needs the outputs
 to be bounded, ``||f(X)||₂ <= r`` almost surely. The counts are far larger than what is typical
