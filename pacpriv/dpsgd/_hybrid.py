@@ -111,16 +111,23 @@ def _q_top(x: _geo.GeoPair, top_q: float) -> int:
     return x.k0 + min(max(hi, 1), x.p.size - 1)
 
 
-def switch_level(sigma: float, steps: int, *, c: float, top_q: float, max_points: int) -> int:
+#: l1 round-off of one long-double FFT convolution of the lower chain, for planning only
+_FFT_L1_PLAN = 1e-15
+
+
+def switch_level(sigma: float, steps: int, *, c: float, top_q: float, max_points: int,
+                 epochs: int = 1, tol: float = 1e-4) -> int:
     """Level ``ℓ`` (blocks of ``2^ℓ`` coordinates) where the epoch moves to the linear lattice.
 
     The smallest ``ℓ`` whose block fits a lattice of ``max_points`` nodes at the linear
     doubling's step, estimated from the block's range: from ``m − 8·sqrt(m)·sd(W)`` to
     ``m + 8·sqrt(m)·sd(W)`` plus the single-coordinate Q-quantile at ``top_q`` (the heavy
-    tail, cut there to ``+∞`` / merged). Small blocks (``64·m ≤ M``) need lattices short
-    enough for the lower chain's direct convolutions (relative round-off; an FFT's l1
-    round-off would be multiplied by ``M/m``). Returns ``L = ⌊log₂M⌋`` if no level fits.
-    This only chooses where to switch; the certificate does not depend on it.
+    tail, cut there to ``+∞`` / merged). The lower chain convolves small blocks
+    (``64·m ≤ M``) directly (relative round-off) when their lattices are short; an FFT
+    convolution's l1 round-off (about ``_FFT_L1_PLAN`` in long double) is multiplied by the
+    ``M/m`` blocks and by ``2E``, so longer lattices are allowed only where that product stays
+    below ``tol/20``. Returns ``L = ⌊log₂M⌋`` if no level fits. This only chooses where to
+    switch; the certificate does not depend on it.
     """
     s = 1.0 / sigma
     sd_w = math.sqrt(math.expm1(s * s)) if s * s < 700 else math.inf
@@ -134,7 +141,8 @@ def switch_level(sigma: float, steps: int, *, c: float, top_q: float, max_points
         spread = 8.0 * math.sqrt(m) * sd_w
         n = (w_q + min(spread, m) + spread) / h
         limit = max_points
-        if 64 * m <= steps:
+        fft_cost = (steps / m) * 2.0 * epochs * _FFT_L1_PLAN
+        if 64 * m <= steps and fft_cost > 0.05 * tol:
             limit = min(limit, int(math.sqrt(_pld._DIRECT_MAX_WORK)))
         if n <= limit:
             return level
@@ -143,7 +151,7 @@ def switch_level(sigma: float, steps: int, *, c: float, top_q: float, max_points
 
 def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points: int,
                  upper: bool, tail: float, t_top: float, top_q: float, tick=None,
-                 extended: bool = False,
+                 extended: bool = False, tol: float = 1e-4,
                  c_geo_max: float = 8192.0) -> _pld._Lattice | _geo.GeoPair:
     """One epoch's pair: geometric grid for the first levels, then the linear lattice.
 
@@ -159,7 +167,8 @@ def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points:
     base = 2.0 * min(sd_w, math.sqrt(steps))
     s_cap = steps * t_top
     levels = steps.bit_length() - 1
-    level = switch_level(sigma, steps, c=c, top_q=top_q, max_points=max_points)
+    level = switch_level(sigma, steps, c=c, top_q=top_q, max_points=max_points,
+                         epochs=epochs, tol=tol)
     j = max(levels - level, 1)
     c_geo = min(max(c * math.sqrt(2.0 * 2**level / j) / sd_w, _geo.GEO_C_MIN), c_geo_max)
     cur_g, acc_g, bits, k_hi = _geo.geo_blocks(

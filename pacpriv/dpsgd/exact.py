@@ -32,7 +32,7 @@ __all__ = ["ExactAccuracy", "exact_membership_inference_accuracy"]
 _TAIL = 1e-13  # Q-tail of one coordinate's W sent to +inf (upper) / merged (lower)
 _WINDOW_TAU = 1e-15  # Chernoff bound on the mass outside the E-fold FFT window, per side
 _GEO_C = 40.0  # grid points per unit of ln T on the geometric grid (first attempt)
-_MAX_ATTEMPT_S = 90.0  # no refinement whose predicted time exceeds this (seconds)
+_MAX_ATTEMPT_S = 150.0  # no refinement whose predicted time exceeds this (seconds)
 _GEO_MIN_SPREAD = 0.15  # sd of ln T per epoch above which the geometric grid is used
 _LINEAR_MAX_POINTS = 2**20  # linear coordinate lattice size beyond which the geometric grid is used
 _LINEAR_SLOW_POINTS = 2**17  # ... and beyond which it is used for M <= _GEO_PREFERRED_MAX_STEPS
@@ -41,7 +41,7 @@ _GEO_PREFERRED_MAX_STEPS = 10**5
 _HYBRID_MIN_STEPS = 2**17
 _HYBRID_MAX_SPREAD = 0.05
 _HYBRID_MAX_SIGMA = 1.5  # heavier coordinate tails than this: the linear lattice alone is cheaper
-_HYBRID_MAX_POINTS = 2**17  # largest linear lattice at the switch from the geometric grid
+_HYBRID_MAX_POINTS = 2**20  # largest linear lattice at the switch from the geometric grid
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def _choose_method(sigma: float, steps: int, epochs: int, tail: float, c: float)
 
 
 def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper, delta,
-                label_range, extended, tick):
+                label_range, extended, tick, tol=1e-4):
     """One chain's epoch pair on the log lattice, its round-off terms and Δ.
 
     Returns ``(pair, n_coord, eps, kappa, looseness, delta)``: ``eps`` is the l1 round-off
@@ -181,7 +181,7 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
     elif method == "hybrid":
         lat = _hybrid.epoch_hybrid(
             sigma, steps, epochs, c=c, max_points=_HYBRID_MAX_POINTS, upper=upper, tail=tail,
-            t_top=t_top, top_q=top_q, tick=tick, extended=extended,
+            t_top=t_top, top_q=top_q, tick=tick, extended=extended, tol=tol,
         )
     else:
         # Q-mass sent to +inf costs at most E·(mass) of TV (top_q: ~1e-2 of tol)
@@ -219,7 +219,7 @@ def _numeric_once(
             pair, n_coord, eps, kappa, slack, delta = _epoch_pair(
                 sigma, steps, epochs, c=c, c_epoch=c_epoch, method=method, tail=tail,
                 t_top=t_top, upper=upper, delta=delta, label_range=label_range,
-                extended=extended, tick=tick,
+                extended=extended, tick=tick, tol=tol,
             )
             # float64 FFT round-off, amplified by the M-fold and E-fold products, too wide for
             # the tolerance: redo the chain's convolutions in long double
@@ -395,6 +395,15 @@ def exact_membership_inference_accuracy(
        by the exact ``ln(q/p)`` of each outcome), composed E times by one FFT power over a
        window whose outside mass is Chernoff-bounded, and ``TV = δ(ε = 0)`` is read off.
 
+    Heavy coordinate tails (small σ) use a geometric grid ``x_k = e^{k/c}`` for steps 1–2
+    instead ([3]_), refined by exact embedding towards the top levels: a split at a level of
+    blocks of ``m`` coordinates adds about ``(m/M)/(4c²)`` to the variance of ``T``, so only
+    the last levels need the fine step. For large M with a concentrated ``T`` (σ ≤ 1.5,
+    ``M ≥ 2^17``) the doubling starts on the geometric grid and moves to the linear lattice
+    once a block's range, its Q-tail cut as at every level, fits it ("hybrid"): the upper chain
+    splits each geometric node to the two lattice nodes around it keeping its mean (weights
+    rounded up), the lower chain merges nodes (a garbling).
+
     Every upper-chain step is an increase in the increasing-convex order of the likelihood
     ratio (Blackwell-dominating pair) and every lower-chain step is a garbling (equivalently,
     a conditional expectation of the likelihood ratio: a decrease in the convex order), so
@@ -503,8 +512,9 @@ def exact_membership_inference_accuracy(
         )
     method = (
         "certified: chi-square and M=1 upper bounds, spike-count and sum lower bounds; where "
-        "they leave a gap, the PLD of the Gaussian-vs-mixture pair (exp-space linear or "
-        "geometric lattice, M-fold doubling, connect-the-dots (upper) / garbling (lower), "
+        "they leave a gap, the PLD of the Gaussian-vs-mixture pair (exp-space linear, "
+        "geometric or hybrid lattice, M-fold doubling, connect-the-dots (upper) / garbling "
+        "(lower), "
         "E-fold FFT composition, delta at epsilon=0) with derived round-off bounds "
         "(q_inf slack in the upper chain, likelihood-ratio scale in the lower chain)"
     )

@@ -91,10 +91,15 @@ def test_lower_conversion_is_a_garbling():
 
 
 def test_switch_level_respects_the_direct_convolution_limit():
-    level = _hybrid.switch_level(1.0, 10**8, c=40.0, top_q=1e-12, max_points=2**17)
+    kw = {"c": 40.0, "top_q": 1e-12, "max_points": 2**20}
+    level = _hybrid.switch_level(1.0, 10**8, epochs=10**6, **kw)
     assert 0 < level < 26
+    # a tighter lattice limit can only delay the switch
+    assert _hybrid.switch_level(1.0, 10**8, epochs=10**6, **{**kw, "max_points": 2**12}) >= level
+    # few epochs: an FFT's l1 round-off times 2E·M/m is affordable, so it may switch earlier
+    assert _hybrid.switch_level(1.0, 10**8, epochs=1, **kw) <= level
     # heavier tails switch later (the single-coordinate Q-quantile widens the lattice)
-    assert _hybrid.switch_level(0.5, 10**8, c=40.0, top_q=1e-12, max_points=2**17) > level
+    assert _hybrid.switch_level(0.5, 10**8, epochs=10**6, **kw) > level
 
 
 @pytest.mark.parametrize("case", [(1.0, 2**17, 100), (0.7, 2**17, 1000)])
