@@ -32,7 +32,7 @@ __all__ = ["ExactAccuracy", "exact_membership_inference_accuracy"]
 _TAIL = 1e-13  # Q-tail of one coordinate's W sent to +inf (upper) / merged (lower)
 _WINDOW_TAU = 1e-15  # Chernoff bound on the mass outside the E-fold FFT window, per side
 _GEO_C = 40.0  # grid points per unit of ln T on the geometric grid (first attempt)
-_MAX_ATTEMPT_S = 150.0  # no refinement whose predicted time exceeds this (seconds)
+_MAX_ATTEMPT_S = 90.0  # no refinement whose predicted time exceeds this (seconds)
 _GEO_MIN_SPREAD = 0.15  # sd of ln T per epoch above which the geometric grid is used
 _LINEAR_MAX_POINTS = 2**20  # linear coordinate lattice size beyond which the geometric grid is used
 _LINEAR_SLOW_POINTS = 2**17  # ... and beyond which it is used for M <= _GEO_PREFERRED_MAX_STEPS
@@ -319,7 +319,10 @@ def _scalar(sigma: float, steps: int, n_epochs: int, tol: float, direction: str,
                 factor = min(4.0, max(1.3, 1.15 * math.sqrt(width / tol)))
             # bounded time: the cost of an attempt grows like c² (geometric) or c (linear)
             spent = time.perf_counter() - t_attempt
-            if spent * factor ** (1.2 if method == "linear" else 2.2) > _MAX_ATTEMPT_S:
+            # (hybrid: a finer linear lattice also moves the switch up, where the geometric
+            # grid must be finer too: about c⁴)
+            power = {"linear": 1.2, "hybrid": 4.0}.get(method, 2.2)
+            if spent * factor**power > _MAX_ATTEMPT_S:
                 break
             c, c_epoch, extra = c * factor, c_epoch * factor, extra + 2.0
         assert best is not None  # the loop runs at least once (refinements >= 0)
