@@ -152,7 +152,7 @@ def switch_level(sigma: float, steps: int, *, c: float, top_q: float, max_points
 def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points: int,
                  upper: bool, tail: float, t_top: float, top_q: float, tick=None,
                  extended: bool = False, tol: float = 1e-4,
-                 c_geo_max: float = 8192.0) -> _pld._Lattice | _geo.GeoPair:
+                 c_geo_max: float = 4096.0) -> _pld._Lattice | _geo.GeoPair:
     """One epoch's pair: geometric grid for the first levels, then the linear lattice.
 
     The switch level ``ℓ`` is chosen by :func:`switch_level`; the geometric grid's top
