@@ -439,12 +439,12 @@ def exact_membership_inference_accuracy(
 
     Measured on the issue's grid (σ ∈ [0.05, 4], M ≤ 1e8, E ≤ 1e6; 289 cells): peak memory
     below 0.9 GB, every interval within ``[½, 1]``, and the default tolerance 1e-4 met except
-    at the most extreme corner, (σ, M, E) = (0.5, 1e8, 1e6): width about 1.2e-4, with a
+    at the most extreme corner, (σ, M, E) = (0.5, 1e8, 1e6): width about 3.3e-4, with a
     :class:`PacprivWarning`. There one epoch's log-likelihood ratio has standard deviation
     7e-4 while a coordinate's tail reaches e^17, and the E-fold products multiply every
     per-epoch error by 1e6 (the lower chain's round-off alone costs ~6e-5); the time cap per
-    refinement (``_MAX_ATTEMPT_S``) stops first. Cells with both M and E large take up to a
-    few minutes (a progress bar is shown).
+    refinement (``_MAX_ATTEMPT_S``) stops first. Cells with both M and E large took up to
+    ~30 s on 2 loaded cores (a progress bar is shown).
 
     References
     ----------
