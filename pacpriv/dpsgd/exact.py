@@ -40,7 +40,7 @@ _GEO_PREFERRED_MAX_STEPS = 10**5
 #: hybrid (geometric grid, then linear lattice for the top levels): large M, concentrated T
 _HYBRID_MIN_STEPS = 2**17
 _HYBRID_MAX_SPREAD = 0.05
-_HYBRID_MAX_SIGMA = 1.5  # heavier coordinate tails than this: the linear lattice alone is cheaper
+_HYBRID_MAX_SIGMA = 2.2  # lighter coordinate tails: the linear lattice alone is as good
 _HYBRID_MAX_POINTS = 2**20  # largest linear lattice at the switch from the geometric grid
 
 
@@ -401,7 +401,7 @@ def exact_membership_inference_accuracy(
     Heavy coordinate tails (small σ) use a geometric grid ``x_k = e^{k/c}`` for steps 1–2
     instead ([3]_), refined by exact embedding towards the top levels: a split at a level of
     blocks of ``m`` coordinates adds about ``(m/M)/(4c²)`` to the variance of ``T``, so only
-    the last levels need the fine step. For large M with a concentrated ``T`` (σ ≤ 1.5,
+    the last levels need the fine step. For large M with a concentrated ``T`` (σ ≤ 2.2,
     ``M ≥ 2^17``) the doubling starts on the geometric grid and moves to the linear lattice
     once a block's range, its Q-tail cut as at every level, fits it ("hybrid"): the upper chain
     splits each geometric node to the two lattice nodes around it keeping its mean (weights
@@ -437,14 +437,15 @@ def exact_membership_inference_accuracy(
     Cheap certified screens (chi-square and ``M = 1`` upper bounds, spike-count and sum
     lower bounds) return without discretising when they already meet ``tolerance``.
 
-    Measured on the issue's grid (σ ∈ [0.05, 4], M ≤ 1e8, E ≤ 1e6; 289 cells): peak memory
-    below 0.9 GB, every interval within ``[½, 1]``, and the default tolerance 1e-4 met except
-    at the most extreme corner, (σ, M, E) = (0.5, 1e8, 1e6): width about 3.3e-4, with a
+    Measured on the issue's grid (σ ∈ [0.05, 4], M ≤ 1e8, E ≤ 1e6; 289 cells and an
+    independent audit of 137): peak memory below 0.7 GB, every interval within ``[½, 1]``, and
+    the default tolerance 1e-4 met except at the largest corner, M = 1e8 and E = 1e6, for some
+    σ in 0.5–2.5: width about 3.3e-4 at σ = 0.5, 1.0e-4 at σ = 0.7, 1.4e-4 at σ = 2.5, with a
     :class:`PacprivWarning`. There one epoch's log-likelihood ratio has standard deviation
-    7e-4 while a coordinate's tail reaches e^17, and the E-fold products multiply every
-    per-epoch error by 1e6 (the lower chain's round-off alone costs ~6e-5); the time cap per
+    down to 4e-5 while a coordinate's tail is heavy, and the E-fold products multiply every
+    per-epoch error by 1e6 (the lower chain's round-off alone costs ~5e-5); the time cap per
     refinement (``_MAX_ATTEMPT_S``) stops first. Cells with both M and E large took up to
-    ~30 s on 2 loaded cores (a progress bar is shown).
+    ~90 s on 2 loaded cores (a progress bar is shown).
 
     References
     ----------

@@ -19,6 +19,8 @@ from scipy.stats import norm
 from pacpriv.dpsgd import _geo, _hybrid, exact_membership_inference_accuracy
 from pacpriv.dpsgd import exact as exact_mod
 
+from ._memory_cap import assert_runs_under_memory_cap
+
 
 def _exact(sigma, m, e, **kw):
     kw.setdefault("progress", False)
@@ -131,3 +133,8 @@ def test_former_warning_cells_converge(case):
     sigma, m, e = case
     mu = math.sqrt(e * math.log1p(math.expm1(1.0 / sigma**2) / m))
     assert abs(res.estimate - norm.cdf(mu / 2)) < 2e-3
+
+
+def test_lighter_tails_at_the_largest_corner_fit_2_gib():
+    """(1.7, 1e8, 1e6) took 3.6 GB and missed the tolerance on the linear lattice alone."""
+    assert_runs_under_memory_cap([(1.7, 10**8, 10**6)], max_width=1e-4)
