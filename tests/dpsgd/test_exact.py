@@ -19,7 +19,8 @@ def _exact(sigma, m, e, **kw):
 
 @pytest.mark.parametrize(("sigma", "epochs"), [(1.0, 10), (0.3, 1), (5.0, 100), (2.0, 3)])
 def test_m1_equals_gaussian_closed_form(sigma, epochs):
-    """M = 1: the interval contains Φ(sqrt(E)/(2σ)) (MATH.md: M=1, E=10, σ=1 → 0.943095)."""
+    """M = 1: the interval contains Φ(sqrt(E)/(2σ)) (M=1, E=10, σ=1 → 0.9430769; the math
+    reference's worked example prints 0.943095, a typo: Φ(1.5811) = 0.94308)."""
     res = _exact(sigma, 1, epochs)
     truth = norm.cdf(math.sqrt(epochs) / (2 * sigma))
     assert res.lower <= truth <= res.upper
