@@ -440,7 +440,7 @@ def exact_membership_inference_accuracy(
     Measured on the issue's grid (σ ∈ [0.05, 4], M ≤ 1e8, E ≤ 1e6; 289 cells and an
     independent audit of 137): peak memory below 0.7 GB, every interval within ``[½, 1]``, and
     the default tolerance 1e-4 met except at the largest corner, M = 1e8 and E = 1e6, for some
-    σ in 0.5–2.5: width about 3.3e-4 at σ = 0.5, 1.0e-4 at σ = 0.7, 1.4e-4 at σ = 2.5, with a
+    σ between 0.5 and about 3: width about 3.3e-4 at σ = 0.5, 1.0e-4 at 0.7, 1.7e-4 at 2.3, with a
     :class:`PacprivWarning`. There one epoch's log-likelihood ratio has standard deviation
     down to 4e-5 while a coordinate's tail is heavy, and the E-fold products multiply every
     per-epoch error by 1e6 (the lower chain's round-off alone costs ~5e-5); the time cap per
