@@ -130,8 +130,8 @@ def switch_level(sigma: float, steps: int, *, c: float, top_q: float, max_points
     switch; the certificate does not depend on it.
     """
     s = 1.0 / sigma
-    sd_w = math.sqrt(math.expm1(s * s)) if s * s < 700 else math.inf
-    base = 2.0 * min(sd_w, math.sqrt(steps))
+    sd_w = _pld.coordinate_sd(sigma)
+    base = _pld.lattice_base(sigma, steps)
     ln_wq = 0.5 * s * s + s * float(-special.ndtri(max(top_q, 1e-300)))
     w_q = math.exp(min(ln_wq, 700.0))
     levels = steps.bit_length() - 1
@@ -162,9 +162,8 @@ def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points:
     linear lattice's resolution (as in :func:`pacpriv.dpsgd._pld.epoch_lattice`), ``t_top``
     its cap (``S ≤ M·t_top``), ``top_q`` the Q-tail cut at every level.
     """
-    s = 1.0 / sigma
-    sd_w = math.sqrt(math.expm1(s * s)) if s * s < 700 else math.inf
-    base = 2.0 * min(sd_w, math.sqrt(steps))
+    base = _pld.lattice_base(sigma, steps)
+    sd_w = _pld.coordinate_sd(sigma)
     s_cap = steps * t_top
     levels = steps.bit_length() - 1
     level = switch_level(sigma, steps, c=c, top_q=top_q, max_points=max_points,

@@ -479,6 +479,20 @@ def _cap(x: _Lattice) -> _Lattice:
     return x
 
 
+def coordinate_sd(sigma: float) -> float:
+    """``sd(W) = sqrt(e^{1/σ²} − 1)``, one coordinate's likelihood ratio (``inf`` on overflow)."""
+    s2 = 1.0 / (sigma * sigma)
+    return math.sqrt(math.expm1(s2)) if s2 < 700 else math.inf
+
+
+def lattice_base(sigma: float, steps: int) -> float:
+    """``base = 2·sqrt(M)·min(sd(T), 1)``: the linear lattice's step is ``base/c`` (coordinates).
+
+    ``sd(T) = sd(W)/sqrt(M)`` is the resolution of ``T = S/M`` needed near ``T ≈ 1``.
+    """
+    return 2.0 * min(coordinate_sd(sigma), math.sqrt(steps))
+
+
 def epoch_lattice(
     sigma: float, steps: int, *, c: float, upper: bool, tail: float, t_top: float,
     top_q: float | None = None, tick=None, extended: bool = False,
@@ -492,9 +506,7 @@ def epoch_lattice(
     about 9x slower), for large ``M·E`` where the float64 round-off bound is too wide.
     """
     s = 1.0 / sigma
-    sd_w = math.sqrt(math.expm1(s * s)) if s * s < 700 else math.inf
-    # resolution of T = S/M needed near T ~ 1: min(sd_T, 1); base = 2·sqrt(M)·that
-    base = 2.0 * min(sd_w, math.sqrt(steps))
+    base = lattice_base(sigma, steps)
     h = base / c
     # coordinate cap: Q-tail of W beyond it <= tail, and no need beyond M·t_top
     ln_cap = 0.5 * s * s + s * float(-special.ndtri(tail))

@@ -129,8 +129,7 @@ def _linear_points(sigma: float, steps: int, epochs: int, tail: float, c: float)
     """Size of the linear coordinate lattice (see :func:`pacpriv.dpsgd._pld.epoch_lattice`)."""
     s = 1.0 / sigma
     t_top = _t_top(sigma, steps, epochs, 0.0, tail)
-    sd_w = math.sqrt(math.expm1(s * s)) if s * s < 700 else math.inf
-    h = 2.0 * min(sd_w, math.sqrt(steps)) / c
+    h = _pld.lattice_base(sigma, steps) / c
     z = float(-special.ndtri(_coordinate_tail(tail, epochs)))
     ln_cap = min(0.5 * s * s + s * z, math.log(steps * t_top) + 1.0)
     return math.exp(min(ln_cap, 60.0)) / h
