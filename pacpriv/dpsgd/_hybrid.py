@@ -152,7 +152,8 @@ def switch_level(sigma: float, steps: int, *, c: float, top_q: float, max_points
 def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points: int,
                  upper: bool, tail: float, t_top: float, top_q: float, tick=None,
                  extended: bool = False, tol: float = 1e-4,
-                 c_geo_max: float = 4096.0) -> _pld._Lattice | _geo.GeoPair:
+                 c_geo_max: float = 4096.0,
+                 min_dln: float = _geo.LOWER_MIN_DLN_LARGE_M) -> _pld._Lattice | _geo.GeoPair:
     """One epoch's pair: geometric grid for the first levels, then the linear lattice.
 
     The switch level ``ℓ`` is chosen by :func:`switch_level`; the geometric grid's top
@@ -160,7 +161,8 @@ def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points:
     about ``g²·m/(2M)`` for the geometric levels up to blocks of ``m = 2^ℓ`` coordinates,
     ``j·Var(T)/(4c²)`` for the ``j`` linear levels), capped at ``c_geo_max``. ``c`` is the
     linear lattice's resolution (as in :func:`pacpriv.dpsgd._pld.epoch_lattice`), ``t_top``
-    its cap (``S ≤ M·t_top``), ``top_q`` the Q-tail cut at every level.
+    its cap (``S ≤ M·t_top``), ``top_q`` the Q-tail cut at every level, ``min_dln`` the
+    lower chain's coordinate grouping (see :func:`pacpriv.dpsgd._geo.geo_blocks`).
     """
     base = _pld.lattice_base(sigma, steps)
     sd_w = _pld.coordinate_sd(sigma)
@@ -172,7 +174,7 @@ def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points:
     c_geo = min(max(c * math.sqrt(2.0 * 2**level / j) / sd_w, _geo.GEO_C_MIN), c_geo_max)
     cur_g, acc_g, bits, k_hi = _geo.geo_blocks(
         sigma, steps, epochs, c=c_geo, upper=upper, tail=tail, levels=level, tick=tick,
-        extended=extended and not upper, min_dln=_geo.LOWER_MIN_DLN_LARGE_M,
+        extended=extended and not upper, min_dln=min_dln,
     )
     if bits == 1 and acc_g is None:  # M a power of 2 and no linear level
         bits, acc_g = 0, cur_g

@@ -134,7 +134,8 @@ def cell_masses_bounded(
     return pc, qc, abs_p, abs_q
 
 
-def _coordinate(s: float, h: float, j0: int, k: int, upper: bool, big_m: int) -> _Lattice:
+def _coordinate(s: float, h: float, j0: int, k: int, upper: bool, big_m: int,
+                min_dln: float = 0.0) -> _Lattice:
     """Discretise one coordinate's dichotomy on ``{j0·h, ..., k·h}`` (+ both tails).
 
     The bottom cell ``[0, j0·h)`` (P-mass below ~1e-18) is moved up to ``j0·h`` (upper chain)
@@ -148,7 +149,8 @@ def _coordinate(s: float, h: float, j0: int, k: int, upper: bool, big_m: int) ->
       increase of the exact split *provided* ``q_inf`` is raised by the bound ``slack`` on
       ``Σ_k |Δ(p_k m_k)| + |Δp_k|(w_{k+1} + 1)`` (stop-loss transform perturbation, ``m_k``
       the cell mean); it is added to ``q_inf``;
-    * lower chain: narrow cells (z-width below ``_LOWER_MIN_DZ``) are merged into groups
+    * lower chain: narrow cells (z-width below ``_LOWER_MIN_DZ``, and ln W-width below
+      ``min_dln``) are merged into groups
       labelled by their lowest node (a garbling), so that group masses have small *relative*
       errors ``r``; the stored pair, read as the law of the conditional means ``q_k/p_k``, is
       then convex-order below ``(1 − κ)^{-1}`` times the exact one with
@@ -186,7 +188,7 @@ def _coordinate(s: float, h: float, j0: int, k: int, upper: bool, big_m: int) ->
     # lower chain: group narrow cells (a garbling), each group labelled by its lowest node
     w_lo = idx[:-1] * h
     with np.errstate(divide="ignore"):
-        key = np.floor(np.log(w_lo) / (s * _LOWER_MIN_DZ))
+        key = np.floor(np.log(w_lo) / max(s * _LOWER_MIN_DZ, min_dln))
     key[~np.isfinite(key)] = -1e300
     starts = np.concatenate(([0], np.nonzero(np.diff(key) != 0)[0] + 1))
     edges = np.concatenate(([0.0], w_lo[starts[1:]] if starts.size > 1 else [], [k * h, np.inf]))
@@ -329,13 +331,13 @@ def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
     * lower chain: the l1 error is carried (:func:`propagate_error`).
     """
     m = a.m + b.m
+    if a.p.size * b.p.size <= _DIRECT_MAX_WORK and 64 * m <= a.big_m:
+        return _combine_direct(a, b)
     p = _conv(a.p, b.p)
     e_p = fft_conv_error_l2(a.p, b.p)
     u = unit_roundoff(p.dtype)
     q = None
     n0 = a.n0 + b.n0
-    if a.q is not None and a.p.size * b.p.size <= _DIRECT_MAX_WORK and 64 * m <= a.big_m:
-        return _combine_direct(a, b)
     if a.q is not None:
         if a is b:
             q = _conv(a.q, a.p)
@@ -365,38 +367,69 @@ def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
     return out
 
 
-#: Lower chain: direct (non-FFT) convolution when ``len(a)·len(b)`` is at most this and the
-#: block is small (``64·m ≤ M``), where an l1 error would be multiplied by ``M/m``.
+#: Direct (non-FFT) convolution when ``len(a)·len(b)`` is at most this and the block is
+#: small (``64·m ≤ M``), where an l1 error (lower chain) or an FFT noise floor (upper chain)
+#: would be multiplied by ``M/m``.
 _DIRECT_MAX_WORK = 1.5e8
+#: ... in long double (no BLAS: ~2.4 ns per multiply-add) up to this work, else in float64
+_DIRECT_LD_MAX_WORK = 2e7
 
 
 def _combine_direct(a: _Lattice, b: _Lattice) -> _Lattice:
-    """Lower chain: :func:`_combine` by direct convolution in float64.
+    """:func:`_combine` by direct convolution (small blocks, where FFT noise would be amplified).
 
     Every output is a sum of at most ``k = min(len a, len b)`` products of non-negative
     numbers, so it has relative error at most ``γ_{k+1} = (k + 1)u/(1 − (k + 1)u)`` (any
-    summation order; Higham 2002, §3.1), ``+3u`` for the Q-mixture and ``+u`` for a cast
-    from long double: a relative error of the masses and of the conditional means ``q/p``,
-    accounted for in the scale ``κ`` (``4.01`` times it, see :func:`_coordinate`) instead of
-    an l1 error that later levels would multiply by ``M/m``.
+    summation order; Higham 2002, §3.1). Long-double chains convolve in long double while the
+    work is at most ``_DIRECT_LD_MAX_WORK`` (about 17x slower than float64), otherwise in
+    float64 (``+u`` for the cast back). Relative errors need no l1 term, which the doubling
+    would multiply by ``M/m``:
+
+    * lower chain: ``+3u`` for the Q-mixture; a relative error of the masses and of the
+      conditional means ``q/p``, accounted for in the scale ``κ`` (``4.01`` times it, see
+      :func:`_coordinate`);
+    * upper chain: the stored law read as normalised has every mass within a factor
+      ``(1 ± γ)`` of the exact convolution's, so its stop-loss transform ``E[(S − t)_+]`` is at
+      least ``(1 − γ)/(1 + γ)`` times the exact one, i.e. at most ``2γ/(1 + γ)·E[S]`` below it
+      (``E[S] ≤ 1.01·m``); ``q_inf`` is raised by that over ``m`` (plus the sums' round-off),
+      as in :func:`_combine`. There is no FFT noise floor, so :func:`_trim` cuts the top tail
+      at ``top_q`` only (an FFT's floor, multiplied by ``M/m`` at the first levels, sent up
+      to ~1e-9 of Q-mass per epoch to ``+∞`` in long double).
     """
     m = a.m + b.m
     dt = a.p.dtype
-    assert a.q is not None and b.q is not None  # lower chain only: both carry their Q-law
-    ap, aq = a.p.astype(np.float64), a.q.astype(np.float64)
-    bp, bq = b.p.astype(np.float64), b.q.astype(np.float64)
+    long_ok = dt == np.float64 or a.p.size * b.p.size <= _DIRECT_LD_MAX_WORK
+    work = dt if long_ok else np.float64
+    u = unit_roundoff(work)
+    ap, bp = a.p.astype(work, copy=False), b.p.astype(work, copy=False)
     p = np.convolve(ap, bp)
+    k = min(ap.size, bp.size) + 1
+    gamma = k * u / (1.0 - k * u)
+    cast = _U if work != dt else 0.0
+    n0 = a.n0 + b.n0
+    if a.q is None:
+        rel = gamma + cast
+        q_inf = (a.m * a.q_inf + b.m * b.q_inf) / m * (1.0 + 8.0 * _U)
+        out = _normalise(_Lattice(n0, a.h, p.astype(dt, copy=False), None, q_inf, m, 0.0,
+                                  a.big_m))
+        slack = (2.0 * rel / (1.0 - rel) * 1.01 + 4.0 * sum_error_factor(p.size) * u) * 1.01
+        out.q_inf += slack
+        out.slack = (a.m * a.slack + b.m * b.slack) / m + slack
+        grow_a = 1.0 + 1.01 * b.m / b.big_m
+        grow_b = 1.0 + 1.01 * a.m / a.big_m
+        out.noise_l1 = a.noise_l1 * grow_a + b.noise_l1 * grow_b
+        return out
+    assert a.q is not None and b.q is not None  # lower chain only: both carry their Q-law
+    aq, bq = a.q.astype(work, copy=False), b.q.astype(work, copy=False)
     if a is b:
         q = np.convolve(aq, ap)
     else:
         q = (a.m * np.convolve(aq, bp) + b.m * np.convolve(ap, bq)) / m
-    k = min(ap.size, bp.size) + 1
-    gamma = k * _U / (1.0 - k * _U)
-    rel = gamma + 3.0 * _U + (_U if dt != np.float64 else 0.0)
+    rel = gamma + 3.0 * u + cast
     err = propagate_error(a, b, 0.0)
     kappa = max(a.kappa, b.kappa) + 4.01 * rel
-    return _Lattice(a.n0 + b.n0, a.h, p.astype(dt), q.astype(dt), 0.0, m, err, a.big_m, 0.0,
-                    kappa)
+    return _Lattice(n0, a.h, p.astype(dt, copy=False), q.astype(dt, copy=False), 0.0, m, err,
+                    a.big_m, 0.0, kappa)
 
 
 def _coarsen(x: _Lattice) -> _Lattice:
@@ -495,7 +528,7 @@ def lattice_base(sigma: float, steps: int) -> float:
 
 def epoch_lattice(
     sigma: float, steps: int, *, c: float, upper: bool, tail: float, t_top: float,
-    top_q: float | None = None, tick=None, extended: bool = False,
+    top_q: float | None = None, tick=None, extended: bool = False, min_dln: float = 0.0,
 ):
     """One epoch's pair on the S-lattice (likelihood ratio ``S/M``), by binary doubling.
 
@@ -504,6 +537,9 @@ def epoch_lattice(
     ``tail``); it also removes the FFT noise floor, whose Q-weight grows with ``S``.
     ``extended``: FFT convolutions in long double (about 2000x smaller round-off on x86,
     about 9x slower), for large ``M·E`` where the float64 round-off bound is too wide.
+    ``min_dln``: lower chain, coordinate cells narrower than this in ln W are grouped (see
+    :func:`_coordinate`; larger groups have smaller relative round-off ``κ``, which E-fold
+    products multiply by E, and cost ~1e-5 of one coordinate's variance at 0.01).
     """
     s = 1.0 / sigma
     base = lattice_base(sigma, steps)
@@ -514,7 +550,7 @@ def epoch_lattice(
     ln_floor = -0.5 * s * s - 9.0 * s  # P(W < floor) < 1e-18
     k = max(math.ceil(math.exp(ln_cap) / h), 4)
     j0 = min(math.floor(math.exp(ln_floor) / h), k - 4)
-    cur = _coordinate(s, h, j0, k, upper, steps)
+    cur = _coordinate(s, h, j0, k, upper, steps, min_dln)
     return double_up(cur, None, steps, base=base, c=c, top_q=tail if top_q is None else top_q,
                      s_cap=steps * t_top, tick=tick, extended=extended)
 
