@@ -162,19 +162,24 @@ def _choose_method(sigma: float, steps: int, epochs: int, tail: float, c: float)
 _LOWER_TOP_Q_FACTOR = 1e3
 
 
-def _lower_min_dln(steps: int, epochs: int) -> float:
+def _lower_min_dln(sigma: float, steps: int, epochs: int) -> float:
     """Lower chain: coordinate cells narrower than this in ln W are grouped (a garbling).
 
     Wider groups have smaller relative round-off ``κ`` (the cell masses' error is set by
-    their edges), which the E-fold product multiplies by E; grouping costs about
-    ``width²/12`` of one coordinate's variance (measured at (0.5, 1e8, 1e6): 0.03 lowers the
-    TV by 1e-5 and its round-off bound by 2.7e-5). ``0``: z-width ``_pld._LOWER_MIN_DZ`` only.
+    their edges), which the E-fold product multiplies by E. A group of width ``d`` in ln W
+    loses about ``d²/12`` of one coordinate's variance relative to ``Var W`` for σ ≤ 1 and
+    ``(σd)²/12`` for σ > 1 (``ln W`` has sd ``1/σ``), so the width is ``d₀·min(1, 1/σ)``:
+    ``d₀ = 0.03`` for E ≥ 1e5 (relative loss 7.5e-5; measured at (0.5, 1e8, 1e6): TV 1e-5
+    lower, its round-off bound 2.7e-5 smaller), 0.01 for large M or E ≥ 1e4, else 0 (the
+    z-width ``_pld._LOWER_MIN_DZ`` only).
     """
     if epochs >= 10**5:
-        return 0.03
-    if steps >= _HYBRID_MIN_STEPS or epochs >= 10**4:
-        return _geo.LOWER_MIN_DLN_LARGE_M
-    return 0.0
+        base = 0.03
+    elif steps >= _HYBRID_MIN_STEPS or epochs >= 10**4:
+        base = _geo.LOWER_MIN_DLN_LARGE_M
+    else:
+        return 0.0
+    return base * min(1.0, 1.0 / sigma)
 
 
 def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper, delta,
@@ -200,7 +205,7 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
         # Q-mass (measured: TV unchanged to 1e-9 at (0.5, 1e8, 1e6)); shorter lattices have
         # smaller FFT round-off, which the E-fold product multiplies
         top_q = min(top_q * _LOWER_TOP_Q_FACTOR, max(top_q, 1e-10))
-    min_dln = _lower_min_dln(steps, epochs)
+    min_dln = _lower_min_dln(sigma, steps, epochs)
     if method == "geometric":
         lat = _geo.epoch_geo(sigma, steps, epochs, c=c, upper=upper, tail=tail, tick=tick)
     elif method == "hybrid":
