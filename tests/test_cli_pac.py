@@ -44,6 +44,19 @@ def test_pac_posterior_and_budget_tables(capsys):
     assert json.loads(capsys.readouterr().out)[0]["mi_budget_nats"] == pytest.approx(0.015625)
 
 
+@pytest.mark.parametrize("command", [["posterior", "--mi-budget", "0.02"],
+                                     ["budget", "--target-accuracy", "0.8"]])
+def test_prior_below_half_is_refused(command, capsys):
+    """A prior below ½ (e.g. the inclusion probability q = 0.3 itself) would print a bound
+    below the blind guess max(q, 1 − q) = 0.7: refused, with the value to pass instead."""
+    assert main(["pac", *command, "--prior", "0.3"]) == 2
+    err = capsys.readouterr().err
+    assert "--prior" in err and "[0.5, 1)" in err and "--prior 0.7" in err
+    assert main(["pac", *command, "--prior", "0.7", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row.get("posterior_success_bound", 0.8) >= 0.7
+
+
 @pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
 def test_pac_run_target_accuracy_uses_best_blind_guess(tmp_path):
     """--target-accuracy with sampling rate 0.25: the budget is calibrated at the blind-guess

@@ -502,12 +502,23 @@ def test_release_subset_and_utility_hint(user, capsys):
     assert "f was released on a random secret subset" in out and "50% of the pool" in out
     report = json.loads(Path("rep/report.json").read_text())
     s, n = report["spectrum"], report["noise"]
-    d = report["simulation"]["dim"]
-    ratio = math.sqrt(n["expected_noise_power"] / d) / math.sqrt(s["total_variance"] / d)
+    # a user CSV is not public: the report states the noise relative to the spread only
+    assert "total_variance" not in s and "expected_noise_power" not in n
+    ratio = n["noise_to_spread_rms"]
     assert f"the noise is about {format_bound(ratio, 3, side='down')}× the spread" in out
     md = Path("rep/report.md").read_text()
     assert "f was released on a random secret subset" in md
-    assert f"| noise / spread | {format_bound(ratio, 6, side='down')} |" in md
+    assert (f"| noise / spread of f across trials (RMS) | {format_bound(ratio, 6, side='down')} |"
+            in md)
+    # with --report-pool-statistics the absolute values are there, and give the same ratio
+    code, out, err = _run(capsys, *BASE, "--mechanism", "myfuncs.py:clipped_mean", "--out", "rep2",
+                          "--report-pool-statistics")
+    assert code == 0, err
+    full = json.loads(Path("rep2/report.json").read_text())
+    d = full["simulation"]["dim"]
+    again = (math.sqrt(full["noise"]["expected_noise_power"] / d)
+             / math.sqrt(full["spectrum"]["total_variance"] / d))
+    assert again == pytest.approx(ratio, rel=1e-12)
 
 
 # ----------------------------------------------------------------------------- item 10

@@ -79,7 +79,7 @@ def result():
 def page(result):
     """The parsed HTML of that job (figures on)."""
     pytest.importorskip("matplotlib")
-    text = render_html(build_report(result), result)
+    text = render_html(build_report(result, pool_statistics=True), result)
     return text, _Page(text)
 
 
@@ -131,7 +131,8 @@ def test_extra_section_markdown_figures_and_plot(result):
             {"method": "PAC", "noise": 1.5, "test_accuracy": 0.9, "accuracy_bound": 0.6,
              "attack_accuracy": 0.51}]},
     }
-    parsed = _Page(render_html(build_report(result.with_sections(section)), result))
+    rep = build_report(result.with_sections(section), pool_statistics=True)
+    parsed = _Page(render_html(rep, result))
     assert "PAC vs DP-SGD <b>" in parsed.h2
     cells = [t for t, _ in parsed.tags if t == "td"]
     assert ("th", {}) in parsed.tags and len(cells) > 0
@@ -144,7 +145,7 @@ def test_extra_section_markdown_figures_and_plot(result):
 def test_report_json_without_arrays_still_renders(result):
     """A report dict lacking the per-direction arrays (older JSON) renders without the spectrum."""
     pytest.importorskip("matplotlib")
-    rep = json.loads(json.dumps(build_report(result)))
+    rep = json.loads(json.dumps(build_report(result, pool_statistics=True)))
     del rep["spectrum"]["eigenvalues"]
     parsed = _Page(render_html(rep))
     assert len(parsed.imgs()) == 1  # posterior curve only
@@ -238,10 +239,10 @@ def test_missing_matplotlib_writes_html_without_figures(result, tmp_path, monkey
     without figures, and says so once."""
     hide_modules("matplotlib")
     with pytest.raises(ImportError, match=r"pip install pacpriv\[plot\]"):
-        render_html(build_report(result), result)
+        render_html(build_report(result, pool_statistics=True), result)
     monkeypatch.setattr(pacpriv.report.builder, "_warned_no_figures", False)
     with pytest.warns(UserWarning, match=r"without figures.*pacpriv\[plot\]"):
-        paths = write_report(result, tmp_path)
+        paths = write_report(result, tmp_path, pool_statistics=True)
     assert set(paths) == {"json", "md", "html"}
     page = paths["html"].read_text()
     assert "<img" not in page and "Posterior success bound" not in page
@@ -253,7 +254,7 @@ def test_missing_matplotlib_writes_html_without_figures(result, tmp_path, monkey
 def test_write_report_writes_self_contained_html(result, tmp_path):
     """write_report's report.html parses and embeds its figures."""
     pytest.importorskip("matplotlib")
-    paths = write_report(result, tmp_path)
+    paths = write_report(result, tmp_path, pool_statistics=True)
     assert paths["html"] == tmp_path / "report.html"
     parsed = _Page(paths["html"].read_text())
     assert len(parsed.imgs()) == 2
@@ -266,7 +267,7 @@ def test_report_arrays_truncated_to_limit():
     x = np.linspace(0, 1, 20 * 250).reshape(20, 250)
     res = run_pac(_mean_mech, x, mi_budget=0.1, n_trials=12, rng=0, release=False,
                   progress=False, n_jobs=1, rule="variance-only")
-    rep = build_report(res)
+    rep = build_report(res, pool_statistics=True)
     assert ARRAY_LIMIT == report_mod.ARRAY_LIMIT == 200
     assert len(rep["noise"]["noise_std"]) == 200
     assert len(rep["spectrum"]["coordinate_variances"]) == 200
@@ -284,7 +285,7 @@ def test_markdown_escapes_raw_html_and_renders_subset():
 
 def test_report_json_stores_the_eigenvalues_once(result):
     """One list of eigenvalues in report.json (issue 9): the renderings slice it."""
-    rep = build_report(result)
+    rep = build_report(result, pool_statistics=True)
     text = json.dumps(rep)
     assert "top_eigenvalues" not in text and "eigenvalues_top" not in text
     top = [float(v) for v in result.spectrum.eigenvalues[:3]]

@@ -58,7 +58,7 @@ def test_spectrum_from_report_dict_matches_objects():
     res = run_pac(_mean_mech, x, mi_budget=0.1, n_trials=40, rng=0, release=False,
                   progress=False, n_jobs=1)
     a = plotting.plot_spectrum(res).axes[0]
-    b = plotting.plot_spectrum(build_report(res)).axes[0]
+    b = plotting.plot_spectrum(build_report(res, pool_statistics=True)).axes[0]
     assert len(a.lines) == len(b.lines) == 2
     for la, lb in zip(a.lines, b.lines, strict=True):
         np.testing.assert_allclose(la.get_ydata(), lb.get_ydata(), rtol=1e-15)

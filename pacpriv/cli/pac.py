@@ -162,6 +162,11 @@ def add_parser(subparsers, name: str) -> None:
         help="seed of the secret subset and noise (tests/demos only; default OS entropy)",
     )
     run.add_argument("--no-release", action="store_true", help="calibrate only; do not release")
+    run.add_argument("--report-pool-statistics", action="store_true",
+                     help="include the output spectrum's and the noise's absolute values in the "
+                     "report (statistics of f over subsets of the pool: for a mean, the top "
+                     "eigenvalue gives the scale of an outlier's value). Default: shown only for "
+                     "a bundled public dataset; otherwise relative values only")
     run.add_argument(
         "--checkpoint", default=None, help="checkpoint directory (resume after interrupt)"
     )
@@ -343,7 +348,8 @@ def _run(args) -> int:
             if err.args and isinstance(err.args[0], str):
                 err.args = (_flag_names(err.args[0]), *err.args[1:])
             raise
-    paths = write_report(result, out, formats=formats)
+    show_pool = True if getattr(args, "report_pool_statistics", False) else None
+    paths = write_report(result, out, formats=formats, pool_statistics=show_pool)
     if args.json:
         print(paths["json"].read_text() if "json" in paths else _json.dumps(result.to_dict()))
         return 0
@@ -395,8 +401,14 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
 
 
 def _check_prior(prior: float) -> None:
-    if not 0 < prior < 1:
-        raise UsageError(f"--prior must be in (0, 1); got {prior}")
+    """Membership: the blind-guess success rate ``max(q, 1 − q)`` is in ``[0.5, 1)``; a value
+    below ½ (e.g. the inclusion probability itself) would understate the risk."""
+    if not 0.5 <= prior < 1:
+        hint = (f" (for an inclusion probability q = {prior:g}, pass --prior "
+                f"{max(prior, 1 - prior):g} = max(q, 1 - q))" if 0 < prior < 0.5 else "")
+        raise UsageError(
+            f"--prior is the blind-guess success rate max(q, 1 - q) and must be in [0.5, 1); "
+            f"got {prior:g}{hint}")
 
 
 def _print_bounds(args, rows: list[dict], shown: dict, columns: list) -> int:

@@ -9,12 +9,15 @@ per-trial outputs are ever written: only the noisy release and summaries.
 
 from __future__ import annotations
 
+import math
 import platform
 import sys
 import warnings
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+
+import numpy as np
 
 from pacpriv import _json
 from pacpriv.datasets.loading import PUBLIC_BOUNDS
@@ -132,12 +135,79 @@ def _release_fields(result, release) -> dict:
             else "fresh OS entropy (not recorded)"}
 
 
-def _pac_report(result) -> dict:
+#: Scale-free spectrum and noise facts, shown for every pool (see :func:`_scale_free`).
+_SPECTRUM_SCALE_FREE = ("method", "n_trials", "dim", "rank", "n_components", "effective_rank",
+                        "eigenvector_dtype", "lazy_eigenvectors", "gram_dtype", "scale_blocks",
+                        "block_inflation", "unresolved_dim")
+_NOISE_SCALE_FREE = ("rule", "mi_budget", "mi_bound", "linearised_mi_bound", "mi_claim",
+                     "confidence", "dim", "basis", "n_directions", "certified", "label",
+                     "clipped_release")
+_CERTIFICATE_SCALE_FREE = ("method", "certified", "confidence", "n_shape", "n_pairs",
+                           "inflation", "n_clipped", "constant", "n_trials")
+POOL_STATISTICS_HIDDEN = (
+    "hidden: the output spectrum and the noise scale are statistics of f over subsets of a "
+    "pool that is not public (for a mean, the top eigenvalue gives the scale of an outlier's "
+    "value); shown relative only. Pass pool_statistics=True (CLI: --report-pool-statistics) "
+    "to include them.")
+
+
+def _is_public_pool(dataset: dict) -> bool:
+    """A bundled public dataset (scikit-learn's): its statistics are public facts."""
+    return str(dataset.get("source", "")).startswith("sklearn.")
+
+
+def _scale_free(spectrum: dict, noise: dict, plan, spec) -> tuple[dict, dict]:
+    """Spectrum and noise with every absolute (pool-scale) value removed.
+
+    Kept: shapes, ranks, rules, confidences, ratios. Added: eigenvalues relative to the
+    largest, and the noise relative to the spread of f (per direction and RMS), which state
+    the utility cost without the pool's scale.
+    """
+    out_s = {k: spectrum[k] for k in _SPECTRUM_SCALE_FREE if k in spectrum}
+    lam = np.asarray(spec.eigenvalues[:ARRAY_LIMIT], dtype=np.float64)
+    top = float(lam[0]) if lam.size and lam[0] > 0 else 0.0
+    out_s["relative_eigenvalues"] = [float(v / top) for v in lam] if top > 0 else []
+    out_s["pool_statistics"] = POOL_STATISTICS_HIDDEN
+    out_n = {k: noise[k] for k in _NOISE_SCALE_FREE if k in noise}
+    cert = (noise.get("details") or {}).get("certificate")
+    if isinstance(cert, dict):
+        out_n["details"] = {"certificate": {k: cert[k] for k in _CERTIFICATE_SCALE_FREE
+                                            if k in cert}}
+    power, total = noise.get("expected_noise_power"), spectrum.get("total_variance")
+    if power is not None and total:
+        out_n["noise_to_spread_rms"] = math.sqrt(float(power) / float(total))
+    elif power is not None and total is not None:  # f never varied: no spread to compare with
+        out_n["constant_output"] = True
+    std = np.asarray(plan.noise_std[:TOP_ROWS], dtype=np.float64)
+    k = min(std.size, lam.size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(lam[:k] > 0, std[:k] / np.sqrt(lam[:k]), np.inf)
+    out_n["noise_to_spread_top"] = [float(v) for v in ratio]
+    out_n["pool_statistics"] = POOL_STATISTICS_HIDDEN
+    return out_s, out_n
+
+
+def _pac_report(result, pool_statistics: bool | None = None) -> dict:
     d = result.to_dict()
     plan = result.plan
     spec = result.spectrum
     n_top = TOP_ROWS
     noise_std = [float(v) for v in plan.noise_std[:n_top]]
+    spectrum = {
+        # the eigenvalues are stored once, below (not also as top_eigenvalues)
+        **{k: v for k, v in d["spectrum"].items() if k != "top_eigenvalues"},
+        # first <= ARRAY_LIMIT values, for the tables and figures of every rendering
+        "eigenvalues": [float(v) for v in spec.eigenvalues[:ARRAY_LIMIT]],
+        "coordinate_variances": [float(v) for v in spec.variances[:ARRAY_LIMIT]],
+    }
+    noise = {
+        **d["noise_plan"],
+        "noise_std_top": noise_std,
+        "noise_std": [float(v) for v in plan.noise_std[:ARRAY_LIMIT]],
+    }
+    show = _is_public_pool(d["dataset"]) if pool_statistics is None else bool(pool_statistics)
+    if not show:
+        spectrum, noise = _scale_free(spectrum, noise, plan, spec)
     return {
         "kind": "pac",
         "title": (
@@ -155,18 +225,8 @@ def _pac_report(result) -> dict:
             if "_pacpriv_user_mechanism_" in str(d["simulation"].get("mechanism"))
             else d["simulation"].get("mechanism"),
         },
-        "spectrum": {
-            # the eigenvalues are stored once, below (not also as top_eigenvalues)
-            **{k: v for k, v in d["spectrum"].items() if k != "top_eigenvalues"},
-            # first <= ARRAY_LIMIT values, for the tables and figures of every rendering
-            "eigenvalues": [float(v) for v in spec.eigenvalues[:ARRAY_LIMIT]],
-            "coordinate_variances": [float(v) for v in spec.variances[:ARRAY_LIMIT]],
-        },
-        "noise": {
-            **d["noise_plan"],
-            "noise_std_top": noise_std,
-            "noise_std": [float(v) for v in plan.noise_std[:ARRAY_LIMIT]],
-        },
+        "spectrum": spectrum,
+        "noise": noise,
         "privacy": {
             "mi_budget_nats": result.mi_budget,
             "mi_bound_at_estimated_covariance_nats": _plugin_mi(plan),
@@ -197,7 +257,7 @@ def _pac_report(result) -> dict:
     }
 
 
-def build_report(result) -> dict:
+def build_report(result, *, pool_statistics: bool | None = None) -> dict:
     """Build the report as a JSON-serialisable dict.
 
     Parameters
@@ -205,6 +265,13 @@ def build_report(result) -> dict:
     result : PacResult or object with ``report_section()``
         A PAC job result (:func:`pacpriv.pac.run_pac`) or an analytic mechanism such as
         :class:`pacpriv.dpsgd.DPSGDSpec`.
+    pool_statistics : bool or None, default None
+        PAC reports: include the output spectrum's and the noise's absolute values (eigenvalues,
+        coordinate variances, noise std, expected noise power, the certificate's clip radius).
+        They are statistics of f over subsets of the pool (for a mean, the top eigenvalue gives
+        the scale of an outlier's value), so by default (None) they are shown only for a
+        bundled public dataset; otherwise the report keeps scale-free facts (ranks, relative
+        eigenvalues, noise relative to the spread of f).
 
     Returns
     -------
@@ -217,7 +284,7 @@ def build_report(result) -> dict:
         If ``result`` is neither.
     """
     if hasattr(result, "simulation") and hasattr(result, "plan"):
-        return _pac_report(result)
+        return _pac_report(result, pool_statistics)
     if hasattr(result, "report_section"):
         section = dict(result.report_section())
         return {
@@ -290,7 +357,8 @@ def to_markdown(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_report(result, out_dir, *, formats=("json", "md", "html")) -> dict[str, Path]:
+def write_report(result, out_dir, *, formats=("json", "md", "html"),
+                 pool_statistics: bool | None = None) -> dict[str, Path]:
     """Write the report files into ``out_dir`` (created if needed).
 
     Parameters
@@ -300,6 +368,9 @@ def write_report(result, out_dir, *, formats=("json", "md", "html")) -> dict[str
     formats : iterable of {"json", "md", "html"}
         Without matplotlib (``pip install pacpriv[plot]``) ``"html"`` is written without its
         figures, with a ``UserWarning`` once per process.
+    pool_statistics : bool or None, default None
+        See :func:`build_report` (absolute spectrum and noise values: by default only for a
+        bundled public dataset).
 
     Returns
     -------
@@ -317,7 +388,7 @@ def write_report(result, out_dir, *, formats=("json", "md", "html")) -> dict[str
         raise ValueError(f"`formats` must be a subset of json, md, html; got {sorted(unknown)}.")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    report = build_report(result)
+    report = build_report(result, pool_statistics=pool_statistics)
     paths: dict[str, Path] = {}
     if "json" in formats:
         paths["json"] = out / "report.json"

@@ -93,6 +93,14 @@ def _utility(r: Mapping) -> tuple[list[tuple], str]:
     dim = int(r["simulation"].get("dim") or 0)
     power = n.get("expected_noise_power")
     total = s.get("total_variance")
+    if power is None and n.get("constant_output"):  # pool statistics hidden
+        return [], ("Utility: f returned the same value on every simulated subset, so there is "
+                    "no spread to compare the noise with.")
+    if power is None and n.get("noise_to_spread_rms") is not None:  # pool statistics hidden
+        ratio = float(n["noise_to_spread_rms"])
+        return [("noise / spread of f across trials (RMS)", ratio, "down", False)], (
+            f"Utility: the noise is about {fmt(ratio, 3, side='down')}× the spread of f across "
+            "random subsets (its sensitivity to which records are used).")
     if not dim or power is None or total is None:
         return [], ""
     noise_rms = (float(power) / dim) ** 0.5
@@ -118,6 +126,14 @@ def _utility(r: Mapping) -> tuple[list[tuple], str]:
         hint += (f", and {fmt(rows[-1][1], 3, side='down')}× the size of the released values: "
                  "the release is mostly noise")
     return rows, hint + "."
+
+
+def _shown_rows(noise: Mapping, rows: list[tuple]) -> list[tuple]:
+    """Rows of the noise table; with the pool statistics hidden, the absent (absolute)
+    values are left out instead of shown as ``—``."""
+    if "pool_statistics" not in noise:
+        return rows
+    return [row for row in rows if row[1] is not None and row[1] != []]
 
 
 def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
@@ -169,12 +185,14 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
         ])]),
         ("Output spectrum (estimated covariance Σ)", [
             ("table", [(k, v, "nearest", False) for k, v in s.items()
-                       if not isinstance(v, (list, dict))]
-             + [("top eigenvalues", list(s.get("eigenvalues", []))[:TOP_ROWS], "nearest",
-                 False)]),
+                       if not isinstance(v, (list, dict)) and k != "pool_statistics"]
+             + ([("top eigenvalues", list(s.get("eigenvalues", []))[:TOP_ROWS], "nearest",
+                  False)] if "eigenvalues" in s else
+                [("top eigenvalues / largest", list(s.get("relative_eigenvalues", []))[:TOP_ROWS],
+                  "nearest", False)])),
             ("figure", "spectrum"),
         ]),
-        ("Noise", [("table", [
+        ("Noise", [("table", _shown_rows(n, [
             ("rule", n.get("rule"), "nearest", False),
             ("basis", n.get("basis"), "nearest", False),
             ("directions with own noise", n.get("n_directions"), "nearest", False),
@@ -185,8 +203,11 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
             ("confidence 1 − γ (certificate, or Algorithm 1)", n.get("confidence"), "nearest",
              False),
             ("noise std (top directions)", list(n.get("noise_std_top", [])), "down", False),
+            ("noise std / spread of f (top directions)", list(n.get("noise_to_spread_top", [])),
+             "down", False),
             *utility_rows,
-        ])]),
+        ]))] + ([("text", f"Pool statistics {n['pool_statistics']}")]
+                if "pool_statistics" in n else [])),
         ("Privacy guarantee", [("table", [
             ("MI budget v (nats)", p["mi_budget_nats"], "up", False),
             ("MI at the estimated Σ (nats; plug-in value, for reference: ½ ln det(I + Σ Σ_B⁻¹) "

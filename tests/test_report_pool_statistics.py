@@ -1,0 +1,74 @@
+"""Reports of a non-public pool hold no absolute spectrum or noise value (review, session 20).
+
+For a mean over subsets, the output covariance is ≈ Σ(x_i − x̄)²/n² per coordinate, so an
+outlier's value can be read off the top eigenvalue, the coordinate variances or the noise
+scale. Unless the pool is a bundled public dataset (or the caller opts in), the report keeps
+scale-free facts only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import pacpriv
+from pacpriv.report import build_report, to_markdown, write_report
+
+
+def _mean(x, rng=None):
+    return np.asarray(x, dtype=float).mean(axis=0)
+
+
+@pytest.fixture(scope="module")
+def outlier_run():
+    pool = np.random.default_rng(0).normal(size=(60, 3))
+    pool[0, 1] = 98_765_432.1  # one record's salary
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pacpriv.run_pac(_mean, pool, mi_budget=0.02, n_trials=100, rng=0,
+                               progress=False)
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(t) for t in re.findall(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?", text)]
+
+
+def test_default_report_hides_the_pool_scale(outlier_run, tmp_path):
+    paths = write_report(outlier_run, tmp_path, formats=("json", "md"))
+    rep = json.loads(paths["json"].read_text())
+    spec, noise = rep["spectrum"], rep["noise"]
+    for key in ("eigenvalues", "coordinate_variances", "total_variance",
+                "max_coordinate_variance"):
+        assert key not in spec
+    for key in ("noise_std", "noise_std_top", "noise_std_max", "expected_noise_power"):
+        assert key not in noise
+    assert "clip_radius" not in json.dumps(noise)
+    # the outlier's scale: the top eigenvalue (~(1e8)²/(4·60)) is in the full report only
+    full = build_report(outlier_run, pool_statistics=True)
+    top = full["spectrum"]["eigenvalues"][0]
+    assert top > 1e12
+    everything_but_release = json.dumps({k: v for k, v in rep.items() if k != "release"})
+    assert all(abs(x) < 1e6 for x in _numbers(everything_but_release.replace("e-", "e~")))
+    assert "hidden" in spec["pool_statistics"] and "--report-pool-statistics" in to_markdown(rep)
+    # scale-free facts remain: relative spectrum (largest = 1), noise relative to the spread
+    assert spec["relative_eigenvalues"][0] == 1.0
+    d = full["simulation"]["dim"]
+    ratio = (full["noise"]["expected_noise_power"] / d) ** 0.5 / (
+        full["spectrum"]["total_variance"] / d) ** 0.5
+    assert noise["noise_to_spread_rms"] == pytest.approx(ratio, rel=1e-12)
+
+
+def test_public_bundled_dataset_keeps_its_statistics():
+    ds = pacpriv.load_dataset("iris")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pacpriv.run_pac(_mean, ds.X, mi_budget=0.02, n_trials=60, rng=0, progress=False,
+                              dataset=ds.to_dict())
+    rep = build_report(res)
+    assert rep["spectrum"]["eigenvalues"] and "expected_noise_power" in rep["noise"]
+    hidden = build_report(res, pool_statistics=False)
+    assert "eigenvalues" not in hidden["spectrum"]
