@@ -135,3 +135,35 @@ def test_hybrid_corner_cell_converges():
         r = exact_membership_inference_accuracy(0.7, steps_per_epoch=10**8, epochs=10**6,
                                                 progress=False)
     assert r.converged and r.width <= 1e-4 and r.details["method"] == "hybrid"
+
+
+def test_tighter_tolerance_is_never_wider_than_the_default(monkeypatch):
+    """Review finding: tolerance 1e-8 returned a 3x wider interval than 1e-4 (the tighter
+    grids hit the time cap at a coarser point). Now, when the tighter grids miss their
+    tolerance, the default's grids run too and the two certified intervals are intersected."""
+    calls = []
+
+    def fake(sigma, steps, epochs, tol, direction, refinements, bar):
+        calls.append(tol)
+        lo, up = (0.6, 0.6001) if tol == exact_mod._DEFAULT_TOL else (0.59, 0.61)
+        return {"lower": lo, "upper": up, "details": {"wall_time_s": 1.0}}
+
+    monkeypatch.setattr(exact_mod, "_scalar_once", fake)
+    with pytest.warns(Warning):
+        r = exact_membership_inference_accuracy(1.0, steps_per_epoch=10, epochs=10,
+                                                tolerance=1e-8, progress=False)
+    assert (r.lower, r.upper) == (0.6, 0.6001) and calls == [1e-8, 1e-4]
+    assert r.details["intersected_with_default_tolerance"] and r.details["wall_time_s"] == 2.0
+    with pytest.warns(Warning):  # a looser tolerance runs its own grids only
+        r = exact_membership_inference_accuracy(1.0, steps_per_epoch=10, epochs=10,
+                                                tolerance=1e-3, progress=False)
+    assert (r.lower, r.upper) == (0.59, 0.61) and calls[-1] == 1e-3
+
+
+def test_tight_tolerance_real_cell_contains_the_default_interval_midpoint():
+    loose = exact_membership_inference_accuracy(2.0, steps_per_epoch=100, epochs=10,
+                                                progress=False)
+    tight = exact_membership_inference_accuracy(2.0, steps_per_epoch=100, epochs=10,
+                                                tolerance=1e-7, progress=False)
+    assert loose.lower <= tight.lower <= tight.upper <= loose.upper
+    assert tight.width <= 1e-7
