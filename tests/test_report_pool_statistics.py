@@ -72,3 +72,12 @@ def test_public_bundled_dataset_keeps_its_statistics():
     assert rep["spectrum"]["eigenvalues"] and "expected_noise_power" in rep["noise"]
     hidden = build_report(res, pool_statistics=False)
     assert "eigenvalues" not in hidden["spectrum"]
+
+
+def test_prior_is_rounded_the_same_way_everywhere_in_a_report():
+    """Review finding: the headline said prior 99.92 % and the prior line 99.91 %."""
+    from pacpriv.report.layout import _prior_text
+
+    p = {"membership_prior": 0.000876815, "blind_guess_prior": 0.9991231843134014,
+         "prior_explanation": "estimated"}
+    assert "Prior used: 99.92%" in _prior_text(p)

@@ -63,7 +63,10 @@ class EmpiricalAttackResult(Displayable):
     baseline : float
         Blind-guess success rate ``max(q, 1 − q)``, ``q`` the targets' membership frequency.
     posterior_success_bound : float or None
-        ``posterior_success_rate(plan.mi_claim, prior=baseline)`` when a plan was given.
+        ``posterior_success_rate(plan.mi_claim, prior=baseline)`` when a plan was given:
+        an *estimate* at the measured blind-guess prior ``baseline`` of these trials, so it can
+        differ slightly from the run's certified bound, which uses the sampler's declared
+        prior (see ``posterior_success_bound_label``).
     noise_applied : bool
         Whether fresh plan noise was added to the outputs before the attack.
     n_trials_used, n_train, n_holdout, n_targets : int
@@ -78,6 +81,8 @@ class EmpiricalAttackResult(Displayable):
         Summary of per-target accuracies: ``min``, ``median``, ``max``, ``mean_auc``.
     targets : ndarray of int, shape (n_targets,)
     target_accuracies : ndarray of float, shape (n_targets,)
+    posterior_success_bound_label : str
+        How ``posterior_success_bound`` was obtained (always "estimated ...").
     """
 
     accuracy: float
@@ -99,6 +104,9 @@ class EmpiricalAttackResult(Displayable):
     per_target: dict
     targets: np.ndarray = field(repr=False)
     target_accuracies: np.ndarray = field(repr=False)
+    posterior_success_bound_label: str = (
+        "estimated (at the measured blind-guess prior of these trials; the run's certified "
+        "bound uses the sampler's declared prior)")
 
     def summary(self) -> Summary:
         """Rows shown by ``str(result)`` and in Jupyter: measured accuracies (estimates with

@@ -67,7 +67,7 @@ def _prior_text(p: Mapping) -> str:
         f"each record is in the secret subset with probability {fmt(q, 6)}, so the best "
         f"blind guess of membership is right with probability max(q, 1 − q) = {fmt(p0, 6)}"
     )
-    return f"Prior used: {format_percent(p0, side='nearest')} ({why})."
+    return f"Prior used: {format_percent(p0, side='up')} ({why})."
 
 
 def _released_text(r: Mapping) -> str:

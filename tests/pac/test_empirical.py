@@ -41,6 +41,8 @@ def test_calibrated_noise_stays_below_posterior_bound(tiny_simulation):
     res = empirical_membership_attack(tiny_simulation, plan, rng=1)
     assert res.noise_applied
     assert res.posterior_success_bound == pytest.approx(0.657, abs=0.01)
+    assert res.posterior_success_bound_label.startswith("estimated")
+    assert res.to_dict()["posterior_success_bound_label"] == res.posterior_success_bound_label
     assert res.ci_high < res.posterior_success_bound - 0.05
     assert res.max_ci_high < res.posterior_success_bound
     json.dumps(res.to_dict())
