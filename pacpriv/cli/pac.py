@@ -163,7 +163,10 @@ def add_parser(subparsers, name: str) -> None:
     )
     run.add_argument("--no-release", action="store_true", help="calibrate only; do not release")
     run.add_argument(
-        "--checkpoint", default=None, help="checkpoint directory (resume after interrupt)"
+        "--checkpoint", default=None,
+        help="checkpoint directory (resume after interrupt; created owner-only, mode 0700). "
+        "It holds un-noised trial outputs and subset masks: treat a checkpoint like the raw "
+        "data; delete it after the run",
     )
     run.add_argument(
         "--retries", type=int, default=0, help="retries of a failing trial (same seed, >= 0)"

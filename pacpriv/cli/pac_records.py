@@ -107,7 +107,10 @@ def add_records_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=None, help="root seed of the simulation")
     p.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
     p.add_argument("--backend", default=None, help="joblib backend")
-    p.add_argument("--checkpoint", default=None, help="checkpoint directory")
+    p.add_argument("--checkpoint", default=None,
+                   help="checkpoint directory (created owner-only, mode 0700). It holds "
+                   "un-noised trial outputs and subset masks: treat a checkpoint like the raw "
+                   "data; delete it after the run")
     add_report_output(p, default_out="pacpriv-records", out_help="report directory",
                       json_help="print the report JSON to stdout")
     p.set_defaults(handler=_records)

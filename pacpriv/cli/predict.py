@@ -106,7 +106,9 @@ def add_parser(subparsers, name: str) -> None:
                      ".csv/.npy/.npz path: the private pool")
     add_dataset_arguments(fit, feature_ranges=False,
                           label_help="label column of a .csv/.npy file (header name or index)")
-    fit.add_argument("--state", required=True, help="state directory to create (or resume)")
+    fit.add_argument("--state", required=True, help="state directory to create (or resume); "
+                     "created owner-only (mode 0700): its world models are as private as "
+                     "the data")
     fit.add_argument("--n-worlds", type=int, default=64, help="number of worlds m (even; 64)")
     fit.add_argument("--per-query-budget", type=budget_number, required=True,
                      help="MI budget per answered query in nats, e.g. 2^-16")

@@ -283,7 +283,10 @@ def simulate(
         Show a tqdm progress bar over trials.
     checkpoint : path or None, default None
         Directory where finished trials are saved as they complete (see
-        :mod:`pacpriv.pac.checkpoint`); rerunning with the same arguments resumes.
+        :mod:`pacpriv.pac.checkpoint`); rerunning with the same arguments resumes. It holds
+        the un-noised outputs and subset masks of every trial, from which the records can be
+        reconstructed: created with mode 0700 (files 0600); treat a checkpoint like the raw
+        data; delete it after the run.
     retries : int, default 0
         Extra attempts for a failing trial, with the same seed; also extra rounds after a
         worker crash.
@@ -296,7 +299,9 @@ def simulate(
         Trials per joblib task; never changes results.
     output_path : path or None, default None
         ``.npy`` file for disk-backed outputs (``numpy.lib.format.open_memmap``); masks go
-        to ``<stem>.masks.npy`` beside it.
+        to ``<stem>.masks.npy`` beside it. Both are created with mode 0600: like a checkpoint
+        they can reconstruct the records, so treat them like the raw data and delete them
+        after use.
     output_dtype : floating dtype, default numpy.float64
         Storage dtype of the outputs (float32 halves memory). Below float64, outputs are
         stored relative to trial 0's float64 output (``result.reference``), so a large

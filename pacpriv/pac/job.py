@@ -434,7 +434,9 @@ def run_pac(
     secret_mask : ndarray of bool, shape (n_records,), optional
         Use this subset as the secret instead of drawing it from the sampler.
     progress, checkpoint, retries, timeout :
-        Passed to :func:`pacpriv.pac.engine.simulate`.
+        Passed to :func:`pacpriv.pac.engine.simulate`. A checkpoint holds the un-noised trial
+        outputs and subset masks (mode 0700, files 0600): treat a checkpoint like the raw
+        data; delete it after the run.
     mechanism_name : str, optional
         Name shown in the report (default: the engine's qualified name).
     dataset : dict, optional

@@ -36,7 +36,9 @@ class ExecutionOptions:
     progress : bool, default True
         Show a tqdm progress bar.
     checkpoint : str or path-like or None, default None
-        Folder of a resumable checkpoint.
+        Folder of a resumable checkpoint (mode 0700, files 0600). It holds the un-noised
+        trial outputs and subset masks: treat a checkpoint like the raw data; delete it after
+        the run.
     retries : int, default 0
         Extra attempts per failing trial (same seed), ``>= 0``.
     timeout : float or None, default None
