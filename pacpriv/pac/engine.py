@@ -46,7 +46,7 @@ from typing import Any, Literal
 import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_finite_array, check_int, check_n_jobs, check_real
 from pacpriv.exceptions import CheckpointError, MechanismError, NotReproducibleWarning
 from pacpriv.pac._mechanism import check_mechanism
 from pacpriv.pac._parallel import _failure_error, resolve_backend, run_pending
@@ -181,8 +181,13 @@ def _check_pool(pool: Any) -> tuple[Pool, int]:
     else:
         checked = _as_pool_array(pool, "pool")
         n_records = checked.shape[0]
-    if n_records == 0:
-        raise ValueError("`pool` must contain at least one record; got n_records = 0.")
+    if n_records < 2:
+        raise ValueError(
+            f"`pool` must contain at least 2 records (the secret is which records are in the "
+            f"subset); got n_records = {n_records}."
+        )
+    for j, a in enumerate(checked if isinstance(checked, tuple) else (checked,)):
+        check_finite_array(a, f"pool[{j}]" if isinstance(checked, tuple) else "pool")
     return checked, n_records
 
 
@@ -264,13 +269,15 @@ def simulate(
     pool : numpy.ndarray of shape (n_records, ...) or tuple of such arrays
         The data pool; a tuple (e.g. ``(X, y)``) holds aligned arrays sharing the first
         axis. The subset is ``pool[mask]`` (or ``tuple(a[mask] for a in pool)``); it may
-        be empty.
+        be empty. At least 2 records; float arrays must be finite (checked before any
+        trial; object arrays, e.g. lists of texts, are passed through unchecked).
     n_trials : int
         Number of trials, >= 1.
     sampler : Sampler, callable, str or None, default None
         Data distribution (see :func:`pacpriv.pac.samplers.as_sampler`); None = Poisson-½.
     n_jobs : int or None, default None
-        joblib's meaning: None = 1 unless set by ``joblib.parallel_config``; -1 = all cores.
+        joblib's meaning: None = 1 unless set by ``joblib.parallel_config``; -1 = all cores;
+        0 is a ValueError.
     backend : str or None, default None
         joblib backend ("loky", "threading", "dask", "ray", ...); None = joblib's default
         or the active ``parallel_config``. "dask" needs a ``distributed.Client``; "ray" uses
@@ -372,6 +379,7 @@ def simulate(
         output_path=output_path,
     )
     n_jobs, backend, progress = ex["n_jobs"], ex["backend"], ex["progress"]
+    n_jobs = check_n_jobs(n_jobs)
     checkpoint, retries, timeout = ex["checkpoint"], ex["retries"], ex["timeout"]
     batch_size, output_path = ex["batch_size"], ex["output_path"]
     default_name, pass_rng = check_mechanism(mechanism)

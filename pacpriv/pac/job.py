@@ -394,7 +394,8 @@ def run_pac(
         ``f(subset) -> array-like of shape (d,)``; gets the trial's ``numpy.random.Generator``
         as ``rng=`` if its signature has one. Must be picklable for process backends.
     pool : ndarray of shape (n_records, ...) or tuple of such arrays
-        The data pool the adversary is assumed to know.
+        The data pool the adversary is assumed to know: at least 2 records; float arrays must
+        be finite (checked before any trial, like ``n_jobs``: None or a nonzero integer).
     mi_budget : float
         Mutual-information budget ``v`` in **nats**, ``> 0``.
     n_trials : int, default 1000

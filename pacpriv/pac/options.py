@@ -18,7 +18,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int, check_n_jobs, check_real
 
 __all__ = ["ExecutionOptions", "merge_execution"]
 
@@ -70,8 +70,7 @@ class ExecutionOptions:
     output_path: str | os.PathLike | None = None
 
     def __post_init__(self) -> None:
-        if self.n_jobs is not None:
-            check_int(self.n_jobs, "n_jobs")
+        check_n_jobs(self.n_jobs)
         if self.backend is not None and not isinstance(self.backend, str):
             raise TypeError(f"`backend` must be a str or None; got {type(self.backend).__name__}.")
         if not isinstance(self.progress, bool):
