@@ -145,7 +145,8 @@ def add_parser(subparsers, name: str) -> None:
                      "of rows, read like predict fit's --dataset")
     src.add_argument("--dataset", help="take the rows from a bundled dataset or a data file "
                      "(see --rows)")
-    query.add_argument("--rows", default="0:1", help="START:STOP rows of --dataset (default 0:1)")
+    query.add_argument("--rows", default="0:1", help="START:STOP rows of --dataset (default 0:1; "
+                       "STOP at most the number of rows)")
     add_dataset_arguments(query, feature_ranges=False,
                           label_help="label column to drop from --queries/--dataset (header "
                           "name or index), as given to predict fit")
@@ -225,8 +226,9 @@ def _rows(args):
         raise UsageError(f"--rows must be START:STOP with START < STOP; got {args.rows!r}")
     X = load_cli_dataset(args).X
     start, stop = int(m.group(1)), int(m.group(2))
-    if start >= len(X):
-        raise UsageError(f"--rows {args.rows}: --dataset has {len(X)} rows")
+    if stop > len(X):  # each row spends budget: no silent clamping like a Python slice
+        raise UsageError(f"--rows {args.rows}: --dataset has {len(X)} rows (START:STOP must "
+                         f"lie within 0:{len(X)})")
     return X[start:stop]
 
 
