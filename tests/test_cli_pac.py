@@ -32,6 +32,22 @@ def test_pac_run_writes_report(tmp_path, capsys):
     assert "posterior bound      58.82% certified (1−γ = 0.95)" in printed
     # No raw records: iris' first record never appears in the report.
     assert "5.1, 3.5, 1.4, 0.2" not in md
+    # new-user review F9: a seeded release says so on the screen, as the report does
+    assert report["release_randomness"] == "caller-seeded (not for production)"
+    assert ("release randomness   caller-seeded (not for production): --release-seed fixes the "
+            "secret subset and the noise\n") in printed
+
+
+@pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
+def test_pac_run_unseeded_release_says_os_entropy(tmp_path, capsys):
+    """Without --release-seed the summary says the release used fresh OS entropy."""
+    rc = main(["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.5",
+               "--trials", "20", "--n-jobs", "1", "--out", str(tmp_path / "r"), "--seed", "1",
+               "--no-progress", "--format", "json"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "release randomness   fresh OS entropy (not recorded)\n" in printed
+    assert "caller-seeded" not in printed
 
 
 def test_pac_posterior_and_budget_tables(capsys):

@@ -393,6 +393,11 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
             print(text.replace("`", ""))
     if args.no_release:
         print("release              none (--no-release)")
+    elif result.release is not None:  # the report's release_randomness, on the screen too
+        print("release randomness   " + ("caller-seeded (not for production): --release-seed "
+                                         "fixes the secret subset and the noise"
+                                         if result.release_seeded
+                                         else "fresh OS entropy (not recorded)"))
     for fmt, path in paths.items():
         print(f"{f'report ({fmt})':<21}{path}")
 
