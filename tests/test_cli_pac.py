@@ -126,3 +126,38 @@ def test_pac_trials_plans_the_certificate(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["n_trials"] == trials_for_inflation(12) == 688
     assert rows[0]["predicted_inflation"] <= 1.2
+
+
+@pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
+def test_checkpoint_of_another_seed_tells_a_cli_user_to_omit_seed(tmp_path, capsys):
+    """New-user review F6: the CLI has no `rng`; the fix it names is omitting --seed."""
+    ckpt = tmp_path / "ck"
+    base = ["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.5",
+            "--trials", "20", "--n-jobs", "1", "--no-progress", "--no-release", "--format",
+            "json", "--checkpoint", str(ckpt)]
+    assert main([*base, "--seed", "1", "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert main([*base, "--seed", "2", "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pacpriv: error: Checkpoint") and err.count("\n") == 1
+    assert "root_seed" in err and "omit --seed to reuse the checkpoint's seed" in err
+    assert "rng" not in err
+    assert main([*base, "--out", str(tmp_path / "c")]) == 0  # without --seed: resumed
+    first = json.loads((tmp_path / "a" / "report.json").read_text())
+    again = json.loads((tmp_path / "c" / "report.json").read_text())
+    assert again["privacy"]["posterior_success_bound"] == first["privacy"][
+        "posterior_success_bound"]
+    assert again["spectrum"] == first["spectrum"]
+
+
+def test_checkpoint_seed_advice_in_the_api_names_rng(tmp_path):
+    """The API message keeps "pass rng=None" (the CLI rewords only its own copy)."""
+    import numpy as np
+
+    from pacpriv.exceptions import CheckpointError
+    from pacpriv.pac.engine import simulate
+
+    pool = np.arange(10.0)
+    simulate(np.mean, pool, n_trials=3, rng=1, checkpoint=tmp_path / "ck", progress=False)
+    with pytest.raises(CheckpointError, match="pass rng=None to reuse the checkpoint's seed"):
+        simulate(np.mean, pool, n_trials=3, rng=2, checkpoint=tmp_path / "ck", progress=False)

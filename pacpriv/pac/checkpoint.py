@@ -69,6 +69,8 @@ _VERSION = 2
 _MANIFEST = "manifest.json"
 _REFERENCE = "reference.npy"
 _VERIFY_ADVICE = "Use another checkpoint directory or delete this one."
+#: How a mismatched root seed is fixed in the API (the CLI rewords it: "omit --seed").
+SEED_ADVICE = "pass rng=None to reuse the checkpoint's seed"
 
 
 def pool_fingerprint(pool: Any) -> dict:
@@ -380,7 +382,7 @@ class Checkpoint:
         if root is not None and seed_to_dict(root) != manifest["root_seed"]:
             differences.append(
                 f"root_seed (checkpoint: {manifest['root_seed']}, now: {seed_to_dict(root)}); "
-                "pass rng=None to reuse the checkpoint's seed"
+                + SEED_ADVICE
             )
         if differences:
             hint = ""
