@@ -61,7 +61,8 @@ def main(argv=None) -> int:
     diabetes = load_dataset("diabetes")
     private_ridge = pac_private(from_estimator(Ridge(alpha=1.0)), mi_budget=v)
     private_ridge.calibrate(diabetes.pool, n_trials=args.trials, rng=args.seed + 1)
-    release = private_ridge(diabetes.pool)
+    in_secret = np.random.default_rng().random(diabetes.n_records) < 0.5  # the secret subset
+    release = private_ridge(tuple(a[in_secret] for a in diabetes.pool))
     print(f"ridge on diabetes: d = {private_ridge.plan.dim}, E||B||^2 = "
           f"{private_ridge.plan.expected_noise_power:.4g}, first coefficients {release[:3].round(1)}")
 

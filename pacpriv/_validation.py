@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_array_real", "check_int", "check_real"]
+__all__ = ["check_array_real", "check_finite_array", "check_int", "check_n_jobs", "check_real"]
 
 
 def _show(value) -> str:
@@ -117,3 +117,50 @@ def check_array_real(
         first = arr[bad].flat[0]
         raise ValueError(f"`{name}` must be in {interval}; got {_show(first)}.")
     return arr
+
+
+def check_n_jobs(value, name: str = "n_jobs") -> int | None:
+    """Validate a joblib worker count: ``None`` or a nonzero integer (``-1``: all cores).
+
+    Raises
+    ------
+    TypeError
+        If ``value`` is neither None nor an integer (``bool`` and floats rejected).
+    ValueError
+        If ``value`` is 0.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"`{name}` must be None or a nonzero integer; got {type(value).__name__} {value!r}."
+        )
+    if int(value) == 0:
+        raise ValueError(
+            f"`{name}` must be a positive number of workers or negative (-1: all cores); got 0."
+        )
+    return int(value)
+
+
+def check_finite_array(arr: np.ndarray, name: str, *, block_rows: int = 65_536) -> None:
+    """Require every element of a numeric array to be finite (object/str arrays are skipped).
+
+    Reads the first axis in blocks (a memory-mapped array is never loaded whole). The message
+    names the argument and the first offending index along the first axis, never a value.
+
+    Raises
+    ------
+    ValueError
+        If a float or complex element is NaN or infinite.
+    """
+    if arr.dtype.kind not in "fc" or arr.size == 0:
+        return  # integers and bools are always finite; other kinds are not numbers
+    for start in range(0, arr.shape[0], block_rows):
+        block = np.asarray(arr[start:start + block_rows])
+        finite = np.isfinite(block).reshape(block.shape[0], -1).all(axis=1)
+        if not finite.all():
+            index = start + int(np.flatnonzero(~finite)[0])
+            raise ValueError(
+                f"`{name}` must hold finite numbers; record {index} has a NaN or infinite "
+                "value (values not shown)."
+            )

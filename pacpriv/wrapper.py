@@ -23,6 +23,9 @@ References
 from __future__ import annotations
 
 import functools
+import hashlib
+import secrets
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,12 +34,13 @@ import numpy as np
 from pacpriv._adapters import EstimatorMechanism, TorchMechanism, sort_rows
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int
+from pacpriv.exceptions import PacprivWarning
 from pacpriv.ledger import PrivacyLedger
 from pacpriv.pac._mechanism import call_mechanism, check_output
 from pacpriv.pac._pipeline import measure
 from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan, _check_budget
 from pacpriv.pac.covariance import OutputSpectrum
-from pacpriv.pac.engine import SimulationResult
+from pacpriv.pac.engine import SimulationResult, _check_pool
 from pacpriv.pac.options import ExecutionOptions, merge_execution
 from pacpriv.pac.posterior import posterior_success_rate
 from pacpriv.pac.prior import resolve_membership_prior
@@ -44,6 +48,47 @@ from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import as_sampler
 
 __all__ = ["PacPrivateFunction", "from_estimator", "from_torch", "pac_private", "sort_rows"]
+
+
+def _canonical_rows(a: np.ndarray) -> np.ndarray | list:
+    """Rows of ``a`` in a form whose bytes do not depend on the numeric dtype or on -0.0."""
+    if a.dtype.kind in "biuf":
+        return np.ascontiguousarray(a, dtype=np.float64) + 0.0  # + 0.0: -0.0 -> 0.0
+    if a.dtype.kind == "c":
+        return np.ascontiguousarray(a, dtype=np.complex128) + 0.0
+    return [repr(row.tolist() if isinstance(row, np.ndarray) else row) for row in a]
+
+
+def _row_digests(data: Any, key: bytes, row_shapes: tuple | None = None
+                 ) -> tuple[np.ndarray, tuple] | None:
+    """Keyed BLAKE2b digest of each record of ``data`` (an array or a tuple of arrays).
+
+    Returns ``(digests, row_shapes)`` (``digests``: array of dtype ``S16``), or None if
+    ``data`` does not have the record shape ``row_shapes`` (the shapes of one record in each
+    array) or is not array-like. Only the 16-byte digests are kept, never the records; the
+    per-function random ``key`` makes them useless for matching guessed records outside this
+    process.
+    """
+    try:
+        arrays = tuple(np.asarray(a) for a in data) if isinstance(data, tuple) else \
+            (np.asarray(data),)
+    except (TypeError, ValueError):
+        return None
+    if any(a.ndim == 0 for a in arrays) or len({a.shape[0] for a in arrays}) != 1:
+        return None
+    shapes = tuple(a.shape[1:] for a in arrays)
+    if row_shapes is not None and shapes != row_shapes:
+        return None
+    rows = [_canonical_rows(a) for a in arrays]
+    digests = []
+    for i in range(arrays[0].shape[0]):
+        h = hashlib.blake2b(key=key, digest_size=16)
+        for r in rows:
+            item = r[i]
+            h.update(item.encode() if isinstance(item, str) else memoryview(item).cast("B"))
+            h.update(b"\x00")
+        digests.append(h.digest())
+    return np.array(digests, dtype="S16"), shapes
 
 
 class PacPrivateFunction:
@@ -125,6 +170,10 @@ class PacPrivateFunction:
         self.membership_prior: float | None = None
         self.blind_guess_prior: float | None = None
         self.prior_explanation: str | None = None
+        # keyed digests of the calibration pool's records (never the records themselves)
+        self._row_key = secrets.token_bytes(16)
+        self._pool_digests: np.ndarray | None = None
+        self._pool_row_shapes: tuple | None = None
         functools.update_wrapper(self, func, updated=())
 
     def calibrate(
@@ -190,7 +239,39 @@ class PacPrivateFunction:
         self.ledger.use_prior(prior.blind_guess)
         self.posterior_success_bound = float(posterior_success_rate(plan.mi_claim,
                                                                     prior=prior.blind_guess))
+        digests = _row_digests(_check_pool(pool)[0], self._row_key)
+        if digests is not None:
+            self._pool_digests, self._pool_row_shapes = np.unique(digests[0]), digests[1]
         return self
+
+    def _check_subset(self, subset: Any) -> None:
+        """Warn when ``subset`` holds every pool record, or records that are not in the pool.
+
+        Compares keyed digests of the records only (:func:`_row_digests`); the warnings give
+        counts, never values.
+        """
+        if self._pool_digests is None:
+            return
+        found = _row_digests(subset, self._row_key, self._pool_row_shapes)
+        if found is None:
+            warnings.warn(
+                "the input of this release does not have the calibration pool's record shape: "
+                "the PAC guarantee covers secret subsets of the calibration pool only.",
+                PacprivWarning, stacklevel=3)
+            return
+        digests = found[0]
+        foreign = int(np.count_nonzero(~np.isin(digests, self._pool_digests)))
+        if foreign:
+            warnings.warn(
+                f"{foreign} of the {len(digests)} input records are not records of the "
+                "calibration pool: the PAC guarantee covers secret subsets of the calibration "
+                "pool only.", PacprivWarning, stacklevel=3)
+        if len(digests) and np.isin(self._pool_digests, digests).all():
+            warnings.warn(
+                "this release is on the whole calibration pool: every record's membership is "
+                "certain, so the posterior-success bound does not apply to it. Release on a "
+                "secret subset drawn like the calibration's sampler.",
+                PacprivWarning, stacklevel=3)
 
     @property
     def label(self) -> str | None:
@@ -203,7 +284,11 @@ class PacPrivateFunction:
         Parameters
         ----------
         subset : array or tuple of arrays
-            The secret input.
+            The secret input: a subset of the calibration pool drawn by the calibration's
+            sampler (kept secret). A :class:`~pacpriv.exceptions.PacprivWarning` is issued
+            when it holds every record of the pool (membership is then certain and the bound
+            does not apply) or records that are not in the pool (the guarantee covers subsets
+            of the pool only). Only keyed hashes of the pool's records are kept for this check.
         rng : None, int, SeedSequence or Generator
             Randomness of the noise (and of ``func`` if it takes ``rng``); ``None`` (default)
             draws fresh OS entropy, as a real release must. Seed only for tests and demos, and
@@ -222,6 +307,11 @@ class PacPrivateFunction:
         pacpriv.exceptions.BudgetExceededError
             If the release would take the ledger over its total budget (``func`` is then not
             run and nothing is recorded).
+
+        Warns
+        -----
+        pacpriv.exceptions.PacprivWarning
+            The input holds every calibration record, or records not in the calibration pool.
         """
         if self.plan is None:
             raise RuntimeError(
@@ -237,6 +327,7 @@ class PacPrivateFunction:
         mi = float(self.plan.mi_claim)
         if not self.ledger.can_charge(mi):
             self.ledger.charge(mi, label=label)  # raises BudgetExceededError, records nothing
+        self._check_subset(subset)
         func_seed, noise_seed = as_seed_sequence(rng).spawn(2)
         value = check_output(call_mechanism(self.func, subset, rng=func_seed), None)
         noisy = privatize(value, self.plan, rng=noise_seed)

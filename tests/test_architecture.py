@@ -19,6 +19,7 @@ PACKAGE = ROOT / "pacpriv"
 LEAVES = (
     "pacpriv.exceptions",
     "pacpriv._validation",
+    "pacpriv._files",
     "pacpriv._random",
     "pacpriv._optional",
     "pacpriv._source_checkout",

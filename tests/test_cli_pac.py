@@ -32,6 +32,22 @@ def test_pac_run_writes_report(tmp_path, capsys):
     assert "posterior bound      58.82% certified (1−γ = 0.95)" in printed
     # No raw records: iris' first record never appears in the report.
     assert "5.1, 3.5, 1.4, 0.2" not in md
+    # new-user review F9: a seeded release says so on the screen, as the report does
+    assert report["release_randomness"] == "caller-seeded (not for production)"
+    assert ("release randomness   caller-seeded (not for production): --release-seed fixes the "
+            "secret subset and the noise\n") in printed
+
+
+@pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
+def test_pac_run_unseeded_release_says_os_entropy(tmp_path, capsys):
+    """Without --release-seed the summary says the release used fresh OS entropy."""
+    rc = main(["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.5",
+               "--trials", "20", "--n-jobs", "1", "--out", str(tmp_path / "r"), "--seed", "1",
+               "--no-progress", "--format", "json"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "release randomness   fresh OS entropy (not recorded)\n" in printed
+    assert "caller-seeded" not in printed
 
 
 def test_pac_posterior_and_budget_tables(capsys):
@@ -123,3 +139,38 @@ def test_pac_trials_plans_the_certificate(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert rows[0]["n_trials"] == trials_for_inflation(12) == 688
     assert rows[0]["predicted_inflation"] <= 1.2
+
+
+@pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
+def test_checkpoint_of_another_seed_tells_a_cli_user_to_omit_seed(tmp_path, capsys):
+    """New-user review F6: the CLI has no `rng`; the fix it names is omitting --seed."""
+    ckpt = tmp_path / "ck"
+    base = ["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.5",
+            "--trials", "20", "--n-jobs", "1", "--no-progress", "--no-release", "--format",
+            "json", "--checkpoint", str(ckpt)]
+    assert main([*base, "--seed", "1", "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert main([*base, "--seed", "2", "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pacpriv: error: Checkpoint") and err.count("\n") == 1
+    assert "root_seed" in err and "omit --seed to reuse the checkpoint's seed" in err
+    assert "rng" not in err
+    assert main([*base, "--out", str(tmp_path / "c")]) == 0  # without --seed: resumed
+    first = json.loads((tmp_path / "a" / "report.json").read_text())
+    again = json.loads((tmp_path / "c" / "report.json").read_text())
+    assert again["privacy"]["posterior_success_bound"] == first["privacy"][
+        "posterior_success_bound"]
+    assert again["spectrum"] == first["spectrum"]
+
+
+def test_checkpoint_seed_advice_in_the_api_names_rng(tmp_path):
+    """The API message keeps "pass rng=None" (the CLI rewords only its own copy)."""
+    import numpy as np
+
+    from pacpriv.exceptions import CheckpointError
+    from pacpriv.pac.engine import simulate
+
+    pool = np.arange(10.0)
+    simulate(np.mean, pool, n_trials=3, rng=1, checkpoint=tmp_path / "ck", progress=False)
+    with pytest.raises(CheckpointError, match="pass rng=None to reuse the checkpoint's seed"):
+        simulate(np.mean, pool, n_trials=3, rng=2, checkpoint=tmp_path / "ck", progress=False)

@@ -26,7 +26,9 @@ def test_noise_std_measures_exposure(tmp_path, capsys):
     md = (out / "report.md").read_text()
     assert "5.1, 3.5, 1.4, 0.2" not in md and "informed adversary" in md
     printed = capsys.readouterr().out
-    assert "max exposure" in printed and "(certified)" in printed
+    # new-user review F13: every printed bound carries its label, with 1−γ
+    assert "max exposure" in printed and "% certified (1−γ = 0.95); median " in printed
+    assert "1-gamma" not in printed
 
 
 def test_target_accuracy_calibrates(tmp_path, capsys):
@@ -40,6 +42,21 @@ def test_target_accuracy_calibrates(tmp_path, capsys):
     sec = rep["sections"][0]["per_record"]
     assert sec["noise_plan"]["max_accuracy_upper"] <= 0.7
     assert sec["max_accuracy_upper"] <= 0.7 and sec["n_audited"] == 6
+
+
+def test_target_accuracy_summary_labels_every_bound(tmp_path, capsys):
+    """New-user review F13: the plan bound is certified; max exposure at the chosen scale is
+    an estimate under it (the scale was chosen on the same trials)."""
+    rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris",
+               "--target-accuracy", "0.7", "--trials", "120", "--records", "sample:6",
+               "--seed", "1", "--n-jobs", "1", "--out", str(tmp_path / "rep"), "--no-progress",
+               "--format", "json"])
+    assert rc == 0
+    lines = {line[:21].strip(): line[21:] for line in capsys.readouterr().out.splitlines()}
+    assert lines["plan bound"].endswith("% certified (1−γ = 0.95), target 0.7")
+    assert lines["max exposure"].split("%", 1)[1].startswith(
+        " estimated (at the scale chosen on these trials; <= the certified plan bound); median ")
+    assert "(estimated)" in lines["whole-subset MI"]
 
 
 @pytest.mark.parametrize(("argv", "match"), [

@@ -111,12 +111,34 @@ def test_csv_non_numeric_reports_line(tmp_path):
     assert "pass --label-column b" in str(err.value)
 
 
+@pytest.mark.parametrize("cell", ["1e400", "-1e309", "inf", "NaN", "-Infinity"])
+def test_csv_non_finite_cell_is_not_quoted(tmp_path, cell):
+    """New-user review F12: an overflowing salary is a record's value: line/column only."""
+    path = tmp_path / "inf.csv"
+    path.write_text(f"a,b\n1,{cell}\n3,4\n")
+    with pytest.raises(ValueError, match=r"inf.csv, line 2, column 2: non-finite value") as err:
+        load_dataset(path)
+    message = str(err.value)
+    assert repr(cell) not in message and "1e" not in message and "-I" not in message
+    assert message.startswith("inf.csv, line 2, column 2: non-finite value (NaN, infinity or "
+                              "beyond the float range); features must be finite numbers")
+
+
+def test_csv_undecodable_byte_is_not_quoted(tmp_path):
+    """A non-UTF-8 file: say so, without the byte (codec messages quote it)."""
+    path = tmp_path / "latin.csv"
+    path.write_bytes(b"a,b\n1,\xe9\n3,4\n")
+    with pytest.raises(ValueError, match=r"latin.csv: not UTF-8 text") as err:
+        load_dataset(path)
+    assert "0xe9" not in str(err.value) and "\\xe9" not in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("text", "kwargs", "match"),
     [
         # an empty field is a non-numeric value, not a silent NaN
         ("1,2\n3,\n", {}, r"line 2, column 2: empty value"),
-        ("1,2\n3,nan\n", {}, "non-finite value 'nan'"),  # NaN/inf features are refused
+        ("1,2\n3,nan\n", {}, r"line 2, column 2: non-finite value \(NaN"),  # NaN/inf refused
         ("1,2\n3,4,5\n", {}, "line 2: expected 2 fields, found 3"),  # ragged rows
         ("", {}, "is empty"),
         ("\n\n  \n", {}, "is empty"),  # blank lines only

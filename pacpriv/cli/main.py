@@ -26,7 +26,12 @@ from pacpriv.cli import pac as _pac_group
 from pacpriv.cli import predict as _predict_group
 from pacpriv.cli._args import UsageError, _Parser, number
 from pacpriv.cli._resources import shutdown_workers
-from pacpriv.exceptions import BudgetExceededError, CalibrationError, MechanismError
+from pacpriv.exceptions import (
+    BudgetExceededError,
+    CalibrationError,
+    CheckpointError,
+    MechanismError,
+)
 
 __all__ = ["GROUPS", "UsageError", "build_parser", "main", "number"]
 
@@ -153,6 +158,14 @@ def _as_flags(text: str, flags: set[str]) -> str:
 def _dispatch(args, flags: set[str]) -> int:
     try:
         return int(args.handler(args) or 0)
+    except CheckpointError as exc:  # the API's advice names `rng`; a CLI user has --seed
+        from pacpriv.pac.checkpoint import SEED_ADVICE
+
+        text = _one_line(exc)
+        if "--seed" in flags:
+            text = text.replace(SEED_ADVICE, "omit --seed to reuse the checkpoint's seed")
+        print(f"pacpriv: error: {_as_flags(text, flags)}", file=sys.stderr)
+        return 2
     except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as exc:
         print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 2

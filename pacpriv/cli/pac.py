@@ -168,7 +168,10 @@ def add_parser(subparsers, name: str) -> None:
                      "eigenvalue gives the scale of an outlier's value). Default: shown only for "
                      "a bundled public dataset; otherwise relative values only")
     run.add_argument(
-        "--checkpoint", default=None, help="checkpoint directory (resume after interrupt)"
+        "--checkpoint", default=None,
+        help="checkpoint directory (resume after interrupt; created owner-only, mode 0700). "
+        "It holds un-noised trial outputs and subset masks: treat a checkpoint like the raw "
+        "data; delete it after the run",
     )
     run.add_argument(
         "--retries", type=int, default=0, help="retries of a failing trial (same seed, >= 0)"
@@ -396,6 +399,11 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
             print(text.replace("`", ""))
     if args.no_release:
         print("release              none (--no-release)")
+    elif result.release is not None:  # the report's release_randomness, on the screen too
+        print("release randomness   " + ("caller-seeded (not for production): --release-seed "
+                                         "fixes the secret subset and the noise"
+                                         if result.release_seeded
+                                         else "fresh OS entropy (not recorded)"))
     for fmt, path in paths.items():
         print(f"{f'report ({fmt})':<21}{path}")
 

@@ -106,7 +106,9 @@ def add_parser(subparsers, name: str) -> None:
                      ".csv/.npy/.npz path: the private pool")
     add_dataset_arguments(fit, feature_ranges=False,
                           label_help="label column of a .csv/.npy file (header name or index)")
-    fit.add_argument("--state", required=True, help="state directory to create (or resume)")
+    fit.add_argument("--state", required=True, help="state directory to create (or resume); "
+                     "created owner-only (mode 0700): its world models are as private as "
+                     "the data")
     fit.add_argument("--n-worlds", type=int, default=64, help="number of worlds m (even; 64)")
     fit.add_argument("--per-query-budget", type=budget_number, required=True,
                      help="MI budget per answered query in nats, e.g. 2^-16")
@@ -143,7 +145,8 @@ def add_parser(subparsers, name: str) -> None:
                      "of rows, read like predict fit's --dataset")
     src.add_argument("--dataset", help="take the rows from a bundled dataset or a data file "
                      "(see --rows)")
-    query.add_argument("--rows", default="0:1", help="START:STOP rows of --dataset (default 0:1)")
+    query.add_argument("--rows", default="0:1", help="START:STOP rows of --dataset (default 0:1; "
+                       "STOP at most the number of rows)")
     add_dataset_arguments(query, feature_ranges=False,
                           label_help="label column to drop from --queries/--dataset (header "
                           "name or index), as given to predict fit")
@@ -223,8 +226,9 @@ def _rows(args):
         raise UsageError(f"--rows must be START:STOP with START < STOP; got {args.rows!r}")
     X = load_cli_dataset(args).X
     start, stop = int(m.group(1)), int(m.group(2))
-    if start >= len(X):
-        raise UsageError(f"--rows {args.rows}: --dataset has {len(X)} rows")
+    if stop > len(X):  # each row spends budget: no silent clamping like a Python slice
+        raise UsageError(f"--rows {args.rows}: --dataset has {len(X)} rows (START:STOP must "
+                         f"lie within 0:{len(X)})")
     return X[start:stop]
 
 

@@ -68,13 +68,28 @@ def _hint(text: str, column: int, header, delimiter: str, label) -> str:
 
 
 def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
-    """Read a numeric CSV; the first row is a header when any of its fields is not a number."""
+    """Read a numeric CSV; the first row is a header when any of its fields is not a number.
+
+    Error messages name the file, line and column, never a cell's text (it is a record's value):
+    a non-numeric, non-finite or undecodable cell is described, not quoted.
+    """
     with open(path, newline="", encoding="utf-8") as fh:
-        rows = [
-            (lineno, [f.strip() for f in row])
-            for lineno, row in enumerate(csv.reader(fh, delimiter=delimiter), start=1)
-            if row and any(f.strip() for f in row)
-        ]
+        reader = csv.reader(fh, delimiter=delimiter)
+        try:
+            rows = [
+                (lineno, [f.strip() for f in row])
+                for lineno, row in enumerate(reader, start=1)
+                if row and any(f.strip() for f in row)
+            ]
+        except UnicodeDecodeError:  # its message quotes the undecodable byte: not repeated
+            raise ValueError(
+                f"{path.name}: not UTF-8 text (a byte could not be decoded); save the file as "
+                "UTF-8."
+            ) from None
+        except csv.Error as err:
+            raise ValueError(
+                f"{path.name}, line {reader.line_num}: malformed CSV ({err})."
+            ) from None
     if not rows:
         raise ValueError(f"dataset file {str(path)!r} is empty.")
     header = None
@@ -97,9 +112,9 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
                 continue
             v = _float_or_none(text)
             if v is None or not math.isfinite(v):
-                # the value itself is a record's: shown only when it is empty, nan or inf
+                # the value itself is a record's: described, never quoted (a 1e400 is one)
                 kind = ("empty value" if not text else "non-numeric value" if v is None
-                        else f"non-finite value {text!r}")
+                        else "non-finite value (NaN, infinity or beyond the float range)")
                 raise ValueError(
                     f"{path.name}, line {lineno}, column {j + 1}: {kind}; features "
                     f"must be finite numbers{_hint(text, j, header, delimiter, label)}."

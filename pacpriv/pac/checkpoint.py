@@ -7,6 +7,12 @@ Layout of a checkpoint directory::
                                       start .. stop-1 (``numpy.savez``, read with
                                       ``allow_pickle=False``)
 
+**A checkpoint is as private as the raw data**: the chunks hold the un-noised output of the
+mechanism on every simulated subset together with the subset masks, from which the records
+can be reconstructed (exactly, for a linear statistic). A directory created here has mode
+0700 and every file mode 0600 (whatever the umask; see :mod:`pacpriv._files`). Treat a
+checkpoint like the raw data and delete it after the run.
+
 Every file is written to a temporary name and moved into place with :func:`os.replace`
 (atomic on POSIX and Windows), chunk first, manifest second. The manifest is the only
 source of truth: a chunk it does not list (the process was killed between the two
@@ -51,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv import _json
+from pacpriv._files import atomic_write, private_dir
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
 from pacpriv.pac._mechanism import mechanism_fingerprint
@@ -62,6 +69,8 @@ _VERSION = 2
 _MANIFEST = "manifest.json"
 _REFERENCE = "reference.npy"
 _VERIFY_ADVICE = "Use another checkpoint directory or delete this one."
+#: How a mismatched root seed is fixed in the API (the CLI rewords it: "omit --seed").
+SEED_ADVICE = "pass rng=None to reuse the checkpoint's seed"
 
 
 def pool_fingerprint(pool: Any) -> dict:
@@ -297,15 +306,6 @@ def run_fingerprint(mechanism, pool, sampler, output_dtype) -> dict:
     }
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 class Checkpoint:
     """A checkpoint directory bound to one run (see the module docstring).
 
@@ -360,7 +360,7 @@ class Checkpoint:
             )
         manifest_path = directory / _MANIFEST
         if not manifest_path.exists():
-            directory.mkdir(parents=True, exist_ok=True)
+            private_dir(directory)
             root = np.random.SeedSequence() if root is None else root
             manifest = {
                 "format": _FORMAT,
@@ -382,7 +382,7 @@ class Checkpoint:
         if root is not None and seed_to_dict(root) != manifest["root_seed"]:
             differences.append(
                 f"root_seed (checkpoint: {manifest['root_seed']}, now: {seed_to_dict(root)}); "
-                "pass rng=None to reuse the checkpoint's seed"
+                + SEED_ADVICE
             )
         if differences:
             hint = ""
@@ -471,7 +471,7 @@ class Checkpoint:
         buffer = io.BytesIO()
         np.savez(buffer, outputs=outputs, masks=masks)
         data = buffer.getvalue()
-        _atomic_write(self.path / name, data)
+        atomic_write(self.path / name, data)
         if self.manifest["dim"] is None:
             self.manifest["dim"] = int(outputs.shape[1])
         self.manifest["chunks"].append([start, start + k, name, hashlib.sha256(data).hexdigest()])
@@ -549,10 +549,10 @@ class Checkpoint:
         buffer = io.BytesIO()
         np.save(buffer, np.asarray(reference, dtype=np.float64))
         data = buffer.getvalue()
-        _atomic_write(self.path / _REFERENCE, data)
+        atomic_write(self.path / _REFERENCE, data)
         self.manifest["reference"] = [_REFERENCE, hashlib.sha256(data).hexdigest()]
         self._write_manifest()
 
     def _write_manifest(self) -> None:
         data = _json.dumps(self.manifest, indent=1).encode()
-        _atomic_write(self.path / _MANIFEST, data)
+        atomic_write(self.path / _MANIFEST, data)

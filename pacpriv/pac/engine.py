@@ -46,7 +46,7 @@ from typing import Any, Literal
 import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_finite_array, check_int, check_n_jobs, check_real
 from pacpriv.exceptions import CheckpointError, MechanismError, NotReproducibleWarning
 from pacpriv.pac._mechanism import check_mechanism
 from pacpriv.pac._parallel import _failure_error, resolve_backend, run_pending
@@ -181,8 +181,13 @@ def _check_pool(pool: Any) -> tuple[Pool, int]:
     else:
         checked = _as_pool_array(pool, "pool")
         n_records = checked.shape[0]
-    if n_records == 0:
-        raise ValueError("`pool` must contain at least one record; got n_records = 0.")
+    if n_records < 2:
+        raise ValueError(
+            f"`pool` must contain at least 2 records (the secret is which records are in the "
+            f"subset); got n_records = {n_records}."
+        )
+    for j, a in enumerate(checked if isinstance(checked, tuple) else (checked,)):
+        check_finite_array(a, f"pool[{j}]" if isinstance(checked, tuple) else "pool")
     return checked, n_records
 
 
@@ -264,13 +269,15 @@ def simulate(
     pool : numpy.ndarray of shape (n_records, ...) or tuple of such arrays
         The data pool; a tuple (e.g. ``(X, y)``) holds aligned arrays sharing the first
         axis. The subset is ``pool[mask]`` (or ``tuple(a[mask] for a in pool)``); it may
-        be empty.
+        be empty. At least 2 records; float arrays must be finite (checked before any
+        trial; object arrays, e.g. lists of texts, are passed through unchecked).
     n_trials : int
         Number of trials, >= 1.
     sampler : Sampler, callable, str or None, default None
         Data distribution (see :func:`pacpriv.pac.samplers.as_sampler`); None = Poisson-½.
     n_jobs : int or None, default None
-        joblib's meaning: None = 1 unless set by ``joblib.parallel_config``; -1 = all cores.
+        joblib's meaning: None = 1 unless set by ``joblib.parallel_config``; -1 = all cores;
+        0 is a ValueError.
     backend : str or None, default None
         joblib backend ("loky", "threading", "dask", "ray", ...); None = joblib's default
         or the active ``parallel_config``. "dask" needs a ``distributed.Client``; "ray" uses
@@ -283,7 +290,10 @@ def simulate(
         Show a tqdm progress bar over trials.
     checkpoint : path or None, default None
         Directory where finished trials are saved as they complete (see
-        :mod:`pacpriv.pac.checkpoint`); rerunning with the same arguments resumes.
+        :mod:`pacpriv.pac.checkpoint`); rerunning with the same arguments resumes. It holds
+        the un-noised outputs and subset masks of every trial, from which the records can be
+        reconstructed: created with mode 0700 (files 0600); treat a checkpoint like the raw
+        data; delete it after the run.
     retries : int, default 0
         Extra attempts for a failing trial, with the same seed; also extra rounds after a
         worker crash.
@@ -296,7 +306,9 @@ def simulate(
         Trials per joblib task; never changes results.
     output_path : path or None, default None
         ``.npy`` file for disk-backed outputs (``numpy.lib.format.open_memmap``); masks go
-        to ``<stem>.masks.npy`` beside it.
+        to ``<stem>.masks.npy`` beside it. Both are created with mode 0600: like a checkpoint
+        they can reconstruct the records, so treat them like the raw data and delete them
+        after use.
     output_dtype : floating dtype, default numpy.float64
         Storage dtype of the outputs (float32 halves memory). Below float64, outputs are
         stored relative to trial 0's float64 output (``result.reference``), so a large
@@ -367,6 +379,7 @@ def simulate(
         output_path=output_path,
     )
     n_jobs, backend, progress = ex["n_jobs"], ex["backend"], ex["progress"]
+    n_jobs = check_n_jobs(n_jobs)
     checkpoint, retries, timeout = ex["checkpoint"], ex["retries"], ex["timeout"]
     batch_size, output_path = ex["batch_size"], ex["output_path"]
     default_name, pass_rng = check_mechanism(mechanism)

@@ -394,7 +394,8 @@ def run_pac(
         ``f(subset) -> array-like of shape (d,)``; gets the trial's ``numpy.random.Generator``
         as ``rng=`` if its signature has one. Must be picklable for process backends.
     pool : ndarray of shape (n_records, ...) or tuple of such arrays
-        The data pool the adversary is assumed to know.
+        The data pool the adversary is assumed to know: at least 2 records; float arrays must
+        be finite (checked before any trial, like ``n_jobs``: None or a nonzero integer).
     mi_budget : float
         Mutual-information budget ``v`` in **nats**, ``> 0``.
     n_trials : int, default 1000
@@ -434,7 +435,9 @@ def run_pac(
     secret_mask : ndarray of bool, shape (n_records,), optional
         Use this subset as the secret instead of drawing it from the sampler.
     progress, checkpoint, retries, timeout :
-        Passed to :func:`pacpriv.pac.engine.simulate`.
+        Passed to :func:`pacpriv.pac.engine.simulate`. A checkpoint holds the un-noised trial
+        outputs and subset masks (mode 0700, files 0600): treat a checkpoint like the raw
+        data; delete it after the run.
     mechanism_name : str, optional
         Name shown in the report (default: the engine's qualified name).
     dataset : dict, optional

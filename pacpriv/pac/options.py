@@ -18,7 +18,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int, check_n_jobs, check_real
 
 __all__ = ["ExecutionOptions", "merge_execution"]
 
@@ -36,7 +36,9 @@ class ExecutionOptions:
     progress : bool, default True
         Show a tqdm progress bar.
     checkpoint : str or path-like or None, default None
-        Folder of a resumable checkpoint.
+        Folder of a resumable checkpoint (mode 0700, files 0600). It holds the un-noised
+        trial outputs and subset masks: treat a checkpoint like the raw data; delete it after
+        the run.
     retries : int, default 0
         Extra attempts per failing trial (same seed), ``>= 0``.
     timeout : float or None, default None
@@ -68,8 +70,7 @@ class ExecutionOptions:
     output_path: str | os.PathLike | None = None
 
     def __post_init__(self) -> None:
-        if self.n_jobs is not None:
-            check_int(self.n_jobs, "n_jobs")
+        check_n_jobs(self.n_jobs)
         if self.backend is not None and not isinstance(self.backend, str):
             raise TypeError(f"`backend` must be a str or None; got {type(self.backend).__name__}.")
         if not isinstance(self.progress, bool):

@@ -4,7 +4,9 @@ Outputs are written in place as batches finish (never accumulated in lists). Wit
 ``output_path`` the arrays are ``.npy`` files opened with
 :func:`numpy.lib.format.open_memmap`, so ``n_trials x d`` can exceed memory: outputs go to
 ``output_path`` and masks to the sibling ``<stem>.masks.npy``. Both are ordinary ``.npy``
-files readable with ``numpy.load(path, mmap_mode="r")``.
+files readable with ``numpy.load(path, mmap_mode="r")``. They hold un-noised outputs and subset
+masks, which can reconstruct the records: they are created with mode 0600 (owner only), and
+should be treated like the raw data and deleted after use.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import os
 from pathlib import Path
 
 import numpy as np
+
+from pacpriv._files import create_private_file
 
 __all__ = ["OutputStore", "masks_path_for"]
 
@@ -73,6 +77,8 @@ class OutputStore:
             self.masks = np.zeros(mshape, dtype=bool)
         else:
             open_memmap = np.lib.format.open_memmap
+            for path in (self.path, masks_path_for(self.path)):
+                create_private_file(path)  # 0600: open_memmap keeps the mode of what it truncates
             self.outputs = open_memmap(self.path, mode="w+", dtype=self.dtype, shape=shape)
             self.masks = open_memmap(masks_path_for(self.path), mode="w+", dtype=bool, shape=mshape)
 

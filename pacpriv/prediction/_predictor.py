@@ -10,6 +10,7 @@ References
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import secrets
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._adapters import TorchMechanism
+from pacpriv._files import atomic_write
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
@@ -372,7 +374,9 @@ class PrivatePredictor:
             import joblib
 
             st.write_worlds(arrays)
-            joblib.dump({"output": self.output, "model_factory": factory}, st.evaluator_path)
+            buf = io.BytesIO()
+            joblib.dump({"output": self.output, "model_factory": factory}, buf)
+            atomic_write(st.evaluator_path, buf.getvalue())  # 0600, like every state file
             if st.secret_path.exists():  # a crash after the secret was written: keep it
                 secret_index, noise_entropy = st.read_secret()
             else:

@@ -5,13 +5,17 @@ Layout::
     config.json     public: fingerprint (pool, sampler, fit, n_worlds, world seed), budgets, rule,
                     output, feature shape, membership prior, and how J was drawn (a label:
                     OS entropy or caller-seeded; never a seed or anything derived from one)
-    worlds.npz      public: world masks (m, n_records) and digests (m, 32) or parameters (m, P)
-    models/         public: one joblib file per world model, named by its SHA-256
+    worlds.npz      world masks (m, n_records) and digests (m, 32) or parameters (m, P)
+    models/         one joblib file per world model, named by its SHA-256
     checkpoint/     the engine's checkpoint while the worlds are being fitted
     evaluator.joblib  output transform (and torch model factory), pickled by reference
     secret.json     mode 0600: the secret world index J and the noise entropy
     ledger.json     queries answered, MI spent (nats), log posterior over worlds
     lock            advisory lock file (one writer at a time across processes)
+
+The directory holds un-noised models of subsets of the pool, their subset masks and the
+engine's checkpoint: it is as private as the raw data. A directory created here has mode 0700
+and every file mode 0600 (see :mod:`pacpriv._files`); ``secret.json`` must stay 0600.
 
 Every file is written to a temporary name, flushed and ``fsync``-ed, then moved into place with
 :func:`os.replace` (atomic on POSIX), and the directory is ``fsync``-ed. The ledger is written
@@ -33,41 +37,13 @@ from pathlib import Path
 import numpy as np
 
 from pacpriv import _json
+from pacpriv._files import atomic_write, private_dir
 from pacpriv.exceptions import CheckpointError
 
 __all__ = ["StateDir"]
 
 _FORMAT = "pacpriv.prediction.state"
 _VERSION = 1
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` atomically (temp file, fsync, ``os.replace``, fsync dir)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        os.fchmod(fd, mode)  # the umask must not widen or narrow it
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 class _StateFile:
@@ -110,7 +86,7 @@ class StateDir:
 
     # -- config --------------------------------------------------------------------------
     def write_config(self, config: dict) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path)
         body = {"format": _FORMAT, "version": _VERSION, **config}
         atomic_write(self.config_path, _json.dumps(body, indent=2, sort_keys=True).encode())
 
@@ -229,7 +205,7 @@ class StateDir:
         except ImportError:  # pragma: no cover - Windows: in-process lock only
             yield
             return
-        self.path.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path)
         fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._adapters import EstimatorMechanism, TorchMechanism
+from pacpriv._files import atomic_write, private_dir
 from pacpriv.exceptions import NotReproducibleWarning
 from pacpriv.pac._mechanism import accepts_rng
 from pacpriv.pac.samplers import callable_fingerprint
@@ -119,15 +119,6 @@ def fit_fingerprint(fitter: Any) -> dict:
     return {"kind": "callable", "fit": callable_fingerprint(fitter)}
 
 
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 @dataclass(frozen=True)
 class _FitAndStore:
     """Engine mechanism: fit a world model, store it by SHA-256, output the 32 digest bytes."""
@@ -145,7 +136,7 @@ class _FitAndStore:
         digest = hashlib.sha256(data).digest()
         path = Path(self.models_dir) / f"{digest.hex()}.joblib"
         if not path.exists():
-            _atomic_bytes(path, data)
+            atomic_write(path, data)  # 0600: an un-noised model of a subset
         return np.frombuffer(digest, dtype=np.uint8).astype(np.float64)
 
 
@@ -164,7 +155,7 @@ def fit_worlds(fitter, pool, *, n_worlds: int, sampler, world_seed: np.random.Se
     from pacpriv.pac.engine import simulate
 
     models_dir = directory / "models"
-    models_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(models_dir)
     mechanism = fitter if isinstance(fitter, TorchMechanism) else _FitAndStore(
         fitter, str(models_dir))
     with warnings.catch_warnings():

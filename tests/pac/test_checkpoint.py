@@ -191,6 +191,67 @@ def test_output_path_with_checkpoint(tmp_path):
     assert np.array_equal(np.load(out), clean.outputs) and res.resumed_trials == 8
 
 
+@pytest.fixture
+def loose_umask():
+    """Run with umask 0 (new files 0666, directories 0777 unless the code narrows them)."""
+    old = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def _mode(path):
+    return os.stat(path).st_mode & 0o777
+
+
+def test_checkpoint_and_output_files_are_owner_only(tmp_path, loose_umask):
+    """Checkpoints and output_path files hold the pool in effect: 0700 dir, 0600 files (F5).
+
+    Whatever the umask; and a resumed, extended run (new chunk, rewritten manifest) keeps the
+    modes and restores the finished trials bit-identically.
+    """
+    ckpt, out = tmp_path / "sub" / "ckpt", tmp_path / "out.npy"
+    first = simulate(mechs.noisy_sum, POOL, n_trials=8, rng=3, checkpoint=ckpt, progress=False,
+                     output_dtype=np.float32)
+    assert _mode(ckpt) == 0o700
+    files = sorted(p.name for p in ckpt.iterdir())
+    assert "manifest.json" in files and "reference.npy" in files
+    assert any(name.startswith("trials_") for name in files)
+    assert {name: _mode(ckpt / name) for name in files} == dict.fromkeys(files, 0o600)
+    res = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3, checkpoint=ckpt, output_path=out,
+                   progress=False, output_dtype=np.float32)
+    clean = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3, progress=False,
+                     output_dtype=np.float32)
+    assert res.resumed_trials == 8
+    assert np.array_equal(np.asarray(res.outputs), clean.outputs)
+    assert np.array_equal(np.asarray(res.outputs)[:8], first.outputs)
+    assert _mode(ckpt) == 0o700
+    assert len(_manifest(ckpt)["chunks"]) >= 2
+    assert {p.name: _mode(p) for p in ckpt.iterdir()} == {
+        p.name: 0o600 for p in ckpt.iterdir()}
+    assert _mode(out) == 0o600 and _mode(tmp_path / "out.masks.npy") == 0o600
+
+
+def test_output_path_file_is_narrowed_when_it_exists(tmp_path):
+    """An existing world-readable output_path file is truncated and made 0600."""
+    out = tmp_path / "out.npy"
+    out.write_bytes(b"old")
+    os.chmod(out, 0o644)
+    res = simulate(mechs.noisy_sum, POOL, n_trials=5, rng=3, output_path=out, progress=False)
+    assert _mode(out) == 0o600 and np.load(out).shape == np.asarray(res.outputs).shape
+
+
+def test_existing_checkpoint_directory_keeps_its_mode(tmp_path):
+    """A directory the caller made keeps its mode (it is theirs); the files are still 0600."""
+    ckpt = tmp_path / "mine"
+    ckpt.mkdir()
+    os.chmod(ckpt, 0o750)
+    simulate(mechs.noisy_sum, POOL, n_trials=4, rng=3, checkpoint=ckpt, progress=False)
+    assert _mode(ckpt) == 0o750
+    assert {_mode(p) for p in ckpt.iterdir()} == {0o600}
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

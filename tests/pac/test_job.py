@@ -137,6 +137,38 @@ def test_budget_below_float_range_is_refused_before_any_trial():
     assert calls == []
 
 
+@pytest.mark.parametrize(
+    ("pool", "kwargs", "error", "match"),
+    [
+        (np.array([[1.0, np.nan], [2, 3], [4, 5]]), {},
+         ValueError, r"`pool` must hold finite numbers; record 0 has a NaN or infinite value"),
+        (np.array([[1.0, 2.0]]), {}, ValueError, r"`pool` must contain at least 2 records"),
+        (np.ones((10, 2)), {"n_jobs": 0}, ValueError, r"`n_jobs` must be a positive number"),
+        (np.ones((10, 2)), {"n_jobs": "2"}, TypeError, r"`n_jobs` must be None or a nonzero"),
+    ],
+)
+def test_pool_and_n_jobs_are_checked_before_any_trial(pool, kwargs, error, match):
+    """New-user review F4: the API named neither the pool nor n_jobs and started the trials."""
+    calls = []
+
+    def f(subset):
+        calls.append(1)
+        return np.asarray(subset, dtype=float).mean(axis=0)
+
+    with pytest.raises(error, match=match) as info:
+        run_pac(f, pool, mi_budget=0.02, n_trials=20, rng=0, progress=False, **kwargs)
+    assert calls == []
+    assert "nan" not in str(info.value).lower().replace("a nan or", "")  # no value quoted
+
+
+def test_object_pools_are_still_accepted():
+    """Pools of non-numbers (texts) pass the pool check: only float arrays must be finite."""
+    words = np.array(["a", "bb", "ccc", "dddd", "eeeee", "ffffff"], dtype=object)
+    res = run_pac(lambda s: np.array([float(sum(map(len, s)))]), words, mi_budget=0.5,
+                  n_trials=20, rng=0, progress=False, target_inflation=None, release=False)
+    assert res.simulation.n_records == 6
+
+
 def test_noise_that_overflows_is_an_error_not_a_nan_release():
     from pacpriv.exceptions import CalibrationError
 

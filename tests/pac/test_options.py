@@ -58,6 +58,8 @@ def test_options_and_changed_keywords_together_are_rejected():
     ({"batch_size": 0}, ValueError, "batch_size"),
     ({"progress": "yes"}, TypeError, "progress"),
     ({"backend": 3}, TypeError, "backend"),
+    ({"n_jobs": 0}, ValueError, r"`n_jobs` must be a positive number of workers or negative"),
+    ({"n_jobs": 2.0}, TypeError, "`n_jobs` must be None or a nonzero integer"),
 ])
 def test_options_are_validated_on_construction(kwargs, error, match):
     with pytest.raises(error, match=match):

@@ -89,6 +89,23 @@ def test_rows_outside_the_file(fitted, capsys):
     assert code == 2 and "--rows 70:72: --dataset has 60 rows" in err
 
 
+@pytest.mark.parametrize("rows", ["0:100000", "58:61"])
+def test_rows_stop_beyond_the_file_is_refused_before_spending(fitted, capsys, rows):
+    """New-user review F10: STOP past the end was clamped like a slice and 60 rows were spent."""
+    from pacpriv.prediction import PrivatePredictor
+
+    folder, state, _ = fitted
+    before = PrivatePredictor.load(state).n_answered
+    code, out, err = _query(capsys, state, "--dataset", folder / "cls.csv", "--rows", rows,
+                            "--label-column", "y label")
+    assert code == 2 and out == ""
+    assert f"--rows {rows}: --dataset has 60 rows (START:STOP must lie within 0:60)" in err
+    assert PrivatePredictor.load(state).n_answered == before
+    code, _, err = _query(capsys, state, "--dataset", folder / "cls.csv", "--rows", "58:60",
+                          "--label-column", "y label")
+    assert code == 0, err  # the last rows themselves are fine
+
+
 def test_bad_query_value_withheld(fitted, capsys, tmp_path):
     """A non-numeric value in a query file: line and column, not the value."""
     _, state, X = fitted

@@ -133,3 +133,23 @@ def test_budget_reads_answers_given_by_another_instance_of_the_same_state(tmp_pa
     assert seen["n_answered"] == 3
     assert seen["spent"] == pytest.approx(3 * B)
     assert seen["membership_bound"] == other.budget()["membership_bound"]
+
+
+def test_state_directory_is_owner_only(tmp_path):
+    """Worlds, models and the engine checkpoint are pool-derived: 0700 dirs, 0600 files (F5)."""
+    old = os.umask(0)
+    try:
+        state = tmp_path / "state"
+        _predictor(state).fit(progress=False)
+    finally:
+        os.umask(old)
+    dirs = [state, *(p for p in state.rglob("*") if p.is_dir())]
+    files = [p for p in state.rglob("*") if p.is_file()]
+    assert {p.name for p in dirs} >= {"state", "checkpoint"}
+    assert {p.name for p in files} >= {"config.json", "worlds.npz", "secret.json", "ledger.json",
+                                       "manifest.json"}
+    assert {str(p.relative_to(tmp_path)): os.stat(p).st_mode & 0o777 for p in dirs} == {
+        str(p.relative_to(tmp_path)): 0o700 for p in dirs}
+    assert {str(p.relative_to(tmp_path)): os.stat(p).st_mode & 0o777 for p in files} == {
+        str(p.relative_to(tmp_path)): 0o600 for p in files}
+    assert PrivatePredictor.load(state).n_answered == 0
