@@ -502,15 +502,17 @@ def exact_membership_inference_accuracy(
 
     Measured on the issue's grid (σ ∈ [0.05, 4], M ≤ 1e8, E ≤ 1e6; 289 cells, an independent
     audit of 137, and σ from 0.5 to 3.5 at M = 1e8, E = 1e6): peak memory below 0.7 GB,
-    every interval within ``[½, 1]`` and the default tolerance 1e-4 met, with no warning.
-    The slowest cell is (0.5, 1e8, 1e6), about 2 minutes on 2 cores (4 refinements of the
-    hybrid grid; a progress bar is shown); the others at M = 1e8, E = 1e6 take 0.3–15 s.
-    There one epoch's log-likelihood ratio has standard deviation down to 4e-5 while a
-    coordinate's tail is heavy, and the E-fold products multiply every per-epoch error by
-    1e6. Refinements stop when the predicted CPU time of the next one exceeds
-    ``_MAX_ATTEMPT_S`` (120 s; CPU time, so the result does not depend on the machine's
-    load); a tighter ``tolerance`` there can end with a (certified, wider) interval and a
-    warning.
+    every interval within ``[½, 1]`` and the default tolerance 1e-4 met with no warning,
+    except near σ = 0.5 with M ≥ 1e7 and E = 1e6: (0.5, 1e7, 1e6) ends at width 1.7e-4 with
+    a :class:`PacprivWarning` after about 3 minutes of CPU, (0.5, 1e8, 1e6) meets 1e-4 after
+    about 2–3 minutes (4 refinements; a progress bar is shown); the others at M = 1e8,
+    E = 1e6 take 0.3–15 s. There one epoch's log-likelihood ratio has standard deviation down
+    to 4e-5 while a coordinate's tail is heavy, the E-fold products multiply every per-epoch
+    error by 1e6, and the geometric grid's round-off allowance (sums of up to ``D`` terms,
+    ``D`` growing with its resolution) sets a floor near 1e-4. Refinements stop when the
+    predicted CPU time of the next one exceeds ``_MAX_ATTEMPT_S`` (120 s; CPU time, so the
+    result does not depend on the machine's load); a tighter ``tolerance`` there ends with
+    a (certified, wider) interval and a warning.
 
     References
     ----------
