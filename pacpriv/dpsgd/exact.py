@@ -501,7 +501,7 @@ def exact_membership_inference_accuracy(
     (both garblings: only tightness is traded, for smaller round-off).
 
     Measured on the issue's grid (σ ∈ [0.05, 4], M ≤ 1e8, E ≤ 1e6; 289 cells, an independent
-    audit of 137, and σ from 0.5 to 3.5 at M = 1e8, E = 1e6): peak memory below 0.7 GB,
+    audit of 137, and σ from 0.5 to 3.5 at M = 1e8, E = 1e6): peak memory below 1.2 GB,
     every interval within ``[½, 1]`` and the default tolerance 1e-4 met with no warning,
     except near σ = 0.5 with M ≥ 1e7 and E = 1e6: (0.5, 1e7, 1e6) ends at width 1.7e-4 with
     a :class:`PacprivWarning` after about 3 minutes of CPU, (0.5, 1e8, 1e6) meets 1e-4 after
