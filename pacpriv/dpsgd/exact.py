@@ -422,6 +422,9 @@ def exact_membership_inference_accuracy(
         ``E_P[(1 − e^{L})_+]`` plus the mass defect (remove). TV is symmetric: both agree.
     max_refinements : int, default 4
         Maximum number of grid refinements.
+    progress : bool or None, default None
+        A tqdm bar on stderr for evaluations still running after 2 s: ``None`` only when
+        stderr is a terminal, ``True`` always, ``False`` never.
 
     Returns
     -------
@@ -561,7 +564,7 @@ def exact_membership_inference_accuracy(
     results: dict = {}
     # the bar appears only if the evaluation is still running after 2 s (``delay``)
     with tqdm(total=0, desc="exact accuracy", unit="step", delay=2.0,
-              disable=progress is False, leave=False) as bar:
+              disable=None if progress is None else not progress, leave=False) as bar:
         for key in sorted(keys, key=lambda k: (k[1], k[2], -k[0])):
             results[key] = _scalar(*key, tol, direction, refinements, bar)
     lower = np.empty(sigma_b.shape)
