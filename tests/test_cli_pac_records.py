@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -83,3 +84,26 @@ def test_exposure_of_a_sum_matches_closed_form():
     res = record_exposure(lambda s: s.sum(axis=0), x, noise_cov=1.0, n_trials=3, rng=0,
                           progress=False)
     np.testing.assert_allclose(res.accuracy, norm.cdf(np.abs(x[:, 0]) / 2), atol=1e-12)
+
+
+def test_calibrated_noise_scale_of_a_private_pool_is_not_printed(tmp_path, capsys):
+    """Review (session 20): the calibrated noise scale of a mean is ~ an outlier's value / n;
+    for a pool that is not public it stays out of the report and the terminal unless asked."""
+    pool = np.random.default_rng(0).normal(5e4, 1e4, size=(60, 3))
+    pool[0, 1] = 98_765_432.1
+    csv = tmp_path / "people.csv"
+    np.savetxt(csv, pool, delimiter=",", header="a,salary,c", comments="")
+    argv = ["pac", "records", "--mechanism", "mean", "--dataset", str(csv), "--target-accuracy",
+            "0.6", "--trials", "200", "--seed", "0", "--records", "0-4", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "hidden")]) == 0
+    out = capsys.readouterr().out
+    assert "absolute scale not shown" in out and "E||B||" not in out
+    text = (tmp_path / "hidden" / "report.json").read_text()
+    assert "pool_statistics" in text
+    big = [float(t) for t in re.findall(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?", text)
+           if abs(float(t)) >= 1e5]
+    assert big == []
+    assert main([*argv, "--out", str(tmp_path / "shown"), "--report-pool-statistics"]) == 0
+    assert "E||B||^2 = " in capsys.readouterr().out
+    full = json.loads((tmp_path / "shown" / "report.json").read_text())
+    assert full["sections"][0]["per_record"]["noise_plan"]["noise_std_max"] > 1e6

@@ -81,3 +81,20 @@ def test_prior_is_rounded_the_same_way_everywhere_in_a_report():
     p = {"membership_prior": 0.000876815, "blind_guess_prior": 0.9991231843134014,
          "prior_explanation": "estimated"}
     assert "Prior used: 99.92%" in _prior_text(p)
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_pac_run_terminal_summary_hides_the_scale_of_a_private_pool(tmp_path, capsys):
+    from pacpriv.cli import main
+
+    pool = np.random.default_rng(1).normal(5e4, 1e4, size=(40, 2))
+    pool[0, 0] = 98_765_432.1
+    csv = tmp_path / "p.csv"
+    np.savetxt(csv, pool, delimiter=",", header="salary,b", comments="")
+    argv = ["pac", "run", "--mechanism", "mean", "--dataset", str(csv), "--mi-budget", "0.1",
+            "--trials", "40", "--seed", "0", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "absolute scale not shown" in out and "E||B||" not in out
+    assert main([*argv, "--out", str(tmp_path / "b"), "--report-pool-statistics"]) == 0
+    assert "E||B||^2 = " in capsys.readouterr().out

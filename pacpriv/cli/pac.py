@@ -364,7 +364,8 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
     from pacpriv.report import build_report
     from pacpriv.report.layout import pac_layout
 
-    report = build_report(result)
+    report = build_report(
+        result, pool_statistics=True if getattr(args, "report_pool_statistics", False) else None)
     p = report["privacy"]
     acc = result.posterior_success_bound
     sim = result.simulation
@@ -373,8 +374,14 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
     print(f"trials               {sim.n_trials} (d = {sim.dim}, {sim.elapsed_s:.1f} s, "
           f"{sim.backend}, {jobs})")
-    print(f"noise rule           {result.plan.rule}, "
-          f"E||B||^2 = {format_bound(result.plan.expected_noise_power, side='down')}")
+    if "pool_statistics" in report["noise"]:  # the pool is not public: scale-free only
+        ratio = report["noise"].get("noise_to_spread_rms")
+        print(f"noise rule           {result.plan.rule}, absolute scale not shown (the pool is "
+              "not public; --report-pool-statistics to include it)"
+              + (f"; noise / spread {format_bound(ratio, 3, side='down')}" if ratio else ""))
+    else:
+        print(f"noise rule           {result.plan.rule}, "
+              f"E||B||^2 = {format_bound(result.plan.expected_noise_power, side='down')}")
     print(f"MI budget            {format_bound(budget)} nats, {result.label} "
           f"(plan bound {format_bound(result.plan.mi_bound, side='up')})")
     cert = result.certification()

@@ -23,6 +23,7 @@ from pacpriv.pac.per_record_calibration import calibrate_per_record
 from pacpriv.pac.samplers import PoissonSampler
 from pacpriv.registry import resolve_mechanism
 from pacpriv.report import write_report
+from pacpriv.report.builder import POOL_STATISTICS_HIDDEN, is_public_pool, scrub_pool_scale
 
 __all__ = ["add_records_parser", "parse_records"]
 
@@ -93,6 +94,10 @@ def add_records_parser(sub) -> None:
                    help="per-record accuracy target in (max(q, 1-q), 1): calibrate the noise")
     p.add_argument("--noise-std", type=number, default=None,
                    help="alternatively: isotropic noise std (> 0) to measure the exposure of")
+    p.add_argument("--report-pool-statistics", action="store_true",
+                   help="include the calibrated noise's absolute scale in the report and here "
+                   "(a statistic of f over subsets of the pool). Default: shown only for a "
+                   "bundled public dataset or a --noise-std you chose")
     p.add_argument("--trials", type=int, default=200,
                    help="simulated subsets (>= 2); each costs 1 + (audited records) "
                    "evaluations (default 200)")
@@ -174,6 +179,13 @@ def _records(args) -> int:
     section["per_record"]["mechanism"] = mech_name
     section["per_record"]["dataset"] = dataset.name
     section["per_record"]["noise_plan"] = summary["noise"]
+    # a calibrated noise scale is a statistic of f over subsets of the pool (see write_report's
+    # pool_statistics): hidden unless the pool is public or asked for
+    show_scale = (args.target_accuracy is None or args.report_pool_statistics
+                  or is_public_pool({"source": dataset.source}))
+    if not show_scale:
+        section = scrub_pool_scale(section)
+        section["per_record"]["pool_statistics"] = POOL_STATISTICS_HIDDEN
     paths = write_report(_Report(section), Path(args.out), formats=formats)
     if args.json:
         print(paths["json"].read_text() if "json" in paths else _json.dumps(section))
@@ -181,11 +193,15 @@ def _records(args) -> int:
     d = section["per_record"]
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
     print(f"audited records      {d['n_audited']} over {d['n_trials']} trials")
-    if summary["plan_bound"] is not None:
+    if summary["plan_bound"] is not None and show_scale:
         print(f"noise ({args.shape})".ljust(21)
               + f"std max {format_bound(summary['noise']['noise_std_max'], side='down')}, "
               f"E||B||^2 = "
               f"{format_bound(summary['noise']['expected_noise_power'], side='down')}")
+    elif summary["plan_bound"] is not None:
+        print(f"noise ({args.shape})".ljust(21) + "absolute scale not shown (the pool is not "
+              "public; --report-pool-statistics to include it)")
+    if summary["plan_bound"] is not None:
         print(f"plan bound           {format_percent(summary['plan_bound'])} "
               f"certified (1−γ = {args.confidence:g}), target {args.target_accuracy:g}")
     # --noise-std: the per-record empirical-Bernstein bounds hold at once with 1−γ. With a

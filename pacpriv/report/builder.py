@@ -151,6 +151,30 @@ POOL_STATISTICS_HIDDEN = (
     "to include them.")
 
 
+#: Keys holding absolute (pool-scale) noise or spread values, removed by :func:`scrub_pool_scale`
+POOL_SCALE_KEYS = frozenset({
+    "noise_std", "noise_std_max", "noise_std_min", "noise_std_top", "residual_std",
+    "expected_noise_power", "total_variance", "max_coordinate_variance", "tail_variance",
+    "eigenvalues", "top_eigenvalues", "coordinate_variances", "clip_radius", "summand_bound",
+    "mean_summand", "upper_bound", "plugin_trace", "kappa", "kappa_plugin", "output_bound",
+    "variances", "noise_variances", "scale",
+})
+
+
+def scrub_pool_scale(obj):
+    """``obj`` (nested dicts and lists) without the :data:`POOL_SCALE_KEYS` entries."""
+    if isinstance(obj, dict):
+        return {k: scrub_pool_scale(v) for k, v in obj.items() if k not in POOL_SCALE_KEYS}
+    if isinstance(obj, list):
+        return [scrub_pool_scale(v) for v in obj]
+    return obj
+
+
+def is_public_pool(dataset: dict) -> bool:
+    """Whether the pool is a bundled public dataset (see :func:`_is_public_pool`)."""
+    return _is_public_pool(dataset)
+
+
 def _is_public_pool(dataset: dict) -> bool:
     """A bundled public dataset (scikit-learn's): its statistics are public facts."""
     return str(dataset.get("source", "")).startswith("sklearn.")
