@@ -98,3 +98,19 @@ def test_pac_run_terminal_summary_hides_the_scale_of_a_private_pool(tmp_path, ca
     assert "absolute scale not shown" in out and "E||B||" not in out
     assert main([*argv, "--out", str(tmp_path / "b"), "--report-pool-statistics"]) == 0
     assert "E||B||^2 = " in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_pac_run_json_without_a_json_report_prints_the_public_report(tmp_path, capsys):
+    from pacpriv.cli import main
+
+    pool = np.random.default_rng(2).normal(size=(40, 2))
+    pool[0, 0] = 98_765_432.1
+    csv = tmp_path / "p.csv"
+    np.savetxt(csv, pool, delimiter=",", header="salary,b", comments="")
+    assert main(["pac", "run", "--mechanism", "mean", "--dataset", str(csv), "--mi-budget",
+                 "0.1", "--trials", "40", "--seed", "0", "--no-progress", "--json",
+                 "--format", "md", "--out", str(tmp_path / "o")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["kind"] == "pac" and "eigenvalues" not in printed["spectrum"]
+    assert "pool_statistics" in printed["noise"]

@@ -35,7 +35,7 @@ from pacpriv.pac.job import run_pac
 from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posterior_success_rate
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
 from pacpriv.registry import available_mechanisms
-from pacpriv.report import write_report
+from pacpriv.report import build_report, write_report
 from pacpriv.report.layout import posterior_command
 
 #: ``--backend`` choices.
@@ -354,14 +354,15 @@ def _run(args) -> int:
     show_pool = True if getattr(args, "report_pool_statistics", False) else None
     paths = write_report(result, out, formats=formats, pool_statistics=show_pool)
     if args.json:
-        print(paths["json"].read_text() if "json" in paths else _json.dumps(result.to_dict()))
+        # the report dict, not result.to_dict(): the same public facts as report.json
+        print(paths["json"].read_text() if "json" in paths
+              else _json.dumps(build_report(result, pool_statistics=show_pool)))
         return 0
     _summary(result, mech_name, dataset, budget, n_jobs, args, paths)
     return 0
 
 
 def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
-    from pacpriv.report import build_report
     from pacpriv.report.layout import pac_layout
 
     report = build_report(
