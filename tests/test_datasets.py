@@ -262,3 +262,23 @@ def test_bad_spec_type():
     """The spec must be a name or a path."""
     with pytest.raises(TypeError, match="must be a dataset name or a path"):
         load_dataset(3)
+
+
+def test_a_first_record_with_a_text_label_is_data_not_a_header(tmp_path):
+    """Leak review (session 20): a headerless CSV whose first record had a text label (or an
+    empty cell) was read as a header: its values became column names in every report."""
+    rows = ["98765432.1,98765432.1,98765432.1,CEO", "1,2,3,staff", "4,5,6,staff"]
+    path = tmp_path / "nohdr.csv"
+    path.write_text("\n".join(rows) + "\n")
+    ds = load_dataset(path, label_column=3)
+    assert ds.n_records == 3 and ds.X[0, 0] == 98765432.1
+    assert "98765432.1" not in json.dumps(ds.to_dict())
+    gap = tmp_path / "gap.csv"
+    gap.write_text("98765432.1,,98765432.1\n1,2,3\n")
+    with pytest.raises(ValueError, match=r"line 1, column 2: empty value") as err:
+        load_dataset(gap)
+    assert "98765432" not in str(err.value)
+    # a real header (names, or a blank index column as pandas writes it) is still a header
+    hdr = tmp_path / "hdr.csv"
+    hdr.write_text(",a,b\n0,1.5,2\n1,3,4\n")
+    assert load_dataset(hdr).n_records == 2

@@ -114,3 +114,41 @@ def test_pac_run_json_without_a_json_report_prints_the_public_report(tmp_path, c
     printed = json.loads(capsys.readouterr().out)
     assert printed["kind"] == "pac" and "eigenvalues" not in printed["spectrum"]
     assert "pool_statistics" in printed["noise"]
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_a_file_named_like_sklearn_is_not_a_public_pool(tmp_path, capsys):
+    """Leak review (session 20): `sklearn.payroll.csv` passed a startswith("sklearn.") test."""
+    from pacpriv.cli import main
+    from pacpriv.datasets.loading import is_bundled_source
+
+    assert is_bundled_source("sklearn.datasets.load_iris")
+    assert not is_bundled_source("sklearn.payroll.csv")
+    assert not is_bundled_source("sklearn.datasets.load_iris.csv")
+    pool = np.random.default_rng(3).normal(5e4, 1e4, size=(40, 2))
+    pool[0, 0] = 98_765_432.1
+    csv = tmp_path / "sklearn.payroll.csv"
+    np.savetxt(csv, pool, delimiter=",", header="salary,b", comments="")
+    assert main(["pac", "run", "--mechanism", "mean", "--dataset", str(csv), "--mi-budget",
+                 "0.1", "--trials", "40", "--seed", "0", "--no-progress",
+                 "--out", str(tmp_path / "o")]) == 0
+    assert "E||B||" not in capsys.readouterr().out
+    rep = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert "eigenvalues" not in rep["spectrum"]
+
+
+def test_api_per_record_report_hides_the_calibrated_scale(tmp_path):
+    """Leak review (session 20): write_report(calibrate_per_record(...)) kept noise_std_max."""
+    from pacpriv.pac import calibrate_per_record
+
+    pool = np.random.default_rng(4).normal(5e4, 1e4, size=(60, 3))
+    pool[0, 1] = 98_765_432.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = calibrate_per_record(_mean, pool, target_accuracy=0.6, n_trials=200,
+                                    records=np.arange(5), rng=0)
+    text = json.dumps(build_report(plan))
+    assert "noise_std_max" not in text and "pool_statistics" in text
+    assert all(abs(x) < 1e5 for x in _numbers(text.replace("e-", "e~")))
+    full = json.dumps(build_report(plan, pool_statistics=True))
+    assert "noise_std_max" in full

@@ -186,7 +186,8 @@ def _records(args) -> int:
     if not show_scale:
         section = scrub_pool_scale(section)
         section["per_record"]["pool_statistics"] = POOL_STATISTICS_HIDDEN
-    paths = write_report(_Report(section), Path(args.out), formats=formats)
+    paths = write_report(_Report(section), Path(args.out), formats=formats,
+                         pool_statistics=show_scale)
     if args.json:
         print(paths["json"].read_text() if "json" in paths else _json.dumps(section))
         return 0

@@ -67,8 +67,18 @@ def _hint(text: str, column: int, header, delimiter: str, label) -> str:
     return ""
 
 
+def _is_header(fields: list[str]) -> bool:
+    """A first row is a header when none of its fields is a number (names, or blanks such as
+    a pandas index column's).
+
+    A row with a number among its fields is a record (possibly with an empty cell or a text
+    label): taking it as a header would publish its values as column names and drop it.
+    """
+    return any(fields) and all(_float_or_none(f) is None for f in fields)
+
+
 def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
-    """Read a numeric CSV; the first row is a header when any of its fields is not a number.
+    """Read a numeric CSV; the first row is a header when none of its fields is a number.
 
     Error messages name the file, line and column, never a cell's text (it is a record's value):
     a non-numeric, non-finite or undecodable cell is described, not quoted.
@@ -93,7 +103,7 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
     if not rows:
         raise ValueError(f"dataset file {str(path)!r} is empty.")
     header = None
-    if any(_float_or_none(f) is None for f in rows[0][1]):
+    if _is_header(rows[0][1]):
         header, rows = rows[0][1], rows[1:]
     if not rows:
         raise ValueError(f"dataset file {str(path)!r} has a header but no data rows.")

@@ -66,6 +66,14 @@ BUNDLED_DATASETS: dict[str, tuple[str, str]] = {
 }
 
 
+def is_bundled_source(source: str) -> bool:
+    """Whether ``source`` is exactly a bundled dataset's loader (``sklearn.datasets.load_*``).
+
+    An exact match: a user file merely *named* ``sklearn.<anything>.csv`` is not public.
+    """
+    return source in {f"sklearn.datasets.{loader}" for loader, _ in BUNDLED_DATASETS.values()}
+
+
 @dataclass(frozen=True)
 class DatasetInfo:
     """Public facts about a data pool, as used by the mechanism registry.
@@ -187,7 +195,7 @@ class Dataset:
         each is a value of some record (or of the user's machine). Bundled datasets keep
         their published ranges and class names.
         """
-        bundled = self.source.startswith("sklearn.datasets.")
+        bundled = is_bundled_source(self.source)
         return {
             **self.info().to_dict(),
             "labelled": self.y is not None,

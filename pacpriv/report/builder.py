@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from pacpriv import _json
-from pacpriv.datasets.loading import PUBLIC_BOUNDS
+from pacpriv.datasets.loading import PUBLIC_BOUNDS, is_bundled_source
 from pacpriv.report.format import TOP_ROWS
 from pacpriv.report.html import render_html
 from pacpriv.report.layout import pac_layout, render_row, section_layout
@@ -177,7 +177,7 @@ def is_public_pool(dataset: dict) -> bool:
 
 def _is_public_pool(dataset: dict) -> bool:
     """A bundled public dataset (scikit-learn's): its statistics are public facts."""
-    return str(dataset.get("source", "")).startswith("sklearn.")
+    return is_bundled_source(str(dataset.get("source", "")))
 
 
 def _scale_free(spectrum: dict, noise: dict, plan, spec) -> tuple[dict, dict]:
@@ -311,6 +311,12 @@ def build_report(result, *, pool_statistics: bool | None = None) -> dict:
         return _pac_report(result, pool_statistics)
     if hasattr(result, "report_section"):
         section = dict(result.report_section())
+        if "per_record" in section and not pool_statistics:
+            # a per-record audit's calibrated noise scale is a statistic of f over subsets of
+            # the pool (like a PAC report's): kept only when asked for
+            section = scrub_pool_scale(section)
+            section["per_record"] = {**section["per_record"],
+                                     "pool_statistics": POOL_STATISTICS_HIDDEN}
         return {
             "kind": "analytic",
             "title": section.get("title", "Membership-privacy report"),
