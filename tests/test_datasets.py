@@ -282,3 +282,23 @@ def test_a_first_record_with_a_text_label_is_data_not_a_header(tmp_path):
     hdr = tmp_path / "hdr.csv"
     hdr.write_text(",a,b\n0,1.5,2\n1,3,4\n")
     assert load_dataset(hdr).n_records == 2
+
+
+@pytest.mark.parametrize("first", ['"$98765432.1","$51234.5","$49000.0"',
+                                   'emp0,"98,765,432.1",NA', "98765432.1,NA,1"])
+def test_a_formatted_or_missing_first_record_is_not_a_header(first, tmp_path):
+    """Leak re-check (session 20): `$`-formatted numbers, thousands separators and NA markers
+    in a headerless first record made it a header (its values became column names)."""
+    path = tmp_path / "p.csv"
+    path.write_text(first + "\n1,2,3\n4,5,6\n")
+    with pytest.raises(ValueError, match=r"line 1, column \d") as err:
+        load_dataset(path)
+    assert "98765432" not in str(err.value) and "98,765" not in str(err.value)
+
+
+def test_wrong_delimiter_error_does_not_quote_the_first_record(tmp_path):
+    path = tmp_path / "semi.csv"
+    path.write_text("50628.7;98765432.1;53202.1;0\n1;2;3;1\n")
+    with pytest.raises(ValueError) as err:
+        load_dataset(path, label_column="dept")
+    assert "98765432" not in str(err.value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -67,18 +68,33 @@ def _hint(text: str, column: int, header, delimiter: str, label) -> str:
     return ""
 
 
-def _is_header(fields: list[str]) -> bool:
-    """A first row is a header when none of its fields is a number (names, or blanks such as
-    a pandas index column's).
+#: Missing-value markers: a first row holding one is a record, not a header
+_MISSING_MARKERS = frozenset({"na", "n/a", "nan", "null", "none", "-", "?", "#n/a"})
 
-    A row with a number among its fields is a record (possibly with an empty cell or a text
-    label): taking it as a header would publish its values as column names and drop it.
+
+def _looks_like_name(text: str) -> bool:
+    """A column name: blank (a pandas index column), or text with a letter that is neither a
+    number, a formatted number (``$1,234.5``, ``12 %``) nor a missing-value marker."""
+    if not text:
+        return True
+    if text.lower() in _MISSING_MARKERS or _float_or_none(text) is not None:
+        return False
+    if _float_or_none(re.sub(r"[\s$€£¥,%+()']", "", text)) is not None:
+        return False
+    return any(ch.isalpha() for ch in text)
+
+
+def _is_header(fields: list[str]) -> bool:
+    """A first row is a header when every field looks like a column name.
+
+    A row with a number (plain or formatted) or a missing-value marker among its fields is a
+    record: taking it as a header would publish its values as column names and drop it.
     """
-    return any(fields) and all(_float_or_none(f) is None for f in fields)
+    return any(fields) and all(_looks_like_name(f) for f in fields)
 
 
 def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
-    """Read a numeric CSV; the first row is a header when none of its fields is a number.
+    """Read a numeric CSV; the first row is a header when every field looks like a name.
 
     Error messages name the file, line and column, never a cell's text (it is a record's value):
     a non-numeric, non-finite or undecodable cell is described, not quoted.
