@@ -23,7 +23,7 @@ from pacpriv.pac.per_record_calibration import calibrate_per_record
 from pacpriv.pac.samplers import PoissonSampler
 from pacpriv.registry import resolve_mechanism
 from pacpriv.report import write_report
-from pacpriv.report.builder import POOL_STATISTICS_HIDDEN, is_public_pool, scrub_pool_scale
+from pacpriv.report.builder import build_report, is_public_pool
 
 __all__ = ["add_records_parser", "parse_records"]
 
@@ -183,13 +183,11 @@ def _records(args) -> int:
     # pool_statistics): hidden unless the pool is public or asked for
     show_scale = (args.target_accuracy is None or args.report_pool_statistics
                   or is_public_pool({"source": dataset.source}))
-    if not show_scale:
-        section = scrub_pool_scale(section)
-        section["per_record"]["pool_statistics"] = POOL_STATISTICS_HIDDEN
     paths = write_report(_Report(section), Path(args.out), formats=formats,
                          pool_statistics=show_scale)
     if args.json:
-        print(paths["json"].read_text() if "json" in paths else _json.dumps(section))
+        print(paths["json"].read_text() if "json" in paths
+              else _json.dumps(build_report(_Report(section), pool_statistics=show_scale)))
         return 0
     d = section["per_record"]
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")

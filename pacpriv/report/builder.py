@@ -171,11 +171,6 @@ def scrub_pool_scale(obj):
 
 
 def is_public_pool(dataset: dict) -> bool:
-    """Whether the pool is a bundled public dataset (see :func:`_is_public_pool`)."""
-    return _is_public_pool(dataset)
-
-
-def _is_public_pool(dataset: dict) -> bool:
     """A bundled public dataset (scikit-learn's): its statistics are public facts."""
     return is_bundled_source(str(dataset.get("source", "")))
 
@@ -229,7 +224,7 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
         "noise_std_top": noise_std,
         "noise_std": [float(v) for v in plan.noise_std[:ARRAY_LIMIT]],
     }
-    show = _is_public_pool(d["dataset"]) if pool_statistics is None else bool(pool_statistics)
+    show = is_public_pool(d["dataset"]) if pool_statistics is None else bool(pool_statistics)
     if not show:
         spectrum, noise = _scale_free(spectrum, noise, plan, spec)
     return {
