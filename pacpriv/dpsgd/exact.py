@@ -302,7 +302,7 @@ def _levels(steps: int) -> int:
     return max(1, steps.bit_length() - 1)
 
 
-#: Tolerance whose grids are tried first when a tighter one is asked for (see :func:`_scalar`)
+#: Tolerance whose grids also run when a tighter one is missed (see :func:`_scalar`)
 _DEFAULT_TOL = 1e-4
 
 
