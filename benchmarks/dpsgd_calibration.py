@@ -9,7 +9,8 @@ Prints, with baselines measured in the same run (timings are noisy on a shared m
 (iii) the grid σ × M × E of the exact interval: time, peak memory (RSS growth, in a fresh
       subprocess per cell), interval width and warnings per cell. ``--quick`` runs a subset,
       ``--corners`` adds M ∈ {1e7, 1e8}, E ∈ {1e5, 1e6} at a few σ; ``--item2`` runs instead
-      the E = 1000 and M = 1000 cells of the 10 s target (M ≤ 1e4, E ≤ 1e3). Each cell also times a fixed
+      the E = 1000 and M = 1000 cells of the 10 s target (M ≤ 1e4, E ≤ 1e3), ``--band`` the
+      σ 0.3–1.5 × M 1e6–1e8 × E 1e5–1e6 cells (the hybrid grids' hardest). Each cell also times a fixed
       reference workload (FFT convolutions of 2¹⁸ points) in the same process: ``ratio`` is the
       cell's time in units of it (robust to machine load). ``--json OUT`` saves the cells and
       ``--compare OLD.json`` prints, per cell, whether the new interval meets the old one and
@@ -40,6 +41,11 @@ CORNER_CELLS = tuple(
     [(s, m, e) for s in CORNER_SIGMAS for m in (10**7, 10**8) for e in (1, 100, 10**4)]
     + [(s, m, e) for s in CORNER_SIGMAS for m in (10, 10**4, 10**6) for e in (10**5, 10**6)]
     + [(s, 10**8, 10**6) for s in CORNER_SIGMAS]
+)
+#: the band where the exact method works hardest (hybrid grids, large M·E, σ near 0.5)
+BAND_CELLS = tuple(
+    (s, m, e) for s in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.5)
+    for m in (10**6, 10**7, 10**8) for e in (10**5, 10**6)
 )
 #: Issue 13 item 2 (≤ 10 s for M ≤ 1e4, E ≤ 1e3): the E = 1000 and M = 1000 cells the grid lacks
 ITEM2_CELLS = tuple(
@@ -186,6 +192,8 @@ def main() -> None:
     ap.add_argument("--only-corners", action="store_true", help="only the corner cells")
     ap.add_argument("--item2", action="store_true",
                     help="only the E = 1000 / M = 1000 cells of the 10 s target")
+    ap.add_argument("--band", action="store_true",
+                    help="only the σ 0.3–1.5, M 1e6–1e8, E 1e5–1e6 cells (hybrid grids)")
     ap.add_argument("--json", help="save the grid cells to this JSON file")
     ap.add_argument("--compare", help="JSON of an earlier grid run: overlap and max |d|")
     ap.add_argument("--cell-timeout", type=float, default=600.0, help="seconds per cell")
@@ -197,6 +205,8 @@ def main() -> None:
     if not args.no_grid:
         if args.item2:
             cells = list(ITEM2_CELLS)
+        elif args.band:
+            cells = list(BAND_CELLS)
         elif args.only_corners:
             cells = list(CORNER_CELLS)
         else:

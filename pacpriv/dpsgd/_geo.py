@@ -15,8 +15,9 @@ Sum of two grid values: for ``k_i ≥ k_j`` with ``d = k_i − k_j``,
 Hence the pair-sum law is, for ``d ≤ D`` (``κ_d ≥ 1``), a matrix product of a sliding window
 of one operand with a fixed ``(D+1) × (κ_0+2)`` weight matrix, and, for ``d > D`` (``κ_d = 0``,
 ``β_d = e^{−dg}/(e^g − 1)`` exactly geometric), a cumulative sum and a first-order recursive
-filter. All terms are non-negative, so every output has a *relative* round-off error of at
-most ``(n + D + 8)·u`` (sums of non-negative terms; ``u = 2⁻⁵³``), which is what the
+filter. All terms are non-negative, so every output has a *relative* round-off error, bounded
+by :func:`kernel_roundoff` (about ``1.1c·u`` with ``u = 2⁻⁵³``: the longest FIR dot product;
+the additions over columns and the tail split run in long double), which is what the
 round-off bound of the chain uses.
 
 * **upper** chain: the sum is split to the two ends of its cell keeping its mean
@@ -36,6 +37,8 @@ from scipy import signal, special
 
 from pacpriv.dpsgd._pld import (
     cell_masses_bounded,
+    dot_lower,
+    dot_upper,
     kappa_split,
     propagate_error,
     sum_error_factor,
@@ -81,6 +84,10 @@ class _Kernel:
     #: matrix of a pair sum at distance d
     columns: tuple
     columns_nz: tuple  # the same without the row d = 0
+    #: longest column run (terms of one FIR dot product)
+    taps_max: int = 0
+    #: additions into one output of :func:`_pair_sum` (both operand orders, tails included)
+    adds: int = 0
 
 
 def _kernel(g: float, upper: bool) -> _Kernel:
@@ -130,7 +137,32 @@ def _kernel(g: float, upper: bool) -> _Kernel:
             out.append((int(col[0]), int(rr[0]), taps))
         return tuple(out)
 
-    return _Kernel(g, upper, d_max, k_top, tail_first, runs(False), runs(True))
+    cols, cols_nz = runs(False), runs(True)
+    taps_max = max((t.size for _, _, t in cols), default=1)
+    # one output gets one addition per column and two per tail split, in each operand order
+    adds = len(cols) + len(cols_nz) + 4
+    return _Kernel(g, upper, d_max, k_top, tail_first, cols, cols_nz, taps_max, adds)
+
+
+def kernel_roundoff(kern: _Kernel, n: int, dtype) -> float:
+    """Relative round-off bound of every output of :func:`_pair_sum` (operands of length n).
+
+    Model (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §3.1): a dot
+    product of ``L`` non-negative terms, in any summation order, has relative error at most
+    ``γ_L``; each further operation on non-negative values adds one unit round-off
+    (``numpy.convolve`` is such a direct sum for every output). An output
+    is a sum, accumulated in long double, of products ``big·y`` with ``y`` a FIR dot product
+    of at most ``taps_max`` terms (``taps_max + 1`` roundings in the arrays' precision, plus
+    the final rounding of the output to it), over at most ``adds`` additions. The tail split
+    (``d > D``) is computed in long double: the prefix sum of ``n`` terms, and the first-order
+    recursion of ratio ``r = e^{−g}``, whose absolute error is at most ``2u·max_t (t+1)r^t ≤
+    (2/g)·u`` times the prefix sum (the mass that is split), see :func:`_pair_sum`.
+    """
+    u_arr = _LD_U if dtype == np.longdouble else _U
+    # the split weights (1 − β_d, β_d) are float64 values within 4u of their exact values
+    weights = 4.0 * _U if kern.upper else 0.0
+    return ((kern.taps_max + 8) * u_arr + weights
+            + (kern.adds + n + 2.0 / kern.g + 16) * _LD_U)
 
 
 def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.ndarray:
@@ -141,7 +173,9 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.n
     """
     n = a.size
     d_max = kern.d_max
-    out = np.zeros(n + kern.k_top + 2, dtype=a.dtype)
+    # accumulated in long double: the additions over columns cost u_ld each, see
+    # :func:`kernel_roundoff`
+    out = np.zeros(n + kern.k_top + 2, dtype=np.longdouble)
 
     def one(big: np.ndarray, small: np.ndarray, skip_zero: bool) -> None:
         # column k of the weight matrix is non-zero on a contiguous range of d: one direct
@@ -152,22 +186,29 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.n
             y = np.convolve(small, taps)[: n - d_lo]
             out[k + d_lo : k + n] += big[d_lo:] * y
         if n > d_max + 1:  # d > D: offset 0 (lower), or split to offsets 0 and 1 (upper)
-            # prefix sums in extended precision: relative error <= n·2^-64 + u (x86 long double)
-            csum = np.cumsum(small.astype(np.longdouble)).astype(a.dtype)
-            cum = np.concatenate((np.zeros(d_max + 1, dtype=a.dtype), csum[: n - d_max - 1]))
+            # in long double: prefix sums (relative error <= n·u_ld) and the recursion
+            small_ld = small.astype(np.longdouble)
+            big_ld = big.astype(np.longdouble)
+            zeros = np.zeros(d_max + 1, dtype=np.longdouble)
+            cum = np.concatenate((zeros, np.cumsum(small_ld)[: n - d_max - 1]))
             if kern.upper:
-                rec = signal.lfilter([1.0], [1.0, -math.exp(-kern.g)], small)
-                geo = np.concatenate((np.zeros(d_max + 1), rec[: n - d_max - 1]))
-                geo *= kern.tail_first
-                out[:n] += big * np.maximum(cum - geo, 0.0)
-                out[1 : n + 1] += big * geo
+                # ratio and first weight in long double (a float64 e^{−g} would put a
+                # relative error t·u on the t-th power)
+                g_ld = np.longdouble(kern.g)
+                one_ld = np.ones(1, dtype=np.longdouble)
+                den = np.array([1.0, -np.exp(-g_ld)], dtype=np.longdouble)
+                rec = signal.lfilter(one_ld, den, small_ld)
+                geo = np.concatenate((zeros, rec[: n - d_max - 1]))
+                geo *= np.exp(-(d_max + 1) * g_ld) / np.expm1(g_ld)
+                out[:n] += big_ld * np.maximum(cum - geo, 0.0)
+                out[1 : n + 1] += big_ld * geo
             else:
-                out[:n] += big * cum
+                out[:n] += big_ld * cum
 
     one(a, b, False)
     if mirror:
         one(b, a, True)
-    return out
+    return out.astype(a.dtype)
 
 
 def _align(a: GeoPair, b: GeoPair):
@@ -192,9 +233,9 @@ def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
     """Block of ``a.m + b.m`` coordinates (``top``: index of the largest node kept).
 
     Every output is a sum of non-negative terms with relative round-off at most
-    ``r = (D + 2c + 16)u + n·u_ld`` (sums of D + 1 non-negative terms, a contracting
-    first-order recursion, prefix sums in long double; the clipped difference cum − geo is
-    bounded relative to cum). Read as normalised laws, this costs (no error is carried to
+    ``r =`` :func:`kernel_roundoff` (FIR dot products, additions in long double, a
+    contracting first-order recursion and prefix sums in long double; the clipped difference
+    cum − geo is bounded relative to cum). Read as normalised laws, this costs (no error is carried to
     later levels, see :func:`pacpriv.dpsgd._pld._combine`): upper chain, ``q_inf`` is raised
     by ``3.01·r`` (stop-loss transform, mean likelihood ratio ≤ 1: ``2r`` for the entries
     and the normalisation, and up to ``r`` more for the split ``cum − geo`` to offsets 0/1,
@@ -215,8 +256,7 @@ def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
         else:
             q = (a.m * _conv(aq, bp, kern) + b.m * _conv(ap, bq, kern)) / m
     # arithmetic in the arrays' precision (long double: lower chain of large-E evaluations)
-    u_arr = _LD_U if ap.dtype == np.longdouble else _U
-    rel = (kern.d_max + 2.0 / kern.g + 16) * u_arr + n * _LD_U
+    rel = kernel_roundoff(kern, n, ap.dtype)
     err = propagate_error(a, b, 0.0)
     if upper:
         q_inf = (a.m * a.q_inf + b.m * b.q_inf) / m * (1.0 + 8.0 * _U) + 3.01 * rel
@@ -257,7 +297,7 @@ def _trim(x: GeoPair, *, upper: bool, top: int) -> GeoPair:
         moved = 0.0
         if above.size:
             lr = np.exp(k[hi + 1 :] * x.g) - math.exp(k[hi] * x.g)
-            moved = float(np.dot(lr, above)) * scale
+            moved = dot_upper(lr, above) * scale
         extra = rel * (moved + float(p[:lo].sum()) * (1.0 + math.exp(k[lo] * x.g) * scale)
                        + float(above.sum()) * (1.0 + math.exp(k[hi] * x.g) * scale))
         q_inf += moved * (1.0 + rel) + extra
@@ -313,7 +353,9 @@ def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: boo
     eq[1] += eq[0] + u * qc[1]
     pc, qc, ep, eq = pc[1:], qc[1:], ep[1:], eq[1:]
     w_hi = np.append(nodes[1:], nodes[-1])
-    slack = float(np.sum(eq) + np.dot(ep, w_hi + 1.0)) * 1.01 + 8.0 * (pc.size + 8.0) * u
+    # cell-mass errors (stop-loss perturbation), and the entries of p below (two products and
+    # a sum each: 3u relative, Σ p_k (w_k + 1) ≤ 2 + ε)
+    slack = float(np.sum(eq) + np.dot(ep, w_hi + 1.0)) * 1.01 + 64.0 * u
     p = np.zeros(k.size)
     pcell, qcell = pc[:-1], qc[:-1]
     lo_w = nodes[:-1]
@@ -323,7 +365,7 @@ def _coordinate(s: float, steps: int, g: float, k_lo: int, k_hi: int, upper: boo
     p[:-1] += (1.0 - alpha) * pcell
     p[1:] += alpha * pcell
     p[-1] += pc[-1]
-    mean = float(np.dot(nodes, p))
+    mean = dot_lower(nodes, p)  # a higher q_inf is always valid
     q_inf = max(qc[-1] - nodes[-1] * pc[-1], 1.0 - mean, 0.0) + 1e-16 + slack
     return GeoPair(k_lo, g, p, None, q_inf, 1, steps, 0.0, 0.0, slack)
 

@@ -72,8 +72,8 @@ def geo_to_linear(x: _geo.GeoPair, *, h: float, s_cap: float, upper: bool) -> _p
         out[k_cap] += float(above_p.sum())
         # Q-mass of the values above the cap moved to +inf: (S − S_cap)/m per unit P-mass,
         # with the node values rounded up by their relative error
-        moved = float(np.dot(np.maximum(above_s * (1.0 + rel_s[~inside]) - (n0 + k_cap) * h,
-                                        0.0), above_p)) / m
+        moved = _pld.dot_upper(np.maximum(above_s * (1.0 + rel_s[~inside]) - (n0 + k_cap) * h,
+                                          0.0), above_p) / m * (1.0 + 2.0 * _U)
         counts = np.bincount(lo_in, minlength=k_cap + 1)
         n_max = float(max(int(counts.max()) if counts.size else 0, 1)) + float(above_p.size)
         rel = (2.0 * n_max + 8.0) * _U

@@ -181,7 +181,7 @@ def _coordinate(s: float, h: float, j0: int, k: int, upper: bool, big_m: int,
         p[1:] += alpha * pcell
         p[-1] += pc[-1]
         p /= p.sum()
-        q_inf = max(qc[-1] - k * h * pc[-1], 1.0 - float(np.dot(idx * h, p)), 0.0) + 1e-16
+        q_inf = max(qc[-1] - k * h * pc[-1], 1.0 - dot_lower(idx * h, p), 0.0) + 1e-16
         out = _Lattice(j0, h, p, None, q_inf + slack, 1, 0.0, big_m)
         out.slack = slack
         return out
@@ -239,6 +239,36 @@ _LOWER_MIN_DZ = 2e-3
 
 
 _U = 2.0**-53  # unit round-off of float64
+_LD_U = max(float(np.finfo(np.longdouble).eps) / 2.0, 2.0**-64)  # long double unit round-off
+
+
+def _dot_ld(v: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    """``(Σ v_k w_k, relative error bound)`` for non-negative arrays, summed in long double.
+
+    A BLAS dot product may sum in any order, so its only bound is ``γ_n`` (Higham 2002,
+    §3.1): ``n·u``, 1e-11 at ``n = 1e5``, which the E-fold product multiplies. numpy's
+    long-double dot is a plain loop: ``(n + 1)·u_ld`` with the exact products of float64
+    inputs rounded once, plus ``u`` for the result's rounding to float64.
+    """
+    v = np.asarray(v, dtype=np.longdouble)
+    w = np.asarray(w, dtype=np.longdouble)
+    return float(np.dot(v, w)), (v.size + 2.0) * _LD_U + 2.0 * _U
+
+
+#: absolute error per term near float64's subnormal range (products, the result's rounding)
+_TINY = 2.0**-1074
+
+
+def dot_lower(v: np.ndarray, w: np.ndarray) -> float:
+    """A value at most ``Σ v_k w_k`` (non-negative arrays), see :func:`_dot_ld`."""
+    val, rel = _dot_ld(v, w)
+    return max(val * (1.0 - rel) - (np.size(v) + 2.0) * _TINY, 0.0)
+
+
+def dot_upper(v: np.ndarray, w: np.ndarray) -> float:
+    """A value at least ``Σ v_k w_k`` (non-negative arrays), see :func:`_dot_ld`."""
+    val, rel = _dot_ld(v, w)
+    return val * (1.0 + rel) + (np.size(v) + 2.0) * _TINY
 
 
 def sum_error_factor(n: int) -> float:
@@ -296,7 +326,9 @@ def _normalise(x: _Lattice) -> _Lattice:
     """
     if x.q is not None:
         return x
-    mean = float(np.dot(x.lr(), x.p)) / float(x.p.sum())
+    # a lower bound on the mean (a higher q_inf is always valid)
+    total = float(x.p.sum()) * (1.0 + (sum_error_factor(x.p.size) + 1.0) * _U)
+    mean = dot_lower(x.lr(), x.p) / total * (1.0 - 2.0 * _U)
     return _with(x, q_inf=max(x.q_inf, 1.0 - mean))
 
 
@@ -608,6 +640,8 @@ class EpochPair:
     p_zero: float  # P-mass with likelihood ratio 0 (upper chain)
     q_inf: float  # Q-mass with likelihood ratio +inf (upper chain)
     upper: bool
+    #: l1 round-off bound of the binning into labels (:func:`to_log_lattice`), per unit mass
+    binning_err: float = 0.0
 
 
 def to_log_lattice(
@@ -617,6 +651,11 @@ def to_log_lattice(
 
     ``labels=(a_lo, a_hi)`` fixes the label range of the lower chain (outliers are merged into
     the end labels, a garbling).
+
+    Round-off: a label's mass is a sequential sum (``numpy.bincount``) of the masses of the
+    nodes it receives, so its relative error is at most ``(count + c)·u`` for ``count`` nodes
+    (``c`` for the split products, the normalisation and ``q``); the pair's ``binning_err``
+    is the largest such factor times ``u``, an l1 bound per unit mass.
     """
     lr = x.lr()
     p = x.p
@@ -657,11 +696,19 @@ def to_log_lattice(
         beta = np.clip((lrp[mid] - t_a) / (t_a * math.expm1(delta)), 0.0, 1.0)
         out += np.bincount(a - a_lo, weights=(1.0 - beta) * pp[mid], minlength=n)
         out += np.bincount(a + 1 - a_lo, weights=beta * pp[mid], minlength=n)
+        # (exact zeros add no round-off: only non-zero terms count)
+        nz = pp[mid] != 0
+        counts = (np.bincount(a[nz] - a_lo, minlength=n + 1)
+                  + np.bincount(a[nz] + 1 - a_lo, minlength=n + 1))
         total = out.sum() + p_zero
         out, p_zero = out / total, p_zero / total
         q = out * np.exp((a_lo + np.arange(n)) * delta)
         q_inf = max(q_inf, 1.0 - float(q.sum()))
-        return EpochPair(a_lo, delta, out, q, p_zero, q_inf, True)
+        # per label: its sequential sums, 2 products, 3 additions, the normalisation (a
+        # pairwise sum of n + 1 terms, a division) and q's product and exponential; and the
+        # node values lr (within 4u: a shift of the split's mean by at most 4u·T per unit mass)
+        binning = (float(counts.max()) + 2.0 * sum_error_factor(n + 1) + 24.0) * _U
+        return EpochPair(a_lo, delta, out, q, p_zero, q_inf, True, binning)
     q = x.q
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.log(q / p)
@@ -670,9 +717,11 @@ def to_log_lattice(
     a = a.astype(np.int64) - a_lo
     pp = np.bincount(a, weights=p, minlength=n)
     qq = np.bincount(a, weights=q, minlength=n)
+    counts = np.bincount(a[(p != 0) | (q != 0)], minlength=n)  # non-zero terms only
     # one common normalisation: the positions q/p (conditional means, see _Lattice.kappa) kept
     tot = pp.sum()
-    return EpochPair(a_lo, delta, pp / tot, qq / tot, 0.0, 0.0, False)
+    binning = (float(counts.max()) + 2.0 * sum_error_factor(n) + 8.0) * _U
+    return EpochPair(a_lo, delta, pp / tot, qq / tot, 0.0, 0.0, False, binning)
 
 
 def _chernoff_window(w: np.ndarray, a0: int, epochs: int, tau: float) -> tuple[int, int]:

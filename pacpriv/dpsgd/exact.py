@@ -229,7 +229,7 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
         sd = math.sqrt(max(float(np.dot(w, (ln - np.dot(w, ln)) ** 2)), 1e-300))
         delta = max(sd / c_epoch, 1e-9)
     pair = _pld.to_log_lattice(lat, delta=delta, ln_range=60.0, upper=upper, labels=label_range)
-    eps += 4.0 * n_coord * _U  # binning sums (non-negative terms)
+    eps += pair.binning_err  # binning sums (non-negative terms), see to_log_lattice
     noise = float(getattr(lat, "noise_l1", 0.0))
     return pair, n_coord, eps, float(lat.kappa), float(lat.slack) + noise, delta
 
