@@ -599,3 +599,13 @@ def test_no_release_and_constant_mechanism_wording(user, capsys):
     text = out + Path("c/report.md").read_text()
     assert "inf×" not in text and "nan" not in text.lower().replace("nats", "")
     assert "returned the same value on every simulated subset" in text
+
+
+def test_redact_command_shows_local_paths_by_base_name():
+    from pacpriv.report.builder import redact_command
+
+    got = redact_command(["pac", "run", "--dataset", "/home/alice/hr/payroll.csv",
+                          "--out=/tmp/x/rep", "--mechanism", "mean", "C:\\Users\\bob\\d.csv"])
+    assert got == ["pac", "run", "--dataset", "payroll.csv", "--out=rep", "--mechanism", "mean",
+                   "d.csv"]
+    assert not any("alice" in t or "bob" in t for t in got)

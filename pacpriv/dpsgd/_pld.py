@@ -706,7 +706,8 @@ def to_log_lattice(
         q_inf = max(q_inf, 1.0 - float(q.sum()))
         # per label: its sequential sums, 2 products, 3 additions, the normalisation (a
         # pairwise sum of n + 1 terms, a division) and q's product and exponential; and the
-        # node values lr (within 4u: a shift of the split's mean by at most 4u·T per unit mass)
+        # node values lr (within 4u on a linear lattice, (|ln T| + 3)u on a geometric one: the
+        # split's mean moves by that times T per unit mass, covered by the constant terms)
         binning = (float(counts.max()) + 2.0 * sum_error_factor(n + 1) + 24.0) * _U
         return EpochPair(a_lo, delta, out, q, p_zero, q_inf, True, binning)
     q = x.q

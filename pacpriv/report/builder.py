@@ -53,7 +53,8 @@ REDACTED = "<secret, not recorded>"
 
 
 def redact_command(args: list[str]) -> list[str]:
-    """``args`` with the value of every :data:`SECRET_FLAGS` flag replaced by :data:`REDACTED`.
+    """``args`` with the value of every :data:`SECRET_FLAGS` flag replaced by :data:`REDACTED`
+    and every local path shown by its base name.
 
     Handles ``--flag value``, ``--flag=value`` and argparse's unambiguous prefixes
     (``--release-s value``).
@@ -65,15 +66,25 @@ def redact_command(args: list[str]) -> list[str]:
             out.append(REDACTED)
             hide_next = False
             continue
-        name, eq, _ = tok.partition("=")
+        name, eq, value = tok.partition("=")
         secret = name.startswith("--") and len(name) > 3 and any(
             flag.startswith(name) for flag in SECRET_FLAGS)
         if secret and eq:
             out.append(f"{name}={REDACTED}")
+        elif eq and name.startswith("--"):
+            out.append(f"{name}={_base_name(value)}")
         else:
-            out.append(tok)
+            out.append(_base_name(tok))
             hide_next = secret
     return out
+
+
+def _base_name(tok: str) -> str:
+    """A local path shown by its base name (the directories are local facts, not public)."""
+    if "/" in tok or "\\" in tok:
+        name = tok.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+        return name or tok
+    return tok
 
 
 def _plugin_mi(plan) -> float:
