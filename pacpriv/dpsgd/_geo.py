@@ -243,7 +243,8 @@ def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
     The pair sums have round-off at most ``r =`` :func:`kernel_roundoff` relative to the
     mass (FIR dot products, additions in long double, a contracting first-order recursion
     and prefix sums in long double; the clipped difference cum − geo is bounded relative to
-    cum). Read as normalised laws, this costs (no error is carried to later levels, see :func:`pacpriv.dpsgd._pld._combine`): upper chain, ``q_inf`` is raised
+    cum). Read as normalised laws, this costs (no error is carried to later levels, see
+    :func:`pacpriv.dpsgd._pld._combine`): upper chain, ``q_inf`` is raised
     by ``3.01·r`` (stop-loss transform, mean likelihood ratio ≤ 1: ``2r`` for the entries
     and the normalisation, and up to ``r`` more for the split ``cum − geo`` to offsets 0/1,
     whose absolute error is relative to ``cum``, the mass of both offsets); lower chain (no
