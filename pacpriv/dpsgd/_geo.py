@@ -47,6 +47,8 @@ from pacpriv.dpsgd._pld import (
 _U = 2.0**-53
 _LD_U = max(float(np.finfo(np.longdouble).eps) / 2.0, 2.0**-64)  # long double unit round-off
 _TINY_BOTTOM = 1e-18
+#: columns of a pair sum added in the arrays' precision before one long-double addition
+_CHUNK = 16
 #: lower chain, large M: coordinate cells narrower than this in ln W are merged (relative
 #: accuracy of their masses; quantising one coordinate costs ~1e-5 of its variance, ~1e-5/M of
 #: the epoch's)
@@ -157,19 +159,22 @@ def kernel_roundoff(kern: _Kernel, n: int, dtype) -> float:
     product of ``L`` non-negative terms, in any summation order, has relative error at most
     ``γ_L``; each further operation on non-negative values adds one unit round-off
     (``numpy.convolve`` is such a direct sum for every output). An output
-    is a sum, accumulated in long double, of products ``big·y`` with ``y`` a FIR dot product
-    of at most ``taps_max`` terms (``taps_max + 1`` roundings in the arrays' precision, plus
-    the final rounding of the output to it), over at most ``adds`` additions. The tail split
+    is a sum of products ``big·y`` with ``y`` a FIR dot product of at most ``taps_max`` terms
+    (``taps_max + 1`` roundings in the arrays' precision), summed in groups of at most
+    ``_CHUNK`` columns in the arrays' precision, the groups then in long double (at most
+    ``adds`` additions), plus the final rounding of the output. The tail split
     (``d > D``) is computed in long double: the prefix sum of ``n`` terms, and the first-order
     recursion of ratio ``r = e^{−g}``, whose absolute error is at most ``2u·max_t (t+1)r^t ≤
     (2/g)·u`` times the prefix sum (the mass that is split), see :func:`_pair_sum`.
     """
     u_arr = _LD_U if dtype == np.longdouble else _U
+    # FIR dot product (taps_max terms, taps_max roundings with the products), the product
+    # with ``big``, up to _CHUNK additions in the arrays' precision, the final rounding
     # the float64 split weights (1 − β_d, β_d) err by up to ~5u/g in absolute terms (a division
     # by e^g − 1 ≈ g), but only move mass between the two ends of one cell: the stop-loss
     # deficit per unit value is below 4u (2.4u measured against mpmath for c = 128…4096)
     weights = 4.0 * _U if kern.upper else 0.0
-    return ((kern.taps_max + 8) * u_arr + weights
+    return ((kern.taps_max + _CHUNK + 8) * u_arr + weights
             + (kern.adds + n + 2.0 / kern.g + 16) * _LD_U)
 
 
@@ -182,17 +187,29 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.n
     n = a.size
     d_max = kern.d_max
     # accumulated in long double: the additions over columns cost u_ld each, see
-    # :func:`kernel_roundoff`
+    # :func:`kernel_roundoff`; groups of _CHUNK columns are first summed in the arrays'
+    # precision (at most _CHUNK additions per output), which keeps the long-double additions
+    # (slow) few
     out = np.zeros(n + kern.k_top + 2, dtype=np.longdouble)
+    part = np.zeros(out.size, dtype=a.dtype)
 
     def one(big: np.ndarray, small: np.ndarray, skip_zero: bool) -> None:
         # column k of the weight matrix is non-zero on a contiguous range of d: one direct
         # (FIR) convolution per offset k, y_k[i] = Σ_d w[d, k] small[i − d]
+        used = 0
         for k, d_lo, taps in (kern.columns_nz if skip_zero else kern.columns):
             if d_lo >= n:
                 continue
             y = np.convolve(small, taps)[: n - d_lo]
-            out[k + d_lo : k + n] += big[d_lo:] * y
+            part[k + d_lo : k + n] += big[d_lo:] * y
+            used += 1
+            if used == _CHUNK:
+                out[:] += part
+                part[:] = 0.0
+                used = 0
+        if used:
+            out[:] += part
+            part[:] = 0.0
         if n > d_max + 1:  # d > D: offset 0 (lower), or split to offsets 0 and 1 (upper)
             # in long double: prefix sums (relative error <= n·u_ld) and the recursion
             small_ld = small.astype(np.longdouble)
