@@ -44,7 +44,7 @@ CORNER_CELLS = tuple(
 )
 #: the band where the exact method works hardest (hybrid grids, large M·E, σ near 0.5)
 BAND_CELLS = tuple(
-    (s, m, e) for s in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.5)
+    (s, m, e) for s in (0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 1.0, 1.5)
     for m in (10**6, 10**7, 10**8) for e in (10**5, 10**6)
 )
 #: Issue 13 item 2 (≤ 10 s for M ≤ 1e4, E ≤ 1e3): the E = 1000 and M = 1000 cells the grid lacks
