@@ -108,12 +108,44 @@ def call_mechanism(
     return mechanism(subset, rng=gen)
 
 
+#: Non-zero output values must lie in [2^-400, 2^400] in magnitude: then every non-zero
+#: difference of two outputs is at least 2^-452 and every square, variance or sum of squares
+#: over up to 2^30 trials stays in float64's normal range. Outside it a varying output could
+#: get a variance of exactly 0 (underflow), i.e. no noise.
+MIN_OUTPUT_MAGNITUDE = 2.0**-400
+MAX_OUTPUT_MAGNITUDE = 2.0**400
+
+
+def _check_magnitude(arr: np.ndarray, dtype) -> None:
+    """Raise ``InvalidOutput`` for non-zero values outside the representable range."""
+    mag = np.abs(arr)
+    low = float(np.finfo(np.float32).tiny) if dtype == np.float32 else MIN_OUTPUT_MAGNITUDE
+    with np.errstate(invalid="ignore"):  # NaN and inf are reported by the finiteness check
+        bad = np.flatnonzero(np.isfinite(mag) & (((mag > 0) & (mag < low))
+                                                 | (mag > MAX_OUTPUT_MAGNITUDE)))
+    if bad.size:
+        j = int(bad[0])
+        side = "above" if mag[j] > MAX_OUTPUT_MAGNITUDE else "a non-zero magnitude below"
+        limit = MAX_OUTPUT_MAGNITUDE if mag[j] > MAX_OUTPUT_MAGNITUDE else low
+        where = (" (it is stored as float32 differences from trial 0: use output_dtype="
+                 "float64, or rescale)" if dtype == np.float32 else "")
+        # (the value itself is not printed: it is a statistic of the subset)
+        raise InvalidOutput(
+            f"output coordinate {j} has {side} {limit:.3g}{where}: its variance would under- "
+            f"or overflow float64 and the noise could be computed as 0. Rescale the "
+            f"mechanism's output by a fixed factor (this does not change its privacy) and "
+            f"scale the release back.")
+
+
 def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
     """Return ``value`` as a finite ``dtype`` vector of shape ``(d,)`` or raise ``InvalidOutput``.
 
     The value must be castable to float64 (complex is rejected); it is then cast to
     ``dtype`` and checked for finiteness (so float32 overflow is caught). A 0-d scalar
     becomes shape ``(1,)``; ``dim`` (if known) is the length every trial must share.
+    Non-zero values must lie within [:data:`MIN_OUTPUT_MAGNITUDE`,
+    :data:`MAX_OUTPUT_MAGNITUDE`] in magnitude (float32 storage: at least float32's smallest
+    normal number), so that no varying output gets a zero variance.
     """
     if value is None:
         raise InvalidOutput("it returned None, expected a 1-D array of floats (a missing "
@@ -134,6 +166,7 @@ def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
         raise InvalidOutput(f"output must be a non-empty 1-D vector (d,); got shape {arr.shape}")
     if dim is not None and arr.shape[0] != dim:
         raise InvalidOutput(f"output has shape {arr.shape} but earlier trials returned ({dim},)")
+    _check_magnitude(arr, dtype)
     if dtype != np.float64:
         with np.errstate(over="ignore"):  # overflow becomes inf, caught just below
             arr = arr.astype(dtype)

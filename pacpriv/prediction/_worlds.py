@@ -30,7 +30,7 @@ import numpy as np
 from pacpriv._adapters import EstimatorMechanism, TorchMechanism
 from pacpriv._files import atomic_write, private_dir
 from pacpriv.exceptions import NotReproducibleWarning
-from pacpriv.pac._mechanism import accepts_rng
+from pacpriv.pac._mechanism import MAX_OUTPUT_MAGNITUDE, MIN_OUTPUT_MAGNITUDE, accepts_rng
 from pacpriv.pac.samplers import callable_fingerprint
 
 __all__ = [
@@ -271,6 +271,14 @@ class Worlds:
         arr = np.stack(outs)
         if not np.all(np.isfinite(arr)):
             raise ValueError("a world model returned a non-finite output (NaN or inf).")
+        mag = np.abs(arr)
+        if np.any(((mag > 0) & (mag < MIN_OUTPUT_MAGNITUDE)) | (mag > MAX_OUTPUT_MAGNITUDE)):
+            # a tiny output has variance exactly 0 across worlds: no noise, an exact answer
+            raise ValueError(
+                f"a world model returned an output of magnitude outside "
+                f"[{MIN_OUTPUT_MAGNITUDE:.3g}, {MAX_OUTPUT_MAGNITUDE:.3g}] (non-zero): its "
+                f"variance across worlds would under- or overflow float64 and the noise could "
+                f"be computed as 0. Rescale the model's output.")
         return arr
 
 

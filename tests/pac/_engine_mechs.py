@@ -108,7 +108,9 @@ def bad_output(subset, *, rng, kind: str):
         "empty": np.array([]),
         "string": np.array(["a", "b"]),
         "length": np.array([1.0, 2.0, 3.0]),
-        "huge": np.array([1e300, 2.0]),
+        "huge": np.array([1e100, 2.0]),  # overflows float32, not float64's variances
+        "tiny": np.array([1.0, 1e-170]),  # a variance that underflows float64
+        "enormous": np.array([1e300, 2.0]),
     }[kind]
 
 

@@ -205,11 +205,14 @@ def test_length_change_across_batches():
     """A length change between batches run concurrently is caught by the parent."""
     assert list(_flagged(13, 4)) == [1]  # trial 1 returns length 3, trials 0, 2, 3 length 2
     mech = functools.partial(mechs.bad_output, kind="length")
-    # the first 2 * n_jobs batches are dispatched before any output length is known
-    with pytest.raises(MechanismError, match=r"in trial [01], but earlier trials returned") as info:
+    # the first 2 * n_jobs batches are dispatched before any output length is known, and
+    # threads finish in any order: the trial named is one whose length differs from the
+    # length seen first (trial 1, or a length-2 trial when trial 1 finished first)
+    with pytest.raises(MechanismError, match=r"in trial [0-3], but earlier trials returned") as info:
         simulate(mech, POOL1D, n_trials=4, rng=13, progress=False, batch_size=1, n_jobs=2,
                  backend="threading")
-    assert info.value.trial_index in (0, 1)
+    assert info.value.trial_index in (0, 1, 2, 3)
+    assert "(3,)" in str(info.value) and "(2,)" in str(info.value)
 
 
 def test_float32_overflow_is_caught():
@@ -366,3 +369,24 @@ def test_trials_that_cannot_fit_in_memory_are_refused_before_any_trial():
     with pytest.raises(ValueError, match=r"n_trials.*GiB for the membership masks"):
         simulate(f, np.arange(150.0), n_trials=10_000_000_000, rng=0, progress=False)
     assert calls == []
+
+
+@pytest.mark.parametrize("kind, side", [("tiny", "non-zero magnitude below"),
+                                        ("enormous", "above")])
+def test_outputs_whose_variance_would_under_or_overflow_are_refused(kind, side):
+    """A varying output of magnitude 1e-170 had variance exactly 0: released with no noise."""
+    mech = functools.partial(mechs.bad_output, kind=kind)
+    with pytest.raises(MechanismError, match=side) as info:
+        simulate(mech, POOL1D, n_trials=30, rng=22, progress=False)
+    assert "coordinate 1" in str(info.value) or "coordinate 0" in str(info.value)
+    assert "e-170" not in str(info.value) and "e+300" not in str(info.value)  # no value
+
+
+def test_float32_storage_refuses_differences_it_would_flush_to_zero():
+    from pacpriv.pac._mechanism import InvalidOutput, check_output
+
+    with pytest.raises(InvalidOutput, match="float32"):
+        check_output(np.array([1e-40, 0.0]), None, np.float32)
+    assert check_output(np.array([1e-30, 0.0]), None, np.float32)[0] == np.float32(1e-30)
+    # float64: the range [2^-400, 2^400] (every square of a non-zero difference is normal)
+    assert check_output(np.array([2.0**-400, -(2.0**400), 0.0]), None)[0] == 2.0**-400

@@ -375,3 +375,16 @@ def test_errors_name_the_users_mechanism_not_the_pair_wrapper():
         simulate_differences(my_broken_mean, np.zeros((8, 2)), n_trials=4, rng=0,
                              progress=False)
     assert "my_broken_mean" in str(info.value) and "pair_trial" not in str(info.value)
+
+
+def test_tiny_outputs_are_refused_not_certified_with_zero_noise():
+    # f = mean × 1e-170: the squared differences underflowed, every record looked unexposed
+    # and the plan certified 52 % with noise 0
+    from pacpriv.exceptions import MechanismError
+    from pacpriv.pac import calibrate_per_record
+
+    pool = np.random.default_rng(0).normal(size=(40, 2))
+    with pytest.raises(MechanismError, match="non-zero magnitude below"):
+        calibrate_per_record(lambda s: np.asarray(s).mean(axis=0) * 1e-170, pool,
+                             target_accuracy=0.6, n_trials=300, records=np.arange(3), rng=0,
+                             progress=False)

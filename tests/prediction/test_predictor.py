@@ -258,3 +258,16 @@ def test_secret_rng_must_differ_from_rng_and_marks_the_predictor():
                          rng=5, secret_rng=5)
     assert _make(secret_rng=None).secret_randomness == "OS entropy (not recorded)"
     assert _make().secret_randomness == "caller-seeded secret (not for production)"
+
+
+def test_tiny_outputs_are_refused_not_answered_without_noise():
+    # a regressor's output scaled by 1e-170 had variance 0 across worlds: every answer was
+    # the exact output of the secret world, under a "certified" bound
+    X, _ = cancer()
+    t = X @ np.array([1.0, -2.0, 0.5, 0.0])
+    pp = PrivatePredictor(ridge_fit, (X, t), n_worlds=8, per_query_budget=0.05,
+                          total_budget=1.0, output=lambda m, Q: ridge_value(m, Q) * 1e-170,
+                          rng=2, secret_rng=14).fit(progress=False)
+    with pytest.raises(ValueError, match="under- or overflow"):
+        pp.predict(X[:2])
+    assert pp.spent == 0.0 and pp.n_answered == 0  # refused before spending
