@@ -18,8 +18,8 @@ from typing import Any
 
 __all__ = ["SIDES", "format_bound", "format_percent", "round_bound"]
 
-#: ``side`` values: ``"up"`` (risk: shown >= value), ``"down"`` (noise: shown <= value),
-#: ``"nearest"`` (neither).
+#: ``side`` values: ``"up"`` (risk bounds and required noise: shown >= value), ``"down"``
+#: (lower ends of intervals: shown <= value), ``"nearest"`` (neither).
 SIDES = ("up", "down", "nearest")
 
 _ROUNDING = {"up": ROUND_CEILING, "down": ROUND_FLOOR, "nearest": ROUND_HALF_EVEN}
@@ -58,7 +58,8 @@ def format_bound(
     digits : int, default 6
         Significant digits (>= 1).
     side : {"up", "down", "nearest"}, default "up"
-        ``"up"``: the text is >= ``x`` (risk bounds); ``"down"``: <= ``x`` (noise).
+        ``"up"``: the text is >= ``x`` (risk bounds, required noise); ``"down"``: <= ``x``
+        (lower ends of intervals).
     vacuous : bool, default False
         Append ``" (vacuous)"`` (a bound that says nothing, e.g. accuracy 1).
 

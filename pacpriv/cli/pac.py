@@ -382,7 +382,7 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
               + (f"; noise / spread {format_bound(ratio, 3, side='down')}" if ratio else ""))
     else:
         print(f"noise rule           {result.plan.rule}, "
-              f"E||B||^2 = {format_bound(result.plan.expected_noise_power, side='down')}")
+              f"E||B||^2 = {format_bound(result.plan.expected_noise_power, side='up')}")
     print(f"MI budget            {format_bound(budget)} nats, {result.label} "
           f"(plan bound {format_bound(result.plan.mi_bound, side='up')})")
     cert = result.certification()

@@ -194,9 +194,9 @@ def _records(args) -> int:
     print(f"audited records      {d['n_audited']} over {d['n_trials']} trials")
     if summary["plan_bound"] is not None and show_scale:
         print(f"noise ({args.shape})".ljust(21)
-              + f"std max {format_bound(summary['noise']['noise_std_max'], side='down')}, "
+              + f"std max {format_bound(summary['noise']['noise_std_max'], side='up')}, "
               f"E||B||^2 = "
-              f"{format_bound(summary['noise']['expected_noise_power'], side='down')}")
+              f"{format_bound(summary['noise']['expected_noise_power'], side='up')}")
     elif summary["plan_bound"] is not None:
         print(f"noise ({args.shape})".ljust(21) + "absolute scale not shown (the pool is not "
               "public; --report-pool-statistics to include it)")

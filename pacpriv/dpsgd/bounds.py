@@ -81,7 +81,7 @@ def parameter_rows(noise_multiplier, steps_per_epoch, epochs) -> list[tuple[str,
     """The :class:`~pacpriv._display.Summary` rows of σ, ``M`` and ``E`` (scalars or arrays)
     with which a DP-SGD result's ``summary()`` opens."""
     return [
-        ("noise multiplier σ", _shown(noise_multiplier), "plain"),
+        ("noise multiplier σ", _shown(noise_multiplier, up=True), "plain"),  # never below
         ("steps per epoch M", _shown(steps_per_epoch), "plain"),
         ("epochs E", _shown(epochs), "plain"),
     ]

@@ -1,8 +1,10 @@
 """Number formatting shared by every renderer (Markdown, HTML, CLI).
 
 Every displayed number goes through :func:`fmt`, which delegates to
-:func:`pacpriv._numbers.format_bound`: risk bounds round upward (``side="up"``), noise
-downward (``side="down"``), so a shorter number never looks safer than the full one.
+:func:`pacpriv._numbers.format_bound`: risk bounds and required noise round upward
+(``side="up"``: a reader who applies a shown noise never adds less than was calibrated),
+lower ends of intervals downward (``side="down"``), so a shorter number never looks safer
+than the full one.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ _LIST_CELL = 12
 
 def fmt(x: Any, digits: int = 6, *, side: str = "nearest", vacuous: bool = False) -> str:
     """``x`` as report text: ``—`` for None, ``digits`` significant digits for floats,
-    rounded toward ``side`` (``"up"`` for risk bounds, ``"down"`` for noise)."""
+    rounded toward ``side`` (``"up"`` for risk bounds and noise, ``"down"`` for lower ends)."""
     return format_bound(x, digits, side=side, vacuous=vacuous)
 
 

@@ -34,11 +34,14 @@ RENDERED_KEYS = frozenset(
 
 
 def side_of(key: str) -> str:
-    """Rounding side for a field name: the lower end of an interval and noise round down,
-    risk bounds (accuracy, bound, upper, MI) round up, anything else to nearest."""
+    """Rounding side for a field name: the lower end of an interval rounds down; risk bounds
+    (accuracy, bound, upper, MI) and required noise (noise, std, sigma: a value a reader may
+    apply, never shown below what was calibrated) round up; anything else to nearest."""
     k = key.lower()
-    if "lower" in k or "noise" in k or k.endswith("std") or "sigma" in k:
+    if "lower" in k:
         return "down"
+    if "noise" in k or k.endswith("std") or "sigma" in k:
+        return "up"
     if any(w in k for w in ("upper", "bound", "accuracy", "estimate", "mi_", "chi")):
         return "up"
     return "nearest"
@@ -106,12 +109,12 @@ def _utility(r: Mapping) -> tuple[list[tuple], str]:
     noise_rms = (float(power) / dim) ** 0.5
     spread_rms = (float(total) / dim) ** 0.5
     if spread_rms == 0:  # f never varied: no spread to compare the noise with
-        return [("noise std per coordinate (RMS)", noise_rms, "down", False)], (
+        return [("noise std per coordinate (RMS)", noise_rms, "up", False)], (
             "Utility: f returned the same value on every simulated subset, so there is no "
             "spread to compare the noise with.")
     ratio = noise_rms / spread_rms
     rows = [
-        ("noise std per coordinate (RMS)", noise_rms, "down", False),
+        ("noise std per coordinate (RMS)", noise_rms, "up", False),
         ("spread of f across trials per coordinate (RMS std)", spread_rms, "nearest", False),
         ("noise / spread", ratio, "down", False),
     ]
@@ -196,13 +199,13 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
             ("rule", n.get("rule"), "nearest", False),
             ("basis", n.get("basis"), "nearest", False),
             ("directions with own noise", n.get("n_directions"), "nearest", False),
-            ("noise std (max)", n.get("noise_std_max"), "down", False),
-            ("noise std (min)", n.get("noise_std_min"), "down", False),
-            ("residual std (other directions)", n.get("residual_std"), "down", False),
-            ("expected noise power E‖B‖²", n.get("expected_noise_power"), "down", False),
+            ("noise std (max)", n.get("noise_std_max"), "up", False),
+            ("noise std (min)", n.get("noise_std_min"), "up", False),
+            ("residual std (other directions)", n.get("residual_std"), "up", False),
+            ("expected noise power E‖B‖²", n.get("expected_noise_power"), "up", False),
             ("confidence 1 − γ (certificate, or Algorithm 1)", n.get("confidence"), "nearest",
              False),
-            ("noise std (top directions)", list(n.get("noise_std_top", [])), "down", False),
+            ("noise std (top directions)", list(n.get("noise_std_top", [])), "up", False),
             ("noise std / spread of f (top directions)", list(n.get("noise_to_spread_top", [])),
              "down", False),
             *utility_rows,
