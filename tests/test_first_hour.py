@@ -609,3 +609,24 @@ def test_redact_command_shows_local_paths_by_base_name():
     assert got == ["pac", "run", "--dataset", "payroll.csv", "--out=rep", "--mechanism", "mean",
                    "d.csv"]
     assert not any("alice" in t or "bob" in t for t in got)
+
+
+def test_local_directories_do_not_reach_the_report(user, capsys):
+    # an absolute mechanism path and checkpoint printed the user's directories in the title,
+    # the mechanism field, the simulation section and the terminal summary
+    here = str(user)
+    code, out, _ = _run(capsys, "pac", "run", "--dataset", f"{here}/data.csv",
+                        "--mechanism", f"{here}/myfuncs.py:label_rate", "--mi-budget", "0.1",
+                        "--trials", "12", "--no-progress", "--seed", "3", "--rule",
+                        "anisotropic", "--label-column", "label",
+                        "--checkpoint", f"{here}/ck", "--out", f"{here}/rep")
+    assert code == 0
+    assert "myfuncs.py:label_rate" in out
+    # (the terminal says where the reports were written; nothing else names the directory)
+    assert not [ln for ln in out.splitlines() if here in ln and not ln.startswith("report")]
+    for name in ("report.json", "report.md", "report.html"):
+        text = (user / "rep" / name).read_text()
+        assert here not in text, name
+    rep = json.loads((user / "rep" / "report.json").read_text())
+    assert rep["mechanism"] == "myfuncs.py:label_rate"
+    assert rep["simulation"]["checkpoint"] == "ck"

@@ -36,6 +36,7 @@ from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posteri
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
 from pacpriv.registry import available_mechanisms
 from pacpriv.report import build_report, write_report
+from pacpriv.report.builder import local_base_name
 from pacpriv.report.layout import posterior_command
 
 #: ``--backend`` choices.
@@ -307,6 +308,7 @@ def _run(args) -> int:
 
     dataset = load_cli_dataset(args)
     mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset)
+    mech_name = local_base_name(mech_name)  # no local directories in output
     sampler = _sampler(args)
     q = sampler.membership_prior(dataset.n_records)
     baseline = 0.5 if q is None else max(q, 1.0 - q)

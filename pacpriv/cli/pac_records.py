@@ -23,7 +23,7 @@ from pacpriv.pac.per_record_calibration import calibrate_per_record
 from pacpriv.pac.samplers import PoissonSampler
 from pacpriv.registry import resolve_mechanism
 from pacpriv.report import write_report
-from pacpriv.report.builder import build_report, is_public_pool
+from pacpriv.report.builder import build_report, is_public_pool, local_base_name
 
 __all__ = ["add_records_parser", "parse_records"]
 
@@ -155,6 +155,7 @@ def _records(args) -> int:
     dataset = load_dataset(args.dataset, label_column=label)
     records = parse_records(args.records, dataset.n_records)
     mechanism, mech_name = resolve_mechanism(args.mechanism, dataset_info=dataset.info())
+    mech_name = local_base_name(mech_name)  # no local directories in output
     common = dict(n_trials=args.trials, sampler=PoissonSampler(args.sampling_rate),
                   records=records, confidence=args.confidence, rng=args.seed,
                   options=ExecutionOptions(n_jobs=args.n_jobs, backend=args.backend,

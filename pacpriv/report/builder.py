@@ -72,15 +72,18 @@ def redact_command(args: list[str]) -> list[str]:
         if secret and eq:
             out.append(f"{name}={REDACTED}")
         elif eq and name.startswith("--"):
-            out.append(f"{name}={_base_name(value)}")
+            out.append(f"{name}={local_base_name(value)}")
         else:
-            out.append(_base_name(tok))
+            out.append(local_base_name(tok))
             hide_next = secret
     return out
 
 
-def _base_name(tok: str) -> str:
-    """A local path shown by its base name (the directories are local facts, not public)."""
+def local_base_name(tok: str) -> str:
+    """A local path shown by its base name (the directories are local facts, not public).
+
+    ``"/home/a/f.py:mean"`` becomes ``"f.py:mean"``; text without a separator is unchanged.
+    """
     if "/" in tok or "\\" in tok:
         name = tok.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
         return name or tok
@@ -238,22 +241,26 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
     show = is_public_pool(d["dataset"]) if pool_statistics is None else bool(pool_statistics)
     if not show:
         spectrum, noise = _scale_free(spectrum, noise, plan, spec)
+    mech = local_base_name(str(result.mechanism))  # a file mechanism without its directories
     return {
         "kind": "pac",
         "title": (
-            f"PAC membership-privacy report: {result.mechanism} on {result.dataset.get('name')}"
+            f"PAC membership-privacy report: {mech} on {result.dataset.get('name')}"
         ),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "threat_model": THREAT_MODEL_PAC,
-        "mechanism": result.mechanism,
+        "mechanism": mech,
         "dataset": _public_dataset(d["dataset"]),
         "sampler": d["simulation"]["sampler"],
         "simulation": {
             **d["simulation"],
             # a file mechanism's private module name means nothing to the reader
-            "mechanism": result.mechanism
+            "mechanism": mech
             if "_pacpriv_user_mechanism_" in str(d["simulation"].get("mechanism"))
-            else d["simulation"].get("mechanism"),
+            else local_base_name(str(d["simulation"].get("mechanism"))),
+            # local paths by their base name (the directories are local facts)
+            **{k: local_base_name(str(d["simulation"][k]))
+               for k in ("checkpoint", "output_path") if d["simulation"].get(k)},
         },
         "spectrum": spectrum,
         "noise": noise,
