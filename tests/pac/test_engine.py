@@ -208,7 +208,8 @@ def test_length_change_across_batches():
     # the first 2 * n_jobs batches are dispatched before any output length is known, and
     # threads finish in any order: the trial named is one whose length differs from the
     # length seen first (trial 1, or a length-2 trial when trial 1 came first)
-    with pytest.raises(MechanismError, match=r"in trial [0-3], but earlier trials returned") as info:
+    pattern = r"in trial [0-3], but earlier trials returned"
+    with pytest.raises(MechanismError, match=pattern) as info:
         simulate(mech, POOL1D, n_trials=4, rng=13, progress=False, batch_size=1, n_jobs=2,
                  backend="threading")
     assert info.value.trial_index in (0, 1, 2, 3)
