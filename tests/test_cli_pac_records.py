@@ -107,3 +107,15 @@ def test_calibrated_noise_scale_of_a_private_pool_is_not_printed(tmp_path, capsy
     assert "E||B||^2 = " in capsys.readouterr().out
     full = json.loads((tmp_path / "shown" / "report.json").read_text())
     assert full["sections"][0]["per_record"]["noise_plan"]["noise_std_max"] > 1e6
+
+
+def test_a_sample_of_records_says_what_it_covers(tmp_path, capsys):
+    # a plan calibrated on 6 of 150 records printed "certified 70%" with no word on the rest
+    rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris",
+               "--target-accuracy", "0.7", "--trials", "120", "--records", "sample:6",
+               "--seed", "1", "--n-jobs", "1", "--out", str(tmp_path / "rep"), "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "the 6 audited records only" in out and "144 records" in out
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "Coverage: the 6 audited records only" in md and "144 records" in md

@@ -166,13 +166,13 @@ def _records(args) -> int:
             plan = calibrate_per_record(mechanism, dataset.pool,
                                         target_accuracy=args.target_accuracy,
                                         shape=args.shape, **common)
-            section = plan.report_section()
+            section = plan.report_section(n_pool_records=dataset.n_records)
             summary: dict[str, Any] = {"noise": plan.to_dict(),
                                        "plan_bound": plan.max_accuracy_upper}
         else:
             exposure = record_exposure(mechanism, dataset.pool, noise_cov=args.noise_std**2,
                                        **common)
-            section = exposure.report_section()
+            section = exposure.report_section(n_pool_records=dataset.n_records)
             summary = {"noise": {"noise_std": args.noise_std}, "plan_bound": None}
     except ValueError as err:  # e.g. an uncertifiable target: say why, no traceback
         raise UsageError(str(err)) from err
@@ -204,6 +204,10 @@ def _records(args) -> int:
     if summary["plan_bound"] is not None:
         print(f"plan bound           {format_percent(summary['plan_bound'])} "
               f"certified (1−γ = {args.confidence:g}), target {args.target_accuracy:g}")
+    if d["n_audited"] < dataset.n_records:
+        print(f"coverage             the {d['n_audited']} audited records only: the other "
+              f"{dataset.n_records - d['n_audited']} records (an outlier among them) are not "
+              f"bounded; audit them all (omit --records) before releasing")
     # --noise-std: the per-record empirical-Bernstein bounds hold at once with 1−γ. With a
     # calibrated plan the scale was chosen on these trials, so only the plan bound (uniform
     # over scales) is certified; the per-record values at that scale are estimates below it.

@@ -440,9 +440,13 @@ class RecordExposure:
         order = np.lexsort((self.records, -self.accuracy_upper))
         return self.records[order[:n]]
 
-    def report_section(self, *, target_accuracy: float | None = None) -> dict:
-        """Report section (:func:`pacpriv.pac.per_record_report.per_record_section`)."""
-        return per_record_section(self, target_accuracy=target_accuracy)
+    def report_section(self, *, target_accuracy: float | None = None,
+                       n_pool_records: int | None = None) -> dict:
+        """Report section (:func:`pacpriv.pac.per_record_report.per_record_section`);
+        ``n_pool_records`` (the pool's size) adds a coverage note when not every record was
+        audited."""
+        return per_record_section(self, target_accuracy=target_accuracy,
+                                  n_pool_records=n_pool_records)
 
     def to_dict(self) -> dict:
         """Public summary: maxima, medians, the most exposed records by index, a histogram."""

@@ -116,12 +116,15 @@ class PerRecordPlan(NoisePlan):
     n_trials_shape: int = 0
     exposure: RecordExposure | None = field(default=None, repr=False)
 
-    def report_section(self) -> dict:
-        """Report section of the plan's exposure, with the target and the certified bound."""
+    def report_section(self, *, n_pool_records: int | None = None) -> dict:
+        """Report section of the plan's exposure, with the target and the certified bound;
+        ``n_pool_records`` (the pool's size) adds a coverage note when not every record was
+        audited (the plan bounds the audited records only)."""
         if self.exposure is None:
             raise ValueError("this plan carries no exposure to report.")
         return per_record_section(self.exposure, target_accuracy=self.target_accuracy,
-                                  plan_bound=self.max_accuracy_upper)
+                                  plan_bound=self.max_accuracy_upper,
+                                  n_pool_records=n_pool_records)
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (no per-record arrays)."""

@@ -72,7 +72,8 @@ def _histogram_lines(hist: dict, target: float | None) -> list[str]:
 
 
 def per_record_section(exposure, *, target_accuracy: float | None = None,
-                       plan_bound: float | None = None, title: str | None = None) -> dict:
+                       plan_bound: float | None = None, title: str | None = None,
+                       n_pool_records: int | None = None) -> dict:
     """Report section of a per-record exposure.
 
     Parameters
@@ -134,7 +135,14 @@ def per_record_section(exposure, *, target_accuracy: float | None = None,
                         f"certified (1−γ = {conf:g}), uniform over noise scales ≥ s"))
     if target_accuracy is not None:
         rows.insert(0, ("target per-record accuracy", f"{100 * target_accuracy:.2f}%", "input"))
+    n_pool = n_pool_records  # when given: the records not audited are named as not covered
+    coverage = ([] if not n_pool or d["n_audited"] >= n_pool else [
+        f"**Coverage: the {d['n_audited']} audited records only.** The other "
+        f"{n_pool - d['n_audited']} records of the pool were not audited and are not bounded "
+        "here (an outlier among them can be far more exposed); audit every record before "
+        "releasing with this noise.", ""])
     md = [
+        *coverage,
         f"Audited records: {d['n_audited']}; trials: {d['n_trials']}; membership prior "
         f"q = {d['sampling_rate']:g}. Upper bounds are empirical-Bernstein bounds (Maurer & "
         f"Pontil 2009, Thm 4) at level γ/{d['n_audited']}, so **all** of them hold at once with "
