@@ -284,8 +284,9 @@ def noise_multiplier_for_accuracy(
     if method != "exact":
         raise ValueError(f"`method` must be 'closed-form' or 'exact'; got {method!r}.")
     # validate (and broadcast) with the closed form's checks, then calibrate each distinct
-    # (target, M, E) once, in increasing target order per (M, E): the previous σ, scaled by
-    # the closed-form ratio, is the first guess of the next search (shared work)
+    # (target, M, E) once (shared work across repeated cells). Every search starts as a
+    # scalar call does, so an array gives elementwise the scalar calls' σ (a search started
+    # from a neighbour's σ ends at a different, equally certified, point within rtol)
     closed_form_noise_multiplier(target_accuracy, steps_per_epoch=steps_per_epoch, epochs=epochs)
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
     a, m, e = np.broadcast_arrays(
@@ -295,17 +296,10 @@ def noise_multiplier_for_accuracy(
     keys = sorted({(int(mv), int(ev), float(av))
                    for av, mv, ev in zip(a.ravel(), m.ravel(), e.ravel(), strict=True)})
     found: dict = {}
-    prev: tuple | None = None
     for mv, ev, av in keys:
-        guess = None
-        if prev is not None and prev[:2] == (mv, ev):
-            cf_prev = closed_form_noise_multiplier(prev[2], steps_per_epoch=mv, epochs=ev)
-            cf_now = closed_form_noise_multiplier(av, steps_per_epoch=mv, epochs=ev)
-            guess = found[prev] * cf_now / cf_prev
         tol = float(np.clip((av - 0.5) * rel, 1e-7, 1e-4))
-        res = _calibrate(av, mv, ev, rel, tol, time.perf_counter(), guess=guess)
+        res = _calibrate(av, mv, ev, rel, tol, time.perf_counter(), guess=None)
         found[(mv, ev, av)] = res.noise_multiplier
-        prev = (mv, ev, av)
     out = np.empty(a.shape)
     for idx in np.ndindex(a.shape):
         out[idx] = found[(int(m[idx]), int(e[idx]), float(a[idx]))]
