@@ -43,6 +43,23 @@ def _check_output_path(output_path) -> Path | None:
     return path
 
 
+def _check_output_memory(n_trials: int, dim: int, dtype: np.dtype) -> None:
+    """Refuse, as soon as the output dimension is known (after the first trial), outputs
+    that cannot fit in memory: ``(n_trials, dim)`` values, more than half of the machine's
+    physical memory (the analysis of the certified rule needs several times more)."""
+    from pacpriv.pac.engine import _physical_memory  # (engine imports this module)
+
+    memory = _physical_memory()
+    need = n_trials * dim * np.dtype(dtype).itemsize
+    if memory is not None and need > memory // 2:
+        raise ValueError(
+            f"`n_trials` = {n_trials} outputs of dimension d = {dim} ({np.dtype(dtype).name}) "
+            f"need {need / 2**30:.1f} GiB in memory, more than half of this machine's "
+            f"{memory / 2**30:.1f} GiB (the certified rule's analysis needs several times "
+            "more); use fewer trials, a smaller output, output_dtype=float32, or a disk-backed "
+            "run (output_path=...) with a plug-in rule.")
+
+
 class OutputStore:
     """Preallocated ``outputs (n_trials, d)`` and ``masks (n_trials, n_records)``.
 
@@ -69,9 +86,11 @@ class OutputStore:
         self.masks: np.ndarray | None = None
 
     def _allocate(self, dim: int) -> None:
-        self.dim = dim
         shape = (self.n_trials, dim)
         mshape = (self.n_trials, self.n_records)
+        if self.path is None:
+            _check_output_memory(self.n_trials, dim, self.dtype)
+        self.dim = dim
         if self.path is None:
             self.outputs = np.zeros(shape, dtype=self.dtype)
             self.masks = np.zeros(mshape, dtype=bool)
