@@ -119,3 +119,17 @@ def test_a_sample_of_records_says_what_it_covers(tmp_path, capsys):
     assert "the 6 audited records only" in out and "144 records" in out
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "Coverage: the 6 audited records only" in md and "144 records" in md
+
+
+def test_report_has_the_root_seed_and_command(tmp_path, capsys, monkeypatch):
+    argv = ["pac", "records", "--mechanism", "mean", "--dataset", "iris",
+            "--noise-std", "0.5", "--trials", "60", "--records", "0-3", "--seed", "7",
+            "--n-jobs", "1", "--out", str(tmp_path / "rep"), "--no-progress"]
+    monkeypatch.setattr("sys.argv", ["pacpriv", *argv])
+    rc = main(argv)
+    assert rc == 0
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())["reproducibility"]
+    assert rep["root_seed"] == {"entropy": 7, "spawn_key": []}
+    assert "pac records" in rep["command"] and "--seed 7" in rep["command"]
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "Root seed of the simulation" in md and "Command: `" in md

@@ -179,6 +179,8 @@ def _records(args) -> int:
     section["title"] += f" — {mech_name} on {dataset.name}"
     section["per_record"]["mechanism"] = mech_name
     section["per_record"]["dataset"] = dataset.name
+    if args.seed is not None:  # the root seed of the simulation (public: the trials' seeds)
+        section["root_seed"] = {"entropy": int(args.seed), "spawn_key": []}
     section["per_record"]["noise_plan"] = summary["noise"]
     # a calibrated noise scale is a statistic of f over subsets of the pool (see write_report's
     # pool_statistics): hidden unless the pool is public or asked for

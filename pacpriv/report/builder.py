@@ -336,7 +336,11 @@ def build_report(result, *, pool_statistics: bool | None = None) -> dict:
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "threat_model": section.get("threat_model"),
             "sections": [section],
-            "reproducibility": {"versions": _versions()},
+            "reproducibility": {
+                **({"root_seed": section["root_seed"]} if section.get("root_seed") else {}),
+                "command": _command(),
+                "versions": _versions(),
+            },
         }
     raise TypeError(
         "`result` must be a PacResult (pacpriv.pac.run_pac) or an object with report_section(); "
