@@ -630,3 +630,21 @@ def test_local_directories_do_not_reach_the_report(user, capsys):
     rep = json.loads((user / "rep" / "report.json").read_text())
     assert rep["mechanism"] == "myfuncs.py:label_rate"
     assert rep["simulation"]["checkpoint"] == "ck"
+
+
+def test_markdown_report_neutralises_html_and_pipes_from_column_names(tmp_path, capsys,
+                                                                      monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rows = ["\"<script>alert(1)</script>\",\"a|b\",c"] + [
+        f"{i * 0.1},{(i % 5) * 0.2},{i % 3}" for i in range(30)]
+    (tmp_path / "x.csv").write_text("\n".join(rows) + "\n")
+    code, _, err = _run(capsys, "pac", "run", "--mechanism", "mean", "--dataset", "x.csv",
+                        "--feature-ranges", "-3:3", "--mi-budget", "0.1", "--trials", "12",
+                        "--no-progress", "--seed", "0", "--rule", "anisotropic",
+                        "--out", "rep")
+    assert code == 0, err
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "<script>" not in md and "&lt;script&gt;" in md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| dataset feature_names")]
+    assert len(rows) == 1
+    assert rows[0].count(" | ") == 1 and "a\\|b" in rows[0]  # one separator: two cells

@@ -348,6 +348,13 @@ def build_report(result, *, pool_statistics: bool | None = None) -> dict:
     )
 
 
+def _md_cell(text: object) -> str:
+    """A table cell's text with Markdown's table separator and raw HTML neutralised (column
+    names and file names come from the user's data)."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("|", "\\|").replace("\n", " "))
+
+
 def _markdown_blocks(blocks: list[tuple]) -> list[str]:
     out: list[str] = []
     for block in blocks:
@@ -358,10 +365,12 @@ def _markdown_blocks(blocks: list[tuple]) -> list[str]:
             out += [f"- {item}" for item in block[1]] + [""]
         elif kind == "table":
             out += ["| quantity | value |", "| --- | --- |"]
-            out += [f"| {k} | {v} |" for k, v in map(render_row, block[1])] + [""]
+            out += [f"| {_md_cell(k)} | {_md_cell(v)} |"
+                    for k, v in map(render_row, block[1])] + [""]
         elif kind == "grid":
-            out += ["| " + " | ".join(block[1]) + " |", "|" + " --- |" * len(block[1])]
-            out += ["| " + " | ".join(row) + " |" for row in block[2]] + [""]
+            out += ["| " + " | ".join(map(_md_cell, block[1])) + " |",
+                    "|" + " --- |" * len(block[1])]
+            out += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in block[2]] + [""]
         elif kind == "code":
             out += ["```", block[1], "```", ""]
         # figures are in report.html only
@@ -378,7 +387,7 @@ def _sections_markdown(sections: list[tuple[str, list[tuple]]]) -> list[str]:
 
 def to_markdown(report: dict) -> str:
     """Render a report dict (:func:`build_report`) as Markdown."""
-    out = [f"# {report['title']}", "", f"_Created {report['created']}_", ""]
+    out = [f"# {_md_cell(report['title'])}", "", f"_Created {report['created']}_", ""]
     if report["kind"] == "pac":
         out += _sections_markdown(pac_layout(report))
     elif report.get("threat_model"):
