@@ -6,6 +6,7 @@ Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXi
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from pacpriv import _json
@@ -291,5 +292,18 @@ def _serve(args) -> int:  # pragma: no cover - blocks; exercised by the uvicorn 
 
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be in [1, 65535]; got {args.port}")
+    warning = exposed_host_warning(args.host)
+    if warning:
+        print(f"pacpriv: warning: {warning}", file=sys.stderr)
     serve(args.state, host=args.host, port=args.port)
     return 0
+
+
+def exposed_host_warning(host: str) -> str | None:
+    """A warning when ``host`` is not a loopback interface (None for loopback)."""
+    if host in ("127.0.0.1", "localhost", "::1") or host.startswith("127."):
+        return None
+    return (f"serving on {host}: the endpoint has no authentication, so anyone who can reach "
+            "the port can spend the finite privacy budget (the guarantee holds, but the "
+            "service can be exhausted); put it behind an authenticating proxy, or use "
+            "--host 127.0.0.1")

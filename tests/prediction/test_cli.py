@@ -160,3 +160,12 @@ def test_secret_seed_errors(extra, match, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and match in err
     assert not (tmp_path / "s").exists()
+
+
+def test_serving_on_a_non_loopback_host_warns():
+    from pacpriv.cli.predict import exposed_host_warning
+
+    assert exposed_host_warning("127.0.0.1") is None and exposed_host_warning("::1") is None
+    assert exposed_host_warning("localhost") is None
+    msg = exposed_host_warning("0.0.0.0")
+    assert msg is not None and "no authentication" in msg and "privacy budget" in msg
