@@ -48,6 +48,7 @@ import numpy as np
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_finite_array, check_int, check_n_jobs, check_real
 from pacpriv.exceptions import CheckpointError, MechanismError, NotReproducibleWarning
+from pacpriv.pac import storage
 from pacpriv.pac._mechanism import check_mechanism
 from pacpriv.pac._parallel import _failure_error, resolve_backend, run_pending
 from pacpriv.pac._trial import TrialTask, run_batch
@@ -214,10 +215,7 @@ _EXECUTION_DEFAULTS = ExecutionOptions().to_dict()
 
 def _physical_memory() -> int | None:
     """Bytes of physical memory, or None where the OS does not say."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        return None
+    return storage.physical_memory()
 
 
 def _check_memory(n_trials: int, n_records: int, output_path) -> None:
@@ -432,13 +430,23 @@ def simulate(
 
     bar = tqdm(total=n_trials, initial=store.n_done, disable=not progress, unit="trial",
                desc="pac")
+    t_run = time.perf_counter()
     with bar:
         backend_name, n_workers = run_pending(
             task, store, ckpt, n_jobs=n_jobs, backend=backend, batch_size=batch_size,
             bar=bar, retries=retries,
         )
     if pending:
-        reproducible, note = _check_reproducible(task, store, pending[0][0])
+        # the first trial run here, and (when a trial is cheap: at most _RERUN_BUDGET_S for
+        # the extra re-runs) a middle and the last one: randomness drawn outside `rng` in
+        # only some trials is then caught far more often than from one trial
+        first, last = pending[0][0], pending[-1][1] - 1
+        n_run = sum(b - a for a, b in pending)
+        per_trial = (time.perf_counter() - t_run) * max(n_workers, 1) / max(n_run, 1)
+        picks = [first]
+        if per_trial * 2 <= _RERUN_BUDGET_S:
+            picks += sorted({(first + last) // 2, last} - {first})
+        reproducible, note = _check_reproducible(task, store, picks)
     elif verified:
         reproducible = True
         note = f"recorded trials {verified} re-run from their seeds: bit-identical"
@@ -500,20 +508,32 @@ def _with_reference(task: TrialTask, store: OutputStore, ckpt: Checkpoint | None
     return task
 
 
-def _check_reproducible(task: TrialTask, store: OutputStore, index: int) -> tuple[bool, str]:
-    """Re-run trial ``index`` from its seed; warn if the output or mask differs."""
-    try:
-        output, mask = _rerun(task, store, index)
-    except MechanismError as err:
-        problem = f"re-running trial {index} from its seed failed ({err})"
-    else:
+#: seconds of extra trial re-runs the reproducibility check may spend (beyond the first)
+_RERUN_BUDGET_S = 5.0
+
+
+def _check_reproducible(task: TrialTask, store: OutputStore,
+                        indices: list[int]) -> tuple[bool, str]:
+    """Re-run trials ``indices`` from their seeds; warn if an output or mask differs."""
+    problem = None
+    for index in indices:
+        try:
+            output, mask = _rerun(task, store, index)
+        except MechanismError as err:
+            problem = f"re-running trial {index} from its seed failed ({err})"
+            break
         stored_output, stored_mask = store.row(index)
         same = np.array_equal(mask, stored_mask) and (
             output.tobytes() == np.asarray(stored_output).tobytes()
         )
-        if same:
-            return True, f"trial {index} re-run from its seed: bit-identical"
-        problem = f"re-running trial {index} from its seed gave a different output"
+        if not same:
+            problem = f"re-running trial {index} from its seed gave a different output"
+            break
+    if problem is None:
+        if len(indices) == 1:
+            return True, f"trial {indices[0]} re-run from its seed: bit-identical"
+        listed = ", ".join(map(str, indices))
+        return True, f"trials {listed} re-run from their seeds: bit-identical"
     note = (
         f"not reproducible: {problem}. The mechanism draws randomness outside its `rng` "
         "argument (global numpy.random or random state, an unseeded library, the clock) or "

@@ -43,13 +43,19 @@ def _check_output_path(output_path) -> Path | None:
     return path
 
 
+def physical_memory() -> int | None:
+    """Bytes of physical memory, or None where the OS does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def _check_output_memory(n_trials: int, dim: int, dtype: np.dtype) -> None:
     """Refuse, as soon as the output dimension is known (after the first trial), outputs
     that cannot fit in memory: ``(n_trials, dim)`` values, more than half of the machine's
     physical memory (the analysis of the certified rule needs several times more)."""
-    from pacpriv.pac.engine import _physical_memory  # (engine imports this module)
-
-    memory = _physical_memory()
+    memory = physical_memory()
     need = n_trials * dim * np.dtype(dtype).itemsize
     if memory is not None and need > memory // 2:
         raise ValueError(

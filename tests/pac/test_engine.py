@@ -396,7 +396,7 @@ def test_float32_storage_refuses_differences_it_would_flush_to_zero():
 def test_outputs_that_cannot_fit_in_memory_are_refused_after_the_first_trial(monkeypatch):
     # d = 5e5 with 20,000 trials ended in a raw _ArrayMemoryError (74.5 GiB), and 5,000
     # trials silently grew towards the machine's memory
-    from pacpriv.pac import engine
+    from pacpriv.pac import storage
 
     calls = []
 
@@ -404,7 +404,7 @@ def test_outputs_that_cannot_fit_in_memory_are_refused_after_the_first_trial(mon
         calls.append(1)
         return np.full(1000, float(np.sum(subset)))
 
-    monkeypatch.setattr(engine, "_physical_memory", lambda: 2 * 1000 * 8 * 50)  # 50 trials
+    monkeypatch.setattr(storage, "physical_memory", lambda: 2 * 1000 * 8 * 50)  # 50 trials
     with pytest.raises(ValueError, match=r"`n_trials` = 200 outputs of dimension d = 1000"):
         simulate(wide, POOL1D, n_trials=200, rng=0, progress=False)
     assert len(calls) <= 2  # refused as soon as d was known, not after the run
