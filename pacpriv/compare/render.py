@@ -59,10 +59,12 @@ def _noise_cell(r: ComparisonRow, c: float) -> str:
         return (f"σ = {format_bound(r.noise, 4)} (per-step std {r.gradient_noise_std:.3g} on "
                 f"the averaged gradient, C = {c:g})")
     if r.family == "pac" and r.mi_budget is None:
-        return (f"{r.noise:.3g} per parameter (E‖B‖² = {r.expected_noise_power:.3g}, "
+        return (f"{format_bound(r.noise, 3, side='up')} per parameter (E‖B‖² = "
+                f"{format_bound(r.expected_noise_power, 3, side='up')}, "
                 "isotropic, per-record target)")
     if r.family == "pac":
-        return (f"{r.noise:.3g} per parameter (E‖B‖² = {r.expected_noise_power:.3g}, "
+        return (f"{format_bound(r.noise, 3, side='up')} per parameter (E‖B‖² = "
+                f"{format_bound(r.expected_noise_power, 3, side='up')}, "
                 f"v = {format_bound(r.mi_budget, 4)} nats)")
     return "none"
 
@@ -141,7 +143,7 @@ def per_record_note(plan, informed, n_trials: int,
         base = max(plan.sampling_rate, 1.0 - plan.sampling_rate)
         floor = base + 7.0 * (1.0 - base) * math.log(2.0 * k / gamma) / (3.0 * (n - 1))
         more = (
-            f" Here the per-record noise (E‖B‖² = {format_bound(power, 4, side='down')}) is "
+            f" Here the per-record noise (E‖B‖² = {format_bound(power, 4, side='up')}) is "
             f"larger than the whole-subset noise ({format_bound(whole_subset_power, 4)}): with "
             f"{n} certifying trials the empirical-Bernstein term of the certified bound is "
             f"large (the smallest certifiable bound for {k} records at 1−γ = "
