@@ -609,6 +609,25 @@ def test_redact_command_shows_local_paths_by_base_name():
     assert got == ["pac", "run", "--dataset", "payroll.csv", "--out=rep", "--mechanism", "mean",
                    "d.csv"]
     assert not any("alice" in t or "bob" in t for t in got)
+    # text that merely contains a slash is not a path (a label column named '<i>lab</i>|z')
+    assert redact_command(["--label-column", "<i>lab</i>|z", "--x=a/b"]) == [
+        "--label-column", "<i>lab</i>|z", "--x=a/b"]
+
+
+def test_markdown_cells_keep_link_and_image_syntax_as_text():
+    from pacpriv.report.builder import _md_cell
+
+    cell = _md_cell("[x](javascript:alert(1)) ![i](http://evil.example/p.png)")
+    assert "](" not in cell and "![" not in cell
+
+
+def test_markdown_command_line_cannot_be_closed_by_a_backtick():
+    from pacpriv.report.builder import to_markdown
+
+    rep = {"title": "t", "created": "now", "kind": "analytic", "sections": [],
+           "reproducibility": {"command": "pacpriv pac run --dataset e`<img src=x>`.csv"}}
+    line = [ln for ln in to_markdown(rep).splitlines() if ln.startswith("Command:")][0]
+    assert line.count("`") == 2  # one code span: the tag stays inside it
 
 
 def test_local_directories_do_not_reach_the_report(user, capsys):

@@ -175,6 +175,12 @@ def _dispatch(args, flags: set[str]) -> int:
     except (CalibrationError, BudgetExceededError) as exc:
         print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 1
+    except MemoryError:  # numpy's _ArrayMemoryError too: one clear line, no traceback
+        print("pacpriv: error: out of memory (the outputs of all trials are held in memory, "
+              "and the certified rule's analysis needs several times their size): use fewer "
+              "--trials, a smaller output, or a plug-in --rule (variance-only runs in O(d) "
+              "memory)", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say
         sys.stdout = open(os.devnull, "w")  # no flush error at exit
         return 0

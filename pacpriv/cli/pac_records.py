@@ -208,8 +208,8 @@ def _records(args) -> int:
               f"certified (1−γ = {args.confidence:g}), target {args.target_accuracy:g}")
     if d["n_audited"] < dataset.n_records:
         print(f"coverage             the {d['n_audited']} audited records only: the other "
-              f"{dataset.n_records - d['n_audited']} records (an outlier among them) are not "
-              f"bounded; audit them all (omit --records) before releasing")
+              f"{dataset.n_records - d['n_audited']} records (including any outlier) are "
+              f"not bounded; audit them all (omit --records) before releasing")
     # --noise-std: the per-record empirical-Bernstein bounds hold at once with 1−γ. With a
     # calibrated plan the scale was chosen on these trials, so only the plan bound (uniform
     # over scales) is certified; the per-record values at that scale are estimates below it.

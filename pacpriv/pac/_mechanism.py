@@ -125,7 +125,8 @@ def _check_magnitude(arr: np.ndarray, dtype) -> None:
                                                  | (mag > MAX_OUTPUT_MAGNITUDE)))
     if bad.size:
         j = int(bad[0])
-        side = "above" if mag[j] > MAX_OUTPUT_MAGNITUDE else "a non-zero magnitude below"
+        side = ("a magnitude above" if mag[j] > MAX_OUTPUT_MAGNITUDE
+                else "a non-zero magnitude below")
         limit = MAX_OUTPUT_MAGNITUDE if mag[j] > MAX_OUTPUT_MAGNITUDE else low
         where = (" (it is stored as float32 differences from trial 0: use output_dtype="
                  "float64, or rescale)" if dtype == np.float32 else "")

@@ -50,16 +50,27 @@ def measure(
         raise CalibrationError(
             f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output spread is "
             "too large for so small a budget): raise `mi_budget` or rescale the output.")
-    with np.errstate(over="ignore"):  # an overflow is reported below, as one clear error
-        if info.source == "outputs":
-            # the certificate needs independent trials: of complementary pairs (trial 2k+1 is
-            # the complement of trial 2k) it keeps one member each, i.i.d. draws of its law
-            outputs = sim.outputs
-            if isinstance(as_sampler(simulation.get("sampler")), ComplementaryPairsSampler):
-                outputs = outputs[0::2]
-            plan = info.function(outputs, mi_budget, **params)
-        else:
-            plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule, **params)
+    try:
+        with np.errstate(over="ignore"):  # an overflow is reported below, as one clear error
+            if info.source == "outputs":
+                # the certificate needs independent trials: of complementary pairs (trial 2k+1
+                # is the complement of trial 2k) it keeps one member each, i.i.d. draws of its
+                # law
+                outputs = sim.outputs
+                if isinstance(as_sampler(simulation.get("sampler")), ComplementaryPairsSampler):
+                    outputs = outputs[0::2]
+                plan = info.function(outputs, mi_budget, **params)
+            else:
+                plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule, **params)
+    except (ValueError, FloatingPointError, ZeroDivisionError):
+        # the arguments were checked before the simulation: a failure here is numerical
+        # (its message may hold values computed from the pool, such as a noise scale: neither
+        # repeated nor chained)
+        raise CalibrationError(
+            f"the {rule} rule could not calibrate the noise in float64 for mi_budget="
+            f"{mi_budget!r} nats: the output's coordinates span too many orders of magnitude "
+            "(or its spread is too large for so small a budget). Rescale the coordinates to "
+            "comparable scales, or raise `mi_budget`.") from None
     if not (np.all(np.isfinite(plan.noise_std)) and np.isfinite(plan.residual_std)):
         raise CalibrationError(
             f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output spread is "

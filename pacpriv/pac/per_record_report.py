@@ -139,7 +139,7 @@ def per_record_section(exposure, *, target_accuracy: float | None = None,
     coverage = ([] if not n_pool or d["n_audited"] >= n_pool else [
         f"**Coverage: the {d['n_audited']} audited records only.** The other "
         f"{n_pool - d['n_audited']} records of the pool were not audited and are not bounded "
-        "here (an outlier among them can be far more exposed); audit every record before "
+        "here (any outlier among them can be far more exposed); audit every record before "
         "releasing with this noise.", ""])
     md = [
         *coverage,

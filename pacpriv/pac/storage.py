@@ -44,11 +44,29 @@ def _check_output_path(output_path) -> Path | None:
 
 
 def physical_memory() -> int | None:
-    """Bytes of physical memory, or None where the OS does not say."""
+    """Bytes of memory this process may use: the smallest of the physical memory, the
+    address-space limit (``ulimit -v``) and the cgroup limit; None where none is known."""
+    limits = []
     try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+        limits.append(int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES")))
     except (AttributeError, ValueError, OSError):
-        return None
+        pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
+            limits.append(int(soft))
+    except (ImportError, AttributeError, ValueError, OSError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < 2**62:
+            limits.append(int(text))
+    return min(limits) if limits else None
 
 
 def _check_output_memory(n_trials: int, dim: int, dtype: np.dtype) -> None:
@@ -60,10 +78,11 @@ def _check_output_memory(n_trials: int, dim: int, dtype: np.dtype) -> None:
     if memory is not None and need > memory // 2:
         raise ValueError(
             f"`n_trials` = {n_trials} outputs of dimension d = {dim} ({np.dtype(dtype).name}) "
-            f"need {need / 2**30:.1f} GiB in memory, more than half of this machine's "
-            f"{memory / 2**30:.1f} GiB (the certified rule's analysis needs several times "
-            "more); use fewer trials, a smaller output, output_dtype=float32, or a disk-backed "
-            "run (output_path=...) with a plug-in rule.")
+            f"need {need / 2**30:.1f} GiB in memory, more than half of the "
+            f"{memory / 2**30:.1f} GiB this process may use (the certified rule's analysis "
+            "needs several times more); use fewer trials, a smaller output, "
+            "output_dtype=float32, or a disk-backed run (output_path=...) with a plug-in "
+            "rule.")
 
 
 class OutputStore:

@@ -10,7 +10,9 @@ per-trial outputs are ever written: only the noisy release and summaries.
 from __future__ import annotations
 
 import math
+import os
 import platform
+import re
 import sys
 import warnings
 from datetime import datetime, timezone
@@ -79,12 +81,22 @@ def redact_command(args: list[str]) -> list[str]:
     return out
 
 
+def _looks_like_path(tok: str) -> bool:
+    """True for an absolute or explicitly relative path, a Windows path, or an existing file
+    or folder (``file.py:attr`` counts by its file part); not for text such as ``</i>``."""
+    if tok.startswith(("/", "~", "./", "../", ".\\", "..\\")) or re.match(r"^[A-Za-z]:[\\/]", tok):
+        return True
+    head = tok.rsplit(":", 1)[0] if ":" in tok else tok
+    return ("/" in head or "\\" in head) and os.path.exists(head)
+
+
 def local_base_name(tok: str) -> str:
     """A local path shown by its base name (the directories are local facts, not public).
 
-    ``"/home/a/f.py:mean"`` becomes ``"f.py:mean"``; text without a separator is unchanged.
+    ``"/home/a/f.py:mean"`` becomes ``"f.py:mean"``; text that does not look like a path
+    (:func:`_looks_like_path`) is unchanged.
     """
-    if "/" in tok or "\\" in tok:
+    if _looks_like_path(tok):
         name = tok.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
         return name or tok
     return tok
@@ -351,8 +363,10 @@ def build_report(result, *, pool_statistics: bool | None = None) -> dict:
 def _md_cell(text: object) -> str:
     """A table cell's text with Markdown's table separator and raw HTML neutralised (column
     names and file names come from the user's data)."""
-    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("|", "\\|").replace("\n", " "))
+    out = (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+           .replace("|", "\\|").replace("\n", " "))
+    # link and image syntax ([x](…), ![i](…)) from column names stays text
+    return out.replace("](", "]\\(").replace("![", "!\\[")
 
 
 def _markdown_blocks(blocks: list[tuple]) -> list[str]:
@@ -408,7 +422,9 @@ def to_markdown(report: dict) -> str:
             "`--seed <entropy>` -- to rerun the simulation bit for bit)."
         ]
     if rep.get("command"):
-        out += ["", f"Command: `{rep['command']}`"]
+        # (in a code span: a backtick in a file name must not close it)
+        command = str(rep["command"]).replace("`", "'")
+        out += ["", f"Command: `{command}`"]
     out += ["", "Versions: " + ", ".join(f"{k} {v}" for k, v in rep.get("versions", {}).items())]
     return "\n".join(out) + "\n"
 

@@ -185,9 +185,12 @@ def _pac_body(r: Mapping, figures: bool) -> list[str]:
     figs: dict[str, str] = {}
     if figures:
         if "eigenvalues" in s and "noise_std" in n:  # absent from reports of older versions
+            try:
+                uri = plotting.figure_to_data_uri(plotting.plot_spectrum(r))
+            except (OverflowError, ValueError):  # values beyond matplotlib's log axes
+                uri = ""
             figs["spectrum"] = _figure(
-                plotting.figure_to_data_uri(plotting.plot_spectrum(r)),
-                "Eigenvalues of the output covariance and per-direction noise variance "
+                uri, "Eigenvalues of the output covariance and per-direction noise variance "
                 "(log scale).")
         prior = p.get("blind_guess_prior") or max(p["membership_prior"],
                                                   1 - p["membership_prior"])

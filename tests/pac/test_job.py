@@ -192,3 +192,22 @@ def test_release_seed_equal_to_the_recorded_simulation_seed_is_refused():
     res = run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=10, rng=4, release_rng=5,
                   progress=False, n_jobs=1, target_inflation=None)
     assert res.release_seeded and res.release is not None
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's, on the way to the failure
+@pytest.mark.parametrize("rule", ["exact-mi", "certified"])
+def test_numerical_calibration_failure_names_no_pool_value(rule):
+    # coordinates 230 orders of magnitude apart: the exact-mi rule's error printed the
+    # calibrated noise variance (array([7.0e+231, inf])), the certified rule an internal `bet`
+    from pacpriv.exceptions import CalibrationError
+
+    pool = np.random.default_rng(0).normal(size=(40, 2))
+
+    def mixed(s):
+        s = np.asarray(s)
+        return np.array([s[:, 0].mean() * 1e-115, s[:, 1].mean() * 1e115])
+
+    with pytest.raises(CalibrationError, match="span too many orders of magnitude") as info:
+        run_pac(mixed, pool, mi_budget=0.02, n_trials=40, rule=rule, rng=1, progress=False)
+    assert "e+2" not in str(info.value) and "array(" not in str(info.value)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
