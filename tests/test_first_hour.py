@@ -626,7 +626,7 @@ def test_markdown_command_line_cannot_be_closed_by_a_backtick():
 
     rep = {"title": "t", "created": "now", "kind": "analytic", "sections": [],
            "reproducibility": {"command": "pacpriv pac run --dataset e`<img src=x>`.csv"}}
-    line = [ln for ln in to_markdown(rep).splitlines() if ln.startswith("Command:")][0]
+    line = next(ln for ln in to_markdown(rep).splitlines() if ln.startswith("Command:"))
     assert line.count("`") == 2  # one code span: the tag stays inside it
 
 
