@@ -204,11 +204,13 @@ def _spectrum_plan(rule, spectrum, lam, mult, n_comp, v, s2, iso, details=None, 
                    conf=None) -> NoisePlan:
     """A plan from per-group noise variances ``s2`` (eigenbasis, or isotropic if ``iso``)."""
     details = details or {}
-    claim = v if claim is None else claim
     d = spectrum.dim
     s2 = _floor_variance(s2, lam)
     bound = gaussian_mi_bound(lam, s2, multiplicity=mult)
     _certify(bound, v, rule)
+    # the plug-in claim: the budget, or the plan's own MI where rounding put it a few ulps
+    # above (the headline must not be computed below the plan's MI)
+    claim = max(v, float(bound)) if claim is None else claim
     lin = linearised_mi_bound(lam, s2, multiplicity=mult)
     if iso:
         return NoisePlan(

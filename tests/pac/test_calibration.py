@@ -131,6 +131,7 @@ def test_every_rule_certifies_budget(lam, v, rule):
     spec = spectrum_from_covariance(cov)
     plan = calibrate_noise(spec, mi_budget=v, rule=rule, **_alg1_kwargs(rule))
     assert plan.mi_bound <= v
+    assert plan.mi_claim >= plan.mi_bound  # the headline is never below the plan's MI
     # independent check against the covariance itself (the spectrum may raise eigenvalues to
     # its resolution, which bounds Σ from above; at subnormal scales that bound is loose)
     assert _dense_mi(cov, plan) <= v * (1 + 1e-8)
