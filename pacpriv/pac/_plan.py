@@ -187,16 +187,17 @@ class NoisePlan(Displayable):
         return _matvec(self.basis, coef) + self.residual_std * z
 
     def summary(self) -> Summary:
-        """Rows shown by ``str(plan)`` and in Jupyter (MI bound rounded up)."""
+        """Rows shown by ``str(plan)`` and in Jupyter (MI bound and required noise rounded up:
+        the ``"risk"`` rounding)."""
         return Summary(f"NoisePlan ({self.rule}; {self.label})", [
             ("MI budget v (nats)", self.mi_budget, "risk"),
             ("MI bound (nats)", self.mi_bound, "risk"),
             ("output dimension d", self.dim, "plain"),
-            ("E||B||^2", self.expected_noise_power, "plain"),
+            ("E||B||^2", self.expected_noise_power, "risk"),
             ("largest noise std", float(np.max(self.noise_std)) if self.noise_std.size else None,
-             "plain"),
+             "risk"),
             ("smallest noise std", float(np.min(self.noise_std)) if self.noise_std.size else None,
-             "plain"),
+             "risk"),
             ("release clipped to an ellipsoid", self.clip_radius is not None, "plain"),
         ])
 
