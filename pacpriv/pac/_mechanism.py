@@ -116,13 +116,20 @@ MIN_OUTPUT_MAGNITUDE = 2.0**-400
 MAX_OUTPUT_MAGNITUDE = 2.0**400
 
 
+def outside_output_range(arr: np.ndarray, low: float = MIN_OUTPUT_MAGNITUDE) -> np.ndarray:
+    """Mask of the finite non-zero values below ``low`` or above
+    :data:`MAX_OUTPUT_MAGNITUDE` in magnitude (NaN and inf are not flagged here)."""
+    mag = np.abs(np.asarray(arr, dtype=np.float64))
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(mag) & (((mag > 0) & (mag < low)) | (mag > MAX_OUTPUT_MAGNITUDE))
+
+
 def _check_magnitude(arr: np.ndarray, dtype) -> None:
     """Raise ``InvalidOutput`` for non-zero values outside the representable range."""
     mag = np.abs(arr)
     low = float(np.finfo(np.float32).tiny) if dtype == np.float32 else MIN_OUTPUT_MAGNITUDE
-    with np.errstate(invalid="ignore"):  # NaN and inf are reported by the finiteness check
-        bad = np.flatnonzero(np.isfinite(mag) & (((mag > 0) & (mag < low))
-                                                 | (mag > MAX_OUTPUT_MAGNITUDE)))
+    # (NaN and inf are reported by the finiteness check)
+    bad = np.flatnonzero(outside_output_range(arr, low))
     if bad.size:
         j = int(bad[0])
         side = ("a magnitude above" if mag[j] > MAX_OUTPUT_MAGNITUDE

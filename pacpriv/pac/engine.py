@@ -213,18 +213,13 @@ def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progres
 _EXECUTION_DEFAULTS = ExecutionOptions().to_dict()
 
 
-def _physical_memory() -> int | None:
-    """Bytes of physical memory, or None where the OS does not say."""
-    return storage.physical_memory()
-
-
 def _check_memory(n_trials: int, n_records: int, output_path) -> None:
     """Refuse, before any trial, a run whose membership masks alone cannot fit in memory.
 
     The masks are ``(n_trials, n_records)`` booleans (the outputs come on top of them); with
     ``output_path`` both live on disk and only the disk bounds them.
     """
-    memory = _physical_memory()
+    memory = storage.physical_memory()
     need = n_trials * n_records
     if output_path is None and memory is not None and need > memory // 2:
         raise ValueError(

@@ -30,7 +30,12 @@ import numpy as np
 from pacpriv._adapters import EstimatorMechanism, TorchMechanism
 from pacpriv._files import atomic_write, private_dir
 from pacpriv.exceptions import NotReproducibleWarning
-from pacpriv.pac._mechanism import MAX_OUTPUT_MAGNITUDE, MIN_OUTPUT_MAGNITUDE, accepts_rng
+from pacpriv.pac._mechanism import (
+    MAX_OUTPUT_MAGNITUDE,
+    MIN_OUTPUT_MAGNITUDE,
+    accepts_rng,
+    outside_output_range,
+)
 from pacpriv.pac.samplers import callable_fingerprint
 
 __all__ = [
@@ -271,8 +276,7 @@ class Worlds:
         arr = np.stack(outs)
         if not np.all(np.isfinite(arr)):
             raise ValueError("a world model returned a non-finite output (NaN or inf).")
-        mag = np.abs(arr)
-        if np.any(((mag > 0) & (mag < MIN_OUTPUT_MAGNITUDE)) | (mag > MAX_OUTPUT_MAGNITUDE)):
+        if np.any(outside_output_range(arr)):
             # a tiny output has variance exactly 0 across worlds: no noise, an exact answer
             raise ValueError(
                 f"a world model returned an output of magnitude outside "
