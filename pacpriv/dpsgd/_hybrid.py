@@ -34,17 +34,20 @@ import math
 import numpy as np
 from scipy import special
 
-from pacpriv.dpsgd import _geo, _pld
+from pacpriv.dpsgd import _geo, _mixed, _pld
 
 _U = 2.0**-53
 
 
-def geo_to_linear(x: _geo.GeoPair, *, h: float, s_cap: float, upper: bool) -> _pld._Lattice:
+def geo_to_linear(x: _geo.GeoPair, *, h: float, s_cap: float, upper: bool,
+                  normalise: bool = True) -> _pld._Lattice:
     """The block pair ``x`` on the S-lattice ``{n0·h, (n0+1)·h, ...}`` capped at ``s_cap``.
 
     ``n0 = ⌊S_min/h⌋ − 1`` for the smallest node ``S_min`` of ``x``. See the module docstring
     for why each chain stays certified. Returns a :class:`pacpriv.dpsgd._pld._Lattice` with
     the same ``m``, ``M``, ``err`` and ``κ`` (raised by the conversion's own round-off).
+    ``normalise=False`` (upper chain): ``x`` is part of a block's law (a sub-law, see
+    :mod:`pacpriv.dpsgd._mixed`), whose ``q_inf`` is not raised to a unit Q-mass here.
     """
     big_m, m = x.big_m, x.m
     s_nodes = x.lr() * m  # S = M·e^{kg}; relative error <= (|kg| + 4)·u
@@ -82,7 +85,7 @@ def geo_to_linear(x: _geo.GeoPair, *, h: float, s_cap: float, upper: bool) -> _p
         q_inf = x.q_inf + moved * (1.0 + rel) + extra
         lat = _pld._Lattice(n0, h, out, None, q_inf, m, x.err, big_m)
         lat.slack = x.slack + extra
-        return _pld._normalise(lat)
+        return _pld._normalise(lat) if normalise else lat
     assert x.q is not None  # the lower chain carries its Q-law
     idx = np.clip(np.rint(pos), 0, k_cap).astype(np.int64)
     # (a cast from long double rounds each term once: covered by the "+ 2" below)
@@ -153,7 +156,9 @@ def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points:
                  upper: bool, tail: float, t_top: float, top_q: float, tick=None,
                  extended: bool = False, tol: float = 1e-4,
                  c_geo_max: float = 4096.0,
-                 min_dln: float = _geo.LOWER_MIN_DLN_LARGE_M) -> _pld._Lattice | _geo.GeoPair:
+                 min_dln: float = _geo.LOWER_MIN_DLN_LARGE_M,
+                 mixed: bool = True,
+                 mixed_top_q: float | None = None) -> _pld._Lattice | _geo.GeoPair | _mixed.Nodes:
     """One epoch's pair: geometric grid for the first levels, then the linear lattice.
 
     The switch level ``ℓ`` is chosen by :func:`switch_level`; the geometric grid's top
@@ -163,6 +168,12 @@ def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points:
     linear lattice's resolution (as in :func:`pacpriv.dpsgd._pld.epoch_lattice`), ``t_top``
     its cap (``S ≤ M·t_top``), ``top_q`` the Q-tail cut at every level, ``min_dln`` the
     lower chain's coordinate grouping (see :func:`pacpriv.dpsgd._geo.geo_blocks`).
+
+    Where the linear lattice cannot start before the geometric grid would need more than
+    ``c_geo_max`` points per unit of ln x (heavy tails and large M, e.g. σ ≈ 0.4,
+    M ≥ 1e7) and ``mixed`` is true, the top levels run on the mixed grid of
+    :mod:`pacpriv.dpsgd._mixed` instead (see :func:`_epoch_mixed`); ``mixed_top_q`` (if given)
+    is the top tail that decides it, so that both chains take the same grid.
     """
     base = _pld.lattice_base(sigma, steps)
     sd_w = _pld.coordinate_sd(sigma)
@@ -172,6 +183,17 @@ def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points:
                          epochs=epochs, tol=tol)
     j = max(levels - level, 1)
     c_geo = min(max(c * math.sqrt(2.0 * 2**level / j) / sd_w, _geo.GEO_C_MIN), c_geo_max)
+    if mixed and mixed_top_q is not None and mixed_top_q != top_q:
+        # the choice of grid follows the upper chain's top tail in both chains
+        lv = switch_level(sigma, steps, c=c, top_q=mixed_top_q, max_points=max_points,
+                          epochs=epochs, tol=tol)
+        want_mixed = c * math.sqrt(2.0 * 2**lv / max(levels - lv, 1)) / sd_w > c_geo_max
+    else:
+        want_mixed = c * math.sqrt(2.0 * 2**level / j) / sd_w > c_geo_max
+    if mixed and want_mixed and level >= 2:
+        return _epoch_mixed(sigma, steps, epochs, c=c, upper=upper, tail=tail, tick=tick,
+                            extended=extended, c_geo_max=c_geo_max, min_dln=min_dln,
+                            max_points=max_points)
     cur_g, acc_g, bits, k_hi = _geo.geo_blocks(
         sigma, steps, epochs, c=c_geo, upper=upper, tail=tail, levels=level, tick=tick,
         extended=extended and not upper, min_dln=min_dln,
@@ -207,3 +229,59 @@ def _to_float64(x: _geo.GeoPair) -> _geo.GeoPair:
         x.q = x.q.astype(np.float64)
         x.kappa += 8.02 * _U
     return x
+
+
+#: the mixed grid's bulk lattice is this many times finer than the linear lattice
+MIXED_BULK_FACTOR = 4.0
+#: finest geometric grid below the mixed levels (points per unit of ln x)
+MIXED_C_GEO_MAX = 1024.0
+
+
+def _epoch_mixed(sigma: float, steps: int, epochs: int, *, c: float, upper: bool, tail: float,
+                 tick, extended: bool, c_geo_max: float, min_dln: float,
+                 max_points: int) -> _mixed.Nodes:
+    """One epoch: geometric grid for blocks up to ``2^ℓ`` coordinates, the mixed grid above.
+
+    The bulk lattice is ``MIXED_BULK_FACTOR`` times finer than the linear lattice of
+    resolution ``c`` (it stays a few thousand nodes long), so that its error per level,
+    ``1/(4c_b²)`` of ``Var T``, is small, and ``ℓ`` is the largest level at which the geometric
+    grid's split error (about ``g²·m/(2M)`` of variance over its levels, ``g = 1/c_geo``)
+    balances the bulk's over its ``j`` levels with ``c_geo ≤ MIXED_C_GEO_MAX`` (the geometric
+    levels cost ``∝ c_geo²``; the mixed ones little).
+    """
+    base = _pld.lattice_base(sigma, steps)
+    sd_w = _pld.coordinate_sd(sigma)
+    levels = steps.bit_length() - 1
+    c_b = MIXED_BULK_FACTOR * c
+    c_geo_max = min(c_geo_max, MIXED_C_GEO_MAX)
+
+    def need(lv: int) -> float:
+        return c_b * math.sqrt(2.0 * 2**lv / max(levels - lv, 1)) / sd_w
+
+    level = levels
+    while level > 1 and need(level) > c_geo_max:
+        level -= 1
+    c_geo = min(max(need(level), _geo.GEO_C_MIN), c_geo_max)
+    cur_g, acc_g, bits, k_hi = _geo.geo_blocks(
+        sigma, steps, epochs, c=c_geo, upper=upper, tail=tail, levels=level, tick=tick,
+        extended=extended and not upper, min_dln=min_dln,
+    )
+    factor = max(1, round(1.0 / (cur_g.g * _mixed.TAIL_C)))
+    g_t = factor * cur_g.g
+    top = -(-k_hi // factor)
+    h = _step(cur_g.m, base, c_b)
+    cur = _mixed.from_geo(cur_g, h=h, cap_s=_mixed.cap_for(cur_g.m, sd_w), factor=factor,
+                          upper=upper)
+    acc = None
+    if acc_g is not None:
+        acc = _mixed.from_geo(acc_g, h=h, cap_s=_mixed.cap_for(acc_g.m, sd_w), factor=factor,
+                              upper=upper)
+    if extended:
+        for blk in (cur, acc):
+            if blk is not None:
+                blk.bulk = _pld._with(blk.bulk, p=blk.bulk.p.astype(np.longdouble),
+                                      q=None if blk.bulk.q is None
+                                      else blk.bulk.q.astype(np.longdouble))
+    kern = _geo._kernel(g_t, upper)
+    return _mixed.double_up(cur, acc, bits, kern=kern, top=top, sd_w=sd_w, base=base, c=c_b,
+                            max_points=max_points, tick=tick)

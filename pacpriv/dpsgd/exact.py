@@ -199,6 +199,7 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
         eps = (16.0 + 4.0 * _pld.sum_error_factor(pair.p.size) + 8.0 / (sigma * delta)) * _U
         return pair, 0, eps, 0.0, 0.0, delta
     top_q = max(1e-14, tail / (epochs * 2 * (_levels(steps) + 1)))
+    chain_top_q = top_q  # both chains choose the mixed grid alike (see _hybrid.epoch_hybrid)
     if not upper and epochs >= 10**4:
         # lower chain: the top tail is merged (a garbling, valid at any threshold), i.e. its
         # likelihood ratios are replaced by their mean, which costs far less TV than its
@@ -212,6 +213,7 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
         lat = _hybrid.epoch_hybrid(
             sigma, steps, epochs, c=c, max_points=_HYBRID_MAX_POINTS, upper=upper, tail=tail,
             t_top=t_top, top_q=top_q, tick=tick, extended=extended, tol=tol, min_dln=min_dln,
+            mixed_top_q=chain_top_q,
         )
     else:
         # Q-mass sent to +inf costs at most E·(mass) of TV (top_q: ~1e-2 of tol)
