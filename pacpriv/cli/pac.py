@@ -135,7 +135,7 @@ def add_parser(subparsers, name: str) -> None:
         type=number,
         default=None,
         help="public bound r on ||f(X)||_2 (certified: clip radius and minimum noise for "
-        "constant outputs; algorithm1: required)",
+        "constant outputs; algorithm1: required); an output above it is an error",
     )
     cpus = available_cpus()
     run.add_argument(

@@ -147,7 +147,7 @@ def _s_values(lat: _pld._Lattice) -> np.ndarray:
 
 
 def _aligned(parts: list[tuple[int, np.ndarray | None]], lo: int, hi: int) -> list:
-    out = []
+    out: list[np.ndarray | None] = []
     for k0, a in parts:
         if a is None:
             out.append(None)

@@ -467,7 +467,15 @@ def exact_membership_inference_accuracy(
     ``M ≥ 2^17``) the doubling starts on the geometric grid and moves to the linear lattice
     once a block's range, its Q-tail cut as at every level, fits it ("hybrid"): the upper chain
     splits each geometric node to the two lattice nodes around it keeping its mean (weights
-    rounded up), the lower chain merges nodes (a garbling).
+    rounded up), the lower chain merges nodes (a garbling). Where that switch comes so late
+    that the geometric grid would need more than 4096 points per unit of ln x (very heavy
+    tails at large M, e.g. σ ≈ 0.4, M ≥ 1e7), the top levels instead run on a *mixed* grid:
+    each block is a bulk sub-law on a short linear lattice (up to ``m + 16·sqrt(m)·sd(W)``)
+    plus a tail sub-law on a coarse geometric grid; bulk ⊕ bulk is a linear convolution whose
+    part above the cap joins the tail, and the parts with a tail are geometric pair sums with
+    the bulk projected onto that grid (tail values that fall below the cap return to the
+    bulk). Each projection is a mean-preserving split (upper) or a nearest-node garbling
+    (lower) of one part of a mixture, so both certificates carry over.
 
     Every upper-chain step is an increase in the increasing-convex order of the likelihood
     ratio (Blackwell-dominating pair) and every lower-chain step is a garbling (equivalently,

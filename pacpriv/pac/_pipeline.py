@@ -42,8 +42,9 @@ def measure(
     """
     info = _rules.rule_info(rule)
     sim = simulate(mechanism, pool, **simulation)
-    spectrum = estimate_output_spectrum(sim.outputs)
     params = {k: v for k, v in (calibration or {}).items() if v is not None}
+    _check_output_bound(sim.outputs, params.get("output_bound"))
+    spectrum = estimate_output_spectrum(sim.outputs)
     with np.errstate(over="ignore"):
         overflow = not np.isfinite(float(spectrum.total_variance) / (2.0 * mi_budget))
     if overflow:
@@ -76,3 +77,28 @@ def measure(
             f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output spread is "
             "too large for so small a budget): raise `mi_budget` or rescale the output.")
     return sim, spectrum, plan
+
+
+def _check_output_bound(outputs: np.ndarray, bound: float | None) -> None:
+    """Refuse a declared ``output_bound`` that the simulated outputs contradict.
+
+    The certificates that take ``output_bound`` (Algorithm 1's confidence, the certified
+    rule's clip radius and minimum noise) assume ``||f(X)||₂ <= output_bound`` for every
+    subset; one output above it shows the assumption false. The error gives counts only (no
+    output value or norm: those are statistics of the pool).
+    """
+    if bound is None:
+        return
+    r = float(bound)
+    if not (np.isfinite(r) and r > 0):
+        return  # the rule's own argument check reports it
+    n_bad = 0
+    for start in range(0, outputs.shape[0], 4096):  # bounded memory on a memmap
+        block = np.asarray(outputs[start:start + 4096], dtype=np.float64)
+        n_bad += int(np.count_nonzero(np.linalg.norm(block, axis=1) > r * (1.0 + 1e-12)))
+    if n_bad:
+        raise CalibrationError(
+            f"`output_bound`={r!r} is violated: {n_bad} of {outputs.shape[0]} simulated outputs "
+            "have a larger Euclidean norm, so the certificate's assumption ||f(X)||₂ <= "
+            "output_bound is false. Declare a public bound that holds for every subset (or "
+            "clip the mechanism's output to it).")

@@ -408,7 +408,8 @@ def certify_noise(
     shape_fraction : float, default 0.5
         Fraction of the trials that fix the shape and the clip centre, in ``(0, 1)``.
     output_bound : float, optional
-        Public bound ``r >= ||f(X)||₂`` (assumption, not checked). Gives the clip radius
+        Public bound ``r >= ||f(X)||₂`` (an assumption; :func:`~pacpriv.pac.job.run_pac`
+        refuses one that a simulated output breaks). Gives the clip radius
         ``(r + ||c||)/sqrt(min a)`` when it is smaller than the empirical one, and a certified
         minimum noise when the outputs never varied.
     clip_margin : float, default 1.25

@@ -415,7 +415,8 @@ def run_pac(
         ``"algorithm1"`` (required minimum).
     output_bound : float, optional
         Public bound ``r >= ||f(X)||₂``: ``"certified"`` (clip radius; certified minimum noise
-        for outputs that never varied) and ``"algorithm1"``.
+        for outputs that never varied) and ``"algorithm1"``. A simulated output with a larger
+        norm raises :class:`~pacpriv.exceptions.CalibrationError` (the assumption is false).
     c, beta : float, optional
         Algorithm 1 parameters (``rule="algorithm1"`` only).
     target_inflation : float or None, default 1.2
@@ -457,6 +458,9 @@ def run_pac(
         Invalid arguments (each message names the argument and its allowed range).
     pacpriv.exceptions.MechanismError
         The mechanism raised or returned a bad output in some trial (index and seed given).
+    pacpriv.exceptions.CalibrationError
+        The noise cannot be calibrated (float64 overflow, a numerical failure) or a simulated
+        output breaks ``output_bound``.
 
     References
     ----------

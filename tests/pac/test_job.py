@@ -211,3 +211,21 @@ def test_numerical_calibration_failure_names_no_pool_value(rule):
         run_pac(mixed, pool, mi_budget=0.02, n_trials=40, rule=rule, rng=1, progress=False)
     assert "e+2" not in str(info.value) and "array(" not in str(info.value)
     assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")  # few trials
+@pytest.mark.parametrize(("rule", "extra"), [("algorithm1", {"c": 1e-3, "beta": 0.05}),
+                                             ("certified", {})])
+def test_output_bound_contradicted_by_the_outputs_is_refused(rule, extra):
+    """A declared ||f(X)||₂ <= output_bound that a simulated output breaks makes the
+    certificate's assumption false: a clear error (counts only, no output norm or value)."""
+    from pacpriv.exceptions import CalibrationError
+
+    x = np.linspace(3.0, 4.0, 30)[:, None]  # every mean lies in [3, 4]
+    with pytest.raises(CalibrationError, match=r"`output_bound`=1.0 is violated: 40 of 40") as e:
+        run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=40, rng=1, release=False,
+                progress=False, n_jobs=1, rule=rule, output_bound=1.0, **extra)
+    assert "3." not in str(e.value).replace("1.0", "")
+    # a bound that holds is accepted
+    run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=40, rng=1, release=False, progress=False,
+            n_jobs=1, rule=rule, output_bound=4.5, **extra)
