@@ -522,14 +522,10 @@ def exact_membership_inference_accuracy(
     Measured on the issue's grid (σ ∈ [0.05, 4], M ≤ 1e8, E ≤ 1e6; 289 cells, an independent
     audit of 137, σ from 0.5 to 3.5 at M = 1e8, E = 1e6, and σ 0.3–1.5 × M 1e6–1e8 ×
     E 1e5–1e6): peak memory below 1.2 GB, every interval within ``[½, 1]`` and the default
-    tolerance 1e-4 met with no warning, except for σ between 0.35 and 0.45 with M ≥ 1e7 and
-    E ≥ 1e5, where 5 of 14 measured cells end wider with a :class:`PacprivWarning`
-    ((0.4, 1e7, 1e5) 1.2e-4, (0.4, 1e8, 1e5) 1.6e-4, (0.4, 1e8, 1e6) 4.7e-4, (0.35, 1e8, 1e5)
-    2.1e-4, (0.45, 1e8, 1e6) 1.4e-4; up to 5 minutes). There a coordinate's likelihood ratio is so
-    heavy-tailed (``e^{1/σ²} ≈ 500``) that the linear lattice cannot hold its tail until the
-    last levels, and the geometric grid at its capped resolution (``c_geo_max`` = 4096 points
-    per unit of ln x) is too coarse for the concentrated top blocks (raising the cap to 16384
-    narrows (0.4, 1e8, 1e6) to about 2e-4 of TV at 215 s of CPU per attempt). The largest
+    tolerance 1e-4 met with no warning. The heavy-tailed band (σ between 0.35 and 0.45,
+    M ≥ 1e7, E ≥ 1e5), where the geometric grid's capped resolution used to leave intervals
+    up to 4.7e-4 wide, now takes the mixed grid: (0.4, 1e8, 1e6) in 11 s, 9.1e-5 wide, around
+    an independent value 0.8720493. The largest
     cells at σ = 0.5 take up to a minute. Refinements stop when the predicted CPU time of the
     next one exceeds ``_MAX_ATTEMPT_S`` (120 s; CPU time, so the result does not depend on
     the machine's load); a tighter ``tolerance`` there ends with a (certified, wider)
