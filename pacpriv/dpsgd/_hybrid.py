@@ -187,9 +187,10 @@ def epoch_hybrid(sigma: float, steps: int, epochs: int, *, c: float, max_points:
         # the choice of grid follows the upper chain's top tail in both chains
         lv = switch_level(sigma, steps, c=c, top_q=mixed_top_q, max_points=max_points,
                           epochs=epochs, tol=tol)
-        want_mixed = c * math.sqrt(2.0 * 2**lv / max(levels - lv, 1)) / sd_w > c_geo_max
+        want_mixed = (c * math.sqrt(2.0 * 2**lv / max(levels - lv, 1)) / sd_w
+                      > min(c_geo_max, MIXED_TRIGGER_C_GEO))
     else:
-        want_mixed = c * math.sqrt(2.0 * 2**level / j) / sd_w > c_geo_max
+        want_mixed = c * math.sqrt(2.0 * 2**level / j) / sd_w > min(c_geo_max, MIXED_TRIGGER_C_GEO)
     if mixed and want_mixed and level >= 2:
         return _epoch_mixed(sigma, steps, epochs, c=c, upper=upper, tail=tail, tick=tick,
                             extended=extended, c_geo_max=c_geo_max, min_dln=min_dln,
@@ -235,6 +236,9 @@ def _to_float64(x: _geo.GeoPair) -> _geo.GeoPair:
 MIXED_BULK_FACTOR = 4.0
 #: finest geometric grid below the mixed levels (points per unit of ln x)
 MIXED_C_GEO_MAX = 1024.0
+#: the mixed grid takes the top levels when the hybrid's geometric grid would need more
+#: points per unit of ln x than this
+MIXED_TRIGGER_C_GEO = 256.0
 
 
 def _epoch_mixed(sigma: float, steps: int, epochs: int, *, c: float, upper: bool, tail: float,
