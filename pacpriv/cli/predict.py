@@ -5,6 +5,7 @@ Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXi
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -75,7 +76,10 @@ def _estimator(name: str):
     from pacpriv.registry import _import_module, _load_file
 
     where, _, attr = name.rpartition(":")
-    module = _load_file(where) if where.endswith(".py") else _import_module(where)
+    is_file = where.endswith(".py")
+    if not is_file and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # module:attr finds modules in the current folder
+    module = _load_file(where) if is_file else _import_module(where)
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):

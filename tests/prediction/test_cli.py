@@ -169,3 +169,20 @@ def test_serving_on_a_non_loopback_host_warns():
     assert exposed_host_warning("localhost") is None
     msg = exposed_host_warning("0.0.0.0")
     assert msg is not None and "no authentication" in msg and "privacy budget" in msg
+
+
+def test_estimator_module_attr_is_found_in_the_current_folder(tmp_path, monkeypatch):
+    """`--estimator mymodels:make` imports mymodels.py from the working folder (as
+    `--mechanism module:function` does), not only from installed packages."""
+    import sys
+
+    from pacpriv.cli.predict import _estimator
+
+    (tmp_path / "pp_user_models_cwd.py").write_text(
+        "from sklearn.naive_bayes import GaussianNB\n"
+        "class Model(GaussianNB):\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    est = _estimator("pp_user_models_cwd:Model")
+    assert type(est).__name__ == "Model" and hasattr(est, "fit")
+    sys.modules.pop("pp_user_models_cwd", None)
