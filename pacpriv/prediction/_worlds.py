@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import pickle
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -136,8 +137,15 @@ class _FitAndStore:
 
         model = self.fit(subset, rng=rng) if accepts_rng(self.fit) else self.fit(subset)
         buf = io.BytesIO()
-        joblib.dump(model, buf)
-        data = buf.getvalue()
+        try:
+            joblib.dump(model, buf)
+            data = buf.getvalue()
+        except (pickle.PicklingError, AttributeError):
+            # a class from a user file (``file.py:Model``) lives in a module that cannot be
+            # imported by name: pickle it by value (joblib.load reads the plain pickle)
+            import cloudpickle
+
+            data = cloudpickle.dumps(model)
         digest = hashlib.sha256(data).digest()
         path = Path(self.models_dir) / f"{digest.hex()}.joblib"
         if not path.exists():
@@ -261,10 +269,14 @@ class Worlds:
     def evaluate(self, X: np.ndarray) -> np.ndarray:
         """Outputs of every world on every query row: shape ``(m, n, d)`` float64.
 
+        ``"proba"`` outputs below ``2^-400`` are set to 0 in every world (a fixed
+        post-processing); other outputs with a non-zero magnitude outside ``[2^-400, 2^400]``
+        are refused (their variance across worlds could underflow to 0: no noise).
+
         Raises
         ------
         ValueError
-            If an output is not finite or the worlds disagree on ``d``.
+            If an output is not finite or out of range, or the worlds disagree on ``d``.
         """
         # overflow inside a model is reported below as a non-finite output (a ValueError the
         # app turns into 422), not as a numpy warning
@@ -276,6 +288,11 @@ class Worlds:
         arr = np.stack(outs)
         if not np.all(np.isfinite(arr)):
             raise ValueError("a world model returned a non-finite output (NaN or inf).")
+        if self.output == "proba":
+            # probabilities below 2^-400 (GaussianNB gives 1e-200 routinely) are 0 for every
+            # purpose: set to 0 in every world alike (a fixed post-processing of each world's
+            # output), so that no variance underflows
+            arr[np.abs(arr) < MIN_OUTPUT_MAGNITUDE] = 0.0
         if np.any(outside_output_range(arr)):
             # a tiny output has variance exactly 0 across worlds: no noise, an exact answer
             raise ValueError(

@@ -186,3 +186,25 @@ def test_estimator_module_attr_is_found_in_the_current_folder(tmp_path, monkeypa
     est = _estimator("pp_user_models_cwd:Model")
     assert type(est).__name__ == "Model" and hasattr(est, "fit")
     sys.modules.pop("pp_user_models_cwd", None)
+
+
+def test_estimator_class_from_a_user_file_is_pickled_by_value(tmp_path, monkeypatch, capsys):
+    """`--estimator models.py:Model` failed with a PicklingError (the file's module cannot be
+    imported by name); the world models are now pickled by value and load from anywhere."""
+    from pacpriv.cli.main import main
+
+    (tmp_path / "user_models_by_value.py").write_text(
+        "from sklearn.naive_bayes import GaussianNB\n"
+        "class Model(GaussianNB):\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["predict", "fit", "--estimator", "user_models_by_value.py:Model",
+                 "--dataset", "iris", "--state", "st", "--n-worlds", "4",
+                 "--per-query-budget", "0.001", "--total-budget", "0.01", "--n-jobs", "1",
+                 "--no-progress"]) == 0
+    np.savetxt(tmp_path / "q.csv", [[5.1, 3.5, 1.4, 0.2]], delimiter=",")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["predict", "query", "--state", str(tmp_path / "st"), "--queries",
+                 str(tmp_path / "q.csv")]) == 0
+    assert "queries answered      1 of 10" in capsys.readouterr().out

@@ -271,3 +271,27 @@ def test_tiny_outputs_are_refused_not_answered_without_noise():
     with pytest.raises(ValueError, match="under- or overflow"):
         pp.predict(X[:2])
     assert pp.spent == 0.0 and pp.n_answered == 0  # refused before spending
+
+
+def test_tiny_probabilities_are_zero_not_refused():
+    """GaussianNB gives probabilities like 1e-200 routinely: the range check refused every
+    such query ("Rescale the model's output"). Probabilities below 2^-400 are now 0 in every
+    world alike, and the answer is noised from the variance of what is released."""
+    from sklearn.naive_bayes import GaussianNB
+
+    from pacpriv.prediction._worlds import Worlds
+
+    X, y = cancer()
+    pp = PrivatePredictor(GaussianNB(), (X, y), n_worlds=8, per_query_budget=0.05,
+                          total_budget=1.0, output="proba", rng=2, secret_rng=14)
+    pp.fit(progress=False)
+    full = GaussianNB().fit(X, y)
+    # a query far enough from the data that one class has a probability below 2^-400
+    far = next(X[:1] + t * X.std(axis=0) for t in np.arange(0.5, 50.0, 0.5)
+               if 0.0 < float(full.predict_proba(X[:1] + t * X.std(axis=0)).min()) < 2.0**-400)
+    worlds = Worlds([full], "proba")
+    assert float(worlds.evaluate(far).min()) == 0.0
+    answers = pp.predict(np.vstack([X[:2], far]))
+    assert answers.shape == (3, 2) and np.all(np.isfinite(answers))
+    assert pp.n_answered == 3
+    # other outputs are still refused (test_tiny_outputs_are_refused_not_answered_without_noise)
