@@ -525,8 +525,8 @@ def exact_membership_inference_accuracy(
     tolerance 1e-4 met with no warning. The heavy-tailed band (σ between 0.35 and 0.45,
     M ≥ 1e7, E ≥ 1e5), where the geometric grid's capped resolution used to leave intervals
     up to 4.7e-4 wide, now takes the mixed grid: (0.4, 1e8, 1e6) in 11 s, 9.1e-5 wide, around
-    an independent value 0.8720716 (an auditor's Laplace-transform computation, 1e-10). The largest
-    cells at σ = 0.5 take up to a minute. Refinements stop when the predicted CPU time of the
+    an independent value 0.8720716 (an auditor's Laplace-transform computation, 1e-10); the
+    slowest cells measured take about 20 s. Refinements stop when the predicted CPU time of the
     next one exceeds ``_MAX_ATTEMPT_S`` (120 s; CPU time, so the result does not depend on
     the machine's load); a tighter ``tolerance`` there ends with a (certified, wider)
     interval and a warning.
