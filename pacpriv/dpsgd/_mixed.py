@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pacpriv.dpsgd import _geo, _pld
+from pacpriv.dpsgd._convert import geo_to_linear
 
 _U = 2.0**-53
 #: points per unit of ln x on the tail's geometric grid
@@ -325,7 +326,7 @@ def _tail_to_bulk(bb: _pld._Lattice, tail: _geo.GeoPair, cap_s: float,
     """Move the tail's nodes with ``S ≤ cap_s`` onto the bulk lattice.
 
     Returns ``(bulk, tail, q_inf charge, κ charge)``: the split (upper) / nearest node
-    (lower) of :func:`pacpriv.dpsgd._hybrid.geo_to_linear`, and one more addition per
+    (lower) of :func:`pacpriv.dpsgd._convert.geo_to_linear`, and one more addition per
     bulk entry (relative ``u``: charged as ``2u·Σ p(lr + 1)``, resp. ``4.01·2u`` of ``κ``).
     """
     s_nodes = tail.lr() * tail.m
@@ -422,9 +423,7 @@ def from_geo(x: _geo.GeoPair, *, h: float, cap_s: float, factor: int, upper: boo
 
 
 def _hybrid_geo_to_linear(part, **kw):
-    from pacpriv.dpsgd import _hybrid
-
-    return _hybrid.geo_to_linear(part, normalise=False, **kw)
+    return geo_to_linear(part, normalise=False, **kw)
 
 
 def cap_for(m: int, sd_w: float) -> float:
