@@ -13,18 +13,9 @@ levels on the linear lattice, whose error per level is a fixed fraction ``1/(4c�
 variance of ``T``.
 
 The conversion (:func:`pacpriv.dpsgd._convert.geo_to_linear`) keeps each chain's certificate:
-
-* upper chain: every node ``x_k = e^{kg}`` (``S = M·x_k``) is split to the two lattice nodes
-  around it keeping its mean, with the weight of the upper node rounded *up* (a mean-
-  preserving split followed by a move up: an increasing-convex-order increase); nodes above
-  the lattice cap are split to the cap and ``+∞`` (``q_inf``), as in
-  :func:`pacpriv.dpsgd._pld._trim`;
-* lower chain: every node is merged into the nearest lattice node (a garbling; the stored pair
-  keeps its Q-law, so the labels need not be likelihood ratios).
-
-Round-off: the lattice masses are sums of non-negative terms (``numpy.bincount``, sequential:
-relative error at most ``(count + 2)·u`` for ``count`` terms per node); as everywhere in the
-chains it becomes ``q_inf`` slack (upper, stop-loss transform) or a ``κ`` scale (lower).
+a mean-preserving split to the lattice nodes with the upper weight rounded up (upper chain),
+the nearest node (lower chain, a garbling). Very heavy tails at large M run the top levels on
+the mixed grid of :mod:`pacpriv.dpsgd._mixed` instead of the linear lattice.
 """
 
 from __future__ import annotations
