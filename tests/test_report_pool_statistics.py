@@ -54,12 +54,34 @@ def test_default_report_hides_the_pool_scale(outlier_run, tmp_path):
     everything_but_release = json.dumps({k: v for k, v in rep.items() if k != "release"})
     assert all(abs(x) < 1e6 for x in _numbers(everything_but_release.replace("e-", "e~")))
     assert "hidden" in spec["pool_statistics"] and "--report-pool-statistics" in to_markdown(rep)
-    # scale-free facts remain: relative spectrum (largest = 1), noise relative to the spread
-    assert spec["relative_eigenvalues"][0] == 1.0
+    # no per-direction ratios (a reviewer recovered an outlier's value from the relative
+    # eigenvalues); the RMS noise / spread only, to one significant digit, rounded down
+    assert "relative_eigenvalues" not in spec and "noise_to_spread_top" not in noise
     d = full["simulation"]["dim"]
     ratio = (full["noise"]["expected_noise_power"] / d) ** 0.5 / (
         full["spectrum"]["total_variance"] / d) ** 0.5
-    assert noise["noise_to_spread_rms"] == pytest.approx(ratio, rel=1e-12)
+    shown = noise["noise_to_spread_rms"]
+    digit = 10.0 ** np.floor(np.log10(ratio))
+    assert shown == pytest.approx(np.floor(ratio / digit) * digit, rel=1e-12) and shown <= ratio
+
+
+def test_private_report_does_not_resolve_the_spectrum():
+    """Two pools whose spectra differ only in the ratio of their eigenvalues (an outlier's
+    value in one column) give the same private report, up to the one-digit utility ratio."""
+    rng = np.random.default_rng(3)
+    base = np.column_stack([rng.normal(40, 10, 60), rng.normal(5e4, 1e4, 60)])
+    reports = []
+    for outlier in (9.8e5, 1.02e6):
+        pool = base.copy()
+        pool[0, 1] = outlier
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = pacpriv.run_pac(lambda s: np.asarray(s).mean(axis=0), pool, mi_budget=0.02,
+                                  n_trials=100, rng=0, progress=False, n_jobs=1,
+                                  rule="anisotropic")
+        rep = build_report(res)
+        reports.append(json.dumps({k: rep[k] for k in ("spectrum", "noise")}, sort_keys=True))
+    assert reports[0] == reports[1]
 
 
 def test_public_bundled_dataset_keeps_its_statistics():

@@ -385,17 +385,19 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
     else:
         print(f"noise rule           {result.plan.rule}, "
               f"E||B||^2 = {format_bound(result.plan.expected_noise_power, side='up')}")
-    print(f"MI budget            {format_bound(budget)} nats, {result.label} "
-          f"(plan bound {format_bound(result.plan.mi_bound, side='up')})")
+    private = "pool_statistics" in report["noise"]  # real functions of the spectrum hidden
+    print(f"MI budget            {format_bound(budget)} nats, {result.label}"
+          + ("" if private else f" (plan bound {format_bound(result.plan.mi_bound, side='up')})"))
     cert = result.certification()
     if "n_shape_trials" in cert:
+        inflation = cert["noise_inflation_vs_plugin"]
         print(
             f"certificate          {cert['method']}, {cert['n_shape_trials']} shape trials + "
-            f"{cert['n_certificate_pairs']} pairs, noise "
-            + (f"x{format_bound(cert['noise_inflation_vs_plugin'], 3, side='down')} vs plug-in"
-               if math.isfinite(cert["noise_inflation_vs_plugin"]) else "n/a vs plug-in (0)")
-            + ", "
-            f"{cert['n_clipped_simulated_outputs']} simulated outputs clipped"
+            f"{cert['n_certificate_pairs']} pairs, "
+            + ("" if private else
+               f"noise x{format_bound(inflation, 3, side='down')} vs plug-in, "
+               if math.isfinite(inflation) else "noise n/a vs plug-in (0), ")
+            + f"{cert['n_clipped_simulated_outputs']} simulated outputs clipped"
         )
     q = result.membership_prior
     prior = p.get("blind_guess_prior") or max(q, 1 - q)

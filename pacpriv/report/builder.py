@@ -19,8 +19,6 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
-
 from pacpriv import _json
 from pacpriv.datasets.loading import PUBLIC_BOUNDS, is_bundled_source
 from pacpriv.report.format import TOP_ROWS
@@ -162,19 +160,25 @@ def _release_fields(result, release) -> dict:
 
 
 #: Scale-free spectrum and noise facts, shown for every pool (see :func:`_scale_free`).
-_SPECTRUM_SCALE_FREE = ("method", "n_trials", "dim", "rank", "n_components", "effective_rank",
+# A private pool's report keeps facts that do not depend on the pool's values beyond
+# integers (shapes, ranks, counts): real-valued functions of the spectrum (effective rank,
+# the plug-in MI of the plan, the certificate's noise inflation) resolve eigenvalue ratios.
+_SPECTRUM_SCALE_FREE = ("method", "n_trials", "dim", "rank", "n_components",
                         "eigenvector_dtype", "lazy_eigenvectors", "gram_dtype", "scale_blocks",
-                        "block_inflation", "unresolved_dim")
-_NOISE_SCALE_FREE = ("rule", "mi_budget", "mi_bound", "linearised_mi_bound", "mi_claim",
-                     "confidence", "dim", "basis", "n_directions", "certified", "label",
-                     "clipped_release")
+                        "unresolved_dim")
+_NOISE_SCALE_FREE = ("rule", "mi_budget", "mi_claim", "confidence", "dim", "basis",
+                     "n_directions", "certified", "label", "clipped_release")
 _CERTIFICATE_SCALE_FREE = ("method", "certified", "confidence", "n_shape", "n_pairs",
-                           "inflation", "n_clipped", "constant", "n_trials")
+                           "n_clipped", "constant", "n_trials")
+#: entries of ``privacy`` (and its ``certification``) that are functions of the spectrum
+_PRIVACY_POOL_REALS = ("mi_bound_at_estimated_covariance_nats",)
+_CERTIFICATION_POOL_REALS = ("noise_inflation_vs_plugin",)
 POOL_STATISTICS_HIDDEN = (
     "hidden: the output spectrum and the noise scale are statistics of f over subsets of a "
     "pool that is not public (for a mean, the top eigenvalue gives the scale of an outlier's "
-    "value); shown relative only. Pass pool_statistics=True (CLI: --report-pool-statistics) "
-    "to include them.")
+    "value, and the ratios of eigenvalues, known the other records, its value); only the "
+    "noise-to-spread ratio is shown, to one significant digit. Pass pool_statistics=True "
+    "(CLI: --report-pool-statistics) to include them.")
 
 
 #: Keys holding absolute (pool-scale) noise or spread values, removed by :func:`scrub_pool_scale`
@@ -201,17 +205,25 @@ def is_public_pool(dataset: dict) -> bool:
     return is_bundled_source(str(dataset.get("source", "")))
 
 
-def _scale_free(spectrum: dict, noise: dict, plan, spec) -> tuple[dict, dict]:
-    """Spectrum and noise with every absolute (pool-scale) value removed.
+def _one_digit_down(x: float) -> float:
+    """``x > 0`` rounded down to one significant digit (``2.67 -> 2``, ``0.0381 -> 0.03``)."""
+    if not (math.isfinite(x) and x > 0):
+        return x
+    scale = 10.0 ** math.floor(math.log10(x))
+    return float(math.floor(x / scale * (1.0 + 1e-12)) * scale)
 
-    Kept: shapes, ranks, rules, confidences, ratios. Added: eigenvalues relative to the
-    largest, and the noise relative to the spread of f (per direction and RMS), which state
-    the utility cost without the pool's scale.
+
+def _scale_free(spectrum: dict, noise: dict, plan, spec) -> tuple[dict, dict]:
+    """Spectrum and noise with every pool statistic removed.
+
+    Kept: shapes, ranks, rules, confidences. Not kept: absolute values (the pool's scale) and
+    per-direction ratios (eigenvalues relative to the largest, noise relative to each
+    direction's spread): with the other records known, a ratio of eigenvalues of a mean gives
+    an outlier's value (a reviewer recovered a salary to 3 %). Added: the RMS noise relative
+    to the spread of f, **to one significant digit** (rounded down), which states the utility
+    cost without resolving the spectrum.
     """
     out_s = {k: spectrum[k] for k in _SPECTRUM_SCALE_FREE if k in spectrum}
-    lam = np.asarray(spec.eigenvalues[:ARRAY_LIMIT], dtype=np.float64)
-    top = float(lam[0]) if lam.size and lam[0] > 0 else 0.0
-    out_s["relative_eigenvalues"] = [float(v / top) for v in lam] if top > 0 else []
     out_s["pool_statistics"] = POOL_STATISTICS_HIDDEN
     out_n = {k: noise[k] for k in _NOISE_SCALE_FREE if k in noise}
     cert = (noise.get("details") or {}).get("certificate")
@@ -220,14 +232,9 @@ def _scale_free(spectrum: dict, noise: dict, plan, spec) -> tuple[dict, dict]:
                                             if k in cert}}
     power, total = noise.get("expected_noise_power"), spectrum.get("total_variance")
     if power is not None and total:
-        out_n["noise_to_spread_rms"] = math.sqrt(float(power) / float(total))
+        out_n["noise_to_spread_rms"] = _one_digit_down(math.sqrt(float(power) / float(total)))
     elif power is not None and total is not None:  # f never varied: no spread to compare with
         out_n["constant_output"] = True
-    std = np.asarray(plan.noise_std[:TOP_ROWS], dtype=np.float64)
-    k = min(std.size, lam.size)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(lam[:k] > 0, std[:k] / np.sqrt(lam[:k]), np.inf)
-    out_n["noise_to_spread_top"] = [float(v) for v in ratio]
     out_n["pool_statistics"] = POOL_STATISTICS_HIDDEN
     return out_s, out_n
 
@@ -254,7 +261,7 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
     if not show:
         spectrum, noise = _scale_free(spectrum, noise, plan, spec)
     mech = local_base_name(str(result.mechanism))  # a file mechanism without its directories
-    return {
+    report = {
         "kind": "pac",
         "title": (
             f"PAC membership-privacy report: {mech} on {result.dataset.get('name')}"
@@ -304,6 +311,13 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
         "sections": [dict(s) for s in result.sections],
         "notes": list(getattr(result, "notes", ())),
     }
+    if not show:
+        priv = report["privacy"]
+        for k in _PRIVACY_POOL_REALS:
+            priv.pop(k, None)
+        priv["certification"] = {k: v for k, v in priv["certification"].items()
+                                 if k not in _CERTIFICATION_POOL_REALS}
+    return report
 
 
 def build_report(result, *, pool_statistics: bool | None = None) -> dict:

@@ -100,10 +100,12 @@ def _utility(r: Mapping) -> tuple[list[tuple], str]:
         return [], ("Utility: f returned the same value on every simulated subset, so there is "
                     "no spread to compare the noise with.")
     if power is None and n.get("noise_to_spread_rms") is not None:  # pool statistics hidden
-        ratio = float(n["noise_to_spread_rms"])
-        return [("noise / spread of f across trials (RMS)", ratio, "down", False)], (
-            f"Utility: the noise is about {fmt(ratio, 3, side='down')}× the spread of f across "
-            "random subsets (its sensitivity to which records are used).")
+        ratio = float(n["noise_to_spread_rms"])  # one significant digit (a pool statistic)
+        return [("noise / spread of f across trials (RMS, one significant digit)", ratio,
+                 "down", False)], (
+            f"Utility: the noise is at least about {fmt(ratio, 1, side='down')}× the spread of f "
+            "across random subsets (its sensitivity to which records are used; one significant "
+            "digit, as the pool is not public).")
     if not dim or power is None or total is None:
         return [], ""
     noise_rms = (float(power) / dim) ** 0.5
@@ -191,8 +193,8 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
                        if not isinstance(v, (list, dict)) and k != "pool_statistics"]
              + ([("top eigenvalues", list(s.get("eigenvalues", []))[:TOP_ROWS], "nearest",
                   False)] if "eigenvalues" in s else
-                [("top eigenvalues / largest", list(s.get("relative_eigenvalues", []))[:TOP_ROWS],
-                  "nearest", False)])),
+                [("top eigenvalues / largest", list(s["relative_eigenvalues"])[:TOP_ROWS],
+                  "nearest", False)] if "relative_eigenvalues" in s else [])),
             ("figure", "spectrum"),
         ]),
         ("Noise", [("table", _shown_rows(n, [
@@ -206,16 +208,17 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
             ("confidence 1 − γ (certificate, or Algorithm 1)", n.get("confidence"), "nearest",
              False),
             ("noise std (top directions)", list(n.get("noise_std_top", [])), "up", False),
-            ("noise std / spread of f (top directions)", list(n.get("noise_to_spread_top", [])),
-             "down", False),
+            *([("noise std / spread of f (top directions)", list(n["noise_to_spread_top"]),
+                "down", False)] if "noise_to_spread_top" in n else []),
             *utility_rows,
         ]))] + ([("text", f"Pool statistics {n['pool_statistics']}")]
                 if "pool_statistics" in n else [])),
         ("Privacy guarantee", [("table", [
             ("MI budget v (nats)", p["mi_budget_nats"], "up", False),
-            ("MI at the estimated Σ (nats; plug-in value, for reference: ½ ln det(I + Σ Σ_B⁻¹) "
-             "for plug-in rules, the trace ½ tr(Σ_B⁻¹ Σ) for the certified rule)",
-             p["mi_bound_at_estimated_covariance_nats"], "up", False),
+            *([("MI at the estimated Σ (nats; plug-in value, for reference: ½ ln det(I + Σ "
+                "Σ_B⁻¹) for plug-in rules, the trace ½ tr(Σ_B⁻¹ Σ) for the certified rule)",
+                p["mi_bound_at_estimated_covariance_nats"], "up", False)]
+              if "mi_bound_at_estimated_covariance_nats" in p else []),
             ("MI guaranteed (nats): v for plug-in rules, v + β for Algorithm 1",
              p["mi_claim_nats"], "up", False),
             ("membership prior q (inclusion probability)", p["membership_prior"], "nearest",
