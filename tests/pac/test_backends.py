@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 import pytest
@@ -96,10 +97,18 @@ def test_resume_across_backends(tmp_path, dask_client):
 def ray_runtime():
     """A local Ray runtime with 2 CPUs (the `ray` extra is installed in CI)."""
     ray = pytest.importorskip("ray")
+    # a nearly full disk (>95 %) makes the raylet print a warning, from a driver thread, into
+    # whichever test's captured stderr is active: only a full disk matters for these tests
+    old = os.environ.get("RAY_local_fs_capacity_threshold")
+    os.environ["RAY_local_fs_capacity_threshold"] = "0.9999"
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     yield ray
     ray.shutdown()
+    if old is None:
+        os.environ.pop("RAY_local_fs_capacity_threshold", None)
+    else:
+        os.environ["RAY_local_fs_capacity_threshold"] = old
 
 
 @pytest.mark.slow
