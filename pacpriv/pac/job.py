@@ -359,6 +359,27 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
     return notes
 
 
+def _check_algorithm1(n_trials: int, *, c, beta, output_bound, confidence) -> None:
+    """Algorithm 1's parameters, before any trial: present and positive, and a requested
+    ``confidence`` reachable with ``n_trials`` at least for ``d = 1`` (the matrix-Bernstein
+    confidence only falls as ``d`` grows)."""
+    for name, val in (("c", c), ("beta", beta), ("output_bound", output_bound)):
+        if val is None:
+            raise ValueError(f"rule='algorithm1' needs `{name}`; got None.")
+        check_real(val, name, low=0.0, low_inclusive=False)
+    if confidence is not None:
+        from pacpriv.pac.confidence import confidence_for_trials
+
+        best = confidence_for_trials(n_trials, c=float(c), output_bound=float(output_bound),
+                                     dim=1)
+        if best < float(confidence):
+            raise ValueError(
+                f"`n_trials`={n_trials} cannot certify confidence={confidence!r} for "
+                f"rule='algorithm1' with c={c!r} and output_bound={output_bound!r} even for a "
+                f"1-dimensional output (at most {best:.6g}): raise `n_trials` "
+                "(pacpriv.pac.confidence.trials_for_confidence) or lower `confidence`.")
+
+
 def run_pac(
     mechanism: Callable[..., Any],
     pool: Any,
@@ -489,6 +510,9 @@ def run_pac(
                    high_inclusive=False)
     if output_bound is not None:
         check_real(output_bound, "output_bound", low=0.0, low_inclusive=False)
+    if rule == "algorithm1":
+        _check_algorithm1(n_trials, c=c, beta=beta, output_bound=output_bound,
+                          confidence=confidence)
     if info.source == "outputs" and n_trials < 6:
         raise ValueError(f"rule={rule!r} needs `n_trials` >= 6 (shape trials and pairs); "
                          f"got {n_trials}.")

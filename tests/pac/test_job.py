@@ -229,3 +229,26 @@ def test_output_bound_contradicted_by_the_outputs_is_refused(rule, extra):
     # a bound that holds is accepted
     run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=40, rng=1, release=False, progress=False,
             n_jobs=1, rule=rule, output_bound=4.5, **extra)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"c": -1.0, "beta": 0.1, "output_bound": 10.0}, "`c` must be in"),
+    ({"c": 1e-3, "beta": -5.0, "output_bound": 10.0}, "`beta` must be in"),
+    ({"c": 1e-3, "beta": 0.1}, "needs `output_bound`"),
+    ({"beta": 0.1, "output_bound": 10.0}, "needs `c`"),
+    ({"c": 1e-3, "beta": 0.1, "output_bound": 10.0, "confidence": 0.9},
+     "cannot certify confidence=0.9"),
+])
+def test_algorithm1_parameters_are_checked_before_any_trial(kwargs, match):
+    """They were checked after the whole simulation, with a misleading message."""
+    calls = []
+
+    def counted(subset):
+        calls.append(1)
+        return _clipped_mean(subset)
+
+    x = np.linspace(0, 10, 30)[:, None]
+    with pytest.raises(ValueError, match=match):
+        run_pac(counted, x, mi_budget=0.1, n_trials=40, rng=1, release=False, progress=False,
+                n_jobs=1, rule="algorithm1", **kwargs)
+    assert calls == []
