@@ -23,6 +23,7 @@ __all__ = [
     "explain_mechanism_error",
     "load_cli_dataset",
     "load_cli_rows",
+    "add_cwd_to_path",
     "resolve_cli_mechanism",
     "scheduler_context",
     "user_names",
@@ -136,13 +137,20 @@ def user_names(text: str, spec: str) -> str:
     return _PRIVATE_MODULE.sub(f"{Path(target).name}:", text)
 
 
+def add_cwd_to_path() -> None:
+    """Let ``module:attr`` find modules in the current folder, as ``python -m`` does (loky
+    workers inherit ``sys.path``; a prediction state's models import their classes)."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
 def resolve_cli_mechanism(spec: str, dataset: Dataset):
     """:func:`pacpriv.registry.resolve_mechanism` for the CLI: ``module:function`` also finds
     modules in the current folder, and errors in the user's file are one line with file:line."""
     target = spec.rsplit(":", 1)[0] if ":" in spec else ""
     is_file = target.endswith(".py") or "/" in target or os.sep in target
-    if target and not is_file and os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` does; loky workers inherit sys.path
+    if target and not is_file:
+        add_cwd_to_path()
     try:
         return resolve_mechanism(spec, dataset_info=dataset.info())
     except SyntaxError as err:

@@ -16,12 +16,12 @@ from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
+from pacpriv.cli._user import resolve_cli_mechanism
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.options import ExecutionOptions
 from pacpriv.pac.per_record import record_exposure
 from pacpriv.pac.per_record_calibration import calibrate_per_record
 from pacpriv.pac.samplers import PoissonSampler
-from pacpriv.registry import resolve_mechanism
 from pacpriv.report import write_report
 from pacpriv.report.builder import build_report, is_public_pool, local_base_name
 
@@ -154,7 +154,7 @@ def _records(args) -> int:
         label = int(label)
     dataset = load_dataset(args.dataset, label_column=label)
     records = parse_records(args.records, dataset.n_records)
-    mechanism, mech_name = resolve_mechanism(args.mechanism, dataset_info=dataset.info())
+    mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset)
     mech_name = local_base_name(mech_name)  # no local directories in output
     common = dict(n_trials=args.trials, sampler=PoissonSampler(args.sampling_rate),
                   records=records, confidence=args.confidence, rng=args.seed,

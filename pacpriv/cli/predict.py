@@ -5,7 +5,6 @@ Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXi
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -18,7 +17,12 @@ from pacpriv.cli._args import (
     check_exactly_one,
     check_positive_finite,
 )
-from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset, load_cli_rows
+from pacpriv.cli._user import (
+    add_cwd_to_path,
+    add_dataset_arguments,
+    load_cli_dataset,
+    load_cli_rows,
+)
 
 #: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
 ESTIMATORS = ("logistic", "naive_bayes", "decision_tree", "random_forest", "mlp", "ridge")
@@ -77,8 +81,8 @@ def _estimator(name: str):
 
     where, _, attr = name.rpartition(":")
     is_file = where.endswith(".py")
-    if not is_file and os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())  # module:attr finds modules in the current folder
+    if not is_file:
+        add_cwd_to_path()  # module:attr finds modules in the current folder
     module = _load_file(where) if is_file else _import_module(where)
     obj = module
     for part in attr.split("."):
@@ -240,6 +244,7 @@ def _rows(args):
 def _query(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
+    add_cwd_to_path()  # world models of a module:attr estimator import it by name
     pp = PrivatePredictor.load(args.state)
     X = _rows(args)
     source = "--queries" if args.queries is not None else "--dataset rows"
@@ -278,6 +283,7 @@ def _print_budget(state: dict) -> None:
 def _status(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
+    add_cwd_to_path()  # world models of a module:attr estimator import it by name
     pp = PrivatePredictor.load(args.state)
     if args.json:
         print(_json.dumps(pp.to_dict(), indent=2))
@@ -299,6 +305,7 @@ def _serve(args) -> int:  # pragma: no cover - blocks; exercised by the uvicorn 
     warning = exposed_host_warning(args.host)
     if warning:
         print(f"pacpriv: warning: {warning}", file=sys.stderr)
+    add_cwd_to_path()  # world models of a module:attr estimator import it by name
     serve(args.state, host=args.host, port=args.port)
     return 0
 

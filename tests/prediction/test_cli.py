@@ -208,3 +208,25 @@ def test_estimator_class_from_a_user_file_is_pickled_by_value(tmp_path, monkeypa
     assert main(["predict", "query", "--state", str(tmp_path / "st"), "--queries",
                  str(tmp_path / "q.csv")]) == 0
     assert "queries answered      1 of 10" in capsys.readouterr().out
+
+
+def test_state_of_a_module_estimator_loads_from_the_same_folder(tmp_path, monkeypatch, capsys):
+    """`--estimator mymodels:Model` fitted, but `predict query`/`status` in the same folder
+    failed with "No module named 'mymodels'" (the console script does not put the current
+    folder on sys.path)."""
+    import sys
+
+    (tmp_path / "pp_user_models_same.py").write_text(
+        "from sklearn.naive_bayes import GaussianNB\n"
+        "class Model(GaussianNB):\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    assert main(["predict", "fit", "--estimator", "pp_user_models_same:Model", "--dataset",
+                 "iris", "--state", "st", "--n-worlds", "4", "--per-query-budget", "0.001",
+                 "--total-budget", "0.01", "--n-jobs", "1", "--no-progress"]) == 0
+    # a fresh process: the module is not imported yet, nor the folder on the path
+    sys.modules.pop("pp_user_models_same", None)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    capsys.readouterr()
+    assert main(["predict", "status", "--state", "st"]) == 0
+    sys.modules.pop("pp_user_models_same", None)
