@@ -155,3 +155,24 @@ def test_closed_forms_at_extreme_sigma(sigma):
     if sigma > 1e4:
         assert all(a < 0.5 + 1e-3 for a in accs)
     _strict(json.dumps(t.to_dict(), allow_nan=False))
+
+
+def _allocate(n_bytes):
+    import numpy as np
+
+    return float(np.ones(n_bytes // 8).sum())
+
+
+def test_a_comparator_row_is_stopped_at_its_memory_limit(monkeypatch):
+    """dp-accounting's PLD grew to 10 GB within its time limit at (M, E) = (1e6, 1e4): the
+    row's process now has a memory limit (a quarter of the machine; here 1 %) and fails."""
+    import os
+
+    from pacpriv.dpsgd import comparators
+
+    phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    monkeypatch.setattr(comparators, "_MEMORY_FRACTION", 0.01)
+    status, note, _ = comparators._run_limited(_allocate, (int(0.05 * phys),), 60.0)
+    assert status == "failed" and "memory limit" in note
+    status, value, _ = comparators._run_limited(_allocate, (int(0.002 * phys),), 60.0)
+    assert status == "ok" and value > 0
