@@ -36,6 +36,21 @@ def number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
+def integer(text: str) -> int:
+    """argparse ``type=`` for counts: ``1000000``, ``1e6`` or ``1_000_000`` (an exact integer)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not (math.isfinite(value) and value == int(value) and abs(value) < 2.0**53):
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}")
+    return int(value)
+
+
 
 def _value(args: argparse.Namespace, flag: str) -> Any:
     return getattr(args, flag.lstrip("-").replace("-", "_"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from pacpriv import _json
-from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
+from pacpriv.cli._args import UsageError, add_report_output, integer, number, report_formats
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
 from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
 from pacpriv.compare import compare_pac_dpsgd
@@ -36,8 +36,9 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--target-accuracy", type=number, default=0.6,
                    help="membership-inference accuracy bound a in (0.5, 1) (default 0.6)")
     p.add_argument("--trials", type=int, default=500, help="PAC simulations (>= 2, default 500)")
-    p.add_argument("--epochs", type=int, default=10, help="epochs E (default 10)")
-    p.add_argument("--steps-per-epoch", type=int, default=5, help="steps per epoch M (default 5)")
+    p.add_argument("--epochs", type=integer, default=10, help="epochs E (default 10)")
+    p.add_argument("--steps-per-epoch", type=integer, default=5,
+                   help="steps per epoch M (default 5)")
     p.add_argument("--max-grad-norm", type=number, default=1.0,
                    help="DP-SGD clipping norm C (default 1)")
     p.add_argument("--learning-rate", type=number, default=0.5, help="SGD step size (default 0.5)")

@@ -9,7 +9,7 @@ import numpy as np
 
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
-from pacpriv.cli._args import UsageError, number
+from pacpriv.cli._args import UsageError, integer, number
 from pacpriv.dpsgd import (
     calibrate_noise_multiplier,
     compare_accountants,
@@ -20,9 +20,9 @@ from pacpriv.dpsgd import (
 
 
 def _common(p: argparse.ArgumentParser, *, sigma: bool, target: bool) -> None:
-    p.add_argument("--steps-per-epoch", type=int, required=True,
+    p.add_argument("--steps-per-epoch", type=integer, required=True,
                    help="M, steps per epoch (>= 1)")
-    p.add_argument("--epochs", type=int, required=True, help="E, number of epochs (>= 1)")
+    p.add_argument("--epochs", type=integer, required=True, help="E, number of epochs (>= 1)")
     if sigma:
         p.add_argument("--noise-multiplier", type=number, required=True,
                        help="noise multiplier sigma > 0")
@@ -144,8 +144,8 @@ def add_parser(subparsers, name: str) -> None:
                    help="largest width of the certified interval (default 1e-4)")
     e.set_defaults(handler=_exact)
     c = sub.add_parser("compare", help="all accountants on the accuracy axis")
-    c.add_argument("--steps-per-epoch", type=int, required=True, help="M, steps per epoch")
-    c.add_argument("--epochs", type=int, required=True, help="E, number of epochs")
+    c.add_argument("--steps-per-epoch", type=integer, required=True, help="M, steps per epoch")
+    c.add_argument("--epochs", type=integer, required=True, help="E, number of epochs")
     c.add_argument("--noise-multiplier", type=number, default=None,
                    help="sigma at which to evaluate every method (default: the exact sigma "
                    "for --target-accuracy)")

@@ -135,7 +135,8 @@ def add_parser(subparsers, name: str) -> None:
         type=number,
         default=None,
         help="public bound r on ||f(X)||_2 (certified: clip radius and minimum noise for "
-        "constant outputs; algorithm1: required); an output above it is an error",
+        "constant outputs; algorithm1: required); a simulated output above it is an error, "
+        "the release is clipped to it",
     )
     cpus = available_cpus()
     run.add_argument(

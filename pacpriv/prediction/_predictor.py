@@ -121,8 +121,9 @@ class PrivatePredictor:
         None keeps the state in memory only.
     rng : None, int or SeedSequence, default None
         Seed of the *public* worlds only (None: OS entropy). The world seed derived from it is
-        recorded in the world-readable ``config.json`` and the world masks in ``worlds.npz``,
-        so ``rng`` is public: ``J`` and the noise never derive from it (a public derivative
+        recorded in ``config.json`` and the world masks in ``worlds.npz`` (owner-only, like the
+        whole state: ``config.json`` also holds a SHA-256 of the pool, which would confirm
+        guesses of a record's value), so ``rng`` is treated as public: ``J`` and the noise never derive from it (a public derivative
         would let anyone search the seed and recompute them).
     secret_rng : None, int, SeedSequence or Generator, default None
         Seed of ``J`` and of the noise entropy, for tests and demos only; None (the default,
