@@ -123,8 +123,9 @@ class PrivatePredictor:
         Seed of the *public* worlds only (None: OS entropy). The world seed derived from it is
         recorded in ``config.json`` and the world masks in ``worlds.npz`` (owner-only, like the
         whole state: ``config.json`` also holds a SHA-256 of the pool, which would confirm
-        guesses of a record's value), so ``rng`` is treated as public: ``J`` and the noise never derive from it (a public derivative
-        would let anyone search the seed and recompute them).
+        guesses of a record's value), so ``rng`` is treated as public: ``J`` and the noise
+        never derive from it (a public derivative would let anyone search the seed and
+        recompute them).
     secret_rng : None, int, SeedSequence or Generator, default None
         Seed of ``J`` and of the noise entropy, for tests and demos only; None (the default,
         and what a deployment must use) draws both from :mod:`secrets`. The seed itself is
