@@ -261,11 +261,14 @@ def _query(args) -> int:
         raise
     state = pp.budget()
     if args.json:
-        print(_json.dumps({"outputs": out.tolist(), **state}, indent=2))
+        print(_json.dumps({"outputs": out.tolist(), **state,
+                           "secret_randomness": pp.secret_randomness}, indent=2))
         return 0
     for i, row in enumerate(out):
         print(f"{i:>4}  " + "  ".join(f"{v:.4f}" for v in row))
     _print_budget(state)
+    if pp.secret_randomness != "OS entropy (not recorded)":
+        print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     return 0
 
 
@@ -289,6 +292,7 @@ def _status(args) -> int:
         print(_json.dumps(pp.to_dict(), indent=2))
     else:
         _print_budget(pp.budget())
+        print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     if args.out is not None:
         from pacpriv.report import write_report
 

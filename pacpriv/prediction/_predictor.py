@@ -619,16 +619,27 @@ class PrivatePredictor:
             table,
         ])
         return {"title": "PAC-private prediction (posterior-tracked worlds)",
-                "mechanism": "private-prediction", "threat_model": THREAT_MODEL,
+                "mechanism": "private-prediction", "threat_model": self._threat_model(),
                 "markdown": markdown, "prediction": d,
                 "secret_randomness": self._secret_randomness}
 
+    def _threat_model(self) -> str:
+        """The threat model, with the secret's actual source (OS entropy or a caller seed)."""
+        if self._secret_randomness == SECRET_FROM_OS:
+            return THREAT_MODEL
+        return THREAT_MODEL.replace(
+            "(drawn uniformly from OS entropy)",
+            f"(drawn uniformly; here from a {self._secret_randomness}: anyone with that seed "
+            "knows J)")
+
     def to_dict(self) -> dict:
-        """Public facts for a report: worlds, budgets, queries answered, bound, threat model."""
+        """Public facts for a report: worlds, budgets, queries answered, bound, threat model,
+        and where the secret index came from (``secret_randomness``)."""
         return {
             **self.budget(),
             "rule": self.rule,
             "output": self.output if isinstance(self.output, str) else "callable",
             "n_records": self.n_records,
-            "threat_model": THREAT_MODEL,
+            "secret_randomness": self._secret_randomness,
+            "threat_model": self._threat_model(),
         }

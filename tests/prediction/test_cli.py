@@ -230,3 +230,24 @@ def test_state_of_a_module_estimator_loads_from_the_same_folder(tmp_path, monkey
     capsys.readouterr()
     assert main(["predict", "status", "--state", "st"]) == 0
     sys.modules.pop("pp_user_models_same", None)
+
+
+def test_caller_seeded_secret_is_marked_in_status_and_queries(tmp_path, capsys):
+    """`predict status`/`query` of a --secret-seed state did not say so, and status --json's
+    threat model said J was drawn from OS entropy."""
+    state = str(tmp_path / "st")
+    assert main(["predict", "fit", "--estimator", "naive_bayes", "--dataset", "iris",
+                 "--state", state, "--n-worlds", "4", "--per-query-budget", "0.001",
+                 "--total-budget", "0.01", "--n-jobs", "1", "--no-progress", "--seed", "3",
+                 "--secret-seed", "9"]) == 0
+    capsys.readouterr()
+    assert main(["predict", "status", "--state", state]) == 0
+    assert "caller-seeded secret (not for production)" in capsys.readouterr().out
+    assert main(["predict", "status", "--state", state, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["secret_randomness"].startswith("caller-seeded")
+    assert "from OS entropy" not in d["threat_model"] and "caller-seeded" in d["threat_model"]
+    np.savetxt(tmp_path / "q.csv", [[5.1, 3.5, 1.4, 0.2]], delimiter=",")
+    assert main(["predict", "query", "--state", state, "--queries",
+                 str(tmp_path / "q.csv")]) == 0
+    assert "caller-seeded secret (not for production)" in capsys.readouterr().out
