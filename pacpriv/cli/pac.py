@@ -168,7 +168,8 @@ def add_parser(subparsers, name: str) -> None:
                      help="include the output spectrum's and the noise's absolute values in the "
                      "report (statistics of f over subsets of the pool: for a mean, the top "
                      "eigenvalue gives the scale of an outlier's value). Default: shown only for "
-                     "a bundled public dataset; otherwise relative values only")
+                     "a bundled public dataset; otherwise no function of the spectrum, only "
+                     "the noise/spread ratio to one digit")
     run.add_argument(
         "--checkpoint", default=None,
         help="checkpoint directory (resume after interrupt; created owner-only, mode 0700). "

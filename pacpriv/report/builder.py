@@ -333,8 +333,10 @@ def build_report(result, *, pool_statistics: bool | None = None) -> dict:
         coordinate variances, noise std, expected noise power, the certificate's clip radius).
         They are statistics of f over subsets of the pool (for a mean, the top eigenvalue gives
         the scale of an outlier's value), so by default (None) they are shown only for a
-        bundled public dataset; otherwise the report keeps scale-free facts (ranks, relative
-        eigenvalues, noise relative to the spread of f).
+        bundled public dataset; otherwise the report keeps facts that are not real-valued
+        functions of the spectrum (ranks, counts, rules, confidences) and the RMS noise
+        relative to the spread of f to one significant digit (ratios of eigenvalues also
+        reveal an outlier's value, the other records known).
 
     Returns
     -------
