@@ -336,8 +336,8 @@ def _tail_to_bulk(bb: _pld._Lattice, tail: _geo.GeoPair, cap_s: float,
     part = _geo.GeoPair(tail.k0, tail.g, tail.p[:n_in],
                         None if tail.q is None else tail.q[:n_in], 0.0, tail.m, tail.big_m,
                         0.0, 0.0, 0.0)
-    lat = _hybrid_geo_to_linear(part, h=bb.h,
-                                s_cap=2.0 * float(s_nodes[n_in - 1]) + 4.0 * bb.h, upper=upper)
+    lat = _sub_law_to_lattice(part, h=bb.h,
+                              s_cap=2.0 * float(s_nodes[n_in - 1]) + 4.0 * bb.h, upper=upper)
     lo = min(bb.n0, lat.n0)
     hi = max(bb.n0 + bb.p.size, lat.n0 + lat.p.size)
     p = np.zeros(hi - lo, dtype=bb.p.dtype)
@@ -392,8 +392,8 @@ def from_geo(x: _geo.GeoPair, *, h: float, cap_s: float, factor: int, upper: boo
     n_in = max(n_in, 1)
     part = _geo.GeoPair(x.k0, x.g, x.p[:n_in], None if x.q is None else x.q[:n_in], 0.0, m,
                         big_m, 0.0, 0.0, 0.0)
-    bulk = _hybrid_geo_to_linear(part, h=h, s_cap=2.0 * float(s_nodes[n_in - 1]) + 4.0 * h,
-                                 upper=upper)
+    bulk = _sub_law_to_lattice(part, h=h, s_cap=2.0 * float(s_nodes[n_in - 1]) + 4.0 * h,
+                               upper=upper)
     q_inf = x.q_inf + bulk.q_inf
     slack = x.slack + bulk.slack
     kappa = x.kappa + bulk.kappa
@@ -422,7 +422,8 @@ def from_geo(x: _geo.GeoPair, *, h: float, cap_s: float, factor: int, upper: boo
     return normalise(out) if upper else out
 
 
-def _hybrid_geo_to_linear(part, **kw):
+def _sub_law_to_lattice(part, **kw):
+    """A part of a block's law on the S-lattice (no unit-mass normalisation of ``q_inf``)."""
     return geo_to_linear(part, normalise=False, **kw)
 
 
