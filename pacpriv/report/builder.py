@@ -213,7 +213,7 @@ def _one_digit_down(x: float) -> float:
     return float(math.floor(x / scale * (1.0 + 1e-12)) * scale)
 
 
-def _scale_free(spectrum: dict, noise: dict, plan, spec) -> tuple[dict, dict]:
+def _scale_free(spectrum: dict, noise: dict) -> tuple[dict, dict]:
     """Spectrum and noise with every pool statistic removed.
 
     Kept: shapes, ranks, rules, confidences. Not kept: absolute values (the pool's scale) and
@@ -259,7 +259,7 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
     }
     show = is_public_pool(d["dataset"]) if pool_statistics is None else bool(pool_statistics)
     if not show:
-        spectrum, noise = _scale_free(spectrum, noise, plan, spec)
+        spectrum, noise = _scale_free(spectrum, noise)
     mech = local_base_name(str(result.mechanism))  # a file mechanism without its directories
     report = {
         "kind": "pac",
