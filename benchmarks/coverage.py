@@ -36,9 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from pacpriv.pac.calibration import calibrate_noise
-from pacpriv.pac.certificate import certify_noise
-from pacpriv.pac.covariance import estimate_output_spectrum
+from pacpriv.pac.noise import calibrate_noise, certify_noise
+from pacpriv.pac.spectrum import estimate_output_spectrum
 
 RULES = ("certified", "certified-eb", "anisotropic", "isotropic", "variance-only", "exact-mi")
 CERTIFIED = ("certified", "certified-eb")

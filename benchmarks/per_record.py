@@ -21,8 +21,7 @@ import time
 
 import numpy as np
 
-from pacpriv.pac.per_record import simulate_differences
-from pacpriv.pac.per_record_calibration import calibrate_from_differences
+from pacpriv.pac.per_record import calibrate_from_differences, simulate_differences
 from pacpriv.pac.samplers import PoissonSampler
 
 

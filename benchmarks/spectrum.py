@@ -1,6 +1,6 @@
 """Benchmark: output spectrum of a huge float32 output matrix read from an np.memmap.
 
-Issue 13 item 6: for ``d = 1e6`` and 1000 trials, :func:`pacpriv.pac.covariance.
+Issue 13 item 6: for ``d = 1e6`` and 1000 trials, :func:`pacpriv.pac.spectrum._covariance.
 estimate_output_spectrum` must take at most 1.5x the bare BLAS Gram product of the same matrix,
 measured in the same run, with peak memory about that of the output matrix or less.
 
@@ -13,7 +13,7 @@ steadier measure of the work, with ``--threads 1`` for a like-for-like count):
 * ``gram32``    the baseline: the bare BLAS Gram product ``Σ_blocks B B^T`` of the same matrix,
   float32 column blocks of 16 MiB sliced from the memmap, ``B @ B.T`` (OpenBLAS ``ssyrk``),
   summed in float64;
-* ``spectrum``  :func:`~pacpriv.pac.covariance.estimate_output_spectrum` with its defaults (at
+* ``spectrum``  :func:`~pacpriv.pac.spectrum.estimate_output_spectrum` with its defaults (at
   this size: float32 Gram with float64 centring, means and variances, lazy eigenvector basis);
 * ``release``   the spectrum, then ``calibrate_noise`` (square-root rule) and one ``privatize``
   draw through the lazy basis (the time reported is that of calibration + draw only);
@@ -96,7 +96,7 @@ def _maxrss_bytes() -> int:
 
 def _bare_gram(outputs: np.ndarray, dtype) -> float:
     """``Σ_blocks B B^T`` over 16 MiB column blocks of ``dtype``; returns its trace."""
-    from pacpriv.pac.moments import release_mapped_pages
+    from pacpriv.pac.spectrum._moments import release_mapped_pages
 
     n, d = outputs.shape
     step = max(1, (16 << 20) // (np.dtype(dtype).itemsize * n))
@@ -110,9 +110,9 @@ def _bare_gram(outputs: np.ndarray, dtype) -> float:
 
 def measure(phase: str, path: str, n: int, d: int) -> dict:
     """Run one phase in this process; return time and memory."""
-    from pacpriv.pac.calibration import calibrate_noise
-    from pacpriv.pac.covariance import estimate_output_spectrum
+    from pacpriv.pac.noise import calibrate_noise
     from pacpriv.pac.release import privatize
+    from pacpriv.pac.spectrum import estimate_output_spectrum
 
     outputs = np.memmap(path, dtype=np.float32, mode="r", shape=(n, d))
     options = {"float64": {"gram_dtype": np.float64},

@@ -3,7 +3,7 @@
 Both sides do the full private step: per-sample gradients, clipping to C, Gaussian noise
 σ·C on the sum, division by the expected batch size, an SGD update. pacpriv uses its
 single-backward path for these Linear-only models (per-example norms from activations and
-backprops, ``pacpriv.dpsgd._ghost``); the ``torch.func`` column forces its general path
+backprops, ``pacpriv.dpsgd``); the ``torch.func`` column forces its general path
 (vmap of grad) on the same model. opacus 1.6 uses ``GradSampleModule``
 (backward hooks) + ``DPOptimizer`` on fixed-size batches (``poisson_sampling=False``
 equivalent). Our time per step is ``train_dpsgd`` wall time over one run divided by its number

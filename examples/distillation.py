@@ -26,7 +26,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from pacpriv.pac.posterior import mi_budget_for_accuracy
+from pacpriv.pac.bounds import mi_budget_for_accuracy
 from pacpriv.prediction import PrivatePredictor
 
 

@@ -17,13 +17,12 @@ import argparse
 import json
 from pathlib import Path
 
-from pacpriv.mechanisms import make_clipped_mean
-
+from pacpriv.audit import empirical_membership_attack
 from pacpriv.datasets import load_dataset
-from pacpriv.pac.calibration import calibrate_noise
-from pacpriv.pac.covariance import estimate_output_spectrum
-from pacpriv.pac.empirical import empirical_membership_attack
+from pacpriv.mechanisms import make_clipped_mean
 from pacpriv.pac.engine import simulate
+from pacpriv.pac.noise import calibrate_noise
+from pacpriv.pac.spectrum import estimate_output_spectrum
 
 
 def main(argv=None) -> int:

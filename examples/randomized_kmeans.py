@@ -22,10 +22,9 @@ import argparse
 import json
 from pathlib import Path
 
-from pacpriv.mechanisms import make_kmeans
-
 from pacpriv.datasets import load_dataset
-from pacpriv.pac.randomized import compare_randomized_noise
+from pacpriv.mechanisms import make_kmeans
+from pacpriv.pac.noise import compare_randomized_noise
 
 
 def main(argv=None) -> int:

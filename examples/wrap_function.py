@@ -22,7 +22,7 @@ from sklearn.linear_model import Ridge
 
 from pacpriv.datasets import load_dataset
 from pacpriv.exceptions import BudgetExceededError
-from pacpriv.wrapper import from_estimator, pac_private
+from pacpriv.pac.wrapper import from_estimator, pac_private
 
 IRIS = load_dataset("iris")
 LOW, HIGH = np.array(IRIS.feature_low), np.array(IRIS.feature_high)  # published ranges

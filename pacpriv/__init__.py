@@ -12,10 +12,7 @@ Two halves answer one question -- how well can an adversary tell whether a recor
 ``import pacpriv`` imports neither torch, matplotlib, dp-accounting nor dask.
 """
 
-from pacpriv import (
-    _source_checkout,  # noqa: F401  (finds pacpriv.mechanisms in a checkout)
-    exceptions,
-)
+from pacpriv import _deprecation, exceptions
 from pacpriv._version import __version__
 from pacpriv.compare import ComparisonResult, compare_pac_dpsgd
 from pacpriv.datasets import Dataset, load_dataset
@@ -25,17 +22,18 @@ from pacpriv.dpsgd import (
     noise_multiplier_for_accuracy,
 )
 from pacpriv.exceptions import *  # noqa: F403  (the errors and warnings: exceptions.__all__)
-from pacpriv.ledger import PrivacyLedger
 from pacpriv.pac import (
     ComplementaryPairsSampler,
     FixedSizeSampler,
     NoisePlan,
     PacResult,
     PoissonSampler,
+    PrivacyLedger,
     SimulationResult,
     calibrate_noise,
     estimate_output_spectrum,
     mi_budget_for_accuracy,
+    pac_private,
     pinsker_bound,
     posterior_success_rate,
     privatize,
@@ -45,7 +43,6 @@ from pacpriv.pac import (
 from pacpriv.prediction import PrivatePredictor
 from pacpriv.registry import available_mechanisms, register_mechanism, resolve_mechanism
 from pacpriv.report import write_report
-from pacpriv.wrapper import pac_private
 
 __all__ = [
     "__version__",
@@ -88,3 +85,5 @@ __all__ = [
     # errors and warnings (all of pacpriv.exceptions)
     *exceptions.__all__,
 ]
+
+_deprecation.install_moved_finder()  # 0.2 module paths still import (DeprecationWarning)

@@ -22,7 +22,6 @@ LEAVES = (
     "pacpriv._files",
     "pacpriv._random",
     "pacpriv._optional",
-    "pacpriv._source_checkout",
     "pacpriv._stats",
     "pacpriv._deprecation",
     "pacpriv.threat_models",
@@ -94,8 +93,9 @@ def graph() -> dict[str, set[str]]:
 
 def test_graph_is_read(graph):
     """The walk finds the packages and their imports (a vacuous graph would pass every rule)."""
-    assert {"pacpriv.pac.engine", "pacpriv.cli.main", "pacpriv.report.builder"} <= set(graph)
-    assert "pacpriv.pac._mechanism" in graph["pacpriv.pac.engine"]
+    assert {"pacpriv.pac.engine._simulate", "pacpriv.cli.main",
+            "pacpriv.report.builder"} <= set(graph)
+    assert "pacpriv.pac.engine._mechanism" in graph["pacpriv.pac.engine._simulate"]
     assert "pacpriv.threat_models" in graph["pacpriv.report.builder"]
 
 
@@ -204,3 +204,78 @@ def test_old_public_paths_still_import(module):
     mod = importlib.import_module(module)
     missing = [n for n in OLD_PUBLIC[module] if not hasattr(mod, n)]
     assert missing == []
+
+
+# --- the house of rooms (issue 24) ------------------------------------------------------------
+
+
+def _entries(folder: Path) -> list[str]:
+    """Modules and sub-packages directly in ``folder`` (no caches, no data files)."""
+    return sorted(
+        p.name for p in folder.iterdir()
+        if (p.suffix == ".py") or (p.is_dir() and (p / "__init__.py").is_file())
+    )
+
+
+def test_top_level_has_at_most_15_modules():
+    modules = [p for p in PACKAGE.glob("*.py")]
+    assert len(modules) <= 15, sorted(p.name for p in modules)
+
+
+def test_pac_top_level_has_at_most_12_entries():
+    entries = _entries(PACKAGE / "pac")
+    assert len(entries) <= 12, entries
+    assert {"engine", "spectrum", "noise", "bounds", "per_record"} <= set(entries)
+
+
+def _own_python_files() -> list[Path]:
+    """Every Python file of the package, the mechanisms, tests, benchmarks and examples
+    (the ``pacpriv/mechanisms`` link counted once, as ``mechanisms/``)."""
+    files = []
+    for top in ("pacpriv", "mechanisms", "tests", "benchmarks", "examples"):
+        for path in (ROOT / top).rglob("*.py"):
+            if "mechanisms" in path.relative_to(ROOT).parts[1:2] and top == "pacpriv":
+                continue
+            files.append(path)
+    return files
+
+
+def test_no_module_over_650_lines():
+    long = {str(p.relative_to(ROOT)): n for p in _own_python_files()
+            if (n := len(p.read_text().splitlines())) > 650}
+    assert long == {}
+
+
+def test_mechanisms_import_as_pacpriv_mechanisms_without_a_hook():
+    """``pacpriv/mechanisms`` is a relative link to the top-level folder; no import hook."""
+    import sys
+
+    import pacpriv.mechanisms
+
+    link = PACKAGE / "mechanisms"
+    assert link.is_symlink() and link.resolve() == (ROOT / "mechanisms").resolve()
+    assert Path(pacpriv.mechanisms.__file__).resolve().parent == (ROOT / "mechanisms").resolve()
+    finders = [type(f).__name__ for f in sys.meta_path]
+    assert not any("Mechanisms" in name for name in finders), finders
+
+
+def test_tests_mirror_the_rooms():
+    for room in ("pac/engine", "pac/spectrum", "pac/noise", "pac/bounds", "pac/per_record",
+                 "dpsgd/exact", "audit", "cli", "compare", "report", "prediction"):
+        assert any((ROOT / "tests" / room).glob("test_*.py")), room
+
+
+@pytest.mark.parametrize("old", sorted(__import__("pacpriv._deprecation").
+                                       _deprecation.MOVED))
+def test_moved_paths_import_with_a_warning(old):
+    """Every 0.2 module path still imports, as the same module object, with a warning."""
+    import importlib
+    import sys
+
+    from pacpriv._deprecation import MOVED
+
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match="moved to"):
+        mod = importlib.import_module(old)
+    assert mod is importlib.import_module(MOVED[old])
+    assert mod.__spec__.name == MOVED[old]

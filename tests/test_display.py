@@ -85,9 +85,8 @@ def test_exact_interval_display_lower_down_upper_up():
 
 
 def test_pac_result_and_plan_display(tmp_path):
-    from pacpriv.mechanisms import make_kmeans
-
     import pacpriv
+    from pacpriv.mechanisms import make_kmeans
 
     data = pacpriv.load_dataset("iris")
     res = pacpriv.run_pac(make_kmeans(n_clusters=3), data.X, mi_budget=1 / 64, n_trials=60,
@@ -121,7 +120,7 @@ def _rows(result) -> dict[str, str]:
 
 
 def _attack(accuracy, low, high, confidence=0.95):
-    from pacpriv.attacks import AttackResult
+    from pacpriv.audit._attacks import AttackResult
 
     return AttackResult(accuracy=accuracy, ci_low=low, ci_high=high, auc=0.54,
                         tpr_at_1pct_fpr=0.02, n_members=100, n_nonmembers=100,
@@ -129,7 +128,7 @@ def _attack(accuracy, low, high, confidence=0.95):
 
 
 def test_audit_result_labels_the_bounds_and_the_measured_attacks():
-    from pacpriv.audit import AuditResult
+    from pacpriv.audit._dpsgd import AuditResult
 
     res = AuditResult(
         noise_multiplier=1.25, steps_per_epoch=10, epochs=3, max_grad_norm=1.0,
@@ -152,7 +151,7 @@ def test_audit_result_labels_the_bounds_and_the_measured_attacks():
 
 
 def test_empirical_attack_result_summary_has_estimates_and_no_record_index():
-    from pacpriv.pac.empirical import EmpiricalAttackResult
+    from pacpriv.audit._empirical import EmpiricalAttackResult
 
     res = EmpiricalAttackResult(
         accuracy=0.55123, ci_low=0.53001, ci_high=0.57249, confidence=0.95,
@@ -171,7 +170,7 @@ def test_empirical_attack_result_summary_has_estimates_and_no_record_index():
 
 
 def test_informed_attack_result_summary_rounds_the_upper_limit_up():
-    from pacpriv.pac.per_record_attack import InformedAttackResult
+    from pacpriv.pac.per_record._attack import InformedAttackResult
 
     res = InformedAttackResult(
         accuracy=0.5712, ci_low=0.55555, ci_high=0.58888, max_record_accuracy=0.6234,

@@ -11,7 +11,7 @@ from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
 from pacpriv.compare import compare_pac_dpsgd
 from pacpriv.compare.render import CHANCE_NOTE_PREFIX
 from pacpriv.compare.run import COMPARISON_RULES
-from pacpriv.pac.calibration import DEFAULT_RULE
+from pacpriv.pac.noise._calibration import DEFAULT_RULE
 from pacpriv.report import write_report
 
 

@@ -159,7 +159,7 @@ def _dispatch(args, flags: set[str]) -> int:
     try:
         return int(args.handler(args) or 0)
     except CheckpointError as exc:  # the API's advice names `rng`; a CLI user has --seed
-        from pacpriv.pac.checkpoint import SEED_ADVICE
+        from pacpriv.pac.engine._checkpoint import SEED_ADVICE
 
         text = _one_line(exc)
         if "--seed" in flags:

@@ -29,10 +29,14 @@ from pacpriv.cli._user import (
 )
 from pacpriv.cli.pac_records import add_records_parser
 from pacpriv.datasets import BUNDLED_DATASETS
-from pacpriv.pac._rules import RULE_TABLE
-from pacpriv.pac.calibration import DEFAULT_RULE, RULES
+from pacpriv.pac.bounds._posterior import (
+    mi_budget_for_accuracy,
+    pinsker_bound,
+    posterior_success_rate,
+)
 from pacpriv.pac.job import run_pac
-from pacpriv.pac.posterior import mi_budget_for_accuracy, pinsker_bound, posterior_success_rate
+from pacpriv.pac.noise._calibration import DEFAULT_RULE, RULES
+from pacpriv.pac.noise._rules import RULE_TABLE
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
 from pacpriv.registry import available_mechanisms
 from pacpriv.report import build_report, write_report
@@ -213,7 +217,7 @@ def add_parser(subparsers, name: str) -> None:
     tri = sub.add_parser(
         "trials",
         help="how many trials the certified rule needs for a target noise inflation",
-        description="Planning model of pacpriv.pac.certificate.trials_for_inflation: the "
+        description="Planning model of pacpriv.pac.noise.trials_for_inflation: the "
         "smallest n_trials whose predicted certified noise power is within --target-inflation "
         "of the oracle square-root rule (Gaussian outputs, flat spectrum of --effective-dim).",
     )
@@ -493,7 +497,7 @@ def _budget(args) -> int:
 
 
 def _trials(args) -> int:
-    from pacpriv.pac.certificate import predicted_inflation, trials_for_inflation
+    from pacpriv.pac.noise import predicted_inflation, trials_for_inflation
 
     rows = []
     for d in args.dim:

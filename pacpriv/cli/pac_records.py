@@ -18,9 +18,9 @@ from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
 from pacpriv.cli._user import resolve_cli_mechanism
 from pacpriv.datasets import load_dataset
-from pacpriv.pac.options import ExecutionOptions
-from pacpriv.pac.per_record import record_exposure
-from pacpriv.pac.per_record_calibration import calibrate_per_record
+from pacpriv.pac.engine._options import ExecutionOptions
+from pacpriv.pac.per_record._calibration import calibrate_per_record
+from pacpriv.pac.per_record._exposure import record_exposure
 from pacpriv.pac.samplers import PoissonSampler
 from pacpriv.report import write_report
 from pacpriv.report.builder import build_report, is_public_pool, local_base_name

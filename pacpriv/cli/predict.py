@@ -183,7 +183,7 @@ def add_serve_parser(subparsers, name: str) -> None:
 
 
 def _total_budget(args) -> float:
-    from pacpriv.pac.posterior import mi_budget_for_accuracy
+    from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy
 
     check_exactly_one(args, "--total-budget", "--target-accuracy", " (nats)")
     if args.total_budget is not None:

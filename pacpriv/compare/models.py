@@ -26,7 +26,7 @@ import numpy as np
 
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, trial_seed
-from pacpriv.attacks import AttackResult, loss_threshold_attack
+from pacpriv.audit._attacks import AttackResult, loss_threshold_attack
 from pacpriv.compare.per_record import per_record_row
 from pacpriv.compare.render import (
     EVALUATION_NOTE,
@@ -39,8 +39,8 @@ from pacpriv.datasets.scaling import scale_to_unit_box
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 from pacpriv.dpsgd.trainer import model_losses, train_dpsgd
+from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy, posterior_success_rate
 from pacpriv.pac.job import run_pac
-from pacpriv.pac.posterior import mi_budget_for_accuracy, posterior_success_rate
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import PoissonSampler
 
@@ -271,7 +271,7 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
                    per_record_holdout=0.2) -> dict:
     """Run the three certified trainings and the baseline; fields of ``ComparisonResult``.
 
-    ``execution`` is the :class:`~pacpriv.pac.options.ExecutionOptions` of both simulations.
+    ``execution`` is the :class:`~pacpriv.pac.engine.ExecutionOptions` of both simulations.
     """
 
     a, M, E, C = target_accuracy, steps_per_epoch, epochs, max_grad_norm

@@ -5,9 +5,9 @@ The same noise-free training as the whole-subset PAC row is run as a black box; 
 random sample of audited records the per-record differences ``Δᵢ = f(S ∪ {i}) − f(S ∖ {i})`` are
 simulated (:func:`pacpriv.pac.per_record.simulate_differences`). The first part of the trials
 calibrates isotropic noise so that every audited record's informed-adversary accuracy is
-certified ``<= a`` (:func:`pacpriv.pac.per_record_calibration.calibrate_from_differences`); the
+certified ``<= a`` (:func:`pacpriv.pac.per_record.calibrate_from_differences`); the
 held-out rest runs the informed likelihood-ratio attack
-(:func:`pacpriv.pac.per_record_attack.informed_attack`). The noise is added once to the final
+(:func:`pacpriv.pac.per_record.informed_attack`). The noise is added once to the final
 parameters, like the whole-subset row (PAC Privacy, Xiao & Devadas 2023, §2).
 """
 
@@ -20,9 +20,9 @@ from dataclasses import replace
 import numpy as np
 
 from pacpriv._random import trial_seed
-from pacpriv.pac.per_record import simulate_differences
-from pacpriv.pac.per_record_attack import informed_attack
-from pacpriv.pac.per_record_calibration import calibrate_from_differences
+from pacpriv.pac.per_record._attack import informed_attack
+from pacpriv.pac.per_record._calibration import calibrate_from_differences
+from pacpriv.pac.per_record._exposure import simulate_differences
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import PoissonSampler
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pacpriv._display import Displayable, Summary, format_value
-from pacpriv.attacks import AttackResult
+from pacpriv.audit._attacks import AttackResult
 from pacpriv.compare.render import comparison_markdown
 from pacpriv.plotting import plot_pac_vs_dpsgd
 
@@ -61,7 +61,7 @@ class ComparisonRow:
         Seconds spent on this row (PAC: including the simulation).
     informed_attack : dict or None
         Per-record PAC row only: the informed likelihood-ratio attack on held-out simulated
-        trials (:meth:`pacpriv.pac.per_record_attack.InformedAttackResult.to_dict`).
+        trials (:meth:`pacpriv.pac.per_record.InformedAttackResult.to_dict`).
     """
 
     method: str

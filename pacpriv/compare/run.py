@@ -12,7 +12,7 @@ membership-inference accuracy bound ``a``:
   added once to the final parameters (whole-subset guarantee);
 * **PAC, per record (informed adversary)**: isotropic noise calibrated so that every audited
   record's informed-adversary accuracy is certified ``<= a`` [1]_ §2
-  (:mod:`pacpriv.pac.per_record`), with the informed likelihood-ratio attack measured on
+  (:mod:`pacpriv.pac.per_record._exposure`), with the informed likelihood-ratio attack measured on
   held-out simulated trials.
 
 Each row gives the noise, the test accuracy and a loss-threshold attack's accuracy with a
@@ -37,9 +37,9 @@ from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int, check_real
 from pacpriv.compare.results import ComparisonResult, ComparisonRow
 from pacpriv.datasets import Dataset, load_dataset
-from pacpriv.pac.calibration import DEFAULT_RULE, RULES
-from pacpriv.pac.options import ExecutionOptions, merge_execution
-from pacpriv.pac.per_record import check_certifiable
+from pacpriv.pac.engine._options import ExecutionOptions, merge_execution
+from pacpriv.pac.noise._calibration import DEFAULT_RULE, RULES
+from pacpriv.pac.per_record._exposure import check_certifiable
 from pacpriv.threat_models import THREAT_MODELS
 
 __all__ = [

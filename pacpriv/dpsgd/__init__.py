@@ -46,6 +46,7 @@ __all__ = [
 #: Deprecated names (one release).
 __getattr__ = deprecated_names("pacpriv.dpsgd", {
     "ComparisonRow": (
-        "AccountantRow", AccountantRow, "it shared its name with pacpriv.compare.ComparisonRow"
+        "pacpriv.dpsgd.AccountantRow", AccountantRow,
+        "it shared its name with pacpriv.compare.ComparisonRow",
     ),
 })

@@ -21,7 +21,11 @@ from scipy import special
 from pacpriv._display import Displayable, Summary
 from pacpriv._display import shown as _shown
 from pacpriv._validation import check_array_real, check_int, check_real
-from pacpriv.dpsgd import _geo, _hybrid, _pld, _screens
+from pacpriv.dpsgd._exact import composition as _comp
+from pacpriv.dpsgd._exact import geometric as _geo
+from pacpriv.dpsgd._exact import hybrid as _hybrid
+from pacpriv.dpsgd._exact import lattice as _pld
+from pacpriv.dpsgd._exact import screens as _screens
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.exceptions import PacprivWarning
 
@@ -126,7 +130,10 @@ def _coordinate_tail(tail: float, epochs: int) -> float:
 
 
 def _linear_points(sigma: float, steps: int, epochs: int, tail: float, c: float) -> float:
-    """Size of the linear coordinate lattice (see :func:`pacpriv.dpsgd._pld.epoch_lattice`)."""
+    """Size of the linear coordinate lattice.
+
+    See :func:`pacpriv.dpsgd._exact.lattice.epoch_lattice`.
+    """
     s = 1.0 / sigma
     t_top = _t_top(sigma, steps, epochs, 0.0, tail)
     h = _pld.lattice_base(sigma, steps) / c
@@ -188,14 +195,14 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
 
     Returns ``(pair, n_coord, eps, kappa, looseness, delta)``: ``eps`` is the l1 round-off
     bound of the epoch pair, ``kappa`` the relative scale of the lower chain (see
-    :attr:`pacpriv.dpsgd._pld._Lattice.kappa`); ``looseness`` (upper chain, not part of the
+    :attr:`.lattice._Lattice.kappa`); ``looseness`` (upper chain, not part of the
     bound) is the round-off slack already added to ``q_inf`` plus the size of the FFT noise
     carried through the doubling, which float64 turns into a (valid) upward bias: it selects
     long double.
     """
     if method == "gaussian":
         delta = delta or (1.0 / sigma) / c_epoch
-        pair = _pld.single_step_pair(sigma, delta=delta, upper=upper)
+        pair = _comp.single_step_pair(sigma, delta=delta, upper=upper)
         eps = (16.0 + 4.0 * _pld.sum_error_factor(pair.p.size) + 8.0 / (sigma * delta)) * _U
         return pair, 0, eps, 0.0, 0.0, delta
     top_q = max(1e-14, tail / (epochs * 2 * (_levels(steps) + 1)))
@@ -230,7 +237,7 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
         ln = np.log(lr[pos])
         sd = math.sqrt(max(float(np.dot(w, (ln - np.dot(w, ln)) ** 2)), 1e-300))
         delta = max(sd / c_epoch, 1e-9)
-    pair = _pld.to_log_lattice(lat, delta=delta, ln_range=60.0, upper=upper, labels=label_range)
+    pair = _comp.to_log_lattice(lat, delta=delta, ln_range=60.0, upper=upper, labels=label_range)
     eps += pair.binning_err  # binning sums (non-negative terms), see to_log_lattice
     noise = float(getattr(lat, "noise_l1", 0.0))
     return pair, n_coord, eps, float(lat.kappa), float(lat.slack) + noise, delta
@@ -261,7 +268,7 @@ def _numeric_once(
             extended = True
         if upper and method != "gaussian":
             label_range = (pair.a0, pair.a0 + pair.p.size - 1)
-        tv, err, rnd = _pld.compose_tv(pair, epochs, direction=direction, tau=_WINDOW_TAU)
+        tv, err, rnd = _comp.compose_tv(pair, epochs, direction=direction, tau=_WINDOW_TAU)
         # an l1 error eps in one epoch's P- and Q-laws moves TV of the E-fold products by at
         # most 2·E·eps·(1 + eps)^(E−1) (telescoping over epochs; TV is 1-Lipschitz in l1)
         prop = 2.0 * epochs * eps * math.exp(min(700.0, (epochs - 1) * math.log1p(eps)))

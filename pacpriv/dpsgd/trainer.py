@@ -574,7 +574,7 @@ def model_losses(
     Returns
     -------
     numpy.ndarray of shape (n,), float64
-        Per-example losses (input to :func:`pacpriv.attacks.loss_threshold_attack`).
+        Per-example losses (input to :func:`pacpriv.audit.loss_threshold_attack`).
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")

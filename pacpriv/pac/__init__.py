@@ -1,60 +1,66 @@
 """PAC Privacy for black-box mechanisms (Xiao & Devadas, CRYPTO 2023).
 
-Data flow: sampler → :func:`simulate` (Monte-Carlo engine) → :func:`estimate_output_spectrum`
-→ :func:`calibrate_noise` (:class:`NoisePlan`) → :func:`privatize` → posterior bounds;
-:func:`run_pac` chains them and returns a :class:`PacResult` for :mod:`pacpriv.report`.
+Data flow: sampler → :func:`simulate` (Monte-Carlo engine, :mod:`pacpriv.pac.engine`) →
+:func:`estimate_output_spectrum` (:mod:`pacpriv.pac.spectrum`) → a noise rule
+(:mod:`pacpriv.pac.noise`, :class:`NoisePlan`) → :func:`privatize` → posterior bounds
+(:mod:`pacpriv.pac.bounds`); :func:`run_pac` chains them and returns a :class:`PacResult` for
+:mod:`pacpriv.report`. Per-record (informed-adversary) bounds: :mod:`pacpriv.pac.per_record`.
 """
 
 from pacpriv._deprecation import deprecated_names
-from pacpriv.pac import posterior as _posterior
 from pacpriv.pac import samplers
-from pacpriv.pac._rules import Algorithm1
-from pacpriv.pac.calibration import RULES, NoisePlan, calibrate_noise, calibrate_variance_only
-from pacpriv.pac.confidence import confidence_for_trials, trials_for_confidence
-from pacpriv.pac.covariance import (
-    OutputSpectrum,
-    estimate_output_spectrum,
-    spectrum_from_covariance,
-)
-from pacpriv.pac.empirical import EmpiricalAttackResult, empirical_membership_attack
-from pacpriv.pac.engine import SimulationResult, simulate
-from pacpriv.pac.job import PacResult, run_pac
-from pacpriv.pac.moments import OutputMoments, streaming_moments
-from pacpriv.pac.mutual_info import (
+from pacpriv.pac.bounds import (
+    LedgerEntry,
+    MembershipPrior,
+    PrivacyLedger,
+    _posterior,
     gaussian_mi_bound,
     gaussian_mi_bound_whitened,
-    linearised_mi_bound,
-)
-from pacpriv.pac.options import ExecutionOptions
-from pacpriv.pac.per_record import (
-    RecordDifferences,
-    RecordExposure,
-    exposure_from_differences,
-    record_exposure,
-    simulate_differences,
-)
-from pacpriv.pac.per_record_attack import InformedAttackResult, informed_attack
-from pacpriv.pac.per_record_calibration import (
-    PerRecordPlan,
-    calibrate_from_differences,
-    calibrate_per_record,
-)
-from pacpriv.pac.posterior import (
     individual_mi_bound,
+    linearised_mi_bound,
     mi_budget_for_accuracy,
     pinsker_bound,
     posterior_success_rate,
+    resolve_membership_prior,
 )
-from pacpriv.pac.prior import MembershipPrior, resolve_membership_prior
-from pacpriv.pac.randomized import (
+from pacpriv.pac.engine import ExecutionOptions, SimulationResult, simulate
+from pacpriv.pac.job import PacResult, run_pac
+from pacpriv.pac.noise import (
+    RULES,
+    Algorithm1,
     CouplingResult,
+    NoisePlan,
     RandomizedComparison,
+    calibrate_noise,
+    calibrate_variance_only,
     compare_randomized_noise,
+    confidence_for_trials,
     coupling_noise,
     matched_distance,
+    trials_for_confidence,
+)
+from pacpriv.pac.per_record import (
+    InformedAttackResult,
+    PerRecordPlan,
+    RecordDifferences,
+    RecordExposure,
+    calibrate_from_differences,
+    calibrate_per_record,
+    exposure_from_differences,
+    informed_attack,
+    record_exposure,
+    simulate_differences,
 )
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import *  # noqa: F403  (the samplers: samplers.__all__)
+from pacpriv.pac.spectrum import (
+    OutputMoments,
+    OutputSpectrum,
+    estimate_output_spectrum,
+    spectrum_from_covariance,
+    streaming_moments,
+)
+from pacpriv.pac.wrapper import PacPrivateFunction, from_estimator, from_torch, pac_private
 
 __all__ = [
     "ExecutionOptions",
@@ -96,12 +102,16 @@ __all__ = [
     "compare_randomized_noise",
     "coupling_noise",
     "matched_distance",
-    # empirical membership attack on simulated outputs
-    "EmpiricalAttackResult",
-    "empirical_membership_attack",
     # the main job
     "PacResult",
     "run_pac",
+    # wrapping a function you already have; composition ledger
+    "LedgerEntry",
+    "PacPrivateFunction",
+    "PrivacyLedger",
+    "from_estimator",
+    "from_torch",
+    "pac_private",
 ]
 
 #: Membership-inference accuracy bound ``posterior_success_rate(v, prior=½)`` for an MI budget
@@ -111,9 +121,18 @@ accuracy_for_mi_budget = _posterior.membership_inference_accuracy_bound
 #: Deprecated names (one release).
 __getattr__ = deprecated_names("pacpriv.pac", {
     "membership_inference_accuracy_bound": (
-        "accuracy_for_mi_budget", accuracy_for_mi_budget,
+        "pacpriv.pac.accuracy_for_mi_budget", accuracy_for_mi_budget,
         "it shared its name with the DP-SGD bound "
         "pacpriv.dpsgd.membership_inference_accuracy_bound",
+    ),
+    "EmpiricalAttackResult": (
+        "pacpriv.audit.EmpiricalAttackResult", "pacpriv.audit:EmpiricalAttackResult",
+        "the empirical attack moved to the audit package",
+    ),
+    "empirical_membership_attack": (
+        "pacpriv.audit.empirical_membership_attack",
+        "pacpriv.audit:empirical_membership_attack",
+        "the empirical attack moved to the audit package",
     ),
 })
 

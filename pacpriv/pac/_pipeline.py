@@ -1,6 +1,6 @@
 """The measurement step, written once: simulate → output spectrum → noise plan.
 
-Used by :func:`pacpriv.pac.job.run_pac` and :meth:`pacpriv.wrapper.PacPrivateFunction.calibrate`
+Used by :func:`pacpriv.pac.job.run_pac` and :meth:`pacpriv.pac.wrapper.PacPrivateFunction.calibrate`
 (Xiao & Devadas, CRYPTO 2023, Algorithm 1: Monte-Carlo estimate of the output covariance, then
 the Gaussian noise of Thm 3 for the MI budget).
 """
@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from pacpriv.exceptions import CalibrationError
-from pacpriv.pac import _rules
-from pacpriv.pac.calibration import DEFAULT_RULE, NoisePlan, calibrate_noise
-from pacpriv.pac.covariance import OutputSpectrum, estimate_output_spectrum
-from pacpriv.pac.engine import SimulationResult, simulate
+from pacpriv.pac.engine._simulate import SimulationResult, simulate
+from pacpriv.pac.noise import _rules
+from pacpriv.pac.noise._calibration import DEFAULT_RULE, NoisePlan, calibrate_noise
 from pacpriv.pac.samplers import ComplementaryPairsSampler, as_sampler
+from pacpriv.pac.spectrum._covariance import OutputSpectrum, estimate_output_spectrum
 
 __all__ = ["measure"]
 
@@ -35,9 +35,9 @@ def measure(
 
     ``simulation`` holds the keyword arguments of :func:`pacpriv.pac.engine.simulate`
     (``n_trials``, ``sampler``, ``n_jobs``, ``rng``, ...); ``calibration`` the extra keyword
-    arguments of :func:`pacpriv.pac.calibration.calibrate_noise` (``confidence``, ``c``,
+    arguments of :func:`pacpriv.pac.noise.calibrate_noise` (``confidence``, ``c``,
     ``beta``, ``output_bound``). Rules whose table row needs the outputs (``"certified"``,
-    :data:`pacpriv.pac._rules.RULE_TABLE`) get them instead of the spectrum, with the given
+    :data:`pacpriv.pac.noise._rules.RULE_TABLE`) get them instead of the spectrum, with the given
     (non-None) ``calibration`` parameters. Returns ``(simulation, spectrum, plan)``.
     """
     info = _rules.rule_info(rule)

@@ -1,10 +1,10 @@
 """The PAC main job, end to end: simulate → spectrum → calibrate → release → bounds.
 
 :func:`run_pac` chains the engine (:func:`pacpriv.pac.engine.simulate`), the spectrum
-(:func:`pacpriv.pac.covariance.estimate_output_spectrum`), the noise calibration
-(:func:`pacpriv.pac.calibration.calibrate_noise`), the release
+(:func:`pacpriv.pac.spectrum.estimate_output_spectrum`), the noise calibration
+(:func:`pacpriv.pac.noise.calibrate_noise`), the release
 (:func:`pacpriv.pac.release.privatize`) and the posterior bounds
-(:mod:`pacpriv.pac.posterior`) into one call and returns a :class:`PacResult` that
+(:mod:`pacpriv.pac.bounds._posterior`) into one call and returns a :class:`PacResult` that
 :mod:`pacpriv.report` renders as the PAC membership-privacy report.
 
 References
@@ -34,18 +34,19 @@ from pacpriv.exceptions import (
     UndersampledWarning,
     VacuousBoundWarning,
 )
-from pacpriv.pac import _rules
-from pacpriv.pac._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
 from pacpriv.pac._pipeline import measure
-from pacpriv.pac.calibration import DEFAULT_RULE, RULES, NoisePlan, _check_budget
-from pacpriv.pac.certificate import constant_output_bound, trials_for_inflation
-from pacpriv.pac.covariance import OutputSpectrum
-from pacpriv.pac.engine import SimulationResult
-from pacpriv.pac.options import ExecutionOptions
-from pacpriv.pac.posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
-from pacpriv.pac.prior import resolve_membership_prior
+from pacpriv.pac.bounds._posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
+from pacpriv.pac.bounds._prior import resolve_membership_prior
+from pacpriv.pac.engine._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
+from pacpriv.pac.engine._options import ExecutionOptions
+from pacpriv.pac.engine._simulate import SimulationResult
+from pacpriv.pac.noise import _rules
+from pacpriv.pac.noise._calibration import DEFAULT_RULE, RULES, NoisePlan, _check_budget
+from pacpriv.pac.noise._concentration import constant_output_bound
+from pacpriv.pac.noise._planning import trials_for_inflation
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import as_sampler
+from pacpriv.pac.spectrum._covariance import OutputSpectrum
 
 __all__ = ["PacResult", "run_pac"]
 
@@ -98,7 +99,7 @@ class PacResult(Displayable):
     blind_guess_prior : float or None
         The prior ``p0`` the posterior bounds use: the best blind guess ``max(q, 1 − q)``, or,
         when the sampler declares no inclusion probability, an upper confidence bound on it
-        from the simulated masks (:func:`pacpriv.pac.prior.resolve_membership_prior`).
+        from the simulated masks (:func:`pacpriv.pac.bounds.resolve_membership_prior`).
     prior_source : {"sampler", "estimated"} or None
         Where ``blind_guess_prior`` comes from.
     prior_explanation : str
@@ -347,7 +348,7 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
             f"{format_bound(plan.confidence, side='down')} over the simulation (conservative "
             "matrix-Bernstein count "
             f"for {sim.n_trials} trials); the posterior bound inherits that condition. Use "
-            "pacpriv.pac.confidence.trials_for_confidence to choose n_trials.",
+            "pacpriv.pac.noise.trials_for_confidence to choose n_trials.",
             UndersampledWarning,
         ))
     if plan.mi_claim >= math.log(1.0 / prior) * (1 - 1e-12):
@@ -368,7 +369,7 @@ def _check_algorithm1(n_trials: int, *, c, beta, output_bound, confidence) -> No
             raise ValueError(f"rule='algorithm1' needs `{name}`; got None.")
         check_real(val, name, low=0.0, low_inclusive=False)
     if confidence is not None:
-        from pacpriv.pac.confidence import confidence_for_trials
+        from pacpriv.pac.noise._confidence import confidence_for_trials
 
         best = confidence_for_trials(n_trials, c=float(c), output_bound=float(output_bound),
                                      dim=1)
@@ -377,7 +378,7 @@ def _check_algorithm1(n_trials: int, *, c, beta, output_bound, confidence) -> No
                 f"`n_trials`={n_trials} cannot certify confidence={confidence!r} for "
                 f"rule='algorithm1' with c={c!r} and output_bound={output_bound!r} even for a "
                 f"1-dimensional output (at most {best:.6g}): raise `n_trials` "
-                "(pacpriv.pac.confidence.trials_for_confidence) or lower `confidence`.")
+                "(pacpriv.pac.noise.trials_for_confidence) or lower `confidence`.")
 
 
 def run_pac(
@@ -425,11 +426,11 @@ def run_pac(
         Distribution of the secret subset (None: Poisson with ``sampling_rate=0.5``).
     rule : {"certified", "anisotropic", "isotropic", "variance-only", "exact-mi", \
 "algorithm1", "asymptotic-t"}, default "certified"
-        Noise rule (:data:`pacpriv.pac._rules.RULE_TABLE`), or an
-        :class:`~pacpriv.pac._rules.Algorithm1` object carrying its parameters. ``"certified"``
-        (:func:`pacpriv.pac.certificate.certify_noise`) meets the budget for the true
+        Noise rule (:data:`pacpriv.pac.noise._rules.RULE_TABLE`), or an
+        :class:`~pacpriv.pac.noise.Algorithm1` object carrying its parameters. ``"certified"``
+        (:func:`pacpriv.pac.noise.certify_noise`) meets the budget for the true
         covariance of the released (clipped) mechanism with probability ``confidence``; the
-        plug-in rules (:func:`pacpriv.pac.calibration.calibrate_noise`) meet it for the
+        plug-in rules (:func:`pacpriv.pac.noise.calibrate_noise`) meet it for the
         estimated covariance only and their headline is worded "estimated".
     confidence : float, optional
         ``1 − γ`` in (0, 1): ``"certified"``/``"asymptotic-t"`` (default 0.95) and
@@ -442,7 +443,7 @@ def run_pac(
         Algorithm 1 parameters (``rule="algorithm1"`` only).
     target_inflation : float or None, default 1.2
         ``"certified"``: warn (``UndersampledWarning``) when ``n_trials`` is below
-        :func:`pacpriv.pac.certificate.trials_for_inflation` for this noise-power inflation
+        :func:`pacpriv.pac.noise.trials_for_inflation` for this noise-power inflation
         over the oracle square-root rule (None: no check).
     n_jobs, backend : optional
         joblib parallelism (``n_jobs=-1``: all cores).

@@ -1,6 +1,6 @@
 """Release a mechanism output with calibrated Gaussian noise ([PAC] Thm 3).
 
-``Y = f(X) + B`` with ``B ~ N(0, Σ_B)`` drawn from a :class:`~pacpriv.pac.calibration.NoisePlan`.
+``Y = f(X) + B`` with ``B ~ N(0, Σ_B)`` drawn from a :class:`~pacpriv.pac.noise.NoisePlan`.
 Each call draws fresh noise; releases with independent noise compose by adding their budgets
 (chain rule of mutual information; Xiao & Devadas, CRYPTO 2023, §5).
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pacpriv.pac.calibration import NoisePlan
+from pacpriv.pac.noise._calibration import NoisePlan
 
 __all__ = ["privatize"]
 
@@ -26,7 +26,7 @@ def privatize(value, plan: NoisePlan, *, rng=None) -> np.ndarray:
     value : array_like of shape (d,)
         The mechanism's output ``f(X)`` on the secret input (real, finite).
     plan : NoisePlan
-        Calibrated noise (from :func:`~pacpriv.pac.calibration.calibrate_noise`).
+        Calibrated noise (from :func:`~pacpriv.pac.noise.calibrate_noise`).
     rng : None, int, SeedSequence or Generator, optional
         Source of the noise. ``None`` (default) draws fresh OS entropy, which is what a real
         release should use; pass a seed only for reproducible experiments.
@@ -52,7 +52,7 @@ def privatize(value, plan: NoisePlan, *, rng=None) -> np.ndarray:
 
     Examples
     --------
-    >>> from pacpriv.pac.calibration import calibrate_variance_only
+    >>> from pacpriv.pac.noise._calibration import calibrate_variance_only
     >>> plan = calibrate_variance_only([1.0, 4.0], mi_budget=0.5)
     >>> privatize([0.0, 0.0], plan, rng=0).shape
     (2,)

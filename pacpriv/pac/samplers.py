@@ -353,7 +353,7 @@ class CallableSampler(Sampler):
         Probability ``q`` in ``(0, 1)`` (exclusive) that a given record is in a subset. Declare
         it: the posterior bound uses the best blind guess ``max(q, 1 − q)``. Undeclared, the
         prior is *estimated* from the simulated masks with an upper confidence bound
-        (:func:`pacpriv.pac.prior.resolve_membership_prior`), which costs tightness. Default:
+        (:func:`pacpriv.pac.bounds.resolve_membership_prior`), which costs tightness. Default:
         ``func.inclusion_probability`` if the callable has that attribute.
     prior : float or None, default None
         Alias of ``inclusion_probability`` (kept for compatibility).

@@ -19,7 +19,7 @@ import numpy as np
 
 from pacpriv._numbers import format_bound
 from pacpriv._validation import check_int, check_real
-from pacpriv.pac.posterior import pinsker_bound, posterior_success_rate
+from pacpriv.pac.bounds._posterior import pinsker_bound, posterior_success_rate
 from pacpriv.plotting._figure import _figure
 
 __all__ = ["plot_posterior_curve", "plot_spectrum"]

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import logsumexp
 
-from pacpriv.pac.calibration import NoisePlan, calibrate_noise
-from pacpriv.pac.covariance import OutputSpectrum
+from pacpriv.pac.noise._calibration import NoisePlan, calibrate_noise
+from pacpriv.pac.spectrum._covariance import OutputSpectrum
 
 __all__ = [
     "NOISE_RULES",

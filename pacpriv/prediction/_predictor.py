@@ -22,15 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from pacpriv._adapters import TorchMechanism
 from pacpriv._files import atomic_write
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import BudgetExceededError, CheckpointError
-from pacpriv.pac.checkpoint import pool_fingerprint
-from pacpriv.pac.engine import _check_pool
-from pacpriv.pac.posterior import posterior_success_rate
+from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.pac.engine._adapters import TorchMechanism
+from pacpriv.pac.engine._checkpoint import pool_fingerprint
+from pacpriv.pac.engine._simulate import _check_pool
 from pacpriv.pac.samplers import (
     ComplementaryPairsSampler,
     as_sampler,
@@ -92,8 +92,8 @@ class PrivatePredictor:
     ----------
     fit : callable, sklearn estimator, EstimatorMechanism or TorchMechanism
         ``fit(subset) -> model`` (or ``fit(subset, rng=generator)``); a scikit-learn estimator
-        (cloned and fitted on ``(X, y)``); or the adapters of :mod:`pacpriv._adapters`
-        (:class:`~pacpriv._adapters.TorchMechanism` trains a module per world; its parameter
+        (cloned and fitted on ``(X, y)``); or the adapters of :mod:`pacpriv.pac.engine._adapters`
+        (:class:`~pacpriv.pac.engine.TorchMechanism` trains a module per world; its parameter
         vector is the engine's output). Must be picklable for process backends.
     pool : ndarray of shape (n_records, ...) or tuple of such arrays
         The private data, e.g. ``(X, y)``. Queries have the shape of ``pool[0]``'s rows.

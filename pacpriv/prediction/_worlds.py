@@ -7,7 +7,7 @@ index. The engine's mechanism returns a vector, so a world model is stored by co
 * a generic fit function or a scikit-learn estimator: the mechanism fits the model, writes
   ``joblib.dump(model)`` atomically to ``models/<sha256>.joblib`` and returns the 32 digest bytes
   as its output vector; world ``j``'s model is the file named by row ``j`` of the outputs;
-* a torch training function (:class:`pacpriv._adapters.TorchMechanism`): the engine's output is
+* a torch training function (:class:`pacpriv.pac.engine.TorchMechanism`): the engine's output is
   the trained parameter vector itself; a world's module is ``model_factory()`` loaded with it.
 
 The world set (masks, digests or parameters) is public in the threat model of Zhu, Sridhar &
@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from pacpriv._adapters import EstimatorMechanism, TorchMechanism
 from pacpriv._files import atomic_write, private_dir
 from pacpriv.exceptions import NotReproducibleWarning
-from pacpriv.pac._mechanism import (
+from pacpriv.pac.engine._adapters import EstimatorMechanism, TorchMechanism
+from pacpriv.pac.engine._mechanism import (
     MAX_OUTPUT_MAGNITUDE,
     MIN_OUTPUT_MAGNITUDE,
     accepts_rng,
@@ -56,7 +56,7 @@ OUTPUTS = ("proba", "logits", "value", "label")
 class SklearnFit:
     """Fit a fresh ``sklearn.base.clone`` of ``estimator`` on a subset and return the model.
 
-    Seeding follows :class:`pacpriv._adapters.EstimatorMechanism`: a ``random_state`` left at
+    Seeding follows :class:`pacpriv.pac.engine.EstimatorMechanism`: a ``random_state`` left at
     ``None`` is set from the world's generator; an integer one is kept.
 
     Parameters
@@ -91,7 +91,8 @@ class SklearnFit:
 
 def as_world_fitter(fit: Any) -> Callable | TorchMechanism:
     """Normalise ``fit``: a callable ``fit(subset[, rng]) -> model``, an sklearn estimator, an
-    :class:`~pacpriv._adapters.EstimatorMechanism` or a :class:`~pacpriv._adapters.TorchMechanism`.
+    :class:`~pacpriv.pac.engine.EstimatorMechanism` or a
+    :class:`~pacpriv.pac.engine.TorchMechanism`.
 
     Raises
     ------
@@ -165,7 +166,7 @@ def fit_worlds(fitter, pool, *, n_worlds: int, sampler, world_seed: np.random.Se
     Returns ``{"masks": (m, n) bool, "digests": (m, 32) float or None, "params": (m, P) or
     None}``; models of a generic/sklearn fit are written under ``directory / "models"``.
     """
-    from pacpriv.pac.engine import simulate
+    from pacpriv.pac.engine._simulate import simulate
 
     models_dir = directory / "models"
     private_dir(models_dir)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
-import pacpriv.mechanisms as M
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_iris, load_wine
+
+import pacpriv.mechanisms as M
 
 IRIS_X, IRIS_Y = load_iris(return_X_y=True)
 LOW, HIGH = IRIS_X.min(axis=0), IRIS_X.max(axis=0)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_iris
+
 from pacpriv.mechanisms import make_decision_tree
 from pacpriv.mechanisms.decision_tree import quantise
-from sklearn.datasets import load_iris
 
 X_IRIS, Y_IRIS = load_iris(return_X_y=True)
 EDGES = [np.linspace(lo, hi, 6) for lo, hi in zip(X_IRIS.min(0), X_IRIS.max(0), strict=True)]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_iris
+
 from pacpriv.mechanisms import (
     feature_histogram,
     make_feature_histogram,
     make_label_histogram,
 )
-from sklearn.datasets import load_iris
 
 X_IRIS, Y_IRIS = load_iris(return_X_y=True)
 

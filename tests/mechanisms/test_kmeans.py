@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pacpriv.mechanisms import kmeans_centers, make_kmeans
-from pacpriv.mechanisms.kmeans import canonical_center_order
 from sklearn.cluster import KMeans
 from sklearn.datasets import load_iris, make_blobs
+
+from pacpriv.mechanisms import kmeans_centers, make_kmeans
+from pacpriv.mechanisms.kmeans import canonical_center_order
 
 BLOBS, _ = make_blobs(
     n_samples=120, centers=[[0, 0], [6, 1], [2, 7]], cluster_std=0.6, random_state=3

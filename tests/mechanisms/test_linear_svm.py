@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pacpriv.mechanisms import linear_svm_coefficients, make_linear_svm
 from sklearn.datasets import load_iris, load_wine
 from sklearn.svm import LinearSVC
+
+from pacpriv.mechanisms import linear_svm_coefficients, make_linear_svm
 
 X_WINE, Y_WINE = load_wine(return_X_y=True)
 LOW, HIGH = X_WINE.min(0), X_WINE.max(0)

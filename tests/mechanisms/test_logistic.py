@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pacpriv.mechanisms import logistic_coefficients, make_logistic
 from scipy.special import expit, softmax
 from sklearn.datasets import load_breast_cancer, load_iris
 from sklearn.linear_model import LogisticRegression
+
+from pacpriv.mechanisms import logistic_coefficients, make_logistic
 
 X_IRIS, Y_IRIS = load_iris(return_X_y=True)
 LOW, HIGH = X_IRIS.min(0), X_IRIS.max(0)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_iris
+
 from pacpriv.mechanisms import (
     clipped_mean,
     clipped_median,
     make_clipped_mean,
     make_clipped_median,
 )
-from sklearn.datasets import load_iris
 
 X_IRIS = load_iris().data
 

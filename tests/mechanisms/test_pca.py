@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pacpriv.mechanisms import make_pca, pca_components
-from pacpriv.mechanisms.pca import align_components
 from scipy.stats import ortho_group
 from sklearn.datasets import load_digits, load_iris
 from sklearn.decomposition import PCA
+
+from pacpriv.mechanisms import make_pca, pca_components
+from pacpriv.mechanisms.pca import align_components
 
 X_IRIS = load_iris().data
 

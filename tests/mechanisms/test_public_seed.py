@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+
 from pacpriv.mechanisms import (
     make_decision_tree,
     make_kmeans,

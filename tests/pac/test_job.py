@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from pacpriv.mechanisms import make_kmeans
 
 from pacpriv.datasets import load_dataset
+from pacpriv.mechanisms import make_kmeans
+from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.job import run_pac
-from pacpriv.pac.posterior import posterior_success_rate
 
 
 def _clipped_mean(subset):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pacpriv.pac.calibration import calibrate_noise, calibrate_variance_only
-from pacpriv.pac.covariance import estimate_output_spectrum
+from pacpriv.pac.noise._calibration import calibrate_noise, calibrate_variance_only
 from pacpriv.pac.release import privatize
+from pacpriv.pac.spectrum._covariance import estimate_output_spectrum
 
 
 def _one_dim_plan(mi_budget=0.5):

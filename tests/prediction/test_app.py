@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from starlette.exceptions import StarletteDeprecationWarning
 
-from pacpriv.pac.posterior import posterior_success_rate
+from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.prediction import PrivatePredictor, create_app
 
 from ._helpers import cancer, logreg

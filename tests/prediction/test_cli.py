@@ -12,7 +12,7 @@ import pytest
 from pacpriv._random import seed_to_dict
 from pacpriv.cli import build_parser, main
 from pacpriv.cli.predict import budget_number
-from pacpriv.pac.posterior import mi_budget_for_accuracy, posterior_success_rate
+from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy, posterior_success_rate
 
 
 def test_budget_number_accepts_powers_of_two():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pacpriv.pac.posterior import posterior_success_rate
+from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.prediction._noise import calibrate_query, update_log_posterior
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import multivariate_normal
 
-from pacpriv.pac.posterior import posterior_success_rate
+from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.prediction._noise import (
     answer_query,
     calibrate_query,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pacpriv.exceptions import BudgetExceededError, CheckpointError
-from pacpriv.pac.posterior import posterior_success_rate
+from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.prediction import PrivatePredictor
 
 from ._helpers import cancer, logreg, ridge_fit, ridge_value
@@ -187,7 +187,7 @@ def test_callable_fit_and_value_output():
 
 @pytest.mark.slow
 def test_torch_training_function_through_the_adapter(tmp_path):
-    from pacpriv._adapters import TorchMechanism
+    from pacpriv.pac.engine._adapters import TorchMechanism
 
     from ._helpers import torch_linear, torch_train
 
@@ -230,7 +230,7 @@ def test_predict_with_budget_snapshot(fitted):
 
 def test_world_fit_functions_follow_the_one_accepts_rng_rule(tmp_path):
     """`**kw` gets the world's rng; a positional-only `rng` is not passed by keyword (issue 9)."""
-    from pacpriv.pac._mechanism import accepts_rng
+    from pacpriv.pac.engine._mechanism import accepts_rng
     from pacpriv.prediction._worlds import _FitAndStore
 
     seen = {}

@@ -1,0 +1,298 @@
+"""From a mutual-information budget to an adversary's success rate (and back).
+
+All functions follow [1]_, Thm 1 and its corollaries: for any inference task whose
+blind-guess success rate is ``p0`` (the *prior*), the adversary's posterior success rate ``p``
+satisfies ``KL(Bern(p) || Bern(p0)) <= MI(X; Y) <= v``. Mutual information is in **nats**.
+
+References
+----------
+.. [1] H. Xiao, S. Devadas. PAC Privacy: Automatic Privacy Measurement and Control of Data
+   Processing. CRYPTO 2023, arXiv:2210.03458 (Thm 1, Thm 2 and corollaries).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import xlogy
+
+from pacpriv._validation import check_array_real, check_int
+
+__all__ = [
+    "individual_mi_bound",
+    "membership_inference_accuracy_bound",
+    "mi_budget_for_accuracy",
+    "pinsker_bound",
+    "posterior_success_rate",
+]
+
+_BISECTION_STEPS = 2100  # enough halvings to reach adjacent doubles even for subnormal priors
+
+
+def _as_scalar_or_array(x: np.ndarray):
+    return float(x) if x.ndim == 0 else x
+
+
+def _check_mi(mi_budget) -> np.ndarray:
+    """``mi_budget`` in [0, inf]; +inf is allowed (an unbounded budget gives p* = 1)."""
+    arr = np.asarray(mi_budget)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"`mi_budget` must be numeric; got {arr.dtype} {mi_budget!r}.")
+    arr = arr.astype(np.float64)
+    if np.any(np.isnan(arr)) or np.any(arr < 0):
+        bad = arr[np.isnan(arr) | (arr < 0)].flat[0]
+        raise ValueError(f"`mi_budget` must be in [0, inf] (nats); got {bad!r}.")
+    return arr
+
+
+def _check_prior(prior) -> np.ndarray:
+    return check_array_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,
+                            high_inclusive=False)
+
+
+_SERIES = np.array([(-1.0) ** k / (k * (k - 1)) for k in range(2, 26)])
+
+
+def _phi1p(u: np.ndarray) -> np.ndarray:
+    """``φ(1+u) = (1+u) ln(1+u) − u >= 0`` without cancellation (series for ``|u| < 0.1``)."""
+    u = np.asarray(u, dtype=np.float64)
+    small = np.abs(u) < 0.1
+    us = np.where(small, u, 0.0)
+    series = np.zeros_like(us)
+    for coef in _SERIES[::-1]:  # Horner in u: sum_k c_k u^k, k >= 2
+        series = (series + coef) * us
+    series *= us
+    ul = np.where(small, 0.0, u)
+    direct = xlogy(1.0 + ul, 1.0 + ul) - ul
+    return np.where(small, series, direct)
+
+
+def _bernoulli_kl(p: np.ndarray, p0: np.ndarray) -> np.ndarray:
+    """KL(Bern(p) || Bern(p0)) in nats, elementwise and accurate near ``p = p0``.
+
+    Written as ``p0 φ(p/p0) + (1−p0) φ((1−p)/(1−p0))`` with ``φ(x) = x ln x − x + 1 >= 0``
+    (the linear parts cancel exactly), so no two large terms are subtracted.
+    """
+    delta = p - p0
+    return p0 * _phi1p(delta / p0) + (1.0 - p0) * _phi1p(-delta / (1.0 - p0))
+
+
+def posterior_success_rate(mi_budget, *, prior):
+    """Largest posterior success rate compatible with a mutual-information budget.
+
+    ``p* = max{p in [p0, 1] : KL(Bern(p) || Bern(p0)) <= v}``, with ``p* = 1`` once
+    ``v >= ln(1/p0)`` and ``p* = p0`` at ``v = 0``.
+
+    Parameters
+    ----------
+    mi_budget : float or array_like
+        Mutual-information budget ``v`` in nats, in ``[0, inf]``.
+    prior : float or array_like
+        Blind-guess success rate ``p0`` in ``(0, 1)``, required (no default: a silent ½
+        understates the risk of any other sampler); broadcast against ``mi_budget``. For
+        membership with inclusion probability ``q`` use the best blind guess
+        ``max(q, 1 − q)`` (:func:`pacpriv.pac.bounds.resolve_membership_prior`); for
+        Poisson-½ membership it is ½ and ``p*`` is the attack accuracy bound.
+
+    Returns
+    -------
+    float or ndarray
+        ``p*`` in ``[p0, 1]`` (an array of the broadcast shape when an input is an array).
+
+    Raises
+    ------
+    TypeError
+        If an input is not numeric.
+    ValueError
+        If ``mi_budget`` is negative or NaN, or ``prior`` is outside ``(0, 1)``.
+
+    Notes
+    -----
+    The KL divergence is increasing on ``[p0, 1]``; the root is found by a vectorised bisection
+    that keeps ``KL(lo) <= v < KL(hi)`` and returns the *upper* end ``hi``: the answer never
+    understates the bound (it exceeds the exact root by at most a few units in the last place).
+
+    References
+    ----------
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1 and corollaries.
+
+    Examples
+    --------
+    >>> round(posterior_success_rate(0.5, prior=0.5), 6)
+    0.951811
+    >>> round(posterior_success_rate(0.05, prior=0.9), 4)  # sampling rate 0.9
+    0.9792
+    """
+    v, p0 = np.broadcast_arrays(_check_mi(mi_budget), _check_prior(prior))
+    v = v.astype(np.float64)
+    p0 = p0.astype(np.float64)
+    saturated = v >= -np.log(p0)
+    lo = p0.copy()
+    hi = np.ones_like(p0)
+    todo = ~saturated & (v > 0)
+    for _ in range(_BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        active = todo & (mid > lo) & (mid < hi)  # stop once lo and hi are adjacent doubles
+        if not np.any(active):
+            break
+        below = _bernoulli_kl(mid, p0) <= v
+        lo = np.where(active & below, mid, lo)
+        hi = np.where(active & ~below, mid, hi)
+    # The bisection's KL has a few ulps of round-off, so ``hi`` can sit a few ulps below the
+    # exact root (seen: up to 9 ulps against mpmath). Move up by 32 ulps: the safe side.
+    hi = np.minimum(1.0, hi * (1.0 + 32.0 * np.finfo(np.float64).eps))
+    out = np.where(saturated, 1.0, np.where(v == 0, p0, hi))
+    return _as_scalar_or_array(out)
+
+
+def pinsker_bound(mi_budget, *, prior):
+    """Pinsker's looser bound ``min(1, p0 + sqrt(v/2))`` on the posterior success rate.
+
+    Parameters
+    ----------
+    mi_budget : float or array_like
+        Budget ``v`` in nats, in ``[0, inf]``.
+    prior : float or array_like
+        Blind-guess success rate ``p0`` in ``(0, 1)`` (required).
+
+    Returns
+    -------
+    float or ndarray
+        Upper bound (always ``>= posterior_success_rate``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`posterior_success_rate`.
+
+    References
+    ----------
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1 (with Pinsker's inequality).
+    """
+    v, p0 = np.broadcast_arrays(_check_mi(mi_budget), _check_prior(prior))
+    # rounded up in floating point: sqrt(v/2) carries <= 1.5 ulp, inflated by 4 ulp; the sum is
+    # rounded up exactly (Fast2Sum: p0 >= gap is not needed for the error term below)
+    gap = np.sqrt(v / 2.0) * (1.0 + 4.0 * np.finfo(np.float64).eps)
+    total = p0 + gap
+    big, small = np.maximum(p0, gap), np.minimum(p0, gap)
+    err = small - (total - big)  # exact (Fast2Sum, |big| >= |small|): what rounding dropped
+    total = np.where(err > 0, np.nextafter(total, 2.0), total)
+    return _as_scalar_or_array(np.minimum(1.0, total))
+
+
+def mi_budget_for_accuracy(target_accuracy, *, prior):
+    """Mutual-information budget whose posterior bound equals ``target_accuracy``.
+
+    The inverse of :func:`posterior_success_rate`: ``v = KL(Bern(a) || Bern(p0))``; with
+    ``prior = 0.5`` this is ``ln 2 - H(a)`` (``H`` the binary entropy in nats). The returned
+    float is lowered where needed so that ``posterior_success_rate(v, prior=p0) <=
+    target_accuracy`` holds in floating point (the safe side: the forward bound rounds its root
+    up by 32 ulps, so ``v`` moves down by the equivalent of about a hundred ulps of the
+    accuracy).
+
+    Parameters
+    ----------
+    target_accuracy : float or array_like
+        Target posterior success rate ``a`` in ``[p0, 1]``.
+    prior : float or array_like
+        Blind-guess success rate ``p0`` in ``(0, 1)`` (required).
+
+    Returns
+    -------
+    float or ndarray
+        Budget in nats (``ln(1/p0)`` at ``a = 1``).
+
+    Raises
+    ------
+    TypeError
+        If an input is not numeric.
+    ValueError
+        If ``prior`` is outside ``(0, 1)`` or ``target_accuracy`` outside ``[prior, 1]``.
+
+    References
+    ----------
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1.
+    """
+    a = check_array_real(target_accuracy, "target_accuracy", low=0.0, high=1.0)
+    a, p0 = np.broadcast_arrays(a, _check_prior(prior))
+    if np.any(a < p0):
+        bad = a[a < p0].flat[0]
+        raise ValueError(
+            f"`target_accuracy` must be in [prior, 1] (no budget gives less than the blind "
+            f"guess); got {bad!r}."
+        )
+    v = np.maximum(_bernoulli_kl(a, p0), 0.0)
+    # Safe side in floating point: the forward bound at the returned budget never exceeds the
+    # target (it rounds its root up by a few ulps), so lower v by growing multiples of an ulp.
+    # Steps double (2, 4, 8, ... ulps of v), so v ends within a factor 2 of the smallest
+    # lowering that works: the round trip stays within ~100 ulps of the target.
+    eps = np.finfo(np.float64).eps
+    v = np.array(v, dtype=np.float64)
+    a_b, p0_b = np.broadcast_to(a, v.shape), np.broadcast_to(p0, v.shape)
+    base = v.copy()
+    for k in range(1, 60):
+        over = (v > 0) & (a_b < 1) & (posterior_success_rate(v, prior=p0_b) > a_b)
+        if not np.any(over):
+            break
+        v = np.where(over, base * (1.0 - 2.0**k * eps), v)
+    return _as_scalar_or_array(v)
+
+
+def membership_inference_accuracy_bound(mi_budget):
+    """Membership-inference accuracy bound for equal priors: ``posterior_success_rate(v, prior=½)``.
+
+    Parameters
+    ----------
+    mi_budget : float or array_like
+        Budget ``v`` in nats, in ``[0, inf]``; the bound is 1 once ``v >= ln 2``.
+
+    Returns
+    -------
+    float or ndarray
+        Accuracy bound in ``[0.5, 1]``.
+
+    References
+    ----------
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1.
+    """
+    return posterior_success_rate(mi_budget, prior=0.5)
+
+
+def individual_mi_bound(mi_budget, *, n_records: int):
+    """Per-record mutual-information bound ``v / n`` for a budget ``v`` on the whole input.
+
+    Parameters
+    ----------
+    mi_budget : float or array_like
+        Budget ``v = MI(X; Y)`` in nats on the whole secret input, in ``[0, inf]``.
+    n_records : int
+        Number of records ``n >= 1``.
+
+    Returns
+    -------
+    float or ndarray
+        ``v / n`` in nats.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``n_records`` is not an integer ``>= 1`` or ``mi_budget`` is invalid.
+
+    Notes
+    -----
+    Two statements support ``v / n`` ([1]_ Thm 2 and Thm 1):
+
+    * [PAC Thm 2]: if the records ``x_1..x_n`` are i.i.d. and the mechanism is symmetric under
+      permutations of its input, then ``MI(x_i; Y) <= MI(X; Y) / n`` for **every** ``i``.
+    * Independent membership bits ``b_i`` (e.g. Poisson sampling): ``sum_i MI(b_i; Y) <= MI(b; Y)``,
+      so the **average** per-record MI is ``<= v / n`` (a single record may still take more).
+
+    References
+    ----------
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 2.
+    """
+    n = check_int(n_records, "n_records", low=1)
+    v = _check_mi(mi_budget)
+    # v / n rounded up in floating point: the division is correctly rounded (<= ½ ulp off),
+    # so one ulp up is never below the exact quotient
+    out = np.where(v > 0, np.nextafter(v / n, np.inf), v / n)
+    return _as_scalar_or_array(out)

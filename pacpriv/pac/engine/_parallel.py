@@ -1,0 +1,218 @@
+"""Parent side of the engine: dispatch batches of trials through joblib and collect them.
+
+One joblib task is one contiguous batch of trials (:func:`pacpriv.pac.engine._trial.run_batch`).
+Batch sizes never change results (trial ``i`` depends only on the root seed and ``i``), so
+``batch_size="auto"`` adapts them freely: the first batches hold one trial, later ones
+aim at ~0.2 s of work each, capped so every worker gets at least four batches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import warnings
+from collections.abc import Iterator
+
+from pacpriv._optional import import_optional
+from pacpriv._random import seed_to_dict, trial_seed
+from pacpriv.exceptions import MechanismError
+from pacpriv.pac.engine._trial import BatchResult, TrialFailure, TrialTask, run_batch
+
+__all__ = ["BACKEND_NAMES", "resolve_backend", "run_pending"]
+
+_TARGET_BATCH_S = 0.2
+
+#: joblib backend class -> short name reported in results.
+BACKEND_NAMES = {
+    "SequentialBackend": "sequential",
+    "LokyBackend": "loky",
+    "ThreadingBackend": "threading",
+    "MultiprocessingBackend": "multiprocessing",
+    "DaskDistributedBackend": "dask",
+    "RayBackend": "ray",
+}
+
+
+class _Batches:
+    """Thread-safe iterator of ``delayed(run_batch)`` calls over the pending ranges."""
+
+    def __init__(self, task, store, ranges, n_workers, batch_size) -> None:
+        from joblib import delayed
+
+        self._delayed = delayed(run_batch)
+        self.task, self.store = task, store
+        self.fixed = None if batch_size == "auto" else int(batch_size)
+        n_pending = sum(b - a for a, b in ranges)
+        self.cap = max(1, math.ceil(n_pending / (4 * n_workers))) if n_workers > 1 else n_pending
+        self.trial_s: float | None = None
+        self.in_flight: set[tuple[int, int]] = set()
+        self._lock = threading.Lock()
+        self._ranges = iter(ranges)
+        self._current: tuple[int, int] | None = None
+
+    def _size(self) -> int:
+        if self.fixed is not None:
+            return self.fixed
+        if self.trial_s is None:
+            return 1
+        return max(1, min(self.cap, int(_TARGET_BATCH_S / max(self.trial_s, 1e-7))))
+
+    def observe(self, result: BatchResult) -> None:
+        with self._lock:
+            self.in_flight.discard((result.start, result.stop))
+            n = max(len(result.outputs), 1)
+            per_trial = result.elapsed_s / n
+            self.trial_s = per_trial if self.trial_s is None else 0.5 * (self.trial_s + per_trial)
+
+    def __iter__(self) -> Iterator:
+        return self
+
+    def __next__(self):
+        with self._lock:
+            if self._current is None or self._current[0] >= self._current[1]:
+                self._current = next(self._ranges)  # StopIteration ends the run
+            a, b = self._current
+            stop = min(b, a + self._size())
+            self._current = (stop, b)
+            self.in_flight.add((a, stop))
+        return self._delayed(self.task, a, stop, self.store.dim)
+
+
+def _resolve_backend(backend):
+    if backend == "ray":
+        import_optional("ray.util.joblib", "backend='ray'", extra="ray",
+                        hint="pip install 'pacpriv[ray]' (and ray.init()).").register_ray()
+    return backend
+
+
+def _make_parallel(n_jobs, backend):
+    """``Parallel`` for ``backend`` (a name goes through ``parallel_config``, which also
+    registers external backends such as "dask"); None keeps the active configuration."""
+    from joblib import Parallel, parallel_config
+
+    if backend == "ray" and n_jobs is None:
+        n_jobs = -1  # a cluster backend: None means every CPU the Ray runtime offers
+    kwargs = {"n_jobs": n_jobs, "prefer": "processes", "batch_size": 1}
+    if isinstance(backend, str):
+        context = parallel_config(backend=_resolve_backend(backend))
+    else:
+        context = contextlib.nullcontext()
+        if backend is not None:
+            kwargs["backend"] = backend
+    with context:
+        try:
+            return Parallel(return_as="generator_unordered", **kwargs)
+        except ValueError as err:  # e.g. the multiprocessing backend cannot stream results
+            if "return_as" not in str(err):
+                raise
+            return Parallel(return_as="list", **kwargs)
+
+
+def _crash_types() -> tuple[type[BaseException], ...]:
+    from concurrent.futures.process import BrokenProcessPool
+
+    from joblib.externals.loky.process_executor import TerminatedWorkerError
+
+    types: list[type[BaseException]] = [TerminatedWorkerError, BrokenProcessPool]
+    try:
+        from distributed.scheduler import KilledWorker
+    except ImportError:
+        pass
+    else:
+        types.append(KilledWorker)
+    return tuple(types)
+
+
+def _ranges_text(ranges: list[tuple[int, int]], limit: int = 6) -> str:
+    parts = [f"{a}" if b - a == 1 else f"{a}-{b - 1}" for a, b in sorted(ranges)[:limit]]
+    return ", ".join(parts) + (", ..." if len(ranges) > limit else "")
+
+
+def _failure_error(failure: TrialFailure) -> MechanismError:
+    err = MechanismError(failure.message, trial_index=failure.trial_index, seed=failure.seed)
+    if failure.cause is not None and hasattr(failure.cause, "add_note"):
+        failure.cause.add_note(f"Traceback in the worker:\n{failure.remote_traceback}")
+    return err
+
+
+def _crash_error(task: TrialTask, err: BaseException, suspects, store) -> MechanismError:
+    suspects = sorted(suspects) or store.missing_ranges()
+    first = suspects[0][0]
+    seed = seed_to_dict(trial_seed(task.root, first))
+    return MechanismError(
+        f"A worker died ({type(err).__name__}: {err}) while running trials "
+        f"{_ranges_text(suspects)} of mechanism {task.mechanism_name}; the mechanism may "
+        f"have crashed the process (os._exit, segfault, out of memory) in one of them. First "
+        f"suspect: trial {first} (trial seed {seed}). {store.n_done} finished trials are "
+        "kept (in the checkpoint, if any): rerun with the same arguments to resume.",
+        trial_index=first,
+        seed=seed,
+    )
+
+
+def _one_round(parallel, batches: _Batches, store, checkpoint, bar) -> None:
+    gen = parallel(batches)
+    try:
+        for result in gen:
+            k = len(result.outputs)
+            if k:
+                if store.dim is not None and result.outputs.shape[1] != store.dim:
+                    index = result.start
+                    raise MechanismError(
+                        f"Mechanism {batches.task.mechanism_name} returned shape "
+                        f"({result.outputs.shape[1]},) in trial {index}, but earlier trials "
+                        f"returned ({store.dim},); outputs must have the same length d in "
+                        f"every trial.",
+                        trial_index=index,
+                        seed=seed_to_dict(trial_seed(batches.task.root, index)),
+                    )
+                store.put(result.start, result.outputs, result.masks)
+                if checkpoint is not None:
+                    checkpoint.save(result.start, result.outputs, result.masks)
+                bar.update(k)
+            batches.observe(result)
+            if result.failure is not None:
+                error = _failure_error(result.failure)
+                raise error from result.failure.cause
+    finally:
+        if hasattr(gen, "close"):
+            with warnings.catch_warnings():  # joblib warns about cancelled tasks on close
+                warnings.simplefilter("ignore")
+                gen.close()
+
+
+def _describe(parallel) -> tuple[str, int]:
+    n_workers = max(1, int(parallel._backend.effective_n_jobs(parallel.n_jobs)))
+    cls_name = type(parallel._backend).__name__
+    name = "sequential" if n_workers == 1 else BACKEND_NAMES.get(cls_name, cls_name)
+    return name, n_workers
+
+
+def resolve_backend(n_jobs, backend) -> tuple[str, int]:
+    """``(backend name, n_workers)`` that :func:`run_pending` will use (starts no worker)."""
+    return _describe(_make_parallel(n_jobs, backend))
+
+
+def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, retries):
+    """Run every unfinished trial of ``store``; return ``(backend_name, n_workers)``.
+
+    A worker crash (loky ``TerminatedWorkerError``, Dask ``KilledWorker``) reruns the
+    unfinished trials up to ``retries`` more times, then raises ``MechanismError`` naming
+    the batches that were running.
+    """
+    crash_types = _crash_types()
+    name, n_workers = "sequential", 1
+    for attempt in range(retries + 1):
+        ranges = store.missing_ranges()
+        if not ranges:
+            break
+        parallel = _make_parallel(n_jobs, backend)
+        name, n_workers = _describe(parallel)
+        batches = _Batches(task, store, ranges, n_workers, batch_size)
+        try:
+            _one_round(parallel, batches, store, checkpoint, bar)
+        except crash_types as err:
+            if attempt == retries:
+                raise _crash_error(task, err, batches.in_flight, store) from err
+    return name, n_workers

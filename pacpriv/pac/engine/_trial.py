@@ -1,0 +1,268 @@
+"""Worker side of the engine: run a contiguous batch of trials and check every output.
+
+A worker receives a :class:`TrialTask` (mechanism, pool, sampler, root seed...) and a
+range ``[start, stop)`` of trial indices. It recomputes each trial's mask and generator
+from the root seed (nothing per-trial is shipped), runs the mechanism, and checks the
+output like user input. It never raises for a mechanism failure: it returns the trials
+finished so far plus a :class:`TrialFailure`, and the parent raises
+:class:`~pacpriv.exceptions.MechanismError` chained ``from`` the original exception. This
+keeps the cause, the trial index and the seed intact across process boundaries (loky,
+Dask) and lets the parent checkpoint the finished part of the batch first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import pickle
+import random
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import cloudpickle
+import numpy as np
+
+from pacpriv._random import seed_to_dict, trial_seed
+from pacpriv.exceptions import WITHHELD_NOTE
+from pacpriv.pac.engine._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
+from pacpriv.pac.samplers import MECHANISM_STREAM, Sampler, stream_seed
+
+__all__ = ["BatchResult", "TrialFailure", "TrialTask", "TrialTimeoutError", "run_batch"]
+
+
+class TrialTimeoutError(TimeoutError):
+    """A trial ran longer than the engine's per-trial ``timeout``."""
+
+
+@dataclass(frozen=True)
+class TrialTask:
+    """Everything a worker needs, identical for every batch of one simulation."""
+
+    mechanism: Callable
+    mechanism_name: str
+    pool: Any  # ndarray or tuple of ndarrays sharing the first axis
+    n_records: int
+    sampler: Sampler
+    root: np.random.SeedSequence
+    pass_rng: bool
+    retries: int
+    timeout: float | None
+    output_dtype: np.dtype
+    #: float64 output of trial 0; outputs are stored as ``output - reference`` (below float64).
+    reference: np.ndarray | None = None
+    #: Seed the global ``numpy.random`` and ``random`` states from the trial seed (fork backend).
+    reseed_global: bool = False
+
+    @functools.cached_property
+    def _payload(self) -> bytes:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del fields["pool"]
+        return cloudpickle.dumps(fields)
+
+    def __reduce__(self):
+        # Everything but the pool goes through cloudpickle on every backend, so a mechanism
+        # that loky can ship (by value, e.g. defined in __main__ or registered with
+        # cloudpickle.register_pickle_by_value) ships to Dask too. The pool stays outside,
+        # for joblib's automatic memmapping of large arrays.
+        return (_rebuild_task, (self._payload, self.pool))
+
+
+def _rebuild_task(payload: bytes, pool: Any) -> TrialTask:
+    return TrialTask(pool=pool, **pickle.loads(payload))
+
+
+@dataclass(frozen=True)
+class TrialFailure:
+    """A trial that failed ``retries + 1`` times; ``cause`` is the last exception."""
+
+    trial_index: int
+    seed: dict
+    message: str
+    cause: BaseException | None
+    remote_traceback: str
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Outputs of trials ``start .. start + len(outputs) - 1`` of the batch ``[start, stop)``.
+
+    Fewer than ``stop - start`` rows means trial ``start + len(outputs)`` failed (``failure``).
+    """
+
+    start: int
+    stop: int
+    outputs: np.ndarray  # (k, d) output_dtype
+    masks: np.ndarray  # (k, n_records) bool
+    failure: TrialFailure | None
+    elapsed_s: float
+
+
+def _stored(arr: np.ndarray, task: TrialTask) -> np.ndarray:
+    """A checked float64 output in the storage form: ``output - reference``, cast, finite.
+
+    ``task.reference`` (float64, set below float64 storage) is subtracted in float64 before
+    the cast, so the rounding error is relative to the spread across trials, not to the offset
+    the output sits on.
+    """
+    if task.output_dtype == np.float64:
+        return arr
+    if task.reference is not None:
+        if task.reference.shape != arr.shape:
+            raise InvalidOutput(
+                f"output has shape {arr.shape} but trial 0 returned {task.reference.shape}"
+            )
+        arr = arr - task.reference
+    return check_output(arr, None, task.output_dtype)
+
+
+class _Alarm:
+    """Interrupt a trial after ``timeout`` seconds with SIGALRM where that is possible.
+
+    Possible in the main thread of a POSIX process (n_jobs=1, loky and multiprocessing
+    workers). Elsewhere (threading backend, Dask worker threads) a trial cannot be
+    interrupted; the caller checks its duration after it returns. A previously armed timer
+    (e.g. pytest-timeout) is restored with its remaining time.
+    """
+
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.active = (
+            timeout is not None
+            and hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread()
+        )
+
+    def __enter__(self) -> _Alarm:
+        if self.active and self.timeout is not None:
+            self._old_handler = signal.signal(signal.SIGALRM, self._fire)
+            self._start = time.monotonic()
+            self._old_timer = signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        return self
+
+    def _fire(self, signum, frame):
+        raise TrialTimeoutError(f"trial exceeded timeout={self.timeout} s (interrupted)")
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            old = self._old_handler  # None if it was installed outside Python
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if old is None else old)
+            delay, interval = self._old_timer
+            if delay > 0:
+                left = delay - (time.monotonic() - self._start)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else a RuntimeError carrying its repr."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(f"{type(exc).__qualname__}: {exc} (original exception not picklable)")
+    return exc
+
+
+#: Stream of a trial's seed that reseeds the global generators (see ``reseed_global``).
+GLOBAL_STREAM = 2
+
+
+@contextlib.contextmanager
+def _global_state_from(seed: np.random.SeedSequence | None):
+    """Seed ``numpy.random``'s and ``random``'s global states from ``seed``; restore after.
+
+    Used under the fork-based backend, where every worker inherits the parent's global state
+    and a mechanism drawing from it would repeat the same draws in every worker.
+    """
+    if seed is None:
+        yield
+        return
+    np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002
+    words = seed.generate_state(4)
+    np.random.seed(words)  # noqa: NPY002
+    random.seed(int.from_bytes(words.tobytes(), "little"))
+    try:
+        yield
+    finally:
+        np.random.set_state(np_state)  # noqa: NPY002
+        random.setstate(py_state)
+
+
+def _run_trial(task: TrialTask, index: int, mask: np.ndarray, dim: int | None) -> np.ndarray:
+    subset = subset_pool(task.pool, mask)
+
+    def call():
+        seed = stream_seed(task.root, index, MECHANISM_STREAM) if task.pass_rng else None
+        reseed = stream_seed(task.root, index, GLOBAL_STREAM) if task.reseed_global else None
+        with _global_state_from(reseed):
+            return call_mechanism(task.mechanism, subset, rng=seed, takes_rng=task.pass_rng)
+
+    if task.timeout is None:
+        return _stored(check_output(call(), dim), task)
+    tic = time.monotonic()
+    with _Alarm(task.timeout):
+        value = call()
+    if time.monotonic() - tic > task.timeout:
+        raise TrialTimeoutError(
+            f"trial took {time.monotonic() - tic:.3g} s > timeout={task.timeout} s"
+        )
+    return _stored(check_output(value, dim), task)
+
+
+def run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchResult:
+    """Run trials ``start .. stop-1``; stop at the first trial that fails all its attempts."""
+    tic = time.perf_counter()
+    n = stop - start
+    masks = np.empty((n, task.n_records), dtype=bool)
+    rows: list[np.ndarray] = []
+    failure = None
+    for k, index in enumerate(range(start, stop)):
+        masks[k] = task.sampler.trial_mask(task.n_records, root=task.root, index=index)
+        for attempt in range(task.retries + 1):
+            try:
+                out = _run_trial(task, index, masks[k], dim)
+            except Exception as err:
+                if attempt < task.retries:
+                    continue
+                failure = _failure(task, index, attempt + 1, err)
+            else:
+                rows.append(out)
+                dim = out.shape[0]
+            break
+        if failure is not None:
+            break
+    done = len(rows)
+    outputs = np.asarray(rows, dtype=task.output_dtype).reshape(done, -1 if done else 0)
+    return BatchResult(start, stop, outputs, masks[:done], failure, time.perf_counter() - tic)
+
+
+def _failure(task: TrialTask, index: int, attempts: int, err: Exception) -> TrialFailure:
+    seed = seed_to_dict(trial_seed(task.root, index))
+    tried = f" after {attempts} attempts with the same seed" if attempts > 1 else ""
+    if isinstance(err, InvalidOutput):
+        what = f"returned an invalid output: {err}"
+        cause = err.__cause__
+    elif isinstance(err, TrialTimeoutError):
+        what = str(err)
+        cause = err
+    else:
+        what = f"raised {type(err).__qualname__}"
+        cause = err
+    message = (
+        f"Mechanism {task.mechanism_name} {what} in trial {index}{tried} "
+        f"(trial seed {seed}; replay with numpy.random.SeedSequence(**seed))."
+    )
+    if not isinstance(err, (InvalidOutput, TrialTimeoutError)) and str(err):
+        message += f" {WITHHELD_NOTE}"
+    return TrialFailure(
+        trial_index=index,
+        seed=seed,
+        message=message,
+        cause=None if cause is None else _portable(cause),
+        remote_traceback="".join(traceback.format_exception(err)),
+    )

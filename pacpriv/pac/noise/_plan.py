@@ -1,0 +1,225 @@
+"""The :class:`NoisePlan` result of :mod:`pacpriv.pac.noise._calibration` (private module).
+
+Defined here to keep :mod:`.calibration` to the rules; import it from ``pacpriv.pac`` or
+``pacpriv.pac.noise._calibration``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pacpriv._display import Displayable, Summary
+from pacpriv._random import as_generator
+
+__all__ = ["NoisePlan"]
+
+
+def _block_rows(k: int) -> int:
+    return max(1, 2**21 // max(k, 1))  # ~16 MiB of float64 per block
+
+
+def _matvec(basis: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``basis @ x`` in float64 without upcasting a float32 basis as a whole.
+
+    A lazy basis (:class:`~pacpriv.pac.spectrum._eigenbasis.LazyEigenbasis`) applies itself.
+    """
+    if hasattr(basis, "matvec"):
+        return basis.matvec(x)
+    out = np.empty(basis.shape[0])
+    step = _block_rows(basis.shape[1])
+    for s in range(0, basis.shape[0], step):
+        out[s : s + step] = np.asarray(basis[s : s + step], dtype=np.float64) @ x
+    return out
+
+
+def _rmatvec(basis: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``basis.T @ z`` in float64, by row blocks (a lazy basis applies itself)."""
+    if hasattr(basis, "rmatvec"):
+        return basis.rmatvec(z)
+    out = np.zeros(basis.shape[1])
+    step = _block_rows(basis.shape[1])
+    for s in range(0, basis.shape[0], step):
+        out += np.asarray(basis[s : s + step], dtype=np.float64).T @ z[s : s + step]
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class NoisePlan(Displayable):
+    """Gaussian noise ``B ~ N(0, Σ_B)`` calibrated to a mutual-information budget.
+
+    ``Σ_B = W diag(noise_std²) W^T + residual_std² (I − W W^T)`` for ``W = basis``, or
+    ``Σ_B = diag(noise_std²)`` on the coordinate axes when ``basis`` is None (variance-only and
+    isotropic rules).
+
+    Attributes
+    ----------
+    rule : str
+        One of :data:`RULES`.
+    mi_budget : float
+        Budget ``v`` in nats.
+    mi_bound : float
+        Certified ``½ ln det(I + Σ Σ_B⁻¹)`` (nats) on the *estimated* ``Σ``; ``<= mi_budget``.
+        (:func:`calibrate_variance_only`, which sees no eigenvectors, reports the trace bound,
+        an upper bound of it.)
+    linearised_mi_bound : float
+        ``½ tr(Σ_B⁻¹ Σ)`` (nats), ``>= mi_bound``; the square-root and variance-only rules make
+        it equal to ``mi_budget``.
+    mi_claim : float
+        The MI bound the plan claims for the *true* ``Σ``: ``mi_budget`` for the plug-in rules
+        (exact for the estimated ``Σ`` only), ``mi_budget + beta`` for ``"algorithm1"``.
+    confidence : float or None
+        ``"algorithm1"`` only: probability ``>=`` which ``mi_claim`` holds according to the
+        conservative matrix-Bernstein count of :mod:`.noise._confidence` (1 for a known Σ).
+    dim : int
+        Output dimension ``d``.
+    basis : ndarray or LazyEigenbasis of shape (d, k), or None
+        Orthonormal noise directions (the spectrum's eigenvectors, not copied; a lazy basis is
+        applied by one pass over the trial outputs per product), or None.
+    noise_std : ndarray of shape (k,) or (d,)
+        Noise **standard deviation** along each basis column (or each coordinate axis).
+    residual_std : float
+        Noise standard deviation in every direction orthogonal to ``basis`` (0 if none).
+    details : dict
+        Rule-specific diagnostics (JSON-serialisable), e.g. Algorithm 1's branch and ``j0``.
+    clip_center : ndarray of shape (d,) or None
+        Centre ``c`` of the release clip (``"certified"`` rule); None: no clip.
+    clip_radius : float or None
+        The release is clipped to ``{y : ||Σ_B^{-1/2}(y − c)|| <= clip_radius}`` by a radial
+        shrink towards ``c`` (radius 0: the release is ``c``). Post-processing of ``f``: the
+        plan's guarantee is for the clipped mechanism.
+    certificate : pacpriv.pac.noise.Certificate or None
+        How a ``"certified"``/``"asymptotic-t"`` plan was certified.
+    """
+
+    rule: str
+    mi_budget: float
+    mi_bound: float
+    linearised_mi_bound: float
+    mi_claim: float
+    confidence: float | None
+    dim: int
+    basis: np.ndarray | None = field(repr=False)
+    noise_std: np.ndarray = field(repr=False)
+    residual_std: float
+    details: dict = field(default_factory=dict)
+    clip_center: np.ndarray | None = field(default=None, repr=False)
+    clip_radius: float | None = None
+    certificate: Any = field(default=None, repr=False)
+
+    @property
+    def certified(self) -> bool:
+        """Whether ``mi_claim`` holds for the true covariance with probability ``confidence``."""
+        return bool(getattr(self.certificate, "certified", False))
+
+    @property
+    def label(self) -> str:
+        """Headline wording: ``"certified (1−γ = 0.95)"`` or ``"estimated (plug-in)"``."""
+        if self.certified:
+            return f"certified (1−γ = {self.confidence:g})"
+        if self.certificate is not None:
+            return f"estimated (asymptotic, 1−γ ≈ {self.confidence:g}, not certified)"
+        return "estimated (plug-in)"
+
+    def clip(self, value: np.ndarray) -> tuple[np.ndarray, bool]:
+        """Apply the plan's release clip to one output ``(d,)``; returns ``(value, clipped)``."""
+        if self.clip_center is None or self.clip_radius is None:
+            return value, False
+        y = value - self.clip_center
+        if self.clip_radius == 0.0:
+            return (np.array(self.clip_center, dtype=np.float64), bool(np.any(y != 0)))
+        norm = math.sqrt(self._whitened_norm2(y))
+        if norm <= self.clip_radius:
+            return value, False
+        return self.clip_center + y * (self.clip_radius / norm), True
+
+    def _whitened_norm2(self, y: np.ndarray) -> float:
+        """``yᵀ Σ_B⁻¹ y`` (all noise variances are positive when a clip radius is set)."""
+        if self.basis is None:
+            return float(np.sum((y / self.noise_std) ** 2))
+        coef = _rmatvec(self.basis, y)
+        out = float(np.sum((coef / self.noise_std) ** 2))
+        if self.n_complement > 0:
+            resid = y - _matvec(self.basis, coef)
+            out += float(np.sum(resid**2)) / self.residual_variance
+        return out
+
+    @property
+    def noise_variance(self) -> np.ndarray:
+        """Noise **variances** ``noise_std²`` (shape of ``noise_std``)."""
+        return self.noise_std**2
+
+    @property
+    def residual_variance(self) -> float:
+        """``residual_std²``."""
+        return self.residual_std**2
+
+    @property
+    def n_complement(self) -> int:
+        """Number of directions orthogonal to ``basis`` (``d − k``; 0 when ``basis`` is None)."""
+        return 0 if self.basis is None else self.dim - self.basis.shape[1]
+
+    @property
+    def expected_noise_power(self) -> float:
+        """``E||B||² = trace(Σ_B)``."""
+        return float(np.sum(self.noise_variance)) + self.n_complement * self.residual_variance
+
+    def sample(self, rng=None) -> np.ndarray:
+        """Draw one noise vector ``B`` of shape ``(d,)`` (float64).
+
+        Parameters
+        ----------
+        rng : None, int, SeedSequence or Generator
+            ``None`` draws fresh OS entropy (SPEC 7).
+        """
+        gen = as_generator(rng)
+        if self.basis is None:
+            return self.noise_std * gen.standard_normal(self.dim)
+        coef = self.noise_std * gen.standard_normal(self.basis.shape[1])
+        if not (self.residual_std > 0 and self.n_complement > 0):
+            return _matvec(self.basis, coef)
+        # W c + r (I − W Wᵀ) z = W (c − r Wᵀz) + r z: two products with W, not three
+        z = gen.standard_normal(self.dim)
+        coef -= self.residual_std * _rmatvec(self.basis, z)
+        return _matvec(self.basis, coef) + self.residual_std * z
+
+    def summary(self) -> Summary:
+        """Rows shown by ``str(plan)`` and in Jupyter (MI bound and required noise rounded up:
+        the ``"risk"`` rounding)."""
+        return Summary(f"NoisePlan ({self.rule}; {self.label})", [
+            ("MI budget v (nats)", self.mi_budget, "risk"),
+            ("MI bound (nats)", self.mi_bound, "risk"),
+            ("output dimension d", self.dim, "plain"),
+            ("E||B||^2", self.expected_noise_power, "risk"),
+            ("largest noise std", float(np.max(self.noise_std)) if self.noise_std.size else None,
+             "risk"),
+            ("smallest noise std", float(np.min(self.noise_std)) if self.noise_std.size else None,
+             "risk"),
+            ("release clipped to an ellipsoid", self.clip_radius is not None, "plain"),
+        ])
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable summary (no length-``d`` arrays)."""
+        std = self.noise_std
+        return {
+            "rule": self.rule,
+            "mi_budget": self.mi_budget,
+            "mi_bound": self.mi_bound,
+            "linearised_mi_bound": self.linearised_mi_bound,
+            "mi_claim": self.mi_claim,
+            "confidence": self.confidence,
+            "dim": self.dim,
+            "basis": "coordinate" if self.basis is None else "eigenvectors",
+            "n_directions": int(std.shape[0]),
+            "noise_std_max": float(np.max(std)) if std.size else 0.0,
+            "noise_std_min": float(np.min(std)) if std.size else 0.0,
+            "residual_std": self.residual_std,
+            "expected_noise_power": self.expected_noise_power,
+            "details": dict(self.details),
+            "certified": self.certified,
+            "label": self.label,
+            "clipped_release": self.clip_radius is not None,
+        }

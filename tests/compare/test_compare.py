@@ -1,0 +1,309 @@
+"""PAC vs DP-SGD comparison (``pacpriv.compare``): rows, calibration, bounds, report, seeds."""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from pacpriv._random import trial_seed
+from pacpriv.compare import THREAT_MODELS, ComparisonResult, compare_pac_dpsgd
+from pacpriv.compare.models import LogisticRegressionMechanism, scale_features
+from pacpriv.datasets import load_dataset
+from pacpriv.pac.samplers import PoissonSampler
+
+A = 0.6
+TINY = dict(epochs=2, steps_per_epoch=2, n_repeats=2, n_jobs=1, progress=False,
+            per_record_trials=0)  # the per-record row has its own test below
+
+
+@pytest.fixture(scope="module")
+def result() -> ComparisonResult:
+    """One small seeded comparison on breast cancer (64 trials > d = 62: dense spectrum)."""
+    return compare_pac_dpsgd("breast_cancer", target_accuracy=A, n_trials=64, rng=0, **TINY)
+
+
+def _members(seed: int, n: int) -> np.ndarray:
+    """The secret Poisson-½ membership of ``compare_pac_dpsgd(rng=seed)`` (root child 0)."""
+    gen = np.random.default_rng(trial_seed(np.random.SeedSequence(seed), 0))
+    return PoissonSampler(sampling_rate=0.5).draw(n, gen)
+
+
+def test_rows_are_closed_form_exact_and_pac(result):
+    """The table has the DP-SGD closed-form, DP-SGD exact (if available) and PAC rows."""
+    methods = [r.method for r in result.rows]
+    expected = ["DP-SGD (chi-square closed form)", "DP-SGD (exact)", "PAC (certified)"]
+    assert methods == expected
+    assert [r.family for r in result.rows] == ["dpsgd"] * (len(expected) - 1) + ["pac"]
+    assert result.baseline.family == "none" and result.baseline.accuracy_bound == 1.0
+
+
+def test_exact_sigma_not_above_closed_form(result):
+    """The exact calibration needs no more noise than the chi-square closed form."""
+    closed = result.row("dpsgd", exact=False).noise_multiplier
+    exact = result.row("dpsgd", exact=True).noise_multiplier
+    assert 0 < exact <= closed
+
+
+def test_closed_form_sigma_matches_math_md(result):
+    """σ = 1/sqrt(ln(1 + M((1 + 16(a−½)²)^{1/E} − 1))) (MATH.md §3), and σ·C/(n/M) per step."""
+    M, E = TINY["steps_per_epoch"], TINY["epochs"]
+    sigma = 1.0 / math.sqrt(math.log(1 + M * ((1 + 16 * (A - 0.5) ** 2) ** (1 / E) - 1)))
+    row = result.row("dpsgd", exact=False)
+    assert row.noise == row.noise_multiplier == pytest.approx(sigma, rel=1e-12)
+    n = result.settings["n_members"]
+    assert row.gradient_noise_std == pytest.approx(sigma * 1.0 / (n / M), rel=1e-12)
+
+
+def test_pac_budget_and_posterior_bound(result):
+    """PAC: v = a ln 2a + (1−a) ln 2(1−a) = ln 2 − H(a) and its posterior bound is a (1e-9)."""
+    v = A * math.log(2 * A) + (1 - A) * math.log(2 * (1 - A))
+    pac = result.row("pac")
+    assert result.mi_budget == pac.mi_budget == pytest.approx(v, rel=1e-12)
+    assert abs(pac.accuracy_bound - A) < 1e-9
+    assert abs(result.pac_result.posterior_success_bound - A) < 1e-9
+    assert result.pac_result.plan.mi_bound <= v * (1 + 1e-12)
+
+
+def test_pac_noise_is_square_root_rule(result):
+    """Certified default: E||B||² = κ·tr(A) >= (Σ sqrt λ̂)²/(2v), the plug-in square-root rule
+    (Cauchy–Schwarz, MATH.md §4, when no simulated output was clipped); the noise column is
+    sqrt(E||B||²/d)."""
+    pac = result.row("pac")
+    plan = result.pac_result.plan
+    assert plan.rule == "certified" and plan.certificate.n_clipped == 0
+    lam = np.clip(result.pac_result.spectrum.eigenvalues, 0, None)
+    assert pac.expected_noise_power >= np.sqrt(lam).sum() ** 2 / (2 * pac.mi_budget) * (1 - 1e-9)
+    assert "certified (1−γ = 0.95)" in pac.bound_source
+    d = result.settings["dim"]
+    assert d == 62
+    assert pac.noise == pac.parameter_noise_rms == pytest.approx(
+        math.sqrt(pac.expected_noise_power / d), rel=1e-12)
+
+
+def test_bound_column_and_attack_intervals(result):
+    """Every certified row's bound is a; measured attack accuracies come with CIs around them."""
+    for r in (*result.rows, result.baseline):
+        if r.family != "none":
+            assert r.accuracy_bound == pytest.approx(A, abs=1e-9)
+        a = r.attack
+        assert 0.0 <= a.ci_low <= a.accuracy <= a.ci_high <= 1.0
+        assert a.ci_high - a.ci_low > 0.0
+        assert a.confidence == 0.95
+        assert a.n_members + a.n_nonmembers == result.settings["n_records"]
+        assert 0.0 <= r.test_accuracy <= 1.0 and r.test_accuracy_std >= 0.0
+
+
+def test_baseline_test_accuracy_matches_numpy_oracle(result):
+    """The baseline's test accuracy equals argmax(XWᵀ + b) on the non-members, in numpy."""
+    ds = load_dataset("breast_cancer")
+    X = scale_features(ds.X, ds.feature_low, ds.feature_high)
+    y = np.asarray(ds.y)
+    members = _members(0, X.shape[0])
+    assert int(members.sum()) == result.settings["n_members"]
+    mech = LogisticRegressionMechanism(n_features=30, n_classes=2, steps_per_epoch=2, epochs=2,
+                                       learning_rate=0.5, public_seed=0)
+    theta = mech((X[members], y[members]))
+    W, b = theta[:60].reshape(2, 30), theta[60:]
+    acc = np.mean((X[~members] @ W.T + b).argmax(1) == y[~members])
+    assert result.baseline.test_accuracy == pytest.approx(acc, abs=1e-12)
+
+
+def test_mechanism_is_deterministic_and_picklable():
+    """The PAC black box: picklable, same subset → same θ, other subset → other θ, ∅ → θ₀."""
+    ds = load_dataset("breast_cancer")
+    X = scale_features(ds.X, ds.feature_low, ds.feature_high)
+    y = np.asarray(ds.y)
+    mech = LogisticRegressionMechanism(n_features=30, n_classes=2, steps_per_epoch=2, epochs=1,
+                                       learning_rate=0.5, public_seed=3)
+    clone = pickle.loads(pickle.dumps(mech))
+    first = mech((X[:100], y[:100]))
+    assert first.shape == (62,) and first.dtype == np.float64
+    np.testing.assert_array_equal(clone((X[:100], y[:100])), first)
+    assert not np.array_equal(mech((X[1:100], y[1:100])), first)
+    np.testing.assert_array_equal(mech((X[:0], y[:0])), mech.initial_parameters())
+
+
+def test_scale_features_maps_published_range_to_unit_box():
+    """Min-max scaling sends the published low/high to −1/+1 (constant features to 0)."""
+    X = np.array([[0.0, 5.0, 1.0], [10.0, 7.0, 1.0], [5.0, 6.0, 1.0]])
+    out = scale_features(X, [0.0, 5.0, 1.0], [10.0, 7.0, 1.0])
+    np.testing.assert_allclose(out, [[-1, -1, 0], [1, 1, 0], [0, 0, 0]])
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_exact_row_uses_the_exact_calibration(monkeypatch):
+    """The exact row trains with σ from noise_multiplier_for_accuracy(method="exact")."""
+    from pacpriv.compare import models
+    from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
+
+    calls = []
+
+    def fake(*, target_accuracy, steps_per_epoch, epochs, method):
+        calls.append((target_accuracy, steps_per_epoch, epochs, method))
+        return 0.8 * closed_form_noise_multiplier(target_accuracy, steps_per_epoch=steps_per_epoch,
+                                                  epochs=epochs)
+
+    monkeypatch.setattr(models, "noise_multiplier_for_accuracy", fake)
+    res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.7, n_trials=6, epochs=1,
+                            steps_per_epoch=3, n_repeats=1, n_jobs=1, progress=False, rng=1,
+                            per_record_trials=0)
+    assert calls == [(0.7, 3, 1, "exact")]
+    closed, exact = res.row("dpsgd", exact=False), res.row("dpsgd", exact=True)
+    assert exact.noise_multiplier == pytest.approx(0.8 * closed.noise_multiplier, rel=1e-12)
+    assert exact.accuracy_bound == 0.7 and "exact" in exact.bound_source
+    assert not any("unavailable" in n for n in res.notes)
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_seeded_comparison_is_reproducible():
+    """Same seed → the same table; another seed → another membership and table."""
+    kw = dict(n_trials=6, epochs=1, steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,
+              per_record_trials=0,
+              progress=False)
+
+    def table(seed):
+        d = compare_pac_dpsgd("breast_cancer", rng=seed, **kw).to_dict()
+        for r in (*d["rows"], d["baseline"]):
+            r.pop("wall_time_s")
+        d["settings"].pop("pac_simulation_s")
+        d.pop("elapsed_s")
+        return d
+
+    first = table(7)
+    assert table(7) == first
+    assert table(8)["settings"]["n_members"] != first["settings"]["n_members"]
+
+
+def test_report_section_reaches_the_pac_report(result, tmp_path):
+    """write_report(PacResult.with_sections(section)) shows the comparison (md and JSON)."""
+    from pacpriv.report import write_report
+
+    section = result.report_section()
+    assert {"title", "markdown", "table", "plot", "threat_model"} <= set(section)
+    assert section["plot"]["kind"] == "pac_vs_dpsgd"
+    assert len(section["table"]["rows"]) == len(result.rows) + 1
+    json.dumps(section)  # JSON-serialisable
+    paths = write_report(result.pac_result.with_sections(section), tmp_path, formats=("json", "md"))
+    md = paths["md"].read_text()
+    assert section["title"] in md and "DP-SGD (chi-square closed form)" in md
+    assert THREAT_MODELS["pac"] in md and THREAT_MODELS["dpsgd"] in md
+    rep = json.loads(paths["json"].read_text())
+    rows = rep["sections"][0]["comparison"]["rows"]
+    assert [r["method"] for r in rows] == [r.method for r in result.rows]
+    alone = write_report(result, tmp_path / "alone", formats=("md",))["md"].read_text()
+    assert section["title"] in alone and THREAT_MODELS["dpsgd"] in alone
+
+
+def test_plot_rows_fit_the_plotting_helper(result):
+    """plot_rows() has exactly the keys plot_pac_vs_dpsgd accepts, and it draws them."""
+    pytest.importorskip("matplotlib")
+    from pacpriv import plotting
+
+    rows = result.plot_rows()
+    assert all(set(r) == set(plotting.COMPARISON_KEYS) for r in rows)
+    assert len(result.figure().axes) == 3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"target_accuracy": 0.5}, ValueError, r"`target_accuracy` must be in \(0.5, 1.0\)"),
+        ({"target_accuracy": 1.0}, ValueError, r"`target_accuracy` must be in \(0.5, 1.0\)"),
+        ({"epochs": 0}, ValueError, r"`epochs` must be an integer in \[1, inf\)"),
+        ({"max_grad_norm": 0.0}, ValueError, r"`max_grad_norm` must be in \(0.0, inf\)"),
+        ({"learning_rate": -1.0}, ValueError, r"`learning_rate` must be in \(0.0, inf\)"),
+        ({"n_trials": 1}, ValueError, r"`n_trials` must be an integer in \[2, inf\)"),
+        ({"n_repeats": 0}, ValueError, r"`n_repeats` must be an integer in \[1, inf\)"),
+        ({"confidence": 1.0}, ValueError, r"`confidence` must be in \(0.0, 1.0\)"),
+        ({"rule": "algorithm1"}, ValueError, r"`rule` must be one of certified"),
+        ({"dataset": "diabetes"}, ValueError, r"classification pool with >= 2 classes"),
+        ({"dataset": 3}, TypeError, r"`dataset` must be a name, a path or a Dataset"),
+        ({"exact": "yes"}, TypeError, r"`exact` and `progress` must be bools"),
+        ({"per_record_trials": 5}, ValueError, r"`per_record_trials` must be 0 or >= 10"),
+        ({"per_record_trials": 20}, ValueError, r"`per_record_trials`.*smallest certifiable"),
+        ({"per_record_records": 0}, ValueError, r"`per_record_records` must be an integer"),
+    ],
+)
+def test_invalid_arguments(kwargs, exc, match):
+    """Each invalid argument raises before any training, naming it and its range."""
+    with pytest.raises(exc, match=match):
+        compare_pac_dpsgd(**{"n_trials": 4, **kwargs})
+
+
+def test_import_does_not_load_torch():
+    """``import pacpriv.compare`` imports neither torch nor matplotlib."""
+    code = ("import sys, pacpriv.compare; "
+            "print(any(m in sys.modules for m in ('torch', 'matplotlib')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_per_record_row_is_certified_and_attacked():
+    """The per-record row: certified <= a for its audited records, informed attack below it,
+    whole-subset row kept, three threat models in the Markdown."""
+    res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.75, n_trials=8, epochs=1,
+                            steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,
+                            progress=False, rng=3, per_record_trials=60, per_record_records=3)
+    methods = [r.method for r in res.rows]
+    assert methods[-2:] == ["PAC (certified)", "PAC, per record (informed adversary)"]
+    row = res.rows[-1]
+    assert row.family == "pac" and row.accuracy_bound <= 0.75 and row.mi_budget is None
+    assert row.informed_attack["ci_low"] <= row.accuracy_bound
+    assert res.settings["per_record_records"] == 3
+    md = res.to_markdown()
+    assert "PAC Privacy, per record (informed adversary)." in md
+    assert "PAC Privacy, whole subset." in md and "**DP-SGD.**" in md
+    assert "informed-attack accuracy" in md
+    json.dumps(res.to_dict())
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_options_object_gives_the_same_table():
+    """``options=ExecutionOptions(...)`` runs both simulations; the table is unchanged."""
+    from pacpriv.pac.engine._options import ExecutionOptions
+
+    kw = dict(target_accuracy=0.75, n_trials=8, epochs=1, steps_per_epoch=1, n_repeats=1,
+              exact=False, per_record_trials=30, per_record_records=1, rng=5)
+
+    def table(**extra):
+        d = compare_pac_dpsgd("breast_cancer", **kw, **extra).to_dict()
+        for r in (*d["rows"], d["baseline"]):
+            r.pop("wall_time_s")
+        d["settings"].pop("pac_simulation_s")
+        d.pop("elapsed_s")
+        return d
+
+    opts = ExecutionOptions(n_jobs=1, backend="threading", progress=False, batch_size=3)
+    assert table(options=opts) == table(n_jobs=1, progress=False)
+    with pytest.raises(TypeError, match="not both; got options and n_jobs"):
+        compare_pac_dpsgd("breast_cancer", options=opts, n_jobs=2)
+    with pytest.raises(ValueError, match=r"`options\.checkpoint` must be None"):
+        compare_pac_dpsgd("breast_cancer", options=ExecutionOptions(checkpoint="ck"))
+
+
+def test_per_record_note_explains_when_its_noise_exceeds_the_whole_subset_noise():
+    """Few trials: the note states the Bernstein floor (computed here independently)."""
+    from types import SimpleNamespace
+
+    from pacpriv.compare.render import per_record_note
+
+    plan = SimpleNamespace(records=np.arange(10), n_trials_certify=100, accuracy_confidence=0.95,
+                           sampling_rate=0.5, expected_noise_power=182.0,
+                           max_accuracy_upper=0.6)
+    informed = SimpleNamespace(n_trials=50, accuracy=0.52, ci_low=0.45, ci_high=0.6)
+    floor = 0.5 + 7 * 0.5 * math.log(2 * 10 / 0.05) / (3 * 99)  # 0.57061...
+    note = per_record_note(plan, informed, 100, whole_subset_power=67.6)
+    assert "larger than the whole-subset noise" in note
+    assert f"= {math.ceil(floor * 1e4) / 1e4:.4f})" in note
+    assert "larger than" not in per_record_note(plan, informed, 100, whole_subset_power=200.0)
+    assert "larger than" not in per_record_note(plan, informed, 100)

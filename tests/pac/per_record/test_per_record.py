@@ -1,0 +1,390 @@
+"""Per-record PAC membership privacy (informed adversary): math, simulation, bounds, calibration."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import integrate
+from scipy.stats import norm
+
+from pacpriv.exceptions import MechanismError
+from pacpriv.pac import (
+    ComplementaryPairsSampler,
+    FixedSizeSampler,
+    PoissonSampler,
+    calibrate_from_differences,
+    calibrate_per_record,
+    calibrate_variance_only,
+    exposure_from_differences,
+    informed_attack,
+    privatize,
+    record_exposure,
+    simulate_differences,
+)
+from pacpriv.pac.per_record._calibration import PerRecordPlan, uniform_max_upper
+from pacpriv.pac.per_record._math import (
+    bayes_accuracy,
+    bernstein_upper,
+    box_bernstein_upper,
+)
+
+X3 = np.array([[1.0, 0.0], [2.0, 1.0], [0.5, -0.5], [0.0, 3.0]])
+
+
+def sum_mech(subset):
+    return subset.sum(axis=0)
+
+
+def sum_with_theta(subset, rng):
+    return np.append(subset.sum(axis=0), rng.normal(size=2))
+
+
+def mean_1d(subset):
+    return np.array([subset.mean() if len(subset) else 0.0])
+
+
+def never_called(subset):  # pragma: no cover - the tests check it is never reached
+    raise AssertionError("the mechanism must not run for invalid arguments")
+
+
+# ----------------------------------------------------------------------------- the formula
+def _acc_by_integration(d: float, q: float) -> float:
+    """Bayes accuracy ∫ max(q φ(y − d), (1 − q) φ(y)) dy by adaptive quadrature."""
+    lo_lim, hi_lim = -15.0, 15.0 + d
+    thr = min(max(d / 2 - math.log(q / (1 - q)) / d, lo_lim + 1), hi_lim - 1)
+    value, _ = integrate.quad(lambda y: max(q * norm.pdf(y - d), (1 - q) * norm.pdf(y)),
+                              lo_lim, hi_lim, points=[thr], epsabs=1e-14, epsrel=1e-13,
+                              limit=400)
+    return value
+
+
+@pytest.mark.parametrize("q", [0.1, 0.3, 0.5, 0.8])
+@pytest.mark.parametrize("d", [0.05, 0.7, 2.0, 5.5])
+def test_general_prior_formula_matches_numerical_integration(q, d):
+    assert float(bayes_accuracy(d, q)) == pytest.approx(_acc_by_integration(d, q), abs=1e-11)
+
+
+def test_formula_limits():
+    assert bayes_accuracy(0.0, 0.3) == pytest.approx(0.7, abs=0)
+    assert bayes_accuracy(0.0, 0.5) == 0.5
+    assert bayes_accuracy(np.inf, 0.3) == 1.0
+    assert bayes_accuracy(1e-300, 0.8) == pytest.approx(0.8, abs=1e-15)
+    assert bayes_accuracy(60.0, 0.2) == pytest.approx(1.0, abs=1e-15)
+    assert bayes_accuracy(1.3, 0.5) == pytest.approx(norm.cdf(0.65), abs=1e-15)
+
+
+@given(st.floats(0.01, 0.99), st.floats(0.0, 30.0), st.floats(0.0, 30.0))
+def test_formula_monotone_and_in_range(q, d1, d2):
+    a1, a2 = bayes_accuracy(min(d1, d2), q), bayes_accuracy(max(d1, d2), q)
+    assert max(q, 1 - q) <= a1 <= a2 + 1e-15 <= 1.0 + 1e-15
+
+
+# ----------------------------------------------------------------------------- linear mechanism
+@pytest.mark.parametrize("q", [0.5, 0.3])
+def test_linear_mechanism_exact(q):
+    s = 1.7
+    res = record_exposure(sum_mech, X3, noise_cov=s**2, n_trials=6, rng=3, progress=False,
+                          sampler=PoissonSampler(q))
+    norms = np.linalg.norm(X3, axis=1)
+    expected = bayes_accuracy(norms / s, q)
+    if q == 0.5:
+        np.testing.assert_allclose(expected, norm.cdf(norms / (2 * s)), atol=1e-15)
+    np.testing.assert_allclose(res.accuracy, expected, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(res.records, np.arange(4))
+    # zero variance over trials: Bernstein adds only 7(1−a) ln(2k/γ) / (3(n−1))
+    base = max(q, 1 - q)
+    slack = 7 * (1 - base) * math.log(2 * 4 / 0.05) / (3 * 5)
+    np.testing.assert_allclose(res.accuracy_upper, np.minimum(expected + slack, 1), atol=1e-12)
+    mi = np.minimum(q * (1 - q) * norms**2 / s**2, -q * math.log(q) - (1 - q) * math.log(1 - q))
+    np.testing.assert_allclose(res.mi, mi, atol=1e-12)
+    assert np.all(res.mi_upper >= res.mi)
+
+
+def test_noise_descriptions_agree():
+    diffs = simulate_differences(sum_mech, X3, n_trials=4, rng=0, progress=False)
+    cov = np.array([[2.0, 0.5], [0.5, 1.0]])
+    by_matrix = exposure_from_differences(diffs, noise_cov=cov)
+    inv = np.linalg.inv(cov)
+    d = np.sqrt(np.einsum("ij,jk,ik->i", X3, inv, X3))
+    np.testing.assert_allclose(by_matrix.accuracy, norm.cdf(d / 2), atol=1e-12)
+    by_vector = exposure_from_differences(diffs, noise_cov=np.array([4.0, 4.0]))
+    by_scalar = exposure_from_differences(diffs, noise_cov=4.0)
+    np.testing.assert_allclose(by_vector.accuracy, by_scalar.accuracy, atol=1e-15)
+    plan = calibrate_variance_only([1.0, 4.0], mi_budget=0.5)
+    by_plan = exposure_from_differences(diffs, noise_cov=plan)
+    d = np.sqrt(np.sum(X3**2 / plan.noise_variance, axis=1))
+    np.testing.assert_allclose(by_plan.accuracy, norm.cdf(d / 2), atol=1e-12)
+
+
+def test_internal_randomness_is_shared_within_a_pair():
+    diffs = simulate_differences(sum_with_theta, X3, n_trials=5, rng=1, progress=False)
+    expected = np.concatenate([X3, np.zeros((4, 2))], axis=1)
+    np.testing.assert_allclose(diffs.differences, np.broadcast_to(expected, (5, 4, 4)),
+                               atol=1e-12)
+    assert np.ptp(diffs.outputs[:, 2]) > 0  # θ differs between trials
+
+
+def test_stored_differences_and_costs():
+    diffs = simulate_differences(sum_mech, X3, n_trials=7, rng=0, progress=False,
+                                 records=[3, 1])
+    assert diffs.differences.shape == (7, 2, 2)
+    np.testing.assert_array_equal(diffs.records, [3, 1])
+    np.testing.assert_allclose(diffs.differences[:, 0], np.broadcast_to(X3[3], (7, 2)))
+    masks = diffs.simulation.masks
+    np.testing.assert_allclose(diffs.outputs, masks.astype(float) @ X3, atol=1e-12)
+    assert diffs.n_evaluations == 7 * 3
+
+
+def test_seeds_are_backend_independent_and_resumable(tmp_path):
+    ref = simulate_differences(mean_1d, X3[:, :1], n_trials=6, rng=5, progress=False)
+    par = simulate_differences(mean_1d, X3[:, :1], n_trials=6, rng=5, progress=False,
+                               n_jobs=2, backend="threading")
+    np.testing.assert_array_equal(ref.differences, par.differences)
+    ck = tmp_path / "ck"
+    simulate_differences(mean_1d, X3[:, :1], n_trials=3, rng=5, progress=False, checkpoint=ck)
+    resumed = simulate_differences(mean_1d, X3[:, :1], n_trials=6, rng=5, progress=False,
+                                   checkpoint=ck)
+    assert resumed.simulation.resumed_trials == 3
+    np.testing.assert_array_equal(ref.differences, resumed.differences)
+
+
+def test_failure_policy_names_the_trial():
+    def bad(subset):
+        if len(subset) == 2:
+            raise RuntimeError("boom")
+        return subset.sum(axis=0)
+
+    with pytest.raises(MechanismError, match="trial"):
+        simulate_differences(bad, X3, n_trials=20, rng=0, progress=False)
+
+
+# ----------------------------------------------------------------------------- exact mean
+def _exact_mean_exposure(x: np.ndarray, i: int, s: float, q: float) -> float:
+    others = np.delete(x, i)
+    total = 0.0
+    for bits in itertools.product((0, 1), repeat=others.size):
+        b = np.array(bits, dtype=bool)
+        w = q ** b.sum() * (1 - q) ** (others.size - b.sum())
+        rest = others[b]
+        out0 = rest.mean() if rest.size else 0.0
+        out1 = np.append(rest, x[i]).mean()
+        total += w * float(bayes_accuracy(abs(out1 - out0) / s, q))
+    return total
+
+
+@pytest.mark.parametrize("q", [0.5, 0.35])
+def test_mean_of_ten_against_enumeration(q):
+    x = np.array([0.3, -1.2, 2.5, 0.8, -0.4, 1.9, -2.2, 0.1, 3.0, -0.7])
+    s = 0.15
+    res = record_exposure(mean_1d, x[:, None], noise_cov=s**2, n_trials=300, rng=11,
+                          progress=False, sampler=PoissonSampler(q))
+    exact = np.array([_exact_mean_exposure(x, i, s, q) for i in range(10)])
+    diffs = simulate_differences(mean_1d, x[:, None], n_trials=300, rng=11, progress=False,
+                                 sampler=PoissonSampler(q))
+    acc = bayes_accuracy(np.abs(diffs.differences[..., 0]) / s, q)
+    se = acc.std(axis=0, ddof=1) / math.sqrt(300)
+    assert np.all(np.abs(res.accuracy - exact) <= 4.5 * se + 1e-12)
+    assert np.all(res.accuracy_upper >= exact)
+    assert res.max_accuracy_upper == pytest.approx(res.accuracy_upper.max())
+
+
+# ----------------------------------------------------------------------------- Bernstein
+def test_bernstein_upper_reference_value():
+    z = np.array([[0.5], [0.6], [0.7], [0.9]])
+    lt = math.log(2 / 0.01)
+    ref = 0.675 + math.sqrt(2 * np.var(z, ddof=1) * lt / 4) + 7 * 0.5 * lt / 9
+    got = bernstein_upper(z, low=0.5, high=1.0, delta=0.01)[0]
+    assert ref <= got <= ref + 1e-14 or got == 1.0
+    assert bernstein_upper(np.full((50, 1), 0.5), low=0.5, high=1.0, delta=0.5)[0] == \
+        pytest.approx(0.5 + 7 * 0.5 * math.log(4) / (3 * 49))
+
+
+def test_bernstein_coverage_is_at_least_nominal():
+    rng = np.random.default_rng(0)
+    z = 0.5 + 0.5 * rng.beta(0.3, 2.0, size=(30, 4000))  # skewed, in [0.5, 1]
+    mean = 0.5 + 0.5 * 0.3 / 2.3
+    miss = np.mean(bernstein_upper(z, low=0.5, high=1.0, delta=0.1) < mean)
+    assert miss <= 0.1
+
+
+@given(st.lists(st.floats(0.5, 1.0), min_size=3, max_size=12), st.floats(0.0, 0.3))
+def test_box_bound_dominates_samples_inside(values, shrink):
+    hi = np.array(values)[:, None]
+    lo = 0.5 + (hi - 0.5) * (1 - shrink)
+    box = box_bernstein_upper(hi, lo, low=0.5, high=1.0, delta=0.05)
+    for t in (0.0, 0.5, 1.0):
+        inside = lo + t * (hi - lo)
+        assert box[0] >= bernstein_upper(inside, low=0.5, high=1.0, delta=0.05)[0] - 1e-15
+
+
+# ----------------------------------------------------------------------------- calibration
+@pytest.fixture(scope="module")
+def mean_diffs():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(25, 3))
+    return simulate_differences(
+        lambda s: s.mean(axis=0) if len(s) else np.zeros(3), x, n_trials=120, rng=2,
+        progress=False)
+
+
+@pytest.mark.parametrize("shape", ["isotropic", "sqrt"])
+def test_calibration_meets_target_and_is_minimal(mean_diffs, shape):
+    target = 0.6
+    plan = calibrate_from_differences(mean_diffs, target_accuracy=target, shape=shape)
+    assert isinstance(plan, PerRecordPlan)
+    assert plan.max_accuracy_upper <= target
+    assert np.all(plan.accuracy_upper <= plan.max_accuracy_upper)
+    assert plan.details["smaller_scale_fails"]
+    cert = mean_diffs
+    if shape == "isotropic":
+        at = exposure_from_differences(cert, noise_cov=plan.scale**2)
+        below = exposure_from_differences(cert, noise_cov=(0.99 * plan.scale) ** 2)
+        assert at.max_accuracy_upper <= target < below.max_accuracy_upper
+        np.testing.assert_allclose(at.accuracy_upper, plan.accuracy_upper, atol=1e-15)
+    else:
+        assert plan.n_trials_shape == 30 and plan.n_trials_certify == 90
+        assert plan.basis.shape == (3, 3)
+    out = privatize(np.zeros(3), plan, rng=0)
+    assert out.shape == (3,)
+    assert plan.to_dict()["max_accuracy_upper_kind"].startswith("certified")
+
+
+def test_uniform_bound_covers_larger_scales(mean_diffs):
+    dist = np.linalg.norm(mean_diffs.differences, axis=-1)
+    for s in (0.05, 0.3, 1.0):
+        u = uniform_max_upper(dist, s, 0.5, 0.05 / 25)
+        for factor in (1.0, 1.001, 1.5, 10.0, 1e6):
+            acc = bayes_accuracy(dist / (s * factor), 0.5)
+            plain = bernstein_upper(acc, low=0.5, high=1.0, delta=0.05 / 25).max()
+            assert u >= plain - 1e-15
+
+
+def test_calibrate_per_record_end_to_end_and_attack():
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(12, 2))
+    plan = calibrate_per_record(sum_mech, x, target_accuracy=0.7, n_trials=60, rng=1,
+                                progress=False)
+    assert plan.max_accuracy_upper <= 0.7
+    held_out = simulate_differences(sum_mech, x, n_trials=200, rng=99, progress=False)
+    attack = informed_attack(held_out, plan, rng=5)
+    assert attack.ci_low <= plan.max_accuracy_upper
+    # the LR test is Bayes-optimal: its accuracy estimates the mean exposure
+    expo = exposure_from_differences(held_out, noise_cov=plan)
+    assert abs(attack.accuracy - expo.accuracy.mean()) <= 3 * (attack.ci_high - attack.ci_low)
+    leak = informed_attack(held_out, None, rng=5)
+    assert leak.ci_low > 0.5 and leak.accuracy == 1.0
+
+
+# ----------------------------------------------------------------------------- refusals
+@pytest.mark.parametrize("sampler, why", [
+    (FixedSizeSampler(2), "FixedSizeSampler"),
+    (ComplementaryPairsSampler(), "ComplementaryPairsSampler"),
+    ("pairs", "ComplementaryPairsSampler"),
+    (lambda n, rng: rng.random(n) < 0.5, "PoissonSampler"),
+])
+def test_refuses_dependent_samplers(sampler, why):
+    with pytest.raises(ValueError, match=why):
+        record_exposure(never_called, X3, noise_cov=1.0, n_trials=4, sampler=sampler)
+    with pytest.raises(ValueError, match="independent"):
+        calibrate_per_record(never_called, X3, target_accuracy=0.6, n_trials=4,
+                             sampler=sampler if not callable(sampler) else FixedSizeSampler(1))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"noise_cov": 0.0}, "noise_cov"),
+    ({"noise_cov": np.array([1.0, -1.0])}, "noise_cov"),
+    ({"noise_cov": np.array([[1.0, 2.0], [2.0, 1.0]])}, "positive definite"),
+    ({"noise_cov": 1.0, "records": [0, 9]}, r"records.*\[0, 3\]"),
+    ({"noise_cov": 1.0, "records": [1, 1]}, "repeat"),
+    ({"noise_cov": 1.0, "confidence": 1.0}, "confidence"),
+    ({"noise_cov": 1.0, "sampler": "poisson-1"}, "sampling_rate"),
+])
+def test_bad_input_before_any_work(kwargs, match):
+    args = {"n_trials": 4, **kwargs}
+    with pytest.raises((ValueError, TypeError), match=match):
+        if args.get("sampler") == "poisson-1":  # a degenerate rate fails when constructed
+            args["sampler"] = PoissonSampler(1.0)
+        record_exposure(never_called, X3, **args)
+
+
+def test_uncertifiable_target_is_refused_before_work():
+    with pytest.raises(ValueError, match="smallest certifiable"):
+        calibrate_per_record(never_called, X3, target_accuracy=0.55, n_trials=5)
+    with pytest.raises(ValueError, match="target_accuracy"):
+        calibrate_per_record(never_called, X3, target_accuracy=0.5, n_trials=50)
+
+
+@pytest.mark.slow
+def test_calibrated_plan_covers_the_exact_exposure():
+    """Over repeated calibrations, the exact max Aᵢ at the chosen scale is <= the target in at
+    least 1 − γ of the runs (here: all 20; the bound is conservative)."""
+    x = np.array([0.3, -1.2, 2.5, 0.8, -0.4, 1.9, -2.2, 0.1, 3.0, -0.7])
+    bits = np.array(list(itertools.product((0, 1), repeat=9)), dtype=bool)
+    weights = np.full(bits.shape[0], 1 / 512)
+    gaps = []  # |f(S ∪ {i}) − f(S)| over all subsets S of the others, per record
+    for i in range(10):
+        others = np.delete(x, i)
+        sums, counts = bits @ others, bits.sum(axis=1)
+        out0 = np.where(counts > 0, sums / np.maximum(counts, 1), 0.0)
+        gaps.append(np.abs((sums + x[i]) / (counts + 1) - out0))
+    gaps = np.array(gaps)
+    target, failures = 0.62, 0
+    for seed in range(20):
+        diffs = simulate_differences(mean_1d, x[:, None], n_trials=120, rng=seed,
+                                     progress=False)
+        plan = calibrate_from_differences(diffs, target_accuracy=target)
+        exact = (bayes_accuracy(gaps / plan.scale, 0.5) @ weights).max()
+        failures += exact > target
+        assert plan.max_accuracy_upper <= target
+    assert failures <= 1  # 1 − γ = 0.95: about 1 of 20 allowed, in fact 0
+
+
+def _global_rng_sum(subset):
+    """Draws from numpy's global state: not reproducible from the trial seed."""
+    return np.array([float(np.sum(subset)) + np.random.normal()])
+
+
+def test_not_reproducible_mechanism_is_named_and_reported():
+    """The warning names the user's mechanism; the exposure and its report say so."""
+    from pacpriv.exceptions import NotReproducibleWarning
+    from pacpriv.pac.per_record._report import per_record_section
+
+    x = np.arange(1.0, 7.0)
+    with pytest.warns(NotReproducibleWarning, match="_global_rng_sum") as record:
+        res = record_exposure(_global_rng_sum, x, noise_cov=1.0, n_trials=20, rng=0,
+                              progress=False)
+    assert not any("pair_trial" in str(w.message) for w in record)
+    assert res.reproducible is False and res.to_dict()["reproducible"] is False
+    assert "Not reproducible" in per_record_section(res)["markdown"]
+
+
+def test_errors_name_the_users_mechanism_not_the_pair_wrapper():
+    """V1 review F4: `pac records` named pacpriv.pac.per_record._sim.pair_trial."""
+    from pacpriv.exceptions import MechanismError
+    from pacpriv.pac import simulate_differences
+
+    def my_broken_mean(subset):
+        raise ValueError("boom")
+
+    with pytest.raises(MechanismError) as info:
+        simulate_differences(my_broken_mean, np.zeros((8, 2)), n_trials=4, rng=0,
+                             progress=False)
+    assert "my_broken_mean" in str(info.value) and "pair_trial" not in str(info.value)
+
+
+def test_tiny_outputs_are_refused_not_certified_with_zero_noise():
+    # f = mean × 1e-170: the squared differences underflowed, every record looked unexposed
+    # and the plan certified 52 % with noise 0
+    from pacpriv.exceptions import MechanismError
+    from pacpriv.pac import calibrate_per_record
+
+    pool = np.random.default_rng(0).normal(size=(40, 2))
+    with pytest.raises(MechanismError, match="non-zero magnitude below"):
+        calibrate_per_record(lambda s: np.asarray(s).mean(axis=0) * 1e-170, pool,
+                             target_accuracy=0.6, n_trials=300, records=np.arange(3), rng=0,
+                             progress=False)

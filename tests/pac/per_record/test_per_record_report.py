@@ -1,0 +1,90 @@
+"""Per-record report section and ``--records`` parsing: public facts only, safe-side rounding."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pacpriv.cli import UsageError
+from pacpriv.cli.pac_records import parse_records
+from pacpriv.pac import calibrate_per_record, record_exposure
+from pacpriv.pac.per_record._report import per_record_section, round_up
+
+POOL = np.array([[0.1137], [0.2219], [7.3125], [0.3391], [0.1573], [0.2647]])
+
+
+def sum_mech(subset):
+    return subset.sum(axis=0)
+
+
+def test_round_up_is_safe_side():
+    assert round_up(0.123401) == 0.1235
+    assert round_up(0.1234) == 0.1234
+    assert round_up(0.99999999) == 1.0
+    assert round_up(float("inf")) == float("inf")
+    # no slack that rounds a value just above a grid point down (it used to subtract 1e-9)
+    assert round_up(0.6000000000001) == 0.6001
+    assert round_up(1e-6 + 1e-16, 6) == 2e-6
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=0.0, max_value=1.0), st.integers(1, 8))
+def test_round_up_never_below_its_input(x, digits):
+    assert Decimal(repr(round_up(x, digits))) >= Decimal(repr(x))
+
+
+def test_section_lists_most_exposed_by_index_only():
+    res = record_exposure(sum_mech, POOL, noise_cov=4.0, n_trials=40, rng=0, progress=False)
+    sec = per_record_section(res, target_accuracy=0.9)
+    d = sec["per_record"]
+    assert d["most_exposed"][0]["record"] == 2  # the outlier
+    assert [e["record"] for e in d["most_exposed"]] == list(res.most_exposed())
+    text = json.dumps(sec)
+    for value in POOL.ravel():  # no record value appears anywhere
+        assert f"{value}" not in text
+    assert "#2" in sec["markdown"] and "certified (1−γ = 0.95)" in sec["markdown"]
+    assert "← target" in sec["markdown"]
+    assert sum(d["histogram_accuracy_upper"]["counts"]) == 6
+    assert d["max_accuracy_upper"] == pytest.approx(res.max_accuracy_upper)
+    # displayed maximum is rounded up
+    shown = f"{100 * round_up(res.max_accuracy_upper):.2f}%"
+    assert shown in sec["markdown"] and round_up(res.max_accuracy_upper) >= res.max_accuracy_upper
+    assert "Whole subset" in sec["threat_model"] and "informed adversary" in sec["threat_model"]
+
+
+def test_plan_section_shows_target_and_plan_bound():
+    rng = np.random.default_rng(3)
+    plan = calibrate_per_record(sum_mech, rng.normal(size=(8, 2)), target_accuracy=0.75,
+                                n_trials=80, rng=1, progress=False)
+    sec = plan.report_section()
+    assert "calibrated plan" in sec["markdown"]
+    assert sec["plot"]["target_accuracy"] == 0.75
+    assert sec["per_record"]["max_accuracy_upper"] <= plan.max_accuracy_upper <= 0.75
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("all", None), (None, None), ("0-2,5", [0, 1, 2, 5]), ("7", [7]),
+])
+def test_parse_records(spec, expected):
+    got = parse_records(spec, 10)
+    if expected is None:
+        assert got is None
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_parse_records_sample_is_public_and_sorted():
+    a, b = parse_records("sample:4", 50), parse_records("sample:4", 50)
+    np.testing.assert_array_equal(a, b)
+    assert a.size == 4 and np.all(np.diff(a) > 0)
+
+
+@pytest.mark.parametrize("spec", ["0-20", "x", "3-1", "1,1", "sample:0", "sample:x", "-1"])
+def test_parse_records_rejects(spec):
+    with pytest.raises(UsageError, match="--records"):
+        parse_records(spec, 10)
