@@ -417,7 +417,7 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
             f"certificate          {cert['method']}, {cert['n_shape_trials']} shape trials + "
             f"{cert['n_certificate_pairs']} pairs, "
             + ("" if private else
-               f"noise x{format_bound(inflation, 3, side='down')} vs plug-in, "
+               f"noise x{format_bound(inflation, 3, side='up')} vs plug-in, "
                if math.isfinite(inflation) else "noise n/a vs plug-in (0), ")
             + f"{cert['n_clipped_simulated_outputs']} simulated outputs clipped"
         )

@@ -148,7 +148,7 @@ def calibrate_noise(
     (the trials filled all ``n − 1`` sample directions) carry the whole trace (see
     :func:`~pacpriv.pac.spectrum.estimate_output_spectrum`), so every rule gives them noise.
     Constant outputs give zero noise and
-    ``mi_bound = 0`` (except ``"algorithm1"``, which still inflates). Worked examples
+    ``mi_bound = 0`` (except Algorithm 1, which still inflates). Worked examples
     (docs/math.rst, Gaussian noise, ``λ = (4, 1)``, ``v = ½``): square-root ``s² = (6, 3)``;
     isotropic 5; exact-MI
     ``(4.24694, 2.50101)``. Algorithm 1 with ``c = 1e-3``, ``v = β = ¼`` and ``d = 2``:

@@ -71,9 +71,9 @@ class NoisePlan(Displayable):
         it equal to ``mi_budget``.
     mi_claim : float
         The MI bound the plan claims for the *true* ``Σ``: ``mi_budget`` for the plug-in rules
-        (exact for the estimated ``Σ`` only), ``mi_budget + beta`` for ``"algorithm1"``.
+        (exact for the estimated ``Σ`` only), ``mi_budget + beta`` for Algorithm 1.
     confidence : float or None
-        ``"algorithm1"`` only: probability ``>=`` which ``mi_claim`` holds according to the
+        Algorithm 1 only: probability ``>=`` which ``mi_claim`` holds according to the
         conservative matrix-Bernstein count of :mod:`.noise._confidence` (1 for a known Σ).
     dim : int
         Output dimension ``d``.
