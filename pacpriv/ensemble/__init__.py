@@ -12,18 +12,14 @@ sequential trainings (:func:`train_reference`) to float round-off.
 """
 
 from pacpriv.ensemble._ensemble import Ensemble
-from pacpriv.ensemble._mechanisms import (
-    EnsembleLogisticRegression,
-    EnsembleMechanism,
-    EnsembleMLP,
-    TanhMLP,
-)
+from pacpriv.ensemble._mechanisms import EnsembleLogisticRegression, EnsembleMechanism
 from pacpriv.ensemble._memory import (
     DEFAULT_MEMORY_FRACTION,
     MemoryEstimate,
     available_memory,
     choose_chunk_size,
 )
+from pacpriv.ensemble._mlp import EnsembleMLP, TanhMLP
 from pacpriv.ensemble._reference import train_reference
 from pacpriv.ensemble._spec import (
     BATCH_STREAM,
