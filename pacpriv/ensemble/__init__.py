@@ -11,8 +11,13 @@ sequential trainings (:func:`train_reference`) to float round-off.
 ``import pacpriv`` does not import this package; importing it imports torch.
 """
 
+from pacpriv.ensemble._convert import loss_from_torch, optimizer_from_torch
 from pacpriv.ensemble._ensemble import Ensemble
-from pacpriv.ensemble._mechanisms import EnsembleLogisticRegression, EnsembleMechanism
+from pacpriv.ensemble._mechanisms import (
+    EnsembleLogisticRegression,
+    EnsembleMechanism,
+    trial_seed_of,
+)
 from pacpriv.ensemble._memory import (
     DEFAULT_MEMORY_FRACTION,
     MemoryEstimate,
@@ -52,12 +57,15 @@ __all__ = [
     "SGD",
     "Shuffled",
     "TrainingSpec",
+    "loss_from_torch",
+    "optimizer_from_torch",
     "torch_generator",
     # mechanisms evaluating a block of subsets at once (masks in, one row per subset out)
     "EnsembleLogisticRegression",
     "EnsembleMLP",
     "EnsembleMechanism",
     "TanhMLP",
+    "trial_seed_of",
     # memory bound
     "DEFAULT_MEMORY_FRACTION",
     "MemoryEstimate",

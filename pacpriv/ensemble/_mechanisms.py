@@ -2,10 +2,13 @@
 
 The block contract for the PAC engine: ``run_block(pool, masks, seeds=...)`` takes a pool
 ``(X, y)``, a ``(B, n_records)`` boolean array of membership masks and B per-trial
-``SeedSequence`` children, and returns a ``(B, d)`` float64 array whose row ``b`` depends only on
-``pool[masks[b]]`` and ``seeds[b]``: the same for any block size (bit for bit on one machine and
-build; :mod:`pacpriv.ensemble._schedule` explains why). ``mechanism(subset, rng=seed)`` is the
-one-trial form of the same computation, for the engine's one-trial-per-task path.
+``SeedSequence`` children (the engine's mechanism-stream seeds of the block's trials), and
+returns a ``(B, d)`` float64 array whose row ``b`` is a function of ``pool[masks[b]]`` and
+``seeds[b]`` only: it agrees across block sizes to float round-off, and is bit-identical for
+the same blocks (:mod:`pacpriv.ensemble._schedule`). ``mechanism(subset, rng=...)`` is the
+one-trial form of the same computation, for the engine's one-trial-per-task path; given the
+engine's ``numpy.random.default_rng(seed)`` it trains with ``seed`` itself
+(:func:`trial_seed_of`), so both paths use the same seed per trial.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pacpriv.ensemble._spec import (
 from pacpriv.ensemble._torch import torch
 from pacpriv.ensemble._train import train_ensemble
 
-__all__ = ["EnsembleLogisticRegression", "EnsembleMechanism"]
+__all__ = ["EnsembleLogisticRegression", "EnsembleMechanism", "trial_seed_of"]
 
 
 def _pool(pool) -> tuple[np.ndarray, np.ndarray]:
@@ -95,9 +98,25 @@ class EnsembleMechanism:
                               memory_limit=self.memory_limit).flat_parameters()
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
-        """One subset ``(X, y)``; ``rng`` is the trial's seed (None: fresh OS entropy)."""
+        """One subset ``(X, y)``; ``rng`` is the trial's seed or Generator (see
+        :func:`trial_seed_of`; None: fresh OS entropy)."""
         pool, masks = _all_true(subset)
-        return self.run_block(pool, masks, seeds=[as_seed_sequence(rng)])[0]
+        return self.run_block(pool, masks, seeds=[trial_seed_of(rng)])[0]
+
+
+def trial_seed_of(rng) -> np.random.SeedSequence:
+    """The ``SeedSequence`` a trial's ``rng`` stands for.
+
+    A ``numpy.random.Generator`` built from a SeedSequence (``default_rng(seed)``, what the
+    engine passes) gives that ``seed`` back (``rng.bit_generator.seed_seq``, whatever was drawn
+    since); a SeedSequence is itself; an int ``i`` is ``SeedSequence(i)``; None is fresh OS
+    entropy (:func:`pacpriv._random.as_seed_sequence` for the rest).
+    """
+    if isinstance(rng, np.random.Generator):
+        seq = getattr(rng.bit_generator, "seed_seq", None)
+        if isinstance(seq, np.random.SeedSequence):
+            return seq
+    return as_seed_sequence(rng)
 
 
 def _seed_int(seed: int, stream: int) -> int:
