@@ -31,10 +31,18 @@ from pacpriv.ensemble._spec import (
 from pacpriv.ensemble._torch import torch
 from pacpriv.ensemble._train import train_ensemble
 
-__all__ = ["EnsembleLogisticRegression", "EnsembleMechanism", "trial_seed_of"]
+__all__ = [
+    "EnsembleLogisticRegression",
+    "EnsembleMechanism",
+    "as_block",
+    "class_positions",
+    "pool_arrays",
+    "trial_seed_of",
+]
 
 
-def _pool(pool) -> tuple[np.ndarray, np.ndarray]:
+def pool_arrays(pool) -> tuple[np.ndarray, np.ndarray]:
+    """``(X (n, p) float64, y (n,))`` of a supervised pool; a 1-D ``X`` is one feature."""
     if not (isinstance(pool, tuple) and len(pool) == 2):
         raise ValueError(f"the pool must be a tuple (X, y); got {type(pool).__name__}.")
     X = np.asarray(pool[0], dtype=np.float64)
@@ -47,8 +55,9 @@ def _pool(pool) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def _all_true(subset) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
-    X, y = _pool(subset)
+def as_block(subset) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """One subset as a block: ``(subset, all-true mask of shape (1, n))``."""
+    X, y = pool_arrays(subset)
     return (X, y), np.ones((1, X.shape[0]), dtype=bool)
 
 
@@ -91,7 +100,7 @@ class EnsembleMechanism:
         ValueError, TypeError
             As :func:`pacpriv.ensemble.train_ensemble`, before any training.
         """
-        X, y = _pool(pool)
+        X, y = pool_arrays(pool)
         return train_ensemble(self.model, X, y, masks, seeds=seeds, training=self.training,
                               loss=self.loss, init=self.init, dtype=self.dtype,
                               device=self.device,
@@ -100,7 +109,7 @@ class EnsembleMechanism:
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """One subset ``(X, y)``; ``rng`` is the trial's seed or Generator (see
         :func:`trial_seed_of`; None: fresh OS entropy)."""
-        pool, masks = _all_true(subset)
+        pool, masks = as_block(subset)
         return self.run_block(pool, masks, seeds=[trial_seed_of(rng)])[0]
 
 
@@ -231,11 +240,11 @@ class EnsembleLogisticRegression:
             If the pool is not ``(X, y)`` with ``p`` features and labels in ``0..K-1``, or the
             masks are invalid.
         """
-        X, y = _pool(pool)
+        X, y = pool_arrays(pool)
         if X.shape[1] != self.n_features:
             raise ValueError(f"the pool has {X.shape[1]} features; the mechanism expects "
                              f"n_features={self.n_features}.")
-        labels = _labels(y, range(self.n_classes))
+        labels = class_positions(y, range(self.n_classes))
         n_models = np.asarray(masks).shape[0] if np.ndim(masks) == 2 else 1
         public = np.random.SeedSequence(_seed_int(self.public_seed, 1))
         return train_ensemble(self.model(), X, labels, masks, seeds=[public] * n_models,
@@ -245,11 +254,11 @@ class EnsembleLogisticRegression:
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Parameters trained on one subset ``(X, y)``, shape ``(d,)``; ``rng`` is ignored."""
-        pool, masks = _all_true(subset)
+        pool, masks = as_block(subset)
         return self.run_block(pool, masks)[0]
 
 
-def _labels(y: np.ndarray, classes) -> np.ndarray:
+def class_positions(y: np.ndarray, classes) -> np.ndarray:
     """Positions of the labels in the public class list (a ValueError names no value)."""
     classes_arr = np.asarray(list(classes))
     order = np.argsort(classes_arr, kind="stable")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pacpriv._validation import check_int, check_real
-from pacpriv.ensemble._mechanisms import _all_true, _labels, _pool
+from pacpriv.ensemble._mechanisms import as_block, class_positions, pool_arrays
 from pacpriv.ensemble._spec import Adam, TrainingSpec
 from pacpriv.ensemble._torch import torch
 from pacpriv.ensemble._train import train_ensemble
@@ -137,12 +137,12 @@ class EnsembleMLP:
             If the pool is not ``(X, y)``, a label is outside ``classes``, or the masks are
             invalid.
         """
-        X, y = _pool(pool)
+        X, y = pool_arrays(pool)
         if self.center is not None:
             X = X - np.asarray(self.center)
         if self.scale is not None:
             X = X / np.asarray(self.scale)
-        labels = _labels(y, self.classes)
+        labels = class_positions(y, self.classes)
         net = TanhMLP(X.shape[1], self.hidden_units, len(self.classes),
                       public_seed=self.public_seed)
         n_models = np.asarray(masks).shape[0] if np.ndim(masks) == 2 else 1
@@ -154,5 +154,5 @@ class EnsembleMLP:
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Parameters trained on one subset ``(X, y)``; ``rng`` is ignored."""
-        pool, masks = _all_true(subset)
+        pool, masks = as_block(subset)
         return self.run_block(pool, masks)[0]
