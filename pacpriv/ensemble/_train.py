@@ -168,7 +168,8 @@ def train_ensemble(
     init = _check_init(init, template, n_models)
     subsets = subsets_of(member)
     if chunk is None:
-        estimate = estimate_memory(template, Xt, training, max(s.size for s in subsets))
+        estimate = estimate_memory(template, Xt, training=training,
+                                   largest_subset=max(s.size for s in subsets))
         if limit is None:
             limit = int(DEFAULT_MEMORY_FRACTION * available_memory(dev))
         chunk = choose_chunk_size(estimate, memory_limit=limit, n_models=n_models)
@@ -189,7 +190,7 @@ def train_ensemble(
     return Ensemble(template=template, parameters=out, chunk_size=chunk)
 
 
-def estimate_memory(template: torch.nn.Module, X: torch.Tensor, training: TrainingSpec,
+def estimate_memory(template: torch.nn.Module, X: torch.Tensor, *, training: TrainingSpec,
                     largest_subset: int) -> MemoryEstimate:
     """Per-model working set of a training (see :class:`~pacpriv.ensemble.MemoryEstimate`).
 

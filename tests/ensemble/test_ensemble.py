@@ -101,7 +101,8 @@ def test_the_chunk_comes_from_the_memory_limit(pool, masks, seeds):
     spec = TrainingSpec(SGD(0.1), epochs=1, batching=RandomAllocation(2),
                         clipping=Clipping(1.0, noise_multiplier=0.5))
     template = _helpers.mlp().double()
-    est = estimate_memory(template, torch.as_tensor(X), spec, int(masks.sum(1).max()))
+    est = estimate_memory(template, torch.as_tensor(X), training=spec,
+                          largest_subset=int(masks.sum(1).max()))
     assert est.n_parameters == 51 and est.bytes_per_model > 51 * 8 * 5
     ens = train_ensemble(template, X, y, masks, seeds=seeds, training=spec, dtype="float64",
                          memory_limit=3.5 * est.bytes_per_model)
