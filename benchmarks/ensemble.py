@@ -41,7 +41,6 @@ import time
 import joblib
 import numpy as np
 import torch
-from pacpriv.mechanisms.mlp import MLPParameters
 from sklearn.datasets import load_breast_cancer, load_digits
 
 from pacpriv._random import trial_seed
@@ -56,6 +55,7 @@ from pacpriv.ensemble import (
     train_ensemble,
     train_reference,
 )
+from pacpriv.mechanisms.mlp import MLPParameters
 from pacpriv.pac import PoissonSampler, simulate
 
 WIDTH = 48

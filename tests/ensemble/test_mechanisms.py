@@ -9,8 +9,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from pacpriv.mechanisms.mlp import MLPParameters  # noqa: E402
-
 from pacpriv.compare.models import LogisticRegressionMechanism  # noqa: E402
 from pacpriv.ensemble import (  # noqa: E402
     SGD,
@@ -22,6 +20,7 @@ from pacpriv.ensemble import (  # noqa: E402
     TrainingSpec,
     train_reference,
 )
+from pacpriv.mechanisms.mlp import MLPParameters  # noqa: E402
 
 from . import _helpers  # noqa: E402
 

@@ -147,8 +147,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 def accepts_legacy_rule(names: tuple[str, ...] = LEGACY_RULE_KEYWORDS) -> Callable[[F], F]:
     """Decorator: ``func(..., rule=...)`` also accepts the 0.2 rule keywords.
 
-    A rule name with ``c=..., beta=...`` (Algorithm 1) becomes ``rule=Algorithm1(c=..., beta=...)`` (via
-    :func:`rule_with`) with one ``DeprecationWarning`` naming the replacement. ``None`` values
+    A rule name with ``c=..., beta=...`` (Algorithm 1) becomes
+    ``rule=Algorithm1(c=..., beta=...)`` (via :func:`rule_with`) with one ``DeprecationWarning``
+    naming the replacement. ``None`` values
     are dropped; ``target_inflation`` applies to the certified rule only (ignored for others, as
     in 0.2).
     """
