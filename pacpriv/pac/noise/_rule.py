@@ -34,8 +34,8 @@ Note = tuple[str, "type[Warning] | None"]
 class NoiseRule:
     """Base of the noise rules (a frozen, keyword-only dataclass of the rule's parameters).
 
-    Class attributes
-    ----------------
+    Attributes
+    ----------
     name : str
         The shorthand name (``"certified"``, ``"anisotropic"``, ...), also ``NoisePlan.rule``.
     source : {"spectrum", "outputs"}
