@@ -112,7 +112,9 @@ class AuditReport:
         Public facts of the data (name, sizes).
     setup : dict
         Sizes of the game: candidate records, population samples, reference models, queries,
-        confidence.
+        confidence; and the utility of the models: the fraction of member and of non-member
+        (record, model) pairs with ``p(y | x) > ½`` (each such pair is classified right, so
+        the non-member fraction is a lower bound on the held-out accuracy).
     simulation : dict
         The engine's summary of the reference run (seed, workers, time, reproducibility).
     seed : dict
@@ -340,13 +342,18 @@ def run_audit(
         onerun = one_run_audit(model, X_arr[pool_idx], y_arr[pool_idx], spec=one_run,
                                rng=trial_seed(root, 3))
     described = dict(model.describe())
+    first = batch.statistics[:, :, 0]
+    confident = {  # φ > 0 ⇔ p(y|x) > ½, which implies the right class: a lower bound
+        "member_pairs_classified_with_p_above_half": float(np.mean(first[batch.masks] > 0)),
+        "nonmember_pairs_classified_with_p_above_half": float(np.mean(first[~batch.masks] > 0)),
+    }
     report = AuditReport(
         attacks=tuple(attacks), curves=curves, one_run=onerun, model=described,
         dataset=dict(dataset or {}),
         setup={"candidate_records": int(pool_idx.size), "population_samples": int(pop_idx.size),
                "reference_models": K, "queries": 1 + len(opts.augmentations),
                "fprs": [float(a) for a in opts.fprs], "confidence": opts.confidence,
-               "attacks": [a.name for a in opts.attacks]},
+               "attacks": [a.name for a in opts.attacks], **confident},
         simulation=batch.simulation, seed=seed_to_dict(root),
         timings={"reference_models_s": t1 - t0, "attacks_s": t2 - t1,
                  "certified_curves_s": t3 - t2,

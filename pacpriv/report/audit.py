@@ -140,6 +140,11 @@ def audit_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
             ("reference models K (each the target once)", setup.get("reference_models"),
              "nearest", False),
             ("queries per record (1 + augmentations)", setup.get("queries"), "nearest", False),
+            ("utility: non-member (record, model) pairs with p(y|x) > ½ (a lower bound on "
+             "held-out accuracy)", setup.get("nonmember_pairs_classified_with_p_above_half"),
+             "nearest", False),
+            ("utility: member pairs with p(y|x) > ½",
+             setup.get("member_pairs_classified_with_p_above_half"), "nearest", False),
         ])]),
         ("TPR at low FPR (estimated, with Clopper–Pearson intervals)", [
             _attack_grid(r), *([("list", _unresolved(r))] if _unresolved(r) else [])]),
