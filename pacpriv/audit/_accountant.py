@@ -2,33 +2,43 @@
 
 Two certified upper bounds on ε(δ), the smaller reported:
 
-* **Random-allocation PLD** (Feldman & Shenfeld, arXiv:2602.17284, package ``pld-accounting``):
-  the dominating discretisation (``BoundType.DOMINATES``) of the privacy-loss distribution of
-  ``E`` epochs of ``M`` steps, each record used at one random step per epoch. Optional: used
-  when the package is installed (extra ``compare``).
+* **Random-allocation PLD**: :meth:`pacpriv.dpsgd.TradeoffCurve.get_epsilon` of
+  :func:`pacpriv.dpsgd.tradeoff_curve` -- the dominating (pessimistic) privacy-loss
+  distribution of ``E`` epochs of ``M`` steps, each record used at one random step per epoch,
+  both directions of add-or-remove (Feldman & Shenfeld, arXiv:2602.17284).
 * **No amplification**: each epoch's dominating pair ``N(0, σ²I_M)`` vs the mixture
   ``(1/M) Σ_i N(e_i, σ²I_M)`` (RA-MIA) has every hockey-stick divergence at most that of one
   Gaussian shift ``N(0, σ²)`` vs ``N(1, σ²)`` (the divergence is jointly convex), so ``E`` epochs
   are ``μ``-GDP with ``μ = √E/σ`` (Dong, Roth & Su, JRSSB 2022, Cor. 2.13), whose exact
   ``δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2)`` (Balle & Wang, ICML 2018, Thm 8) is inverted by
-  bisection, rounded up.
+  bisection, rounded up. It is finite where the PLD's grids give up (very small σ).
+
+A PLD evaluation that emits a ``RuntimeWarning`` (overflow in its numerics) is not used.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
+import warnings
+from collections.abc import Callable
+from typing import Any
 
 from scipy import special
 
 from pacpriv._validation import check_int, check_real
 
-__all__ = ["dpsgd_epsilon", "gaussian_epsilon"]
+__all__ = ["checked_call", "dpsgd_epsilon", "gaussian_epsilon"]
 
-#: Loss discretisation for ``pld-accounting`` (the package default 0.01 takes minutes; a
-#: coarser dominating grid stays an upper bound, only looser).
-PLD_LOSS_DISCRETIZATION = 0.05
+
+def checked_call(fn: Callable[[], Any]) -> Any | None:
+    """``fn()``, or None if it emitted a ``RuntimeWarning`` (an overflow or invalid value in
+    its numerics): a bound computed through one is not relied on."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = fn()
+    if any(issubclass(w.category, RuntimeWarning) for w in caught):
+        return None
+    return value
 
 
 def _gaussian_delta(eps: float, mu: float) -> float:
@@ -63,38 +73,8 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     return hi * (1.0 + 1e-9)  # nudged up past the round-off of the δ formula
 
 
-def _pld_epsilon_here(sigma: float, steps: int, epochs: int, delta: float) -> float:
-    """ε(δ) of ``pld-accounting``'s dominating random-allocation PLD (ImportError if absent)."""
-    from PLD_accounting import (
-        AllocationSchemeConfig,
-        BoundType,
-        PrivacyParams,
-        gaussian_allocation_pld,
-    )
-
-    with contextlib.redirect_stdout(io.StringIO()):
-        pld = gaussian_allocation_pld(
-            params=PrivacyParams(sigma=sigma, num_steps=steps, num_epochs=epochs),
-            config=AllocationSchemeConfig(loss_discretization=PLD_LOSS_DISCRETIZATION),
-            bound_type=BoundType.DOMINATES,
-        )
-        return float(pld.get_epsilon_for_delta(delta))
-
-
-def _pld_epsilon(sigma: float, steps: int, epochs: int, delta: float,
-                 timeout: float | None) -> tuple[float | None, str]:
-    """The PLD ε in its own process under ``timeout`` s (small σ can take minutes), or
-    ``(None, why not)``."""
-    from pacpriv.dpsgd.comparators import _run_limited
-
-    status, value, _ = _run_limited(_pld_epsilon_here, (sigma, steps, epochs, delta), timeout)
-    if status == "ok" and math.isfinite(float(value)):
-        return float(value), ""
-    return None, f"random-allocation PLD {status}"
-
-
 def dpsgd_epsilon(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
-                  delta: float, timeout: float | None = 60.0) -> tuple[float, str]:
+                  delta: float) -> tuple[float, str]:
     """``(ε, label)``: a certified upper bound on ε(δ) of random-allocation DP-SGD.
 
     Parameters
@@ -105,14 +85,11 @@ def dpsgd_epsilon(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
         M >= 1 and E >= 1.
     delta : float
         δ in (0, 1).
-    timeout : float or None, default 60
-        Seconds the PLD accountant may run (in its own process; None: no limit); past it the
-        no-amplification bound is used.
 
     Returns
     -------
     (float, str)
-        The smaller of the available bounds (see the module docstring) and which it is.
+        The smaller of the two bounds (see the module docstring) and which it is.
     """
     sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
     M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
@@ -121,10 +98,13 @@ def dpsgd_epsilon(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
                        high_inclusive=False)
     if sigma == 0:
         return math.inf, "not private (σ = 0)"
+    from pacpriv.dpsgd import tradeoff_curve
+
     gdp = gaussian_epsilon(math.sqrt(E) / sigma, delta)
-    pld, why = _pld_epsilon(sigma, M, E, delta, timeout) if M > 1 else (None, "")
+    pld = checked_call(lambda: float(tradeoff_curve(
+        noise_multiplier=sigma, steps_per_epoch=M, epochs=E, k=1, fpr=[0.5]).get_epsilon(delta)))
     if pld is not None and pld < gdp:
-        return pld, ("certified upper bound: random-allocation PLD (Feldman & Shenfeld, "
-                     "pld-accounting, dominating)")
+        return pld, ("certified upper bound: random-allocation PLD "
+                     "(pacpriv.dpsgd.tradeoff_curve, pessimistic)")
     return gdp, ("certified upper bound: E-fold Gaussian mechanism without amplification "
-                 "(Balle & Wang 2018, Thm 8)" + (f"; {why}" if why else ""))
+                 "(Balle & Wang 2018, Thm 8)")

@@ -33,7 +33,7 @@ from pacpriv._numbers import format_bound
 from pacpriv._optional import import_torch
 from pacpriv._random import trial_seed
 from pacpriv._validation import check_int, check_real
-from pacpriv.audit._accountant import dpsgd_epsilon
+from pacpriv.audit._accountant import checked_call, dpsgd_epsilon
 from pacpriv.audit._curves import TradeoffCurve, accuracy_curve, mi_curve, trivial_curve
 
 __all__ = ["DPSGDModel", "EstimatorModel", "ImageShift", "LinearLogits", "MLPFactory",
@@ -51,8 +51,7 @@ class ModelFamily(Protocol):
 
     def certified_curves(self, fpr: np.ndarray) -> tuple[TradeoffCurve, ...]: ...
 
-    def accountant_epsilon(self, delta: float, *,
-                           timeout: float | None = 60.0) -> tuple[float | None, str]: ...
+    def accountant_epsilon(self, delta: float) -> tuple[float | None, str]: ...
 
 
 def phi_from_logits(logits, y) -> np.ndarray:
@@ -234,7 +233,7 @@ class DPSGDModel:
         }
 
     def certified_curves(self, fpr) -> tuple[TradeoffCurve, ...]:
-        """The PLD trade-off curve (when available) and the exact-accuracy (TV) curve."""
+        """The pessimistic-PLD trade-off curve and the exact-accuracy (TV) curve."""
         sigma, M, E = float(self.noise_multiplier), int(self.steps_per_epoch), int(self.epochs)
         if sigma == 0:
             return (trivial_curve(fpr, reason="non-private training, σ = 0"),)
@@ -244,33 +243,33 @@ class DPSGDModel:
         tv = accuracy_curve(
             float(exact.upper), fpr,
             label=(f"DP-SGD, random allocation (σ = {format_bound(sigma, 6, side='down')}, "
-                   f"M = {M}, E = {E}): certified exact accuracy bound "
-                   f"{format_bound(float(exact.upper), 6)}"))
+                   f"M = {M}, E = {E}), certified exact membership-inference accuracy"))
         pld = _pld_curve(sigma, M, E, fpr)
         return (tv,) if pld is None else (pld, tv)
 
-    def accountant_epsilon(self, delta: float, *,
-                           timeout: float | None = 60.0) -> tuple[float | None, str]:
+    def accountant_epsilon(self, delta: float) -> tuple[float | None, str]:
         """A certified upper bound on ε(δ) (:func:`pacpriv.audit._accountant.dpsgd_epsilon`)."""
         return dpsgd_epsilon(float(self.noise_multiplier), steps_per_epoch=self.steps_per_epoch,
-                             epochs=self.epochs, delta=delta, timeout=timeout)
+                             epochs=self.epochs, delta=delta)
 
 
 def _pld_curve(sigma: float, steps: int, epochs: int, fpr) -> TradeoffCurve | None:
-    """The pessimistic-PLD trade-off curve of :func:`pacpriv.dpsgd.tradeoff_curve`, if present."""
-    import pacpriv.dpsgd as dpsgd
+    """The pessimistic-PLD trade-off curve of :func:`pacpriv.dpsgd.tradeoff_curve` (None when
+    its numerics overflowed: then the exact-accuracy curve is the certified one)."""
+    from pacpriv.dpsgd import tradeoff_curve
 
-    make = getattr(dpsgd, "tradeoff_curve", None)
-    if make is None:
+    grid = np.asarray(fpr, dtype=float)
+    curve = checked_call(lambda: tradeoff_curve(noise_multiplier=sigma, steps_per_epoch=steps,
+                                                epochs=epochs, k=1, fpr=grid))
+    if curve is None:
         return None
-    grid = np.asarray(fpr, dtype=float)  # pragma: no cover - until pacpriv.dpsgd has it
-    tpr = np.asarray(getattr(make(noise_multiplier=sigma, steps_per_epoch=steps, epochs=epochs,
-                                  k=1, fpr=grid), "tpr", None), dtype=float)
+    kind = "certified" if curve.certified else "estimated"
     return TradeoffCurve(
-        label=(f"certified: DP-SGD, random allocation (σ = {format_bound(sigma, 6, side='down')}, "
-               f"M = {steps}, E = {epochs}), pessimistic privacy-loss distribution"),
-        certified=True, confidence=None, scope="every record", fpr=grid,
-        tpr=np.minimum(1.0, tpr))
+        label=(f"{kind}: DP-SGD, random allocation (σ = {format_bound(sigma, 6, side='down')}, "
+               f"M = {steps}, E = {epochs}), pessimistic privacy-loss distribution, "
+               "TPR <= min over ε of e^ε·FPR + δ(ε)"),
+        certified=bool(curve.certified), confidence=None, scope="every record", fpr=grid,
+        tpr=np.minimum(1.0, np.maximum.accumulate(np.asarray(curve.tpr, dtype=float))))
 
 
 @dataclass(frozen=True)
@@ -323,8 +322,7 @@ class EstimatorModel:
         """No bound: the trivial curve."""
         return (trivial_curve(fpr, reason="non-private scikit-learn estimator"),)
 
-    def accountant_epsilon(self, delta: float, *,
-                           timeout: float | None = 60.0) -> tuple[float | None, str]:
+    def accountant_epsilon(self, delta: float) -> tuple[float | None, str]:
         """``(inf, "not private")``."""
         return math.inf, "not private (no accountant)"
 
@@ -397,8 +395,7 @@ class PacReleaseModel:
             confidence=float(plan.confidence) if plan.certified else None))
         return tuple(curves)
 
-    def accountant_epsilon(self, delta: float, *,
-                           timeout: float | None = 60.0) -> tuple[float | None, str]:
+    def accountant_epsilon(self, delta: float) -> tuple[float | None, str]:
         """PAC Privacy has no ε: ``(None, reason)``."""
         return None, "PAC Privacy bounds mutual information, not (ε, δ)"
 

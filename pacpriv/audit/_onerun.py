@@ -135,9 +135,6 @@ class OneRunSpec:
     guess_fractions : tuple of float, default (0.02, 0.05, 0.1, 0.2, 0.5)
         Fractions of ``m`` guessed (half "in" at the top, half "out" at the bottom); one test
         per fraction, Bonferroni-corrected.
-    accountant_timeout : float or None, default 60
-        Seconds the accountant may take (the PLD accountant is slow at small σ; past it a
-        looser certified ε is used).
     """
 
     canaries: int = 500
@@ -145,7 +142,6 @@ class OneRunSpec:
     confidence: float = 0.95
     mislabel: bool = True
     guess_fractions: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2, 0.5)
-    accountant_timeout: float | None = 60.0
 
     def __post_init__(self) -> None:
         check_int(self.canaries, "canaries", low=2)
@@ -157,9 +153,6 @@ class OneRunSpec:
             raise ValueError("`guess_fractions` must hold at least one fraction.")
         for i, f in enumerate(self.guess_fractions):
             check_real(f, f"guess_fractions[{i}]", low=0.0, high=1.0, low_inclusive=False)
-        if self.accountant_timeout is not None:
-            check_real(self.accountant_timeout, "accountant_timeout", low=0.0,
-                       low_inclusive=False)
 
 
 @dataclass(frozen=True)
@@ -284,7 +277,7 @@ def one_run_audit(family, X, y, *, spec: OneRunSpec, rng: RNGLike = None) -> One
     model = family.fit(X[train], labels[train], rng=np.random.default_rng(trial_seed(root, 1)))
     scores = np.asarray(family.statistics(model, X[canaries], labels[canaries]), dtype=float)
     eps, r, v, frac = best_guess(scores, included, spec)
-    acc, label = family.accountant_epsilon(spec.delta, timeout=spec.accountant_timeout)
+    acc, label = family.accountant_epsilon(spec.delta)
     return OneRunResult(
         epsilon_lower=eps,
         epsilon_accountant=None if acc is None else float(acc),

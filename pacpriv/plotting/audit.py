@@ -50,8 +50,8 @@ def plot_audit_roc(report: Mapping, *, width: float = 7.8, height: float = 6.0):
         raise TypeError("`report` must be an audit report dict (with 'attacks').")
     fig, (ax,) = _figure(1, width=width, height=height)
     attacks = list(report["attacks"])
-    lows = [min(a["roc"]["fpr"]) for a in attacks if a.get("roc") and a["roc"]["fpr"]]
-    lo = min([1e-4, *lows]) if lows else 1e-4
+    # the smallest resolvable FPR, 1/n_nonmembers (a log axis starts above 0)
+    lo = min([1e-4, *[1.0 / a["n_nonmembers"] for a in attacks if a.get("n_nonmembers")]])
     diag = np.array([lo, 1.0])
     ax.plot(diag, diag, color="0.6", lw=1, ls=":", label="chance (TPR = FPR)")
     curves = report.get("certified_curves") or [report["certified_curve"]]
@@ -65,7 +65,8 @@ def plot_audit_roc(report: Mapping, *, width: float = 7.8, height: float = 6.0):
         color = colors[i % len(colors)]
         roc = a.get("roc") or {}
         if roc.get("fpr"):
-            ax.step(roc["fpr"], _positive(roc["tpr"]), where="post", color=color, lw=1.3,
+            ax.step(_positive(roc["fpr"]), _positive(roc["tpr"]), where="post", color=color,
+                    lw=1.3,
                     label=f"{a['name']} (AUC {float(a['auc']):.3f}; estimated)")
         pts = [(float(k), v) for k, v in a["tpr_at_fpr"].items() if v.get("resolved")]
         if pts:

@@ -59,7 +59,7 @@ def _headline(r: Mapping) -> str:
     return (f"At FPR {_fpr_text(g['fpr'])} the best attack ({g['best_attack']}) reaches TPR "
             f"**{_rate(g['tpr'])}** (estimated; {100 * r['setup']['confidence']:g}% interval "
             f"{_rate(lo, 'down')}–{_rate(hi, 'up')}); the certified curve allows at most "
-            f"**{_rate(g['certified_tpr'], 'up')}** ({curve}). {verdict.capitalize()}.")
+            f"**{_rate(g['certified_tpr'], 'up')}** ({curve}). {verdict[0].upper()}{verdict[1:]}.")
 
 
 def _attack_grid(r: Mapping) -> tuple:

@@ -96,12 +96,19 @@ def test_gaussian_epsilon_matches_dp_accounting():
 
 
 def test_dpsgd_epsilon_uses_the_smaller_certified_bound():
-    eps, label = dpsgd_epsilon(1.0, steps_per_epoch=1, epochs=4, delta=1e-5)
-    assert eps == gaussian_epsilon(2.0, 1e-5) and "without amplification" in label
-    assert dpsgd_epsilon(0.0, steps_per_epoch=5, epochs=2, delta=1e-5)[0] == math.inf
-    pytest.importorskip("PLD_accounting")
+    """M = 1 is the Gaussian mechanism: the PLD's ε and the exact GDP ε agree; with M = 10 the
+    random-allocation PLD is smaller (amplification); σ = 0 is not private."""
+    from pacpriv.dpsgd import tradeoff_curve
+
+    eps, _ = dpsgd_epsilon(1.0, steps_per_epoch=1, epochs=4, delta=1e-5)
+    pld = tradeoff_curve(noise_multiplier=1.0, steps_per_epoch=1, epochs=4).get_epsilon(1e-5)
+    assert eps == min(pld, gaussian_epsilon(2.0, 1e-5))
+    assert pld == pytest.approx(gaussian_epsilon(2.0, 1e-5), rel=1e-2)
     eps_ra, label_ra = dpsgd_epsilon(1.0, steps_per_epoch=10, epochs=5, delta=1e-5)
     assert eps_ra < gaussian_epsilon(math.sqrt(5), 1e-5) and "random-allocation PLD" in label_ra
+    eps_small, label_small = dpsgd_epsilon(0.3, steps_per_epoch=5, epochs=50, delta=1e-5)
+    assert math.isfinite(eps_small) and "without amplification" in label_small
+    assert dpsgd_epsilon(0.0, steps_per_epoch=5, epochs=2, delta=1e-5)[0] == math.inf
 
 
 @pytest.mark.parametrize(("kw", "match"), [
