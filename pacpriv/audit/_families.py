@@ -380,19 +380,19 @@ class PacReleaseModel:
                 "mi_claim_nats": float(self.plan.mi_claim), "certification": self.plan.label}
 
     def certified_curves(self, fpr) -> tuple[TradeoffCurve, ...]:
-        """The MI-budget curve of the plan's claim, and a per-record plan's accuracy curve."""
+        """The MI-budget curve of the plan's claim (every record) and, for a per-record plan,
+        the accuracy curve of its certificate (the audited records only)."""
         plan = self.plan
-        curves = []
+        curves = [mi_curve(
+            float(plan.mi_claim), fpr, label=f"PAC Privacy ({plan.rule} noise rule)",
+            certified=bool(plan.certified),
+            confidence=float(plan.confidence) if plan.certified else None)]
         per_record = getattr(plan, "max_accuracy_upper", None)
         if per_record is not None:
             curves.append(accuracy_curve(
                 float(per_record), fpr, confidence=float(plan.accuracy_confidence),
-                scope=f"the {int(np.asarray(plan.records).size)} audited records",
+                scope=f"the {int(np.asarray(plan.records).size)} audited records of the plan",
                 label="per-record PAC certificate (informed adversary)"))
-        curves.append(mi_curve(
-            float(plan.mi_claim), fpr, label=f"PAC Privacy ({plan.rule} noise rule)",
-            certified=bool(plan.certified),
-            confidence=float(plan.confidence) if plan.certified else None))
         return tuple(curves)
 
     def accountant_epsilon(self, delta: float) -> tuple[float | None, str]:

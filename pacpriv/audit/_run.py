@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,9 +60,10 @@ class AuditOptions:
         False-positive rates of the TPR table, each in (0, 1).
     confidence : float, default 0.95
         Level of the Clopper–Pearson intervals.
-    population : float, default 0.2
-        Fraction of the records held out as population samples (RMIA's ``z``; never trained
-        on), in (0, 1).
+    population : float or tuple (X_z, y_z), default 0.2
+        Population samples (RMIA's ``z``; never trained on): a fraction in (0, 1) of the
+        records held out, or separate records (then every given record is a candidate: use
+        this when the audited algorithm was calibrated on exactly that pool, e.g. a PAC plan).
     augmentations : tuple of callables, default ()
         Extra queries ``X -> X'`` of each record for LiRA and RMIA (e.g.
         :func:`pacpriv.audit.image_shifts`); none for tabular data.
@@ -70,7 +72,7 @@ class AuditOptions:
     attacks: tuple = DEFAULT_ATTACKS
     fprs: tuple[float, ...] = DEFAULT_FPRS
     confidence: float = 0.95
-    population: float = 0.2
+    population: float | tuple = 0.2
     augmentations: tuple[Callable[[np.ndarray], np.ndarray], ...] = ()
 
     def __post_init__(self) -> None:
@@ -87,8 +89,15 @@ class AuditOptions:
                        high_inclusive=False)
         check_real(self.confidence, "confidence", low=0.0, high=1.0, low_inclusive=False,
                    high_inclusive=False)
-        check_real(self.population, "population", low=0.0, high=1.0, low_inclusive=False,
-                   high_inclusive=False)
+        if isinstance(self.population, tuple):
+            if len(self.population) != 2 or np.shape(self.population[0])[:1] != \
+                    np.shape(self.population[1]) or not np.shape(self.population[1])[0]:
+                raise ValueError("`population` as samples must be a tuple (X_z, y_z) of at "
+                                 "least 1 record with matching lengths; got shapes "
+                                 f"{[np.shape(a) for a in self.population]}.")
+        else:
+            check_real(self.population, "population", low=0.0, high=1.0, low_inclusive=False,
+                       high_inclusive=False)
         for i, aug in enumerate(self.augmentations):
             if not callable(aug):
                 raise TypeError(f"`augmentations[{i}]` must be callable; got "
@@ -138,7 +147,8 @@ class AuditReport:
 
     def gaps(self) -> list[dict]:
         """At each FPR: the best resolved attack, the certified TPR there and the gap, and
-        whether every attack's interval stays under every certified curve."""
+        whether every attack's interval stays under every certified curve that holds for
+        every record."""
         out = []
         for j, alpha in enumerate(self.setup["fprs"]):
             entries = [(a.name, a.tpr_at_fpr[j]) for a in self.attacks]
@@ -152,9 +162,11 @@ class AuditReport:
                 name, best = max(resolved, key=lambda e: e[1].tpr or 0.0)
                 row.update(best_attack=name, tpr=best.tpr, ci=list(best.ci or ()),
                            gap=primary - float(best.tpr or 0.0), resolved=True)
+            # only curves that hold for every record bound the pooled rates of all records
             row["violations"] = [
                 {"attack": n, "curve": c.label} for n, t in resolved for c in self.curves
-                if t.ci is not None and t.ci[0] > curve_value(c, float(t.fpr_upper or 1.0))
+                if c.scope == "every record" and t.ci is not None
+                and t.ci[0] > curve_value(c, float(t.fpr_upper or 1.0))
             ]
             out.append(row)
         return out
@@ -318,29 +330,37 @@ def run_audit(
     if X_arr.ndim < 1 or y_arr.shape != X_arr.shape[:1]:
         raise ValueError(f"`X` and `y` must hold the same number of records; got shapes "
                          f"{X_arr.shape} and {y_arr.shape}.")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError("`out` is an existing file; give a directory path.")
     root = as_seed_sequence(rng)
-    pool_idx, pop_idx = _split(X_arr.shape[0], opts.population,
-                               np.random.default_rng(trial_seed(root, 0)))
-    if one_run is not None and pool_idx.size < one_run.canaries + 1:
+    if isinstance(opts.population, tuple):
+        pool = (X_arr, y_arr)
+        population = (np.asarray(opts.population[0]), np.asarray(opts.population[1]))
+        if population[0].shape[1:] != X_arr.shape[1:]:
+            raise ValueError(f"population samples of shape {population[0].shape} do not match "
+                             f"the records' shape {X_arr.shape}.")
+    else:
+        pool_idx, pop_idx = _split(X_arr.shape[0], opts.population,
+                                   np.random.default_rng(trial_seed(root, 0)))
+        pool = (X_arr[pool_idx], y_arr[pool_idx])
+        population = (X_arr[pop_idx], y_arr[pop_idx])
+    if one_run is not None and pool[0].shape[0] < one_run.canaries + 1:
         raise ValueError(f"the one-run audit needs more candidate records than canaries: "
-                         f"{one_run.canaries} canaries, {pool_idx.size} candidate records.")
-    grid = curve_grid(opts.fprs)
+                         f"{one_run.canaries} canaries, {pool[0].shape[0]} candidate records.")
     t0 = time.perf_counter()
-    batch = train_reference_models(
-        model, (X_arr[pool_idx], y_arr[pool_idx]), population=(X_arr[pop_idx], y_arr[pop_idx]),
-        n_models=K, augmentations=opts.augmentations, rng=trial_seed(root, 1),
-        execution=execution)
+    curves = tuple(model.certified_curves(curve_grid(opts.fprs)))  # cheap: fails early
     t1 = time.perf_counter()
+    batch = train_reference_models(model, pool, population=population, n_models=K,
+                                   augmentations=opts.augmentations, rng=trial_seed(root, 1),
+                                   execution=execution)
+    t2 = time.perf_counter()
     attacks = evaluate_attacks(batch.statistics, batch.population, batch.masks,
                                attacks=opts.attacks, fprs=opts.fprs,
                                confidence=opts.confidence, rng=trial_seed(root, 2))
-    t2 = time.perf_counter()
-    curves = tuple(model.certified_curves(grid))
     t3 = time.perf_counter()
     onerun = None
     if one_run is not None:
-        onerun = one_run_audit(model, X_arr[pool_idx], y_arr[pool_idx], spec=one_run,
-                               rng=trial_seed(root, 3))
+        onerun = one_run_audit(model, *pool, spec=one_run, rng=trial_seed(root, 3))
     described = dict(model.describe())
     first = batch.statistics[:, :, 0]
     confident = {  # φ > 0 ⇔ p(y|x) > ½, which implies the right class: a lower bound
@@ -350,13 +370,14 @@ def run_audit(
     report = AuditReport(
         attacks=tuple(attacks), curves=curves, one_run=onerun, model=described,
         dataset=dict(dataset or {}),
-        setup={"candidate_records": int(pool_idx.size), "population_samples": int(pop_idx.size),
+        setup={"candidate_records": int(pool[0].shape[0]),
+               "population_samples": int(population[0].shape[0]),
                "reference_models": K, "queries": 1 + len(opts.augmentations),
                "fprs": [float(a) for a in opts.fprs], "confidence": opts.confidence,
                "attacks": [a.name for a in opts.attacks], **confident},
         simulation=batch.simulation, seed=seed_to_dict(root),
-        timings={"reference_models_s": t1 - t0, "attacks_s": t2 - t1,
-                 "certified_curves_s": t3 - t2,
+        timings={"certified_curves_s": t1 - t0, "reference_models_s": t2 - t1,
+                 "attacks_s": t3 - t2,
                  "one_run_s": None if onerun is None else onerun.elapsed_s,
                  "total_s": time.perf_counter() - tic},
         notes=_notes(described, onerun, batch),

@@ -241,3 +241,41 @@ def test_one_run_bound_is_positive_with_weak_noise_and_below_the_accountant(digi
     assert r_strong.epsilon_lower <= r_strong.epsilon_accountant
     assert r_weak.consistent and r_strong.consistent
     assert "without amplification" in r_weak.accountant  # M = 1: the Gaussian bound is exact
+
+
+def _centroids(subset):
+    """Class means of a binary (X, y) subset, flattened (a cheap PAC mechanism)."""
+    X, y = subset
+    return np.concatenate([X[y == c].mean(axis=0) if np.any(y == c) else np.zeros(X.shape[1])
+                           for c in (0, 1)])
+
+
+def _centroid_logits(vector, X):
+    """Negative squared distance to each released class mean."""
+    means = np.asarray(vector).reshape(2, -1)
+    return -((X[:, None, :] - means[None]) ** 2).sum(axis=2)
+
+
+def test_per_record_pac_plan_adds_its_certificate_curve(digits):
+    """A per-record plan: the MI curve (its whole-subset claim is a plug-in estimate) and the
+    certificate's accuracy curve, certified at 1−γ for the audited records only; explicit
+    population samples keep every given record a candidate (the plan's pool)."""
+    from pacpriv.pac.per_record import calibrate_per_record
+
+    X, y = digits
+    X, y = X[:120, :8], (y[:120] >= 5).astype(np.int64)
+    plan = calibrate_per_record(_centroids, (X, y), target_accuracy=0.6, n_trials=200,
+                                records=[0, 5, 17, 40, 77, 99], rng=0, options=QUIET)
+    family = PacReleaseModel(_centroids, plan, _centroid_logits)
+    digits_z = digits[0][1500:1540, :8], (digits[1][1500:1540] >= 5).astype(np.int64)
+    rep = run_audit(X, y, model=family, reference_models=4, rng=6, execution=QUIET,
+                    options=AuditOptions(attacks=(LossAttack(),), fprs=(0.1,),
+                                         population=digits_z))
+    assert rep.setup["candidate_records"] == 120 and rep.setup["population_samples"] == 40
+    mi, per_record = rep.curves
+    assert mi.label.startswith("estimated: PAC Privacy") and mi.scope == "every record"
+    assert per_record.label.startswith("certified (1−γ = 0.95): per-record PAC certificate")
+    assert per_record.scope == "the 6 audited records of the plan"
+    assert curve_value(per_record, 0.1) == pytest.approx(
+        0.1 + 2 * (plan.max_accuracy_upper - 0.5))
+    assert plan.max_accuracy_upper <= 0.6
