@@ -279,3 +279,17 @@ def test_per_record_pac_plan_adds_its_certificate_curve(digits):
     assert curve_value(per_record, 0.1) == pytest.approx(
         0.1 + 2 * (plan.max_accuracy_upper - 0.5))
     assert plan.max_accuracy_upper <= 0.6
+
+
+@pytest.mark.slow
+def test_results_do_not_depend_on_the_number_of_workers(digits):
+    """One torch thread per model and one seed per model: n_jobs = 1 and 2 agree exactly."""
+    X, y = digits
+    kw = dict(model=_tiny_dp(1), reference_models=4, rng=8,
+              options=AuditOptions(attacks=(LiraAttack(), RmiaAttack()), fprs=(0.1,)))
+    one = run_audit(X[:200], y[:200], execution=ExecutionOptions(n_jobs=1, progress=False),
+                    **kw)
+    two = run_audit(X[:200], y[:200], execution=ExecutionOptions(n_jobs=2, progress=False),
+                    **kw)
+    assert two.simulation["n_jobs"] == 2 and two.simulation["backend"] == "loky"
+    assert one.compact_dict() == two.compact_dict()
