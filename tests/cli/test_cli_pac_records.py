@@ -10,6 +10,7 @@ import pytest
 from scipy.stats import norm
 
 from pacpriv.cli import main
+from pacpriv.pac.engine import ExecutionOptions
 
 
 def test_noise_std_measures_exposure(tmp_path, capsys):
@@ -82,7 +83,7 @@ def test_exposure_of_a_sum_matches_closed_form():
 
     x = np.array([[0.5], [1.5]])
     res = record_exposure(lambda s: s.sum(axis=0), x, noise_cov=1.0, n_trials=3, rng=0,
-                          progress=False)
+                          execution=ExecutionOptions(progress=False))
     np.testing.assert_allclose(res.accuracy, norm.cdf(np.abs(x[:, 0]) / 2), atol=1e-12)
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from pacpriv._random import RNGLike
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import CalibrationError
-from pacpriv.pac.engine._options import ExecutionOptions
+from pacpriv.pac.engine._options import ExecutionOptions, accepts_legacy_execution
 from pacpriv.pac.engine._simulate import _check_pool
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.per_record._exposure import (
@@ -349,6 +349,7 @@ def calibrate_from_differences(
     )
 
 
+@accepts_legacy_execution()
 def calibrate_per_record(
     f,
     pool,
@@ -361,16 +362,15 @@ def calibrate_per_record(
     shape: str = "isotropic",
     shape_fraction: float = 0.25,
     rng: RNGLike = None,
-    options: ExecutionOptions | None = None,
-    **engine: Any,
+    execution: ExecutionOptions | None = None,
 ) -> PerRecordPlan:
     """Simulate and calibrate noise for a per-record membership-inference target.
 
     Parameters
     ----------
-    f, pool, n_trials, sampler, records, confidence, rng, options, **engine
-        As in :func:`~pacpriv.pac.per_record.record_exposure` (the execution arguments as one
-        :class:`~pacpriv.pac.engine.ExecutionOptions`, or individually, not both).
+    f, pool, n_trials, sampler, records, confidence, rng, execution
+        As in :func:`~pacpriv.pac.per_record.record_exposure` (``execution``: an
+        :class:`~pacpriv.pac.engine.ExecutionOptions`).
     target_accuracy : float
         Per-record informed-adversary accuracy ``a*`` in ``(max(q, 1 − q), 1)``.
     shape, shape_fraction
@@ -409,7 +409,7 @@ def calibrate_per_record(
     check_certifiable(target, n_cert, k, base, conf)
     tic = time.perf_counter()
     diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=smp, records=records,
-                                 rng=rng, options=options, **engine)
+                                 rng=rng, execution=execution)
     plan = calibrate_from_differences(diffs, target_accuracy=target, confidence=conf,
                                       shape=shape, shape_fraction=frac)
     plan.details["elapsed_s"] = time.perf_counter() - tic
