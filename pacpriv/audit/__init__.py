@@ -53,12 +53,12 @@ from pacpriv.audit._onerun import (
     one_run_p_value,
 )
 from pacpriv.audit._rmia import rmia_scores
-from pacpriv.audit._run import AuditOptions, AuditReport, run_audit
+from pacpriv.audit._run import AuditReport, AuditSettings, run_audit
 from pacpriv.audit._suite import DEFAULT_ATTACKS, LiraAttack, LossAttack, RmiaAttack
 
 __all__ = [
     # the audit
-    "AuditOptions",
+    "AuditSettings",
     "AuditReport",
     "run_audit",
     # model families

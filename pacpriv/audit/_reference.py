@@ -60,9 +60,19 @@ class ReferenceBatch:
     simulation: dict
 
 
+def _blocks(family: Any) -> bool:
+    return bool(getattr(family, "supports_blocks", False))
+
+
 @dataclass(frozen=True)
 class _ReferenceMechanism:
-    """``(X, y) subset -> φ`` of the evaluation records under a model fitted on the subset."""
+    """``(X, y) subset -> φ`` of the evaluation records under a model fitted on the subset.
+
+    For a family with a block form (``supports_blocks``: ``fit_block``/``statistics_block``)
+    it is also an engine block mechanism (``run_block(pool, masks, *, seeds)``, one row per
+    subset), and its one-trial form is a block of one with the trial's seed, so both paths
+    train each model from the same seed (:func:`pacpriv.ensemble.trial_seed_of`).
+    """
 
     family: Any
     queries: np.ndarray  # (A, n_eval, ...) the evaluation records under each query
@@ -70,11 +80,57 @@ class _ReferenceMechanism:
 
     def __call__(self, subset, *, rng: np.random.Generator) -> np.ndarray:
         X, y = subset
+        if _blocks(self.family):
+            from pacpriv.ensemble import trial_seed_of
+
+            return self.run_block((X, y), np.ones((1, len(y)), dtype=bool),
+                                  seeds=[trial_seed_of(rng)])[0]
         model = self.family.fit(X, y, rng=rng)
-        out = np.concatenate([np.asarray(self.family.statistics(model, q, self.labels),
-                                         dtype=np.float64) for q in self.queries])
+        return self._clean(np.concatenate([np.asarray(
+            self.family.statistics(model, q, self.labels), dtype=np.float64)
+            for q in self.queries]))
+
+    def run_block(self, pool, masks, *, seeds) -> np.ndarray:
+        """Rows ``φ`` (queries concatenated) of the models trained on ``pool[masks[b]]``."""
+        X, y = pool
+        models = self.family.fit_block(X, y, np.asarray(masks, dtype=bool), seeds=seeds)
+        per_query = [np.asarray(self.family.statistics_block(models, q, self.labels),
+                                dtype=np.float64) for q in self.queries]
+        return self._clean(np.concatenate(per_query, axis=1))
+
+    @staticmethod
+    def _clean(out: np.ndarray) -> np.ndarray:
         out[np.abs(out) < _ZERO] = 0.0
         return out
+
+
+def _vectorised(mechanism: _ReferenceMechanism, pool, K: int, root, progress: bool) -> dict:
+    """The batch in one block, with the engine's masks and per-model seeds (no checkpoint)."""
+    import time
+
+    from tqdm.auto import tqdm
+
+    from pacpriv._random import as_seed_sequence, seed_to_dict
+    from pacpriv.pac.samplers import MECHANISM_STREAM, stream_seed
+
+    tic = time.perf_counter()
+    root = as_seed_sequence(root)
+    sampler = ComplementaryPairsSampler()
+    n = pool[1].shape[0]
+    masks = np.stack([sampler.trial_mask(n, root=root, index=i) for i in range(K)])
+    seeds = [stream_seed(root, i, MECHANISM_STREAM) for i in range(K)]
+    with tqdm(total=K, disable=not progress, unit="model", desc="reference models") as bar:
+        outputs = mechanism.run_block(pool, masks, seeds=seeds)
+        bar.update(K)
+    if not np.all(np.isfinite(outputs)):
+        bad = np.flatnonzero(~np.isfinite(outputs).all(axis=1))
+        raise ValueError(f"reference model(s) {bad.tolist()[:5]} returned non-finite "
+                         "statistics (training diverged?).")
+    return {"outputs": outputs, "masks": masks, "summary": {
+        "root_seed": seed_to_dict(root), "n_trials": K, "backend": "pacpriv.ensemble",
+        "n_jobs": 1, "elapsed_s": time.perf_counter() - tic, "resumed_trials": 0,
+        "reproducible": None,
+        "reproducibility_note": "vectorised ensemble path (the engine's masks and seeds)"}}
 
 
 def train_reference_models(
@@ -110,6 +166,12 @@ def train_reference_models(
     -------
     ReferenceBatch
 
+    Notes
+    -----
+    A family with a block form (``supports_blocks``) trains the whole batch as one block
+    unless ``execution`` asks for a checkpoint or ``ensemble=False``; the masks and seeds are
+    the engine's, so either way each model is trained from the same seed on the same subset.
+
     Raises
     ------
     ValueError
@@ -133,16 +195,21 @@ def train_reference_models(
         queries.append(q)
     mechanism = _ReferenceMechanism(family=family, queries=np.stack(queries),
                                     labels=np.concatenate([y, yz]))
-    sim = simulate(mechanism, (X, y), n_trials=K, sampler=ComplementaryPairsSampler(), rng=rng,
-                   options=execution or ExecutionOptions(),
-                   mechanism_name=f"pacpriv.audit reference model ({type(family).__name__})")
+    ex = execution or ExecutionOptions()
+    if _blocks(family) and getattr(ex, "ensemble", True) and ex.checkpoint is None:
+        done = _vectorised(mechanism, (X, y), K, rng, ex.progress)
+        outputs, masks, summary = done["outputs"], done["masks"], done["summary"]
+    else:
+        sim = simulate(mechanism, (X, y), n_trials=K, sampler=ComplementaryPairsSampler(),
+                       rng=rng, execution=ex,
+                       mechanism_name=f"pacpriv.audit reference model ({type(family).__name__})")
+        outputs, masks, summary = sim.outputs, sim.masks, sim.to_dict()
     A, n = len(queries), X.shape[0]
-    stats = np.asarray(sim.outputs).reshape(K, A, n + Xz.shape[0]).transpose(0, 2, 1)
-    summary = sim.to_dict()
+    stats = np.asarray(outputs).reshape(K, A, n + Xz.shape[0]).transpose(0, 2, 1)
     return ReferenceBatch(
         statistics=np.ascontiguousarray(stats[:, :n]),
         population=np.ascontiguousarray(stats[:, n:]),
-        masks=np.asarray(sim.masks, dtype=bool),
+        masks=np.asarray(masks, dtype=bool),
         simulation={k: summary[k] for k in ("root_seed", "n_trials", "backend", "n_jobs",
                                             "elapsed_s", "resumed_trials", "reproducible",
                                             "reproducibility_note")},

@@ -33,7 +33,7 @@ from pacpriv.audit._reference import train_reference_models
 from pacpriv.audit._suite import DEFAULT_ATTACKS, evaluate_attacks
 from pacpriv.pac.engine._options import ExecutionOptions
 
-__all__ = ["AUDIT_THREAT_MODEL", "AuditOptions", "AuditReport", "run_audit"]
+__all__ = ["AUDIT_THREAT_MODEL", "AuditSettings", "AuditReport", "run_audit"]
 
 #: The game every audit plays (shown in its report).
 AUDIT_THREAT_MODEL = (
@@ -49,7 +49,7 @@ AUDIT_THREAT_MODEL = (
 
 
 @dataclass(frozen=True)
-class AuditOptions:
+class AuditSettings:
     """How an audit attacks and measures (the model family and the batch size are separate).
 
     Parameters
@@ -111,7 +111,7 @@ class AuditReport:
     Attributes
     ----------
     attacks : tuple of RocMetrics
-        One per attack, in the options' order.
+        One per attack, in the settings' order.
     curves : tuple of TradeoffCurve
         The family's certified curves; ``curves[0]`` is "the" certified curve.
     one_run : OneRunResult or None
@@ -262,7 +262,7 @@ def run_audit(
     *,
     model: Any,
     reference_models: int = 16,
-    options: AuditOptions | None = None,
+    settings: AuditSettings | None = None,
     one_run: OneRunSpec | None = None,
     dataset: dict | None = None,
     rng: RNGLike = None,
@@ -285,8 +285,8 @@ def run_audit(
     reference_models : int, default 16
         ``K``, an even number >= 4 of models, each trained on a random half of the pool; every
         one is the target once. The game has about ``K·n_pool/2`` non-member scores.
-    options : AuditOptions, optional
-        Attacks, FPRs, confidence, population fraction, augmentations.
+    settings : AuditSettings, optional
+        Attacks, FPRs, confidence, population samples, augmentations.
     one_run : OneRunSpec, optional
         Also run the one-run ε audit (one extra training with canaries from the pool).
     dataset : dict, optional
@@ -311,9 +311,9 @@ def run_audit(
         If a reference model fails to train.
     """
     tic = time.perf_counter()
-    opts = options if options is not None else AuditOptions()
-    if not isinstance(opts, AuditOptions):
-        raise TypeError(f"`options` must be an AuditOptions; got {type(opts).__name__}.")
+    opts = settings if settings is not None else AuditSettings()
+    if not isinstance(opts, AuditSettings):
+        raise TypeError(f"`settings` must be an AuditSettings; got {type(opts).__name__}.")
     if one_run is not None and not isinstance(one_run, OneRunSpec):
         raise TypeError(f"`one_run` must be a OneRunSpec or None; got {type(one_run).__name__}.")
     if execution is not None and not isinstance(execution, ExecutionOptions):

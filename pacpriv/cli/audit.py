@@ -65,6 +65,9 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--augment", choices=("none", "shifts"), default="none",
                    help="extra queries for LiRA/RMIA: one-pixel shifts of square images "
                    "(e.g. digits); tabular data has none (default none)")
+    p.add_argument("--ensemble", action="store_true",
+                   help="train the reference models with pacpriv.ensemble (vectorised, one "
+                   "program; several times faster without clipping, slower with it on a CPU)")
     p.add_argument("--offline-a", type=number, default=0.3,
                    help="a of offline RMIA, in [0, 1] (default 0.3)")
     p.add_argument("--confidence", type=number, default=0.95,
@@ -138,7 +141,7 @@ def _family(args, n_features: int, n_classes: int):
 
     factory = MLPFactory(n_features, n_classes, (args.hidden,) if args.model == "mlp" else ())
     common = dict(steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
-                  learning_rate=args.learning_rate)
+                  learning_rate=args.learning_rate, ensemble=args.ensemble)
     if args.non_private:
         return DPSGDModel(factory, noise_multiplier=0.0, max_grad_norm=None, **common)
     sigma, target = args.noise_multiplier, args.target_accuracy
@@ -171,7 +174,7 @@ def _audit(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    from pacpriv.audit import AuditOptions, OneRunSpec, RmiaAttack, run_audit
+    from pacpriv.audit import AuditSettings, OneRunSpec, RmiaAttack, run_audit
     from pacpriv.audit._suite import LiraAttack, LossAttack
     from pacpriv.datasets.scaling import scale_to_unit_box
     from pacpriv.pac.engine import ExecutionOptions
@@ -180,7 +183,7 @@ def _audit(args) -> int:
     labels, n_classes = _classes(dataset)
     X = scale_to_unit_box(dataset.X, dataset.feature_low, dataset.feature_high)
     family = _family(args, X.shape[1], n_classes)
-    options = AuditOptions(
+    settings = AuditSettings(
         attacks=(LiraAttack(online=True), RmiaAttack(), LiraAttack(online=False),
                  RmiaAttack(offline_a=args.offline_a), LossAttack()),
         confidence=args.confidence, population=args.population,
@@ -191,7 +194,7 @@ def _audit(args) -> int:
                              delta=args.delta, confidence=args.confidence)
     described = dataset.to_dict()
     report = run_audit(
-        X, labels, model=family, reference_models=args.reference_models, options=options,
+        X, labels, model=family, reference_models=args.reference_models, settings=settings,
         one_run=one_run, rng=args.seed,
         dataset={k: described[k] for k in ("name", "n_records", "n_features", "source",
                                            "description") if k in described}

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from pacpriv.audit import (
-    AuditOptions,
+    AuditSettings,
     DPSGDModel,
     EstimatorModel,
     LinearLogits,
@@ -83,7 +83,7 @@ def test_online_lira_beats_loss_at_low_fpr_on_an_overfit_model(digits):
     family = DPSGDModel(MLPFactory(64, 10, (64,)), noise_multiplier=0.0, steps_per_epoch=2,
                         epochs=50, max_grad_norm=None, learning_rate=0.5)
     rep = run_audit(X[:400], y[:400], model=family, reference_models=8,
-                    options=AuditOptions(attacks=(LiraAttack(), LossAttack())), rng=0,
+                    settings=AuditSettings(attacks=(LiraAttack(), LossAttack())), rng=0,
                     execution=QUIET)
     lira, loss = ({t.fpr: t for t in a.tpr_at_fpr} for a in rep.attacks)
     assert lira[1e-3].resolved and lira[1e-3].ci[0] > loss[1e-3].ci[1]
@@ -113,7 +113,7 @@ def test_report_layout_and_no_record_values_or_scores(digits, tmp_path, monkeypa
 
     monkeypatch.setattr(run_module, "train_reference_models", spy)
     rep = run_audit(X, y[:240], model=_tiny_dp(), reference_models=4, rng=1, execution=QUIET,
-                    options=AuditOptions(fprs=(1e-3, 1e-2, 1e-1)),
+                    settings=AuditSettings(fprs=(1e-3, 1e-2, 1e-1)),
                     one_run=OneRunSpec(canaries=40), out=tmp_path)
     compact = rep.compact_dict()
     assert list(compact) == ["attacks", "certified_curve", "one_run"]
@@ -148,7 +148,7 @@ def test_sklearn_estimator_family(digits):
     X, y = digits
     family = EstimatorModel(LogisticRegression(C=10.0, max_iter=200))
     rep = run_audit(X[:200], y[:200], model=family, reference_models=4, rng=2,
-                    options=AuditOptions(attacks=(LiraAttack(online=False), LossAttack()),
+                    settings=AuditSettings(attacks=(LiraAttack(online=False), LossAttack()),
                                          fprs=(0.1,)),
                     execution=QUIET)
     assert rep.attacks[0].n_members + rep.attacks[0].n_nonmembers == 4 * 160
@@ -168,11 +168,11 @@ def test_pac_release_family_gets_the_mi_curve(digits):
     X, y = digits
     X, y = X[:300, :16], (y[:300] >= 5).astype(np.int64)
     mech = EstimatorMechanism(LogisticRegression(C=1.0, max_iter=300))
-    sim = simulate(mech, (X, y), n_trials=40, sampler="pairs", rng=0, progress=False)
+    sim = simulate(mech, (X, y), n_trials=40, sampler="pairs", rng=0, execution=QUIET)
     plan = calibrate_variance_only(np.var(sim.outputs, axis=0), mi_budget=0.1)
     family = PacReleaseModel(mech, plan, LinearLogits(16, 1))
     rep = run_audit(X, y, model=family, reference_models=4, rng=4, execution=QUIET,
-                    options=AuditOptions(attacks=(RmiaAttack(), LossAttack()), fprs=(0.1,)))
+                    settings=AuditSettings(attacks=(RmiaAttack(), LossAttack()), fprs=(0.1,)))
     assert rep.curves[0].label.startswith("estimated: PAC Privacy")
     assert "I(b; decision) <= v = 0.1 nats" in rep.curves[0].label
     _all_points_under(rep)
@@ -182,7 +182,7 @@ def test_pac_release_family_gets_the_mi_curve(digits):
 @pytest.mark.parametrize(("kw", "exc", "match"), [
     ({"reference_models": 5}, ValueError, "`reference_models` must be even"),
     ({"reference_models": 2}, ValueError, r"`reference_models` must be an integer in \[4, inf\)"),
-    ({"options": "fast"}, TypeError, "`options` must be an AuditOptions"),
+    ({"settings": "fast"}, TypeError, "`settings` must be an AuditSettings"),
     ({"model": object()}, TypeError, "`model` must be a model family with a `fit` method"),
     ({"one_run": OneRunSpec(canaries=500)}, ValueError,
      "needs more candidate records than canaries: 500 canaries, 80 candidate records"),
@@ -203,19 +203,19 @@ def test_bad_input_fails_before_any_training(digits, kw, exc, match):
 
 def test_population_and_options_errors():
     with pytest.raises(ValueError, match=r"`population` must be in \(0.0, 1.0\)"):
-        AuditOptions(population=1.0)
+        AuditSettings(population=1.0)
     with pytest.raises(ValueError, match="distinct names; got 2 attack"):
-        AuditOptions(attacks=(LossAttack(), LossAttack()))
+        AuditSettings(attacks=(LossAttack(), LossAttack()))
     with pytest.raises(ValueError, match=r"at least 1 population sample and 8 candidate "
                                          r"records; got 9 records"):
         run_audit(np.zeros((9, 2)), np.zeros(9, dtype=int), model=_tiny_dp(),
-                  options=AuditOptions(population=0.2))
+                  settings=AuditSettings(population=0.2))
 
 
 def test_seeded_audit_is_reproducible_and_resumes_from_a_checkpoint(digits, tmp_path):
     X, y = digits
     kw = dict(model=_tiny_dp(1), reference_models=4, rng=5,
-              options=AuditOptions(attacks=(LossAttack(), LiraAttack(online=False)),
+              settings=AuditSettings(attacks=(LossAttack(), LiraAttack(online=False)),
                                    fprs=(0.1,)))
     first = run_audit(X[:150], y[:150], execution=ExecutionOptions(
         progress=False, checkpoint=tmp_path / "ckpt"), **kw)
@@ -265,11 +265,11 @@ def test_per_record_pac_plan_adds_its_certificate_curve(digits):
     X, y = digits
     X, y = X[:120, :8], (y[:120] >= 5).astype(np.int64)
     plan = calibrate_per_record(_centroids, (X, y), target_accuracy=0.6, n_trials=200,
-                                records=[0, 5, 17, 40, 77, 99], rng=0, options=QUIET)
+                                records=[0, 5, 17, 40, 77, 99], rng=0, execution=QUIET)
     family = PacReleaseModel(_centroids, plan, _centroid_logits)
     digits_z = digits[0][1500:1540, :8], (digits[1][1500:1540] >= 5).astype(np.int64)
     rep = run_audit(X, y, model=family, reference_models=4, rng=6, execution=QUIET,
-                    options=AuditOptions(attacks=(LossAttack(),), fprs=(0.1,),
+                    settings=AuditSettings(attacks=(LossAttack(),), fprs=(0.1,),
                                          population=digits_z))
     assert rep.setup["candidate_records"] == 120 and rep.setup["population_samples"] == 40
     mi, per_record = rep.curves
@@ -286,10 +286,30 @@ def test_results_do_not_depend_on_the_number_of_workers(digits):
     """One torch thread per model and one seed per model: n_jobs = 1 and 2 agree exactly."""
     X, y = digits
     kw = dict(model=_tiny_dp(1), reference_models=4, rng=8,
-              options=AuditOptions(attacks=(LiraAttack(), RmiaAttack()), fprs=(0.1,)))
+              settings=AuditSettings(attacks=(LiraAttack(), RmiaAttack()), fprs=(0.1,)))
     one = run_audit(X[:200], y[:200], execution=ExecutionOptions(n_jobs=1, progress=False),
                     **kw)
     two = run_audit(X[:200], y[:200], execution=ExecutionOptions(n_jobs=2, progress=False),
                     **kw)
     assert two.simulation["n_jobs"] == 2 and two.simulation["backend"] == "loky"
     assert one.compact_dict() == two.compact_dict()
+
+
+def test_ensemble_path_trains_the_same_models_as_the_engine_path(digits):
+    """``ensemble=True``: the batch trained as one block (pacpriv.ensemble) equals the engine's
+    one-model-per-trial path (block of one, the same seed and mask) to float round-off."""
+    from pacpriv.audit._reference import train_reference_models
+
+    X, y = digits
+    family = DPSGDModel(MLPFactory(64, 10, (16,)), noise_multiplier=0.5, steps_per_epoch=3,
+                        epochs=2, max_grad_norm=1.0, learning_rate=0.5, ensemble=True)
+    pool, pop = (X[:90], y[:90]), (X[90:100], y[90:100])
+    block = train_reference_models(family, pool, population=pop, n_models=4, rng=9,
+                                   execution=QUIET)
+    engine = train_reference_models(family, pool, population=pop, n_models=4, rng=9,
+                                    execution=ExecutionOptions(progress=False, ensemble=False))
+    assert block.simulation["backend"] == "pacpriv.ensemble"
+    assert engine.simulation["backend"] == "sequential" and engine.simulation["reproducible"]
+    np.testing.assert_array_equal(block.masks, engine.masks)
+    np.testing.assert_allclose(block.statistics, engine.statistics, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(block.population, engine.population, rtol=1e-4, atol=1e-4)
