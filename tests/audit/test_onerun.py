@@ -88,9 +88,9 @@ def test_gaussian_epsilon_matches_dp_accounting():
 
     for mu, delta in [(0.5, 1e-5), (2.0, 1e-5), (np.sqrt(10), 1e-6)]:
         ref = pld.from_gaussian_mechanism(standard_deviation=1 / mu, sensitivity=1.0,
-                                          value_discretization_interval=1e-4)
+                                          value_discretization_interval=1e-3)
         got = gaussian_epsilon(mu, delta)
-        assert got == pytest.approx(ref.get_epsilon_for_delta(delta), rel=2e-3)
+        assert got == pytest.approx(ref.get_epsilon_for_delta(delta), rel=5e-3)
         d = stats.norm.cdf(-got / mu + mu / 2) - math.exp(got) * stats.norm.cdf(-got / mu - mu / 2)
         assert d <= delta  # on the safe side
 

@@ -157,6 +157,7 @@ def test_sklearn_estimator_family(digits):
                          "architecture": "LogisticRegression"}
 
 
+@pytest.mark.slow
 def test_pac_release_family_gets_the_mi_curve(digits):
     """A PAC release of logistic regression: the MI-budget curve, labelled estimated for a
     plug-in plan; the attacks stay under it."""
