@@ -251,3 +251,33 @@ def test_caller_seeded_secret_is_marked_in_status_and_queries(tmp_path, capsys):
     assert main(["predict", "query", "--state", state, "--queries",
                  str(tmp_path / "q.csv")]) == 0
     assert "caller-seeded secret (not for production)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("estimator", "output", "columns"), [
+    ("naive_bayes", "proba", ["P(0)", "P(1)", "P(2)", "label"]),
+    ("naive_bayes", "label", ["vote(0)", "vote(1)", "vote(2)", "label"]),
+    ("ridge", "value", ["value"]),
+])
+def test_query_prints_a_header_and_what_is_released(tmp_path, capsys, estimator, output,
+                                                    columns):
+    state = tmp_path / "s"
+    assert main(["predict", "fit", "--estimator", estimator, "--dataset", "iris", "--state",
+                 str(state), "--n-worlds", "4", "--per-query-budget", "2^-10",
+                 "--total-budget", "1", "--output", output, "--seed", "0",
+                 "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                 "0:2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["row", *columns]
+    assert [line.split()[0] for line in lines[1:3]] == ["0", "1"]
+    assert len(lines[1].split()) == 1 + len(columns)
+    text = "\n".join(lines)
+    assert "released" in text and "exact (no estimation)" in text and "1−γ = 1" not in text
+    assert main(["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                 "2:3", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["columns"] == [c for c in columns if c != "label"]
+    assert (body["labels"] is None) is (output == "value")
+    if output == "proba":
+        assert min(body["outputs"][0]) >= 0 and abs(sum(body["outputs"][0]) - 1) < 1e-12
