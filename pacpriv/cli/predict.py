@@ -103,7 +103,8 @@ def add_parser(subparsers, name: str) -> None:
     )
     fit.add_argument("--estimator", required=True,
                      help=f"built-in ({', '.join(ESTIMATORS)}), module:attr or file.py:attr "
-                     "(an sklearn estimator or class, or a function fit((X, y)) -> model)")
+                     "(an sklearn estimator or class, a pacpriv.prediction.TorchFit, or a "
+                     "function fit((X, y)) -> model)")
     fit.add_argument("--dataset", required=True,
                      help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) or a "
                      ".csv/.npy/.npz path: the private pool")
@@ -128,6 +129,11 @@ def add_parser(subparsers, name: str) -> None:
                                                                "isotropic"),
                      help="noise rule of each answer (see the README)")
     fit.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
+    fit.add_argument("--no-ensemble", action="store_true",
+                     help="fit TorchFit worlds one per engine task instead of as one vectorised "
+                     "ensemble (the same masks and seeds; parameters equal to float round-off)")
+    fit.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                     help="device of the vectorised ensemble (TorchFit worlds; default cpu)")
     fit.add_argument("--seed", type=int, default=None,
                      help="seed of the public worlds (recorded in config.json; default OS "
                      "entropy); the secret index and the noise never derive from it")
@@ -214,7 +220,8 @@ def _fit(args) -> int:
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=args.seed,
                           secret_rng=args.secret_seed)
-    pp.fit(execution=ExecutionOptions(n_jobs=args.n_jobs, progress=not args.no_progress))
+    pp.fit(execution=ExecutionOptions(n_jobs=args.n_jobs, progress=not args.no_progress,
+                                      ensemble=not args.no_ensemble, device=args.device))
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")

@@ -233,7 +233,7 @@ def _torch_eval(model, X: np.ndarray, output: str) -> np.ndarray:
     ref = next(iter(model.parameters()), None)
     dtype = ref.dtype if ref is not None else torch.float32
     with torch.no_grad():
-        out = _transform(model(torch.as_tensor(X, dtype=dtype)), output, torch)
+        out = _transform(model(torch.tensor(X, dtype=dtype)), output, torch)
     return out.to(torch.float64).cpu().numpy()
 
 
@@ -254,7 +254,8 @@ def _torch_ensemble(models: list, output: str) -> Callable[[np.ndarray], np.ndar
 
     def evaluate(X: np.ndarray) -> np.ndarray:
         with _few_threads(torch, len(X) * len(models) <= _SMALL):
-            out = ensemble.forward(X)
+            # a tensor copy: the rows may be a read-only array (torch warns on those)
+            out = ensemble.forward(torch.tensor(X, dtype=ensemble.dtype))
             with torch.inference_mode():
                 out = _transform(out, output, torch)
             return out.reshape(out.shape[0], out.shape[1], -1).to(torch.float64).numpy()

@@ -31,6 +31,7 @@ from pacpriv.pac.engine._options import (
     resolve_execution,
 )
 from pacpriv.pac.engine._simulate import _check_pool
+from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.samplers import ComplementaryPairsSampler, as_sampler
 from pacpriv.prediction._answers import (
     answer_rows,
@@ -106,8 +107,12 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         ``"label"`` noisy one-hot votes, answered exactly whenever all worlds agree (the usual
         case at small budgets); ``"value"`` noisy values. A callable ``(model, X) -> (n, d)``
         must be importable by name (a module-level function) when ``state`` is set.
-    rule : {"anisotropic", "exact-mi", "isotropic"}, default "anisotropic"
-        Per-query noise rule (square-root rule, exact-MI water-filling, isotropic).
+    rule : {"anisotropic", "exact-mi", "isotropic"} or NoiseRule, default "anisotropic"
+        Per-query noise rule (square-root rule, exact-MI water-filling, isotropic), by name or
+        as the rule object (:class:`~pacpriv.pac.noise.Anisotropic`,
+        :class:`~pacpriv.pac.noise.ExactMI`, :class:`~pacpriv.pac.noise.Isotropic`). The
+        per-query covariance is exact, so the estimation rules (``Certified``,
+        ``Algorithm1``) do not apply.
     state : path or None, default None
         State directory (crash-safe ledger, secret file mode 0600). An existing directory is
         resumed and must belong to the same pool, sampler, fit, worlds, seed and budgets (a
@@ -162,7 +167,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
 
     def __init__(self, fit, pool=None, *, n_worlds: int, per_query_budget: float,
                  total_budget: float, sampler=None, output: str | Callable = "proba",
-                 rule: str = "anisotropic", state: str | os.PathLike | None = None,
+                 rule: str | NoiseRule = "anisotropic", state: str | os.PathLike | None = None,
                  rng: RNGLike = None, secret_rng: RNGLike = None) -> None:
         params = {"fit": fit, "pool": pool, "n_worlds": n_worlds,
                   "per_query_budget": per_query_budget, "total_budget": total_budget,
@@ -454,6 +459,11 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
     def answer_with_budget(self, X_queries, *, progress: bool = False
                            ) -> tuple[np.ndarray, dict]:
         """:meth:`answer`, plus :meth:`budget` taken under the same lock (for servers).
+
+        Parameters
+        ----------
+        X_queries : array_like of shape (n, *feature_shape)
+        progress : bool, default False
 
         Returns
         -------

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pacpriv._validation import check_int, check_real
+from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.samplers import ComplementaryPairsSampler, Sampler, callable_fingerprint
 from pacpriv.prediction._evaluate import OUTPUTS
 from pacpriv.prediction._noise import NOISE_RULES
@@ -47,6 +48,8 @@ class Settings:
         Cap on the spend, ``>= b`` nats.
     output : {"proba", "logits", "value", "label"} or callable
     rule : {"anisotropic", "exact-mi", "isotropic"}
+        The name (a rule object ``Anisotropic()``, ``ExactMI()`` or ``Isotropic()`` is
+        stored by its name).
     """
 
     n_worlds: int
@@ -74,8 +77,12 @@ class Settings:
         if not (callable(output) or (isinstance(output, str) and output in OUTPUTS)):
             raise ValueError(f"`output` must be one of {OUTPUTS} or a callable (model, X) -> "
                              f"(n, d); got {output!r}.")
+        if isinstance(rule, NoiseRule) and rule.name in NOISE_RULES and not rule.parameters():
+            rule = rule.name  # Anisotropic(), ExactMI(), Isotropic(): their names
         if not isinstance(rule, str) or rule not in NOISE_RULES:
-            raise ValueError(f"`rule` must be one of {NOISE_RULES}; got {rule!r}.")
+            raise ValueError(f"`rule` must be one of {NOISE_RULES} or Anisotropic(), ExactMI(), "
+                             f"Isotropic() (exact per-query covariance: no estimation rule "
+                             f"applies); got {rule!r}.")
         return cls(n_worlds=m, per_query_budget=b, total_budget=total, output=output, rule=rule)
 
     @classmethod

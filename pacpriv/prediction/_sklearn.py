@@ -111,6 +111,11 @@ class EstimatorProtocol:
         The predictor is rebuilt through its constructor (every argument is validated again);
         ``fit__<name>`` sets a parameter of the scikit-learn estimator given as ``fit``.
 
+        Parameters
+        ----------
+        **params
+            Constructor arguments by name (``n_worlds=6``, ``fit__C=0.5``, ...).
+
         Returns
         -------
         self

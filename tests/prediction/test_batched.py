@@ -107,6 +107,7 @@ def test_torch_modules_answer_as_one_ensemble():
     torch.manual_seed(0)
     modules = [torch_mlp().eval() for _ in range(5)]
     X, _ = cancer()
+    X.setflags(write=False)  # rows from a read-only file or buffer
     for output in ("proba", "logits", "label"):
         worlds = Worlds(modules, output)
         assert worlds.evaluation == EVALUATIONS[0]

@@ -281,3 +281,28 @@ def test_query_prints_a_header_and_what_is_released(tmp_path, capsys, estimator,
     assert (body["labels"] is None) is (output == "value")
     if output == "proba":
         assert min(body["outputs"][0]) >= 0 and abs(sum(body["outputs"][0]) - 1) < 1e-12
+
+
+def test_torch_fit_from_the_command_line_with_and_without_the_ensemble(tmp_path, capsys,
+                                                                       monkeypatch):
+    pytest.importorskip("torch")
+    (tmp_path / "tworlds.py").write_text(
+        "import torch\n"
+        "from pacpriv.ensemble import SGD, TrainingSpec\n"
+        "from pacpriv.prediction import TorchFit\n\n"
+        "def linear():\n    return torch.nn.Linear(4, 3)\n\n"
+        "FIT = TorchFit(linear, TrainingSpec(SGD(0.1), epochs=2), dtype='float64')\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["predict", "fit", "--estimator", "tworlds:FIT", "--dataset", "iris",
+            "--n-worlds", "4", "--per-query-budget", "2^-10", "--total-budget", "1",
+            "--seed", "3", "--no-progress"]
+    assert main([*base, "--state", "fast"]) == 0
+    assert main([*base, "--state", "slow", "--no-ensemble"]) == 0
+    fast, slow = np.load("fast/worlds.npz"), np.load("slow/worlds.npz")
+    np.testing.assert_array_equal(fast["masks"], slow["masks"])
+    np.testing.assert_allclose(fast["params"], slow["params"], rtol=0, atol=1e-12)
+    capsys.readouterr()
+    assert main(["predict", "query", "--state", "fast", "--dataset", "iris", "--rows",
+                 "0:2"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["row", "P(0)", "P(1)", "P(2)",
+                                                               "label"]

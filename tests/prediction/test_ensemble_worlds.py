@@ -36,9 +36,17 @@ def _params(pp) -> np.ndarray:
                      for m in pp._worlds.models])
 
 
-@pytest.mark.parametrize("factory", [None, torch_mlp], ids=["linear", "mlp"])
-def test_ensemble_and_per_world_paths_fit_the_same_worlds(factory):
-    fit = torch_fit(factory)
+def _adam_full_batch():
+    from pacpriv.ensemble import Adam, FullBatch, TrainingSpec
+
+    return TrainingSpec(Adam(0.05), epochs=8, batching=FullBatch())
+
+
+@pytest.mark.parametrize("case", ["linear-sgd-minibatch", pytest.param(
+    "mlp-adam-full-batch", marks=pytest.mark.slow)])
+def test_ensemble_and_per_world_paths_fit_the_same_worlds(case):
+    fit = torch_fit() if case.startswith("linear") else \
+        torch_fit(torch_mlp, training=_adam_full_batch())
     fast = _predictor(fit).fit(execution=ExecutionOptions(**QUIET))
     slow = _predictor(fit).fit(execution=ExecutionOptions(ensemble=False, **QUIET))
     np.testing.assert_array_equal(fast._masks, slow._masks)

@@ -83,6 +83,7 @@ def test_refusal_spends_nothing(tmp_path):
         ({"total_budget": B / 2}, "total_budget"),
         ({"output": "probs"}, "output"),
         ({"rule": "variance-only"}, "rule"),
+        ({"rule": "certified"}, "rule"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, match):
@@ -295,3 +296,15 @@ def test_tiny_probabilities_are_zero_not_refused():
     assert answers.shape == (3, 2) and np.all(np.isfinite(answers))
     assert pp.n_answered == 3
     # other outputs are still refused (test_tiny_outputs_are_refused_not_answered_without_noise)
+
+
+def test_rule_objects_are_their_names():
+    from pacpriv.pac.noise import Certified, ExactMI, Isotropic
+
+    X, y = cancer()
+    args = {"n_worlds": 4, "per_query_budget": B, "total_budget": 1.0}
+    for rule in (ExactMI(), Isotropic()):
+        pp = PrivatePredictor(logreg(), (X, y), rule=rule, **args)
+        assert pp.rule == rule.name and pp.get_params()["rule"] is rule
+    with pytest.raises(ValueError, match="exact per-query covariance"):
+        PrivatePredictor(logreg(), (X, y), rule=Certified(), **args)
