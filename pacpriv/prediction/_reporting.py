@@ -206,7 +206,11 @@ class BudgetReporting:
 
     @property
     def log_posterior(self) -> np.ndarray:
-        """Current log posterior over worlds (public: computable from the transcript); a copy."""
+        """Current log posterior over worlds; a copy.
+
+        A function of the public worlds and of the noisy answers before any projection, so
+        revealing it is covered by the same bound (with ``output="proba"`` it is not computable
+        from the projected answers alone)."""
         return self._log_posterior.copy()
 
     @property
