@@ -103,7 +103,8 @@ def add_parser(subparsers, name: str) -> None:
     )
     fit.add_argument("--estimator", required=True,
                      help=f"built-in ({', '.join(ESTIMATORS)}), module:attr or file.py:attr "
-                     "(an sklearn estimator or class, or a function fit((X, y)) -> model)")
+                     "(an sklearn estimator or class, a pacpriv.prediction.TorchFit, or a "
+                     "function fit((X, y)) -> model)")
     fit.add_argument("--dataset", required=True,
                      help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) or a "
                      ".csv/.npy/.npz path: the private pool")
@@ -128,6 +129,11 @@ def add_parser(subparsers, name: str) -> None:
                                                                "isotropic"),
                      help="noise rule of each answer (see the README)")
     fit.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
+    fit.add_argument("--no-ensemble", action="store_true",
+                     help="fit TorchFit worlds one per engine task instead of as one vectorised "
+                     "ensemble (the same masks and seeds; parameters equal to float round-off)")
+    fit.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                     help="device of the vectorised ensemble (TorchFit worlds; default cpu)")
     fit.add_argument("--seed", type=int, default=None,
                      help="seed of the public worlds (recorded in config.json; default OS "
                      "entropy); the secret index and the noise never derive from it")
@@ -214,7 +220,8 @@ def _fit(args) -> int:
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=args.seed,
                           secret_rng=args.secret_seed)
-    pp.fit(execution=ExecutionOptions(n_jobs=args.n_jobs, progress=not args.no_progress))
+    pp.fit(execution=ExecutionOptions(n_jobs=args.n_jobs, progress=not args.no_progress,
+                                      ensemble=not args.no_ensemble, device=args.device))
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")
@@ -237,33 +244,55 @@ def _rows(args):
 
 def _query(args) -> int:
     from pacpriv.prediction import PrivatePredictor
+    from pacpriv.prediction._reporting import column_names
+    from pacpriv.prediction._sklearn import labels_of
 
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
     pp = PrivatePredictor.load(args.state)
     X = _rows(args)
     source = "--queries" if args.queries is not None else "--dataset rows"
-    if tuple(X.shape[1:]) != tuple(pp.feature_shape):
+    shape = tuple(pp.feature_shape or ())
+    if tuple(X.shape[1:]) != shape:
         hint = ("; if a column holds the label, pass --label-column (as to predict fit)"
-                if args.label_column is None and X.ndim == 2 and len(pp.feature_shape) == 1
-                and X.shape[1] == pp.feature_shape[0] + 1 else "")
-        raise UsageError(f"{source} must have rows of shape {tuple(pp.feature_shape)} (the "
+                if args.label_column is None and X.ndim == 2 and len(shape) == 1
+                and X.shape[1] == shape[0] + 1 else "")
+        raise UsageError(f"{source} must have rows of shape {shape} (the "
                          f"fitted models' features); got {tuple(X.shape[1:])}{hint}")
     try:
-        out = pp.predict(X, progress=len(X) >= 1000)
+        out = pp.answer(X, progress=len(X) >= 1000)
     except (ValueError, TypeError) as err:
         err.args = (str(err).replace("`X_queries`", source),)
         raise
     state = pp.budget()
+    facts = pp.to_dict()
+    classes = getattr(pp, "classes_", None)  # classifier outputs only
+    labels = None if classes is None else labels_of(out, classes)
+    columns = column_names(facts["output"], classes, out.shape[1])
     if args.json:
-        print(_json.dumps({"outputs": out.tolist(), **state,
+        print(_json.dumps({"columns": columns, "outputs": out.tolist(),
+                           "labels": None if labels is None else labels.tolist(),
+                           "release": facts["release"], **state,
                            "secret_randomness": pp.secret_randomness}, indent=2))
         return 0
-    for i, row in enumerate(out):
-        print(f"{i:>4}  " + "  ".join(f"{v:.4f}" for v in row))
+    _print_answers(out, columns, labels, facts["output"])
+    print(f"{'released':<22}{facts['release']}")
     _print_budget(state)
     if pp.secret_randomness != "OS entropy (not recorded)":
         print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     return 0
+
+
+def _print_answers(out, columns: list[str], labels, output: str) -> None:
+    """The answers as a table with a header row (one row per query, then the label)."""
+    number = "{:.4f}" if output in ("proba", "label") else "{:.6g}"
+    names = [*columns, *(["label"] if labels is not None else [])]
+    width = max(10, *(len(n) + 2 for n in names))
+    print(f"{'row':>5}  " + "".join(f"{n:>{width}}" for n in names))
+    for i, row in enumerate(out):
+        cells = [number.format(v) for v in row]
+        if labels is not None:
+            cells.append(str(labels[i]))
+        print(f"{i:>5}  " + "".join(f"{c:>{width}}" for c in cells))
 
 
 def _print_budget(state: dict) -> None:
@@ -273,8 +302,7 @@ def _print_budget(state: dict) -> None:
     print(f"{'MI spent':<22}{format_bound(state['spent'])} of "
           f"{format_bound(state['total_budget'], side='nearest')} nats")
     if bound is not None:
-        print(f"{'membership bound':<22}{format_percent(bound, 4)} "
-              f"({state['bound_kind']})")
+        print(f"{'membership bound':<22}{format_percent(bound, 4)} — {state['bound_kind']}")
 
 
 def _status(args) -> int:

@@ -6,8 +6,11 @@ Gaussian noise calibrated to the covariance of the world outputs under the *curr
 over worlds, so the mutual information between ``J`` and all answers adds up linearly,
 ``I(J; Y_1..Y_T) <= Σ_t b_t``, even when queries are chosen adaptively ([1]_, chain rule).
 
-:class:`PrivatePredictor` fits, answers and keeps a crash-safe state directory;
-:func:`create_app` (``pip install pacpriv[serve]``) serves it over HTTP with FastAPI.
+:class:`PrivatePredictor` fits, answers and keeps a crash-safe state directory, and behaves as
+a scikit-learn estimator where that is sound (every answered row spends budget);
+:class:`TorchFit` declares torch worlds (model factory, training spec, loss) that are trained
+all at once by the vectorised ensemble (:mod:`pacpriv.ensemble`); :func:`create_app`
+(``pip install pacpriv[serve]``) serves a predictor over HTTP with FastAPI.
 
 References
 ----------
@@ -16,9 +19,12 @@ References
 """
 
 from pacpriv.exceptions import BudgetExceededError
+from pacpriv.prediction._answers import project_to_simplex
+from pacpriv.prediction._evaluate import OUTPUTS
 from pacpriv.prediction._noise import NOISE_RULES, QueryNoise, answer_query, calibrate_query
 from pacpriv.prediction._predictor import THREAT_MODEL, PrivatePredictor
-from pacpriv.prediction._worlds import OUTPUTS, SklearnFit
+from pacpriv.prediction._torch_worlds import TorchFit
+from pacpriv.prediction._worlds import SklearnFit
 
 __all__ = [
     "NOISE_RULES",
@@ -28,9 +34,11 @@ __all__ = [
     "PrivatePredictor",
     "QueryNoise",
     "SklearnFit",
+    "TorchFit",
     "answer_query",
     "calibrate_query",
     "create_app",
+    "project_to_simplex",
 ]
 
 

@@ -4,8 +4,12 @@ Endpoints
 ---------
 ``POST /predict``
     Body ``{"rows": [[x_11, ..., x_1k], ...]}`` (one query per row, answered in order). Returns
-    ``{"outputs": [[...], ...], "spent": nats, "remaining": nats, "n_answered": int,
-    "membership_bound": float, "bound_kind": str}``. Malformed rows (wrong length, non-numeric,
+    ``{"outputs": [[...], ...], "labels": [...], "release": str, "spent": nats,
+    "remaining": nats, "n_answered": int, "membership_bound": float, "bound_kind": str}``:
+    ``outputs`` are :meth:`~pacpriv.prediction.PrivatePredictor.answer`'s (projected onto the
+    probability simplex for ``output="proba"``), ``labels`` the predicted classes (classifier
+    outputs only; ``classes_[argmax]``, post-processing), ``release`` says what the outputs
+    are. Every row spends the per-query budget. Malformed rows (wrong length, non-numeric,
     non-finite, empty batch): 422. Over budget: 429 with a message, nothing spent.
 ``GET /budget``
     The public budget state (:meth:`PrivatePredictor.budget`) and the threat model in words.
@@ -54,11 +58,15 @@ def create_app(predictor) -> Any:
     """
     fastapi, pydantic = _import_fastapi()
     from pacpriv.prediction._predictor import THREAT_MODEL
+    from pacpriv.prediction._reporting import release_of
+    from pacpriv.prediction._sklearn import labels_of
 
     if not predictor.is_fitted:
         raise RuntimeError("the predictor is not fitted: call fit() or use "
                            "PrivatePredictor.load(state_dir).")
     n_features = math.prod(predictor.feature_shape)
+    classes = getattr(predictor, "classes_", None)  # None for value and callable outputs
+    release = release_of(predictor.to_dict()["output"])
 
     class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
         model_config = pydantic.ConfigDict(extra="forbid")
@@ -94,7 +102,7 @@ def create_app(predictor) -> Any:
         X = np.asarray(request.rows, dtype=np.float64).reshape(
             (len(request.rows), *predictor.feature_shape))
         try:
-            outputs, state = predictor.predict_with_budget(X)
+            outputs, state = predictor.answer_with_budget(X)
         except BudgetExceededError as err:
             raise fastapi.HTTPException(status_code=429, detail=str(err)) from None
         except ValueError as err:  # the world models rejected the rows (e.g. overflow to inf);
@@ -102,8 +110,11 @@ def create_app(predictor) -> Any:
             raise fastapi.HTTPException(
                 status_code=422, detail=f"the models could not evaluate these rows: {err}"
             ) from None
+        labels = None if classes is None else labels_of(outputs, classes).tolist()
         return {
             "outputs": outputs.tolist(),
+            "labels": labels,
+            "release": release,
             "spent": state["spent"],
             "remaining": state["remaining"],
             "n_answered": state["n_answered"],

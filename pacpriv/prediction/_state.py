@@ -29,18 +29,34 @@ pickles, and loading a pickle runs code.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from pacpriv import _json
 from pacpriv._files import atomic_write, private_dir
+from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
+from pacpriv.prediction._seeds import SECRET_UNKNOWN, Seeds
 
-__all__ = ["StateDir"]
+__all__ = ["Fitted", "StateDir"]
+
+
+@dataclass(frozen=True, eq=False)
+class Fitted:
+    """What a fitted state holds: the world arrays, the evaluator, the secret, the ledger."""
+
+    arrays: dict
+    evaluator: dict
+    secret_index: int
+    noise_entropy: int
+    n_answered: int
+    log_posterior: np.ndarray
 
 _FORMAT = "pacpriv.prediction.state"
 _VERSION = 1
@@ -213,3 +229,79 @@ class StateDir:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+    # -- a predictor's life: create or resume, store a fit, read it back -----------------
+    def resume(self, fingerprint: dict, config: dict, seeds: Seeds) -> Seeds:
+        """Create the state (writing ``config``) or resume it; the seeds to use from now on.
+
+        A resumed state must have the same ``fingerprint``; its stored world seed replaces
+        the caller's (which must equal it when given), and the label of how ``J`` was drawn
+        stays with the secret once drawn.
+
+        Raises
+        ------
+        CheckpointError
+            If the state belongs to another predictor or was created with another seed.
+        """
+        if not self.exists():
+            self.write_config(config)
+            return seeds
+        self.check_fingerprint(fingerprint)
+        stored = self.read_config()
+        if seeds.root is not None and seed_to_dict(seeds.world_seed) != stored["world_seed"]:
+            raise CheckpointError(
+                f"state directory {str(self.path)!r} was created with another seed "
+                "(`rng`); resume with the same seed or with rng=None.")
+        seeds = seeds.replace(world_seed=np.random.SeedSequence(**stored["world_seed"]))
+        if self.secret_path.exists():  # J was drawn: its label stands
+            return seeds.replace(secret_randomness=stored.get("secret_randomness",
+                                                              SECRET_UNKNOWN))
+        if stored.get("secret_randomness") != seeds.secret_randomness:
+            self.write_config({**config, "world_seed": stored["world_seed"]})
+        return seeds
+
+    def store_fit(self, arrays: dict, evaluator: dict, secret: tuple[int, int],
+                  per_query_budget: float) -> tuple[tuple[int, int], int, np.ndarray]:
+        """Write the fitted worlds, the evaluator, the secret (unless one was written before a
+        crash: it is kept) and an empty ledger (unless one exists).
+
+        Returns
+        -------
+        (secret_index, noise_entropy), n_answered, log_posterior
+        """
+        import joblib
+
+        self.write_worlds(arrays)
+        buf = io.BytesIO()
+        joblib.dump(evaluator, buf)
+        atomic_write(self.evaluator_path, buf.getvalue())  # 0600, like every state file
+        if self.secret_path.exists():
+            secret = self.read_secret()
+        else:
+            self.write_secret(*secret)
+        n_worlds = arrays["masks"].shape[0]
+        if not self.ledger_path.exists():
+            self.write_ledger(0, np.zeros(n_worlds), per_query_budget)
+        n_answered, log_posterior = self.read_ledger()
+        return secret, n_answered, log_posterior
+
+    def read_fitted(self, n_worlds: int, evaluator: dict | None = None) -> Fitted:
+        """The fitted state (``evaluator``: the already-read ``evaluator.joblib``).
+
+        Raises
+        ------
+        CheckpointError
+            If the secret or the ledger is corrupt or does not fit ``n_worlds`` worlds.
+        """
+        import joblib
+
+        arrays = self.read_worlds()
+        evaluator = joblib.load(self.evaluator_path) if evaluator is None else evaluator
+        secret_index, noise_entropy = self.read_secret()
+        if not 0 <= secret_index < n_worlds:
+            raise CheckpointError(f"state directory {str(self.path)!r}: corrupt secret file.")
+        n_answered, log_posterior = self.read_ledger()
+        if log_posterior.shape != (n_worlds,):
+            raise CheckpointError(f"state directory {str(self.path)!r}: the ledger's posterior "
+                                  f"has {log_posterior.size} worlds, not {n_worlds}.")
+        return Fitted(arrays, evaluator, secret_index, noise_entropy, n_answered, log_posterior)

@@ -50,3 +50,20 @@ def torch_train(model, subset):
         torch.nn.functional.cross_entropy(model(X), y).backward()
         opt.step()
     return model
+
+
+def torch_mlp():
+    """Model factory: a 4 → 6 → 2 tanh network (stacked forward in the ensemble)."""
+    import torch
+
+    return torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2))
+
+
+def torch_fit(factory=None, training=None, **kwargs):
+    """A small declarative torch world spec (default: SGD with momentum, minibatches,
+    float64)."""
+    from pacpriv.ensemble import SGD, Shuffled, TrainingSpec
+    from pacpriv.prediction import TorchFit
+
+    training = training or TrainingSpec(SGD(0.2, momentum=0.5), epochs=3, batching=Shuffled(64))
+    return TorchFit(factory or torch_linear, training, **{"dtype": "float64", **kwargs})

@@ -104,7 +104,7 @@ def test_concurrent_requests_spend_like_sequential_ones(tmp_path):
     assert codes == [200] * 12
     seq = _fitted(tmp_path / "s")
     for _ in range(12):
-        seq.predict(X[:1])
+        seq.answer(X[:1])
     assert conc.spent == seq.spent == 12 * B
     assert conc.n_answered == 12
     # the same query 12 times with noise indexed by query number: any serial order gives the

@@ -251,3 +251,58 @@ def test_caller_seeded_secret_is_marked_in_status_and_queries(tmp_path, capsys):
     assert main(["predict", "query", "--state", state, "--queries",
                  str(tmp_path / "q.csv")]) == 0
     assert "caller-seeded secret (not for production)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("estimator", "output", "columns"), [
+    ("naive_bayes", "proba", ["P(0)", "P(1)", "P(2)", "label"]),
+    ("naive_bayes", "label", ["vote(0)", "vote(1)", "vote(2)", "label"]),
+    ("ridge", "value", ["value"]),
+])
+def test_query_prints_a_header_and_what_is_released(tmp_path, capsys, estimator, output,
+                                                    columns):
+    state = tmp_path / "s"
+    assert main(["predict", "fit", "--estimator", estimator, "--dataset", "iris", "--state",
+                 str(state), "--n-worlds", "4", "--per-query-budget", "2^-10",
+                 "--total-budget", "1", "--output", output, "--seed", "0",
+                 "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                 "0:2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["row", *columns]
+    assert [line.split()[0] for line in lines[1:3]] == ["0", "1"]
+    assert len(lines[1].split()) == 1 + len(columns)
+    text = "\n".join(lines)
+    assert "released" in text and "exact (no estimation)" in text and "1−γ = 1" not in text
+    assert main(["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                 "2:3", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["columns"] == [c for c in columns if c != "label"]
+    assert (body["labels"] is None) is (output == "value")
+    if output == "proba":
+        assert min(body["outputs"][0]) >= 0 and abs(sum(body["outputs"][0]) - 1) < 1e-12
+
+
+def test_torch_fit_from_the_command_line_with_and_without_the_ensemble(tmp_path, capsys,
+                                                                       monkeypatch):
+    pytest.importorskip("torch")
+    (tmp_path / "tworlds.py").write_text(
+        "import torch\n"
+        "from pacpriv.ensemble import SGD, TrainingSpec\n"
+        "from pacpriv.prediction import TorchFit\n\n"
+        "def linear():\n    return torch.nn.Linear(4, 3)\n\n"
+        "FIT = TorchFit(linear, TrainingSpec(SGD(0.1), epochs=2), dtype='float64')\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["predict", "fit", "--estimator", "tworlds:FIT", "--dataset", "iris",
+            "--n-worlds", "4", "--per-query-budget", "2^-10", "--total-budget", "1",
+            "--seed", "3", "--no-progress"]
+    assert main([*base, "--state", "fast"]) == 0
+    assert main([*base, "--state", "slow", "--no-ensemble"]) == 0
+    fast, slow = np.load("fast/worlds.npz"), np.load("slow/worlds.npz")
+    np.testing.assert_array_equal(fast["masks"], slow["masks"])
+    np.testing.assert_allclose(fast["params"], slow["params"], rtol=0, atol=1e-12)
+    capsys.readouterr()
+    assert main(["predict", "query", "--state", "fast", "--dataset", "iris", "--rows",
+                 "0:2"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["row", "P(0)", "P(1)", "P(2)",
+                                                               "label"]

@@ -35,7 +35,7 @@ def fitted():
 def test_answers_spend_and_bound(fitted):
     X, _ = cancer()
     pp = _make().fit(progress=False)
-    out = pp.predict(X[:5])
+    out = pp.answer(X[:5])
     assert out.shape == (5, 2)
     assert pp.n_answered == 5
     assert pp.spent == 5 * B
@@ -51,8 +51,8 @@ def test_seeded_predictors_answer_identically_and_split_batches_agree():
     X, _ = cancer()
     a = _make().fit(progress=False)
     b = _make().fit(progress=False)
-    one = a.predict(X[:6])
-    two = np.vstack([b.predict(X[:2]), b.predict(X[2:6])])
+    one = a.answer(X[:6])
+    two = np.vstack([b.answer(X[:2]), b.answer(X[2:6])])
     np.testing.assert_allclose(one, two, rtol=0, atol=1e-8)  # BLAS round-off across batch sizes
     np.testing.assert_allclose(a.log_posterior, b.log_posterior, rtol=0, atol=1e-6)
 
@@ -60,18 +60,18 @@ def test_seeded_predictors_answer_identically_and_split_batches_agree():
 def test_refusal_spends_nothing(tmp_path):
     X, _ = cancer()
     pp = _make(tmp_path / "s", total=3 * B).fit(progress=False)
-    pp.predict(X[:2])
+    pp.answer(X[:2])
     before = (tmp_path / "s" / "ledger.json").read_bytes()
     lp = pp.log_posterior
     with pytest.raises(BudgetExceededError, match="Nothing was spent"):
-        pp.predict(X[:2])
+        pp.answer(X[:2])
     assert pp.n_answered == 2 and pp.spent == 2 * B
     np.testing.assert_array_equal(pp.log_posterior, lp)
     assert (tmp_path / "s" / "ledger.json").read_bytes() == before
-    pp.predict(X[:1])  # exactly the remaining row is still allowed
+    pp.answer(X[:1])  # exactly the remaining row is still allowed
     assert pp.remaining == 0.0
     with pytest.raises(BudgetExceededError):
-        pp.predict(X[:1])
+        pp.answer(X[:1])
 
 
 @pytest.mark.parametrize(
@@ -83,6 +83,7 @@ def test_refusal_spends_nothing(tmp_path):
         ({"total_budget": B / 2}, "total_budget"),
         ({"output": "probs"}, "output"),
         ({"rule": "variance-only"}, "rule"),
+        ({"rule": "certified"}, "rule"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, match):
@@ -95,17 +96,17 @@ def test_bad_arguments_are_named(kwargs, match):
 def test_bad_queries_rejected_before_spending(fitted):
     n = fitted.n_answered
     with pytest.raises(ValueError, match=r"X_queries.*\('n', 4\)"):
-        fitted.predict(np.zeros((2, 3)))
+        fitted.answer(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="finite"):
-        fitted.predict(np.full((1, 4), np.nan))
+        fitted.answer(np.full((1, 4), np.nan))
     with pytest.raises(ValueError, match="n >= 1"):
-        fitted.predict(np.zeros((0, 4)))
+        fitted.answer(np.zeros((0, 4)))
     assert fitted.n_answered == n
 
 
 def test_unfitted_predict_raises():
     with pytest.raises(RuntimeError, match="fit"):
-        _make().predict(np.zeros((1, 4)))
+        _make().answer(np.zeros((1, 4)))
 
 
 def test_secret_stays_secret(tmp_path, fitted):
@@ -156,17 +157,17 @@ def test_resume_refused_for_other_pool_or_seed(tmp_path):
 def test_resume_continues_posterior_and_spend(tmp_path):
     X, _ = cancer()
     ref = _make().fit(progress=False)
-    want = ref.predict(X[:5])
+    want = ref.answer(X[:5])
     pp = _make(tmp_path / "s").fit(progress=False)
-    got = [pp.predict(X[:2])]
+    got = [pp.answer(X[:2])]
     again = _make(tmp_path / "s", rng=None, secret_rng=None)  # resumed: stored seed, secret
     assert again.is_fitted and again.n_answered == 2
     # J was drawn from secret_rng=100 when the state was fitted: the label stays with it
     assert again.secret_randomness == "caller-seeded secret (not for production)"
-    got.append(again.predict(X[2:4]))
+    got.append(again.answer(X[2:4]))
     loaded = PrivatePredictor.load(tmp_path / "s")
     assert loaded.n_answered == 4 and loaded.spent == 4 * B
-    got.append(loaded.predict(X[4:5]))
+    got.append(loaded.answer(X[4:5]))
     # equal up to BLAS round-off of different batch sizes (same J, same noise per query index)
     np.testing.assert_allclose(np.vstack(got), want, rtol=0, atol=1e-8)
     np.testing.assert_allclose(loaded.log_posterior, ref.log_posterior, rtol=0, atol=1e-6)
@@ -178,7 +179,7 @@ def test_callable_fit_and_value_output():
     pp = PrivatePredictor(ridge_fit, (X, t), n_worlds=8, per_query_budget=0.05,
                           total_budget=1.0, output=ridge_value, rng=2,
                           secret_rng=14).fit(progress=False)  # J = 1, as before the split
-    out = pp.predict(X[:4])
+    out = pp.answer(X[:4])
     assert out.shape == (4, 1)
     # the noise is tiny relative to the signal: answers track the non-private fit
     np.testing.assert_allclose(out[:, 0], ridge_value(ridge_fit((X, t)), X[:4])[:, 0],
@@ -197,7 +198,7 @@ def test_torch_training_function_through_the_adapter(tmp_path):
                           state=tmp_path / "s", rng=4).fit(progress=False)
     worlds = pp._worlds.evaluate(X)
     assert np.mean(worlds.argmax(axis=2) == y) > 0.8  # every world learned the task
-    out = pp.predict(X[:5])
+    out = pp.answer(X[:5])
     assert out.shape == (5, 2) and np.all(np.isfinite(out))
     loaded = PrivatePredictor.load(tmp_path / "s")  # modules rebuilt from stored parameters
     np.testing.assert_array_equal(loaded._worlds.evaluate(X), worlds)
@@ -213,17 +214,17 @@ def test_label_votes_are_exact_where_all_worlds_agree():
     agree = np.all(worlds == worlds[:1], axis=(0, 2))
     assert 0 < agree.sum() < 60  # both kinds of query occur
     lp = pp.log_posterior
-    out = pp.predict(X[:60])
+    out = pp.answer(X[:60])
     np.testing.assert_array_equal(out[agree], worlds[0, agree])  # released without noise
     assert np.all(out[~agree] != worlds[0, ~agree])  # the others carry (huge) noise
     assert not np.array_equal(pp.log_posterior, lp)
     assert pp.spent == 60 * 2.0**-32  # every row is charged, agreeing or not
 
 
-def test_predict_with_budget_snapshot(fitted):
+def test_answer_with_budget_snapshot(fitted):
     X, _ = cancer()
     n = fitted.n_answered
-    out, budget = fitted.predict_with_budget(X[:2])
+    out, budget = fitted.answer_with_budget(X[:2])
     assert out.shape == (2, 2)
     assert budget["n_answered"] == n + 2 and budget["spent"] == (n + 2) * B
 
@@ -269,7 +270,7 @@ def test_tiny_outputs_are_refused_not_answered_without_noise():
                           total_budget=1.0, output=lambda m, Q: ridge_value(m, Q) * 1e-170,
                           rng=2, secret_rng=14).fit(progress=False)
     with pytest.raises(ValueError, match="under- or overflow"):
-        pp.predict(X[:2])
+        pp.answer(X[:2])
     assert pp.spent == 0.0 and pp.n_answered == 0  # refused before spending
 
 
@@ -279,7 +280,7 @@ def test_tiny_probabilities_are_zero_not_refused():
     world alike, and the answer is noised from the variance of what is released."""
     from sklearn.naive_bayes import GaussianNB
 
-    from pacpriv.prediction._worlds import Worlds
+    from pacpriv.prediction._evaluate import Worlds
 
     X, y = cancer()
     pp = PrivatePredictor(GaussianNB(), (X, y), n_worlds=8, per_query_budget=0.05,
@@ -291,7 +292,19 @@ def test_tiny_probabilities_are_zero_not_refused():
                if 0.0 < float(full.predict_proba(X[:1] + t * X.std(axis=0)).min()) < 2.0**-400)
     worlds = Worlds([full], "proba")
     assert float(worlds.evaluate(far).min()) == 0.0
-    answers = pp.predict(np.vstack([X[:2], far]))
+    answers = pp.answer(np.vstack([X[:2], far]))
     assert answers.shape == (3, 2) and np.all(np.isfinite(answers))
     assert pp.n_answered == 3
     # other outputs are still refused (test_tiny_outputs_are_refused_not_answered_without_noise)
+
+
+def test_rule_objects_are_their_names():
+    from pacpriv.pac.noise import Certified, ExactMI, Isotropic
+
+    X, y = cancer()
+    args = {"n_worlds": 4, "per_query_budget": B, "total_budget": 1.0}
+    for rule in (ExactMI(), Isotropic()):
+        pp = PrivatePredictor(logreg(), (X, y), rule=rule, **args)
+        assert pp.rule == rule.name and pp.get_params()["rule"] is rule
+    with pytest.raises(ValueError, match="exact per-query covariance"):
+        PrivatePredictor(logreg(), (X, y), rule=Certified(), **args)

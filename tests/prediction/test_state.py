@@ -29,7 +29,7 @@ CHILD = textwrap.dedent(
     X = np.load(sys.argv[2])
     pp = PrivatePredictor.load(sys.argv[1])
     for i in range(pp.n_answered, len(X)):
-        pp.predict(X[i:i + 1])
+        pp.answer(X[i:i + 1])
         print(i, flush=True)   # the answer was recorded durably before predict returned
         time.sleep(30)         # killed here, between queries
     """
@@ -64,11 +64,11 @@ def test_sigkill_between_queries_then_resume(tmp_path):
         assert proc.returncode == -signal.SIGKILL
     resumed = PrivatePredictor.load(state)
     assert resumed.n_answered == 2 and resumed.spent == 2 * B
-    tail = resumed.predict(queries[2:])
+    tail = resumed.answer(queries[2:])
     # reference: the same predictor and the same batches, without a crash: bit-identical
     ref = _predictor(tmp_path / "ref").fit(progress=False)
-    want = np.vstack([ref.predict(queries[:1]), ref.predict(queries[1:2]),
-                      ref.predict(queries[2:])])
+    want = np.vstack([ref.answer(queries[:1]), ref.answer(queries[1:2]),
+                      ref.answer(queries[2:])])
     np.testing.assert_array_equal(tail, want[2:])
     np.testing.assert_array_equal(resumed.log_posterior, ref.log_posterior)
     assert json.loads((state / "ledger.json").read_text())["n_answered"] == 6
@@ -128,7 +128,7 @@ def test_budget_reads_answers_given_by_another_instance_of_the_same_state(tmp_pa
     server.fit(progress=False)
     assert server.budget()["n_answered"] == 0
     other = PrivatePredictor.load(state)  # e.g. `pacpriv predict query` in another process
-    other.predict(X[:3])
+    other.answer(X[:3])
     seen = server.budget()
     assert seen["n_answered"] == 3
     assert seen["spent"] == pytest.approx(3 * B)

@@ -1,0 +1,123 @@
+"""The public settings of a private predictor, validated once, and their ``config.json`` form.
+
+:class:`Settings` is what :class:`~pacpriv.prediction.PrivatePredictor` checks before any work
+(the world count, the budgets, the output kind, the noise rule) and what its state directory
+records; ``PrivatePredictor(...)`` builds it from the arguments and ``PrivatePredictor.load``
+from the stored config, and both hand it to the same private initialiser.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pacpriv._validation import check_int, check_real
+from pacpriv.pac.noise._rule import NoiseRule
+from pacpriv.pac.samplers import ComplementaryPairsSampler, Sampler, callable_fingerprint
+from pacpriv.prediction._evaluate import OUTPUTS
+from pacpriv.prediction._noise import NOISE_RULES
+
+__all__ = ["BUDGET_TOLERANCE", "CLASSIFIER_OUTPUTS", "Settings", "output_fingerprint"]
+
+#: Relative slack when comparing the spend with ``total_budget`` (absorbs ``n·b`` round-off; the
+#: reported bound always uses the actual spend ``n_answered · per_query_budget``).
+BUDGET_TOLERANCE = 1e-12
+
+#: Outputs whose coordinates are the classes (``predict`` gives labels, ``classes_`` is set).
+CLASSIFIER_OUTPUTS = ("proba", "logits", "label")
+
+
+def output_fingerprint(output: str | Callable) -> Any:
+    """The output kind for fingerprints: its name, or a callable's name and source hash."""
+    return output if isinstance(output, str) else callable_fingerprint(output)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated public settings of a predictor.
+
+    Attributes
+    ----------
+    n_worlds : int
+        ``m >= 2`` (even for complementary pairs).
+    per_query_budget : float
+        ``b > 0`` nats per answered row.
+    total_budget : float
+        Cap on the spend, ``>= b`` nats.
+    output : {"proba", "logits", "value", "label"} or callable
+    rule : {"anisotropic", "exact-mi", "isotropic"}
+        The name (a rule object ``Anisotropic()``, ``ExactMI()`` or ``Isotropic()`` is
+        stored by its name).
+    """
+
+    n_worlds: int
+    per_query_budget: float
+    total_budget: float
+    output: str | Callable
+    rule: str
+
+    @classmethod
+    def checked(cls, *, n_worlds, per_query_budget, total_budget, output, rule,
+                sampler: Sampler) -> Settings:
+        """Validate the arguments of ``PrivatePredictor(...)``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Naming the argument, the allowed range and the value received.
+        """
+        m = check_int(n_worlds, "n_worlds", low=2)
+        if isinstance(sampler, ComplementaryPairsSampler) and m % 2:
+            raise ValueError(f"`n_worlds` must be even for complementary pairs (every record in "
+                             f"exactly half of the worlds); got {m}.")
+        b = check_real(per_query_budget, "per_query_budget", low=0.0, low_inclusive=False)
+        total = check_real(total_budget, "total_budget", low=b)
+        if not (callable(output) or (isinstance(output, str) and output in OUTPUTS)):
+            raise ValueError(f"`output` must be one of {OUTPUTS} or a callable (model, X) -> "
+                             f"(n, d); got {output!r}.")
+        if isinstance(rule, NoiseRule) and rule.name in NOISE_RULES and not rule.parameters():
+            rule = rule.name  # Anisotropic(), ExactMI(), Isotropic(): their names
+        if not isinstance(rule, str) or rule not in NOISE_RULES:
+            raise ValueError(f"`rule` must be one of {NOISE_RULES} or Anisotropic(), ExactMI(), "
+                             f"Isotropic() (exact per-query covariance: no estimation rule "
+                             f"applies); got {rule!r}.")
+        return cls(n_worlds=m, per_query_budget=b, total_budget=total, output=output, rule=rule)
+
+    @classmethod
+    def from_config(cls, config: dict, output: str | Callable) -> Settings:
+        """The settings a state directory recorded (``output`` from its evaluator file)."""
+        return cls(n_worlds=int(config["n_worlds"]),
+                   per_query_budget=float(config["per_query_budget"]),
+                   total_budget=float(config["total_budget"]), output=output,
+                   rule=str(config["rule"]))
+
+    @property
+    def max_queries(self) -> int:
+        """Query rows ``total_budget`` allows in all."""
+        return math.floor(self.total_budget / self.per_query_budget * (1.0 + BUDGET_TOLERANCE))
+
+    @property
+    def output_name(self) -> str:
+        """The output's name, ``"callable"`` for a callable."""
+        return self.output if isinstance(self.output, str) else "callable"
+
+    @property
+    def estimator_type(self) -> str | None:
+        """``"classifier"`` (proba, logits, label), ``"regressor"`` (value), None (callable)."""
+        if not isinstance(self.output, str):
+            return None
+        return "classifier" if self.output in CLASSIFIER_OUTPUTS else "regressor"
+
+    def fingerprint(self) -> dict:
+        """The part of a state's fingerprint these settings decide."""
+        return {"n_worlds": self.n_worlds, "per_query_budget": self.per_query_budget,
+                "total_budget": self.total_budget, "rule": self.rule,
+                "output": output_fingerprint(self.output)}
+
+    def to_config(self) -> dict:
+        """The keys of ``config.json`` these settings decide."""
+        return {"n_worlds": self.n_worlds, "per_query_budget": self.per_query_budget,
+                "total_budget": self.total_budget, "rule": self.rule,
+                "output": self.output_name}
