@@ -72,6 +72,11 @@ class ExactAccuracy(Displayable):
         Short description of the algorithm.
     details : dict
         Grid parameters, lattice sizes, total variation bounds, error terms and wall time.
+    k : int
+        Steps per record per epoch (k of t).
+    lower_confidence : float
+        1 when ``lower`` is deterministic; for ``k > 1`` the confidence 1 − γ of its
+        Monte-Carlo lower end (``upper`` stays deterministic).
     """
 
     lower: float | np.ndarray
@@ -85,6 +90,8 @@ class ExactAccuracy(Displayable):
     direction: str
     method: str
     details: dict = field(default_factory=dict)
+    k: int = 1
+    lower_confidence: float = 1.0
 
     @property
     def width(self) -> float | np.ndarray:
@@ -412,6 +419,7 @@ def exact_membership_inference_accuracy(
     direction: str = "add",
     max_refinements: int = 4,
     progress: bool | None = None,
+    k: int = 1,
 ) -> ExactAccuracy:
     """Certified interval for the exact membership-inference accuracy of random allocation.
 
@@ -434,6 +442,10 @@ def exact_membership_inference_accuracy(
     progress : bool or None, default None
         A tqdm bar on stderr for evaluations still running after 2 s: ``None`` only when
         stderr is a terminal, ``True`` always, ``False`` never.
+    k : int, default 1
+        Steps per record per epoch (k of t; scalars only for ``k > 1``, then ``upper`` is
+        deterministic and ``lower`` certified Monte Carlo at ``lower_confidence``, see
+        :func:`pacpriv.dpsgd.k_of_t.k_of_t_interval`).
 
     Returns
     -------
@@ -574,6 +586,10 @@ def exact_membership_inference_accuracy(
         raise ValueError(f"`direction` must be 'add' or 'remove'; got {direction!r}.")
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"`progress` must be None or a bool; got {progress!r}.")
+    if check_int(k, "k", low=1) != 1:
+        from pacpriv.dpsgd.k_of_t import exact_result
+
+        return exact_result(sigma_a, steps_a, epochs_a, k, tol)
     sigma_b, steps_b, epochs_b = np.broadcast_arrays(sigma_a, steps_a, epochs_a)
     # share work: each distinct (σ, M, E) is evaluated once
     keys = {
@@ -631,3 +647,4 @@ def exact_membership_inference_accuracy(
         steps_per_epoch=steps_b.astype(np.int64), epochs=epochs_b.astype(np.int64),
         direction=direction, method=method, details={"points": per_point},
     )
+
