@@ -33,7 +33,8 @@ class TrainingResult:
     n_records : int
         Number of training records n.
     expected_batch_size : float
-        n/M, the divisor of every step's noisy sum.
+        ``k·n/t``, the divisor of every step's noisy sum (``n``: the spec's ``dataset_size``
+        when given, else the number of records).
     n_steps, n_empty_steps, min_batch_size, max_batch_size : int
         Realised allocation statistics (for diagnostics only; never used by the update).
     clipped_fraction : float or None

@@ -18,6 +18,7 @@ from scipy import special
 
 from pacpriv._display import Displayable, Summary
 from pacpriv._validation import check_int, check_real
+from pacpriv.dpsgd._search import search_root
 from pacpriv.dpsgd.bounds import (
     closed_form_noise_multiplier,
 )
@@ -170,14 +171,14 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
                start: float, guess: float | None = None) -> NoiseCalibration:
     """Safeguarded secant search in ``log σ`` on ``upper(σ) − target`` (see the caller)."""
     sigma_cf = float(closed_form_noise_multiplier(target, steps_per_epoch=steps, epochs=n_epochs))
-    cache: dict[float, ExactAccuracy] = {}
+    cache: dict[tuple[float, float], ExactAccuracy] = {}
 
-    def evaluate(sigma: float) -> ExactAccuracy:
-        if sigma not in cache:
-            cache[sigma] = exact_membership_inference_accuracy(
-                sigma, steps_per_epoch=steps, epochs=n_epochs, tolerance=tol
+    def evaluate(sigma: float, tol_e: float = tol) -> ExactAccuracy:
+        if (sigma, tol_e) not in cache:
+            cache[(sigma, tol_e)] = exact_membership_inference_accuracy(
+                sigma, steps_per_epoch=steps, epochs=n_epochs, tolerance=tol_e
             )
-        return cache[sigma]
+        return cache[(sigma, tol_e)]
 
     # The closed form is certified (the upper end is capped by the chi-square bound), so
     # (0, σ_cf] brackets the root from the start.
@@ -197,6 +198,12 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
         return -0.5 * math.log(new)
 
     x = math.log(guess if guess is not None else 0.84 * sigma_cf)
+    found = search_root(target, sigma_cf, rel, tol, evaluate, model_root, x)
+    if found is not None:  # certified by its own evaluation (see pacpriv.dpsgd._search)
+        hi, result = found
+        above = [s for (s, _), r in cache.items() if r.upper > target]
+        return _calibration(target, steps, n_epochs, hi, sigma_cf, result, cache,
+                            max(above, default=0.0), start)
     for _ in range(60):
         sigma = math.exp(x)
         res = evaluate(sigma)
@@ -206,7 +213,7 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
             hi = min(hi, sigma)
         if 0.5 < res.upper < 1.0:
             points.append((x, float(special.ndtri(res.upper))))
-        if lo is not None and hi in cache and hi / lo - 1.0 <= rel:
+        if lo is not None and (hi, tol) in cache and hi / lo - 1.0 <= rel:
             break
         a_ = math.log(lo) if lo is not None else -math.inf
         b_ = math.log(hi)
@@ -214,7 +221,8 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
             x = b_  # bracket already tight: certify hi itself
             continue
         z_of = dict(points)
-        if lo is not None and hi in cache and a_ in z_of and b_ in z_of and z_of[a_] != z_of[b_]:
+        if (lo is not None and (hi, tol) in cache and a_ in z_of and b_ in z_of
+                and z_of[a_] != z_of[b_]):
             za, zb = z_of[a_], z_of[b_]  # regula falsi on the bracket ends
             root = a_ + (z_target - za) * (b_ - a_) / (zb - za)
         elif points:
@@ -250,13 +258,18 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
     while result.upper > target:  # one-sided verification (cannot loop long: chi-square cap)
         hi *= 1.0 + rel / 4
         result = evaluate(hi)
-    below = [s for s, r in cache.items() if r.lower > target]
-    sigma_lower = max(below) if below else lo
+    return _calibration(target, steps, n_epochs, hi, sigma_cf, result, cache, lo, start)
+
+
+def _calibration(target, steps, n_epochs, sigma, sigma_cf, result, cache, fallback,
+                 start) -> NoiseCalibration:
+    """The :class:`NoiseCalibration` of a certified ``sigma`` (``result`` evaluated there)."""
+    below = [s for (s, _), r in cache.items() if r.lower > target]
     return NoiseCalibration(
-        noise_multiplier=hi,
+        noise_multiplier=sigma,
         closed_form_noise_multiplier=sigma_cf,
-        noise_saving=1.0 - hi / sigma_cf,
-        lower_noise_multiplier=sigma_lower,
+        noise_saving=1.0 - sigma / sigma_cf,
+        lower_noise_multiplier=max(below) if below else fallback,
         target_accuracy=target,
         steps_per_epoch=steps,
         epochs=n_epochs,

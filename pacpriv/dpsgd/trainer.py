@@ -355,7 +355,9 @@ def train_dpsgd(
         Show a tqdm progress bar over steps.
     spec : DPSGDSpec, optional
         Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see
-        ``spec_arguments``); its ``k`` sets the allocation.
+        ``spec_arguments``); its ``k`` sets the allocation and its ``dataset_size``, when
+        given, the public record count of the divisor ``k·n/t`` (the guarantee treats the
+        divisor as public; without a spec it is the number of records passed).
     allocation : RandomAllocation or str, optional
         The batch sampler: ``RandomAllocation(k)`` (each record at ``k`` uniformly chosen
         distinct steps of every epoch; Feldman & Shenfeld 2025) or the shorthands
@@ -424,7 +426,10 @@ def train_dpsgd(
     n = len(records)
     if n == 0:
         raise ValueError("`X` must contain at least one record; got 0.")
-    expected = k * n / M
+    # the divisor must not depend on which records are present (docs: k_of_t, Theorem 1):
+    # a spec's dataset_size is a public number; else the number of records passed
+    n_public = n if spec is None or spec.dataset_size is None else spec.dataset_size
+    expected = k * n_public / M
     dtype = next(p for p in model.parameters() if p.requires_grad).dtype
     if C is not None:
         check_noise_range(noise_multiplier=sigma, max_grad_norm=C, n_records=n,

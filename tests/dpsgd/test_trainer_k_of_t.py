@@ -118,3 +118,12 @@ def test_k1_result_privacy_and_non_private_runs():
     assert plain.get_epsilon(1e-5) == math.inf
     with pytest.raises(ValueError, match="no noise"):
         plain.exact_membership_inference_accuracy()
+
+
+def test_divisor_uses_the_public_dataset_size_of_the_spec():
+    """The divisor must not depend on which records are present: a spec's dataset_size
+    (public) sets it; without one it is the number of records passed."""
+    spec = DPSGDSpec(noise_multiplier=1.5, steps_per_epoch=5, epochs=1, dataset_size=40, k=2)
+    r = _train(noise_multiplier=None, steps_per_epoch=None, epochs=None, spec=spec)
+    assert r.expected_batch_size == 2 * 40 / 5 and r.n_records == 20
+    assert _train().expected_batch_size == 20 / 5
