@@ -29,6 +29,7 @@ __all__ = ["search_root"]
 
 _COARSE_STEPS = 6
 _NUDGES = 8
+_COARSE_FACTOR = 8.0  # coarse tolerance: this many times the final one (at most 1e-3)
 
 
 def _z(res) -> float | None:
@@ -45,7 +46,7 @@ def search_root(
     the root, or None. ``evaluate(σ, tol)`` returns an ExactAccuracy-like result."""
     z_t = float(special.ndtri(target))
     x_cap = math.log(sigma_cf)
-    tol_c = min(1e-3, max(tol, 8.0 * tol))
+    tol_c = min(1e-3, max(tol, _COARSE_FACTOR * tol))
     pts: list[tuple[float, float]] = []
     x = min(x0, x_cap)
     for _ in range(_COARSE_STEPS):
