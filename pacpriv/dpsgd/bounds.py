@@ -271,7 +271,7 @@ def membership_inference_accuracy_bound(
 
 def _k_of_t_elementwise(sigma, m, e, k):
     """``(accuracy, ln(1 + χ²_total), vacuous)`` of the k-of-t bound, element by element."""
-    from pacpriv.dpsgd.k_of_t import k_of_t_accuracy
+    from pacpriv.dpsgd._hypergeom import k_of_t_accuracy
 
     sigma, m, e = np.broadcast_arrays(sigma, m, e)
     out = [np.empty(sigma.shape), np.empty(sigma.shape), np.empty(sigma.shape, dtype=bool)]
@@ -339,7 +339,7 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs, k:
     m, e = _validate_counts_fast(steps_per_epoch, epochs)
     scalar = a.ndim == 0 and np.ndim(m) == 0 and np.ndim(e) == 0
     if check_int(k, "k", low=1) != 1:
-        from pacpriv.dpsgd.k_of_t import k_of_t_noise_multiplier
+        from pacpriv.dpsgd._hypergeom import k_of_t_noise_multiplier
 
         ab, mb, eb = np.broadcast_arrays(a, m, e)
         res = np.empty(ab.shape)
