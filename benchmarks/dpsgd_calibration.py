@@ -244,7 +244,8 @@ def _pld_search(target: float, m: int, e: int, disc: float, start: float) -> dic
     return {"sigma": math.exp(root), "time": time.perf_counter() - t, "evals": n[0]}
 
 
-def _issue29(cell_timeout: float, pld_cells: list, disc: float, pld_timeout: float) -> None:
+def _issue29(cell_timeout: float, pld_cells: list, disc: float, pld_timeout: float,
+             grid: list | None = None) -> None:
     print("(v) issue 29 calibration grid (rtol 1e-3; fresh process per cell; 'within 0.1%': "
           "certified lower end at sigma/1.001 above the target)")
     print(f"  {'M':>6s} {'E':>5s} {'target':>6s} {'sigma':>10s} {'wall s':>7s} {'cpu s':>6s} "
@@ -252,34 +253,37 @@ def _issue29(cell_timeout: float, pld_cells: list, disc: float, pld_timeout: flo
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     ours: dict = {}
     worst, n_ok = 0.0, 0
-    for m in ISSUE29_STEPS:
-        for e in ISSUE29_EPOCHS:
-            for a in ISSUE29_TARGETS:
-                try:
-                    out = subprocess.run([sys.executable, "-c", _CAL_CELL, str(a), str(m),
-                                          str(e)], capture_output=True, text=True, env=env,
-                                         timeout=cell_timeout)
-                except subprocess.TimeoutExpired:
-                    print(f"  {m:6d} {e:5d} {a:6g} TIMEOUT after {cell_timeout:g} s", flush=True)
-                    continue
-                if out.returncode:
-                    print(f"  {m:6d} {e:5d} {a:6g} FAILED {out.stderr.strip()[-160:]}")
-                    continue
-                r = json.loads(out.stdout.strip().splitlines()[-1])
-                ours[(m, e, a)] = r
-                worst = max(worst, r["cpu"])
-                n_ok += r["cpu"] <= 1.0
-                print(f"  {m:6d} {e:5d} {a:6g} {r['sigma']:10.6f} {r['time']:7.2f} "
-                      f"{r['cpu']:6.2f} {r['evals']:5d} {r['rss_kb'] / 1e3:7.0f} "
-                      f"{r['certified']!s:>9s} {r['within']!s:>13s}", flush=True)
+    cells = grid if grid else [(m, e, a) for m in ISSUE29_STEPS for e in ISSUE29_EPOCHS
+                               for a in ISSUE29_TARGETS]
+    for m, e, a in cells:
+        try:
+            out = subprocess.run([sys.executable, "-c", _CAL_CELL, str(a), str(m),
+                                  str(e)], capture_output=True, text=True, env=env,
+                                 timeout=cell_timeout)
+        except subprocess.TimeoutExpired:
+            print(f"  {m:6d} {e:5d} {a:6g} TIMEOUT after {cell_timeout:g} s", flush=True)
+            continue
+        if out.returncode:
+            print(f"  {m:6d} {e:5d} {a:6g} FAILED {out.stderr.strip()[-160:]}")
+            continue
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        ours[(m, e, a)] = r
+        worst = max(worst, r["cpu"])
+        n_ok += r["cpu"] <= 1.0
+        print(f"  {m:6d} {e:5d} {a:6g} {r['sigma']:10.6f} {r['time']:7.2f} "
+              f"{r['cpu']:6.2f} {r['evals']:5d} {r['rss_kb'] / 1e3:7.0f} "
+              f"{r['certified']!s:>9s} {r['within']!s:>13s}", flush=True)
     print(f"  cells with CPU time <= 1 s: {n_ok} of {len(ours)}; slowest {worst:.2f} s CPU")
     for m, e, a in pld_cells:
         mine = ours.get((m, e, a))
         if mine is None:
             continue
-        code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-                f"from dpsgd_calibration import _pld_search; print(json.dumps(_pld_search("
-                f"{a}, {m}, {e}, {disc}, {mine['sigma']})))")
+        # load this file by path: benchmarks/ holds a coverage.py that must not shadow the
+        # coverage package numba imports
+        code = ("import importlib.util, json; spec = importlib.util.spec_from_file_location("
+                f"'bench', {str(Path(__file__).resolve())!r}); mod = importlib.util."
+                "module_from_spec(spec); spec.loader.exec_module(mod); print(json.dumps("
+                f"mod._pld_search({a}, {m}, {e}, {disc}, {mine['sigma']})))")
         try:
             out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                  env=env, timeout=pld_timeout)
@@ -318,11 +322,15 @@ def main() -> None:
     ap.add_argument("--pld-timeout", type=float, default=1800.0)
     ap.add_argument("--pld-cells", default="100:10:0.6,1000:100:0.6",
                     help="M:E:target,... for the pld-accounting search ('' for none)")
+    ap.add_argument("--grid-cells", default="",
+                    help="M:E:target,... instead of the full issue-29 grid")
     args = ap.parse_args()
     if args.issue29:
-        cells = [(int(c.split(":")[0]), int(c.split(":")[1]), float(c.split(":")[2]))
-                 for c in args.pld_cells.split(",") if c]
-        _issue29(args.cell_timeout, cells, args.pld_discretization, args.pld_timeout)
+        def parse(text):
+            return [(int(c.split(":")[0]), int(c.split(":")[1]), float(c.split(":")[2]))
+                    for c in text.split(",") if c]
+        _issue29(args.cell_timeout, parse(args.pld_cells), args.pld_discretization,
+                 args.pld_timeout, parse(args.grid_cells))
         return
     if not args.grid_only:
         _closed_form()
