@@ -16,6 +16,7 @@ from pacpriv.dpsgd import (
     exact_membership_inference_accuracy,
     membership_inference_accuracy_bound,
     noise_multiplier_for_accuracy,
+    tradeoff_curve,
 )
 
 
@@ -23,6 +24,7 @@ def _common(p: argparse.ArgumentParser, *, sigma: bool, target: bool) -> None:
     p.add_argument("--steps-per-epoch", type=integer, required=True,
                    help="M, steps per epoch (>= 1)")
     p.add_argument("--epochs", type=integer, required=True, help="E, number of epochs (>= 1)")
+    _k_and_delta(p)
     if sigma:
         p.add_argument("--noise-multiplier", type=number, required=True,
                        help="noise multiplier sigma > 0")
@@ -30,6 +32,35 @@ def _common(p: argparse.ArgumentParser, *, sigma: bool, target: bool) -> None:
         p.add_argument("--target-accuracy", type=number, required=True,
                        help="membership-inference accuracy bound in (0.5, 1)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _k_and_delta(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--k", type=integer, default=1,
+                   help="steps per record per epoch: each record is used at k random distinct "
+                   "steps of every epoch (k out of t = steps per epoch; default 1)")
+    p.add_argument("--delta", type=number, default=1e-5,
+                   help="delta at which epsilon (add or remove one record) is printed beside "
+                   "the accuracy, from the certified privacy-loss distribution (default 1e-5)")
+
+
+def _check_common(args) -> None:
+    """``--delta`` and ``--k`` checked before any work (the library checks the rest)."""
+    if not 0.0 < args.delta < 1.0:
+        raise UsageError(f"--delta must be in (0, 1); got {args.delta!r}")
+    if args.k < 1 or (args.steps_per_epoch >= 1 and args.k > args.steps_per_epoch):
+        raise UsageError(f"--k must be in [1, --steps-per-epoch={args.steps_per_epoch}]; "
+                         f"got {args.k!r}")
+
+
+def _epsilon(args, sigma: float) -> tuple[dict, tuple[str, str]]:
+    """ε at ``--delta`` for σ (certified PLD of random allocation, k of t)."""
+    curve = tradeoff_curve(noise_multiplier=sigma, steps_per_epoch=args.steps_per_epoch,
+                           epochs=args.epochs, k=args.k, fpr=[0.0])
+    eps = curve.get_epsilon(args.delta)
+    payload = {"epsilon": eps, "delta": args.delta,
+               "source": "certified PLD (upper chain), add or remove one record"}
+    return payload, (f"epsilon at delta={args.delta:g} (certified PLD)",
+                     format_bound(eps, 6, side="up"))
 
 
 def _emit(args, payload: dict, rows: list[tuple[str, str]]) -> int:
@@ -43,55 +74,81 @@ def _emit(args, payload: dict, rows: list[tuple[str, str]]) -> int:
 
 
 def _bound(args) -> int:
+    _check_common(args)
     b = membership_inference_accuracy_bound(
-        args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs
+        args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
+        k=args.k,
     )
-    return _emit(args, b.to_dict(), [
+    eps, eps_row = _epsilon(args, args.noise_multiplier)
+    return _emit(args, {**b.to_dict(), "epsilon": eps}, [
         ("membership-inference accuracy bound (certified, chi-square)",
          format_bound(b.accuracy, 6, side="up", vacuous=bool(b.vacuous))),
         ("ln(1 + chi^2)", format_bound(b.log1p_chi_square, 6, side="up")),
+        eps_row,
     ])
 
 
 def _sigma(args) -> int:
-    kw = {"steps_per_epoch": args.steps_per_epoch, "epochs": args.epochs}
+    _check_common(args)
+    kw = {"steps_per_epoch": args.steps_per_epoch, "epochs": args.epochs, "k": args.k}
     if args.method == "closed-form":
         s = noise_multiplier_for_accuracy(args.target_accuracy, **kw)
-        return _emit(args, {"noise_multiplier": s, "method": "closed-form"},
-                     [("noise multiplier (closed form)", format_bound(s, 8, side="up"))])
+        eps, eps_row = _epsilon(args, s)
+        return _emit(args, {"noise_multiplier": s, "method": "closed-form", "epsilon": eps},
+                     [("noise multiplier (chi-square inverse)", format_bound(s, 8, side="up")),
+                      eps_row])
     r = calibrate_noise_multiplier(args.target_accuracy, **kw, rtol=args.rtol)
-    return _emit(args, r.to_dict(), [
+    eps, eps_row = _epsilon(args, r.noise_multiplier)
+    lower_note = "" if r.accuracy.lower_confidence == 1.0 else (
+        f" (lower end with confidence {r.accuracy.lower_confidence:g})")
+    return _emit(args, {**r.to_dict(), "epsilon": eps}, [
         # a sigma is shown rounded up (more noise is the safe side), an interval outward
         ("noise multiplier (exact, certified)", format_bound(r.noise_multiplier, 8, side="up")),
         ("noise multiplier (closed form)",
          format_bound(r.closed_form_noise_multiplier, 8, side="up")),
         ("noise saving", format_percent(r.noise_saving, 1, side="down")),
-        ("certified accuracy at sigma",
+        ("certified accuracy at sigma" + lower_note,
          f"[{format_bound(r.accuracy.lower, 6, side='down')}, "
          f"{format_bound(r.accuracy.upper, 6, side='up')}]"),
+        eps_row,
     ])
 
 
 def _exact(args) -> int:
+    _check_common(args)
     sigmas = args.noise_multiplier
-    r = exact_membership_inference_accuracy(
-        sigmas[0] if len(sigmas) == 1 else sigmas, steps_per_epoch=args.steps_per_epoch,
-        epochs=args.epochs, tolerance=args.tolerance,
-    )
+    kw = {"steps_per_epoch": args.steps_per_epoch, "epochs": args.epochs,
+          "tolerance": args.tolerance, "k": args.k}
+    if len(sigmas) == 1 or args.k != 1:
+        results = [exact_membership_inference_accuracy(s, **kw) for s in sigmas]
+    else:
+        results = [exact_membership_inference_accuracy(sigmas, **kw)]
+    epsilons = [_epsilon(args, s) for s in sigmas]
     if len(sigmas) == 1:
-        return _emit(args, r.to_dict(), [
-            ("exact accuracy lower (certified)", f"{_down(r.lower)}"),
+        r = results[0]
+        lower = "exact accuracy lower (certified)" if r.lower_confidence == 1.0 else (
+            f"exact accuracy lower (certified with confidence {r.lower_confidence:g})")
+        return _emit(args, {**r.to_dict(), "epsilon": epsilons[0][0]}, [
+            (lower, f"{_down(r.lower)}"),
             ("exact accuracy upper (certified)", f"{_up(r.upper)}"),
             ("width", f"{r.width:.2e}"),
+            epsilons[0][1],
         ])
     if args.json:
-        print(_json.dumps(r.to_dict(), indent=2))
+        eps_list = [e[0] for e in epsilons]
+        payload = ({**results[0].to_dict(), "epsilon": eps_list} if len(results) == 1 else
+                   {"results": [r.to_dict() for r in results], "epsilon": eps_list})
+        print(_json.dumps(payload, indent=2))
         return 0
-    print("certified exact membership-inference accuracy (lower rounded down, upper up)")
-    print(f"{'noise multiplier':>16}  {'lower':>9}  {'upper':>9}  {'width':>8}")
-    for s, lo, up in zip(np.atleast_1d(r.noise_multiplier), np.atleast_1d(r.lower),
-                         np.atleast_1d(r.upper), strict=True):
-        print(f"{s:>16g}  {_down(lo)}  {_up(up)}  {up - lo:8.1e}")
+    lows = np.concatenate([np.atleast_1d(r.lower) for r in results])
+    ups = np.concatenate([np.atleast_1d(r.upper) for r in results])
+    conf = results[0].lower_confidence
+    print("certified exact membership-inference accuracy (lower rounded down, upper up"
+          + ("" if conf == 1.0 else f"; lower ends with confidence {conf:g}") + ")")
+    print(f"{'noise multiplier':>16}  {'lower':>9}  {'upper':>9}  {'width':>8}  "
+          f"epsilon at delta={args.delta:g}")
+    for s, lo, up, (_, (_, eps)) in zip(sigmas, lows, ups, epsilons, strict=True):
+        print(f"{s:>16g}  {_down(lo)}  {_up(up)}  {up - lo:8.1e}  {eps}")
     return 0
 
 
@@ -111,7 +168,7 @@ def _compare(args) -> int:
     t = compare_accountants(
         steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
         noise_multiplier=args.noise_multiplier, target_accuracy=args.target_accuracy,
-        search_published=args.search_published, timeout=args.comparator_timeout,
+        search_published=args.search_published, timeout=args.comparator_timeout, k=args.k,
     )
     if args.json:
         print(_json.dumps(t.to_dict(), indent=2))
@@ -156,5 +213,7 @@ def add_parser(subparsers, name: str) -> None:
     c.add_argument("--comparator-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="time limit of each accountant row; a row over it is stopped and "
                    "marked 'timed out' (default 60)")
+    c.add_argument("--k", type=integer, default=1,
+                   help="steps per record per epoch (k out of t; Poisson rows at rate k/t)")
     c.add_argument("--json", action="store_true", help="print JSON instead of a table")
     c.set_defaults(handler=_compare)

@@ -130,7 +130,8 @@ class LinearTape:
 
     def _hook(self, k: int):
         def hook(module, inputs, output):
-            self.records.setdefault(k, []).append((inputs[0].detach(), output))
+            self.records.setdefault(k, []).append((inputs[0].detach(), output,
+                                                   output._version))
         return hook
 
     def clear(self) -> None:
@@ -139,7 +140,8 @@ class LinearTape:
     def clipped_sums(self, total_loss, *, max_grad_norm: float, eps: float):
         """Clipped per-example gradient sums, per parameter, and the number clipped.
 
-        Returns ``(sums, n_clipped)`` with ``sums`` mapping ``id(param)`` to ``Σ_i f_i ∇ℓ_i``,
+        Returns ``(sums, n_clipped)`` with ``sums`` mapping ``id(param)`` to ``Σ_i f_i ∇ℓ_i``
+        (float64: the norms, factors and sums are computed in float64),
         ``f_i = min(1, C / (‖∇ℓ_i‖ + eps))``, or None if some layer ran more than once (its
         per-example gradient is then a sum of products, which this path does not handle); the
         tape then removes its hooks and stays :attr:`disabled`.
@@ -150,6 +152,11 @@ class LinearTape:
             return None
         used = [k for k in range(len(self.layers)) if k in self.records]
         outputs = [self.records[k][0][1] for k in used]
+        for k in used:  # an in-place write after the hook would make the gradients wrong
+            if self.records[k][0][1]._version != self.records[k][0][2]:
+                raise ValueError(
+                    f"the output of Linear layer {k} was overwritten in place during forward "
+                    "(inplace=True or an in-place op); fix: use the out-of-place form.")
         grads = torch.autograd.grad(total_loss, outputs, allow_unused=True) if outputs else []
         acts, sq = [], None
         for k, g in zip(used, grads, strict=True):
@@ -159,7 +166,7 @@ class LinearTape:
             a3 = a.reshape(a.shape[0], -1, a.shape[-1])
             g3 = g.reshape(g.shape[0], -1, g.shape[-1])
             acts.append((k, a3, g3))
-            part = self._sq_norms(layer, a3, g3)
+            part = self._sq_norms(layer, a3.to(torch.float64), g3.to(torch.float64))
             sq = part if sq is None else sq + part
         if sq is None:
             return {}, 0
@@ -167,12 +174,12 @@ class LinearTape:
         factor = (max_grad_norm / (norms + eps)).clamp(max=1.0)
         n_clipped = int((norms > max_grad_norm).sum())
         sums = {}
-        for k, a3, g3 in acts:
+        for k, a3, g3 in acts:  # clipped sums in float64 (see pacpriv.dpsgd._noise)
             layer = self.layers[k]
-            gf = g3 * factor[:, None, None]
+            gf = g3.to(torch.float64) * factor[:, None, None]
             if layer.weight.requires_grad:
                 sums[id(layer.weight)] = (gf.reshape(-1, gf.shape[-1]).T
-                                          @ a3.reshape(-1, a3.shape[-1]))
+                                          @ a3.to(torch.float64).reshape(-1, a3.shape[-1]))
             if layer.bias is not None and layer.bias.requires_grad:
                 sums[id(layer.bias)] = gf.sum((0, 1))
         return sums, n_clipped

@@ -90,39 +90,47 @@ def secure_generator() -> torch.Generator:
 
 
 def random_allocation(
-    n_records: int, *, steps_per_epoch: int, generator: torch.Generator
+    n_records: int, *, steps_per_epoch: int, generator: torch.Generator, k: int = 1
 ) -> list[torch.Tensor]:
-    """Allocate every record to one uniformly random step of one epoch.
+    """Allocate every record to ``k`` uniformly random distinct steps of one epoch.
 
     Parameters
     ----------
     n_records : int
         Number of records n (>= 0).
     steps_per_epoch : int
-        Number of steps M (>= 1).
+        Number of steps t (>= 1).
     generator : torch.Generator
         Source of randomness (CPU generator).
+    k : int, default 1
+        Steps per record (``1 ≤ k ≤ t``): each record's ``k``-subset of steps is uniform and
+        independent of the other records' (k out of t, Feldman & Shenfeld 2025), drawn by
+        Floyd's algorithm (exactly uniform; Bentley & Floyd, CACM 30(9), 1987).
 
     Returns
     -------
     list of torch.Tensor
-        ``steps_per_epoch`` int64 index tensors (sorted, possibly empty) that partition
-        ``range(n_records)``: every record appears in exactly one of them. The size of
-        step ``j`` is Binomial(n, 1/M) and the sizes are jointly Multinomial.
+        ``steps_per_epoch`` int64 index tensors (sorted, possibly empty); every record
+        appears in exactly ``k`` of them. For ``k = 1`` they partition ``range(n_records)``,
+        the size of step ``j`` is Binomial(n, 1/t) and the sizes are jointly Multinomial;
+        for any ``k`` the size of a step is Binomial(n, k/t).
 
     Raises
     ------
     TypeError
         If ``generator`` is not a ``torch.Generator``.
     ValueError
-        If ``n_records < 0`` or ``steps_per_epoch < 1``.
+        If ``n_records < 0``, ``steps_per_epoch < 1`` or ``k`` is outside ``[1, t]``.
     """
     n_records = check_int(n_records, "n_records", low=0)
     steps_per_epoch = check_int(steps_per_epoch, "steps_per_epoch", low=1)
+    k = check_int(k, "k", low=1, high=steps_per_epoch)
     if not isinstance(generator, torch.Generator):
         raise TypeError(
             f"`generator` must be a torch.Generator; got {type(generator).__name__}."
         )
+    if k > 1:
+        return _k_of_t(n_records, steps_per_epoch, k, generator)
     step_of_record = torch.randint(
         steps_per_epoch, (n_records,), generator=generator, dtype=torch.int64
     )
@@ -131,12 +139,28 @@ def random_allocation(
     return list(torch.split(order, counts.tolist()))
 
 
+def _k_of_t(n: int, t: int, k: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """Floyd's algorithm, vectorised over records: for ``j = t − k, ..., t − 1`` draw
+    ``r ~ U{0..j}`` and take ``r``, or ``j`` if ``r`` was already taken (uniform k-subsets)."""
+    chosen = torch.empty((n, k), dtype=torch.int64)
+    for i, j in enumerate(range(t - k, t)):
+        r = torch.randint(j + 1, (n,), generator=generator, dtype=torch.int64)
+        taken = (chosen[:, :i] == r[:, None]).any(dim=1) if i else torch.zeros(n, dtype=bool)
+        chosen[:, i] = torch.where(taken, torch.full_like(r, j), r)
+    steps = chosen.reshape(-1)
+    records = torch.arange(n, dtype=torch.int64).repeat_interleave(k)
+    order = torch.argsort(steps, stable=True)  # within a step: records in increasing order
+    counts = torch.bincount(steps, minlength=t)
+    return list(torch.split(records[order], counts.tolist()))
+
+
 class RandomAllocationSampler(torch.utils.data.Sampler):
     """Batch sampler: each pass is one epoch of random allocation.
 
     Use as ``DataLoader(dataset, batch_sampler=RandomAllocationSampler(...))``. Each
     iteration yields ``steps_per_epoch`` batches (lists of indices) which together contain
-    every index exactly once; a batch may be empty, so the ``collate_fn`` must accept empty
+    every index exactly ``k`` times (each record at ``k`` distinct steps); a batch may be
+    empty, so the ``collate_fn`` must accept empty
     lists (torch's default collate does not; opacus' ``wrap_collate_with_empty`` shows one
     way). :func:`pacpriv.dpsgd.trainer.train_dpsgd` indexes tensors directly and handles
     empty steps itself.
@@ -149,13 +173,17 @@ class RandomAllocationSampler(torch.utils.data.Sampler):
         Number of batches M per epoch (>= 1).
     generator : torch.Generator, optional
         Source of randomness. ``None`` uses :func:`secure_generator` (fresh OS entropy).
+    k : int, default 1
+        Steps per record per epoch (k out of t): every index appears in ``k`` batches.
     """
 
     def __init__(
-        self, n_records: int, *, steps_per_epoch: int, generator: torch.Generator | None = None
+        self, n_records: int, *, steps_per_epoch: int, generator: torch.Generator | None = None,
+        k: int = 1,
     ) -> None:
         self.n_records = check_int(n_records, "n_records", low=0)
         self.steps_per_epoch = check_int(steps_per_epoch, "steps_per_epoch", low=1)
+        self.k = check_int(k, "k", low=1, high=self.steps_per_epoch)
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(
                 f"`generator` must be a torch.Generator or None; got {type(generator).__name__}."
@@ -167,7 +195,8 @@ class RandomAllocationSampler(torch.utils.data.Sampler):
 
     def __iter__(self) -> Iterator[list[int]]:
         batches = random_allocation(
-            self.n_records, steps_per_epoch=self.steps_per_epoch, generator=self.generator
+            self.n_records, steps_per_epoch=self.steps_per_epoch, generator=self.generator,
+            k=self.k,
         )
         for batch in batches:
             yield batch.tolist()

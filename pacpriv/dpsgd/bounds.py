@@ -27,7 +27,7 @@ import numpy as np
 
 from pacpriv._display import Displayable, Summary
 from pacpriv._display import shown as _shown
-from pacpriv._validation import check_array_real
+from pacpriv._validation import check_array_real, check_int
 
 __all__ = [
     "AccuracyBound",
@@ -54,6 +54,8 @@ class AccuracyBound(Displayable):
         True where the bound is clipped to 1 (``χ²_total ≥ 4``): it says nothing.
     noise_multiplier, steps_per_epoch, epochs : float or ndarray
         The inputs (broadcast).
+    k : int
+        Steps per record per epoch (k of t; 1: one step per epoch).
     """
 
     accuracy: float | np.ndarray
@@ -62,11 +64,13 @@ class AccuracyBound(Displayable):
     noise_multiplier: float | np.ndarray
     steps_per_epoch: float | np.ndarray
     epochs: float | np.ndarray
+    k: int = 1
 
     def summary(self) -> Summary:
         """Rows shown by ``str(bound)`` and in Jupyter (accuracy rounded up)."""
+        k_row = [] if self.k == 1 else [("steps per record per epoch k", str(self.k), "plain")]
         return Summary("DP-SGD membership-inference accuracy (chi-square bound, certified)", [
-            *parameter_rows(self.noise_multiplier, self.steps_per_epoch, self.epochs),
+            *parameter_rows(self.noise_multiplier, self.steps_per_epoch, self.epochs), *k_row,
             ("accuracy bound", _shown(self.accuracy, up=True), "plain"),
             ("vacuous (clipped to 1)", _shown(self.vacuous), "plain"),
         ])
@@ -156,7 +160,8 @@ def _log1p_chi_square_per_epoch(inv_var: np.ndarray, m: np.ndarray) -> np.ndarra
     return np.where(small, direct, large)
 
 
-def log1p_chi_square(noise_multiplier, *, steps_per_epoch, epochs) -> float | np.ndarray:
+def log1p_chi_square(noise_multiplier, *, steps_per_epoch, epochs,
+                     k: int = 1) -> float | np.ndarray:
     """``ln(1 + χ²(Q^⊗E ‖ P^⊗E))`` of the random-allocation dominating pair (nats).
 
     Parameters
@@ -165,21 +170,27 @@ def log1p_chi_square(noise_multiplier, *, steps_per_epoch, epochs) -> float | np
         σ > 0.
     steps_per_epoch, epochs : int or array_like of int
         ``M ≥ 1`` and ``E ≥ 1``; broadcast against ``noise_multiplier``.
+    k : int, default 1
+        Steps per record per epoch (k of t, ``k ≤ steps_per_epoch``): per epoch
+        ``1 + χ² = Σ_h P(H = h) e^{h/σ²}``, ``H ~ Hypergeometric(t, k, k)``
+        (:func:`pacpriv.dpsgd.k_of_t.k_of_t_log1p_chi_square`, rounded up).
 
     Returns
     -------
     float or ndarray
-        ``E·ln(1 + (e^{1/σ²} − 1)/M)``, finite for all valid inputs.
+        ``E·ln(1 + (e^{1/σ²} − 1)/M)`` for ``k = 1``, finite for all valid inputs.
     """
     sigma = check_array_real(noise_multiplier, "noise_multiplier", low=0, low_inclusive=False)
     m, e = _validate_counts(steps_per_epoch, epochs)
+    if check_int(k, "k", low=1) != 1:
+        return _k_of_t_elementwise(sigma, m, e, k)[1]
     scalar = sigma.ndim == m.ndim == e.ndim == 0
     out = e * _log1p_chi_square_per_epoch(_inverse_square(sigma), m)
     return _scalar_or_array(np.asarray(out, dtype=np.float64), scalar)
 
 
 def membership_inference_accuracy_bound(
-    noise_multiplier, *, steps_per_epoch, epochs
+    noise_multiplier, *, steps_per_epoch, epochs, k: int = 1
 ) -> AccuracyBound:
     """Closed-form bound on membership-inference accuracy for random-allocation DP-SGD.
 
@@ -194,6 +205,10 @@ def membership_inference_accuracy_bound(
         step).
     epochs : int or array_like of int
         Number of epochs ``E ≥ 1``. All three broadcast together.
+    k : int, default 1
+        Steps per record per epoch (k of t, ``1 ≤ k ≤ steps_per_epoch``); for ``k > 1`` the
+        per-epoch chi-square is ``Σ_h P(H = h) e^{h/σ²} − 1``, ``H ~ Hypergeometric(t, k, k)``
+        (docs/math.rst, "k out of t"; evaluated element by element).
 
     Returns
     -------
@@ -227,6 +242,16 @@ def membership_inference_accuracy_bound(
     """
     sigma = check_array_real(noise_multiplier, "noise_multiplier", low=0, low_inclusive=False)
     m, e = _validate_counts(steps_per_epoch, epochs)
+    if check_int(k, "k", low=1) != 1:
+        acc, l1p, vac = _k_of_t_elementwise(sigma, m, e, k)
+        sigma, m, e = np.broadcast_arrays(sigma, m, e)
+        scalar = sigma.ndim == 0
+        return AccuracyBound(
+            accuracy=acc, log1p_chi_square=l1p, vacuous=vac,
+            noise_multiplier=_scalar_or_array(np.asarray(sigma, dtype=np.float64), scalar),
+            steps_per_epoch=_scalar_or_array(np.asarray(m, dtype=np.float64), scalar),
+            epochs=_scalar_or_array(np.asarray(e, dtype=np.float64), scalar), k=k,
+        )
     sigma, m, e = np.broadcast_arrays(sigma, m, e)
     scalar = sigma.ndim == 0
     inv_var = _inverse_square(sigma)
@@ -244,7 +269,23 @@ def membership_inference_accuracy_bound(
     )
 
 
-def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
+def _k_of_t_elementwise(sigma, m, e, k):
+    """``(accuracy, ln(1 + χ²_total), vacuous)`` of the k-of-t bound, element by element."""
+    from pacpriv.dpsgd._hypergeom import k_of_t_accuracy
+
+    sigma, m, e = np.broadcast_arrays(sigma, m, e)
+    out = [np.empty(sigma.shape), np.empty(sigma.shape), np.empty(sigma.shape, dtype=bool)]
+    for idx in np.ndindex(sigma.shape):
+        row = k_of_t_accuracy(float(sigma[idx]), steps_per_epoch=int(m[idx]),
+                              epochs=int(e[idx]), k=k)
+        for arr, v in zip(out, row, strict=True):
+            arr[idx] = v
+    if sigma.ndim == 0:
+        return float(out[0]), float(out[1]), bool(out[2])
+    return out[0], out[1], out[2]
+
+
+def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs, k: int = 1):
     """Smallest σ for which the chi-square bound equals ``target_accuracy`` (closed form).
 
     ``σ = 1 / sqrt(ln(1 + M·((1 + 16(a − ½)²)^{1/E} − 1)))`` [1]_, evaluated as
@@ -256,6 +297,10 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
         Target accuracy ``a`` in the open interval (½, 1).
     steps_per_epoch, epochs : int or array_like of int
         ``M ≥ 1``, ``E ≥ 1``; broadcast together with ``target_accuracy``.
+    k : int, default 1
+        Steps per record per epoch (k of t). For ``k > 1`` there is no closed form: the k-of-t
+        chi-square bound is inverted by a monotone root find
+        (:func:`pacpriv.dpsgd.k_of_t.k_of_t_noise_multiplier`), element by element.
 
     Returns
     -------
@@ -279,10 +324,11 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
         and 0.5 < target_accuracy < 1.0
         and steps_per_epoch >= 1
         and epochs >= 1
+        and k == 1
     ):  # fast path for plain Python scalars (validated by the conditions above)
         adv = target_accuracy - 0.5
-        x = math.log1p(steps_per_epoch * math.expm1(math.log1p(16.0 * adv * adv) / epochs))
-        return (_SIGMA_SAFETY + 4.0 * _EPS * x) / math.sqrt(x)
+        xf = math.log1p(steps_per_epoch * math.expm1(math.log1p(16.0 * adv * adv) / epochs))
+        return (_SIGMA_SAFETY + 4.0 * _EPS * xf) / math.sqrt(xf)
     a = np.asarray(target_accuracy)
     # min/max: two passes without temporaries (NaN fails both comparisons)
     if a.dtype != np.float64 or a.size == 0 or not (a.min() > 0.5 and a.max() < 1.0):
@@ -292,6 +338,15 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs):
         )
     m, e = _validate_counts_fast(steps_per_epoch, epochs)
     scalar = a.ndim == 0 and np.ndim(m) == 0 and np.ndim(e) == 0
+    if check_int(k, "k", low=1) != 1:
+        from pacpriv.dpsgd._hypergeom import k_of_t_noise_multiplier
+
+        ab, mb, eb = np.broadcast_arrays(a, m, e)
+        res = np.empty(ab.shape)
+        for idx in np.ndindex(ab.shape):
+            res[idx] = k_of_t_noise_multiplier(float(ab[idx]), steps_per_epoch=int(mb[idx]),
+                                               epochs=int(eb[idx]), k=k)
+        return float(res) if scalar else res
     # Round-off can leave the bound at this σ a few ulps above the target (seen: 3e-15), and
     # the forward bound inflates ¼·sqrt(χ²) by (16 + 2/σ²)ε and rounds up. Since
     # d ln(a − ½)/d ln σ <= −1 (χ² falls at least like σ⁻²), a relative margin

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -17,11 +18,12 @@ from scipy import special
 
 from pacpriv._display import Displayable, Summary
 from pacpriv._validation import check_int, check_real
+from pacpriv.dpsgd._search import search_root
 from pacpriv.dpsgd.bounds import (
     closed_form_noise_multiplier,
 )
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
-from pacpriv.exceptions import CalibrationError
+from pacpriv.exceptions import CalibrationError, PacprivWarning
 
 __all__ = ["NoiseCalibration", "calibrate_noise_multiplier", "noise_multiplier_for_accuracy"]
 
@@ -49,6 +51,12 @@ class NoiseCalibration(Displayable):
     n_evaluations : int
         Exact-accuracy evaluations used.
     wall_time_s : float
+    k : int
+        Steps per record per epoch (k of t). For ``k > 1`` σ is the smaller of the k-of-t
+        chi-square inverse and the exact calibration of one-of-``⌊t/k⌋`` over ``k·E`` epochs
+        (both certified, docs/math.rst "k out of t"); ``accuracy`` is the k-of-t interval
+        (its lower end Monte Carlo at ``accuracy.lower_confidence``) and
+        ``lower_noise_multiplier`` is 0 (unknown).
     """
 
     noise_multiplier: float
@@ -61,6 +69,7 @@ class NoiseCalibration(Displayable):
     accuracy: ExactAccuracy
     n_evaluations: int
     wall_time_s: float
+    k: int = 1
 
     def summary(self) -> Summary:
         """Rows shown by ``str(result)`` and in Jupyter."""
@@ -88,6 +97,7 @@ def calibrate_noise_multiplier(
     epochs: int,
     rtol: float = 1e-3,
     tolerance: float | None = None,
+    k: int = 1,
 ) -> NoiseCalibration:
     """Smallest σ (to relative tolerance ``rtol``) whose certified exact accuracy ≤ target.
 
@@ -103,6 +113,9 @@ def calibrate_noise_multiplier(
     tolerance : float, optional
         Width of the exact-accuracy intervals; default ``(target − ½)·rtol`` clipped to
         ``[1e-7, 1e-4]``.
+    k : int, default 1
+        Steps per record per epoch (k of t, ``k ≤ steps_per_epoch``); see
+        :class:`NoiseCalibration`.
 
     Returns
     -------
@@ -129,21 +142,43 @@ def calibrate_noise_multiplier(
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
     tol = float(np.clip((target - 0.5) * rel, 1e-7, 1e-4)) if tolerance is None else tolerance
     start = time.perf_counter()
+    if check_int(k, "k", low=1, high=steps) != 1:
+        return _calibrate_k_of_t(target, steps, n_epochs, k, rel, tol, start)
     return _calibrate(target, steps, n_epochs, rel, tol, start)
+
+
+def _calibrate_k_of_t(target: float, steps: int, n_epochs: int, k: int, rel: float, tol: float,
+                      start: float) -> NoiseCalibration:
+    """k of t: the smaller certified σ of the chi-square and the stratified reduction."""
+    from pacpriv.dpsgd.k_of_t import k_of_t_noise_multiplier
+
+    red = _calibrate(target, steps // k, k * n_epochs, rel, tol, start)
+    sigma_chi = k_of_t_noise_multiplier(target, steps_per_epoch=steps, epochs=n_epochs, k=k)
+    sigma = min(red.noise_multiplier, sigma_chi)
+    with warnings.catch_warnings():  # the Monte-Carlo lower end is reported, not needed here
+        warnings.simplefilter("ignore", PacprivWarning)
+        acc = exact_membership_inference_accuracy(
+            sigma, steps_per_epoch=steps, epochs=n_epochs, k=k, tolerance=tol)
+    return NoiseCalibration(
+        noise_multiplier=sigma, closed_form_noise_multiplier=sigma_chi,
+        noise_saving=1.0 - sigma / sigma_chi, lower_noise_multiplier=0.0,
+        target_accuracy=target, steps_per_epoch=steps, epochs=n_epochs, accuracy=acc,
+        n_evaluations=red.n_evaluations + 1, wall_time_s=time.perf_counter() - start, k=k,
+    )
 
 
 def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
                start: float, guess: float | None = None) -> NoiseCalibration:
     """Safeguarded secant search in ``log σ`` on ``upper(σ) − target`` (see the caller)."""
     sigma_cf = float(closed_form_noise_multiplier(target, steps_per_epoch=steps, epochs=n_epochs))
-    cache: dict[float, ExactAccuracy] = {}
+    cache: dict[tuple[float, float], ExactAccuracy] = {}
 
-    def evaluate(sigma: float) -> ExactAccuracy:
-        if sigma not in cache:
-            cache[sigma] = exact_membership_inference_accuracy(
-                sigma, steps_per_epoch=steps, epochs=n_epochs, tolerance=tol
+    def evaluate(sigma: float, tol_e: float = tol) -> ExactAccuracy:
+        if (sigma, tol_e) not in cache:
+            cache[(sigma, tol_e)] = exact_membership_inference_accuracy(
+                sigma, steps_per_epoch=steps, epochs=n_epochs, tolerance=tol_e
             )
-        return cache[sigma]
+        return cache[(sigma, tol_e)]
 
     # The closed form is certified (the upper end is capped by the chi-square bound), so
     # (0, σ_cf] brackets the root from the start.
@@ -163,6 +198,12 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
         return -0.5 * math.log(new)
 
     x = math.log(guess if guess is not None else 0.84 * sigma_cf)
+    found = search_root(target, sigma_cf, rel, tol, evaluate, model_root, x)
+    if found is not None:  # certified by its own evaluation (see pacpriv.dpsgd._search)
+        hi, result = found
+        above = [s for (s, _), r in cache.items() if r.upper > target]
+        return _calibration(target, steps, n_epochs, hi, sigma_cf, result, cache,
+                            max(above, default=0.0), start)
     for _ in range(60):
         sigma = math.exp(x)
         res = evaluate(sigma)
@@ -172,7 +213,7 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
             hi = min(hi, sigma)
         if 0.5 < res.upper < 1.0:
             points.append((x, float(special.ndtri(res.upper))))
-        if lo is not None and hi in cache and hi / lo - 1.0 <= rel:
+        if lo is not None and (hi, tol) in cache and hi / lo - 1.0 <= rel:
             break
         a_ = math.log(lo) if lo is not None else -math.inf
         b_ = math.log(hi)
@@ -180,7 +221,8 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
             x = b_  # bracket already tight: certify hi itself
             continue
         z_of = dict(points)
-        if lo is not None and hi in cache and a_ in z_of and b_ in z_of and z_of[a_] != z_of[b_]:
+        if (lo is not None and (hi, tol) in cache and a_ in z_of and b_ in z_of
+                and z_of[a_] != z_of[b_]):
             za, zb = z_of[a_], z_of[b_]  # regula falsi on the bracket ends
             root = a_ + (z_target - za) * (b_ - a_) / (zb - za)
         elif points:
@@ -216,13 +258,18 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
     while result.upper > target:  # one-sided verification (cannot loop long: chi-square cap)
         hi *= 1.0 + rel / 4
         result = evaluate(hi)
-    below = [s for s, r in cache.items() if r.lower > target]
-    sigma_lower = max(below) if below else lo
+    return _calibration(target, steps, n_epochs, hi, sigma_cf, result, cache, lo, start)
+
+
+def _calibration(target, steps, n_epochs, sigma, sigma_cf, result, cache, fallback,
+                 start) -> NoiseCalibration:
+    """The :class:`NoiseCalibration` of a certified ``sigma`` (``result`` evaluated there)."""
+    below = [s for (s, _), r in cache.items() if r.lower > target]
     return NoiseCalibration(
-        noise_multiplier=hi,
+        noise_multiplier=sigma,
         closed_form_noise_multiplier=sigma_cf,
-        noise_saving=1.0 - hi / sigma_cf,
-        lower_noise_multiplier=sigma_lower,
+        noise_saving=1.0 - sigma / sigma_cf,
+        lower_noise_multiplier=max(below) if below else fallback,
         target_accuracy=target,
         steps_per_epoch=steps,
         epochs=n_epochs,
@@ -239,6 +286,7 @@ def noise_multiplier_for_accuracy(
     epochs,
     method: str = "closed-form",
     rtol: float = 1e-3,
+    k: int = 1,
 ):
     """σ needed for a target membership-inference accuracy (random-allocation DP-SGD).
 
@@ -256,6 +304,10 @@ def noise_multiplier_for_accuracy(
         element is searched once, the previous target's σ seeding the next search.
     rtol : float, default 1e-3
         Relative tolerance of the exact search.
+    k : int, default 1
+        Steps per record per epoch (k of t): ``"closed-form"`` then inverts the k-of-t
+        chi-square bound by a root find, ``"exact"`` calibrates as
+        :func:`calibrate_noise_multiplier` with ``k``.
 
     Returns
     -------
@@ -279,7 +331,7 @@ def noise_multiplier_for_accuracy(
     """
     if method == "closed-form":
         return closed_form_noise_multiplier(
-            target_accuracy, steps_per_epoch=steps_per_epoch, epochs=epochs
+            target_accuracy, steps_per_epoch=steps_per_epoch, epochs=epochs, k=k
         )
     if method != "exact":
         raise ValueError(f"`method` must be 'closed-form' or 'exact'; got {method!r}.")
@@ -289,6 +341,7 @@ def noise_multiplier_for_accuracy(
     # from a neighbour's σ ends at a different, equally certified, point within rtol)
     closed_form_noise_multiplier(target_accuracy, steps_per_epoch=steps_per_epoch, epochs=epochs)
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
+    k = check_int(k, "k", low=1)
     a, m, e = np.broadcast_arrays(
         np.asarray(target_accuracy, dtype=float), np.asarray(steps_per_epoch),
         np.asarray(epochs),
@@ -298,7 +351,10 @@ def noise_multiplier_for_accuracy(
     found: dict = {}
     for mv, ev, av in keys:
         tol = float(np.clip((av - 0.5) * rel, 1e-7, 1e-4))
-        res = _calibrate(av, mv, ev, rel, tol, time.perf_counter(), guess=None)
+        if k == 1:
+            res = _calibrate(av, mv, ev, rel, tol, time.perf_counter(), guess=None)
+        else:
+            res = calibrate_noise_multiplier(av, steps_per_epoch=mv, epochs=ev, rtol=rel, k=k)
         found[(mv, ev, av)] = res.noise_multiplier
     out = np.empty(a.shape)
     for idx in np.ndindex(a.shape):

@@ -27,6 +27,7 @@ from scipy import optimize, special
 from pacpriv._numbers import format_bound
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier, membership_inference_accuracy_bound
+from pacpriv.dpsgd.sampling import RandomAllocation
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
 __all__ = [
@@ -68,6 +69,7 @@ class ComparisonTable:
     noise_multiplier: float
     target_accuracy: float | None
     rows: list = field(default_factory=list)
+    k: int = 1
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict (strict JSON: every number is finite)."""
@@ -76,7 +78,8 @@ class ComparisonTable:
     def to_markdown(self) -> str:
         """Markdown table."""
         head = (
-            f"M={self.steps_per_epoch}, E={self.epochs}: accuracy at sigma="
+            f"M={self.steps_per_epoch}, E={self.epochs}"
+            + ("" if self.k == 1 else f", k={self.k}") + ": accuracy at sigma="
             f"{format_bound(self.noise_multiplier, side='up')}"
             + (f"; sigma for target {self.target_accuracy:g}" if self.target_accuracy else "")
         )
@@ -99,34 +102,38 @@ class ComparisonTable:
         return "\n".join(lines) + "\n"
 
 
-def ckp_accuracy(noise_multiplier: float, *, steps_per_epoch: int, epochs: int) -> float:
-    """[CKP] leading term, add/remove: ``½ + ½·erf(p√T/(2√2σ))`` with p = 1/M, T = M·E.
+def ckp_accuracy(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
+                 k: int = 1) -> float:
+    """[CKP] leading term, add/remove: ``½ + ½·erf(p√T/(2√2σ))`` with p = k/M, T = M·E.
 
     Cherubin et al., Closed-Form Bounds for DP-SGD against Record-level Inference, USENIX
     Security 2024. A leading-order term: it can understate the risk.
     """
-    x = math.sqrt(epochs / steps_per_epoch) / (2.0 * math.sqrt(2.0) * noise_multiplier)
+    x = k * math.sqrt(epochs / steps_per_epoch) / (2.0 * math.sqrt(2.0) * noise_multiplier)
     return 0.5 + 0.5 * math.erf(x)
 
 
-def gdp_clt_accuracy(noise_multiplier: float, *, steps_per_epoch: int, epochs: int) -> float:
-    """[GDP] CLT: μ = p√T·sqrt(e^{1/σ²} − 1), accuracy ``Φ(μ/2)`` (Dong, Roth, Su 2022).
+def gdp_clt_accuracy(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
+                     k: int = 1) -> float:
+    """[GDP] CLT: μ = p√T·sqrt(e^{1/σ²} − 1), p = k/M, accuracy ``Φ(μ/2)`` (Dong, Roth, Su
+    2022).
 
     An asymptotic approximation, not a bound (it can understate the risk).
     """
     r = 1.0 / noise_multiplier  # σ² would overflow (σ > 1e154) or underflow (σ < 1e-154)
     inv = 700.0 if r > math.sqrt(700.0) else r * r
-    mu = math.sqrt(epochs / steps_per_epoch) * math.sqrt(math.expm1(inv))
+    mu = k * math.sqrt(epochs / steps_per_epoch) * math.sqrt(math.expm1(inv))
     return float(special.ndtr(mu / 2.0))
 
 
-def _poisson_accuracy(sigma: float, steps: int, epochs: int, discretization: float) -> float:
+def _poisson_accuracy(sigma: float, steps: int, epochs: int, discretization: float,
+                      k: int = 1) -> float:
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     dist = pld.from_gaussian_mechanism(
         standard_deviation=sigma,
         sensitivity=1.0,
-        sampling_prob=1.0 / steps,
+        sampling_prob=k / steps,
         value_discretization_interval=discretization,
         pessimistic_estimate=True,
         use_connect_dots=True,
@@ -138,7 +145,7 @@ def _poisson_accuracy(sigma: float, steps: int, epochs: int, discretization: flo
 FS_PLD_LOSS_DISCRETIZATION = 0.05
 
 
-def _fs_pld_accuracy(sigma: float, steps: int, epochs: int) -> float:
+def _fs_pld_accuracy(sigma: float, steps: int, epochs: int, k: int = 1) -> float:
     from PLD_accounting import (
         AllocationSchemeConfig,
         BoundType,
@@ -147,7 +154,7 @@ def _fs_pld_accuracy(sigma: float, steps: int, epochs: int) -> float:
     )
 
     full = gaussian_allocation_pld(
-        params=PrivacyParams(sigma=sigma, num_steps=steps, num_epochs=epochs),
+        params=PrivacyParams(sigma=sigma, num_steps=steps, num_epochs=epochs, num_selected=k),
         # The package default (0.01) costs ~10 min per call on 2 cores; 0.05 keeps the
         # dominating (upper) bound valid, only looser, and runs in ~20 s.
         config=AllocationSchemeConfig(loss_discretization=FS_PLD_LOSS_DISCRETIZATION),
@@ -156,14 +163,15 @@ def _fs_pld_accuracy(sigma: float, steps: int, epochs: int) -> float:
     return 0.5 + 0.5 * float(full.get_delta_for_epsilon(0.0))
 
 
-def _random_allocation_accuracy(sigma: float, steps: int, epochs: int) -> float:
+def _random_allocation_accuracy(sigma: float, steps: int, epochs: int, k: int = 1) -> float:
     from random_allocation.comparisons.definitions import Direction, PrivacyParams, SchemeConfig
     from random_allocation.random_allocation_scheme.combined import allocation_delta_combined
 
     eps = 1e-6  # the package needs epsilon > 0; delta(0) <= delta(eps) + expm1(eps)
     with contextlib.redirect_stdout(io.StringIO()):  # the package prints search diagnostics
         delta = allocation_delta_combined(
-            PrivacyParams(sigma=sigma, num_steps=steps, num_epochs=epochs, epsilon=eps),
+            PrivacyParams(sigma=sigma, num_steps=steps, num_epochs=epochs, epsilon=eps,
+                          num_selected=k),
             SchemeConfig(allocation_direct_alpha_orders=list(range(2, 61))),  # authors' setting
             Direction.BOTH,
         )
@@ -309,27 +317,38 @@ def _join(*notes: str) -> str:
 # --- the rows ------------------------------------------------------------------------------
 
 
-def _exact_sigma(target: float, steps: int, epochs: int) -> float:
+def _exact_sigma(target: float, steps: int, epochs: int, k: int = 1) -> float:
+    import warnings
+
     from pacpriv.dpsgd.calibration import calibrate_noise_multiplier
 
-    return calibrate_noise_multiplier(target, steps_per_epoch=steps, epochs=epochs).noise_multiplier
+    with warnings.catch_warnings():  # k > 1: the Monte-Carlo lower end is not needed here
+        warnings.simplefilter("ignore")
+        return calibrate_noise_multiplier(target, steps_per_epoch=steps, epochs=epochs,
+                                          k=k).noise_multiplier
 
 
-def _exact_interval(sigma: float, steps: int, epochs: int) -> tuple[float, float]:
+def _exact_interval(sigma: float, steps: int, epochs: int,
+                    k: int = 1) -> tuple[float, float, float]:
+    import warnings
+
     from pacpriv.dpsgd.exact import exact_membership_inference_accuracy
 
-    res = exact_membership_inference_accuracy(sigma, steps_per_epoch=steps, epochs=epochs)
-    return float(res.lower), float(res.upper)
+    with warnings.catch_warnings():  # k > 1: a wide Monte-Carlo lower end is shown as such
+        warnings.simplefilter("ignore")
+        res = exact_membership_inference_accuracy(sigma, steps_per_epoch=steps, epochs=epochs,
+                                                  k=k, tolerance=1e-4 if k == 1 else 5e-3)
+    return float(res.lower), float(res.upper), float(res.lower_confidence)
 
 
-def _poisson_default(sigma: float, steps: int, epochs: int) -> float:
-    return _poisson_accuracy(sigma, steps, epochs, 1e-3)
+def _poisson_default(sigma: float, steps: int, epochs: int, k: int = 1) -> float:
+    return _poisson_accuracy(sigma, steps, epochs, 1e-3, k)
 
 
-#: key -> (label, accuracy function ``f(σ, M, E)``, σ search by default, note).
-_PUBLISHED: dict[str, tuple[str, Callable[[float, int, int], float], bool, str]] = {
+#: key -> (label, accuracy function ``f(σ, M, E, k)``, σ search by default, note).
+_PUBLISHED: dict[str, tuple[str, Callable[[float, int, int, int], float], bool, str]] = {
     "poisson-pld": ("Poisson subsampling, dp-accounting PLD", _poisson_default, True,
-                    "rate 1/M over M·E steps"),
+                    "rate k/M over M·E steps"),
     "fs-pld": ("random allocation, pld-accounting [FS-PLD]", _fs_pld_accuracy, False,
                f"loss_discretization={FS_PLD_LOSS_DISCRETIZATION} (looser, faster)"),
     "random-allocation": ("random allocation, random-allocation pkg",
@@ -338,11 +357,12 @@ _PUBLISHED: dict[str, tuple[str, Callable[[float, int, int], float], bool, str]]
 }
 
 
-def _published_value(fn, sigma, steps, epochs, target, search) -> tuple[float, float | None]:
-    acc = fn(sigma, steps, epochs)
+def _published_value(fn, sigma, steps, epochs, target, search,
+                     k=1) -> tuple[float, float | None]:
+    acc = fn(sigma, steps, epochs, k)
     sig = None
     if search:
-        sig = _sigma_by_search(lambda s: fn(s, steps, epochs), target, sigma)
+        sig = _sigma_by_search(lambda s: fn(s, steps, epochs, k), target, sigma)
     return acc, sig
 
 
@@ -357,6 +377,7 @@ def compare_accountants(
     timeout: float | None = DEFAULT_TIMEOUT_S,
     progress: bool = True,
     spec: DPSGDSpec | None = None,
+    k: int = 1,
 ) -> ComparisonTable:
     """One table of accountants on the membership-inference accuracy axis.
 
@@ -384,7 +405,12 @@ def compare_accountants(
     progress : bool, default True
         A tqdm bar over the rows (stderr) and one line per finished row.
     spec : DPSGDSpec, optional
-        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
+        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``);
+        its ``k`` is used unless ``k`` is given.
+    k : int, default 1
+        Steps per record per epoch (k of t): the chi-square and exact rows are k-of-t (exact:
+        deterministic upper end, Monte-Carlo lower end), the Poisson, CKP and GDP rows use
+        rate ``k/M`` over ``M·E`` steps, the published allocation accountants ``num_selected=k``.
 
     Returns
     -------
@@ -403,6 +429,10 @@ def compare_accountants(
     )
     steps = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     n_ep = check_int(epochs, "epochs", low=1)
+    if spec is not None and k == 1:
+        k = spec.k
+    k = RandomAllocation(k).k
+    RandomAllocation(k).check(steps)
     if noise_multiplier is None and target_accuracy is None:
         raise ValueError("give `noise_multiplier` or `target_accuracy` (or both).")
     target = None
@@ -448,7 +478,7 @@ def compare_accountants(
         exact_sigma, cal = None, ("ok", None, 0.0)
         if target is not None and "exact" in chosen:
             bar.set_postfix_str("exact sigma")
-            cal = _run_limited(_exact_sigma, (target, steps, n_ep), timeout)
+            cal = _run_limited(_exact_sigma, (target, steps, n_ep, k), timeout)
             exact_sigma = cal[1] if cal[0] == "ok" else None
         if noise_multiplier is not None:
             sigma = noise_multiplier
@@ -456,35 +486,38 @@ def compare_accountants(
             sigma = exact_sigma
         else:
             sigma = float(closed_form_noise_multiplier(target, steps_per_epoch=steps,
-                                                       epochs=n_ep))
-        kw = {"steps_per_epoch": steps, "epochs": n_ep}
+                                                       epochs=n_ep, k=k))
+        kw = {"steps_per_epoch": steps, "epochs": n_ep, "k": k}
+        scheme = "random allocation" if k == 1 else f"random allocation, {k} of {steps}"
         for key in ordered:
             bar.set_postfix_str(key)
             if key == "chi-square":
                 add(_closed_row(
-                    "chi-square closed form [RA-MIA]", BOUND,
+                    "chi-square closed form [RA-MIA]" if k == 1 else
+                    "chi-square, hypergeometric (k of t)", BOUND,
                     lambda: float(membership_inference_accuracy_bound(sigma, **kw).accuracy),
                     lambda: float(closed_form_noise_multiplier(target, **kw)),
-                    target, "random allocation",
+                    target, scheme,
                 ))
             elif key == "exact":
-                add(_exact_row(sigma, steps, n_ep, cal, target, timeout))
+                add(_exact_row(sigma, steps, n_ep, cal, target, timeout, k))
             elif key in _PUBLISHED:
-                add(_published_row(key, sigma, steps, n_ep, target, search_published, timeout))
+                add(_published_row(key, sigma, steps, n_ep, target, search_published, timeout,
+                                   k))
             elif key == "ckp":
                 add(_closed_row(
                     "CKP leading term [CKP]", APPROX, lambda: ckp_accuracy(sigma, **kw),
-                    lambda: math.sqrt(n_ep / steps) / (2.0 * float(special.ndtri(target))),
-                    target, "Poisson rate 1/M, add/remove",
+                    lambda: k * math.sqrt(n_ep / steps) / (2.0 * float(special.ndtri(target))),
+                    target, "Poisson rate k/M, add/remove",
                 ))
             else:  # gdp-clt
                 add(_closed_row(
                     "GDP CLT [GDP]", APPROX, lambda: gdp_clt_accuracy(sigma, **kw),
                     lambda: 1.0 / math.sqrt(math.log1p(4.0 * float(special.ndtri(target)) ** 2
-                                                       * steps / n_ep)),
-                    target, "Poisson rate 1/M",
+                                                       * steps / (n_ep * k * k))),
+                    target, "Poisson rate k/M",
                 ))
-    return ComparisonTable(steps, n_ep, sigma, target, rows)
+    return ComparisonTable(steps, n_ep, sigma, target, rows, k)
 
 
 def _closed_row(name, kind, acc_fn, sig_fn, target, note) -> ComparisonRow:
@@ -494,26 +527,29 @@ def _closed_row(name, kind, acc_fn, sig_fn, target, note) -> ComparisonRow:
     return ComparisonRow(name, kind, acc, sig, time.perf_counter() - start, note)
 
 
-def _exact_row(sigma, steps, epochs, cal, target, timeout) -> ComparisonRow:
-    label = "exact, certified (pacpriv)"
+def _exact_row(sigma, steps, epochs, cal, target, timeout, k=1) -> ComparisonRow:
+    label = "exact, certified (pacpriv)" if k == 1 else "k of t, certified (pacpriv)"
     cal_status, cal_value, cal_s = cal
-    status, value, wall = _run_limited(_exact_interval, (sigma, steps, epochs), timeout)
+    status, value, wall = _run_limited(_exact_interval, (sigma, steps, epochs, k), timeout)
     wall += cal_s
     cal_note = "" if cal_status == "ok" else f"sigma for target: {cal_value}"
     sig = cal_value if (target is not None and cal_status == "ok") else None
     if status != "ok":
         return ComparisonRow(label, BOUND, None, sig, wall, _join(value, cal_note), status)
-    lower, upper = value
-    note = (f"interval [{format_bound(lower, side='down')}, {format_bound(upper, side='up')}]; "
-            "random allocation")
+    lower, upper, conf = value
+    conf_note = "" if conf == 1.0 else (
+        f" (lower end Monte Carlo, confidence {conf:g}; upper deterministic, via one-of-"
+        f"{steps // k} over {k * epochs} epochs)")
+    note = (f"interval [{format_bound(lower, side='down')}, {format_bound(upper, side='up')}]"
+            f"{conf_note}; random allocation" + ("" if k == 1 else f", {k} of {steps}"))
     return ComparisonRow(label, BOUND, upper, sig, wall, _join(note, cal_note))
 
 
-def _published_row(key, sigma, steps, epochs, target, search_published, timeout):
+def _published_row(key, sigma, steps, epochs, target, search_published, timeout, k=1):
     label, fn, search, note = _PUBLISHED[key]
     search = target is not None and (search or search_published)
     status, value, wall = _run_limited(
-        _published_value, (fn, sigma, steps, epochs, target, search), timeout
+        _published_value, (fn, sigma, steps, epochs, target, search, k), timeout
     )
     if status != "ok":
         return ComparisonRow(label, BOUND, None, None, wall, value, status)

@@ -13,19 +13,17 @@ import math
 import numbers
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy import special
 
-from pacpriv._display import Displayable, Summary
-from pacpriv._display import shown as _shown
 from pacpriv._validation import check_array_real, check_int, check_real
 from pacpriv.dpsgd._exact import composition as _comp
 from pacpriv.dpsgd._exact import geometric as _geo
 from pacpriv.dpsgd._exact import hybrid as _hybrid
 from pacpriv.dpsgd._exact import lattice as _pld
 from pacpriv.dpsgd._exact import screens as _screens
+from pacpriv.dpsgd._exact_accuracy import ExactAccuracy
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.exceptions import PacprivWarning
 
@@ -46,67 +44,6 @@ _HYBRID_MIN_STEPS = 2**17
 _HYBRID_MAX_SPREAD = 0.05
 _HYBRID_MAX_SIGMA = 2.2  # lighter coordinate tails: the linear lattice alone is as good
 _HYBRID_MAX_POINTS = 2**20  # largest linear lattice at the switch from the geometric grid
-
-
-@dataclass(frozen=True)
-class ExactAccuracy(Displayable):
-    """Certified interval for the exact membership-inference accuracy ``½ + ½·TV``.
-
-    Attributes
-    ----------
-    lower, upper : float
-        Certified bounds, ``½ ≤ lower ≤ exact ≤ upper ≤ 1``. ``upper`` is also capped by the
-        chi-square bound (itself a certified upper bound).
-    estimate : float
-        Midpoint of the interval.
-    tolerance : float
-        Requested width ``upper − lower`` (absolute, accuracy units).
-    converged : bool
-        Whether the width met ``tolerance`` (otherwise a :class:`PacprivWarning` was issued;
-        the interval is still certified, only wider).
-    noise_multiplier, steps_per_epoch, epochs : float, int, int
-        The inputs.
-    direction : {"add", "remove"}
-        Which privacy-loss direction evaluated the total variation (both give the same TV).
-    method : str
-        Short description of the algorithm.
-    details : dict
-        Grid parameters, lattice sizes, total variation bounds, error terms and wall time.
-    """
-
-    lower: float | np.ndarray
-    upper: float | np.ndarray
-    estimate: float | np.ndarray
-    tolerance: float
-    converged: bool | np.ndarray
-    noise_multiplier: float | np.ndarray
-    steps_per_epoch: int | np.ndarray
-    epochs: int | np.ndarray
-    direction: str
-    method: str
-    details: dict = field(default_factory=dict)
-
-    @property
-    def width(self) -> float | np.ndarray:
-        """``upper − lower``."""
-        return self.upper - self.lower
-
-    def summary(self) -> Summary:
-        """Rows shown by ``str(result)`` and in Jupyter (lower rounded down, upper up)."""
-        return Summary("DP-SGD exact membership-inference accuracy (certified interval)", [
-            ("noise multiplier σ", _shown(self.noise_multiplier), "plain"),
-            ("steps per epoch M", _shown(self.steps_per_epoch), "plain"),
-            ("epochs E", _shown(self.epochs), "plain"),
-            ("lower (certified)", _shown(self.lower, up=False), "plain"),
-            ("upper (certified)", _shown(self.upper, up=True), "plain"),
-            ("converged to tolerance", _shown(self.converged), "plain"),
-        ])
-
-    def to_dict(self) -> dict:
-        """JSON-serialisable dict (arrays become lists)."""
-        out = asdict(self)
-        out["width"] = self.width
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in out.items()}
 
 
 def _t_top(sigma: float, steps: int, epochs: int, extra: float, tail: float) -> float:
@@ -412,6 +349,7 @@ def exact_membership_inference_accuracy(
     direction: str = "add",
     max_refinements: int = 4,
     progress: bool | None = None,
+    k: int = 1,
 ) -> ExactAccuracy:
     """Certified interval for the exact membership-inference accuracy of random allocation.
 
@@ -434,6 +372,10 @@ def exact_membership_inference_accuracy(
     progress : bool or None, default None
         A tqdm bar on stderr for evaluations still running after 2 s: ``None`` only when
         stderr is a terminal, ``True`` always, ``False`` never.
+    k : int, default 1
+        Steps per record per epoch (k of t; scalars only for ``k > 1``, then ``upper`` is
+        deterministic and ``lower`` certified Monte Carlo at ``lower_confidence``, see
+        :func:`pacpriv.dpsgd.k_of_t.k_of_t_interval`).
 
     Returns
     -------
@@ -574,6 +516,11 @@ def exact_membership_inference_accuracy(
         raise ValueError(f"`direction` must be 'add' or 'remove'; got {direction!r}.")
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"`progress` must be None or a bool; got {progress!r}.")
+    if check_int(k, "k", low=1) != 1:
+        from pacpriv.dpsgd.k_of_t import exact_result
+
+        return exact_result(sigma_a, steps_a, epochs_a, k, tol,
+                            exact_membership_inference_accuracy)
     sigma_b, steps_b, epochs_b = np.broadcast_arrays(sigma_a, steps_a, epochs_a)
     # share work: each distinct (σ, M, E) is evaluated once
     keys = {
@@ -631,3 +578,4 @@ def exact_membership_inference_accuracy(
         steps_per_epoch=steps_b.astype(np.int64), epochs=epochs_b.astype(np.int64),
         direction=direction, method=method, details={"points": per_point},
     )
+

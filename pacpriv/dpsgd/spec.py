@@ -10,6 +10,8 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import AccuracyBound, membership_inference_accuracy_bound
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
+from pacpriv.dpsgd.sampling import RandomAllocation
+from pacpriv.dpsgd.tradeoff import TradeoffCurve, tradeoff_curve
 from pacpriv.threat_models import THREAT_MODEL_DPSGD as THREAT_MODEL
 
 __all__ = ["THREAT_MODEL", "DPSGDSpec", "spec_arguments", "spec_triple"]
@@ -32,6 +34,10 @@ class DPSGDSpec:
         Number of training records ``n`` (expected batch size ``n/M``); reporting only.
     max_grad_norm : float, optional
         Clipping norm C (> 0); reporting only (the bounds are scale free).
+    k : int, default 1
+        Steps per record per epoch: each record is used at ``k`` distinct uniformly chosen
+        steps of every epoch (k of t, ``1 ≤ k ≤ steps_per_epoch``; see
+        :class:`~pacpriv.dpsgd.RandomAllocation`).
 
     Notes
     -----
@@ -49,6 +55,7 @@ class DPSGDSpec:
     epochs: int
     dataset_size: int | None = None
     max_grad_norm: float | None = None
+    k: int = 1
 
     def __post_init__(self) -> None:
         """Validate the fields (same messages as the functions)."""
@@ -61,6 +68,8 @@ class DPSGDSpec:
             self, "steps_per_epoch", check_int(self.steps_per_epoch, "steps_per_epoch", low=1)
         )
         object.__setattr__(self, "epochs", check_int(self.epochs, "epochs", low=1))
+        object.__setattr__(self, "k", RandomAllocation(self.k).k)
+        RandomAllocation(self.k).check(self.steps_per_epoch)
         if self.dataset_size is not None:
             object.__setattr__(
                 self, "dataset_size", check_int(self.dataset_size, "dataset_size", low=1)
@@ -79,13 +88,32 @@ class DPSGDSpec:
 
     @property
     def expected_batch_size(self) -> float | None:
-        """``dataset_size / M`` (None without a dataset size)."""
-        return None if self.dataset_size is None else self.dataset_size / self.steps_per_epoch
+        """``k·dataset_size / M`` (None without a dataset size)."""
+        if self.dataset_size is None:
+            return None
+        return self.k * self.dataset_size / self.steps_per_epoch
+
+    @property
+    def allocation(self) -> RandomAllocation:
+        """The batch sampler's spec, ``RandomAllocation(k)``."""
+        return RandomAllocation(self.k)
+
+    def tradeoff_curve(self, *, fpr=None, tolerance: float = 1e-4) -> TradeoffCurve:
+        """Certified trade-off curve (see :func:`pacpriv.dpsgd.tradeoff_curve`)."""
+        return tradeoff_curve(noise_multiplier=self.noise_multiplier,
+                              steps_per_epoch=self.steps_per_epoch, epochs=self.epochs,
+                              k=self.k, fpr=fpr, tolerance=tolerance)
+
+    def get_epsilon(self, delta: float) -> float:
+        """ε at ``delta`` (add or remove one record) from the certified privacy-loss
+        distribution of :meth:`tradeoff_curve`."""
+        return self.tradeoff_curve(fpr=[0.0]).get_epsilon(delta)
 
     def membership_inference_accuracy_bound(self) -> AccuracyBound:
         """Chi-square closed-form bound (see :func:`membership_inference_accuracy_bound`)."""
         return membership_inference_accuracy_bound(
-            self.noise_multiplier, steps_per_epoch=self.steps_per_epoch, epochs=self.epochs
+            self.noise_multiplier, steps_per_epoch=self.steps_per_epoch, epochs=self.epochs,
+            k=self.k,
         )
 
     def exact_membership_inference_accuracy(self, *, tolerance: float = 1e-4) -> ExactAccuracy:
@@ -95,6 +123,7 @@ class DPSGDSpec:
             steps_per_epoch=self.steps_per_epoch,
             epochs=self.epochs,
             tolerance=tolerance,
+            k=self.k,
         )
 
     def noise_multiplier_for_accuracy(
@@ -108,13 +137,14 @@ class DPSGDSpec:
             epochs=self.epochs,
             method=method,
             rtol=rtol,
+            k=self.k,
         )
 
     def with_noise_multiplier(self, noise_multiplier: float) -> DPSGDSpec:
         """Copy with another σ."""
         return DPSGDSpec(
             noise_multiplier, self.steps_per_epoch, self.epochs, self.dataset_size,
-            self.max_grad_norm,
+            self.max_grad_norm, self.k,
         )
 
     def to_dict(self) -> dict:
@@ -133,7 +163,9 @@ class DPSGDSpec:
         """
         bound = self.membership_inference_accuracy_bound()
         section = {
-            "title": "DP-SGD with random allocation (analytic)",
+            "title": "DP-SGD with random allocation (analytic)" if self.k == 1 else
+                     f"DP-SGD with random allocation, {self.k} of {self.steps_per_epoch} "
+                     "steps per epoch (analytic)",
             "mechanism": "dpsgd-random-allocation",
             "spec": self.to_dict(),
             "threat_model": THREAT_MODEL,
@@ -141,7 +173,8 @@ class DPSGDSpec:
                 "accuracy": bound.accuracy,
                 "log1p_chi_square": bound.log1p_chi_square,
                 "vacuous": bool(bound.vacuous),
-                "source": "chi-square closed form (RA-MIA)",
+                "source": "chi-square closed form (RA-MIA)" if self.k == 1 else
+                          "chi-square, hypergeometric overlap (k of t)",
             },
         }
         if exact:
@@ -152,6 +185,7 @@ class DPSGDSpec:
                 "estimate": res.estimate,
                 "converged": res.converged,
                 "method": res.method,
+                "lower_confidence": res.lower_confidence,
             }
         return section
 
@@ -165,6 +199,8 @@ class DPSGDSpec:
             f"- noise multiplier σ = {self.noise_multiplier:g}",
             f"- steps per epoch M = {self.steps_per_epoch}, epochs E = {self.epochs}",
         ]
+        if self.k != 1:
+            lines.append(f"- each record is used at k = {self.k} random steps per epoch")
         if self.dataset_size is not None:
             lines.append(
                 f"- dataset size n = {self.dataset_size} "
@@ -184,8 +220,10 @@ class DPSGDSpec:
         ]
         if exact:
             e = sec["exact_membership_inference_accuracy"]
+            conf = ("" if e["lower_confidence"] == 1.0 else
+                    f" (lower end with confidence {e['lower_confidence']:g})")
             lines.append(
-                f"| exact membership-inference accuracy (certified) | "
+                f"| exact membership-inference accuracy (certified{conf}) | "
                 f"[{format_bound(e['lower'], side='down')}, "
                 f"{format_bound(e['upper'], side='up')}] |"
             )

@@ -39,7 +39,6 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -47,9 +46,14 @@ from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd._ghost import LinearTape, batched_losses, linear_layers
+from pacpriv.dpsgd._noise import arithmetic, check_noise_range, check_precision, noisy_average
+from pacpriv.dpsgd._records import as_records, as_tensors
+from pacpriv.dpsgd._training_result import TrainingResult
 from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_generator
+from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
+from pacpriv.dpsgd.sampling import RandomAllocation
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
-from pacpriv.dpsgd.validate import ModuleProblem, validate_model
+from pacpriv.dpsgd.validate import ModuleProblem, inplace_modules, probe_model, validate_model
 
 torch = import_torch("pacpriv.dpsgd.trainer")
 functional_call, grad_and_value, vmap = (
@@ -69,68 +73,6 @@ __all__ = [
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 OptimizerArg = None | torch.optim.Optimizer | Callable[..., torch.optim.Optimizer]
 _CLIP_EPS = 1e-6  # opacus' stabiliser: clipped norms are strictly below C
-
-
-@dataclass(frozen=True)
-class TrainingResult:
-    """What :func:`train_dpsgd` did (the model itself is trained in place).
-
-    Attributes
-    ----------
-    noise_multiplier : float
-        σ; the noise on each step's summed clipped gradients has std σ·C per coordinate.
-    steps_per_epoch, epochs : int
-        M and E; ``n_steps = M·E`` noisy steps were taken.
-    max_grad_norm : float or None
-        Clipping norm C (``None``: no clipping, non-private training).
-    n_records : int
-        Number of training records n.
-    expected_batch_size : float
-        n/M, the divisor of every step's noisy sum.
-    n_steps, n_empty_steps, min_batch_size, max_batch_size : int
-        Realised allocation statistics (for diagnostics only; never used by the update).
-    clipped_fraction : float or None
-        Fraction of per-sample gradients whose norm exceeded C (``None`` without clipping).
-    epoch_losses : tuple of float
-        Mean per-example training loss of each epoch, evaluated at the parameters of the
-        step that used the example (before its update).
-    secure_noise : bool
-        Whether the noise generator was reseeded from OS entropy at every step.
-    seed : dict or None
-        ``None`` when ``train_dpsgd`` ran with ``rng=None``: the allocation and the noise came
-        from fresh OS entropy that is not recorded anywhere (it would regenerate both, and
-        the bound of [1]_ assumes they are secret). With a caller-given ``rng``,
-        ``seed_to_dict`` of its root SeedSequence (child 0: allocation, child 1: noise),
-        which regenerates the allocation and, unless ``secure_noise``, every noise draw: the
-        caller's choice, for tests and experiments only.
-    randomness : str
-        ``"fresh OS entropy (not recorded)"`` or ``"caller-seeded (not for production)"``.
-    wall_time_s : float
-        Training wall-clock time in seconds.
-    """
-
-    noise_multiplier: float
-    steps_per_epoch: int
-    epochs: int
-    max_grad_norm: float | None
-    n_records: int
-    expected_batch_size: float
-    n_steps: int
-    n_empty_steps: int
-    min_batch_size: int
-    max_batch_size: int
-    clipped_fraction: float | None
-    epoch_losses: tuple[float, ...]
-    secure_noise: bool
-    seed: dict | None
-    wall_time_s: float
-    randomness: str = "caller-seeded (not for production)"
-
-    def to_dict(self) -> dict:
-        """JSON-serialisable dictionary of all fields."""
-        out = asdict(self)
-        out["epoch_losses"] = list(self.epoch_losses)
-        return out
 
 
 def _trainable(model: torch.nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
@@ -253,37 +195,22 @@ def privatize_gradients(
     if max_grad_norm is None:
         factor = None
         n_clipped = 0
-    else:
+    else:  # norms, factors and the clipped sums in float64 (see pacpriv.dpsgd._noise)
         per_tensor = [
-            torch.linalg.vector_norm(g.reshape(b, math.prod(g.shape[1:])), dim=1) for g in tensors
+            torch.linalg.vector_norm(g.reshape(b, math.prod(g.shape[1:])), dim=1,
+                                     dtype=torch.float64) for g in tensors
         ]
         norms = torch.linalg.vector_norm(torch.stack(per_tensor, dim=1), dim=1)
         factor = (max_grad_norm / (norms + _CLIP_EPS)).clamp(max=1.0)
         n_clipped = int((norms > max_grad_norm).sum())
     summed = {
-        name: g.sum(0) if factor is None else torch.einsum("i,i...->...", factor, g)
+        name: g.sum(0) if factor is None else torch.einsum("i,i...->...", factor,
+                                                           g.to(torch.float64))
         for name, g in per_sample.items()
     }
-    return _noisy_average(summed, max_grad_norm=max_grad_norm,
-                          noise_multiplier=noise_multiplier,
-                          expected_batch_size=expected_batch_size, generator=generator), n_clipped
-
-
-def _noisy_average(summed, *, max_grad_norm, noise_multiplier, expected_batch_size, generator):
-    """``(Σ + N(0, σ²C²)) / (n/M)`` per tensor, noise drawn in the iteration order of ``summed``."""
-    out = {}
-    for name, total in summed.items():
-        if noise_multiplier > 0:
-            noise = torch.normal(
-                0.0,
-                noise_multiplier * max_grad_norm,
-                size=total.shape,
-                generator=generator,
-                dtype=total.dtype,
-            )
-            total = total + noise.to(total.device)
-        out[name] = total / expected_batch_size
-    return out
+    out = noisy_average(summed, max_grad_norm=max_grad_norm, noise_multiplier=noise_multiplier,
+                        expected_batch_size=expected_batch_size, generator=generator)
+    return {k: out[k].to(per_sample[k].dtype) for k in out}, n_clipped
 
 
 def _per_example_losses(loss_fn: LossFn, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -328,49 +255,22 @@ def _linear_step(model, loss_fn, xb, yb, tape: LinearTape, max_grad_norm: float)
     return summed, n_clipped, float(losses.detach().sum())
 
 
-def _private_step(model, loss_fn, xb, yb, tape, *, C, sigma, expected, generator):
-    """One DP-SGD gradient: clipped sum + noise, over the expected batch size."""
+def _private_step(model, loss_fn, xb, yb, tape, *, C, sigma, expected, generator, step=None):
+    """One DP-SGD gradient: clipped sum + noise (float64), over the expected batch size."""
     use_tape = tape is not None and not tape.disabled
     found = _linear_step(model, loss_fn, xb, yb, tape, C) if use_tape else None
     if found is not None:
         summed, n_clipped, loss = found
-        grads = _noisy_average(summed, max_grad_norm=C, noise_multiplier=sigma,
-                               expected_batch_size=expected, generator=generator)
-        return grads, n_clipped, loss
+        grads = noisy_average(summed, max_grad_norm=C, noise_multiplier=sigma,
+                              expected_batch_size=expected, generator=generator, step=step)
+        dtypes = {k: p.dtype for k, p in model.named_parameters()}
+        return {k: g.to(dtypes[k]) for k, g in grads.items()}, n_clipped, loss
     per_sample, losses = per_sample_gradients(model, loss_fn, xb, yb)
     grads, n_clipped = privatize_gradients(
         per_sample, max_grad_norm=C, noise_multiplier=sigma,
         expected_batch_size=expected, generator=generator,
     )
     return grads, n_clipped, float(losses.sum())
-
-
-def _writable(a):
-    # torch.as_tensor warns on read-only arrays (e.g. frozen dataset pools): copy those.
-    if isinstance(a, np.ndarray) and not a.flags.writeable:
-        return a.copy()
-    return a
-
-
-def _as_tensors(model: torch.nn.Module, X, y) -> tuple[torch.Tensor, torch.Tensor]:
-    first = next(iter(model.parameters()))
-    X, y = (_writable(a) for a in (X, y))
-    X = torch.as_tensor(X)
-    y = torch.as_tensor(y)
-    if X.ndim == 0 or y.ndim == 0:
-        raise ValueError(f"`X` and `y` must have a leading record axis; got shapes "
-                         f"{tuple(X.shape)} and {tuple(y.shape)}.")
-    if X.shape[0] != y.shape[0]:
-        raise ValueError(f"`X` and `y` must have the same number of records; got "
-                         f"{X.shape[0]} and {y.shape[0]}.")
-    for name, t in (("X", X), ("y", y)):
-        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-            raise ValueError(f"`{name}` must be finite; it contains NaN or inf.")
-    if X.is_floating_point():
-        X = X.to(first.dtype)
-    if y.is_floating_point():
-        y = y.to(first.dtype)
-    return X.to(first.device), y.to(first.device)
 
 
 def _make_optimizer(optimizer: OptimizerArg, model: torch.nn.Module) -> torch.optim.Optimizer:
@@ -392,7 +292,7 @@ def train_dpsgd(
     model: torch.nn.Module,
     loss_fn: LossFn,
     X,
-    y,
+    y=None,
     *,
     noise_multiplier: float | None = None,
     steps_per_epoch: int | None = None,
@@ -403,8 +303,10 @@ def train_dpsgd(
     secure_noise: bool = False,
     progress: bool = False,
     spec: DPSGDSpec | None = None,
+    allocation: RandomAllocation | str | None = None,
+    allow_low_precision: bool = False,
 ) -> TrainingResult:
-    """Train ``model`` in place with DP-SGD under random allocation.
+    """Train ``model`` in place with DP-SGD under random allocation (k of t).
 
     Parameters
     ----------
@@ -413,19 +315,21 @@ def train_dpsgd(
     loss_fn : callable
         ``loss_fn(output, target) -> Tensor`` (e.g. ``torch.nn.CrossEntropyLoss()``), called on
         batches of one example, so its reduction does not matter.
-    X : array-like or torch.Tensor of shape (n, ...)
-        Features (floating arrays are cast to the model's dtype and device).
-    y : array-like or torch.Tensor of shape (n, ...)
-        Targets (integer class labels stay integer).
+    X : array-like, torch.Tensor of shape (n, ...), or torch.utils.data.Dataset
+        Features (floating arrays are cast to the model's dtype and device), or a map-style
+        Dataset whose items are pairs ``(x, y)`` (then ``y`` is None; each step's batch is
+        collated with ``default_collate``).
+    y : array-like or torch.Tensor of shape (n, ...), optional
+        Targets (integer class labels stay integer); required unless ``X`` is a Dataset.
     noise_multiplier : float
         σ >= 0. σ = 0 gives no noise (not private).
     steps_per_epoch : int
-        M >= 1 steps per epoch; each record is used at one uniformly random step per epoch.
+        t >= 1 steps per epoch.
     epochs : int
         E >= 1.
     max_grad_norm : float or None
         Clipping norm C > 0. ``None`` disables clipping (requires σ = 0): plain minibatch
-        training with the same random-allocation batching and the same n/M divisor.
+        training with the same random-allocation batching and the same divisor.
     optimizer : torch.optim.Optimizer, callable or None
         An optimizer over ``model.parameters()``, or a factory ``params -> Optimizer``.
         Default ``torch.optim.SGD(lr=0.1)``. It receives the privatised gradient in ``.grad``.
@@ -445,27 +349,54 @@ def train_dpsgd(
         or the result's ``seed``) and would otherwise regenerate and subtract the noise; with
         ``rng=None`` the seed is never recorded, so it adds nothing there. It does **not**
         make the noise cryptographically secure: the generator is still torch's Mersenne
-        Twister, and floating-point Gaussian sampling has known side channels (Mironov, CCS
-        2012). Nor does it hide the allocation, which still comes from ``rng``; the bound of
-        [1]_ assumes the allocation is secret, so deploy with ``rng=None``.
+        Twister. Nor does it hide the allocation, which still comes from ``rng``; the bound
+        of [1]_ assumes the allocation is secret, so deploy with ``rng=None``.
     progress : bool, default False
         Show a tqdm progress bar over steps.
     spec : DPSGDSpec, optional
-        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see ``spec_arguments``).
+        Instead of ``noise_multiplier``, ``steps_per_epoch``, ``epochs`` (see
+        ``spec_arguments``); its ``k`` sets the allocation and its ``dataset_size``, when
+        given, the public record count of the divisor ``k·n/t`` (the guarantee treats the
+        divisor as public; without a spec it is the number of records passed).
+    allocation : RandomAllocation or str, optional
+        The batch sampler: ``RandomAllocation(k)`` (each record at ``k`` uniformly chosen
+        distinct steps of every epoch; Feldman & Shenfeld 2025) or the shorthands
+        ``"random_allocation"`` / ``"k_of_t"`` (then ``k`` comes from ``spec``, default 1).
+        Default: ``RandomAllocation(spec.k)`` or ``RandomAllocation(1)``.
+    allow_low_precision : bool, default False
+        Train float16 / bfloat16 models (refused otherwise: their rounding breaks what the
+        certificate describes). Noise is generated and added in float64 either way.
 
     Returns
     -------
     TrainingResult
+        With the run's certified chi-square membership bound, ``get_epsilon(delta)``,
+        ``exact_membership_inference_accuracy()`` and ``tradeoff_curve()``.
 
     Raises
     ------
     TypeError
-        If ``model`` is not a module, ``loss_fn`` is not callable or ``optimizer`` is invalid.
+        If ``model`` is not a module, ``loss_fn`` is not callable, ``optimizer`` or
+        ``allocation`` is invalid, or ``y`` is missing (or given with a Dataset).
     ValueError
-        If a scalar is out of range, σ > 0 without clipping, the model has no trainable
-        parameters or has modules that mix examples or that ``torch.func`` cannot batch (see
-        :func:`validate_model`; the message lists them and their fix), or ``X`` and ``y``
-        disagree in length or are empty.
+        Before any training step: a scalar out of range, σ > 0 without clipping, no trainable
+        parameter, float16/bfloat16 parameters without ``allow_low_precision``, a clipping
+        norm whose noisy updates overflow the parameter dtype, or modules that DP-SGD cannot
+        handle: cross-example or un-batchable layers (:func:`validate_model`), a ``forward``
+        that changes parameters or buffers (found by a probe pass on a copy of the model:
+        running statistics, ``nn.Embedding(max_norm=...)``), and, on the single-backward
+        path for Linear-only models, modules with ``inplace=True`` or outputs overwritten in
+        place. Every message names the module and a fix.
+    FloatingPointError
+        If a step's noisy gradient is not finite (NaN/inf from the loss or model); that
+        update is not applied.
+
+    Notes
+    -----
+    Arithmetic: per-example norms, clipping factors, clipped sums and the Gaussian noise are
+    computed in float64 and the noisy average is rounded to the parameter dtype afterwards
+    (:mod:`pacpriv.dpsgd._noise`; floating-point noise attacks, Mironov CCS 2012); the
+    result's ``arithmetic`` states it. The divisor is the expected batch size ``k·n/t``.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
@@ -478,6 +409,7 @@ def train_dpsgd(
     sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
     M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     E = check_int(epochs, "epochs", low=1)
+    k = _allocation_k(allocation, spec, M)
     C = None
     if max_grad_norm is not None:
         C = check_real(max_grad_norm, "max_grad_norm", low=0.0, low_inclusive=False)
@@ -489,15 +421,25 @@ def train_dpsgd(
         )
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("`model` must have at least one trainable parameter.")
-    X, y = _as_tensors(model, X, y)
-    n = X.shape[0]
+    check_precision(model, allow_low_precision=bool(allow_low_precision))
+    records = as_records(model, X, y)
+    n = len(records)
     if n == 0:
         raise ValueError("`X` must contain at least one record; got 0.")
+    # the divisor must not depend on which records are present (docs: k_of_t, Theorem 1):
+    # a spec's dataset_size is a public number; else the number of records passed
+    n_public = n if spec is None or spec.dataset_size is None else spec.dataset_size
+    expected = k * n_public / M
+    dtype = next(p for p in model.parameters() if p.requires_grad).dtype
+    if C is not None:
+        check_noise_range(noise_multiplier=sigma, max_grad_norm=C, n_records=n,
+                          expected_batch_size=expected, dtype=dtype)
+    layers = None if C is None else linear_layers(model)
+    _refuse_probed(model, records, ghost=bool(layers))
     opt = _make_optimizer(optimizer, model)
     root = as_seed_sequence(rng)  # rng=None: OS entropy, kept only in this frame
     alloc_gen = torch_generator(trial_seed(root, 0))
     noise_gen = torch_generator(trial_seed(root, 1))
-    expected = n / M
     from tqdm.auto import tqdm
 
     was_training = model.training
@@ -505,36 +447,38 @@ def train_dpsgd(
     sizes: list[int] = []
     n_clipped = 0
     epoch_losses = []
-    layers = None if C is None else linear_layers(model)
     tape = LinearTape(layers) if layers else None
-    named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
+    named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
     start = time.perf_counter()
     with tqdm(total=M * E, disable=not progress, desc="DP-SGD") as bar, \
             (tape if tape is not None else contextlib.nullcontext()):
         for _ in range(E):
             loss_sum = 0.0
-            for idx in random_allocation(n, steps_per_epoch=M, generator=alloc_gen):
-                idx = idx.to(X.device)
-                xb, yb = X[idx], y[idx]
+            for idx in random_allocation(n, steps_per_epoch=M, generator=alloc_gen, k=k):
+                xb, yb = records.batch(idx)
                 sizes.append(int(idx.numel()))
                 if C is None:
                     grads, loss = _plain_step(model, loss_fn, xb, yb, expected)
-                    k = 0
+                    clipped = 0
                 else:
                     gen = secure_generator() if secure_noise and sigma > 0 else noise_gen
-                    grads, k, loss = _private_step(model, loss_fn, xb, yb, tape, C=C,
-                                                   sigma=sigma, expected=expected,
-                                                   generator=gen)
-                n_clipped += k
+                    grads, clipped, loss = _private_step(
+                        model, loss_fn, xb, yb, tape, C=C, sigma=sigma, expected=expected,
+                        generator=gen, step=len(sizes) - 1)
+                n_clipped += clipped
                 loss_sum += loss
                 for name, p in named:
                     p.grad = grads[name].detach()
                 opt.step()
                 bar.update()
-            epoch_losses.append(loss_sum / n)
+            epoch_losses.append(loss_sum / (n * k))
     model.train(was_training)
     for p in model.parameters():
         p.grad = None
+    bound = None
+    if C is not None and sigma > 0:
+        bound = float(membership_inference_accuracy_bound(
+            sigma, steps_per_epoch=M, epochs=E, k=k).accuracy)
     return TrainingResult(
         noise_multiplier=sigma,
         steps_per_epoch=M,
@@ -543,10 +487,10 @@ def train_dpsgd(
         n_records=n,
         expected_batch_size=expected,
         n_steps=M * E,
-        n_empty_steps=sum(s == 0 for s in sizes),
+        n_empty_steps=sum(size == 0 for size in sizes),
         min_batch_size=min(sizes),
         max_batch_size=max(sizes),
-        clipped_fraction=None if C is None else n_clipped / (n * E),
+        clipped_fraction=None if C is None else n_clipped / (n * E * k),
         epoch_losses=tuple(epoch_losses),
         secure_noise=bool(secure_noise),
         # an OS-entropy root would regenerate the secret allocation and noise: never returned
@@ -554,7 +498,43 @@ def train_dpsgd(
         wall_time_s=time.perf_counter() - start,
         randomness="fresh OS entropy (not recorded)" if rng is None
         else "caller-seeded (not for production)",
+        k=k,
+        membership_inference_accuracy_bound=bound,
+        arithmetic=arithmetic(dtype),
     )
+
+
+_ALLOCATION_NAMES = ("random_allocation", "k_of_t", "balls_in_bins")
+
+
+def _allocation_k(allocation, spec: DPSGDSpec | None, steps: int) -> int:
+    """``k`` of the batch sampler from ``allocation`` and ``spec`` (one source of truth)."""
+    spec_k = 1 if spec is None else spec.k
+    if allocation is None or (isinstance(allocation, str) and allocation in _ALLOCATION_NAMES):
+        allocation = RandomAllocation(spec_k)
+    elif isinstance(allocation, str):
+        raise ValueError(f"`allocation` must be a RandomAllocation or one of "
+                         f"{list(_ALLOCATION_NAMES)}; got {allocation!r}.")
+    if not isinstance(allocation, RandomAllocation):
+        raise TypeError("`allocation` must be a RandomAllocation, a string shorthand or None; "
+                        f"got {type(allocation).__name__}.")
+    if spec is not None and spec.k not in (1, allocation.k):
+        raise TypeError(f"pass k either in `spec` (k={spec.k}) or in `allocation` "
+                        f"(k={allocation.k}), not both.")
+    allocation.check(steps)
+    return allocation.k
+
+
+def _refuse_probed(model, records, *, ghost: bool) -> None:
+    """Refuse (before training) what a probe forward pass on a copy of the model finds."""
+    report = probe_model(model, records.probe())
+    problems = list(report.state)
+    if ghost:  # the single-backward clipping path reads layer outputs
+        problems += inplace_modules(model) + list(report.overwritten)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        raise ValueError(f"`model` has {len(problems)} module(s) that DP-SGD cannot train "
+                         f"correctly:\n{lines}")
 
 
 def model_losses(
@@ -579,7 +559,7 @@ def model_losses(
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
     batch_size = check_int(batch_size, "batch_size", low=1)
-    X, y = _as_tensors(model, X, y)
+    X, y = as_tensors(model, X, y)
     was_training = model.training
     model.eval()
     try:

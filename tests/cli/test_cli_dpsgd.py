@@ -47,3 +47,51 @@ def test_bad_input_exit_2(capsys):
 def test_compare_needs_sigma_or_target(capsys):
     """`dpsgd compare` without σ or target exits 2."""
     assert main(["dpsgd", "compare", "--steps-per-epoch", "10", "--epochs", "1"]) == 2
+
+
+def test_bound_prints_epsilon_at_delta(capsys):
+    """ε at --delta from the certified PLD is printed beside the accuracy (rounded up)."""
+    from pacpriv.dpsgd import tradeoff_curve
+
+    assert main(["dpsgd", "bound", "--steps-per-epoch", "100", "--epochs", "10",
+                 "--noise-multiplier", "1", "--delta", "1e-6", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ref = tradeoff_curve(noise_multiplier=1.0, steps_per_epoch=100, epochs=10).get_epsilon(1e-6)
+    assert out["epsilon"] == {"epsilon": ref, "delta": 1e-6,
+                              "source": "certified PLD (upper chain), add or remove one record"}
+    assert main(["dpsgd", "bound", "--steps-per-epoch", "100", "--epochs", "10",
+                 "--noise-multiplier", "1"]) == 0
+    assert "epsilon at delta=1e-05 (certified PLD)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [
+    ["bound", "--noise-multiplier", "2"],
+    ["sigma", "--target-accuracy", "0.6"],
+])
+def test_k_of_t_commands(capsys, command):
+    """--k: the k-of-t chi-square bound (hypergeometric) and its inverse."""
+    assert main(["dpsgd", *command, "--steps-per-epoch", "20", "--epochs", "3", "--k", "4",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    if command[0] == "bound":
+        ref = membership_inference_accuracy_bound(2.0, steps_per_epoch=20, epochs=3, k=4)
+        assert out["accuracy"] == ref.accuracy and out["k"] == 4
+    else:
+        acc = membership_inference_accuracy_bound(out["noise_multiplier"], steps_per_epoch=20,
+                                                  epochs=3, k=4).accuracy
+        assert acc <= 0.6
+
+
+def test_exact_k_of_t_says_its_confidence(capsys):
+    assert main(["dpsgd", "exact", "--steps-per-epoch", "10", "--epochs", "1", "--k", "2",
+                 "--noise-multiplier", "1", "--tolerance", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "certified with confidence 0.999" in out and "epsilon at delta" in out
+
+
+@pytest.mark.parametrize(("flags", "match"), [(["--k", "11"], "--k must be"),
+                                              (["--delta", "0"], "--delta must be")])
+def test_k_and_delta_are_checked_first(capsys, flags, match):
+    assert main(["dpsgd", "bound", "--steps-per-epoch", "10", "--epochs", "1",
+                 "--noise-multiplier", "1", *flags]) == 2
+    assert match in capsys.readouterr().err

@@ -20,12 +20,14 @@ def test_exact_several_sigmas_json_matches_library(capsys):
 
 
 def test_exact_several_sigmas_table_rounds_outward(capsys):
-    """The table has one row per σ; lower rounded down and upper rounded up (7 decimals)."""
+    """The table has one row per σ; lower rounded down and upper rounded up (7 decimals),
+    then ε at --delta."""
     assert main(["dpsgd", "exact", "--steps-per-epoch", "10", "--epochs", "2",
                  "--noise-multiplier", "1", "2"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert "certified" in lines[0] and len(lines) == 4
     for line, s in zip(lines[2:], (1.0, 2.0), strict=True):
-        _, lo, up, _ = line.split()
+        _, lo, up, _, eps = line.split()
+        assert float(eps) > 0
         one = exact_membership_inference_accuracy(s, steps_per_epoch=10, epochs=2)
         assert float(lo) <= one.lower and float(up) >= one.upper

@@ -95,3 +95,22 @@ def test_exact_calibration_at_m2_extremes_returns_a_certified_sigma(target):
     res = calibrate_noise_multiplier(target, steps_per_epoch=2, epochs=1)
     assert res.accuracy.upper <= target
     assert res.noise_multiplier <= res.closed_form_noise_multiplier
+
+
+@pytest.mark.parametrize(("target", "steps", "epochs"), [(0.9, 100, 1), (0.75, 100, 10),
+                                                         (0.51, 100, 100)])
+def test_search_is_certified_within_a_tenth_of_a_percent_in_few_evaluations(
+        target, steps, epochs):
+    """rtol 1e-3: the returned σ's upper end is at most the target, the exact root lies above
+    σ/1.001 (certified lower end there exceeds the target), and the secant search needs at
+    most 10 exact evaluations (the Gaussian-limit model alone used 71 at (0.9, 100, 1))."""
+    r = calibrate_noise_multiplier(target, steps_per_epoch=steps, epochs=epochs, rtol=1e-3)
+    assert r.accuracy.upper <= target
+    check = exact_membership_inference_accuracy(
+        r.noise_multiplier / 1.001, steps_per_epoch=steps, epochs=epochs,
+        tolerance=max(1e-7, (target - 0.5) * 2e-4))
+    assert check.lower > target
+    assert r.n_evaluations <= 10
+    low = exact_membership_inference_accuracy(r.lower_noise_multiplier, steps_per_epoch=steps,
+                                              epochs=epochs, tolerance=r.accuracy.tolerance)
+    assert low.lower > target and r.noise_multiplier / r.lower_noise_multiplier - 1 < 2e-3

@@ -30,7 +30,7 @@ def _fake(monkeypatch, key: str, fn) -> None:
     monkeypatch.setitem(comparators._PUBLISHED, key, (label, fn, search, note))
 
 
-def _slow(sigma, steps, epochs):  # module level: also runs under spawn
+def _slow(sigma, steps, epochs, k=1):  # module level: also runs under spawn
     time.sleep(60)
     return 0.6
 
@@ -59,7 +59,7 @@ def test_slow_comparator_is_stopped_and_other_rows_print(monkeypatch):
 
 def test_failing_comparator_keeps_other_rows(monkeypatch):
     """An exception in the comparator's process becomes a 'failed' row with the message."""
-    def boom(sigma, steps, epochs):
+    def boom(sigma, steps, epochs, k=1):
         raise RuntimeError("accountant exploded")
 
     _fake(monkeypatch, "random-allocation", boom)
@@ -84,7 +84,7 @@ def test_failing_comparator_keeps_other_rows(monkeypatch):
 @pytest.mark.parametrize("timeout", [None, 30.0])
 def test_values_clipped_to_possible_range(monkeypatch, value, expected, note, timeout):
     """Every accuracy is clipped to [1/2, 1] (or None) and the clip is noted in the row."""
-    _fake(monkeypatch, "poisson-pld", lambda s, m, e: value)
+    _fake(monkeypatch, "poisson-pld", lambda s, m, e, k=1: value)
     t = compare_accountants(steps_per_epoch=10, epochs=2, noise_multiplier=2.0,
                             methods=("poisson-pld",), timeout=timeout, progress=False)
     (row,) = t.rows

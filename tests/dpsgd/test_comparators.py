@@ -66,3 +66,25 @@ def test_error_unknown_method():
     """Unknown method names are rejected."""
     with pytest.raises(ValueError, match="unknown methods"):
         compare_accountants(steps_per_epoch=10, epochs=1, noise_multiplier=1.0, methods=("x",))
+
+
+@pytest.mark.slow  # ~10 s: the Poisson σ search runs dp-accounting a dozen times
+def test_k_of_t_rows_beside_poisson_at_rate_k_over_t():
+    """k = 4 of t = 20: the chi-square and certified rows are k-of-t, Poisson runs at rate
+    k/t = 0.2 over t·E steps (its accuracy equals a direct dp-accounting call), and each row
+    gives its σ for the target."""
+    from pacpriv.dpsgd.comparators import _poisson_accuracy
+
+    t = compare_accountants(steps_per_epoch=20, epochs=2, target_accuracy=0.6, k=4,
+                            methods=("chi-square", "exact", "poisson-pld"), timeout=None,
+                            progress=False)
+    rows = {r.method: r for r in t.rows}
+    assert t.k == 4 and "k=4" in t.to_markdown()
+    chi = rows["chi-square, hypergeometric (k of t)"]
+    cert = rows["k of t, certified (pacpriv)"]
+    pois = rows["Poisson subsampling, dp-accounting PLD"]
+    assert "confidence 0.999" in cert.note and "one-of-5 over 8 epochs" in cert.note
+    assert cert.noise_multiplier_for_target < chi.noise_multiplier_for_target
+    assert pois.accuracy == pytest.approx(_poisson_accuracy(t.noise_multiplier, 20, 2, 1e-3, 4))
+    # Feldman & Shenfeld 2025: k of t is about as private as Poisson at rate k/t
+    assert 0.9 < cert.noise_multiplier_for_target / pois.noise_multiplier_for_target < 1.15
