@@ -159,7 +159,8 @@ class PacResult(Displayable):
                "rule": self.plan.rule}
         if cert is not None:
             out.update(method=cert.method, n_shape_trials=cert.n_shape,
-                       n_certificate_trials=2 * cert.n_pairs, n_certificate_pairs=cert.n_pairs,
+                       n_certificate_trials=cert.n_certificate, summands=cert.summands,
+                       scaling=cert.scaling, randomized_threshold=cert.randomized,
                        noise_inflation_vs_plugin=cert.inflation,
                        n_clipped_simulated_outputs=cert.n_clipped,
                        clipped_release=self.plan.clip_radius is not None,
@@ -316,9 +317,9 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
             f"certified (1−γ = {cert.confidence:g}): with probability >= {cert.confidence:g} "
             f"over the simulation, MI <= {format_bound(plan.mi_claim)} nats for the released "
             "(clipped) "
-            f"mechanism; {cert.n_shape} trials fixed the noise shape and the clip, "
-            f"{cert.n_pairs} pairs of the other trials certified its scale ({cert.method} bound, "
-            f"γ = {gamma:g}); the certificate cost {cert.inflation:.3g}x the plug-in noise power; "
+            f"mechanism; {cert.n_shape} trials fixed the noise shape and the clip, the other "
+            f"{cert.n_certificate} certified its scale ({cert.method} bound, γ = {gamma:g}); "
+            f"the certificate cost {cert.inflation:.3g}x the plug-in noise power; "
             f"{cert.n_clipped} of the {cert.n_trials} simulated outputs it used were clipped.",
             None,
         ))

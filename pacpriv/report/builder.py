@@ -168,8 +168,9 @@ _SPECTRUM_SCALE_FREE = ("method", "n_trials", "dim", "rank", "n_components",
                         "unresolved_dim")
 _NOISE_SCALE_FREE = ("rule", "mi_budget", "mi_claim", "confidence", "dim", "basis",
                      "n_directions", "certified", "label", "clipped_release")
-_CERTIFICATE_SCALE_FREE = ("method", "certified", "confidence", "n_shape", "n_pairs",
-                           "n_clipped", "constant", "n_trials")
+_CERTIFICATE_SCALE_FREE = ("method", "certified", "confidence", "n_shape", "n_certificate",
+                           "n_clipped", "constant", "n_trials", "scaling", "summands",
+                           "clip_probability", "randomized")
 #: entries of ``privacy`` (and its ``certification``) that are functions of the spectrum
 _PRIVACY_POOL_REALS = ("mi_bound_at_estimated_covariance_nats",)
 _CERTIFICATION_POOL_REALS = ("noise_inflation_vs_plugin",)

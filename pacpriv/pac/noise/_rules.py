@@ -302,8 +302,8 @@ def _build_certified(outputs, v: float, **params) -> NoisePlan:
 def _build_asymptotic_t(outputs, v: float, **params) -> NoisePlan:
     from pacpriv.pac.noise._certificate import certify_noise
 
-    params.pop("output_bound", None)
-    params.pop("clip_margin", None)
+    for name in ("output_bound", "clip_margin", "clip_probability"):
+        params.pop(name, None)
     return certify_noise(outputs, mi_budget=v, method="student-t", **params)
 
 
@@ -344,14 +344,15 @@ class RuleInfo:
     summary: str = ""
 
 
-_CERT_PARAMS = ("confidence", "shape_fraction", "output_bound", "clip_margin")
+_CERT_PARAMS = ("confidence", "shape_fraction", "output_bound", "clip_margin",
+                "clip_probability", "shrinkage", "scaling")
 
 #: name → :class:`RuleInfo`; the first entry is the default rule.
 RULE_TABLE: dict[str, RuleInfo] = {
     "certified": RuleInfo(
         _build_certified, "outputs", True, True, True, _CERT_PARAMS,
         "square-root shape from part of the trials, scale certified (1−γ) by a betting "
-        "bound on held-out pairs; clipped release"),
+        "bound on every other trial; clipped release"),
     "anisotropic": RuleInfo(
         _build_anisotropic, "spectrum", True, False, False, (),
         "plug-in square-root rule in the estimated eigenbasis (estimate)"),
