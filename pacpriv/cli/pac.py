@@ -415,7 +415,7 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
         inflation = cert["noise_inflation_vs_plugin"]
         print(
             f"certificate          {cert['method']}, {cert['n_shape_trials']} shape trials + "
-            f"{cert['n_certificate_pairs']} pairs, "
+            f"{cert['n_certificate_trials']} certificate trials, "
             + ("" if private else
                f"noise x{format_bound(inflation, 3, side='up')} vs plug-in, "
                if math.isfinite(inflation) else "noise n/a vs plug-in (0), ")

@@ -157,7 +157,8 @@ class PacResult(Displayable):
                "rule": self.plan.rule}
         if cert is not None:
             out.update(method=cert.method, n_shape_trials=cert.n_shape,
-                       n_certificate_trials=2 * cert.n_pairs, n_certificate_pairs=cert.n_pairs,
+                       n_certificate_trials=cert.n_certificate, summands=cert.summands,
+                       scaling=cert.scaling, randomized_threshold=cert.randomized,
                        noise_inflation_vs_plugin=cert.inflation,
                        n_clipped_simulated_outputs=cert.n_clipped,
                        clipped_release=self.plan.clip_radius is not None,

@@ -21,14 +21,14 @@ def test_pac_run_writes_report(tmp_path, capsys):
     report = json.loads((out / "report.json").read_text())
     assert report["privacy"]["posterior_success_bound"] == pytest.approx(0.588157, abs=5e-6)
     assert report["privacy"]["posterior_success_bound_label"] == "certified (1−γ = 0.95)"
-    assert report["privacy"]["certification"]["n_shape_trials"] == 50
+    assert report["privacy"]["certification"]["n_shape_trials"] == 41  # default split, d = 12
     assert len(report["release"]) == 12
     md = (out / "report.md").read_text()
     assert "58.82%**, **certified (1−γ = 0.95)**" in md and "Threat model" in md
     captured = capsys.readouterr()
     printed = captured.out
-    # 100 trials are below the trial plan for a 1.2x noise inflation at d = 12 (688)
-    assert "pacpriv: warning: n_trials = 100 is below the 688 trials" in captured.err
+    # 100 trials are below the trial plan for a 1.2x noise inflation at d = 12 (113)
+    assert "pacpriv: warning: n_trials = 100 is below the 113 trials" in captured.err
     assert "report (json)" in printed
     assert "posterior bound      58.82% certified (1−γ = 0.95)" in printed
     # No raw records: iris' first record never appears in the report.
@@ -133,12 +133,12 @@ def test_argparse_errors_are_one_line_exit_2(argv, capsys):
 
 
 def test_pac_trials_plans_the_certificate(capsys):
-    """``pacpriv pac trials`` prints trials_for_inflation (688 trials for d = 12 at 1.2x)."""
+    """``pacpriv pac trials`` prints trials_for_inflation (113 trials for d = 12 at 1.2x)."""
     from pacpriv.pac.noise import trials_for_inflation
 
     assert main(["pac", "trials", "--dim", "12", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows[0]["n_trials"] == trials_for_inflation(12) == 688
+    assert rows[0]["n_trials"] == trials_for_inflation(12) == 113
     assert rows[0]["predicted_inflation"] <= 1.2
 
 

@@ -21,6 +21,7 @@ from pacpriv.pac.noise._concentration import (
     betting_upper,
     constant_output_bound,
     empirical_bernstein_upper,
+    predictable_betting_upper,
     student_t_upper,
 )
 from pacpriv.pac.noise._confidence import confidence_for_trials, trials_for_confidence
@@ -70,6 +71,7 @@ __all__ = [
     "certify_noise",
     "constant_output_bound",
     "empirical_bernstein_upper",
+    "predictable_betting_upper",
     "predicted_inflation",
     "student_t_upper",
     "trials_for_inflation",

@@ -1,35 +1,44 @@
 """A (1−γ) certificate for PAC noise from finitely many trials.
 
-Sources: Xiao & Devadas 2023 (Thm 3, the trace bound); Maurer & Pontil 2009 (Thm 4).
-
 The plug-in rules of :mod:`pacpriv.pac.noise._calibration` meet the budget for the *estimated*
-covariance only.
-:func:`certify_noise` meets it for the true covariance of the released (clipped) mechanism with
-probability ``>= 1 − γ`` over the simulation:
+covariance only. :func:`certify_noise` meets it for the true covariance of the released
+(clipped) mechanism with probability ``>= 1 − γ`` over the simulation
+(docs/guide/certification.md has the derivation):
 
-1. **Shape.** The first ``⌈shape_fraction · m⌉`` trials fix the noise shape ``A`` by the
-   square-root rule on their sample spectrum, ``A = V diag(a) Vᵀ + a_c (I − V Vᵀ)`` with
-   ``a_j = max(sqrt(λ̂_j), η·sqrt(λ̂_max))`` (``η = SHAPE_FLOOR``), so ``A`` is positive definite:
-   no direction ever gets zero noise. They also fix the clip centre ``c`` (their mean).
-2. **Clip.** Every output is clipped to the ellipsoid ``{c + A^{1/2} u : ||u|| <= ρ}`` (a radial
-   shrink of ``f − c``). Clipping is post-processing of ``f``: the certificate is for the
-   clipped mechanism, and :func:`pacpriv.pac.release.privatize` applies the same map.
-3. **Certificate.** The other trials form disjoint pairs ``(f₁, f₂)``;
-   ``Z = ½ (f₁ − f₂)ᵀ A⁻¹ (f₁ − f₂)`` has ``E[Z] = tr(A⁻¹ Σ)`` (no mean estimate needed) and
-   ``0 <= Z <= 2ρ²``. The empirical-Bernstein bound of Maurer & Pontil (2009, Thm 4) gives
-   ``U >= E[Z]`` with probability ``>= 1 − γ``.
-4. **Scale.** ``Σ_B = κ A`` with ``κ = max(U, T̂)/(2v)`` (``T̂`` the plug-in ``tr(A⁻¹Σ̂)`` on all
-   trials, so the certificate never uses less noise than the plug-in); then
-   ``MI <= ½ ln det(I + ΣΣ_B⁻¹) <= ½ tr(Σ_B⁻¹Σ) = E[Z]/(2κ) <= v`` with probability ``>= 1 − γ``.
+1. **Shape and clip** (:mod:`pacpriv.pac.noise._shape`). The first ``m_s`` trials fix the
+   noise shape ``A`` (square-root rule on their spectrum, shrunk towards isotropic by
+   cross-validation inside them; positive definite), the clip centre ``c₀`` (their mean) and
+   the clip radius ``ρ``. Every output, simulated or released, is clipped to the ellipsoid
+   ``E = {c₀ + A^{1/2}u : ||u|| <= ρ}`` (a radial shrink towards ``c₀``): post-processing of
+   ``f``, so the certificate is for the clipped mechanism ``g∘f``, which
+   :func:`pacpriv.pac.release.privatize` releases.
+2. **Summands.** Every other trial ``i > m_s`` gives ``Y_i = ||g(f_i) − c_{i−1}||²_{A⁻¹}``
+   around the running mean ``c_{i−1}`` of all earlier clipped trials. Given the earlier trials,
+   ``g(f_i)`` is a fresh draw, so ``E[Y_i | past] = T + ||μ_g − c_{i−1}||²_{A⁻¹} >= T`` with
+   ``T = tr(A⁻¹Σ_g)``, and ``0 <= Y_i <= b_i = (ρ + ||c_{i−1} − c₀||_{A⁻¹})²`` (both in ``E``).
+   All certificate trials serve as summands (no pairing), the bias ``≈ T/(i−1)`` is
+   conservative, and ``T <= ρ²``.
+3. **Bound.** A capital process with predictable bets (Waudby-Smith & Ramdas 2024;
+   :func:`predictable_betting_upper`) gives ``U`` with ``P(T > U) <= γ``.
+4. **Scale.** ``Σ_B = κA``. ``MI <= ½ ln det(I + Σ_gΣ_B⁻¹) <= (d/2) ln(1 + T/(dκ))`` ([PAC]_
+   Thm 3, then concavity of ``ln`` over the ``d`` eigenvalues, whose sum is ``T/κ``), so
+   ``κ = max(U, T̂)/(d(e^{2v/d} − 1))`` (``scaling="log-det"``) or ``max(U, T̂)/(2v)``
+   (``"trace"``, the linearised bound) gives ``MI <= v`` with probability ``>= 1 − γ``;
+   ``T̂ = tr(A⁻¹Σ̂)`` on all clipped trials (never less noise than the plug-in, same shape).
 
-Without any bound on the outputs, ``method="student-t"`` replaces step 3 by a one-sided
-Student-t bound (no clipping): an asymptotic approximation, never labelled certified.
+Without any bound on the outputs, ``method="student-t"`` replaces steps 2–3 by a one-sided
+Student-t bound on fixed-centre summands (no clipping): an asymptotic approximation, never
+labelled certified.
 
 References
 ----------
-.. [1] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, arXiv:2210.03458, Thm 3.
-.. [2] A. Maurer, M. Pontil. Empirical Bernstein bounds and sample variance penalization.
+.. [PAC] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, arXiv:2210.03458, Thm 3.
+.. [WSR] I. Waudby-Smith, A. Ramdas. Estimating means of bounded random variables by betting.
+   J. R. Stat. Soc. B 86(1), 2024.
+.. [MP] A. Maurer, M. Pontil. Empirical Bernstein bounds and sample variance penalization.
    COLT 2009, Thm 4.
+.. [RM] A. Ramdas, T. Manole. Randomized and exchangeable improvements of Markov's,
+   Chebyshev's and Chernoff's inequalities. arXiv:2304.02611, 2023.
 """
 
 from __future__ import annotations
@@ -39,27 +48,39 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from pacpriv._random import as_generator
 from pacpriv._validation import check_real
 from pacpriv.pac.noise._concentration import (
-    _bet_from_shape,
     _check_confidence,
-    betting_upper,
     empirical_bernstein_upper,
+    predictable_betting_upper,
     student_t_upper,
 )
 from pacpriv.pac.noise._plan import NoisePlan
+from pacpriv.pac.noise._shape import (
+    SHAPE_FLOOR,
+    Shape,
+    clip_radius2,
+    default_shape_trials,
+    fit_shape,
+)
 
-__all__ = ["METHODS", "SHAPE_FLOOR", "Certificate", "certify_noise"]
+__all__ = ["DEFAULT_CLIP_PROBABILITY", "METHODS", "SCALINGS", "SHAPE_FLOOR", "Certificate",
+           "certify_noise"]
 
 #: Upper-bound methods: rigorous for clipped outputs, and the labelled asymptotic fallback.
 METHODS = ("betting", "empirical-bernstein", "student-t")
 
-#: Relative floor ``η`` of the shape's square-root eigenvalues: ``a_j >= η·sqrt(λ_max)``. It
-#: raises noise power by at most a fraction ``d·η`` of the square-root rule's.
-SHAPE_FLOOR = 1e-6
+#: How the certified trace bound sets the scale: the log-det bound at ``d`` equal eigenvalues
+#: (never more noise) or the linearised trace bound.
+SCALINGS = ("log-det", "trace")
 
-_MIN_PAIRS = 2
+#: Target fraction of outputs the release clip shrinks (a Gaussian approximation).
+DEFAULT_CLIP_PROBABILITY = 0.02
 
+#: Fewest trials: 2 for the shape and 4 summands.
+_MIN_TRIALS = 6
+_MIN_CERT = 4
 
 @dataclass(frozen=True)
 class Certificate:
@@ -74,19 +95,19 @@ class Certificate:
     confidence : float
         ``1 − γ``.
     n_shape : int
-        Trials that fixed the noise shape and the clip centre.
-    n_pairs : int
-        Disjoint pairs of the other trials used by the upper bound.
+        Trials that fixed the noise shape and the clip (the first ``n_shape``).
+    n_certificate : int
+        Trials after them, each one summand of the upper bound.
     clip_radius : float or None
         ``ρ`` in the whitened space of the shape (None: no clipping).
     summand_bound : float or None
-        ``b = 2ρ²``, the range of the summands (None for Student-t).
+        ``max_i b_i``, the largest range of a summand (None for Student-t).
     mean_summand, upper_bound : float
-        ``Z̄`` and ``U`` (estimates of ``tr(A⁻¹Σ)``; ``A`` normalised to ``max a_j = 1``).
+        ``Ȳ`` and ``U`` (estimates of ``tr(A⁻¹Σ)``; ``A`` normalised to ``max a_j = 1``).
     plugin_trace : float
         ``T̂ = tr(A⁻¹Σ̂)`` on all (clipped) trials.
     kappa, kappa_plugin : float
-        Noise scale ``Σ_B = κA`` of the plan and of the plug-in (``T̂/(2v)``).
+        Noise scale ``Σ_B = κA`` of the plan and of the plug-in with the same shape and scaling.
     inflation : float
         ``κ/κ_plugin``: the noise power the certificate cost relative to the plug-in with the
         same shape (``>= 1``).
@@ -97,14 +118,26 @@ class Certificate:
     output_bound : float or None
         The user's public bound ``r >= ||f(X)||₂``, if given.
     n_trials : int
-        Independent trials the certificate used (shape, pairs and an unpaired last one).
+        Independent trials the certificate used (``n_shape + n_certificate``).
+    shrinkage : float
+        Intensity ``α`` of the shape's shrinkage towards isotropic (cross-validated on the
+        shape trials).
+    scaling : {"log-det", "trace"}
+        How the certified trace bound set ``κ``.
+    summands : {"running-mean", "shape-mean"}
+        Centre of each summand: the running mean of the earlier trials (betting) or the shape
+        trials' mean (empirical Bernstein, Student-t: i.i.d. summands).
+    clip_probability : float
+        Target fraction of clipped outputs that set ``ρ``.
+    randomized : bool
+        Whether the betting threshold was the randomized ``W/γ`` (Ramdas & Manole 2023).
     """
 
     method: str
     certified: bool
     confidence: float
     n_shape: int
-    n_pairs: int
+    n_certificate: int
     clip_radius: float | None
     summand_bound: float | None
     mean_summand: float
@@ -117,53 +150,15 @@ class Certificate:
     constant: bool
     output_bound: float | None
     n_trials: int = 0
+    shrinkage: float = 0.0
+    scaling: str = "log-det"
+    summands: str = "running-mean"
+    clip_probability: float = DEFAULT_CLIP_PROBABILITY
+    randomized: bool = False
 
     def to_dict(self) -> dict:
         """JSON-serialisable copy."""
         return asdict(self)
-
-
-def _shape(outputs: np.ndarray):
-    """Square-root-rule shape from the shape trials: ``(V, a, a_c, λ̂)``, normalised ``max a = 1``.
-
-    ``V`` (d, k) holds the right singular vectors of the centred outputs (all ``d`` when
-    ``k = d``); ``a_c`` is the shape in the complement of ``span(V)`` (None when ``k = d``).
-    Explored directions get ``max(sqrt(λ̂_j), η sqrt(λ̂_max))``; unexplored ones (beyond the
-    ``n − 1`` that ``n`` trials span) the smallest explored value.
-    """
-    n, d = outputs.shape
-    centred = outputs - outputs.mean(axis=0)
-    _, sing, vt = np.linalg.svd(centred, full_matrices=False)
-    lam = sing**2 / max(n - 1, 1)
-    vecs = vt.T
-    k = vecs.shape[1]
-    root = np.sqrt(lam)
-    top = float(root.max()) if root.size else 0.0
-    if top == 0.0 or not math.isfinite(top):
-        a = np.ones(k)
-        a_c = 1.0 if k < d else None
-        return vecs, a, a_c, lam
-    floor = SHAPE_FLOOR * top
-    a = np.maximum(root, floor) / top
-    # n centred trials span at most n − 1 directions: the others (SVD directions past that rank
-    # and the complement of span(V)) were not explored, so their variance is unknown and they
-    # get the smallest explored shape (the certificate then covers whatever they carry)
-    explored = min(n - 1, d)
-    unexplored = float(a[:explored].min())
-    a[explored:] = unexplored
-    a_c = unexplored if k < d else None
-    return vecs, a, a_c, lam
-
-
-def _whiten(x: np.ndarray, centre: np.ndarray, vecs, a, a_c) -> np.ndarray:
-    """``A^{-1/2}(x − c)`` norms²: rows of ``x`` (n, d) → (n,)."""
-    y = x - centre
-    coef = y @ vecs
-    out = np.sum(coef**2 / a, axis=1)
-    if a_c is not None:
-        resid = y - coef @ vecs.T
-        out = out + np.sum(resid**2, axis=1) / a_c
-    return out
 
 
 def _clip(x: np.ndarray, centre: np.ndarray, norm2: np.ndarray, radius: float):
@@ -186,15 +181,35 @@ def _plan_radius(radius: float | None, kappa: float) -> float | None:
     return 0.0 if radius == 0.0 or kappa == 0.0 else radius / math.sqrt(kappa)
 
 
+def _scale_denominator(scaling: str, v: float, d: int) -> float:
+    """``κ = trace/den``: ``2v`` (trace) or ``d(e^{2v/d} − 1) >= 2v`` (log-det)."""
+    return 2.0 * v if scaling == "trace" else d * math.expm1(2.0 * v / d)
+
+
+def _running_summands(x: np.ndarray, n_shape: int, centre: np.ndarray, shape: Shape,
+                      radius: float):
+    """``Y_i = ||x_i − c_{i−1}||²_{A⁻¹}`` and ranges ``(ρ + ||c_{i−1} − c₀||)²`` for
+    ``i >= n_shape`` (``c_{i−1}`` the mean of rows ``< i``, all clipped)."""
+    m = x.shape[0]
+    running = np.cumsum(x, axis=0)[n_shape - 1 : m - 1] / np.arange(n_shape, m)[:, None]
+    y = shape.whiten2(x[n_shape:] - running)
+    ranges = (radius + np.sqrt(shape.whiten2(running - centre))) ** 2
+    return np.minimum(y, ranges), ranges  # round-off only: the triangle inequality
+
+
 def certify_noise(
     outputs,
     *,
     mi_budget: float,
     confidence: float = 0.95,
-    shape_fraction: float = 0.5,
+    shape_fraction: float | None = None,
     output_bound: float | None = None,
-    clip_margin: float = 1.25,
+    clip_margin: float = 1.0,
     method: str = "betting",
+    clip_probability: float = DEFAULT_CLIP_PROBABILITY,
+    shrinkage: str | float = "cv",
+    scaling: str = "log-det",
+    randomize=None,
 ) -> NoisePlan:
     """Gaussian noise with ``MI <= mi_budget`` certified with probability ``>= confidence``.
 
@@ -202,32 +217,48 @@ def certify_noise(
     ----------
     outputs : array_like of shape (n_trials, d)
         Mechanism outputs on **independent** random subsets, each drawn like the secret
-        (real, finite), in trial order; ``n_trials >= 6`` (two shape trials and two pairs at
-        least). Of complementary pairs pass one member each (``run_pac`` does). The array is
-        held in float64 memory (``n_trials · d · 8`` bytes).
+        (real, finite), in trial order; ``n_trials >= 6``. Of complementary pairs pass one
+        member each (``run_pac`` does). The array is held in float64 memory
+        (``n_trials · d · 8`` bytes).
     mi_budget : float
         Budget ``v > 0`` in nats.
     confidence : float, default 0.95
         ``1 − γ`` in ``(0, 1)``.
-    shape_fraction : float, default 0.5
-        Fraction of the trials that fix the shape and the clip centre, in ``(0, 1)``.
+    shape_fraction : float, optional
+        Fraction of the trials that fix the shape and the clip, in ``(0, 1)``. Default: the
+        split of :func:`~pacpriv.pac.noise._shape.default_shape_trials`
+        (``≈ 0.45 sqrt(d) m^0.7`` trials, at most half).
     output_bound : float, optional
         Public bound ``r >= ||f(X)||₂`` (an assumption; :func:`~pacpriv.pac.job.run_pac`
         refuses one that a simulated output breaks). Gives the clip radius
-        ``(r + ||c||)/sqrt(min a)`` when it is smaller than the empirical one, and a certified
+        ``(r + ||c₀||)/sqrt(min a)`` when it is smaller than the empirical one, and a certified
         minimum noise when the outputs never varied.
-    clip_margin : float, default 1.25
-        Clip radius ``ρ = clip_margin · max`` whitened radius of the shape trials (``>= 1``).
+    clip_margin : float, default 1
+        Multiplier ``>= 1`` of the clip radius set from the shape trials.
     method : {"betting", "empirical-bernstein", "student-t"}, default "betting"
-        Upper bound on ``E[Z]``: :func:`betting_upper` (bet chosen from the shape trials) or
-        :func:`empirical_bernstein_upper` (both certified); ``"student-t"``: no clipping,
-        asymptotic bound, labelled *not certified*.
+        Upper bound on the trace: :func:`predictable_betting_upper` on running-mean summands,
+        or :func:`empirical_bernstein_upper` on shape-mean summands (both certified);
+        ``"student-t"``: no clipping, asymptotic bound, labelled *not certified*.
+    clip_probability : float, default 0.02
+        Target fraction ``π`` in ``(0, 1/2)`` of outputs the clip shrinks (sets ``ρ`` under a
+        Gaussian approximation; the certificate holds whatever the outputs' law).
+    shrinkage : "cv" or float, default "cv"
+        Shrinkage ``α`` in ``[0, 1]`` of the square-root shape towards isotropic, or chosen by
+        cross-validation inside the shape trials.
+    scaling : {"log-det", "trace"}, default "log-det"
+        Set ``κ`` from the log-det bound at ``d`` equal eigenvalues, ``(d/2) ln(1 + U/(dκ)) =
+        v`` (less noise, the same guarantee), or from the trace bound ``U/(2κ) = v``.
+    randomize : None, int, SeedSequence or Generator, optional
+        ``method="betting"`` only: draw ``W ~ U(0, 1)`` from this source and use the
+        randomized threshold ``W/γ`` (Ramdas & Manole 2023): the same ``1 − γ``, on average less
+        noise, but the plan then depends on ``W``. None (default): Markov's ``1/γ``.
 
     Returns
     -------
     NoisePlan
         ``rule="certified"`` (or ``"asymptotic-t"``), ``confidence = 1 − γ``, ``mi_bound`` the
-        certified trace bound ``U/(2κ) <= v``; ``clip_center``/``clip_radius`` set the clip that
+        certified bound (``<= v``), ``linearised_mi_bound`` its trace form;
+        ``clip_center``/``clip_radius`` set the clip that
         :func:`~pacpriv.pac.release.privatize` applies; ``certificate`` holds the
         :class:`Certificate`.
 
@@ -238,18 +269,18 @@ def certify_noise(
 
     Notes
     -----
-    Validity needs only that the trials are independent draws of the (clipped) output under
-    the sampler and that the shape and clip are fixed before the certificate trials are used;
-    it does not assume Gaussian outputs. The certificate bounds the *trace* bound, which the
-    square-root rule meets with equality, so it loses nothing against that rule's target.
-    Outputs that never varied (and no ``output_bound``): the clip radius is 0, the release is
-    the seen value (constant, MI = 0 for the released map) and the report states
-    :func:`constant_output_bound`.
+    Validity needs only that the trials are independent draws of the output under the sampler
+    and that the shape, clip and split are fixed by the shape trials alone; it does not
+    assume Gaussian outputs. Outputs that never varied (and no ``output_bound``): the clip
+    radius is 0, the release is the seen value (constant, MI = 0 for the released map) and the
+    report states :func:`constant_output_bound`.
 
     References
     ----------
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 3.
-    .. [2] Maurer & Pontil, COLT 2009, Thm 4.
+    .. [2] Waudby-Smith & Ramdas, JRSS-B 86(1), 2024.
+    .. [3] Maurer & Pontil, COLT 2009, Thm 4.
+    .. [4] Ramdas & Manole, arXiv:2304.02611, 2023.
     """
     x = np.asarray(outputs)
     if x.dtype == bool or not (np.issubdtype(x.dtype, np.floating)
@@ -262,80 +293,99 @@ def certify_noise(
         raise ValueError("`outputs` must be finite; found NaN or inf.")
     v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
     conf = _check_confidence(confidence)
-    frac = check_real(shape_fraction, "shape_fraction", low=0.0, high=1.0, low_inclusive=False,
-                      high_inclusive=False)
+    frac = None if shape_fraction is None else check_real(
+        shape_fraction, "shape_fraction", low=0.0, high=1.0, low_inclusive=False,
+        high_inclusive=False)
     margin = check_real(clip_margin, "clip_margin", low=1.0)
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}; got {method!r}.")
+    if scaling not in SCALINGS:
+        raise ValueError(f"`scaling` must be one of {SCALINGS}; got {scaling!r}.")
+    pi = check_real(clip_probability, "clip_probability", low=0.0, high=0.5,
+                    low_inclusive=False, high_inclusive=False)
+    if shrinkage != "cv":
+        shrinkage = check_real(shrinkage, "shrinkage", low=0.0, high=1.0)
+    if randomize is not None and method != "betting":
+        raise ValueError(f"`randomize` applies to method='betting' only; got method={method!r}.")
     r = None if output_bound is None else check_real(output_bound, "output_bound", low=0.0,
                                                      low_inclusive=False)
     m, d = x.shape
-    n_shape = min(max(2, math.ceil(frac * m)), m - 2 * _MIN_PAIRS)
-    if n_shape < 2:
-        raise ValueError(f"`outputs` needs at least {2 + 2 * _MIN_PAIRS} trials (rows) for a "
+    if m < _MIN_TRIALS:
+        raise ValueError(f"`outputs` needs at least {_MIN_TRIALS} trials (rows) for a "
                          f"certificate; got n_trials = {m}.")
-    shape_x, cert_x = x[:n_shape], x[n_shape:]
-    n_pairs = cert_x.shape[0] // 2
-    vecs, a, a_c, _ = _shape(shape_x)
+    wanted = default_shape_trials(m, d) if frac is None else math.ceil(frac * m)
+    n_shape = min(max(2, wanted), m - _MIN_CERT)
+    theta = 1.0 if randomize is None else float(as_generator(randomize).random()) or 1.0
+    shape_x = x[:n_shape]
+    shape, alpha, fold_shapes = fit_shape(shape_x, shrinkage=shrinkage)
     centre = shape_x.mean(axis=0)
     constant = bool(np.all(x == x[0]))
 
     certified = method != "student-t"
     radius: float | None = None
     if certified:
-        emp = float(np.sqrt(np.max(_whiten(shape_x, centre, vecs, a, a_c))))
+        emp = math.sqrt(clip_radius2(shape_x, centre, shape, fold_shapes,
+                                     clip_probability=pi))
         radius = margin * emp
         if r is not None:
-            a_min = min(float(a.min()), a_c if a_c is not None else math.inf)
-            from_bound = (r + float(np.linalg.norm(centre))) / math.sqrt(a_min)
+            from_bound = (r + float(np.linalg.norm(centre))) / math.sqrt(shape.a_min)
             radius = from_bound if emp == 0.0 else min(radius, from_bound)
-    n2_all = _whiten(x, centre, vecs, a, a_c)
+    n_clipped = 0
     if radius is not None:
-        x, clipped = _clip(x, centre, n2_all, radius)
+        x, clipped = _clip(x, centre, shape.whiten2(x - centre), radius)
         n_clipped = int(np.sum(clipped))
-        cert_x = x[n_shape:]
+    if method == "betting" and radius:
+        z, ranges = _running_summands(x, n_shape, centre, shape, radius)
+        summands = "running-mean"
     else:
-        n_clipped = 0
-    u = cert_x[: 2 * n_pairs]
-    diff = u[0::2] - u[1::2]
-    z = 0.5 * _whiten(diff, np.zeros(d), vecs, a, a_c)
+        z = shape.whiten2(x[n_shape:] - centre)
+        summands = "shape-mean"
     centred_all = x - x.mean(axis=0)
-    plugin_trace = float(np.sum(_whiten(centred_all, np.zeros(d), vecs, a, a_c))) / (m - 1)
+    plugin_trace = float(np.sum(shape.whiten2(centred_all))) / (m - 1)
     if radius == 0.0:  # certified, and the clipped release is the constant c: MI = 0
         b, upper = 0.0, 0.0
     elif radius is not None:  # certified (a clip radius exactly when certified)
-        b = 2.0 * radius * radius
-        z = np.minimum(z, b)  # round-off only: |u1 − u2| <= 2ρ exactly
+        rho2 = radius * radius
         if method == "betting":
-            k = n_shape // 2
-            sd = x[:2 * k]
-            z_shape = np.minimum(0.5 * _whiten(sd[0::2] - sd[1::2], np.zeros(d), vecs, a, a_c), b)
-            bet = _bet_from_shape(z_shape, n_pairs, b, 1.0 - conf)
-            upper = betting_upper(z, bound=b, confidence=conf, bet=bet)
+            prior = shape.whiten2(shape_x - centre)
+            b = float(ranges.max())
+            upper = predictable_betting_upper(
+                z, ranges, confidence=conf, prior_mean=float(prior.mean()),
+                prior_variance=float(prior.var(ddof=1)), mean_limit=rho2, threshold=theta)
         else:
-            upper = empirical_bernstein_upper(z, bound=b, confidence=conf)
+            b = rho2
+            upper = min(rho2, empirical_bernstein_upper(np.minimum(z, rho2), bound=rho2,
+                                                        confidence=conf))
     else:
         b = None
         upper = student_t_upper(z, confidence=conf)
-    kappa_plugin = plugin_trace / (2.0 * v)
-    kappa = max(upper, plugin_trace) / (2.0 * v)
+    den = _scale_denominator(scaling, v, d)
+    kappa_plugin = plugin_trace / den
+    top = max(upper, plugin_trace)
+    kappa = top / den
     cert = Certificate(
-        method=method, certified=certified, confidence=conf, n_shape=n_shape, n_pairs=n_pairs,
-        clip_radius=radius, summand_bound=b, mean_summand=float(np.mean(z)), upper_bound=upper,
-        plugin_trace=plugin_trace, kappa=kappa, kappa_plugin=kappa_plugin,
+        method=method, certified=certified, confidence=conf, n_shape=n_shape,
+        n_certificate=m - n_shape, clip_radius=radius, summand_bound=b,
+        mean_summand=float(np.mean(z)), upper_bound=upper, plugin_trace=plugin_trace,
+        kappa=kappa, kappa_plugin=kappa_plugin,
         inflation=(kappa / kappa_plugin) if kappa_plugin > 0 else math.inf if kappa > 0 else 1.0,
-        n_clipped=n_clipped, constant=constant, output_bound=r, n_trials=m,
+        n_clipped=n_clipped, constant=constant, output_bound=r, n_trials=m, shrinkage=alpha,
+        scaling=scaling, summands=summands, clip_probability=pi,
+        randomized=randomize is not None,
     )
-    noise_std = np.sqrt(kappa * a)
+    noise_std = np.sqrt(kappa * shape.a)
     noise_std.setflags(write=False)
+    vecs = shape.vecs
     vecs.setflags(write=False)
     centre.setflags(write=False)
-    bound = 0.0 if kappa == 0 else max(upper, plugin_trace) / (2.0 * kappa)
+    trace_bound = 0.0 if kappa == 0 else top / (2.0 * kappa)
+    bound = trace_bound if scaling == "trace" or kappa == 0 else (
+        0.5 * d * math.log1p(top / (d * kappa)))
     return NoisePlan(
         rule="certified" if certified else "asymptotic-t", mi_budget=v,
-        mi_bound=bound, linearised_mi_bound=bound, mi_claim=v, confidence=conf, dim=d,
-        basis=vecs, noise_std=noise_std,
-        residual_std=float(math.sqrt(kappa * a_c)) if a_c is not None else 0.0,
+        mi_bound=min(bound, trace_bound), linearised_mi_bound=trace_bound, mi_claim=v,
+        confidence=conf, dim=d, basis=vecs, noise_std=noise_std,
+        residual_std=float(math.sqrt(kappa * shape.a_c)) if shape.a_c is not None else 0.0,
         details={"certificate": cert.to_dict()},
         clip_center=None if radius is None else centre,
         clip_radius=_plan_radius(radius, kappa), certificate=cert,

@@ -49,13 +49,21 @@ class Certified(NoiseRule):
     ----------
     confidence : float, default 0.95
         ``1 − γ`` in ``(0, 1)``.
-    shape_fraction : float, default 0.5
-        Fraction of the trials that fix the noise shape and the clip, in ``(0, 1)``.
+    shape_fraction : float, optional
+        Fraction of the trials that fix the noise shape and the clip, in ``(0, 1)``. Default
+        (None): about ``0.45·sqrt(d + 1.2)·m^0.7`` of the ``m`` trials, at most half.
     output_bound : float, optional
         Public bound ``r >= ||f(X)||₂`` (an assumption, checked against every simulated output):
         a tighter clip, and a certified minimum noise when the outputs never varied.
-    clip_margin : float, default 1.25
-        Clip radius relative to the largest whitened radius of the shape trials, ``>= 1``.
+    clip_margin : float, default 1
+        Multiplier ``>= 1`` of the clip radius set from the shape trials.
+    clip_probability : float, default 0.02
+        Target fraction of clipped outputs that sets the clip radius, in ``(0, 1)``.
+    shrinkage : "cv" or float, default "cv"
+        Shrinkage of the noise shape towards isotropic: chosen by cross-validation inside the
+        shape trials, or a fixed weight in ``[0, 1]``.
+    scaling : {"log-det", "trace"}, default "log-det"
+        Scale bound: the log-det bound at ``d`` equal eigenvalues, or the trace bound.
     target_inflation : float or None, default 1.2
         Planning: warn (``UndersampledWarning``) when ``n_trials`` is below what the planning
         model (:func:`~pacpriv.pac.noise.trials_for_inflation`) needs for a noise power within
@@ -73,9 +81,12 @@ class Certified(NoiseRule):
     """
 
     confidence: float = 0.95
-    shape_fraction: float = 0.5
+    shape_fraction: float | None = None
     output_bound: float | None = None
-    clip_margin: float = 1.25
+    clip_margin: float = 1.0
+    clip_probability: float = 0.02
+    shrinkage: str | float = "cv"
+    scaling: str = "log-det"
     target_inflation: float | None = 1.2
 
     name = "certified"
@@ -84,11 +95,22 @@ class Certified(NoiseRule):
     certified = True
     min_trials = 6
     summary = ("square-root shape from part of the trials, scale certified (1−γ) by a betting "
-               "bound on held-out pairs; clipped release")
+               "bound on every other trial (predictable bets, Ville); clipped release")
 
     def __post_init__(self) -> None:
         _check_confidence(self.confidence)
-        _check_shape_fraction(self.shape_fraction)
+        if self.shape_fraction is not None:
+            _check_shape_fraction(self.shape_fraction)
+        check_real(self.clip_probability, "clip_probability", low=0.0, high=1.0,
+                   low_inclusive=False, high_inclusive=False)
+        if isinstance(self.shrinkage, str):
+            if self.shrinkage != "cv":
+                raise ValueError(f"shrinkage must be 'cv' or a weight in [0, 1], got "
+                                 f"{self.shrinkage!r}")
+        else:
+            check_real(self.shrinkage, "shrinkage", low=0.0, high=1.0)
+        if self.scaling not in ("log-det", "trace"):
+            raise ValueError(f"scaling must be 'log-det' or 'trace', got {self.scaling!r}")
         if self.output_bound is not None:
             check_real(self.output_bound, "output_bound", low=0.0, low_inclusive=False)
         check_real(self.clip_margin, "clip_margin", low=1.0)
@@ -100,6 +122,8 @@ class Certified(NoiseRule):
         return certify_noise(source, mi_budget=mi_budget, confidence=self.confidence,
                              shape_fraction=self.shape_fraction,
                              output_bound=self.output_bound, clip_margin=self.clip_margin,
+                             clip_probability=self.clip_probability,
+                             shrinkage=self.shrinkage, scaling=self.scaling,
                              method="betting")
 
     def trials_needed(self, *, dim: int) -> int:
@@ -108,7 +132,8 @@ class Certified(NoiseRule):
         return trials_for_inflation(dim, target_inflation=self.target_inflation or 1.2,
                                     confidence=self.confidence,
                                     shape_fraction=self.shape_fraction,
-                                    clip_margin=self.clip_margin)
+                                    clip_margin=self.clip_margin,
+                                    clip_probability=self.clip_probability)
 
     def label(self, plan: NoisePlan) -> str:
         if self.is_certified(plan):
@@ -124,8 +149,8 @@ class Certified(NoiseRule):
             f"certified (1−γ = {format_bound(cert.confidence, side='down')}): with probability "
             f">= {format_bound(cert.confidence, side='down')} over the simulation, MI <= "
             f"{format_bound(plan.mi_claim)} nats for the released (clipped) mechanism; "
-            f"{cert.n_shape} trials fixed the noise shape and the clip, {cert.n_pairs} pairs of "
-            f"the other trials certified its scale ({cert.method} bound, γ = "
+            f"{cert.n_shape} trials fixed the noise shape and the clip, the other "
+            f"{cert.n_certificate} certified its scale ({cert.method} bound, γ = "
             f"{format_bound(gamma)}); the certificate cost {format_bound(cert.inflation, 3)}x "
             f"the plug-in noise power; {cert.n_clipped} of the {cert.n_trials} simulated "
             "outputs it used were clipped.",

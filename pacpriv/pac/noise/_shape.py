@@ -1,0 +1,245 @@
+"""The noise shape and the release clip of the certificate, fixed from the shape trials only.
+
+:func:`~pacpriv.pac.noise.certify_noise` splits the trials: the first ``m_s`` fix the noise
+shape ``A``, the clip centre ``c`` and the clip radius ``ρ``; the others certify the scale. How
+``A``, ``c`` and ``ρ`` are chosen from the shape trials does not affect the certificate's
+validity (they are fixed before any certificate trial is used), only how much noise it costs:
+
+* **Shape.** The square-root rule on the shape trials' sample spectrum (``a_j ∝ sqrt(λ̂_j)``,
+  the minimiser of ``E||B||²`` under the trace bound, [PAC]_ Thm 3), shrunk towards the
+  isotropic shape, ``a ← (1 − α) a + α ā``, with ``α`` chosen by K-fold cross-validation
+  *inside the shape trials* on the certificate's own loss ``tr(A⁻¹Σ̂_held-out)·tr(A)`` (the
+  noise power the shape needs per unit of budget). Spread in sample eigenvalues makes the raw
+  square-root shape cost ``(Σ 1/sqrt(λ̂_j))(Σ sqrt(λ̂_j))/d² > 1`` on a flat spectrum
+  (Marchenko–Pastur); shrinkage removes most of it (Ledoit & Wolf 2004 shrink the covariance
+  towards the identity for the same reason; here the intensity targets this loss directly).
+* **Clip.** Radius ``ρ² = max(max_j r_j², infl · r̄² · F_{k, k(m_s−1)}(1 − π))`` with ``r_j²``
+  the whitened radii of the shape trials, ``infl`` the out-of-fold over in-fold mean radius
+  (the optimism of a shape fitted on the same trials), ``k`` the Satterthwaite degrees of
+  freedom of ``r²`` and ``π`` the target fraction of clipped outputs: under a Gaussian
+  approximation a fresh ``r²`` over ``r̄²`` is F-distributed, so the clip shrinks a fraction
+  ``≈ π`` of the outputs, the estimation of ``r̄²`` included (it sets how often the release is
+  shrunk, never the certificate's validity).
+* **Split.** ``m_s ≈ 0.45 · sqrt(d + 1.2) · m^0.7`` (:func:`default_shape_trials`): the shape
+  loss falls like ``d/m_s`` and the certificate's width like ``1/sqrt(m − m_s)``; the constants
+  were fitted on Gaussian outputs with flat, decaying and one-dominant spectra
+  (benchmarks/certificate.py).
+
+References
+----------
+.. [PAC] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, arXiv:2210.03458, Thm 3.
+.. [LW] O. Ledoit, M. Wolf. A well-conditioned estimator for large-dimensional covariance
+   matrices. J. Multivariate Analysis 88(2), 2004.
+.. [SW] F. E. Satterthwaite. An approximate distribution of estimates of variance components.
+   Biometrics Bulletin 2(6), 1946.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["SHAPE_FLOOR", "Shape", "clip_radius2", "default_shape_trials", "fit_shape",
+           "shape_trials_model"]
+
+#: Relative floor ``η`` of the shape's square-root eigenvalues: ``a_j >= η·sqrt(λ_max)``. It
+#: raises noise power by at most a fraction ``d·η`` of the square-root rule's.
+SHAPE_FLOOR = 1e-6
+
+#: Shrinkage intensities ``α`` tried by the cross-validation.
+SHRINKAGE_GRID = np.linspace(0.0, 1.0, 11)
+
+#: Folds of the shape trials for the cross-validation (fewer when there are few trials).
+CV_FOLDS = 8
+
+#: Bounds on the out-of-fold inflation of the clip radius.
+_INFLATION_RANGE = (1.0, 2.0)
+
+
+@dataclass(frozen=True, eq=False)
+class Shape:
+    """``A = V diag(a) Vᵀ + a_c (I − V Vᵀ)``, positive definite, normalised to ``max a = 1``.
+
+    Attributes
+    ----------
+    vecs : ndarray of shape (d, k)
+        Orthonormal directions (right singular vectors of the centred shape trials).
+    a : ndarray of shape (k,)
+        Shape along ``vecs`` (all ``> 0``).
+    a_c : float or None
+        Shape in the ``d − k`` directions orthogonal to ``vecs`` (None when ``k = d``).
+    """
+
+    vecs: np.ndarray
+    a: np.ndarray
+    a_c: float | None
+
+    @property
+    def dim(self) -> int:
+        return int(self.vecs.shape[0])
+
+    @property
+    def trace(self) -> float:
+        """``tr(A)``."""
+        return float(np.sum(self.a)) + (0.0 if self.a_c is None else
+                                        (self.dim - self.a.size) * self.a_c)
+
+    @property
+    def a_min(self) -> float:
+        """Smallest eigenvalue of ``A``."""
+        return min(float(self.a.min()), math.inf if self.a_c is None else self.a_c)
+
+    def whiten2(self, y: np.ndarray) -> np.ndarray:
+        """``yᵀ A⁻¹ y`` for each row of ``y`` (n, d) → (n,)."""
+        coef = y @ self.vecs
+        out = np.sum(coef**2 / self.a, axis=1)
+        if self.a_c is not None:
+            resid = np.sum(y**2, axis=1) - np.sum(coef**2, axis=1)
+            out = out + np.maximum(resid, 0.0) / self.a_c
+        return out
+
+    def shrunk(self, alpha: float) -> Shape:
+        """``(1 − α) A + α (tr A/d) I``, renormalised to ``max a = 1``."""
+        if alpha == 0.0:
+            return self
+        mean = self.trace / self.dim
+        a = (1.0 - alpha) * self.a + alpha * mean
+        a_c = None if self.a_c is None else (1.0 - alpha) * self.a_c + alpha * mean
+        top = max(float(a.max()), 0.0 if a_c is None else a_c)
+        return Shape(self.vecs, a / top, None if a_c is None else a_c / top)
+
+
+def sqrt_shape(outputs: np.ndarray) -> tuple[Shape, np.ndarray]:
+    """Square-root-rule shape of the rows of ``outputs`` (n, d), and their spectrum ``λ̂``.
+
+    Explored directions get ``max(sqrt(λ̂_j), η sqrt(λ̂_max))``; unexplored ones (beyond the
+    ``n − 1`` that ``n`` centred trials span, and the complement of ``span(V)``) the smallest
+    explored value: their variance is unknown and the certificate covers whatever they carry.
+    """
+    n, d = outputs.shape
+    centred = outputs - outputs.mean(axis=0)
+    _, sing, vt = np.linalg.svd(centred, full_matrices=False)
+    lam = sing**2 / max(n - 1, 1)
+    vecs = vt.T
+    k = vecs.shape[1]
+    root = np.sqrt(lam)
+    top = float(root.max()) if root.size else 0.0
+    if top == 0.0 or not math.isfinite(top):
+        return Shape(vecs, np.ones(k), 1.0 if k < d else None), lam
+    a = np.maximum(root, SHAPE_FLOOR * top) / top
+    explored = min(n - 1, d)
+    unexplored = float(a[:explored].min())
+    a[explored:] = unexplored
+    return Shape(vecs, a, unexplored if k < d else None), lam
+
+
+def _folds(n: int) -> list[np.ndarray]:
+    k = min(CV_FOLDS, n // 2)
+    return [] if k < 2 else np.array_split(np.arange(n), k)
+
+
+def _held_out_traces(shape: Shape, held: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """``tr(A_α⁻¹ S)·tr(A_α)`` for each ``α`` in ``grid``; ``S`` the held-out covariance."""
+    z = held - held.mean(axis=0)
+    coef = z @ shape.vecs
+    along = np.sum(coef**2, axis=0) / (z.shape[0] - 1)
+    resid = max(float(np.sum(z**2) / (z.shape[0] - 1) - np.sum(along)), 0.0)
+    out = np.empty(grid.size)
+    for i, alpha in enumerate(grid):
+        s = shape.shrunk(float(alpha))
+        tr = float(np.sum(along / s.a)) + (0.0 if s.a_c is None else resid / s.a_c)
+        out[i] = tr * s.trace
+    return out
+
+
+def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv") -> tuple[Shape, float,
+                                                                             list[Shape]]:
+    """The noise shape from the shape trials: ``(shape, α, fold shapes)``.
+
+    Parameters
+    ----------
+    shape_x : ndarray of shape (m_s, d)
+        The shape trials.
+    shrinkage : "cv" or float in [0, 1]
+        ``α`` chosen by cross-validation on the shape trials, or given.
+
+    Returns
+    -------
+    (Shape, float, list of Shape)
+        The (shrunk) shape, ``α``, and the shrunk shapes fitted without each fold (empty when
+        there are fewer than 4 shape trials), for :func:`clip_radius2`.
+    """
+    base, _ = sqrt_shape(shape_x)
+    folds = _folds(shape_x.shape[0])
+    fold_shapes: list[Shape] = []
+    for f in folds:
+        keep = np.ones(shape_x.shape[0], dtype=bool)
+        keep[f] = False
+        fold_shapes.append(sqrt_shape(shape_x[keep])[0])
+    if shrinkage == "cv":
+        alpha = 0.0
+        if base.dim > 1 and folds:
+            loss = sum(_held_out_traces(s, shape_x[f], SHRINKAGE_GRID)
+                       for s, f in zip(fold_shapes, folds, strict=True))
+            alpha = float(SHRINKAGE_GRID[int(np.argmin(loss))])
+    else:
+        alpha = float(shrinkage)
+    return base.shrunk(alpha), alpha, [s.shrunk(alpha) for s in fold_shapes]
+
+
+def clip_radius2(shape_x: np.ndarray, centre: np.ndarray, shape: Shape, fold_shapes,
+                 *, clip_probability: float) -> float:
+    """Squared clip radius ``ρ²`` (whitened units of ``shape``) from the shape trials.
+
+    ``max(max_j r_j², infl · mean(r²) · F_{k, k(m_s−1)}(1 − π))``: ``r_j²`` the shape trials'
+    whitened
+    radii, ``infl`` the out-of-fold inflation of the mean radius (in ``[1, 2]``), ``k`` the
+    Satterthwaite degrees of freedom ``(Σ w)²/Σ w²`` of ``r² = Σ_j w_j χ²₁`` with
+    ``w_j = λ̂_j/a_j`` [SW]_, ``π = clip_probability``. 0 when the shape trials never varied.
+    """
+    r2 = shape.whiten2(shape_x - centre)
+    top = float(r2.max())
+    if top == 0.0:
+        return 0.0
+    folds = _folds(shape_x.shape[0])
+    infl = 1.0
+    if fold_shapes:
+        num = den = 0.0
+        for s, f in zip(fold_shapes, folds, strict=True):
+            keep = np.ones(shape_x.shape[0], dtype=bool)
+            keep[f] = False
+            c = shape_x[keep].mean(axis=0)
+            den += float(np.mean(s.whiten2(shape_x[keep] - c)))
+            num += float(np.mean(s.whiten2(shape_x[f] - c)))
+        if den > 0:
+            infl = min(max(num / den, _INFLATION_RANGE[0]), _INFLATION_RANGE[1])
+    coef = (shape_x - centre) @ shape.vecs
+    w = np.mean(coef**2, axis=0) / shape.a
+    if shape.a_c is not None:
+        resid = max(float(np.mean(r2) - np.sum(w)), 0.0)
+        w = np.append(w, resid)  # the complement as one more term (fewer dof: conservative)
+    k = float(np.sum(w) ** 2 / max(float(np.sum(w * w)), 1e-300))
+    k = min(max(k, 1.0), float(shape.dim))
+    # a fresh r² over the shape trials' mean r² is F(k, k(m_s − 1))-distributed (Gaussian
+    # approximation): its (1 − π) quantile clips a fraction π on average, estimation included
+    dof = k * max(shape_x.shape[0] - 1, 1)
+    q = infl * float(np.mean(r2)) * float(stats.f.ppf(1.0 - clip_probability, k, dof))
+    return max(top, q)
+
+
+def shape_trials_model(n_trials: float, dim: int) -> float:
+    """The split rule before rounding: ``min(m/2, 0.45 · sqrt(d + 1.2) · m^0.7)``."""
+    return min(0.5 * n_trials, 0.45 * math.sqrt(dim + 1.2) * n_trials**0.7)
+
+
+def default_shape_trials(n_trials: int, dim: int) -> int:
+    """Shape trials ``m_s`` of the default split: :func:`shape_trials_model` rounded, at
+    least 2.
+
+    E.g. 20 of 128 trials at ``d = 1``, 33 at ``d = 5``, 62 at ``d = 20``; 86 of 1024 at
+    ``d = 1``, 265 at ``d = 20``.
+    """
+    return int(max(2, round(shape_trials_model(n_trials, dim))))
