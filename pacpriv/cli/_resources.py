@@ -1,46 +1,38 @@
-"""What the machine can run, and checks of output paths (CLI helpers, no pacpriv import)."""
+"""What the machine can run, and checks of output paths (CLI helpers).
+
+The caps themselves live in the library (:mod:`pacpriv.pac.engine._resources`, which the engine
+applies to every run); here they become the CLI's one-line notes.
+"""
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["available_cpus", "check_output_dir", "effective_n_jobs", "shutdown_workers"]
+from pacpriv.pac.engine._resources import LOCAL_BACKENDS, usable_cpus, worker_cap
 
-#: Backends whose workers live on this machine (``--n-jobs`` is capped at its CPUs).
-LOCAL_BACKENDS = (None, "loky", "threading", "multiprocessing", "sequential")
+__all__ = ["available_cpus", "check_output_dir", "effective_n_jobs", "shutdown_workers"]
 
 
 def available_cpus() -> int:
-    """CPUs this process may run on: its affinity mask when the OS has one, else
-    ``joblib.cpu_count()`` (which also honours cgroup quotas)."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = 0
-    try:
-        from joblib import cpu_count
-
-        quota = int(cpu_count())
-    except Exception:  # pragma: no cover - joblib is a dependency
-        quota = os.cpu_count() or 1
-    return max(1, min(n, quota) if n else quota)
+    """CPUs this process may run on (affinity mask, cgroup quota): the library's count."""
+    return usable_cpus()
 
 
 def effective_n_jobs(n_jobs: int | None, backend: str | None) -> tuple[int | None, str]:
     """``(n_jobs to use, note)``: ``None`` (sequential) stays ``1``; ``-1`` means all
-    available CPUs and ``-k`` all but ``k − 1``; more workers than CPUs on a local backend
-    are capped (with a note). Remote backends (dask, ray) are passed through."""
+    available CPUs and ``-k`` all but ``k − 1``; more workers than a local backend can run
+    (CPUs, and memory for worker processes) are capped, with a note naming the cap. Remote
+    backends (dask, ray) are passed through."""
     if n_jobs is None:
         return 1, ""
     if backend not in LOCAL_BACKENDS:
         return n_jobs, ""
     cpus = available_cpus()
     wanted = n_jobs if n_jobs > 0 else max(1, cpus + 1 + n_jobs)
-    if wanted > cpus:
-        return cpus, (f"--n-jobs {n_jobs} capped at {cpus}: this process may use {cpus} "
-                      "CPU(s); more workers would only add memory and contention")
+    cap, reason = worker_cap(backend, cpus=cpus)
+    if cap is not None and wanted > cap:
+        return cap, f"--n-jobs {n_jobs} capped at {cap}: {reason}"
     return wanted, ""
 
 

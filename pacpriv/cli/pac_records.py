@@ -7,6 +7,7 @@ calibrates the noise to a per-record target (``--target-accuracy``), and writes 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
+from pacpriv.cli._resources import effective_n_jobs
 from pacpriv.cli._user import resolve_cli_mechanism
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.engine._options import ExecutionOptions
@@ -157,11 +159,14 @@ def _records(args) -> int:
     records = parse_records(args.records, dataset.n_records)
     mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset)
     mech_name = local_base_name(mech_name)  # no local directories in output
+    n_jobs, cap_note = effective_n_jobs(args.n_jobs, args.backend)
+    if cap_note:
+        print(f"pacpriv: note: {cap_note}", file=sys.stderr)
     common = dict(n_trials=args.trials, sampler=PoissonSampler(args.sampling_rate),
                   records=records, confidence=args.confidence, rng=args.seed,
-                  options=ExecutionOptions(n_jobs=args.n_jobs, backend=args.backend,
-                                           checkpoint=args.checkpoint,
-                                           progress=not args.no_progress))
+                  execution=ExecutionOptions(n_jobs=n_jobs, backend=args.backend,
+                                             checkpoint=args.checkpoint,
+                                             progress=not args.no_progress))
     try:
         if args.target_accuracy is not None:
             plan = calibrate_per_record(mechanism, dataset.pool,

@@ -17,6 +17,7 @@ from pacpriv.cli._args import (
     check_exactly_one,
     check_positive_finite,
 )
+from pacpriv.cli._resources import effective_n_jobs
 from pacpriv.cli._user import (
     add_cwd_to_path,
     add_dataset_arguments,
@@ -190,6 +191,8 @@ def _total_budget(args) -> float:
 def _fit(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
+    if args.n_jobs == 0:
+        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
     if args.n_worlds < 2 or args.n_worlds % 2:
         raise UsageError(f"--n-worlds must be an even integer >= 2; got {args.n_worlds}")
     for flag, value in (("--seed", args.seed), ("--secret-seed", args.secret_seed)):
@@ -214,7 +217,10 @@ def _fit(args) -> int:
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=args.seed,
                           secret_rng=args.secret_seed)
-    pp.fit(execution=ExecutionOptions(n_jobs=args.n_jobs, progress=not args.no_progress))
+    n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
+    if cap_note:
+        print(f"pacpriv: note: {cap_note}", file=sys.stderr)
+    pp.fit(execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress))
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")

@@ -36,7 +36,13 @@ from pacpriv.exceptions import (
 from pacpriv.pac._pipeline import measure
 from pacpriv.pac.bounds._posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
 from pacpriv.pac.bounds._prior import resolve_membership_prior
-from pacpriv.pac.engine._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
+from pacpriv.pac.engine._mechanism import (
+    InvalidOutput,
+    MechanismExit,
+    call_mechanism,
+    check_output,
+    subset_pool,
+)
 from pacpriv.pac.engine._options import ExecutionOptions, accepts_legacy_execution
 from pacpriv.pac.engine._simulate import SimulationResult
 from pacpriv.pac.noise._calibration import NoisePlan, _check_budget
@@ -232,8 +238,9 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen,
                    name: str = "") -> np.ndarray:
     """Run ``mechanism`` once on the secret subset (drawn from the sampler unless given).
 
-    An exception of the mechanism becomes :class:`MechanismError` (``trial_index=-1``, no
-    seed: the release's randomness is secret) whose message withholds the original one.
+    An exception of the mechanism (``SystemExit`` and its own ``KeyboardInterrupt`` too)
+    becomes :class:`MechanismError` (``trial_index=-1``, no seed: the release's randomness is
+    secret) whose message withholds the original one; what it prints goes to standard error.
     """
     if secret_mask is None:
         secret_mask = sampler.draw(n_records, gen)
@@ -247,6 +254,11 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen,
     subset = subset_pool(pool, secret_mask)
     try:
         value = call_mechanism(mechanism, subset, rng=gen)
+    except MechanismExit as err:  # sys.exit / its own KeyboardInterrupt: pacpriv's words
+        raise MechanismError(
+            f"Mechanism {name or 'f'} {err.what} on the release's secret subset (after every "
+            "trial had passed); nothing was released.", trial_index=-1, seed={},
+        ) from err.__cause__
     except Exception as err:
         raise MechanismError(
             f"Mechanism {name or 'f'} raised {type(err).__qualname__} on the release's secret "

@@ -33,13 +33,13 @@ import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int
-from pacpriv.exceptions import PacprivWarning
+from pacpriv.exceptions import MechanismError, PacprivWarning
 from pacpriv.pac._pipeline import measure
 from pacpriv.pac.bounds._ledger import PrivacyLedger
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.bounds._prior import resolve_membership_prior
 from pacpriv.pac.engine._adapters import EstimatorMechanism, TorchMechanism, sort_rows
-from pacpriv.pac.engine._mechanism import call_mechanism, check_output
+from pacpriv.pac.engine._mechanism import MechanismExit, call_mechanism, check_output
 from pacpriv.pac.engine._options import ExecutionOptions, accepts_legacy_execution
 from pacpriv.pac.engine._simulate import SimulationResult, _check_pool
 from pacpriv.pac.noise._calibration import NoisePlan, _check_budget
@@ -300,6 +300,10 @@ class PacPrivateFunction:
         pacpriv.exceptions.BudgetExceededError
             If the release would take the ledger over its total budget (``func`` is then not
             run and nothing is recorded).
+        pacpriv.exceptions.MechanismError
+            If ``func`` calls ``sys.exit`` or raises ``KeyboardInterrupt`` itself (not a
+            Ctrl-C); nothing is charged. While ``func`` runs, what it prints goes to standard
+            error.
 
         Warns
         -----
@@ -322,7 +326,14 @@ class PacPrivateFunction:
             self.ledger.charge(mi, label=label)  # raises BudgetExceededError, records nothing
         self._check_subset(subset)
         func_seed, noise_seed = as_seed_sequence(rng).spawn(2)
-        value = check_output(call_mechanism(self.func, subset, rng=func_seed), None)
+        try:
+            raw = call_mechanism(self.func, subset, rng=func_seed)
+        except MechanismExit as err:  # sys.exit / its own KeyboardInterrupt: nothing charged
+            raise MechanismError(
+                f"{getattr(self.func, '__qualname__', type(self.func).__name__)} {err.what} "
+                "during a release; nothing was released or charged.", trial_index=-1, seed={},
+            ) from err.__cause__
+        value = check_output(raw, None)
         noisy = privatize(value, self.plan, rng=noise_seed)
         self.ledger.charge(mi, label=label)
         return noisy

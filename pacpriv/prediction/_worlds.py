@@ -31,6 +31,7 @@ import numpy as np
 from pacpriv._files import atomic_write, private_dir
 from pacpriv.exceptions import NotReproducibleWarning
 from pacpriv.pac.engine._adapters import EstimatorMechanism, TorchMechanism
+from pacpriv.pac.engine._isolation import output_to_stderr
 from pacpriv.pac.engine._mechanism import (
     MAX_OUTPUT_MAGNITUDE,
     MIN_OUTPUT_MAGNITUDE,
@@ -279,8 +280,8 @@ class Worlds:
             If an output is not finite or out of range, or the worlds disagree on ``d``.
         """
         # overflow inside a model is reported below as a non-finite output (a ValueError the
-        # app turns into 422), not as a numpy warning
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # app turns into 422), not as a numpy warning; what a model prints goes to stderr
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"), output_to_stderr():
             outs = [self._one(m, X) for m in self.models]
         dims = {o.shape[1] for o in outs}
         if len(dims) != 1:
