@@ -6,9 +6,9 @@ applies to every run); here they become the CLI's one-line notes.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
+from pacpriv import _files
 from pacpriv.pac.engine._resources import LOCAL_BACKENDS, usable_cpus, worker_cap
 
 __all__ = ["available_cpus", "check_output_dir", "effective_n_jobs", "shutdown_workers"]
@@ -37,24 +37,10 @@ def effective_n_jobs(n_jobs: int | None, backend: str | None) -> tuple[int | Non
 
 
 def check_output_dir(text: str, flag: str) -> Path:
-    """Check that ``text`` is, or can be created as, a writable directory; ``ValueError``
-    naming the flag and the reason otherwise. Creates nothing (the report writer does), so a
-    run refused later leaves no empty folder; runs before any work starts."""
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{flag} {text!r} is an existing file; give a directory path")
-    probe = path
-    while not probe.exists():  # the nearest existing ancestor must take the new folder
-        probe = probe.parent
-    try:
-        if not probe.is_dir():
-            raise NotADirectoryError(20, f"{str(probe)!r} is a file")
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as err:
-        raise ValueError(f"{flag} {text!r} is not a writable directory "
-                         f"({err.strerror or err})") from None
-    return path
+    """Check that ``text`` is, or can be created as, a writable directory (the library's
+    :func:`pacpriv._files.check_output_dir`, naming ``flag``). Creates nothing (the report
+    writer does), so a run refused later leaves no empty folder; runs before any work."""
+    return _files.check_output_dir(text, flag)
 
 
 def shutdown_workers() -> None:

@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 
+from pacpriv._files import check_input_file
 from pacpriv._optional import import_optional
 from pacpriv.cli._args import UsageError
 from pacpriv.datasets import Dataset, load_dataset
@@ -110,8 +111,7 @@ def load_cli_rows(path_text: str, args, flag: str):
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".npy", ".npz"):
         raise UsageError(f"{flag} must be a .csv, .npy or .npz file; got {path_text!r}")
-    if not path.is_file():
-        raise FileNotFoundError(f"{flag} file not found: {path}")
+    check_input_file(path, f"{flag} file")  # missing, a folder, unreadable: one line
     if path.stat().st_size == 0:
         raise UsageError(f"{flag} file {path_text!r} is empty")
     label, delimiter = _label_and_delimiter(args)

@@ -17,7 +17,7 @@ from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
-from pacpriv.cli._resources import effective_n_jobs
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs
 from pacpriv.cli._user import resolve_cli_mechanism
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.engine._options import ExecutionOptions
@@ -152,6 +152,9 @@ def _check(args) -> tuple[str, ...]:
 
 def _records(args) -> int:
     formats = _check(args)
+    check_output_dir(args.out, "--out")  # before any work
+    if args.checkpoint is not None:
+        check_output_dir(args.checkpoint, "--checkpoint")
     label = args.label_column
     if label is not None and label.lstrip("-").isdigit():
         label = int(label)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from pacpriv import _json
+from pacpriv._files import check_existing_dir, check_input_file
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
     UsageError,
@@ -17,7 +18,7 @@ from pacpriv.cli._args import (
     check_exactly_one,
     check_positive_finite,
 )
-from pacpriv.cli._resources import effective_n_jobs
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs
 from pacpriv.cli._user import (
     add_cwd_to_path,
     add_dataset_arguments,
@@ -191,6 +192,7 @@ def _total_budget(args) -> float:
 def _fit(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
+    check_output_dir(args.state, "--state")  # before any work: a file, no permission
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
     if args.n_worlds < 2 or args.n_worlds % 2:
@@ -244,6 +246,9 @@ def _rows(args):
 def _query(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
+    check_existing_dir(args.state, "--state")
+    if args.queries is not None:  # before the state is loaded
+        check_input_file(args.queries, "--queries file")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
     pp = PrivatePredictor.load(args.state)
     X = _rows(args)
@@ -286,6 +291,9 @@ def _print_budget(state: dict) -> None:
 def _status(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
+    check_existing_dir(args.state, "--state")
+    if args.out is not None:
+        check_output_dir(args.out, "--out")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
     pp = PrivatePredictor.load(args.state)
     if args.json:
@@ -302,10 +310,12 @@ def _status(args) -> int:
 
 
 def _serve(args) -> int:  # pragma: no cover - blocks; exercised by the uvicorn test
-    from pacpriv.prediction._app import serve
+    from pacpriv.prediction._app import check_port, serve
 
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be in [1, 65535]; got {args.port}")
+    check_existing_dir(args.state, "--state")
+    check_port(args.host, args.port)  # before anything loads: not uvicorn's own error
     warning = exposed_host_warning(args.host)
     if warning:
         print(f"pacpriv: warning: {warning}", file=sys.stderr)

@@ -33,6 +33,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from pacpriv._files import check_input_file
 from pacpriv.datasets.files import read_csv, read_numpy
 
 __all__ = [
@@ -292,10 +293,13 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
         Malformed text, a non-finite end, ``low >= high``, or a count other than 1 or ``p``.
     """
     source = "`feature_ranges`"
-    if isinstance(spec, os.PathLike) or (
-        isinstance(spec, str) and ":" not in spec and Path(spec).is_file()
-    ):
-        path = Path(spec)
+    if isinstance(spec, os.PathLike) or (isinstance(spec, str) and ":" not in spec):
+        # ranges always hold a ':', so text without one names a file
+        try:
+            path = check_input_file(spec, "feature ranges file")
+        except FileNotFoundError as err:
+            raise FileNotFoundError(f"{err} (or give the ranges themselves: 'low:high' or "
+                                    "'l1:h1,l2:h2,...')") from None
         source = f"feature ranges file {path.name!r}"
         lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
         spec = ",".join(ln.replace(",", ":") for ln in lines if ln and not ln.startswith("#"))
@@ -372,7 +376,9 @@ def load_dataset(
         ``label_column``, ``delimiter`` or ``feature_ranges``, or fewer than
         :data:`MIN_RECORDS` records.
     FileNotFoundError
-        If the path does not exist.
+        If the path (or its folder) does not exist.
+    IsADirectoryError, PermissionError
+        If the path is a folder, or cannot be read (checked before reading, like every path).
     TypeError
         If ``spec`` is not a str or path, or ``label_column`` is not an int or str.
 
@@ -409,8 +415,7 @@ def load_dataset(
             f"unsupported dataset file extension {suffix or '(none)'!r} for {str(path)!r}; "
             "use .csv, .npy or .npz."
         )
-    if not path.is_file():
-        raise FileNotFoundError(f"dataset file not found: {path}")
+    check_input_file(path, "dataset file")  # missing, a folder, unreadable: one line
     if path.stat().st_size == 0:
         raise ValueError(f"dataset file {str(path)!r} is empty.")
     if not isinstance(delimiter, str) or len(delimiter) != 1:

@@ -19,6 +19,7 @@ from importlib import metadata
 from pathlib import Path
 
 from pacpriv import _json
+from pacpriv._files import check_output_dir
 from pacpriv.datasets.loading import PUBLIC_BOUNDS
 from pacpriv.report.format import TOP_ROWS
 from pacpriv.report.html import render_html
@@ -388,12 +389,15 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
     ------
     ValueError
         Unknown format.
+    NotADirectoryError, PermissionError
+        ``out_dir`` (or a folder on its way) is an existing file, or not writable; checked
+        before the report is built.
     """
     formats = tuple(formats)
     unknown = set(formats) - {"json", "md", "html"}
     if unknown:
         raise ValueError(f"`formats` must be a subset of json, md, html; got {sorted(unknown)}.")
-    out = Path(out_dir)
+    out = check_output_dir(out_dir, "`out_dir`")
     out.mkdir(parents=True, exist_ok=True)
     report = build_report(result, pool_statistics=pool_statistics)
     paths: dict[str, Path] = {}
