@@ -267,6 +267,13 @@ class PacPrivateFunction:
                 PacprivWarning, stacklevel=3)
 
     @property
+    def noise_std_per_coordinate(self) -> np.ndarray | None:
+        """Error bar of every release: the noise std of each output coordinate,
+        ``sqrt(diag(Σ_B))`` of shape ``(d,)`` in the output's units (None before calibrate); a
+        statistic of the calibration pool, not of the secret subset."""
+        return None if self.plan is None else self.plan.noise_std_per_coordinate
+
+    @property
     def label(self) -> str | None:
         """``"certified (1−γ = 0.95)"`` or ``"estimated (plug-in)"`` (None before calibrate)."""
         return None if self.plan is None else self.plan.label

@@ -201,7 +201,9 @@ def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
     try:
         arr = np.asarray(value)
     except Exception as err:  # arbitrary user objects
-        raise InvalidOutput(f"output could not be converted to an array ({err})") from err
+        # (its message is the mechanism's object's own, which may quote values: not repeated)
+        raise InvalidOutput("output could not be converted to an array "
+                            f"({type(err).__name__})") from err
     if arr.dtype.kind == "c":
         raise InvalidOutput(f"output must be real; got complex dtype {arr.dtype}")
     try:
