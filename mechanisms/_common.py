@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from pacpriv._validation import describe_invalid
+
 __all__ = [
     "as_bounds",
     "public_seed_alias",
@@ -116,9 +118,10 @@ def class_indices(y: np.ndarray, classes: Sequence) -> np.ndarray:
     idx = order[pos]
     bad = classes_arr[idx] != y
     if np.any(bad):
+        # the label itself is a record's value: counted and located, not shown
         raise ValueError(
-            f"label {y[bad][0].item()!r} is not in the public class list "
-            f"{classes_arr.tolist()}."
+            f"{describe_invalid(bad)} of the subset's labels are not in the public class list "
+            f"{classes_arr.tolist()} (values not shown)."
         )
     return idx
 

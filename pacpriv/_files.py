@@ -1,4 +1,12 @@
-"""Owner-only files for data derived from the private pool (checkpoints, disk-backed outputs).
+"""Files and folders: path checks before any work, and owner-only files for pool-derived data.
+
+Path checks (:func:`check_input_file`, :func:`check_existing_dir`, :func:`check_output_dir`,
+:func:`check_output_file`) run before any work starts, for every path a public function or a
+command-line option takes. Each failure is one sentence that names the argument (or the flag),
+the path and what is wrong -- an existing file where a folder is expected, a folder where a
+file is expected, a missing folder, no permission -- raised as the matching ``OSError``
+subclass (``FileNotFoundError``, ``NotADirectoryError``, ``IsADirectoryError``,
+``PermissionError``), so ``except OSError`` catches them all.
 
 Checkpoints, ``output_path=`` memmaps and prediction state hold un-noised per-trial outputs and
 subset masks: for a linear statistic they reconstruct the records exactly, so they are as
@@ -10,15 +18,141 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from pathlib import Path
 
-__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "atomic_write", "create_private_file",
+__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "atomic_write", "check_existing_dir",
+           "check_input_file", "check_output_dir", "check_output_file", "create_private_file",
            "private_dir"]
 
 #: Mode of a directory that holds pool-derived data (owner only).
 PRIVATE_DIR_MODE = 0o700
 #: Mode of a file that holds pool-derived data (owner read/write only).
 PRIVATE_FILE_MODE = 0o600
+
+
+def _as_path(path, what: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+        raise TypeError(f"{what} must be a path (str or os.PathLike); got {path!r}.")
+    return Path(path)
+
+
+def _can_create_in(folder: Path) -> str | None:
+    """Why no file can be created in the existing ``folder`` (None: it can)."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        return err.strerror or type(err).__name__
+    return None
+
+
+def check_input_file(path, what: str) -> Path:
+    """``path`` as a :class:`~pathlib.Path` if it is an existing file that can be read.
+
+    ``what`` names it in the message (e.g. ``"dataset file"``, ``"--queries file"``).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``"<what> not found: <path>"`` (and which folder is missing, if one is).
+    IsADirectoryError
+        If ``path`` is a folder.
+    PermissionError
+        If it cannot be opened for reading.
+    """
+    p = _as_path(path, what)
+    if p.is_dir():
+        raise IsADirectoryError(f"{what} {str(p)!r} is a folder; give a file.")
+    if not p.exists():
+        missing = p.parent if not p.parent.exists() else None
+        raise FileNotFoundError(f"{what} not found: {p}"
+                                + (f" (the folder {str(missing)!r} does not exist)"
+                                   if missing is not None else ""))
+    try:
+        with open(p, "rb"):
+            pass
+    except OSError as err:
+        raise PermissionError(f"{what} {str(p)!r} cannot be read "
+                              f"({err.strerror or type(err).__name__}).") from None
+    return p
+
+
+def check_existing_dir(path, what: str) -> Path:
+    """``path`` if it is an existing folder that can be listed (e.g. a fitted state).
+
+    Raises
+    ------
+    FileNotFoundError, NotADirectoryError, PermissionError
+        It does not exist, is a file, or cannot be read.
+    """
+    p = _as_path(path, what)
+    if not p.exists():
+        raise FileNotFoundError(f"{what} {str(p)!r} does not exist.")
+    if not p.is_dir():
+        raise NotADirectoryError(f"{what} {str(p)!r} is an existing file; give a folder.")
+    if not os.access(p, os.R_OK | os.X_OK):
+        raise PermissionError(f"{what} {str(p)!r} cannot be read (permission denied).")
+    return p
+
+
+def check_output_dir(path, what: str) -> Path:
+    """``path`` if it is, or can be created as, a folder that files can be written into.
+
+    Creates nothing (the writer does, so a run refused later leaves no empty folder); missing
+    parent folders are fine (they are created), a file on the way is not.
+
+    Raises
+    ------
+    NotADirectoryError
+        ``path``, or a parent on its way, is an existing file.
+    PermissionError
+        No file can be created there.
+    """
+    p = _as_path(path, what)
+    if p.exists() and not p.is_dir():
+        raise NotADirectoryError(f"{what} {str(p)!r} is an existing file; give a folder path.")
+    probe = p
+    while not probe.exists():  # the nearest existing ancestor must take the new folder
+        probe = probe.parent
+    if not probe.is_dir():
+        raise NotADirectoryError(f"{what} {str(p)!r} cannot be created: {str(probe)!r} is an "
+                                 "existing file, not a folder.")
+    why = _can_create_in(probe)
+    if why is not None:
+        raise PermissionError(f"{what} {str(p)!r} is not writable: no file can be created in "
+                              f"{str(probe)!r} ({why}).")
+    return p
+
+
+def check_output_file(path, what: str, *, suffix: str | None = None) -> Path:
+    """``path`` if a file can be written there: its folder exists and takes files, and it is
+    not a folder (an existing file is overwritten, so it must be writable).
+
+    Raises
+    ------
+    ValueError
+        ``suffix`` given and ``path`` does not end with it.
+    IsADirectoryError, FileNotFoundError, NotADirectoryError, PermissionError
+        ``path`` is a folder; its folder is missing or a file; it cannot be written.
+    """
+    p = _as_path(path, what)
+    if suffix is not None and p.suffix != suffix:
+        raise ValueError(f"{what} must end with {suffix!r}; got {str(p)!r}.")
+    if p.is_dir():
+        raise IsADirectoryError(f"{what} {str(p)!r} is a folder; give a file path.")
+    folder = p.parent
+    if not folder.exists():
+        raise FileNotFoundError(f"{what} {str(p)!r}: the folder {str(folder)!r} does not exist.")
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{what} {str(p)!r}: {str(folder)!r} is an existing file, not "
+                                 "a folder.")
+    why = _can_create_in(folder)
+    if why is None and p.exists() and not os.access(p, os.W_OK):
+        why = "permission denied"
+    if why is not None:
+        raise PermissionError(f"{what} {str(p)!r} is not writable ({why}).")
+    return p
 
 
 def private_dir(path: str | os.PathLike) -> Path:

@@ -3,6 +3,11 @@
 Messages name the argument, the allowed range (with open/closed brackets) and the value
 received, following ``sklearn.utils.validation.check_scalar``. ``TypeError`` for the wrong
 kind, ``ValueError`` for the wrong value.
+
+Arrays are never echoed: an array may hold records, scores or statistics of them, and an error
+message reaches logs and terminals. For an array the message says how many entries are invalid
+and where (:func:`describe_invalid`: the count and the first few indices), never a value; only
+a scalar argument (a setting such as ``mi_budget=0``) is shown as received.
 """
 
 from __future__ import annotations
@@ -12,7 +17,39 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_array_real", "check_finite_array", "check_int", "check_n_jobs", "check_real"]
+__all__ = ["check_array_real", "check_finite_array", "check_int", "check_n_jobs", "check_real",
+           "describe_invalid"]
+
+#: Indices of invalid entries listed in a message (the count is always given).
+SHOWN_POSITIONS = 5
+
+
+def describe_invalid(bad: np.ndarray) -> str:
+    """``"3 of 10 entries (at index 0, 4, 7)"`` for the boolean mask ``bad``: the count and the
+    first :data:`SHOWN_POSITIONS` positions (flat index for 1-D, index tuples otherwise), never
+    a value.
+
+    Examples
+    --------
+    >>> describe_invalid(np.array([False, True, True]))
+    '2 of 3 entries (at index 1, 2)'
+    >>> describe_invalid(np.array([[True, False], [False, False]]))
+    '1 of 4 entries (at index (0, 0))'
+    """
+    bad = np.asarray(bad, dtype=bool)
+    n_bad = int(np.count_nonzero(bad))
+    where = np.argwhere(bad)[:SHOWN_POSITIONS]
+    shown = [str(int(w[0])) if bad.ndim == 1 else str(tuple(int(i) for i in w)) for w in where]
+    more = ", ..." if n_bad > SHOWN_POSITIONS else ""
+    noun = "entry" if bad.size == 1 else "entries"
+    return f"{n_bad} of {bad.size} {noun} (at index {', '.join(shown)}{more})"
+
+
+def _got(value, arr: np.ndarray, bad: np.ndarray) -> str:
+    """What was received: a scalar argument as is, an array only by count and position."""
+    if arr.ndim == 0 and not isinstance(value, np.ndarray):
+        return _show(arr.item())
+    return f"{describe_invalid(bad)} (values not shown)"
 
 
 def _show(value) -> str:
@@ -97,25 +134,33 @@ def check_array_real(
     TypeError
         If ``value`` is not numeric (or not integer-valued when ``integer``).
     ValueError
-        If any element is NaN/inf or outside the interval.
+        If any element is NaN/inf or outside the interval. For an array the message gives the
+        count and positions of the invalid entries, never a value (:func:`describe_invalid`).
     """
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
-        raise TypeError(f"`{name}` must be numeric; got {arr.dtype} {value!r}.")
+        kind = "a bool" if arr.dtype == bool else f"dtype {arr.dtype}"
+        raise TypeError(f"`{name}` must be numeric; got {kind}"
+                        + (f" of shape {arr.shape}." if arr.ndim else "."))
+    if arr.dtype.kind == "c":
+        raise TypeError(f"`{name}` must be real; got complex dtype {arr.dtype}.")
     arr = arr.astype(np.float64)
-    if integer and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
-        raise TypeError(f"`{name}` must be integer-valued; got {value!r}.")
     interval = _interval(low, high, low_inclusive, high_inclusive)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"`{name}` must be finite and in {interval}; got {value!r}.")
+    finite = np.isfinite(arr)
+    if integer and not np.all(finite & (arr == np.round(arr))):
+        bad = ~(finite & (arr == np.round(arr)))
+        raise TypeError(f"`{name}` must be integer-valued; got {_got(value, arr, bad)}.")
+    if not np.all(finite):
+        raise ValueError(f"`{name}` must be finite and in {interval}; got NaN or infinity in "
+                         f"{_got(value, arr, ~finite)}." if arr.ndim else
+                         f"`{name}` must be finite and in {interval}; got {_show(arr.item())}.")
     bad = np.zeros(arr.shape, dtype=bool)
     if low is not None:
         bad |= (arr < low) | ((arr == low) & (not low_inclusive))
     if high is not None:
         bad |= (arr > high) | ((arr == high) & (not high_inclusive))
     if np.any(bad):
-        first = arr[bad].flat[0]
-        raise ValueError(f"`{name}` must be in {interval}; got {_show(first)}.")
+        raise ValueError(f"`{name}` must be in {interval}; got {_got(value, arr, bad)}.")
     return arr
 
 
@@ -146,7 +191,8 @@ def check_finite_array(arr: np.ndarray, name: str, *, block_rows: int = 65_536) 
     """Require every element of a numeric array to be finite (object/str arrays are skipped).
 
     Reads the first axis in blocks (a memory-mapped array is never loaded whole). The message
-    names the argument and the first offending index along the first axis, never a value.
+    names the argument, how many records (first-axis entries) hold a NaN or infinity and the
+    first of them, never a value.
 
     Raises
     ------
@@ -155,12 +201,16 @@ def check_finite_array(arr: np.ndarray, name: str, *, block_rows: int = 65_536) 
     """
     if arr.dtype.kind not in "fc" or arr.size == 0:
         return  # integers and bools are always finite; other kinds are not numbers
+    first, n_bad = None, 0
     for start in range(0, arr.shape[0], block_rows):
         block = np.asarray(arr[start:start + block_rows])
         finite = np.isfinite(block).reshape(block.shape[0], -1).all(axis=1)
         if not finite.all():
-            index = start + int(np.flatnonzero(~finite)[0])
-            raise ValueError(
-                f"`{name}` must hold finite numbers; record {index} has a NaN or infinite "
-                "value (values not shown)."
-            )
+            bad = np.flatnonzero(~finite)
+            first = start + int(bad[0]) if first is None else first
+            n_bad += int(bad.size)
+    if first is not None:
+        which = (f"record {first} has" if n_bad == 1 else
+                 f"{n_bad} of {arr.shape[0]} records have (the first is record {first})")
+        raise ValueError(f"`{name}` must hold finite numbers; {which} a NaN or infinite "
+                         "value (values not shown).")

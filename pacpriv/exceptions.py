@@ -18,6 +18,7 @@ __all__ = [
     "PacprivWarning",
     "UndersampledWarning",
     "VacuousBoundWarning",
+    "WorkerCapWarning",
 ]
 
 
@@ -109,4 +110,12 @@ class NotReproducibleWarning(PacprivWarning):
     The usual cause is randomness drawn outside the mechanism's ``rng`` argument (the global
     ``numpy.random`` or ``random`` state, an unseeded library, the clock); the simulation result
     and the report then say "not reproducible". Draw all randomness from ``rng``.
+    """
+
+
+class WorkerCapWarning(PacprivWarning):
+    """More workers were asked for than this machine can run; the run uses fewer.
+
+    The message names the cap and its reason (the usable CPUs, or the memory available for
+    worker processes); the results are the same for any number of workers.
     """

@@ -33,11 +33,11 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pacpriv._files import check_input_file
 from pacpriv._optional import import_torch
 from pacpriv.datasets import DatasetInfo
 from pacpriv.datasets.scaling import unit_box
@@ -206,9 +206,7 @@ def register_mechanism(name: str, factory: MechanismFactory, *, force: bool = Fa
 
 
 def _load_file(path_text: str, what: str):
-    path = Path(path_text)
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} file not found: {path}")
+    path = check_input_file(path_text, f"{what} file")  # missing, a folder, unreadable
     # A private module name, removed from sys.modules after loading, so cloudpickle (loky)
     # ships the function by value to worker processes, which cannot import the file by name.
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]

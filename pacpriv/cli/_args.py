@@ -6,19 +6,23 @@ import argparse
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
     "HelpFormatter",
     "UsageError",
+    "add_pool_statistics",
     "add_report_output",
     "add_show_errors",
     "check_exactly_one",
+    "checkpoint_reminder",
     "check_positive_finite",
     "check_trials",
     "check_unit_interval",
     "number",
+    "pool_statistics",
     "print_rows",
     "report_formats",
 ]
@@ -95,6 +99,37 @@ def add_show_errors(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-errors", action="store_true",
                         help="if the mechanism raises, print its exception message too (it may "
                         "quote record values; withheld by default; or PACPRIV_SHOW_ERRORS=1)")
+
+
+#: Help of ``--withhold-pool-statistics`` (every command that writes a PAC report).
+WITHHOLD_HELP = ("for a pool that is itself confidential: show nothing derived from the pool, "
+                 "not even the release's error bar (the noise std per coordinate reveals the "
+                 "pool's spread)")
+
+
+def add_pool_statistics(parser: argparse.ArgumentParser, *, report_help: str) -> None:
+    """``--report-pool-statistics`` / ``--withhold-pool-statistics`` (mutually exclusive)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--report-pool-statistics", action="store_true", help=report_help)
+    group.add_argument("--withhold-pool-statistics", action="store_true", help=WITHHOLD_HELP)
+
+
+def pool_statistics(args: argparse.Namespace) -> bool | None:
+    """The reports' ``pool_statistics``: True (--report-pool-statistics), False
+    (--withhold-pool-statistics) or None (the default policy)."""
+    if getattr(args, "report_pool_statistics", False):
+        return True
+    return False if getattr(args, "withhold_pool_statistics", False) else None
+
+
+def checkpoint_reminder(args: argparse.Namespace) -> None:
+    """After a run with ``--checkpoint``: say on stderr that the folder holds un-noised data."""
+    folder = getattr(args, "checkpoint", None)
+    if folder:
+        print(f"pacpriv: note: the checkpoint folder {folder!r} holds the un-noised output of "
+              "every trial and its subset mask (they can reconstruct records): treat it like "
+              f"the raw data and delete it once you are done (rm -r {folder!r})",
+              file=sys.stderr)
 
 
 def check_trials(args: argparse.Namespace) -> None:

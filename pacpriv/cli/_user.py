@@ -12,6 +12,7 @@ import re
 import sys
 from pathlib import Path
 
+from pacpriv._files import check_input_file
 from pacpriv._optional import import_optional
 from pacpriv.cli._args import UsageError
 from pacpriv.datasets import Dataset, load_dataset
@@ -34,15 +35,16 @@ LABEL_NAMES = ("label", "labels", "target", "class", "y")
 
 #: API argument names of load_dataset -> the CLI flags that set them.
 _FLAGS = {"feature_ranges": "--feature-ranges", "label_column": "--label-column",
-          "delimiter": "--delimiter"}
+          "delimiter": "--delimiter", "drop_columns": "--drop-columns", "columns": "--columns"}
 
 _PRIVATE_MODULE = re.compile(r"_pacpriv_user_mechanism_[0-9a-f]+\.")
 
 
 def add_dataset_arguments(parser, *, feature_ranges: bool = True,
                           label_help: str | None = None) -> None:
-    """``--label-column``, ``--delimiter`` and ``--feature-ranges`` (shared by pac run,
-    compare and predict fit/query; ``feature_ranges=False`` leaves out the last)."""
+    """``--label-column``, ``--delimiter``, ``--columns``/``--drop-columns`` and
+    ``--feature-ranges`` (shared by every command that reads a dataset: pac run, pac records,
+    compare, predict fit/query; ``feature_ranges=False`` leaves out the last)."""
     parser.add_argument(
         "--label-column", default=None, metavar="COLUMN",
         help=label_help or "label column of a .csv/.npy dataset (header name or index); the "
@@ -50,6 +52,14 @@ def add_dataset_arguments(parser, *, feature_ranges: bool = True,
     parser.add_argument(
         "--delimiter", default=",",
         help="field delimiter of a .csv dataset (one character; '\\t' for tab)")
+    cols = parser.add_mutually_exclusive_group()
+    cols.add_argument(
+        "--columns", default=None, metavar="COL,...",
+        help="feature columns to use, in this order (header names or 0-based indices of the "
+        "file's columns); the others, e.g. a text column, are never read")
+    cols.add_argument(
+        "--drop-columns", default=None, metavar="COL,...",
+        help="columns to leave out (header names or 0-based indices), e.g. a text column")
     if not feature_ranges:
         return
     parser.add_argument(
@@ -58,6 +68,21 @@ def add_dataset_arguments(parser, *, feature_ranges: bool = True,
         "'l1:h1,l2:h2,...' one per feature, or a file with one 'low,high' line per feature; "
         "used by built-in mechanisms and printed in the report (default: bundled datasets "
         "use published ranges; a file's own ranges are used but never printed)")
+
+
+def _column_list(text: str | None) -> list[str] | None:
+    """``--columns``/``--drop-columns`` text as a list (indices stay text: the loader parses)."""
+    if text is None:
+        return None
+    items = [c.strip() for c in text.split(",") if c.strip()]
+    if not items:
+        raise UsageError(f"give at least one column name or index; got {text!r}")
+    return items
+
+
+def _selection(args) -> dict:
+    return {"columns": _column_list(getattr(args, "columns", None)),
+            "drop_columns": _column_list(getattr(args, "drop_columns", None))}
 
 
 def _label_and_delimiter(args) -> tuple[int | str | None, str]:
@@ -85,7 +110,8 @@ def load_cli_dataset(args) -> Dataset:
     label, delimiter = _label_and_delimiter(args)
     with _flag_names():
         dataset = load_dataset(args.dataset, label_column=label, delimiter=delimiter,
-                               feature_ranges=getattr(args, "feature_ranges", None))
+                               feature_ranges=getattr(args, "feature_ranges", None),
+                               **_selection(args))
     if dataset.y is None:
         suspects = [n for n in dataset.feature_names if n.strip().lower() in LABEL_NAMES]
         if suspects:
@@ -97,37 +123,39 @@ def load_cli_dataset(args) -> Dataset:
 
 def load_cli_rows(path_text: str, args, flag: str):
     """Rows of a ``.csv``/``.npy``/``.npz`` file read like ``--dataset`` (header row optional,
-    ``--delimiter``, the ``--label-column`` column dropped), any number of rows >= 1.
+    ``--delimiter``, the ``--label-column`` column dropped, ``--columns``/``--drop-columns``
+    applied), any number of rows >= 1.
 
     A ``.npy`` file without ``--label-column`` may hold any shape ``(n, *feature_shape)``.
     Errors name ``flag`` and never quote a value.
     """
     import numpy as np
 
-    from pacpriv.datasets.files import read_csv, read_numpy
+    from pacpriv.datasets.files import read_csv, read_numpy, select_columns
 
     path = Path(path_text)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".npy", ".npz"):
         raise UsageError(f"{flag} must be a .csv, .npy or .npz file; got {path_text!r}")
-    if not path.is_file():
-        raise FileNotFoundError(f"{flag} file not found: {path}")
+    check_input_file(path, f"{flag} file")  # missing, a folder, unreadable: one line
     if path.stat().st_size == 0:
         raise UsageError(f"{flag} file {path_text!r} is empty")
     label, delimiter = _label_and_delimiter(args)
     if len(delimiter) != 1:
         raise UsageError(f"--delimiter must be one character; got {args.delimiter!r}")
+    selection = _selection(args)
     with _flag_names():
         if suffix == ".csv":
-            X = read_csv(path, label_column=label, delimiter=delimiter)[0]
-        elif suffix == ".npy" and label is None:
+            X = read_csv(path, label_column=label, delimiter=delimiter, **selection)[0]
+        elif suffix == ".npy" and label is None and not any(selection.values()):
             try:
                 X = np.load(path, allow_pickle=False)
             except (ValueError, OSError, EOFError) as err:
                 raise UsageError(f"{flag}: cannot read {path_text!r} as a NumPy file "
                                  f"({type(err).__name__})") from None
         else:
-            X = read_numpy(path, label_column=label)[0]
+            X, _, names, _ = read_numpy(path, label_column=label)
+            X = X[:, select_columns(list(names), where=repr(path.name), **selection)]
     return np.atleast_2d(X)
 
 

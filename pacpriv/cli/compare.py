@@ -5,9 +5,17 @@ from __future__ import annotations
 import sys
 
 from pacpriv import _json
-from pacpriv.cli._args import UsageError, add_report_output, integer, number, report_formats
+from pacpriv.cli._args import (
+    WITHHOLD_HELP,
+    UsageError,
+    add_report_output,
+    integer,
+    number,
+    pool_statistics,
+    report_formats,
+)
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
-from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
+from pacpriv.cli._user import LABEL_NAMES, add_dataset_arguments, load_cli_dataset
 from pacpriv.compare import compare_pac_dpsgd
 from pacpriv.compare.render import CHANCE_NOTE_PREFIX
 from pacpriv.compare.run import COMPARISON_RULES
@@ -64,10 +72,27 @@ def add_parser(subparsers, name: str) -> None:
                    help="root seed of the evaluation (default: fresh OS entropy). Recorded in "
                    "the report either way, so the compared models are reproducible evaluation "
                    "artefacts, not private releases (no release is written)")
+    p.add_argument("--withhold-pool-statistics", action="store_true", help=WITHHOLD_HELP)
     add_report_output(p, default_out="pacpriv-compare",
                       out_help="output directory (created; must be writable)",
                       json_help="print the comparison JSON to stdout")
     p.set_defaults(handler=_compare)
+
+
+def _check_labels(dataset, args) -> None:
+    """compare trains a classifier: an unlabelled file gets a --label-column hint (naming the
+    columns whose header looks like labels), continuous labels say so."""
+    if dataset.y is None:
+        suspects = [n for n in dataset.feature_names if n.strip().lower() in LABEL_NAMES]
+        which = (f"--label-column {suspects[0]}" if suspects
+                 else "--label-column NAME (the column holding the classes)")
+        raise UsageError(f"--dataset {args.dataset!r} has no labels: compare trains a "
+                         f"classifier on (X, y); pass {which}")
+    if dataset.classes is None:
+        where = (f"--label-column {args.label_column} of {args.dataset!r}"
+                 if args.label_column is not None else f"the labels of {args.dataset!r}")
+        raise UsageError(f"{where} are continuous values: compare needs class labels "
+                         "(integers or text)")
 
 
 def _compare(args) -> int:
@@ -79,6 +104,7 @@ def _compare(args) -> int:
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
     dataset = load_cli_dataset(args)
+    _check_labels(dataset, args)
     result = compare_pac_dpsgd(
         dataset,
         target_accuracy=args.target_accuracy,
@@ -97,7 +123,7 @@ def _compare(args) -> int:
         per_record_records=args.per_record_records,
     )
     paths = write_report(result.pac_result.with_sections(result.report_section()), out,
-                         formats=formats)
+                         formats=formats, pool_statistics=pool_statistics(args))
     paths["comparison"] = out / "comparison.json"
     paths["comparison"].write_text(_json.dumps(result.to_dict(), indent=2) + "\n")
     if args.json:

@@ -6,8 +6,9 @@ listed in the static table :data:`GROUPS`); shared parser helpers are in the lea
 :mod:`pacpriv.cli._args`; every handler calls a keyword-only library function and
 prints a human table (or ``--json``). Bad input -- a ``ValueError``, ``TypeError``,
 ``FileNotFoundError``, ``ImportError`` or ``KeyError`` raised while the arguments are
-resolved or validated -- prints one line ``pacpriv: error: ...`` to stderr and exits with
-status 2, never a traceback.
+resolved or validated, or an ``OSError`` (a missing file, a file where a folder is expected,
+no permission, a port in use) -- prints one line ``pacpriv: error: ...`` to stderr and exits
+with status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def _invoked(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
 #: API argument names whose flag is not the name with dashes (used only when the command
 #: has that flag): errors from the Python API name the flag the user typed.
 FLAG_ALIASES = {"rng": "--seed", "timeout": "--comparator-timeout", "n_trials": "--trials",
-                "n_repeats": "--repeats", "mechanism": "--mechanism"}
+                "n_repeats": "--repeats", "mechanism": "--mechanism", "out_dir": "--out"}
 
 
 def _flags_of(parser: argparse.ArgumentParser) -> set[str]:
@@ -167,7 +168,12 @@ def _dispatch(args, flags: set[str]) -> int:
             text = text.replace(SEED_ADVICE, "omit --seed to reuse the checkpoint's seed")
         print(f"pacpriv: error: {_as_flags(text, flags)}", file=sys.stderr)
         return 2
-    except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as exc:
+    except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say
+        sys.stdout = open(os.devnull, "w")  # no flush error at exit
+        return 0
+    except (UsageError, ValueError, TypeError, KeyError, ImportError, OSError) as exc:
+        # OSError: a path that is missing, a file where a folder is expected (or the reverse),
+        # no permission, a port in use (FileNotFoundError is one)
         print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 2
     except MechanismError as exc:
@@ -182,12 +188,10 @@ def _dispatch(args, flags: set[str]) -> int:
               "--trials, a smaller output, or a plug-in --rule (variance-only runs in O(d) "
               "memory)", file=sys.stderr)
         return 1
-    except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say
-        sys.stdout = open(os.devnull, "w")  # no flush error at exit
-        return 0
     except KeyboardInterrupt:
         shutdown_workers()
-        kept = ("finished trials are kept in --checkpoint" if getattr(args, "checkpoint", None)
+        kept = ("finished trials are kept in --checkpoint, un-noised: delete it once done"
+                if getattr(args, "checkpoint", None)
                 else "pass --checkpoint DIR to keep finished trials next time")
         print(f"pacpriv: interrupted; workers stopped ({kept})", file=sys.stderr)
         return 130

@@ -10,12 +10,15 @@ from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
     UsageError,
+    add_pool_statistics,
     add_report_output,
     check_exactly_one,
     check_positive_finite,
     check_trials,
     check_unit_interval,
+    checkpoint_reminder,
     number,
+    pool_statistics,
     print_rows,
     report_formats,
 )
@@ -170,12 +173,12 @@ def add_parser(subparsers, name: str) -> None:
         help="seed of the secret subset and noise (tests/demos only; default OS entropy)",
     )
     run.add_argument("--no-release", action="store_true", help="calibrate only; do not release")
-    run.add_argument("--report-pool-statistics", action="store_true",
-                     help="include the output spectrum's and the noise's absolute values in the "
-                     "report (statistics of f over subsets of the pool: for a mean, the top "
-                     "eigenvalue gives the scale of an outlier's value). Default: shown only for "
-                     "a bundled public dataset; otherwise no function of the spectrum, only "
-                     "the noise/spread ratio to one digit")
+    add_pool_statistics(
+        run, report_help="include the output spectrum's and the noise's absolute values in the "
+        "report (statistics of f over subsets of the pool: for a mean, the top eigenvalue gives "
+        "the scale of an outlier's value). Default: shown only for a bundled public dataset; "
+        "otherwise only the release's error bar (noise std per output coordinate) and the "
+        "noise/spread ratio to one digit")
     run.add_argument(
         "--checkpoint", default=None,
         help="checkpoint directory (resume after interrupt; created owner-only, mode 0700). "
@@ -375,8 +378,9 @@ def _run(args) -> int:
             if err.args and isinstance(err.args[0], str):
                 err.args = (_flag_names(err.args[0]), *err.args[1:])
             raise
-    show_pool = True if getattr(args, "report_pool_statistics", False) else None
+    show_pool = pool_statistics(args)
     paths = write_report(result, out, formats=formats, pool_statistics=show_pool)
+    checkpoint_reminder(args)
     if args.json:
         # the report dict, not result.to_dict(): the same public facts as report.json
         print(paths["json"].read_text() if "json" in paths
@@ -386,11 +390,23 @@ def _run(args) -> int:
     return 0
 
 
+def _error_bar_line(noise: dict) -> str | None:
+    """The release's error bar on the terminal (None when withheld)."""
+    bar = noise.get("noise_std_per_coordinate")
+    if bar is None:
+        return None
+    shown = ", ".join(format_bound(v, 4, side="up") for v in bar[:6])
+    more = f", ... ({len(bar)} shown in the report)" if len(bar) > 6 else ""
+    return (f"error bar            noise std per coordinate [{shown}{more}] in the output's "
+            f"units (max {format_bound(noise['noise_std_per_coordinate_max'], 4, side='up')}); "
+            "it reveals diag(Σ_B), a statistic of the pool, not of the secret subset "
+            "(--withhold-pool-statistics if the pool itself is confidential)")
+
+
 def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
     from pacpriv.report.layout import pac_layout
 
-    report = build_report(
-        result, pool_statistics=True if getattr(args, "report_pool_statistics", False) else None)
+    report = build_report(result, pool_statistics=pool_statistics(args))
     p = report["privacy"]
     acc = result.posterior_success_bound
     sim = result.simulation
@@ -401,8 +417,9 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
           f"{sim.backend}, {jobs})")
     if pool_hidden(report["noise"]):  # the pool is not public: scale-free only
         ratio = report["noise"].get("noise_to_spread_rms")
-        print(f"noise rule           {result.plan.rule}, absolute scale not shown (the pool is "
-              "not public; --report-pool-statistics to include it)"
+        why = ("withheld: --withhold-pool-statistics" if args.withhold_pool_statistics else
+               "the pool is not public; --report-pool-statistics to include it")
+        print(f"noise rule           {result.plan.rule}, absolute scale not shown ({why})"
               + (f"; noise / spread {format_bound(ratio, 3, side='down')}" if ratio else ""))
     else:
         print(f"noise rule           {result.plan.rule}, "
@@ -431,6 +448,9 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
     for kind, text, *_ in head:
         if kind == "text" and text.startswith(("f was released", "Utility")):
             print(text.replace("`", ""))
+    bar_line = _error_bar_line(report["noise"])
+    if bar_line:
+        print(bar_line)
     if args.no_release:
         print("release              none (--no-release)")
     elif result.release is not None:  # the report's release_randomness, on the screen too

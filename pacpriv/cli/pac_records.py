@@ -7,6 +7,7 @@ calibrates the noise to a per-record target (``--target-accuracy``), and writes 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
-from pacpriv.cli._user import resolve_cli_mechanism
-from pacpriv.datasets import load_dataset
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset, resolve_cli_mechanism
 from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.per_record._calibration import calibrate_per_record
 from pacpriv.pac.per_record._exposure import record_exposure
@@ -90,15 +91,15 @@ def add_records_parser(sub) -> None:
                    help="built-in name, module:function or path.py:function")
     p.add_argument("--dataset", required=True,
                    help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) or a path")
-    p.add_argument("--label-column", default=None, help="label column of a .csv/.npy dataset")
+    add_dataset_arguments(p, feature_ranges=False)
     p.add_argument("--target-accuracy", type=number, default=None,
                    help="per-record accuracy target in (max(q, 1-q), 1): calibrate the noise")
     p.add_argument("--noise-std", type=number, default=None,
                    help="alternatively: isotropic noise std (> 0) to measure the exposure of")
-    p.add_argument("--report-pool-statistics", action="store_true",
-                   help="include the calibrated noise's absolute scale in the report and here "
-                   "(a statistic of f over subsets of the pool). Default: shown only for a "
-                   "bundled public dataset or a --noise-std you chose")
+    _args.add_pool_statistics(
+        p, report_help="include the calibrated noise's absolute scale in the report and here "
+        "(a statistic of f over subsets of the pool). Default: shown only for a bundled public "
+        "dataset or a --noise-std you chose")
     p.add_argument("--trials", type=int, default=200,
                    help="simulated subsets (>= 2); each costs 1 + (audited records) "
                    "evaluations (default 200)")
@@ -148,20 +149,52 @@ def _check(args) -> tuple[str, ...]:
     return report_formats(args.formats)
 
 
+def _check_against_whole_subset(plan, mechanism, dataset, args, execution) -> None:
+    """Warn when the per-record plan needs more noise than the whole-subset plan for the same
+    target (:func:`pacpriv.pac.noise._plan.per_record_noise_excess`): that plan is calibrated
+    here too, on ``--trials`` more evaluations (the audit costs ``1 + k`` per trial)."""
+    import warnings
+
+    from pacpriv.exceptions import CalibrationError, PacprivWarning
+    from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy
+    from pacpriv.pac.job import run_pac
+    from pacpriv.pac.noise._plan import per_record_noise_excess
+
+    prior = max(args.sampling_rate, 1.0 - args.sampling_rate)
+    budget = float(mi_budget_for_accuracy(args.target_accuracy, prior=prior))
+    try:
+        with warnings.catch_warnings():  # the reference plan's own caveats are not ours
+            warnings.simplefilter("ignore")
+            whole = run_pac(mechanism, dataset.pool, mi_budget=budget, n_trials=args.trials,
+                            sampler=PoissonSampler(args.sampling_rate), rng=args.seed,
+                            release=False, execution=execution)
+    except (ValueError, CalibrationError) as err:
+        warnings.warn(f"the whole-subset plan for the same target could not be calibrated "
+                      f"for comparison ({type(err).__name__}); the per-record plan was not "
+                      "checked against it.", PacprivWarning, stacklevel=2)
+        return
+    excess = per_record_noise_excess(plan, whole.plan)
+    if excess is not None:
+        warnings.warn(excess, PacprivWarning, stacklevel=2)
+
+
 def _records(args) -> int:
     formats = _check(args)
-    label = args.label_column
-    if label is not None and label.lstrip("-").isdigit():
-        label = int(label)
-    dataset = load_dataset(args.dataset, label_column=label)
+    check_output_dir(args.out, "--out")  # before any work
+    if args.checkpoint is not None:
+        check_output_dir(args.checkpoint, "--checkpoint")
+    dataset = load_cli_dataset(args)
     records = parse_records(args.records, dataset.n_records)
     mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset)
     mech_name = local_base_name(mech_name)  # no local directories in output
+    n_jobs, cap_note = effective_n_jobs(args.n_jobs, args.backend)
+    if cap_note:
+        print(f"pacpriv: note: {cap_note}", file=sys.stderr)
     common = dict(n_trials=args.trials, sampler=PoissonSampler(args.sampling_rate),
                   records=records, confidence=args.confidence, rng=args.seed,
-                  options=ExecutionOptions(n_jobs=args.n_jobs, backend=args.backend,
-                                           checkpoint=args.checkpoint,
-                                           progress=not args.no_progress))
+                  execution=ExecutionOptions(n_jobs=n_jobs, backend=args.backend,
+                                             checkpoint=args.checkpoint,
+                                             progress=not args.no_progress))
     try:
         if args.target_accuracy is not None:
             plan = calibrate_per_record(mechanism, dataset.pool,
@@ -170,6 +203,7 @@ def _records(args) -> int:
             section = plan.report_section(n_pool_records=dataset.n_records)
             summary: dict[str, Any] = {"noise": plan.to_dict(),
                                        "plan_bound": plan.max_accuracy_upper}
+            _check_against_whole_subset(plan, mechanism, dataset, args, common["execution"])
         else:
             exposure = record_exposure(mechanism, dataset.pool, noise_cov=args.noise_std**2,
                                        **common)
@@ -185,13 +219,16 @@ def _records(args) -> int:
     section["per_record"]["noise_plan"] = summary["noise"]
     # a calibrated noise scale is a statistic of f over subsets of the pool (see write_report's
     # pool_statistics): hidden unless the pool is public or asked for
-    show_scale = (args.target_accuracy is None or args.report_pool_statistics
-                  or is_public_pool({"source": dataset.source}))
+    show_scale = (not args.withhold_pool_statistics
+                  and (args.target_accuracy is None or args.report_pool_statistics
+                       or is_public_pool({"source": dataset.source})))
+    policy = False if args.withhold_pool_statistics else show_scale
     paths = write_report(_Report(section), Path(args.out), formats=formats,
-                         pool_statistics=show_scale)
+                         pool_statistics=policy)
+    _args.checkpoint_reminder(args)
     if args.json:
         print(paths["json"].read_text() if "json" in paths
-              else _json.dumps(build_report(_Report(section), pool_statistics=show_scale)))
+              else _json.dumps(build_report(_Report(section), pool_statistics=policy)))
         return 0
     d = section["per_record"]
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")

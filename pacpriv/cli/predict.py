@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from pacpriv import _json
+from pacpriv._files import check_existing_dir, check_input_file
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
     UsageError,
@@ -17,6 +18,7 @@ from pacpriv.cli._args import (
     check_exactly_one,
     check_positive_finite,
 )
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs
 from pacpriv.cli._user import (
     add_cwd_to_path,
     add_dataset_arguments,
@@ -196,6 +198,9 @@ def _total_budget(args) -> float:
 def _fit(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
+    check_output_dir(args.state, "--state")  # before any work: a file, no permission
+    if args.n_jobs == 0:
+        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
     if args.n_worlds < 2 or args.n_worlds % 2:
         raise UsageError(f"--n-worlds must be an even integer >= 2; got {args.n_worlds}")
     for flag, value in (("--seed", args.seed), ("--secret-seed", args.secret_seed)):
@@ -220,7 +225,10 @@ def _fit(args) -> int:
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=args.seed,
                           secret_rng=args.secret_seed)
-    pp.fit(execution=ExecutionOptions(n_jobs=args.n_jobs, progress=not args.no_progress,
+    n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
+    if cap_note:
+        print(f"pacpriv: note: {cap_note}", file=sys.stderr)
+    pp.fit(execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress,
                                       ensemble=not args.no_ensemble, device=args.device))
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
@@ -247,6 +255,9 @@ def _query(args) -> int:
     from pacpriv.prediction._reporting import column_names
     from pacpriv.prediction._sklearn import labels_of
 
+    check_existing_dir(args.state, "--state")
+    if args.queries is not None:  # before the state is loaded
+        check_input_file(args.queries, "--queries file")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
     pp = PrivatePredictor.load(args.state)
     X = _rows(args)
@@ -308,6 +319,9 @@ def _print_budget(state: dict) -> None:
 def _status(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
+    check_existing_dir(args.state, "--state")
+    if args.out is not None:
+        check_output_dir(args.out, "--out")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
     pp = PrivatePredictor.load(args.state)
     if args.json:
@@ -324,10 +338,12 @@ def _status(args) -> int:
 
 
 def _serve(args) -> int:  # pragma: no cover - blocks; exercised by the uvicorn test
-    from pacpriv.prediction._app import serve
+    from pacpriv.prediction._app import check_port, serve
 
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be in [1, 65535]; got {args.port}")
+    check_existing_dir(args.state, "--state")
+    check_port(args.host, args.port)  # before anything loads: not uvicorn's own error
     warning = exposed_host_warning(args.host)
     if warning:
         print(f"pacpriv: warning: {warning}", file=sys.stderr)

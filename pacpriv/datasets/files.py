@@ -14,7 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["read_csv", "read_numpy"]
+from pacpriv._validation import describe_invalid
+
+__all__ = ["read_csv", "read_numpy", "select_columns"]
 
 
 def _float_or_none(text: str) -> float | None:
@@ -54,18 +56,81 @@ def _column_index(label_column, header: list[str] | None, n_cols: int, path: Pat
 
 
 def _hint(text: str, column: int, header, delimiter: str, label) -> str:
-    """Why a field may not be a number: another delimiter, or an unnamed label column.
-    (The value itself is not repeated: it is a record's.)"""
+    """Why a field may not be a number: another delimiter, an unnamed label column, or a text
+    column to leave out. (The value itself is not repeated: it is a record's.)"""
     for other in (";", "\t", ",", "|"):
         if other != delimiter and other in text:
             shown = "\\t" if other == "\t" else other
             return (f" (the line looks {shown!r}-separated: pass --delimiter '{shown}', "
                     f"or delimiter={other!r} in Python)")
+    name = header[column] if header is not None else str(column)
+    drop = (f"to leave a text column out, pass --drop-columns {name} (or "
+            f"drop_columns=[{name!r}] in Python), or list the feature columns with --columns")
     if label is None:
-        name = header[column] if header is not None else str(column)
         return (f"; if column {name!r} holds labels, pass --label-column {name} (or "
-                f"label_column={name!r} in Python)")
-    return ""
+                f"label_column={name!r} in Python); {drop}")
+    return f"; {drop}"
+
+
+def _parse_columns(spec) -> list[str | int]:
+    """A ``columns``/``drop_columns`` value as a list of names (str) and indices (int)."""
+    if spec is None:
+        return []
+    if isinstance(spec, (str, int, np.integer)):
+        spec = [spec]
+    out: list[str | int] = []
+    for c in spec:
+        if isinstance(c, str) and c.strip().lstrip("-").isdigit():
+            out.append(int(c))
+        elif isinstance(c, bool) or not isinstance(c, (str, int, np.integer)):
+            raise TypeError(f"a column must be a name (str) or an index (int); got "
+                            f"{type(c).__name__}.")
+        else:
+            out.append(c.strip() if isinstance(c, str) else int(c))
+    return out
+
+
+def select_columns(names: list[str], *, columns=None, drop_columns=None,
+                   exclude: tuple[int, ...] = (), where: str = "the data") -> list[int]:
+    """Indices of the feature columns to keep, in order: ``columns`` (names or indices into
+    ``names``) if given, else every column but ``drop_columns`` and ``exclude`` (the label).
+
+    Raises
+    ------
+    ValueError
+        Both given, an unknown or repeated column, the label among ``columns``, or nothing
+        left. Column names (public facts of the file's header) are named; no value is read.
+    """
+    keep_spec, drop_spec = _parse_columns(columns), _parse_columns(drop_columns)
+    if keep_spec and drop_spec:
+        raise ValueError("give either `columns` or `drop_columns`, not both.")
+    if columns is not None and not keep_spec:
+        raise ValueError("`columns` must list at least one column.")
+    n = len(names)
+
+    def index(c, arg: str) -> int:
+        if isinstance(c, str):
+            if c not in names:
+                raise ValueError(f"`{arg}`: {c!r} is not a column of {where}; columns: "
+                                 f"{list(names)}.")
+            return names.index(c)
+        if not -n <= c < n:
+            raise ValueError(f"`{arg}`: index {c} is out of range for {n} columns.")
+        return c % n
+
+    if keep_spec:
+        keep = [index(c, "columns") for c in keep_spec]
+        if len(set(keep)) != len(keep):
+            raise ValueError(f"`columns` repeats a column; got {keep_spec}.")
+        if set(keep) & set(exclude):
+            raise ValueError("`columns` must not list the label column (it is read as the "
+                             "labels).")
+        return keep
+    dropped = {index(c, "drop_columns") for c in drop_spec}
+    keep = [j for j in range(n) if j not in dropped and j not in exclude]
+    if not keep:
+        raise ValueError(f"no feature column is left of {where} after `drop_columns`.")
+    return keep
 
 
 #: Missing-value markers: a first row holding one is a record, not a header
@@ -93,9 +158,12 @@ def _is_header(fields: list[str]) -> bool:
     return any(fields) and all(_looks_like_name(f) for f in fields)
 
 
-def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
+def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=None,
+             drop_columns=None):
     """Read a numeric CSV; the first row is a header when every field looks like a name.
 
+    ``columns`` (the feature columns to keep) or ``drop_columns`` (columns to leave out, e.g. a
+    text column) name header names or file column indices; a left-out column is never parsed.
     Error messages name the file, line and column, never a cell's text (it is a record's value):
     a non-numeric, non-finite or undecodable cell is described, not quoted.
     """
@@ -125,6 +193,10 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
         raise ValueError(f"dataset file {str(path)!r} has a header but no data rows.")
     n_cols = len(header) if header is not None else len(rows[0][1])
     label = _label_index(label_column, header, n_cols, path)
+    names = header if header is not None else [f"x{j}" for j in range(n_cols)]
+    keep = select_columns(names, columns=columns, drop_columns=drop_columns,
+                          exclude=() if label is None else (label,), where=repr(path.name))
+    wanted = set(keep)
     values = np.empty((len(rows), n_cols))
     labels: list[str] = []
     for i, (lineno, fields) in enumerate(rows):
@@ -136,6 +208,8 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
             if j == label:
                 labels.append(text)
                 continue
+            if j not in wanted:  # a left-out column (e.g. text) is never parsed
+                continue
             v = _float_or_none(text)
             if v is None or not math.isfinite(v):
                 # the value itself is a record's: described, never quoted (a 1e400 is one)
@@ -146,11 +220,9 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ","):
                     f"must be finite numbers{_hint(text, j, header, delimiter, label)}."
                 )
             values[i, j] = v
-    names = header if header is not None else [f"x{j}" for j in range(n_cols)]
-    if label is None:
-        return values, None, names, None
-    keep = [j for j in range(n_cols) if j != label]
     X, feature_names = values[:, keep], [names[j] for j in keep]
+    if label is None:
+        return X, None, feature_names, None
     numeric = [_float_or_none(t) for t in labels]
     if all(v is not None and math.isfinite(v) for v in numeric):
         return X, np.asarray(numeric, dtype=np.float64), feature_names, None
@@ -197,6 +269,8 @@ def _numeric(a: np.ndarray, path: Path, what: str) -> np.ndarray:
     if a.dtype.kind not in "biuf":
         raise ValueError(f"{str(path)!r}: {what} must be numeric; got dtype {a.dtype}.")
     a = np.asarray(a, dtype=np.float64)
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{str(path)!r}: {what} holds non-finite values.")
+    finite = np.isfinite(a)
+    if not np.all(finite):
+        raise ValueError(f"{str(path)!r}: {what} holds NaN or infinite values in "
+                         f"{describe_invalid(~finite)} (values not shown).")
     return a

@@ -33,7 +33,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from pacpriv.datasets.files import read_csv, read_numpy
+from pacpriv._files import check_input_file
+from pacpriv.datasets.files import read_csv, read_numpy, select_columns
 
 __all__ = [
     "BUNDLED_DATASETS",
@@ -292,10 +293,13 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
         Malformed text, a non-finite end, ``low >= high``, or a count other than 1 or ``p``.
     """
     source = "`feature_ranges`"
-    if isinstance(spec, os.PathLike) or (
-        isinstance(spec, str) and ":" not in spec and Path(spec).is_file()
-    ):
-        path = Path(spec)
+    if isinstance(spec, os.PathLike) or (isinstance(spec, str) and ":" not in spec):
+        # ranges always hold a ':', so text without one names a file
+        try:
+            path = check_input_file(spec, "feature ranges file")
+        except FileNotFoundError as err:
+            raise FileNotFoundError(f"{err} (or give the ranges themselves: 'low:high' or "
+                                    "'l1:h1,l2:h2,...')") from None
         source = f"feature ranges file {path.name!r}"
         lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
         spec = ",".join(ln.replace(",", ":") for ln in lines if ln and not ln.startswith("#"))
@@ -340,6 +344,8 @@ def load_dataset(
     label_column: int | str | None = None,
     delimiter: str = ",",
     feature_ranges=None,
+    columns=None,
+    drop_columns=None,
 ) -> Dataset:
     """Load a data pool.
 
@@ -358,7 +364,12 @@ def load_dataset(
     feature_ranges : str, path, sequence of (low, high) pairs, or None
         Feature ranges the caller declares public (:func:`parse_feature_ranges`); used by
         the mechanisms instead of the pool's and printed in reports
-        (``bounds_source="declared"``).
+        (``bounds_source="declared"``); one range per *kept* feature.
+    columns, drop_columns : sequence of str or int, or None
+        Keep only these feature columns (in this order), or leave these out (e.g. a text
+        column, which is then never parsed); at most one of the two. Header names or indices:
+        a CSV's file columns, a ``.npy``/``.npz``/bundled dataset's feature columns (names
+        ``x0, x1, ...`` or the bundled feature names; after the label column is removed).
 
     Returns
     -------
@@ -372,7 +383,9 @@ def load_dataset(
         ``label_column``, ``delimiter`` or ``feature_ranges``, or fewer than
         :data:`MIN_RECORDS` records.
     FileNotFoundError
-        If the path does not exist.
+        If the path (or its folder) does not exist.
+    IsADirectoryError, PermissionError
+        If the path is a folder, or cannot be read (checked before reading, like every path).
     TypeError
         If ``spec`` is not a str or path, or ``label_column`` is not an int or str.
 
@@ -393,7 +406,7 @@ def load_dataset(
             raise ValueError(
                 f"`label_column` applies to .csv/.npy files only; {spec!r} is a bundled dataset."
             )
-        ds = _load_bundled(spec)
+        ds = _subset_columns(_load_bundled(spec), columns, drop_columns)
         return ds if feature_ranges is None else _declare(ds, feature_ranges)
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"`spec` must be a dataset name or a path; got {type(spec).__name__}.")
@@ -409,16 +422,19 @@ def load_dataset(
             f"unsupported dataset file extension {suffix or '(none)'!r} for {str(path)!r}; "
             "use .csv, .npy or .npz."
         )
-    if not path.is_file():
-        raise FileNotFoundError(f"dataset file not found: {path}")
+    check_input_file(path, "dataset file")  # missing, a folder, unreadable: one line
     if path.stat().st_size == 0:
         raise ValueError(f"dataset file {str(path)!r} is empty.")
     if not isinstance(delimiter, str) or len(delimiter) != 1:
         raise ValueError(f"`delimiter` must be one character; got {delimiter!r}.")
     if suffix == ".csv":
-        X, y, names, target_names = read_csv(path, label_column=label_column, delimiter=delimiter)
+        X, y, names, target_names = read_csv(path, label_column=label_column, delimiter=delimiter,
+                                             columns=columns, drop_columns=drop_columns)
     else:
         X, y, names, target_names = read_numpy(path, label_column=label_column)
+        keep = select_columns(list(names), columns=columns, drop_columns=drop_columns,
+                              where=repr(path.name))
+        X, names = X[:, keep], [names[j] for j in keep]
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"dataset file {str(path)!r} holds no records or no features.")
     if X.shape[0] < MIN_RECORDS:
@@ -431,6 +447,20 @@ def load_dataset(
         str(path.resolve()), X.min(axis=0), X.max(axis=0), "pool",
     )  # fmt: skip
     return ds if feature_ranges is None else _declare(ds, feature_ranges)
+
+
+def _subset_columns(ds: Dataset, columns, drop_columns) -> Dataset:
+    """``ds`` with only the selected feature columns (and their published ranges)."""
+    if columns is None and drop_columns is None:
+        return ds
+    from dataclasses import replace
+
+    keep = select_columns(list(ds.feature_names), columns=columns, drop_columns=drop_columns,
+                          where=repr(ds.name))
+    return replace(ds, X=_freeze(ds.X[:, keep]),
+                   feature_names=tuple(ds.feature_names[j] for j in keep),
+                   feature_low=tuple(ds.feature_low[j] for j in keep),
+                   feature_high=tuple(ds.feature_high[j] for j in keep))
 
 
 def _declare(ds: Dataset, feature_ranges) -> Dataset:

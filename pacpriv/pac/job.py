@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from pacpriv._display import Displayable, Summary
+from pacpriv._display import Displayable, Summary, shown
 from pacpriv._numbers import format_bound
 from pacpriv._random import RNGLike, as_generator, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int
@@ -36,7 +36,13 @@ from pacpriv.exceptions import (
 from pacpriv.pac._pipeline import measure
 from pacpriv.pac.bounds._posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
 from pacpriv.pac.bounds._prior import resolve_membership_prior
-from pacpriv.pac.engine._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
+from pacpriv.pac.engine._mechanism import (
+    InvalidOutput,
+    MechanismExit,
+    call_mechanism,
+    check_output,
+    subset_pool,
+)
 from pacpriv.pac.engine._options import ExecutionOptions, accepts_legacy_execution
 from pacpriv.pac.engine._simulate import SimulationResult
 from pacpriv.pac.noise._calibration import NoisePlan, _check_budget
@@ -88,7 +94,8 @@ class PacResult(Displayable):
         Average per-record MI ``v / n_records`` (nats) ([1]_ Thm 2: i.i.d. records and a
         permutation-symmetric mechanism; independent membership bits otherwise).
     release : ndarray of shape (d,) or None
-        The noisy output ``f(X) + B`` on the secret subset ``X`` (None if ``release=False``).
+        The noisy output ``f(X) + B`` on the secret subset ``X`` (None if ``release=False``);
+        its error bar, the noise std of each coordinate, is :attr:`noise_std_per_coordinate`.
     release_seeded : bool
         Whether the caller seeded the release (otherwise fresh OS entropy was used).
     evaluation : str
@@ -166,6 +173,18 @@ class PacResult(Displayable):
         return out
 
     @property
+    def noise_std_per_coordinate(self) -> np.ndarray:
+        """The release's error bar: noise std of each output coordinate, ``sqrt(diag(Σ_B))``,
+        shape ``(d,)``, float64, in the output's units (:attr:`NoisePlan.noise_std_per_coordinate
+        <pacpriv.pac.noise.NoisePlan.noise_std_per_coordinate>`).
+
+        A statistic of the pool (Σ_B is calibrated from the spread of f over random subsets of
+        it), not of the secret subset: the PAC adversary knows it. Reports show it for every
+        pool unless withheld (``pool_statistics=False``).
+        """
+        return self.plan.noise_std_per_coordinate
+
+    @property
     def mi_claim(self) -> float:
         """MI (nats) the plan claims for the true covariance (``v``, or ``v + β`` for Alg. 1)."""
         return float(self.plan.mi_claim)
@@ -187,6 +206,8 @@ class PacResult(Displayable):
             ("MI bound (nats)", self.plan.mi_bound, "risk"),
             ("noise rule", self.plan.rule, "plain"),
             ("E||B||^2", self.plan.expected_noise_power, "plain"),
+            ("noise std per coordinate (error bar)",
+             shown(self.noise_std_per_coordinate, up=True), "plain"),
             ("trials", self.simulation.n_trials, "plain"),
             ("output dimension d", self.plan.dim, "plain"),
             ("released", self.release is not None, "plain"),
@@ -212,6 +233,7 @@ class PacResult(Displayable):
             "pinsker_success_bound": self.pinsker_success_bound,
             "individual_mi_bound_nats": self.individual_mi_bound,
             "release": None if self.release is None else [float(v) for v in self.release],
+            "noise_std_per_coordinate": [float(v) for v in self.noise_std_per_coordinate],
             "release_seeded": self.release_seeded,
             "notes": list(self.notes),
         }
@@ -233,8 +255,9 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen,
                    name: str = "") -> np.ndarray:
     """Run ``mechanism`` once on the secret subset (drawn from the sampler unless given).
 
-    An exception of the mechanism becomes :class:`MechanismError` (``trial_index=-1``, no
-    seed: the release's randomness is secret) whose message withholds the original one.
+    An exception of the mechanism (``SystemExit`` and its own ``KeyboardInterrupt`` too)
+    becomes :class:`MechanismError` (``trial_index=-1``, no seed: the release's randomness is
+    secret) whose message withholds the original one; what it prints goes to standard error.
     """
     if secret_mask is None:
         secret_mask = sampler.draw(n_records, gen)
@@ -248,6 +271,11 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen,
     subset = subset_pool(pool, secret_mask)
     try:
         value = call_mechanism(mechanism, subset, rng=gen)
+    except MechanismExit as err:  # sys.exit / its own KeyboardInterrupt: pacpriv's words
+        raise MechanismError(
+            f"Mechanism {name or 'f'} {err.what} on the release's secret subset (after every "
+            "trial had passed); nothing was released.", trial_index=-1, seed={},
+        ) from err.__cause__
     except Exception as err:
         raise MechanismError(
             f"Mechanism {name or 'f'} raised {type(err).__qualname__} on the release's secret "

@@ -33,13 +33,13 @@ import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int
-from pacpriv.exceptions import PacprivWarning
+from pacpriv.exceptions import MechanismError, PacprivWarning
 from pacpriv.pac._pipeline import measure
 from pacpriv.pac.bounds._ledger import PrivacyLedger
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.bounds._prior import resolve_membership_prior
 from pacpriv.pac.engine._adapters import EstimatorMechanism, TorchMechanism, sort_rows
-from pacpriv.pac.engine._mechanism import call_mechanism, check_output
+from pacpriv.pac.engine._mechanism import MechanismExit, call_mechanism, check_output
 from pacpriv.pac.engine._options import ExecutionOptions, accepts_legacy_execution
 from pacpriv.pac.engine._simulate import SimulationResult, _check_pool
 from pacpriv.pac.noise._calibration import NoisePlan, _check_budget
@@ -267,6 +267,13 @@ class PacPrivateFunction:
                 PacprivWarning, stacklevel=3)
 
     @property
+    def noise_std_per_coordinate(self) -> np.ndarray | None:
+        """Error bar of every release: the noise std of each output coordinate,
+        ``sqrt(diag(Σ_B))`` of shape ``(d,)`` in the output's units (None before calibrate); a
+        statistic of the calibration pool, not of the secret subset."""
+        return None if self.plan is None else self.plan.noise_std_per_coordinate
+
+    @property
     def label(self) -> str | None:
         """``"certified (1−γ = 0.95)"`` or ``"estimated (plug-in)"`` (None before calibrate)."""
         return None if self.plan is None else self.plan.label
@@ -300,6 +307,10 @@ class PacPrivateFunction:
         pacpriv.exceptions.BudgetExceededError
             If the release would take the ledger over its total budget (``func`` is then not
             run and nothing is recorded).
+        pacpriv.exceptions.MechanismError
+            If ``func`` calls ``sys.exit`` or raises ``KeyboardInterrupt`` itself (not a
+            Ctrl-C); nothing is charged. While ``func`` runs, what it prints goes to standard
+            error.
 
         Warns
         -----
@@ -322,7 +333,14 @@ class PacPrivateFunction:
             self.ledger.charge(mi, label=label)  # raises BudgetExceededError, records nothing
         self._check_subset(subset)
         func_seed, noise_seed = as_seed_sequence(rng).spawn(2)
-        value = check_output(call_mechanism(self.func, subset, rng=func_seed), None)
+        try:
+            raw = call_mechanism(self.func, subset, rng=func_seed)
+        except MechanismExit as err:  # sys.exit / its own KeyboardInterrupt: nothing charged
+            raise MechanismError(
+                f"{getattr(self.func, '__qualname__', type(self.func).__name__)} {err.what} "
+                "during a release; nothing was released or charged.", trial_index=-1, seed={},
+            ) from err.__cause__
+        value = check_output(raw, None)
         noisy = privatize(value, self.plan, rng=noise_seed)
         self.ledger.charge(mi, label=label)
         return noisy

@@ -27,7 +27,7 @@ from typing import Any
 from pacpriv._optional import import_optional
 from pacpriv.exceptions import BudgetExceededError
 
-__all__ = ["create_app"]
+__all__ = ["check_port", "create_app"]
 
 
 def _import_fastapi():
@@ -129,10 +129,42 @@ def create_app(predictor) -> Any:
     return app
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse, before anything is loaded, a ``port`` that cannot be bound on ``host`` (in use,
+    or privileged): one line instead of uvicorn's own error after start-up.
+
+    Raises
+    ------
+    OSError
+        Naming the port and why (binds and closes a socket, with ``SO_REUSEADDR`` as uvicorn).
+    """
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as err:
+        raise OSError(f"`host` {host!r} cannot be resolved ({err.strerror}).") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as err:
+            why = ("is already in use (another server?); stop it or choose another port"
+                   if err.errno == errno.EADDRINUSE else f"cannot be bound ({err.strerror})")
+            raise OSError(f"`port` {port} on {host} {why}.") from None
+
+
 def serve(state, *, host: str = "127.0.0.1", port: int = 8000) -> None:  # pragma: no cover
-    """Load ``state`` and run the app with uvicorn (blocks until interrupted)."""
+    """Load ``state`` and run the app with uvicorn (blocks until interrupted).
+
+    The port is checked first (:func:`check_port`), then the state; both fail in one line.
+    """
     uvicorn = import_optional("uvicorn", "serving", extra="serve")
     from pacpriv.prediction._predictor import PrivatePredictor
+
+    check_port(host, port)
 
     uvicorn.run(create_app(PrivatePredictor.load(state)), host=host, port=port,
                 log_level="info", access_log=False)

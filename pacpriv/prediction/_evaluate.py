@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pacpriv.pac.engine._isolation import output_to_stderr
 from pacpriv.pac.engine._mechanism import (
     MAX_OUTPUT_MAGNITUDE,
     MIN_OUTPUT_MAGNITUDE,
@@ -191,8 +192,8 @@ class Worlds:
     def _checked(self, evaluate: Callable[[np.ndarray], np.ndarray], X: np.ndarray
                  ) -> np.ndarray:
         # overflow inside a model is reported below as a non-finite output (a ValueError the
-        # app turns into 422), not as a numpy warning
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # app turns into 422), not as a numpy warning; what a model prints goes to stderr
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"), output_to_stderr():
             arr = np.array(evaluate(X), dtype=np.float64)
         if not np.all(np.isfinite(arr)):
             raise ValueError("a world model returned a non-finite output (NaN or inf).")

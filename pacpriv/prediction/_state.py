@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from pacpriv import _json
-from pacpriv._files import atomic_write, private_dir
+from pacpriv._files import atomic_write, check_existing_dir, check_output_dir, private_dir
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
 from pacpriv.prediction._seeds import SECRET_UNKNOWN, Seeds
@@ -80,6 +80,9 @@ class StateDir:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():  # never a state: one clear line
+            raise NotADirectoryError(f"`state` {str(self.path)!r} is an existing file; give a "
+                                     "folder path (a new one, or a predictor's state).")
 
     def __repr__(self) -> str:
         return f"StateDir({str(self.path)!r})"
@@ -102,6 +105,8 @@ class StateDir:
 
     # -- config --------------------------------------------------------------------------
     def write_config(self, config: dict) -> None:
+        if not self.path.is_dir():  # creating the state: a file on the way, no permission
+            check_output_dir(self.path, "`state`")
         private_dir(self.path)
         body = {"format": _FORMAT, "version": _VERSION, **config}
         atomic_write(self.config_path, _json.dumps(body, indent=2, sort_keys=True).encode())
@@ -114,6 +119,7 @@ class StateDir:
         CheckpointError
             If the file is missing, corrupt or of another format.
         """
+        check_existing_dir(self.path, "`state`")
         try:
             config = json.loads(self.config_path.read_text())
         except (OSError, ValueError) as err:

@@ -18,16 +18,20 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
+
 from pacpriv import _json
+from pacpriv._files import check_output_dir
 from pacpriv.datasets.loading import PUBLIC_BOUNDS
 from pacpriv.report.format import TOP_ROWS
 from pacpriv.report.html import render_html
 from pacpriv.report.layout import pac_layout, render_row, section_layout
 from pacpriv.report.pool import (
+    ERROR_BAR_NOTE,
+    pool_view,
     private_privacy,
     private_section,
     private_spectrum_and_noise,
-    shows_pool_statistics,
 )
 from pacpriv.threat_models import THREAT_MODEL_PAC
 
@@ -177,14 +181,22 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
         "eigenvalues": [float(v) for v in spec.eigenvalues[:ARRAY_LIMIT]],
         "coordinate_variances": [float(v) for v in spec.variances[:ARRAY_LIMIT]],
     }
+    bar = plan.noise_std_per_coordinate
     noise = {
         **d["noise_plan"],
         "noise_std_top": noise_std,
         "noise_std": [float(v) for v in plan.noise_std[:ARRAY_LIMIT]],
+        # the release's error bar: sqrt(diag Σ_B) per output coordinate (first ARRAY_LIMIT)
+        "noise_std_per_coordinate": [float(v) for v in bar[:ARRAY_LIMIT]],
+        "noise_std_per_coordinate_max": float(np.max(bar)) if bar.size else 0.0,
+        "noise_std_per_coordinate_min": float(np.min(bar)) if bar.size else 0.0,
+        "error_bar": ERROR_BAR_NOTE,
     }
-    show = shows_pool_statistics(d["dataset"], pool_statistics)
+    view = pool_view(d["dataset"], pool_statistics)
+    show = view == "all"
     if not show:
-        spectrum, noise = private_spectrum_and_noise(spectrum, noise)
+        spectrum, noise = private_spectrum_and_noise(spectrum, noise,
+                                                     error_bar=view == "error_bar")
     mech = local_base_name(str(result.mechanism))  # a file mechanism without its directories
     report = {
         "kind": "pac",
@@ -250,14 +262,22 @@ def build_report(result, *, pool_statistics: bool | None = None) -> dict:
         A PAC job result (:func:`pacpriv.pac.run_pac`) or an analytic mechanism such as
         :class:`pacpriv.dpsgd.DPSGDSpec`.
     pool_statistics : bool or None, default None
-        PAC reports: include the output spectrum's and the noise's absolute values (eigenvalues,
-        coordinate variances, noise std, expected noise power, the certificate's clip radius).
-        They are statistics of f over subsets of the pool (for a mean, the top eigenvalue gives
-        the scale of an outlier's value), so by default (None) they are shown only for a
-        bundled public dataset; otherwise the report keeps facts that are not real-valued
-        functions of the spectrum (ranks, counts, rules, confidences) and the RMS noise
-        relative to the spread of f to one significant digit (ratios of eigenvalues also
-        reveal an outlier's value, the other records known).
+        Which statistics of the pool a PAC report shows (:mod:`pacpriv.report.pool`). They are
+        statistics of f over subsets of the pool, not of the secret subset: under the PAC
+        threat model the adversary knows them, but a confidential pool may not want them
+        printed (for a mean, the top eigenvalue gives the scale of an outlier's value).
+
+        * None (default): the release's **error bar** -- the noise std of each output
+          coordinate, ``sqrt(diag(Σ_B))`` in the output's units -- for every pool, with a
+          sentence saying which pool statistic it reveals; the spectrum and the noise's full
+          shape (eigenvalues, coordinate variances, noise std per direction, expected noise
+          power, the certificate's clip radius) only for a bundled public dataset; otherwise
+          facts that are not real-valued functions of the spectrum (ranks, counts, rules,
+          confidences) and the RMS noise relative to the spread of f to one significant digit.
+        * True: everything, for any pool (CLI ``--report-pool-statistics``).
+        * False: nothing pool-derived, the error bar withheld too, for a pool that is itself
+          confidential (CLI ``--withhold-pool-statistics``); two pools that differ in one
+          record's value give the same report.
 
     Returns
     -------
@@ -276,7 +296,8 @@ def build_report(result, *, pool_statistics: bool | None = None) -> dict:
         if "per_record" in section and not pool_statistics:
             # a per-record audit's calibrated noise scale is a statistic of f over subsets of
             # the pool (like a PAC report's): kept only when asked for
-            section = private_section(section, "per_record")
+            section = private_section(section, "per_record",
+                                      withheld=pool_statistics is False)
         return {
             "kind": "analytic",
             "title": section.get("title", "Membership-privacy report"),
@@ -376,8 +397,8 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
         Without matplotlib (``pip install pacpriv[plot]``) ``"html"`` is written without its
         figures, with a ``UserWarning`` once per process.
     pool_statistics : bool or None, default None
-        See :func:`build_report` (absolute spectrum and noise values: by default only for a
-        bundled public dataset).
+        See :func:`build_report`: None shows the release's error bar for every pool and the
+        spectrum for a bundled public dataset; True everything; False nothing pool-derived.
 
     Returns
     -------
@@ -388,12 +409,15 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
     ------
     ValueError
         Unknown format.
+    NotADirectoryError, PermissionError
+        ``out_dir`` (or a folder on its way) is an existing file, or not writable; checked
+        before the report is built.
     """
     formats = tuple(formats)
     unknown = set(formats) - {"json", "md", "html"}
     if unknown:
         raise ValueError(f"`formats` must be a subset of json, md, html; got {sorted(unknown)}.")
-    out = Path(out_dir)
+    out = check_output_dir(out_dir, "`out_dir`")
     out.mkdir(parents=True, exist_ok=True)
     report = build_report(result, pool_statistics=pool_statistics)
     paths: dict[str, Path] = {}

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pacpriv.report.format import TOP_ROWS, cell, fmt, format_percent
-from pacpriv.report.pool import pool_hidden
+from pacpriv.report.pool import ERROR_BAR_NOTE, pool_hidden
 
 __all__ = ["pac_layout", "posterior_command", "section_layout", "side_of"]
 
@@ -134,6 +134,19 @@ def _utility(r: Mapping) -> tuple[list[tuple], str]:
     return rows, hint + "."
 
 
+def _error_bar_text(n: Mapping) -> str:
+    """One line for the headline: the largest noise std of any coordinate (rounded up)."""
+    if "noise_std_per_coordinate_max" not in n:
+        return ""
+    top = float(n["noise_std_per_coordinate_max"])
+    low = float(n.get("noise_std_per_coordinate_min", top))
+    spread = (f"between {fmt(low, side='up')} and {fmt(top, side='up')}" if low != top
+              else f"{fmt(top, side='up')}")
+    return (f"Error bar: each coordinate of the release carries Gaussian noise of standard "
+            f"deviation {spread} (in the output's units; per coordinate in the Noise "
+            "section).")
+
+
 def _shown_rows(noise: Mapping, rows: list[tuple]) -> list[tuple]:
     """Rows of the noise table; with the pool statistics hidden, the absent (absolute)
     values are left out instead of shown as ``—``."""
@@ -168,6 +181,8 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
     utility_rows, hint = _utility(r)
     if hint:
         head.append(("text", hint))
+    if _error_bar_text(r["noise"]):
+        head.append(("text", _error_bar_text(r["noise"])))
     if r.get("notes"):
         head += [("text", "**Caveats:**"), ("list", [str(x) for x in r["notes"]])]
     ds = r.get("dataset") or {}
@@ -208,12 +223,14 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
             ("expected noise power E‖B‖²", n.get("expected_noise_power"), "up", False),
             ("confidence 1 − γ (certificate, or Algorithm 1)", n.get("confidence"), "nearest",
              False),
+            ("noise std per output coordinate (the release's error bar, output units)",
+             list(n.get("noise_std_per_coordinate", []))[:TOP_ROWS], "up", False),
             ("noise std (top directions)", list(n.get("noise_std_top", [])), "up", False),
             *([("noise std / spread of f (top directions)", list(n["noise_to_spread_top"]),
                 "down", False)] if "noise_to_spread_top" in n else []),
             *utility_rows,
-        ]))] + ([("text", f"Pool statistics {n['pool_statistics']}")]
-                if pool_hidden(n) else [])),
+        ]))] + ([("text", ERROR_BAR_NOTE)] if "noise_std_per_coordinate" in n else [])
+         + ([("text", f"Pool statistics {n['pool_statistics']}")] if pool_hidden(n) else [])),
         ("Privacy guarantee", [("table", [
             ("MI budget v (nats)", p["mi_budget_nats"], "up", False),
             *([("MI at the estimated Σ (nats; plug-in value, for reference: ½ ln det(I + Σ "
@@ -240,6 +257,12 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
             ("text", f"Noisy output f(X) + B ({r.get('release_randomness', '')}):"),
             ("code", "[]" if release is None
              else "[" + ", ".join(fmt(v, 8) for v in release) + "]"),
+            *([("text", "Error bar (noise std per coordinate, output units"
+                + (f"; first {len(n['noise_std_per_coordinate'])}" if release is not None
+                   and len(n["noise_std_per_coordinate"]) < len(release) else "") + "):"),
+               ("code", "[" + ", ".join(fmt(v, 4, side="up")
+                                        for v in n["noise_std_per_coordinate"]) + "]")]
+              if "noise_std_per_coordinate" in n else []),
         ]),
     ]
 

@@ -2,11 +2,19 @@
 
 Under the PAC threat model the adversary knows the pool, so the noise plan (a function of the
 pool, not of the secret subset) is no secret from it; but a user whose pool itself is
-confidential may not want the report to carry the pool's statistics. A report of a bundled
-public dataset shows them all; for any other pool the report keeps the scale-free facts listed
-here (:data:`PUBLIC_FIELDS`) unless the caller asks for the statistics
-(``pool_statistics=True``, CLI ``--report-pool-statistics``). Every renderer and the CLI decide
-through :func:`shows_pool_statistics` and :func:`pool_hidden`.
+confidential may not want the report to carry the pool's statistics. Three views
+(:func:`pool_view`), chosen by ``pool_statistics`` (``build_report``/``write_report``):
+
+* ``"all"`` -- everything: a bundled public dataset by default, any pool with
+  ``pool_statistics=True`` (CLI ``--report-pool-statistics``);
+* ``"error_bar"`` -- the default for every other pool: the scale-free facts of
+  :data:`PUBLIC_FIELDS` plus the release's error bar (:data:`ERROR_BAR_FIELDS`: the noise std of
+  each output coordinate, ``sqrt(diag(Σ_B))``), which a user needs to read the release; the
+  spectrum, the noise's shape and every other absolute value stay hidden;
+* ``"withheld"`` -- ``pool_statistics=False`` (CLI ``--withhold-pool-statistics``), for a pool
+  that is itself confidential: the scale-free facts only, the error bar withheld too.
+
+Every renderer and the CLI decide through :func:`pool_view` and :func:`pool_hidden`.
 """
 
 from __future__ import annotations
@@ -17,17 +25,25 @@ from collections.abc import Mapping
 from pacpriv.datasets.loading import is_bundled_source
 
 __all__ = [
+    "ERROR_BAR_FIELDS",
+    "ERROR_BAR_NOTE",
     "POOL_SCALE_KEYS",
     "POOL_STATISTICS_HIDDEN",
+    "POOL_STATISTICS_WITHHELD",
     "PUBLIC_FIELDS",
+    "VIEWS",
     "is_public_pool",
     "pool_hidden",
+    "pool_view",
     "private_privacy",
     "private_section",
     "private_spectrum_and_noise",
     "scrub_pool_scale",
     "shows_pool_statistics",
 ]
+
+#: The views of :func:`pool_view`, from most to least shown.
+VIEWS = ("all", "error_bar", "withheld")
 
 #: The allow-list: the facts of each part of a report that a private pool's report keeps
 #: (shapes, ranks, counts, rules, confidences). Real-valued functions of the spectrum (effective
@@ -53,12 +69,34 @@ PUBLIC_FIELDS: dict[str, tuple[str, ...]] = {
                       "constant_outputs"),
 }
 
+#: The noise section's keys of the release's error bar, shown for every pool unless withheld.
+ERROR_BAR_FIELDS = ("noise_std_per_coordinate", "noise_std_per_coordinate_max",
+                    "noise_std_per_coordinate_min", "error_bar")
+
+#: What the error bar is and which pool statistic it reveals (the report and the CLI say it).
+ERROR_BAR_NOTE = (
+    "The error bar of the release: the noise standard deviation of each output coordinate, "
+    "sqrt(diag(Σ_B)), in the output's units (coordinate i of the release is f(X)_i plus "
+    "Gaussian noise of this std). It reveals the diagonal of the noise covariance Σ_B, which "
+    "is calibrated from the spread of f over random subsets of the pool: a statistic of the "
+    "pool, not of the secret subset. Under the PAC threat model the adversary knows the pool, "
+    "so it tells nothing about membership; if the pool itself is confidential it does reveal "
+    "the pool's spread (for a mean, the scale of an outlier's value): withhold it with "
+    "pool_statistics=False (CLI: --withhold-pool-statistics).")
+
 POOL_STATISTICS_HIDDEN = (
-    "hidden: the output spectrum and the noise scale are statistics of f over subsets of a "
+    "hidden: the output spectrum and the noise's shape are statistics of f over subsets of a "
     "pool that is not public (for a mean, the top eigenvalue gives the scale of an outlier's "
     "value, and the ratios of eigenvalues, known the other records, its value); only the "
-    "noise-to-spread ratio is shown, to one significant digit. Pass pool_statistics=True "
-    "(CLI: --report-pool-statistics) to include them.")
+    "release's error bar (the noise std per output coordinate) and the noise-to-spread ratio "
+    "to one significant digit are shown. Pass pool_statistics=True (CLI: "
+    "--report-pool-statistics) to include them, or pool_statistics=False (CLI: "
+    "--withhold-pool-statistics) to withhold the error bar too.")
+
+POOL_STATISTICS_WITHHELD = (
+    "withheld (pool_statistics=False, CLI: --withhold-pool-statistics): the output spectrum, "
+    "the noise scale and the release's error bar are statistics of the pool, which was "
+    "declared confidential; only the noise-to-spread ratio is shown, to one significant digit.")
 
 
 #: Keys holding absolute (pool-scale) noise or spread values, removed by :func:`scrub_pool_scale`
@@ -94,19 +132,25 @@ def _one_digit_down(x: float) -> float:
     return float(math.floor(x / scale * (1.0 + 1e-12)) * scale)
 
 
-def private_spectrum_and_noise(spectrum: dict, noise: dict) -> tuple[dict, dict]:
-    """Spectrum and noise with every pool statistic removed.
+def private_spectrum_and_noise(spectrum: dict, noise: dict, *,
+                               error_bar: bool = False) -> tuple[dict, dict]:
+    """Spectrum and noise with every pool statistic removed (but the error bar, if asked).
 
-    Kept: shapes, ranks, rules, confidences. Not kept: absolute values (the pool's scale) and
-    per-direction ratios (eigenvalues relative to the largest, noise relative to each
-    direction's spread): with the other records known, a ratio of eigenvalues of a mean gives
-    an outlier's value (a reviewer recovered a salary to 3 %). Added: the RMS noise relative
-    to the spread of f, **to one significant digit** (rounded down), which states the utility
-    cost without resolving the spectrum.
+    Kept: shapes, ranks, rules, confidences, and with ``error_bar`` the fields of
+    :data:`ERROR_BAR_FIELDS` (the noise std per output coordinate). Not kept: the spectrum's
+    absolute values, the noise's shape in its eigenbasis, and per-direction ratios
+    (eigenvalues relative to the largest, noise relative to each direction's spread): with the
+    other records known, a ratio of eigenvalues of a mean gives an outlier's value (a reviewer
+    recovered a salary to 3 %). Added: the RMS noise relative to the spread of f, **to one
+    significant digit** (rounded down), which states the utility cost without resolving the
+    spectrum.
     """
+    note = POOL_STATISTICS_HIDDEN if error_bar else POOL_STATISTICS_WITHHELD
     out_s = {k: spectrum[k] for k in PUBLIC_FIELDS["spectrum"] if k in spectrum}
-    out_s["pool_statistics"] = POOL_STATISTICS_HIDDEN
+    out_s["pool_statistics"] = note
     out_n = {k: noise[k] for k in PUBLIC_FIELDS["noise"] if k in noise}
+    if error_bar:
+        out_n.update({k: noise[k] for k in ERROR_BAR_FIELDS if k in noise})
     cert = (noise.get("details") or {}).get("certificate")
     if isinstance(cert, dict):
         out_n["details"] = {"certificate": {k: cert[k] for k in PUBLIC_FIELDS["certificate"]
@@ -116,7 +160,7 @@ def private_spectrum_and_noise(spectrum: dict, noise: dict) -> tuple[dict, dict]
         out_n["noise_to_spread_rms"] = _one_digit_down(math.sqrt(float(power) / float(total)))
     elif power is not None and total is not None:  # f never varied: no spread to compare with
         out_n["constant_output"] = True
-    out_n["pool_statistics"] = POOL_STATISTICS_HIDDEN
+    out_n["pool_statistics"] = note
     return out_s, out_n
 
 
@@ -132,16 +176,29 @@ def private_privacy(privacy: dict) -> dict:
     return out
 
 
-def private_section(section: dict, key: str) -> dict:
-    """An extra section without pool-scale values, its ``key`` part marked as hidden."""
+def private_section(section: dict, key: str, *, withheld: bool = False) -> dict:
+    """An extra section without pool-scale values, its ``key`` part marked as hidden (or as
+    withheld)."""
     out = scrub_pool_scale(section)
-    out[key] = {**out.get(key, {}), "pool_statistics": POOL_STATISTICS_HIDDEN}
+    note = POOL_STATISTICS_WITHHELD if withheld else POOL_STATISTICS_HIDDEN
+    out[key] = {**out.get(key, {}), "pool_statistics": note}
     return out
 
 
+def pool_view(dataset: dict, pool_statistics: bool | None) -> str:
+    """The policy, one of :data:`VIEWS`: ``"all"`` for ``pool_statistics=True`` or (None) a
+    bundled public pool; ``"withheld"`` for ``pool_statistics=False``; else ``"error_bar"``."""
+    if pool_statistics is None:
+        return "all" if is_public_pool(dataset) else "error_bar"
+    if not isinstance(pool_statistics, bool):
+        raise TypeError("`pool_statistics` must be True (show all), False (withhold all) or "
+                        f"None (the default policy); got {pool_statistics!r}.")
+    return "all" if pool_statistics else "withheld"
+
+
 def shows_pool_statistics(dataset: dict, pool_statistics: bool | None) -> bool:
-    """The policy: ``pool_statistics`` if given, else whether the pool is public."""
-    return is_public_pool(dataset) if pool_statistics is None else bool(pool_statistics)
+    """Whether the whole spectrum and noise are shown (:func:`pool_view` is ``"all"``)."""
+    return pool_view(dataset, pool_statistics) == "all"
 
 
 def pool_hidden(part: Mapping) -> bool:

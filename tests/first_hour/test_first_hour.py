@@ -128,7 +128,8 @@ def test_prior_label_and_posterior_command_reproduce_the_headline(user, capsys):
 # ----------------------------------------------------------------------------- item 3
 @pytest.mark.parametrize("extra, message", [
     (("--out", "data.csv"), "--out 'data.csv' is an existing file"),
-    (("--out", "data.csv/sub"), "--out 'data.csv/sub' is not a writable directory"),
+    (("--out", "data.csv/sub"), "--out 'data.csv/sub' cannot be created: 'data.csv' is an "
+     "existing file"),
     (("--checkpoint", "data.csv"), "--checkpoint 'data.csv' is an existing file"),
     (("--sampler", "pairs", "--sampling-rate", "0.3"), "--sampling-rate applies to --sampler "
      "poisson only"),

@@ -1,9 +1,11 @@
-"""Reports of a non-public pool hold no absolute spectrum or noise value (review, session 20).
+"""Which statistics of the pool a report shows (review, session 20; issue 25, item 5).
 
 For a mean over subsets, the output covariance is ≈ Σ(x_i − x̄)²/n² per coordinate, so an
 outlier's value can be read off the top eigenvalue, the coordinate variances or the noise
 scale. Unless the pool is a bundled public dataset (or the caller opts in), the report keeps
-scale-free facts only.
+scale-free facts and the release's error bar (the noise std per output coordinate, which the
+PAC adversary knows and a user needs to read the release); ``pool_statistics=False``
+(``--withhold-pool-statistics``) withholds the error bar too, for a confidential pool.
 """
 
 from __future__ import annotations
@@ -38,7 +40,16 @@ def _numbers(text: str) -> list[float]:
     return [float(t) for t in re.findall(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?", text)]
 
 
-def test_default_report_hides_the_pool_scale(outlier_run, tmp_path):
+ERROR_BAR = ("noise_std_per_coordinate", "noise_std_per_coordinate_max",
+             "noise_std_per_coordinate_min")
+
+
+def _without_error_bar(rep: dict) -> dict:
+    noise = {k: v for k, v in rep["noise"].items() if k not in ERROR_BAR}
+    return {**{k: v for k, v in rep.items() if k != "release"}, "noise": noise}
+
+
+def test_default_report_hides_the_pool_scale_but_shows_the_error_bar(outlier_run, tmp_path):
     paths = write_report(outlier_run, tmp_path, formats=("json", "md"))
     rep = json.loads(paths["json"].read_text())
     spec, noise = rep["spectrum"], rep["noise"]
@@ -48,12 +59,19 @@ def test_default_report_hides_the_pool_scale(outlier_run, tmp_path):
     for key in ("noise_std", "noise_std_top", "noise_std_max", "expected_noise_power"):
         assert key not in noise
     assert "clip_radius" not in json.dumps(noise)
+    # the error bar: exactly the plan's sqrt(diag Σ_B), with the sentence on what it reveals
+    assert noise["noise_std_per_coordinate"] == [
+        float(v) for v in outlier_run.plan.noise_std_per_coordinate]
+    assert "a statistic of the pool, not of the secret subset" in noise["error_bar"]
+    md = paths["md"].read_text()
+    assert "Error bar: each coordinate of the release carries Gaussian noise" in md
+    assert "--withhold-pool-statistics" in md
     # the outlier's scale: the top eigenvalue (~(1e8)²/(4·60)) is in the full report only
     full = build_report(outlier_run, pool_statistics=True)
     top = full["spectrum"]["eigenvalues"][0]
     assert top > 1e12
-    everything_but_release = json.dumps({k: v for k, v in rep.items() if k != "release"})
-    assert all(abs(x) < 1e6 for x in _numbers(everything_but_release.replace("e-", "e~")))
+    everything_else = json.dumps(_without_error_bar(rep))
+    assert all(abs(x) < 1e6 for x in _numbers(everything_else.replace("e-", "e~")))
     assert "hidden" in spec["pool_statistics"] and "--report-pool-statistics" in to_markdown(rep)
     # no per-direction ratios (a reviewer recovered an outlier's value from the relative
     # eigenvalues); the RMS noise / spread only, to one significant digit, rounded down
@@ -66,12 +84,26 @@ def test_default_report_hides_the_pool_scale(outlier_run, tmp_path):
     assert shown == pytest.approx(np.floor(ratio / digit) * digit, rel=1e-12) and shown <= ratio
 
 
-def test_private_report_does_not_resolve_the_spectrum():
+def test_withheld_report_shows_nothing_pool_derived(outlier_run, tmp_path):
+    paths = write_report(outlier_run, tmp_path, formats=("json", "md"), pool_statistics=False)
+    rep = json.loads(paths["json"].read_text())
+    assert not set(ERROR_BAR) & set(rep["noise"])
+    assert "withheld" in rep["noise"]["pool_statistics"]
+    everything_but_release = json.dumps({k: v for k, v in rep.items() if k != "release"})
+    assert all(abs(x) < 1e6 for x in _numbers(everything_but_release.replace("e-", "e~")))
+    md = paths["md"].read_text()
+    assert "Error bar" not in md and "withheld (pool_statistics=False" in md
+    assert rep["noise"]["noise_to_spread_rms"] == build_report(outlier_run)["noise"][
+        "noise_to_spread_rms"]  # the one-digit ratio stays
+
+
+def test_withheld_report_does_not_resolve_the_spectrum():
     """Two pools whose spectra differ only in the ratio of their eigenvalues (an outlier's
-    value in one column) give the same private report, up to the one-digit utility ratio."""
+    value in one column) give the same withheld report, up to the one-digit utility ratio;
+    the default report differs, by its error bar only (which the PAC adversary knows)."""
     rng = np.random.default_rng(3)
     base = np.column_stack([rng.normal(40, 10, 60), rng.normal(5e4, 1e4, 60)])
-    reports = []
+    reports, defaults = [], []
     for outlier in (9.8e5, 1.02e6):
         pool = base.copy()
         pool[0, 1] = outlier
@@ -81,9 +113,14 @@ def test_private_report_does_not_resolve_the_spectrum():
                                   n_trials=100, rng=0,
                                       execution=ExecutionOptions(progress=False, n_jobs=1),
                                   rule="anisotropic")
-        rep = build_report(res)
+        rep = build_report(res, pool_statistics=False)
         reports.append(json.dumps({k: rep[k] for k in ("spectrum", "noise")}, sort_keys=True))
+        defaults.append(build_report(res))
     assert reports[0] == reports[1]
+    bars = [d["noise"]["noise_std_per_coordinate"] for d in defaults]
+    assert bars[0][1] != bars[1][1]  # the outlier's column: its error bar shows the scale
+    assert json.dumps(_without_error_bar(defaults[0])["noise"], sort_keys=True) == \
+        json.dumps(_without_error_bar(defaults[1])["noise"], sort_keys=True)
 
 
 def test_public_bundled_dataset_keeps_its_statistics():
@@ -121,8 +158,15 @@ def test_pac_run_terminal_summary_hides_the_scale_of_a_private_pool(tmp_path, ca
     assert main([*argv, "--out", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
     assert "absolute scale not shown" in out and "E||B||" not in out
+    assert "error bar            noise std per coordinate [" in out  # shown for every pool
+    assert "a statistic of the pool, not of the secret subset" in out
     assert main([*argv, "--out", str(tmp_path / "b"), "--report-pool-statistics"]) == 0
     assert "E||B||^2 = " in capsys.readouterr().out
+    assert main([*argv, "--out", str(tmp_path / "c"), "--withhold-pool-statistics"]) == 0
+    out = capsys.readouterr().out
+    assert "error bar" not in out and "withheld: --withhold-pool-statistics" in out
+    rep = json.loads((tmp_path / "c" / "report.json").read_text())
+    assert "noise_std_per_coordinate" not in rep["noise"]
 
 
 @pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")

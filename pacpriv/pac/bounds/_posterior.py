@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
-from pacpriv._validation import check_array_real, check_int
+from pacpriv._validation import check_array_real, check_int, describe_invalid
 
 __all__ = [
     "individual_mi_bound",
@@ -35,12 +35,14 @@ def _as_scalar_or_array(x: np.ndarray):
 def _check_mi(mi_budget) -> np.ndarray:
     """``mi_budget`` in [0, inf]; +inf is allowed (an unbounded budget gives p* = 1)."""
     arr = np.asarray(mi_budget)
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
-        raise TypeError(f"`mi_budget` must be numeric; got {arr.dtype} {mi_budget!r}.")
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or arr.dtype.kind == "c":
+        raise TypeError(f"`mi_budget` must be real numbers; got dtype {arr.dtype}.")
     arr = arr.astype(np.float64)
-    if np.any(np.isnan(arr)) or np.any(arr < 0):
-        bad = arr[np.isnan(arr) | (arr < 0)].flat[0]
-        raise ValueError(f"`mi_budget` must be in [0, inf] (nats); got {bad!r}.")
+    bad = np.isnan(arr) | (arr < 0)
+    if np.any(bad):
+        got = (repr(float(arr)) if arr.ndim == 0 and not isinstance(mi_budget, np.ndarray)
+               else f"{describe_invalid(bad)} (values not shown)")
+        raise ValueError(f"`mi_budget` must be in [0, inf] (nats); got {got}.")
     return arr
 
 
@@ -215,10 +217,11 @@ def mi_budget_for_accuracy(target_accuracy, *, prior):
     a = check_array_real(target_accuracy, "target_accuracy", low=0.0, high=1.0)
     a, p0 = np.broadcast_arrays(a, _check_prior(prior))
     if np.any(a < p0):
-        bad = a[a < p0].flat[0]
+        got = (repr(float(a)) if a.ndim == 0 else
+               f"{describe_invalid(a < p0)} below the prior (values not shown)")
         raise ValueError(
             f"`target_accuracy` must be in [prior, 1] (no budget gives less than the blind "
-            f"guess); got {bad!r}."
+            f"guess); got {got}."
         )
     v = np.maximum(_bernoulli_kl(a, p0), 0.0)
     # Safe side in floating point: the forward bound at the returned budget never exceeds the

@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv import _json
-from pacpriv._files import atomic_write, private_dir
+from pacpriv._files import atomic_write, check_output_dir, private_dir
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
 from pacpriv.pac.engine._mechanism import mechanism_fingerprint
@@ -358,6 +358,7 @@ class Checkpoint:
             raise CheckpointError(
                 f"`checkpoint` must be a directory; {str(directory)!r} is a file."
             )
+        check_output_dir(directory, "`checkpoint`")  # a file on the way, no permission
         manifest_path = directory / _MANIFEST
         if not manifest_path.exists():
             private_dir(directory)

@@ -13,6 +13,12 @@ The rule for ``rng`` (:func:`accepts_rng`): ``f`` receives ``rng=`` (a
 a parameter named ``rng`` that can be passed by keyword (positional-or-keyword or keyword-only),
 or when it takes ``**kwargs``. A positional-only ``rng`` cannot be passed by keyword and is left
 to its default.
+
+A mechanism cannot break pacpriv itself (:mod:`pacpriv.pac.engine._isolation`): while it runs,
+what it prints goes to standard error, and a ``SystemExit`` (``sys.exit(3)``) or a
+``KeyboardInterrupt`` it raises itself becomes :class:`MechanismExit`, which every caller
+reports as a :class:`~pacpriv.exceptions.MechanismError` naming the trial; a real Ctrl-C
+(SIGINT) still interrupts the run.
 """
 
 from __future__ import annotations
@@ -23,10 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv.pac.engine._isolation import interrupt_marker, interrupted_since, output_to_stderr
 from pacpriv.pac.samplers import callable_fingerprint
 
 __all__ = [
     "InvalidOutput",
+    "MechanismExit",
     "accepts_rng",
     "call_mechanism",
     "check_mechanism",
@@ -40,6 +48,26 @@ _BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWOR
 
 class InvalidOutput(ValueError):
     """The mechanism returned an output that fails the output check (:func:`check_output`)."""
+
+
+class MechanismExit(Exception):
+    """The mechanism raised ``SystemExit``, or a ``KeyboardInterrupt`` of its own (no SIGINT
+    arrived while it ran). ``what`` says which, in words safe to print ("called
+    sys.exit(3)"); the original exception is the ``__cause__``."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+def _exit_words(err: SystemExit) -> str:
+    code = err.code
+    if code is None:
+        return "called sys.exit() (exit status 0)"
+    if isinstance(code, int) and not isinstance(code, bool):
+        return f"called sys.exit({code})"
+    # a message passed to sys.exit may quote records: not repeated
+    return "called sys.exit() with a message (withheld: it may quote record values)"
 
 
 def accepts_rng(func: Callable[..., Any]) -> bool:
@@ -98,14 +126,26 @@ def call_mechanism(
     """Call ``mechanism(subset)`` or ``mechanism(subset, rng=Generator)`` by :func:`accepts_rng`.
 
     ``rng`` is a Generator (passed as is) or a seed for :func:`numpy.random.default_rng`;
-    ``takes_rng`` is :func:`accepts_rng`'s answer when the caller has it already.
+    ``takes_rng`` is :func:`accepts_rng`'s answer when the caller has it already. While ``f``
+    runs its standard output goes to standard error; ``SystemExit`` and a ``KeyboardInterrupt``
+    that no SIGINT caused become :class:`MechanismExit` (see the module docstring).
     """
     if takes_rng is None:
         takes_rng = accepts_rng(mechanism)
-    if not takes_rng:
-        return mechanism(subset)
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    return mechanism(subset, rng=gen)
+    kwargs = {}
+    if takes_rng:
+        kwargs["rng"] = rng if isinstance(rng, np.random.Generator) else \
+            np.random.default_rng(rng)
+    with output_to_stderr(), interrupt_marker() as marker:
+        try:
+            return mechanism(subset, **kwargs)
+        except SystemExit as err:
+            raise MechanismExit(_exit_words(err)) from err
+        except KeyboardInterrupt as err:
+            if interrupted_since(marker):
+                raise  # a real Ctrl-C: the run stops
+            raise MechanismExit("raised KeyboardInterrupt itself (no interrupt signal "
+                                "arrived: not a Ctrl-C)") from err
 
 
 #: Non-zero output values must lie in [2^-400, 2^400] in magnitude: then every non-zero
@@ -161,7 +201,9 @@ def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
     try:
         arr = np.asarray(value)
     except Exception as err:  # arbitrary user objects
-        raise InvalidOutput(f"output could not be converted to an array ({err})") from err
+        # (its message is the mechanism's object's own, which may quote values: not repeated)
+        raise InvalidOutput("output could not be converted to an array "
+                            f"({type(err).__name__})") from err
     if arr.dtype.kind == "c":
         raise InvalidOutput(f"output must be real; got complex dtype {arr.dtype}")
     try:

@@ -43,7 +43,11 @@ class ExecutionOptions:
     ----------
     n_jobs : int or None, default None
         Parallel workers (joblib convention: ``-1`` all cores; ``None``: one, or what an
-        active ``joblib.parallel_config`` sets). Capped at the usable CPUs.
+        active ``joblib.parallel_config`` sets). On a local backend (loky, multiprocessing,
+        threading) capped at the usable CPUs (affinity mask, cgroup quota) and, for worker
+        processes, at what the available memory allows (see ``worker_memory``), with a
+        :class:`~pacpriv.exceptions.WorkerCapWarning` naming the cap; cluster backends (Dask,
+        Ray) are not capped.
     backend : str or None, default None
         joblib backend (``"loky"``, ``"threading"``, ``"dask"``, ``"ray"``); None: joblib's
         default or the active ``parallel_config``.
@@ -66,6 +70,10 @@ class ExecutionOptions:
         blocks of trials at once; ``False`` forces one trial per task (same seeds, same outputs).
     device : {"cpu", "cuda"}, default "cpu"
         Device of the vectorised-ensemble path (torch).
+    worker_memory : int or None, default None
+        Bytes one worker process needs, for the memory cap on ``n_jobs`` (``>= 1``); None: the
+        resident memory of this process (a worker imports the same libraries and receives the
+        same pool).
 
     Raises
     ------
@@ -89,6 +97,7 @@ class ExecutionOptions:
     output_path: str | os.PathLike | None = None
     ensemble: bool = True
     device: str = "cpu"
+    worker_memory: int | None = None
 
     def __post_init__(self) -> None:
         check_n_jobs(self.n_jobs)
@@ -103,6 +112,8 @@ class ExecutionOptions:
             check_real(self.timeout, "timeout", low=0.0, low_inclusive=False)
         if self.batch_size != "auto":
             check_int(self.batch_size, "batch_size", low=1)
+        if self.worker_memory is not None:
+            check_int(self.worker_memory, "worker_memory", low=1)
         if self.device not in DEVICES:
             raise ValueError(f"`device` must be one of {DEVICES}; got {self.device!r}.")
 

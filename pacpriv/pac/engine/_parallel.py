@@ -16,10 +16,11 @@ from collections.abc import Iterator
 
 from pacpriv._optional import import_optional
 from pacpriv._random import seed_to_dict, trial_seed
-from pacpriv.exceptions import MechanismError
+from pacpriv.exceptions import MechanismError, WorkerCapWarning
+from pacpriv.pac.engine._resources import worker_cap
 from pacpriv.pac.engine._trial import BatchResult, TrialFailure, TrialTask, run_batch
 
-__all__ = ["BACKEND_NAMES", "resolve_backend", "run_pending"]
+__all__ = ["BACKEND_NAMES", "plan_workers", "resolve_backend", "run_pending"]
 
 _TARGET_BATCH_S = 0.2
 
@@ -34,13 +35,34 @@ BACKEND_NAMES = {
 }
 
 
+class BatchFailed(Exception):
+    """A batch stopped at a failing trial, raised (instead of returned) where joblib cannot
+    stream results (the multiprocessing backend): joblib then stops the other tasks at once
+    rather than running the whole round. Carries the batch's :class:`BatchResult`."""
+
+    def __init__(self, result: BatchResult) -> None:
+        super().__init__(f"trials {result.start}..{result.stop - 1}: a trial failed")
+        self.result = result
+
+    def __reduce__(self):
+        return (BatchFailed, (self.result,))
+
+
+def run_batch_or_raise(task, start, stop, dim) -> BatchResult:
+    """:func:`run_batch`, raising :class:`BatchFailed` for a batch with a failed trial."""
+    result = run_batch(task, start, stop, dim)
+    if result.failure is not None:
+        raise BatchFailed(result)
+    return result
+
+
 class _Batches:
     """Thread-safe iterator of ``delayed(run_batch)`` calls over the pending ranges."""
 
-    def __init__(self, task, store, ranges, n_workers, batch_size) -> None:
+    def __init__(self, task, store, ranges, n_workers, batch_size, *, streamed=True) -> None:
         from joblib import delayed
 
-        self._delayed = delayed(run_batch)
+        self._delayed = delayed(run_batch if streamed else run_batch_or_raise)
         self.task, self.store = task, store
         self.fixed = None if batch_size == "auto" else int(batch_size)
         n_pending = sum(b - a for a, b in ranges)
@@ -152,7 +174,10 @@ def _crash_error(task: TrialTask, err: BaseException, suspects, store) -> Mechan
 
 
 def _one_round(parallel, batches: _Batches, store, checkpoint, bar) -> None:
-    gen = parallel(batches)
+    try:
+        gen = parallel(batches)
+    except BatchFailed as failed:  # list mode: joblib has stopped the other tasks
+        gen = iter([failed.result])
     try:
         for result in gen:
             k = len(result.outputs)
@@ -194,6 +219,30 @@ def resolve_backend(n_jobs, backend) -> tuple[str, int]:
     return _describe(_make_parallel(n_jobs, backend))
 
 
+def plan_workers(n_jobs, backend, *, worker_memory: int | None = None,
+                 stacklevel: int = 2) -> tuple[int | None, str, int]:
+    """``(n_jobs to pass, backend name, n_workers)``, capped for this machine (starts nothing).
+
+    ``n_jobs`` and ``backend`` are resolved as :func:`run_pending` resolves them (an enclosing
+    ``joblib.parallel_config`` included); on a local backend, more workers than
+    :func:`~pacpriv.pac.engine._resources.worker_cap` allows are cut to the cap with a
+    :class:`~pacpriv.exceptions.WorkerCapWarning` that names it and why.
+    """
+    parallel = _make_parallel(n_jobs, backend)
+    name, n_workers = _describe(parallel)
+    full = BACKEND_NAMES.get(type(parallel._backend).__name__)
+    if n_workers > 1 and full is not None:
+        cap, reason = worker_cap(full, worker_memory=worker_memory)
+        if cap is not None and n_workers > cap:
+            asked = "n_jobs=None under joblib.parallel_config" if n_jobs is None else \
+                f"n_jobs={n_jobs!r}"
+            warnings.warn(f"{asked} asks for {n_workers} {full} workers; capped at {cap}: "
+                          f"{reason}.", WorkerCapWarning, stacklevel=stacklevel + 1)
+            n_jobs = cap
+            name, n_workers = _describe(_make_parallel(n_jobs, backend))
+    return n_jobs, name, n_workers
+
+
 def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, retries):
     """Run every unfinished trial of ``store``; return ``(backend_name, n_workers)``.
 
@@ -209,7 +258,8 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
             break
         parallel = _make_parallel(n_jobs, backend)
         name, n_workers = _describe(parallel)
-        batches = _Batches(task, store, ranges, n_workers, batch_size)
+        batches = _Batches(task, store, ranges, n_workers, batch_size,
+                           streamed=parallel.return_generator)
         try:
             _one_round(parallel, batches, store, checkpoint, bar)
         except crash_types as err:

@@ -36,6 +36,8 @@ invariant and use the stored rows directly; add ``reference`` back for absolute 
 from __future__ import annotations
 
 import dataclasses
+import os
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -55,7 +57,7 @@ from pacpriv.pac.engine._options import (
     accepts_legacy_execution,
     resolve_execution,
 )
-from pacpriv.pac.engine._parallel import _failure_error, resolve_backend, run_pending
+from pacpriv.pac.engine._parallel import _failure_error, plan_workers, run_pending
 from pacpriv.pac.engine._storage import OutputStore
 from pacpriv.pac.engine._trial import TrialTask, run_batch
 from pacpriv.pac.samplers import Sampler, as_sampler
@@ -270,7 +272,11 @@ def simulate(
 
         n_jobs : int or None, default None
             joblib's meaning: None = 1 unless set by ``joblib.parallel_config``; -1 = all cores;
-            0 is a ValueError.
+            0 is a ValueError. On a local backend never more workers than the usable CPUs
+            and (worker processes) the available memory allow: a larger request is capped
+            with a :class:`~pacpriv.exceptions.WorkerCapWarning` naming the cap. Worker
+            processes exit when this process dies (also by ``SIGKILL``), is interrupted or
+            raises; what a mechanism prints goes to standard error on every backend.
         backend : str or None, default None
             joblib backend ("loky", "threading", "dask", "ray", ...); None = joblib's default
             or the active ``parallel_config``. "dask" needs a ``distributed.Client``; "ray" uses
@@ -317,9 +323,12 @@ def simulate(
     TypeError, ValueError
         For invalid arguments (the message names the argument).
     MechanismError
-        If a trial raises, returns a non-finite, complex, non-1-D or wrongly sized output,
-        times out, or a worker dies; names the trial index and its seed, chained ``from``
-        the mechanism's exception. Finished trials stay in the checkpoint.
+        If a trial raises (``SystemExit`` and a ``KeyboardInterrupt`` that no Ctrl-C caused
+        included), returns a non-finite, complex, non-1-D or wrongly sized output, times out,
+        or a worker dies; names the trial index and its seed, chained ``from`` the
+        mechanism's exception. Finished trials stay in the checkpoint.
+    KeyboardInterrupt
+        On a real Ctrl-C (SIGINT); the workers are stopped.
     CheckpointError
         If ``checkpoint`` is corrupt or belongs to a different run: its fingerprint differs
         (mechanism code and state, sampler, pool, dtype, seed) or re-running recorded trials
@@ -378,7 +387,11 @@ def simulate(
     sampler = as_sampler(sampler)
     sampler.check_pool(n_records)  # degenerate samplers fail here, before any trial
     _check_memory(n_trials, n_records, output_path)
-    reseed_global = resolve_backend(n_jobs, backend)[0] == "multiprocessing"
+    # workers capped at the usable CPUs and memory (a WorkerCapWarning names the cap)
+    n_jobs, planned_backend, _ = plan_workers(n_jobs, backend, worker_memory=ex.worker_memory,
+                                              stacklevel=3)
+    reseed_global = planned_backend == "multiprocessing"
+    process_workers = planned_backend in ("loky", "multiprocessing")
     store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
     ckpt = None
     if checkpoint is not None:
@@ -407,6 +420,8 @@ def simulate(
         timeout=timeout,
         output_dtype=dtype,
         reseed_global=reseed_global,
+        parent_pid=os.getpid() if process_workers else None,
+        kernel_signal=threading.current_thread() is threading.main_thread(),
     )
     if dtype != np.float64:
         task = _with_reference(task, store, ckpt)

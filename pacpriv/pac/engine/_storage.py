@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pacpriv._files import create_private_file
+from pacpriv._files import check_output_file, create_private_file
 
 __all__ = ["OutputStore", "masks_path_for"]
 
@@ -35,11 +35,8 @@ def _check_output_path(output_path) -> Path | None:
             "`output_path` must be None or a path to a .npy file; "
             f"got {type(output_path).__name__}."
         )
-    path = Path(output_path)
-    if path.suffix != ".npy":
-        raise ValueError(f"`output_path` must end with '.npy'; got {str(path)!r}.")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"`output_path` directory does not exist: {str(path.parent)!r}.")
+    path = check_output_file(output_path, "`output_path`", suffix=".npy")
+    check_output_file(masks_path_for(path), "`output_path`'s masks file")
     return path
 
 

@@ -30,7 +30,14 @@ import numpy as np
 
 from pacpriv._random import GLOBAL_STREAM, MECHANISM_STREAM, seed_to_dict, stream_seed, trial_seed
 from pacpriv.exceptions import WITHHELD_NOTE
-from pacpriv.pac.engine._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
+from pacpriv.pac.engine._isolation import guard_parent, output_to_stderr
+from pacpriv.pac.engine._mechanism import (
+    InvalidOutput,
+    MechanismExit,
+    call_mechanism,
+    check_output,
+    subset_pool,
+)
 from pacpriv.pac.samplers import Sampler
 
 __all__ = ["BatchResult", "TrialFailure", "TrialTask", "TrialTimeoutError", "run_batch"]
@@ -58,6 +65,12 @@ class TrialTask:
     reference: np.ndarray | None = None
     #: Seed the global ``numpy.random`` and ``random`` states from the trial seed (fork backend).
     reseed_global: bool = False
+    #: pid of the process that dispatches the trials, for process backends: its workers exit
+    #: when it dies (:func:`pacpriv.pac.engine._isolation.guard_parent`); None otherwise.
+    parent_pid: int | None = None
+    #: Whether the parent dispatches from its main thread (then the kernel's parent-death
+    #: signal is safe to ask for).
+    kernel_signal: bool = False
 
     @functools.cached_property
     def _payload(self) -> bytes:
@@ -213,7 +226,18 @@ def _run_trial(task: TrialTask, index: int, mask: np.ndarray, dim: int | None) -
 
 
 def run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchResult:
-    """Run trials ``start .. stop-1``; stop at the first trial that fails all its attempts."""
+    """Run trials ``start .. stop-1``; stop at the first trial that fails all its attempts.
+
+    In a process worker this first ties the worker's life to the parent's
+    (:func:`~pacpriv.pac.engine._isolation.guard_parent`); what the batch prints (the sampler
+    and the mechanism are user code) goes to standard error.
+    """
+    guard_parent(task.parent_pid, kernel_signal=task.kernel_signal)
+    with output_to_stderr():
+        return _run_batch(task, start, stop, dim)
+
+
+def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchResult:
     tic = time.perf_counter()
     n = stop - start
     masks = np.empty((n, task.n_records), dtype=bool)
@@ -245,6 +269,9 @@ def _failure(task: TrialTask, index: int, attempts: int, err: Exception) -> Tria
     if isinstance(err, InvalidOutput):
         what = f"returned an invalid output: {err}"
         cause = err.__cause__
+    elif isinstance(err, MechanismExit):
+        what = err.what  # pacpriv's own words (the exit code, not a message)
+        cause = err.__cause__
     elif isinstance(err, TrialTimeoutError):
         what = str(err)
         cause = err
@@ -255,7 +282,7 @@ def _failure(task: TrialTask, index: int, attempts: int, err: Exception) -> Tria
         f"Mechanism {task.mechanism_name} {what} in trial {index}{tried} "
         f"(trial seed {seed}; replay with numpy.random.SeedSequence(**seed))."
     )
-    if not isinstance(err, (InvalidOutput, TrialTimeoutError)) and str(err):
+    if not isinstance(err, (InvalidOutput, TrialTimeoutError, MechanismExit)) and str(err):
         message += f" {WITHHELD_NOTE}"
     return TrialFailure(
         trial_index=index,

@@ -7,6 +7,7 @@ Registered with cloudpickle *by value*, so worker processes need not import this
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -58,9 +59,9 @@ def fail_flagged(subset, *, rng, flag_file: str | None = None):
 
 
 def interrupt_flagged(subset, *, rng, flag_file: str):
-    """Raise KeyboardInterrupt on flagged trials while ``flag_file`` exists."""
+    """A real Ctrl-C (SIGINT to this process) on flagged trials while ``flag_file`` exists."""
     if flag(rng) and Path(flag_file).exists():
-        raise KeyboardInterrupt
+        signal.raise_signal(signal.SIGINT)
     return np.array([subset.sum(), rng.normal()])
 
 
