@@ -49,11 +49,13 @@ def add_parser(subparsers, name: str) -> None:
                    help=f"PAC noise rule (default {DEFAULT_RULE}; plug-in rules are estimates)")
     p.add_argument("--no-exact", action="store_true", help="skip the exact DP-SGD calibration")
     p.add_argument("--per-record-trials", type=int, default=200,
-                   help="trials of the per-record PAC row (informed adversary); each costs "
-                   "1 + (audited records) trainings; 0 leaves the row out (default 200)")
-    p.add_argument("--per-record-records", type=int, default=10,
-                   help="audited records of the per-record row, a public random sample "
-                   "(default 10)")
+                   help="trials of the per-record PAC row (informed adversary, every record "
+                   "by default); each costs 1 + (audited records) trainings; 0 leaves the row "
+                   "out (default 200)")
+    p.add_argument("--per-record-records", type=int, default=None,
+                   help="audit only a public random sample of K records (the row is then "
+                   "labelled as a sample: the other records are not bounded). Default: every "
+                   "record of the pool")
     p.add_argument("--public-seed", type=int, default=0,
                    help="public seed of the initialisation and the PAC batch order (default 0)")
     p.add_argument("--n-jobs", type=int, default=None,

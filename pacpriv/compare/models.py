@@ -267,7 +267,7 @@ def _dpsgd_row(row_cls, label, source, sigma, mech, data, *, C, M, E, n_repeats,
 
 def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
                    steps_per_epoch, max_grad_norm, learning_rate, n_trials, n_repeats,
-                   confidence, public_seed, per_record_trials=0, per_record_records=10,
+                   confidence, public_seed, per_record_trials=0, per_record_records=None,
                    per_record_holdout=0.2) -> dict:
     """Run the three certified trainings and the baseline; fields of ``ComparisonResult``.
 
@@ -341,13 +341,14 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
     if per_record_trials:
         row, per_record_plan, informed, _ = per_record_row(
             ComparisonRow, mech, data, target_accuracy=a, n_trials=per_record_trials,
-            n_records_audited=per_record_records, holdout=per_record_holdout,
+            n_records_audited=(X.shape[0] if per_record_records is None
+                               else per_record_records), holdout=per_record_holdout,
             n_repeats=n_repeats, confidence=confidence, root=trial_seed(root, 6),
             attack_rng=trial_seed(attack_root, 4), execution=execution,
             evaluate=evaluate_draws)
         rows.append(row)
         record_note = per_record_note(per_record_plan, informed, per_record_trials,
-                                      whole_subset_power=power)
+                                      whole_subset_power=power, n_pool=X.shape[0])
 
     tic = time.perf_counter()
     acc, _, att = evaluate_draws(mech, [clean], data, confidence=confidence,
@@ -384,8 +385,10 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
         "per_record_trials": per_record_trials,
         "per_record_records": None if per_record_plan is None else int(
             per_record_plan.records.size),
-        "per_record_audited": None if per_record_plan is None else [
-            int(r) for r in per_record_plan.records],
+        # "all", or the public sample's indices (a sample's bound covers only these records)
+        "per_record_audited": None if per_record_plan is None else (
+            "all" if per_record_plan.records.size >= X.shape[0]
+            else [int(r) for r in per_record_plan.records]),
     }
     return {"mi_budget": v, "rows": tuple(rows), "baseline": baseline, "settings": settings,
             "notes": tuple(notes), "pac_result": pac}

@@ -42,7 +42,8 @@ _SIDE_BY_SIDE = (
      "the same, plus every other record's membership (informed adversary)",
      "every other record, the model, all noisy gradient steps"),
     ("quantifier", "average over the sampler, on this pool (simulated)",
-     "average over the other records' memberships, per audited record (simulated)",
+     "average over the other records' memberships, for every record of the pool (simulated; "
+     "a sample only where the row says so)",
      "worst case over datasets and records (analytic)"),
     ("certificate", "MI(X; release) <= v nats, KL inversion (PAC Thm 1)",
      "Bayes accuracy of two Gaussians, empirical Bernstein + union bound (certified 1−γ)",
@@ -128,37 +129,43 @@ def comparison_markdown(res: ComparisonResult) -> str:
 
 
 def per_record_note(plan, informed, n_trials: int,
-                    whole_subset_power: float | None = None) -> str:
-    """How to read the per-record PAC row (audited sample, trials, certified bound, attack).
+                    whole_subset_power: float | None = None,
+                    n_pool: int | None = None) -> str:
+    """How to read the per-record PAC row (coverage, trials, certified bound, attack).
 
-    When the per-record noise power exceeds ``whole_subset_power`` (the whole-subset PAC row's
-    E‖B‖²), the note says why: with few trials the empirical-Bernstein term of the certified
+    ``n_pool`` (the pool's size) says whether the bound covers every record or only the
+    audited sample (then it says so in capitals: the other records are not bounded). When the
+    per-record noise power exceeds ``whole_subset_power`` (the whole-subset PAC row's E‖B‖²),
+    the note says why: with few trials the empirical-Bernstein term of the certified
     per-record bound dominates.
     """
+    from pacpriv.compare.per_record import coverage_text
+
     more = ""
     power = plan.expected_noise_power
+    k = int(plan.records.size)
+    n = k if n_pool is None else int(n_pool)
     if whole_subset_power is not None and power > whole_subset_power:
-        k, n = int(plan.records.size), int(plan.n_trials_certify)
+        n_cert = int(plan.n_trials_certify)
         gamma = 1.0 - float(plan.accuracy_confidence)
         base = max(plan.sampling_rate, 1.0 - plan.sampling_rate)
-        floor = base + 7.0 * (1.0 - base) * math.log(2.0 * k / gamma) / (3.0 * (n - 1))
+        floor = base + 7.0 * (1.0 - base) * math.log(2.0 * k / gamma) / (3.0 * (n_cert - 1))
         more = (
             f" Here the per-record noise (E‖B‖² = {format_bound(power, 4, side='up')}) is "
             f"larger than the whole-subset noise ({format_bound(whole_subset_power, 4)}): with "
-            f"{n} certifying trials the empirical-Bernstein term of the certified bound is "
+            f"{n_cert} certifying trials the empirical-Bernstein term of the certified bound is "
             f"large (the smallest certifiable bound for {k} records at 1−γ = "
             f"{plan.accuracy_confidence:g} is max(q, 1−q) + 7(1 − max(q, 1−q))·ln(2k/γ)/"
             f"(3(n − 1)) = {format_bound(floor, 4)}), so the noise must cover it; more trials "
-            "or fewer audited records lower it. The two rows protect against different "
-            "adversaries and are not ordered."
+            "lower it. The two rows protect against different adversaries and are not ordered."
         )
     return (
-        f"PAC per record: isotropic noise calibrated so that each of {plan.records.size} "
-        f"audited records (a public random sample, seed 0) has informed-adversary accuracy "
-        f"<= {format_bound(plan.max_accuracy_upper, 4)}, certified with confidence "
-        f"{plan.accuracy_confidence:g} from {plan.n_trials_certify} simulated trials "
-        f"(empirical Bernstein, union bound; uniform over noise scales >= the chosen one). "
-        f"Records outside the sample are not certified. The informed likelihood-ratio attack "
+        f"PAC per record: isotropic noise calibrated so that each audited record has "
+        f"informed-adversary accuracy <= {format_bound(plan.max_accuracy_upper, 4)}, "
+        f"certified with confidence {plan.accuracy_confidence:g} from "
+        f"{plan.n_trials_certify} simulated trials (empirical Bernstein, union bound over the "
+        f"{k} audited records; uniform over noise scales >= the chosen one). Audited: "
+        f"{coverage_text(k, n)}. The informed likelihood-ratio attack "
         f"(knows the other records' memberships) on {informed.n_trials} held-out trials of the "
         f"{n_trials} measured {informed.accuracy:.3f} [{informed.ci_low:.3f}, "
         f"{informed.ci_high:.3f}] (blind guess 0.5). The loss-attack column attacks every "

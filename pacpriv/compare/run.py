@@ -107,7 +107,8 @@ def _execution(options, n_jobs, progress) -> ExecutionOptions:
 def _per_record_iv(n_trials, n_records, values, pool_size) -> dict:
     """Validate the per-record row's settings and its feasibility, before any training."""
     trials = check_int(n_trials, "per_record_trials", low=0)
-    k = check_int(n_records, "per_record_records", low=1, high=pool_size)
+    k = pool_size if n_records is None else check_int(n_records, "per_record_records", low=1,
+                                                       high=pool_size)
     if trials:
         if trials < 10:
             raise ValueError(f"`per_record_trials` must be 0 or >= 10; got {trials}.")
@@ -138,7 +139,7 @@ def compare_pac_dpsgd(
     rng: RNGLike = None,
     progress: bool = True,
     per_record_trials: int = 200,
-    per_record_records: int = 10,
+    per_record_records: int | None = None,
     options: ExecutionOptions | None = None,
 ) -> ComparisonResult:
     """Compare PAC noise and DP-SGD at the same membership-inference accuracy bound.
@@ -184,9 +185,12 @@ def compare_pac_dpsgd(
         Progress bar of the PAC simulation.
     per_record_trials : int, default 200
         Trials of the per-record row (0 leaves the row out); each costs
-        ``1 + per_record_records`` trainings; 20 % are held out for the informed attack.
-    per_record_records : int, default 10
-        Audited records of the per-record row (a public random sample, seed 0).
+        ``1 + (audited records)`` trainings; 20 % are held out for the informed attack.
+    per_record_records : int or None, default None
+        Audited records of the per-record row. None (default): **every record of the pool**,
+        so the row's bound holds for all of them at once. An int ``k < n`` audits a public
+        random sample (seed 0) only; the row is then labelled as a sample and its bound says
+        nothing about the other ``n − k`` records.
     options : ExecutionOptions, optional
         Execution arguments of the PAC and per-record simulations (``n_jobs``, ``backend``,
         ``progress``, ``retries``, ``timeout``, ``batch_size``) as one object, instead of

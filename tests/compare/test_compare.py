@@ -246,21 +246,54 @@ def test_import_does_not_load_torch():
     assert out.stdout.strip() == "False"
 
 
+def _small_pool(n: int = 40):
+    """The first ``n`` breast-cancer records as a Dataset (both classes present)."""
+    from dataclasses import replace
+
+    ds = load_dataset("breast_cancer")
+    return replace(ds, X=ds.X[:n], y=ds.y[:n], name=f"breast_cancer[:{n}]")
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_per_record_row_covers_every_record_by_default():
+    """Default: every record of the pool is audited, the row and the note say so, and the
+    bound holds for all n records (union bound over n)."""
+    res = compare_pac_dpsgd(_small_pool(), target_accuracy=0.75, n_trials=8, epochs=1,
+                            steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,
+                            progress=False, rng=3, per_record_trials=60)
+    row = res.rows[-1]
+    assert row.method == "PAC, per record (informed adversary)"
+    assert row.accuracy_bound <= 0.75
+    assert row.bound_source.startswith("certified (1−γ = 0.95, every record)")
+    assert "every record of the pool (all 40)" in row.bound_source
+    assert res.settings["per_record_records"] == 40
+    assert res.settings["per_record_audited"] == "all"
+    note = next(n for n in res.notes if n.startswith("PAC per record"))
+    assert "every record of the pool (all 40)" in note and "union bound over the 40" in note
+    assert "(certified (1−γ = 0.95, every record))" in res.to_markdown()
+
+
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
-def test_per_record_row_is_certified_and_attacked():
-    """The per-record row: certified <= a for its audited records, informed attack below it,
-    whole-subset row kept, three threat models in the Markdown."""
+def test_per_record_sample_row_is_labelled_certified_and_attacked():
+    """A sample of 3 records: the label, the bound and the note say SAMPLE (the other records
+    are not bounded); informed attack below the bound; three threat models in the Markdown."""
     res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.75, n_trials=8, epochs=1,
                             steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,
                             progress=False, rng=3, per_record_trials=60, per_record_records=3)
     methods = [r.method for r in res.rows]
-    assert methods[-2:] == ["PAC (certified)", "PAC, per record (informed adversary)"]
+    assert methods[-2:] == ["PAC (certified)",
+                            "PAC, per record, SAMPLE of 3 of 569 records (informed adversary)"]
     row = res.rows[-1]
     assert row.family == "pac" and row.accuracy_bound <= 0.75 and row.mi_budget is None
+    assert "SAMPLE of 3 of 569 records only" in row.bound_source
+    assert "the other 566 records are NOT bounded" in row.bound_source
     assert row.informed_attack["ci_low"] <= row.accuracy_bound
     assert res.settings["per_record_records"] == 3
+    assert len(res.settings["per_record_audited"]) == 3
     md = res.to_markdown()
+    assert "SAMPLE of 3 of 569 records only" in md
+    assert "the other 566 records are NOT bounded" in md
     assert "PAC Privacy, per record (informed adversary)." in md
     assert "PAC Privacy, whole subset." in md and "**DP-SGD.**" in md
     assert "informed-attack accuracy" in md
