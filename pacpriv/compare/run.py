@@ -39,7 +39,7 @@ from pacpriv.compare.results import ComparisonResult, ComparisonRow
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.pac.engine._options import ExecutionOptions, merge_execution
 from pacpriv.pac.noise._calibration import DEFAULT_RULE, RULES
-from pacpriv.pac.per_record._exposure import check_certifiable
+from pacpriv.pac.per_record._checks import check_certifiable
 from pacpriv.threat_models import THREAT_MODELS
 
 __all__ = [
