@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from pacpriv.pac.engine import simulate
+from pacpriv.pac.engine import ExecutionOptions, simulate
 
 
 def spin(seconds: float) -> None:
@@ -96,7 +96,8 @@ def main(argv=None) -> None:
     t_bare, t_eng = best_of_pairs(
         repeat + 2,
         lambda: bare_loop(mech_1ms, pool, n_fast, 0),
-        lambda: simulate(mech_1ms, pool, n_trials=n_fast, rng=0, n_jobs=1),
+        lambda: simulate(mech_1ms, pool, n_trials=n_fast, rng=0,
+                         execution=ExecutionOptions(n_jobs=1)),
     )
     rows.append((f"1 ms mechanism, {n_fast} trials", "bare loop", t_bare, "engine n_jobs=1 +tqdm",
                  t_eng, f"overhead {100 * (t_eng / t_bare - 1):+.1f} % (target <= 5 %)"))
@@ -105,7 +106,8 @@ def main(argv=None) -> None:
     t_bare0, t_eng0 = best_of_pairs(
         repeat + 2,
         lambda: bare_loop(mech_nop, pool, n_nop, 0),
-        lambda: simulate(mech_nop, pool, n_trials=n_nop, rng=0, n_jobs=1),
+        lambda: simulate(mech_nop, pool, n_trials=n_nop, rng=0,
+                         execution=ExecutionOptions(n_jobs=1)),
     )
     per_trial = (t_eng0 - t_bare0) / n_nop
     rows.append((f"no-op mechanism, {n_nop} trials", "bare loop", t_bare0,
@@ -114,11 +116,14 @@ def main(argv=None) -> None:
 
     # 2. speed-up at n_jobs=2 for a 100 ms mechanism (loky, pool warmed up)
     tic = time.perf_counter()
-    simulate(mech_1ms, pool, n_trials=4, rng=0, n_jobs=2, progress=False)
+    simulate(mech_1ms, pool, n_trials=4, rng=0,
+             execution=ExecutionOptions(n_jobs=2, progress=False))
     t_start_loky = time.perf_counter() - tic
     kwargs = {"n_trials": n_slow, "rng": 0, "progress": False}
-    t_1 = best_of(repeat, lambda: simulate(mech_100ms, pool, n_jobs=1, **kwargs))
-    t_2 = best_of(repeat, lambda: simulate(mech_100ms, pool, n_jobs=2, **kwargs))
+    t_1 = best_of(repeat, lambda: simulate(mech_100ms, pool,
+                                           execution=ExecutionOptions(n_jobs=1), **kwargs))
+    t_2 = best_of(repeat, lambda: simulate(mech_100ms, pool,
+                                           execution=ExecutionOptions(n_jobs=2), **kwargs))
     rows.append((f"100 ms mechanism, {n_slow} trials", "n_jobs=1", t_1, "n_jobs=2 (loky)", t_2,
                  f"speed-up {t_1 / t_2:.2f}x (target >= 1.8x)"))
 
@@ -131,10 +136,12 @@ def main(argv=None) -> None:
                           dashboard_address=None) as cluster, Client(cluster):
             t_start_dask = time.perf_counter() - tic
             kwargs = {"n_trials": n_mid, "rng": 0, "progress": False}
-            simulate(mech_1ms, pool, n_trials=4, rng=0, backend="dask", progress=False)
-            t_loky = best_of(repeat, lambda: simulate(mech_10ms, pool, n_jobs=2,
-                                                      backend="loky", **kwargs))
-            t_dask = best_of(repeat, lambda: simulate(mech_10ms, pool, backend="dask", **kwargs))
+            simulate(mech_1ms, pool, n_trials=4, rng=0,
+                     execution=ExecutionOptions(backend="dask", progress=False))
+            t_loky = best_of(repeat, lambda: simulate(mech_10ms, pool,
+                                                      execution=ExecutionOptions(n_jobs=2, backend="loky"), **kwargs))
+            t_dask = best_of(repeat, lambda: simulate(mech_10ms, pool,
+                                                      execution=ExecutionOptions(backend="dask"), **kwargs))
         rows.append((f"10 ms mechanism, {n_mid} trials", "loky n_jobs=2", t_loky,
                      "dask 2 workers", t_dask, f"dask/loky {t_dask / t_loky:.2f}x"))
         rows.append(("worker start-up", "loky pool", t_start_loky, "dask LocalCluster",

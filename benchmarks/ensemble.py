@@ -1,26 +1,34 @@
 """Benchmark: many models at once (pacpriv.ensemble) against a joblib process loop.
 
-Three cases, each timed against the loop it replaces -- one training per joblib task on the
-loky backend with ``n_jobs=2`` (one thread per worker, workers warmed up first) -- measured in
-the same run, and checked for equal results:
+Every case is timed against the loop it replaces -- one training per joblib task on the loky
+backend with ``n_jobs=2`` (one torch thread per worker) -- measured in the same run after a
+warm-up of the workers and of this process (including torch.func's one-time set-up, about 2 s
+of CPU per fresh process), and the results are compared (max |Δ| over all parameters):
 
 1. 128 logistic-regression worlds on breast_cancer (standardised): the compare mechanism
-   (``pacpriv.compare.models.LogisticRegressionMechanism``: float64, SGD, random allocation
-   with M = 5 steps for E = 10 epochs, learning rate 0.5) against
+   (``pacpriv.compare.models.LogisticRegressionMechanism``: float64 SGD, random allocation
+   with M = 5 steps, E = 10 epochs, learning rate 0.5) against
    ``EnsembleLogisticRegression.from_compare``;
-2. 128 MLP worlds, 64-128-10 on digits: the ``mlp`` mechanism (full-batch Adam, float64)
-   against ``EnsembleMLP.from_mlp`` in float64 (the same numbers) and float32;
-3. a 512-trial PAC simulation of that MLP mechanism: ``pacpriv.pac.simulate`` (loky,
-   n_jobs=2) against the same 512 Poisson-½ masks run as ensemble blocks of 128.
+2. 128 MLP worlds 64-128-10 on digits trained with minibatches (float32 SGD with momentum,
+   batches of 64, as shadow models and prediction worlds are trained): a loop of
+   ``train_reference`` against ``train_ensemble``;
+3. 128 worlds of the ``mlp`` mechanism (64-128-10, full-batch Adam, float64) against
+   ``EnsembleMLP.from_mlp``;
+4. a 512-trial PAC simulation of that mechanism: ``pacpriv.pac.simulate`` (loky, n_jobs=2)
+   against the same 512 Poisson-½ masks in ensemble blocks of 128;
+5. answering one-row queries with 128 worlds (64-128-10): a loop over the 128 modules against
+   one ``Ensemble.evaluate`` call per query, in queries per second.
 
-Each ensemble runs in this process (``--threads`` torch threads) and as blocks split over two
-joblib workers (the same two cores as the loop). Ratios are printed as ``N.N×`` (loop time /
-ensemble time). Multiple-model training in one program is the approach of shadow-model attacks
-(Carlini et al., Membership Inference Attacks From First Principles, IEEE S&P 2022) and of
-``torch.func`` model ensembling.
+The ensembles run in this process (``--threads`` torch threads) and as two blocks on the two
+loky workers (the loop's two cores). Each line gives the wall time and the ratio
+``loop time / ensemble time`` as ``N.N×``, then the CPU-time ratio (loop: the workers' CPU
+seconds, summed over tasks), which a loaded machine disturbs less. Training shadow models in
+bulk is what membership audits need (Carlini et al., Membership Inference Attacks From First
+Principles, IEEE S&P 2022); the program is ``torch.func`` model ensembling.
 
-``--device cuda`` (a GPU machine) instead trains 1,024 MLP worlds on the device in one call and
-compares it with the CPU loop, timed on 128 worlds and scaled by 8 (printed as such).
+``--device cuda`` (on a GPU machine) instead trains 1,024 worlds of the ``mlp`` mechanism (and
+1,024 minibatch worlds) on the device in one call each, against the CPU loop timed on 128
+worlds and scaled by 8 (printed as such).
 
 Usage: ``python benchmarks/ensemble.py --quick`` (under 3 minutes on 2 loaded cores).
 """
@@ -33,12 +41,24 @@ import time
 import joblib
 import numpy as np
 import torch
-from pacpriv.mechanisms.mlp import MLPParameters
 from sklearn.datasets import load_breast_cancer, load_digits
 
+from pacpriv._random import trial_seed
 from pacpriv.compare.models import LogisticRegressionMechanism
-from pacpriv.ensemble import EnsembleLogisticRegression, EnsembleMLP
+from pacpriv.ensemble import (
+    SGD,
+    Ensemble,
+    EnsembleLogisticRegression,
+    EnsembleMLP,
+    Shuffled,
+    TrainingSpec,
+    train_ensemble,
+    train_reference,
+)
+from pacpriv.mechanisms.mlp import MLPParameters
 from pacpriv.pac import PoissonSampler, simulate
+
+WIDTH = 48
 
 
 def _standardised(loader):
@@ -47,88 +67,172 @@ def _standardised(loader):
     return (X - X.mean(0)) / np.where(sd > 0, sd, 1.0), y.astype(np.int64)
 
 
+def _flat(module) -> np.ndarray:
+    return torch.cat([p.detach().reshape(-1) for p in module.parameters()]).double().numpy()
+
+
+class Mechanism:
+    """A trial mechanism ``f((X, y))`` (loop) and its ensemble form ``run_block`` (blocks)."""
+
+    def __init__(self, one, ensemble):
+        self.one, self.ensemble = one, ensemble
+
+    def task(self, X, y, mask, k):
+        torch.set_num_threads(1)
+        tic = time.process_time()
+        return self.one(X, y, mask, k), time.process_time() - tic
+
+    def block(self, X, y, masks, start, threads):
+        torch.set_num_threads(threads)
+        tic = time.process_time()
+        return self.ensemble(X, y, masks, start), time.process_time() - tic
+
+
+class _Minibatch:
+    """Worlds trained by ``train_reference`` / ``train_ensemble`` with per-world seeds."""
+
+    def __init__(self, model, spec, n, device="cpu"):
+        self.model, self.spec, self.device = model, spec, device
+        root = np.random.SeedSequence(17)
+        self.seeds = [trial_seed(root, k) for k in range(n)]
+
+    def one(self, X, y, mask, k):
+        return _flat(train_reference(self.model, X, y, mask, seed=self.seeds[k],
+                                     training=self.spec))
+
+    def ensemble(self, X, y, masks, start):
+        return train_ensemble(self.model, X, y, masks, training=self.spec,
+                              seeds=self.seeds[start:start + masks.shape[0]],
+                              device=self.device).flat_parameters()
+
+
 def _timed(fn):
-    tic = time.perf_counter()
+    tic, cpu = time.perf_counter(), time.process_time()
     out = fn()
-    return out, time.perf_counter() - tic
+    return out, time.perf_counter() - tic, time.process_time() - cpu
 
 
-def _train_one(mechanism, X, y, mask):
-    return mechanism((X[mask], y[mask]))
+def _loop(mech, X, y, masks):
+    out, wall, _ = _timed(lambda: joblib.Parallel()(
+        joblib.delayed(mech.task)(X, y, m, k) for k, m in enumerate(masks)))
+    return np.stack([r for r, _ in out]), wall, sum(c for _, c in out)
 
 
-def loop(mechanism, X, y, masks) -> np.ndarray:
-    """One training per task, loky, 2 workers (the baseline)."""
-    rows = joblib.Parallel()(joblib.delayed(_train_one)(mechanism, X, y, m) for m in masks)
-    return np.stack(rows)
+def _line(label, wall, cpu, base, diff=None):
+    ratio = "" if base is None else f"{base[0] / wall:6.1f}×  CPU {base[1] / cpu:6.1f}×"
+    delta = "" if diff is None else f"   max |Δ| {diff:.1e}"
+    print(f"  {label:<{WIDTH}} {wall:7.2f} s {ratio}{delta}")
 
 
-def _block(ensemble, X, y, masks, threads):
-    torch.set_num_threads(threads)
-    return ensemble.run_block((X, y), masks)
-
-
-def ensemble_two_processes(ensemble, X, y, masks, threads=1) -> np.ndarray:
-    """The ensemble as blocks split over the two loky workers."""
-    halves = np.array_split(masks, 2)
-    rows = joblib.Parallel()(joblib.delayed(_block)(ensemble, X, y, h, threads) for h in halves)
-    return np.concatenate(rows)
-
-
-def _report(label, t_loop, t_ens, diff):
-    print(f"  {label:<44} {t_ens:7.2f} s  {t_loop / t_ens:5.1f}×   max |Δ| {diff:.1e}")
-
-
-def _case(title, mechanism, ensemble, X, y, masks, threads, extra=()):
+def case(title, mech, X, y, masks, threads):
+    """Loop, in-process ensemble, two ensemble blocks on the workers."""
     print(f"\n{title}")
-    ref, t_loop = _timed(lambda: loop(mechanism, X, y, masks))
-    print(f"  {'joblib loop (loky, n_jobs=2)':<44} {t_loop:7.2f} s")
-    out, t = _timed(lambda: ensemble.run_block((X, y), masks))
-    _report(f"ensemble, 1 process, {threads} thread(s)", t_loop, t, np.abs(out - ref).max())
-    out, t = _timed(lambda: ensemble_two_processes(ensemble, X, y, masks))
-    _report("ensemble, 2 blocks on the 2 loky workers", t_loop, t, np.abs(out - ref).max())
-    for label, other in extra:
-        out, t = _timed(lambda other=other: other.run_block((X, y), masks))
-        _report(label, t_loop, t, np.abs(out - ref).max())
-    return t_loop
+    ref, wall, cpu = _loop(mech, X, y, masks)
+    _line("joblib loop (loky, n_jobs=2)", wall, cpu, None)
+    base = (wall, cpu)
+    (out, _), wall, cpu = _timed(lambda: mech.block(X, y, masks, 0, threads))
+    _line(f"ensemble, 1 process, {threads} thread(s)", wall, cpu, base, np.abs(out - ref).max())
+    halves = np.array_split(np.arange(masks.shape[0]), 2)
+    parts, wall, _ = _timed(lambda: joblib.Parallel()(
+        joblib.delayed(mech.block)(X, y, masks[h], int(h[0]), 1) for h in halves))
+    out = np.concatenate([r for r, _ in parts])
+    _line("ensemble, 2 blocks on the 2 loky workers", wall, sum(c for _, c in parts), base,
+          np.abs(out - ref).max())
+    return base
 
 
-def simulation(mlp, ensemble, X, y, n_trials, seed, block):
-    print(f"\nPAC simulation of the MLP mechanism, {n_trials} trials (Poisson-½)")
-    res, t_loop = _timed(lambda: simulate(mlp, (X, y), n_trials=n_trials, n_jobs=2,
-                                          backend="loky", rng=seed, progress=False))
-    print(f"  {'pacpriv.pac.simulate (loky, n_jobs=2)':<44} {t_loop:7.2f} s")
+def simulation(mlp, X, y, n_trials, seed, block, threads):
+    print(f"\nPAC simulation of the mlp mechanism, {n_trials} trials (Poisson-½), "
+          f"{mlp.epochs} Adam steps")
+    res, wall, _ = _timed(lambda: simulate(mlp, (X, y), n_trials=n_trials, n_jobs=2,
+                                           backend="loky", rng=seed, progress=False))
+    _line("pacpriv.pac.simulate (loky, n_jobs=2)", wall, float("nan"), None)
     masks = PoissonSampler().masks(X.shape[0], n_trials=n_trials, rng=seed)
     assert np.array_equal(masks, res.masks)
-
-    def blocks():
-        return np.concatenate([ensemble.run_block((X, y), masks[i:i + block])
-                               for i in range(0, n_trials, block)])
-
-    out, t = _timed(blocks)
-    _report(f"ensemble blocks of {block}, 1 process", t_loop, t, np.abs(out - res.outputs).max())
-    out, t = _timed(lambda: ensemble_two_processes(ensemble, X, y, masks))
-    _report("ensemble, 2 blocks on the 2 loky workers", t_loop, t,
-            np.abs(out - res.outputs).max())
+    ens = EnsembleMLP.from_mlp(mlp)
+    torch.set_num_threads(threads)
+    out, t, _ = _timed(lambda: np.concatenate([ens.run_block((X, y), masks[i:i + block])
+                                               for i in range(0, n_trials, block)]))
+    print(f"  {f'ensemble blocks of {block}, 1 process':<{WIDTH}} {t:7.2f} s "
+          f"{wall / t:6.1f}×   max |Δ| {np.abs(out - res.outputs).max():.1e}")
 
 
-def gpu(args, X, y, mlp, masks_cpu):
+def queries(X, n_worlds, n_queries, device="cpu"):
+    print(f"\nanswering one-row queries with {n_worlds} worlds (64-128-10, float32, {device})")
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                torch.nn.Linear(128, 10))
+    d = sum(p.numel() for p in model.parameters())
+    rng = np.random.default_rng(5)
+    ens = Ensemble.from_flat(model, rng.normal(size=(n_worlds, d)) * 0.1, device=device)
+    modules = [ens.module(k).eval() for k in range(n_worlds)]
+    rows = X[:n_queries]
+
+    def per_world():
+        with torch.no_grad():
+            return np.stack([np.stack([m(torch.as_tensor(r[None, :], dtype=torch.float32,
+                                                         device=device)).cpu().numpy()
+                                       for m in modules]) for r in rows])
+
+    ref, t_loop, _ = _timed(per_world)
+    out, t, _ = _timed(lambda: np.stack([ens.evaluate(r[None, :]) for r in rows]))
+    print(f"  {'a loop over the worlds':<{WIDTH}} {n_queries / t_loop:7.0f} queries/s")
+    print(f"  {'Ensemble.evaluate, one call per query':<{WIDTH}} {n_queries / t:7.0f} "
+          f"queries/s {t_loop / t:6.1f}×   max |Δ| {np.abs(out - ref).max():.1e}")
+
+
+def _warm_up() -> int:
+    """One tiny torch.func training: its one-time set-up (about 2 s of CPU in a fresh process)
+    is paid before any timing, in this process and in each worker."""
+    torch.set_num_threads(1)
+    X = np.random.default_rng(0).normal(size=(8, 3))
+    train_ensemble(torch.nn.Sequential(torch.nn.Linear(3, 2)), X, np.arange(8) % 2,
+                   np.ones((2, 8), bool), seeds=0, training=TrainingSpec(SGD(0.1), epochs=1))
+    return torch.get_num_threads()
+
+
+def _mlp_mechanism(epochs):
+    return MLPParameters(classes=tuple(range(10)), hidden_units=128, epochs=epochs,
+                         learning_rate=0.01, weight_decay=1e-4)
+
+
+def _mlp_case(mlp, dtype="float64", device="cpu"):
+    ens = EnsembleMLP.from_mlp(mlp, dtype=dtype, device=device)
+    return Mechanism(lambda X, y, m, k: mlp((X[m], y[m])),
+                     lambda X, y, masks, start: ens.run_block((X, y), masks))
+
+
+def _minibatch_case(n, epochs, device="cpu"):
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                torch.nn.Linear(128, 10))
+    spec = TrainingSpec(SGD(0.05, momentum=0.9), epochs=epochs, batching=Shuffled(64))
+    mb = _Minibatch(model, spec, n, device)
+    return Mechanism(mb.one, mb.ensemble)
+
+
+def gpu(args, X, y, quick):
+    """1,024 worlds on the device, against the CPU loop on 128 worlds scaled by 8."""
     device = torch.device(args.device)
-    name = torch.cuda.get_device_name(device)
-    n_worlds = 1024
-    rng = np.random.default_rng(args.seed + 3)
+    print(f"\nGPU: {torch.cuda.get_device_name(device)}")
+    n_worlds, rng = 1024, np.random.default_rng(args.seed + 3)
     masks = rng.random((n_worlds, X.shape[0])) < 0.5
-    print(f"\nGPU: {n_worlds} MLP worlds (64-128-10, {mlp.epochs} Adam steps) on {name}")
-    _, t_loop = _timed(lambda: loop(mlp, X, y, masks_cpu))
-    t_loop *= n_worlds / masks_cpu.shape[0]
-    print(f"  {'CPU joblib loop (loky, n_jobs=2), 128 x 8':<44} {t_loop:7.2f} s (scaled)")
-    for dtype in ("float64", "float32"):
-        ens = EnsembleMLP.from_mlp(mlp, dtype=dtype, device=args.device)
-        ens.run_block((X, y), masks[:8])  # warm-up (CUDA context, kernels)
+    epochs = 5 if quick else 50
+    for title, cpu_case, dev_case, Xc in (
+            (f"mlp mechanism 64-128-10, {epochs} full-batch Adam steps, float64",
+             _mlp_case(_mlp_mechanism(epochs)),
+             _mlp_case(_mlp_mechanism(epochs), device=args.device), X),
+            ("MLP 64-128-10 worlds, minibatches of 64, 2 epochs, float32",
+             _minibatch_case(n_worlds, 2), _minibatch_case(n_worlds, 2, args.device),
+             X.astype(np.float32))):
+        print(f"\n{title}, {n_worlds} worlds")
+        ref, wall, cpu = _loop(cpu_case, Xc, y, masks[:128])
+        base = (wall * n_worlds / 128, cpu * n_worlds / 128)
+        _line("CPU joblib loop (loky, n_jobs=2), 128 worlds x 8", *base, None)
+        dev_case.ensemble(Xc, y, masks[:8], 0)  # warm-up: CUDA context and kernels
         torch.cuda.synchronize(device)
-        out, t = _timed(lambda ens=ens: ens.run_block((X, y), masks))
-        ref = np.stack([mlp((X[m], y[m])) for m in masks[:4]])
-        _report(f"ensemble on {args.device}, {dtype}", t_loop, t, np.abs(out[:4] - ref).max())
+        out, t, c = _timed(lambda d=dev_case, x=Xc: d.ensemble(x, y, masks, 0))
+        _line(f"ensemble on {args.device}, one call", t, c, base,
+              np.abs(out[:128] - ref).max())
+    queries(X, 128, 1000, device=args.device)
 
 
 def main() -> None:
@@ -139,34 +243,39 @@ def main() -> None:
                         help="torch threads of the in-process ensemble (default 1)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    quick = args.quick
     torch.set_num_threads(args.threads)
-    mlp_epochs = 20 if args.quick else 50
     rng = np.random.default_rng(args.seed)
     Xd, yd = _standardised(load_digits)
-    mlp = MLPParameters(classes=tuple(range(10)), hidden_units=128, epochs=mlp_epochs,
-                        learning_rate=0.01, weight_decay=1e-4)
-    mlp_masks = rng.random((128, Xd.shape[0])) < 0.5
-    print(f"pacpriv.ensemble benchmark ({'quick' if args.quick else 'full'}; torch "
-          f"{torch.__version__}, {args.threads} thread(s) in process; loop: loky, n_jobs=2)")
+    print(f"pacpriv.ensemble benchmark ({'quick' if quick else 'full'}; torch "
+          f"{torch.__version__}; loop: loky, n_jobs=2)")
     with joblib.parallel_config(backend="loky", n_jobs=2):
-        joblib.Parallel()(joblib.delayed(_train_one)(mlp, Xd, yd, m) for m in mlp_masks[:4])
+        joblib.Parallel()(joblib.delayed(_warm_up)() for _ in range(8))
+        _warm_up()
+        torch.set_num_threads(args.threads)
         if args.device != "cpu":
-            gpu(args, Xd, yd, mlp, mlp_masks)
+            gpu(args, Xd, yd, quick)
             return
         Xb, yb = _standardised(load_breast_cancer)
         lr = LogisticRegressionMechanism(n_features=Xb.shape[1], n_classes=2,
                                          steps_per_epoch=5, epochs=10, learning_rate=0.5,
                                          public_seed=0)
-        _case("logistic regression (compare mechanism), 128 worlds on breast_cancer", lr,
-              EnsembleLogisticRegression.from_compare(lr), Xb, yb,
-              rng.random((128, Xb.shape[0])) < 0.5, args.threads)
-        _case(f"MLP 64-128-10 ({mlp_epochs} full-batch Adam steps), 128 worlds on digits", mlp,
-              EnsembleMLP.from_mlp(mlp), Xd, yd, mlp_masks, args.threads,
-              extra=[("ensemble, 1 process, float32", EnsembleMLP.from_mlp(mlp,
-                                                                           dtype="float32"))])
-        sim_mlp = MLPParameters(classes=tuple(range(10)), hidden_units=128,
-                                epochs=10 if args.quick else 50, learning_rate=0.01)
-        simulation(sim_mlp, EnsembleMLP.from_mlp(sim_mlp), Xd, yd, 512, args.seed, 128)
+        ens_lr = EnsembleLogisticRegression.from_compare(lr)
+        case("logistic regression (compare mechanism), 128 worlds on breast_cancer",
+             Mechanism(lambda X, y, m, k: lr((X[m], y[m])),
+                       lambda X, y, masks, start: ens_lr.run_block((X, y), masks)),
+             Xb, yb, rng.random((128, Xb.shape[0])) < 0.5, args.threads)
+        masks = rng.random((128, Xd.shape[0])) < 0.5
+        epochs = 1 if quick else 5
+        case(f"MLP 64-128-10 worlds on digits, minibatches of 64 (float32 SGD, momentum 0.9, "
+             f"{epochs} epochs), 128 worlds", _minibatch_case(128, epochs),
+             Xd.astype(np.float32), yd, masks, args.threads)
+        mlp = _mlp_mechanism(3 if quick else 50)
+        case(f"mlp mechanism 64-128-10 ({mlp.epochs} full-batch Adam steps, float64), "
+             "128 worlds on digits", _mlp_case(mlp), Xd, yd, masks, args.threads)
+        simulation(_mlp_mechanism(2 if quick else 50), Xd, yd, 512, args.seed, 128,
+                   args.threads)
+    queries(Xd, 128, 300 if quick else 2000)
 
 
 if __name__ == "__main__":

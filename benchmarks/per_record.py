@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.per_record import calibrate_from_differences, simulate_differences
 from pacpriv.pac.samplers import PoissonSampler
 
@@ -63,11 +64,14 @@ def throughput_rows(n_records: int, n_trials: int, repeat: int) -> list[tuple]:
     pool = np.random.default_rng(0).normal(size=n_records)
     evals = n_trials * (1 + n_records)
     kw = {"n_trials": n_trials, "rng": 0, "progress": False}
-    simulate_differences(mech_2ms, pool[:4], n_trials=2, rng=0, progress=False, n_jobs=2)
+    simulate_differences(mech_2ms, pool[:4], n_trials=2, rng=0,
+                         execution=ExecutionOptions(progress=False, n_jobs=2))
     runs = {
         "bare": lambda: bare_loop(mech_2ms, pool, n_trials, 0),
-        "1": lambda: simulate_differences(mech_2ms, pool, n_jobs=1, **kw),
-        "2": lambda: simulate_differences(mech_2ms, pool, n_jobs=2, **kw),
+        "1": lambda: simulate_differences(mech_2ms, pool,
+                                          execution=ExecutionOptions(n_jobs=1), **kw),
+        "2": lambda: simulate_differences(mech_2ms, pool,
+                                          execution=ExecutionOptions(n_jobs=2), **kw),
     }
     best = dict.fromkeys(runs, np.inf)
     for _ in range(repeat):  # interleaved, best of `repeat`: the machine's load is shared
@@ -90,7 +94,8 @@ def logistic_rows(n_trials: int, n_jobs: int) -> list[tuple]:
     mech, _ = resolve_mechanism("logistic", dataset_info=ds.info())
     evals = n_trials * (1 + ds.n_records)
     t_sim, diffs = timed(lambda: simulate_differences(
-        mech, ds.pool, n_trials=n_trials, rng=0, n_jobs=n_jobs, progress=True))
+        mech, ds.pool, n_trials=n_trials, rng=0,
+            execution=ExecutionOptions(n_jobs=n_jobs, progress=True)))
     rows = [(f"breast_cancer logistic, {ds.n_records} rec x {n_trials} trials",
              f"engine n_jobs={n_jobs}", t_sim, evals / t_sim, "-")]
     target = 0.9

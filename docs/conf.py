@@ -29,6 +29,8 @@ extensions = [
 
 autosummary_generate = True
 autosummary_imported_members = False
+# a room (pacpriv.pac.noise, ...) re-exports its private modules' names: document its __all__
+autosummary_ignore_module_all = False
 autodoc_typehints = "none"  # numpydoc sections carry the types
 autodoc_default_options = {"show-inheritance": False}
 numpydoc_show_class_members = False

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from pacpriv.compare import compare_pac_dpsgd
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.report import write_report
 
 
@@ -71,9 +72,8 @@ def main(argv=None) -> int:
         learning_rate=0.5,
         n_trials=args.trials,
         n_repeats=5,
-        n_jobs=n_jobs,
+        execution=ExecutionOptions(n_jobs=n_jobs, progress=False),
         rng=args.seed,
-        progress=False,
         per_record_trials=per_record_trials,
         per_record_records=args.per_record_records,
     )

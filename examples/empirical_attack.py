@@ -20,7 +20,7 @@ from pathlib import Path
 from pacpriv.audit import empirical_membership_attack
 from pacpriv.datasets import load_dataset
 from pacpriv.mechanisms import make_clipped_mean
-from pacpriv.pac.engine import simulate
+from pacpriv.pac.engine import ExecutionOptions, simulate
 from pacpriv.pac.noise import calibrate_noise
 from pacpriv.pac.spectrum import estimate_output_spectrum
 
@@ -38,7 +38,8 @@ def main(argv=None) -> int:
     j = iris.feature_names.index("petal length (cm)")
     pool = iris.X[:: iris.n_records // args.records][: args.records, j : j + 1]
     mechanism = make_clipped_mean(low=iris.feature_low[j], high=iris.feature_high[j])
-    sim = simulate(mechanism, pool, n_trials=args.trials, rng=args.seed, progress=False)
+    sim = simulate(mechanism, pool, n_trials=args.trials, rng=args.seed,
+                   execution=ExecutionOptions(progress=False))
     plan = calibrate_noise(estimate_output_spectrum(sim.outputs), mi_budget=args.mi_budget)
     raw = empirical_membership_attack(sim, None, rng=args.seed + 1)
     noisy = empirical_membership_attack(sim, plan, rng=args.seed + 1)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 
 from pacpriv.datasets import load_dataset
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.registry import resolve_mechanism
 from pacpriv.report import write_report
@@ -42,7 +43,7 @@ def main(argv=None) -> int:
         rule="certified",  # the default; plug-in rules ("anisotropic", ...) are estimates
         rng=args.seed,
         release_rng=2,  # seeded for a reproducible demo; a real release uses fresh entropy (None)
-        progress=False,
+        execution=ExecutionOptions(progress=False),
         mechanism_name=name,
         dataset=iris.to_dict(),
     )

@@ -16,7 +16,7 @@ import math
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from typing import Any
 
-__all__ = ["SIDES", "format_bound", "format_percent", "round_bound"]
+__all__ = ["SIDES", "format_bound", "format_fixed", "format_percent", "round_bound"]
 
 #: ``side`` values: ``"up"`` (risk bounds and required noise: shown >= value), ``"down"``
 #: (lower ends of intervals: shown <= value), ``"nearest"`` (neither).
@@ -97,6 +97,24 @@ def format_bound(
     return ("0" if text in ("-0", "") else text) + mark
 
 
+def format_fixed(x: Any, decimals: int, *, side: str = "up") -> str:
+    """``x`` with exactly ``decimals`` decimals, rounded toward ``side`` (tables of bounds).
+
+    >>> format_fixed(0.12345671, 7), format_fixed(0.12345679, 7, side="down")
+    ('0.1234568', '0.1234567')
+    """
+    if x is None:
+        return "—"
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    return _fixed(_read(x), decimals, side)
+
+
+def _fixed(d: Decimal, decimals: int, side: str) -> str:
+    """The exact decimal ``d`` quantized to ``decimals`` decimals toward ``side``."""
+    return str(d.quantize(Decimal(1).scaleb(-decimals), rounding=_check_side(side)))
+
+
 def format_percent(
     x: Any, decimals: int = 2, *, side: str = "up", vacuous: bool = False
 ) -> str:
@@ -107,7 +125,5 @@ def format_percent(
     """
     if x is None:
         return "—"
-    rounding = _check_side(side)
-    v = _read(x).scaleb(2)  # exact, unlike * 100 under the context precision
-    text = f"{v.quantize(Decimal(1).scaleb(-decimals), rounding=rounding)}%"
+    text = _fixed(_read(x).scaleb(2), decimals, side) + "%"  # exact, unlike * 100
     return text + (" (vacuous)" if vacuous else "")

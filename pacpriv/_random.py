@@ -1,10 +1,20 @@
-"""Random-number plumbing (SPEC 7): one root ``SeedSequence``, one child per trial.
+"""Random-number plumbing (SPEC 7): one root ``SeedSequence``, one child per trial, and every
+named seed stream of pacpriv, in this one module.
 
 ``rng=None`` means fresh OS entropy; an ``int``, a ``SeedSequence`` or a ``Generator``
 is accepted. Trial ``i``'s seed is the ``i``-th child of the root, computed directly
 (``SeedSequence(entropy, spawn_key=root.spawn_key + (i,))``) rather than by the stateful
 ``spawn`` method, so any subset of trials can be (re)computed in any order, on any
 worker, after any resume, with bit-identical results.
+
+The streams (children of a seed with a fixed meaning) are named here, once:
+
+* a trial's seed: :data:`SAMPLER_STREAM` (its membership mask), :data:`MECHANISM_STREAM` (the
+  mechanism's ``rng``), :data:`GLOBAL_STREAM` (reseeding the global state under fork);
+* a DP-SGD training's root: :data:`ALLOCATION_STREAM` (random-allocation batches) and
+  :data:`GRADIENT_NOISE_STREAM` (the Gaussian noise);
+* a private predictor: :data:`WORLDS_STREAM` of its public seed, :data:`SECRET_STREAM` and
+  :data:`ANSWER_NOISE_STREAM` of its separate secret seed (:func:`hashed_stream`).
 """
 
 from __future__ import annotations
@@ -16,7 +26,32 @@ import numpy as np
 
 RNGLike = None | int | np.random.SeedSequence | np.random.Generator
 
-__all__ = ["RNGLike", "as_generator", "as_seed_sequence", "seed_to_dict", "trial_seed"]
+__all__ = [
+    "ALLOCATION_STREAM",
+    "ANSWER_NOISE_STREAM",
+    "GLOBAL_STREAM",
+    "GRADIENT_NOISE_STREAM",
+    "MECHANISM_STREAM",
+    "SAMPLER_STREAM",
+    "SECRET_STREAM",
+    "WORLDS_STREAM",
+    "RNGLike",
+    "as_generator",
+    "as_seed_sequence",
+    "hashed_stream",
+    "seed_to_dict",
+    "stream_seed",
+    "trial_seed",
+]
+
+# --- the streams ---------------------------------------------------------------------------
+#: Streams of one engine trial's seed.
+SAMPLER_STREAM, MECHANISM_STREAM, GLOBAL_STREAM = 0, 1, 2
+#: Streams of a DP-SGD training's root seed.
+ALLOCATION_STREAM, GRADIENT_NOISE_STREAM = 0, 1
+#: Streams of a private predictor: its worlds (of ``rng``); the secret index and the answer
+#: noise (of ``secret_rng``, a separate seed: nothing public may derive from the secret's seed).
+WORLDS_STREAM, SECRET_STREAM, ANSWER_NOISE_STREAM = 0, 1, 2
 
 
 def as_seed_sequence(rng: RNGLike, *, name: str = "rng") -> np.random.SeedSequence:
@@ -68,3 +103,24 @@ def seed_to_dict(seed: np.random.SeedSequence) -> dict:
     raw: Any = seed.entropy
     entropy = [int(e) for e in raw] if isinstance(raw, (list, tuple, np.ndarray)) else int(raw)
     return {"entropy": entropy, "spawn_key": [int(k) for k in seed.spawn_key]}
+
+
+def stream_seed(root: np.random.SeedSequence, index: int, stream: int) -> np.random.SeedSequence:
+    """Seed of one stream (e.g. :data:`SAMPLER_STREAM`) of trial ``index`` of ``root``.
+
+    Equal to ``trial_seed(trial_seed(root, index), stream)``; pure, so it can be computed
+    on any worker (built in one step: same value as the nested form, half the hashing cost).
+    """
+    return np.random.SeedSequence(
+        root.entropy, spawn_key=(*root.spawn_key, int(index), int(stream)), pool_size=root.pool_size
+    )
+
+
+def hashed_stream(root: np.random.SeedSequence, stream: int) -> np.random.SeedSequence:
+    """A fresh ``SeedSequence`` whose entropy is hashed from ``root``'s child ``stream``.
+
+    Unlike :func:`trial_seed`, its ``seed_to_dict`` does not reveal ``root`` (for the secret
+    streams of a private predictor).
+    """
+    words = trial_seed(root, stream).generate_state(4, dtype=np.uint32)
+    return np.random.SeedSequence([int(w) for w in words])

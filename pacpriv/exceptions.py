@@ -99,7 +99,7 @@ class UndersampledWarning(PacprivWarning):
     span of the simulated outputs are charged the whole trace when the sample filled all
     ``n_trials - 1`` directions (costly), else only the numerical resolution, and then the MI
     bound holds only if the true output distribution has no variance there. Use more trials
-    than output dimensions, or ``rule="isotropic"``/``"algorithm1"``.
+    than output dimensions, or ``rule="isotropic"`` or ``Algorithm1(...)``.
     """
 
 

@@ -34,6 +34,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from pacpriv.datasets.scaling import unit_box
 __all__ = [
     "MechanismFactory",
     "available_mechanisms",
+    "load_object",
     "register_mechanism",
     "resolve_mechanism",
 ]
@@ -203,10 +205,10 @@ def register_mechanism(name: str, factory: MechanismFactory, *, force: bool = Fa
     _REGISTRY[name] = factory
 
 
-def _load_file(path_text: str):
+def _load_file(path_text: str, what: str):
     path = Path(path_text)
     if not path.is_file():
-        raise FileNotFoundError(f"mechanism file not found: {path}")
+        raise FileNotFoundError(f"{what} file not found: {path}")
     # A private module name, removed from sys.modules after loading, so cloudpickle (loky)
     # ships the function by value to worker processes, which cannot import the file by name.
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
@@ -223,13 +225,66 @@ def _load_file(path_text: str):
     return module
 
 
-def _import_module(name: str):
+def _import_module(name: str, what: str):
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as err:
         if err.name is not None and (name == err.name or name.startswith(err.name + ".")):
-            raise ValueError(f"cannot import mechanism module {name!r}: {err}") from err
+            raise ValueError(f"cannot import {what} module {name!r}: {err}") from err
         raise
+
+
+def load_object(spec: str, *, what: str = "object") -> Any:
+    """The object named by ``"package.module:attr"`` or ``"path/to/file.py:attr"``.
+
+    The one loader of user code behind every ``module:attr`` option of the CLI (mechanisms,
+    estimators, world models, output maps). Dotted attributes are allowed after the colon
+    (``"mod:Class.method"``). A ``file.py`` is loaded under a private module name that is
+    removed from ``sys.modules`` afterwards, so cloudpickle ships its functions by value to
+    worker processes (which cannot import the file by name).
+
+    Parameters
+    ----------
+    spec : str
+        ``"module:attr"`` or ``"file.py:attr"`` (a target ending in ``.py`` or holding a path
+        separator is a file).
+    what : str, default "object"
+        What the object is (``"mechanism"``, ``"estimator"``...), for the error messages.
+
+    Returns
+    -------
+    object
+        The attribute, as is (not called, not instantiated).
+
+    Raises
+    ------
+    ValueError
+        If ``spec`` has no ``:``, an empty side, a module that cannot be found, or a missing
+        attribute.
+    FileNotFoundError
+        If the file does not exist.
+    TypeError
+        If ``spec`` is not a str.
+
+    Examples
+    --------
+    >>> from pacpriv.registry import load_object
+    >>> load_object("math:sqrt")(4.0)
+    2.0
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"`spec` must be a str 'module:attr'; got {type(spec).__name__}.")
+    target, sep, attr_path = spec.rpartition(":")
+    if not sep or not target or not attr_path:
+        raise ValueError(f"spec {spec!r} must look like 'module:attr' or 'file.py:attr'.")
+    is_file = target.endswith(".py") or "/" in target or os.sep in target
+    module = _load_file(target, what) if is_file else _import_module(target, what)
+    obj = module
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{target!r} has no attribute {attr_path!r} (spec {spec!r}).")
+        obj = getattr(obj, part)
+    return obj
 
 
 def resolve_mechanism(
@@ -287,16 +342,7 @@ def resolve_mechanism(
             f"unknown mechanism {spec!r}; registered: {', '.join(available_mechanisms())}; "
             "or give 'module:function' or 'path/to/file.py:function'."
         )
-    target, attr_path = spec.rsplit(":", 1)
-    if not target or not attr_path:
-        raise ValueError(f"mechanism spec {spec!r} must look like 'module:function'.")
-    is_file = target.endswith(".py") or "/" in target or os.sep in target
-    module = _load_file(target) if is_file else _import_module(target)
-    obj = module
-    for part in attr_path.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"{target!r} has no attribute {attr_path!r} (spec {spec!r}).")
-        obj = getattr(obj, part)
+    obj = load_object(spec, what="mechanism")
     if not callable(obj):
         raise TypeError(f"{spec!r} resolved to a non-callable {type(obj).__name__}.")
     return obj, spec

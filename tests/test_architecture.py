@@ -279,3 +279,22 @@ def test_moved_paths_import_with_a_warning(old):
         mod = importlib.import_module(old)
     assert mod is importlib.import_module(MOVED[old])
     assert mod.__spec__.name == MOVED[old]
+
+
+def test_rule_names_are_special_cased_only_in_their_own_rule_module():
+    """No ``if rule == "..."`` outside the rule classes: the literal name of a rule appears in
+    its own module only (issue 24 item 2)."""
+    import re
+
+    names = ("algorithm1",)
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "mechanisms" in path.relative_to(PACKAGE).parts[:1]:
+            continue
+        text = path.read_text()
+        for name in names:
+            if re.search(rf"[\"']{re.escape(name)}[\"']", text) and path.name != "_algorithm1.py":
+                bad.append((str(path.relative_to(ROOT)), name))
+        for m in re.finditer(r"\brule\s*[!=]=\s*[\"']", text):
+            bad.append((str(path.relative_to(ROOT)), m.group(0)))
+    assert bad == []

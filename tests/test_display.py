@@ -12,6 +12,7 @@ from pacpriv.dpsgd import (
     exact_membership_inference_accuracy,
     membership_inference_accuracy_bound,
 )
+from pacpriv.pac.engine import ExecutionOptions
 
 
 class _Cells(html.parser.HTMLParser):
@@ -90,7 +91,7 @@ def test_pac_result_and_plan_display(tmp_path):
 
     data = pacpriv.load_dataset("iris")
     res = pacpriv.run_pac(make_kmeans(n_clusters=3), data.X, mi_budget=1 / 64, n_trials=60,
-                          rng=0, progress=False, target_inflation=None)
+                          rng=0, execution=ExecutionOptions(progress=False), target_inflation=None)
     text = str(res)
     assert format_value(res.posterior_success_bound, "percent-risk") in text
     assert res.label in text

@@ -11,6 +11,7 @@ from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
 from pacpriv.compare import compare_pac_dpsgd
 from pacpriv.compare.render import CHANCE_NOTE_PREFIX
 from pacpriv.compare.run import COMPARISON_RULES
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.noise._calibration import DEFAULT_RULE
 from pacpriv.report import write_report
 
@@ -92,9 +93,8 @@ def _compare(args) -> int:
         rule=args.rule,
         exact=not args.no_exact,
         public_seed=args.public_seed,
-        n_jobs=n_jobs,
         rng=args.seed,
-        progress=not args.no_progress,
+        execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress),
         per_record_trials=args.per_record_trials,
         per_record_records=args.per_record_records,
     )

@@ -34,14 +34,15 @@ from pacpriv.pac.bounds._posterior import (
     pinsker_bound,
     posterior_success_rate,
 )
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
-from pacpriv.pac.noise._calibration import DEFAULT_RULE, RULES
-from pacpriv.pac.noise._rules import RULE_TABLE
+from pacpriv.pac.noise import DEFAULT_RULE, RULE_CLASSES, RULES, rule_with
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
 from pacpriv.registry import available_mechanisms
 from pacpriv.report import build_report, write_report
 from pacpriv.report.builder import local_base_name
 from pacpriv.report.layout import posterior_command
+from pacpriv.report.pool import pool_hidden
 
 #: ``--backend`` choices.
 BACKENDS = ("loky", "threading", "multiprocessing", "sequential", "dask", "ray")
@@ -110,37 +111,38 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument(
         "--rule", default=DEFAULT_RULE, choices=RULES,
         help=f"noise rule (default {DEFAULT_RULE}: certified with confidence 1-gamma; "
-        + ", ".join(k for k, i in RULE_TABLE.items() if not i.certified)
+        + ", ".join(k for k, cls in RULE_CLASSES.items() if not cls.certified)
         + " are estimates)",
     )
     run.add_argument(
         "--confidence",
         type=number,
         default=None,
-        help="confidence 1-gamma (rule certified: default 0.95; algorithm1: required minimum)",
+        help="confidence 1-gamma (default 0.95 for " + _takers("confidence")
+        + "; a required minimum for the others that take it)",
     )
     run.add_argument(
         "--target-inflation",
         type=number,
-        default=1.2,
-        help="rule certified: warn when --trials is below what this noise power over the "
-        "oracle square-root rule needs (default 1.2; see 'pacpriv pac trials')",
+        default=None,
+        help=f"--rule {_takers('target_inflation')}: warn when --trials is below what this noise "
+        "power over the oracle square-root rule needs (default 1.2; see 'pacpriv pac trials')",
     )
     run.add_argument(
         "--c", type=number, default=None,
-        help="Algorithm 1 eigenvalue threshold c (needed by --rule algorithm1)"
+        help=f"Algorithm 1 eigenvalue threshold c (needed by --rule {_takers('c')})"
     )
     run.add_argument(
         "--beta", type=number, default=None,
-        help="Algorithm 1 slack beta in nats (needed by --rule algorithm1)"
+        help=f"Algorithm 1 slack beta in nats (needed by --rule {_takers('beta')})"
     )
     run.add_argument(
         "--output-bound",
         type=number,
         default=None,
-        help="public bound r on ||f(X)||_2 (certified: clip radius and minimum noise for "
-        "constant outputs; algorithm1: required); a simulated output above it is an error, "
-        "the release is clipped to it",
+        help="public bound r on ||f(X)||_2 (--rule " + _takers("output_bound") + "; certified: "
+        "clip radius and minimum noise for constant outputs; Algorithm 1: required); a "
+        "simulated output above it is an error, the release is clipped to it",
     )
     cpus = available_cpus()
     run.add_argument(
@@ -259,7 +261,7 @@ def _check_args(args) -> None:
         check_unit_interval(args, "--sampling-rate")
     if args.subset_size is not None and args.subset_size < 1:
         raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
-    if not args.target_inflation > 1:
+    if args.target_inflation is not None and not args.target_inflation > 1:
         raise UsageError(f"--target-inflation must be > 1; got {args.target_inflation}")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
@@ -278,12 +280,34 @@ def _check_args(args) -> None:
                          "e.g. tcp://host:8786); for this machine alone use --n-jobs")
     if args.ray_address is not None and args.backend != "ray":
         raise UsageError("--ray-address applies to --backend ray only")
-    algorithm1 = {"--c": args.c, "--beta": args.beta}
-    given = [k for k, v in algorithm1.items() if v is not None]
-    if given and args.rule != "algorithm1":
-        raise UsageError(f"{', '.join(given)} apply to --rule algorithm1 only; got --rule "
-                         f"{args.rule}")
     check_unit_interval(args, "--confidence")
+    _rule_from_flags(args)  # a flag the rule does not take, or a bad value, fails here
+
+
+#: The flag table: rule parameter -> the ``pac run`` flag that sets it (the rule classes of
+#: pacpriv.pac.noise say which rule takes which parameter).
+RULE_FLAGS = {"confidence": "--confidence", "c": "--c", "beta": "--beta",
+              "output_bound": "--output-bound", "target_inflation": "--target-inflation"}
+
+
+def _takers(parameter: str) -> str:
+    """The rules that take ``parameter`` (for help texts and errors)."""
+    return "/".join(n for n, cls in RULE_CLASSES.items() if parameter in cls.parameter_names())
+
+
+def _rule_from_flags(args):
+    """The rule object of ``--rule`` and its parameter flags (UsageError for a misapplied one)."""
+    cls = RULE_CLASSES[args.rule]
+    given = {p: getattr(args, p) for p in RULE_FLAGS if getattr(args, p) is not None}
+    misapplied = [RULE_FLAGS[p] for p in given if p not in cls.parameter_names()]
+    if misapplied:
+        owners = sorted({_takers(p.lstrip("-").replace("-", "_")) for p in misapplied})
+        raise UsageError(f"{', '.join(misapplied)} apply to --rule {' or '.join(owners)} only; "
+                         f"got --rule {args.rule}")
+    try:
+        return rule_with(args.rule, **given)
+    except ValueError as err:
+        raise UsageError(_flag_names(str(err))) from None
 
 
 #: run_pac argument names -> the flags that set them (errors name what the user typed).
@@ -336,21 +360,13 @@ def _run(args) -> int:
                 mi_budget=budget,
                 n_trials=args.trials,
                 sampler=sampler,
-                rule=args.rule,
-                confidence=args.confidence,
-                c=args.c,
-                beta=args.beta,
-                output_bound=args.output_bound,
-                target_inflation=args.target_inflation,
-                n_jobs=n_jobs,
-                backend=args.backend,
+                rule=_rule_from_flags(args),
                 rng=args.seed,
                 release=not args.no_release,
                 release_rng=args.release_seed,
-                progress=not args.no_progress,
-                checkpoint=args.checkpoint,
-                retries=args.retries,
-                timeout=args.timeout,
+                execution=ExecutionOptions(
+                    n_jobs=n_jobs, backend=args.backend, progress=not args.no_progress,
+                    checkpoint=args.checkpoint, retries=args.retries, timeout=args.timeout),
                 mechanism_name=mech_name,
                 dataset=dataset.to_dict(),
             )
@@ -383,7 +399,7 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
     print(f"trials               {sim.n_trials} (d = {sim.dim}, {sim.elapsed_s:.1f} s, "
           f"{sim.backend}, {jobs})")
-    if "pool_statistics" in report["noise"]:  # the pool is not public: scale-free only
+    if pool_hidden(report["noise"]):  # the pool is not public: scale-free only
         ratio = report["noise"].get("noise_to_spread_rms")
         print(f"noise rule           {result.plan.rule}, absolute scale not shown (the pool is "
               "not public; --report-pool-statistics to include it)"
@@ -391,7 +407,7 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
     else:
         print(f"noise rule           {result.plan.rule}, "
               f"E||B||^2 = {format_bound(result.plan.expected_noise_power, side='up')}")
-    private = "pool_statistics" in report["noise"]  # real functions of the spectrum hidden
+    private = pool_hidden(report["noise"])  # real functions of the spectrum hidden
     print(f"MI budget            {format_bound(budget)} nats, {result.label}"
           + ("" if private else f" (plan bound {format_bound(result.plan.mi_bound, side='up')})"))
     cert = result.certification()
@@ -401,7 +417,7 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
             f"certificate          {cert['method']}, {cert['n_shape_trials']} shape trials + "
             f"{cert['n_certificate_pairs']} pairs, "
             + ("" if private else
-               f"noise x{format_bound(inflation, 3, side='down')} vs plug-in, "
+               f"noise x{format_bound(inflation, 3, side='up')} vs plug-in, "
                if math.isfinite(inflation) else "noise n/a vs plug-in (0), ")
             + f"{cert['n_clipped_simulated_outputs']} simulated outputs clipped"
         )

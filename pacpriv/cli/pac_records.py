@@ -23,7 +23,8 @@ from pacpriv.pac.per_record._calibration import calibrate_per_record
 from pacpriv.pac.per_record._exposure import record_exposure
 from pacpriv.pac.samplers import PoissonSampler
 from pacpriv.report import write_report
-from pacpriv.report.builder import build_report, is_public_pool, local_base_name
+from pacpriv.report.builder import build_report, local_base_name
+from pacpriv.report.pool import is_public_pool
 
 __all__ = ["add_records_parser", "parse_records"]
 

@@ -23,6 +23,8 @@ from pacpriv.cli._user import (
     load_cli_dataset,
     load_cli_rows,
 )
+from pacpriv.pac.engine import ExecutionOptions
+from pacpriv.registry import load_object
 
 #: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
 ESTIMATORS = ("logistic", "naive_bayes", "decision_tree", "random_forest", "mlp", "ridge")
@@ -77,18 +79,10 @@ def _estimator(name: str):
     if ":" not in name:
         raise UsageError(f"--estimator must be one of {ESTIMATORS}, module:attr or "
                          f"file.py:attr; got {name!r}")
-    from pacpriv.registry import _import_module, _load_file
-
-    where, _, attr = name.rpartition(":")
-    is_file = where.endswith(".py")
-    if not is_file:
+    where = name.rpartition(":")[0]
+    if not (where.endswith(".py") or "/" in where):
         add_cwd_to_path()  # module:attr finds modules in the current folder
-    module = _load_file(where) if is_file else _import_module(where)
-    obj = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"{where!r} has no attribute {attr!r} (from --estimator {name!r})")
-        obj = getattr(obj, part)
+    obj = load_object(name, what="estimator")
     if isinstance(obj, type):  # an estimator class: instantiate with defaults
         obj = obj()
     return obj  # an estimator instance, or a fit function fit(subset) -> model
@@ -220,7 +214,7 @@ def _fit(args) -> int:
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=args.seed,
                           secret_rng=args.secret_seed)
-    pp.fit(n_jobs=args.n_jobs, progress=not args.no_progress)
+    pp.fit(execution=ExecutionOptions(n_jobs=args.n_jobs, progress=not args.no_progress))
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")

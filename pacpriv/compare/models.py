@@ -314,9 +314,11 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
     noise_root = trial_seed(root, 2)
     # An evaluation, not a release: the split and every noise draw derive from the recorded
     # root seed, so run_pac releases nothing and the report says so (EVALUATION_NOTE).
+    quiet = (replace(rule, target_inflation=None)  # the table states the trial count itself
+             if "target_inflation" in rule.parameter_names() else rule)
     pac = replace(run_pac(
-        mech, (X, y), mi_budget=v, n_trials=n_trials, sampler=sampler, rule=rule,
-        target_inflation=None, rng=trial_seed(root, 1), release=False, options=execution,
+        mech, (X, y), mi_budget=v, n_trials=n_trials, sampler=sampler, rule=quiet,
+        rng=trial_seed(root, 1), release=False, execution=execution,
         mechanism_name="logistic regression trained by noise-free SGD (public seed)",
         dataset=ds.to_dict(),
     ), evaluation=EVALUATION_NOTE)
@@ -327,7 +329,7 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
                                        attack_rng=trial_seed(attack_root, 2))
     power = pac.plan.expected_noise_power
     rows.append(ComparisonRow(
-        method=f"PAC ({rule})", family="pac", noise=math.sqrt(power / mech.dim),
+        method=f"PAC ({rule.name})", family="pac", noise=math.sqrt(power / mech.dim),
         noise_units="RMS noise std per parameter sqrt(E||B||²/d)", noise_multiplier=None,
         gradient_noise_std=None, parameter_noise_rms=math.sqrt(power / mech.dim),
         expected_noise_power=power, mi_budget=v, test_accuracy=mean, test_accuracy_std=std,
@@ -378,7 +380,7 @@ def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
         "feature_scaling": f"min-max to [-1, 1] with the {ds.bounds_source} feature ranges",
         "epochs": E, "steps_per_epoch": M, "expected_batch_size": n_mem / M,
         "max_grad_norm": C, "learning_rate": learning_rate, "optimizer": "SGD (no momentum)",
-        "n_trials": n_trials, "rule": rule, "sampler": sampler.to_dict(),
+        "n_trials": n_trials, "rule": rule.name, "sampler": sampler.to_dict(),
         "n_repeats": n_repeats, "public_seed": public_seed, "n_jobs": execution.n_jobs,
         "confidence": confidence, "attack": "loss threshold (Yeom et al. 2018)",
         "pac_simulation_s": pac.simulation.elapsed_s,

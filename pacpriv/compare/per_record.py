@@ -73,7 +73,7 @@ def per_record_row(row_cls, mech, data, *, target_accuracy, n_trials, n_records_
     n_attack = max(2, round(n_trials * holdout))
     diffs = simulate_differences(mech, (X, y), n_trials=n_trials, records=records,
                                  sampler=PoissonSampler(0.5), rng=trial_seed(root, 0),
-                                 options=execution)
+                                 execution=execution)
     cal, held = split_differences(diffs, n_trials - n_attack)
     plan = calibrate_from_differences(cal, target_accuracy=target_accuracy,
                                       confidence=confidence)

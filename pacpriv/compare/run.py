@@ -37,8 +37,13 @@ from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int, check_real
 from pacpriv.compare.results import ComparisonResult, ComparisonRow
 from pacpriv.datasets import Dataset, load_dataset
-from pacpriv.pac.engine._options import ExecutionOptions, merge_execution
-from pacpriv.pac.noise._calibration import DEFAULT_RULE, RULES
+from pacpriv.pac.engine._options import (
+    ExecutionOptions,
+    accepts_legacy_execution,
+    resolve_execution,
+)
+from pacpriv.pac.noise._registry import DEFAULT_RULE, SHORTHANDS, as_rule
+from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.per_record._checks import check_certifiable
 from pacpriv.threat_models import THREAT_MODELS
 
@@ -50,8 +55,8 @@ __all__ = [
     "compare_pac_dpsgd",
 ]
 
-#: Rules the comparison can run (Algorithm 1 needs its own parameters, not exposed here).
-COMPARISON_RULES = tuple(r for r in RULES if r != "algorithm1")
+#: Rule names the comparison takes as shorthands (any rule object is accepted too).
+COMPARISON_RULES = SHORTHANDS
 
 
 def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm,
@@ -70,8 +75,8 @@ def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm
                               low_inclusive=False, high_inclusive=False),
         public_seed=check_int(public_seed, "public_seed", low=0),
     )
-    if rule not in COMPARISON_RULES:
-        raise ValueError(f"`rule` must be one of {', '.join(COMPARISON_RULES)}; got {rule!r}.")
+    allowed = None if isinstance(rule, NoiseRule) else COMPARISON_RULES
+    values["rule"] = as_rule(rule, allowed=allowed)
     if not isinstance(dataset, Dataset):
         if not isinstance(dataset, (str, os.PathLike)):
             raise TypeError(f"`dataset` must be a name, a path or a Dataset; "
@@ -86,20 +91,16 @@ def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm
 
 
 _HOLDOUT = 0.2
-#: Defaults of the individual execution arguments of :func:`compare_pac_dpsgd`.
-_EXECUTION_DEFAULTS = {"n_jobs": None, "progress": True}
 
 
-def _execution(options, n_jobs, progress) -> ExecutionOptions:
-    """One :class:`ExecutionOptions` from ``options`` or ``n_jobs``/``progress`` (not both)."""
-    execution = ExecutionOptions(
-        **merge_execution(options, _EXECUTION_DEFAULTS, n_jobs=n_jobs, progress=progress)
-    )
+def _execution(execution: ExecutionOptions | None) -> ExecutionOptions:
+    """The comparison's execution options (no checkpoint: it runs several simulations)."""
+    execution = resolve_execution(execution)
     for key in ("checkpoint", "output_path"):
         if getattr(execution, key) is not None:
             raise ValueError(
-                f"`options.{key}` must be None for compare_pac_dpsgd (it runs two "
-                f"simulations); got {getattr(execution, key)!r}."
+                f"`options.{key}` must be None for compare_pac_dpsgd (the {key} of `execution`: "
+                f"it runs several simulations); got {getattr(execution, key)!r}."
             )
     return execution
 
@@ -121,6 +122,7 @@ def _per_record_iv(n_trials, n_records, values, pool_size) -> dict:
             "per_record_holdout": _HOLDOUT}
 
 
+@accepts_legacy_execution(names=("n_jobs", "progress"))
 def compare_pac_dpsgd(
     dataset: Any = "breast_cancer",
     *,
@@ -131,16 +133,14 @@ def compare_pac_dpsgd(
     learning_rate: float = 0.5,
     n_trials: int = 500,
     n_repeats: int = 5,
-    rule: str = DEFAULT_RULE,
+    rule: str | NoiseRule = DEFAULT_RULE,
     exact: bool = True,
     confidence: float = 0.95,
     public_seed: int = 0,
-    n_jobs: int | None = None,
     rng: RNGLike = None,
-    progress: bool = True,
     per_record_trials: int = 200,
     per_record_records: int | None = None,
-    options: ExecutionOptions | None = None,
+    execution: ExecutionOptions | None = None,
 ) -> ComparisonResult:
     """Compare PAC noise and DP-SGD at the same membership-inference accuracy bound.
 
@@ -164,8 +164,9 @@ def compare_pac_dpsgd(
         PAC simulations (>= 2); more give a better covariance estimate (d = K·(p + 1)).
     n_repeats : int, default 5
         Models per row averaged in the test accuracy (>= 1).
-    rule : str, default "certified"
-        PAC noise rule (:data:`COMPARISON_RULES`); ``"certified"`` holds with confidence 0.95
+    rule : NoiseRule or str, default "certified"
+        PAC noise rule: a rule object of :mod:`pacpriv.pac.noise`, or a name of
+        :data:`COMPARISON_RULES` for its defaults; ``"certified"`` holds with confidence 0.95
         over the simulation, the plug-in rules are estimates (the row says which).
     exact : bool, default True
         Include the DP-SGD row calibrated with the exact method.
@@ -173,16 +174,12 @@ def compare_pac_dpsgd(
         Level of the attack-accuracy intervals, in (0, 1).
     public_seed : int, default 0
         Public seed of the model initialisation and of the PAC training's batch order.
-    n_jobs : int or None
-        joblib workers of the PAC simulation (-1: all cores).
     rng : None, int, SeedSequence or Generator
         Root seed of the whole evaluation (membership split, simulation, PAC noise draws,
         DP-SGD allocations and noise, attack splits); None = fresh OS entropy. Either way it
         is recorded in ``seed`` and the reports, so the comparison is reproducible by anyone
         holding them: its models are evaluation artefacts, never private releases (the
         reports publish no model or release vector and say so).
-    progress : bool, default True
-        Progress bar of the PAC simulation.
     per_record_trials : int, default 200
         Trials of the per-record row (0 leaves the row out); each costs
         ``1 + (audited records)`` trainings; 20 % are held out for the informed attack.
@@ -191,11 +188,12 @@ def compare_pac_dpsgd(
         so the row's bound holds for all of them at once. An int ``k < n`` audits a public
         random sample (seed 0) only; the row is then labelled as a sample and its bound says
         nothing about the other ``n − k`` records.
-    options : ExecutionOptions, optional
-        Execution arguments of the PAC and per-record simulations (``n_jobs``, ``backend``,
-        ``progress``, ``retries``, ``timeout``, ``batch_size``) as one object, instead of
-        ``n_jobs``/``progress`` (not both). ``checkpoint`` and ``output_path`` must be None
-        (the comparison runs two simulations). They never change the result.
+    execution : ExecutionOptions, optional
+        How the PAC and per-record simulations run (:class:`~pacpriv.pac.engine.ExecutionOptions`:
+        ``n_jobs``, ``backend``, ``progress``, ``retries``, ``timeout``, ``batch_size``);
+        ``checkpoint`` and ``output_path`` must be None (the comparison runs several
+        simulations). Never changes the result. The 0.2 keywords ``n_jobs=``, ``progress=`` and
+        ``options=`` still work for one release.
 
     Returns
     -------
@@ -205,7 +203,7 @@ def compare_pac_dpsgd(
     ------
     TypeError, ValueError
         Invalid arguments (the message names the argument and its range), a dataset
-        without class labels, or ``options`` with a ``checkpoint`` or ``output_path``.
+        without class labels, or ``execution`` with a ``checkpoint`` or ``output_path``.
     ImportError
         If torch is missing (``pip install pacpriv[torch]``).
 
@@ -232,16 +230,16 @@ def compare_pac_dpsgd(
     """
     ds, values = _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm,
                              learning_rate, n_trials, n_repeats, rule, confidence, public_seed)
-    if not isinstance(exact, bool) or not isinstance(progress, bool):
-        raise TypeError("`exact` and `progress` must be bools.")
+    if not isinstance(exact, bool):
+        raise TypeError("`exact` and `progress` must be bools (`exact`: include the exact-σ row).")
     per_record = _per_record_iv(per_record_trials, per_record_records, values, ds.n_records)
-    execution = _execution(options, n_jobs, progress)
+    execution = _execution(execution)
 
     tic = time.perf_counter()
     root = as_seed_sequence(rng)
     from pacpriv.compare.models import run_comparison  # imports torch (extra pacpriv[torch])
 
-    parts = run_comparison(ds, root=root, rule=rule, exact=exact, execution=execution,
+    parts = run_comparison(ds, root=root, exact=exact, execution=execution,
                            **values, **per_record)
     return ComparisonResult(
         target_accuracy=values["target_accuracy"],

@@ -11,12 +11,12 @@ sequential trainings (:func:`train_reference`) to float round-off.
 ``import pacpriv`` does not import this package; importing it imports torch.
 """
 
+from pacpriv.ensemble._convert import loss_from_torch, optimizer_from_torch
 from pacpriv.ensemble._ensemble import Ensemble
 from pacpriv.ensemble._mechanisms import (
     EnsembleLogisticRegression,
     EnsembleMechanism,
-    EnsembleMLP,
-    TanhMLP,
+    trial_seed_of,
 )
 from pacpriv.ensemble._memory import (
     DEFAULT_MEMORY_FRACTION,
@@ -24,6 +24,7 @@ from pacpriv.ensemble._memory import (
     available_memory,
     choose_chunk_size,
 )
+from pacpriv.ensemble._mlp import EnsembleMLP, TanhMLP
 from pacpriv.ensemble._reference import train_reference
 from pacpriv.ensemble._spec import (
     BATCH_STREAM,
@@ -56,12 +57,15 @@ __all__ = [
     "SGD",
     "Shuffled",
     "TrainingSpec",
+    "loss_from_torch",
+    "optimizer_from_torch",
     "torch_generator",
     # mechanisms evaluating a block of subsets at once (masks in, one row per subset out)
     "EnsembleLogisticRegression",
     "EnsembleMLP",
     "EnsembleMechanism",
     "TanhMLP",
+    "trial_seed_of",
     # memory bound
     "DEFAULT_MEMORY_FRACTION",
     "MemoryEstimate",

@@ -60,12 +60,10 @@ class LinearGradients:
 
     def gather(self, pool: tuple[torch.Tensor, ...], index: torch.Tensor, g: int,
                length: int) -> tuple[torch.Tensor, ...]:
-        """``(x_aug (g, L, q), x_augᵀ (g, q, L), T (g, m, L), sq (g, L))`` of rows ``index``."""
+        """``(x_aug (g, L, q), T (g, m, L), sq (g, L))`` of the rows ``index``."""
         rows = pool[0].index_select(0, index).reshape(g, length, -1)
         q, m = self.q, self.m
-        xa = rows[..., :q]
-        return (xa, xa.transpose(1, 2).contiguous(), rows[..., q:q + m].transpose(1, 2),
-                rows[..., q + m])
+        return rows[..., :q], rows[..., q:q + m].transpose(1, 2), rows[..., q + m]
 
     def _augmented(self, params: Params) -> torch.Tensor:
         w = params["weight"]
@@ -78,7 +76,9 @@ class LinearGradients:
         return out
 
     def _delta(self, params: Params, data: tuple[torch.Tensor, ...]) -> torch.Tensor:
-        return self.delta(torch.bmm(self._augmented(params), data[1]), data[2])
+        # logits (g, L, m) by one batched product, then laid out (g, m, L) (a small copy)
+        z = torch.bmm(data[0], self._augmented(params).transpose(1, 2))
+        return self.delta(z.transpose(1, 2).contiguous(), data[1])
 
     def gradients(self, params: Params, data: tuple[torch.Tensor, ...],
                   weight: torch.Tensor) -> Params:
@@ -90,7 +90,7 @@ class LinearGradients:
                      weight: torch.Tensor, max_grad_norm: float) -> Params:
         """``Σ_i w_i clip_C(∇ℓ_i)`` per model, with the norms in closed form."""
         d = self._delta(params, data)
-        norms = (d.square().sum(1) * data[3]).sqrt()
+        norms = (d.square().sum(1) * data[2]).sqrt()
         factor = (max_grad_norm / (norms + CLIP_EPS)).clamp(max=1.0) * weight
         return self._split(torch.bmm(d * factor.unsqueeze(1), data[0]))
 

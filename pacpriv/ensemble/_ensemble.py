@@ -9,6 +9,7 @@ import numpy as np
 
 from pacpriv._validation import check_int
 from pacpriv.ensemble._init import parameter_names, prepare_template
+from pacpriv.ensemble._stacked import stacked_forward
 from pacpriv.ensemble._torch import resolve_device, resolve_dtype, torch
 
 __all__ = ["Ensemble"]
@@ -105,6 +106,38 @@ class Ensemble:
             start = stop
         return cls(template=tmpl, parameters=params, chunk_size=int(values.shape[0]))
 
+    @classmethod
+    def from_modules(cls, modules, *, dtype: str | torch.dtype = "float32",
+                     device: str | torch.device = "cpu") -> Ensemble:
+        """Stack K trained modules of one architecture (``torch.func.stack_module_state``).
+
+        Parameters
+        ----------
+        modules : sequence of torch.nn.Module
+            K >= 1 modules with the same parameter names and shapes (the first is the
+            template); they are copied, never modified.
+        dtype, device
+            As :meth:`from_flat`.
+
+        Raises
+        ------
+        ValueError
+            If ``modules`` is empty or the modules' parameters differ in names or shapes.
+        """
+        modules = list(modules)
+        if not modules:
+            raise ValueError("`modules` must hold at least one torch.nn.Module.")
+        dt, dev = resolve_dtype(dtype), resolve_device(device)
+        copies = [prepare_template(m, dtype=dt, device=dev) for m in modules]
+        shapes = [[(n, tuple(p.shape)) for n, p in m.named_parameters()] for m in copies]
+        bad = [k for k, s in enumerate(shapes) if s != shapes[0]]
+        if bad:
+            raise ValueError(f"module {bad[0]} has other parameter names or shapes than module "
+                             "0: every module must have the same architecture.")
+        params, _ = torch.func.stack_module_state(copies)
+        return cls(template=copies[0], parameters={n: p.detach() for n, p in params.items()},
+                   chunk_size=len(copies))
+
     def module(self, k: int) -> torch.nn.Module:
         """A standalone copy of the template holding model ``k``'s parameters."""
         k = check_int(k, "k", low=0, high=self.n_models - 1)
@@ -117,20 +150,27 @@ class Ensemble:
     def forward(self, X) -> torch.Tensor:
         """Outputs of every model on every row of ``X``: shape ``(K, n, *out)``, no gradients.
 
+        One batched product per layer for linear layers, sequences of them with element-wise
+        activations and :class:`~pacpriv.ensemble.TanhMLP` (:mod:`pacpriv.ensemble._stacked`);
+        a ``vmap`` of ``functional_call`` for any other architecture.
+
         Parameters
         ----------
         X : array-like or torch.Tensor of shape (n, ...)
             Query rows; cast to the ensemble's dtype and device.
         """
-        x = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X)
+        x = X if isinstance(X, torch.Tensor) else torch.from_numpy(np.asarray(X))
         x = x.to(dtype=self.dtype, device=self.device)
-        buffers = dict(self.template.named_buffers())
-        template = self.template
+        with torch.inference_mode():
+            out = stacked_forward(self.template, self.parameters, x)
+            if out is not None:
+                return out
+            buffers = dict(self.template.named_buffers())
+            template = self.template
 
-        def one(p: dict[str, torch.Tensor], xb: torch.Tensor) -> torch.Tensor:
-            return functional_call(template, (p, buffers), (xb,))
+            def one(p: dict[str, torch.Tensor], xb: torch.Tensor) -> torch.Tensor:
+                return functional_call(template, (p, buffers), (xb,))
 
-        with torch.no_grad():
             return vmap(one, in_dims=(0, None))(self.parameters, x)
 
     def evaluate(self, X) -> np.ndarray:

@@ -17,7 +17,9 @@ import numpy as np
 
 from pacpriv.ensemble._torch import torch
 
-__all__ = ["CLIP_EPS", "FuncGradients", "LossArg", "draw_noise", "resolve_loss"]
+__all__ = [
+    "CLIP_EPS", "FuncGradients", "LossArg", "checked_losses", "draw_noise", "resolve_loss",
+]
 
 #: opacus' stabiliser in the clipping factor (the same as ``train_dpsgd``).
 CLIP_EPS = 1e-6
@@ -126,7 +128,7 @@ class FuncGradients:
         def objective(p: Params, xb: torch.Tensor, yb: torch.Tensor,
                       wb: torch.Tensor) -> torch.Tensor:
             out = functional_call(template, (p, buffers), (xb,))
-            return (_checked(loss(out, yb), xb.shape[0]) * wb).sum()
+            return (checked_losses(loss(out, yb), xb.shape[0]) * wb).sum()
 
         x, y = data
         return vmap(grad(objective))(params, x, y, weight)
@@ -144,7 +146,7 @@ class FuncGradients:
 
         def one(p: Params, xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
             out = functional_call(template, (p, buffers), (xi.unsqueeze(0),))
-            return _checked(loss(out, yi.unsqueeze(0)), 1).sum()
+            return checked_losses(loss(out, yi.unsqueeze(0)), 1).sum()
 
         x, y = data
         per_example = vmap(vmap(grad(one), in_dims=(None, 0, 0)))(params, x, y)
@@ -157,7 +159,8 @@ class FuncGradients:
                 for name, t in per_example.items()}
 
 
-def _checked(values: torch.Tensor, b: int) -> torch.Tensor:
+def checked_losses(values: torch.Tensor, b: int) -> torch.Tensor:
+    """``values`` if it holds one loss per example (shape ``(b,)``), else a ValueError."""
     if values.shape != (b,):
         raise ValueError(f"`loss` must return one value per example, shape ({b},); got shape "
                          f"{tuple(values.shape)}.")

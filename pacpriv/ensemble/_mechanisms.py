@@ -2,10 +2,13 @@
 
 The block contract for the PAC engine: ``run_block(pool, masks, seeds=...)`` takes a pool
 ``(X, y)``, a ``(B, n_records)`` boolean array of membership masks and B per-trial
-``SeedSequence`` children, and returns a ``(B, d)`` float64 array whose row ``b`` depends only on
-``pool[masks[b]]`` and ``seeds[b]``: the same for any block size (bit for bit on one machine and
-build; :mod:`pacpriv.ensemble._schedule` explains why). ``mechanism(subset, rng=seed)`` is the
-one-trial form of the same computation, for the engine's one-trial-per-task path.
+``SeedSequence`` children (the engine's mechanism-stream seeds of the block's trials), and
+returns a ``(B, d)`` float64 array whose row ``b`` is a function of ``pool[masks[b]]`` and
+``seeds[b]`` only: it agrees across block sizes to float round-off, and is bit-identical for
+the same blocks (:mod:`pacpriv.ensemble._schedule`). ``mechanism(subset, rng=...)`` is the
+one-trial form of the same computation, for the engine's one-trial-per-task path; given the
+engine's ``numpy.random.default_rng(seed)`` it trains with ``seed`` itself
+(:func:`trial_seed_of`), so both paths use the same seed per trial.
 """
 
 from __future__ import annotations
@@ -16,11 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pacpriv._random import as_seed_sequence
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int
 from pacpriv.ensemble._gradients import LossArg
 from pacpriv.ensemble._spec import (
     SGD,
-    Adam,
     Clipping,
     FullBatch,
     RandomAllocation,
@@ -29,10 +31,18 @@ from pacpriv.ensemble._spec import (
 from pacpriv.ensemble._torch import torch
 from pacpriv.ensemble._train import train_ensemble
 
-__all__ = ["EnsembleLogisticRegression", "EnsembleMLP", "EnsembleMechanism", "TanhMLP"]
+__all__ = [
+    "EnsembleLogisticRegression",
+    "EnsembleMechanism",
+    "as_block",
+    "class_positions",
+    "pool_arrays",
+    "trial_seed_of",
+]
 
 
-def _pool(pool) -> tuple[np.ndarray, np.ndarray]:
+def pool_arrays(pool) -> tuple[np.ndarray, np.ndarray]:
+    """``(X (n, p) float64, y (n,))`` of a supervised pool; a 1-D ``X`` is one feature."""
     if not (isinstance(pool, tuple) and len(pool) == 2):
         raise ValueError(f"the pool must be a tuple (X, y); got {type(pool).__name__}.")
     X = np.asarray(pool[0], dtype=np.float64)
@@ -45,8 +55,9 @@ def _pool(pool) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def _all_true(subset) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
-    X, y = _pool(subset)
+def as_block(subset) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """One subset as a block: ``(subset, all-true mask of shape (1, n))``."""
+    X, y = pool_arrays(subset)
     return (X, y), np.ones((1, X.shape[0]), dtype=bool)
 
 
@@ -89,16 +100,32 @@ class EnsembleMechanism:
         ValueError, TypeError
             As :func:`pacpriv.ensemble.train_ensemble`, before any training.
         """
-        X, y = _pool(pool)
+        X, y = pool_arrays(pool)
         return train_ensemble(self.model, X, y, masks, seeds=seeds, training=self.training,
                               loss=self.loss, init=self.init, dtype=self.dtype,
                               device=self.device,
                               memory_limit=self.memory_limit).flat_parameters()
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
-        """One subset ``(X, y)``; ``rng`` is the trial's seed (None: fresh OS entropy)."""
-        pool, masks = _all_true(subset)
-        return self.run_block(pool, masks, seeds=[as_seed_sequence(rng)])[0]
+        """One subset ``(X, y)``; ``rng`` is the trial's seed or Generator (see
+        :func:`trial_seed_of`; None: fresh OS entropy)."""
+        pool, masks = as_block(subset)
+        return self.run_block(pool, masks, seeds=[trial_seed_of(rng)])[0]
+
+
+def trial_seed_of(rng) -> np.random.SeedSequence:
+    """The ``SeedSequence`` a trial's ``rng`` stands for.
+
+    A ``numpy.random.Generator`` built from a SeedSequence (``default_rng(seed)``, what the
+    engine passes) gives that ``seed`` back (``rng.bit_generator.seed_seq``, whatever was drawn
+    since); a SeedSequence is itself; an int ``i`` is ``SeedSequence(i)``; None is fresh OS
+    entropy (:func:`pacpriv._random.as_seed_sequence` for the rest).
+    """
+    if isinstance(rng, np.random.Generator):
+        seq = getattr(rng.bit_generator, "seed_seq", None)
+        if isinstance(seq, np.random.SeedSequence):
+            return seq
+    return as_seed_sequence(rng)
 
 
 def _seed_int(seed: int, stream: int) -> int:
@@ -213,11 +240,11 @@ class EnsembleLogisticRegression:
             If the pool is not ``(X, y)`` with ``p`` features and labels in ``0..K-1``, or the
             masks are invalid.
         """
-        X, y = _pool(pool)
+        X, y = pool_arrays(pool)
         if X.shape[1] != self.n_features:
             raise ValueError(f"the pool has {X.shape[1]} features; the mechanism expects "
                              f"n_features={self.n_features}.")
-        labels = _labels(y, range(self.n_classes))
+        labels = class_positions(y, range(self.n_classes))
         n_models = np.asarray(masks).shape[0] if np.ndim(masks) == 2 else 1
         public = np.random.SeedSequence(_seed_int(self.public_seed, 1))
         return train_ensemble(self.model(), X, labels, masks, seeds=[public] * n_models,
@@ -227,11 +254,11 @@ class EnsembleLogisticRegression:
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Parameters trained on one subset ``(X, y)``, shape ``(d,)``; ``rng`` is ignored."""
-        pool, masks = _all_true(subset)
+        pool, masks = as_block(subset)
         return self.run_block(pool, masks)[0]
 
 
-def _labels(y: np.ndarray, classes) -> np.ndarray:
+def class_positions(y: np.ndarray, classes) -> np.ndarray:
     """Positions of the labels in the public class list (a ValueError names no value)."""
     classes_arr = np.asarray(list(classes))
     order = np.argsort(classes_arr, kind="stable")
@@ -241,139 +268,3 @@ def _labels(y: np.ndarray, classes) -> np.ndarray:
         raise ValueError(f"the pool has a label outside the public class list of "
                          f"{len(classes_arr)} classes.")
     return idx.astype(np.int64)
-
-
-class TanhMLP(torch.nn.Module):
-    """``tanh(x W1 + b1) W2 + b2`` with ``W1 (p, h)``, ``W2 (h, K)`` (the ``mlp`` layout).
-
-    Initialised as the ``mlp`` mechanism: ``U(±1/√fan_in)`` from
-    ``torch.rand(..., generator=torch.Generator().manual_seed(public_seed))`` in float64, in
-    the order ``W1, b1, W2, b2`` (fan-in ``p, p, h, h``).
-    """
-
-    def __init__(self, n_features: int, hidden_units: int, n_classes: int, *,
-                 public_seed: int = 0) -> None:
-        super().__init__()
-        gen = torch.Generator().manual_seed(int(public_seed))
-        p, h, k = n_features, hidden_units, n_classes
-
-        def uniform(shape: tuple[int, ...], fan_in: int) -> torch.nn.Parameter:
-            u = torch.rand(shape, generator=gen, dtype=torch.float64)
-            return torch.nn.Parameter((2.0 * u - 1.0) * (1.0 / np.sqrt(fan_in)))
-
-        self.W1 = uniform((p, h), p)
-        self.b1 = uniform((h,), p)
-        self.W2 = uniform((h, k), h)
-        self.b2 = uniform((k,), h)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits, shape ``(n, K)``."""
-        return torch.tanh(x @ self.W1 + self.b1) @ self.W2 + self.b2
-
-
-@dataclass(frozen=True)
-class EnsembleMLP:
-    """The ``mlp`` mechanism (:class:`pacpriv.mechanisms.mlp.MLPParameters`) in blocks.
-
-    A one-hidden-layer tanh network (:class:`TanhMLP`) trained by ``epochs`` full-batch Adam
-    steps (Kingma & Ba, ICLR 2015) on the mean cross-entropy with L2 ``weight_decay``, from the
-    public initialisation, on ``(X − center)/scale``. Deterministic in the subset: trial seeds
-    are accepted and ignored. An empty subset returns the initial parameters.
-
-    Parameters
-    ----------
-    classes : tuple
-        Public class list (``>= 2`` distinct labels).
-    hidden_units, epochs : int
-        ``h >= 1`` and ``E >= 0``.
-    learning_rate, weight_decay : float
-        Adam step ``> 0`` and L2 ``>= 0``.
-    public_seed : int
-    center, scale : tuple of float or None
-        Public standardisation constants (scalars or per feature).
-    dtype : {"float64", "float32"}, default "float64"
-        float64 reproduces the ``mlp`` mechanism.
-    device : str, default "cpu"
-    memory_limit : float, optional
-
-    Notes
-    -----
-    Output: ``[W1 (p·h), b1 (h), W2 (h·K), b2 (K)]`` in float64, as the ``mlp`` mechanism.
-    """
-
-    classes: tuple = (0, 1)
-    hidden_units: int = 8
-    epochs: int = 50
-    learning_rate: float = 0.05
-    weight_decay: float = 1e-4
-    public_seed: int = 0
-    center: tuple | None = None
-    scale: tuple | None = None
-    dtype: str = "float64"
-    device: str = "cpu"
-    memory_limit: float | None = None
-
-    def __post_init__(self) -> None:
-        classes = tuple(np.asarray(self.classes).tolist())
-        if len(classes) < 2 or len(set(classes)) != len(classes):
-            raise ValueError(f"`classes` must list at least 2 distinct labels; got "
-                             f"{len(classes)} with {len(set(classes))} distinct.")
-        object.__setattr__(self, "classes", classes)
-        check_int(self.hidden_units, "hidden_units", low=1)
-        check_int(self.public_seed, "public_seed", low=0)
-        self.training_spec()  # validates epochs, learning_rate, weight_decay
-        for name in ("center", "scale"):
-            value = getattr(self, name)
-            if value is not None:
-                arr = np.atleast_1d(np.asarray(value, dtype=np.float64))
-                if not np.all(np.isfinite(arr)) or (name == "scale" and np.any(arr <= 0)):
-                    raise ValueError(f"`{name}` must be finite{' and > 0' * (name == 'scale')}.")
-                object.__setattr__(self, name, tuple(arr.tolist()))
-
-    @classmethod
-    def from_mlp(cls, mechanism, **options) -> EnsembleMLP:
-        """The ensemble form of an ``mlp`` mechanism (reads its public attributes)."""
-        return cls(classes=mechanism.classes, hidden_units=mechanism.hidden_units,
-                   epochs=mechanism.epochs, learning_rate=mechanism.learning_rate,
-                   weight_decay=mechanism.weight_decay, public_seed=mechanism.public_seed,
-                   center=mechanism.center, scale=mechanism.scale, **options)
-
-    def training_spec(self) -> TrainingSpec:
-        """Full-batch Adam on the mean loss for ``epochs`` steps."""
-        return TrainingSpec(Adam(check_real(self.learning_rate, "learning_rate", low=0.0,
-                                            low_inclusive=False),
-                                 weight_decay=self.weight_decay), epochs=self.epochs)
-
-    def output_dim(self, n_features: int) -> int:
-        """``p·h + h + h·K + K``."""
-        h, k = self.hidden_units, len(self.classes)
-        return n_features * h + h + h * k + k
-
-    def run_block(self, pool, masks, *, seeds: Sequence | None = None) -> np.ndarray:
-        """Trained parameters of each subset, shape ``(B, d)`` float64; ``seeds`` is ignored.
-
-        Raises
-        ------
-        ValueError
-            If the pool is not ``(X, y)``, a label is outside ``classes``, or the masks are
-            invalid.
-        """
-        X, y = _pool(pool)
-        if self.center is not None:
-            X = X - np.asarray(self.center)
-        if self.scale is not None:
-            X = X / np.asarray(self.scale)
-        labels = _labels(y, self.classes)
-        net = TanhMLP(X.shape[1], self.hidden_units, len(self.classes),
-                      public_seed=self.public_seed)
-        n_models = np.asarray(masks).shape[0] if np.ndim(masks) == 2 else 1
-        public = np.random.SeedSequence(self.public_seed)  # unused: full batch, shared init
-        return train_ensemble(net, X, labels, masks, seeds=[public] * n_models,
-                              training=self.training_spec(), init="shared", dtype=self.dtype,
-                              device=self.device,
-                              memory_limit=self.memory_limit).flat_parameters()
-
-    def __call__(self, subset, *, rng=None) -> np.ndarray:
-        """Parameters trained on one subset ``(X, y)``; ``rng`` is ignored."""
-        pool, masks = _all_true(subset)
-        return self.run_block(pool, masks)[0]

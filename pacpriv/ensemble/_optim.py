@@ -57,8 +57,11 @@ def _per_model(values: np.ndarray, like: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(values, dtype=like.dtype).reshape(shape).to(like.device)
 
 
-def _mask(active: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    return active.reshape((active.shape[0],) + (1,) * (like.ndim - 1))
+def _where(active: torch.Tensor | None, new: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """``new`` for the active models, ``old`` for the others (all active: ``new``)."""
+    if active is None:
+        return new
+    return torch.where(active.reshape((active.shape[0],) + (1,) * (new.ndim - 1)), new, old)
 
 
 def optimizer_step(optimizer: Optimizer, params: Params, grads: Params, state: OptimizerState,
@@ -83,7 +86,7 @@ def optimizer_step(optimizer: Optimizer, params: Params, grads: Params, state: O
     if not active.any():
         return params
     device = next(iter(params.values())).device
-    act = torch.as_tensor(active, device=device)
+    act = None if active.all() else torch.as_tensor(active, device=device)
     if isinstance(optimizer, SGD):
         out = _sgd(optimizer, params, grads, state, act)
     else:
@@ -93,25 +96,26 @@ def optimizer_step(optimizer: Optimizer, params: Params, grads: Params, state: O
 
 
 def _sgd(opt: SGD, params: Params, grads: Params, state: OptimizerState,
-         act: torch.Tensor) -> Params:
+         act: torch.Tensor | None) -> Params:
     out = {}
-    first = torch.as_tensor(state.steps == 0, device=act.device)
+    first = state.steps == 0
     for name, p in params.items():
         d = grads[name]
         if opt.weight_decay != 0:
             d = d.add(p, alpha=opt.weight_decay)
         if opt.momentum != 0:
             buf = state.buffers["momentum"][name]
-            new_buf = torch.where(_mask(first, p), d,
-                                  (buf * opt.momentum).add(d, alpha=1 - opt.dampening))
-            state.buffers["momentum"][name] = torch.where(_mask(act, p), new_buf, buf)
+            new_buf = (buf * opt.momentum).add(d, alpha=1 - opt.dampening)
+            if first.any():  # a model's first step: the buffer is the gradient itself
+                new_buf = _where(torch.as_tensor(first, device=p.device), d, new_buf)
+            state.buffers["momentum"][name] = _where(act, new_buf, buf)
             d = d.add(new_buf, alpha=opt.momentum) if opt.nesterov else new_buf
-        out[name] = torch.where(_mask(act, p), p.add(d, alpha=-opt.learning_rate), p)
+        out[name] = _where(act, p.add(d, alpha=-opt.learning_rate), p)
     return out
 
 
 def _adam(opt: Adam, params: Params, grads: Params, state: OptimizerState,
-          act: torch.Tensor) -> Params:
+          act: torch.Tensor | None) -> Params:
     step = (state.steps + 1).astype(np.float64)
     # torch: Python floats bias_correction = 1 - beta ** step, step_size = lr / bc1
     bc1 = np.array([1 - opt.beta1 ** s for s in step])
@@ -128,8 +132,7 @@ def _adam(opt: Adam, params: Params, grads: Params, state: OptimizerState,
         v = torch.addcmul(v_old * opt.beta2, g, g, value=1 - opt.beta2)
         denom = (v.sqrt() / _per_model(bc2_sqrt, p)).add(opt.eps)
         new = p + (_per_model(neg_step_size, p) * m) / denom
-        mask = _mask(act, p)
-        state.buffers["exp_avg"][name] = torch.where(mask, m, m_old)
-        state.buffers["exp_avg_sq"][name] = torch.where(mask, v, v_old)
-        out[name] = torch.where(mask, new, p)
+        state.buffers["exp_avg"][name] = _where(act, m, m_old)
+        state.buffers["exp_avg_sq"][name] = _where(act, v, v_old)
+        out[name] = _where(act, new, p)
     return out

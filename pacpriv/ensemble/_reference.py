@@ -13,7 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from pacpriv._random import trial_seed
-from pacpriv.ensemble._gradients import CLIP_EPS, LossArg, PerExampleLoss, resolve_loss
+from pacpriv.ensemble._gradients import (
+    CLIP_EPS,
+    LossArg,
+    PerExampleLoss,
+    checked_losses,
+    resolve_loss,
+)
 from pacpriv.ensemble._init import initialise, prepare_template
 from pacpriv.ensemble._inputs import as_data, as_masks, check_init
 from pacpriv.ensemble._schedule import batch_positions
@@ -140,10 +146,12 @@ def _batch_gradient(net: torch.nn.Module, loss: PerExampleLoss, xb: torch.Tensor
     if clipping is None:
         if b == 0:
             return [torch.zeros_like(p) for p in params]
-        return list(torch.autograd.grad(loss(net(xb), yb).sum() / divisor, params))
+        return list(torch.autograd.grad(checked_losses(loss(net(xb), yb), b).sum() / divisor,
+                                        params))
     total = [torch.zeros_like(p) for p in params]
     for i in range(b):  # the definition: one example at a time
-        g = torch.autograd.grad(loss(net(xb[i:i + 1]), yb[i:i + 1]).sum(), params)
+        g = torch.autograd.grad(checked_losses(loss(net(xb[i:i + 1]), yb[i:i + 1]), 1).sum(),
+                                params)
         norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(t) for t in g]))
         factor = (clipping.max_grad_norm / (norm + CLIP_EPS)).clamp(max=1.0)
         total = [s + factor * t for s, t in zip(total, g, strict=True)]

@@ -150,11 +150,13 @@ class FullBatch:
 
 @dataclass(frozen=True)
 class Shuffled:
-    """Minibatches of a fresh permutation each epoch, like ``DataLoader(shuffle=True)``.
+    """Minibatches of a fresh permutation each epoch (sampling without replacement).
 
     Model ``k`` draws ``torch.randperm(n_k)`` from its batch generator every epoch and takes
     consecutive slices of ``batch_size`` (the last one shorter; ``drop_last=False``), so it
-    takes ``ceil(n_k / batch_size)`` steps per epoch.
+    takes ``ceil(n_k / batch_size)`` steps per epoch. The first epoch's batches are those of
+    ``BatchSampler(RandomSampler(generator=g), batch_size, drop_last=False)``; a DataLoader
+    also draws worker seeds from its generator, so its later epochs differ.
 
     Parameters
     ----------

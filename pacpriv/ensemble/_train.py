@@ -70,7 +70,7 @@ def train_ensemble(
     seeds: Sequence[np.random.SeedSequence] | RNGLike,
     training: TrainingSpec,
     loss: LossArg = "cross_entropy",
-    init: str = "seeded",
+    init: str | Ensemble = "seeded",
     dtype: str | torch.dtype = "float32",
     device: str | torch.device = "cpu",
     memory_limit: float | None = None,
@@ -80,7 +80,9 @@ def train_ensemble(
     """Train K copies of ``model``, copy ``k`` on the records where ``masks[k]`` is true.
 
     Equal, to float round-off, to K calls of :func:`pacpriv.ensemble.train_reference` with the
-    same seeds; identical for any ``chunk_size`` (and so any ``memory_limit``).
+    same seeds, whatever ``chunk_size`` (or ``memory_limit``): each model's batches, noise and
+    steps come from its own seed; only the floating-point summation order of the batched
+    kernels depends on the chunk, and a rerun with the same chunks is bit-identical.
 
     Parameters
     ----------
@@ -101,10 +103,12 @@ def train_ensemble(
         Optimiser, epochs, batching, reduction, clipping and noise.
     loss : {"cross_entropy", "mse"} or callable, default "cross_entropy"
         Per-example loss (``callable(outputs, targets) -> (b,)``).
-    init : {"seeded", "shared"}, default "seeded"
+    init : {"seeded", "shared"} or Ensemble, default "seeded"
         ``"seeded"``: model ``k`` drawn with torch's default laws from child 2 of its seed
         (:func:`pacpriv.ensemble._init.initialise`); ``"shared"``: every model starts from
-        ``model``'s current parameters (a public initialisation).
+        ``model``'s current parameters (a public initialisation); an :class:`Ensemble` of K
+        models of this architecture: model ``k`` starts from its model ``k`` (for instance
+        ``Ensemble.from_modules`` of modules built the caller's way).
     dtype : {"float32", "float64"}, default "float32"
         Training precision (no mixed precision).
     device : {"cpu", "cuda", "cuda:i"} or torch.device, default "cpu"
@@ -112,7 +116,7 @@ def train_ensemble(
         Bytes the working set may take; default a quarter of the available RAM (CPU) or of the
         free memory of the GPU. Sets the chunk of models trained together.
     chunk_size : int, optional
-        Models per chunk, overriding ``memory_limit`` (results do not depend on it).
+        Models per chunk, overriding ``memory_limit`` (results agree to round-off).
     progress : bool, default False
         A tqdm bar over models.
 
@@ -128,6 +132,27 @@ def train_ensemble(
     ValueError
         If the data, masks, seeds, device, dtype, memory limit or model are invalid (the
         message names the argument), or one model does not fit in ``memory_limit``.
+
+    Examples
+    --------
+    Four logistic regressions on four random halves, and model 2 trained alone:
+
+    >>> import numpy as np, torch
+    >>> from pacpriv.ensemble import SGD, Shuffled, TrainingSpec, train_reference
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(30, 3)), rng.integers(0, 2, size=30)
+    >>> masks = rng.random((4, 30)) < 0.5
+    >>> spec = TrainingSpec(SGD(0.1, momentum=0.9), epochs=5, batching=Shuffled(4))
+    >>> seeds = np.random.SeedSequence(0).spawn(4)
+    >>> ens = train_ensemble(torch.nn.Linear(3, 2), X, y, masks, seeds=seeds,
+    ...                      training=spec, dtype="float64")
+    >>> ens.flat_parameters().shape
+    (4, 8)
+    >>> alone = train_reference(torch.nn.Linear(3, 2), X, y, masks[2], seed=seeds[2],
+    ...                         training=spec, dtype="float64")
+    >>> w = alone.weight.detach().numpy()
+    >>> bool(np.abs(ens.module(2).weight.detach().numpy() - w).max() < 1e-12)
+    True
     """
     if not isinstance(training, TrainingSpec):
         raise TypeError(f"`training` must be a pacpriv.ensemble.TrainingSpec; got "
@@ -135,15 +160,16 @@ def train_ensemble(
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     template = prepare_template(model, dtype=dt, device=dev)
     loss_fn = resolve_loss(loss)
-    init = check_init(init)
     limit, chunk = check_memory_limit(memory_limit), check_chunk_size(chunk_size)
     Xt, yt = as_data(X, y, dtype=dt, device=dev)
     member = as_masks(masks, Xt.shape[0])
     n_models = member.shape[0]
     seed_list = as_seeds(seeds, n_models)
+    init = _check_init(init, template, n_models)
     subsets = subsets_of(member)
     if chunk is None:
-        estimate = estimate_memory(template, Xt, training, max(s.size for s in subsets))
+        estimate = estimate_memory(template, Xt, training=training,
+                                   largest_subset=max(s.size for s in subsets))
         if limit is None:
             limit = int(DEFAULT_MEMORY_FRACTION * available_memory(dev))
         chunk = choose_chunk_size(estimate, memory_limit=limit, n_models=n_models)
@@ -156,7 +182,7 @@ def train_ensemble(
     with tqdm(total=n_models, disable=not progress, desc="ensemble", unit="model") as bar:
         for start in range(0, n_models, chunk):
             stop = min(n_models, start + chunk)
-            params = _initial(template, seed_list[start:stop], init)
+            params = _initial(template, seed_list[start:stop], init, start)
             params = trainer.train(params, subsets[start:stop], seed_list[start:stop])
             for name, value in params.items():
                 out[name][start:stop] = value
@@ -164,13 +190,14 @@ def train_ensemble(
     return Ensemble(template=template, parameters=out, chunk_size=chunk)
 
 
-def estimate_memory(template: torch.nn.Module, X: torch.Tensor, training: TrainingSpec,
+def estimate_memory(template: torch.nn.Module, X: torch.Tensor, *, training: TrainingSpec,
                     largest_subset: int) -> MemoryEstimate:
     """Per-model working set of a training (see :class:`~pacpriv.ensemble.MemoryEstimate`).
 
-    The largest batch is bounded by the batching: the largest subset (full batch), the batch
-    size (shuffled), or ``e + 4√e + 8`` rows with ``e = n/M`` the expected size of a random
-    allocation step (a Binomial(n, 1/M) count exceeds it with probability below 10⁻⁴).
+    The largest batch is set by the batching: the largest subset (full batch), the batch size
+    (shuffled), or ``e + 4√e + 8`` rows with ``e = n/M`` the expected size of a random
+    allocation step (a Binomial(n, 1/M) size about 4 standard deviations above its mean; a
+    rarer larger step is absorbed by the estimate's generous factors).
     """
     n = max(int(largest_subset), 1)
     batching = training.batching
@@ -188,19 +215,36 @@ def estimate_memory(template: torch.nn.Module, X: torch.Tensor, training: Traini
         itemsize=X.element_size(), per_example_gradients=training.clipping is not None)
 
 
+def _check_init(init, template: torch.nn.Module, n_models: int) -> str | Ensemble:
+    if not isinstance(init, Ensemble):
+        return check_init(init)
+    shapes = {n: tuple(p.shape) for n, p in template.named_parameters()}
+    given = {n: tuple(p.shape[1:]) for n, p in init.parameters.items()}
+    if given != shapes or init.n_models != n_models:
+        raise ValueError(f"`init` must be an Ensemble of {n_models} models with the template's "
+                         f"parameters; got {init.n_models} models of "
+                         f"{'the same' if given == shapes else 'another'} architecture.")
+    return init
+
+
 def _initial(template: torch.nn.Module, seeds: Sequence[np.random.SeedSequence],
-             init: str) -> Params:
-    """Stacked initial parameters of one chunk (``torch.func.stack_module_state``)."""
+             init: str | Ensemble, start: int) -> Params:
+    """Stacked initial parameters of models ``start .. start + len(seeds) - 1``, model axis
+    first (the layout of ``torch.func.stack_module_state``)."""
+    if isinstance(init, Ensemble):
+        ref = next(iter(template.parameters()))
+        return {n: p[start:start + len(seeds)].to(dtype=ref.dtype, device=ref.device).clone()
+                for n, p in init.parameters.items()}
     if init == "shared":
         return {name: p.detach().unsqueeze(0).repeat(len(seeds), *([1] * p.ndim))
                 for name, p in template.named_parameters()}
-    models = []
+    model = copy.deepcopy(template)  # re-drawn in place for each seed
+    draws: dict[str, list[torch.Tensor]] = {name: [] for name, _ in model.named_parameters()}
     for seed in seeds:
-        m = copy.deepcopy(template)
-        initialise(m, torch_generator(trial_seed(seed, INIT_STREAM)))
-        models.append(m)
-    params, _ = torch.func.stack_module_state(models)
-    return {name: p.detach() for name, p in params.items()}
+        initialise(model, torch_generator(trial_seed(seed, INIT_STREAM)))
+        for name, p in model.named_parameters():
+            draws[name].append(p.detach().clone())
+    return {name: torch.stack(values) for name, values in draws.items()}
 
 
 class _ChunkTrainer:

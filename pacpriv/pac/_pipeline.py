@@ -12,10 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._random import RNGLike
 from pacpriv.exceptions import CalibrationError
+from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
-from pacpriv.pac.noise import _rules
-from pacpriv.pac.noise._calibration import DEFAULT_RULE, NoisePlan, calibrate_noise
+from pacpriv.pac.noise._plan import NoisePlan
+from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.samplers import ComplementaryPairsSampler, as_sampler
 from pacpriv.pac.spectrum._covariance import OutputSpectrum, estimate_output_spectrum
 
@@ -27,23 +29,23 @@ def measure(
     pool: Any,
     *,
     mi_budget: float,
-    rule: str = DEFAULT_RULE,
-    calibration: dict | None = None,
-    **simulation: Any,
+    rule: NoiseRule,
+    n_trials: int,
+    sampler: Any = None,
+    rng: RNGLike = None,
+    execution: ExecutionOptions | None = None,
 ) -> tuple[SimulationResult, OutputSpectrum, NoisePlan]:
     """Simulate ``mechanism`` on ``pool``, estimate the spectrum and calibrate the noise.
 
-    ``simulation`` holds the keyword arguments of :func:`pacpriv.pac.engine.simulate`
-    (``n_trials``, ``sampler``, ``n_jobs``, ``rng``, ...); ``calibration`` the extra keyword
-    arguments of :func:`pacpriv.pac.noise.calibrate_noise` (``confidence``, ``c``,
-    ``beta``, ``output_bound``). Rules whose table row needs the outputs (``"certified"``,
-    :data:`pacpriv.pac.noise._rules.RULE_TABLE`) get them instead of the spectrum, with the given
-    (non-None) ``calibration`` parameters. Returns ``(simulation, spectrum, plan)``.
+    ``rule`` is a rule object (:mod:`pacpriv.pac.noise`); a rule whose :attr:`source` is the
+    outputs (``Certified``) gets them instead of the spectrum. ``n_trials``, ``sampler``,
+    ``rng`` and ``execution`` go to :func:`pacpriv.pac.engine.simulate`. Returns
+    ``(simulation, spectrum, plan)``.
     """
-    info = _rules.rule_info(rule)
-    sim = simulate(mechanism, pool, **simulation)
-    params = {k: v for k, v in (calibration or {}).items() if v is not None}
-    _check_output_bound(sim.outputs, params.get("output_bound"))
+    sampler = as_sampler(sampler)
+    sim = simulate(mechanism, pool, n_trials=n_trials, sampler=sampler, rng=rng,
+                   execution=execution)
+    _check_output_bound(sim.outputs, rule.output_bound_assumed)
     spectrum = estimate_output_spectrum(sim.outputs)
     with np.errstate(over="ignore"):
         overflow = not np.isfinite(float(spectrum.total_variance) / (2.0 * mi_budget))
@@ -53,22 +55,22 @@ def measure(
             "too large for so small a budget): raise `mi_budget` or rescale the output.")
     try:
         with np.errstate(over="ignore"):  # an overflow is reported below, as one clear error
-            if info.source == "outputs":
+            if rule.source == "outputs":
                 # the certificate needs independent trials: of complementary pairs (trial 2k+1
                 # is the complement of trial 2k) it keeps one member each, i.i.d. draws of its
                 # law
                 outputs = sim.outputs
-                if isinstance(as_sampler(simulation.get("sampler")), ComplementaryPairsSampler):
+                if isinstance(sampler, ComplementaryPairsSampler):
                     outputs = outputs[0::2]
-                plan = info.function(outputs, mi_budget, **params)
+                plan = rule.plan(outputs, mi_budget=mi_budget)
             else:
-                plan = calibrate_noise(spectrum, mi_budget=mi_budget, rule=rule, **params)
+                plan = rule.plan(spectrum, mi_budget=mi_budget)
     except (ValueError, FloatingPointError, ZeroDivisionError):
         # the arguments were checked before the simulation: a failure here is numerical
         # (its message may hold values computed from the pool, such as a noise scale: neither
         # repeated nor chained)
         raise CalibrationError(
-            f"the {rule} rule could not calibrate the noise in float64 for mi_budget="
+            f"the {rule.name} rule could not calibrate the noise in float64 for mi_budget="
             f"{mi_budget!r} nats: the output's coordinates span too many orders of magnitude "
             "(or its spread is too large for so small a budget). Rescale the coordinates to "
             "comparable scales, or raise `mi_budget`.") from None

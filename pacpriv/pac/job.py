@@ -16,7 +16,6 @@ References
 from __future__ import annotations
 
 import math
-import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ import numpy as np
 from pacpriv._display import Displayable, Summary
 from pacpriv._numbers import format_bound
 from pacpriv._random import RNGLike, as_generator, as_seed_sequence, seed_to_dict
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int
 from pacpriv.exceptions import (
     WITHHELD_NOTE,
     MechanismError,
@@ -38,12 +37,17 @@ from pacpriv.pac._pipeline import measure
 from pacpriv.pac.bounds._posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
 from pacpriv.pac.bounds._prior import resolve_membership_prior
 from pacpriv.pac.engine._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
-from pacpriv.pac.engine._options import ExecutionOptions
+from pacpriv.pac.engine._options import ExecutionOptions, accepts_legacy_execution
 from pacpriv.pac.engine._simulate import SimulationResult
-from pacpriv.pac.noise import _rules
-from pacpriv.pac.noise._calibration import DEFAULT_RULE, RULES, NoisePlan, _check_budget
+from pacpriv.pac.noise._calibration import NoisePlan, _check_budget
 from pacpriv.pac.noise._concentration import constant_output_bound
-from pacpriv.pac.noise._planning import trials_for_inflation
+from pacpriv.pac.noise._registry import (
+    DEFAULT_RULE,
+    RULE_CLASSES,
+    accepts_legacy_rule,
+    as_rule,
+)
+from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import as_sampler
 from pacpriv.pac.spectrum._covariance import OutputSpectrum
@@ -132,8 +136,6 @@ class PacResult(Displayable):
     @property
     def certified(self) -> bool:
         """Whether the plan's MI claim is certified for the true covariance (``confidence``)."""
-        if self.plan.rule == "algorithm1":  # matrix-Bernstein confidence, 0 when too few trials
-            return bool(self.plan.confidence and self.plan.confidence > 0)
         return self.plan.certified
 
     @property
@@ -143,12 +145,8 @@ class PacResult(Displayable):
 
     @property
     def label(self) -> str:
-        """``"certified (1−γ = …)"`` or ``"estimated (plug-in)"``: printed beside every bound."""
-        if self.plan.rule == "algorithm1":
-            if not self.certified:
-                return "estimated (Algorithm 1 with too few trials: confidence not certified)"
-            conf = format_bound(self.plan.confidence, 4, side="down")
-            return f"certified (1−γ >= {conf}, MI <= v + β)"
+        """``"certified (1−γ = …)"`` or ``"estimated (plug-in)"``: printed beside every bound
+        (the rule object decides, :meth:`pacpriv.pac.noise.NoiseRule.label`)."""
         return self.plan.label
 
     def certification(self) -> dict:
@@ -261,126 +259,51 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen,
         raise InvalidOutput(f"the release: mechanism {err}") from err.__cause__
 
 
-def _constant_note(sim: SimulationResult, plan: NoisePlan) -> str:
+def _constant_note(sim: SimulationResult, plan: NoisePlan, rule: NoiseRule) -> str:
     """What identical outputs in every trial support (never "reveals nothing")."""
-    conf = plan.confidence if plan.confidence is not None else 0.95
+    conf = plan.confidence if plan.confidence is not None and plan.confidence < 1 else 0.95
     p_diff = constant_output_bound(sim.n_trials, confidence=conf)
     head = (
         f"the output was identical in all {sim.n_trials} trials. This does not show that the "
-        f"output is independent of the subset: with confidence {conf:g}, the probability "
-        f"that its output differs from the seen value is at most {p_diff:.4g} (<= ln(1/γ)/m = "
-        f"{math.log(1.0 / (1.0 - conf)) / sim.n_trials:.4g}); a rarer change was not tested. "
+        f"output is independent of the subset: with confidence {format_bound(conf, side='down')}"
+        f", the probability that its output differs from the seen value is at most "
+        f"{format_bound(p_diff, 4)} (<= ln(1/γ)/m = "
+        f"{format_bound(math.log(1.0 / (1.0 - conf)) / sim.n_trials, 4)}); a rarer change was "
+        "not tested. "
     )
-    if plan.certified and plan.clip_radius == 0.0:
-        return head + ("The certified release is clipped to the seen value (a constant, so the "
-                       "release carries no information); give output_bound for a noisy release "
-                       "that keeps the mechanism's other outputs.")
-    if plan.certified:
-        return head + ("The certified rule adds the minimum noise that output_bound supports.")
-    return head + ("This plug-in rule adds no noise (estimate); use rule='certified' with "
-                   "output_bound for a certified minimum noise.")
+    return head + rule.constant_note(plan)
 
 
-def _caveats(sim: SimulationResult, plan: NoisePlan, prior: float,
-             target_inflation: float | None = None) -> list[tuple[str, type | None]]:
+def _caveats(sim: SimulationResult, plan: NoisePlan, rule: NoiseRule,
+             prior: float) -> list[tuple[str, type | None]]:
     """Caveats that must reach the report (as notes) and, with a category, the user (warnings)."""
     notes: list[tuple[str, type | None]] = []
-    info = _rules.rule_info(plan.rule)
-    if not info.safe_when_undersampled and sim.n_trials - 1 < sim.dim:
+    if not rule.safe_when_undersampled and sim.n_trials - 1 < sim.dim:
         notes.append((
             f"only {sim.n_trials} trials for a {sim.dim}-dimensional output: at most "
             f"{sim.n_trials - 1} directions were explored. The others are charged the whole "
             "trace when the sample filled every explorable direction (costly), else only the "
             "numerical resolution, and then the MI bound holds only if the output does not "
             "vary outside the simulated span. Use more trials than output dimensions, or "
-            "rule='certified' (or 'isotropic'/'algorithm1').",
+            "rule='certified' (or a rule that is safe when undersampled: "
+            f"{', '.join(n for n, c in RULE_CLASSES.items() if c.safe_when_undersampled)}).",
             UndersampledWarning,
         ))
-    if not info.certified:
-        notes.append((
-            f"estimated (plug-in): rule {plan.rule!r} meets the budget for the covariance "
-            f"estimated from {sim.n_trials} trials, not for the true one. Spread in the "
-            "estimated eigenvalues raises the true MI (measured: the plug-in square-root rule "
-            "exceeded the budget in all 200 runs at d = 50 outputs with 100 to 500 trials; "
-            "docs/guide/certification.md, benchmarks/coverage.py). "
-            "rule='certified' holds with a stated confidence."
-            if plan.certificate is None else
-            f"estimated (asymptotic): rule {plan.rule!r} uses a Student-t bound without a "
-            "bound on the outputs; it is not certified and may understate heavy tails.",
-            None,
-        ))
-    cert = plan.certificate
-    if cert is not None and cert.certified:
-        gamma = 1.0 - cert.confidence
-        notes.append((
-            f"certified (1−γ = {cert.confidence:g}): with probability >= {cert.confidence:g} "
-            f"over the simulation, MI <= {format_bound(plan.mi_claim)} nats for the released "
-            "(clipped) "
-            f"mechanism; {cert.n_shape} trials fixed the noise shape and the clip, "
-            f"{cert.n_pairs} pairs of the other trials certified its scale ({cert.method} bound, "
-            f"γ = {gamma:g}); the certificate cost {cert.inflation:.3g}x the plug-in noise power; "
-            f"{cert.n_clipped} of the {cert.n_trials} simulated outputs it used were clipped.",
-            None,
-        ))
-        if cert.n_clipped > 0.05 * cert.n_trials and not cert.constant:
-            notes.append((
-                f"{cert.n_clipped} of {cert.n_trials} simulated outputs fell outside the release "
-                "clip (an ellipsoid fixed by the shape trials): a secret output outside it is "
-                "released shrunk towards the centre. More trials reduce this.",
-                None,
-            ))
-        if target_inflation is not None and not cert.constant:
-            need = trials_for_inflation(sim.dim, target_inflation=target_inflation,
-                                        confidence=cert.confidence)
-            if cert.n_trials < need:
-                notes.append((
-                    f"n_trials = {cert.n_trials} is below the {need} trials that the planning "
-                    f"model (trials_for_inflation) needs for a noise power within "
-                    f"{target_inflation:g}x the oracle square-root rule at d = {sim.dim}; the "
-                    "certificate holds, at the cost of more noise.",
-                    UndersampledWarning,
-                ))
+    notes.extend(rule.notes(plan, n_trials=sim.n_trials, dim=sim.dim))
     if sim.n_trials >= 1 and bool(np.all(sim.outputs == sim.outputs[0])):
-        notes.append((_constant_note(sim, plan), None))
-    if plan.rule == "algorithm1" and plan.confidence is not None and plan.confidence < 1.0:
-        notes.append((
-            f"Algorithm 1 claims MI <= {format_bound(plan.mi_claim)} nats only with probability >= "
-            f"{format_bound(plan.confidence, side='down')} over the simulation (conservative "
-            "matrix-Bernstein count "
-            f"for {sim.n_trials} trials); the posterior bound inherits that condition. Use "
-            "pacpriv.pac.noise.trials_for_confidence to choose n_trials.",
-            UndersampledWarning,
-        ))
+        notes.append((_constant_note(sim, plan, rule), None))
     if plan.mi_claim >= math.log(1.0 / prior) * (1 - 1e-12):
         notes.append((
             f"the MI budget {format_bound(plan.mi_claim)} nats is at least ln(1/prior) = "
-            f"{math.log(1.0 / prior):.6g}: the posterior success bound is 1 (vacuous).",
+            f"{format_bound(math.log(1.0 / prior))}: the posterior success bound is 1 (vacuous).",
             VacuousBoundWarning,
         ))
     return notes
 
 
-def _check_algorithm1(n_trials: int, *, c, beta, output_bound, confidence) -> None:
-    """Algorithm 1's parameters, before any trial: present and positive, and a requested
-    ``confidence`` reachable with ``n_trials`` at least for ``d = 1`` (the matrix-Bernstein
-    confidence only falls as ``d`` grows)."""
-    for name, val in (("c", c), ("beta", beta), ("output_bound", output_bound)):
-        if val is None:
-            raise ValueError(f"rule='algorithm1' needs `{name}`; got None.")
-        check_real(val, name, low=0.0, low_inclusive=False)
-    if confidence is not None:
-        from pacpriv.pac.noise._confidence import confidence_for_trials
-
-        best = confidence_for_trials(n_trials, c=float(c), output_bound=float(output_bound),
-                                     dim=1)
-        if best < float(confidence):
-            raise ValueError(
-                f"`n_trials`={n_trials} cannot certify confidence={confidence!r} for "
-                f"rule='algorithm1' with c={c!r} and output_bound={output_bound!r} even for a "
-                f"1-dimensional output (at most {best:.6g}): raise `n_trials` "
-                "(pacpriv.pac.noise.trials_for_confidence) or lower `confidence`.")
-
-
+@accepts_legacy_execution(names=("n_jobs", "backend", "progress", "checkpoint", "retries",
+                                  "timeout"))
+@accepts_legacy_rule(("confidence", "c", "beta", "output_bound", "target_inflation"))
 def run_pac(
     mechanism: Callable[..., Any],
     pool: Any,
@@ -388,25 +311,14 @@ def run_pac(
     mi_budget: float,
     n_trials: int = 1000,
     sampler: Any = None,
-    rule: str = DEFAULT_RULE,
-    confidence: float | None = None,
-    c: float | None = None,
-    beta: float | None = None,
-    output_bound: float | None = None,
-    target_inflation: float | None = 1.2,
-    n_jobs: int | None = None,
-    backend: str | None = None,
+    rule: str | NoiseRule = DEFAULT_RULE,
     rng: RNGLike = None,
     release: bool = True,
     release_rng: RNGLike = None,
     secret_mask: np.ndarray | None = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    retries: int = 0,
-    timeout: float | None = None,
+    execution: ExecutionOptions | None = None,
     mechanism_name: str | None = None,
     dataset: dict | None = None,
-    options: ExecutionOptions | None = None,
 ) -> PacResult:
     """Measure a black-box mechanism, calibrate PAC noise and release ``f(X) + B``.
 
@@ -424,29 +336,20 @@ def run_pac(
         Number of simulated subsets (``>= 2``).
     sampler : Sampler, callable, str or None
         Distribution of the secret subset (None: Poisson with ``sampling_rate=0.5``).
-    rule : {"certified", "anisotropic", "isotropic", "variance-only", "exact-mi", \
-"algorithm1", "asymptotic-t"}, default "certified"
-        Noise rule (:data:`pacpriv.pac.noise._rules.RULE_TABLE`), or an
-        :class:`~pacpriv.pac.noise.Algorithm1` object carrying its parameters. ``"certified"``
-        (:func:`pacpriv.pac.noise.certify_noise`) meets the budget for the true
-        covariance of the released (clipped) mechanism with probability ``confidence``; the
-        plug-in rules (:func:`pacpriv.pac.noise.calibrate_noise`) meet it for the
-        estimated covariance only and their headline is worded "estimated".
-    confidence : float, optional
-        ``1 − γ`` in (0, 1): ``"certified"``/``"asymptotic-t"`` (default 0.95) and
-        ``"algorithm1"`` (required minimum).
-    output_bound : float, optional
-        Public bound ``r >= ||f(X)||₂``: ``"certified"`` (clip radius; certified minimum noise
-        for outputs that never varied) and ``"algorithm1"``. A simulated output with a larger
-        norm raises :class:`~pacpriv.exceptions.CalibrationError` (the assumption is false).
-    c, beta : float, optional
-        Algorithm 1 parameters (``rule="algorithm1"`` only).
-    target_inflation : float or None, default 1.2
-        ``"certified"``: warn (``UndersampledWarning``) when ``n_trials`` is below
-        :func:`pacpriv.pac.noise.trials_for_inflation` for this noise-power inflation
-        over the oracle square-root rule (None: no check).
-    n_jobs, backend : optional
-        joblib parallelism (``n_jobs=-1``: all cores).
+    rule : NoiseRule or str, default "certified"
+        What to certify: a rule object of :mod:`pacpriv.pac.noise` (``Certified(confidence=0.99,
+        output_bound=...)``, ``Algorithm1(c=..., beta=..., output_bound=...)``,
+        ``Anisotropic()``, ``Isotropic()``, ``VarianceOnly()``, ``ExactMI()``,
+        ``AsymptoticT()``) or the name of one with its default parameters. ``Certified``
+        (:func:`pacpriv.pac.noise.certify_noise`) meets the budget for the true covariance of
+        the released (clipped) mechanism with probability ``confidence`` and warns
+        (``UndersampledWarning``) when ``n_trials`` is below its planning model's count; the
+        plug-in rules (:func:`pacpriv.pac.noise.calibrate_noise`) meet it for the estimated
+        covariance only and their headline is worded "estimated". The rule is validated
+        before any trial; a public ``output_bound`` it carries is checked against every
+        simulated output (:class:`~pacpriv.exceptions.CalibrationError` if one breaks it). The
+        0.2 keywords ``confidence``, ``c``, ``beta``, ``output_bound`` and
+        ``target_inflation`` beside a rule name still work for one release.
     rng : None, int, SeedSequence or Generator
         Root seed of the simulation (None: fresh OS entropy, recorded in the report).
     release : bool, default True
@@ -457,19 +360,17 @@ def run_pac(
         with the seed given as ``rng`` (recorded in the report): that raises ValueError.
     secret_mask : ndarray of bool, shape (n_records,), optional
         Use this subset as the secret instead of drawing it from the sampler.
-    progress, checkpoint, retries, timeout :
-        Passed to :func:`pacpriv.pac.engine.simulate`. A checkpoint holds the un-noised trial
-        outputs and subset masks (mode 0700, files 0600): treat a checkpoint like the raw
-        data; delete it after the run.
+    execution : ExecutionOptions, optional
+        How the trials run (:class:`~pacpriv.pac.engine.ExecutionOptions`: workers, backend,
+        progress bar, checkpoint, retries, timeout); never changes the results. A checkpoint
+        holds the un-noised trial outputs and subset masks (mode 0700, files 0600): treat it
+        like the raw data; delete it after the run. The 0.2 keywords (``n_jobs=``,
+        ``backend=``, ``progress=``, ``checkpoint=``, ``retries=``, ``timeout=``,
+        ``options=``) still work for one release.
     mechanism_name : str, optional
         Name shown in the report (default: the engine's qualified name).
     dataset : dict, optional
         Public description of the pool for the report (never the records).
-    options : ExecutionOptions, optional
-        The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``,
-        ``retries``, ``timeout``, ``batch_size``, ``output_path``) as one object, instead of
-        the individual keywords (not both).
-
     Returns
     -------
     PacResult
@@ -492,52 +393,13 @@ def run_pac(
     mi_budget = _check_budget(mi_budget)
     n_trials = check_int(n_trials, "n_trials", low=2)
     _check_release_seed(rng, release_rng, release)
-    rule, unpacked = _rules.unpack_rule(rule, confidence=confidence, c=c, beta=beta,
-                                        output_bound=output_bound)
-    confidence, c, beta, output_bound = (unpacked.get(k) for k in
-                                         ("confidence", "c", "beta", "output_bound"))
-    if rule not in RULES:
-        raise ValueError(f"`rule` must be one of {', '.join(RULES)}; got {rule!r}.")
-    info = _rules.rule_info(rule)
-    rule_params = {k: val for k, val in {"confidence": confidence, "c": c, "beta": beta,
-                                         "output_bound": output_bound}.items()
-                   if val is not None}
-    refused = [k for k in rule_params if k not in info.parameters]
-    if refused:
-        raise ValueError(f"{refused} do not apply to rule={rule!r} (it takes "
-                         f"{list(info.parameters)}).")
-    if confidence is not None:
-        check_real(confidence, "confidence", low=0.0, high=1.0, low_inclusive=False,
-                   high_inclusive=False)
-    if output_bound is not None:
-        check_real(output_bound, "output_bound", low=0.0, low_inclusive=False)
-    if rule == "algorithm1":
-        _check_algorithm1(n_trials, c=c, beta=beta, output_bound=output_bound,
-                          confidence=confidence)
-    if info.source == "outputs" and n_trials < 6:
-        raise ValueError(f"rule={rule!r} needs `n_trials` >= 6 (shape trials and pairs); "
-                         f"got {n_trials}.")
-    if target_inflation is not None:
-        target_inflation = check_real(target_inflation, "target_inflation", low=1.0,
-                                      low_inclusive=False)
+    spec = as_rule(rule)
+    spec.validate(n_trials=n_trials)  # the rule's own requirements, before any trial
     sampler_obj = as_sampler(sampler)
 
     sim, spectrum, plan = measure(
-        mechanism,
-        pool,
-        mi_budget=mi_budget,
-        rule=rule,
-        calibration=rule_params,
-        n_trials=n_trials,
-        sampler=sampler_obj,
-        n_jobs=n_jobs,
-        backend=backend,
-        rng=rng,
-        progress=progress,
-        checkpoint=checkpoint,
-        retries=retries,
-        timeout=timeout,
-        options=options,
+        mechanism, pool, mi_budget=mi_budget, rule=spec, n_trials=n_trials,
+        sampler=sampler_obj, rng=rng, execution=execution,
     )
     # Thm 1 bounds an adversary relative to *its own* blind-guess rate, which lies between
     # min(q, 1-q) and max(q, 1-q); the bound over all adversaries uses the best blind guess
@@ -546,7 +408,7 @@ def run_pac(
     prior, baseline = prior_info.inclusion_probability, prior_info.blind_guess
     claim = float(plan.mi_claim)
 
-    notes = _caveats(sim, plan, baseline, target_inflation if info.certified else None)
+    notes = _caveats(sim, plan, spec, baseline)
     for note, category in notes:
         if category is not None:
             warnings.warn(note, category, stacklevel=2)

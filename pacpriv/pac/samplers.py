@@ -32,7 +32,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pacpriv._random import RNGLike, as_seed_sequence
+from pacpriv._random import (  # noqa: F401  (stream_seed, the streams: re-exported for 0.2)
+    MECHANISM_STREAM,
+    SAMPLER_STREAM,
+    RNGLike,
+    as_seed_sequence,
+    stream_seed,
+)
 from pacpriv._validation import check_int
 
 #: The public samplers, re-exported by :mod:`pacpriv.pac`. The seed-contract helpers
@@ -47,24 +53,6 @@ __all__ = [
     "Sampler",
     "as_sampler",
 ]
-
-#: Index of the sampler stream inside a trial's seed.
-SAMPLER_STREAM = 0
-#: Index of the mechanism stream inside a trial's seed.
-MECHANISM_STREAM = 1
-
-
-def stream_seed(root: np.random.SeedSequence, index: int, stream: int) -> np.random.SeedSequence:
-    """Seed of one stream (``SAMPLER_STREAM`` or ``MECHANISM_STREAM``) of trial ``index``.
-
-    Equal to ``trial_seed(trial_seed(root, index), stream)``; pure, so it can be computed
-    on any worker.
-    """
-    # built in one step (same value as the nested form, half the hashing cost)
-    return np.random.SeedSequence(
-        root.entropy, spawn_key=(*root.spawn_key, int(index), int(stream)), pool_size=root.pool_size
-    )
-
 
 def callable_fingerprint(func: Callable) -> dict:
     """Name and source hash of a callable (used in ``to_dict`` and checkpoint fingerprints).

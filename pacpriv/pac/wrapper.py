@@ -40,9 +40,11 @@ from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.bounds._prior import resolve_membership_prior
 from pacpriv.pac.engine._adapters import EstimatorMechanism, TorchMechanism, sort_rows
 from pacpriv.pac.engine._mechanism import call_mechanism, check_output
-from pacpriv.pac.engine._options import ExecutionOptions, merge_execution
+from pacpriv.pac.engine._options import ExecutionOptions, accepts_legacy_execution
 from pacpriv.pac.engine._simulate import SimulationResult, _check_pool
-from pacpriv.pac.noise._calibration import DEFAULT_RULE, RULES, NoisePlan, _check_budget
+from pacpriv.pac.noise._calibration import NoisePlan, _check_budget
+from pacpriv.pac.noise._registry import DEFAULT_RULE, as_rule
+from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import as_sampler
 from pacpriv.pac.spectrum._covariance import OutputSpectrum
@@ -103,11 +105,11 @@ class PacPrivateFunction:
         Budget ``v`` of *one* release, nats, ``> 0``.
     total_budget : float or None
         Cap on the summed budget of all releases (nats); ``None``: no cap.
-    rule : str, default "certified"
-        Noise rule (:data:`pacpriv.pac.noise.RULES`, not ``"algorithm1"``, which needs
-        extra parameters: use :func:`pacpriv.pac.job.run_pac` for it). ``"certified"`` holds
-        with confidence 0.95 over the simulation and clips the release; the plug-in rules
-        are estimates (see :attr:`label`).
+    rule : NoiseRule or str, default "certified"
+        Noise rule: an object of :mod:`pacpriv.pac.noise` (``Certified(confidence=0.99)``,
+        ``Algorithm1(c=..., beta=..., output_bound=...)``, ``Isotropic()``, ...) or the name of
+        one with its default parameters. ``"certified"`` holds with confidence 0.95 over the
+        simulation and clips the release; the plug-in rules are estimates (see :attr:`label`).
     ledger : PrivacyLedger or None
         Share a ledger between several functions releasing about the same secret; default a new
         ``PrivacyLedger(total_budget)``.
@@ -141,21 +143,19 @@ class PacPrivateFunction:
         *,
         mi_budget: float,
         total_budget: float | None = None,
-        rule: str = DEFAULT_RULE,
+        rule: str | NoiseRule = DEFAULT_RULE,
         ledger: PrivacyLedger | None = None,
     ) -> None:
         if not callable(func):
             raise TypeError(f"`func` must be callable; got {type(func).__name__}.")
         self.mi_budget = _check_budget(mi_budget)
-        allowed = tuple(r for r in RULES if r != "algorithm1")
-        if not isinstance(rule, str) or rule not in allowed:
-            raise ValueError(f"`rule` must be one of {allowed}; got {rule!r}.")
+        spec = as_rule(rule)
         if ledger is not None and not isinstance(ledger, PrivacyLedger):
             raise TypeError(f"`ledger` must be a PrivacyLedger; got {type(ledger).__name__}.")
         if ledger is not None and total_budget is not None:
             raise ValueError("give either `ledger` or `total_budget`, not both.")
         self.func = func
-        self.rule = rule
+        self.rule = spec
         self.ledger = ledger if ledger is not None else PrivacyLedger(total_budget)
         cap = self.ledger.total_budget
         if cap is not None and self.mi_budget > cap:
@@ -176,16 +176,15 @@ class PacPrivateFunction:
         self._pool_row_shapes: tuple | None = None
         functools.update_wrapper(self, func, updated=())
 
+    @accepts_legacy_execution(names=("n_jobs", "progress"))
     def calibrate(
         self,
         pool: Any,
         *,
         n_trials: int = 1000,
         sampler: Any = None,
-        n_jobs: int | None = None,
         rng: RNGLike = None,
-        progress: bool = False,
-        options: ExecutionOptions | None = None,
+        execution: ExecutionOptions | None = None,
     ) -> PacPrivateFunction:
         """Simulate ``func`` on random subsets of ``pool`` and calibrate the noise.
 
@@ -198,15 +197,12 @@ class PacPrivateFunction:
         sampler : Sampler, callable, str or None
             Distribution of the secret subset (None: Poisson-½). A callable should declare
             its ``inclusion_probability``; otherwise the prior is bounded from the masks.
-        n_jobs : int or None
-            joblib workers for the simulation.
         rng : None, int, SeedSequence or Generator
             Root seed of the simulation (None: fresh OS entropy).
-        progress : bool, default False
-            Show a progress bar.
-        options : ExecutionOptions, optional
-            All execution arguments as one object (``checkpoint``, ``retries``, ``timeout``...
-            too), instead of ``n_jobs`` / ``progress`` (not both).
+        execution : ExecutionOptions, optional
+            How the trials run (:class:`~pacpriv.pac.engine.ExecutionOptions`; default: one
+            worker unless a ``joblib.parallel_config`` is active, with a progress bar). The 0.2
+            keywords ``n_jobs=``, ``progress=`` and ``options=`` still work for one release.
 
         Returns
         -------
@@ -223,12 +219,9 @@ class PacPrivateFunction:
         """
         n_trials = check_int(n_trials, "n_trials", low=2)
         sampler = as_sampler(sampler)
-        execution = merge_execution(
-            options, {"n_jobs": None, "progress": False}, n_jobs=n_jobs, progress=progress
-        )
         sim, spectrum, plan = measure(
             self.func, pool, mi_budget=self.mi_budget, rule=self.rule,
-            n_trials=n_trials, sampler=sampler, rng=rng, **execution,
+            n_trials=n_trials, sampler=sampler, rng=rng, execution=execution,
         )
         # best blind guess (Thm 1 is per-adversary): declared, or bounded from the masks
         prior = resolve_membership_prior(sampler, sim.masks, n_records=sim.n_records)
@@ -338,7 +331,8 @@ class PacPrivateFunction:
         state = "calibrated" if self.plan is not None else "not calibrated"
         return (
             f"PacPrivateFunction({getattr(self.func, '__name__', type(self.func).__name__)}, "
-            f"mi_budget={self.mi_budget!r}, rule={self.rule!r}, {state}, ledger={self.ledger!r})"
+            f"mi_budget={self.mi_budget!r}, rule={self.rule.name!r}, {state}, "
+            f"ledger={self.ledger!r})"
         )
 
 
@@ -347,7 +341,7 @@ def pac_private(
     *,
     mi_budget: float,
     total_budget: float | None = None,
-    rule: str = DEFAULT_RULE,
+    rule: str | NoiseRule = DEFAULT_RULE,
     ledger: PrivacyLedger | None = None,
 ):
     """Make ``func`` PAC-private; usable as ``@pac_private(mi_budget=0.01)`` or a call.

@@ -59,7 +59,7 @@ def _spectrum_arrays(source, plan) -> dict:
         "variances": np.asarray(source.variances, dtype=float),
         "noise_std": np.asarray(plan.noise_std, dtype=float),
         "residual_std": float(plan.residual_std),
-        "coordinate": plan.basis is None and plan.rule != "isotropic",
+        "coordinate": plan.basis is None and not plan.isotropic,
     }
 
 

@@ -24,12 +24,25 @@ import numpy as np
 
 from pacpriv._files import atomic_write
 from pacpriv._numbers import format_bound, format_percent
-from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
+from pacpriv._random import (
+    ANSWER_NOISE_STREAM,
+    SECRET_STREAM,
+    WORLDS_STREAM,
+    RNGLike,
+    as_seed_sequence,
+    hashed_stream,
+    seed_to_dict,
+)
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import BudgetExceededError, CheckpointError
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.engine._adapters import TorchMechanism
 from pacpriv.pac.engine._checkpoint import pool_fingerprint
+from pacpriv.pac.engine._options import (
+    ExecutionOptions,
+    accepts_legacy_execution,
+    resolve_execution,
+)
 from pacpriv.pac.engine._simulate import _check_pool
 from pacpriv.pac.samplers import (
     ComplementaryPairsSampler,
@@ -53,20 +66,10 @@ __all__ = ["BUDGET_TOLERANCE", "PrivatePredictor"]
 #: reported bound always uses the actual spend ``n_answered · per_query_budget``).
 BUDGET_TOLERANCE = 1e-12
 
-#: Spawn keys of the children of a user seed: worlds (of ``rng``); secret index and noise (of
-#: ``secret_rng``, a separate seed: nothing public may derive from the secret's seed).
-_WORLDS, _SECRET, _NOISE = 0, 1, 2
-
 #: How ``J`` and the noise entropy were drawn (public label in config.json and the report).
 SECRET_FROM_OS = "OS entropy (not recorded)"
 SECRET_SEEDED = "caller-seeded secret (not for production)"
 _SECRET_UNKNOWN = "not recorded by the pacpriv version that wrote this state"
-
-
-def _derived(root: np.random.SeedSequence, key: int) -> np.random.SeedSequence:
-    """A fresh SeedSequence whose entropy is hashed from ``root`` (its dict does not reveal it)."""
-    words = trial_seed(root, key).generate_state(4, dtype=np.uint32)
-    return np.random.SeedSequence([int(w) for w in words])
 
 
 def _output_fingerprint(output) -> Any:
@@ -156,11 +159,12 @@ class PrivatePredictor:
     Examples
     --------
     >>> from sklearn.datasets import load_breast_cancer
+    >>> from pacpriv.pac.engine import ExecutionOptions
     >>> from sklearn.naive_bayes import GaussianNB
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> pp = PrivatePredictor(GaussianNB(), (X[:, :3], y), n_worlds=4,
     ...                       per_query_budget=2**-10, total_budget=1.0, rng=0)
-    >>> _ = pp.fit(progress=False)
+    >>> _ = pp.fit(execution=ExecutionOptions(progress=False))
     >>> pp.predict(X[:2, :3]).shape
     (2, 2)
     >>> pp.n_answered
@@ -210,7 +214,8 @@ class PrivatePredictor:
             raise ValueError("`secret_rng` must differ from `rng`: `rng` seeds the public "
                              "worlds, so a secret drawn from the same seed could be searched "
                              f"for; got the same seed {seed_to_dict(root)} for both.")
-        world_seed = _derived(root, _WORLDS) if root is not None else np.random.SeedSequence()
+        world_seed = (hashed_stream(root, WORLDS_STREAM) if root is not None
+                      else np.random.SeedSequence())
         self._secret_root = secret_root
         self._secret_randomness = SECRET_FROM_OS if secret_root is None else SECRET_SEEDED
         fingerprint = self._fingerprint()
@@ -323,18 +328,18 @@ class PrivatePredictor:
         """Whether the worlds are fitted and ``J`` is drawn."""
         return self._worlds is not None
 
-    def fit(self, *, n_jobs: int | None = None, backend: str | None = None,
-            checkpoint: str | os.PathLike | None = None, progress: bool = True
-            ) -> PrivatePredictor:
+    @accepts_legacy_execution(names=("n_jobs", "backend", "checkpoint", "progress"))
+    def fit(self, *, execution: ExecutionOptions | None = None) -> PrivatePredictor:
         """Fit the ``n_worlds`` world models (parallel, checkpointed) and draw ``J``.
 
         Parameters
         ----------
-        n_jobs, backend : see :func:`pacpriv.pac.simulate`
-        checkpoint : path or None
-            Engine checkpoint directory; default ``<state>/checkpoint`` when ``state`` is set.
-        progress : bool, default True
-            tqdm progress bar over worlds.
+        execution : ExecutionOptions, optional
+            How the worlds are fitted (:class:`~pacpriv.pac.engine.ExecutionOptions`:
+            workers, backend, progress bar, checkpoint); the checkpoint defaults to
+            ``<state>/checkpoint`` when ``state`` is set. Never changes the fitted worlds. The
+            0.2 keywords ``n_jobs=``, ``backend=``, ``checkpoint=``, ``progress=`` still work
+            for one release.
 
         Returns
         -------
@@ -352,22 +357,22 @@ class PrivatePredictor:
             return self
         if self._pool is None or self._fitter is None:  # pragma: no cover - load(): fitted
             raise RuntimeError("this predictor was loaded without a pool and cannot be refitted.")
+        execution = resolve_execution(execution)
         with tempfile.TemporaryDirectory(prefix="pacpriv-worlds-") as tmp:
             directory = Path(tmp) if self._state is None else self._state.path
-            if checkpoint is None and self._state is not None:
-                checkpoint = self._state.path / "checkpoint"
+            if execution.checkpoint is None and self._state is not None:
+                execution = execution.replace(checkpoint=self._state.path / "checkpoint")
             arrays = fit_worlds(self._fitter, self._pool, n_worlds=self.n_worlds,
                                 sampler=self._sampler, world_seed=self._world_seed,
-                                directory=directory, n_jobs=n_jobs, backend=backend,
-                                checkpoint=checkpoint, progress=progress)
+                                directory=directory, execution=execution)
             factory = getattr(self._fitter, "model_factory", None)
             worlds = Worlds.load(directory, arrays, self.output, factory)
         worlds.check_consistent()
         if self._secret_root is not None:  # tests/demos: a seed nothing public derives from
-            gen = np.random.default_rng(_derived(self._secret_root, _SECRET))
+            gen = np.random.default_rng(hashed_stream(self._secret_root, SECRET_STREAM))
             secret_index = int(gen.integers(self.n_worlds))
-            noise_entropy = int(
-                _derived(self._secret_root, _NOISE).generate_state(4, np.uint64)[0])
+            noise_seed = hashed_stream(self._secret_root, ANSWER_NOISE_STREAM)
+            noise_entropy = int(noise_seed.generate_state(4, np.uint64)[0])
         else:
             secret_index = secrets.randbelow(self.n_worlds)
             noise_entropy = secrets.randbits(128)

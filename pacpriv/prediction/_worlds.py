@@ -37,6 +37,7 @@ from pacpriv.pac.engine._mechanism import (
     accepts_rng,
     outside_output_range,
 )
+from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.samplers import callable_fingerprint
 
 __all__ = [
@@ -159,8 +160,7 @@ def _digest_hex(row: np.ndarray) -> str:
 
 
 def fit_worlds(fitter, pool, *, n_worlds: int, sampler, world_seed: np.random.SeedSequence,
-               directory: Path, n_jobs=None, backend=None, checkpoint=None,
-               progress: bool = True) -> dict:
+               directory: Path, execution: ExecutionOptions) -> dict:
     """Fit the ``m`` world models with :func:`pacpriv.pac.simulate`; return the world arrays.
 
     Returns ``{"masks": (m, n) bool, "digests": (m, 32) float or None, "params": (m, P) or
@@ -177,9 +177,8 @@ def fit_worlds(fitter, pool, *, n_worlds: int, sampler, world_seed: np.random.Se
         # seed is bit-identical does not matter here; and the digest of a pickled model differs
         # whenever BLAS threading differs between a worker and this process.
         warnings.simplefilter("ignore", NotReproducibleWarning)
-        res = simulate(mechanism, pool, n_trials=n_worlds, sampler=sampler, n_jobs=n_jobs,
-                       backend=backend, rng=world_seed, progress=progress,
-                       checkpoint=checkpoint, mechanism_name=None if isinstance(
+        res = simulate(mechanism, pool, n_trials=n_worlds, sampler=sampler, rng=world_seed,
+                       execution=execution, mechanism_name=None if isinstance(
                            fitter, TorchMechanism) else callable_fingerprint(fitter)["name"])
     out = np.asarray(res.outputs, dtype=np.float64)
     masks = np.asarray(res.masks, dtype=bool)

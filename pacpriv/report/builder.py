@@ -9,7 +9,6 @@ per-trial outputs are ever written: only the noisy release and summaries.
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import re
@@ -20,10 +19,16 @@ from importlib import metadata
 from pathlib import Path
 
 from pacpriv import _json
-from pacpriv.datasets.loading import PUBLIC_BOUNDS, is_bundled_source
+from pacpriv.datasets.loading import PUBLIC_BOUNDS
 from pacpriv.report.format import TOP_ROWS
 from pacpriv.report.html import render_html
 from pacpriv.report.layout import pac_layout, render_row, section_layout
+from pacpriv.report.pool import (
+    private_privacy,
+    private_section,
+    private_spectrum_and_noise,
+    shows_pool_statistics,
+)
 from pacpriv.threat_models import THREAT_MODEL_PAC
 
 __all__ = ["ARRAY_LIMIT", "THREAT_MODEL_PAC", "build_report", "to_markdown", "write_report"]
@@ -159,86 +164,6 @@ def _release_fields(result, release) -> dict:
             else "fresh OS entropy (not recorded)"}
 
 
-#: Scale-free spectrum and noise facts, shown for every pool (see :func:`_scale_free`).
-# A private pool's report keeps facts that do not depend on the pool's values beyond
-# integers (shapes, ranks, counts): real-valued functions of the spectrum (effective rank,
-# the plug-in MI of the plan, the certificate's noise inflation) resolve eigenvalue ratios.
-_SPECTRUM_SCALE_FREE = ("method", "n_trials", "dim", "rank", "n_components",
-                        "eigenvector_dtype", "lazy_eigenvectors", "gram_dtype", "scale_blocks",
-                        "unresolved_dim")
-_NOISE_SCALE_FREE = ("rule", "mi_budget", "mi_claim", "confidence", "dim", "basis",
-                     "n_directions", "certified", "label", "clipped_release")
-_CERTIFICATE_SCALE_FREE = ("method", "certified", "confidence", "n_shape", "n_pairs",
-                           "n_clipped", "constant", "n_trials")
-#: entries of ``privacy`` (and its ``certification``) that are functions of the spectrum
-_PRIVACY_POOL_REALS = ("mi_bound_at_estimated_covariance_nats",)
-_CERTIFICATION_POOL_REALS = ("noise_inflation_vs_plugin",)
-POOL_STATISTICS_HIDDEN = (
-    "hidden: the output spectrum and the noise scale are statistics of f over subsets of a "
-    "pool that is not public (for a mean, the top eigenvalue gives the scale of an outlier's "
-    "value, and the ratios of eigenvalues, known the other records, its value); only the "
-    "noise-to-spread ratio is shown, to one significant digit. Pass pool_statistics=True "
-    "(CLI: --report-pool-statistics) to include them.")
-
-
-#: Keys holding absolute (pool-scale) noise or spread values, removed by :func:`scrub_pool_scale`
-POOL_SCALE_KEYS = frozenset({
-    "noise_std", "noise_std_max", "noise_std_min", "noise_std_top", "residual_std",
-    "expected_noise_power", "total_variance", "max_coordinate_variance", "tail_variance",
-    "eigenvalues", "top_eigenvalues", "coordinate_variances", "clip_radius", "summand_bound",
-    "mean_summand", "upper_bound", "plugin_trace", "kappa", "kappa_plugin", "output_bound",
-    "variances", "noise_variances", "scale",
-})
-
-
-def scrub_pool_scale(obj):
-    """``obj`` (nested dicts and lists) without the :data:`POOL_SCALE_KEYS` entries."""
-    if isinstance(obj, dict):
-        return {k: scrub_pool_scale(v) for k, v in obj.items() if k not in POOL_SCALE_KEYS}
-    if isinstance(obj, list):
-        return [scrub_pool_scale(v) for v in obj]
-    return obj
-
-
-def is_public_pool(dataset: dict) -> bool:
-    """A bundled public dataset (scikit-learn's): its statistics are public facts."""
-    return is_bundled_source(str(dataset.get("source", "")))
-
-
-def _one_digit_down(x: float) -> float:
-    """``x > 0`` rounded down to one significant digit (``2.67 -> 2``, ``0.0381 -> 0.03``)."""
-    if not (math.isfinite(x) and x > 0):
-        return x
-    scale = 10.0 ** math.floor(math.log10(x))
-    return float(math.floor(x / scale * (1.0 + 1e-12)) * scale)
-
-
-def _scale_free(spectrum: dict, noise: dict) -> tuple[dict, dict]:
-    """Spectrum and noise with every pool statistic removed.
-
-    Kept: shapes, ranks, rules, confidences. Not kept: absolute values (the pool's scale) and
-    per-direction ratios (eigenvalues relative to the largest, noise relative to each
-    direction's spread): with the other records known, a ratio of eigenvalues of a mean gives
-    an outlier's value (a reviewer recovered a salary to 3 %). Added: the RMS noise relative
-    to the spread of f, **to one significant digit** (rounded down), which states the utility
-    cost without resolving the spectrum.
-    """
-    out_s = {k: spectrum[k] for k in _SPECTRUM_SCALE_FREE if k in spectrum}
-    out_s["pool_statistics"] = POOL_STATISTICS_HIDDEN
-    out_n = {k: noise[k] for k in _NOISE_SCALE_FREE if k in noise}
-    cert = (noise.get("details") or {}).get("certificate")
-    if isinstance(cert, dict):
-        out_n["details"] = {"certificate": {k: cert[k] for k in _CERTIFICATE_SCALE_FREE
-                                            if k in cert}}
-    power, total = noise.get("expected_noise_power"), spectrum.get("total_variance")
-    if power is not None and total:
-        out_n["noise_to_spread_rms"] = _one_digit_down(math.sqrt(float(power) / float(total)))
-    elif power is not None and total is not None:  # f never varied: no spread to compare with
-        out_n["constant_output"] = True
-    out_n["pool_statistics"] = POOL_STATISTICS_HIDDEN
-    return out_s, out_n
-
-
 def _pac_report(result, pool_statistics: bool | None = None) -> dict:
     d = result.to_dict()
     plan = result.plan
@@ -257,9 +182,9 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
         "noise_std_top": noise_std,
         "noise_std": [float(v) for v in plan.noise_std[:ARRAY_LIMIT]],
     }
-    show = is_public_pool(d["dataset"]) if pool_statistics is None else bool(pool_statistics)
+    show = shows_pool_statistics(d["dataset"], pool_statistics)
     if not show:
-        spectrum, noise = _scale_free(spectrum, noise)
+        spectrum, noise = private_spectrum_and_noise(spectrum, noise)
     mech = local_base_name(str(result.mechanism))  # a file mechanism without its directories
     report = {
         "kind": "pac",
@@ -312,11 +237,7 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
         "notes": list(getattr(result, "notes", ())),
     }
     if not show:
-        priv = report["privacy"]
-        for k in _PRIVACY_POOL_REALS:
-            priv.pop(k, None)
-        priv["certification"] = {k: v for k, v in priv["certification"].items()
-                                 if k not in _CERTIFICATION_POOL_REALS}
+        report["privacy"] = private_privacy(report["privacy"])
     return report
 
 
@@ -355,9 +276,7 @@ def build_report(result, *, pool_statistics: bool | None = None) -> dict:
         if "per_record" in section and not pool_statistics:
             # a per-record audit's calibrated noise scale is a statistic of f over subsets of
             # the pool (like a PAC report's): kept only when asked for
-            section = scrub_pool_scale(section)
-            section["per_record"] = {**section["per_record"],
-                                     "pool_statistics": POOL_STATISTICS_HIDDEN}
+            section = private_section(section, "per_record")
         return {
             "kind": "analytic",
             "title": section.get("title", "Membership-privacy report"),

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pacpriv.report.format import TOP_ROWS, cell, fmt, format_percent
+from pacpriv.report.pool import pool_hidden
 
 __all__ = ["pac_layout", "posterior_command", "section_layout", "side_of"]
 
@@ -136,7 +137,7 @@ def _utility(r: Mapping) -> tuple[list[tuple], str]:
 def _shown_rows(noise: Mapping, rows: list[tuple]) -> list[tuple]:
     """Rows of the noise table; with the pool statistics hidden, the absent (absolute)
     values are left out instead of shown as ``—``."""
-    if "pool_statistics" not in noise:
+    if not pool_hidden(noise):
         return rows
     return [row for row in rows if row[1] is not None and row[1] != []]
 
@@ -212,7 +213,7 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
                 "down", False)] if "noise_to_spread_top" in n else []),
             *utility_rows,
         ]))] + ([("text", f"Pool statistics {n['pool_statistics']}")]
-                if "pool_statistics" in n else [])),
+                if pool_hidden(n) else [])),
         ("Privacy guarantee", [("table", [
             ("MI budget v (nats)", p["mi_budget_nats"], "up", False),
             *([("MI at the estimated Σ (nats; plug-in value, for reference: ½ ln det(I + Σ "

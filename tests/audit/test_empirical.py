@@ -10,6 +10,7 @@ from scipy import stats
 
 from pacpriv.audit._empirical import empirical_membership_attack
 from pacpriv.mechanisms import make_clipped_mean
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._simulate import simulate
 from pacpriv.pac.noise._calibration import calibrate_noise, calibrate_variance_only
 from pacpriv.pac.spectrum._covariance import estimate_output_spectrum
@@ -21,7 +22,8 @@ TINY_POOL = np.linspace(0.0, 1.0, 8)[:, None]  # 8 records, 1-D: the mean leaks 
 def tiny_simulation():
     """2000 Poisson-½ trials of the mean of a tiny 1-D pool."""
     mech = make_clipped_mean(low=0.0, high=1.0)
-    return simulate(mech, TINY_POOL, n_trials=2000, rng=0, progress=False)
+    return simulate(mech, TINY_POOL, n_trials=2000, rng=0,
+                    execution=ExecutionOptions(progress=False))
 
 
 def test_leaky_mechanism_without_noise_beats_guessing(tiny_simulation):

@@ -13,6 +13,7 @@ import pytest
 from pacpriv.cli import main
 from pacpriv.exceptions import MechanismError
 from pacpriv.pac import run_pac
+from pacpriv.pac.engine import ExecutionOptions
 
 SENTINEL = "987654.321123"  # planted in the mechanism's message, as a leaked record would be
 
@@ -95,7 +96,8 @@ def test_python_api_keeps_the_original_as_cause():
         return X.mean(axis=0)
 
     with pytest.raises(MechanismError) as info:
-        run_pac(leaky, np.ones((30, 1)), mi_budget=0.1, n_trials=10, progress=False)
+        run_pac(leaky, np.ones((30, 1)), mi_budget=0.1, n_trials=10,
+                execution=ExecutionOptions(progress=False))
     assert SENTINEL not in str(info.value) and "raised KeyError in trial" in str(info.value)
     assert isinstance(info.value.__cause__, KeyError) and SENTINEL in str(info.value.__cause__)
 
@@ -110,7 +112,8 @@ def test_release_failure_is_withheld_and_shows_no_seed():
 
     with pytest.raises(MechanismError) as info:
         run_pac(fails_on_release, np.ones((30, 1)), mi_budget=0.1, n_trials=10,
-                progress=False, release_rng=12345, secret_mask=np.ones(30, dtype=bool))
+                execution=ExecutionOptions(progress=False),
+                release_rng=12345, secret_mask=np.ones(30, dtype=bool))
     err = info.value
     assert err.trial_index == -1 and err.seed == {}
     assert "release's secret subset" in str(err) and "raised ValueError" in str(err)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from pacpriv.cli import main
+from pacpriv.pac.engine import ExecutionOptions
 
 
 @pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
@@ -171,6 +172,8 @@ def test_checkpoint_seed_advice_in_the_api_names_rng(tmp_path):
     from pacpriv.pac.engine._simulate import simulate
 
     pool = np.arange(10.0)
-    simulate(np.mean, pool, n_trials=3, rng=1, checkpoint=tmp_path / "ck", progress=False)
+    simulate(np.mean, pool, n_trials=3, rng=1,
+             execution=ExecutionOptions(checkpoint=tmp_path / "ck", progress=False))
     with pytest.raises(CheckpointError, match="pass rng=None to reuse the checkpoint's seed"):
-        simulate(np.mean, pool, n_trials=3, rng=2, checkpoint=tmp_path / "ck", progress=False)
+        simulate(np.mean, pool, n_trials=3, rng=2,
+                 execution=ExecutionOptions(checkpoint=tmp_path / "ck", progress=False))

@@ -10,6 +10,7 @@ import pytest
 from scipy.stats import norm
 
 from pacpriv.cli import main
+from pacpriv.pac.engine import ExecutionOptions
 
 
 def test_noise_std_measures_exposure(tmp_path, capsys):
@@ -65,7 +66,7 @@ def test_target_accuracy_summary_labels_every_bound(tmp_path, capsys):
     ([], "exactly one"),
     (["--noise-std", "0"], "--noise-std"),
     (["--target-accuracy", "0.5"], "--target-accuracy"),
-    (["--target-accuracy", "0.6", "--trials", "20"], "smallest certifiable"),
+    (["--target-accuracy", "0.6", "--trials", "20"], "cannot be certified for 150 records"),
     (["--noise-std", "1", "--records", "0-999"], "--records"),
     (["--noise-std", "1", "--confidence", "1"], "--confidence"),
 ])
@@ -82,7 +83,7 @@ def test_exposure_of_a_sum_matches_closed_form():
 
     x = np.array([[0.5], [1.5]])
     res = record_exposure(lambda s: s.sum(axis=0), x, noise_cov=1.0, n_trials=3, rng=0,
-                          progress=False)
+                          execution=ExecutionOptions(progress=False))
     np.testing.assert_allclose(res.accuracy, norm.cdf(np.abs(x[:, 0]) / 2), atol=1e-12)
 
 
@@ -118,7 +119,7 @@ def test_a_sample_of_records_says_what_it_covers(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "the 6 audited records only" in out and "144 records" in out
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "Coverage: the 6 audited records only" in md and "144 records" in md
+    assert "Coverage: a SAMPLE of 6 audited records only" in md and "144 records" in md
 
 
 def test_report_has_the_root_seed_and_command(tmp_path, capsys, monkeypatch):

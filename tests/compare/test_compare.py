@@ -17,6 +17,7 @@ from pacpriv._random import trial_seed
 from pacpriv.compare import THREAT_MODELS, ComparisonResult, compare_pac_dpsgd
 from pacpriv.compare.models import LogisticRegressionMechanism, scale_features
 from pacpriv.datasets import load_dataset
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.samplers import PoissonSampler
 
 A = 0.6
@@ -153,7 +154,8 @@ def test_exact_row_uses_the_exact_calibration(monkeypatch):
 
     monkeypatch.setattr(models, "noise_multiplier_for_accuracy", fake)
     res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.7, n_trials=6, epochs=1,
-                            steps_per_epoch=3, n_repeats=1, n_jobs=1, progress=False, rng=1,
+                            steps_per_epoch=3, n_repeats=1,
+                                execution=ExecutionOptions(n_jobs=1, progress=False), rng=1,
                             per_record_trials=0)
     assert calls == [(0.7, 3, 1, "exact")]
     closed, exact = res.row("dpsgd", exact=False), res.row("dpsgd", exact=True)
@@ -279,8 +281,9 @@ def test_per_record_sample_row_is_labelled_certified_and_attacked():
     """A sample of 3 records: the label, the bound and the note say SAMPLE (the other records
     are not bounded); informed attack below the bound; three threat models in the Markdown."""
     res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.75, n_trials=8, epochs=1,
-                            steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,
-                            progress=False, rng=3, per_record_trials=60, per_record_records=3)
+                            steps_per_epoch=1, n_repeats=1, exact=False,
+                            execution=ExecutionOptions(n_jobs=1, progress=False), rng=3,
+                            per_record_trials=60, per_record_records=3)
     methods = [r.method for r in res.rows]
     assert methods[-2:] == ["PAC (certified)",
                             "PAC, per record, SAMPLE of 3 of 569 records (informed adversary)"]
@@ -321,7 +324,7 @@ def test_options_object_gives_the_same_table():
     with pytest.raises(TypeError, match="not both; got options and n_jobs"):
         compare_pac_dpsgd("breast_cancer", options=opts, n_jobs=2)
     with pytest.raises(ValueError, match=r"`options\.checkpoint` must be None"):
-        compare_pac_dpsgd("breast_cancer", options=ExecutionOptions(checkpoint="ck"))
+        compare_pac_dpsgd("breast_cancer", execution=ExecutionOptions(checkpoint="ck"))
 
 
 def test_per_record_note_explains_when_its_noise_exceeds_the_whole_subset_noise():

@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-
-from pacpriv._random import trial_seed  # noqa: E402
+from pacpriv._random import trial_seed
 
 
 @pytest.fixture

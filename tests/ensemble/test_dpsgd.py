@@ -99,3 +99,37 @@ def test_clipping_bounds_each_examples_contribution(pool, seeds):
         steps[name] = np.linalg.norm(ens.flat_parameters()[0] - _helpers.flat(net))
     assert 0.01 * (1 - 1e-6) < steps["clipped"] <= 0.01
     assert steps["plain"] > 100
+
+
+@pytest.mark.parametrize("factory", [
+    lambda ps: torch.optim.SGD(ps, lr=0.3, momentum=0.9, dampening=0.1, weight_decay=0.01),
+    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.5, nesterov=True),
+    lambda ps: torch.optim.Adam(ps, lr=0.05, betas=(0.8, 0.99), eps=1e-7, weight_decay=0.1),
+], ids=["sgd", "nesterov", "adam"])
+def test_torch_settings_translate_to_the_same_training(pool, masks, seeds, factory):
+    """optimizer_from_torch and loss_from_torch: train_dpsgd's factory and loss module give
+    the same models as the translated ensemble spec."""
+    from pacpriv.ensemble import loss_from_torch, optimizer_from_torch
+
+    X, y = pool
+    net = _helpers.mlp().double()
+    loss = torch.nn.CrossEntropyLoss()
+    spec = TrainingSpec(optimizer_from_torch(factory), epochs=2, batching=RandomAllocation(3),
+                        clipping=Clipping(0.6, noise_multiplier=0.9))
+    ens = train_ensemble(net, X, y, masks, seeds=seeds, training=spec, init="shared",
+                         loss=loss_from_torch(loss), dtype="float64")
+    ref = np.stack([_dpsgd(net, X, y, m, s, factory, sigma=0.9, C=0.6, M=3, E=2)
+                    for m, s in zip(masks, seeds, strict=True)])
+    np.testing.assert_allclose(ens.flat_parameters(), ref, rtol=0, atol=1e-10)
+
+
+def test_untranslatable_torch_settings_are_refused():
+    from pacpriv.ensemble import loss_from_torch, optimizer_from_torch
+
+    with pytest.raises(ValueError, match=r"must be torch.optim.SGD or torch.optim.Adam; got AdamW"):
+        optimizer_from_torch(lambda ps: torch.optim.AdamW(ps))
+    with pytest.raises(ValueError, match=r"an option the ensemble does not reproduce"):
+        optimizer_from_torch(lambda ps: torch.optim.Adam(ps, amsgrad=True))
+    with pytest.raises(ValueError, match=r"`loss_fn` CrossEntropyLoss with these options"):
+        loss_from_torch(torch.nn.CrossEntropyLoss(label_smoothing=0.1))
+    assert loss_from_torch(torch.nn.MSELoss()) == "mse"

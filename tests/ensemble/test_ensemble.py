@@ -14,6 +14,7 @@ from pacpriv.ensemble import (  # noqa: E402
     MemoryEstimate,
     RandomAllocation,
     Shuffled,
+    TanhMLP,
     TrainingSpec,
     choose_chunk_size,
     estimate_memory,
@@ -34,14 +35,42 @@ def ensemble(pool, masks, seeds):
                           dtype="float64")
 
 
-def test_forward_evaluates_every_model_on_every_row(ensemble, pool):
+class _Custom(torch.nn.Module):
+    """No stacked forward: evaluated through vmap(functional_call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.sin(self.lin(x)) * 2
+
+
+TEMPLATES = {
+    "sequential": lambda: _helpers.mlp(),
+    "linear": lambda: torch.nn.Linear(4, 3),
+    "tanh-mlp": lambda: TanhMLP(4, 6, 3),
+    "sequential-nobias": lambda: torch.nn.Sequential(torch.nn.Linear(4, 5, bias=False),
+                                                     torch.nn.GELU(), torch.nn.Linear(5, 3)),
+    "custom": _Custom,
+}
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_forward_evaluates_every_model_on_every_row(pool, template):
+    """The stacked fast paths and the vmap fallback equal each model's own forward."""
     X, _ = pool
-    out = ensemble.evaluate(X[:7])
+    tmpl = TEMPLATES[template]()
+    d = sum(p.numel() for p in tmpl.parameters())
+    ens = Ensemble.from_flat(tmpl, np.random.default_rng(1).normal(size=(5, d)),
+                             dtype="float64")
+    out = ens.evaluate(X[:7])
     assert out.shape == (5, 7, 3) and out.dtype == np.float64
     for k in range(5):
         with torch.no_grad():
-            expected = ensemble.module(k)(torch.as_tensor(X[:7])).numpy()
-        np.testing.assert_allclose(out[k], expected, rtol=0, atol=1e-14)
+            expected = ens.module(k)(torch.as_tensor(X[:7])).numpy()
+        np.testing.assert_allclose(out[k], expected, rtol=0, atol=1e-13)
+    assert np.abs(out[0] - out[1]).max() > 1e-3
 
 
 def test_flat_parameters_round_trip(ensemble):
@@ -56,13 +85,24 @@ def test_flat_parameters_round_trip(ensemble):
         ensemble.module(5)
 
 
+def test_from_modules_stacks_trained_modules(ensemble):
+    modules = [ensemble.module(k) for k in range(5)]
+    again = Ensemble.from_modules(modules, dtype="float64")
+    assert np.array_equal(again.flat_parameters(), ensemble.flat_parameters())
+    with pytest.raises(ValueError, match=r"module 1 has other parameter names or shapes"):
+        Ensemble.from_modules([modules[0], torch.nn.Linear(4, 3)])
+    with pytest.raises(ValueError, match=r"`modules` must hold at least one"):
+        Ensemble.from_modules([])
+
+
 def test_the_chunk_comes_from_the_memory_limit(pool, masks, seeds):
     """A limit of 3.5 models' estimate trains 3 at a time; below one model is an error."""
     X, y = pool
     spec = TrainingSpec(SGD(0.1), epochs=1, batching=RandomAllocation(2),
                         clipping=Clipping(1.0, noise_multiplier=0.5))
     template = _helpers.mlp().double()
-    est = estimate_memory(template, torch.as_tensor(X), spec, int(masks.sum(1).max()))
+    est = estimate_memory(template, torch.as_tensor(X), training=spec,
+                          largest_subset=int(masks.sum(1).max()))
     assert est.n_parameters == 51 and est.bytes_per_model > 51 * 8 * 5
     ens = train_ensemble(template, X, y, masks, seeds=seeds, training=spec, dtype="float64",
                          memory_limit=3.5 * est.bytes_per_model)

@@ -93,6 +93,30 @@ def test_shared_initialisation_starts_every_model_from_the_template(pool, masks,
                           np.tile(_helpers.flat(model.double()), (5, 1)))
 
 
+def test_an_ensemble_of_starting_points_initialises_each_model(pool, masks, seeds):
+    """init=Ensemble: model k starts from its model k (here: modules built under torch's own
+    seeding, as pacpriv's TorchMechanism does), and trains as the reference from it."""
+    from pacpriv.ensemble import Ensemble
+
+    X, y = pool
+    starts = []
+    for k in range(5):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(100 + k)
+            starts.append(torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(),
+                                              torch.nn.Linear(6, 3)).double())
+    spec = TrainingSpec(Adam(0.05), epochs=2, batching=Shuffled(9))
+    ens = train_ensemble(starts[0], X, y, masks, seeds=seeds, training=spec, dtype="float64",
+                         init=Ensemble.from_modules(starts, dtype="float64"), chunk_size=2)
+    ref = np.stack([_helpers.flat(train_reference(starts[k], X, y, masks[k], seed=seeds[k],
+                                                  training=spec, init="shared",
+                                                  dtype="float64")) for k in range(5)])
+    np.testing.assert_allclose(ens.flat_parameters(), ref, rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match=r"`init` must be an Ensemble of 5 models"):
+        train_ensemble(starts[0], X, y, masks, seeds=seeds, training=spec,
+                       init=Ensemble.from_modules(starts[:2]))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_results_do_not_depend_on_the_chunk_size(pool, masks, seeds, dtype):
     """Chunks of 1, 2, 3 and 5 models agree to round-off, and a repeated run is identical."""

@@ -8,6 +8,7 @@ import pytest
 from pacpriv.datasets import load_dataset
 from pacpriv.mechanisms import make_kmeans
 from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 
 
@@ -21,7 +22,8 @@ def test_kmeans_iris_main_job_posterior_reads_5882():
     """The issue's main job (k-means on iris, v = 1/64) reports the MATH.md posterior 58.82%."""
     data = load_dataset("iris")
     res = run_pac(make_kmeans(n_clusters=3), data.X, mi_budget=1 / 64, n_trials=200,
-                  rng=0, release_rng=1, progress=False, n_jobs=1, target_inflation=None)
+                  rng=0, release_rng=1,
+                      execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
     assert res.posterior_success_bound == pytest.approx(0.588157, abs=5e-6)
     assert res.plan.mi_bound <= 1 / 64 + 1e-12
     assert res.release.shape == (12,)
@@ -32,14 +34,15 @@ def test_release_is_secret_output_plus_planned_noise():
     """With a given secret mask, release − f(secret) has the plan's noise std (1-D check)."""
     x = np.linspace(0, 10, 40)[:, None]
     base = run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=100, rng=3, release=False,
-                   progress=False, n_jobs=1, target_inflation=None)
+                   execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
     mask = np.zeros(40, dtype=bool)
     mask[:20] = True
     f_secret = _clipped_mean(x[mask])[0]
     draws = np.array([
         run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=100, rng=3, secret_mask=mask,
                 release_rng=i if i != 3 else 300,  # never the simulation seed rng=3
-                progress=False, n_jobs=1, target_inflation=None).release[0]
+                execution=ExecutionOptions(progress=False, n_jobs=1),
+                target_inflation=None).release[0]
         for i in range(300)
     ])
     std = float(base.plan.noise_std[0])
@@ -54,9 +57,9 @@ def test_same_seed_same_release_and_report_numbers():
     """Seeding both the simulation and the release makes the whole job reproducible."""
     x = np.linspace(0, 10, 30)[:, None]
     a = run_pac(_clipped_mean, x, mi_budget=0.05, n_trials=50, rng=5, release_rng=6,
-                progress=False, n_jobs=1, target_inflation=None)
+                execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
     b = run_pac(_clipped_mean, x, mi_budget=0.05, n_trials=50, rng=5, release_rng=6,
-                progress=False, n_jobs=1, target_inflation=None)
+                execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
     np.testing.assert_array_equal(a.release, b.release)
     da, db = a.to_dict(), b.to_dict()
     for d in (da, db):
@@ -68,7 +71,7 @@ def test_posterior_uses_claimed_mi_and_prior():
     """The posterior bound is the KL inversion of the plan's MI claim at the sampler prior."""
     x = np.linspace(0, 10, 30)[:, None]
     res = run_pac(_clipped_mean, x, mi_budget=0.125, n_trials=50, rng=1, release=False,
-                  progress=False, n_jobs=1, target_inflation=None)
+                  execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
     assert res.membership_prior == 0.5
     assert res.posterior_success_bound == pytest.approx(
         float(posterior_success_rate(0.125, prior=0.5)))
@@ -83,7 +86,8 @@ def test_posterior_uses_best_blind_guess_for_unbalanced_prior(rate):
 
     x = np.linspace(0, 10, 30)[:, None]
     res = run_pac(_clipped_mean, x, mi_budget=0.05, n_trials=50, rng=1, release=False,
-                  progress=False, n_jobs=1, sampler=PoissonSampler(rate), target_inflation=None)
+                  execution=ExecutionOptions(progress=False, n_jobs=1),
+                  sampler=PoissonSampler(rate), target_inflation=None)
     assert res.membership_prior == rate
     assert res.posterior_success_bound >= 0.8
     assert res.posterior_success_bound == pytest.approx(
@@ -99,7 +103,8 @@ def test_algorithm1_low_confidence_is_a_caveat():
     x = np.linspace(0, 10, 30)[:, None]
     with pytest.warns(UndersampledWarning, match="Algorithm 1 claims"):
         res = run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=20, rng=1, release=False,
-                      progress=False, n_jobs=1, rule="algorithm1", c=1e-3, beta=0.05,
+                      execution=ExecutionOptions(progress=False, n_jobs=1),
+                      rule="algorithm1", c=1e-3, beta=0.05,
                       output_bound=10.0)
     assert res.plan.confidence < 1.0
     assert any("Algorithm 1 claims" in note for note in res.notes)
@@ -133,7 +138,8 @@ def test_budget_below_float_range_is_refused_before_any_trial():
 
     pool = np.random.default_rng(0).normal(size=(30, 2))
     with pytest.raises(ValueError, match=r"mi_budget.*>= 1e-300"):
-        run_pac(f, pool, mi_budget=1e-320, n_trials=10, rng=0, progress=False)
+        run_pac(f, pool, mi_budget=1e-320, n_trials=10, rng=0,
+                execution=ExecutionOptions(progress=False))
     assert calls == []
 
 
@@ -165,7 +171,8 @@ def test_object_pools_are_still_accepted():
     """Pools of non-numbers (texts) pass the pool check: only float arrays must be finite."""
     words = np.array(["a", "bb", "ccc", "dddd", "eeeee", "ffffff"], dtype=object)
     res = run_pac(lambda s: np.array([float(sum(map(len, s)))]), words, mi_budget=0.5,
-                  n_trials=20, rng=0, progress=False, target_inflation=None, release=False)
+                  n_trials=20, rng=0, execution=ExecutionOptions(progress=False),
+                  target_inflation=None, release=False)
     assert res.simulation.n_records == 6
 
 
@@ -175,7 +182,7 @@ def test_noise_that_overflows_is_an_error_not_a_nan_release():
     pool = np.random.default_rng(0).normal(size=(30, 2)) * 1e110  # below 2^400
     with pytest.raises(CalibrationError, match="overflows float64"):
         run_pac(lambda s: np.asarray(s).mean(axis=0), pool, mi_budget=1e-290, n_trials=12,
-                rule="anisotropic", rng=0, progress=False)
+                rule="anisotropic", rng=0, execution=ExecutionOptions(progress=False))
 
 
 def test_release_seed_equal_to_the_recorded_simulation_seed_is_refused():
@@ -185,12 +192,13 @@ def test_release_seed_equal_to_the_recorded_simulation_seed_is_refused():
     x = np.linspace(0.0, 1.0, 20)[:, None]
     with pytest.raises(ValueError, match="`release_rng` must differ from `rng`"):
         run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=10, rng=4, release_rng=4,
-                progress=False, n_jobs=1, target_inflation=None)
+                execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
     with pytest.raises(ValueError, match="`release_rng` must differ from `rng`"):
         run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=10, rng=np.random.SeedSequence(4),
-                release_rng=4, progress=False, n_jobs=1, target_inflation=None)
+                release_rng=4,
+                    execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
     res = run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=10, rng=4, release_rng=5,
-                  progress=False, n_jobs=1, target_inflation=None)
+                  execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
     assert res.release_seeded and res.release is not None
 
 
@@ -208,7 +216,8 @@ def test_numerical_calibration_failure_names_no_pool_value(rule):
         return np.array([s[:, 0].mean() * 1e-115, s[:, 1].mean() * 1e115])
 
     with pytest.raises(CalibrationError, match="span too many orders of magnitude") as info:
-        run_pac(mixed, pool, mi_budget=0.02, n_trials=40, rule=rule, rng=1, progress=False)
+        run_pac(mixed, pool, mi_budget=0.02, n_trials=40, rule=rule, rng=1,
+                execution=ExecutionOptions(progress=False))
     assert "e+2" not in str(info.value) and "array(" not in str(info.value)
     assert info.value.__cause__ is None and info.value.__suppress_context__
 

@@ -14,6 +14,7 @@ pytest.importorskip("matplotlib")
 from pacpriv import plotting
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.pac.bounds._posterior import pinsker_bound, posterior_success_rate
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.noise._calibration import calibrate_noise
 from pacpriv.pac.spectrum._covariance import spectrum_from_covariance
@@ -56,7 +57,7 @@ def test_spectrum_from_report_dict_matches_objects():
     """The report dict's arrays give the same spectrum figure data as the PacResult itself."""
     x = np.linspace(0, 10, 60).reshape(30, 2)
     res = run_pac(_mean_mech, x, mi_budget=0.1, n_trials=40, rng=0, release=False,
-                  progress=False, n_jobs=1)
+                  execution=ExecutionOptions(progress=False, n_jobs=1))
     a = plotting.plot_spectrum(res).axes[0]
     b = plotting.plot_spectrum(build_report(res, pool_statistics=True)).axes[0]
     assert len(a.lines) == len(b.lines) == 2

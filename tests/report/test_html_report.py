@@ -13,6 +13,7 @@ import pytest
 import pacpriv.report.builder
 from pacpriv import report as report_mod
 from pacpriv._numbers import format_bound
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.report import ARRAY_LIMIT, build_report, write_report
 from pacpriv.report.html import render_html
@@ -71,7 +72,8 @@ def result():
     """A small PAC job whose dataset and mechanism names try to inject HTML."""
     x = np.linspace(0, 10, 90).reshape(30, 3)
     return run_pac(_mean_mech, x, mi_budget=0.05, n_trials=30, rng=0, release_rng=1,
-                   progress=False, n_jobs=1, mechanism_name=EVIL, target_inflation=None,
+                   execution=ExecutionOptions(progress=False, n_jobs=1),
+                   mechanism_name=EVIL, target_inflation=None,
                    dataset={"name": EVIL, "n_records": 30})
 
 
@@ -266,7 +268,7 @@ def test_report_arrays_truncated_to_limit():
     """Per-direction arrays in the report dict stop at ARRAY_LIMIT = 200 values."""
     x = np.linspace(0, 1, 20 * 250).reshape(20, 250)
     res = run_pac(_mean_mech, x, mi_budget=0.1, n_trials=12, rng=0, release=False,
-                  progress=False, n_jobs=1, rule="variance-only")
+                  execution=ExecutionOptions(progress=False, n_jobs=1), rule="variance-only")
     rep = build_report(res, pool_statistics=True)
     assert ARRAY_LIMIT == report_mod.ARRAY_LIMIT == 200
     assert len(rep["noise"]["noise_std"]) == 200

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import pacpriv
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.report import build_report, to_markdown, write_report
 
 
@@ -30,7 +31,7 @@ def outlier_run():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return pacpriv.run_pac(_mean, pool, mi_budget=0.02, n_trials=100, rng=0,
-                               progress=False)
+                               execution=ExecutionOptions(progress=False))
 
 
 def _numbers(text: str) -> list[float]:
@@ -77,7 +78,8 @@ def test_private_report_does_not_resolve_the_spectrum():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = pacpriv.run_pac(lambda s: np.asarray(s).mean(axis=0), pool, mi_budget=0.02,
-                                  n_trials=100, rng=0, progress=False, n_jobs=1,
+                                  n_trials=100, rng=0,
+                                      execution=ExecutionOptions(progress=False, n_jobs=1),
                                   rule="anisotropic")
         rep = build_report(res)
         reports.append(json.dumps({k: rep[k] for k in ("spectrum", "noise")}, sort_keys=True))
@@ -88,7 +90,8 @@ def test_public_bundled_dataset_keeps_its_statistics():
     ds = pacpriv.load_dataset("iris")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = pacpriv.run_pac(_mean, ds.X, mi_budget=0.02, n_trials=60, rng=0, progress=False,
+        res = pacpriv.run_pac(_mean, ds.X, mi_budget=0.02, n_trials=60, rng=0,
+                              execution=ExecutionOptions(progress=False),
                               dataset=ds.to_dict())
     rep = build_report(res)
     assert rep["spectrum"]["eigenvalues"] and "expected_noise_power" in rep["noise"]

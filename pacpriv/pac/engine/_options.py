@@ -1,38 +1,52 @@
 """How trials run, as one frozen object: :class:`ExecutionOptions`.
 
-The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``, ``retries``,
-``timeout``, ``batch_size``, ``output_path``) change how the Monte-Carlo trials of Xiao &
-Devadas (CRYPTO 2023, Algorithm 1) are run, never their results: the trials are bit-identical for
-any of them. :func:`pacpriv.pac.engine.simulate`, :func:`pacpriv.pac.job.run_pac` and
-:meth:`pacpriv.pac.wrapper.PacPrivateFunction.calibrate`, :func:`pacpriv.pac.noise.coupling_noise`,
-:func:`pacpriv.pac.noise.compare_randomized_noise`, the per-record functions
-(:func:`pacpriv.pac.per_record.simulate_differences`,
-:func:`pacpriv.pac.per_record.record_exposure`,
-:func:`pacpriv.pac.per_record.calibrate_per_record`) and
-:func:`pacpriv.compare.compare_pac_dpsgd` accept them as ``options=``.
+The execution settings (workers, backend, progress bar, checkpoint, retries, time limit, batch
+size, disk-backed outputs, the vectorised-ensemble path and its device) change how the
+Monte-Carlo trials of Xiao & Devadas (CRYPTO 2023, Algorithm 1) are run, never their results:
+the trials are bit-identical for any of them. Every function or method that runs trials or fits
+models takes them as one argument, ``execution=ExecutionOptions(...)`` (the dp-accounting idea of
+an immutable description separate from whoever consumes it).
+
+With ``n_jobs=None`` and ``backend=None`` (the defaults) joblib decides: one worker, or whatever
+an enclosing ``joblib.parallel_config(...)`` sets.
+
+The 0.2 loose keywords (``n_jobs=``, ``backend=``, ``progress=``, ``checkpoint=``, ``retries=``,
+``timeout=``, ``batch_size=``, ``output_path=``) and ``options=`` keep working for one release
+through :func:`accepts_legacy_execution`, with a ``DeprecationWarning`` naming the replacement.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import functools
+import inspect
 import os
+import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pacpriv._validation import check_int, check_n_jobs, check_real
 
-__all__ = ["ExecutionOptions", "merge_execution"]
+__all__ = ["LEGACY_EXECUTION", "ExecutionOptions", "accepts_legacy_execution", "merge_execution"]
+
+#: Devices of the vectorised-ensemble path.
+DEVICES = ("cpu", "cuda")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExecutionOptions:
-    """Execution options of the engine (validated on construction).
+    """How trials run (validated on construction; never changes a result).
 
     Parameters
     ----------
     n_jobs : int or None, default None
-        Parallel workers (joblib convention: ``-1`` all cores, ``None`` one).
+        Parallel workers (joblib convention: ``-1`` all cores; ``None``: one, or what an
+        active ``joblib.parallel_config`` sets). Capped at the usable CPUs.
     backend : str or None, default None
-        joblib backend (``"loky"``, ``"threading"``, ``"dask"``, ``"ray"``); None: joblib's.
+        joblib backend (``"loky"``, ``"threading"``, ``"dask"``, ``"ray"``); None: joblib's
+        default or the active ``parallel_config``.
     progress : bool, default True
         Show a tqdm progress bar.
     checkpoint : str or path-like or None, default None
@@ -47,6 +61,11 @@ class ExecutionOptions:
         Trials per task (``>= 1``).
     output_path : str or path-like or None, default None
         ``.npy`` file for disk-backed outputs.
+    ensemble : bool, default True
+        Let a mechanism that declares a vectorised block form (an ensemble mechanism) evaluate
+        blocks of trials at once; ``False`` forces one trial per task (same seeds, same outputs).
+    device : {"cpu", "cuda"}, default "cpu"
+        Device of the vectorised-ensemble path (torch).
 
     Raises
     ------
@@ -56,8 +75,8 @@ class ExecutionOptions:
     Examples
     --------
     >>> opts = ExecutionOptions(n_jobs=2, progress=False)
-    >>> opts.n_jobs, opts.retries
-    (2, 0)
+    >>> opts.n_jobs, opts.retries, opts.ensemble
+    (2, 0, True)
     """
 
     n_jobs: int | None = None
@@ -68,31 +87,119 @@ class ExecutionOptions:
     timeout: float | None = None
     batch_size: int | Literal["auto"] = "auto"
     output_path: str | os.PathLike | None = None
+    ensemble: bool = True
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         check_n_jobs(self.n_jobs)
         if self.backend is not None and not isinstance(self.backend, str):
             raise TypeError(f"`backend` must be a str or None; got {type(self.backend).__name__}.")
-        if not isinstance(self.progress, bool):
-            raise TypeError(f"`progress` must be a bool; got {type(self.progress).__name__}.")
+        for name in ("progress", "ensemble"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise TypeError(f"`{name}` must be a bool; got {type(value).__name__}.")
         check_int(self.retries, "retries", low=0)
         if self.timeout is not None:
             check_real(self.timeout, "timeout", low=0.0, low_inclusive=False)
         if self.batch_size != "auto":
             check_int(self.batch_size, "batch_size", low=1)
+        if self.device not in DEVICES:
+            raise ValueError(f"`device` must be one of {DEVICES}; got {self.device!r}.")
+
+    def replace(self, **changes: Any) -> ExecutionOptions:
+        """A copy with ``changes`` (validated like a new object)."""
+        return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
-        """The options as keyword arguments of :func:`pacpriv.pac.engine.simulate`."""
+        """The options as a plain dict (field name -> value)."""
         return asdict(self)
 
 
-def merge_execution(options: ExecutionOptions | None, defaults: dict, **given: Any) -> dict:
-    """The execution arguments a function runs with: ``options`` or the individual ones.
+#: The 0.2 loose execution keywords (deprecated; one release).
+LEGACY_EXECUTION = ("n_jobs", "backend", "progress", "checkpoint", "retries", "timeout",
+                    "batch_size", "output_path")
 
-    ``given`` are the caller's individual execution arguments and ``defaults`` their default
-    values in the caller's signature. Without ``options`` the result is ``given``; with it, the
-    result is ``options.to_dict()`` and any individual argument changed from its default is a
-    ``TypeError`` (one source of truth per call), and so is a name not in ``defaults``.
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _as_options(options: Any, name: str = "execution") -> ExecutionOptions:
+    if not isinstance(options, ExecutionOptions):
+        raise TypeError(
+            f"`{name}` must be an ExecutionOptions or None; got {type(options).__name__}.")
+    return options
+
+
+def accepts_legacy_execution(*, defaults: ExecutionOptions | None = None,
+                             names: tuple[str, ...] = LEGACY_EXECUTION) -> Callable[[F], F]:
+    """Decorator: ``func(..., execution=...)`` also accepts the 0.2 execution keywords.
+
+    The loose keywords ``names`` and ``options=`` become ``execution=`` (built on ``defaults``,
+    the function's own default options) with one ``DeprecationWarning`` naming the
+    replacement. Giving ``execution`` (or ``options``) together with a loose keyword whose value
+    differs from the default is a ``TypeError``; so is an unknown keyword close to an execution
+    name (a typo such as ``n_job``). The decorated function's signature (``inspect.signature``)
+    is the new one.
+    """
+    base = defaults or ExecutionOptions()
+
+    def decorate(func: F) -> F:
+        params = inspect.signature(func).parameters
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            given = {k: kwargs.pop(k) for k in names if k in kwargs and k not in params}
+            options = kwargs.pop("options", None) if "options" not in params else None
+            typos = {k: difflib.get_close_matches(k, (*names, "execution"), n=1, cutoff=0.8)
+                     for k in kwargs if k not in params}
+            typos = {k: v for k, v in typos.items() if v}
+            if typos:
+                raise TypeError(
+                    f"unexpected execution argument(s) {', '.join(sorted(typos))}; the execution "
+                    f"arguments are {', '.join(names)}, given as "
+                    "execution=ExecutionOptions(...).")
+            if not given and options is None:
+                return func(*args, **kwargs)
+            current = kwargs.get("execution")
+            if current is not None:
+                raise TypeError(
+                    "pass the execution arguments in `execution` only; got execution and "
+                    f"{', '.join(sorted(given) or ['options'])}.")
+            start = base if options is None else _as_options(options, "options")
+            if options is not None:
+                clash = sorted(k for k, v in given.items() if v != getattr(base, k))
+                if clash:
+                    raise TypeError(
+                        "pass the execution arguments either in `options` or individually, "
+                        f"not both; got options and {', '.join(clash)} (better: one "
+                        "execution=ExecutionOptions(...)).")
+            shown = ", ".join(f"{k}={v!r}" for k, v in given.items())
+            old = ", ".join([*(f"{k}=" for k in given), *(["options="] if options else [])])
+            warnings.warn(
+                f"{func.__qualname__}: {old} {'is' if len(given) + bool(options) == 1 else 'are'}"
+                f" deprecated; pass execution=ExecutionOptions({shown}) instead (removed in "
+                "0.4).", DeprecationWarning, stacklevel=2)
+            kwargs["execution"] = start.replace(**given) if options is None else start
+            return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def resolve_execution(execution: ExecutionOptions | None,
+                      default: ExecutionOptions | None = None) -> ExecutionOptions:
+    """``execution``, or the function's ``default`` options when None (type-checked)."""
+    if execution is None:
+        return default or ExecutionOptions()
+    return _as_options(execution)
+
+
+def merge_execution(options: ExecutionOptions | None, defaults: dict, **given: Any) -> dict:
+    """Deprecated (0.2 plumbing): the execution arguments as a dict, ``options`` or ``given``.
+
+    Kept for one release; new code passes ``execution=ExecutionOptions(...)``. Without
+    ``options`` the result is ``given``; with it, ``options.to_dict()``, and an individual
+    argument changed from its default is a ``TypeError``, as is a name not in ``defaults``.
     """
     unknown = sorted(set(given) - set(defaults))
     if unknown:

@@ -36,22 +36,25 @@ invariant and use the stored rows directly; add ``reference`` back for absolute 
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
-from pacpriv._validation import check_finite_array, check_int, check_n_jobs, check_real
+from pacpriv._validation import check_finite_array, check_int, check_real
 from pacpriv.exceptions import CheckpointError, MechanismError, NotReproducibleWarning
 from pacpriv.pac.engine import _storage as storage
 from pacpriv.pac.engine._checkpoint import Checkpoint, run_fingerprint
 from pacpriv.pac.engine._mechanism import check_mechanism
-from pacpriv.pac.engine._options import ExecutionOptions, merge_execution
+from pacpriv.pac.engine._options import (
+    ExecutionOptions,
+    accepts_legacy_execution,
+    resolve_execution,
+)
 from pacpriv.pac.engine._parallel import _failure_error, resolve_backend, run_pending
 from pacpriv.pac.engine._storage import OutputStore
 from pacpriv.pac.engine._trial import TrialTask, run_batch
@@ -209,10 +212,6 @@ def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progres
     return n_trials, retries, timeout, batch_size, dtype
 
 
-#: simulate's execution arguments and their defaults (see :class:`ExecutionOptions`).
-_EXECUTION_DEFAULTS = ExecutionOptions().to_dict()
-
-
 def _check_memory(n_trials: int, n_records: int, output_path) -> None:
     """Refuse, before any trial, a run whose membership masks alone cannot fit in memory.
 
@@ -230,23 +229,16 @@ def _check_memory(n_trials: int, n_records: int, output_path) -> None:
         )
 
 
+@accepts_legacy_execution()
 def simulate(
     mechanism: Callable[..., Any],
     pool: Pool,
     *,
     n_trials: int,
     sampler: Sampler | Callable | str | None = None,
-    n_jobs: int | None = None,
-    backend: str | None = None,
     rng: RNGLike = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    retries: int = 0,
-    timeout: float | None = None,
-    batch_size: int | Literal["auto"] = "auto",
-    output_path: str | os.PathLike | None = None,
+    execution: ExecutionOptions | None = None,
     output_dtype: Any = np.float64,
-    options: ExecutionOptions | None = None,
     mechanism_name: str | None = None,
 ) -> SimulationResult:
     """Run ``mechanism`` on ``n_trials`` random subsets of ``pool`` and collect its outputs.
@@ -268,47 +260,50 @@ def simulate(
         Number of trials, >= 1.
     sampler : Sampler, callable, str or None, default None
         Data distribution (see :func:`pacpriv.pac.samplers.as_sampler`); None = Poisson-½.
-    n_jobs : int or None, default None
-        joblib's meaning: None = 1 unless set by ``joblib.parallel_config``; -1 = all cores;
-        0 is a ValueError.
-    backend : str or None, default None
-        joblib backend ("loky", "threading", "dask", "ray", ...); None = joblib's default
-        or the active ``parallel_config``. "dask" needs a ``distributed.Client``; "ray" uses
-        the running Ray runtime (``ray.init()``, or ``ray.init(address="ray://head:10001")`` /
-        the ``RAY_ADDRESS`` variable for an existing cluster) and, with ``n_jobs=None``, all
-        of its CPUs.
     rng : None, int, SeedSequence or Generator, default None
         Root seed; None = fresh OS entropy, or, when resuming a checkpoint, its stored seed.
-    progress : bool, default True
-        Show a tqdm progress bar over trials.
-    checkpoint : path or None, default None
-        Directory where finished trials are saved as they complete (see
-        :mod:`pacpriv.pac.engine._checkpoint`); rerunning with the same arguments resumes. It holds
-        the un-noised outputs and subset masks of every trial, from which the records can be
-        reconstructed: created with mode 0700 (files 0600); treat a checkpoint like the raw
-        data; delete it after the run.
-    retries : int, default 0
-        Extra attempts for a failing trial, with the same seed; also extra rounds after a
-        worker crash.
-    timeout : float or None, default None
-        Per-trial limit in seconds (per attempt). In the main thread of a POSIX process
-        (``n_jobs=1``, loky and multiprocessing workers) the trial is interrupted by
-        SIGALRM between Python bytecodes; on thread-based workers (threading, Dask) it
-        cannot be interrupted and fails after returning if it ran longer.
-    batch_size : int or "auto", default "auto"
-        Trials per joblib task; never changes results.
-    output_path : path or None, default None
-        ``.npy`` file for disk-backed outputs (``numpy.lib.format.open_memmap``); masks go
-        to ``<stem>.masks.npy`` beside it. Both are created with mode 0600: like a checkpoint
-        they can reconstruct the records, so treat them like the raw data and delete them
-        after use.
+    execution : ExecutionOptions, optional
+        How the trials run (:class:`~pacpriv.pac.engine.ExecutionOptions`: workers, backend,
+        progress bar, checkpoint, retries, per-trial timeout, batch size, disk-backed
+        outputs); never changes the results. Default: ``ExecutionOptions()`` (one worker
+        unless a ``joblib.parallel_config`` is active, a progress bar). Details:
+
+        n_jobs : int or None, default None
+            joblib's meaning: None = 1 unless set by ``joblib.parallel_config``; -1 = all cores;
+            0 is a ValueError.
+        backend : str or None, default None
+            joblib backend ("loky", "threading", "dask", "ray", ...); None = joblib's default
+            or the active ``parallel_config``. "dask" needs a ``distributed.Client``; "ray" uses
+            the running Ray runtime (``ray.init()``, or ``ray.init(address="ray://head:10001")`` /
+            the ``RAY_ADDRESS`` variable for an existing cluster) and, with ``n_jobs=None``, all
+            of its CPUs.
+        progress : bool, default True
+            Show a tqdm progress bar over trials.
+        checkpoint : path or None, default None
+            Directory where finished trials are saved as they complete (see
+            :mod:`~pacpriv.pac.engine._checkpoint`); rerunning with the same arguments resumes.
+            It holds the un-noised outputs and subset masks of every trial, from which the
+            records can be reconstructed: created with mode 0700 (files 0600); treat a
+            checkpoint like the raw data; delete it after the run.
+        retries : int, default 0
+            Extra attempts for a failing trial, with the same seed; also extra rounds after a
+            worker crash.
+        timeout : float or None, default None
+            Per-trial limit in seconds (per attempt). In the main thread of a POSIX process
+            (``n_jobs=1``, loky and multiprocessing workers) the trial is interrupted by
+            SIGALRM between Python bytecodes; on thread-based workers (threading, Dask) it
+            cannot be interrupted and fails after returning if it ran longer.
+        batch_size : int or "auto", default "auto"
+            Trials per joblib task; never changes results.
+        output_path : path or None, default None
+            ``.npy`` file for disk-backed outputs (``numpy.lib.format.open_memmap``); masks go
+            to ``<stem>.masks.npy`` beside it. Both are created with mode 0600: like a checkpoint
+            they can reconstruct the records, so treat them like the raw data and delete them
+            after use.
     output_dtype : floating dtype, default numpy.float64
         Storage dtype of the outputs (float32 halves memory). Below float64, outputs are
         stored relative to trial 0's float64 output (``result.reference``), so a large
         common offset does not round the variation away; checked finite after the cast.
-    options : ExecutionOptions, optional
-        All the execution arguments above (``n_jobs`` ... ``output_path``) as one object;
-        passing it together with a changed individual execution argument is a TypeError.
     mechanism_name : str, optional
         Name shown in errors, warnings and the result (default: the callable's
         ``module.qualname``); for wrappers that run a user's function inside another callable.
@@ -360,21 +355,18 @@ def simulate(
     --------
     >>> import numpy as np
     >>> from pacpriv.pac.engine._simulate import simulate
+    >>> from pacpriv.pac.engine import ExecutionOptions
     >>> res = simulate(lambda s: s.mean(axis=0) if len(s) else np.zeros(2),
-    ...                np.arange(20.0).reshape(10, 2), n_trials=4, rng=0, progress=False)
+    ...                np.arange(20.0).reshape(10, 2), n_trials=4, rng=0,
+    ...                execution=ExecutionOptions(progress=False))
     >>> res.outputs.shape, res.masks.shape
     ((4, 2), (4, 10))
     """
     tic = time.perf_counter()
-    ex = merge_execution(
-        options, _EXECUTION_DEFAULTS, n_jobs=n_jobs, backend=backend, progress=progress,
-        checkpoint=checkpoint, retries=retries, timeout=timeout, batch_size=batch_size,
-        output_path=output_path,
-    )
-    n_jobs, backend, progress = ex["n_jobs"], ex["backend"], ex["progress"]
-    n_jobs = check_n_jobs(n_jobs)
-    checkpoint, retries, timeout = ex["checkpoint"], ex["retries"], ex["timeout"]
-    batch_size, output_path = ex["batch_size"], ex["output_path"]
+    ex = resolve_execution(execution)
+    n_jobs, backend, progress = ex.n_jobs, ex.backend, ex.progress
+    checkpoint, retries, timeout = ex.checkpoint, ex.retries, ex.timeout
+    batch_size, output_path = ex.batch_size, ex.output_path
     default_name, pass_rng = check_mechanism(mechanism)
     if mechanism_name is not None and not isinstance(mechanism_name, str):
         raise TypeError(f"`mechanism_name` must be a str or None; got {mechanism_name!r}.")

@@ -28,10 +28,10 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from pacpriv._random import seed_to_dict, trial_seed
+from pacpriv._random import GLOBAL_STREAM, MECHANISM_STREAM, seed_to_dict, stream_seed, trial_seed
 from pacpriv.exceptions import WITHHELD_NOTE
 from pacpriv.pac.engine._mechanism import InvalidOutput, call_mechanism, check_output, subset_pool
-from pacpriv.pac.samplers import MECHANISM_STREAM, Sampler, stream_seed
+from pacpriv.pac.samplers import Sampler
 
 __all__ = ["BatchResult", "TrialFailure", "TrialTask", "TrialTimeoutError", "run_batch"]
 
@@ -168,8 +168,6 @@ def _portable(exc: BaseException) -> BaseException:
     return exc
 
 
-#: Stream of a trial's seed that reseeds the global generators (see ``reseed_global``).
-GLOBAL_STREAM = 2
 
 
 @contextlib.contextmanager

@@ -1,8 +1,11 @@
 """Noise for a mutual-information budget: rules, plans, the (1−γ) certificate, coupling.
 
-A rule turns the simulated outputs (or their spectrum) and a budget ``v`` (nats) into a
-:class:`NoisePlan` (basis and per-direction noise std); the default rule certifies
-``MI <= v`` for the true covariance with probability ``1 − γ`` over the simulation.
+A rule is an object (:class:`Certified`, :class:`Algorithm1`, :class:`Anisotropic`,
+:class:`Isotropic`, :class:`VarianceOnly`, :class:`ExactMI`, :class:`AsymptoticT`; a name is a
+shorthand for the defaults). It turns the simulated outputs (or their spectrum) and a budget
+``v`` (nats) into a :class:`NoisePlan` (basis and per-direction noise std); the default
+``Certified()`` certifies ``MI <= v`` for the true covariance with probability ``1 − γ`` over the
+simulation.
 
 References
 ----------
@@ -10,13 +13,10 @@ References
 .. [2] M. Sridhar, H. Xiao, S. Devadas. PAC-Private Algorithms. IEEE S&P 2025, Thm 1.
 """
 
-from pacpriv.pac.noise._calibration import (
-    DEFAULT_RULE,
-    RULES,
-    calibrate_noise,
-    calibrate_variance_only,
-)
+from pacpriv.pac.noise._algorithm1 import Algorithm1
+from pacpriv.pac.noise._calibration import calibrate_noise, calibrate_variance_only
 from pacpriv.pac.noise._certificate import Certificate, certify_noise
+from pacpriv.pac.noise._certified import AsymptoticT, Certified
 from pacpriv.pac.noise._concentration import (
     betting_upper,
     constant_output_bound,
@@ -26,6 +26,7 @@ from pacpriv.pac.noise._concentration import (
 from pacpriv.pac.noise._confidence import confidence_for_trials, trials_for_confidence
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.noise._planning import predicted_inflation, trials_for_inflation
+from pacpriv.pac.noise._plugin import Anisotropic, ExactMI, Isotropic, VarianceOnly
 from pacpriv.pac.noise._randomized import (
     CouplingResult,
     RandomizedComparison,
@@ -33,13 +34,33 @@ from pacpriv.pac.noise._randomized import (
     coupling_noise,
     matched_distance,
 )
-from pacpriv.pac.noise._rules import Algorithm1
+from pacpriv.pac.noise._registry import (
+    DEFAULT_RULE,
+    RULE_CLASSES,
+    RULES,
+    SPECTRUM_RULES,
+    as_rule,
+    rule_with,
+)
+from pacpriv.pac.noise._rule import NoiseRule
 
 __all__ = [
-    # rules and plans
+    # rule objects (what to certify) and their names
+    "Algorithm1",
+    "Anisotropic",
+    "AsymptoticT",
+    "Certified",
+    "ExactMI",
+    "Isotropic",
+    "NoiseRule",
+    "VarianceOnly",
     "DEFAULT_RULE",
     "RULES",
-    "Algorithm1",
+    "RULE_CLASSES",
+    "SPECTRUM_RULES",
+    "as_rule",
+    "rule_with",
+    # plans
     "NoisePlan",
     "calibrate_noise",
     "calibrate_variance_only",

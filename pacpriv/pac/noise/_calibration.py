@@ -22,17 +22,17 @@ from pacpriv.pac.bounds._mutual_info import (
 )
 from pacpriv.pac.noise import _rules
 from pacpriv.pac.noise._plan import NoisePlan
+from pacpriv.pac.noise._registry import (
+    DEFAULT_RULE,
+    RULES,
+    SPECTRUM_RULES,
+    accepts_legacy_rule,
+    as_rule,
+)
+from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.spectrum._covariance import OutputSpectrum
 
 __all__ = ["DEFAULT_RULE", "RULES", "NoisePlan", "calibrate_noise", "calibrate_variance_only"]
-
-#: Every noise rule, from :data:`pacpriv.pac.noise._rules.RULE_TABLE` (the default first).
-RULES = tuple(_rules.RULE_TABLE)
-
-#: Rules that take an :class:`OutputSpectrum` (accepted by :func:`calibrate_noise`).
-SPECTRUM_RULES = tuple(k for k, info in _rules.RULE_TABLE.items() if info.source == "spectrum")
-
-DEFAULT_RULE = _rules.DEFAULT_RULE
 
 
 #: Smallest MI budget accepted (nats): the noise variance scales like 1/v, and below this
@@ -90,15 +90,12 @@ def calibrate_variance_only(variances, *, mi_budget: float) -> NoisePlan:
     )
 
 
+@accepts_legacy_rule(("confidence", "c", "beta", "output_bound"))
 def calibrate_noise(
     spectrum: OutputSpectrum,
     *,
     mi_budget: float,
-    rule: str = "anisotropic",
-    confidence: float | None = None,
-    c: float | None = None,
-    beta: float | None = None,
-    output_bound: float | None = None,
+    rule: str | NoiseRule = "anisotropic",
 ) -> NoisePlan:
     """Calibrate Gaussian noise so that ``½ ln det(I + Σ Σ_B⁻¹) <= mi_budget``.
 
@@ -108,35 +105,28 @@ def calibrate_noise(
         Estimated (or known) output covariance spectrum.
     mi_budget : float
         Budget ``v > 0`` in nats.
-    rule : {"anisotropic", "isotropic", "variance-only", "exact-mi", "algorithm1"} or Algorithm1
-        A rule name, or an :class:`~pacpriv.pac.noise.Algorithm1` object carrying its
-        parameters. The rules of :data:`SPECTRUM_RULES` (the default ``"certified"`` rule of
-        :func:`~pacpriv.pac.job.run_pac` needs the outputs: see
-        :func:`~pacpriv.pac.noise.certify_noise`). All but ``"algorithm1"`` are
-        **plug-in estimates**: they meet the budget for the estimated ``Σ``.
+    rule : NoiseRule or str, default "anisotropic"
+        A spectrum rule (:data:`SPECTRUM_RULES`) as an object, or its name for the default
+        parameters (the default ``Certified`` rule of :func:`~pacpriv.pac.job.run_pac` needs the
+        outputs: see :func:`~pacpriv.pac.noise.certify_noise`). All but
+        :class:`~pacpriv.pac.noise.Algorithm1` are **plug-in estimates**: they meet the budget
+        for the estimated ``Σ``.
 
-        * ``"anisotropic"``: square-root rule ``s_j² = sqrt(λ_j) Σ_k sqrt(λ_k) / (2v)`` in the
+        * ``Anisotropic()``: square-root rule ``s_j² = sqrt(λ_j) Σ_k sqrt(λ_k) / (2v)`` in the
           eigenbasis; minimises ``E||B||² = (Σ sqrt λ)²/(2v)`` under the linearised bound, so
           the exact bound is below ``v``.
-        * ``"isotropic"``: ``s² = tr(Σ)/(2v)`` in every direction.
-        * ``"variance-only"``: coordinate axes, as :func:`calibrate_variance_only`.
-        * ``"exact-mi"``: water-filling ``s_j² = (−λ_j + sqrt(λ_j² + 4μλ_j))/2`` with ``μ`` set
-          so that the exact bound equals ``v``; never more noise power than the square-root
-          rule.
-        * ``"algorithm1"``: Algorithm 1 of [1]_ (needs ``c``, ``beta``, ``output_bound``):
-          square-root rule on ``λ + 10·c·v/β`` in every direction if the eigen-gaps are large,
-          else isotropic ``(Σλ + d·c)/(2v)``; claims ``MI <= v + β`` with probability
-          ``>= confidence``.
-    confidence : float, optional
-        ``"algorithm1"`` only: required ``1 − γ`` in ``(0, 1)``. The plan's ``confidence`` is
-        what the conservative matrix-Bernstein bound certifies for ``spectrum.n_trials``; if it
-        is below the requested value a ``CalibrationError`` is raised.
-    c : float, optional
-        ``"algorithm1"`` only: eigenvalue / estimation-error threshold ``c > 0`` (variance units).
-    beta : float, optional
-        ``"algorithm1"`` only: slack ``β > 0`` in nats.
-    output_bound : float, optional
-        ``"algorithm1"`` only: ``r > 0`` with ``||f(X)||₂ <= r``.
+        * ``Isotropic()``: ``s² = tr(Σ)/(2v)`` in every direction.
+        * ``VarianceOnly()``: coordinate axes, as :func:`calibrate_variance_only`.
+        * ``ExactMI()``: water-filling ``s_j² = (−λ_j + sqrt(λ_j² + 4μλ_j))/2`` with ``μ`` set so
+          that the exact bound equals ``v``; never more noise power than the square-root rule.
+        * ``Algorithm1(c=..., beta=..., output_bound=..., confidence=...)``: Algorithm 1 of
+          [1]_: square-root rule on ``λ + 10·c·v/β`` in every direction if the eigen-gaps are
+          large, else isotropic ``(Σλ + d·c)/(2v)``; claims ``MI <= v + β`` with probability
+          ``>= confidence`` (the conservative matrix-Bernstein count for
+          ``spectrum.n_trials``; a ``CalibrationError`` if it is below the requested value).
+
+        The 0.2 keywords ``confidence``, ``c``, ``beta``, ``output_bound`` beside a rule name
+        still work for one release (``DeprecationWarning``).
 
     Returns
     -------
@@ -158,7 +148,7 @@ def calibrate_noise(
     (the trials filled all ``n − 1`` sample directions) carry the whole trace (see
     :func:`~pacpriv.pac.spectrum.estimate_output_spectrum`), so every rule gives them noise.
     Constant outputs give zero noise and
-    ``mi_bound = 0`` (except ``"algorithm1"``, which still inflates). Worked examples
+    ``mi_bound = 0`` (except Algorithm 1, which still inflates). Worked examples
     (docs/math.rst, Gaussian noise, ``λ = (4, 1)``, ``v = ½``): square-root ``s² = (6, 3)``;
     isotropic 5; exact-MI
     ``(4.24694, 2.50101)``. Algorithm 1 with ``c = 1e-3``, ``v = β = ¼`` and ``d = 2``:
@@ -173,22 +163,11 @@ def calibrate_noise(
     if not isinstance(spectrum, OutputSpectrum):
         raise TypeError(f"`spectrum` must be an OutputSpectrum; got {type(spectrum).__name__}.")
     v = _check_budget(mi_budget)
-    rule, given = _rules.unpack_rule(rule, confidence=confidence, c=c, beta=beta,
-                                     output_bound=output_bound)
-    confidence, c, beta, output_bound = (given.get(k) for k in
-                                         ("confidence", "c", "beta", "output_bound"))
-    info = _rules.rule_info(rule)
-    if info.source != "spectrum":
+    spec = as_rule(rule)
+    if spec.source != "spectrum":
         raise ValueError(
-            f"rule {rule!r} needs the simulated outputs, not a spectrum: use "
+            f"rule {spec.name!r} needs the simulated outputs, not a spectrum: use "
             "pacpriv.pac.noise.certify_noise(outputs, ...) or run_pac; calibrate_noise "
             f"takes {SPECTRUM_RULES}."
         )
-    given = {k: val for k, val in {"confidence": confidence, "c": c, "beta": beta,
-                                     "output_bound": output_bound}.items() if val is not None}
-    refused = [k for k in given if k not in info.parameters]
-    if refused:
-        raise ValueError(f"{refused} only apply to rule='algorithm1'; got rule={rule!r}.")
-    if rule == "algorithm1":
-        given = {"c": c, "beta": beta, "output_bound": output_bound, "confidence": confidence}
-    return info.function(spectrum, v, **given)
+    return spec.plan(spectrum, mi_budget=v)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._display import Displayable, Summary
+from pacpriv._numbers import format_bound
 from pacpriv._random import as_generator
 
 __all__ = ["NoisePlan"]
@@ -70,9 +71,9 @@ class NoisePlan(Displayable):
         it equal to ``mi_budget``.
     mi_claim : float
         The MI bound the plan claims for the *true* ``Σ``: ``mi_budget`` for the plug-in rules
-        (exact for the estimated ``Σ`` only), ``mi_budget + beta`` for ``"algorithm1"``.
+        (exact for the estimated ``Σ`` only), ``mi_budget + beta`` for Algorithm 1.
     confidence : float or None
-        ``"algorithm1"`` only: probability ``>=`` which ``mi_claim`` holds according to the
+        Algorithm 1 only: probability ``>=`` which ``mi_claim`` holds according to the
         conservative matrix-Bernstein count of :mod:`.noise._confidence` (1 for a known Σ).
     dim : int
         Output dimension ``d``.
@@ -93,6 +94,9 @@ class NoisePlan(Displayable):
         plan's guarantee is for the clipped mechanism.
     certificate : pacpriv.pac.noise.Certificate or None
         How a ``"certified"``/``"asymptotic-t"`` plan was certified.
+    rule_spec : NoiseRule or None
+        The rule object that made the plan (:mod:`pacpriv.pac.noise`); it decides
+        :attr:`certified` and :attr:`label`.
     """
 
     rule: str
@@ -109,20 +113,32 @@ class NoisePlan(Displayable):
     clip_center: np.ndarray | None = field(default=None, repr=False)
     clip_radius: float | None = None
     certificate: Any = field(default=None, repr=False)
+    rule_spec: Any = field(default=None, repr=False)
 
     @property
     def certified(self) -> bool:
         """Whether ``mi_claim`` holds for the true covariance with probability ``confidence``."""
+        if self.rule_spec is not None:
+            return bool(self.rule_spec.is_certified(self))
         return bool(getattr(self.certificate, "certified", False))
 
     @property
     def label(self) -> str:
         """Headline wording: ``"certified (1−γ = 0.95)"`` or ``"estimated (plug-in)"``."""
-        if self.certified:
-            return f"certified (1−γ = {self.confidence:g})"
-        if self.certificate is not None:
+        if self.rule_spec is not None:
+            return str(self.rule_spec.label(self))
+        cert = self.certificate  # a plan built outside a rule object (e.g. certify_noise)
+        if getattr(cert, "certified", False):
+            return f"certified (1−γ = {format_bound(self.confidence, side='down')})"
+        if cert is not None:
             return f"estimated (asymptotic, 1−γ ≈ {self.confidence:g}, not certified)"
         return "estimated (plug-in)"
+
+    @property
+    def isotropic(self) -> bool:
+        """Whether ``Σ_B`` is a multiple of the identity (one noise std, coordinate axes)."""
+        std = np.asarray(self.noise_std)
+        return self.basis is None and bool(std.size == 0 or np.all(std == std.flat[0]))
 
     def clip(self, value: np.ndarray) -> tuple[np.ndarray, bool]:
         """Apply the plan's release clip to one output ``(d,)``; returns ``(value, clipped)``."""

@@ -53,7 +53,11 @@ from pacpriv._json import field_values
 from pacpriv._random import RNGLike, as_seed_sequence
 from pacpriv._validation import check_int, check_real
 from pacpriv.pac.engine._mechanism import accepts_rng, call_mechanism, check_output
-from pacpriv.pac.engine._options import ExecutionOptions, merge_execution
+from pacpriv.pac.engine._options import (
+    ExecutionOptions,
+    accepts_legacy_execution,
+    resolve_execution,
+)
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
 from pacpriv.pac.noise._calibration import NoisePlan, calibrate_noise
 from pacpriv.pac.spectrum._covariance import estimate_output_spectrum
@@ -170,10 +174,11 @@ class CouplingResult:
         }
 
 
-#: Defaults of the execution arguments in this module's signatures (progress off).
-_EXECUTION_DEFAULTS = {"n_jobs": None, "progress": False}
+#: The execution of this module's functions unless given (no progress bar).
+_DEFAULT_EXECUTION = ExecutionOptions(progress=False)
 
 
+@accepts_legacy_execution(defaults=_DEFAULT_EXECUTION, names=("n_jobs", "progress"))
 def coupling_noise(
     mechanism: Callable[..., Any],
     pool: Any,
@@ -184,9 +189,7 @@ def coupling_noise(
     sampler: Any = None,
     confidence: float | None = None,
     rng: RNGLike = None,
-    n_jobs: int | None = None,
-    progress: bool = False,
-    options: ExecutionOptions | None = None,
+    execution: ExecutionOptions | None = None,
 ) -> CouplingResult:
     """Calibrate isotropic noise for a randomized mechanism with the coupling bound [1]_.
 
@@ -212,15 +215,10 @@ def coupling_noise(
         ``mean + z_confidence · standard_error`` (safe side) instead of the mean.
     rng : None, int, SeedSequence or Generator
         Root seed (None: fresh OS entropy).
-    n_jobs : int or None
-        joblib workers of the engine.
-    progress : bool, default False
-        Progress bar.
-    options : ExecutionOptions, optional
-        All execution arguments of :func:`pacpriv.pac.engine.simulate` (``n_jobs``,
-        ``backend``, ``progress``, ``checkpoint``, ``retries``, ``timeout``, ``batch_size``,
-        ``output_path``) as one object, instead of ``n_jobs``/``progress`` (not both). They
-        change how the trials run, never the result.
+    execution : ExecutionOptions, optional
+        How the engine's trials run (:class:`~pacpriv.pac.engine.ExecutionOptions`); never
+        changes the result. Default: ``ExecutionOptions(progress=False)``. The 0.2 keywords
+        ``n_jobs=``, ``progress=`` and ``options=`` still work for one release.
 
     Returns
     -------
@@ -246,10 +244,9 @@ def coupling_noise(
             confidence, "confidence", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False
         )
         z = float(stats.norm.ppf(confidence))
-    execution = merge_execution(options, _EXECUTION_DEFAULTS, n_jobs=n_jobs, progress=progress)
     sim = simulate(
         _RepeatedRuns(mechanism, tau), pool, n_trials=2 * n_pairs, sampler=sampler, rng=rng,
-        **execution,
+        execution=resolve_execution(execution, _DEFAULT_EXECUTION),
     )
     d = sim.dim // tau
     runs = np.asarray(sim.outputs, dtype=np.float64).reshape(2 * n_pairs, tau, d)
@@ -322,6 +319,7 @@ class RandomizedComparison:
         return {**field_values(self), "rows": [dict(r) for r in self.rows]}
 
 
+@accepts_legacy_execution(defaults=_DEFAULT_EXECUTION, names=("n_jobs", "progress"))
 def compare_randomized_noise(
     mechanism: Callable[..., Any],
     pool: Any,
@@ -331,9 +329,7 @@ def compare_randomized_noise(
     tau: int = 3,
     sampler: Any = None,
     rng: RNGLike = None,
-    n_jobs: int | None = None,
-    progress: bool = False,
-    options: ExecutionOptions | None = None,
+    execution: ExecutionOptions | None = None,
 ) -> RandomizedComparison:
     """Coupling bound vs "θ as part of the secret" on the same simulated runs.
 
@@ -344,7 +340,7 @@ def compare_randomized_noise(
         ``pacpriv.mechanisms.make_kmeans(n_clusters=3, randomized=True)``.
     pool : array or tuple
         Data pool, e.g. the iris features ``pacpriv.datasets.load_dataset("iris").X``.
-    mi_budget, n_pairs, tau, sampler, rng, n_jobs, progress, options :
+    mi_budget, n_pairs, tau, sampler, rng, execution :
         As :func:`coupling_noise`; ``tau >= 2`` here (to split the variance).
 
     Returns
@@ -364,7 +360,7 @@ def compare_randomized_noise(
     tau = check_int(tau, "tau", low=2)
     res = coupling_noise(
         mechanism, pool, mi_budget=mi_budget, n_pairs=n_pairs, tau=tau, sampler=sampler,
-        rng=rng, n_jobs=n_jobs, progress=progress, options=options,
+        rng=rng, execution=execution,
     )
     runs = res.runs
     spectrum = estimate_output_spectrum(runs.reshape(-1, res.dim))

@@ -1,9 +1,8 @@
-"""The noise-rule table and the noise-variance rules (private helpers of :mod:`.calibration`).
+"""The noise-variance math of the spectrum rules (private helpers of the rule classes).
 
-:data:`RULE_TABLE` maps every rule name to a :class:`RuleInfo` (its plan builder and the
-properties the rest of the package reads: whether it needs eigenvectors, whether it is safe
-with fewer trials than output dimensions, whether it is certified). Adding a rule = its
-function + one row.
+The rule objects (:mod:`pacpriv.pac.noise`: ``Anisotropic``, ``Isotropic``, ``ExactMI``,
+``Algorithm1``, ...) call these functions; the registry of rule classes by name is
+:mod:`pacpriv.pac.noise._registry`.
 
 A spectrum is given as eigenvalues ``lam`` with multiplicities ``mult`` (a multiplicity > 1
 stands for a group of directions sharing one eigenvalue and one noise variance, e.g. the
@@ -15,20 +14,16 @@ complement of the held eigenvectors). Every function returns noise **variances**
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
 
-from pacpriv._validation import check_real
 from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.bounds._mutual_info import (
     gaussian_mi_bound,
     gaussian_mi_bound_whitened,
     linearised_mi_bound,
 )
-from pacpriv.pac.noise._confidence import confidence_for_trials
 from pacpriv.pac.noise._plan import NoisePlan, _block_rows
 
 _MAX_BRACKET_STEPS = 400
@@ -106,38 +101,6 @@ def exact_mi_rule(lam: np.ndarray, mult: np.ndarray, mi_budget: float):
     if float(np.sum(mult * s2)) > float(np.sum(mult * sqrt_var)):
         return sqrt_var, {"mu": mu, "fallback": "square-root rule used less noise power"}
     return s2, {"mu": mu, "fallback": None}
-
-
-def algorithm1_rule(lam: np.ndarray, mult: np.ndarray, *, n_held: int, mi_budget: float,
-                    c: float, beta: float, output_bound: float, dim: int,
-                    complement_unresolved: bool):
-    """Algorithm 1 of [PAC] as implemented by the authors' group (docs/math.rst, Gaussian noise).
-
-    ``j0`` = number of eigenvalues ``> c``; if the smallest consecutive gap among the first
-    ``j0`` eigenvalues exceeds ``r·sqrt(d·c) + 2c`` (vacuously true when ``j0 <= 1``) the
-    square-root rule runs on ``λ + 10·c·v/β`` in **every** direction (held and complement),
-    else the isotropic rule ``(Σλ + d·c)/(2v)``. When the complement's eigenvalues are not
-    resolved individually and could exceed ``c`` (``complement_unresolved``) the gap test cannot
-    be run and the isotropic branch is taken (safe side).
-
-    The first ``n_held`` entries of ``lam`` are the held eigenvalues (descending); a further
-    entry, if any, is the complement group. Returns ``(variances, isotropic: bool, details)``.
-    """
-    lam_held = lam[:n_held]
-    j0 = int(np.sum(lam_held > c))
-    gaps = -np.diff(lam_held[:j0])
-    min_gap = float(np.min(gaps)) if gaps.size else math.inf
-    threshold = output_bound * math.sqrt(dim * c) + 2.0 * c
-    inflation = 10.0 * c * mi_budget / beta
-    details = {"j0": j0, "min_gap": None if gaps.size == 0 else min_gap,
-               "gap_threshold": threshold,
-               "inflation": inflation}
-    if min_gap > threshold and not complement_unresolved:
-        details["branch"] = "anisotropic"
-        return square_root_rule(lam + inflation, mult, mi_budget), False, details
-    details["branch"] = "isotropic"
-    iso = (float(np.sum(mult * lam)) + dim * c) / (2.0 * mi_budget)
-    return np.full_like(lam, iso), True, details
 
 
 # --- plan builders ----------------------------------------------------------------------------
@@ -226,209 +189,3 @@ def _spectrum_plan(rule, spectrum, lam, mult, n_comp, v, s2, iso, details=None, 
         residual_std=float(np.sqrt(s2[k])) if n_comp > 0 else 0.0, details=details,
     )
 
-
-def _build_anisotropic(spectrum, v: float) -> NoisePlan:
-    lam, mult, n_comp = _groups(spectrum)
-    return _spectrum_plan("anisotropic", spectrum, lam, mult, n_comp, v,
-                          square_root_rule(lam, mult, v), False)
-
-
-def _build_isotropic(spectrum, v: float) -> NoisePlan:
-    lam, mult, n_comp = _groups(spectrum)
-    return _spectrum_plan("isotropic", spectrum, lam, mult, n_comp, v,
-                          np.full_like(lam, isotropic_rule(lam, mult, v)), True)
-
-
-def _build_exact_mi(spectrum, v: float) -> NoisePlan:
-    lam, mult, n_comp = _groups(spectrum)
-    s2, details = exact_mi_rule(lam, mult, v)
-    return _spectrum_plan("exact-mi", spectrum, lam, mult, n_comp, v, s2, False, details)
-
-
-def _build_variance_only(spectrum, v: float) -> NoisePlan:
-    d = spectrum.dim
-    e = _floor_variance(square_root_rule(spectrum.variances, np.ones(d), v), spectrum.variances)
-    # the spectrum may bound Σ from above (resolution, scale blocks): the trace bound on
-    # the coordinate variances themselves is then the tighter certificate
-    bound = min(_variance_only_bound(spectrum, e), linearised_mi_bound(spectrum.variances, e))
-    _certify(bound, v, "variance-only")
-    return NoisePlan(
-        rule="variance-only", mi_budget=v, mi_bound=bound,
-        linearised_mi_bound=linearised_mi_bound(spectrum.variances, e), mi_claim=v,
-        confidence=None, dim=d, basis=None, noise_std=_readonly(np.sqrt(e)), residual_std=0.0,
-    )
-
-
-def _build_algorithm1(spectrum, v: float, *, c, beta, output_bound, confidence=None) -> NoisePlan:
-    for name, val in (("c", c), ("beta", beta), ("output_bound", output_bound)):
-        if val is None:
-            raise ValueError(f"rule='algorithm1' needs `{name}`; got None.")
-    c_ = check_real(c, "c", low=0.0, low_inclusive=False)
-    beta_ = check_real(beta, "beta", low=0.0, low_inclusive=False)
-    r_ = check_real(output_bound, "output_bound", low=0.0, low_inclusive=False)
-    d = spectrum.dim
-    lam, mult, n_comp = _groups(spectrum)
-    # complement eigenvalues are each <= min(tail, smallest held): if that exceeds c,
-    # some of them may count towards j0 and their gaps are unknown
-    k_held = spectrum.n_components
-    ceiling = spectrum.tail_variance if k_held == 0 else min(
-        spectrum.tail_variance, float(lam[k_held - 1]))
-    unresolved = n_comp > 0 and ceiling > c_
-    s2, iso, details = algorithm1_rule(
-        lam, mult, n_held=k_held, mi_budget=v, c=c_, beta=beta_,
-        output_bound=r_, dim=d, complement_unresolved=unresolved,
-    )
-    conf = 1.0 if spectrum.n_trials is None else confidence_for_trials(
-        spectrum.n_trials, c=c_, output_bound=r_, dim=d)
-    details.update(c=c_, beta=beta_, output_bound=r_, certified_confidence=conf)
-    if confidence is not None:
-        req = check_real(confidence, "confidence", low=0.0, high=1.0, low_inclusive=False,
-                         high_inclusive=False)
-        if conf < req:
-            raise CalibrationError(
-                f"n_trials={spectrum.n_trials} certifies confidence {conf:.6g} < requested "
-                f"{req!r} (conservative matrix Bernstein, see trials_for_confidence)."
-            )
-    return _spectrum_plan("algorithm1", spectrum, lam, mult, n_comp, v, s2, iso, details,
-                          claim=v + beta_, conf=conf)
-
-
-def _build_certified(outputs, v: float, **params) -> NoisePlan:
-    from pacpriv.pac.noise._certificate import certify_noise  # certificate imports _plan only
-
-    return certify_noise(outputs, mi_budget=v, method="betting", **params)
-
-
-def _build_asymptotic_t(outputs, v: float, **params) -> NoisePlan:
-    from pacpriv.pac.noise._certificate import certify_noise
-
-    params.pop("output_bound", None)
-    params.pop("clip_margin", None)
-    return certify_noise(outputs, mi_budget=v, method="student-t", **params)
-
-
-# --- the table --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RuleInfo:
-    """One noise rule and the properties the rest of pacpriv reads from it.
-
-    Attributes
-    ----------
-    function : callable
-        Plan builder ``function(source, mi_budget, **parameters) -> NoisePlan``; ``source`` is
-        an :class:`~pacpriv.pac.spectrum.OutputSpectrum` or the ``(n_trials, d)`` outputs
-        (see ``source``).
-    source : {"spectrum", "outputs"}
-        What the builder needs.
-    needs_eigenvectors : bool
-        Whether the noise lives in the eigenbasis of ``Σ`` (else coordinate axes / isotropic).
-    safe_when_undersampled : bool
-        Whether the guarantee still holds with fewer trials than output dimensions.
-    certified : bool
-        Whether ``MI <= v`` is claimed for the *true* covariance with a stated confidence
-        (``"certified"``, ``"algorithm1"``); plug-in rules meet it for the estimate only.
-    parameters : tuple of str
-        Extra keyword parameters the builder accepts (all others are refused).
-    summary : str
-        One line for CLI help and reports.
-    """
-
-    function: Callable[..., NoisePlan]
-    source: str
-    needs_eigenvectors: bool
-    safe_when_undersampled: bool
-    certified: bool
-    parameters: tuple[str, ...] = ()
-    summary: str = ""
-
-
-_CERT_PARAMS = ("confidence", "shape_fraction", "output_bound", "clip_margin")
-
-#: name → :class:`RuleInfo`; the first entry is the default rule.
-RULE_TABLE: dict[str, RuleInfo] = {
-    "certified": RuleInfo(
-        _build_certified, "outputs", True, True, True, _CERT_PARAMS,
-        "square-root shape from part of the trials, scale certified (1−γ) by a betting "
-        "bound on held-out pairs; clipped release"),
-    "anisotropic": RuleInfo(
-        _build_anisotropic, "spectrum", True, False, False, (),
-        "plug-in square-root rule in the estimated eigenbasis (estimate)"),
-    "isotropic": RuleInfo(
-        _build_isotropic, "spectrum", False, True, False, (),
-        "plug-in tr(Σ)/(2v) in every direction (estimate)"),
-    "variance-only": RuleInfo(
-        _build_variance_only, "spectrum", False, True, False, (),
-        "plug-in square-root rule on the coordinate variances (estimate)"),
-    "exact-mi": RuleInfo(
-        _build_exact_mi, "spectrum", True, False, False, (),
-        "plug-in water-filling on the exact log-det bound (estimate)"),
-    "algorithm1": RuleInfo(
-        _build_algorithm1, "spectrum", True, True, True,
-        ("confidence", "c", "beta", "output_bound"),
-        "Algorithm 1 of Xiao & Devadas (MI <= v + β, conservative matrix-Bernstein confidence)"),
-    "asymptotic-t": RuleInfo(
-        _build_asymptotic_t, "outputs", True, True, False, ("confidence", "shape_fraction"),
-        "as 'certified' but a Student-t bound and no clip (asymptotic, not certified)"),
-}
-
-#: The default noise rule of run_pac, the wrapper, the CLI and the comparison.
-DEFAULT_RULE = "certified"
-
-
-def rule_info(rule) -> RuleInfo:
-    """The table row of ``rule``; ``ValueError`` naming the allowed names otherwise."""
-    if not isinstance(rule, str) or rule not in RULE_TABLE:
-        raise ValueError(f"`rule` must be one of {tuple(RULE_TABLE)}; got {rule!r}.")
-    return RULE_TABLE[rule]
-
-
-@dataclass(frozen=True)
-class Algorithm1:
-    """Algorithm 1 of Xiao & Devadas (CRYPTO 2023) with its parameters, usable as ``rule=``.
-
-    ``rule=Algorithm1(confidence=0.95, c=1e-3, beta=0.25, output_bound=1.0)`` is the same as
-    ``rule="algorithm1", confidence=0.95, c=1e-3, beta=0.25, output_bound=1.0`` in
-    :func:`~pacpriv.pac.noise.calibrate_noise` and :func:`~pacpriv.pac.job.run_pac`: the
-    parameters travel with the rule instead of widening every signature.
-
-    Attributes
-    ----------
-    confidence : float
-        Required ``1 − γ`` in ``(0, 1)``.
-    c : float
-        Eigenvalue threshold ``c > 0``.
-    beta : float
-        Slack ``β > 0`` in nats (the claim is ``MI <= v + β``).
-    output_bound : float
-        ``r > 0`` with ``||f(X)||₂ <= r``.
-    """
-
-    confidence: float
-    c: float
-    beta: float
-    output_bound: float
-
-    name = "algorithm1"
-
-    def parameters(self) -> dict:
-        """The keyword parameters of the rule."""
-        return {"confidence": self.confidence, "c": self.c, "beta": self.beta,
-                "output_bound": self.output_bound}
-
-
-def unpack_rule(rule, **given):
-    """``(name, parameters)`` from a rule name plus keyword parameters, or a rule object.
-
-    A rule object (:class:`Algorithm1`) supplies its own parameters; giving one of them again as
-    a keyword raises ``TypeError``. Keywords that are None are dropped.
-    """
-    given = {k: v for k, v in given.items() if v is not None}
-    if isinstance(rule, Algorithm1):
-        clash = sorted(set(given) & set(rule.parameters()))
-        if clash:
-            raise TypeError(f"{clash} are given twice: by the Algorithm1 rule object and as "
-                            "keywords; give them once.")
-        return rule.name, {**given, **rule.parameters()}
-    return rule, given

@@ -41,8 +41,12 @@ from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.bounds._posterior import posterior_success_rate
-from pacpriv.pac.engine._options import ExecutionOptions, merge_execution
-from pacpriv.pac.engine._simulate import _EXECUTION_DEFAULTS, _check_pool
+from pacpriv.pac.engine._options import (
+    ExecutionOptions,
+    accepts_legacy_execution,
+    resolve_execution,
+)
+from pacpriv.pac.engine._simulate import _check_pool
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.per_record._bernstein import bernstein_scale, plain_max_upper, uniform_max_upper
 from pacpriv.pac.per_record._betting import betting_upper, predictable_bets
@@ -269,19 +273,19 @@ class CalibrationTrials:
 def simulate_calibration_trials(
     f, pool, *, n_trials: int, sampler: PoissonSampler, records: np.ndarray,
     shape: str = "isotropic", shape_fraction: float = 0.25, rng: RNGLike = None,
-    options: ExecutionOptions | None = None,
+    execution: ExecutionOptions | None = None,
 ) -> CalibrationTrials:
     """Run the shape trials, fit the shape, run the certification trials (validated inputs)."""
     tic = time.perf_counter()
     root = as_seed_sequence(rng)
     _, n_records = _check_pool(pool)
     n_shape, n_cert = _split(n_trials, shape, shape_fraction, "betting")
-    opts = options if options is not None else ExecutionOptions(progress=False)
+    opts = execution if execution is not None else ExecutionOptions(progress=False)
     shape_trials = simulate_differences(f, pool, n_trials=n_shape, sampler=sampler,
-                                        records=records, rng=trial_seed(root, 0), options=opts)
+                                        records=records, rng=trial_seed(root, 0), execution=opts)
     geom = fit_shape(shape, shape_trials.differences, shape_trials.dim)
     cert = simulate_distances(f, pool, geom, n_trials=n_cert, sampler=sampler, records=records,
-                              n_records=n_records, rng=trial_seed(root, 1), options=opts)
+                              n_records=n_records, rng=trial_seed(root, 1), execution=opts)
     _, err = declared_bounds(f, pool, records)
     pad = 0.0 if err == 0.0 else err / min_std(geom)
     shape_d = np.sqrt(geom.sq_norm(shape_trials.differences)) + pad
@@ -344,8 +348,7 @@ def plan_from_trials(trials: CalibrationTrials, *, target_accuracy: float,
     std.setflags(write=False)
     details = {
         "target_accuracy": target, "max_accuracy_upper": target, "scale": scale,
-        "shape": trials.shape, "reference_scale": sc.reference_scale,
-        "lowest_scale": sc.lowest_scale, "bet_cap": sc.cap,
+        "shape": trials.shape, "bet_cap": sc.cap,
         "smaller_scale_fails": sc.smaller_scale_fails,
         "whole_subset": "estimated (plug-in output covariance)",
         "elapsed_s": trials.elapsed_s, "n_evaluations": trials.n_evaluations,
@@ -482,6 +485,7 @@ def _bernstein_plan(differences, distance, geom_shape, target, conf, shape, n_sh
     )
 
 
+@accepts_legacy_execution()
 def calibrate_per_record(
     f,
     pool,
@@ -494,19 +498,17 @@ def calibrate_per_record(
     shape: str = "isotropic",
     shape_fraction: float = 0.25,
     rng: RNGLike = None,
-    options: ExecutionOptions | None = None,
+    execution: ExecutionOptions | None = None,
     bound: str = "betting",
-    **engine: Any,
 ) -> PerRecordPlan:
     """Simulate and calibrate noise so that every record meets a per-record target.
 
     Parameters
     ----------
-    f, pool, n_trials, sampler, confidence, rng, options, **engine
-        As in :func:`~pacpriv.pac.per_record.record_exposure` (the execution arguments as one
-        :class:`~pacpriv.pac.engine.ExecutionOptions`, or individually, not both).
-        ``checkpoint`` and ``output_path`` apply to the :func:`simulate_differences` path only
-        (``bound="bernstein"``).
+    f, pool, n_trials, sampler, confidence, rng, execution
+        As in :func:`~pacpriv.pac.per_record.record_exposure` (``execution``: an
+        :class:`~pacpriv.pac.engine.ExecutionOptions`). ``checkpoint`` and
+        ``output_path`` apply to ``bound="bernstein"`` only (one simulation).
     target_accuracy : float
         Per-record informed-adversary accuracy ``a*`` in ``(max(q, 1 − q), 1)``.
     records : sequence of int or None, default None
@@ -546,11 +548,11 @@ def calibrate_per_record(
     _, n_cert = _split(n_trials, shape, frac, bound)
     has_range = callable(getattr(f, "difference_bound", None))
     _feasible(target, n_cert, recs.shape[0], base, conf, bound, has_range)
-    run = ExecutionOptions(**merge_execution(options, _EXECUTION_DEFAULTS, **engine))
+    run = resolve_execution(execution)
     tic = time.perf_counter()
     if bound == "bernstein":
         diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=smp, records=records,
-                                     rng=rng, options=run)
+                                     rng=rng, execution=run)
         plan = calibrate_from_differences(diffs, target_accuracy=target, confidence=conf,
                                           shape=shape, shape_fraction=frac, bound=bound,
                                           n_pool_records=n_records)
@@ -562,7 +564,7 @@ def calibrate_per_record(
                                  f"two simulations); got {getattr(run, key)!r}.")
         trials = simulate_calibration_trials(f, checked_pool, n_trials=n_trials, sampler=smp,
                                              records=recs, shape=shape, shape_fraction=frac,
-                                             rng=rng, options=run)
+                                             rng=rng, execution=run)
         plan = plan_from_trials(trials, target_accuracy=target, confidence=conf)
     plan.details["elapsed_s"] = time.perf_counter() - tic
     return plan

@@ -111,7 +111,7 @@ def min_std(geometry: NoiseGeometry) -> float:
 
 def simulate_distances(mechanism: Any, pool: Any, geometry: NoiseGeometry, *, n_trials: int,
                        sampler: PoissonSampler, records: np.ndarray, n_records: int,
-                       rng: RNGLike, options: ExecutionOptions) -> RecordDistances:
+                       rng: RNGLike, execution: ExecutionOptions) -> RecordDistances:
     """Simulate ``n_trials`` trials and keep the distances under ``geometry`` (validated inputs).
 
     Raises
@@ -130,7 +130,7 @@ def simulate_distances(mechanism: Any, pool: Any, geometry: NoiseGeometry, *, n_
         sim = simulate(
             functools.partial(distance_trial, spec, geometry),
             np.arange(n_records, dtype=np.int64), n_trials=n_trials, sampler=sampler, rng=rng,
-            options=options, mechanism_name=callable_fingerprint(mechanism)["name"],
+            execution=execution, mechanism_name=callable_fingerprint(mechanism)["name"],
         )
     for w in caught:
         if issubclass(w.category, NotReproducibleWarning):

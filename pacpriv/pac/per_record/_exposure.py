@@ -60,13 +60,12 @@ from pacpriv._random import RNGLike
 from pacpriv._validation import check_int
 from pacpriv.exceptions import NotReproducibleWarning
 from pacpriv.pac.bounds._posterior import posterior_success_rate
-from pacpriv.pac.engine._options import ExecutionOptions, merge_execution
-from pacpriv.pac.engine._simulate import (
-    _EXECUTION_DEFAULTS,
-    SimulationResult,
-    _check_pool,
-    simulate,
+from pacpriv.pac.engine._options import (
+    ExecutionOptions,
+    accepts_legacy_execution,
+    resolve_execution,
 )
+from pacpriv.pac.engine._simulate import SimulationResult, _check_pool, simulate
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.per_record._betting import betting_upper, predictable_bets
 from pacpriv.pac.per_record._checks import (
@@ -163,6 +162,7 @@ class RecordDifferences:
         return max(self.sampling_rate, 1.0 - self.sampling_rate)
 
 
+@accepts_legacy_execution()
 def simulate_differences(
     mechanism,
     pool,
@@ -171,8 +171,7 @@ def simulate_differences(
     sampler: Sampler | str | None = None,
     records: Any = None,
     rng: RNGLike = None,
-    options: ExecutionOptions | None = None,
-    **execution: Any,
+    execution: ExecutionOptions | None = None,
 ) -> RecordDifferences:
     """Simulate the per-record differences ``Δ`` with the PAC engine.
 
@@ -197,14 +196,11 @@ def simulate_differences(
         Audited record indices (None = every record).
     rng : None, int, SeedSequence or Generator
         Root seed, as in :func:`~pacpriv.pac.engine.simulate`.
-    options : ExecutionOptions, optional
-        The execution arguments (``n_jobs``, ``backend``, ``progress``, ``checkpoint``,
-        ``retries``, ``timeout``, ``batch_size``, ``output_path``; meaning and defaults of
-        :class:`~pacpriv.pac.engine.ExecutionOptions` and
-        :func:`~pacpriv.pac.engine.simulate`) as one object.
-    **execution
-        Or the same execution arguments individually (not both: an individual one changed
-        from its default together with ``options`` is a ``TypeError``).
+    execution : ExecutionOptions, optional
+        How the trials run (:class:`~pacpriv.pac.engine.ExecutionOptions`: workers, backend,
+        progress bar, checkpoint, retries, timeout, batch size); never changes the results.
+        The 0.2 loose keywords (``n_jobs=``, ``progress=``, ...) and ``options=`` still work for
+        one release (``DeprecationWarning``).
 
     Returns
     -------
@@ -213,8 +209,7 @@ def simulate_differences(
     Raises
     ------
     TypeError, ValueError
-        For invalid arguments, including a sampler without independent memberships, and
-        ``options`` together with a changed individual execution argument (``TypeError``).
+        For invalid arguments, including a sampler without independent memberships.
     MechanismError, CheckpointError
         As in :func:`~pacpriv.pac.engine.simulate`.
 
@@ -230,14 +225,13 @@ def simulate_differences(
         raise TypeError(
             f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
         )
-    # one source of truth for the execution arguments; a clash fails here, before any work
-    run = ExecutionOptions(**merge_execution(options, _EXECUTION_DEFAULTS, **execution))
+    run = resolve_execution(execution)
     spec = PairSpec.build(mechanism, checked_pool, recs, n_records)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sim = simulate(  # errors and warnings name the user's mechanism, not the wrapper
             functools.partial(pair_trial, spec), np.arange(n_records, dtype=np.int64),
-            n_trials=n_trials, sampler=smp, rng=rng, options=run,
+            n_trials=n_trials, sampler=smp, rng=rng, execution=run,
             mechanism_name=callable_fingerprint(mechanism)["name"],
         )
     for w in caught:
@@ -501,6 +495,7 @@ def _precheck_noise(noise_cov) -> None:
     NoiseGeometry.from_spec(noise_cov, shape[0])
 
 
+@accepts_legacy_execution()
 def record_exposure(
     f,
     pool,
@@ -511,9 +506,8 @@ def record_exposure(
     records: Any = None,
     confidence: float = 0.95,
     rng: RNGLike = None,
-    options: ExecutionOptions | None = None,
+    execution: ExecutionOptions | None = None,
     bound: str = "betting",
-    **engine: Any,
 ) -> RecordExposure:
     """Each audited record's membership exposure to an informed adversary under noise ``Σ_B``.
 
@@ -536,12 +530,11 @@ def record_exposure(
         As in :func:`exposure_from_differences`.
     rng : None, int, SeedSequence or Generator
         Root seed of the simulation.
-    options : ExecutionOptions, optional
-        The execution arguments as one object (see :func:`simulate_differences`).
-    **engine
-        Or the individual execution arguments ``n_jobs``, ``backend``, ``progress``,
-        ``checkpoint``, ``retries``, ``timeout``, ``batch_size``, ``output_path`` of
-        :func:`simulate_differences` (not together with a changed one in ``options``).
+    execution : ExecutionOptions, optional
+        How the trials run (:class:`~pacpriv.pac.engine.ExecutionOptions`: workers, backend,
+        progress bar, checkpoint, retries, timeout, batch size); never changes the results.
+        The 0.2 loose keywords (``n_jobs=``, ``progress=``, ...) and ``options=`` still work for
+        one release (``DeprecationWarning``).
 
     Returns
     -------
@@ -552,8 +545,7 @@ def record_exposure(
     Raises
     ------
     TypeError, ValueError
-        For invalid arguments (including ``options`` together with a changed individual
-        execution argument), before any evaluation of ``f`` (except a ``noise_cov`` whose
+        For invalid arguments, before any evaluation of ``f`` (except a ``noise_cov`` whose
         dimension disagrees with ``f``'s outputs, detected after the simulation).
     MechanismError
         If an evaluation fails (engine failure policy).
@@ -567,8 +559,9 @@ def record_exposure(
     --------
     >>> import numpy as np
     >>> x = np.array([[1.0], [2.0], [0.5]])
+    >>> from pacpriv.pac.engine import ExecutionOptions
     >>> res = record_exposure(lambda s: s.sum(axis=0), x, noise_cov=4.0, n_trials=8, rng=0,
-    ...                       progress=False)
+    ...                       execution=ExecutionOptions(progress=False))
     >>> np.round(res.accuracy, 6)  # Phi(|x_i| / (2 s)) exactly for a sum
     array([0.598706, 0.691462, 0.549738])
     """
@@ -578,5 +571,5 @@ def record_exposure(
     if bound not in ("betting", "bernstein"):
         raise ValueError(f"`bound` must be 'betting' or 'bernstein'; got {bound!r}.")
     diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=sampler, records=records,
-                                 rng=rng, options=options, **engine)
+                                 rng=rng, execution=execution)
     return exposure_from_differences(diffs, noise_cov=noise_cov, confidence=conf, bound=bound)

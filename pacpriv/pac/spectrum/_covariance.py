@@ -280,7 +280,7 @@ def estimate_output_spectrum(
     never lowered. ``ρ`` is a worst case (typical errors are orders of magnitude smaller), so
     small eigenpairs of float32 outputs are pooled into the complement and noised there: more
     noise, never less. For the plug-in rules this is part of their estimate of ``Σ``
-    (``"algorithm1"`` sees every eigenvalue raised by at least the round-off); the default
+    (Algorithm 1 sees every eigenvalue raised by at least the round-off); the default
     ``"certified"`` rule does not use this spectrum (it certifies its noise on held-out trials
     in float64, :func:`pacpriv.pac.noise.certify_noise`), so no round-off here can loosen
     a certified bound. The basis vectors ``Xcᵀ u_j / sqrt((n−1) λ_j)`` are orthonormal up to

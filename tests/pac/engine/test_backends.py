@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from pacpriv.exceptions import MechanismError
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._simulate import simulate
 
 from . import _engine_mechs as mechs
@@ -57,7 +58,8 @@ def test_dask_identical_to_local_backends(dask_client):
 def test_dask_mechanism_error_keeps_cause(dask_client):
     """A failing trial on a Dask worker raises MechanismError chained from the original."""
     with pytest.raises(MechanismError, match=r"raised ValueError in trial") as info:
-        simulate(mechs.fail_flagged, POOL, n_trials=40, rng=21, backend="dask", progress=False)
+        simulate(mechs.fail_flagged, POOL, n_trials=40, rng=21,
+                 execution=ExecutionOptions(backend="dask", progress=False))
     assert isinstance(info.value.__cause__, ValueError)
     assert info.value.seed["spawn_key"] == [info.value.trial_index]
 
@@ -65,28 +67,32 @@ def test_dask_mechanism_error_keeps_cause(dask_client):
 def test_dask_timeout_checked_after_trial(dask_client):
     """On Dask worker threads a slow trial cannot be interrupted but still fails its timeout."""
     with pytest.raises(MechanismError, match=r"trial took .* s > timeout=1.0 s"):
-        simulate(mechs.sleepy, POOL, n_trials=40, rng=23, timeout=mechs.SLEEPY_TIMEOUT_S,
-                 backend="dask", progress=False)
+        simulate(mechs.sleepy, POOL, n_trials=40, rng=23,
+                 execution=ExecutionOptions(timeout=mechs.SLEEPY_TIMEOUT_S, backend="dask",
+                                            progress=False))
 
 
 def test_resume_across_backends(tmp_path, dask_client):
     """A run checkpointed with n_jobs=1, continued on loky and finished on Dask is identical."""
     ckpt, flag = tmp_path / "ckpt", tmp_path / "flag"
     mech = functools.partial(mechs.fail_flagged, flag_file=str(flag))
-    clean = simulate(mech, POOL, n_trials=30, rng=21, progress=False)
+    clean = simulate(mech, POOL, n_trials=30, rng=21, execution=ExecutionOptions(progress=False))
     flagged = np.flatnonzero(
-        simulate(mechs.flag_value, POOL, n_trials=30, rng=21, progress=False).outputs[:, 0]
+        simulate(mechs.flag_value, POOL, n_trials=30, rng=21,
+                 execution=ExecutionOptions(progress=False)).outputs[:, 0]
         < mechs.FAIL_RATE
     )
     assert flagged.size and flagged.max() >= 10  # the loky stage below must fail
-    first = simulate(mech, POOL, n_trials=10, rng=21, checkpoint=ckpt, progress=False)
+    first = simulate(mech, POOL, n_trials=10, rng=21,
+                     execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     flag.touch()
     with pytest.raises(MechanismError):
-        simulate(mech, POOL, n_trials=30, rng=21, checkpoint=ckpt, n_jobs=2, backend="loky",
-                 batch_size=2, progress=False)
+        simulate(mech, POOL, n_trials=30, rng=21,
+                 execution=ExecutionOptions(checkpoint=ckpt, n_jobs=2, backend="loky",
+                                            batch_size=2, progress=False))
     flag.unlink()
-    final = simulate(mech, POOL, n_trials=30, rng=21, checkpoint=ckpt, backend="dask",
-                     progress=False)
+    final = simulate(mech, POOL, n_trials=30, rng=21,
+                     execution=ExecutionOptions(checkpoint=ckpt, backend="dask", progress=False))
     assert first.backend == "sequential" and final.backend == "dask"
     assert final.resumed_trials >= 10
     assert np.array_equal(final.outputs, clean.outputs)
@@ -126,11 +132,13 @@ def test_ray_identical_to_loky(ray_runtime):
 def test_resume_loky_checkpoint_under_ray(tmp_path, ray_runtime):
     """A run checkpointed under loky finishes under Ray with identical outputs."""
     ckpt = tmp_path / "ckpt"
-    clean = simulate(mechs.noisy_sum, POOL, n_trials=24, rng=5, progress=False)
-    first = simulate(mechs.noisy_sum, POOL, n_trials=10, rng=5, n_jobs=2, backend="loky",
-                     checkpoint=ckpt, progress=False)
-    final = simulate(mechs.noisy_sum, POOL, n_trials=24, rng=5, backend="ray",
-                     checkpoint=ckpt, progress=False)
+    clean = simulate(mechs.noisy_sum, POOL, n_trials=24, rng=5,
+                     execution=ExecutionOptions(progress=False))
+    first = simulate(mechs.noisy_sum, POOL, n_trials=10, rng=5,
+                     execution=ExecutionOptions(n_jobs=2, backend="loky", checkpoint=ckpt,
+                                                progress=False))
+    final = simulate(mechs.noisy_sum, POOL, n_trials=24, rng=5,
+                     execution=ExecutionOptions(backend="ray", checkpoint=ckpt, progress=False))
     assert first.backend == "loky" and final.backend == "ray"
     assert final.resumed_trials == 10
     assert np.array_equal(final.outputs, clean.outputs)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from pacpriv.exceptions import CheckpointError, MechanismError
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._checkpoint import pool_fingerprint
 from pacpriv.pac.engine._simulate import simulate
 from pacpriv.pac.samplers import FixedSizeSampler
@@ -42,10 +43,12 @@ def test_complete_run_resumes_without_running(tmp_path):
     ckpt = tmp_path / "ckpt"
     mech, flag = _flag_mech(tmp_path)
     flag.unlink()
-    first = simulate(mech, POOL, n_trials=20, rng=21, checkpoint=ckpt, progress=False)
+    first = simulate(mech, POOL, n_trials=20, rng=21,
+                     execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     assert first.resumed_trials == 0 and first.checkpoint == str(ckpt)
     flag.touch()  # would make flagged trials raise if they ran again
-    again = simulate(mech, POOL, n_trials=20, rng=21, checkpoint=ckpt, progress=False)
+    again = simulate(mech, POOL, n_trials=20, rng=21,
+                     execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     assert again.resumed_trials == 20
     assert np.array_equal(again.outputs, first.outputs) and np.array_equal(again.masks, first.masks)
     m = _manifest(ckpt)
@@ -58,15 +61,16 @@ def test_resume_after_mechanism_error(tmp_path, n_jobs):
     ckpt = tmp_path / "ckpt"
     mech, flag = _flag_mech(tmp_path)
     with pytest.raises(MechanismError) as info:
-        simulate(mech, POOL, n_trials=40, rng=21, checkpoint=ckpt, batch_size=1,
-                 n_jobs=n_jobs, progress=False)
+        simulate(mech, POOL, n_trials=40, rng=21,
+                 execution=ExecutionOptions(checkpoint=ckpt, batch_size=1, n_jobs=n_jobs,
+                                            progress=False))
     saved = sum(b - a for a, b, *_ in _manifest(ckpt)["chunks"])
     if n_jobs == 1:  # sequential, batch_size=1: everything before the failing trial is saved
         assert saved == info.value.trial_index > 0
     flag.unlink()
-    resumed = simulate(mech, POOL, n_trials=40, rng=21, checkpoint=ckpt, n_jobs=n_jobs,
-                       progress=False)
-    clean = simulate(mech, POOL, n_trials=40, rng=21, progress=False)
+    resumed = simulate(mech, POOL, n_trials=40, rng=21,
+                       execution=ExecutionOptions(checkpoint=ckpt, n_jobs=n_jobs, progress=False))
+    clean = simulate(mech, POOL, n_trials=40, rng=21, execution=ExecutionOptions(progress=False))
     assert resumed.resumed_trials == saved
     assert np.array_equal(resumed.outputs, clean.outputs)
     assert np.array_equal(resumed.masks, clean.masks)
@@ -77,12 +81,14 @@ def test_resume_after_keyboard_interrupt(tmp_path):
     ckpt = tmp_path / "ckpt"
     mech, flag = _flag_mech(tmp_path, mechs.interrupt_flagged)
     with pytest.raises(KeyboardInterrupt):
-        simulate(mech, POOL, n_trials=40, rng=21, checkpoint=ckpt, batch_size=3, progress=False)
+        simulate(mech, POOL, n_trials=40, rng=21,
+                 execution=ExecutionOptions(checkpoint=ckpt, batch_size=3, progress=False))
     saved = sum(b - a for a, b, *_ in _manifest(ckpt)["chunks"])
     assert saved > 0
     flag.unlink()
-    resumed = simulate(mech, POOL, n_trials=40, rng=21, checkpoint=ckpt, progress=False)
-    clean = simulate(mech, POOL, n_trials=40, rng=21, progress=False)
+    resumed = simulate(mech, POOL, n_trials=40, rng=21,
+                       execution=ExecutionOptions(checkpoint=ckpt, progress=False))
+    clean = simulate(mech, POOL, n_trials=40, rng=21, execution=ExecutionOptions(progress=False))
     assert resumed.resumed_trials == saved
     assert np.array_equal(resumed.outputs, clean.outputs)
 
@@ -135,8 +141,10 @@ def test_resume_after_sigkill(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     from pacpriv_killmech import slow_mech
 
-    resumed = simulate(slow_mech, POOL, n_trials=400, rng=5, checkpoint=ckpt, progress=False)
-    clean = simulate(slow_mech, POOL, n_trials=400, rng=5, progress=False)
+    resumed = simulate(slow_mech, POOL, n_trials=400, rng=5,
+                       execution=ExecutionOptions(checkpoint=ckpt, progress=False))
+    clean = simulate(slow_mech, POOL, n_trials=400, rng=5,
+                     execution=ExecutionOptions(progress=False))
     assert resumed.resumed_trials >= saved
     assert np.array_equal(resumed.outputs, clean.outputs)
     assert np.array_equal(resumed.masks, clean.masks)
@@ -147,13 +155,15 @@ def test_rng_none_reuses_checkpoint_seed(tmp_path):
     ckpt = tmp_path / "ckpt"
     mech, flag = _flag_mech(tmp_path)
     with pytest.raises(MechanismError):
-        simulate(mech, POOL, n_trials=200, checkpoint=ckpt, batch_size=1, progress=False)
+        simulate(mech, POOL, n_trials=200,
+                 execution=ExecutionOptions(checkpoint=ckpt, batch_size=1, progress=False))
     stored = _manifest(ckpt)["root_seed"]
     saved = sum(b - a for a, b, *_ in _manifest(ckpt)["chunks"])
     flag.unlink()
-    resumed = simulate(mech, POOL, n_trials=200, checkpoint=ckpt, progress=False)
+    resumed = simulate(mech, POOL, n_trials=200,
+                       execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     clean = simulate(mech, POOL, n_trials=200, rng=np.random.SeedSequence(**stored),
-                     progress=False)
+                     execution=ExecutionOptions(progress=False))
     assert resumed.root_seed == stored and resumed.resumed_trials == saved
     assert np.array_equal(resumed.outputs, clean.outputs)
 
@@ -161,10 +171,14 @@ def test_rng_none_reuses_checkpoint_seed(tmp_path):
 def test_extend_and_shrink_n_trials(tmp_path):
     """n_trials may change on resume: trial i depends only on (root seed, i)."""
     ckpt = tmp_path / "ckpt"
-    simulate(mechs.noisy_sum, POOL, n_trials=20, rng=3, checkpoint=ckpt, progress=False)
-    longer = simulate(mechs.noisy_sum, POOL, n_trials=30, rng=3, checkpoint=ckpt, progress=False)
-    shorter = simulate(mechs.noisy_sum, POOL, n_trials=10, rng=3, checkpoint=ckpt, progress=False)
-    clean = simulate(mechs.noisy_sum, POOL, n_trials=30, rng=3, progress=False)
+    simulate(mechs.noisy_sum, POOL, n_trials=20, rng=3,
+             execution=ExecutionOptions(checkpoint=ckpt, progress=False))
+    longer = simulate(mechs.noisy_sum, POOL, n_trials=30, rng=3,
+                      execution=ExecutionOptions(checkpoint=ckpt, progress=False))
+    shorter = simulate(mechs.noisy_sum, POOL, n_trials=10, rng=3,
+                       execution=ExecutionOptions(checkpoint=ckpt, progress=False))
+    clean = simulate(mechs.noisy_sum, POOL, n_trials=30, rng=3,
+                     execution=ExecutionOptions(progress=False))
     assert longer.resumed_trials == 20 and shorter.resumed_trials == 10
     assert np.array_equal(longer.outputs, clean.outputs)
     assert np.array_equal(shorter.outputs, clean.outputs[:10])
@@ -173,21 +187,26 @@ def test_extend_and_shrink_n_trials(tmp_path):
 def test_unlisted_chunk_is_ignored(tmp_path):
     """A chunk file missing from the manifest (killed between writes) is recomputed."""
     ckpt = tmp_path / "ckpt"
-    simulate(mechs.noisy_sum, POOL, n_trials=4, rng=3, checkpoint=ckpt, progress=False)
+    simulate(mechs.noisy_sum, POOL, n_trials=4, rng=3,
+             execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     np.savez(ckpt / "trials_000000000004_000000000006.npz", outputs=np.zeros((2, 2)),
              masks=np.zeros((2, 25), dtype=bool))
-    res = simulate(mechs.noisy_sum, POOL, n_trials=6, rng=3, checkpoint=ckpt, progress=False)
-    clean = simulate(mechs.noisy_sum, POOL, n_trials=6, rng=3, progress=False)
+    res = simulate(mechs.noisy_sum, POOL, n_trials=6, rng=3,
+                   execution=ExecutionOptions(checkpoint=ckpt, progress=False))
+    clean = simulate(mechs.noisy_sum, POOL, n_trials=6, rng=3,
+                     execution=ExecutionOptions(progress=False))
     assert res.resumed_trials == 4 and np.array_equal(res.outputs, clean.outputs)
 
 
 def test_output_path_with_checkpoint(tmp_path):
     """Disk-backed outputs are filled from the checkpoint on resume."""
     ckpt, out = tmp_path / "ckpt", tmp_path / "out.npy"
-    simulate(mechs.noisy_sum, POOL, n_trials=8, rng=3, checkpoint=ckpt, progress=False)
-    res = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3, checkpoint=ckpt, output_path=out,
-                   progress=False)
-    clean = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3, progress=False)
+    simulate(mechs.noisy_sum, POOL, n_trials=8, rng=3,
+             execution=ExecutionOptions(checkpoint=ckpt, progress=False))
+    res = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3,
+                   execution=ExecutionOptions(checkpoint=ckpt, output_path=out, progress=False))
+    clean = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3,
+                     execution=ExecutionOptions(progress=False))
     assert np.array_equal(np.load(out), clean.outputs) and res.resumed_trials == 8
 
 
@@ -212,16 +231,19 @@ def test_checkpoint_and_output_files_are_owner_only(tmp_path, loose_umask):
     modes and restores the finished trials bit-identically.
     """
     ckpt, out = tmp_path / "sub" / "ckpt", tmp_path / "out.npy"
-    first = simulate(mechs.noisy_sum, POOL, n_trials=8, rng=3, checkpoint=ckpt, progress=False,
+    first = simulate(mechs.noisy_sum, POOL, n_trials=8, rng=3,
+                     execution=ExecutionOptions(checkpoint=ckpt, progress=False),
                      output_dtype=np.float32)
     assert _mode(ckpt) == 0o700
     files = sorted(p.name for p in ckpt.iterdir())
     assert "manifest.json" in files and "reference.npy" in files
     assert any(name.startswith("trials_") for name in files)
     assert {name: _mode(ckpt / name) for name in files} == dict.fromkeys(files, 0o600)
-    res = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3, checkpoint=ckpt, output_path=out,
-                   progress=False, output_dtype=np.float32)
-    clean = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3, progress=False,
+    res = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3,
+                   execution=ExecutionOptions(checkpoint=ckpt, output_path=out,
+                                              progress=False), output_dtype=np.float32)
+    clean = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3,
+                     execution=ExecutionOptions(progress=False),
                      output_dtype=np.float32)
     assert res.resumed_trials == 8
     assert np.array_equal(np.asarray(res.outputs), clean.outputs)
@@ -238,7 +260,8 @@ def test_output_path_file_is_narrowed_when_it_exists(tmp_path):
     out = tmp_path / "out.npy"
     out.write_bytes(b"old")
     os.chmod(out, 0o644)
-    res = simulate(mechs.noisy_sum, POOL, n_trials=5, rng=3, output_path=out, progress=False)
+    res = simulate(mechs.noisy_sum, POOL, n_trials=5, rng=3,
+                   execution=ExecutionOptions(output_path=out, progress=False))
     assert _mode(out) == 0o600 and np.load(out).shape == np.asarray(res.outputs).shape
 
 
@@ -247,7 +270,8 @@ def test_existing_checkpoint_directory_keeps_its_mode(tmp_path):
     ckpt = tmp_path / "mine"
     ckpt.mkdir()
     os.chmod(ckpt, 0o750)
-    simulate(mechs.noisy_sum, POOL, n_trials=4, rng=3, checkpoint=ckpt, progress=False)
+    simulate(mechs.noisy_sum, POOL, n_trials=4, rng=3,
+             execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     assert _mode(ckpt) == 0o750
     assert {_mode(p) for p in ckpt.iterdir()} == {0o600}
 
@@ -265,7 +289,8 @@ def test_existing_checkpoint_directory_keeps_its_mode(tmp_path):
 def test_mismatched_run_is_refused(tmp_path, change, message):
     """A checkpoint of a different run raises CheckpointError naming what differs."""
     ckpt = tmp_path / "ckpt"
-    simulate(mechs.count_mech, POOL, n_trials=4, rng=3, checkpoint=ckpt, progress=False)
+    simulate(mechs.count_mech, POOL, n_trials=4, rng=3,
+             execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     args = {"mechanism": mechs.count_mech, "pool": POOL, "rng": 3, **change}
     mechanism, pool = args.pop("mechanism"), args.pop("pool")
     with pytest.raises(CheckpointError, match=message):
@@ -323,10 +348,12 @@ def _wrong_shape_chunk(ckpt):
 def test_damaged_checkpoint_is_refused(tmp_path, damage, message):
     """A corrupt manifest or chunk raises CheckpointError instead of mixing data."""
     ckpt = tmp_path / "ckpt"
-    simulate(mechs.noisy_sum, POOL, n_trials=4, rng=3, checkpoint=ckpt, progress=False)
+    simulate(mechs.noisy_sum, POOL, n_trials=4, rng=3,
+             execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     damage(ckpt)
     with pytest.raises(CheckpointError, match=message):
-        simulate(mechs.noisy_sum, POOL, n_trials=4, rng=3, checkpoint=ckpt, progress=False)
+        simulate(mechs.noisy_sum, POOL, n_trials=4, rng=3,
+                 execution=ExecutionOptions(checkpoint=ckpt, progress=False))
 
 
 def test_checkpoint_path_is_a_file(tmp_path):
@@ -334,13 +361,15 @@ def test_checkpoint_path_is_a_file(tmp_path):
     path = tmp_path / "file"
     path.write_text("x")
     with pytest.raises(CheckpointError, match=r"`checkpoint` must be a directory; .* is a file"):
-        simulate(mechs.noisy_sum, POOL, n_trials=2, rng=3, checkpoint=path, progress=False)
+        simulate(mechs.noisy_sum, POOL, n_trials=2, rng=3,
+                 execution=ExecutionOptions(checkpoint=path, progress=False))
 
 
 def test_checkpoint_path_type():
     """A non-path checkpoint is a TypeError."""
     with pytest.raises(TypeError, match="`checkpoint` must be a directory path; got int"):
-        simulate(mechs.noisy_sum, POOL, n_trials=2, rng=3, checkpoint=3, progress=False)
+        simulate(mechs.noisy_sum, POOL, n_trials=2, rng=3,
+                 execution=ExecutionOptions(checkpoint=3, progress=False))
 
 
 def test_pool_fingerprint_sensitivity():
@@ -357,7 +386,9 @@ def test_partial_arguments_are_fingerprinted(tmp_path):
     """Arguments bound with functools.partial are part of the fingerprint."""
     ckpt = tmp_path / "ckpt"
     first = functools.partial(mechs.fail_flagged, flag_file=str(tmp_path / "a"))
-    simulate(first, POOL, n_trials=4, rng=3, checkpoint=ckpt, progress=False)
+    simulate(first, POOL, n_trials=4, rng=3,
+             execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     other = functools.partial(mechs.fail_flagged, flag_file=str(tmp_path / "b"))
     with pytest.raises(CheckpointError, match=r"mechanism.bound \(checkpoint: \[.*/a"):
-        simulate(other, POOL, n_trials=4, rng=3, checkpoint=ckpt, progress=False)
+        simulate(other, POOL, n_trials=4, rng=3,
+                 execution=ExecutionOptions(checkpoint=ckpt, progress=False))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pacpriv.exceptions import MechanismError
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
 from pacpriv.pac.engine._storage import masks_path_for
 from pacpriv.pac.samplers import CallableSampler, ComplementaryPairsSampler, FixedSizeSampler
@@ -36,13 +37,15 @@ def _naive(mechanism, pool, n_trials, seed, *, rate=0.5, with_rng=False):
 
 def _flagged(seed, n_trials):
     """Indices of the trials that `_engine_mechs.flag` marks under root seed ``seed``."""
-    res = simulate(mechs.flag_value, POOL1D, n_trials=n_trials, rng=seed, progress=False)
+    res = simulate(mechs.flag_value, POOL1D, n_trials=n_trials, rng=seed,
+                   execution=ExecutionOptions(progress=False))
     return np.flatnonzero(res.outputs[:, 0] < mechs.FAIL_RATE)
 
 
 def test_outputs_and_masks_match_naive_loop():
     """Outputs and masks equal an explicit loop over SeedSequence children (default Poisson-½)."""
-    res = simulate(mechs.mean_mech, POOL, n_trials=40, rng=11, progress=False)
+    res = simulate(mechs.mean_mech, POOL, n_trials=40, rng=11,
+                   execution=ExecutionOptions(progress=False))
     outputs, masks = _naive(mechs.mean_mech, POOL, 40, 11)
     assert res.outputs.dtype == np.float64 and res.outputs.shape == (40, 2)
     assert np.array_equal(res.outputs, outputs) and np.array_equal(res.masks, masks)
@@ -51,7 +54,8 @@ def test_outputs_and_masks_match_naive_loop():
 
 def test_rng_keyword_gets_mechanism_stream():
     """A mechanism with an `rng` parameter receives the trial's mechanism-stream Generator."""
-    res = simulate(mechs.noisy_sum, POOL1D, n_trials=25, rng=5, progress=False)
+    res = simulate(mechs.noisy_sum, POOL1D, n_trials=25, rng=5,
+                   execution=ExecutionOptions(progress=False))
     outputs, _ = _naive(mechs.noisy_sum, POOL1D, 25, 5, with_rng=True)
     assert np.array_equal(res.outputs, outputs)
 
@@ -61,10 +65,11 @@ def test_rng_keyword_gets_mechanism_stream():
 )
 def test_identical_across_n_jobs_and_backends(n_jobs, backend):
     """Same root seed gives bit-identical outputs and masks for any n_jobs and backend."""
-    ref = simulate(mechs.noisy_sum, POOL1D, n_trials=30, rng=7, progress=False)
+    ref = simulate(mechs.noisy_sum, POOL1D, n_trials=30, rng=7,
+                   execution=ExecutionOptions(progress=False))
     res = simulate(
-        mechs.noisy_sum, POOL1D, n_trials=30, rng=7, n_jobs=n_jobs, backend=backend,
-        progress=False,
+        mechs.noisy_sum, POOL1D, n_trials=30, rng=7,
+            execution=ExecutionOptions(n_jobs=n_jobs, backend=backend, progress=False),
     )
     assert np.array_equal(res.outputs, ref.outputs) and np.array_equal(res.masks, ref.masks)
     assert res.n_jobs >= 2 and res.backend in ("loky", "threading")
@@ -73,9 +78,11 @@ def test_identical_across_n_jobs_and_backends(n_jobs, backend):
 @pytest.mark.parametrize("batch_size", [1, 7, 100])
 def test_batch_size_does_not_change_results(batch_size):
     """Results do not depend on how trials are batched."""
-    ref = simulate(mechs.noisy_sum, POOL1D, n_trials=20, rng=3, progress=False)
+    ref = simulate(mechs.noisy_sum, POOL1D, n_trials=20, rng=3,
+                   execution=ExecutionOptions(progress=False))
     res = simulate(
-        mechs.noisy_sum, POOL1D, n_trials=20, rng=3, batch_size=batch_size, progress=False
+        mechs.noisy_sum, POOL1D, n_trials=20, rng=3,
+            execution=ExecutionOptions(batch_size=batch_size, progress=False)
     )
     assert np.array_equal(res.outputs, ref.outputs)
 
@@ -85,31 +92,37 @@ def test_parallel_config_is_honoured():
     from joblib import parallel_config
 
     with parallel_config(backend="threading", n_jobs=2):
-        res = simulate(mechs.noisy_sum, POOL1D, n_trials=10, rng=3, progress=False)
+        res = simulate(mechs.noisy_sum, POOL1D, n_trials=10, rng=3,
+                       execution=ExecutionOptions(progress=False))
     assert (res.backend, res.n_jobs) == ("threading", 2)
 
 
 def test_seed_types_and_fresh_entropy():
     """int, SeedSequence agree; None draws fresh entropy (two runs differ)."""
-    a = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=9, progress=False)
-    b = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=np.random.SeedSequence(9), progress=False)
+    a = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=9,
+                 execution=ExecutionOptions(progress=False))
+    b = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=np.random.SeedSequence(9),
+                 execution=ExecutionOptions(progress=False))
     assert np.array_equal(a.outputs, b.outputs) and a.root_seed == {"entropy": 9, "spawn_key": []}
-    c = simulate(mechs.noisy_sum, POOL1D, n_trials=5, progress=False)
-    d = simulate(mechs.noisy_sum, POOL1D, n_trials=5, progress=False)
+    c = simulate(mechs.noisy_sum, POOL1D, n_trials=5, execution=ExecutionOptions(progress=False))
+    d = simulate(mechs.noisy_sum, POOL1D, n_trials=5, execution=ExecutionOptions(progress=False))
     assert not np.array_equal(c.outputs, d.outputs) and c.root_seed != d.root_seed
 
 
 def test_different_seeds_differ():
     """Different root seeds give different outputs."""
-    a = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=1, progress=False)
-    b = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=2, progress=False)
+    a = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=1,
+                 execution=ExecutionOptions(progress=False))
+    b = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=2,
+                 execution=ExecutionOptions(progress=False))
     assert not np.array_equal(a.outputs, b.outputs)
 
 
 def test_tuple_pool():
     """A tuple (X, y) pool is subset row-wise, consistently across arrays."""
     x, y = np.arange(20.0).reshape(10, 2), np.arange(10) % 2
-    res = simulate(mechs.xy_mech, (x, y), n_trials=8, rng=4, progress=False)
+    res = simulate(mechs.xy_mech, (x, y), n_trials=8, rng=4,
+                   execution=ExecutionOptions(progress=False))
     for out, mask in zip(res.outputs, res.masks, strict=True):
         assert out[0] == mask.sum() and out[1] == y[mask].sum()
         assert out[2] == (x[mask, 0].mean() if mask.any() else 0.0)
@@ -117,7 +130,8 @@ def test_tuple_pool():
 
 def test_list_pool_is_converted():
     """Array-likes (nested lists) are accepted via numpy.asarray."""
-    res = simulate(mechs.count_mech, [[1, 2], [3, 4], [5, 6]], n_trials=4, rng=0, progress=False)
+    res = simulate(mechs.count_mech, [[1, 2], [3, 4], [5, 6]], n_trials=4, rng=0,
+                   execution=ExecutionOptions(progress=False))
     assert np.array_equal(res.outputs[:, 0], res.masks.sum(axis=1))
 
 
@@ -125,7 +139,7 @@ def test_scalar_output_and_empty_subsets():
     """A scalar output counts as d = 1, and empty subsets reach the mechanism."""
     res = simulate(
         mechs.count_mech, POOL, n_trials=3, rng=0, sampler=lambda n, rng: np.zeros(n, bool),
-        progress=False,
+        execution=ExecutionOptions(progress=False),
     )
     assert res.dim == 1 and np.array_equal(res.outputs, np.zeros((3, 1)))
     assert res.membership_prior is None  # the callable declares no inclusion probability
@@ -133,14 +147,16 @@ def test_scalar_output_and_empty_subsets():
 
 def test_pairs_sampler_through_engine():
     """Complementary pairs reach the engine: odd trials see the complement subset."""
-    res = simulate(mechs.count_mech, POOL, n_trials=6, rng=2, sampler="pairs", progress=False)
+    res = simulate(mechs.count_mech, POOL, n_trials=6, rng=2, sampler="pairs",
+                   execution=ExecutionOptions(progress=False))
     assert np.array_equal(res.outputs[0::2, 0] + res.outputs[1::2, 0], np.full(3, 30.0))
     assert res.sampler == ComplementaryPairsSampler().to_dict()
 
 
 def test_result_to_dict_and_trial_seed():
     """to_dict is JSON-serialisable without arrays; trial_seed(i) is the i-th child."""
-    res = simulate(mechs.count_mech, POOL, n_trials=3, rng=6, progress=False)
+    res = simulate(mechs.count_mech, POOL, n_trials=3, rng=6,
+                   execution=ExecutionOptions(progress=False))
     d = json.loads(json.dumps(res.to_dict()))
     assert d["mechanism"].endswith("_engine_mechs.count_mech") and "outputs" not in d
     assert d["backend"] == "sequential" and d["output_dtype"] == "float64"
@@ -150,16 +166,17 @@ def test_result_to_dict_and_trial_seed():
 
 def test_result_trial_seed_range():
     """trial_seed rejects an index outside range(n_trials)."""
-    res = simulate(mechs.count_mech, POOL, n_trials=3, rng=6, progress=False)
+    res = simulate(mechs.count_mech, POOL, n_trials=3, rng=6,
+                   execution=ExecutionOptions(progress=False))
     with pytest.raises(ValueError, match=r"`index` must be an integer in \[0, 2\]; got 3"):
         res.trial_seed(3)
 
 
 def test_progress_bar_on_stderr(capsys):
     """progress=True draws a tqdm bar reaching n_trials; progress=False prints nothing."""
-    simulate(mechs.count_mech, POOL, n_trials=12, rng=0, progress=True)
+    simulate(mechs.count_mech, POOL, n_trials=12, rng=0, execution=ExecutionOptions(progress=True))
     assert "12/12" in capsys.readouterr().err
-    simulate(mechs.count_mech, POOL, n_trials=12, rng=0, progress=False)
+    simulate(mechs.count_mech, POOL, n_trials=12, rng=0, execution=ExecutionOptions(progress=False))
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out == ""
 
@@ -169,7 +186,8 @@ def test_mechanism_exception_names_trial_and_seed(n_jobs):
     """An exception in f becomes MechanismError(trial_index, seed) chained from it."""
     flagged = _flagged(21, 40)
     with pytest.raises(MechanismError, match=r"raised ValueError in trial \d+") as info:
-        simulate(mechs.fail_flagged, POOL1D, n_trials=40, rng=21, n_jobs=n_jobs, progress=False)
+        simulate(mechs.fail_flagged, POOL1D, n_trials=40, rng=21,
+                 execution=ExecutionOptions(n_jobs=n_jobs, progress=False))
     err = info.value
     assert err.trial_index in flagged
     if n_jobs == 1:
@@ -197,7 +215,8 @@ def test_invalid_outputs(kind, message):
     flagged = _flagged(22, 30)
     mech = functools.partial(mechs.bad_output, kind=kind)
     with pytest.raises(MechanismError, match=message) as info:
-        simulate(mech, POOL1D, n_trials=30, rng=22, progress=False, batch_size=30)
+        simulate(mech, POOL1D, n_trials=30, rng=22,
+                 execution=ExecutionOptions(progress=False, batch_size=30))
     assert info.value.trial_index == flagged[0]
 
 
@@ -210,8 +229,9 @@ def test_length_change_across_batches():
     # length seen first (trial 1, or a length-2 trial when trial 1 came first)
     pattern = r"in trial [0-3], but earlier trials returned"
     with pytest.raises(MechanismError, match=pattern) as info:
-        simulate(mech, POOL1D, n_trials=4, rng=13, progress=False, batch_size=1, n_jobs=2,
-                 backend="threading")
+        simulate(mech, POOL1D, n_trials=4, rng=13,
+                 execution=ExecutionOptions(progress=False, batch_size=1, n_jobs=2,
+                                            backend="threading"))
     assert info.value.trial_index in (0, 1, 2, 3)
     assert "(3,)" in str(info.value) and "(2,)" in str(info.value)
 
@@ -219,35 +239,40 @@ def test_length_change_across_batches():
 def test_float32_overflow_is_caught():
     """output_dtype=float32 stores float32 relative to trial 0 and rejects overflow."""
     ok = simulate(mechs.noisy_sum, POOL1D, n_trials=4, rng=1, output_dtype=np.float32,
-                  progress=False)
-    ref = simulate(mechs.noisy_sum, POOL1D, n_trials=4, rng=1, progress=False)
+                  execution=ExecutionOptions(progress=False))
+    ref = simulate(mechs.noisy_sum, POOL1D, n_trials=4, rng=1,
+                   execution=ExecutionOptions(progress=False))
     assert ok.outputs.dtype == np.float32 and ok.reference.dtype == np.float64
     assert np.array_equal(ok.reference, ref.outputs[0])
     assert np.array_equal(ok.outputs, (ref.outputs - ref.outputs[0]).astype(np.float32))
     mech = functools.partial(mechs.bad_output, kind="huge")
     with pytest.raises(MechanismError, match="not finite"):
-        simulate(mech, POOL1D, n_trials=30, rng=22, output_dtype=np.float32, progress=False)
+        simulate(mech, POOL1D, n_trials=30, rng=22, output_dtype=np.float32,
+                 execution=ExecutionOptions(progress=False))
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_retries_use_same_seed(n_jobs):
     """retries=1 recovers a transient failure with the same seed (same outputs as clean)."""
-    clean = simulate(mechs.noisy_sum, POOL1D, n_trials=12, rng=1234 + n_jobs, progress=False)
-    res = simulate(mechs.flaky, POOL1D, n_trials=12, rng=1234 + n_jobs, retries=1,
-                   n_jobs=n_jobs, progress=False)
+    clean = simulate(mechs.noisy_sum, POOL1D, n_trials=12, rng=1234 + n_jobs,
+                     execution=ExecutionOptions(progress=False))
+    res = simulate(mechs.flaky, POOL1D, n_trials=12, rng=1234 + n_jobs,
+                   execution=ExecutionOptions(retries=1, n_jobs=n_jobs, progress=False))
     assert np.array_equal(res.outputs, clean.outputs)
 
 
 def test_no_retries_fail_fast():
     """With retries=0 a transient failure is reported, not dropped."""
     with pytest.raises(MechanismError, match=r"raised ConnectionError in trial 0"):
-        simulate(mechs.flaky, POOL1D, n_trials=3, rng=999, progress=False)
+        simulate(mechs.flaky, POOL1D, n_trials=3, rng=999,
+                 execution=ExecutionOptions(progress=False))
 
 
 def test_retries_exhausted_says_attempts():
     """After retries the message counts the attempts made with the same seed."""
     with pytest.raises(MechanismError, match="after 3 attempts with the same seed"):
-        simulate(mechs.fail_flagged, POOL1D, n_trials=40, rng=21, retries=2, progress=False)
+        simulate(mechs.fail_flagged, POOL1D, n_trials=40, rng=21,
+                 execution=ExecutionOptions(retries=2, progress=False))
 
 
 @pytest.mark.parametrize("backend", [None, "threading"])
@@ -264,8 +289,10 @@ def test_timeout(backend):
 def test_output_path_memmap(tmp_path):
     """output_path streams outputs and masks to .npy files equal to the in-memory result."""
     path = tmp_path / "out.npy"
-    res = simulate(mechs.noisy_sum, POOL1D, n_trials=15, rng=8, output_path=path, progress=False)
-    ref = simulate(mechs.noisy_sum, POOL1D, n_trials=15, rng=8, progress=False)
+    res = simulate(mechs.noisy_sum, POOL1D, n_trials=15, rng=8,
+                   execution=ExecutionOptions(output_path=path, progress=False))
+    ref = simulate(mechs.noisy_sum, POOL1D, n_trials=15, rng=8,
+                   execution=ExecutionOptions(progress=False))
     assert isinstance(res.outputs, np.memmap)
     assert np.array_equal(np.load(path), ref.outputs)
     assert np.array_equal(np.load(masks_path_for(path)), ref.masks)
@@ -278,12 +305,13 @@ def test_worker_crash_is_reported_and_resumable(tmp_path):
     flag_file.touch()
     mech = functools.partial(mechs.crash_flagged, flag_file=str(flag_file))
     with pytest.raises(MechanismError, match=r"A worker died \(TerminatedWorkerError") as info:
-        simulate(mech, POOL1D, n_trials=40, rng=21, n_jobs=2, checkpoint=ckpt, retries=1,
-                 progress=False)
+        simulate(mech, POOL1D, n_trials=40, rng=21,
+                 execution=ExecutionOptions(n_jobs=2, checkpoint=ckpt, retries=1, progress=False))
     assert "rerun with the same arguments to resume" in str(info.value)
     flag_file.unlink()
-    resumed = simulate(mech, POOL1D, n_trials=40, rng=21, checkpoint=ckpt, progress=False)
-    clean = simulate(mech, POOL1D, n_trials=40, rng=21, progress=False)
+    resumed = simulate(mech, POOL1D, n_trials=40, rng=21,
+                       execution=ExecutionOptions(checkpoint=ckpt, progress=False))
+    clean = simulate(mech, POOL1D, n_trials=40, rng=21, execution=ExecutionOptions(progress=False))
     assert np.array_equal(resumed.outputs, clean.outputs)
 
 
@@ -294,7 +322,7 @@ def test_sampler_error_in_worker_names_trial():
 
     with pytest.raises(ValueError, match=r"`sampler` must return a mask of shape \(25,\) in trial"):
         simulate(mechs.count_mech, POOL1D, n_trials=30, rng=0, sampler=CallableSampler(sampler),
-                 progress=False)
+                 execution=ExecutionOptions(progress=False))
 
 
 @pytest.mark.parametrize(
@@ -342,7 +370,8 @@ def test_ray_backend_needs_ray(hide_modules):
     """backend='ray' without Ray installed says what to install (Ray hidden if installed)."""
     hide_modules("ray")
     with pytest.raises(ImportError, match=r"pip install 'pacpriv\[ray\]'"):
-        simulate(mechs.count_mech, POOL, n_trials=3, backend="ray", progress=False)
+        simulate(mechs.count_mech, POOL, n_trials=3,
+                 execution=ExecutionOptions(backend="ray", progress=False))
 
 
 def test_engine_import_is_light():
@@ -368,7 +397,8 @@ def test_trials_that_cannot_fit_in_memory_are_refused_before_any_trial():
         return np.array([float(len(subset))])
 
     with pytest.raises(ValueError, match=r"n_trials.*GiB for the membership masks"):
-        simulate(f, np.arange(150.0), n_trials=10_000_000_000, rng=0, progress=False)
+        simulate(f, np.arange(150.0), n_trials=10_000_000_000, rng=0,
+                 execution=ExecutionOptions(progress=False))
     assert calls == []
 
 
@@ -378,7 +408,7 @@ def test_outputs_whose_variance_would_under_or_overflow_are_refused(kind, side):
     """A varying output of magnitude 1e-170 had variance exactly 0: released with no noise."""
     mech = functools.partial(mechs.bad_output, kind=kind)
     with pytest.raises(MechanismError, match=side) as info:
-        simulate(mech, POOL1D, n_trials=30, rng=22, progress=False)
+        simulate(mech, POOL1D, n_trials=30, rng=22, execution=ExecutionOptions(progress=False))
     assert "coordinate 1" in str(info.value) or "coordinate 0" in str(info.value)
     assert "e-170" not in str(info.value) and "e+300" not in str(info.value)  # no value
 
@@ -406,6 +436,7 @@ def test_outputs_that_cannot_fit_in_memory_are_refused_after_the_first_trial(mon
 
     monkeypatch.setattr(storage, "physical_memory", lambda: 2 * 1000 * 8 * 50)  # 50 trials
     with pytest.raises(ValueError, match=r"`n_trials` = 200 outputs of dimension d = 1000"):
-        simulate(wide, POOL1D, n_trials=200, rng=0, progress=False)
+        simulate(wide, POOL1D, n_trials=200, rng=0, execution=ExecutionOptions(progress=False))
     assert len(calls) <= 2  # refused as soon as d was known, not after the run
-    assert simulate(wide, POOL1D, n_trials=40, rng=0, progress=False).outputs.shape == (40, 1000)
+    assert simulate(wide, POOL1D, n_trials=40, rng=0,
+                    execution=ExecutionOptions(progress=False)).outputs.shape == (40, 1000)

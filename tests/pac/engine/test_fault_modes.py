@@ -24,6 +24,7 @@ import pytest
 
 from pacpriv.exceptions import CheckpointError, NotReproducibleWarning
 from pacpriv.mechanisms.mean import ClippedMean
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._checkpoint import mechanism_digest
 from pacpriv.pac.engine._simulate import simulate
 from pacpriv.pac.noise._calibration import calibrate_noise
@@ -169,7 +170,8 @@ def test_float32_keeps_variation_on_large_offset():
     """Calibrated noise from float32 storage matches the float64 run (was: no noise needed)."""
     pool = np.random.default_rng(1).uniform(0.0, 1.0, size=200)
     runs = {
-        dt: simulate(_offset_mean, pool, n_trials=300, rng=5, output_dtype=dt, progress=False)
+        dt: simulate(_offset_mean, pool, n_trials=300, rng=5, output_dtype=dt,
+                     execution=ExecutionOptions(progress=False))
         for dt in (np.float64, np.float32)
     }
     r32, r64 = runs[np.float32], runs[np.float64]
@@ -212,7 +214,8 @@ def test_float32_resume_checks_reference(tmp_path):
 def test_seed_ignoring_mechanism_is_flagged():
     """Global np.random draws: NotReproducibleWarning, result.reproducible False, in to_dict."""
     with pytest.warns(NotReproducibleWarning, match="randomness outside its `rng`"):
-        res = simulate(mechs.global_normal, POOL, n_trials=8, rng=2, progress=False)
+        res = simulate(mechs.global_normal, POOL, n_trials=8, rng=2,
+                       execution=ExecutionOptions(progress=False))
     assert res.reproducible is False and "not reproducible" in res.reproducibility_note
     assert res.to_dict()["reproducible"] is False
 
@@ -221,15 +224,17 @@ def test_rng_mechanism_is_reproducible():
     """A mechanism using its rng argument: no warning, reproducible True."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        res = simulate(mechs.noisy_sum, POOL, n_trials=8, rng=2, progress=False)
+        res = simulate(mechs.noisy_sum, POOL, n_trials=8, rng=2,
+                       execution=ExecutionOptions(progress=False))
     assert res.reproducible is True and "bit-identical" in res.reproducibility_note
 
 
 def test_fork_backend_reseeds_global_state():
     """Under the fork backend, global draws no longer repeat across workers (were 22-27 of 40)."""
     runs = [
-        simulate(mechs.global_normal, np.zeros(10), n_trials=40, rng=7, n_jobs=2,
-                 backend="multiprocessing", batch_size=1, progress=False)
+        simulate(mechs.global_normal, np.zeros(10), n_trials=40, rng=7,
+                 execution=ExecutionOptions(n_jobs=2, backend="multiprocessing", batch_size=1,
+                                            progress=False))
         for _ in range(2)
     ]
     values = runs[0].outputs[:, 0]
@@ -246,7 +251,8 @@ def test_report_says_not_reproducible(tmp_path):
     pool = np.random.default_rng(3).uniform(0, 1, size=40)
     with pytest.warns(NotReproducibleWarning):
         res = run_pac(mechs.global_normal, pool, mi_budget=0.5, n_trials=30, rng=1,
-                      release=False, progress=False, target_inflation=None)
+                      release=False,
+                          execution=ExecutionOptions(progress=False), target_inflation=None)
     paths = write_report(res, tmp_path, formats=("json", "md", "html"))
     md = paths["md"].read_text()
     assert "**Not reproducible.**" in md and "bit for bit" not in md

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from pacpriv import pac_private
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._checkpoint import run_fingerprint
 from pacpriv.pac.engine._mechanism import (
     InvalidOutput,
@@ -82,8 +83,8 @@ def test_accepts_rng_rule(kind):
 def test_simulation_and_release_call_f_the_same_way(kind):
     """Every simulated trial and the release receive rng, or none of them does."""
     f, calls = _recorder(kind)
-    res = run_pac(f, POOL, mi_budget=0.2, n_trials=30, rng=0, release_rng=1, n_jobs=1,
-                  progress=False)
+    res = run_pac(f, POOL, mi_budget=0.2, n_trials=30, rng=0, release_rng=1,
+                  execution=ExecutionOptions(n_jobs=1, progress=False))
     assert res.release is not None
     # 30 trials + the reproducibility re-runs (trials 0, 14, 29: cheap trials) + the release
     assert len(calls) == 34
@@ -94,7 +95,7 @@ def test_simulation_and_release_call_f_the_same_way(kind):
 def test_wrapper_calibration_and_release_call_f_the_same_way(kind):
     f, calls = _recorder(kind)
     wrapped = pac_private(f, mi_budget=0.2)
-    wrapped.calibrate(POOL, n_trials=30, rng=0, n_jobs=1)
+    wrapped.calibrate(POOL, n_trials=30, rng=0, execution=ExecutionOptions(n_jobs=1))
     wrapped(POOL[:10], rng=2)
     assert len(calls) == 34  # 30 trials + the reproducibility re-runs + the release
     assert set(calls) == {EXPECTED[kind]}
@@ -103,7 +104,8 @@ def test_wrapper_calibration_and_release_call_f_the_same_way(kind):
 @pytest.mark.parametrize("kind", ["var_keyword", "positional_only"])
 def test_randomized_path_uses_the_same_rule(kind):
     f, calls = _recorder(kind)
-    coupling_noise(f, POOL, mi_budget=0.2, n_pairs=4, tau=2, rng=0, n_jobs=1)
+    coupling_noise(f, POOL, mi_budget=0.2, n_pairs=4, tau=2, rng=0,
+                   execution=ExecutionOptions(n_jobs=1))
     assert calls and set(calls) == {EXPECTED[kind]}
 
 
@@ -112,8 +114,8 @@ def test_simulation_generator_is_the_trials_mechanism_stream():
     def f(subset, **kw):
         return np.array([kw["rng"].normal(), float(len(subset))])
 
-    a = simulate(f, POOL, n_trials=8, rng=3, n_jobs=1, progress=False)
-    b = simulate(f, POOL, n_trials=8, rng=3, n_jobs=1, progress=False)
+    a = simulate(f, POOL, n_trials=8, rng=3, execution=ExecutionOptions(n_jobs=1, progress=False))
+    b = simulate(f, POOL, n_trials=8, rng=3, execution=ExecutionOptions(n_jobs=1, progress=False))
     np.testing.assert_array_equal(a.outputs, b.outputs)
     assert np.unique(a.outputs[:, 0]).size == 8  # a fresh generator per trial
 
@@ -164,4 +166,5 @@ def test_release_output_is_checked_like_a_trial():
         return np.array([np.nan]) if state["n"] > 23 else np.array([len(subset) / 20.0])
 
     with pytest.raises(InvalidOutput, match=r"the release: .*not finite"):
-        run_pac(f, POOL, mi_budget=0.2, n_trials=20, rng=0, n_jobs=1, progress=False)
+        run_pac(f, POOL, mi_budget=0.2, n_trials=20, rng=0,
+                execution=ExecutionOptions(n_jobs=1, progress=False))

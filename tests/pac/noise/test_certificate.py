@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pacpriv.exceptions import ConstantOutputWarning, UndersampledWarning
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.noise import (
-    _rules,
+    _registry,
     betting_upper,
     certify_noise,
     constant_output_bound,
@@ -277,7 +278,7 @@ def test_run_pac_warns_below_the_planned_trials():
     x = np.linspace(0, 10, 30)[:, None]
     with pytest.warns(UndersampledWarning, match="trials_for_inflation"):
         run_pac(_mean0, x, mi_budget=0.1, n_trials=20, rng=0, release=False,
-                progress=False, n_jobs=1)
+                execution=ExecutionOptions(progress=False, n_jobs=1))
 
 
 def _mean0(subset):
@@ -289,10 +290,10 @@ def _mean0(subset):
 
 
 def test_rule_table_drives_the_names():
-    assert RULES == tuple(_rules.RULE_TABLE) and RULES[0] == DEFAULT_RULE == "certified"
-    assert set(SPECTRUM_RULES) == {k for k, i in _rules.RULE_TABLE.items()
+    assert RULES == tuple(_registry.RULE_CLASSES) and RULES[0] == DEFAULT_RULE == "certified"
+    assert set(SPECTRUM_RULES) == {k for k, i in _registry.RULE_CLASSES.items()
                                    if i.source == "spectrum"}
-    certified = {k for k, i in _rules.RULE_TABLE.items() if i.certified}
+    certified = {k for k, i in _registry.RULE_CLASSES.items() if i.certified}
     assert certified == {"certified", "algorithm1"}
     import inspect
 
@@ -302,7 +303,7 @@ def test_rule_table_drives_the_names():
 def test_result_reports_the_certificate():
     x = np.linspace(0, 10, 30)[:, None]
     res = run_pac(_mean0, x, mi_budget=0.1, n_trials=400, rng=0, release=False,
-                  progress=False, n_jobs=1, target_inflation=None)
+                  execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
     cert = res.to_dict()["certification"]
     assert cert["label"] == "certified (1−γ = 0.95)" and cert["gamma"] == pytest.approx(0.05)
     assert cert["n_shape_trials"] == 200 and cert["n_certificate_trials"] == 200
@@ -311,7 +312,7 @@ def test_result_reports_the_certificate():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         plug = run_pac(_mean0, x, mi_budget=0.1, n_trials=400, rng=0, release=False,
-                       progress=False, n_jobs=1, rule="isotropic")
+                       execution=ExecutionOptions(progress=False, n_jobs=1), rule="isotropic")
     assert plug.to_dict()["certification"]["label"] == "estimated (plug-in)"
     assert plug.to_dict()["certification"]["certified"] is False
 
@@ -337,7 +338,7 @@ def test_complementary_pairs_certify_on_independent_trials():
 
     x = np.linspace(0, 10, 30)[:, None]
     res = run_pac(_mean0, x, mi_budget=0.1, n_trials=400, rng=0, release=False,
-                  progress=False, n_jobs=1, target_inflation=None,
+                  execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None,
                   sampler=ComplementaryPairsSampler())
     c = res.plan.certificate
     assert c.n_shape + 2 * c.n_pairs == 200

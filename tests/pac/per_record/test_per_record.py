@@ -26,6 +26,7 @@ from pacpriv.pac import (
     record_exposure,
     simulate_differences,
 )
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.per_record._calibration import PerRecordPlan, uniform_max_upper
 from pacpriv.pac.per_record._math import (
     bayes_accuracy,
@@ -103,7 +104,8 @@ def test_formula_monotone_and_in_range(q, d1, d2):
 @pytest.mark.parametrize("q", [0.5, 0.3])
 def test_linear_mechanism_exact(q):
     s = 1.7
-    res = record_exposure(sum_mech, X3, noise_cov=s**2, n_trials=6, rng=3, progress=False,
+    res = record_exposure(sum_mech, X3, noise_cov=s**2, n_trials=6, rng=3,
+                          execution=ExecutionOptions(progress=False),
                           sampler=PoissonSampler(q))
     norms = np.linalg.norm(X3, axis=1)
     expected = bayes_accuracy(norms / s, q)
@@ -114,7 +116,8 @@ def test_linear_mechanism_exact(q):
     # zero variance over trials: Bernstein adds only 7(1−a) ln(2k/γ) / (3(n−1))
     base = max(q, 1 - q)
     slack = 7 * (1 - base) * math.log(2 * 4 / 0.05) / (3 * 5)
-    mp = record_exposure(sum_mech, X3, noise_cov=s**2, n_trials=6, rng=3, progress=False,
+    mp = record_exposure(sum_mech, X3, noise_cov=s**2, n_trials=6, rng=3,
+                         execution=ExecutionOptions(progress=False),
                          sampler=PoissonSampler(q), bound="bernstein")
     np.testing.assert_allclose(mp.accuracy_upper, np.minimum(expected + slack, 1), atol=1e-12)
     # betting (default): the bound solves ln K_6(m) = ln(4/γ) for constant data, computed here
@@ -134,7 +137,8 @@ def test_linear_mechanism_exact(q):
 
 
 def test_noise_descriptions_agree():
-    diffs = simulate_differences(sum_mech, X3, n_trials=4, rng=0, progress=False)
+    diffs = simulate_differences(sum_mech, X3, n_trials=4, rng=0,
+                                 execution=ExecutionOptions(progress=False))
     cov = np.array([[2.0, 0.5], [0.5, 1.0]])
     by_matrix = exposure_from_differences(diffs, noise_cov=cov)
     inv = np.linalg.inv(cov)
@@ -150,7 +154,8 @@ def test_noise_descriptions_agree():
 
 
 def test_internal_randomness_is_shared_within_a_pair():
-    diffs = simulate_differences(sum_with_theta, X3, n_trials=5, rng=1, progress=False)
+    diffs = simulate_differences(sum_with_theta, X3, n_trials=5, rng=1,
+                                 execution=ExecutionOptions(progress=False))
     expected = np.concatenate([X3, np.zeros((4, 2))], axis=1)
     np.testing.assert_allclose(diffs.differences, np.broadcast_to(expected, (5, 4, 4)),
                                atol=1e-12)
@@ -158,7 +163,8 @@ def test_internal_randomness_is_shared_within_a_pair():
 
 
 def test_stored_differences_and_costs():
-    diffs = simulate_differences(sum_mech, X3, n_trials=7, rng=0, progress=False,
+    diffs = simulate_differences(sum_mech, X3, n_trials=7, rng=0,
+                                 execution=ExecutionOptions(progress=False),
                                  records=[3, 1])
     assert diffs.differences.shape == (7, 2, 2)
     np.testing.assert_array_equal(diffs.records, [3, 1])
@@ -169,14 +175,17 @@ def test_stored_differences_and_costs():
 
 
 def test_seeds_are_backend_independent_and_resumable(tmp_path):
-    ref = simulate_differences(mean_1d, X3[:, :1], n_trials=6, rng=5, progress=False)
-    par = simulate_differences(mean_1d, X3[:, :1], n_trials=6, rng=5, progress=False,
-                               n_jobs=2, backend="threading")
+    ref = simulate_differences(mean_1d, X3[:, :1], n_trials=6, rng=5,
+                               execution=ExecutionOptions(progress=False))
+    par = simulate_differences(mean_1d, X3[:, :1], n_trials=6, rng=5,
+                               execution=ExecutionOptions(progress=False, n_jobs=2,
+                                                          backend="threading"))
     np.testing.assert_array_equal(ref.differences, par.differences)
     ck = tmp_path / "ck"
-    simulate_differences(mean_1d, X3[:, :1], n_trials=3, rng=5, progress=False, checkpoint=ck)
-    resumed = simulate_differences(mean_1d, X3[:, :1], n_trials=6, rng=5, progress=False,
-                                   checkpoint=ck)
+    simulate_differences(mean_1d, X3[:, :1], n_trials=3, rng=5,
+                         execution=ExecutionOptions(progress=False, checkpoint=ck))
+    resumed = simulate_differences(mean_1d, X3[:, :1], n_trials=6, rng=5,
+                                   execution=ExecutionOptions(progress=False, checkpoint=ck))
     assert resumed.simulation.resumed_trials == 3
     np.testing.assert_array_equal(ref.differences, resumed.differences)
 
@@ -188,7 +197,8 @@ def test_failure_policy_names_the_trial():
         return subset.sum(axis=0)
 
     with pytest.raises(MechanismError, match="trial"):
-        simulate_differences(bad, X3, n_trials=20, rng=0, progress=False)
+        simulate_differences(bad, X3, n_trials=20, rng=0,
+                             execution=ExecutionOptions(progress=False))
 
 
 # ----------------------------------------------------------------------------- exact mean
@@ -210,9 +220,10 @@ def test_mean_of_ten_against_enumeration(q):
     x = np.array([0.3, -1.2, 2.5, 0.8, -0.4, 1.9, -2.2, 0.1, 3.0, -0.7])
     s = 0.15
     res = record_exposure(mean_1d, x[:, None], noise_cov=s**2, n_trials=300, rng=11,
-                          progress=False, sampler=PoissonSampler(q))
+                          execution=ExecutionOptions(progress=False), sampler=PoissonSampler(q))
     exact = np.array([_exact_mean_exposure(x, i, s, q) for i in range(10)])
-    diffs = simulate_differences(mean_1d, x[:, None], n_trials=300, rng=11, progress=False,
+    diffs = simulate_differences(mean_1d, x[:, None], n_trials=300, rng=11,
+                                 execution=ExecutionOptions(progress=False),
                                  sampler=PoissonSampler(q))
     acc = bayes_accuracy(np.abs(diffs.differences[..., 0]) / s, q)
     se = acc.std(axis=0, ddof=1) / math.sqrt(300)
@@ -257,7 +268,7 @@ def mean_diffs():
     x = rng.normal(size=(25, 3))
     return simulate_differences(
         lambda s: s.mean(axis=0) if len(s) else np.zeros(3), x, n_trials=120, rng=2,
-        progress=False)
+        execution=ExecutionOptions(progress=False))
 
 
 @pytest.mark.parametrize("shape", ["isotropic", "sqrt", "second_moment"])
@@ -335,9 +346,10 @@ def test_calibrate_per_record_end_to_end_and_attack():
     rng = np.random.default_rng(8)
     x = rng.normal(size=(12, 2))
     plan = calibrate_per_record(sum_mech, x, target_accuracy=0.7, n_trials=60, rng=1,
-                                progress=False)
+                                execution=ExecutionOptions(progress=False))
     assert plan.max_accuracy_upper <= 0.7
-    held_out = simulate_differences(sum_mech, x, n_trials=200, rng=99, progress=False)
+    held_out = simulate_differences(sum_mech, x, n_trials=200, rng=99,
+                                    execution=ExecutionOptions(progress=False))
     attack = informed_attack(held_out, plan, rng=5)
     assert attack.ci_low <= plan.max_accuracy_upper
     # the LR test is Bayes-optimal: its accuracy estimates the mean exposure
@@ -406,7 +418,7 @@ def test_calibrated_plan_covers_the_exact_exposure():
     target, failures = 0.62, 0
     for seed in range(20):
         diffs = simulate_differences(mean_1d, x[:, None], n_trials=120, rng=seed,
-                                     progress=False)
+                                     execution=ExecutionOptions(progress=False))
         plan = calibrate_from_differences(diffs, target_accuracy=target)
         exact = (bayes_accuracy(gaps / plan.scale, 0.5) @ weights).max()
         failures += exact > target
@@ -427,7 +439,7 @@ def test_not_reproducible_mechanism_is_named_and_reported():
     x = np.arange(1.0, 7.0)
     with pytest.warns(NotReproducibleWarning, match="_global_rng_sum") as record:
         res = record_exposure(_global_rng_sum, x, noise_cov=1.0, n_trials=20, rng=0,
-                              progress=False)
+                              execution=ExecutionOptions(progress=False))
     assert not any("pair_trial" in str(w.message) for w in record)
     assert res.reproducible is False and res.to_dict()["reproducible"] is False
     assert "Not reproducible" in per_record_section(res)["markdown"]
@@ -443,7 +455,7 @@ def test_errors_name_the_users_mechanism_not_the_pair_wrapper():
 
     with pytest.raises(MechanismError) as info:
         simulate_differences(my_broken_mean, np.zeros((8, 2)), n_trials=4, rng=0,
-                             progress=False)
+                             execution=ExecutionOptions(progress=False))
     assert "my_broken_mean" in str(info.value) and "pair_trial" not in str(info.value)
 
 
@@ -457,7 +469,7 @@ def test_tiny_outputs_are_refused_not_certified_with_zero_noise():
     with pytest.raises(MechanismError, match="non-zero magnitude below"):
         calibrate_per_record(lambda s: np.asarray(s).mean(axis=0) * 1e-170, pool,
                              target_accuracy=0.6, n_trials=300, records=np.arange(3), rng=0,
-                             progress=False)
+                             execution=ExecutionOptions(progress=False))
 
 
 # ----------------------------------------------------------------------------- fast path
@@ -476,8 +488,9 @@ def test_fast_per_record_path_equals_the_generic_path():
     """A mechanism's per_record_differences is used once per trial; it gives the same
     differences as 1 + n plain evaluations, and its declared bounds travel with them."""
     mech, pool = _stable_wine()
-    fast = simulate_differences(mech, pool, n_trials=3, rng=4, progress=False)
-    slow = simulate_differences(lambda s: mech(s), pool, n_trials=3, rng=4, progress=False)
+    quiet = ExecutionOptions(progress=False)
+    fast = simulate_differences(mech, pool, n_trials=3, rng=4, execution=quiet)
+    slow = simulate_differences(lambda s: mech(s), pool, n_trials=3, rng=4, execution=quiet)
     assert np.max(np.abs(fast.differences - slow.differences)) <= mech.difference_error
     np.testing.assert_allclose(fast.outputs, slow.outputs, atol=1e-12)
     np.testing.assert_allclose(fast.difference_bound, mech.difference_bound(pool))
@@ -487,7 +500,7 @@ def test_fast_per_record_path_equals_the_generic_path():
 def test_calibration_uses_a_declared_range_and_covers_every_record():
     mech, pool = _stable_wine()
     plan = calibrate_per_record(mech, pool, target_accuracy=0.6, n_trials=56, rng=2,
-                                progress=False)
+                                execution=ExecutionOptions(progress=False))
     assert "declared sensitivity bound" in plan.range_source
     assert plan.covers_every_record and plan.coverage == f"every record ({pool[1].size})"
     class Blind:  # the same fast differences, no declared sensitivity
@@ -498,7 +511,7 @@ def test_calibration_uses_a_declared_range_and_covers_every_record():
             return mech.per_record_differences(pool, mask, records)
 
     blind = calibrate_per_record(Blind(), pool, target_accuracy=0.6, n_trials=56, rng=2,
-                                 progress=False)
+                                 execution=ExecutionOptions(progress=False))
     assert blind.range_source.startswith("none (black box)")
     assert plan.scale < blind.scale  # the declared range tightens the certificate
     section = plan.report_section()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pacpriv.cli import UsageError
 from pacpriv.cli.pac_records import parse_records
 from pacpriv.pac import calibrate_per_record, record_exposure
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.per_record._report import per_record_section, round_up
 
 POOL = np.array([[0.1137], [0.2219], [7.3125], [0.3391], [0.1573], [0.2647]])
@@ -39,7 +40,8 @@ def test_round_up_never_below_its_input(x, digits):
 
 
 def test_section_lists_most_exposed_by_index_only():
-    res = record_exposure(sum_mech, POOL, noise_cov=4.0, n_trials=40, rng=0, progress=False)
+    res = record_exposure(sum_mech, POOL, noise_cov=4.0, n_trials=40, rng=0,
+                          execution=ExecutionOptions(progress=False))
     sec = per_record_section(res, target_accuracy=0.9)
     d = sec["per_record"]
     assert d["most_exposed"][0]["record"] == 2  # the outlier
@@ -60,7 +62,7 @@ def test_section_lists_most_exposed_by_index_only():
 def test_plan_section_shows_target_and_plan_bound():
     rng = np.random.default_rng(3)
     plan = calibrate_per_record(sum_mech, rng.normal(size=(8, 2)), target_accuracy=0.75,
-                                n_trials=80, rng=1, progress=False)
+                                n_trials=80, rng=1, execution=ExecutionOptions(progress=False))
     sec = plan.report_section()
     assert "calibrated plan" in sec["markdown"]
     assert sec["plot"]["target_accuracy"] == 0.75

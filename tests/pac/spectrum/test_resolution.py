@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.noise._calibration import SPECTRUM_RULES, NoisePlan, calibrate_noise
 from pacpriv.pac.spectrum._covariance import estimate_output_spectrum, spectrum_from_covariance
@@ -108,7 +109,7 @@ def test_income_and_share_example_gets_noise_on_share_and_true_mi_within_budget(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = run_pac(_total_income_and_share, pool, mi_budget=0.05, n_trials=1000, rng=0,
-                      progress=False, release_rng=1, rule="anisotropic")
+                      execution=ExecutionOptions(progress=False), release_rng=1, rule="anisotropic")
     assert res.spectrum.scale_blocks == 2
     share_noise_var = _noise_cov(res.plan)[1, 1]
     assert share_noise_var > 0

@@ -1,0 +1,190 @@
+"""Every noise rule by name: :data:`RULE_CLASSES`, :func:`as_rule`, :func:`rule_with`.
+
+A name is a shorthand for the rule with its default parameters (``"certified"`` is
+``Certified()``); a rule whose parameters have no defaults (Algorithm 1) is given as an object.
+The 0.2 keyword form (``rule="...", confidence=..., c=...``) keeps working for one release
+through :func:`accepts_legacy_rule`, with a ``DeprecationWarning``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pacpriv.pac.noise._algorithm1 import Algorithm1
+from pacpriv.pac.noise._certified import AsymptoticT, Certified
+from pacpriv.pac.noise._plugin import Anisotropic, ExactMI, Isotropic, VarianceOnly
+from pacpriv.pac.noise._rule import NoiseRule
+
+__all__ = [
+    "DEFAULT_RULE",
+    "LEGACY_RULE_KEYWORDS",
+    "RULES",
+    "RULE_CLASSES",
+    "SHORTHANDS",
+    "SPECTRUM_RULES",
+    "accepts_legacy_rule",
+    "as_rule",
+    "rule_with",
+]
+
+#: name -> rule class, the default first (the order of ``--rule`` choices and of :data:`RULES`).
+RULE_CLASSES: dict[str, type[NoiseRule]] = {
+    cls.name: cls
+    for cls in (Certified, Anisotropic, Isotropic, VarianceOnly, ExactMI, Algorithm1, AsymptoticT)
+}
+
+#: Every rule name (the default first).
+RULES = tuple(RULE_CLASSES)
+
+#: Rules whose plan is computed from an :class:`~pacpriv.pac.spectrum.OutputSpectrum`.
+SPECTRUM_RULES = tuple(k for k, cls in RULE_CLASSES.items() if cls.source == "spectrum")
+
+#: The default rule of run_pac, the wrapper, the CLI and the comparison.
+DEFAULT_RULE = Certified.name
+
+
+def _shorthands() -> tuple[str, ...]:
+    """Names usable alone (every parameter has a default)."""
+    out = []
+    for name, cls in RULE_CLASSES.items():
+        try:
+            cls()
+        except (TypeError, ValueError):
+            continue
+        out.append(name)
+    return tuple(out)
+
+
+#: Names usable alone as ``rule=`` (every parameter of the rule has a default).
+SHORTHANDS = _shorthands()
+
+
+def _refuse(rule: Any, allowed: tuple[str, ...] | None = None) -> ValueError:
+    names = allowed if allowed is not None else SHORTHANDS
+    needing = [n for n in RULE_CLASSES if n not in SHORTHANDS
+               and (allowed is None or n in allowed)]
+    hint = "".join(
+        f"; {n!r} needs its parameters: rule={RULE_CLASSES[n].__name__}("
+        + ", ".join(f"{p}=..." for p in RULE_CLASSES[n].parameter_names()[:3]) + ")"
+        for n in needing if isinstance(rule, str) and rule == n)
+    return ValueError(f"`rule` must be one of {', '.join(names)} or a rule object "
+                      f"(pacpriv.pac.noise){hint}; got {rule!r}.")
+
+
+def as_rule(rule: Any, *, allowed: tuple[str, ...] | None = None) -> NoiseRule:
+    """The rule object of ``rule``: a :class:`NoiseRule` as is, a name with its defaults.
+
+    Parameters
+    ----------
+    rule : NoiseRule or str
+        A rule object, or one of the names of :data:`RULES` whose parameters all have
+        defaults (e.g. ``"certified"``, ``"anisotropic"``).
+    allowed : tuple of str, optional
+        Rule names the caller accepts (e.g. only the spectrum rules); default all.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, a name whose rule needs parameters (give the object), or a rule
+        outside ``allowed``; the message lists the accepted names.
+    TypeError
+        If ``rule`` is neither a string nor a rule object.
+    """
+    if isinstance(rule, NoiseRule):
+        if allowed is not None and rule.name not in allowed:
+            raise _refuse(rule.name, allowed)
+        return rule
+    if not isinstance(rule, str):
+        raise TypeError(f"`rule` must be a rule name or a rule object (pacpriv.pac.noise); got "
+                        f"{type(rule).__name__}.")
+    if rule not in RULE_CLASSES or (allowed is not None and rule not in allowed):
+        raise _refuse(rule, allowed)
+    try:
+        return RULE_CLASSES[rule]()
+    except ValueError:
+        raise _refuse(rule, allowed) from None
+
+
+def rule_with(rule: Any, **parameters: Any) -> NoiseRule:
+    """``rule`` (a name or an object) with extra ``parameters`` (None values are dropped).
+
+    A parameter the rule does not take is a ``ValueError`` naming the rules that take it; a
+    parameter that a rule object already carries is a ``TypeError`` (given twice).
+    """
+    given = {k: v for k, v in parameters.items() if v is not None}
+    if isinstance(rule, NoiseRule):
+        clash = sorted(k for k in given if k in rule.parameter_names())
+        if clash:
+            raise TypeError(f"{clash} are given twice: by the {type(rule).__name__} rule object "
+                            "and as keywords; give them once.")
+        cls, base = type(rule), rule.parameters()
+    else:
+        if not isinstance(rule, str) or rule not in RULE_CLASSES:
+            raise _refuse(rule)
+        cls, base = RULE_CLASSES[rule], {}
+    refused = [k for k in given if k not in cls.parameter_names()]
+    if refused:
+        owners = [n for n, c in RULE_CLASSES.items() if set(refused) <= set(c.parameter_names())]
+        takes = list(cls.parameter_names()) or "no parameters"
+        where = (f": {refused} only apply to rule={owners[0]!r}" if len(owners) == 1
+                 else f": rules taking them: {owners}" if owners else "")
+        raise ValueError(f"{refused} do not apply to rule={cls.name!r} (it takes {takes})"
+                         f"{where}.")
+    return cls(**{**base, **given})
+
+
+#: The 0.2 keywords that travelled beside a rule name (deprecated; one release).
+LEGACY_RULE_KEYWORDS = ("confidence", "c", "beta", "output_bound", "target_inflation",
+                        "shape_fraction", "clip_margin")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def accepts_legacy_rule(names: tuple[str, ...] = LEGACY_RULE_KEYWORDS) -> Callable[[F], F]:
+    """Decorator: ``func(..., rule=...)`` also accepts the 0.2 rule keywords.
+
+    A rule name with ``c=..., beta=...`` (Algorithm 1) becomes
+    ``rule=Algorithm1(c=..., beta=...)`` (via :func:`rule_with`) with one ``DeprecationWarning``
+    naming the replacement. ``None`` values
+    are dropped; ``target_inflation`` applies to the certified rule only (ignored for others, as
+    in 0.2).
+    """
+
+    def decorate(func: F) -> F:
+        sig = inspect.signature(func)
+        default = sig.parameters["rule"].default
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            given = {k: kwargs.pop(k) for k in names if k in kwargs and k not in sig.parameters}
+            if not given:
+                return func(*args, **kwargs)
+            rule = kwargs.get("rule", default)
+            base = rule.name if isinstance(rule, NoiseRule) else rule
+            cls = RULE_CLASSES.get(base) if isinstance(base, str) else None
+            if "target_inflation" in given and cls is not None and (
+                    "target_inflation" not in cls.parameter_names()
+                    or isinstance(rule, NoiseRule)):
+                given.pop("target_inflation")  # 0.2: only the certified rule planned trials
+            params = {k: v for k, v in given.items() if v is not None
+                      or (k == "target_inflation" and "target_inflation" in given)}
+            if params:
+                built = rule_with(rule, **{k: v for k, v in params.items() if v is not None})
+                if params.get("target_inflation", 1) is None:  # an explicit "no check"
+                    built = type(built)(**{**built.parameters(), "target_inflation": None})
+                shown = ", ".join(f"{k}={v!r}" for k, v in built.parameters().items()
+                                  if k in params)
+                warnings.warn(
+                    f"{func.__qualname__}: passing {', '.join(f'{k}=' for k in params)} beside "
+                    f"`rule` is deprecated; pass rule={type(built).__name__}({shown}) instead "
+                    "(removed in 0.4).", DeprecationWarning, stacklevel=2)
+                kwargs["rule"] = built
+            return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,104 @@
+"""One way in (issue 24 item 1): ``execution=ExecutionOptions(...)`` for every function that
+runs trials or fits models; the 0.2 loose keywords still work for one release, with a warning."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+from joblib import parallel_config
+
+from pacpriv import PrivatePredictor, pac_private
+from pacpriv.compare import compare_pac_dpsgd
+from pacpriv.pac import (
+    calibrate_per_record,
+    compare_randomized_noise,
+    coupling_noise,
+    record_exposure,
+    run_pac,
+    simulate,
+    simulate_differences,
+)
+from pacpriv.pac.engine import ExecutionOptions
+from pacpriv.pac.engine._options import LEGACY_EXECUTION
+
+POOL = np.linspace(-1.0, 1.0, 40).reshape(20, 2)
+QUIET = ExecutionOptions(progress=False)
+
+RUNNERS = [simulate, run_pac, simulate_differences, record_exposure, calibrate_per_record,
+           coupling_noise, compare_randomized_noise, compare_pac_dpsgd]
+
+
+def _mean(subset):
+    return np.asarray(subset).sum(axis=0) / 20.0
+
+
+@pytest.mark.parametrize("func", RUNNERS, ids=lambda f: f.__name__)
+def test_execution_is_the_one_execution_argument(func):
+    """The signature has ``execution`` and none of the 0.2 loose keywords nor **kwargs."""
+    params = inspect.signature(func).parameters
+    assert "execution" in params and params["execution"].default is None
+    assert not set(LEGACY_EXECUTION) & set(params) and "options" not in params
+    assert all(p.kind is not p.VAR_KEYWORD for p in params.values())
+
+
+def test_methods_that_fit_take_execution_too():
+    for method in (PrivatePredictor.fit, type(pac_private(_mean, mi_budget=0.1)).calibrate):
+        params = inspect.signature(method).parameters
+        assert "execution" in params and not set(LEGACY_EXECUTION) & set(params)
+
+
+def test_loose_keywords_warn_and_name_the_replacement():
+    new = simulate(_mean, POOL, n_trials=12, rng=1,
+                   execution=ExecutionOptions(n_jobs=1, progress=False, batch_size=3))
+    with pytest.warns(DeprecationWarning,
+                      match=r"simulate: n_jobs=, progress=, batch_size= are deprecated; pass "
+                            r"execution=ExecutionOptions\(n_jobs=1, progress=False, "
+                            r"batch_size=3\)"):
+        old = simulate(_mean, POOL, n_trials=12, rng=1, n_jobs=1, progress=False, batch_size=3)
+    np.testing.assert_array_equal(new.outputs, old.outputs)
+
+
+def test_execution_and_loose_keywords_together_are_refused():
+    with pytest.raises(TypeError, match="in `execution` only; got execution and n_jobs"):
+        simulate(_mean, POOL, n_trials=4, execution=QUIET, n_jobs=2)
+    with pytest.raises(TypeError, match="`execution` must be an ExecutionOptions or None"):
+        simulate(_mean, POOL, n_trials=4, execution={"n_jobs": 2})
+
+
+def test_parallel_config_decides_workers_and_backend_by_default():
+    """joblib's convention: with n_jobs=None/backend=None an active parallel_config decides."""
+    with parallel_config(backend="threading", n_jobs=2):
+        res = simulate(_mean, POOL, n_trials=16, rng=4, execution=QUIET)
+    assert (res.backend, res.n_jobs) == ("threading", 2)
+    plain = simulate(_mean, POOL, n_trials=16, rng=4, execution=QUIET)
+    assert (plain.backend, plain.n_jobs) == ("sequential", 1)
+    np.testing.assert_array_equal(res.outputs, plain.outputs)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"n_jobs": 0}, ValueError, "n_jobs"),
+    ({"ensemble": "yes"}, TypeError, "`ensemble` must be a bool"),
+    ({"device": "tpu"}, ValueError, r"`device` must be one of \('cpu', 'cuda'\)"),
+])
+def test_new_fields_are_validated(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        ExecutionOptions(**kwargs)
+
+
+def test_replace_validates_and_keeps_the_rest():
+    opts = ExecutionOptions(n_jobs=2, progress=False)
+    assert opts.replace(retries=1) == ExecutionOptions(n_jobs=2, progress=False, retries=1)
+    with pytest.raises(ValueError, match="retries"):
+        opts.replace(retries=-1)
+
+
+def test_no_warning_from_the_new_form():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_pac(_mean, POOL, mi_budget=0.1, n_trials=40, rng=2, release=False,
+                execution=QUIET, rule="anisotropic")
+        pac_private(_mean, mi_budget=0.1, rule="isotropic").calibrate(
+            POOL, n_trials=20, rng=0, execution=QUIET)
