@@ -90,12 +90,14 @@ class PoolBasis:
 
     @classmethod
     def from_pool(cls, X, *, components: int | str | None = "kaiser",
-                  shrinkage: float = 0.0) -> PoolBasis:
-        """Whitened leading principal directions of the pool ``X`` (n, p).
+                  shrinkage: float = 0.0, whiten: bool = True) -> PoolBasis:
+        """Leading principal directions of the pool ``X`` (n, p), whitened by default.
 
         ``components``: ``"kaiser"`` (eigenvalue ``>=`` mean), an int ``k`` in ``[1, p]``, or
         None (all ``p``: plain whitening). The covariance is shrunk as
-        ``C + shrinkage · tr(C)/p · I`` before whitening (``shrinkage >= 0``).
+        ``C + shrinkage · tr(C)/p · I`` before whitening (``shrinkage >= 0``). With
+        ``whiten=False`` the directions keep their pool variance (a rotation onto the first
+        ``k`` principal axes).
         """
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] < 2:
@@ -121,9 +123,10 @@ class PoolBasis:
         k = max(1, int(keep.sum()))
         # canonical signs: the largest-magnitude entry of each direction is positive
         v = vecs[:, :k] * np.sign(vecs[np.abs(vecs[:, :k]).argmax(axis=0), np.arange(k)])
-        desc = (f"pool's {k} leading principal directions (of {p}), whitened"
-                f"{'' if shrinkage == 0 else f', shrinkage {shrinkage:g}'}")
-        return cls(center, v / np.sqrt(ev[:k]), desc)
+        desc = (f"pool's {k} leading principal directions (of {p})"
+                f"{', whitened' if whiten else ''}"
+                f"{'' if shrinkage == 0 or not whiten else f', shrinkage {shrinkage:g}'}")
+        return cls(center, v / np.sqrt(ev[:k]) if whiten else v, desc)
 
     @property
     def dim(self) -> int:
@@ -199,10 +202,12 @@ class StableLogistic:
     @classmethod
     def for_pool(cls, X, *, classes: Sequence, sampling_rate: float, l2: float = 0.03,
                  clip: float = 1.0, components: int | str | None = "kaiser",
-                 shrinkage: float = 0.0, tol: float = 1e-10) -> StableLogistic:
+                 shrinkage: float = 0.0, whiten: bool = True,
+                 tol: float = 1e-10) -> StableLogistic:
         """The mechanism for a pool ``X`` (n, p): basis from the pool, ``N = q·n``."""
         X = np.asarray(X, dtype=np.float64)
-        basis = PoolBasis.from_pool(X, components=components, shrinkage=shrinkage)
+        basis = PoolBasis.from_pool(X, components=components, shrinkage=shrinkage,
+                                    whiten=whiten)
         return cls(tuple(classes), basis, float(l2), float(clip),
                    float(sampling_rate) * X.shape[0], tol)
 
@@ -305,6 +310,22 @@ class StableLogistic:
         if self.n_problems == 1:
             return cls_[(scores[:, 0] > 0).astype(int)]
         return cls_[scores.argmax(axis=1)]
+
+    def losses(self, theta, X, y) -> np.ndarray:
+        """Per-record one-vs-rest logistic loss ``Σ_k ℓ(w_k·x̃; [y = k])`` (unclipped), shape (m,)."""
+        X1 = self.features(X)
+        W = np.asarray(theta, dtype=np.float64).reshape(self.n_problems, -1)
+        u = X1 @ W.T
+        t = self._targets(y)
+        return np.sum(-log_expit(np.where(t > 0.5, u, -u)), axis=1)
+
+    def describe(self) -> str:
+        """The black box in words (public settings only)."""
+        kind = "binary" if self.n_problems == 1 else f"one-vs-rest over {len(self.classes)}"
+        return (f"exact minimiser of the L2-regularised (λ = {self.l2:g}) logistic loss with "
+                f"per-example gradients clipped at c = {self.clip:g} ({kind} classes), on the "
+                f"{self.basis.description}; loss normalised by the public N = "
+                f"{self.normalizer:g}")
 
     def per_record_differences(self, pool, mask, records=None) -> tuple[np.ndarray, np.ndarray]:
         """``f(S)`` and ``Δᵢ = f(S ∪ {i}) − f(S ∖ {i})`` for the records (default: all).

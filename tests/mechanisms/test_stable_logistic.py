@@ -10,7 +10,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.datasets import load_wine
 
-from mechanisms.stable_logistic import PoolBasis, StableLogistic, kaiser_components
+from pacpriv.mechanisms.stable_logistic import PoolBasis, StableLogistic, kaiser_components
 
 WX, WY = load_wine(return_X_y=True)
 WX = (WX - WX.min(axis=0)) / (WX.max(axis=0) - WX.min(axis=0)) * 2 - 1

@@ -476,7 +476,7 @@ def test_tiny_outputs_are_refused_not_certified_with_zero_noise():
 def _stable_wine():
     from sklearn.datasets import load_wine
 
-    from mechanisms.stable_logistic import StableLogistic
+    from pacpriv.mechanisms.stable_logistic import StableLogistic
 
     X, y = load_wine(return_X_y=True)
     X = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0)) * 2 - 1
