@@ -312,7 +312,7 @@ class StableLogistic:
         return cls_[scores.argmax(axis=1)]
 
     def losses(self, theta, X, y) -> np.ndarray:
-        """Per-record one-vs-rest logistic loss ``Σ_k ℓ(w_k·x̃; [y = k])`` (unclipped), shape (m,)."""
+        """Per-record one-vs-rest logistic loss ``Σ_k ℓ(w_k·x̃; [y = k])`` (unclipped), (m,)."""
         X1 = self.features(X)
         W = np.asarray(theta, dtype=np.float64).reshape(self.n_problems, -1)
         u = X1 @ W.T

@@ -49,10 +49,11 @@ from pacpriv.pac.samplers import PoissonSampler
 
 __all__ = ["run_comparison"]
 
-_NONE: dict[str, Any] = dict(noise=0.0, noise_units="none", noise_multiplier=None, gradient_noise_std=None,
-             parameter_noise_rms=0.0, expected_noise_power=0.0, mi_budget=None,
-             test_accuracy_std=0.0, accuracy_bound=1.0, bound_source="no guarantee",
-             n_repeats=1, secret=SECRETS["none"], bound_label="no guarantee")
+_NONE: dict[str, Any] = dict(
+    noise=0.0, noise_units="none", noise_multiplier=None, gradient_noise_std=None,
+    parameter_noise_rms=0.0, expected_noise_power=0.0, mi_budget=None, test_accuracy_std=0.0,
+    accuracy_bound=1.0, bound_source="no guarantee", n_repeats=1, secret=SECRETS["none"],
+    bound_label="no guarantee")
 
 
 def _reference(method, mech, theta, data, *, confidence, attack_rng, dataset) -> ComparisonRow:
