@@ -48,9 +48,9 @@ class StableBlackBox:
         ``λ > 0``.
     clip : float, default 1.0
         Per-example gradient bound ``c > 0``.
-    components : "kaiser", int or None, default "kaiser"
-        Principal directions of the pool kept (Kaiser's rule: eigenvalue ``>=`` the mean);
-        None keeps all (plain whitening).
+    components : "kaiser", "broken_stick", int or None, default "kaiser"
+        Principal directions of the pool kept: Kaiser's rule (eigenvalue ``>=`` the mean),
+        the broken-stick rule (fewer), a number, or None (all: plain whitening).
     """
 
     l2: float = 0.03
@@ -62,10 +62,10 @@ class StableBlackBox:
     def __post_init__(self) -> None:
         check_real(self.l2, "l2", low=0.0, low_inclusive=False)
         check_real(self.clip, "clip", low=0.0, low_inclusive=False)
-        if not (self.components is None or self.components == "kaiser"
+        if not (self.components is None or self.components in ("kaiser", "broken_stick")
                 or (isinstance(self.components, int) and self.components >= 1)):
-            raise ValueError(f"`components` must be 'kaiser', None or an int >= 1; got "
-                             f"{self.components!r}.")
+            raise ValueError(f"`components` must be 'kaiser', 'broken_stick', None or an int "
+                             f">= 1; got {self.components!r}.")
 
     def build(self, X: np.ndarray, classes: int, *, sampling_rate: float, **_training: Any):
         """The mechanism for the scaled pool ``X`` (labels ``0..classes−1``)."""

@@ -154,7 +154,7 @@ class ComparisonSettings:
     exact: bool = True
     confidence: float = 0.95
     public_seed: int = 0
-    per_record_trials: int = 240
+    per_record_trials: int = 400
     per_record_records: int | None = None
     black_box: Any = None
 
@@ -217,7 +217,7 @@ def compare_pac_dpsgd(
     confidence: float = 0.95,
     public_seed: int = 0,
     rng: RNGLike = None,
-    per_record_trials: int = 240,
+    per_record_trials: int = 400,
     per_record_records: int | None = None,
     execution: ExecutionOptions | None = None,
     black_box: StableBlackBox | SgdBlackBox | str | None = None,
@@ -260,7 +260,7 @@ def compare_pac_dpsgd(
         is recorded in ``seed`` and the reports, so the comparison is reproducible by anyone
         holding them: its models are evaluation artefacts, never private releases (the
         reports publish no model or release vector and say so).
-    per_record_trials : int, default 240
+    per_record_trials : int, default 400
         Trials of the per-record row (0 leaves the row out): a quarter are shape trials (also
         used by the informed attack), the rest certify. Each costs ``1 + (audited records)``
         evaluations, or one call of a black box with a fast per-record path.

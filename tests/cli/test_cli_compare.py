@@ -46,7 +46,7 @@ def test_compare_prints_table_and_writes_report(tmp_path, capsys):
         (["--format", "pdf"], "--format must list json, md and/or html"),
         (["--per-record-trials", "5"], "--per-record-trials must be 0 or >= 10"),
         (["--target-accuracy", "0.6,1.5"], "--target-accuracy must be in (0.5, 1.0); got 1.5"),
-        (["--components", "many"], "--components must be 'kaiser', 'all' or a positive"),
+        (["--components", "many"], "--components must be 'kaiser', 'broken_stick', 'all' or a"),
         (["--l2", "0"], "--l2 must be in (0.0, inf); got 0"),
     ],
 )

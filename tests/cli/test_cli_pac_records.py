@@ -55,7 +55,10 @@ def test_target_accuracy_summary_labels_every_bound(tmp_path, capsys):
                "--format", "json"])
     assert rc == 0
     lines = {line[:21].strip(): line[21:] for line in capsys.readouterr().out.splitlines()}
-    assert lines["plan bound"].endswith("% certified (1−γ = 0.95), target 0.7")
+    assert lines["plan bound"].endswith(
+        "% certified (1−γ = 0.95), SAMPLE of 6 of 150 records, target 0.7")
+    assert lines["certificate"].startswith("betting confidence bound (Waudby-Smith & Ramdas")
+    assert lines["coverage"].startswith("a SAMPLE: the 6 audited records only")
     assert lines["max exposure"].split("%", 1)[1].startswith(
         " estimated (at the scale chosen on these trials; <= the certified plan bound); median ")
     assert "(estimated)" in lines["whole-subset MI"]
@@ -134,3 +137,14 @@ def test_report_has_the_root_seed_and_command(tmp_path, capsys, monkeypatch):
     assert "pac records" in rep["command"] and "--seed 7" in rep["command"]
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "Root seed of the simulation" in md and "Command: `" in md
+
+
+def test_every_record_by_default_is_said_in_the_terminal(tmp_path, capsys):
+    rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris",
+               "--target-accuracy", "0.7", "--trials", "120", "--seed", "1", "--n-jobs", "1",
+               "--out", str(tmp_path / "rep"), "--no-progress", "--format", "json"])
+    assert rc == 0
+    lines = {line[:21].strip(): line[21:] for line in capsys.readouterr().out.splitlines()}
+    assert lines["plan bound"].endswith("% certified (1−γ = 0.95), every record (150), "
+                                        "target 0.7")
+    assert lines["coverage"] == "every record of the pool (150)"

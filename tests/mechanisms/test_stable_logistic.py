@@ -10,7 +10,12 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.datasets import load_wine
 
-from pacpriv.mechanisms.stable_logistic import PoolBasis, StableLogistic, kaiser_components
+from pacpriv.mechanisms.stable_logistic import (
+    PoolBasis,
+    StableLogistic,
+    broken_stick_components,
+    kaiser_components,
+)
 
 WX, WY = load_wine(return_X_y=True)
 WX = (WX - WX.min(axis=0)) / (WX.max(axis=0) - WX.min(axis=0)) * 2 - 1
@@ -110,3 +115,12 @@ def test_pool_basis():
         PoolBasis.from_pool(WX, components=99)
     with pytest.raises(ValueError, match="l2"):
         StableLogistic((0, 1), k, 0.0, 1.0, 10.0)
+
+
+def test_broken_stick_rule():
+    """Shares 0.5, 0.3, 0.1, 0.1 against the broken stick (1/4)(25/12, 13/12, 7/12, 3/12):
+    0.5 > 0.52? no -> 1 kept (the floor); a dominant pair is kept."""
+    assert broken_stick_components(np.array([0.5, 0.3, 0.1, 0.1])) == 1
+    assert broken_stick_components(np.array([0.6, 0.3, 0.05, 0.05])) == 2
+    ev = np.linalg.eigvalsh(np.cov(WX, rowvar=False, bias=True))
+    assert PoolBasis.from_pool(WX, components="broken_stick").dim == 2 <= kaiser_components(ev)
