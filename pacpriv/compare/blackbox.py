@@ -91,12 +91,14 @@ class SgdBlackBox:
 
     def build(self, X: np.ndarray, classes: int, *, sampling_rate: float, steps_per_epoch: int,
               epochs: int, learning_rate: float, public_seed: int):
-        """The mechanism (the same model and schedule as the DP-SGD rows)."""
+        """The mechanism (the same model and schedule as the DP-SGD rows); its per-record
+        trials run as vectorised blocks (:mod:`pacpriv.compare.ensemble_path`)."""
+        from pacpriv.compare.ensemble_path import EnsemblePerRecord
         from pacpriv.compare.models import LogisticRegressionMechanism
 
-        return LogisticRegressionMechanism(
+        return EnsemblePerRecord(LogisticRegressionMechanism(
             n_features=X.shape[1], n_classes=classes, steps_per_epoch=steps_per_epoch,
-            epochs=epochs, learning_rate=learning_rate, public_seed=public_seed)
+            epochs=epochs, learning_rate=learning_rate, public_seed=public_seed))
 
     def to_dict(self) -> dict:
         """The settings (JSON)."""

@@ -420,3 +420,24 @@ def test_legacy_execution_keywords_give_the_same_table():
     assert _stripped(legacy.to_dict()) == first
     with pytest.raises(ValueError, match=r"`options\.checkpoint` must be None"):
         compare_pac_dpsgd("breast_cancer", execution=ExecutionOptions(checkpoint="ck"))
+
+
+def test_ensemble_per_record_path_equals_sequential_training():
+    """The SGD black box's per-record trials through pacpriv.ensemble equal 1 + n sequential
+    trainings (to round-off), for records in and out of the subset."""
+    from pacpriv.compare.ensemble_path import EnsemblePerRecord
+
+    ds = _small_pool(30)
+    X = scale_features(ds.X, ds.feature_low, ds.feature_high)
+    y = np.asarray(ds.y)
+    mech = LogisticRegressionMechanism(n_features=30, n_classes=2, steps_per_epoch=2,
+                                       epochs=2, learning_rate=0.5, public_seed=1)
+    fast = EnsemblePerRecord(mech)
+    mask = np.random.default_rng(2).random(30) < 0.5
+    base, diffs = fast.per_record_differences((X, y), mask, np.array([0, 3, 17]))
+    np.testing.assert_allclose(base, mech((X[mask], y[mask])), atol=1e-10)
+    for row, i in zip(diffs, (0, 3, 17), strict=True):
+        up, down = mask.copy(), mask.copy()
+        up[i], down[i] = True, False
+        np.testing.assert_allclose(row, mech((X[up], y[up])) - mech((X[down], y[down])),
+                                   atol=1e-10)
