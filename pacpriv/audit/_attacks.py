@@ -32,7 +32,8 @@ import numpy as np
 
 from pacpriv._random import RNGLike, as_generator
 from pacpriv._stats import clopper_pearson
-from pacpriv._validation import check_array_real, check_real
+from pacpriv._validation import check_real
+from pacpriv.audit._checks import real_array
 
 __all__ = [
     "AttackResult",
@@ -94,7 +95,7 @@ class AttackResult:
 
 
 def _scores_iv(scores, name: str) -> np.ndarray:
-    arr = check_array_real(scores, name)
+    arr = real_array(scores, name)
     if arr.ndim != 1:
         raise ValueError(f"`{name}` must be one-dimensional; got shape {arr.shape}.")
     if arr.size < 2:
@@ -233,7 +234,10 @@ def logit_scaled_confidence(losses) -> np.ndarray:
         φ = -ℓ - log(1 - e^{-ℓ}), computed with ``expm1``; ℓ = 0 maps to the value at the
         smallest positive float (about 708) rather than infinity.
     """
-    ell = check_array_real(losses, "losses", low=0.0)
+    ell = real_array(losses, "losses")
+    if np.any(ell < 0):
+        raise ValueError(f"`losses` must be >= 0 (a loss -log p); {int(np.sum(ell < 0))} of "
+                         f"{ell.size} are negative.")
     ell = np.maximum(ell, np.finfo(np.float64).tiny)
     return -ell - np.log(-np.expm1(-ell))
 
@@ -269,8 +273,8 @@ def lira_offline_scores(
     ValueError
         On shape mismatches, or when a record has too few OUT shadows.
     """
-    target = check_array_real(target_statistics, "target_statistics")
-    shadow = check_array_real(shadow_statistics, "shadow_statistics")
+    target = real_array(target_statistics, "target_statistics")
+    shadow = real_array(shadow_statistics, "shadow_statistics")
     inside = np.asarray(shadow_membership)
     if inside.dtype != bool:
         raise TypeError(f"`shadow_membership` must be boolean; got dtype {inside.dtype}.")

@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Sequence
 
 from pacpriv._version import __version__
+from pacpriv.cli import audit as _audit_group
 from pacpriv.cli import compare as _compare_group
 from pacpriv.cli import dpsgd as _dpsgd_group
 from pacpriv.cli import pac as _pac_group
@@ -37,7 +38,7 @@ __all__ = ["GROUPS", "UsageError", "build_parser", "main", "number"]
 
 #: The command groups, in ``--help`` order: name -> module with ``add_parser(subparsers, name)``.
 GROUPS = {"pac": _pac_group, "dpsgd": _dpsgd_group, "compare": _compare_group,
-          "predict": _predict_group, "serve": _predict_group}
+          "predict": _predict_group, "serve": _predict_group, "audit": _audit_group}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,12 +19,16 @@ from pacpriv.dpsgd.calibration import (
 from pacpriv.dpsgd.comparators import ComparisonRow as AccountantRow
 from pacpriv.dpsgd.comparators import ComparisonTable, compare_accountants
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
+from pacpriv.dpsgd.sampling import PoissonSampling, RandomAllocation
 from pacpriv.dpsgd.spec import THREAT_MODEL, DPSGDSpec
+from pacpriv.dpsgd.tradeoff import TradeoffCurve, tradeoff_curve
 
 __all__ = [
     # description
     "THREAT_MODEL",
     "DPSGDSpec",
+    "PoissonSampling",
+    "RandomAllocation",
     # closed form (chi-square)
     "AccuracyBound",
     "closed_form_noise_multiplier",
@@ -41,6 +45,9 @@ __all__ = [
     "AccountantRow",
     "ComparisonTable",
     "compare_accountants",
+    # trade-off curve (certified ROC) and epsilon
+    "TradeoffCurve",
+    "tradeoff_curve",
 ]
 
 #: Deprecated names (one release).

@@ -1,0 +1,248 @@
+"""``pacpriv audit``: membership-inference attacks at low FPR against the certified curve."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from pacpriv import _json
+from pacpriv._numbers import format_bound
+from pacpriv.cli._args import UsageError, add_report_output, integer, number, report_formats
+from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers, name: str) -> None:
+    """Register ``pacpriv audit``."""
+    p = subparsers.add_parser(
+        name,
+        help="membership-inference audit: LiRA, RMIA, LOSS at low FPR vs the certified curve",
+        description=(
+            "Train a batch of reference models (each record in half of them, every model the "
+            "target in turn) with DP-SGD or its non-private twin, run online/offline LiRA, "
+            "online/offline RMIA and the loss attack, and report TPR at FPR 0.01%-10% with "
+            "Clopper-Pearson intervals beside the certified trade-off curve, optionally with "
+            "the one-run epsilon lower bound (Steinke, Nasr & Jagielski 2023). Writes "
+            "report.json, report.md, report.html and roc.png. An evaluation: every model "
+            "derives from the recorded root seed."
+        ),
+    )
+    p.add_argument("--dataset", default="digits",
+                   help="bundled classification dataset or .csv/.npy/.npz path (a file needs "
+                   "--label-column; default digits)")
+    add_dataset_arguments(p)
+    p.add_argument("--model", choices=("logistic", "mlp"), default="mlp",
+                   help="torch classifier: multinomial logistic regression or a one-hidden-"
+                   "layer tanh MLP (default mlp)")
+    p.add_argument("--hidden", type=integer, default=128,
+                   help="hidden width of the MLP (default 128)")
+    privacy = p.add_mutually_exclusive_group(required=True)
+    privacy.add_argument("--non-private", action="store_true",
+                         help="the non-private twin: sigma = 0, no clipping")
+    privacy.add_argument("--noise-multiplier", type=number, default=None,
+                         help="DP-SGD noise multiplier sigma > 0")
+    privacy.add_argument("--target-accuracy", type=number, default=None,
+                         help="calibrate sigma so the certified exact membership-inference "
+                         "accuracy is at most this, in (0.5, 1)")
+    p.add_argument("--reference-models", type=integer, default=16,
+                   help="K, even and >= 4: models of the batch, each the target once "
+                   "(default 16)")
+    p.add_argument("--epochs", type=integer, default=30, help="epochs E (default 30)")
+    p.add_argument("--steps-per-epoch", type=integer, default=10,
+                   help="steps per epoch M; each record used at one random step per epoch "
+                   "(default 10)")
+    p.add_argument("--learning-rate", type=number, default=0.5,
+                   help="SGD step size (default 0.5)")
+    p.add_argument("--max-grad-norm", type=number, default=1.0,
+                   help="DP-SGD clipping norm C (default 1; unused with --non-private)")
+    p.add_argument("--population", type=number, default=0.2,
+                   help="fraction of the records held out as population samples, never "
+                   "trained on (RMIA's z), in (0, 1) (default 0.2)")
+    p.add_argument("--augment", choices=("none", "shifts"), default="none",
+                   help="extra queries for LiRA/RMIA: one-pixel shifts of square images "
+                   "(e.g. digits); tabular data has none (default none)")
+    p.add_argument("--ensemble", action="store_true",
+                   help="train the reference models with pacpriv.ensemble (vectorised, one "
+                   "program; several times faster without clipping, slower with it on a CPU)")
+    p.add_argument("--offline-a", type=number, default=0.3,
+                   help="a of offline RMIA, in [0, 1] (default 0.3)")
+    p.add_argument("--confidence", type=number, default=0.95,
+                   help="level of the intervals and of the one-run bound (default 0.95)")
+    p.add_argument("--one-run", action="store_true",
+                   help="also run the one-run epsilon audit (one extra training with canaries)")
+    p.add_argument("--canaries", type=integer, default=None,
+                   help="canaries of the one-run audit, each included with probability 1/2 "
+                   "(default 200; needs --one-run)")
+    p.add_argument("--delta", type=number, default=1e-5,
+                   help="delta of the one-run audit's (epsilon, delta) claims (default 1e-5)")
+    p.add_argument("--seed", type=integer, default=None,
+                   help="root seed of the audit (default: fresh OS entropy; recorded either way)")
+    p.add_argument("--n-jobs", type=int, default=None,
+                   help=f"parallel workers training reference models (default 1; -1: all "
+                   f"{available_cpus()} CPU(s) this process may use; more is capped)")
+    p.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="resumable checkpoint of the reference models (it holds every model's "
+                   "scores on every record: treat it like the data; delete it after the run)")
+    add_report_output(p, default_out="pacpriv-audit",
+                      out_help="output directory (created; must be writable)",
+                      json_help="print the audit JSON (attacks, certified_curve, one_run)")
+    p.set_defaults(handler=_audit)
+
+
+def _check(args) -> None:
+    """Every flag's range, before any data is read or any model trained."""
+    if args.reference_models < 4 or args.reference_models % 2:
+        raise UsageError(f"--reference-models must be an even number >= 4; got "
+                         f"{args.reference_models}")
+    for flag in ("epochs", "steps_per_epoch", "hidden"):
+        value = getattr(args, flag)
+        if value < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} must be >= 1; got {value}")
+    if args.n_jobs == 0:
+        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    if args.noise_multiplier is not None and not (args.noise_multiplier > 0
+                                                  and math.isfinite(args.noise_multiplier)):
+        raise UsageError(f"--noise-multiplier must be a finite number > 0; got "
+                         f"{args.noise_multiplier}")
+    if args.target_accuracy is not None and not 0.5 < args.target_accuracy < 1:
+        raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
+    for flag, value in (("--population", args.population), ("--confidence", args.confidence),
+                        ("--delta", args.delta)):
+        if not 0 < value < 1:
+            raise UsageError(f"{flag} must be in (0, 1); got {value}")
+    if not 0 <= args.offline_a <= 1:
+        raise UsageError(f"--offline-a must be in [0, 1]; got {args.offline_a}")
+    if not (args.learning_rate > 0 and math.isfinite(args.learning_rate)):
+        raise UsageError(f"--learning-rate must be a finite number > 0; got {args.learning_rate}")
+    if not (args.max_grad_norm > 0 and math.isfinite(args.max_grad_norm)):
+        raise UsageError(f"--max-grad-norm must be a finite number > 0; got {args.max_grad_norm}")
+    if args.canaries is not None and not args.one_run:
+        raise UsageError("--canaries needs --one-run")
+    if args.canaries is not None and args.canaries < 2:
+        raise UsageError(f"--canaries must be >= 2; got {args.canaries}")
+
+
+def _classes(dataset) -> tuple[np.ndarray, int]:
+    if dataset.y is None:
+        raise UsageError("the audit needs a labelled classification dataset (give "
+                         "--label-column for a file)")
+    classes, labels = np.unique(np.asarray(dataset.y), return_inverse=True)
+    if classes.size < 2:
+        raise UsageError(f"the audit needs at least 2 classes; the dataset has {classes.size}")
+    return labels.astype(np.int64), int(classes.size)
+
+
+def _family(args, n_features: int, n_classes: int):
+    from pacpriv.audit import DPSGDModel, MLPFactory
+
+    factory = MLPFactory(n_features, n_classes, (args.hidden,) if args.model == "mlp" else ())
+    common = dict(steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
+                  learning_rate=args.learning_rate, ensemble=args.ensemble)
+    if args.non_private:
+        return DPSGDModel(factory, noise_multiplier=0.0, max_grad_norm=None, **common)
+    sigma, target = args.noise_multiplier, args.target_accuracy
+    if target is not None:
+        from pacpriv.dpsgd import noise_multiplier_for_accuracy
+
+        sigma = float(noise_multiplier_for_accuracy(
+            target_accuracy=target, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
+            method="exact"))
+    return DPSGDModel(factory, noise_multiplier=sigma, max_grad_norm=args.max_grad_norm,
+                      target_accuracy=target, **common)
+
+
+def _augmentations(args, n_features: int) -> tuple:
+    if args.augment == "none":
+        return ()
+    side = math.isqrt(n_features)
+    if side * side != n_features:
+        raise UsageError(f"--augment shifts needs square images (a square number of "
+                         f"features); the dataset has {n_features} features")
+    from pacpriv.audit import image_shifts
+
+    return image_shifts(side, side)
+
+
+def _audit(args) -> int:
+    _check(args)
+    formats = report_formats(args.formats)
+    out = check_output_dir(args.out, "--out")
+    n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
+    if cap_note:
+        print(f"pacpriv: note: {cap_note}", file=sys.stderr)
+    from pacpriv.audit import AuditSettings, OneRunSpec, RmiaAttack, run_audit
+    from pacpriv.audit._suite import LiraAttack, LossAttack
+    from pacpriv.datasets.scaling import scale_to_unit_box
+    from pacpriv.pac.engine import ExecutionOptions
+
+    dataset = load_cli_dataset(args)
+    labels, n_classes = _classes(dataset)
+    X = scale_to_unit_box(dataset.X, dataset.feature_low, dataset.feature_high)
+    family = _family(args, X.shape[1], n_classes)
+    settings = AuditSettings(
+        attacks=(LiraAttack(online=True), RmiaAttack(), LiraAttack(online=False),
+                 RmiaAttack(offline_a=args.offline_a), LossAttack()),
+        confidence=args.confidence, population=args.population,
+        augmentations=_augmentations(args, X.shape[1]))
+    one_run = None
+    if args.one_run:
+        one_run = OneRunSpec(canaries=200 if args.canaries is None else args.canaries,
+                             delta=args.delta, confidence=args.confidence)
+    described = dataset.to_dict()
+    report = run_audit(
+        X, labels, model=family, reference_models=args.reference_models, settings=settings,
+        one_run=one_run, rng=args.seed,
+        dataset={k: described[k] for k in ("name", "n_records", "n_features", "source",
+                                           "description") if k in described}
+        | {"n_classes": n_classes},
+        execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress,
+                                   checkpoint=args.checkpoint))
+    paths = report.write(out, formats=formats)
+    if args.json:
+        print(_json.dumps(report.compact_dict(), indent=2))
+        return 0
+    _print_summary(report, paths)
+    return 0
+
+
+def _cell(entry) -> str:
+    if not entry.resolved:
+        return "unresolved"
+    lo, hi = entry.ci
+    return (f"{format_bound(entry.tpr, 3, side='nearest')} "
+            f"[{format_bound(lo, 3, side='down')}, {format_bound(hi, 3, side='up')}]")
+
+
+def _print_summary(report, paths) -> None:
+    fprs = report.setup["fprs"]
+    heads = [f"TPR@{format_bound(100 * a, 4, side='nearest')}%" for a in fprs]
+    width = max(len(a.name) for a in report.attacks)
+    print(f"{'attack':<{width}}  {'AUC':>6}  " + "  ".join(f"{h:<26}" for h in heads))
+    for a in report.attacks:
+        print(f"{a.name:<{width}}  {format_bound(a.auc, 3, side='nearest'):>6}  "
+              + "  ".join(f"{_cell(t):<26}" for t in a.tpr_at_fpr))
+    gaps = report.gaps()
+    print(f"{'certified TPR (up)':<{width}}  {'':>6}  "
+          + "  ".join(f"{format_bound(g['certified_tpr'], 3, side='up'):<26}" for g in gaps))
+    print(f"certified curve: {report.curves[0].label}")
+    violations = sum(len(g["violations"]) for g in gaps)
+    print("every attack's interval stays under every certified curve" if violations == 0
+          else f"warning: {violations} attack/curve pair(s) exceed a certified curve")
+    for g in gaps:
+        if not g["resolved"]:
+            print(f"FPR {g['fpr']:g}: {g['reason']}")
+    o = report.one_run
+    if o is not None:
+        acc = ("∞ (not private)" if o.epsilon_accountant == math.inf
+               else format_bound(o.epsilon_accountant, 4, side="up"))
+        print(f"one-run audit: epsilon >= {format_bound(o.epsilon_lower, 4, side='down')} at "
+              f"{100 * o.confidence:g}% (m = {o.canaries} canaries, delta = {o.delta:g}); "
+              f"accountant epsilon <= {acc}")
+    print(f"time {report.timings['total_s']:.1f} s "
+          f"(reference models {report.timings['reference_models_s']:.1f} s)")
+    for fmt, path in paths.items():
+        print(f"wrote ({fmt}){' ' * (6 - len(fmt))}{path}")
