@@ -9,9 +9,24 @@ for ``k`` audited records):
    audited (569), ``--trials`` trials (default 50): wall time and evaluations per second at
    ``--jobs`` (default 2), plus the calibration time on the stored differences.
 
+3. ``--fast-path``: the stabilised logistic regression
+   (:class:`pacpriv.mechanisms.stable_logistic.StableLogistic`) on ``breast_cancer``, every
+   record: its ``per_record_differences`` (one call per trial) against the generic path
+   (``1 + n`` exact fits per trial), same trials; the ratio is the speed-up.
+4. ``--certificate``: trials each every-record certificate needs. For the stabilised black box
+   on ``breast_cancer`` (n = 569), ``wine`` (178) and, with ``--digits``, ``digits`` (1797),
+   ``--max-trials`` trials of distances are simulated once; for T in a grid, the first T/4
+   are shape trials and the rest certify. Printed: the certified noise power over the
+   *oracle* power (the plug-in scale on all trials, an estimate of the exact threshold) per
+   route: betting on the accuracies with a black-box range, betting with the mechanism's
+   declared sensitivity range, Jensen (a betting bound on ``E‖Δ‖²`` with the declared range,
+   then ``Φ(sqrt(E d²)/2)``), and the Maurer–Pontil bound on all T trials.
+
 The busy-wait mechanism's duration does not depend on how loaded the machine is, so the
-ratios measure the engine. Run: ``python benchmarks/per_record.py`` (about 30 s) or
-``python benchmarks/per_record.py --logistic`` (minutes: 50 x 570 logistic fits).
+ratios measure the engine. Run: ``python benchmarks/per_record.py`` (about 30 s),
+``python benchmarks/per_record.py --logistic`` (minutes: 50 x 570 logistic fits),
+``--skip-throughput --fast-path`` (a minute) or ``--skip-throughput --certificate`` (about
+two minutes; ``--digits`` adds about ten).
 """
 
 from __future__ import annotations
@@ -105,6 +120,107 @@ def logistic_rows(n_trials: int, n_jobs: int) -> list[tuple]:
     return rows
 
 
+def _stable(name: str):
+    from pacpriv.compare.models import scale_features
+    from pacpriv.datasets import load_dataset
+    from pacpriv.mechanisms.stable_logistic import StableLogistic
+
+    ds = load_dataset(name)
+    X = scale_features(ds.X, ds.feature_low, ds.feature_high)
+    y = np.searchsorted(np.asarray(ds.classes), np.asarray(ds.y))
+    mech = StableLogistic.for_pool(X, classes=tuple(range(len(ds.classes))),
+                                   sampling_rate=0.5)
+    return mech, (X, y)
+
+
+def fast_path_rows(n_trials: int) -> list[tuple]:
+    """The fast per-record path against 1 + n exact fits per trial (same trials)."""
+    mech, pool = _stable("breast_cancer")
+    n = pool[0].shape[0]
+
+    class Generic:  # the same black box without its fast path
+        def __call__(self, subset):
+            return mech(subset)
+
+    quiet = ExecutionOptions(progress=False, n_jobs=1)
+    t_fast, fast = timed(lambda: simulate_differences(mech, pool, n_trials=n_trials, rng=0,
+                                                      execution=quiet))
+    t_slow, slow = timed(lambda: simulate_differences(Generic(), pool, n_trials=n_trials,
+                                                      rng=0, execution=quiet))
+    err = float(np.max(np.abs(fast.differences - slow.differences)))
+    evals = n_trials * (1 + n)
+    case = f"stable logistic, breast_cancer {n} rec x {n_trials} trials"
+    return [(case, "generic (1 + n fits/trial)", t_slow, evals / t_slow, "1.00x"),
+            (case, f"fast path (max diff {err:.1e})", t_fast, evals / t_fast,
+             f"{t_slow / t_fast:.1f}x")]
+
+
+def _distances(name: str, n_trials: int):
+    mech, pool = _stable(name)
+    n = pool[0].shape[0]
+    rng = np.random.default_rng(2024)
+    d = np.empty((n_trials, n))
+    for t in range(n_trials):
+        mask = rng.random(n) < 0.5
+        d[t] = np.linalg.norm(mech.per_record_differences(pool, mask)[1], axis=1)
+    err = mech.difference_error
+    return d + err, mech.difference_bound(pool) + err
+
+
+def _jensen_scale(d, T0, bound, a, gamma):
+    """Jensen route: betting bound on E[d²] (range bound²), then Φ(sqrt(U)/(2s)) <= a."""
+    from scipy.stats import norm
+
+    from pacpriv.pac.per_record._betting import betting_upper, predictable_bets
+
+    y = (d / bound) ** 2
+    sh, ce = y[:T0], y[T0:]
+    delta = np.full(d.shape[1], gamma / d.shape[1])
+    bets = predictable_bets(ce, delta=delta, horizon=ce.shape[0], prior_mean=sh.mean(0),
+                            prior_variance=sh.var(0, ddof=1) + 1e-12)
+    upper = betting_upper(ce, bets, delta) * bound**2
+    return float(np.sqrt(upper.max()) / (2 * norm.ppf(a)))
+
+
+def certificate_rows(names, max_trials: int, targets=(0.55, 0.6)) -> list[tuple]:
+    """Certified / oracle noise power per route and trial count (module notes)."""
+    from pacpriv.pac.per_record._bernstein import bernstein_scale
+    from pacpriv.pac.per_record._certificate import certify_scale, plug_in_scale
+
+    rows = []
+    for name in names:
+        tic = time.perf_counter()
+        d, bound = _distances(name, max_trials)
+        sim_s = time.perf_counter() - tic
+        n = d.shape[1]
+        for a in targets:
+            s_or = plug_in_scale(d, a, 0.5)
+            for T in (64, 100, 150, 200, 300, 400):
+                if T > max_trials:
+                    continue
+                T0 = T // 4
+                ratios = []
+                for rng_bound in (None, bound):
+                    try:
+                        c = certify_scale(d[:T0], d[T0:T], target_accuracy=a, prior=0.5,
+                                          confidence=0.95, distance_bound=rng_bound)
+                        ratios.append(f"{(c.scale / s_or) ** 2:.2f}")
+                    except ValueError:
+                        ratios.append("infeasible")
+                ratios.append(f"{(_jensen_scale(d[:T], T0, bound, a, 0.05) / s_or) ** 2:.2f}")
+                try:
+                    from pacpriv.pac.per_record._math import bernstein_floor
+
+                    if bernstein_floor(T, low=0.5, high=1.0, delta=0.05 / n) >= a:
+                        raise ValueError
+                    s_mp = bernstein_scale(d[:T], 0.5, 0.05 / n, a)
+                    ratios.append(f"{(s_mp / s_or) ** 2:.2f}")
+                except ValueError:
+                    ratios.append("infeasible")
+                rows.append((f"{name} n={n} a={a}", T, *ratios, f"{sim_s:.0f}"))
+    return rows
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=30, help="records of the 2 ms case")
@@ -113,12 +229,29 @@ def main(argv=None) -> None:
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--jobs", type=int, default=2, help="n_jobs of the logistic case")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--fast-path", action="store_true", help="stable logistic fast path")
+    parser.add_argument("--certificate", action="store_true", help="trials per certificate")
+    parser.add_argument("--digits", action="store_true", help="add digits to --certificate")
+    parser.add_argument("--max-trials", type=int, default=400, help="--certificate trials")
     args = parser.parse_args(argv)
+    if args.certificate:
+        names = ["breast_cancer", "wine"] + (["digits"] if args.digits else [])
+        head = ("dataset, bound", "T", "betting", "betting+range", "Jensen+range",
+                "Maurer-Pontil", "sim s")
+        print("certified noise power / oracle power (every record, 1-gamma = 0.95; T/4 "
+              "shape trials)")
+        print("  ".join(f"{h:>14}" if i else f"{h:<30}" for i, h in enumerate(head)))
+        for row in certificate_rows(names, args.max_trials):
+            print("  ".join(f"{c!s:>14}" if i else f"{c:<30}" for i, c in enumerate(row)))
+        if args.skip_throughput and not (args.logistic or args.fast_path):
+            return
     rows = []
     if not args.skip_throughput:
         rows += throughput_rows(args.records, args.trials or 8, args.repeat)
     if args.logistic:
         rows += logistic_rows(args.trials or 50, args.jobs)
+    if args.fast_path:
+        rows += fast_path_rows(args.trials or 4)
     header = ("case", "run", "s", "evals/s", "vs bare loop")
     widths = (48, 24, 9, 10, 14)
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))

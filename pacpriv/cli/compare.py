@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from pacpriv import _json
+from pacpriv._validation import check_real
 from pacpriv.cli._args import (
     WITHHOLD_HELP,
     UsageError,
@@ -16,7 +17,14 @@ from pacpriv.cli._args import (
 )
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
 from pacpriv.cli._user import LABEL_NAMES, add_dataset_arguments, load_cli_dataset
-from pacpriv.compare import compare_pac_dpsgd
+from pacpriv.compare import (
+    ComparisonSettings,
+    SgdBlackBox,
+    StableBlackBox,
+    compare_pac_dpsgd,
+    compare_table,
+)
+from pacpriv.compare.effects import stabiliser_effects
 from pacpriv.compare.render import CHANCE_NOTE_PREFIX
 from pacpriv.compare.run import COMPARISON_RULES
 from pacpriv.pac.engine import ExecutionOptions
@@ -40,10 +48,22 @@ def add_parser(subparsers, name: str) -> None:
     )
     p.add_argument("--dataset", default="breast_cancer",
                    help="bundled classification dataset or .csv/.npy/.npz path (a file needs "
-                   "--label-column; default breast_cancer)")
+                   "--label-column), or a comma-separated list of datasets: one table over "
+                   "all of them (default breast_cancer)")
     add_dataset_arguments(p)
-    p.add_argument("--target-accuracy", type=number, default=0.6,
-                   help="membership-inference accuracy bound a in (0.5, 1) (default 0.6)")
+    p.add_argument("--target-accuracy", type=_bounds, default=(0.6,),
+                   help="membership-inference accuracy bound a in (0.5, 1), or a comma-"
+                   "separated list of bounds (e.g. 0.55,0.6); each dataset is simulated once "
+                   "for all of them (default 0.6)")
+    p.add_argument("--black-box", default="stable", choices=("stable", "sgd"),
+                   help="what the PAC rows simulate: 'stable' (default: exact clipped, "
+                   "L2-regularised logistic regression on the pool's whitened principal "
+                   "directions) or 'sgd' (the DP-SGD rows' training without noise)")
+    p.add_argument("--components", default="kaiser",
+                   help="stable black box: principal directions of the pool kept: 'kaiser' "
+                   "(default: eigenvalue >= the mean), 'broken_stick' (fewer), 'all' or a number")
+    p.add_argument("--l2", type=number, default=0.03,
+                   help="stable black box: L2 regularisation λ > 0 (default 0.03)")
     p.add_argument("--trials", type=int, default=500, help="PAC simulations (>= 2, default 500)")
     p.add_argument("--epochs", type=integer, default=10, help="epochs E (default 10)")
     p.add_argument("--steps-per-epoch", type=integer, default=5,
@@ -57,12 +77,19 @@ def add_parser(subparsers, name: str) -> None:
                    choices=COMPARISON_RULES,
                    help=f"PAC noise rule (default {DEFAULT_RULE}; plug-in rules are estimates)")
     p.add_argument("--no-exact", action="store_true", help="skip the exact DP-SGD calibration")
-    p.add_argument("--per-record-trials", type=int, default=200,
-                   help="trials of the per-record PAC row (informed adversary); each costs "
-                   "1 + (audited records) trainings; 0 leaves the row out (default 200)")
-    p.add_argument("--per-record-records", type=int, default=10,
-                   help="audited records of the per-record row, a public random sample "
-                   "(default 10)")
+    p.add_argument("--per-record-trials", type=int, default=400,
+                   help="trials of the per-record PAC row (informed adversary, every record "
+                   "by default); each costs 1 + (audited records) trainings; 0 leaves the row "
+                   "out (default 400)")
+    p.add_argument("--per-record-records", type=int, default=None,
+                   help="audit only a public random sample of K records (the row is then "
+                   "labelled as a sample: the other records are not bounded). Default: every "
+                   "record of the pool")
+    p.add_argument("--effects", action="store_true",
+                   help="also estimate what each stabiliser buys: per-record noise (plug-in on "
+                   "16 trials, a sample of 20 records: an estimate, not a certificate) and test "
+                   "accuracy of seven black boxes at the largest bound (about a minute per "
+                   "dataset)")
     p.add_argument("--public-seed", type=int, default=0,
                    help="public seed of the initialisation and the PAC batch order (default 0)")
     p.add_argument("--n-jobs", type=int, default=None,
@@ -95,6 +122,39 @@ def _check_labels(dataset, args) -> None:
                          "(integers or text)")
 
 
+def _bounds(text: str) -> tuple[float, ...]:
+    """``0.6`` or ``0.55,0.6`` (each parsed like a number; the range is checked later)."""
+    return tuple(number(part.strip()) for part in str(text).split(",") if part.strip())
+
+
+def _black_box(args):
+    if args.black_box == "sgd":
+        return SgdBlackBox()
+    comp = args.components.strip().lower()
+    if comp == "all":
+        components: int | str | None = None
+    elif comp in ("kaiser", "broken_stick"):
+        components = comp
+    else:
+        try:
+            components = int(comp)
+        except ValueError:
+            raise UsageError(f"--components must be 'kaiser', 'broken_stick', 'all' or a "
+                             f"positive integer; got {args.components!r}") from None
+    try:
+        return StableBlackBox(l2=args.l2, components=components)
+    except ValueError as err:
+        raise UsageError(str(err).replace("`l2`", "--l2").replace("`components`",
+                                                                  "--components")) from None
+
+
+def _print_notes(notes) -> None:
+    for note in notes:  # utility at chance: say it next to the table, not only in notes
+        if note.startswith(CHANCE_NOTE_PREFIX):
+            print(f"warning: {note}")
+            print()
+
+
 def _compare(args) -> int:
     formats = report_formats(args.formats)
     if args.n_jobs == 0:
@@ -103,39 +163,81 @@ def _compare(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    dataset = load_cli_dataset(args)
-    _check_labels(dataset, args)
-    result = compare_pac_dpsgd(
-        dataset,
-        target_accuracy=args.target_accuracy,
-        epochs=args.epochs,
-        steps_per_epoch=args.steps_per_epoch,
-        max_grad_norm=args.max_grad_norm,
-        learning_rate=args.learning_rate,
-        n_trials=args.trials,
-        n_repeats=args.repeats,
-        rule=args.rule,
-        exact=not args.no_exact,
-        public_seed=args.public_seed,
-        rng=args.seed,
-        execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress),
+    names = [n.strip() for n in str(args.dataset).split(",") if n.strip()]
+    targets = tuple(check_real(a, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
+                               high_inclusive=False) for a in args.target_accuracy)
+    if not names or not targets:
+        raise UsageError("--dataset and --target-accuracy must each name at least one value")
+    box = _black_box(args)
+    execution = ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress)
+    settings = dict(
+        epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
+        max_grad_norm=args.max_grad_norm, learning_rate=args.learning_rate,
+        n_trials=args.trials, n_repeats=args.repeats, rule=args.rule,
+        exact=not args.no_exact, public_seed=args.public_seed,
         per_record_trials=args.per_record_trials,
-        per_record_records=args.per_record_records,
+        per_record_records=args.per_record_records, black_box=box,
     )
-    paths = write_report(result.pac_result.with_sections(result.report_section()), out,
-                         formats=formats, pool_statistics=pool_statistics(args))
+    datasets = []
+    for name in names:
+        args.dataset = name
+        dataset = load_cli_dataset(args)
+        _check_labels(dataset, args)
+        datasets.append(dataset)
+    effects = [stabiliser_effects(ds, target_accuracy=max(targets), rng=args.seed,
+                                  execution=execution) for ds in datasets] if args.effects else []
+    if len(names) == 1 and len(targets) == 1:
+        result = compare_pac_dpsgd(datasets[0], target_accuracy=targets[0],
+                                   rng=args.seed, execution=execution, **settings)
+        paths = write_report(result.pac_result.with_sections(
+            result.report_section(), *(e.report_section() for e in effects)), out,
+            formats=formats, pool_statistics=pool_statistics(args))
+        payload = result.to_dict()
+        text = result.to_markdown().split("\n\nNotes:")[0]
+        notes, elapsed = result.notes, result.elapsed_s
+    else:
+        table = compare_table(datasets, target_accuracies=targets,
+                              settings=ComparisonSettings(**settings), rng=args.seed,
+                              execution=execution)
+        paths = write_report(_TableReport(table, effects), out, formats=formats,
+                             pool_statistics=pool_statistics(args))
+        payload = table.to_dict()
+        text = table.to_markdown()
+        notes = tuple(n for r in table.results for n in r.notes)
+        elapsed = table.elapsed_s
+    if effects:
+        payload = {**payload, "stabiliser_effects": [e.to_dict() for e in effects]}
+        text += "".join("\n\n" + e.to_markdown() for e in effects)
     paths["comparison"] = out / "comparison.json"
-    paths["comparison"].write_text(_json.dumps(result.to_dict(), indent=2) + "\n")
+    paths["comparison"].write_text(_json.dumps(payload, indent=2) + "\n")
     if args.json:
-        print(_json.dumps(result.to_dict(), indent=2))
+        print(_json.dumps(payload, indent=2))
         return 0
-    print(result.to_markdown().split("\n\nNotes:")[0])
+    print(text)
     print()
-    for note in result.notes:  # utility at chance: say it next to the table, not only in notes
-        if note.startswith(CHANCE_NOTE_PREFIX):
-            print(f"warning: {note}")
-            print()
-    print(f"time {result.elapsed_s:.1f} s; notes and threat models in the report")
+    _print_notes(dict.fromkeys(notes))
+    print(f"time {elapsed:.1f} s; notes and threat models in the report")
     for fmt, path in paths.items():
         print(f"wrote ({fmt}){' ' * (11 - len(fmt))}{path}")
     return 0
+
+
+class _TableReport:
+    """Adapter: the report writers take any object with ``report_section()``; a table's
+    report holds the table and its figure, then each comparison's section."""
+
+    def __init__(self, table, effects=()) -> None:
+        self._table = table
+        self._effects = tuple(effects)
+
+    def report_section(self) -> dict:
+        section = self._table.report_section()
+        parts = [section["markdown"]]
+        for res in self._table.results:
+            sub = res.report_section()
+            parts += ["", f"### {res.dataset}: {sub['title']}", "", sub["markdown"]]
+        for eff in self._effects:
+            parts += ["", f"### {eff.report_section()['title']}", "", eff.to_markdown()]
+        section["markdown"] = "\n".join(parts)
+        section["threat_model"] = "\n\n".join(self._table.results[0].threat_models.values())
+        return section

@@ -20,37 +20,26 @@ import contextlib
 import math
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, trial_seed
 from pacpriv.audit._attacks import AttackResult, loss_threshold_attack
-from pacpriv.compare.per_record import per_record_row
-from pacpriv.compare.render import (
-    EVALUATION_NOTE,
-    chance_note,
-    comparison_notes,
-    per_record_note,
-)
-from pacpriv.compare.results import ComparisonRow
 from pacpriv.datasets.scaling import scale_to_unit_box
-from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 from pacpriv.dpsgd.trainer import model_losses, train_dpsgd
-from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy, posterior_success_rate
-from pacpriv.pac.job import run_pac
-from pacpriv.pac.release import privatize
-from pacpriv.pac.samplers import PoissonSampler
 
 torch = import_torch("pacpriv.compare")
 
 __all__ = [
     "LogisticRegressionMechanism",
+    "dpsgd_row",
     "evaluate_draws",
     "evaluate_parameters",
-    "run_comparison",
+    "exact_sigma",
     "scale_features",
     "single_thread",
 ]
@@ -178,9 +167,26 @@ class LogisticRegressionMechanism:
         X_sub, y_sub = subset
         return self.train(X_sub, y_sub)
 
+    def predict(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Class indices ``argmax(X Wᵀ + b)``."""
+        model = self.model(theta)
+        with single_thread(), torch.no_grad():
+            return model(torch.from_numpy(np.array(X, dtype=np.float64))).argmax(1).numpy()
+
+    def losses(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Per-record cross-entropy losses (the loss-threshold attack's score)."""
+        with single_thread():
+            return model_losses(self.model(theta), torch.nn.CrossEntropyLoss(),
+                                np.array(X, dtype=np.float64), np.array(y, dtype=np.int64))
+
+    def describe(self) -> str:
+        """The black box in words."""
+        return ("logistic regression trained by noise-free SGD (public seed), the DP-SGD rows' "
+                "model and schedule without noise or clipping")
+
 
 def evaluate_parameters(
-    mechanism: LogisticRegressionMechanism,
+    mechanism: Any,
     theta: np.ndarray,
     X: np.ndarray,
     y: np.ndarray,
@@ -191,26 +197,24 @@ def evaluate_parameters(
 ) -> tuple[float, AttackResult | None]:
     """Test accuracy on the non-members and a loss-threshold attack (members vs the rest).
 
-    Returns ``(test_accuracy, attack)``; ``attack`` is None when ``rng`` is None (skip it).
+    ``mechanism`` has ``predict(theta, X)`` and ``losses(theta, X, y)``. Returns
+    ``(test_accuracy, attack)``; ``attack`` is None when ``rng`` is None (skip it).
     """
-
-    model = mechanism.model(theta)
     X = np.array(X, dtype=np.float64)
     y = np.array(y, dtype=np.int64)
-    with single_thread(), torch.no_grad():
-        pred = model(torch.from_numpy(X[~members])).argmax(1).numpy()
+    pred = np.asarray(mechanism.predict(theta, X[~members]))
     test_accuracy = float(np.mean(pred == y[~members]))
     if rng is None:
         return test_accuracy, None
-    with single_thread():
-        losses = model_losses(model, torch.nn.CrossEntropyLoss(), X, y)
+    losses = np.asarray(mechanism.losses(theta, X, y))
     attack = loss_threshold_attack(
         losses[members], losses[~members], confidence=confidence, rng=rng
     )
     return test_accuracy, attack
 
 
-def _exact_sigma(a: float, M: int, E: int) -> tuple[float | None, str | None]:
+def exact_sigma(a: float, M: int, E: int) -> tuple[float | None, str | None]:
+    """σ of the exact ½ + ½·TV calibration (and a note when it is unavailable)."""
     res = noise_multiplier_for_accuracy(
         target_accuracy=a, steps_per_epoch=M, epochs=E, method="exact"
     )
@@ -218,7 +222,7 @@ def _exact_sigma(a: float, M: int, E: int) -> tuple[float | None, str | None]:
 
 
 def evaluate_draws(
-    mech: LogisticRegressionMechanism,
+    mech: Any,
     thetas: Iterable[np.ndarray],
     data: tuple[np.ndarray, np.ndarray, np.ndarray],
     *,
@@ -246,8 +250,10 @@ def evaluate_draws(
     return float(arr.mean()), std, attack
 
 
-def _dpsgd_row(row_cls, label, source, sigma, mech, data, *, C, M, E, n_repeats, root,
-               attack_rng, confidence, bound):
+def dpsgd_row(row_cls, label, source, sigma, mech, data, *, C, M, E, n_repeats, root,
+              attack_rng, confidence, bound, **fields):
+    """One DP-SGD row: ``n_repeats`` trainings with noise multiplier ``sigma``; ``fields`` are
+    the row's ``dataset``, ``secret``, ``bound_label`` (and the like)."""
     tic = time.perf_counter()
     X, y, members = data
     models = (mech.train(X[members], y[members], noise_multiplier=sigma, max_grad_norm=C,
@@ -261,134 +267,5 @@ def _dpsgd_row(row_cls, label, source, sigma, mech, data, *, C, M, E, n_repeats,
         parameter_noise_rms=mech.learning_rate * per_step * math.sqrt(M * E),
         expected_noise_power=None, mi_budget=None, test_accuracy=mean, test_accuracy_std=std,
         accuracy_bound=bound, bound_source=source, attack=attack, n_repeats=n_repeats,
-        wall_time_s=time.perf_counter() - tic,
+        wall_time_s=time.perf_counter() - tic, target_accuracy=bound, **fields,
     )
-
-
-def run_comparison(ds, *, root, rule, exact, execution, target_accuracy, epochs,
-                   steps_per_epoch, max_grad_norm, learning_rate, n_trials, n_repeats,
-                   confidence, public_seed, per_record_trials=0, per_record_records=10,
-                   per_record_holdout=0.2) -> dict:
-    """Run the three certified trainings and the baseline; fields of ``ComparisonResult``.
-
-    ``execution`` is the :class:`~pacpriv.pac.engine.ExecutionOptions` of both simulations.
-    """
-
-    a, M, E, C = target_accuracy, steps_per_epoch, epochs, max_grad_norm
-    X = scale_features(ds.X, ds.feature_low, ds.feature_high)
-    classes = np.asarray(ds.classes)
-    y = np.searchsorted(classes, np.asarray(ds.y)).astype(np.int64)
-    sampler = PoissonSampler(sampling_rate=0.5)
-    members = sampler.draw(X.shape[0], np.random.default_rng(trial_seed(root, 0)))
-    if min(members.sum(), (~members).sum()) < 2:
-        raise ValueError(
-            f"the Poisson-½ split of {X.shape[0]} records left {int(members.sum())} members; "
-            "members and non-members need >= 2 each: use a larger pool or another `rng`."
-        )
-    mech = LogisticRegressionMechanism(
-        n_features=X.shape[1], n_classes=classes.size, steps_per_epoch=M, epochs=E,
-        learning_rate=learning_rate, public_seed=public_seed,
-    )
-    data = (X, y, members)
-    attack_root = trial_seed(root, 5)
-    common = dict(C=C, M=M, E=E, n_repeats=n_repeats, confidence=confidence, bound=a)
-    notes = []
-    sigma_cf = float(closed_form_noise_multiplier(a, steps_per_epoch=M, epochs=E))
-    rows = [_dpsgd_row(ComparisonRow, "DP-SGD (chi-square closed form)",
-                       "certified: chi-square closed form, σ calibrated (RA-MIA)", sigma_cf,
-                       mech, data,
-                       root=trial_seed(root, 3), attack_rng=trial_seed(attack_root, 0),
-                       **common)]
-    if exact:
-        sigma_ex, skipped = _exact_sigma(a, M, E)
-        if skipped:
-            notes.append(skipped)
-        else:
-            rows.append(_dpsgd_row(ComparisonRow, "DP-SGD (exact)",
-                                   "certified: exact ½ + ½·TV interval, σ calibrated (RA-MIA)",
-                                   sigma_ex, mech, data, root=trial_seed(root, 4),
-                                   attack_rng=trial_seed(attack_root, 1), **common))
-
-    tic = time.perf_counter()
-    v = float(mi_budget_for_accuracy(a, prior=max(sampler.prior, 1 - sampler.prior)))
-    noise_root = trial_seed(root, 2)
-    # An evaluation, not a release: the split and every noise draw derive from the recorded
-    # root seed, so run_pac releases nothing and the report says so (EVALUATION_NOTE).
-    quiet = (replace(rule, target_inflation=None)  # the table states the trial count itself
-             if "target_inflation" in rule.parameter_names() else rule)
-    pac = replace(run_pac(
-        mech, (X, y), mi_budget=v, n_trials=n_trials, sampler=sampler, rule=quiet,
-        rng=trial_seed(root, 1), release=False, execution=execution,
-        mechanism_name="logistic regression trained by noise-free SGD (public seed)",
-        dataset=ds.to_dict(),
-    ), evaluation=EVALUATION_NOTE)
-    clean = mech((X[members], y[members]))
-    draws = (privatize(clean, pac.plan, rng=trial_seed(noise_root, r))
-             for r in range(n_repeats))
-    mean, std, attack = evaluate_draws(mech, draws, data, confidence=confidence,
-                                       attack_rng=trial_seed(attack_root, 2))
-    power = pac.plan.expected_noise_power
-    rows.append(ComparisonRow(
-        method=f"PAC ({rule.name})", family="pac", noise=math.sqrt(power / mech.dim),
-        noise_units="RMS noise std per parameter sqrt(E||B||²/d)", noise_multiplier=None,
-        gradient_noise_std=None, parameter_noise_rms=math.sqrt(power / mech.dim),
-        expected_noise_power=power, mi_budget=v, test_accuracy=mean, test_accuracy_std=std,
-        accuracy_bound=pac.posterior_success_bound,
-        bound_source=f"{pac.label}: KL inversion of MI <= v (PAC Thm 1), prior ½",
-        attack=attack,
-        n_repeats=n_repeats, wall_time_s=time.perf_counter() - tic,
-    ))
-
-    per_record_plan, record_note = None, None
-    if per_record_trials:
-        row, per_record_plan, informed, _ = per_record_row(
-            ComparisonRow, mech, data, target_accuracy=a, n_trials=per_record_trials,
-            n_records_audited=per_record_records, holdout=per_record_holdout,
-            n_repeats=n_repeats, confidence=confidence, root=trial_seed(root, 6),
-            attack_rng=trial_seed(attack_root, 4), execution=execution,
-            evaluate=evaluate_draws)
-        rows.append(row)
-        record_note = per_record_note(per_record_plan, informed, per_record_trials,
-                                      whole_subset_power=power)
-
-    tic = time.perf_counter()
-    acc, _, att = evaluate_draws(mech, [clean], data, confidence=confidence,
-                                 attack_rng=trial_seed(attack_root, 3))
-    baseline = ComparisonRow(
-        method="non-private (no noise, no clipping)", family="none", noise=0.0,
-        noise_units="none", noise_multiplier=None, gradient_noise_std=None,
-        parameter_noise_rms=0.0, expected_noise_power=0.0, mi_budget=None, test_accuracy=acc,
-        test_accuracy_std=0.0, accuracy_bound=1.0, bound_source="no guarantee", attack=att,
-        n_repeats=1, wall_time_s=time.perf_counter() - tic,
-    )
-    n_mem = int(members.sum())
-    notes += comparison_notes(v, n_records=X.shape[0], n_trials=n_trials, dim=mech.dim,
-                    n_repeats=n_repeats, per_record=float(posterior_success_rate(
-                        v / X.shape[0], prior=0.5)))
-    if record_note:
-        notes.append(record_note)
-    at_chance = chance_note(acc, y, n_test=int(X.shape[0] - n_mem),
-                            bounds_source=ds.bounds_source)
-    if at_chance:
-        notes.insert(0, at_chance)
-    settings = {
-        "dataset": ds.name, "n_records": int(X.shape[0]), "n_features": int(X.shape[1]),
-        "n_classes": int(classes.size), "n_members": n_mem, "n_nonmembers": int(X.shape[0] - n_mem),
-        "model": "logistic regression", "dim": mech.dim,
-        "model_detail": "torch.nn.Linear(p, K), float64, cross-entropy, public uniform init",
-        "feature_scaling": f"min-max to [-1, 1] with the {ds.bounds_source} feature ranges",
-        "epochs": E, "steps_per_epoch": M, "expected_batch_size": n_mem / M,
-        "max_grad_norm": C, "learning_rate": learning_rate, "optimizer": "SGD (no momentum)",
-        "n_trials": n_trials, "rule": rule.name, "sampler": sampler.to_dict(),
-        "n_repeats": n_repeats, "public_seed": public_seed, "n_jobs": execution.n_jobs,
-        "confidence": confidence, "attack": "loss threshold (Yeom et al. 2018)",
-        "pac_simulation_s": pac.simulation.elapsed_s,
-        "per_record_trials": per_record_trials,
-        "per_record_records": None if per_record_plan is None else int(
-            per_record_plan.records.size),
-        "per_record_audited": None if per_record_plan is None else [
-            int(r) for r in per_record_plan.records],
-    }
-    return {"mi_budget": v, "rows": tuple(rows), "baseline": baseline, "settings": settings,
-            "notes": tuple(notes), "pac_result": pac}
-

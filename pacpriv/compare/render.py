@@ -12,8 +12,18 @@ from pacpriv.threat_models import THREAT_MODELS
 if TYPE_CHECKING:
     from pacpriv.compare.results import ComparisonResult, ComparisonRow
 
-__all__ = ["CHANCE_NOTE_PREFIX", "EVALUATION_NOTE", "THREAT_MODELS", "chance_note",
-           "comparison_markdown", "comparison_notes", "per_record_note"]
+__all__ = ["CHANCE_NOTE_PREFIX", "EVALUATION_NOTE", "SECRETS", "THREAT_MODELS",
+           "black_box_note", "chance_note", "comparison_markdown", "comparison_notes",
+           "per_record_note", "table_markdown"]
+
+#: What each family of rows protects (the ``secret`` column).
+SECRETS = {
+    "dpsgd": "whether one record was used (add/remove one record, any dataset)",
+    "pac_record": "whether one record of the pool is in the training subset (every record)",
+    "pac_record_sample": "whether one of the SAMPLED records is in the training subset",
+    "pac": "the training subset as a whole (Poisson-½ over the pool)",
+    "none": "none (no guarantee)",
+}
 
 #: What a comparison's models are (shown in its reports instead of a release): the membership
 #: split, the PAC noise draws and the DP-SGD allocations and noise all derive from the root seed
@@ -42,10 +52,12 @@ _SIDE_BY_SIDE = (
      "the same, plus every other record's membership (informed adversary)",
      "every other record, the model, all noisy gradient steps"),
     ("quantifier", "average over the sampler, on this pool (simulated)",
-     "average over the other records' memberships, per audited record (simulated)",
+     "average over the other records' memberships, for every record of the pool (simulated; "
+     "a sample only where the row says so)",
      "worst case over datasets and records (analytic)"),
     ("certificate", "MI(X; release) <= v nats, KL inversion (PAC Thm 1)",
-     "Bayes accuracy of two Gaussians, empirical Bernstein + union bound (certified 1−γ)",
+     "Bayes accuracy of two Gaussians, betting confidence bound + union bound over every "
+     "record (certified 1−γ)",
      "accuracy <= ½ + ½·TV of the random-allocation pair (RA-MIA)"),
 )
 
@@ -59,9 +71,10 @@ def _noise_cell(r: ComparisonRow, c: float) -> str:
         return (f"σ = {format_bound(r.noise, 4)} (per-step std {r.gradient_noise_std:.3g} on "
                 f"the averaged gradient, C = {c:g})")
     if r.family == "pac" and r.mi_budget is None:
+        shape = getattr(r.noise_plan, "shape", "isotropic")
         return (f"{format_bound(r.noise, 3, side='up')} per parameter (E‖B‖² = "
                 f"{format_bound(r.expected_noise_power, 3, side='up')}, "
-                "isotropic, per-record target)")
+                f"{shape}, per-record target)")
     if r.family == "pac":
         return (f"{format_bound(r.noise, 3, side='up')} per parameter (E‖B‖² = "
                 f"{format_bound(r.expected_noise_power, 3, side='up')}, "
@@ -80,14 +93,26 @@ def _bound_cell(r: ComparisonRow) -> str:
     if r.family == "none":
         return "1 (none)"
     # safe side: a displayed bound is rounded up; the kind (certified or estimated) beside it
-    kind = r.bound_source.split(":", 1)[0] if ":" in r.bound_source else r.bound_source
+    kind = r.bound_label or (r.bound_source.split(":", 1)[0] if ":" in r.bound_source
+                             else r.bound_source)
     return f"{format_bound(r.accuracy_bound, 3, side='up')} ({kind})"
+
+
+def _attack_cell(r: ComparisonRow) -> str:
+    if r.attack is None:
+        return "–"
+    return f"{r.attack.accuracy:.3f} [{r.attack.ci_low:.3f}, {r.attack.ci_high:.3f}]"
+
+
+def _acc_cell(r: ComparisonRow) -> str:
+    sd = "" if r.n_repeats < 2 else f" ± {r.test_accuracy_std:.3f}"
+    return f"{r.test_accuracy:.3f}{sd}"
 
 
 def comparison_markdown(res: ComparisonResult) -> str:
     """The table, the notes and the two threat models side by side (Markdown)."""
     s = res.settings
-    pct = round(100 * res.rows[0].attack.confidence) if res.rows else 95
+    pct = next((round(100 * r.attack.confidence) for r in res.all_rows if r.attack), 95)
     out = [
         f"Same model ({s['model']}, d = {s['dim']} parameters), same data ({s['dataset']}: "
         f"{s['n_members']} members, {s['n_nonmembers']} non-members = test set) and same "
@@ -98,17 +123,16 @@ def comparison_markdown(res: ComparisonResult) -> str:
         "estimated.",
         "",
         "| method | noise | noise std per parameter | test accuracy | MIA accuracy bound | "
-        f"loss-attack accuracy ({pct}% CI) | informed-attack accuracy ({pct}% CI) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"secret protected | loss-attack accuracy ({pct}% CI) | "
+        f"informed-attack accuracy ({pct}% CI) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for r in (*res.rows, res.baseline):
+    for r in res.all_rows:
         est = " (estimate)" if r.family == "dpsgd" else ""
         out.append(
             f"| {r.method} | {_noise_cell(r, s['max_grad_norm'])} | "
-            f"{_f(r.parameter_noise_rms)}{est} | {r.test_accuracy:.3f}"
-            f"{'' if s['n_repeats'] < 2 else f' ± {r.test_accuracy_std:.3f}'} | "
-            f"{_bound_cell(r)} | {r.attack_accuracy:.3f} "
-            f"[{r.attack.ci_low:.3f}, {r.attack.ci_high:.3f}] | {_informed_cell(r)} |"
+            f"{_f(r.parameter_noise_rms)}{est} | {_acc_cell(r)} | "
+            f"{_bound_cell(r)} | {r.secret or '–'} | {_attack_cell(r)} | {_informed_cell(r)} |"
         )
     out += ["", "Notes:", ""] + [f"- {n}" for n in res.notes]
     out += ["", "Threat models side by side:", "",
@@ -127,43 +151,38 @@ def comparison_markdown(res: ComparisonResult) -> str:
     return "\n".join(out)
 
 
-def per_record_note(plan, informed, n_trials: int,
-                    whole_subset_power: float | None = None) -> str:
-    """How to read the per-record PAC row (audited sample, trials, certified bound, attack).
+def per_record_note(plan, informed, n_trials: int, n_pool: int | None = None) -> str:
+    """How to read the per-record PAC row (coverage, trials, certificate, attack)."""
+    from pacpriv.compare.per_record import coverage_text
 
-    When the per-record noise power exceeds ``whole_subset_power`` (the whole-subset PAC row's
-    E‖B‖²), the note says why: with few trials the empirical-Bernstein term of the certified
-    per-record bound dominates.
-    """
-    more = ""
-    power = plan.expected_noise_power
-    if whole_subset_power is not None and power > whole_subset_power:
-        k, n = int(plan.records.size), int(plan.n_trials_certify)
-        gamma = 1.0 - float(plan.accuracy_confidence)
-        base = max(plan.sampling_rate, 1.0 - plan.sampling_rate)
-        floor = base + 7.0 * (1.0 - base) * math.log(2.0 * k / gamma) / (3.0 * (n - 1))
-        more = (
-            f" Here the per-record noise (E‖B‖² = {format_bound(power, 4, side='up')}) is "
-            f"larger than the whole-subset noise ({format_bound(whole_subset_power, 4)}): with "
-            f"{n} certifying trials the empirical-Bernstein term of the certified bound is "
-            f"large (the smallest certifiable bound for {k} records at 1−γ = "
-            f"{plan.accuracy_confidence:g} is max(q, 1−q) + 7(1 − max(q, 1−q))·ln(2k/γ)/"
-            f"(3(n − 1)) = {format_bound(floor, 4)}), so the noise must cover it; more trials "
-            "or fewer audited records lower it. The two rows protect against different "
-            "adversaries and are not ordered."
-        )
+    k = int(plan.records.size)
+    n = k if n_pool is None else int(n_pool)
     return (
-        f"PAC per record: isotropic noise calibrated so that each of {plan.records.size} "
-        f"audited records (a public random sample, seed 0) has informed-adversary accuracy "
-        f"<= {format_bound(plan.max_accuracy_upper, 4)}, certified with confidence "
-        f"{plan.accuracy_confidence:g} from {plan.n_trials_certify} simulated trials "
-        f"(empirical Bernstein, union bound; uniform over noise scales >= the chosen one). "
-        f"Records outside the sample are not certified. The informed likelihood-ratio attack "
-        f"(knows the other records' memberships) on {informed.n_trials} held-out trials of the "
-        f"{n_trials} measured {informed.accuracy:.3f} [{informed.ci_low:.3f}, "
+        f"PAC per record: {plan.shape} noise calibrated so that every audited record has "
+        f"informed-adversary accuracy <= {format_bound(plan.max_accuracy_upper, 4)}, "
+        f"certified with confidence {plan.accuracy_confidence:g}: {plan.method}. Audited: "
+        f"{coverage_text(k, n)}. Trials: {plan.n_trials_shape} shape trials (noise shape, "
+        f"reference scale, the split of γ over records), then {plan.n_trials_certify} "
+        f"independent certification trials ({n_trials} in all). The informed likelihood-ratio "
+        f"attack (knows the other records' memberships) on the {informed.n_trials} shape "
+        f"trials measured {informed.accuracy:.3f} [{informed.ci_low:.3f}, "
         f"{informed.ci_high:.3f}] (blind guess 0.5). The loss-attack column attacks every "
-        "record of the released model and is not the per-record adversary." + more
+        "record of the released model and is not the per-record adversary."
     )
+
+
+def black_box_note(description: str, stable: bool) -> str:
+    """What the PAC rows simulate, and why the basis is free in PAC's threat model."""
+    text = f"PAC black box: {description}."
+    if stable:
+        text += (
+            " Its basis is computed from the pool (never from the secret subset): in PAC "
+            "Privacy's threat model the pool is known to the adversary, so it leaks nothing "
+            "about membership; DP-SGD's add/remove-one threat model would have to pay for it. "
+            "The row 'DP-SGD (exact), PAC black box's features' shows DP-SGD on the same "
+            "features, and 'non-private, PAC black box' the black box without noise."
+        )
+    return text
 
 
 def chance_note(baseline_accuracy: float, labels, *, n_test: int,
@@ -240,3 +259,22 @@ def comparison_notes(v, *, n_records, n_trials, dim, n_repeats, per_record) -> l
         f"The PAC certificate uses the output covariance estimated from {n_trials} simulated "
         f"subsets (plug-in; d = {dim} parameters, so n_trials should be well above d).",
     ]
+
+
+def table_markdown(table) -> str:
+    """The matched-bound table of a :class:`~pacpriv.compare.results.ComparisonTable`."""
+    out = [
+        "Test accuracy (mean ± sd over the repeats) of each method at the same "
+        "membership-inference accuracy bound, per dataset; every row names its bound's kind "
+        "(certified with its 1−γ, or none) and the secret it protects.",
+        "",
+        "| dataset | bound | method | test accuracy | bound kind | secret protected |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for res in table.results:
+        for r in res.all_rows:
+            bound = "–" if r.family == "none" else format_bound(res.target_accuracy, 3)
+            out.append(f"| {res.dataset} | {bound} | {r.method} | {_acc_cell(r)} | "
+                       f"{r.bound_label or '–'} | {r.secret or '–'} |")
+    out += ["", f"Total time {table.elapsed_s:.1f} s."]
+    return "\n".join(out)

@@ -7,13 +7,19 @@ membership-inference accuracy bound ``a``:
 * **DP-SGD, closed form**: σ from the chi-square closed form [2]_;
 * **DP-SGD, exact**: σ calibrated to the exact accuracy ½ + ½·TV [2]_ (needs
   :mod:`pacpriv.dpsgd.calibration`; the row is left out with a note when it is missing);
-* **PAC**: the same training without noise, run as a black box on Poisson-½ subsets by the
-  engine; Gaussian noise for the budget ``v = ln 2 − H(a)`` nats [1]_ (Thm 1, Thm 3) is
-  added once to the final parameters (whole-subset guarantee);
-* **PAC, per record (informed adversary)**: isotropic noise calibrated so that every audited
-  record's informed-adversary accuracy is certified ``<= a`` [1]_ §2
-  (:mod:`pacpriv.pac.per_record._exposure`), with the informed likelihood-ratio attack measured on
-  held-out simulated trials.
+* **PAC, whole subset**: a black box (:mod:`pacpriv.compare.blackbox`; by default the
+  stabilised logistic regression) run on Poisson-½ subsets by the engine; Gaussian noise for
+  the budget ``v = ln 2 − H(a)`` nats [1]_ (Thm 1, Thm 3) is added once to the final
+  parameters;
+* **PAC, per record (informed adversary)**: noise certified so that **every record of the
+  pool** has informed-adversary accuracy ``<= a`` [1]_ §2 (betting certificate,
+  :mod:`pacpriv.pac.per_record._calibration`), with the informed likelihood-ratio attack
+  measured on simulated trials;
+* references: non-private (DP-SGD's model, and the PAC black box), the majority class, and
+  DP-SGD (exact σ) on the PAC black box's features.
+
+:func:`compare_table` runs several datasets and bounds (one simulation per dataset, shared by
+its bounds) and returns a :class:`~pacpriv.compare.results.ComparisonTable`.
 
 Each row gives the noise, the test accuracy and a loss-threshold attack's accuracy with a
 confidence interval, under its own threat model (:data:`THREAT_MODELS`). torch is imported
@@ -31,11 +37,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int, check_real
-from pacpriv.compare.results import ComparisonResult, ComparisonRow
+from pacpriv.compare.blackbox import SgdBlackBox, StableBlackBox, as_black_box
+from pacpriv.compare.results import ComparisonResult, ComparisonRow, ComparisonTable
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
@@ -44,7 +53,7 @@ from pacpriv.pac.engine._options import (
 )
 from pacpriv.pac.noise._registry import DEFAULT_RULE, SHORTHANDS, as_rule
 from pacpriv.pac.noise._rule import NoiseRule
-from pacpriv.pac.per_record._exposure import check_certifiable
+from pacpriv.pac.per_record._certificate import check_betting_feasible
 from pacpriv.threat_models import THREAT_MODELS
 
 __all__ = [
@@ -52,7 +61,10 @@ __all__ = [
     "THREAT_MODELS",
     "ComparisonResult",
     "ComparisonRow",
+    "ComparisonSettings",
+    "ComparisonTable",
     "compare_pac_dpsgd",
+    "compare_table",
 ]
 
 #: Rule names the comparison takes as shorthands (any rule object is accepted too).
@@ -90,7 +102,7 @@ def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm
     return dataset, values
 
 
-_HOLDOUT = 0.2
+_SHAPE_FRACTION = 0.25  # per-record shape trials / all (pacpriv.compare.per_record)
 
 
 def _execution(execution: ExecutionOptions | None) -> ExecutionOptions:
@@ -105,20 +117,88 @@ def _execution(execution: ExecutionOptions | None) -> ExecutionOptions:
     return execution
 
 
-def _per_record_iv(n_trials, n_records, values, pool_size) -> dict:
+def _per_record_iv(n_trials, n_records, values, pool_size, black_box) -> dict:
     """Validate the per-record row's settings and its feasibility, before any training."""
     trials = check_int(n_trials, "per_record_trials", low=0)
-    k = check_int(n_records, "per_record_records", low=1, high=pool_size)
+    k = pool_size if n_records is None else check_int(n_records, "per_record_records", low=1,
+                                                       high=pool_size)
     if trials:
         if trials < 10:
             raise ValueError(f"`per_record_trials` must be 0 or >= 10; got {trials}.")
-        n_cert = trials - max(2, round(trials * _HOLDOUT))
-        try:
-            check_certifiable(values["target_accuracy"], n_cert, k, 0.5, values["confidence"])
-        except ValueError as err:
-            raise ValueError(f"`per_record_trials`: {err}") from None
-    return {"per_record_trials": trials, "per_record_records": k,
-            "per_record_holdout": _HOLDOUT}
+        n_cert = trials - max(2, round(trials * _SHAPE_FRACTION))
+        if not isinstance(black_box, StableBlackBox):  # a declared range lowers the floor
+            for a in values["targets"]:
+                try:
+                    check_betting_feasible(a, n_cert, k, 0.5, values["confidence"])
+                except ValueError as err:
+                    raise ValueError(f"`per_record_trials`: {err}") from None
+    return {"per_record_trials": trials,
+            "per_record_records": None if n_records is None else k}
+
+
+@dataclass(frozen=True)
+class ComparisonSettings:
+    """Everything a comparison runs with, except the data, the bounds and the seed.
+
+    The fields are the keyword arguments of :func:`compare_pac_dpsgd` of the same names
+    (validated there); :func:`compare_table` takes one such object for all its comparisons.
+    """
+
+    epochs: int = 10
+    steps_per_epoch: int = 5
+    max_grad_norm: float = 1.0
+    learning_rate: float = 0.5
+    n_trials: int = 500
+    n_repeats: int = 5
+    rule: Any = DEFAULT_RULE
+    exact: bool = True
+    confidence: float = 0.95
+    public_seed: int = 0
+    per_record_trials: int = 400
+    per_record_records: int | None = None
+    black_box: Any = None
+
+
+def _validated(settings: ComparisonSettings, targets, dataset) -> tuple[Any, ComparisonSettings]:
+    """The dataset and a validated copy of ``settings`` (black box resolved)."""
+    if not isinstance(settings, ComparisonSettings):
+        raise TypeError(f"`settings` must be a ComparisonSettings; got "
+                        f"{type(settings).__name__}.")
+    st = settings
+    ds, values = _compare_iv(dataset, targets[0], st.epochs, st.steps_per_epoch,
+                             st.max_grad_norm, st.learning_rate, st.n_trials, st.n_repeats,
+                             st.rule, st.confidence, st.public_seed)
+    values["targets"] = targets
+    if not isinstance(st.exact, bool):
+        raise TypeError("`exact` must be a bool (include the exact-σ row).")
+    box = as_black_box(st.black_box)
+    per_record = _per_record_iv(st.per_record_trials, st.per_record_records, values,
+                                ds.n_records, box)
+    return ds, ComparisonSettings(
+        epochs=values["epochs"], steps_per_epoch=values["steps_per_epoch"],
+        max_grad_norm=values["max_grad_norm"], learning_rate=values["learning_rate"],
+        n_trials=values["n_trials"], n_repeats=values["n_repeats"], rule=values["rule"],
+        exact=st.exact, confidence=values["confidence"], public_seed=values["public_seed"],
+        black_box=box, **per_record)
+
+
+def _targets(target_accuracies) -> tuple[float, ...]:
+    vals = [target_accuracies] if isinstance(target_accuracies, (int, float)) else list(
+        target_accuracies)
+    if not vals:
+        raise ValueError("`target_accuracies` must hold at least one bound in (0.5, 1).")
+    out = tuple(sorted({check_real(a, "target_accuracies", low=0.5, high=1.0,
+                                   low_inclusive=False, high_inclusive=False) for a in vals}))
+    return out
+
+
+def _results(ds, root, targets, st, execution, tic) -> list[ComparisonResult]:
+    from pacpriv.compare.experiment import run_comparison  # imports torch (pacpriv[torch])
+
+    parts = run_comparison(ds, root=root, targets=targets, settings=st, execution=execution)
+    elapsed = time.perf_counter() - tic
+    return [ComparisonResult(seed=seed_to_dict(root), elapsed_s=elapsed,
+                             threat_models=dict(THREAT_MODELS), **p) for p in parts]
 
 
 @accepts_legacy_execution(names=("n_jobs", "progress"))
@@ -137,9 +217,10 @@ def compare_pac_dpsgd(
     confidence: float = 0.95,
     public_seed: int = 0,
     rng: RNGLike = None,
-    per_record_trials: int = 200,
-    per_record_records: int = 10,
+    per_record_trials: int = 400,
+    per_record_records: int | None = None,
     execution: ExecutionOptions | None = None,
+    black_box: StableBlackBox | SgdBlackBox | str | None = None,
 ) -> ComparisonResult:
     """Compare PAC noise and DP-SGD at the same membership-inference accuracy bound.
 
@@ -179,17 +260,24 @@ def compare_pac_dpsgd(
         is recorded in ``seed`` and the reports, so the comparison is reproducible by anyone
         holding them: its models are evaluation artefacts, never private releases (the
         reports publish no model or release vector and say so).
-    per_record_trials : int, default 200
-        Trials of the per-record row (0 leaves the row out); each costs
-        ``1 + per_record_records`` trainings; 20 % are held out for the informed attack.
-    per_record_records : int, default 10
-        Audited records of the per-record row (a public random sample, seed 0).
+    per_record_trials : int, default 400
+        Trials of the per-record row (0 leaves the row out): a quarter are shape trials (also
+        used by the informed attack), the rest certify. Each costs ``1 + (audited records)``
+        evaluations, or one call of a black box with a fast per-record path.
+    per_record_records : int or None, default None
+        Audited records of the per-record row. None (default): **every record of the pool**,
+        so the row's bound holds for all of them at once. An int ``k < n`` audits a public
+        random sample (seed 0) only; the row is then labelled as a sample and its bound says
+        nothing about the other ``n − k`` records.
     execution : ExecutionOptions, optional
         How the PAC and per-record simulations run (:class:`~pacpriv.pac.engine.ExecutionOptions`:
         ``n_jobs``, ``backend``, ``progress``, ``retries``, ``timeout``, ``batch_size``);
         ``checkpoint`` and ``output_path`` must be None (the comparison runs several
         simulations). Never changes the result. The 0.2 keywords ``n_jobs=``, ``progress=`` and
         ``options=`` still work for one release.
+    black_box : StableBlackBox, SgdBlackBox, "stable", "sgd" or None (stable)
+        What the PAC rows simulate (:mod:`pacpriv.compare.blackbox`): the stabilised logistic
+        regression (default), or the DP-SGD rows' training without noise (``"sgd"``).
 
     Returns
     -------
@@ -224,25 +312,62 @@ def compare_pac_dpsgd(
         res = compare_pac_dpsgd("breast_cancer", n_trials=200, rng=0)
         print(res.to_markdown())
     """
-    ds, values = _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm,
-                             learning_rate, n_trials, n_repeats, rule, confidence, public_seed)
-    if not isinstance(exact, bool):
-        raise TypeError("`exact` and `progress` must be bools (`exact`: include the exact-σ row).")
-    per_record = _per_record_iv(per_record_trials, per_record_records, values, ds.n_records)
+    settings = ComparisonSettings(
+        epochs=epochs, steps_per_epoch=steps_per_epoch, max_grad_norm=max_grad_norm,
+        learning_rate=learning_rate, n_trials=n_trials, n_repeats=n_repeats, rule=rule,
+        exact=exact, confidence=confidence, public_seed=public_seed,
+        per_record_trials=per_record_trials, per_record_records=per_record_records,
+        black_box=black_box)
+    a = check_real(target_accuracy, "target_accuracy", low=0.5, high=1.0,
+                   low_inclusive=False, high_inclusive=False)
+    ds, st = _validated(settings, (a,), dataset)
     execution = _execution(execution)
-
     tic = time.perf_counter()
+    return _results(ds, as_seed_sequence(rng), (a,), st, execution, tic)[0]
+
+
+def compare_table(
+    datasets: Sequence[Any] | str = ("breast_cancer", "digits", "wine"),
+    *,
+    target_accuracies: Sequence[float] | float = (0.55, 0.6),
+    settings: ComparisonSettings | None = None,
+    rng: RNGLike = None,
+    execution: ExecutionOptions | None = None,
+) -> ComparisonTable:
+    """One matched-bound table over several datasets and bounds.
+
+    Parameters
+    ----------
+    datasets : sequence of (str, path or Dataset), or one
+        Classification pools (as ``dataset`` of :func:`compare_pac_dpsgd`).
+    target_accuracies : sequence of float, or one float
+        Bounds ``a`` in (½, 1); duplicates are dropped, the rest sorted.
+    settings : ComparisonSettings, optional
+        Training, simulation and black-box settings (default: ``ComparisonSettings()``).
+    rng : None, int, SeedSequence or Generator
+        Root seed, the same for every dataset: the comparison of a dataset at a bound equals
+        ``compare_pac_dpsgd(dataset, target_accuracy=a, rng=rng, ...)`` row for row.
+    execution : ExecutionOptions, optional
+        As in :func:`compare_pac_dpsgd`.
+
+    Returns
+    -------
+    ComparisonTable
+
+    Raises
+    ------
+    TypeError, ValueError
+        Invalid arguments (before any training).
+    """
+    names = [datasets] if isinstance(datasets, (str, os.PathLike, Dataset)) else list(datasets)
+    if not names:
+        raise ValueError("`datasets` must name at least one dataset.")
+    targets = _targets(target_accuracies)
+    checked = [_validated(settings or ComparisonSettings(), targets, d) for d in names]
+    execution = _execution(execution)
     root = as_seed_sequence(rng)
-    from pacpriv.compare.models import run_comparison  # imports torch (extra pacpriv[torch])
-
-    parts = run_comparison(ds, root=root, exact=exact, execution=execution,
-                           **values, **per_record)
-    return ComparisonResult(
-        target_accuracy=values["target_accuracy"],
-        seed=seed_to_dict(root),
-        elapsed_s=time.perf_counter() - tic,
-        threat_models=dict(THREAT_MODELS),
-        **parts,
-    )
-
-
+    tic = time.perf_counter()
+    results: list[ComparisonResult] = []
+    for ds, st in checked:
+        results += _results(ds, root, targets, st, execution, time.perf_counter())
+    return ComparisonTable(results=tuple(results), elapsed_s=time.perf_counter() - tic)

@@ -7,7 +7,8 @@ worker threads and are freed with the object. :func:`figure_to_data_uri` turns o
 matplotlib is imported inside the functions: ``import pacpriv`` never imports it.
 
 Modules: :mod:`pacpriv.plotting.pac` (spectrum, posterior curve), :mod:`pacpriv.plotting.dpsgd`
-(DP-SGD accuracy vs σ, PAC vs DP-SGD bars), :mod:`pacpriv.plotting.per_record` (per-record
+(DP-SGD accuracy vs σ, PAC vs DP-SGD bars), :mod:`pacpriv.plotting.compare` (the matched-bound
+table over datasets and bounds), :mod:`pacpriv.plotting.per_record` (per-record
 exposure histogram), :mod:`pacpriv.plotting._figure` (figure factory).
 
 References
@@ -18,6 +19,7 @@ References
 """
 
 from pacpriv.plotting._figure import figure_to_data_uri
+from pacpriv.plotting.compare import TABLE_KEYS, plot_comparison_table
 from pacpriv.plotting.dpsgd import (
     COMPARISON_KEYS,
     plot_dpsgd_accuracy_vs_sigma,
@@ -28,7 +30,9 @@ from pacpriv.plotting.per_record import plot_per_record_histogram
 
 __all__ = [
     "COMPARISON_KEYS",
+    "TABLE_KEYS",
     "figure_to_data_uri",
+    "plot_comparison_table",
     "plot_dpsgd_accuracy_vs_sigma",
     "plot_pac_vs_dpsgd",
     "plot_per_record_histogram",

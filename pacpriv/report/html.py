@@ -37,6 +37,7 @@ __all__ = ["PLOT_KINDS", "render_html"]
 #: ``kind`` values accepted in a section's ``plot`` spec.
 PLOT_KINDS = (
     "dpsgd_accuracy_vs_sigma", "pac_vs_dpsgd", "posterior_curve", "per_record_histogram",
+    "comparison_table",
 )
 
 _DATA_URI = re.compile(r"data:image/(png|jpeg|gif|svg\+xml);base64,[A-Za-z0-9+/]+={0,2}")
@@ -81,10 +82,11 @@ def _plot(kind: str, **kwargs) -> str:
         "pac_vs_dpsgd": plotting.plot_pac_vs_dpsgd,
         "posterior_curve": plotting.plot_posterior_curve,
         "per_record_histogram": plotting.plot_per_record_histogram,
+        "comparison_table": plotting.plot_comparison_table,
     }
     if kind not in funcs:
         raise ValueError(f"plot `kind` must be one of {', '.join(PLOT_KINDS)}; got {kind!r}.")
-    if kind == "pac_vs_dpsgd":
+    if kind in ("pac_vs_dpsgd", "comparison_table"):
         fig = funcs[kind](kwargs.pop("rows", None) or [], **kwargs)
     elif kind == "posterior_curve":
         fig = funcs[kind](kwargs.pop("mi_budget", None), **kwargs)
@@ -99,6 +101,8 @@ _CAPTIONS = {
     "dpsgd_accuracy_vs_sigma": "Membership-inference accuracy bound vs noise multiplier σ.",
     "pac_vs_dpsgd": "PAC vs DP-SGD: noise, utility, bound and measured attack accuracy.",
     "posterior_curve": "Posterior success bound vs mutual-information budget.",
+    "comparison_table": "Test accuracy ± sd of every method at each matched membership-"
+                        "inference bound, one panel per dataset and bound.",
     "per_record_histogram": "Per-record informed-adversary accuracy (certified upper bounds) "
                             "with the target.",
 }

@@ -24,7 +24,9 @@ def test_compare_prints_table_and_writes_report(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "| method | noise |" in text
-    assert "| DP-SGD (chi-square closed form) |" in text and "| PAC (certified) |" in text
+    assert "| DP-SGD (chi-square closed form) |" in text
+    assert "| PAC, whole subset (certified) |" in text
+    assert "| majority class (of the training set) |" in text
     md = (out / "report.md").read_text()
     assert "PAC Privacy vs DP-SGD at membership-inference accuracy 60.0%" in md
     comparison = json.loads((out / "comparison.json").read_text())
@@ -43,6 +45,9 @@ def test_compare_prints_table_and_writes_report(tmp_path, capsys):
         (["--dataset", "nope"], "unknown dataset 'nope'"),
         (["--format", "pdf"], "--format must list json, md and/or html"),
         (["--per-record-trials", "5"], "--per-record-trials must be 0 or >= 10"),
+        (["--target-accuracy", "0.6,1.5"], "--target-accuracy must be in (0.5, 1.0); got 1.5"),
+        (["--components", "many"], "--components must be 'kaiser', 'broken_stick', 'all' or a"),
+        (["--l2", "0"], "--l2 must be in (0.0, inf); got 0"),
     ],
 )
 def test_compare_bad_input_exits_2_with_one_line(argv, match, tmp_path, capsys):
@@ -91,3 +96,25 @@ def test_unseeded_compare_publishes_no_release_and_says_it_is_an_evaluation(tmp_
     assert [[r[k] for k in keys] for r in again["rows"]] == \
         [[r[k] for k in keys] for r in comparison["rows"]]
     capsys.readouterr()
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_compare_lists_of_datasets_and_bounds_give_one_table(tmp_path, capsys):
+    """--dataset a,b --target-accuracy x,y: one table (every row with its dataset, bound and
+    label), JSON rows carrying dataset and target_accuracy, a report with the table."""
+    out = tmp_path / "table"
+    argv = [a for a in SMALL if a not in ("--per-record-trials", "0")]
+    rc = main(["compare", "--dataset", "wine,iris", "--target-accuracy", "0.7,0.75",
+               "--per-record-trials", "60", "--out", str(out), *argv])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "| dataset | bound | method | test accuracy | bound kind | secret protected |" in text
+    assert "| wine | 0.7 | PAC, per record (informed adversary) |" in text
+    assert "| iris | 0.75 | PAC, per record (informed adversary) |" in text
+    assert "certified (1−γ = 0.95), every record (178)" in text
+    assert "certified (1−γ = 0.95), every record (150)" in text
+    table = json.loads((out / "comparison.json").read_text())
+    pairs = {(r["dataset"], r["target_accuracy"]) for r in table["rows"]}
+    assert pairs == {("wine", 0.7), ("wine", 0.75), ("iris", 0.7), ("iris", 0.75)}
+    md = (out / "report.md").read_text()
+    assert "PAC Privacy vs DP-SGD at matched membership-inference bounds" in md

@@ -55,7 +55,10 @@ def test_target_accuracy_summary_labels_every_bound(tmp_path, capsys):
                "--format", "json"])
     assert rc == 0
     lines = {line[:21].strip(): line[21:] for line in capsys.readouterr().out.splitlines()}
-    assert lines["plan bound"].endswith("% certified (1−γ = 0.95), target 0.7")
+    assert lines["plan bound"].endswith(
+        "% certified (1−γ = 0.95), SAMPLE of 6 of 150 records, target 0.7")
+    assert lines["certificate"].startswith("betting confidence bound (Waudby-Smith & Ramdas")
+    assert lines["coverage"].startswith("a SAMPLE: the 6 audited records only")
     assert lines["max exposure"].split("%", 1)[1].startswith(
         " estimated (at the scale chosen on these trials; <= the certified plan bound); median ")
     assert "(estimated)" in lines["whole-subset MI"]
@@ -66,7 +69,7 @@ def test_target_accuracy_summary_labels_every_bound(tmp_path, capsys):
     ([], "exactly one"),
     (["--noise-std", "0"], "--noise-std"),
     (["--target-accuracy", "0.5"], "--target-accuracy"),
-    (["--target-accuracy", "0.6", "--trials", "20"], "smallest certifiable"),
+    (["--target-accuracy", "0.6", "--trials", "20"], "cannot be certified for 150 records"),
     (["--noise-std", "1", "--records", "0-999"], "--records"),
     (["--noise-std", "1", "--confidence", "1"], "--confidence"),
 ])
@@ -122,7 +125,7 @@ def test_a_sample_of_records_says_what_it_covers(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "the 6 audited records only" in out and "144 records" in out
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "Coverage: the 6 audited records only" in md and "144 records" in md
+    assert "Coverage: a SAMPLE of 6 audited records only" in md and "144 records" in md
 
 
 def test_report_has_the_root_seed_and_command(tmp_path, capsys, monkeypatch):
@@ -137,3 +140,14 @@ def test_report_has_the_root_seed_and_command(tmp_path, capsys, monkeypatch):
     assert "pac records" in rep["command"] and "--seed 7" in rep["command"]
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "Root seed of the simulation" in md and "Command: `" in md
+
+
+def test_every_record_by_default_is_said_in_the_terminal(tmp_path, capsys):
+    rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris",
+               "--target-accuracy", "0.7", "--trials", "120", "--seed", "1", "--n-jobs", "1",
+               "--out", str(tmp_path / "rep"), "--no-progress", "--format", "json"])
+    assert rc == 0
+    lines = {line[:21].strip(): line[21:] for line in capsys.readouterr().out.splitlines()}
+    assert lines["plan bound"].endswith("% certified (1−γ = 0.95), every record (150), "
+                                        "target 0.7")
+    assert lines["coverage"] == "every record of the pool (150)"

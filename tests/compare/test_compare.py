@@ -14,21 +14,31 @@ import pytest
 pytest.importorskip("torch")
 
 from pacpriv._random import trial_seed
-from pacpriv.compare import THREAT_MODELS, ComparisonResult, compare_pac_dpsgd
+from pacpriv.compare import (
+    THREAT_MODELS,
+    ComparisonResult,
+    ComparisonSettings,
+    StableBlackBox,
+    compare_pac_dpsgd,
+    compare_table,
+)
 from pacpriv.compare.models import LogisticRegressionMechanism, scale_features
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.samplers import PoissonSampler
 
 A = 0.6
-TINY = dict(epochs=2, steps_per_epoch=2, n_repeats=2, n_jobs=1, progress=False,
-            per_record_trials=0)  # the per-record row has its own test below
+QUIET = ExecutionOptions(n_jobs=1, progress=False)
+TINY = dict(epochs=2, steps_per_epoch=2, n_repeats=2, execution=QUIET,
+            per_record_trials=0)  # the per-record row has its own tests below
 
 
 @pytest.fixture(scope="module")
 def result() -> ComparisonResult:
-    """One small seeded comparison on breast cancer (64 trials > d = 62: dense spectrum)."""
-    return compare_pac_dpsgd("breast_cancer", target_accuracy=A, n_trials=64, rng=0, **TINY)
+    """One small seeded comparison on breast cancer with the SGD black box (64 trials > d =
+    62: dense spectrum)."""
+    return compare_pac_dpsgd("breast_cancer", target_accuracy=A, n_trials=64, rng=0,
+                             black_box="sgd", **TINY)
 
 
 def _members(seed: int, n: int) -> np.ndarray:
@@ -38,12 +48,21 @@ def _members(seed: int, n: int) -> np.ndarray:
 
 
 def test_rows_are_closed_form_exact_and_pac(result):
-    """The table has the DP-SGD closed-form, DP-SGD exact (if available) and PAC rows."""
+    """The table has the DP-SGD closed-form, DP-SGD exact (if available) and PAC rows, then
+    the non-private and majority-class references; each row names its bound and secret."""
     methods = [r.method for r in result.rows]
-    expected = ["DP-SGD (chi-square closed form)", "DP-SGD (exact)", "PAC (certified)"]
+    expected = ["DP-SGD (chi-square closed form)", "DP-SGD (exact)",
+                "PAC, whole subset (certified)"]
     assert methods == expected
     assert [r.family for r in result.rows] == ["dpsgd"] * (len(expected) - 1) + ["pac"]
     assert result.baseline.family == "none" and result.baseline.accuracy_bound == 1.0
+    assert [r.method for r in result.references] == ["majority class (of the training set)"]
+    for r in result.all_rows:
+        assert r.dataset == "breast_cancer" and r.secret and r.bound_label
+    assert result.rows[1].bound_label == "certified (exact, analytic: every record)"
+    assert result.rows[2].bound_label == "certified (1−γ = 0.95)"
+    assert result.rows[2].secret.startswith("the training subset as a whole")
+    assert result.rows[2].mechanism is not None and result.rows[2].noise_plan is not None
 
 
 def test_exact_sigma_not_above_closed_form(result):
@@ -167,17 +186,11 @@ def test_exact_row_uses_the_exact_calibration(monkeypatch):
 @pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
 def test_seeded_comparison_is_reproducible():
     """Same seed → the same table; another seed → another membership and table."""
-    kw = dict(n_trials=6, epochs=1, steps_per_epoch=1, n_repeats=1, exact=False, n_jobs=1,
-              per_record_trials=0,
-              progress=False)
+    kw = dict(n_trials=6, epochs=1, steps_per_epoch=1, n_repeats=1, exact=False,
+              per_record_trials=0, execution=QUIET)
 
     def table(seed):
-        d = compare_pac_dpsgd("breast_cancer", rng=seed, **kw).to_dict()
-        for r in (*d["rows"], d["baseline"]):
-            r.pop("wall_time_s")
-        d["settings"].pop("pac_simulation_s")
-        d.pop("elapsed_s")
-        return d
+        return _stripped(compare_pac_dpsgd("breast_cancer", rng=seed, **kw).to_dict())
 
     first = table(7)
     assert table(7) == first
@@ -191,7 +204,7 @@ def test_report_section_reaches_the_pac_report(result, tmp_path):
     section = result.report_section()
     assert {"title", "markdown", "table", "plot", "threat_model"} <= set(section)
     assert section["plot"]["kind"] == "pac_vs_dpsgd"
-    assert len(section["table"]["rows"]) == len(result.rows) + 1
+    assert len(section["table"]["rows"]) == len(result.all_rows)
     json.dumps(section)  # JSON-serialisable
     paths = write_report(result.pac_result.with_sections(section), tmp_path, formats=("json", "md"))
     md = paths["md"].read_text()
@@ -228,10 +241,13 @@ def test_plot_rows_fit_the_plotting_helper(result):
         ({"rule": "algorithm1"}, ValueError, r"`rule` must be one of certified"),
         ({"dataset": "diabetes"}, ValueError, r"classification pool with >= 2 classes"),
         ({"dataset": 3}, TypeError, r"`dataset` must be a name, a path or a Dataset"),
-        ({"exact": "yes"}, TypeError, r"`exact` and `progress` must be bools"),
+        ({"exact": "yes"}, TypeError, r"`exact` must be a bool"),
         ({"per_record_trials": 5}, ValueError, r"`per_record_trials` must be 0 or >= 10"),
-        ({"per_record_trials": 20}, ValueError, r"`per_record_trials`.*smallest certifiable"),
+        ({"per_record_trials": 20, "black_box": "sgd"}, ValueError,
+         r"`per_record_trials`.*cannot be certified for 569 records"),
         ({"per_record_records": 0}, ValueError, r"`per_record_records` must be an integer"),
+        ({"black_box": "forest"}, ValueError, r"`black_box` must be a StableBlackBox"),
+        ({"black_box": StableBlackBox(components=99)}, ValueError, r"`components`"),
     ],
 )
 def test_invalid_arguments(kwargs, exc, match):
@@ -248,65 +264,180 @@ def test_import_does_not_load_torch():
     assert out.stdout.strip() == "False"
 
 
+def _stripped(d: dict) -> dict:
+    """A comparison's JSON without its timings (they differ between identical runs)."""
+    for r in (*d["rows"], d["baseline"], *d.get("references", [])):
+        r.pop("wall_time_s")
+        if r.get("noise_plan"):
+            r["noise_plan"]["details"].pop("elapsed_s", None)
+    d["settings"].pop("pac_simulation_s")
+    d["settings"].pop("per_record_simulation_s", None)
+    d.pop("elapsed_s")
+    return d
+
+
+def _small_pool(n: int = 40):
+    """The first ``n`` breast-cancer records as a Dataset (both classes present)."""
+    from dataclasses import replace
+
+    ds = load_dataset("breast_cancer")
+    return replace(ds, X=ds.X[:n], y=ds.y[:n], name=f"breast_cancer[:{n}]")
+
+
+SMALL = dict(n_trials=16, epochs=1, steps_per_epoch=1, n_repeats=2, execution=QUIET)
+
+
+@pytest.fixture(scope="module")
+def stable() -> ComparisonResult:
+    """The default (stabilised) black box with the per-record row on 120 records."""
+    return compare_pac_dpsgd(_small_pool(120), target_accuracy=0.7, rng=3,
+                             per_record_trials=80, **SMALL)
+
+
+def test_per_record_row_covers_every_record_by_default(stable):
+    """Default: every record of the pool is audited, the row, its label and the note say so,
+    and the bound holds for all n records at once."""
+    row = stable.row("pac", per_record=True)
+    assert row.method == "PAC, per record (informed adversary)"
+    assert row.accuracy_bound == 0.7
+    assert row.bound_label == "certified (1−γ = 0.95), every record (120)"
+    assert row.bound_source.startswith("certified (1−γ = 0.95, every record)")
+    assert "every record of the pool (all 120)" in row.bound_source
+    assert row.secret.endswith("(every record)")
+    assert stable.settings["per_record_records"] == 120
+    assert stable.settings["per_record_audited"] == "all"
+    note = next(n for n in stable.notes if n.startswith("PAC per record"))
+    assert "every record of the pool (all 120)" in note and "betting confidence bound" in note
+    assert "declared sensitivity bound" in note
+    assert "(certified (1−γ = 0.95), every record (120))" in stable.to_markdown()
+    assert row.informed_attack["ci_low"] <= row.accuracy_bound
+
+
+def test_rows_carry_mechanism_plan_and_the_pool_to_recheck_the_bound(stable):
+    """Anyone can re-check the per-record bound: a fresh simulation of ``row.mechanism`` on
+    ``result.pool`` under ``row.noise_plan`` estimates every record below the target."""
+    from pacpriv.pac.per_record import record_exposure
+
+    row = stable.row("pac", per_record=True)
+    X, y = stable.pool
+    assert X.shape == (120, 30) and y.shape == (120,)
+    expo = record_exposure(row.mechanism, stable.pool, noise_cov=row.noise_plan, n_trials=40,
+                           rng=11, execution=QUIET)
+    assert expo.max_accuracy <= row.accuracy_bound
+    d = stable.to_dict()
+    assert "pool" not in d and d["dataset"] == "breast_cancer[:120]"
+    for r in d["rows"]:
+        assert r["dataset"] == "breast_cancer[:120]" and r["target_accuracy"] == 0.7
+    per = d["rows"][-1]
+    assert per["mechanism"].startswith("exact minimiser of the L2-regularised")
+    assert per["noise_plan"]["coverage"] == "every record (120)"
+    json.dumps(d)
+
+
+def test_references_majority_and_the_black_box_without_noise(stable):
+    """References: the majority class of the training set (computed here), the PAC black box
+    without noise, DP-SGD (exact σ) on the PAC black box's features."""
+    members = _members(3, 120)
+    ds = _small_pool(120)
+    y = np.searchsorted(np.asarray(ds.classes), np.asarray(ds.y))
+    top = np.bincount(y[members]).argmax()
+    methods = [r.method for r in stable.references]
+    assert methods == ["majority class (of the training set)",
+                       "non-private, PAC black box (no noise)",
+                       "DP-SGD (exact), PAC black box's features"]
+    assert stable.references[0].test_accuracy == pytest.approx(np.mean(y[~members] == top))
+    assert stable.references[0].attack is None
+    assert stable.references[2].family == "dpsgd"
+    md = stable.to_markdown()
+    assert "| majority class (of the training set) |" in md
+
+
 @pytest.mark.slow
-@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
-def test_per_record_row_is_certified_and_attacked():
-    """The per-record row: certified <= a for its audited records, informed attack below it,
-    whole-subset row kept, three threat models in the Markdown."""
+def test_per_record_sample_row_is_labelled_certified_and_attacked():
+    """A sample of 3 records: the label, the bound and the note say SAMPLE (the other records
+    are not bounded); informed attack below the bound; three threat models in the Markdown."""
     res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.75, n_trials=8, epochs=1,
-                            steps_per_epoch=1, n_repeats=1, exact=False,
-                            execution=ExecutionOptions(n_jobs=1, progress=False), rng=3,
+                            steps_per_epoch=1, n_repeats=1, exact=False, execution=QUIET, rng=3,
                             per_record_trials=60, per_record_records=3)
     methods = [r.method for r in res.rows]
-    assert methods[-2:] == ["PAC (certified)", "PAC, per record (informed adversary)"]
+    assert methods[-2:] == ["PAC, whole subset (certified)",
+                            "PAC, per record, SAMPLE of 3 of 569 records (informed adversary)"]
     row = res.rows[-1]
     assert row.family == "pac" and row.accuracy_bound <= 0.75 and row.mi_budget is None
+    assert row.bound_label == "certified (1−γ = 0.95), SAMPLE of 3 of 569 records"
+    assert "SAMPLE of 3 of 569 records only" in row.bound_source
+    assert "the other 566 records are NOT bounded" in row.bound_source
     assert row.informed_attack["ci_low"] <= row.accuracy_bound
     assert res.settings["per_record_records"] == 3
+    assert len(res.settings["per_record_audited"]) == 3
     md = res.to_markdown()
+    assert "SAMPLE of 3 of 569 records" in md
+    assert "the other 566 records are NOT bounded" in md
     assert "PAC Privacy, per record (informed adversary)." in md
     assert "PAC Privacy, whole subset." in md and "**DP-SGD.**" in md
     assert "informed-attack accuracy" in md
     json.dumps(res.to_dict())
 
 
+def test_table_shares_simulations_and_equals_separate_comparisons():
+    """compare_table over two bounds: each comparison equals compare_pac_dpsgd with the same
+    seed (the per-record trials are simulated once and reused); rows carry dataset and bound;
+    the figure has one panel per (dataset, bound)."""
+    kw = dict(n_trials=8, epochs=1, steps_per_epoch=1, n_repeats=1, exact=False,
+              per_record_trials=60)
+    pool = _small_pool(60)
+    table = compare_table([pool], target_accuracies=[0.7, 0.65, 0.7],
+                          settings=ComparisonSettings(**kw), rng=4, execution=QUIET)
+    assert [r.target_accuracy for r in table.results] == [0.65, 0.7]
+    for res in table.results:
+        alone = compare_pac_dpsgd(pool, target_accuracy=res.target_accuracy, rng=4,
+                                  execution=QUIET, **kw)
+        assert _stripped(alone.to_dict()) == _stripped(res.to_dict())
+    rows = table.to_dict()["rows"]
+    assert {(r["dataset"], r["target_accuracy"]) for r in rows} == {
+        ("breast_cancer[:60]", 0.65), ("breast_cancer[:60]", 0.7)}
+    md = table.to_markdown()
+    assert "| breast_cancer[:60] | 0.65 | PAC, per record (informed adversary) |" in md
+    assert "certified (1−γ = 0.95), every record (60)" in md
+    section = table.report_section()
+    assert section["plot"]["kind"] == "comparison_table"
+    json.dumps(section)
+    pytest.importorskip("matplotlib")
+    assert len(table.figure().axes) == 2
+
+
 @pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
-def test_options_object_gives_the_same_table():
-    """``options=ExecutionOptions(...)`` runs both simulations; the table is unchanged."""
-    from pacpriv.pac.engine._options import ExecutionOptions
-
+def test_legacy_execution_keywords_give_the_same_table():
+    """The 0.2 ``n_jobs``/``progress`` keywords still work (with a warning) and change
+    nothing; a checkpoint is refused (several simulations)."""
     kw = dict(target_accuracy=0.75, n_trials=8, epochs=1, steps_per_epoch=1, n_repeats=1,
-              exact=False, per_record_trials=30, per_record_records=1, rng=5)
-
-    def table(**extra):
-        d = compare_pac_dpsgd("breast_cancer", **kw, **extra).to_dict()
-        for r in (*d["rows"], d["baseline"]):
-            r.pop("wall_time_s")
-        d["settings"].pop("pac_simulation_s")
-        d.pop("elapsed_s")
-        return d
-
+              exact=False, per_record_trials=30, per_record_records=1, rng=5,
+              black_box="sgd")
     opts = ExecutionOptions(n_jobs=1, backend="threading", progress=False, batch_size=3)
-    assert table(options=opts) == table(n_jobs=1, progress=False)
-    with pytest.raises(TypeError, match="not both; got options and n_jobs"):
-        compare_pac_dpsgd("breast_cancer", options=opts, n_jobs=2)
+    first = _stripped(compare_pac_dpsgd("breast_cancer", execution=opts, **kw).to_dict())
+    with pytest.warns(DeprecationWarning):
+        legacy = compare_pac_dpsgd("breast_cancer", n_jobs=1, progress=False, **kw)
+    assert _stripped(legacy.to_dict()) == first
     with pytest.raises(ValueError, match=r"`options\.checkpoint` must be None"):
         compare_pac_dpsgd("breast_cancer", execution=ExecutionOptions(checkpoint="ck"))
 
 
-def test_per_record_note_explains_when_its_noise_exceeds_the_whole_subset_noise():
-    """Few trials: the note states the Bernstein floor (computed here independently)."""
-    from types import SimpleNamespace
+def test_ensemble_per_record_path_equals_sequential_training():
+    """The SGD black box's per-record trials through pacpriv.ensemble equal 1 + n sequential
+    trainings (to round-off), for records in and out of the subset."""
+    from pacpriv.compare.ensemble_path import EnsemblePerRecord
 
-    from pacpriv.compare.render import per_record_note
-
-    plan = SimpleNamespace(records=np.arange(10), n_trials_certify=100, accuracy_confidence=0.95,
-                           sampling_rate=0.5, expected_noise_power=182.0,
-                           max_accuracy_upper=0.6)
-    informed = SimpleNamespace(n_trials=50, accuracy=0.52, ci_low=0.45, ci_high=0.6)
-    floor = 0.5 + 7 * 0.5 * math.log(2 * 10 / 0.05) / (3 * 99)  # 0.57061...
-    note = per_record_note(plan, informed, 100, whole_subset_power=67.6)
-    assert "larger than the whole-subset noise" in note
-    assert f"= {math.ceil(floor * 1e4) / 1e4:.4f})" in note
-    assert "larger than" not in per_record_note(plan, informed, 100, whole_subset_power=200.0)
-    assert "larger than" not in per_record_note(plan, informed, 100)
+    ds = _small_pool(30)
+    X = scale_features(ds.X, ds.feature_low, ds.feature_high)
+    y = np.asarray(ds.y)
+    mech = LogisticRegressionMechanism(n_features=30, n_classes=2, steps_per_epoch=2,
+                                       epochs=2, learning_rate=0.5, public_seed=1)
+    fast = EnsemblePerRecord(mech)
+    mask = np.random.default_rng(2).random(30) < 0.5
+    base, diffs = fast.per_record_differences((X, y), mask, np.array([0, 3, 17]))
+    np.testing.assert_allclose(base, mech((X[mask], y[mask])), atol=1e-10)
+    for row, i in zip(diffs, (0, 3, 17), strict=True):
+        up, down = mask.copy(), mask.copy()
+        up[i], down[i] = True, False
+        np.testing.assert_allclose(row, mech((X[up], y[up])) - mech((X[down], y[down])),
+                                   atol=1e-10)

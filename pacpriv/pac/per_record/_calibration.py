@@ -1,72 +1,94 @@
-"""Noise for a per-record membership-inference target (PAC Privacy, CRYPTO 2023, §2).
+"""Noise for a per-record membership-inference target, certified for every record at once.
 
-:func:`calibrate_per_record` finds the smallest scale ``s`` of ``Σ_B = s² Σ_shape`` whose
-maximum certified per-record upper bound (informed adversary, :mod:`pacpriv.pac.per_record`) is
-``<= target_accuracy``, by bisection on stored differences (no new evaluations of ``f``).
+:func:`calibrate_per_record` simulates the per-record differences of a mechanism and returns
+the smallest noise ``Σ_B = s² Σ_shape`` such that, with probability ``>= 1 − γ`` over the
+simulation, **every audited record** (by default every record of the pool) has
+informed-adversary accuracy ``<= target_accuracy`` (PAC Privacy [1]_ §2).
 
-Soundness of a scale chosen on the same trials
-----------------------------------------------
-For a *fixed* noise the Maurer–Pontil bounds hold with probability ``>= 1 − γ``. The calibrated
-scale depends on the trials, so the plan is certified by :func:`uniform_max_upper`, a bound that
-holds for **every** scale ``>= s`` at once: the accuracies ``acc(d_{t,i}/s')`` are non-increasing
-in ``s'``, so on a box of scales ``[e_j, e_{j+1}]`` every sample lies between its values at the
-two ends and :func:`~pacpriv.pac.per_record._math.box_bernstein_upper` dominates the bound of
-each sample in the box; boxes cover ``[s, ∞)``. If the true maximum ``Aᵢ(s)`` exceeded the
-target, the certified ``Aᵢ <= bound`` would fail at a fixed scale just below the true threshold,
-an event of probability ``<= γ`` (union bound over records). The square-root-rule shape is
-fitted on the first ``shape_fraction`` of the trials and certified on the rest.
+Protocol (``bound="betting"``, the default)
+-------------------------------------------
+1. *Shape trials* (the first ``shape_fraction`` of the trials, at least 2): their differences
+   fix the noise shape (:mod:`pacpriv.pac.per_record._shapes`), a reference scale, the split
+   of ``γ`` over records and the priors of the bets.
+2. *Certification trials* (the rest, an independent seed): only the distances
+   ``‖Δ_{t,i}‖_{Σ_shape⁻¹}`` are kept (:mod:`pacpriv.pac.per_record._distances`); the betting
+   certificate (:mod:`pacpriv.pac.per_record._certificate`, which holds the proof) picks the
+   scale. A mechanism that *declares* a sensitivity bound (``difference_bound``) gets a tighter
+   range; the bound is checked on every simulated difference and the plan says it was used.
+
+``bound="bernstein"`` keeps the earlier Maurer–Pontil calibration on all trials
+(:mod:`pacpriv.pac.per_record._bernstein`), which needs far more trials.
 
 References
 ----------
 .. [1] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, arXiv:2210.03458, §2.
-.. [2] A. Maurer, M. Pontil. Empirical Bernstein bounds and sample variance penalization.
+.. [2] I. Waudby-Smith, A. Ramdas. Estimating means of bounded random variables by betting.
+   J. R. Stat. Soc. B 86(1), 2024, Thm 3.
+.. [3] A. Maurer, M. Pontil. Empirical Bernstein bounds and sample variance penalization.
    COLT 2009, Thm 4.
-.. [3] M. Sridhar, H. Xiao, S. Devadas. PAC-Private Algorithms. IEEE S&P 2025, Thm 1
-   (square-root rule).
+.. [4] M. Sridhar, H. Xiao, S. Devadas. PAC-Private Algorithms. IEEE S&P 2025, Thm 1.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from pacpriv._random import RNGLike
+from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import CalibrationError
-from pacpriv.pac.engine._options import ExecutionOptions, accepts_legacy_execution
+from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.pac.engine._options import (
+    ExecutionOptions,
+    accepts_legacy_execution,
+    resolve_execution,
+)
 from pacpriv.pac.engine._simulate import _check_pool
 from pacpriv.pac.noise._plan import NoisePlan
-from pacpriv.pac.per_record._exposure import (
-    RecordDifferences,
-    RecordExposure,
+from pacpriv.pac.per_record._bernstein import bernstein_scale, plain_max_upper, uniform_max_upper
+from pacpriv.pac.per_record._betting import betting_upper, predictable_bets
+from pacpriv.pac.per_record._certificate import (
+    BETTING_METHOD,
+    ScaleCertificate,
+    certify_scale,
+    check_betting_feasible,
+)
+from pacpriv.pac.per_record._checks import (
     _check_confidence,
     _check_target,
-    _exposure,
-    _reproducible,
-    _whole_subset_mi,
     check_certifiable,
     check_records,
     check_sampler,
+)
+from pacpriv.pac.per_record._distances import (
+    RecordDistances,
+    declared_bounds,
+    min_std,
+    simulate_distances,
+)
+from pacpriv.pac.per_record._exposure import (
+    RecordDifferences,
+    RecordExposure,
+    _exposure,
+    _noise_summary,
+    _reproducible,
+    _whole_subset_mi,
     simulate_differences,
 )
-from pacpriv.pac.per_record._math import (
-    NoiseGeometry,
-    bayes_accuracy,
-    bernstein_upper,
-    box_bernstein_upper,
-)
+from pacpriv.pac.per_record._math import NoiseGeometry, bayes_accuracy, binary_entropy
 from pacpriv.pac.per_record._report import per_record_section
+from pacpriv.pac.per_record._shapes import SHAPES, fit_shape
 from pacpriv.pac.samplers import PoissonSampler, Sampler
 
-__all__ = ["SHAPES", "PerRecordPlan", "calibrate_from_differences", "calibrate_per_record",
-           "uniform_max_upper"]
+__all__ = ["BOUNDS", "SHAPES", "CalibrationTrials", "PerRecordPlan",
+           "calibrate_from_differences", "calibrate_per_record", "plan_from_trials",
+           "simulate_calibration_trials", "uniform_max_upper"]
 
-#: Noise shapes accepted by :func:`calibrate_per_record`.
-SHAPES = ("isotropic", "sqrt")
+#: Per-record certificates: betting (default) or the earlier Maurer–Pontil bound.
+BOUNDS = ("betting", "bernstein")
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -84,23 +106,29 @@ class PerRecordPlan(NoisePlan):
     max_accuracy_upper : float
         **Certified** bound, ``<= target_accuracy``: with probability ``>= accuracy_confidence``
         every audited record's informed-adversary accuracy is at most this, for this noise and
-        any larger scale (uniform empirical-Bernstein bound; see the module notes).
+        any larger scale. (Betting: exactly the target, the level the proof is about.)
     accuracy_upper : ndarray of shape (k,)
-        Per-record empirical-Bernstein bounds at this noise (each ``<= max_accuracy_upper``).
-        The scale was chosen on the same trials, so the certified statement is
-        ``max_accuracy_upper``; these values rank the records.
+        Per-record bounds at the calibrated scale (each ``<= max_accuracy_upper``); the scale
+        was chosen on these trials, so these rank the records; the certified statement is
+        ``max_accuracy_upper``.
     accuracy : ndarray of shape (k,)
         Per-record plug-in estimates at this noise.
     records : ndarray of int, shape (k,)
     accuracy_confidence : float
         ``1 − γ`` of the per-record statement.
     scale : float
-        ``s``.
     shape : str
-        ``"isotropic"`` or ``"sqrt"``.
+        One of :data:`SHAPES`.
     sampling_rate : float
     n_trials_certify, n_trials_shape : int
-        Trials used to certify the bound and (``"sqrt"`` only) to fit the shape.
+    bound : str
+        ``"betting"`` or ``"bernstein"``.
+    n_pool_records : int or None
+        Size of the pool (None: unknown); ``records`` covers it all when equal.
+    range_source : str
+        What bounded the certificate's range (a declared sensitivity, or none: black box).
+    record_certificate : ScaleCertificate or None
+        The betting certificate.
     """
 
     target_accuracy: float
@@ -115,16 +143,48 @@ class PerRecordPlan(NoisePlan):
     n_trials_certify: int
     n_trials_shape: int = 0
     exposure: RecordExposure | None = field(default=None, repr=False)
+    bound: str = "betting"
+    n_pool_records: int | None = None
+    range_source: str = "none (black box): accuracy range [max(q, 1-q), 1]"
+    record_certificate: ScaleCertificate | None = field(default=None, repr=False)
+
+    @property
+    def covers_every_record(self) -> bool:
+        """Whether the audited records are the whole pool."""
+        return self.n_pool_records is not None and self.records.size >= self.n_pool_records
+
+    @property
+    def coverage(self) -> str:
+        """``"every record (n)"`` or ``"SAMPLE of k of n records"`` (or of an unknown pool)."""
+        k = int(self.records.size)
+        if self.covers_every_record:
+            return f"every record ({k})"
+        of = "?" if self.n_pool_records is None else str(self.n_pool_records)
+        return f"SAMPLE of {k} of {of} records"
+
+    @property
+    def bound_label(self) -> str:
+        """E.g. ``"certified (1−γ = 0.95), every record (569)"``."""
+        return f"certified (1−γ = {self.accuracy_confidence:g}), {self.coverage}"
 
     def report_section(self, *, n_pool_records: int | None = None) -> dict:
         """Report section of the plan's exposure, with the target and the certified bound;
-        ``n_pool_records`` (the pool's size) adds a coverage note when not every record was
-        audited (the plan bounds the audited records only)."""
+        ``n_pool_records`` (the pool's size; default the plan's) adds a coverage note when not
+        every record was audited (the plan bounds the audited records only)."""
         if self.exposure is None:
             raise ValueError("this plan carries no exposure to report.")
+        n = self.n_pool_records if n_pool_records is None else n_pool_records
         return per_record_section(self.exposure, target_accuracy=self.target_accuracy,
-                                  plan_bound=self.max_accuracy_upper,
-                                  n_pool_records=n_pool_records)
+                                  plan_bound=self.max_accuracy_upper, n_pool_records=n,
+                                  method=self.method)
+
+    @property
+    def method(self) -> str:
+        """The certificate in words."""
+        if self.bound == "betting":
+            return f"{BETTING_METHOD}; range: {self.range_source}"
+        return ("empirical Bernstein (Maurer & Pontil 2009), union bound over the audited "
+                "records, uniform over noise scales >= the chosen one")
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary (no per-record arrays)."""
@@ -132,101 +192,15 @@ class PerRecordPlan(NoisePlan):
         out.update(
             target_accuracy=self.target_accuracy,
             max_accuracy_upper=self.max_accuracy_upper,
-            max_accuracy_upper_kind=f"certified (1-gamma = {self.accuracy_confidence})",
+            max_accuracy_upper_kind=self.bound_label,
             median_accuracy_upper=float(np.median(self.accuracy_upper)),
             accuracy_confidence=self.accuracy_confidence, scale=self.scale, shape=self.shape,
             sampling_rate=self.sampling_rate, n_trials_certify=self.n_trials_certify,
             n_trials_shape=self.n_trials_shape, n_audited=int(self.records.shape[0]),
-            whole_subset_kind="estimated (plug-in output covariance)",
+            n_pool_records=self.n_pool_records, coverage=self.coverage, bound=self.bound,
+            method=self.method, whole_subset_kind="estimated (plug-in output covariance)",
         )
         return out
-
-
-# noise-scale boxes for the uniform bound: fine near s, coarser further out, then [edge, ∞)
-_BOX_RATIOS = np.concatenate([np.full(50, 1.002), np.full(50, 1.02), np.full(60, 1.2)])
-
-
-def uniform_max_upper(distance: np.ndarray, scale: float, q: float, delta: float) -> float:
-    """Max over records of an empirical-Bernstein bound valid for **every** scale ``>= scale``.
-
-    ``distance`` (n, k) are Mahalanobis norms under ``Σ_shape``; the accuracy at scale ``s`` is
-    ``acc(distance / s)``, non-increasing in ``s``. The scales ``[scale, ∞)`` are covered by
-    boxes ``[e_j, e_{j+1}]`` and a last box ``[e_last, ∞)`` (accuracies in
-    ``[baseline, acc(e_last)]``); :func:`box_bernstein_upper` bounds every sample in each box.
-    """
-    base = max(q, 1.0 - q)
-    if scale <= 0:
-        return 1.0 if np.any(distance > 0) else float(
-            np.max(bernstein_upper(np.full(distance.shape, base), low=base, high=1.0,
-                                   delta=delta)))
-    edges = scale * np.concatenate([[1.0], np.cumprod(_BOX_RATIOS)])
-    best = -np.inf
-    hi = bayes_accuracy(distance / edges[0], q)
-    for e in edges[1:]:
-        lo = bayes_accuracy(distance / e, q)
-        best = max(best, float(np.max(box_bernstein_upper(hi, lo, low=base, high=1.0,
-                                                          delta=delta))))
-        hi = lo
-    tail = box_bernstein_upper(hi, np.full_like(hi, base), low=base, high=1.0, delta=delta)
-    return max(best, float(np.max(tail)))
-
-
-def _plain_max_upper(distance: np.ndarray, scale: float, q: float, delta: float) -> float:
-    base = max(q, 1.0 - q)
-    with np.errstate(divide="ignore"):
-        acc = bayes_accuracy(distance / scale, q) if scale > 0 else bayes_accuracy(
-            np.where(distance > 0, np.inf, 0.0), q)
-    return float(np.max(bernstein_upper(acc, low=base, high=1.0, delta=delta)))
-
-
-def _smallest_passing(crit, start: float, target: float, rtol: float = 1e-10) -> float:
-    """Smallest ``s`` (to relative ``rtol``) with ``crit(s) <= target``, non-increasing ``crit``."""
-    hi = start
-    for _ in range(2200):
-        if crit(hi) <= target:
-            break
-        hi *= 2.0
-    else:  # pragma: no cover - the feasibility check rules this out
-        raise CalibrationError("no noise scale reaches the target; this is a bug.")
-    lo = hi / 2.0
-    for _ in range(2200):
-        if crit(lo) > target:
-            break
-        hi, lo = lo, lo / 2.0
-        if lo < np.finfo(np.float64).tiny:
-            return 0.0 if crit(0.0) <= target else hi
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        if crit(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
-def _sqrt_shape(diffs: np.ndarray) -> NoiseGeometry:
-    """Square-root-rule shape ``U diag(sqrt λ) Uᵀ`` of the second moment ``E[ΔΔᵀ]`` (trace d).
-
-    Minimises the noise power ``tr Σ_B`` at a fixed linearised exposure ``E[ΔᵀΣ_B⁻¹Δ]``
-    (Sridhar, Xiao & Devadas 2025, Thm 1). Directions with ``sqrt λ`` below ``1e-6`` of the
-    largest keep that floor, so ``Σ_shape`` stays positive definite.
-    """
-    flat = diffs.reshape(-1, diffs.shape[-1])
-    second = flat.T @ flat / flat.shape[0]
-    lam, vecs = np.linalg.eigh((second + second.T) / 2.0)
-    root = np.sqrt(np.clip(lam, 0.0, None))
-    top = float(root.max())
-    if top == 0.0:
-        return NoiseGeometry(diffs.shape[-1], np.ones(diffs.shape[-1]))
-    root = np.maximum(root, 1e-6 * top)
-    root *= root.size / root.sum()
-    return NoiseGeometry(diffs.shape[-1], root, vecs, 0.0)
-
-
-def _n_shape_trials(n_trials: int, shape: str, shape_fraction: float) -> int:
-    if shape == "isotropic":
-        return 0
-    return max(2, round(n_trials * shape_fraction))
 
 
 def _check_shape(shape, shape_fraction) -> tuple[str, float]:
@@ -237,6 +211,162 @@ def _check_shape(shape, shape_fraction) -> tuple[str, float]:
     return shape, frac
 
 
+def _check_bound(bound) -> str:
+    if not isinstance(bound, str) or bound not in BOUNDS:
+        raise ValueError(f"`bound` must be one of {BOUNDS}; got {bound!r}.")
+    return bound
+
+
+def _split(n_trials: int, shape: str, frac: float, bound: str) -> tuple[int, int]:
+    """``(n_shape, n_certify)``; the betting certificate always spends shape trials."""
+    if bound == "bernstein" and shape == "isotropic":
+        return 0, n_trials
+    n_shape = max(2, round(n_trials * frac))
+    return n_shape, n_trials - n_shape
+
+
+def _feasible(target, n_cert, k, base, conf, bound, declares_range: bool) -> None:
+    if n_cert < 2:
+        raise ValueError(f"`n_trials` leaves {n_cert} certification trials; at least 2 are "
+                         "needed (raise n_trials or lower shape_fraction).")
+    if bound == "bernstein":
+        check_certifiable(target, n_cert, k, base, conf)
+    elif not declares_range:  # with a declared range the floor is lower; checked later
+        check_betting_feasible(target, n_cert, k, base, conf)
+
+
+# ----------------------------------------------------------------------------- betting path
+@dataclass(frozen=True, eq=False)
+class CalibrationTrials:
+    """Simulated trials of a per-record calibration, reusable for several targets.
+
+    Attributes
+    ----------
+    shape_trials : RecordDifferences
+        The shape trials (differences kept; also used by the informed attack).
+    certify : RecordDistances
+        The certification trials (distances under ``geometry`` only).
+    shape : str
+    geometry : NoiseGeometry
+        ``Σ_shape``, fitted on ``shape_trials``.
+    shape_distance : ndarray of shape (n_shape, k)
+        The shape trials' distances under ``geometry`` (padded like ``certify``'s).
+    n_pool_records : int
+    elapsed_s : float
+    """
+
+    shape_trials: RecordDifferences
+    certify: RecordDistances
+    shape: str
+    geometry: NoiseGeometry = field(repr=False)
+    shape_distance: np.ndarray = field(repr=False)
+    n_pool_records: int
+    elapsed_s: float = 0.0
+
+    @property
+    def n_evaluations(self) -> int:
+        """Trials run, each ``1 + k`` evaluations (or one fast call)."""
+        k = int(self.certify.records.size)
+        return (self.shape_trials.n_trials + self.certify.n_trials) * (1 + k)
+
+
+def simulate_calibration_trials(
+    f, pool, *, n_trials: int, sampler: PoissonSampler, records: np.ndarray,
+    shape: str = "isotropic", shape_fraction: float = 0.25, rng: RNGLike = None,
+    execution: ExecutionOptions | None = None,
+) -> CalibrationTrials:
+    """Run the shape trials, fit the shape, run the certification trials (validated inputs)."""
+    tic = time.perf_counter()
+    root = as_seed_sequence(rng)
+    _, n_records = _check_pool(pool)
+    n_shape, n_cert = _split(n_trials, shape, shape_fraction, "betting")
+    opts = execution if execution is not None else ExecutionOptions(progress=False)
+    shape_trials = simulate_differences(f, pool, n_trials=n_shape, sampler=sampler,
+                                        records=records, rng=trial_seed(root, 0), execution=opts)
+    geom = fit_shape(shape, shape_trials.differences, shape_trials.dim)
+    cert = simulate_distances(f, pool, geom, n_trials=n_cert, sampler=sampler, records=records,
+                              n_records=n_records, rng=trial_seed(root, 1), execution=opts)
+    _, err = declared_bounds(f, pool, records)
+    pad = 0.0 if err == 0.0 else err / min_std(geom)
+    shape_d = np.sqrt(geom.sq_norm(shape_trials.differences)) + pad
+    return CalibrationTrials(shape_trials, cert, shape, geom, shape_d, n_records,
+                             time.perf_counter() - tic)
+
+
+def _mi_upper(dist: np.ndarray, scale: float, q: float, delta: np.ndarray) -> tuple:
+    """Plug-in and betting bounds of the per-record MI term at a scale (fixed-scale bets)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sq = (dist / scale) ** 2 if scale > 0 else np.where(dist > 0, np.inf, 0.0)
+    hb = binary_entropy(q)
+    vals = np.minimum(q * (1.0 - q) * sq, hb) / hb
+    bets = predictable_bets(vals, delta=delta, horizon=vals.shape[0], prior_mean=0.5,
+                            prior_variance=0.25)
+    return vals.mean(axis=0) * hb, betting_upper(vals, bets, delta) * hb
+
+
+def plan_from_trials(trials: CalibrationTrials, *, target_accuracy: float,
+                     confidence: float = 0.95) -> PerRecordPlan:
+    """The betting plan for one target from simulated trials (validated ``trials``).
+
+    Raises
+    ------
+    ValueError
+        If the target cannot be certified with these trials, or a declared sensitivity bound
+        is violated by a simulated difference.
+    CalibrationError
+        If the plan fails its final verification (a bug).
+    """
+    cert_d = trials.certify
+    q = cert_d.sampling_rate
+    base = max(q, 1.0 - q)
+    target = _check_target(target_accuracy, base)
+    conf = _check_confidence(confidence)
+    sc = certify_scale(trials.shape_distance, cert_d.distances, target_accuracy=target,
+                       prior=q, confidence=conf, distance_bound=cert_d.distance_bound)
+    scale = sc.scale
+    geom = trials.geometry.scaled(scale)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = cert_d.distances / scale if scale > 0 else np.where(cert_d.distances > 0,
+                                                                 np.inf, 0.0)
+    acc = bayes_accuracy(rel, q).mean(axis=0)
+    mi, mi_up = _mi_upper(cert_d.distances, scale, q, sc.delta)
+    whole, lin = _whole_subset_mi(cert_d.outputs, geom)
+    exposure = RecordExposure(
+        records=cert_d.records, accuracy=acc, accuracy_upper=sc.accuracy_upper, mi=mi,
+        mi_upper=mi_up, confidence=conf, sampling_rate=q, baseline=base,
+        n_trials=cert_d.n_trials, noise=_noise_summary(geom), whole_subset_mi=whole,
+        whole_subset_accuracy_bound=float(posterior_success_rate(whole, prior=base)),
+        reproducible=bool(getattr(cert_d.simulation, "reproducible", True)), bound="betting",
+    )
+    if not np.all(sc.accuracy_upper <= target):
+        raise CalibrationError("per-record plan failed verification; this is a bug.")
+    range_source = ("none (black box): accuracy range [max(q, 1-q), 1]"
+                    if cert_d.distance_bound is None else
+                    "the mechanism's declared sensitivity bound (checked on every simulated "
+                    "difference)")
+    std = np.sqrt(geom.variances)
+    std.setflags(write=False)
+    details = {
+        "target_accuracy": target, "max_accuracy_upper": target, "scale": scale,
+        "shape": trials.shape, "bet_cap": sc.cap,
+        "smaller_scale_fails": sc.smaller_scale_fails,
+        "whole_subset": "estimated (plug-in output covariance)",
+        "elapsed_s": trials.elapsed_s, "n_evaluations": trials.n_evaluations,
+    }
+    return PerRecordPlan(
+        rule=f"per-record-{trials.shape}", mi_budget=whole, mi_bound=whole,
+        linearised_mi_bound=lin, mi_claim=whole, confidence=None, dim=geom.dim,
+        basis=geom.basis, noise_std=std, residual_std=0.0, details=details,
+        target_accuracy=target, max_accuracy_upper=target, accuracy_upper=sc.accuracy_upper,
+        accuracy=acc, records=cert_d.records, accuracy_confidence=conf, scale=scale,
+        shape=trials.shape, sampling_rate=q, n_trials_certify=cert_d.n_trials,
+        n_trials_shape=trials.shape_trials.n_trials, exposure=exposure, bound="betting",
+        n_pool_records=trials.n_pool_records, range_source=range_source,
+        record_certificate=sc,
+    )
+
+
+# ----------------------------------------------------------------------------- public API
 def calibrate_from_differences(
     differences: RecordDifferences,
     *,
@@ -244,22 +374,28 @@ def calibrate_from_differences(
     confidence: float = 0.95,
     shape: str = "isotropic",
     shape_fraction: float = 0.25,
+    bound: str = "betting",
+    n_pool_records: int | None = None,
 ) -> PerRecordPlan:
     """Smallest noise ``Σ_B = s² Σ_shape`` whose certified per-record bound meets the target.
 
     Parameters
     ----------
     differences : RecordDifferences
-        From :func:`simulate_differences` (not re-run).
+        From :func:`~pacpriv.pac.per_record.simulate_differences` (not re-run). Its first
+        trials are the shape trials, the rest certify.
     target_accuracy : float
         ``a*`` in ``(max(q, 1 − q), 1)``.
     confidence : float, default 0.95
         ``1 − γ``.
-    shape : {"isotropic", "sqrt"}, default "isotropic"
-        ``Σ_shape = I``, or the square-root rule on ``E[ΔΔᵀ]`` fitted on the first
-        ``shape_fraction`` of the trials (the rest certify).
+    shape : {"isotropic", "sqrt", "second_moment"}, default "isotropic"
+        :mod:`pacpriv.pac.per_record._shapes`, fitted on the shape trials.
     shape_fraction : float, default 0.25
-        ``"sqrt"`` only: fraction of trials (at least 2) used to fit the shape.
+        Fraction of trials (at least 2) used as shape trials.
+    bound : {"betting", "bernstein"}, default "betting"
+        The certificate (module notes).
+    n_pool_records : int, optional
+        Size of the pool, so the plan can say whether it covers every record.
 
     Returns
     -------
@@ -273,17 +409,10 @@ def calibrate_from_differences(
     CalibrationError
         If the final plan fails its verification (a bug).
 
-    Notes
-    -----
-    Bisection on ``s`` of the maximum plain bound, then the uniform bound (valid for every
-    scale ``>= s``) is checked at the candidate and ``s`` is raised until it passes. The plan is
-    verified afterwards: its uniform bound and every per-record bound are ``<= a*``;
-    ``details["smaller_scale_fails"]`` records whether ``0.99 s`` fails the plain bound.
-
     References
     ----------
-    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, §2; Maurer & Pontil, COLT 2009, Thm 4;
-       Sridhar, Xiao & Devadas, IEEE S&P 2025, Thm 1.
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, §2; Waudby-Smith & Ramdas, JRSS-B 2024;
+       Maurer & Pontil, COLT 2009, Thm 4; Sridhar, Xiao & Devadas, IEEE S&P 2025, Thm 1.
     """
     if not isinstance(differences, RecordDifferences):
         raise TypeError(
@@ -291,37 +420,43 @@ def calibrate_from_differences(
         )
     conf = _check_confidence(confidence)
     shape, frac = _check_shape(shape, shape_fraction)
+    bound = _check_bound(bound)
     q, base, k = differences.sampling_rate, differences.baseline, differences.n_audited
     target = _check_target(target_accuracy, base)
-    n_shape = _n_shape_trials(differences.n_trials, shape, frac)
-    n_cert = differences.n_trials - n_shape
-    if n_cert < 2:
-        raise ValueError(
-            f"`n_trials` = {differences.n_trials} leaves {n_cert} certification trials after "
-            f"{n_shape} shape trials; at least 2 are needed."
-        )
-    check_certifiable(target, n_cert, k, base, conf)
+    n_shape, n_cert = _split(differences.n_trials, shape, frac, bound)
+    has_range = differences.difference_bound is not None
+    _feasible(target, n_cert, k, base, conf, bound, has_range)
+    diffs = np.asarray(differences.differences)
+    geom = fit_shape(shape, diffs[:n_shape] if n_shape else None, differences.dim)
+    pad = (0.0 if differences.difference_error == 0.0
+           else differences.difference_error / min_std(geom))
+    distance = np.sqrt(geom.sq_norm(diffs)) + pad
+    if bound == "bernstein":
+        return _bernstein_plan(differences, distance[n_shape:], geom, target, conf, shape,
+                               n_shape, n_pool_records)
+    first = replace(differences, differences=differences.differences[:n_shape],
+                    outputs=differences.outputs[:n_shape])
+    rest = RecordDistances(
+        distances=distance[n_shape:], outputs=differences.outputs[n_shape:],
+        records=differences.records, sampling_rate=q, geometry=geom,
+        distance_bound=(None if differences.difference_bound is None
+                        else differences.difference_bound / min_std(geom) + pad),
+        simulation=differences.simulation,
+    )
+    trials = CalibrationTrials(first, rest, shape, geom, distance[:n_shape],
+                               n_pool_records if n_pool_records is not None else -1)
+    plan = plan_from_trials(trials, target_accuracy=target, confidence=conf)
+    return replace(plan, n_pool_records=n_pool_records)
+
+
+def _bernstein_plan(differences, distance, geom_shape, target, conf, shape, n_shape,
+                    n_pool) -> PerRecordPlan:
+    q, k = differences.sampling_rate, differences.n_audited
     delta = (1.0 - conf) / k
-    all_diffs = differences.differences
-    if shape == "isotropic":
-        geom_shape = NoiseGeometry(differences.dim, np.ones(differences.dim))
-    else:
-        geom_shape = _sqrt_shape(np.asarray(all_diffs[:n_shape]))
-    cert = np.asarray(all_diffs[n_shape:])
-    distance = np.sqrt(geom_shape.sq_norm(cert))
-    top = float(distance.max())
-    if top == 0.0:
-        scale = 0.0
-    else:
-        scale = _smallest_passing(lambda s: _plain_max_upper(distance, s, q, delta), top, target)
-        if uniform_max_upper(distance, scale, q, delta) > target:
-            start = scale
-            scale = _smallest_passing(
-                lambda s: uniform_max_upper(distance, max(s, start), q, delta), start, target,
-                rtol=1e-4)
-            scale = max(scale, start)
+    scale = bernstein_scale(distance, q, delta, target)
     certified = uniform_max_upper(distance, scale, q, delta)
     geom = geom_shape.scaled(scale)
+    cert = np.asarray(differences.differences[n_shape:])
     exposure = _exposure(cert, differences.outputs, differences.records, q, geom, conf,
                          reproducible=_reproducible(differences))
     if not (certified <= target and exposure.max_accuracy_upper <= target):
@@ -329,7 +464,7 @@ def calibrate_from_differences(
             f"per-record plan failed verification (uniform bound {certified!r}, plain bound "
             f"{exposure.max_accuracy_upper!r} > target {target!r}); this is a bug."
         )
-    smaller_fails = scale == 0.0 or _plain_max_upper(distance, 0.99 * scale, q, delta) > target
+    smaller_fails = scale == 0.0 or plain_max_upper(distance, 0.99 * scale, q, delta) > target
     whole, lin = _whole_subset_mi(differences.outputs, geom)
     std = np.sqrt(geom.variances)
     std.setflags(write=False)
@@ -345,7 +480,8 @@ def calibrate_from_differences(
         target_accuracy=target, max_accuracy_upper=certified,
         accuracy_upper=exposure.accuracy_upper, accuracy=exposure.accuracy,
         records=differences.records, accuracy_confidence=conf, scale=scale, shape=shape,
-        sampling_rate=q, n_trials_certify=n_cert, n_trials_shape=n_shape, exposure=exposure,
+        sampling_rate=q, n_trials_certify=distance.shape[0], n_trials_shape=n_shape,
+        exposure=exposure, bound="bernstein", n_pool_records=n_pool,
     )
 
 
@@ -363,17 +499,22 @@ def calibrate_per_record(
     shape_fraction: float = 0.25,
     rng: RNGLike = None,
     execution: ExecutionOptions | None = None,
+    bound: str = "betting",
 ) -> PerRecordPlan:
-    """Simulate and calibrate noise for a per-record membership-inference target.
+    """Simulate and calibrate noise so that every record meets a per-record target.
 
     Parameters
     ----------
-    f, pool, n_trials, sampler, records, confidence, rng, execution
+    f, pool, n_trials, sampler, confidence, rng, execution
         As in :func:`~pacpriv.pac.per_record.record_exposure` (``execution``: an
-        :class:`~pacpriv.pac.engine.ExecutionOptions`).
+        :class:`~pacpriv.pac.engine.ExecutionOptions`). ``checkpoint`` and
+        ``output_path`` apply to ``bound="bernstein"`` only (one simulation).
     target_accuracy : float
         Per-record informed-adversary accuracy ``a*`` in ``(max(q, 1 − q), 1)``.
-    shape, shape_fraction
+    records : sequence of int or None, default None
+        Audited records. None: **every record of the pool** (the plan then bounds them all at
+        once); a subset is labelled as a sample (``plan.coverage``).
+    shape, shape_fraction, bound
         As in :func:`calibrate_from_differences`.
 
     Returns
@@ -393,25 +534,38 @@ def calibrate_per_record(
 
     References
     ----------
-    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, §2.
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, §2; Waudby-Smith & Ramdas, JRSS-B 2024.
     """
     smp = check_sampler(sampler)
     conf = _check_confidence(confidence)
     shape, frac = _check_shape(shape, shape_fraction)
+    bound = _check_bound(bound)
     base = max(smp.sampling_rate, 1.0 - smp.sampling_rate)
     target = _check_target(target_accuracy, base)
     n_trials = check_int(n_trials, "n_trials", low=2)
-    _, n_records = _check_pool(pool)
-    k = check_records(records, n_records).shape[0]
-    n_cert = n_trials - _n_shape_trials(n_trials, shape, frac)
-    if n_cert < 2:
-        raise ValueError(f"`n_trials` = {n_trials} is too small for shape {shape!r}.")
-    check_certifiable(target, n_cert, k, base, conf)
+    checked_pool, n_records = _check_pool(pool)
+    recs = check_records(records, n_records)
+    _, n_cert = _split(n_trials, shape, frac, bound)
+    has_range = callable(getattr(f, "difference_bound", None))
+    _feasible(target, n_cert, recs.shape[0], base, conf, bound, has_range)
+    run = resolve_execution(execution)
     tic = time.perf_counter()
-    diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=smp, records=records,
-                                 rng=rng, execution=execution)
-    plan = calibrate_from_differences(diffs, target_accuracy=target, confidence=conf,
-                                      shape=shape, shape_fraction=frac)
+    if bound == "bernstein":
+        diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=smp, records=records,
+                                     rng=rng, execution=run)
+        plan = calibrate_from_differences(diffs, target_accuracy=target, confidence=conf,
+                                          shape=shape, shape_fraction=frac, bound=bound,
+                                          n_pool_records=n_records)
+        plan.details["n_evaluations"] = diffs.n_evaluations
+    else:
+        for key in ("checkpoint", "output_path"):
+            if getattr(run, key) is not None:
+                raise ValueError(f"`{key}` must be None for the betting calibration (it runs "
+                                 f"two simulations); got {getattr(run, key)!r}.")
+        trials = simulate_calibration_trials(f, checked_pool, n_trials=n_trials, sampler=smp,
+                                             records=recs, shape=shape, shape_fraction=frac,
+                                             rng=rng, execution=run)
+        plan = plan_from_trials(trials, target_accuracy=target, confidence=conf)
     plan.details["elapsed_s"] = time.perf_counter() - tic
-    plan.details["n_evaluations"] = diffs.n_evaluations
     return plan
+

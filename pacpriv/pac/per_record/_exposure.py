@@ -56,9 +56,8 @@ from typing import Any
 
 import numpy as np
 
-from pacpriv._numbers import format_bound
 from pacpriv._random import RNGLike
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int
 from pacpriv.exceptions import NotReproducibleWarning
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.engine._options import (
@@ -68,10 +67,16 @@ from pacpriv.pac.engine._options import (
 )
 from pacpriv.pac.engine._simulate import SimulationResult, _check_pool, simulate
 from pacpriv.pac.noise._plan import NoisePlan
+from pacpriv.pac.per_record._betting import betting_upper, predictable_bets
+from pacpriv.pac.per_record._checks import (
+    _check_confidence,
+    check_records,
+    check_sampler,
+)
+from pacpriv.pac.per_record._distances import declared_bounds
 from pacpriv.pac.per_record._math import (
     NoiseGeometry,
     bayes_accuracy,
-    bernstein_floor,
     bernstein_upper,
     binary_entropy,
     record_mi_term,
@@ -79,11 +84,8 @@ from pacpriv.pac.per_record._math import (
 from pacpriv.pac.per_record._report import per_record_section
 from pacpriv.pac.per_record._sim import PairSpec, pair_trial
 from pacpriv.pac.samplers import (
-    ComplementaryPairsSampler,
-    FixedSizeSampler,
     PoissonSampler,
     Sampler,
-    as_sampler,
     callable_fingerprint,
 )
 
@@ -98,97 +100,6 @@ __all__ = [
 #: Number of most exposed records listed (by index only) in summaries.
 TOP_RECORDS = 10
 _HIST_BINS = 20
-
-
-# ----------------------------------------------------------------------------- validation
-def check_sampler(sampler: Sampler | str | None) -> PoissonSampler:
-    """Return a Poisson sampler with rate in (0, 1) or raise explaining why others are refused.
-
-    Raises
-    ------
-    ValueError
-        For fixed-size, complementary-pairs or any other sampler, or a rate of 0 or 1.
-    """
-    smp = as_sampler(sampler) if sampler is None or isinstance(sampler, (Sampler, str)) else None
-    if isinstance(smp, FixedSizeSampler):
-        raise ValueError(
-            "`sampler` must draw independent memberships for the per-record analysis; with "
-            "FixedSizeSampler the other records' memberships determine b_i "
-            "(b_i = subset_size − Σ_{j≠i} b_j), so an informed adversary knows it. Use "
-            "PoissonSampler(sampling_rate)."
-        )
-    if isinstance(smp, ComplementaryPairsSampler):
-        raise ValueError(
-            "`sampler` must draw independent memberships for the per-record analysis; "
-            "ComplementaryPairsSampler makes trial 2k+1 the complement of trial 2k, so "
-            "memberships are not independent across trials (b_i of one trial determines it in "
-            "the other) and the trials are not i.i.d. Use PoissonSampler(sampling_rate)."
-        )
-    if not isinstance(smp, PoissonSampler):
-        raise ValueError(
-            "`sampler` must be a PoissonSampler for the per-record analysis (independent "
-            "Bernoulli memberships are required and cannot be verified for other samplers); "
-            f"got {type(sampler).__name__}."
-        )
-    check_real(smp.sampling_rate, "sampling_rate", low=0.0, high=1.0, low_inclusive=False,
-               high_inclusive=False)
-    return smp
-
-
-def check_records(records: Any, n_records: int) -> np.ndarray:
-    """Audited record indices: ``None`` = all; else distinct ints in ``[0, n_records)``.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If ``records`` is not a 1-D sequence of distinct in-range integers.
-    """
-    if records is None:
-        return np.arange(n_records, dtype=np.int64)
-    arr = np.asarray(records)
-    if arr.dtype == bool or arr.ndim != 1 or arr.size == 0 or (
-        arr.dtype.kind not in "iu"
-    ):
-        raise TypeError(
-            "`records` must be None or a non-empty 1-D sequence of integer record indices; "
-            f"got {arr.dtype} array of shape {arr.shape}."
-        )
-    if arr.min() < 0 or arr.max() >= n_records:
-        bad = int(arr[(arr < 0) | (arr >= n_records)][0])
-        raise ValueError(f"`records` must be indices in [0, {n_records - 1}]; got {bad}.")
-    if np.unique(arr).size != arr.size:
-        raise ValueError("`records` must not repeat an index.")
-    return arr.astype(np.int64)
-
-
-def _check_confidence(confidence) -> float:
-    return check_real(confidence, "confidence", low=0.0, high=1.0, low_inclusive=False,
-                      high_inclusive=False)
-
-
-def _check_target(target_accuracy, baseline: float) -> float:
-    return check_real(target_accuracy, "target_accuracy", low=baseline, high=1.0,
-                      low_inclusive=False, high_inclusive=False)
-
-
-def check_certifiable(target: float, n_cert: int, n_audited: int, baseline: float,
-                      confidence: float) -> None:
-    """Raise ``ValueError`` if ``target`` is not above the smallest certifiable bound.
-
-    The empirical-Bernstein bound is at least
-    ``baseline + 7 (1 − baseline) ln(2k/γ) / (3(n − 1))`` for ``k`` audited records and ``n``
-    certification trials, whatever the noise (Maurer & Pontil 2009, Thm 4).
-    """
-    floor = bernstein_floor(n_cert, low=baseline, high=1.0,
-                            delta=(1.0 - confidence) / n_audited)
-    if not target > floor:
-        raise ValueError(
-            f"`target_accuracy` = {target!r} cannot be certified: with {n_cert} certification "
-            f"trials, {n_audited} audited records and confidence {confidence!r} the smallest "
-            f"certifiable per-record upper bound is {format_bound(floor)} (even with infinite "
-            "noise). "
-            "Increase `n_trials`, audit fewer records or raise the target."
-        )
 
 
 # ----------------------------------------------------------------------------- simulation
@@ -210,6 +121,11 @@ class RecordDifferences:
     simulation : SimulationResult
         The engine's result (seeds, masks, timing, backend); ``outputs`` holds the flattened
         ``[f(S_t), Δ_1, …, Δ_k]`` rows.
+    difference_bound : ndarray of shape (n_audited,) or None
+        The mechanism's declared bound on ``‖Δᵢ‖₂`` over all subsets (None: a black box);
+        see :mod:`pacpriv.pac.per_record._distances`.
+    difference_error : float
+        The mechanism's declared bound on ``‖Δ_simulated − Δ_release‖₂`` (0 by default).
     """
 
     differences: np.ndarray = field(repr=False)
@@ -217,6 +133,8 @@ class RecordDifferences:
     records: np.ndarray = field(repr=False)
     sampling_rate: float
     simulation: SimulationResult = field(repr=False)
+    difference_bound: np.ndarray | None = field(default=None, repr=False)
+    difference_error: float = 0.0
 
     @property
     def n_trials(self) -> int:
@@ -324,9 +242,11 @@ def simulate_differences(
     k = recs.shape[0]
     d = sim.dim // (1 + k)
     rows = sim.outputs.reshape(sim.n_trials, 1 + k, d)
+    bound, err = declared_bounds(mechanism, checked_pool, recs)
     return RecordDifferences(
         differences=rows[:, 1:, :], outputs=rows[:, 0, :], records=recs,
-        sampling_rate=smp.sampling_rate, simulation=sim,
+        sampling_rate=smp.sampling_rate, simulation=sim, difference_bound=bound,
+        difference_error=err,
     )
 
 
@@ -412,6 +332,7 @@ class RecordExposure:
     whole_subset_mi: float
     whole_subset_accuracy_bound: float
     reproducible: bool = True
+    bound: str = "bernstein"
 
     @property
     def max_accuracy_upper(self) -> float:
@@ -465,6 +386,7 @@ class RecordExposure:
             "median_accuracy_estimate": float(np.median(self.accuracy)),
             "max_mi_upper": self.max_mi_upper,
             "accuracy_upper_kind": f"certified (1-gamma = {self.confidence})",
+            "bound": self.bound,
             "accuracy_kind": "estimated",
             "reproducible": self.reproducible,
             "most_exposed": [
@@ -489,9 +411,20 @@ def _noise_summary(geom: NoiseGeometry) -> dict:
     }
 
 
+def _upper(values: np.ndarray, low: float, high: float, delta: float, bound: str) -> np.ndarray:
+    """Per-column upper bounds of the mean at a noise fixed in advance: betting (WSR 2024,
+    predictable plug-in bets from the same values) or Maurer–Pontil."""
+    if bound == "bernstein":
+        return bernstein_upper(values, low=low, high=high, delta=delta)
+    x = np.clip((values - low) / (high - low), 0.0, 1.0)
+    bets = predictable_bets(x, delta=delta, horizon=x.shape[0], prior_mean=0.5,
+                            prior_variance=0.25)
+    return np.minimum(low + (high - low) * betting_upper(x, bets, delta), high)
+
+
 def _exposure(diffs: np.ndarray, outputs: np.ndarray, records: np.ndarray, q: float,
-              geom: NoiseGeometry, confidence: float, reproducible: bool = True
-              ) -> RecordExposure:
+              geom: NoiseGeometry, confidence: float, reproducible: bool = True,
+              bound: str = "bernstein") -> RecordExposure:
     sq = geom.sq_norm(diffs)
     acc = bayes_accuracy(np.sqrt(sq), q)
     base = max(q, 1.0 - q)
@@ -500,18 +433,19 @@ def _exposure(diffs: np.ndarray, outputs: np.ndarray, records: np.ndarray, q: fl
     whole, _ = _whole_subset_mi(outputs, geom)
     return RecordExposure(
         records=records, accuracy=acc.mean(axis=0),
-        accuracy_upper=bernstein_upper(acc, low=base, high=1.0, delta=delta),
+        accuracy_upper=_upper(acc, base, 1.0, delta, bound),
         mi=mi_vals.mean(axis=0),
-        mi_upper=bernstein_upper(mi_vals, low=0.0, high=binary_entropy(q), delta=delta),
+        mi_upper=_upper(mi_vals, 0.0, binary_entropy(q), delta, bound),
         confidence=confidence, sampling_rate=q, baseline=base, n_trials=int(diffs.shape[0]),
         noise=_noise_summary(geom), whole_subset_mi=whole,
         whole_subset_accuracy_bound=float(posterior_success_rate(whole, prior=base)),
-        reproducible=reproducible,
+        reproducible=reproducible, bound=bound,
     )
 
 
 def exposure_from_differences(
-    differences: RecordDifferences, *, noise_cov, confidence: float = 0.95
+    differences: RecordDifferences, *, noise_cov, confidence: float = 0.95,
+    bound: str = "betting",
 ) -> RecordExposure:
     """Per-record exposure of stored differences under Gaussian noise ``noise_cov``.
 
@@ -524,6 +458,9 @@ def exposure_from_differences(
         definite covariance, or a noise plan.
     confidence : float, default 0.95
         ``1 − γ`` in ``(0, 1)``.
+    bound : {"betting", "bernstein"}, default "betting"
+        Per-record upper bounds at level ``γ/k``: betting (Waudby-Smith & Ramdas 2024,
+        predictable plug-in bets) or empirical Bernstein (Maurer & Pontil 2009, Thm 4).
 
     Returns
     -------
@@ -540,9 +477,11 @@ def exposure_from_differences(
         )
     conf = _check_confidence(confidence)
     geom = NoiseGeometry.from_spec(noise_cov, differences.dim)
+    if bound not in ("betting", "bernstein"):
+        raise ValueError(f"`bound` must be 'betting' or 'bernstein'; got {bound!r}.")
     return _exposure(differences.differences, differences.outputs, differences.records,
                      differences.sampling_rate, geom, conf,
-                     reproducible=_reproducible(differences))
+                     reproducible=_reproducible(differences), bound=bound)
 
 
 def _precheck_noise(noise_cov) -> None:
@@ -568,6 +507,7 @@ def record_exposure(
     confidence: float = 0.95,
     rng: RNGLike = None,
     execution: ExecutionOptions | None = None,
+    bound: str = "betting",
 ) -> RecordExposure:
     """Each audited record's membership exposure to an informed adversary under noise ``Σ_B``.
 
@@ -586,6 +526,8 @@ def record_exposure(
         Audited record indices (None = all).
     confidence : float, default 0.95
         ``1 − γ``: all per-record upper bounds hold at once with this probability.
+    bound : {"betting", "bernstein"}, default "betting"
+        As in :func:`exposure_from_differences`.
     rng : None, int, SeedSequence or Generator
         Root seed of the simulation.
     execution : ExecutionOptions, optional
@@ -626,6 +568,8 @@ def record_exposure(
     check_sampler(sampler)
     conf = _check_confidence(confidence)
     _precheck_noise(noise_cov)
+    if bound not in ("betting", "bernstein"):
+        raise ValueError(f"`bound` must be 'betting' or 'bernstein'; got {bound!r}.")
     diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=sampler, records=records,
                                  rng=rng, execution=execution)
-    return exposure_from_differences(diffs, noise_cov=noise_cov, confidence=conf)
+    return exposure_from_differences(diffs, noise_cov=noise_cov, confidence=conf, bound=bound)

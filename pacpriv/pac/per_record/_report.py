@@ -73,7 +73,7 @@ def _histogram_lines(hist: dict, target: float | None) -> list[str]:
 
 def per_record_section(exposure, *, target_accuracy: float | None = None,
                        plan_bound: float | None = None, title: str | None = None,
-                       n_pool_records: int | None = None) -> dict:
+                       n_pool_records: int | None = None, method: str | None = None) -> dict:
     """Report section of a per-record exposure.
 
     Parameters
@@ -88,6 +88,10 @@ def per_record_section(exposure, *, target_accuracy: float | None = None,
         the per-record bounds), shown as its own row.
     title : str, optional
         Section title.
+    n_pool_records : int, optional
+        Size of the pool: the section says whether every record or only a SAMPLE is covered.
+    method : str, optional
+        The certificate in words (default: the per-record empirical-Bernstein bounds).
 
     Returns
     -------
@@ -129,25 +133,39 @@ def per_record_section(exposure, *, target_accuracy: float | None = None,
          "estimated (plug-in Σ)"),
         ("blind guess max(q, 1 − q)", f"{100 * d['baseline_accuracy']:.2f}%", "exact"),
     ]
+    n_pool = n_pool_records  # when given: the records not audited are named as not covered
     if plan_bound is not None:
-        rows.insert(0, ("calibrated plan: accuracy bound for every audited record",
+        scope = ("every record" if n_pool and d["n_audited"] >= n_pool
+                 else "every audited record" if not n_pool
+                 else f"SAMPLE of {d['n_audited']} of {n_pool} records")
+        rows.insert(0, (f"calibrated plan: accuracy bound for {scope}",
                         _pct_up(plan_bound),
                         f"certified (1−γ = {conf:g}), uniform over noise scales ≥ s"))
     if target_accuracy is not None:
         rows.insert(0, ("target per-record accuracy", f"{100 * target_accuracy:.2f}%", "input"))
-    n_pool = n_pool_records  # when given: the records not audited are named as not covered
-    coverage = ([] if not n_pool or d["n_audited"] >= n_pool else [
-        f"**Coverage: the {d['n_audited']} audited records only.** The other "
-        f"{n_pool - d['n_audited']} records of the pool were not audited and are not bounded "
-        "here (any outlier among them can be far more exposed); audit every record before "
-        "releasing with this noise.", ""])
+    if not n_pool:
+        coverage = []
+    elif d["n_audited"] >= n_pool:
+        coverage = [f"**Coverage: every record of the pool ({n_pool}).**", ""]
+    else:
+        coverage = [
+            f"**Coverage: a SAMPLE of {d['n_audited']} audited records only.** The other "
+            f"{n_pool - d['n_audited']} records of the pool were not audited and are not "
+            "bounded here (any outlier among them can be far more exposed); audit every record "
+            "before releasing with this noise.", ""]
+    if method is None and getattr(exposure, "bound", "bernstein") == "betting":
+        method = ("betting upper bounds (Waudby-Smith & Ramdas 2024, predictable plug-in bets) "
+                  f"at level γ/{d['n_audited']} for a noise fixed in advance")
+    how = (f"Upper bounds are empirical-Bernstein bounds (Maurer & Pontil 2009, Thm 4) at level "
+           f"γ/{d['n_audited']}, so **all** of them hold at once with probability ≥ {conf:g} "
+           "over the simulation for a noise fixed in advance; plug-in values are estimates."
+           if method is None else
+           f"Certificate: {method}; **all** audited records hold at once with probability "
+           f"≥ {conf:g} over the simulation; plug-in values are estimates.")
     md = [
         *coverage,
         f"Audited records: {d['n_audited']}; trials: {d['n_trials']}; membership prior "
-        f"q = {d['sampling_rate']:g}. Upper bounds are empirical-Bernstein bounds (Maurer & "
-        f"Pontil 2009, Thm 4) at level γ/{d['n_audited']}, so **all** of them hold at once with "
-        f"probability ≥ {conf:g} over the simulation for a noise fixed in advance; plug-in "
-        "values are estimates."
+        f"q = {d['sampling_rate']:g}. " + how
         + ("" if plan_bound is None else
            " Here the noise scale was chosen on the same trials, so the certified statement is "
            "the plan bound (valid uniformly over all larger scales): every audited record's "

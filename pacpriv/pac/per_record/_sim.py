@@ -10,6 +10,15 @@ trial is ``[f(S_t), Δ_1, …, Δ_k]`` with ``Δ_i = f(S_t ∪ {i}) − f(S_t �
 Every evaluation of a trial uses a copy of the same mechanism generator (the trial's mechanism
 stream), i.e. the internal randomness ``θ_t`` is common to the pair, as the informed adversary
 that knows ``θ`` requires (PAC Privacy, Xiao & Devadas, CRYPTO 2023, §2).
+
+Fast path
+---------
+A deterministic mechanism may provide ``per_record_differences(pool, mask, records) ->
+(f(S), Δ)`` computing the same quantities at once (e.g.
+:meth:`mechanisms.stable_logistic.StableLogistic.per_record_differences`, which warm-starts
+the flipped problems from ``f(S)``); it is then called once per trial instead of ``1 + k``
+evaluations. :func:`distance_trial` returns only the Mahalanobis norms of the differences
+under a fixed noise geometry (``k`` numbers per trial instead of ``k·d``).
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from pacpriv.pac.engine._mechanism import (
     subset_pool,
 )
 
-__all__ = ["PairSpec", "pair_trial"]
+__all__ = ["PairSpec", "distance_trial", "pair_trial"]
 
 
 def _mechanism_identity(func: Any) -> dict:
@@ -56,6 +65,7 @@ class PairSpec:
     n_records: int
     pass_rng: bool = False
     digest: str = field(default="", compare=False)
+    fast: bool = False
 
     @classmethod
     def build(cls, mechanism, pool, records: np.ndarray, n_records: int) -> PairSpec:
@@ -67,10 +77,43 @@ class PairSpec:
                 np.ascontiguousarray(records, np.int64).tobytes()).hexdigest(),
         }
         digest = hashlib.sha256(repr(ident).encode()).hexdigest()
-        return cls(mechanism, pool, records, n_records, accepts_rng(mechanism), digest)
+        fast = callable(getattr(mechanism, "per_record_differences", None))
+        return cls(mechanism, pool, records, n_records, accepts_rng(mechanism), digest, fast)
 
     def __repr__(self) -> str:
         return f"PerRecordPairs(sha256={self.digest})"
+
+
+def _differences(spec: PairSpec, subset_index: np.ndarray,
+                 rng: np.random.Generator | None) -> np.ndarray:
+    """``(1 + k, d)``: row 0 is ``f(S_t)``, row ``1 + j`` is ``Δ`` of ``records[j]``."""
+    mask = np.zeros(spec.n_records, dtype=bool)
+    mask[np.asarray(subset_index, dtype=np.int64)] = True
+    if spec.fast:
+        base, diffs = spec.mechanism.per_record_differences(spec.pool, mask, spec.records)
+        base = check_output(base, None)
+        out = np.empty((1 + spec.records.shape[0], base.shape[0]))
+        out[0] = base
+        out[1:] = np.asarray(diffs, dtype=np.float64)
+    else:
+        base_rng = None if rng is None else copy.deepcopy(rng)
+
+        def run(m: np.ndarray, dim: int | None) -> np.ndarray:
+            gen = copy.deepcopy(base_rng) if spec.pass_rng else None
+            return check_output(call_mechanism(spec.mechanism, subset_pool(spec.pool, m),
+                                               rng=gen, takes_rng=spec.pass_rng), dim)
+
+        base = run(mask, None)
+        out = np.empty((1 + spec.records.shape[0], base.shape[0]))
+        out[0] = base
+        for j, i in enumerate(spec.records):
+            flipped = mask.copy()
+            flipped[i] = not mask[i]
+            other = run(flipped, base.shape[0])
+            out[1 + j] = base - other if mask[i] else other - base
+    if not np.all(np.isfinite(out)):
+        raise ValueError("a per-record difference overflowed to a non-finite value")
+    return out
 
 
 def pair_trial(spec: PairSpec, subset_index: np.ndarray, rng: np.random.Generator | None = None):
@@ -82,24 +125,15 @@ def pair_trial(spec: PairSpec, subset_index: np.ndarray, rng: np.random.Generato
         If an evaluation returns an invalid output (the engine reports it with the trial
         index and seed, under its failure policy).
     """
-    mask = np.zeros(spec.n_records, dtype=bool)
-    mask[np.asarray(subset_index, dtype=np.int64)] = True
-    base_rng = None if rng is None else copy.deepcopy(rng)
+    return _differences(spec, subset_index, rng).ravel()
 
-    def run(m: np.ndarray, dim: int | None) -> np.ndarray:
-        gen = copy.deepcopy(base_rng) if spec.pass_rng else None
-        return check_output(call_mechanism(spec.mechanism, subset_pool(spec.pool, m), rng=gen,
-                                           takes_rng=spec.pass_rng), dim)
 
-    base = run(mask, None)
-    dim = base.shape[0]
-    out = np.empty((1 + spec.records.shape[0], dim))
-    out[0] = base
-    for j, i in enumerate(spec.records):
-        flipped = mask.copy()
-        flipped[i] = not mask[i]
-        other = run(flipped, dim)
-        out[1 + j] = base - other if mask[i] else other - base
-    if not np.all(np.isfinite(out)):
-        raise ValueError("a per-record difference overflowed to a non-finite value")
-    return out.ravel()
+def distance_trial(spec: PairSpec, geometry: Any, subset_index: np.ndarray,
+                   rng: np.random.Generator | None = None) -> np.ndarray:
+    """``[f(S_t), d_1, …, d_k]`` with ``d_j = ‖Δ_j‖`` in the ``geometry``'s ``Σ⁻¹`` norm.
+
+    ``geometry`` is a :class:`~pacpriv.pac.per_record._math.NoiseGeometry` fixed before the
+    trials (shape ``(d + k,)`` output).
+    """
+    rows = _differences(spec, subset_index, rng)
+    return np.concatenate([rows[0], np.sqrt(geometry.sq_norm(rows[1:]))])

@@ -53,6 +53,21 @@ def never_called(subset):  # pragma: no cover - the tests check it is never reac
     raise AssertionError("the mechanism must not run for invalid arguments")
 
 
+def _naive_log_capital(x, prior_mean, prior_var, reference, delta, m, cap):
+    """ln K_T(m) of one record by a plain loop (independent of the vectorised code)."""
+    total, mu, var, w = 0.0, prior_mean, prior_var, 1.0
+    acc_sq, acc_sum = 0.0, 0.0
+    for t, (xt, rt) in enumerate(zip(x, reference, strict=True)):
+        lam = math.sqrt(2 * math.log(1 / delta) / (len(x) * max(var, 1e-10)))
+        lam = min(lam, cap / (1 - m))
+        total += math.log(1 + lam * (m - xt))
+        acc_sq += (rt - mu) ** 2
+        acc_sum += rt
+        mu = (w * prior_mean + acc_sum) / (w + t + 1)
+        var = (w * prior_var + acc_sq) / (w + t + 1)
+    return total
+
+
 # ----------------------------------------------------------------------------- the formula
 def _acc_by_integration(d: float, q: float) -> float:
     """Bayes accuracy ∫ max(q φ(y − d), (1 − q) φ(y)) dy by adaptive quadrature."""
@@ -101,7 +116,21 @@ def test_linear_mechanism_exact(q):
     # zero variance over trials: Bernstein adds only 7(1−a) ln(2k/γ) / (3(n−1))
     base = max(q, 1 - q)
     slack = 7 * (1 - base) * math.log(2 * 4 / 0.05) / (3 * 5)
-    np.testing.assert_allclose(res.accuracy_upper, np.minimum(expected + slack, 1), atol=1e-12)
+    mp = record_exposure(sum_mech, X3, noise_cov=s**2, n_trials=6, rng=3,
+                         execution=ExecutionOptions(progress=False),
+                         sampler=PoissonSampler(q), bound="bernstein")
+    np.testing.assert_allclose(mp.accuracy_upper, np.minimum(expected + slack, 1), atol=1e-12)
+    # betting (default): the bound solves ln K_6(m) = ln(4/γ) for constant data, computed here
+    # by a plain loop over the WSR recursion (prior ½, ¼) and a bisection
+    for i in range(4):
+        x = np.full(6, (expected[i] - base) / (1 - base))
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            m = (lo + hi) / 2
+            k = _naive_log_capital(x, 0.5, 0.25, x, 0.05 / 4, m, 0.9)
+            lo, hi = (lo, m) if k >= math.log(4 / 0.05) else (m, hi)
+        assert res.accuracy_upper[i] == pytest.approx(base + (1 - base) * hi, abs=1e-9)
+    assert np.all(res.accuracy_upper < mp.accuracy_upper)
     mi = np.minimum(q * (1 - q) * norms**2 / s**2, -q * math.log(q) - (1 - q) * math.log(1 - q))
     np.testing.assert_allclose(res.mi, mi, atol=1e-12)
     assert np.all(res.mi_upper >= res.mi)
@@ -242,26 +271,65 @@ def mean_diffs():
         execution=ExecutionOptions(progress=False))
 
 
-@pytest.mark.parametrize("shape", ["isotropic", "sqrt"])
-def test_calibration_meets_target_and_is_minimal(mean_diffs, shape):
+@pytest.mark.parametrize("shape", ["isotropic", "sqrt", "second_moment"])
+def test_betting_calibration_meets_target_and_is_minimal(mean_diffs, shape):
+    """The plan certifies the target for every record; an independent loop recomputes each
+    record's betting capital: >= 1/δᵢ at the chosen scale, < 1/δᵢ for some record at 0.99 ŝ."""
     target = 0.6
-    plan = calibrate_from_differences(mean_diffs, target_accuracy=target, shape=shape)
-    assert isinstance(plan, PerRecordPlan)
-    assert plan.max_accuracy_upper <= target
-    assert np.all(plan.accuracy_upper <= plan.max_accuracy_upper)
+    plan = calibrate_from_differences(mean_diffs, target_accuracy=target, shape=shape,
+                                      n_pool_records=25)
+    assert isinstance(plan, PerRecordPlan) and plan.bound == "betting"
+    assert plan.max_accuracy_upper == target and np.all(plan.accuracy_upper <= target)
     assert plan.details["smaller_scale_fails"]
-    cert = mean_diffs
-    if shape == "isotropic":
-        at = exposure_from_differences(cert, noise_cov=plan.scale**2)
-        below = exposure_from_differences(cert, noise_cov=(0.99 * plan.scale) ** 2)
-        assert at.max_accuracy_upper <= target < below.max_accuracy_upper
-        np.testing.assert_allclose(at.accuracy_upper, plan.accuracy_upper, atol=1e-15)
-    else:
-        assert plan.n_trials_shape == 30 and plan.n_trials_certify == 90
-        assert plan.basis.shape == (3, 3)
+    assert plan.covers_every_record and plan.coverage == "every record (25)"
+    assert plan.n_trials_shape == 30 and plan.n_trials_certify == 90
+    cert = plan.record_certificate
+    geom_var = (np.asarray(plan.noise_std) / plan.scale) ** 2
+    diffs = np.asarray(mean_diffs.differences)
+    proj = diffs if plan.basis is None else diffs @ np.asarray(plan.basis)
+    dist = np.sqrt((proj**2 / geom_var).sum(-1))
+    sh, ce = dist[:30], dist[30:]
+    s_ref = cert.reference_scale
+
+    def x_of(d, s):
+        return 2 * norm.cdf(d / (2 * s)) - 1
+
+    ok_at, ok_below = [], []
+    for i in range(25):
+        xs = x_of(sh[:, i], s_ref)
+        mu0, var0 = xs.mean(), xs.var(ddof=1) + 1e-12
+        ref = x_of(ce[:, i], s_ref)
+        for s, out in ((plan.scale, ok_at), (0.99 * plan.scale, ok_below)):
+            k = _naive_log_capital(x_of(ce[:, i], s), mu0, var0, ref, cert.delta[i], 0.2,
+                                   cert.cap)
+            out.append(k >= math.log(1 / cert.delta[i]) - 1e-9)
+    assert all(ok_at) and not all(ok_below)
+    assert cert.delta.sum() == pytest.approx(0.05, rel=1e-12)
     out = privatize(np.zeros(3), plan, rng=0)
     assert out.shape == (3,)
-    assert plan.to_dict()["max_accuracy_upper_kind"].startswith("certified")
+    assert plan.to_dict()["max_accuracy_upper_kind"] == \
+        "certified (1−γ = 0.95), every record (25)"
+
+
+def test_bernstein_calibration_meets_target_and_is_minimal(mean_diffs):
+    """The earlier Maurer–Pontil path (``bound="bernstein"``) keeps its guarantees."""
+    target = 0.6
+    plan = calibrate_from_differences(mean_diffs, target_accuracy=target, bound="bernstein")
+    assert plan.max_accuracy_upper <= target and plan.bound == "bernstein"
+    assert plan.details["smaller_scale_fails"]
+    at = exposure_from_differences(mean_diffs, noise_cov=plan.scale**2, bound="bernstein")
+    below = exposure_from_differences(mean_diffs, noise_cov=(0.99 * plan.scale) ** 2,
+                                      bound="bernstein")
+    assert at.max_accuracy_upper <= target < below.max_accuracy_upper
+    np.testing.assert_allclose(at.accuracy_upper, plan.accuracy_upper, atol=1e-15)
+    assert plan.coverage == "SAMPLE of 25 of ? records"
+
+
+def test_betting_needs_fewer_trials_than_bernstein(mean_diffs):
+    """Same trials, same confidence: the betting plan's noise is smaller."""
+    bet = calibrate_from_differences(mean_diffs, target_accuracy=0.6)
+    mp = calibrate_from_differences(mean_diffs, target_accuracy=0.6, bound="bernstein")
+    assert bet.scale < mp.scale
 
 
 def test_uniform_bound_covers_larger_scales(mean_diffs):
@@ -324,8 +392,11 @@ def test_bad_input_before_any_work(kwargs, match):
 
 
 def test_uncertifiable_target_is_refused_before_work():
-    with pytest.raises(ValueError, match="smallest certifiable"):
+    with pytest.raises(ValueError, match="needs at least 54 certification trials"):
         calibrate_per_record(never_called, X3, target_accuracy=0.55, n_trials=5)
+    with pytest.raises(ValueError, match="smallest certifiable"):
+        calibrate_per_record(never_called, X3, target_accuracy=0.55, n_trials=5,
+                             bound="bernstein")
     with pytest.raises(ValueError, match="target_accuracy"):
         calibrate_per_record(never_called, X3, target_accuracy=0.5, n_trials=50)
 
@@ -399,3 +470,50 @@ def test_tiny_outputs_are_refused_not_certified_with_zero_noise():
         calibrate_per_record(lambda s: np.asarray(s).mean(axis=0) * 1e-170, pool,
                              target_accuracy=0.6, n_trials=300, records=np.arange(3), rng=0,
                              execution=ExecutionOptions(progress=False))
+
+
+# ----------------------------------------------------------------------------- fast path
+def _stable_wine():
+    from sklearn.datasets import load_wine
+
+    from pacpriv.mechanisms.stable_logistic import StableLogistic
+
+    X, y = load_wine(return_X_y=True)
+    X = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0)) * 2 - 1
+    X, y = X[::6], y[::6]
+    return StableLogistic.for_pool(X, classes=(0, 1, 2), sampling_rate=0.5), (X, y)
+
+
+def test_fast_per_record_path_equals_the_generic_path():
+    """A mechanism's per_record_differences is used once per trial; it gives the same
+    differences as 1 + n plain evaluations, and its declared bounds travel with them."""
+    mech, pool = _stable_wine()
+    quiet = ExecutionOptions(progress=False)
+    fast = simulate_differences(mech, pool, n_trials=3, rng=4, execution=quiet)
+    slow = simulate_differences(lambda s: mech(s), pool, n_trials=3, rng=4, execution=quiet)
+    assert np.max(np.abs(fast.differences - slow.differences)) <= mech.difference_error
+    np.testing.assert_allclose(fast.outputs, slow.outputs, atol=1e-12)
+    np.testing.assert_allclose(fast.difference_bound, mech.difference_bound(pool))
+    assert fast.difference_error == mech.difference_error and slow.difference_bound is None
+
+
+def test_calibration_uses_a_declared_range_and_covers_every_record():
+    mech, pool = _stable_wine()
+    plan = calibrate_per_record(mech, pool, target_accuracy=0.6, n_trials=56, rng=2,
+                                execution=ExecutionOptions(progress=False))
+    assert "declared sensitivity bound" in plan.range_source
+    assert plan.covers_every_record and plan.coverage == f"every record ({pool[1].size})"
+    class Blind:  # the same fast differences, no declared sensitivity
+        def __call__(self, subset):
+            return mech(subset)
+
+        def per_record_differences(self, pool, mask, records=None):
+            return mech.per_record_differences(pool, mask, records)
+
+    blind = calibrate_per_record(Blind(), pool, target_accuracy=0.6, n_trials=56, rng=2,
+                                 execution=ExecutionOptions(progress=False))
+    assert blind.range_source.startswith("none (black box)")
+    assert plan.scale < blind.scale  # the declared range tightens the certificate
+    section = plan.report_section()
+    assert "Coverage: every record of the pool" in section["markdown"]
+    assert "betting confidence bound" in section["markdown"]

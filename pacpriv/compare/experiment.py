@@ -1,0 +1,248 @@
+"""One dataset, several bounds: the rows of :func:`pacpriv.compare.compare_pac_dpsgd` (private;
+imports torch through :mod:`pacpriv.compare.models`).
+
+Everything that does not depend on the bound is computed once per dataset: the membership
+split, the non-private and majority-class references, the PAC black box and its per-record
+trials (the expensive part: ``1 + n`` evaluations per trial, or one fast call). For each bound
+``a`` the DP-SGD σ are calibrated, the whole-subset PAC job is run (budget ``v = ln 2 − H(a)``)
+and the per-record noise is certified from the shared trials. A table with several bounds is
+therefore row for row the same as separate comparisons with the same seed.
+
+Seeds: children of the root seed: 0 membership split, 1 whole-subset simulation, 2 its noise
+draws, 3/4 DP-SGD closed form/exact, 5 attack splits, 6 per-record trials and noise, 7 DP-SGD
+on the PAC black box's features.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from pacpriv._random import trial_seed
+from pacpriv.compare.blackbox import StableBlackBox
+from pacpriv.compare.models import (
+    LogisticRegressionMechanism,
+    dpsgd_row,
+    evaluate_draws,
+    exact_sigma,
+    scale_features,
+)
+from pacpriv.compare.per_record import per_record_row, simulate_record_trials
+from pacpriv.compare.render import (
+    EVALUATION_NOTE,
+    SECRETS,
+    black_box_note,
+    chance_note,
+    comparison_notes,
+    per_record_note,
+)
+from pacpriv.compare.results import ComparisonRow
+from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
+from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy, posterior_success_rate
+from pacpriv.pac.job import run_pac
+from pacpriv.pac.release import privatize
+from pacpriv.pac.samplers import PoissonSampler
+
+__all__ = ["run_comparison"]
+
+_NONE: dict[str, Any] = dict(
+    noise=0.0, noise_units="none", noise_multiplier=None, gradient_noise_std=None,
+    parameter_noise_rms=0.0, expected_noise_power=0.0, mi_budget=None, test_accuracy_std=0.0,
+    accuracy_bound=1.0, bound_source="no guarantee", n_repeats=1, secret=SECRETS["none"],
+    bound_label="no guarantee")
+
+
+def _reference(method, mech, theta, data, *, confidence, attack_rng, dataset) -> ComparisonRow:
+    tic = time.perf_counter()
+    acc, _, att = evaluate_draws(mech, [theta], data, confidence=confidence,
+                                 attack_rng=attack_rng)
+    return ComparisonRow(method=method, family="none", test_accuracy=acc, attack=att,
+                         wall_time_s=time.perf_counter() - tic, dataset=dataset, **_NONE)
+
+
+def _majority(y, members, dataset) -> ComparisonRow:
+    tic = time.perf_counter()
+    top = int(np.bincount(y[members], minlength=int(y.max()) + 1).argmax())
+    acc = float(np.mean(y[~members] == top))
+    return ComparisonRow(method="majority class (of the training set)", family="none",
+                         test_accuracy=acc, attack=None, wall_time_s=time.perf_counter() - tic,
+                         dataset=dataset, **_NONE)
+
+
+def _whole_subset_row(mech, data, *, pool, a, rule, n_trials, root, attack_rng, execution,
+                      n_repeats, confidence, ds, sampler) -> tuple[ComparisonRow, object, float]:
+    tic = time.perf_counter()
+    X, y, members = data
+    v = float(mi_budget_for_accuracy(a, prior=max(sampler.prior, 1 - sampler.prior)))
+    # An evaluation, not a release: the split and every noise draw derive from the recorded
+    # root seed, so run_pac releases nothing and the report says so (EVALUATION_NOTE).
+    quiet = (replace(rule, target_inflation=None)  # the table states the trial count itself
+             if "target_inflation" in rule.parameter_names() else rule)
+    pac = replace(run_pac(
+        mech, pool, mi_budget=v, n_trials=n_trials, sampler=sampler, rule=quiet,
+        rng=trial_seed(root, 1), release=False, execution=execution,
+        mechanism_name=mech.describe(), dataset=ds.to_dict(),
+    ), evaluation=EVALUATION_NOTE)
+    clean = mech((X[members], y[members]))
+    draws = (privatize(clean, pac.plan, rng=trial_seed(trial_seed(root, 2), r))
+             for r in range(n_repeats))
+    mean, std, attack = evaluate_draws(mech, draws, data, confidence=confidence,
+                                       attack_rng=attack_rng)
+    power = pac.plan.expected_noise_power
+    row = ComparisonRow(
+        method=f"PAC, whole subset ({rule.name})", family="pac",
+        noise=math.sqrt(power / mech.dim),
+        noise_units="RMS noise std per parameter sqrt(E||B||²/d)", noise_multiplier=None,
+        gradient_noise_std=None, parameter_noise_rms=math.sqrt(power / mech.dim),
+        expected_noise_power=power, mi_budget=v, test_accuracy=mean, test_accuracy_std=std,
+        accuracy_bound=pac.posterior_success_bound,
+        bound_source=f"{pac.label}: KL inversion of MI <= v (PAC Thm 1), prior ½",
+        attack=attack, n_repeats=n_repeats, wall_time_s=time.perf_counter() - tic,
+        dataset=ds.name, target_accuracy=a, secret=SECRETS["pac"], bound_label=pac.label,
+        mechanism=mech, noise_plan=pac.plan,
+    )
+    return row, pac, v
+
+
+def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
+    """The fields of one ``ComparisonResult`` per bound in ``targets`` (validated inputs)."""
+    st = settings
+    M, E, C = st.steps_per_epoch, st.epochs, st.max_grad_norm
+    X = scale_features(ds.X, ds.feature_low, ds.feature_high)
+    classes = np.asarray(ds.classes)
+    y = np.searchsorted(classes, np.asarray(ds.y)).astype(np.int64)
+    pool = (X, y)
+    sampler = PoissonSampler(sampling_rate=0.5)
+    members = sampler.draw(X.shape[0], np.random.default_rng(trial_seed(root, 0)))
+    if min(members.sum(), (~members).sum()) < 2:
+        raise ValueError(
+            f"the Poisson-½ split of {X.shape[0]} records left {int(members.sum())} members; "
+            "members and non-members need >= 2 each: use a larger pool or another `rng`."
+        )
+    sgd = LogisticRegressionMechanism(
+        n_features=X.shape[1], n_classes=classes.size, steps_per_epoch=M, epochs=E,
+        learning_rate=st.learning_rate, public_seed=st.public_seed)
+    mech = st.black_box.build(X, classes.size, sampling_rate=sampler.sampling_rate,
+                              steps_per_epoch=M, epochs=E, learning_rate=st.learning_rate,
+                              public_seed=st.public_seed)
+    stable = isinstance(st.black_box, StableBlackBox)
+    data = (X, y, members)
+    attack_root = trial_seed(root, 5)
+    name = ds.name
+    conf = st.confidence
+
+    baseline = _reference("non-private (DP-SGD's model, no noise, no clipping)", sgd,
+                          sgd((X[members], y[members])), data, confidence=conf,
+                          attack_rng=trial_seed(attack_root, 3), dataset=name)
+    references = [_majority(y, members, name)]
+    if stable:
+        references.append(_reference("non-private, PAC black box (no noise)", mech,
+                                     mech((X[members], y[members])), data, confidence=conf,
+                                     attack_rng=trial_seed(attack_root, 6), dataset=name))
+    trials = None
+    if st.per_record_trials:
+        trials = simulate_record_trials(
+            mech, pool, n_trials=st.per_record_trials,
+            n_records_audited=X.shape[0] if st.per_record_records is None
+            else st.per_record_records, root=trial_seed(root, 6), execution=execution)
+
+    out = []
+    for a in targets:
+        common = dict(C=C, M=M, E=E, n_repeats=st.n_repeats, confidence=conf, bound=a,
+                      dataset=name, secret=SECRETS["dpsgd"])
+        notes = []
+        sigma_cf = float(closed_form_noise_multiplier(a, steps_per_epoch=M, epochs=E))
+        rows = [dpsgd_row(ComparisonRow, "DP-SGD (chi-square closed form)",
+                          "certified: chi-square closed form, σ calibrated (RA-MIA)", sigma_cf,
+                          sgd, data, root=trial_seed(root, 3),
+                          attack_rng=trial_seed(attack_root, 0),
+                          bound_label="certified (closed form, analytic: every record)",
+                          **common)]
+        refs = list(references)
+        if st.exact:
+            sigma_ex, skipped = exact_sigma(a, M, E)
+            if skipped or sigma_ex is None:
+                notes.append(skipped or "exact σ unavailable")
+            else:
+                label = "certified (exact, analytic: every record)"
+                rows.append(dpsgd_row(ComparisonRow, "DP-SGD (exact)",
+                                      "certified: exact ½ + ½·TV interval, σ calibrated "
+                                      "(RA-MIA)", sigma_ex, sgd, data,
+                                      root=trial_seed(root, 4),
+                                      attack_rng=trial_seed(attack_root, 1),
+                                      bound_label=label, **common))
+                if stable:
+                    Z = mech.basis(X)
+                    feat = LogisticRegressionMechanism(
+                        n_features=Z.shape[1], n_classes=classes.size, steps_per_epoch=M,
+                        epochs=E, learning_rate=st.learning_rate, public_seed=st.public_seed)
+                    refs.append(dpsgd_row(
+                        ComparisonRow, "DP-SGD (exact), PAC black box's features",
+                        "certified: exact ½ + ½·TV interval (RA-MIA), on the pool-derived "
+                        "features of the PAC black box", sigma_ex, feat, (Z, y, members),
+                        root=trial_seed(root, 7), attack_rng=trial_seed(attack_root, 7),
+                        bound_label=label, **common))
+        prow, pac, v = _whole_subset_row(
+            mech, data, pool=pool, a=a, rule=st.rule, n_trials=st.n_trials, root=root,
+            attack_rng=trial_seed(attack_root, 2), execution=execution,
+            n_repeats=st.n_repeats, confidence=conf, ds=ds, sampler=sampler)
+        rows.append(prow)
+        plan = None
+        if trials is not None:
+            row, plan, informed = per_record_row(
+                ComparisonRow, mech, data, trials, target_accuracy=a, n_repeats=st.n_repeats,
+                confidence=conf, root=trial_seed(root, 6),
+                attack_rng=trial_seed(attack_root, 4), evaluate=evaluate_draws, dataset=name,
+                secrets=SECRETS)
+            rows.append(row)
+        n_mem = int(members.sum())
+        notes += comparison_notes(v, n_records=X.shape[0], n_trials=st.n_trials, dim=mech.dim,
+                                  n_repeats=st.n_repeats, per_record=float(
+                                      posterior_success_rate(v / X.shape[0], prior=0.5)))
+        notes.append(black_box_note(mech.describe(), stable))
+        if plan is not None:
+            notes.append(per_record_note(plan, informed, st.per_record_trials,
+                                         n_pool=X.shape[0]))
+        at_chance = chance_note(baseline.test_accuracy, y, n_test=int(X.shape[0] - n_mem),
+                                bounds_source=ds.bounds_source)
+        if at_chance:
+            notes.insert(0, at_chance)
+        out.append({
+            "target_accuracy": a, "mi_budget": v, "rows": tuple(rows), "baseline": baseline,
+            "references": tuple(refs), "notes": tuple(notes), "pac_result": pac,
+            "dataset": name, "pool": pool,
+            "settings": _settings(ds, st, X, classes, n_mem, mech, sgd, pac, trials, plan,
+                                  execution, sampler),
+        })
+    return out
+
+
+def _settings(ds, st, X, classes, n_mem, mech, sgd, pac, trials, plan, execution,
+              sampler) -> dict:
+    n = int(X.shape[0])
+    return {
+        "dataset": ds.name, "n_records": n, "n_features": int(X.shape[1]),
+        "n_classes": int(classes.size), "n_members": n_mem, "n_nonmembers": n - n_mem,
+        "model": "logistic regression", "dim": sgd.dim,
+        "model_detail": "torch.nn.Linear(p, K), float64, cross-entropy, public uniform init",
+        "feature_scaling": f"min-max to [-1, 1] with the {ds.bounds_source} feature ranges",
+        "epochs": st.epochs, "steps_per_epoch": st.steps_per_epoch,
+        "expected_batch_size": n_mem / st.steps_per_epoch, "max_grad_norm": st.max_grad_norm,
+        "learning_rate": st.learning_rate, "optimizer": "SGD (no momentum)",
+        "pac_black_box": st.black_box.to_dict(), "pac_model": mech.describe(),
+        "pac_dim": int(mech.dim), "n_trials": st.n_trials, "rule": st.rule.name,
+        "sampler": sampler.to_dict(), "n_repeats": st.n_repeats,
+        "public_seed": st.public_seed, "n_jobs": execution.n_jobs,
+        "confidence": st.confidence, "attack": "loss threshold (Yeom et al. 2018)",
+        "pac_simulation_s": pac.simulation.elapsed_s,
+        "per_record_trials": st.per_record_trials,
+        "per_record_simulation_s": None if trials is None else trials.elapsed_s,
+        "per_record_records": None if plan is None else int(plan.records.size),
+        # "all", or the public sample's indices (a sample's bound covers only these records)
+        "per_record_audited": None if plan is None else (
+            "all" if plan.records.size >= n else [int(r) for r in plan.records]),
+    }
