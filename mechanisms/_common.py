@@ -24,8 +24,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from pacpriv._validation import describe_invalid
-
 __all__ = [
     "as_bounds",
     "public_seed_alias",
@@ -190,3 +188,14 @@ def renamed_seed_field(old: str) -> Callable[[type[_T]], type[_T]]:
         return cls
 
     return decorate
+
+
+def describe_invalid(bad: np.ndarray, shown: int = 5) -> str:
+    """``"3 of 10 entries (at index 0, 4, 7)"`` for the boolean mask ``bad``: the count and the
+    first ``shown`` flat positions, never a value (errors hold public facts only)."""
+    bad = np.asarray(bad, dtype=bool).reshape(-1)
+    n_bad = int(np.count_nonzero(bad))
+    where = [str(int(i)) for i in np.flatnonzero(bad)[:shown]]
+    more = ", ..." if n_bad > shown else ""
+    noun = "entry" if bad.size == 1 else "entries"
+    return f"{n_bad} of {bad.size} {noun} (at index {', '.join(where)}{more})"

@@ -214,3 +214,32 @@ def check_finite_array(arr: np.ndarray, name: str, *, block_rows: int = 65_536) 
                  f"{n_bad} of {arr.shape[0]} records have (the first is record {first})")
         raise ValueError(f"`{name}` must hold finite numbers; {which} a NaN or infinite "
                          "value (values not shown).")
+
+
+def keyword_fields(given: dict, allowed: tuple[str, ...], *, where: str, owner: str) -> dict:
+    """Check the ``**fields`` keywords of ``where`` against the field names of ``owner``.
+
+    Functions that take a settings object (``spec=``, ``settings=``) also take its fields as
+    keywords; this refuses any other keyword with Python's own wording, and names the closest
+    valid field (a typo such as ``noise_multiplyer``).
+
+    Raises
+    ------
+    TypeError
+        If a keyword is not in ``allowed``.
+
+    Examples
+    --------
+    >>> keyword_fields({"epochs": 3}, ("epochs", "k"), where="f", owner="Spec")
+    {'epochs': 3}
+    """
+    import difflib
+
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        hints = [f"{k!r} (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(
+            k, allowed, n=1, cutoff=0.7)) else repr(k) for k in unknown]
+        raise TypeError(f"{where}() got unexpected keyword argument(s) {', '.join(hints)}; "
+                        f"besides its own, it takes the fields of {owner}: "
+                        f"{', '.join(allowed)}.")
+    return dict(given)

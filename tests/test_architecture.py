@@ -298,3 +298,57 @@ def test_rule_names_are_special_cased_only_in_their_own_rule_module():
         for m in re.finditer(r"\brule\s*[!=]=\s*[\"']", text):
             bad.append((str(path.relative_to(ROOT)), m.group(0)))
     assert bad == []
+
+
+def _public_functions():
+    """Every public function and method of pacpriv's public modules (``__all__``), with the
+    number of parameters ``inspect.signature`` shows (``self``/``cls`` excluded). Result and
+    settings records (dataclasses, whose fields are their constructor) are not functions."""
+    import dataclasses
+    import importlib
+    import inspect
+    import pkgutil
+    import warnings
+
+    import pacpriv
+
+    out = {}
+    names = ["pacpriv"] + [m.name for m in pkgutil.walk_packages(pacpriv.__path__, "pacpriv.")
+                           if not any(p.startswith("_") for p in m.name.split(".")[1:])]
+    for name in names:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                mod = importlib.import_module(name)
+            except ImportError:  # an optional extra that is not installed
+                continue
+        for attr in getattr(mod, "__all__", ()):
+            obj = getattr(mod, attr, None)
+            targets = []
+            if inspect.isclass(obj):
+                for mname, meth in vars(obj).items():
+                    if mname.startswith("_") and not (mname == "__init__"
+                                                      and not dataclasses.is_dataclass(obj)):
+                        continue
+                    func = getattr(meth, "__func__", meth)
+                    if inspect.isfunction(func):
+                        targets.append((f"{obj.__module__}.{obj.__qualname__}.{mname}", func))
+            elif inspect.isfunction(obj):
+                targets.append((f"{obj.__module__}.{obj.__qualname__}", obj))
+            for qualname, func in targets:
+                try:
+                    params = inspect.signature(func).parameters
+                except (TypeError, ValueError):
+                    continue
+                out[qualname] = len([p for p in params if p not in ("self", "cls")])
+    return out
+
+
+def test_no_public_function_takes_more_than_12_parameters():
+    """Issue 24: ``run_pac`` takes at most 13 parameters and no other public function or method
+    more than 12 (settings travel in spec objects)."""
+    counts = _public_functions()
+    assert counts["pacpriv.pac.job.run_pac"] <= 13
+    assert len(counts) > 100  # the walk found the public API
+    over = {k: v for k, v in counts.items() if v > 12 and not k.endswith(".run_pac")}
+    assert not over, over

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from pacpriv._display import Displayable, Summary, shown_estimate
 from pacpriv._json import field_values
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int, check_real, keyword_fields
 from pacpriv.audit._attacks import (
     AttackResult,
     evaluate_attack,
@@ -41,7 +42,7 @@ from pacpriv.audit._attacks import (
 )
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound, parameter_rows
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
-from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple, with_max_grad_norm
 
 __all__ = ["AuditResult", "audit_dpsgd"]
 
@@ -171,25 +172,30 @@ def _bounds(sigma, M, E, target_accuracy):
     return (chi2 if target_accuracy is None else target_accuracy), chi2
 
 
+#: The DP-SGD settings :func:`audit_dpsgd` takes as keywords (or in ``spec``).
+AUDIT_KEYWORDS = ("noise_multiplier", "steps_per_epoch", "epochs", "max_grad_norm",
+                  "target_accuracy", "calibration_method")
+
+
 def audit_dpsgd(
     X,
     y,
     *,
     model_factory: Callable[[], object],
     loss_fn: Callable,
-    steps_per_epoch: int | None = None,
-    epochs: int | None = None,
-    max_grad_norm: float | None,
-    noise_multiplier: float | None = None,
-    target_accuracy: float | None = None,
-    calibration_method: str = "exact",
+    spec: DPSGDSpec | None = None,
     optimizer: Callable | None = None,
     n_shadow_models: int = 8,
     confidence: float = 0.95,
     rng: RNGLike = None,
-    spec: DPSGDSpec | None = None,
+    **settings: Any,
 ) -> AuditResult:
     """Train on a random half of ``(X, y)`` with DP-SGD, attack the model, compare with the bound.
+
+    The DP-SGD settings come in ``spec`` or as the keywords ``noise_multiplier``,
+    ``steps_per_epoch``, ``epochs``, ``max_grad_norm``, ``target_accuracy`` and
+    ``calibration_method`` (``settings``); ``max_grad_norm`` is required unless ``spec``
+    gives it.
 
     Parameters
     ----------
@@ -241,7 +247,32 @@ def audit_dpsgd(
         If both or neither of ``noise_multiplier`` and ``target_accuracy`` are given, a
         scalar is out of range, or the pool has fewer than 8 records.
     """
+    given = with_max_grad_norm(keyword_fields(settings, AUDIT_KEYWORDS, where="audit_dpsgd",
+                                              owner="DPSGDSpec"), spec, "audit_dpsgd")
+    return _audit_dpsgd(X, y, model_factory=model_factory, loss_fn=loss_fn, spec=spec,
+                        optimizer=optimizer, n_shadow_models=n_shadow_models,
+                        confidence=confidence, rng=rng, **given)
 
+
+def _audit_dpsgd(
+    X,
+    y,
+    *,
+    model_factory: Callable[[], object],
+    loss_fn: Callable,
+    steps_per_epoch: int | None = None,
+    epochs: int | None = None,
+    max_grad_norm: float | None,
+    noise_multiplier: float | None = None,
+    target_accuracy: float | None = None,
+    calibration_method: str = "exact",
+    optimizer: Callable | None = None,
+    n_shadow_models: int = 8,
+    confidence: float = 0.95,
+    rng: RNGLike = None,
+    spec: DPSGDSpec | None = None,
+) -> AuditResult:
+    """:func:`audit_dpsgd` with every setting as a keyword (validated here)."""
     torch = import_torch("audit_dpsgd")
 
     if (noise_multiplier is None) == (target_accuracy is None):

@@ -188,7 +188,8 @@ def _compare(args) -> int:
                                   execution=execution) for ds in datasets] if args.effects else []
     if len(names) == 1 and len(targets) == 1:
         result = compare_pac_dpsgd(datasets[0], target_accuracy=targets[0],
-                                   rng=args.seed, execution=execution, **settings)
+                                   rng=args.seed, execution=execution,
+                                   settings=ComparisonSettings(**settings))
         paths = write_report(result.pac_result.with_sections(
             result.report_section(), *(e.report_section() for e in effects)), out,
             formats=formats, pool_statistics=pool_statistics(args))

@@ -36,7 +36,6 @@ torch = import_torch("pacpriv.compare")
 
 __all__ = [
     "LogisticRegressionMechanism",
-    "dpsgd_row",
     "evaluate_draws",
     "evaluate_parameters",
     "exact_sigma",

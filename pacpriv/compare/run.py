@@ -35,6 +35,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Sequence
@@ -42,8 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
-from pacpriv._validation import check_int, check_real
-from pacpriv.compare.blackbox import SgdBlackBox, StableBlackBox, as_black_box
+from pacpriv._validation import check_int, check_real, keyword_fields
+from pacpriv.compare.blackbox import StableBlackBox, as_black_box
 from pacpriv.compare.results import ComparisonResult, ComparisonRow, ComparisonTable
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.pac.engine._options import (
@@ -201,26 +202,30 @@ def _results(ds, root, targets, st, execution, tic) -> list[ComparisonResult]:
                              threat_models=dict(THREAT_MODELS), **p) for p in parts]
 
 
+def _settings(settings: ComparisonSettings | None, fields: dict) -> ComparisonSettings:
+    """``settings``, or a :class:`ComparisonSettings` of the keyword ``fields`` (not both)."""
+    names = tuple(f.name for f in dataclasses.fields(ComparisonSettings))
+    given = keyword_fields(fields, names, where="compare_pac_dpsgd", owner="ComparisonSettings")
+    if settings is None:
+        return ComparisonSettings(**given)
+    if not isinstance(settings, ComparisonSettings):
+        raise TypeError("`settings` must be a ComparisonSettings or None; got "
+                        f"{type(settings).__name__}.")
+    if given:
+        raise TypeError(f"pass {', '.join(sorted(given))} either in `settings` or as keywords, "
+                        "not both.")
+    return settings
+
+
 @accepts_legacy_execution(names=("n_jobs", "progress"))
 def compare_pac_dpsgd(
     dataset: Any = "breast_cancer",
     *,
     target_accuracy: float = 0.6,
-    epochs: int = 10,
-    steps_per_epoch: int = 5,
-    max_grad_norm: float = 1.0,
-    learning_rate: float = 0.5,
-    n_trials: int = 500,
-    n_repeats: int = 5,
-    rule: str | NoiseRule = DEFAULT_RULE,
-    exact: bool = True,
-    confidence: float = 0.95,
-    public_seed: int = 0,
+    settings: ComparisonSettings | None = None,
     rng: RNGLike = None,
-    per_record_trials: int = 400,
-    per_record_records: int | None = None,
     execution: ExecutionOptions | None = None,
-    black_box: StableBlackBox | SgdBlackBox | str | None = None,
+    **fields: Any,
 ) -> ComparisonResult:
     """Compare PAC noise and DP-SGD at the same membership-inference accuracy bound.
 
@@ -234,6 +239,9 @@ def compare_pac_dpsgd(
         training set (members), the rest is the test set and the attack's non-members.
     target_accuracy : float, default 0.6
         Bound ``a`` in (½, 1) for every method.
+    settings : ComparisonSettings, optional
+        Every setting below but ``rng`` and ``execution`` in one object; or give them as
+        keywords (``fields``), not both. The settings are:
     epochs, steps_per_epoch : int, default 10, 5
         E >= 1 and M >= 1, the same for every method.
     max_grad_norm : float, default 1.0
@@ -312,12 +320,7 @@ def compare_pac_dpsgd(
         res = compare_pac_dpsgd("breast_cancer", n_trials=200, rng=0)
         print(res.to_markdown())
     """
-    settings = ComparisonSettings(
-        epochs=epochs, steps_per_epoch=steps_per_epoch, max_grad_norm=max_grad_norm,
-        learning_rate=learning_rate, n_trials=n_trials, n_repeats=n_repeats, rule=rule,
-        exact=exact, confidence=confidence, public_seed=public_seed,
-        per_record_trials=per_record_trials, per_record_records=per_record_records,
-        black_box=black_box)
+    settings = _settings(settings, fields)
     a = check_real(target_accuracy, "target_accuracy", low=0.5, high=1.0,
                    low_inclusive=False, high_inclusive=False)
     ds, st = _validated(settings, (a,), dataset)

@@ -262,3 +262,24 @@ def spec_triple(spec: DPSGDSpec | None, noise_multiplier, steps_per_epoch, epoch
         spec, noise_multiplier=noise_multiplier, steps_per_epoch=steps_per_epoch, epochs=epochs
     )
     return got["noise_multiplier"], got["steps_per_epoch"], got["epochs"]
+
+
+def with_max_grad_norm(given: dict, spec: DPSGDSpec | None, where: str) -> dict:
+    """``given`` with its ``max_grad_norm``: the keyword, else ``spec.max_grad_norm``.
+
+    Raises
+    ------
+    TypeError
+        If neither gives one, or both give different values (one source of truth).
+    """
+    out = dict(given)
+    if "max_grad_norm" not in out:
+        if spec is None or spec.max_grad_norm is None:
+            raise TypeError(f"{where}() missing the keyword argument 'max_grad_norm' (the "
+                            "clipping norm C > 0, or None for no clipping with σ = 0), or "
+                            "spec=DPSGDSpec(..., max_grad_norm=C).")
+        out["max_grad_norm"] = spec.max_grad_norm
+    elif (spec is not None and spec.max_grad_norm is not None
+          and out["max_grad_norm"] != spec.max_grad_norm):
+        raise TypeError("pass max_grad_norm either in `spec` or individually, not both.")
+    return out

@@ -39,12 +39,13 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int, check_real, keyword_fields
 from pacpriv.dpsgd._ghost import LinearTape, batched_losses, linear_layers
 from pacpriv.dpsgd._noise import arithmetic, check_noise_range, check_precision, noisy_average
 from pacpriv.dpsgd._records import as_records, as_tensors
@@ -52,7 +53,7 @@ from pacpriv.dpsgd._training_result import TrainingResult
 from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_generator
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.dpsgd.sampling import RandomAllocation
-from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
+from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple, with_max_grad_norm
 from pacpriv.dpsgd.validate import ModuleProblem, inplace_modules, probe_model, validate_model
 
 torch = import_torch("pacpriv.dpsgd.trainer")
@@ -288,25 +289,31 @@ def _make_optimizer(optimizer: OptimizerArg, model: torch.nn.Module) -> torch.op
     )
 
 
+#: The DP-SGD settings :func:`train_dpsgd` takes as keywords (or in ``spec``).
+TRAINER_KEYWORDS = ("noise_multiplier", "steps_per_epoch", "epochs", "max_grad_norm",
+                    "allocation")
+
+
 def train_dpsgd(
     model: torch.nn.Module,
     loss_fn: LossFn,
     X,
     y=None,
     *,
-    noise_multiplier: float | None = None,
-    steps_per_epoch: int | None = None,
-    epochs: int | None = None,
-    max_grad_norm: float | None,
+    spec: DPSGDSpec | None = None,
     optimizer: OptimizerArg = None,
     rng: RNGLike = None,
     secure_noise: bool = False,
-    progress: bool = False,
-    spec: DPSGDSpec | None = None,
-    allocation: RandomAllocation | str | None = None,
     allow_low_precision: bool = False,
+    progress: bool = False,
+    **settings: Any,
 ) -> TrainingResult:
     """Train ``model`` in place with DP-SGD under random allocation (k of t).
+
+    The DP-SGD settings come either in ``spec`` (a :class:`~pacpriv.dpsgd.DPSGDSpec`, as a
+    dp-accounting event describes a mechanism once for every accountant) or as the keywords
+    ``noise_multiplier``, ``steps_per_epoch``, ``epochs``, ``max_grad_norm`` and
+    ``allocation`` (``settings``); ``max_grad_norm`` is required unless ``spec`` gives it.
 
     Parameters
     ----------
@@ -398,6 +405,32 @@ def train_dpsgd(
     (:mod:`pacpriv.dpsgd._noise`; floating-point noise attacks, Mironov CCS 2012); the
     result's ``arithmetic`` states it. The divisor is the expected batch size ``k·n/t``.
     """
+    given = with_max_grad_norm(keyword_fields(settings, TRAINER_KEYWORDS, where="train_dpsgd",
+                                              owner="DPSGDSpec"), spec, "train_dpsgd")
+    return _train_dpsgd(model, loss_fn, X, y, optimizer=optimizer, rng=rng,
+                        secure_noise=secure_noise, progress=progress, spec=spec,
+                        allow_low_precision=allow_low_precision, **given)
+
+
+def _train_dpsgd(
+    model: torch.nn.Module,
+    loss_fn: LossFn,
+    X,
+    y=None,
+    *,
+    noise_multiplier: float | None = None,
+    steps_per_epoch: int | None = None,
+    epochs: int | None = None,
+    max_grad_norm: float | None,
+    optimizer: OptimizerArg = None,
+    rng: RNGLike = None,
+    secure_noise: bool = False,
+    progress: bool = False,
+    spec: DPSGDSpec | None = None,
+    allocation: RandomAllocation | str | None = None,
+    allow_low_precision: bool = False,
+) -> TrainingResult:
+    """:func:`train_dpsgd` with every setting as a keyword (validated here)."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
     if not callable(loss_fn):

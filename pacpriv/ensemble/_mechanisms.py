@@ -14,7 +14,7 @@ engine's ``numpy.random.default_rng(seed)`` it trains with ``seed`` itself
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -101,9 +101,9 @@ class EnsembleMechanism:
             As :func:`pacpriv.ensemble.train_ensemble`, before any training.
         """
         X, y = pool_arrays(pool)
-        return train_ensemble(self.model, X, y, masks, seeds=seeds, training=self.training,
-                              loss=self.loss, init=self.init, dtype=self.dtype,
-                              device=self.device,
+        training = replace(self.training, loss=self.loss)
+        return train_ensemble(self.model, X, y, masks, seeds=seeds, training=training,
+                              init=self.init, dtype=self.dtype, device=self.device,
                               memory_limit=self.memory_limit).flat_parameters()
 
     def __call__(self, subset, *, rng=None) -> np.ndarray:

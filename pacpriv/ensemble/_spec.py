@@ -17,6 +17,7 @@ Model ``k`` owns one :class:`numpy.random.SeedSequence` ``s_k``. Its children ar
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -243,6 +244,8 @@ class TrainingSpec:
         divides by the expected batch size ``n_k / M`` and needs ``"mean"`` here.
     clipping : Clipping or None, default None
         Per-example clipping (and noise); ``None``: plain gradients.
+    loss : {"cross_entropy", "mse"} or callable, default "cross_entropy"
+        Per-example loss (``callable(outputs, targets) -> (b,)``, one value per example).
 
     Notes
     -----
@@ -264,6 +267,7 @@ class TrainingSpec:
     batching: Batching = field(default_factory=FullBatch)
     reduction: Literal["mean", "sum"] = "mean"
     clipping: Clipping | None = None
+    loss: str | Callable = "cross_entropy"
 
     def __post_init__(self) -> None:
         if not isinstance(self.optimizer, (SGD, Adam)):
@@ -289,7 +293,8 @@ class TrainingSpec:
 
     def to_dict(self) -> dict:
         """JSON-serialisable settings, with the class name of each part."""
-        out: dict = {"epochs": self.epochs, "reduction": self.reduction}
+        out: dict = {"epochs": self.epochs, "reduction": self.reduction,
+                     "loss": self.loss if isinstance(self.loss, str) else "callable"}
         for name in ("optimizer", "batching", "clipping"):
             part = getattr(self, name)
             out[name] = None if part is None else {"type": type(part).__name__, **asdict(part)}

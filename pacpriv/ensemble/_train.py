@@ -22,7 +22,6 @@ from pacpriv.ensemble._closed_form import closed_form_for
 from pacpriv.ensemble._ensemble import Ensemble
 from pacpriv.ensemble._gradients import (
     FuncGradients,
-    LossArg,
     PerExampleLoss,
     as_index,
     draw_noise,
@@ -69,7 +68,6 @@ def train_ensemble(
     *,
     seeds: Sequence[np.random.SeedSequence] | RNGLike,
     training: TrainingSpec,
-    loss: LossArg = "cross_entropy",
     init: str | Ensemble = "seeded",
     dtype: str | torch.dtype = "float32",
     device: str | torch.device = "cpu",
@@ -101,8 +99,6 @@ def train_ensemble(
         :mod:`pacpriv.ensemble._spec`); an int or SeedSequence root gives children ``0..K-1``.
     training : TrainingSpec
         Optimiser, epochs, batching, reduction, clipping and noise.
-    loss : {"cross_entropy", "mse"} or callable, default "cross_entropy"
-        Per-example loss (``callable(outputs, targets) -> (b,)``).
     init : {"seeded", "shared"} or Ensemble, default "seeded"
         ``"seeded"``: model ``k`` drawn with torch's default laws from child 2 of its seed
         (:func:`pacpriv.ensemble._init.initialise`); ``"shared"``: every model starts from
@@ -128,7 +124,7 @@ def train_ensemble(
     Raises
     ------
     TypeError
-        If ``model``, ``training``, ``loss`` or ``seeds`` is of the wrong type.
+        If ``model``, ``training`` (and its ``loss``) or ``seeds`` is of the wrong type.
     ValueError
         If the data, masks, seeds, device, dtype, memory limit or model are invalid (the
         message names the argument), or one model does not fit in ``memory_limit``.
@@ -159,7 +155,7 @@ def train_ensemble(
                         f"{type(training).__name__}.")
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     template = prepare_template(model, dtype=dt, device=dev)
-    loss_fn = resolve_loss(loss)
+    loss_fn = resolve_loss(training.loss)
     limit, chunk = check_memory_limit(memory_limit), check_chunk_size(chunk_size)
     Xt, yt = as_data(X, y, dtype=dt, device=dev)
     member = as_masks(masks, Xt.shape[0])

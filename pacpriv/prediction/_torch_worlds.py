@@ -22,7 +22,7 @@ This module imports torch only inside its functions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -190,7 +190,7 @@ class TorchFit:
 
         X, y = self._arrays(pool)
         return train_ensemble(self.template(), X, y, masks, seeds=list(seeds),
-                              training=self.training, loss=self.loss, init=self.init,
+                              training=replace(self.training, loss=self.loss), init=self.init,
                               dtype=self.dtype, device=device, memory_limit=self.memory_limit,
                               progress=progress).flat_parameters()
 

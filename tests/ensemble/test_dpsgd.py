@@ -9,6 +9,7 @@ on empty batches too (Abadi et al., CCS 2016, Algorithm 1, with random allocatio
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -94,7 +95,7 @@ def test_clipping_bounds_each_examples_contribution(pool, seeds):
     steps = {}
     for name, clip in (("clipped", Clipping(0.01)), ("plain", None)):
         spec = TrainingSpec(SGD(1.0), epochs=1, batching=RandomAllocation(1), clipping=clip)
-        ens = train_ensemble(net, X, y, mask, seeds=seeds[:1], training=spec, loss="mse",
+        ens = train_ensemble(net, X, y, mask, seeds=seeds[:1], training=replace(spec, loss="mse"),
                              init="shared", dtype="float64")
         steps[name] = np.linalg.norm(ens.flat_parameters()[0] - _helpers.flat(net))
     assert 0.01 * (1 - 1e-6) < steps["clipped"] <= 0.01
@@ -116,8 +117,9 @@ def test_torch_settings_translate_to_the_same_training(pool, masks, seeds, facto
     loss = torch.nn.CrossEntropyLoss()
     spec = TrainingSpec(optimizer_from_torch(factory), epochs=2, batching=RandomAllocation(3),
                         clipping=Clipping(0.6, noise_multiplier=0.9))
-    ens = train_ensemble(net, X, y, masks, seeds=seeds, training=spec, init="shared",
-                         loss=loss_from_torch(loss), dtype="float64")
+    ens = train_ensemble(net, X, y, masks, seeds=seeds, training=replace(spec,
+                                                                         loss=loss_from_torch(loss)),
+                         init="shared", dtype="float64")
     ref = np.stack([_dpsgd(net, X, y, m, s, factory, sigma=0.9, C=0.6, M=3, E=2)
                     for m, s in zip(masks, seeds, strict=True)])
     np.testing.assert_allclose(ens.flat_parameters(), ref, rtol=0, atol=1e-10)

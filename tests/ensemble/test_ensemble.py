@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -136,8 +138,10 @@ def test_choose_chunk_size_and_the_estimate():
     ({"dtype": "float16"}, ValueError, r"`dtype` must be 'float32' or 'float64'; got 'float16'"),
     ({"device": "tpu"}, ValueError, r"`device` must be 'cpu' or 'cuda\[:index\]'; got 'tpu'"),
     ({"init": "random"}, ValueError, r"`init` must be one of \('seeded', 'shared'\)"),
-    ({"loss": "hinge"}, ValueError, r"`loss` must be one of \['cross_entropy', 'mse'\]"),
-    ({"loss": torch.nn.CrossEntropyLoss()}, TypeError, r"`loss` must return one loss per"),
+    ({"training": replace(SPEC, loss="hinge")}, ValueError,
+     r"`loss` must be one of \['cross_entropy', 'mse'\]"),
+    ({"training": replace(SPEC, loss=torch.nn.CrossEntropyLoss())}, TypeError,
+     r"`loss` must return one loss per"),
     ({"memory_limit": 0}, ValueError, r"`memory_limit` must be in \[1.0, inf\); got 0"),
     ({"chunk_size": 0}, ValueError, r"`chunk_size` must be an integer in \[1, inf\)"),
     ({"training": "sgd"}, TypeError, r"`training` must be a pacpriv.ensemble.TrainingSpec"),
@@ -162,8 +166,8 @@ def test_bad_input_is_refused_before_training(pool, kwargs, error, match):
 def test_a_loss_returning_a_scalar_is_refused(pool):
     X, y = pool
     with pytest.raises(ValueError, match=r"`loss` must return one value per example"):
-        train_ensemble(_helpers.mlp(), X, y, np.ones((1, 40), bool), seeds=0, training=SPEC,
-                       loss=lambda out, t: torch.nn.functional.cross_entropy(out, t))
+        train_ensemble(_helpers.mlp(), X, y, np.ones((1, 40), bool), seeds=0, training=replace(
+                       SPEC, loss=lambda out, t: torch.nn.functional.cross_entropy(out, t)))
 
 
 @pytest.mark.parametrize(("build", "match"), [
@@ -188,7 +192,7 @@ def test_spec_to_dict_names_every_part():
     spec = TrainingSpec(SGD(0.1, momentum=0.9), epochs=2, batching=RandomAllocation(4),
                         clipping=Clipping(1.0, 0.5))
     assert spec.to_dict() == {
-        "epochs": 2, "reduction": "mean",
+        "epochs": 2, "reduction": "mean", "loss": "cross_entropy",
         "optimizer": {"type": "SGD", "learning_rate": 0.1, "momentum": 0.9, "dampening": 0.0,
                       "weight_decay": 0.0, "nesterov": False},
         "batching": {"type": "RandomAllocation", "steps_per_epoch": 4},

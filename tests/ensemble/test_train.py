@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -155,7 +157,7 @@ def test_regression_and_custom_losses_match_the_reference(pool, masks, seeds, lo
     model = torch.nn.Linear(4, 2) if linear else _helpers.mlp(k=2)
     spec = TrainingSpec(SGD(0.05, momentum=0.5), epochs=2, batching=RandomAllocation(3),
                         clipping=Clipping(0.8))
-    ens = train_ensemble(model, X, y, masks, seeds=seeds, training=spec, loss=fn,
+    ens = train_ensemble(model, X, y, masks, seeds=seeds, training=replace(spec, loss=fn),
                          dtype="float64")
     np.testing.assert_allclose(ens.flat_parameters(),
                                _references(model, X, y, masks, seeds, spec, loss=fn,
@@ -170,7 +172,9 @@ def test_the_linear_closed_form_equals_the_torch_func_path(pool, masks, seeds):
     spec = TrainingSpec(Adam(0.05), epochs=2, batching=Shuffled(8), clipping=Clipping(0.3))
     model = torch.nn.Linear(4, 3)
     closed = train_ensemble(model, X, y, masks, seeds=seeds, training=spec, dtype="float64")
-    func = train_ensemble(model, X, y, masks, seeds=seeds, training=spec, dtype="float64",
-                          loss=lambda out, t: ce(out, t, reduction="none"))
+    func = train_ensemble(model, X, y, masks, seeds=seeds, training=replace(spec, loss=lambda out,
+                                                                            t: ce(out, t,
+                                                                                  reduction="none")),
+                          dtype="float64")
     np.testing.assert_allclose(closed.flat_parameters(), func.flat_parameters(), rtol=0,
                                atol=1e-12)
