@@ -153,6 +153,10 @@ def add_parser(subparsers, name: str) -> None:
         help=f"parallel workers (default 1: sequential; -1: all {cpus} CPU(s) this process may "
         f"use; more than {cpus} is capped on a local backend)",
     )
+    run.add_argument("--no-ensemble", action="store_true",
+                     help="one call per trial even for a mechanism with a vectorised block form "
+                     "(run_block, e.g. pacpriv.ensemble mechanisms); outputs agree to float "
+                     "tolerance, so both paths can be compared on the same seeds")
     run.add_argument("--backend", default=None, choices=BACKENDS,
                      help="joblib backend (default: loky processes when --n-jobs > 1)")
     run.add_argument("--scheduler", default=None, metavar="ADDRESS",
@@ -369,7 +373,8 @@ def _run(args) -> int:
                 release_rng=args.release_seed,
                 execution=ExecutionOptions(
                     n_jobs=n_jobs, backend=args.backend, progress=not args.no_progress,
-                    checkpoint=args.checkpoint, retries=args.retries, timeout=args.timeout),
+                    checkpoint=args.checkpoint, retries=args.retries, timeout=args.timeout,
+                    ensemble=not args.no_ensemble),
                 mechanism_name=mech_name,
                 dataset=dataset.to_dict(),
             )

@@ -120,6 +120,10 @@ def add_records_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=None, help="root seed of the simulation")
     p.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
     p.add_argument("--backend", default=None, help="joblib backend")
+    p.add_argument("--no-ensemble", action="store_true",
+                   help="one call per trial even for a mechanism with a vectorised block form "
+                   "(run_block, e.g. pacpriv.ensemble mechanisms); outputs agree to float "
+                   "tolerance, so both paths can be compared on the same seeds")
     p.add_argument("--checkpoint", default=None,
                    help="checkpoint directory (created owner-only, mode 0700). It holds "
                    "un-noised trial outputs and subset masks: treat a checkpoint like the raw "
@@ -201,6 +205,7 @@ def _records(args) -> int:
                   bound=args.bound,
                   execution=ExecutionOptions(n_jobs=n_jobs, backend=args.backend,
                                              checkpoint=args.checkpoint,
+                                             ensemble=not args.no_ensemble,
                                              progress=not args.no_progress))
     try:
         if args.target_accuracy is not None:

@@ -96,6 +96,9 @@ class _Batches:
                 self._current = next(self._ranges)  # StopIteration ends the run
             a, b = self._current
             stop = min(b, a + self._size())
+            block = self.task.block_size
+            if block and stop < b:  # end batches on canonical block boundaries
+                stop = min(b, -(-stop // block) * block)
             self._current = (stop, b)
             self.in_flight.add((a, stop))
         return self._delayed(self.task, a, stop, self.store.dim)

@@ -59,6 +59,7 @@ from pacpriv.pac.engine._options import (
 )
 from pacpriv.pac.engine._parallel import _failure_error, plan_workers, run_pending
 from pacpriv.pac.engine._storage import OutputStore
+from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._trial import TrialTask, run_batch
 from pacpriv.pac.samplers import Sampler, as_sampler
 
@@ -422,6 +423,8 @@ def simulate(
         reseed_global=reseed_global,
         parent_pid=os.getpid() if process_workers else None,
         kernel_signal=threading.current_thread() is threading.main_thread(),
+        block_size=block_size_of(mechanism, ex.ensemble),
+        n_trials=n_trials,
     )
     if dtype != np.float64:
         task = _with_reference(task, store, ckpt)

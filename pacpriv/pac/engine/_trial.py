@@ -71,6 +71,11 @@ class TrialTask:
     #: Whether the parent dispatches from its main thread (then the kernel's parent-death
     #: signal is safe to ask for).
     kernel_signal: bool = False
+    #: Trials per canonical block of an ensemble mechanism (``run_block``); 0: one call per
+    #: trial (:mod:`pacpriv.pac.engine._blocks`).
+    block_size: int = 0
+    #: Trials of the simulation (the last canonical block ends there).
+    n_trials: int = 0
 
     @functools.cached_property
     def _payload(self) -> bytes:
@@ -239,6 +244,15 @@ def run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchR
 
 def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchResult:
     tic = time.perf_counter()
+    if task.block_size:
+        from pacpriv.pac.engine._blocks import run_blocks
+
+        rows, kept, fail = run_blocks(task, start, stop, dim)
+        done = len(rows)
+        outputs = np.asarray(rows, dtype=task.output_dtype).reshape(done, -1 if done else 0)
+        block_masks = (np.asarray(kept, dtype=bool) if kept
+                       else np.empty((0, task.n_records), dtype=bool))
+        return BatchResult(start, stop, outputs, block_masks, fail, time.perf_counter() - tic)
     n = stop - start
     masks = np.empty((n, task.n_records), dtype=bool)
     rows: list[np.ndarray] = []
