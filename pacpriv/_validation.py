@@ -137,6 +137,8 @@ def check_array_real(
         If any element is NaN/inf or outside the interval. For an array the message gives the
         count and positions of the invalid entries, never a value (:func:`describe_invalid`).
     """
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+        value = float(value)  # a Python int beyond int64 (numpy would make it an object)
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
         kind = "a bool" if arr.dtype == bool else f"dtype {arr.dtype}"

@@ -17,8 +17,10 @@ __all__ = [
     "NotReproducibleWarning",
     "PacprivWarning",
     "UndersampledWarning",
+    "UserCodeError",
     "VacuousBoundWarning",
     "WorkerCapWarning",
+    "warn_user",
 ]
 
 
@@ -63,6 +65,14 @@ class MechanismError(RuntimeError):
 
 def _rebuild_mechanism_error(message: str, trial_index: int, seed: dict) -> MechanismError:
     return MechanismError(message, trial_index=trial_index, seed=seed)
+
+
+class UserCodeError(RuntimeError):
+    """Loading user code named by a ``module:attr`` spec raised (or called ``sys.exit``).
+
+    The message names the spec and the exception type, never the exception's own message
+    (module-level code may quote record values); that stays on the chained ``__cause__``.
+    """
 
 
 class CalibrationError(RuntimeError):
@@ -119,3 +129,21 @@ class WorkerCapWarning(PacprivWarning):
     The message names the cap and its reason (the usable CPUs, or the memory available for
     worker processes); the results are the same for any number of workers.
     """
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the first caller outside pacpriv (the user's line), as
+    pandas' ``find_stack_level`` does, however many pacpriv frames lie in between."""
+    import inspect
+    import os
+    import warnings
+
+    root = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    level, frame = 1, inspect.currentframe()
+    try:
+        while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
+            frame = frame.f_back
+            level += 1
+    finally:
+        del frame
+    warnings.warn(message, category, stacklevel=level)

@@ -27,6 +27,7 @@ bundled datasets, the whole pool's range for files).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -217,15 +218,38 @@ def _load_file(path_text: str, what: str):
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
     try:
-        spec.loader.exec_module(module)
+        with _user_code(what, path_text):
+            spec.loader.exec_module(module)
     finally:
         sys.modules.pop(mod_name, None)
     return module
 
 
+@contextlib.contextmanager
+def _user_code(what: str, target: str):
+    """Run user module code: its prints go to stderr (``--json`` stays valid on stdout), and
+    what it raises (or ``sys.exit``) becomes a :class:`~pacpriv.exceptions.UserCodeError`
+    naming the spec but not the message (it may quote record values)."""
+    from pacpriv.exceptions import WITHHELD_NOTE, UserCodeError
+    from pacpriv.pac.engine._isolation import output_to_stderr
+
+    try:
+        with output_to_stderr():
+            yield
+    except SystemExit as err:
+        raise UserCodeError(f"loading the {what} module {target!r} called sys.exit("
+                            f"{err.code!r}) at import time.") from err
+    except (ModuleNotFoundError, SyntaxError):
+        raise
+    except Exception as err:
+        raise UserCodeError(f"loading the {what} module {target!r} raised "
+                            f"{type(err).__qualname__} at import time. {WITHHELD_NOTE}") from err
+
+
 def _import_module(name: str, what: str):
     try:
-        return importlib.import_module(name)
+        with _user_code(what, name):
+            return importlib.import_module(name)
     except ModuleNotFoundError as err:
         if err.name is not None and (name == err.name or name.startswith(err.name + ".")):
             raise ValueError(f"cannot import {what} module {name!r}: {err}") from err

@@ -40,8 +40,18 @@ _FLAGS = {"feature_ranges": "--feature-ranges", "label_column": "--label-column"
 _PRIVATE_MODULE = re.compile(r"_pacpriv_user_mechanism_[0-9a-f]+\.")
 
 
+#: ``--label-column`` / ``--feature-ranges`` help of the commands that train models themselves
+#: (compare, audit: no user mechanism).
+TRAINED_LABEL_HELP = ("label column of a .csv/.npy dataset (header name or index): the class "
+                      "labels the models are trained on")
+TRAINED_RANGES_HELP = ("feature ranges you declare public: 'low:high' for every feature, "
+                       "'l1:h1,l2:h2,...' one per feature, or a file with one 'low,high' line "
+                       "per feature; used to scale the features to [-1, 1] (default: bundled "
+                       "datasets use published ranges, others the pool's own min/max)")
+
+
 def add_dataset_arguments(parser, *, feature_ranges: bool = True,
-                          label_help: str | None = None) -> None:
+                          label_help: str | None = None, ranges_help: str | None = None) -> None:
     """``--label-column``, ``--delimiter``, ``--columns``/``--drop-columns`` and
     ``--feature-ranges`` (shared by every command that reads a dataset: pac run, pac records,
     compare, predict fit/query; ``feature_ranges=False`` leaves out the last)."""
@@ -64,7 +74,7 @@ def add_dataset_arguments(parser, *, feature_ranges: bool = True,
         return
     parser.add_argument(
         "--feature-ranges", default=None, metavar="FILE|LOW:HIGH,...",
-        help="feature ranges you declare public: 'low:high' for every feature, "
+        help=ranges_help or "feature ranges you declare public: 'low:high' for every feature, "
         "'l1:h1,l2:h2,...' one per feature, or a file with one 'low,high' line per feature; "
         "used by built-in mechanisms and printed in the report (default: bundled datasets "
         "use published ranges; a file's own ranges are used but never printed)")

@@ -11,7 +11,13 @@ from pacpriv import _json
 from pacpriv._numbers import format_bound
 from pacpriv.cli._args import UsageError, add_report_output, integer, number, report_formats
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
-from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset
+from pacpriv.cli._user import (
+    TRAINED_LABEL_HELP,
+    TRAINED_RANGES_HELP,
+    add_dataset_arguments,
+    load_cli_dataset,
+)
+from pacpriv.report.audit import verdict
 
 __all__ = ["add_parser"]
 
@@ -34,7 +40,7 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--dataset", default="digits",
                    help="bundled classification dataset or .csv/.npy/.npz path (a file needs "
                    "--label-column; default digits)")
-    add_dataset_arguments(p)
+    add_dataset_arguments(p, label_help=TRAINED_LABEL_HELP, ranges_help=TRAINED_RANGES_HELP)
     p.add_argument("--model", choices=("logistic", "mlp"), default="mlp",
                    help="torch classifier: multinomial logistic regression or a one-hidden-"
                    "layer tanh MLP (default mlp)")
@@ -229,9 +235,8 @@ def _print_summary(report, paths) -> None:
     print(f"{'certified TPR (up)':<{width}}  {'':>6}  "
           + "  ".join(f"{format_bound(g['certified_tpr'], 3, side='up'):<26}" for g in gaps))
     print(f"certified curve: {report.curves[0].label}")
-    violations = sum(len(g["violations"]) for g in gaps)
-    print("every attack's interval stays under every certified curve" if violations == 0
-          else f"warning: {violations} attack/curve pair(s) exceed a certified curve")
+    said = verdict(gaps)
+    print(f"warning: {said}" if said[0].isdigit() else said)
     for g in gaps:
         if not g["resolved"]:
             print(f"FPR {g['fpr']:g}: {g['reason']}")

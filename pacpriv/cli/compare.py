@@ -16,7 +16,13 @@ from pacpriv.cli._args import (
     report_formats,
 )
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
-from pacpriv.cli._user import LABEL_NAMES, add_dataset_arguments, load_cli_dataset
+from pacpriv.cli._user import (
+    LABEL_NAMES,
+    TRAINED_LABEL_HELP,
+    TRAINED_RANGES_HELP,
+    add_dataset_arguments,
+    load_cli_dataset,
+)
 from pacpriv.compare import (
     ComparisonSettings,
     SgdBlackBox,
@@ -50,7 +56,7 @@ def add_parser(subparsers, name: str) -> None:
                    help="bundled classification dataset or .csv/.npy/.npz path (a file needs "
                    "--label-column), or a comma-separated list of datasets: one table over "
                    "all of them (default breast_cancer)")
-    add_dataset_arguments(p)
+    add_dataset_arguments(p, label_help=TRAINED_LABEL_HELP, ranges_help=TRAINED_RANGES_HELP)
     p.add_argument("--target-accuracy", type=_bounds, default=(0.6,),
                    help="membership-inference accuracy bound a in (0.5, 1), or a comma-"
                    "separated list of bounds (e.g. 0.55,0.6); each dataset is simulated once "

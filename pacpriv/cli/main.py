@@ -33,6 +33,7 @@ from pacpriv.exceptions import (
     CalibrationError,
     CheckpointError,
     MechanismError,
+    UserCodeError,
 )
 
 __all__ = ["GROUPS", "UsageError", "build_parser", "main", "number"]
@@ -176,7 +177,7 @@ def _dispatch(args, flags: set[str]) -> int:
         # no permission, a port in use (FileNotFoundError is one)
         print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 2
-    except MechanismError as exc:
+    except (MechanismError, UserCodeError) as exc:
         print(f"pacpriv: error: {_as_flags(_mechanism_line(exc, args), flags)}", file=sys.stderr)
         return 1
     except (CalibrationError, BudgetExceededError) as exc:

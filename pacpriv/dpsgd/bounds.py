@@ -77,8 +77,13 @@ class AccuracyBound(Displayable):
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict (arrays become lists)."""
-        items = asdict(self).items()
-        return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in items}
+        out = {k: (v.tolist() if isinstance(v, np.ndarray) else v)
+               for k, v in asdict(self).items()}
+        for count in ("steps_per_epoch", "epochs"):  # counts print as integers
+            v = out.get(count)
+            if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
+                out[count] = int(v)
+        return out
 
 
 def parameter_rows(noise_multiplier, steps_per_epoch, epochs) -> list[tuple[str, str, str]]:

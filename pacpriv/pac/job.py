@@ -16,7 +16,6 @@ References
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,7 @@ from pacpriv.exceptions import (
     MechanismError,
     UndersampledWarning,
     VacuousBoundWarning,
+    warn_user,
 )
 from pacpriv.pac._pipeline import measure
 from pacpriv.pac.bounds._posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
@@ -440,7 +440,7 @@ def run_pac(
     notes = _caveats(sim, plan, spec, baseline)
     for note, category in notes:
         if category is not None:
-            warnings.warn(note, category, stacklevel=2)
+            warn_user(note, category)
     if prior_info.source == "estimated":
         notes.append((f"membership prior: {prior_info.explanation}.", UserWarning))
 

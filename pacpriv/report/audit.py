@@ -43,6 +43,24 @@ def _fpr_text(alpha: float) -> str:
     return f"{format_bound(100.0 * float(alpha), 4, side='nearest')}%"
 
 
+def verdict(gaps: list) -> str:
+    """The audit's verdict: a violation is an attack whose interval lies wholly above a
+    certified curve; a point estimate above the curve with the interval reaching below it is
+    said so, as not significant (never as "under the curve")."""
+    violations = sum(len(row.get("violations", [])) for row in gaps)
+    if violations:
+        return (f"{violations} attack/curve pair(s) exceed a certified curve beyond their "
+                "interval (a significant violation)")
+    above = [row for row in gaps if row.get("resolved") and row.get("tpr") is not None
+             and row["tpr"] > row["certified_tpr"]]
+    if above:
+        where = ", ".join(_fpr_text(row["fpr"]) for row in above)
+        return ("no attack exceeds a certified curve beyond its interval, but the best "
+                f"attack's point estimate is above the certified TPR at FPR {where} (within "
+                "its interval: not a significant violation; more non-members would tell)")
+    return "every attack's TPR and interval stay under every certified curve at every FPR"
+
+
 def _headline(r: Mapping) -> str:
     gaps = [g for g in r.get("gaps", []) if g.get("resolved")]
     curve = r["certified_curve"]["label"]
@@ -51,15 +69,13 @@ def _headline(r: Mapping) -> str:
                 f"certified curve is {curve}.")
     g = min(gaps, key=lambda row: row["fpr"])
     lo, hi = g["ci"]
-    violations = sum(len(row.get("violations", [])) for row in r.get("gaps", []))
-    verdict = ("every attack's interval stays under every certified curve at every FPR"
-               if violations == 0 else
-               f"**{violations} attack/curve pair(s) exceed a certified curve** beyond their "
-               "interval")
+    said = verdict(r.get("gaps", []))
+    if "significant violation)" in said and said[0].isdigit():
+        said = f"**{said}**"
     return (f"At FPR {_fpr_text(g['fpr'])} the best attack ({g['best_attack']}) reaches TPR "
             f"**{_rate(g['tpr'])}** (estimated; {100 * r['setup']['confidence']:g}% interval "
             f"{_rate(lo, 'down')}–{_rate(hi, 'up')}); the certified curve allows at most "
-            f"**{_rate(g['certified_tpr'], 'up')}** ({curve}). {verdict[0].upper()}{verdict[1:]}.")
+            f"**{_rate(g['certified_tpr'], 'up')}** ({curve}). {said[0].upper()}{said[1:]}.")
 
 
 def _attack_grid(r: Mapping) -> tuple:
@@ -87,7 +103,7 @@ def _unresolved(r: Mapping) -> list[str]:
 
 def _gap_grid(r: Mapping) -> tuple:
     columns = ["FPR", "best attack", "TPR [CI] (estimated)", "certified TPR (rounded up)",
-               "gap (certified − attack)", "attacks under every certified curve"]
+               "gap (certified − attack, rounded down)", "significant violation"]
     rows = []
     for g in r["gaps"]:
         if not g.get("resolved"):
@@ -97,9 +113,11 @@ def _gap_grid(r: Mapping) -> tuple:
         lo, hi = g["ci"]
         rows.append([_fpr_text(g["fpr"]), g["best_attack"],
                      f"{_rate(g['tpr'])} [{_rate(lo, 'down')}, {_rate(hi, 'up')}]",
-                     _rate(g["certified_tpr"], "up"), _rate(g["gap"]),
-                     "yes" if not g["violations"] else
-                     "no: " + ", ".join(v["attack"] for v in g["violations"])])
+                     _rate(g["certified_tpr"], "up"), _rate(g["gap"], "down"),
+                     ("yes: " + ", ".join(v["attack"] for v in g["violations"]))
+                     if g["violations"] else
+                     "no (point estimate above, within its interval)"
+                     if g["tpr"] > g["certified_tpr"] else "no"])
     return ("grid", columns, rows)
 
 

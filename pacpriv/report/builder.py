@@ -420,6 +420,7 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
     out = check_output_dir(out_dir, "`out_dir`")
     out.mkdir(parents=True, exist_ok=True)
     report = build_report(result, pool_statistics=pool_statistics)
+    _replace_earlier(out, formats)
     paths: dict[str, Path] = {}
     if "json" in formats:
         paths["json"] = out / "report.json"
@@ -438,6 +439,23 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
         paths["html"] = out / "report.html"
         paths["html"].write_text(render_html(report, result, figures=figures))
     return paths
+
+
+def _replace_earlier(out: Path, formats: tuple) -> None:
+    """An earlier report in ``out`` is replaced whole: a warning names it, and its formats
+    that this report does not write are removed (never a report.md of another run beside
+    this report.json)."""
+    from pacpriv.exceptions import PacprivWarning, warn_user
+
+    earlier = [f for f in ("json", "md", "html") if (out / f"report.{f}").is_file()]
+    if not earlier:
+        return
+    stale = [f for f in earlier if f not in formats]
+    for fmt in stale:
+        (out / f"report.{fmt}").unlink()
+    warn_user(f"{str(out)!r} held an earlier report ({', '.join('report.' + f for f in earlier)}"
+              f"): replaced by this one" + (f"; its {', '.join(stale)} removed" if stale else "")
+              + ".", PacprivWarning)
 
 
 _warned_no_figures = False

@@ -103,6 +103,10 @@ class ExecutionOptions:
         check_n_jobs(self.n_jobs)
         if self.backend is not None and not isinstance(self.backend, str):
             raise TypeError(f"`backend` must be a str or None; got {type(self.backend).__name__}.")
+        if self.backend is not None and self.backend not in known_backends():
+            raise ValueError(f"`backend` must be one of {sorted(known_backends())} (or a backend "
+                             f"registered with joblib.register_parallel_backend); got "
+                             f"{self.backend!r}.")
         for name in ("progress", "ensemble"):
             value = getattr(self, name)
             if not isinstance(value, bool):
@@ -124,6 +128,13 @@ class ExecutionOptions:
     def to_dict(self) -> dict:
         """The options as a plain dict (field name -> value)."""
         return asdict(self)
+
+
+def known_backends() -> set[str]:
+    """joblib's registered backends (its own, and any registered so far), Dask and Ray."""
+    from joblib.parallel import BACKENDS
+
+    return set(BACKENDS) | {"dask", "ray"}
 
 
 #: The 0.2 loose execution keywords (deprecated; one release).

@@ -50,6 +50,7 @@ from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_finite_array, check_int, check_real
 from pacpriv.exceptions import CheckpointError, MechanismError, NotReproducibleWarning
 from pacpriv.pac.engine import _storage as storage
+from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._checkpoint import Checkpoint, run_fingerprint
 from pacpriv.pac.engine._mechanism import check_mechanism
 from pacpriv.pac.engine._options import (
@@ -59,7 +60,6 @@ from pacpriv.pac.engine._options import (
 )
 from pacpriv.pac.engine._parallel import _failure_error, plan_workers, run_pending
 from pacpriv.pac.engine._storage import OutputStore
-from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._trial import TrialTask, run_batch
 from pacpriv.pac.samplers import Sampler, as_sampler
 

@@ -316,8 +316,15 @@ def per_record_noise_excess(per_record: NoisePlan, whole_subset: NoisePlan) -> s
     if not (power_pr > power_ws * (1 + 1e-12) or more):
         return None
     ratio = power_pr / power_ws if power_ws > 0 else math.inf
-    return (f"the per-record plan needs more noise than the whole-subset plan for the same "
-            f"target: {format_bound(ratio, 3, side='down')}x its noise power E||B||^2, and a "
-            f"larger noise std in {more} of {per_record.dim} coordinates (an outlier's "
-            "exposure dominates). With independent memberships the whole-subset plan already "
-            "bounds every record (MI chain rule): release with it (pacpriv pac run) instead.")
+    coords = (f"a larger noise std in {more} of {per_record.dim} coordinates"
+              if more else "no coordinate with a larger noise std")
+    if power_pr > power_ws * (1 + 1e-12):
+        return (f"the per-record plan needs more noise than the whole-subset plan for the same "
+                f"target: {format_bound(ratio, 3, side='down')}x its noise power E||B||^2, and "
+                f"{coords} (an outlier's exposure dominates). With independent memberships the "
+                "whole-subset plan already bounds every record (MI chain rule): release with it "
+                "(pacpriv pac run) instead.")
+    return (f"the per-record plan has less noise power than the whole-subset plan for the same "
+            f"target ({format_bound(ratio, 3, side='up')}x its E||B||^2) but {coords} (an "
+            "outlier's exposure dominates there); compare their "
+            "utility on the coordinates you need before releasing with either.")
