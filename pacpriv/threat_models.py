@@ -47,8 +47,9 @@ THREAT_MODEL_PAC_RECORD = (
     "one noisy release f(X) + B. Its best accuracy is the Bayes accuracy of two Gaussians, "
     "N(f(X without i) + Δi, Σ_B) against N(f(X without i), Σ_B), averaged over the other "
     "records' memberships; any adversary that knows less does no better. The bound is certified "
-    "per audited record from simulation (empirical Bernstein, union bound over the audited "
-    "records) for this pool, on average over the other records' memberships; it is neither a "
+    "per audited record from simulation (a confidence bound per record: betting by default, "
+    "Waudby-Smith & Ramdas 2024, or empirical Bernstein; union bound over the audited records; "
+    "the report names the method) for this pool, on average over the other records' memberships; it is neither a "
     "worst case over datasets (DP) nor a bound on inferences about the whole subset."
 )
 

@@ -245,7 +245,9 @@ def _records(args) -> int:
         return 0
     d = section["per_record"]
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
-    print(f"audited records      {d['n_audited']} over {d['n_trials']} trials")
+    shape_note = (f" (the other {args.trials - d['n_trials']} of the {args.trials} trials fixed "
+                  "the noise shape)" if args.trials > d["n_trials"] else "")
+    print(f"audited records      {d['n_audited']} over {d['n_trials']} trials{shape_note}")
     if summary["plan_bound"] is not None and show_scale:
         print(f"noise ({args.shape})".ljust(21)
               + f"std max {format_bound(summary['noise']['noise_std_max'], side='up')}, "
@@ -268,13 +270,14 @@ def _records(args) -> int:
     # calibrated plan the scale was chosen on these trials, so only the plan bound (uniform
     # over scales) is certified; the per-record values at that scale are estimates below it.
     kind = (f"certified (1−γ = {args.confidence:g})" if summary["plan_bound"] is None
-            else "estimated (at the scale chosen on these trials; <= the certified plan "
-            "bound)")
+            else "per-record upper bounds at the calibrated scale (what is certified for "
+            "every audited record at once is the plan bound above)")
     print(f"max exposure         {format_percent(d['max_accuracy_upper'])} {kind}; "
           f"median {format_percent(d['median_accuracy_upper'])}")
     print(f"whole-subset MI      {format_bound(d['whole_subset_mi'])} nats (estimated), "
           f"posterior bound {format_percent(d['whole_subset_accuracy_bound'])}")
-    print("most exposed         " + ", ".join(f"#{e['record']}" for e in d["most_exposed"]))
+    print("most exposed         " + ", ".join(f"#{e['record']}" for e in d["most_exposed"])
+          + " (ranked by their upper bounds, not by the exposure itself)")
     for fmt, path in paths.items():
         print(f"{f'report ({fmt})':<21}{path}")
     return 0

@@ -231,7 +231,7 @@ class PacResult(Displayable):
             "posterior_success_bound": self.posterior_success_bound,
             "posterior_success_bound_label": self.label,
             "pinsker_success_bound": self.pinsker_success_bound,
-            "individual_mi_bound_nats": self.individual_mi_bound,
+            "average_per_record_mi_nats": self.individual_mi_bound,
             "release": None if self.release is None else [float(v) for v in self.release],
             "noise_std_per_coordinate": [float(v) for v in self.noise_std_per_coordinate],
             "release_seeded": self.release_seeded,

@@ -235,7 +235,7 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
                 result.posterior_success_bound if result.membership_prior == 0.5 else None
             ),
             "pinsker_success_bound": result.pinsker_success_bound,
-            "individual_mi_bound_nats": result.individual_mi_bound,
+            "average_per_record_mi_nats": result.individual_mi_bound,
         },
         **_release_fields(result, d["release"]),
         "reproducibility": {

@@ -249,7 +249,7 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
              p["pinsker_success_bound"] >= 1.0),
             ("average per-record MI v/n (nats, Thm 2; an average over records: one record can "
              "carry up to v, see `pacpriv pac records` for each record's exposure)",
-             p["individual_mi_bound_nats"], "up", False),
+             p["average_per_record_mi_nats"], "up", False),
         ]), ("figure", "posterior")]),
         ("Release", [("text", f"None. {r['evaluation']}")] if r.get("evaluation") else [
             ("text", "No release was made (calibration only)."),

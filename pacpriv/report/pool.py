@@ -61,7 +61,7 @@ PUBLIC_FIELDS: dict[str, tuple[str, ...]] = {
                 "prior_source", "prior_explanation", "posterior_success_bound",
                 "posterior_success_bound_label", "certification",
                 "membership_inference_accuracy_bound", "pinsker_success_bound",
-                "individual_mi_bound_nats"),
+                "average_per_record_mi_nats"),
     "certification": ("label", "certified", "confidence", "gamma", "rule", "method",
                       "n_shape_trials", "n_certificate_trials", "summands", "scaling",
                       "randomized_threshold",

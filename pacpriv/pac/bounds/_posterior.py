@@ -261,7 +261,12 @@ def membership_inference_accuracy_bound(mi_budget):
 
 
 def individual_mi_bound(mi_budget, *, n_records: int):
-    """Per-record mutual-information bound ``v / n`` for a budget ``v`` on the whole input.
+    """Average per-record mutual information ``v / n`` for a budget ``v`` on the whole input.
+
+    A bound for **every** record only under Thm 2's assumptions (i.i.d. records, a symmetric
+    mechanism); with a fixed pool and independent memberships it bounds the **average** over
+    records, and one record may carry up to ``v`` (see the Notes and
+    :func:`pacpriv.pac.per_record.calibrate_per_record` for each record's exposure).
 
     Parameters
     ----------
