@@ -49,8 +49,9 @@ THREAT_MODEL_PAC_RECORD = (
     "records' memberships; any adversary that knows less does no better. The bound is certified "
     "per audited record from simulation (a confidence bound per record: betting by default, "
     "Waudby-Smith & Ramdas 2024, or empirical Bernstein; union bound over the audited records; "
-    "the report names the method) for this pool, on average over the other records' memberships; it is neither a "
-    "worst case over datasets (DP) nor a bound on inferences about the whole subset."
+    "the report names the method) for this pool, on average over the other records' "
+    "memberships; it is neither a worst case over datasets (DP) nor a bound on inferences "
+    "about the whole subset."
 )
 
 #: Threat model of every number a :class:`pacpriv.dpsgd.DPSGDSpec` reports [2]_.
