@@ -90,6 +90,11 @@ class _ReferenceMechanism:
             self.family.statistics(model, q, self.labels), dtype=np.float64)
             for q in self.queries]))
 
+    @property
+    def block_size(self) -> int | None:
+        """The engine's block (default) for a family with a block form, else 0 (none)."""
+        return None if _blocks(self.family) else 0
+
     def run_block(self, pool, masks, *, seeds) -> np.ndarray:
         """Rows ``φ`` (queries concatenated) of the models trained on ``pool[masks[b]]``."""
         X, y = pool

@@ -69,7 +69,7 @@ def test_gap_rows_round_the_certified_tpr_up_and_flag_violations():
     assert ten["certified_tpr"] == pytest.approx(0.3)
     assert ten["violations"]  # a strong planted signal exceeds an accuracy-0.6 curve
     md = audit_markdown(rep.to_dict())
-    assert "no: LiRA (online)" in md
+    assert "yes: LiRA (online)" in md  # significant violation column
     assert "attack/curve pair(s) exceed a certified curve" in md
 
 

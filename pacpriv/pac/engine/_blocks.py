@@ -33,6 +33,9 @@ DEFAULT_BLOCK_SIZE = 64
 def block_size_of(mechanism, ensemble: bool) -> int:
     """Trials per canonical block for ``mechanism`` (0: one call per trial).
 
+    A mechanism with ``run_block`` sets ``block_size`` to choose the block (default
+    :data:`DEFAULT_BLOCK_SIZE`), or to 0 when this instance has no block form.
+
     Raises
     ------
     ValueError
@@ -43,9 +46,9 @@ def block_size_of(mechanism, ensemble: bool) -> int:
     size = getattr(mechanism, "block_size", None)
     if size is None:
         return DEFAULT_BLOCK_SIZE
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-        raise ValueError(f"the mechanism's `block_size` must be a positive integer; got "
-                         f"{size!r}.")
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise ValueError(f"the mechanism's `block_size` must be a positive integer (0: no "
+                         f"block form for this instance); got {size!r}.")
     return int(size)
 
 

@@ -167,9 +167,12 @@ class Certified(NoiseRule):
             need = trials_for_inflation(dim, target_inflation=self.target_inflation,
                                         confidence=cert.confidence)
             if cert.n_trials < need:
+                pairs = (f" (the certificate uses one member of each complementary pair: "
+                         f"{cert.n_trials} independent trials of the {n_trials} run)"
+                         if cert.n_trials < n_trials else "")
                 notes.append((
-                    f"n_trials = {cert.n_trials} is below the {need} trials that the planning "
-                    f"model (trials_for_inflation) needs for a noise power within "
+                    f"n_trials = {cert.n_trials}{pairs} is below the {need} trials that the "
+                    f"planning model (trials_for_inflation) needs for a noise power within "
                     f"{self.target_inflation:g}x the oracle square-root rule at d = {dim}; the "
                     "certificate holds, at the cost of more noise.",
                     UndersampledWarning,

@@ -65,8 +65,13 @@ def test_block_size_of():
 
     assert block_size_of(Default(), True) == DEFAULT_BLOCK_SIZE
 
-    class Bad(BlockMean):
+    class Off(BlockMean):
         block_size = 0
+
+    assert block_size_of(Off(), True) == 0
+
+    class Bad(BlockMean):
+        block_size = -1
 
     with pytest.raises(ValueError, match="block_size"):
         block_size_of(Bad(), True)
