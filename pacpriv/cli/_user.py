@@ -182,6 +182,16 @@ def add_cwd_to_path() -> None:
         sys.path.insert(0, os.getcwd())
 
 
+def check_mechanism_file(spec: str) -> None:
+    """A ``file.py:function`` spec whose file is missing fails here, before the dataset loads
+    (one line, before any work)."""
+    target = spec.rsplit(":", 1)[0] if ":" in spec else ""
+    if target and (target.endswith(".py") or "/" in target or os.sep in target):
+        from pacpriv._files import check_input_file
+
+        check_input_file(target, "mechanism file")
+
+
 def resolve_cli_mechanism(spec: str, dataset: Dataset):
     """:func:`pacpriv.registry.resolve_mechanism` for the CLI: ``module:function`` also finds
     modules in the current folder, and errors in the user's file are one line with file:line."""

@@ -25,6 +25,7 @@ from pacpriv.cli._args import (
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
 from pacpriv.cli._user import (
     add_dataset_arguments,
+    check_mechanism_file,
     explain_mechanism_error,
     load_cli_dataset,
     resolve_cli_mechanism,
@@ -343,6 +344,7 @@ def _run(args) -> int:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
     budget = args.mi_budget
 
+    check_mechanism_file(args.mechanism)
     dataset = load_cli_dataset(args)
     mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset)
     mech_name = local_base_name(mech_name)  # no local directories in output

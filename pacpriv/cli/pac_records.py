@@ -18,7 +18,12 @@ from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
 from pacpriv.cli._resources import check_output_dir, effective_n_jobs
-from pacpriv.cli._user import add_dataset_arguments, load_cli_dataset, resolve_cli_mechanism
+from pacpriv.cli._user import (
+    add_dataset_arguments,
+    check_mechanism_file,
+    load_cli_dataset,
+    resolve_cli_mechanism,
+)
 from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.per_record._calibration import calibrate_per_record
 from pacpriv.pac.per_record._exposure import record_exposure
@@ -193,6 +198,7 @@ def _records(args) -> int:
     check_output_dir(args.out, "--out")  # before any work
     if args.checkpoint is not None:
         check_output_dir(args.checkpoint, "--checkpoint")
+    check_mechanism_file(args.mechanism)
     dataset = load_cli_dataset(args)
     records = parse_records(args.records, dataset.n_records)
     mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset)

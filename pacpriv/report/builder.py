@@ -442,20 +442,20 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
 
 
 def _replace_earlier(out: Path, formats: tuple) -> None:
-    """An earlier report in ``out`` is replaced whole: a warning names it, and its formats
-    that this report does not write are removed (never a report.md of another run beside
-    this report.json)."""
+    """An earlier report in ``out`` is replaced whole: its formats that this report does not
+    write are removed, with a warning that names them (never a report.md of another run
+    beside this report.json). Formats written again are simply overwritten."""
     from pacpriv.exceptions import PacprivWarning, warn_user
 
-    earlier = [f for f in ("json", "md", "html") if (out / f"report.{f}").is_file()]
-    if not earlier:
+    stale = [f for f in ("json", "md", "html")
+             if f not in formats and (out / f"report.{f}").is_file()]
+    if not stale:
         return
-    stale = [f for f in earlier if f not in formats]
     for fmt in stale:
         (out / f"report.{fmt}").unlink()
-    warn_user(f"{str(out)!r} held an earlier report ({', '.join('report.' + f for f in earlier)}"
-              f"): replaced by this one" + (f"; its {', '.join(stale)} removed" if stale else "")
-              + ".", PacprivWarning)
+    warn_user(f"{str(out)!r} held an earlier report: this one replaces it, and its "
+              f"{', '.join('report.' + f for f in stale)} (not written this time) were removed.",
+              PacprivWarning)
 
 
 _warned_no_figures = False

@@ -48,7 +48,7 @@ def test_target_accuracy_calibrates(tmp_path, capsys):
 
 def test_target_accuracy_summary_labels_every_bound(tmp_path, capsys):
     """New-user review F13: the plan bound is certified; max exposure at the chosen scale is
-    an estimate under it (the scale was chosen on the same trials)."""
+    the per-record upper bounds there, under the plan bound (and said so)."""
     rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris",
                "--target-accuracy", "0.7", "--trials", "120", "--records", "sample:6",
                "--seed", "1", "--n-jobs", "1", "--out", str(tmp_path / "rep"), "--no-progress",
@@ -60,7 +60,8 @@ def test_target_accuracy_summary_labels_every_bound(tmp_path, capsys):
     assert lines["certificate"].startswith("betting confidence bound (Waudby-Smith & Ramdas")
     assert lines["coverage"].startswith("a SAMPLE: the 6 audited records only")
     assert lines["max exposure"].split("%", 1)[1].startswith(
-        " estimated (at the scale chosen on these trials; <= the certified plan bound); median ")
+        " per-record upper bounds at the calibrated scale (what is certified for every audited "
+        "record at once is the plan bound above); median ")
     assert "(estimated)" in lines["whole-subset MI"]
 
 
