@@ -144,7 +144,39 @@ def calibrate_noise_multiplier(
     start = time.perf_counter()
     if check_int(k, "k", low=1, high=steps) != 1:
         return _calibrate_k_of_t(target, steps, n_epochs, k, rel, tol, start)
-    return _calibrate(target, steps, n_epochs, rel, tol, start)
+    return _also_at_default_tolerance(_calibrate(target, steps, n_epochs, rel, tol, start), rel)
+
+
+#: The exact-accuracy tolerance a user checks with by default.
+_DEFAULT_TOLERANCE = 1e-4
+
+
+def _also_at_default_tolerance(cal: NoiseCalibration, rel: float) -> NoiseCalibration:
+    """The returned σ is certified at the search's tolerance; re-checking it with the default
+    (wider) tolerance must not put the certified upper end above the target either, so σ is
+    nudged up by ``rtol/4`` steps until both hold (safe side: more noise)."""
+    from dataclasses import replace
+
+    if cal.accuracy.tolerance >= _DEFAULT_TOLERANCE:
+        return cal
+    sigma, target, extra = cal.noise_multiplier, cal.target_accuracy, 0
+
+    def upper(s: float) -> float:
+        return exact_membership_inference_accuracy(
+            s, steps_per_epoch=cal.steps_per_epoch, epochs=cal.epochs,
+            tolerance=_DEFAULT_TOLERANCE).upper
+
+    while upper(sigma) > target:
+        sigma *= 1.0 + rel / 4
+        extra += 1
+    if sigma == cal.noise_multiplier:
+        return cal
+    acc = exact_membership_inference_accuracy(
+        sigma, steps_per_epoch=cal.steps_per_epoch, epochs=cal.epochs,
+        tolerance=cal.accuracy.tolerance)
+    cf = cal.closed_form_noise_multiplier
+    return replace(cal, noise_multiplier=sigma, accuracy=acc, noise_saving=1.0 - sigma / cf,
+                   n_evaluations=cal.n_evaluations + extra + 1)
 
 
 def _calibrate_k_of_t(target: float, steps: int, n_epochs: int, k: int, rel: float, tol: float,
@@ -352,7 +384,8 @@ def noise_multiplier_for_accuracy(
     for mv, ev, av in keys:
         tol = float(np.clip((av - 0.5) * rel, 1e-7, 1e-4))
         if k == 1:
-            res = _calibrate(av, mv, ev, rel, tol, time.perf_counter(), guess=None)
+            res = _also_at_default_tolerance(
+                _calibrate(av, mv, ev, rel, tol, time.perf_counter(), guess=None), rel)
         else:
             res = calibrate_noise_multiplier(av, steps_per_epoch=mv, epochs=ev, rtol=rel, k=k)
         found[(mv, ev, av)] = res.noise_multiplier

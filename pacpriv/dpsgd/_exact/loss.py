@@ -67,7 +67,11 @@ class AtomLoss:
     def __post_init__(self) -> None:
         q = np.maximum(np.asarray(self.q, dtype=np.float64), 0.0)  # FFT noise: covered by err
         object.__setattr__(self, "q", q)
-        pq = q * np.exp(-self.loss)
+        # P-masses p = q·e^{−L} in the log domain: e^{−L} alone overflows where L is very
+        # negative (σ = 0.3, E = 100) and 0·inf would be NaN; a mass is at most 1, and a
+        # smaller P-mass only raises δ(ε) = Σ_{L > ε} (q − e^ε p) (the safe side)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            pq = np.where(q > 0, np.minimum(np.exp(np.log(q) - self.loss), 1.0), 0.0)
         # suffix sums (index i: atoms i..n-1), with a trailing 0
         object.__setattr__(self, "_sq", np.concatenate((np.cumsum(q[::-1])[::-1], [0.0])))
         object.__setattr__(self, "_sp", np.concatenate((np.cumsum(pq[::-1])[::-1], [0.0])))
