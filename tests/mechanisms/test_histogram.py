@@ -55,7 +55,8 @@ def test_label_histogram_unknown_label():
     """A label outside the public class list is an error, not a silent drop."""
     f = make_label_histogram(classes=[0, 1])
     with pytest.raises(ValueError,
-                       match=r"50 of 150 entries \(at index 100, .*\) of the subset.s labels are not in the public class list \[0, 1\] \(values not shown\)"):
+                       match=r"50 of 150 entries \(at index 100, .*\) of the subset.s "
+                       r"labels are not in the public class list \[0, 1\] \(values not shown\)"):
         f((X_IRIS, Y_IRIS))
 
 

@@ -77,7 +77,8 @@ def test_default_is_binary():
 def test_unknown_label_rejected():
     """A label outside the public class list raises ValueError."""
     with pytest.raises(ValueError,
-                       match=r"50 of 150 entries \(at index 100, .*\) of the subset.s labels are not in the public class list \[0, 1\] \(values not shown\)"):
+                       match=r"50 of 150 entries \(at index 100, .*\) of the subset.s "
+                       r"labels are not in the public class list \[0, 1\] \(values not shown\)"):
         make_logistic(classes=[0, 1])((X_IRIS, Y_IRIS))
 
 

@@ -176,7 +176,7 @@ def test_error_nan_budget():
 
 def test_error_budget_type():
     """A non-numeric budget is a TypeError."""
-    with pytest.raises(TypeError, match="`mi_budget` must be (numeric|real numbers)"):
+    with pytest.raises(TypeError, match=r"`mi_budget` must be (numeric|real numbers)"):
         posterior_success_rate("0.5", prior=0.5)
 
 

@@ -354,7 +354,7 @@ def test_sampler_error_in_worker_names_trial():
         ({"rng": -1}, ValueError, "`rng` must be a non-negative integer seed"),
         ({"output_path": "out.txt"}, ValueError, "`output_path` must end with '.npy'"),
         ({"output_path": 3}, TypeError, "`output_path` must be None or a path"),
-        ({"backend": "nope"}, ValueError, "Invalid backend: nope"),
+        ({"backend": "nope"}, ValueError, "`backend` must be one of .* got 'nope'"),
     ],
 )
 def test_input_validation(kwargs, error, message):

@@ -217,7 +217,8 @@ def test_a_scikit_learn_estimator_adapter(backend, capfd):
     mech = from_estimator(ExitingEstimator(), ("coef_",), supervised=False)
     _fresh_workers()
     capfd.readouterr()
-    with pytest.raises(MechanismError, match=r"called sys\.exit\(6\) in trial 0"):
+    # every trial exits; with two workers whichever reports first is named
+    with pytest.raises(MechanismError, match=r"called sys\.exit\(6\) in trial \d+ "):
         _run(mech, backend)
     out, err = capfd.readouterr()
     assert MARK not in out and MARK in err
