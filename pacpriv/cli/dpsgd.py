@@ -18,6 +18,7 @@ from pacpriv.dpsgd import (
     noise_multiplier_for_accuracy,
     tradeoff_curve,
 )
+from pacpriv.dpsgd.tradeoff import TooLittleNoiseError
 
 
 def _common(p: argparse.ArgumentParser, *, sigma: bool, target: bool) -> None:
@@ -54,9 +55,13 @@ def _check_common(args) -> None:
 
 def _epsilon(args, sigma: float) -> tuple[dict, tuple[str, str]]:
     """ε at ``--delta`` for σ (certified PLD of random allocation, k of t)."""
-    curve = tradeoff_curve(noise_multiplier=sigma, steps_per_epoch=args.steps_per_epoch,
-                           epochs=args.epochs, k=args.k, fpr=[0.0])
-    eps = curve.get_epsilon(args.delta)
+    try:
+        curve = tradeoff_curve(noise_multiplier=sigma, steps_per_epoch=args.steps_per_epoch,
+                               epochs=args.epochs, k=args.k, fpr=[0.0])
+    except TooLittleNoiseError:  # σ so small the loss overflows: ε = ∞ (not private)
+        eps = math.inf
+    else:
+        eps = curve.get_epsilon(args.delta)
     payload = {"epsilon": eps, "delta": args.delta,
                "source": "certified PLD (upper chain), add or remove one record"}
     return payload, (f"epsilon at delta={args.delta:g} (certified PLD)",

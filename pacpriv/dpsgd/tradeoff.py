@@ -177,6 +177,10 @@ def _check_fpr(a: np.ndarray) -> np.ndarray:
     return a
 
 
+class TooLittleNoiseError(ValueError):
+    """σ so small that the privacy-loss distribution cannot be represented: ε = ∞."""
+
+
 @functools.lru_cache(maxsize=16)
 def _random_allocation_loss(sigma: float, steps: int, epochs: int, tol: float) -> AtomLoss:
     """Composed upper-chain PLD of one-of-``steps`` allocation over ``epochs`` epochs."""
@@ -323,7 +327,13 @@ def tradeoff_curve(
                          f"curve; got {t // k}.")
     grid = default_fpr_grid() if fpr is None else _check_fpr(
         np.asarray(fpr, dtype=np.float64))
-    loss = _loss_of(spec, sigma, t, e, tol)
+    try:
+        loss = _loss_of(spec, sigma, t, e, tol)
+    except (ZeroDivisionError, OverflowError):
+        raise TooLittleNoiseError(
+            f"noise_multiplier={sigma:g} is too small for the certified privacy-loss "
+            "distribution (the privacy loss overflows float64): the mechanism is effectively "
+            "not private (ε = ∞, TPR ≤ 1 at every FPR).") from None
     tpr, arg = tpr_upper(loss, grid)
     d0 = float(loss.delta(np.array([0.0]))[0])
     accuracy = min(1.0, (0.5 + 0.5 * d0) * (1.0 + 2 * _U))

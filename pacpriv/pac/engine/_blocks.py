@@ -15,16 +15,15 @@ backend and ``batch_size``, and a re-run of one trial (reproducibility check, ch
 verification) reproduces it bit for bit. Between block sizes, and against
 ``ExecutionOptions(ensemble=False)`` (one call per trial), outputs agree to floating-point
 tolerance. Batches are aligned to block boundaries (see :mod:`~pacpriv.pac.engine._parallel`),
-so checkpoints are written per block.
+so checkpoints are written per block. The worker side is
+:func:`pacpriv.pac.engine._trial.run_blocks`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from pacpriv._random import MECHANISM_STREAM, stream_seed
-
-__all__ = ["DEFAULT_BLOCK_SIZE", "block_size_of", "run_blocks"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "block_size_of"]
 
 #: Trials per block unless the mechanism sets ``block_size``.
 DEFAULT_BLOCK_SIZE = 64
@@ -50,53 +49,3 @@ def block_size_of(mechanism, ensemble: bool) -> int:
         raise ValueError(f"the mechanism's `block_size` must be a positive integer (0: no "
                          f"block form for this instance); got {size!r}.")
     return int(size)
-
-
-def run_blocks(task, start: int, stop: int, dim: int | None):
-    """Trials ``start .. stop-1`` of ``task`` by canonical blocks: ``(rows, masks, failure)``.
-
-    Stops at the first block that fails all its attempts; ``failure`` then names its first
-    trial in ``[start, stop)``.
-    """
-    from pacpriv.pac.engine._mechanism import call_mechanism, check_output
-    from pacpriv.pac.engine._trial import _Alarm, _failure, _stored
-
-    size = task.block_size
-    rows: list[np.ndarray] = []
-    kept: list[np.ndarray] = []
-    a = (start // size) * size
-    while a < stop:
-        b = min(a + size, task.n_trials)
-        index = range(a, b)
-        masks = np.stack([task.sampler.trial_mask(task.n_records, root=task.root, index=i)
-                          for i in index])
-        seeds = [stream_seed(task.root, i, MECHANISM_STREAM) for i in index]
-        failure = None
-        for attempt in range(task.retries + 1):
-            try:
-                timeout = None if task.timeout is None else task.timeout * len(index)
-                with _Alarm(timeout):
-                    block = call_mechanism(
-                        lambda pool, m=masks, s=seeds: task.mechanism.run_block(pool, m, seeds=s),
-                        task.pool, rng=None, takes_rng=False)
-                block = np.asarray(block, dtype=np.float64)
-                if block.ndim != 2 or block.shape[0] != len(index):
-                    from pacpriv.pac.engine._mechanism import InvalidOutput
-
-                    raise InvalidOutput(f"run_block returned an array of shape {block.shape} "
-                                        f"for {len(index)} subsets; expected ({len(index)}, d)")
-                outs = [_stored(check_output(row, dim), task) for row in block]
-            except Exception as err:
-                if attempt < task.retries:
-                    continue
-                failure = _failure(task, max(a, start), attempt + 1, err)
-            break
-        if failure is not None:
-            return rows, kept, failure
-        for k, i in enumerate(index):
-            if start <= i < stop:
-                rows.append(outs[k])
-                kept.append(masks[k])
-        dim = outs[0].shape[0]
-        a = b
-    return rows, kept, None

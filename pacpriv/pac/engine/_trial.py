@@ -245,9 +245,7 @@ def run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchR
 def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchResult:
     tic = time.perf_counter()
     if task.block_size:
-        from pacpriv.pac.engine._blocks import run_blocks
-
-        rows, kept, fail = run_blocks(task, start, stop, dim)
+        rows, kept, fail = _run_blocks(task, start, stop, dim)
         done = len(rows)
         outputs = np.asarray(rows, dtype=task.output_dtype).reshape(done, -1 if done else 0)
         block_masks = (np.asarray(kept, dtype=bool) if kept
@@ -305,3 +303,49 @@ def _failure(task: TrialTask, index: int, attempts: int, err: Exception) -> Tria
         cause=None if cause is None else _portable(cause),
         remote_traceback="".join(traceback.format_exception(err)),
     )
+
+
+def _run_blocks(task, start: int, stop: int, dim: int | None):
+    """Trials ``start .. stop-1`` of ``task`` by canonical blocks (the block contract of
+    :mod:`pacpriv.pac.engine._blocks`): ``(rows, masks, failure)``.
+
+    Stops at the first block that fails all its attempts; ``failure`` then names its first
+    trial in ``[start, stop)``.
+    """
+    size = task.block_size
+    rows: list[np.ndarray] = []
+    kept: list[np.ndarray] = []
+    a = (start // size) * size
+    while a < stop:
+        b = min(a + size, task.n_trials)
+        index = range(a, b)
+        masks = np.stack([task.sampler.trial_mask(task.n_records, root=task.root, index=i)
+                          for i in index])
+        seeds = [stream_seed(task.root, i, MECHANISM_STREAM) for i in index]
+        failure = None
+        for attempt in range(task.retries + 1):
+            try:
+                timeout = None if task.timeout is None else task.timeout * len(index)
+                with _Alarm(timeout):
+                    block = call_mechanism(
+                        lambda pool, m=masks, s=seeds: task.mechanism.run_block(pool, m, seeds=s),
+                        task.pool, rng=None, takes_rng=False)
+                block = np.asarray(block, dtype=np.float64)
+                if block.ndim != 2 or block.shape[0] != len(index):
+                    raise InvalidOutput(f"run_block returned an array of shape {block.shape} "
+                                        f"for {len(index)} subsets; expected ({len(index)}, d)")
+                outs = [_stored(check_output(row, dim), task) for row in block]
+            except Exception as err:
+                if attempt < task.retries:
+                    continue
+                failure = _failure(task, max(a, start), attempt + 1, err)
+            break
+        if failure is not None:
+            return rows, kept, failure
+        for k, i in enumerate(index):
+            if start <= i < stop:
+                rows.append(outs[k])
+                kept.append(masks[k])
+        dim = outs[0].shape[0]
+        a = b
+    return rows, kept, None
