@@ -85,7 +85,7 @@ def _show_errors(args) -> bool:
     return bool(getattr(args, "show_errors", False)) or env in {"1", "true", "yes", "on"}
 
 
-def _mechanism_line(exc: MechanismError, args) -> str:
+def _mechanism_line(exc: MechanismError | UserCodeError, args) -> str:
     """One line for a failed mechanism; its own message (it may quote records) only on request."""
     return _one_line(exc, show_cause=_show_errors(args))
 

@@ -162,9 +162,9 @@ def _also_at_default_tolerance(cal: NoiseCalibration, rel: float) -> NoiseCalibr
     sigma, target, extra = cal.noise_multiplier, cal.target_accuracy, 0
 
     def upper(s: float) -> float:
-        return exact_membership_inference_accuracy(
+        return float(exact_membership_inference_accuracy(
             s, steps_per_epoch=cal.steps_per_epoch, epochs=cal.epochs,
-            tolerance=_DEFAULT_TOLERANCE).upper
+            tolerance=_DEFAULT_TOLERANCE).upper)
 
     while upper(sigma) > target:
         sigma *= 1.0 + rel / 4

@@ -245,9 +245,10 @@ def run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchR
 def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> BatchResult:
     tic = time.perf_counter()
     if task.block_size:
-        rows, kept, fail = _run_blocks(task, start, stop, dim)
-        done = len(rows)
-        outputs = np.asarray(rows, dtype=task.output_dtype).reshape(done, -1 if done else 0)
+        block_rows, kept, fail = _run_blocks(task, start, stop, dim)
+        done = len(block_rows)
+        outputs = np.asarray(block_rows, dtype=task.output_dtype).reshape(done,
+                                                                          -1 if done else 0)
         block_masks = (np.asarray(kept, dtype=bool) if kept
                        else np.empty((0, task.n_records), dtype=bool))
         return BatchResult(start, stop, outputs, block_masks, fail, time.perf_counter() - tic)
