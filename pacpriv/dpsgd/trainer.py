@@ -44,7 +44,14 @@ from typing import Any
 import numpy as np
 
 from pacpriv._optional import import_torch
-from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
+from pacpriv._random import (
+    ALLOCATION_STREAM,
+    GRADIENT_NOISE_STREAM,
+    RNGLike,
+    as_seed_sequence,
+    seed_to_dict,
+    trial_seed,
+)
 from pacpriv._validation import check_int, check_real, keyword_fields
 from pacpriv.dpsgd._ghost import LinearTape, batched_losses, linear_layers
 from pacpriv.dpsgd._noise import arithmetic, check_noise_range, check_precision, noisy_average
@@ -471,8 +478,8 @@ def _train_dpsgd(
     _refuse_probed(model, records, ghost=bool(layers))
     opt = _make_optimizer(optimizer, model)
     root = as_seed_sequence(rng)  # rng=None: OS entropy, kept only in this frame
-    alloc_gen = torch_generator(trial_seed(root, 0))
-    noise_gen = torch_generator(trial_seed(root, 1))
+    alloc_gen = torch_generator(trial_seed(root, ALLOCATION_STREAM))
+    noise_gen = torch_generator(trial_seed(root, GRADIENT_NOISE_STREAM))
     from tqdm.auto import tqdm
 
     was_training = model.training
