@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from pacpriv import _json
-from pacpriv._numbers import format_bound, format_percent
+from pacpriv._numbers import format_bound, format_fixed, format_percent
 from pacpriv.cli._args import UsageError, integer, number
 from pacpriv.dpsgd import (
     calibrate_noise_multiplier,
@@ -159,12 +159,12 @@ def _exact(args) -> int:
 
 def _down(x) -> str:
     """Seven decimals rounded toward −∞ (a lower bound stays a lower bound)."""
-    return f"{math.floor(float(x) * 1e7) / 1e7:.7f}"
+    return format_fixed(x, 7, side="down")
 
 
 def _up(x) -> str:
     """Seven decimals rounded toward +∞ (risk is never understated)."""
-    return f"{math.ceil(float(x) * 1e7) / 1e7:.7f}"
+    return format_fixed(x, 7, side="up")
 
 
 def _compare(args) -> int:

@@ -17,11 +17,10 @@ References
 from __future__ import annotations
 
 import math
-from decimal import ROUND_CEILING, Decimal
 
 import numpy as np
 
-from pacpriv._numbers import format_bound, format_percent
+from pacpriv._numbers import format_bound, format_fixed, format_percent
 from pacpriv.threat_models import THREAT_MODEL_PAC, THREAT_MODEL_PAC_RECORD
 
 __all__ = ["INFORMED_ADVERSARY", "WHOLE_SUBSET", "per_record_section", "round_up"]
@@ -43,8 +42,7 @@ def round_up(x: float, digits: int = 4) -> float:
     """
     if not math.isfinite(x):
         return x
-    return float(Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits),
-                                                  rounding=ROUND_CEILING))
+    return float(format_fixed(x, digits, side="up"))
 
 
 def _pct_up(x: float) -> str:
