@@ -245,3 +245,19 @@ def keyword_fields(given: dict, allowed: tuple[str, ...], *, where: str, owner: 
                         f"besides its own, it takes the fields of {owner}: "
                         f"{', '.join(allowed)}.")
     return dict(given)
+
+
+def check_same_records(x_shape: tuple, y_shape: tuple) -> None:
+    """``X`` and ``y`` must share a leading record axis (shapes only: no value is shown).
+
+    Raises
+    ------
+    ValueError
+        If either is 0-d or their first dimensions differ.
+    """
+    if len(x_shape) == 0 or len(y_shape) == 0:
+        raise ValueError(f"`X` and `y` must have a leading record axis; got shapes "
+                         f"{tuple(x_shape)} and {tuple(y_shape)}.")
+    if x_shape[0] != y_shape[0]:
+        raise ValueError(f"`X` and `y` must have the same number of records; got "
+                         f"{x_shape[0]} and {y_shape[0]}.")

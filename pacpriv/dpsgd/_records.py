@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._optional import import_torch
+from pacpriv._validation import check_same_records
 
 torch = import_torch("pacpriv.dpsgd.trainer")
 
@@ -39,12 +40,7 @@ def as_tensors(model, X, y) -> tuple:
     """``X``, ``y`` as tensors on the model's device (floating ones in its dtype), checked."""
     first = next(iter(model.parameters()))
     X, y = (torch.as_tensor(_writable(a)) for a in (X, y))
-    if X.ndim == 0 or y.ndim == 0:
-        raise ValueError(f"`X` and `y` must have a leading record axis; got shapes "
-                         f"{tuple(X.shape)} and {tuple(y.shape)}.")
-    if X.shape[0] != y.shape[0]:
-        raise ValueError(f"`X` and `y` must have the same number of records; got "
-                         f"{X.shape[0]} and {y.shape[0]}.")
+    check_same_records(tuple(X.shape), tuple(y.shape))
     return _cast(X, first, "X"), _cast(y, first, "y")
 
 

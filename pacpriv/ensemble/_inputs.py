@@ -8,7 +8,7 @@ from typing import cast
 import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int, check_real, check_same_records
 from pacpriv.ensemble._torch import torch
 
 __all__ = ["INIT_MODES", "as_data", "as_masks", "as_seeds", "check_init", "check_memory_limit"]
@@ -29,12 +29,7 @@ def as_data(X, y, *, dtype: torch.dtype, device: torch.device
     """
     xs = _tensor(X)
     ys = _tensor(y)
-    if xs.ndim == 0 or ys.ndim == 0:
-        raise ValueError(f"`X` and `y` must have a leading record axis; got shapes "
-                         f"{tuple(xs.shape)} and {tuple(ys.shape)}.")
-    if xs.shape[0] != ys.shape[0]:
-        raise ValueError(f"`X` and `y` must have the same number of records; got "
-                         f"{xs.shape[0]} and {ys.shape[0]}.")
+    check_same_records(tuple(xs.shape), tuple(ys.shape))
     if xs.shape[0] == 0:
         raise ValueError("`X` must contain at least one record; got 0.")
     for name, t in (("X", xs), ("y", ys)):
