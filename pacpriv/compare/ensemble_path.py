@@ -29,7 +29,8 @@ class EnsemblePerRecord:
     """The SGD black box with a vectorised per-record path (module notes).
 
     ``__call__``, ``predict``, ``losses``, ``describe`` and ``dim`` are those of ``mechanism``
-    (the release path); ``per_record_differences`` runs the ensemble.
+    (the release path); ``per_record_differences`` and ``run_block`` (the PAC simulation's
+    blocks of trials) run the ensemble.
     """
 
     mechanism: Any
@@ -50,6 +51,12 @@ class EnsemblePerRecord:
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """The sequential training (what a release runs)."""
         return self.mechanism(subset)
+
+    def run_block(self, pool, masks, *, seeds=None) -> np.ndarray:
+        """The whole-subset trials of a block as one vectorised training (the engine's block
+        contract, :mod:`pacpriv.pac.engine._blocks`); rows equal ``__call__`` on each subset
+        to float tolerance (the training is deterministic: ``seeds`` are unused)."""
+        return self.ensemble.run_block(pool, masks)
 
     def predict(self, theta, X) -> np.ndarray:
         """Class indices."""
