@@ -406,8 +406,10 @@ def _error_bar_line(noise: dict) -> str | None:
     more = f", ... ({len(bar)} shown in the report)" if len(bar) > 6 else ""
     return (f"error bar            noise std per coordinate [{shown}{more}] in the output's "
             f"units (max {format_bound(noise['noise_std_per_coordinate_max'], 4, side='up')}); "
-            "it reveals diag(Σ_B), a statistic of the pool, not of the secret subset "
-            "(--withhold-pool-statistics if the pool itself is confidential)")
+            "it reveals diag(Σ_B), a statistic of the pool, not of the secret subset (harmless "
+            "under the PAC threat model, where the pool is known; but from it and the other "
+            "records an outlier's value can be estimated: --withhold-pool-statistics if the "
+            "pool itself is confidential)")
 
 
 def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
