@@ -28,10 +28,16 @@ RNGLike = None | int | np.random.SeedSequence | np.random.Generator
 
 __all__ = [
     "ALLOCATION_STREAM",
+    "AUDIT_ATTACK_STREAM",
+    "AUDIT_MODELS_STREAM",
+    "AUDIT_ONE_RUN_STREAM",
+    "AUDIT_SPLIT_STREAM",
     "ANSWER_NOISE_STREAM",
     "GLOBAL_STREAM",
     "GRADIENT_NOISE_STREAM",
     "MECHANISM_STREAM",
+    "MODEL_INIT_STREAM",
+    "MODEL_TRAINING_STREAM",
     "SAMPLER_STREAM",
     "SECRET_STREAM",
     "WORLDS_STREAM",
@@ -52,6 +58,12 @@ ALLOCATION_STREAM, GRADIENT_NOISE_STREAM = 0, 1
 #: Streams of a private predictor: its worlds (of ``rng``); the secret index and the answer
 #: noise (of ``secret_rng``, a separate seed: nothing public may derive from the secret's seed).
 WORLDS_STREAM, SECRET_STREAM, ANSWER_NOISE_STREAM = 0, 1, 2
+#: Streams of a membership audit's root seed (:mod:`pacpriv.audit`): the split of the records
+#: (members / population, or canaries), the target or reference models, the attacks' own
+#: randomness, the one-run audit.
+AUDIT_SPLIT_STREAM, AUDIT_MODELS_STREAM, AUDIT_ATTACK_STREAM, AUDIT_ONE_RUN_STREAM = 0, 1, 2, 3
+#: Streams of one audited model's seed: its initialisation and its training.
+MODEL_INIT_STREAM, MODEL_TRAINING_STREAM = 0, 1
 
 
 def as_seed_sequence(rng: RNGLike, *, name: str = "rng") -> np.random.SeedSequence:

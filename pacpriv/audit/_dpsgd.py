@@ -31,7 +31,17 @@ import numpy as np
 from pacpriv._display import Displayable, Summary, shown_estimate
 from pacpriv._json import field_values
 from pacpriv._optional import import_torch
-from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
+from pacpriv._random import (
+    AUDIT_ATTACK_STREAM,
+    AUDIT_MODELS_STREAM,
+    AUDIT_SPLIT_STREAM,
+    MODEL_INIT_STREAM,
+    MODEL_TRAINING_STREAM,
+    RNGLike,
+    as_seed_sequence,
+    seed_to_dict,
+    trial_seed,
+)
 from pacpriv._validation import check_int, check_real, keyword_fields
 from pacpriv.audit._attacks import (
     AttackResult,
@@ -140,7 +150,7 @@ def _fit(torch, model_factory, loss_fn, X, y, seed, *, optimizer, **train_kwargs
     """Build a model with a seeded init (global torch RNG untouched) and train it."""
     from pacpriv.dpsgd.trainer import train_dpsgd  # imports torch (extra pacpriv[torch])
 
-    init_seed = int(trial_seed(seed, 0).generate_state(1, dtype=np.uint64)[0])
+    init_seed = int(trial_seed(seed, MODEL_INIT_STREAM).generate_state(1, dtype=np.uint64)[0])
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed)
         model = model_factory()
@@ -148,7 +158,9 @@ def _fit(torch, model_factory, loss_fn, X, y, seed, *, optimizer, **train_kwargs
         raise TypeError(
             f"`model_factory` must return a torch.nn.Module; got {type(model).__name__}."
         )
-    train_dpsgd(model, loss_fn, X, y, optimizer=optimizer, rng=trial_seed(seed, 1), **train_kwargs)
+    train_dpsgd(model, loss_fn, X, y, optimizer=optimizer, rng=trial_seed(seed,
+                                                                          MODEL_TRAINING_STREAM),
+                **train_kwargs)
     return model
 
 
@@ -171,6 +183,11 @@ def _bounds(sigma, M, E, target_accuracy):
     )
     return (chi2 if target_accuracy is None else target_accuracy), chi2
 
+
+#: Streams of :func:`audit_dpsgd`'s root beyond the audit's common ones (pacpriv._random):
+#: the LiRA attack's randomness, and shadow model ``s`` at ``_SHADOW_STREAMS + s`` (whose own
+#: child ``_SHADOW_SPLIT_STREAM`` draws the half it trains on).
+_LIRA_ATTACK_STREAM, _SHADOW_STREAMS, _SHADOW_SPLIT_STREAM = 3, 4, 2
 
 #: The DP-SGD settings :func:`audit_dpsgd` takes as keywords (or in ``spec``).
 AUDIT_KEYWORDS = ("noise_multiplier", "steps_per_epoch", "epochs", "max_grad_norm",
@@ -316,7 +333,7 @@ def _audit_dpsgd(
     from pacpriv.dpsgd.trainer import model_losses  # imports torch (extra pacpriv[torch])
 
     root = as_seed_sequence(rng)
-    split = np.random.default_rng(trial_seed(root, 0))
+    split = np.random.default_rng(trial_seed(root, AUDIT_SPLIT_STREAM))
     member = np.zeros(n, dtype=bool)
     member[split.permutation(n)[: n // 2]] = True
     train = dict(
@@ -324,18 +341,18 @@ def _audit_dpsgd(
     )
 
     target = _fit(torch, model_factory, loss_fn, X_arr[member], y_arr[member],
-                  trial_seed(root, 1), optimizer=optimizer, **train)
+                  trial_seed(root, AUDIT_MODELS_STREAM), optimizer=optimizer, **train)
     losses = model_losses(target, loss_fn, X_arr, y_arr)
     loss_res = loss_threshold_attack(losses[member], losses[~member], confidence=confidence,
-                                     rng=trial_seed(root, 2))
+                                     rng=trial_seed(root, AUDIT_ATTACK_STREAM))
     lira_res = None
     if S:
         inside = np.zeros((S, n), dtype=bool)
         stats = np.zeros((S, n))
         for s in range(S):
-            seed = trial_seed(root, 4 + s)
+            seed = trial_seed(root, _SHADOW_STREAMS + s)
             if s % 2 == 0:
-                order = np.random.default_rng(trial_seed(seed, 2)).permutation(n)
+                order = np.random.default_rng(trial_seed(seed, _SHADOW_SPLIT_STREAM)).permutation(n)
                 inside[s, order[: n // 2]] = True
             else:
                 inside[s] = ~inside[s - 1]
@@ -344,7 +361,7 @@ def _audit_dpsgd(
             stats[s] = logit_scaled_confidence(model_losses(shadow, loss_fn, X_arr, y_arr))
         scores = lira_offline_scores(logit_scaled_confidence(losses), stats, inside)
         lira_res = evaluate_attack(scores[member], scores[~member], confidence=confidence,
-                                   rng=trial_seed(root, 3))
+                                   rng=trial_seed(root, _LIRA_ATTACK_STREAM))
     attacks = [r for r in (loss_res, lira_res) if r is not None]
     return AuditResult(
         noise_multiplier=sigma,

@@ -31,7 +31,7 @@ from scipy import special
 
 from pacpriv._numbers import format_bound
 from pacpriv._optional import import_torch
-from pacpriv._random import trial_seed
+from pacpriv._random import MODEL_INIT_STREAM, MODEL_TRAINING_STREAM, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.audit._accountant import checked_call, dpsgd_epsilon
 from pacpriv.audit._curves import TradeoffCurve, accuracy_curve, mi_curve, trivial_curve
@@ -201,7 +201,7 @@ class DPSGDModel:
         from pacpriv.dpsgd.trainer import train_dpsgd  # imports torch
 
         seed = _seed_from(rng)
-        init = int(trial_seed(seed, 0).generate_state(1, dtype=np.uint64)[0])
+        init = int(trial_seed(seed, MODEL_INIT_STREAM).generate_state(1, dtype=np.uint64)[0])
         lr = float(self.learning_rate)
         with _one_torch_thread(torch):
             with torch.random.fork_rng(devices=[]):
@@ -212,7 +212,7 @@ class DPSGDModel:
                         steps_per_epoch=int(self.steps_per_epoch), epochs=int(self.epochs),
                         max_grad_norm=self.max_grad_norm,
                         optimizer=lambda params: torch.optim.SGD(params, lr=lr),
-                        rng=trial_seed(seed, 1))
+                        rng=trial_seed(seed, MODEL_TRAINING_STREAM))
         return model
 
     @property

@@ -39,7 +39,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
+from pacpriv._random import (
+    AUDIT_MODELS_STREAM,
+    AUDIT_SPLIT_STREAM,
+    RNGLike,
+    as_seed_sequence,
+    trial_seed,
+)
 from pacpriv._validation import check_int, check_real
 
 __all__ = ["OneRunResult", "OneRunSpec", "one_run_audit", "one_run_epsilon", "one_run_p_value"]
@@ -266,7 +272,7 @@ def one_run_audit(family, X, y, *, spec: OneRunSpec, rng: RNGLike = None) -> One
         raise ValueError(f"the one-run audit needs more records than canaries: {m} canaries, "
                          f"{n} records in the pool.")
     root = as_seed_sequence(rng)
-    gen = np.random.default_rng(trial_seed(root, 0))
+    gen = np.random.default_rng(trial_seed(root, AUDIT_SPLIT_STREAM))
     canaries = gen.choice(n, size=m, replace=False)
     labels = y.copy()
     if spec.mislabel:
@@ -274,7 +280,8 @@ def one_run_audit(family, X, y, *, spec: OneRunSpec, rng: RNGLike = None) -> One
     included = gen.random(m) < 0.5
     train = np.ones(n, dtype=bool)
     train[canaries[~included]] = False
-    model = family.fit(X[train], labels[train], rng=np.random.default_rng(trial_seed(root, 1)))
+    model = family.fit(X[train], labels[train], rng=np.random.default_rng(
+        trial_seed(root, AUDIT_MODELS_STREAM)))
     scores = np.asarray(family.statistics(model, X[canaries], labels[canaries]), dtype=float)
     eps, r, v, frac = best_guess(scores, included, spec)
     acc, label = family.accountant_epsilon(spec.delta)

@@ -24,7 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
+from pacpriv._random import (
+    AUDIT_ATTACK_STREAM,
+    AUDIT_MODELS_STREAM,
+    AUDIT_ONE_RUN_STREAM,
+    AUDIT_SPLIT_STREAM,
+    RNGLike,
+    as_seed_sequence,
+    seed_to_dict,
+    trial_seed,
+)
 from pacpriv._validation import check_int, check_real
 from pacpriv.audit._curves import TradeoffCurve, curve_grid, curve_value
 from pacpriv.audit._metrics import DEFAULT_FPRS, RocMetrics
@@ -341,7 +350,7 @@ def run_audit(
                              f"the records' shape {X_arr.shape}.")
     else:
         pool_idx, pop_idx = _split(X_arr.shape[0], opts.population,
-                                   np.random.default_rng(trial_seed(root, 0)))
+                                   np.random.default_rng(trial_seed(root, AUDIT_SPLIT_STREAM)))
         pool = (X_arr[pool_idx], y_arr[pool_idx])
         population = (X_arr[pop_idx], y_arr[pop_idx])
     if one_run is not None and pool[0].shape[0] < one_run.canaries + 1:
@@ -351,16 +360,19 @@ def run_audit(
     curves = tuple(model.certified_curves(curve_grid(opts.fprs)))  # cheap: fails early
     t1 = time.perf_counter()
     batch = train_reference_models(model, pool, population=population, n_models=K,
-                                   augmentations=opts.augmentations, rng=trial_seed(root, 1),
+                                   augmentations=opts.augmentations,
+                                   rng=trial_seed(root, AUDIT_MODELS_STREAM),
                                    execution=execution)
     t2 = time.perf_counter()
     attacks = evaluate_attacks(batch.statistics, batch.population, batch.masks,
                                attacks=opts.attacks, fprs=opts.fprs,
-                               confidence=opts.confidence, rng=trial_seed(root, 2))
+                               confidence=opts.confidence,
+                               rng=trial_seed(root, AUDIT_ATTACK_STREAM))
     t3 = time.perf_counter()
     onerun = None
     if one_run is not None:
-        onerun = one_run_audit(model, *pool, spec=one_run, rng=trial_seed(root, 3))
+        onerun = one_run_audit(model, *pool, spec=one_run,
+                               rng=trial_seed(root, AUDIT_ONE_RUN_STREAM))
     described = dict(model.describe())
     first = batch.statistics[:, :, 0]
     confident = {  # φ > 0 ⇔ p(y|x) > ½, which implies the right class: a lower bound
