@@ -237,13 +237,28 @@ def _user_code(what: str, target: str):
         with output_to_stderr():
             yield
     except SystemExit as err:
-        raise UserCodeError(f"loading the {what} module {target!r} called sys.exit("
-                            f"{err.code!r}) at import time.") from err
+        code = (f"sys.exit({err.code!r})" if err.code is None or isinstance(err.code, int)
+                else "sys.exit() with a message (withheld: it may quote record values)")
+        raise UserCodeError(f"loading the {what} module {target!r} called {code} at import "
+                            f"time{_line_in(err, target)}.") from err
     except (ModuleNotFoundError, SyntaxError):
         raise
     except Exception as err:
         raise UserCodeError(f"loading the {what} module {target!r} raised "
-                            f"{type(err).__qualname__} at import time. {WITHHELD_NOTE}") from err
+                            f"{type(err).__qualname__} at import time{_line_in(err, target)}. "
+                            f"{WITHHELD_NOTE}") from err
+
+
+def _line_in(err: BaseException, target: str) -> str:
+    """``" (line N)"`` of the innermost traceback frame in the user's file, if any."""
+    name = os.path.basename(target) if target.endswith(".py") else \
+        target.rsplit(".", 1)[-1] + ".py"
+    line, tb = None, err.__traceback__
+    while tb is not None:
+        if os.path.basename(tb.tb_frame.f_code.co_filename) == name:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return f" (line {line})" if line else ""
 
 
 def _import_module(name: str, what: str):

@@ -97,8 +97,9 @@ def add_show_errors(parser: argparse.ArgumentParser) -> None:
     """``--show-errors``: print a failing mechanism's own exception message (withheld by
     default because it may quote record values; ``PACPRIV_SHOW_ERRORS=1`` does the same)."""
     parser.add_argument("--show-errors", action="store_true",
-                        help="if the mechanism raises, print its exception message too (it may "
-                        "quote record values; withheld by default; or PACPRIV_SHOW_ERRORS=1)")
+                        help="if user code (a mechanism, an estimator, a model) or a trained "
+                        "model raises, print its exception message too (it may quote record "
+                        "values; withheld by default; or PACPRIV_SHOW_ERRORS=1)")
 
 
 #: Help of ``--withhold-pool-statistics`` (every command that writes a PAC report).

@@ -16,6 +16,7 @@ from pacpriv._files import check_input_file
 from pacpriv._optional import import_optional
 from pacpriv.cli._args import UsageError
 from pacpriv.datasets import Dataset, load_dataset
+from pacpriv.exceptions import UserCodeError
 from pacpriv.registry import resolve_mechanism
 
 __all__ = [
@@ -205,8 +206,8 @@ def resolve_cli_mechanism(spec: str, dataset: Dataset):
         where = Path(err.filename).name if err.filename else target
         raise UsageError(f"syntax error in {where}, line {err.lineno}: {err.msg} "
                          f"(mechanism {spec!r})") from None
-    except UsageError:
-        raise
+    except (UsageError, UserCodeError):
+        raise  # UserCodeError: one line, the user's message only with --show-errors
     except Exception as err:
         if isinstance(err, (ValueError, TypeError, FileNotFoundError, KeyError)):
             raise

@@ -420,7 +420,7 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
     out = check_output_dir(out_dir, "`out_dir`")
     out.mkdir(parents=True, exist_ok=True)
     report = build_report(result, pool_statistics=pool_statistics)
-    _replace_earlier(out, formats)
+    replace_earlier(out, {f"report.{f}" for f in formats})
     paths: dict[str, Path] = {}
     if "json" in formats:
         paths["json"] = out / "report.json"
@@ -441,21 +441,24 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
     return paths
 
 
-def _replace_earlier(out: Path, formats: tuple) -> None:
-    """An earlier report in ``out`` is replaced whole: its formats that this report does not
-    write are removed, with a warning that names them (never a report.md of another run
-    beside this report.json). Formats written again are simply overwritten."""
+#: Files a pacpriv report writes into its folder (a PAC report, an audit report).
+REPORT_FILES = ("report.json", "report.md", "report.html", "roc.png")
+
+
+def replace_earlier(out: Path, written: set[str] | frozenset[str]) -> None:
+    """An earlier report in ``out`` is replaced whole: its files (:data:`REPORT_FILES`) that
+    this report does not write are removed, with a warning that names them (never a
+    report.md of another run beside this report.json). Files written again are simply
+    overwritten."""
     from pacpriv.exceptions import PacprivWarning, warn_user
 
-    stale = [f for f in ("json", "md", "html")
-             if f not in formats and (out / f"report.{f}").is_file()]
+    stale = [f for f in REPORT_FILES if f not in written and (out / f).is_file()]
     if not stale:
         return
-    for fmt in stale:
-        (out / f"report.{fmt}").unlink()
+    for name in stale:
+        (out / name).unlink()
     warn_user(f"{str(out)!r} held an earlier report: this one replaces it, and its "
-              f"{', '.join('report.' + f for f in stale)} (not written this time) were removed.",
-              PacprivWarning)
+              f"{', '.join(stale)} (not written this time) were removed.", PacprivWarning)
 
 
 _warned_no_figures = False

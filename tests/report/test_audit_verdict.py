@@ -14,7 +14,13 @@ def test_point_estimate_above_the_curve_is_said_not_hidden():
     assert "not a significant violation" in said and "stay under" not in said
 
 
+def test_an_interval_reaching_above_the_curve_is_said():
+    said = verdict([_row(0.03, 0.0359)])  # interval [0.015, 0.06]: reaches above 0.0359
+    assert "its interval reaches above it at FPR 1%" in said and "interval stay" not in said
+
+
 def test_clear_and_violating_audits():
-    assert verdict([_row(0.01, 0.0359)]).startswith("every attack's TPR and interval stay under")
+    assert verdict([_row(0.01, 0.0359)]).endswith(
+        "the best attack's TPR and interval stay under the certified TPR at every resolved FPR")
     said = verdict([_row(0.2, 0.0359, [{"attack": "LiRA", "curve": "c"}])])
     assert said.startswith("1 attack/curve pair(s) exceed") and "significant" in said
