@@ -9,6 +9,8 @@ import pytest
 
 from pacpriv.cli.main import main
 
+pytestmark = pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")
+
 ARGS = ["--dataset", "iris", "--mi-budget", "0.02", "--trials", "20", "--no-progress", "--seed",
         "0"]
 
