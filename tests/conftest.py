@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import pytest
+
+# A Ray runtime started implicitly (joblib's Ray backend calls ray.init() when none runs)
+# forwards its workers' output to the driver from a background thread, at any later time: into
+# another test's captured (and by then closed) stream, a PytestUnhandledThreadExceptionWarning.
+# Tests never need that forwarding (test_backends starts its own runtime without it).
+os.environ.setdefault("RAY_LOG_TO_DRIVER", "0")
 
 #: Reference values computed independently of pacpriv (see tests/data/PROVENANCE.md).
 REFERENCE_DIR = Path(__file__).resolve().parent / "data"
