@@ -18,6 +18,12 @@ from pacpriv.dpsgd.calibration import (
 )
 from pacpriv.dpsgd.comparators import ComparisonRow as AccountantRow
 from pacpriv.dpsgd.comparators import ComparisonTable, compare_accountants
+from pacpriv.dpsgd.epsilon import (
+    EpsilonCalibration,
+    calibrate_epsilon,
+    epsilon_of,
+    noise_multiplier_for_epsilon,
+)
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
 from pacpriv.dpsgd.sampling import PoissonSampling, RandomAllocation
 from pacpriv.dpsgd.spec import THREAT_MODEL, DPSGDSpec
@@ -41,6 +47,10 @@ __all__ = [
     "NoiseCalibration",
     "calibrate_noise_multiplier",
     "noise_multiplier_for_accuracy",
+    "EpsilonCalibration",
+    "calibrate_epsilon",
+    "epsilon_of",
+    "noise_multiplier_for_epsilon",
     # comparators
     "AccountantRow",
     "ComparisonTable",
