@@ -93,8 +93,47 @@ def _bound(args) -> int:
     ])
 
 
+def _epsilon_target_flags(s: argparse.ArgumentParser) -> None:
+    """``--target-accuracy`` or ``--target-epsilon`` (exactly one), and ``--sampling``."""
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--target-accuracy", type=number,
+                   help="membership-inference accuracy bound in (0.5, 1)")
+    g.add_argument("--target-epsilon", type=number,
+                   help="epsilon in (0, 50] at --delta (add or remove one record): the "
+                   "smallest sigma (within --rtol) whose epsilon from a pessimistic "
+                   "privacy-loss distribution is <= it")
+    s.add_argument("--sampling", choices=["random_allocation", "poisson"],
+                   default="random_allocation",
+                   help="batch sampler of --target-epsilon: random allocation (pacpriv's "
+                   "trainer; certified) or Poisson at rate k/M (opacus; dp-accounting PLD)")
+
+
+def _sigma_for_epsilon(args) -> int:
+    """``sigma --target-epsilon``: :func:`pacpriv.dpsgd.calibrate_epsilon`."""
+    from pacpriv.dpsgd.epsilon import calibrate_epsilon
+
+    if not (math.isfinite(args.target_epsilon) and 0.0 < args.target_epsilon <= 50.0):
+        raise UsageError(f"--target-epsilon must be in (0, 50]; got {args.target_epsilon!r}")
+    if not 1e-6 <= args.rtol <= 0.1:
+        raise UsageError(f"--rtol must be in [1e-6, 0.1]; got {args.rtol!r}")
+    r = calibrate_epsilon(args.target_epsilon, args.delta, steps_per_epoch=args.steps_per_epoch,
+                          epochs=args.epochs, k=args.k, sampling=args.sampling, rtol=args.rtol)
+    kind = "certified" if r.certified else "dp-accounting pessimistic PLD"
+    return _emit(args, r.to_dict(), [
+        (f"noise multiplier ({kind})", format_bound(r.noise_multiplier, 8, side="up")),
+        (f"epsilon at sigma, delta={r.delta:g}", format_bound(r.epsilon, 6, side="up")),
+        ("sampling", r.sampling["scheme"]),
+        ("privacy-loss distribution", r.method),
+    ])
+
+
 def _sigma(args) -> int:
     _check_common(args)
+    if args.target_epsilon is not None:
+        return _sigma_for_epsilon(args)
+    if args.sampling != "random_allocation":
+        raise UsageError("--sampling poisson applies to --target-epsilon only (the accuracy "
+                         "targets are for random allocation)")
     kw = {"steps_per_epoch": args.steps_per_epoch, "epochs": args.epochs, "k": args.k}
     if args.method == "closed-form":
         s = noise_multiplier_for_accuracy(args.target_accuracy, **kw)
@@ -190,8 +229,9 @@ def add_parser(subparsers, name: str) -> None:
     b = sub.add_parser("bound", help="chi-square closed-form accuracy bound")
     _common(b, sigma=True, target=False)
     b.set_defaults(handler=_bound)
-    s = sub.add_parser("sigma", help="noise multiplier for a target accuracy")
-    _common(s, sigma=False, target=True)
+    s = sub.add_parser("sigma", help="noise multiplier for a target accuracy or epsilon")
+    _common(s, sigma=False, target=False)
+    _epsilon_target_flags(s)
     s.add_argument("--method", choices=["closed-form", "exact"], default="closed-form",
                    help="closed-form chi-square inverse (instant) or the smallest sigma whose "
                    "certified exact accuracy is <= target (seconds; default closed-form)")
