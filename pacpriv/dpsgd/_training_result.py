@@ -66,6 +66,11 @@ class TrainingResult:
     arithmetic : str
         The arithmetic of the noisy step that the certificates assume
         (:data:`pacpriv.dpsgd._noise.ARITHMETIC`).
+    target_accuracy : float or None
+        The membership-inference accuracy σ was calibrated to (certified exact accuracy), or
+        None.
+    target_epsilon, delta : float or None
+        The ``(ε, δ)`` σ was calibrated to (``get_epsilon(delta) <= target_epsilon``), or None.
     """
 
     noise_multiplier: float
@@ -87,6 +92,9 @@ class TrainingResult:
     k: int = 1
     membership_inference_accuracy_bound: float | None = None
     arithmetic: str = ""
+    target_accuracy: float | None = None
+    target_epsilon: float | None = None
+    delta: float | None = None
 
     @property
     def private(self) -> bool:

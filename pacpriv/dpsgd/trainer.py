@@ -36,6 +36,7 @@ References
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -61,6 +62,7 @@ from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.dpsgd.sampling import RandomAllocation
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple, with_max_grad_norm
+from pacpriv.dpsgd.targets import TARGET_KEYWORDS, noise_for_target
 from pacpriv.dpsgd.validate import ModuleProblem, inplace_modules, probe_model, validate_model
 
 torch = import_torch("pacpriv.dpsgd.trainer")
@@ -321,6 +323,10 @@ def train_dpsgd(
     dp-accounting event describes a mechanism once for every accountant) or as the keywords
     ``noise_multiplier``, ``steps_per_epoch``, ``epochs``, ``max_grad_norm`` and
     ``allocation`` (``settings``); ``max_grad_norm`` is required unless ``spec`` gives it.
+    Instead of ``noise_multiplier`` (and without ``spec``) a target may be given:
+    ``target_accuracy`` (σ from :func:`~pacpriv.dpsgd.calibrate_noise_multiplier`, the
+    certified exact accuracy) or ``target_epsilon`` with ``delta`` (σ from
+    :func:`~pacpriv.dpsgd.calibrate_epsilon`); the result records the target.
 
     Parameters
     ----------
@@ -337,6 +343,11 @@ def train_dpsgd(
         Targets (integer class labels stay integer); required unless ``X`` is a Dataset.
     noise_multiplier : float
         σ >= 0. σ = 0 gives no noise (not private).
+    target_accuracy : float
+        Instead of σ: a membership-inference accuracy in (½, 1) that the run's certified
+        exact accuracy (``result.exact_membership_inference_accuracy().upper``) meets.
+    target_epsilon, delta : float
+        Instead of σ: ε in (0, 50] at δ in (0, 1) that ``result.get_epsilon(delta)`` meets.
     steps_per_epoch : int
         t >= 1 steps per epoch.
     epochs : int
@@ -412,11 +423,34 @@ def train_dpsgd(
     (:mod:`pacpriv.dpsgd._noise`; floating-point noise attacks, Mironov CCS 2012); the
     result's ``arithmetic`` states it. The divisor is the expected batch size ``k·n/t``.
     """
+    found = _noise_for_target(model, spec, settings)  # σ from a target, before any step
     given = with_max_grad_norm(keyword_fields(settings, TRAINER_KEYWORDS, where="train_dpsgd",
                                               owner="DPSGDSpec"), spec, "train_dpsgd")
-    return _train_dpsgd(model, loss_fn, X, y, optimizer=optimizer, rng=rng,
-                        secure_noise=secure_noise, progress=progress, spec=spec,
-                        allow_low_precision=allow_low_precision, **given)
+    result = _train_dpsgd(model, loss_fn, X, y, optimizer=optimizer, rng=rng,
+                          secure_noise=secure_noise, progress=progress, spec=spec,
+                          allow_low_precision=allow_low_precision, **given)
+    return result if found is None else dataclasses.replace(result, **found)
+
+
+def _noise_for_target(model, spec: DPSGDSpec | None, settings: dict) -> dict | None:
+    """Replace a ``target_accuracy`` / ``target_epsilon`` + ``delta`` in ``settings`` by σ
+    (:func:`pacpriv.dpsgd.targets.noise_for_target`); the targets, or None without one."""
+    targets = {name: settings.pop(name) for name in TARGET_KEYWORDS if name in settings}
+    if not targets:
+        return None
+    if spec is not None:
+        raise TypeError("a spec fixes noise_multiplier: pass `target_accuracy` or "
+                        "`target_epsilon` without `spec`, or the spec's σ without a target.")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
+    validate_model(model)  # refusals first: a calibration can take seconds
+    steps = check_int(settings.get("steps_per_epoch"), "steps_per_epoch", low=1)
+    sigma, found = noise_for_target(
+        noise_multiplier=settings.pop("noise_multiplier", None), **targets,
+        steps_per_epoch=steps, epochs=settings.get("epochs"),
+        k=_allocation_k(settings.get("allocation"), None, steps))
+    settings["noise_multiplier"] = sigma
+    return found
 
 
 def _train_dpsgd(
