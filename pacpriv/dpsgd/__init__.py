@@ -58,12 +58,28 @@ __all__ = [
     # trade-off curve (certified ROC) and epsilon
     "TradeoffCurve",
     "tradeoff_curve",
+    # your own torch training loop, private (torch, imported on first use)
+    "PrivateTraining",
+    "make_private",
 ]
 
+#: Public names of torch modules, imported on first use (``import pacpriv.dpsgd`` stays
+#: torch-free): make your own torch training private in one call.
+_TORCH_NAMES = {"make_private": "pacpriv.dpsgd.private",
+                "PrivateTraining": "pacpriv.dpsgd.private"}
+
 #: Deprecated names (one release).
-__getattr__ = deprecated_names("pacpriv.dpsgd", {
+_deprecated = deprecated_names("pacpriv.dpsgd", {
     "ComparisonRow": (
         "pacpriv.dpsgd.AccountantRow", AccountantRow,
         "it shared its name with pacpriv.compare.ComparisonRow",
     ),
 })
+
+
+def __getattr__(name: str):
+    if name in _TORCH_NAMES:
+        import importlib
+
+        return getattr(importlib.import_module(_TORCH_NAMES[name]), name)
+    return _deprecated(name)
