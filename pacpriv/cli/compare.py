@@ -106,6 +106,7 @@ def add_parser(subparsers, name: str) -> None:
                    "the report either way, so the compared models are reproducible evaluation "
                    "artefacts, not private releases (no release is written)")
     p.add_argument("--withhold-pool-statistics", action="store_true", help=WITHHOLD_HELP)
+    _add_curve_flag(p)
     add_report_output(p, default_out="pacpriv-compare",
                       out_help="output directory (created; must be writable)",
                       json_help="print the comparison JSON to stdout")
@@ -174,6 +175,7 @@ def _compare(args) -> int:
                                high_inclusive=False) for a in args.target_accuracy)
     if not names or not targets:
         raise UsageError("--dataset and --target-accuracy must each name at least one value")
+    _check_curve(args, names)
     box = _black_box(args)
     execution = ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress)
     settings = dict(
@@ -190,6 +192,9 @@ def _compare(args) -> int:
         dataset = load_cli_dataset(args)
         _check_labels(dataset, args)
         datasets.append(dataset)
+    if args.curve is not None:
+        return _compare_curve(args, datasets[0], ComparisonSettings(**settings), execution,
+                              out, formats)
     effects = [stabiliser_effects(ds, target_accuracy=max(targets), rng=args.seed,
                                   execution=execution) for ds in datasets] if args.effects else []
     if len(names) == 1 and len(targets) == 1:
@@ -224,6 +229,59 @@ def _compare(args) -> int:
     print()
     _print_notes(dict.fromkeys(notes))
     print(f"time {elapsed:.1f} s; notes and threat models in the report")
+    for fmt, path in paths.items():
+        print(f"wrote ({fmt}){' ' * (11 - len(fmt))}{path}")
+    return 0
+
+
+def _add_curve_flag(p) -> None:
+    from pacpriv.compare.curve import DEFAULT_CURVE_TARGETS
+
+    default = ",".join(f"{a:g}" for a in DEFAULT_CURVE_TARGETS)
+    p.add_argument("--curve", nargs="?", type=_bounds, const=DEFAULT_CURVE_TARGETS,
+                   default=None, metavar="BOUNDS",
+                   help="draw test accuracy against the membership-inference bound for PAC "
+                   "per record, PAC whole subset and DP-SGD (exact sigma), sweeping the "
+                   f"target over BOUNDS (comma-separated, >= 2; default {default}); one "
+                   "dataset; writes curve.json and curve.png beside the report")
+
+
+def _check_curve(args, names) -> None:
+    """``--curve``: one dataset and at least two bounds in (0.5, 1), before any work."""
+    if args.curve is None:
+        return
+    if len(names) != 1:
+        raise UsageError(f"--curve draws one dataset; got {len(names)} in --dataset")
+    for a in args.curve:
+        if not 0.5 < a < 1.0:
+            raise UsageError(f"--curve bounds must be in (0.5, 1); got {a!r}")
+    if len(set(args.curve)) < 2:
+        raise UsageError(f"--curve needs at least two distinct bounds; got {len(set(args.curve))}")
+    if args.effects:
+        raise UsageError("--effects applies to the table, not to --curve")
+
+
+def _compare_curve(args, dataset, settings, execution, out, formats) -> int:
+    """``compare --curve``: :func:`pacpriv.compare.privacy_utility_curve` into the report."""
+    import importlib.util
+
+    from pacpriv.compare.curve import privacy_utility_curve
+
+    curve = privacy_utility_curve(dataset, targets=args.curve, settings=settings,
+                                  rng=args.seed, execution=execution)
+    paths = write_report(curve, out, formats=formats, pool_statistics=pool_statistics(args))
+    payload = curve.to_dict()
+    paths["curve"] = out / "curve.json"
+    paths["curve"].write_text(_json.dumps(payload, indent=2) + "\n")
+    if importlib.util.find_spec("matplotlib") is not None:
+        paths["png"] = out / "curve.png"
+        curve.figure().savefig(paths["png"], dpi=100)
+    if args.json:
+        print(_json.dumps(payload, indent=2))
+        return 0
+    print(curve.to_markdown())
+    _print_notes(curve.notes)
+    print(f"time {curve.elapsed_s:.1f} s; notes and threat models in the report")
     for fmt, path in paths.items():
         print(f"wrote ({fmt}){' ' * (11 - len(fmt))}{path}")
     return 0

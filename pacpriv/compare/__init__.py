@@ -9,10 +9,11 @@ is a spec of :mod:`pacpriv.compare.blackbox`; the result dataclasses live in the
 """
 
 from pacpriv.compare.blackbox import SgdBlackBox, StableBlackBox
+from pacpriv.compare.curve import PrivacyUtilityCurve, privacy_utility_curve
 from pacpriv.compare.results import ComparisonResult, ComparisonRow, ComparisonTable
 from pacpriv.compare.run import ComparisonSettings, compare_pac_dpsgd, compare_table
 from pacpriv.threat_models import THREAT_MODELS
 
 __all__ = ["THREAT_MODELS", "ComparisonResult", "ComparisonRow", "ComparisonSettings",
-           "ComparisonTable", "SgdBlackBox", "StableBlackBox", "compare_pac_dpsgd",
-           "compare_table"]
+           "ComparisonTable", "PrivacyUtilityCurve", "SgdBlackBox", "StableBlackBox",
+           "compare_pac_dpsgd", "compare_table", "privacy_utility_curve"]
