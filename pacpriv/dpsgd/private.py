@@ -66,7 +66,7 @@ class PrivateDataLoader:
     """
 
     def __init__(self, records: Records, *, steps_per_epoch: int, epochs: int,
-                 generator: torch.Generator, owner: PrivateTraining) -> None:
+                 generator: Any, owner: PrivateTraining) -> None:
         self._records, self._generator, self._owner = records, generator, owner
         self.steps_per_epoch, self.epochs = steps_per_epoch, epochs
         self.epochs_drawn = 0

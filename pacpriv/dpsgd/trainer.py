@@ -447,7 +447,7 @@ def _noise_for_target(model, spec: DPSGDSpec | None, settings: dict) -> dict | N
     steps = check_int(settings.get("steps_per_epoch"), "steps_per_epoch", low=1)
     sigma, found = noise_for_target(
         noise_multiplier=settings.pop("noise_multiplier", None), **targets,
-        steps_per_epoch=steps, epochs=settings.get("epochs"),
+        steps_per_epoch=steps, epochs=check_int(settings.get("epochs"), "epochs", low=1),
         k=_allocation_k(settings.get("allocation"), None, steps))
     settings["noise_multiplier"] = sigma
     return found
