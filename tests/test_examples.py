@@ -19,6 +19,7 @@ TIMEOUT_S = 120
 EXPECTED_OUTPUTS = {
     "pac_kmeans_iris.py": ("report.json", "report.md", "report.html"),
     "dpsgd_calibration.py": ("calibration.csv", "report.md", "report.html"),
+    "make_private_cnn.py": ("summary.json",),
 }
 
 
