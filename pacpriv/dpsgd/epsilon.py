@@ -250,7 +250,19 @@ def calibrate_epsilon(
     Raises
     ------
     TypeError, ValueError
-        On invalid arguments (before any work), or when no σ ≤ 1e6 reaches the target.
+        On invalid arguments (before any work), or when no σ ≤ 1e6 reaches the target under
+        the PLD (see Notes).
+
+    Notes
+    -----
+    Every ε here is an upper bound from a discretised PLD, so its resolution is finite: a
+    very small target ε (below roughly the discretisation), or, for random allocation, a δ
+    below the certified chain's accumulated error terms (e.g. δ ≤ 1e-8 over 10⁵ steps) cannot
+    be certified at any σ, and a ``ValueError`` says so rather than returning a σ that does
+    not meet it. The ``random-allocation`` package of the comparators table (Feldman &
+    Shenfeld's reference code) is not used: at the σ returned here for ε = 1 at δ = 1e-5
+    (t = 100, E = 10) it reports ε ≈ 1.11 (its RDP/decomposition bounds are looser), and it
+    is not the function ``TrainingResult.get_epsilon`` evaluates.
 
     Examples
     --------
@@ -315,8 +327,12 @@ def _bracket(ok: Callable[[float], bool], guess: float) -> tuple[float, float]:
         if ok(hi):
             return lo, hi
         if hi >= _SIGMA_MAX:
-            raise ValueError(f"no noise_multiplier <= {_SIGMA_MAX:g} reaches the target "
-                             "epsilon at this delta: raise target_epsilon or delta.")
+            raise ValueError(
+                f"no noise_multiplier <= {_SIGMA_MAX:g} reaches the target epsilon at this "
+                "delta under the pessimistic PLD: the target lies below what its "
+                "discretisation and error terms can certify (very small epsilon, or a delta "
+                "below the certified chain's error over many steps). Raise target_epsilon or "
+                "delta, or lower `tolerance`.")
         lo, factor = hi, factor * factor
 
 

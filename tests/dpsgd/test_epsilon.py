@@ -127,3 +127,9 @@ def test_to_dict_and_summary():
     assert d["noise_multiplier"] == r.noise_multiplier and d["sampling"]["scheme"] == (
         "random_allocation")
     assert "certified" in str(r)
+
+
+def test_target_beyond_the_pld_resolution_is_refused_not_missed():
+    """δ far below the certified chain's error terms: a ValueError, never a σ that fails."""
+    with pytest.raises(ValueError, match="below what its discretisation"):
+        calibrate_epsilon(1e-4, 1e-10, steps_per_epoch=1000, epochs=100)
