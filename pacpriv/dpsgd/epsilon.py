@@ -15,11 +15,12 @@ distribution (PLD), so the ε of the returned σ is an upper bound, not an estim
   pessimistic connect-the-dots PLD of the subsampled Gaussian [2]_ (add or remove one record,
   both directions), an upper bound up to dp-accounting's floating-point numerics.
 
-The search runs in ``log σ``: a bracket around a Gaussian-CLT starting guess, then bisection
-until the largest failing σ and the smallest passing σ are within ``rtol`` (default 0.1%) of
-each other. The returned σ is the passing end, whose ε was computed (never interpolated); the
-evaluated points are checked to be monotone (every failing σ below every passing σ), and a
-:class:`~pacpriv.exceptions.PacprivWarning` says so where they are not.
+The search runs in ``log σ``: a bracket around a Gaussian-CLT starting guess, then steps at
+the root of the line through ``(ln σ, ln ε)`` at the bracket's ends (safeguarded by
+bisection) until the largest failing σ and the smallest passing σ are within ``rtol``
+(default 0.1%) of each other. The returned σ is the passing end, whose ε was computed (never
+interpolated); the evaluated points are checked to be monotone (every failing σ below every
+passing σ), and a :class:`~pacpriv.exceptions.PacprivWarning` says so where they are not.
 
 References
 ----------
@@ -283,15 +284,8 @@ def calibrate_epsilon(
         return seen[sigma] <= eps
 
     lo, hi = _bracket(ok, _clt_guess(eps, d, rate, steps))
-    while lo > 0.0 and hi > lo * (1.0 + rel):
-        mid = math.sqrt(lo * hi)
-        mid = mid if lo < mid < hi else hi  # (float resolution)
-        if mid == hi:
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
+    if lo > 0.0:
+        lo, hi = _shrink(ok, seen, eps, lo, hi, rel)
     passing = [s for s, v in seen.items() if v <= eps]
     failing = [s for s, v in seen.items() if v > eps]
     monotone = not failing or not passing or max(failing) < min(passing)
@@ -307,6 +301,39 @@ def calibrate_epsilon(
         sampling=spec.to_dict(), certified=isinstance(spec, RandomAllocation), method=method,
         monotone=monotone, n_evaluations=len(seen), wall_time_s=time.perf_counter() - start,
     )
+
+
+def _shrink(ok: Callable[[float], bool], seen: dict[float, float], eps: float, lo: float,
+            hi: float, rel: float) -> tuple[float, float]:
+    """Shrink ``(lo, hi)`` (``lo`` fails, ``hi`` passes) until ``hi <= lo·(1 + rel)``.
+
+    Each step evaluates inside the bracket at the root of the line through ``(ln σ, ln ε)``
+    at its two ends, nudged by ``√(1 + rel)`` towards the end that did not move last (so the
+    next pass and fail land within ``1 + rel`` of each other once the line is accurate);
+    bisection in ``ln σ`` after two steps on the same side, or when the interpolation is
+    undefined. Only evaluated points become ends: the bracket is always certified.
+    """
+    half = math.sqrt(1.0 + rel) * (1.0 - 1e-9)
+    same, last = 0, None
+    while hi > lo * (1.0 + rel):
+        cand = math.sqrt(lo * hi)
+        e_lo, e_hi = seen[lo], seen[hi]
+        if same < 2 and math.isfinite(e_lo) and e_hi > 0.0 and e_lo > e_hi:
+            slope = (math.log(e_hi) - math.log(e_lo)) / (math.log(hi) - math.log(lo))
+            root = math.exp(math.log(lo) + (math.log(eps) - math.log(e_lo)) / slope)
+            cand = root * half if last == "lo" else root / half if last == "hi" else root
+        if not lo < cand < hi:
+            cand = math.sqrt(lo * hi)
+            if not lo < cand < hi:  # (float resolution)
+                break
+        side = "hi" if ok(cand) else "lo"
+        if side == "hi":
+            hi = cand
+        else:
+            lo = cand
+        same = same + 1 if side == last else 0
+        last = side
+    return lo, hi
 
 
 def _bracket(ok: Callable[[float], bool], guess: float) -> tuple[float, float]:
