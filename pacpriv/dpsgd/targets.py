@@ -10,16 +10,19 @@ The trainer (:func:`pacpriv.dpsgd.trainer.train_dpsgd`) and
 * ``target_epsilon``: :func:`pacpriv.dpsgd.calibrate_epsilon` (the smallest σ whose ε at
   ``delta`` from the certified random-allocation PLD is at most the target).
 
-No torch here.
+No torch here (:func:`settings_target` validates a torch model and is called by the trainer
+only).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from pacpriv._validation import check_int, check_real
 
-__all__ = ["TARGET_KEYWORDS", "noise_for_target"]
+__all__ = ["TARGET_KEYWORDS", "noise_for_target", "settings_target"]
 
 #: The keywords that name a privacy target instead of σ.
 TARGET_KEYWORDS = ("target_accuracy", "target_epsilon", "delta")
@@ -94,3 +97,31 @@ def noise_for_target(
                    high_inclusive=False)
     r = calibrate_epsilon(eps, d, steps_per_epoch=t, epochs=e, k=k)
     return r.noise_multiplier, {**none, "target_epsilon": eps, "delta": d}
+
+
+def settings_target(model: Any, spec: Any, settings: dict,
+                    allocation_k: Callable[[Any, Any, int], int]) -> dict | None:
+    """For :func:`~pacpriv.dpsgd.trainer.train_dpsgd`: replace a ``target_accuracy`` /
+    ``target_epsilon`` + ``delta`` in its keyword ``settings`` by ``noise_multiplier``.
+
+    The model is validated first (a calibration can take seconds); ``allocation_k`` is the
+    trainer's ``k`` of its ``allocation`` keyword. Returns the targets, or None without one.
+    """
+    targets = {name: settings.pop(name) for name in TARGET_KEYWORDS if name in settings}
+    if not targets:
+        return None
+    if spec is not None:
+        raise TypeError("a spec fixes noise_multiplier: pass `target_accuracy` or "
+                        "`target_epsilon` without `spec`, or the spec's σ without a target.")
+    from pacpriv.dpsgd.validate import torch, validate_model  # (torch: the caller's)
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
+    validate_model(model)
+    steps = check_int(settings.get("steps_per_epoch"), "steps_per_epoch", low=1)
+    sigma, found = noise_for_target(
+        noise_multiplier=settings.pop("noise_multiplier", None), **targets,
+        steps_per_epoch=steps, epochs=check_int(settings.get("epochs"), "epochs", low=1),
+        k=allocation_k(settings.get("allocation"), None, steps))
+    settings["noise_multiplier"] = sigma
+    return found

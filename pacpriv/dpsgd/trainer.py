@@ -62,7 +62,7 @@ from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
 from pacpriv.dpsgd.sampling import RandomAllocation
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple, with_max_grad_norm
-from pacpriv.dpsgd.targets import TARGET_KEYWORDS, noise_for_target
+from pacpriv.dpsgd.targets import settings_target
 from pacpriv.dpsgd.validate import ModuleProblem, inplace_modules, probe_model, validate_model
 
 torch = import_torch("pacpriv.dpsgd.trainer")
@@ -423,34 +423,13 @@ def train_dpsgd(
     (:mod:`pacpriv.dpsgd._noise`; floating-point noise attacks, Mironov CCS 2012); the
     result's ``arithmetic`` states it. The divisor is the expected batch size ``k·n/t``.
     """
-    found = _noise_for_target(model, spec, settings)  # σ from a target, before any step
+    found = settings_target(model, spec, settings, _allocation_k)  # σ from a target, first
     given = with_max_grad_norm(keyword_fields(settings, TRAINER_KEYWORDS, where="train_dpsgd",
                                               owner="DPSGDSpec"), spec, "train_dpsgd")
     result = _train_dpsgd(model, loss_fn, X, y, optimizer=optimizer, rng=rng,
                           secure_noise=secure_noise, progress=progress, spec=spec,
                           allow_low_precision=allow_low_precision, **given)
     return result if found is None else dataclasses.replace(result, **found)
-
-
-def _noise_for_target(model, spec: DPSGDSpec | None, settings: dict) -> dict | None:
-    """Replace a ``target_accuracy`` / ``target_epsilon`` + ``delta`` in ``settings`` by σ
-    (:func:`pacpriv.dpsgd.targets.noise_for_target`); the targets, or None without one."""
-    targets = {name: settings.pop(name) for name in TARGET_KEYWORDS if name in settings}
-    if not targets:
-        return None
-    if spec is not None:
-        raise TypeError("a spec fixes noise_multiplier: pass `target_accuracy` or "
-                        "`target_epsilon` without `spec`, or the spec's σ without a target.")
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
-    validate_model(model)  # refusals first: a calibration can take seconds
-    steps = check_int(settings.get("steps_per_epoch"), "steps_per_epoch", low=1)
-    sigma, found = noise_for_target(
-        noise_multiplier=settings.pop("noise_multiplier", None), **targets,
-        steps_per_epoch=steps, epochs=check_int(settings.get("epochs"), "epochs", low=1),
-        k=_allocation_k(settings.get("allocation"), None, steps))
-    settings["noise_multiplier"] = sigma
-    return found
 
 
 def _train_dpsgd(
