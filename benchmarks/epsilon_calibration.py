@@ -57,7 +57,12 @@ def _dp_accounting_sigma(eps, delta, t, e, interval, hi):
 def _package_epsilon(sigma, t, e, delta):
     import contextlib
     import io
+    import sys
+    from pathlib import Path
 
+    # this folder's coverage.py would shadow the `coverage` package that numba imports
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
     from random_allocation.comparisons.definitions import Direction, PrivacyParams, SchemeConfig
     from random_allocation.random_allocation_scheme.combined import allocation_epsilon_combined
 
