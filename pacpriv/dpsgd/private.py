@@ -21,8 +21,9 @@ the float64 noisy average of :mod:`pacpriv.dpsgd._noise`, and the refusals of
 ``make_private`` loop and :func:`~pacpriv.dpsgd.trainer.train_dpsgd` produce the same
 parameters (tested).
 
-The accountant advances with every step: after ``s`` steps the released gradients are a
-post-processing of the first ``⌈s/t⌉`` epochs, so the certified bounds of those epochs hold.
+The accountant advances with every step: the released gradients are a post-processing of the
+epochs (allocations) that at least one step used, so the certified bounds of that many epochs
+hold; an epoch left early counts whole.
 
 This module imports torch; it is never imported by ``import pacpriv``.
 """
@@ -84,6 +85,7 @@ class PrivateDataLoader:
                                     generator=self._generator)
         for idx in batches:
             self._owner._pending = int(idx.numel())
+            self._owner._epoch = self.epochs_drawn
             yield self._records.batch(idx)
             if self._owner._pending is not None:
                 raise RuntimeError(
@@ -120,6 +122,8 @@ class PrivateTraining:
         self.n_records, self.targets = len(records), targets
         self.steps_taken = 0
         self._pending: int | None = None
+        self._epoch = 0  # the allocation (epoch) the waiting batch comes from
+        self._epochs_used: set[int] = set()
         self._expected = len(records) / steps_per_epoch
         root = as_seed_sequence(rng)  # rng=None: OS entropy, never stored
         self.data_loader = PrivateDataLoader(
@@ -174,13 +178,16 @@ class PrivateTraining:
         for _, p in self._named:
             p.grad = None  # the noisy gradient is released; nothing else stays in .grad
         self._pending = None
+        self._epochs_used.add(self._epoch)
         self.steps_taken += 1
         return float(loss)
 
     @property
     def epochs_started(self) -> int:
-        """``⌈steps_taken / t⌉``: the epochs whose certified bounds cover the steps so far."""
-        return -(-self.steps_taken // self.steps_per_epoch)
+        """Epochs (allocations drawn by the loader) with at least one step taken: the steps
+        so far are a post-processing of those epochs, so their certified bounds cover them
+        (an epoch left early still counts whole)."""
+        return len(self._epochs_used)
 
     def spec(self) -> DPSGDSpec:
         """The steps so far as a :class:`~pacpriv.dpsgd.DPSGDSpec` (the epochs started; at

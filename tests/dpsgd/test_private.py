@@ -181,3 +181,18 @@ def test_dataset_needs_steps_per_epoch():
     with pytest.raises(TypeError, match="steps_per_epoch"):
         make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _data(), loss_fn=LOSS,
                      noise_multiplier=1.0, max_grad_norm=1.0, epochs=1)
+
+
+def test_an_epoch_left_early_counts_whole():
+    """One step in each of two epochs: two allocations were used, so two epochs are counted
+    (⌈steps/t⌉ = 1 would understate the risk)."""
+    model = _mlp()
+    private = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _data(),
+                           loss_fn=LOSS, noise_multiplier=1.0, max_grad_norm=1.0, epochs=3,
+                           steps_per_epoch=3, rng=2)
+    for _ in range(2):
+        for x, y in private.data_loader:
+            private.step(x, y)
+            break
+    assert private.steps_taken == 2 and private.epochs_started == 2
+    assert private.get_epsilon(1e-5) == DPSGDSpec(1.0, 3, 2).get_epsilon(1e-5)
