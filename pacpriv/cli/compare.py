@@ -243,7 +243,8 @@ def _add_curve_flag(p) -> None:
                    help="draw test accuracy against the membership-inference bound for PAC "
                    "per record, PAC whole subset and DP-SGD (exact sigma), sweeping the "
                    f"target over BOUNDS (comma-separated, >= 2; default {default}); one "
-                   "dataset; writes curve.json and curve.png beside the report")
+                   "dataset; replaces --target-accuracy; writes curve.json and curve.png beside "
+                   "the report")
 
 
 def _check_curve(args, names) -> None:
