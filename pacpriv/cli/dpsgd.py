@@ -121,7 +121,8 @@ def _sigma_for_epsilon(args) -> int:
     kind = "certified" if r.certified else "dp-accounting pessimistic PLD"
     return _emit(args, r.to_dict(), [
         (f"noise multiplier ({kind})", format_bound(r.noise_multiplier, 8, side="up")),
-        (f"epsilon at sigma, delta={r.delta:g}", format_bound(r.epsilon, 6, side="up")),
+        (f"epsilon at sigma, delta={r.delta:g} ({kind}; add or remove any one record)",
+         format_bound(r.epsilon, 6, side="up")),
         ("sampling", r.sampling["scheme"]),
         ("privacy-loss distribution", r.method),
     ])
