@@ -32,6 +32,7 @@ from pacpriv._display import Displayable, Summary
 from pacpriv._numbers import format_bound
 from pacpriv._random import RNGLike
 from pacpriv.compare.results import ComparisonResult, ComparisonTable
+from pacpriv.threat_models import THREAT_MODELS
 
 __all__ = ["DEFAULT_CURVE_TARGETS", "CurvePoint", "PrivacyUtilityCurve", "curve_from_table",
            "privacy_utility_curve"]
@@ -170,6 +171,7 @@ class PrivacyUtilityCurve(Displayable):
             "title": f"Trade-off: test accuracy vs membership-inference bound ({self.dataset})",
             "markdown": self.to_markdown() + "\nError bars: ± one sd over the models of each "
             "point. Each bound is certified under its own threat model (column 'bound').",
+            "threat_model": "\n\n".join(THREAT_MODELS.values()),
             "privacy_utility_curve": self.to_dict(),
         }
         if importlib.util.find_spec("matplotlib") is not None:
