@@ -133,3 +133,23 @@ def test_target_beyond_the_pld_resolution_is_refused_not_missed():
     """δ far below the certified chain's error terms: a ValueError, never a σ that fails."""
     with pytest.raises(ValueError, match="below what its discretisation"):
         calibrate_epsilon(1e-4, 1e-10, steps_per_epoch=1000, epochs=100)
+
+
+def test_property_bracket_holds_for_random_settings():
+    """Random (ε, δ, t, E, k): the returned σ meets ε, the bracket's lower end does not, and
+    they are within rtol (independent re-evaluation through epsilon_of)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=8, deadline=None, derandomize=True)
+    @given(eps=st.floats(0.2, 10.0), log_delta=st.integers(-7, -3), t=st.integers(1, 40),
+           e=st.integers(1, 8), k=st.integers(1, 3))
+    def check(eps, log_delta, t, e, k):
+        k = min(k, t)
+        kw = {"steps_per_epoch": t, "epochs": e, "k": k}
+        r = calibrate_epsilon(eps, 10.0**log_delta, rtol=1e-3, **kw)
+        assert epsilon_of(r.noise_multiplier, 10.0**log_delta, **kw) <= eps
+        assert epsilon_of(r.lower_noise_multiplier, 10.0**log_delta, **kw) > eps
+        assert r.noise_multiplier <= r.lower_noise_multiplier * 1.001
+
+    check()
