@@ -203,7 +203,7 @@ def _audit(args) -> int:
         X, labels, model=family, reference_models=args.reference_models, settings=settings,
         one_run=one_run, rng=args.seed,
         dataset={k: described[k] for k in ("name", "n_records", "n_features", "source",
-                                           "description") if k in described}
+                                           "description", "preprocessing") if k in described}
         | {"n_classes": n_classes},
         execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress,
                                    checkpoint=args.checkpoint))
