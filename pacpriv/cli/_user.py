@@ -12,6 +12,7 @@ import re
 import sys
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from pacpriv._files import check_input_file
 from pacpriv._optional import import_optional
@@ -106,7 +107,8 @@ def add_preprocessing_arguments(parser) -> None:
 def preprocessing_from_args(args) -> Preprocessing | None:
     """The one :class:`~pacpriv.datasets.Preprocessing` built from the flags (``None`` when
     every flag has its default, or the parser has none)."""
-    values = {f.name: getattr(args, f"pp_{f.name}", f.default) for f in fields(Preprocessing)}
+    values: dict[str, Any] = {f.name: getattr(args, f"pp_{f.name}", f.default)
+                              for f in fields(Preprocessing)}
     spec = Preprocessing(**values)
     return None if spec.is_default else spec
 

@@ -212,10 +212,10 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
     if rows_missing.any() and (spec.missing == "error" or (label_missing.any()
                                                            and spec.missing != "drop")):
         i = int(np.flatnonzero(rows_missing)[0])
-        j = int(np.flatnonzero(missing[i])[0]) if missing[i].any() else None
-        cell = cells[i][j] if j is not None else ""
-        kind = "empty value" if not cell else "missing-value marker"
-        at = f"column {j + 1}: {kind}" if j is not None else "the label is missing"
+        at = "the label is missing"
+        if missing[i].any():
+            j = int(np.flatnonzero(missing[i])[0])
+            at = f"column {j + 1}: " + ("missing-value marker" if cells[i][j] else "empty value")
         what = (f"{int(rows_missing.sum())} of {n} rows and {int(missing.any(axis=0).sum())} "
                 f"of {p} feature columns{' (and the label)' if label_missing.any() else ''}")
         fix = ("--missing drop (labels are never imputed)" if spec.missing != "error"
