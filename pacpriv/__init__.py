@@ -21,6 +21,7 @@ from pacpriv.dpsgd import (
     exact_membership_inference_accuracy,
     noise_multiplier_for_accuracy,
 )
+from pacpriv.estimators import PACPrivateClassifier, PACPrivateRegressor
 from pacpriv.exceptions import *  # noqa: F403  (the errors and warnings: exceptions.__all__)
 from pacpriv.pac import (
     ComplementaryPairsSampler,
@@ -64,6 +65,9 @@ __all__ = [
     "posterior_success_rate",
     # PAC-private prediction: adaptive queries, posterior-tracked worlds (serve: pacpriv[serve])
     "PrivatePredictor",
+    # PAC Privacy: scikit-learn meta-estimators (Pipeline, cross_val_score)
+    "PACPrivateClassifier",
+    "PACPrivateRegressor",
     # PAC Privacy: wrapping a function, composition ledger
     "PrivacyLedger",
     "pac_private",
