@@ -40,8 +40,10 @@ from pacpriv.audit._families import (
     LinearLogits,
     MLPFactory,
     PacReleaseModel,
+    SizedFactory,
     image_shifts,
     phi_from_logits,
+    user_model_family,
 )
 from pacpriv.audit._lira import lira_scores
 from pacpriv.audit._metrics import DEFAULT_FPRS, RocMetrics, TprAtFpr, roc_metrics
@@ -67,7 +69,9 @@ __all__ = [
     "LinearLogits",
     "MLPFactory",
     "PacReleaseModel",
+    "SizedFactory",
     "image_shifts",
+    "user_model_family",
     # attacks
     "DEFAULT_ATTACKS",
     "LiraAttack",
