@@ -167,3 +167,20 @@ def test_scores_are_finite_for_a_user_model(user_file):
     y = np.arange(20) % 3
     model = fam.fit(X, y, rng=np.random.default_rng(1))
     assert np.all(np.isfinite(fam.statistics(model, X, y)))
+
+
+def test_hard_zero_probabilities_give_finite_scores():
+    """A forest predicts exact 0 and 1: φ stays finite and keeps the order of p(y|x)."""
+    from sklearn.datasets import load_iris
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = load_iris(return_X_y=True)
+    fam = user_model_family(RandomForestClassifier(n_estimators=5, max_depth=2),
+                            n_features=4, n_classes=3)
+    model = fam.fit(X, y, rng=np.random.default_rng(0))
+    proba = model.predict_proba(X)[np.arange(len(y)), y]
+    assert np.any(proba == 0) or np.any(proba == 1)
+    phi = fam.statistics(model, X, y)
+    assert np.all(np.isfinite(phi))
+    order = np.argsort(proba, kind="stable")
+    assert np.all(np.diff(phi[order]) >= -1e-9)  # monotone in p(y|x)
