@@ -233,7 +233,8 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
                 # the value itself is a record's: described, never quoted (a 1e400 is one)
                 kind = ("non-numeric value" if v is None
                         else "non-finite value (NaN, infinity or beyond the float range)")
-                more = (" (or encode text columns with --categorical one-hot|ordinal)"
+                more = (" (or encode text columns: --categorical one-hot|ordinal, categorical= "
+                        "in Python)"
                         if v is None else "")
                 raise ValueError(
                     f"{path.name}, line {lineno}, column {j + 1}: {kind}; features "

@@ -196,7 +196,10 @@ class PACPrivateClassifier(ClassifierMixin, _PACPrivate):
         scores on ``public_X`` (``predict_proba``, else ``decision_function``; a new row gets
         its nearest public row's noisy scores). Recorded in the fitted ``release_``.
     attributes : tuple of str, default ("coef_", "intercept_")
-        Fitted attribute names released with ``release="parameters"``.
+        Fitted attribute names released with ``release="parameters"``. Suits models whose
+        predictions are defined for any parameter values (linear models: logistic, ridge,
+        linear SVM); a noisy variance (e.g. GaussianNB's ``var_``) may turn negative, so
+        release such a model's scores instead.
     public_X : array of shape (n_public, n_features) or None
         Rows you declare public (never records of the training data); required by
         ``release="decision_function"``.

@@ -20,6 +20,9 @@ from typing import Any
 
 import numpy as np
 
+#: Scores smaller than this in magnitude are released as 0 (see :class:`FitMechanism`).
+TINY = 1e-100
+
 __all__ = ["FitMechanism", "public_carrier", "score_method", "write_parameters"]
 
 
@@ -48,7 +51,8 @@ class FitMechanism:
     public_X : ndarray of shape (n_public, p) or None
         The declared public rows (``method`` set).
     method : {"predict_proba", "decision_function", "predict"} or None
-        What to evaluate on ``public_X``; ``None`` releases ``attributes``.
+        What to evaluate on ``public_X``; ``None`` releases ``attributes``. Scores below
+        :data:`TINY` in magnitude are released as 0.
     anchors : ndarray of shape (n_classes,) or None
         For a classifier: every fit also sees one public row per class, at the origin of the
         feature space (a public constant, the same for every subset), so every class is
@@ -80,8 +84,10 @@ class FitMechanism:
             parts = [np.asarray(fitted_value(model, a), dtype=np.float64).ravel()
                      for a in self.attributes]
             return np.concatenate(parts)
-        values = getattr(model, self.method)(self.public_X)
-        return np.asarray(values, dtype=np.float64).ravel()
+        values = np.asarray(getattr(model, self.method)(self.public_X), dtype=np.float64)
+        # a probability of 1e-200 is 0 for every use, and the engine refuses magnitudes that
+        # float64 variances cannot hold: such values are released as 0 (part of f, public)
+        return np.where(np.abs(values) < TINY, 0.0, values).ravel()
 
 
 def _public_rows(n_features: int, classes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

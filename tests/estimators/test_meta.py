@@ -170,3 +170,26 @@ def test_carrier_holds_no_record():
     b = public_carrier(LogisticRegression(), 4, np.array([0, 1, 2]))
     np.testing.assert_array_equal(a.coef_, b.coef_)
     assert a.coef_.shape == (3, 4)
+
+
+def test_tiny_probabilities_are_released_as_zero():
+    """GaussianNB gives probabilities like 1e-200, beyond what the engine's variances hold:
+    released as 0, and the release still predicts (string labels, a DataFrame)."""
+    import pandas as pd
+    from sklearn.datasets import load_iris
+    from sklearn.naive_bayes import GaussianNB
+
+    from pacpriv.estimators._release import TINY, FitMechanism
+
+    X, y = load_iris(return_X_y=True)
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    raw = GaussianNB().fit(X, labels).predict_proba(X[::10])
+    assert np.any((raw > 0) & (raw < TINY))
+    f = FitMechanism(GaussianNB(), public_X=X[::10], method="predict_proba")
+    out = f((X, labels))
+    np.testing.assert_array_equal(out, np.where(raw < TINY, 0.0, raw).ravel())
+    clf = PACPrivateClassifier(GaussianNB(), release="decision_function", public_X=X[::10],
+                               mi_budget=0.5, n_trials=20, random_state=0)
+    clf.fit(pd.DataFrame(X, columns=list("abcd")), labels)
+    assert set(clf.predict(pd.DataFrame(X, columns=list("abcd")))) <= set(labels)
+    assert list(clf.feature_names_in_) == list("abcd")
