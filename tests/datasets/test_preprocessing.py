@@ -178,3 +178,18 @@ def test_cli_default_is_one_line_with_counts(table, tmp_path, capsys):
     assert err.count("\n") == 1 and "in 12 of 60 rows and 2 of 4 feature columns" in err
     assert "pass --missing drop|impute-median|impute-most-frequent" in err
     assert SECRET_INCOME not in err
+
+
+def test_predict_query_file_refuses_preprocessing_flags(table, tmp_path, capsys):
+    """Queries from a file cannot be encoded with the pool's transformers: one line, before
+    the state is read."""
+    queries = tmp_path / "q.csv"
+    queries.write_text("1,2,3\n")
+    state = tmp_path / "state"
+    state.mkdir()
+    rc = main(["predict", "query", "--state", str(state), "--queries", str(queries),
+               "--standardize"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "--categorical, --missing and --standardize apply to --dataset only" in err
