@@ -12,6 +12,8 @@ Two halves answer one question -- how well can an adversary tell whether a recor
 ``import pacpriv`` imports neither torch, matplotlib, dp-accounting nor dask.
 """
 
+from typing import TYPE_CHECKING
+
 from pacpriv import _deprecation, exceptions
 from pacpriv._version import __version__
 from pacpriv.compare import ComparisonResult, compare_pac_dpsgd
@@ -21,7 +23,6 @@ from pacpriv.dpsgd import (
     exact_membership_inference_accuracy,
     noise_multiplier_for_accuracy,
 )
-from pacpriv.estimators import PACPrivateClassifier, PACPrivateRegressor
 from pacpriv.exceptions import *  # noqa: F403  (the errors and warnings: exceptions.__all__)
 from pacpriv.pac import (
     ComplementaryPairsSampler,
@@ -44,6 +45,9 @@ from pacpriv.pac import (
 from pacpriv.prediction import PrivatePredictor
 from pacpriv.registry import available_mechanisms, register_mechanism, resolve_mechanism
 from pacpriv.report import write_report
+
+if TYPE_CHECKING:  # imported on first use (module __getattr__ below)
+    from pacpriv.estimators import PACPrivateClassifier, PACPrivateRegressor
 
 __all__ = [
     "__version__",
@@ -91,3 +95,14 @@ __all__ = [
 ]
 
 _deprecation.install_moved_finder()  # 0.2 module paths still import (DeprecationWarning)
+
+#: Names imported on first use: scikit-learn's estimator machinery loads only when needed.
+_LAZY = {"PACPrivateClassifier": "pacpriv.estimators", "PACPrivateRegressor": "pacpriv.estimators"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
