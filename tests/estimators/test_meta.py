@@ -193,3 +193,16 @@ def test_tiny_probabilities_are_released_as_zero():
     clf.fit(pd.DataFrame(X, columns=list("abcd")), labels)
     assert set(clf.predict(pd.DataFrame(X, columns=list("abcd")))) <= set(labels)
     assert list(clf.feature_names_in_) == list("abcd")
+
+
+@pytest.mark.slow  # starts worker processes
+def test_same_release_for_any_n_jobs(cancer):
+    """The trials' seeds, not the workers, decide the release (the engine's contract)."""
+    from pacpriv.pac.engine import ExecutionOptions
+
+    X, y = cancer
+    coefs = [PACPrivateClassifier(LogisticRegression(C=0.1), mi_budget=0.1, n_trials=12,
+                                  random_state=2,
+                                  execution=ExecutionOptions(n_jobs=n, progress=False))
+             .fit(X, y).estimator_.coef_ for n in (1, 2)]
+    np.testing.assert_array_equal(coefs[0], coefs[1])
