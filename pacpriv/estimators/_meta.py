@@ -240,8 +240,10 @@ class PACPrivateClassifier(ClassifierMixin, _PACPrivate):
 
     Notes
     -----
-    The release is fit on a secret random *half* of the training data (the membership secret
-    of the PAC game), so expect the utility of a model trained on half the data, plus noise.
+    The threat model is PAC Privacy's membership game: the adversary may know every record
+    passed to ``fit`` and tries to tell which of them are in the secret random *half* the
+    release was fit on; ``posterior_success_bound_`` bounds its accuracy. So expect the
+    utility of a model trained on half the data, plus noise.
     Every fit (each trial and the release) also sees one public row per class at the origin
     of the feature space: a public constant, the same for every subset, so that a random half
     that happens to miss a class still gives a model of the same shape. Its pull on the model
