@@ -566,8 +566,11 @@ def user_model_family(model: Any, *, n_features: int, n_classes: int,
     Raises
     ------
     TypeError
-        If ``model`` is neither, or a factory returns something else, or takes other
-        arguments than none or ``(n_features, n_classes)``.
+        If ``model`` is neither, or a factory returns something else, takes other arguments
+        than none or ``(n_features, n_classes)``, or builds a module that does not map
+        ``n_features`` inputs to ``n_classes`` logits.
+    pacpriv.exceptions.UserCodeError
+        If the factory raises (its message withheld; chained as ``__cause__``).
     ValueError
         A σ given for a scikit-learn estimator, or none for a torch model.
 
@@ -592,7 +595,7 @@ def user_model_family(model: Any, *, n_features: int, n_classes: int,
             raise TypeError("a model factory takes no argument or (n_features, n_classes); "
                             f"{getattr(model, '__name__', 'it')} requires {arity}.")
         factory = SizedFactory(model, n_features, n_classes, sized=arity == 2)
-        made = _probe(factory)
+        made = _probe(factory, n_features, n_classes)
         if _is_estimator(made):
             model, factory = made, None
     if factory is None:
@@ -607,21 +610,48 @@ def user_model_family(model: Any, *, n_features: int, n_classes: int,
     return DPSGDModel(factory, noise_multiplier=float(noise_multiplier), **training)
 
 
-def _probe(factory: Callable[[], Any]) -> Any:
-    """Call the factory once (torch's global RNG untouched) and check what it makes."""
-    made = None
+def _call_user(factory: Callable[[], Any]) -> Any:
+    """``factory()``; an exception in the user's code becomes a :class:`UserCodeError` naming
+    its type only (the message may quote data; it stays on ``__cause__``)."""
+    from pacpriv.exceptions import UserCodeError
+
+    try:
+        return factory()
+    except Exception as err:
+        raise UserCodeError(f"the model factory raised {type(err).__name__} (its message is "
+                            "withheld: it may quote data)") from err
+
+
+def _probe(factory: Callable[[], Any], n_features: int, n_classes: int) -> Any:
+    """Call the factory once (torch's global RNG untouched) and check what it makes: a
+    scikit-learn estimator, or a torch module mapping ``n_features`` to ``n_classes``
+    logits (checked on two rows of zeros, a public input)."""
     try:
         torch = import_torch("a torch model factory")
     except ImportError:
         torch = None
-    if torch is not None:
-        with torch.random.fork_rng(devices=[]):
-            made = factory()
-        if isinstance(made, torch.nn.Module) or _is_estimator(made):
-            return made
+    if torch is None:
+        made = _call_user(factory)
     else:
-        made = factory()
-        if _is_estimator(made):
-            return made
-    raise TypeError(f"the model factory must return a torch.nn.Module or a scikit-learn "
-                    f"estimator; it returned {type(made).__name__}.")
+        with torch.random.fork_rng(devices=[]):
+            made = _call_user(factory)
+    if _is_estimator(made):
+        return made
+    if torch is None or not isinstance(made, torch.nn.Module):
+        raise TypeError(f"the model factory must return a torch.nn.Module or a scikit-learn "
+                        f"estimator; it returned {type(made).__name__}.")
+    first = next(iter(made.parameters()), None)
+    dtype = first.dtype if first is not None else torch.float32
+    try:
+        with torch.no_grad():
+            out = made(torch.zeros(2, n_features, dtype=dtype))
+    except Exception as err:
+        raise TypeError(f"the model does not accept rows of {n_features} features "
+                        f"({type(err).__name__} on a batch of zeros; it receives rows of "
+                        "shape (n, n_features): reshape inside it, e.g. with "
+                        "torch.nn.Unflatten).") from err
+    if tuple(getattr(out, "shape", ())) != (2, n_classes):
+        raise TypeError(f"the model must return logits of shape (n, {n_classes}) for the "
+                        f"{n_classes} classes; a batch of 2 rows gave shape "
+                        f"{tuple(getattr(out, 'shape', ()))}.")
+    return made

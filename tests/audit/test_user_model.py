@@ -39,6 +39,16 @@ nb = GaussianNB()
 
 def not_a_model():
     return 42
+
+def crash(n_features, n_classes):
+    raise RuntimeError("secret 98765")
+
+def seven_logits(n_features, n_classes):
+    return torch.nn.Linear(n_features, 7)
+
+def images_only(n_features, n_classes):
+    return torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(),
+                               torch.nn.LazyLinear(n_classes))
 '''
 
 
@@ -141,14 +151,20 @@ def test_cli_audits_a_user_torch_factory_and_sklearn_estimator(user_file, tmp_pa
     ("not_a_model", ["--non-private"], "must return a torch.nn.Module or a scikit-learn "
      "estimator; it returned int"),
     ("missing_attr", ["--non-private"], "--model"),
+    ("crash", ["--noise-multiplier", "1"], "the model factory raised RuntimeError (its "
+     "message is withheld"),
+    ("seven_logits", ["--noise-multiplier", "1"], "must return logits of shape (n, 3) for "
+     "the 3 classes; a batch of 2 rows gave shape (2, 7)"),
+    ("images_only", ["--noise-multiplier", "1"], "does not accept rows of 4 features"),
 ])
 def test_cli_refuses_bad_user_models_in_one_line(user_file, tmp_path, capsys, spec, flags,
                                                  match):
     rc = main(["audit", "--model", f"{user_file}:{spec}", *flags, "--out",
                str(tmp_path / "x"), *SMALL])
-    assert rc == 2
+    assert rc == (1 if spec == "crash" else 2)  # 1: the user's code failed, as for mechanisms
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("pacpriv: error: ") and match in err
+    assert "98765" not in err  # the user's exception message may quote data: withheld
 
 
 def test_cli_refuses_an_unknown_model_name(tmp_path, capsys):
