@@ -122,6 +122,15 @@ class _PACPrivate(BaseEstimator):
         mechanism = self._mechanism(estimator, X.shape[1], classes)
         sim_seed, release_seed = (None, None) if self.random_state is None else \
             np.random.SeedSequence(int(self.random_state)).spawn(2)
+        carrier = None
+        if self.release == "parameters":  # the carrier first: a missing attribute fails now
+            carrier = public_carrier(estimator, X.shape[1], classes)
+            missing = [a for a in self.attributes if not hasattr(carrier, a)]
+            if missing:
+                raise ValueError(f"the fitted {type(estimator).__name__} has no attribute "
+                                 f"{missing[0]!r} to release (`attributes`); name its fitted "
+                                 "parameters, or use release='decision_function' with "
+                                 "public_X.")
         execution = self.execution or ExecutionOptions(n_jobs=1, progress=False)
         result = run_pac(mechanism, (X, y), mi_budget=budget, n_trials=int(self.n_trials),
                          rule=self.rule, rng=sim_seed, release_rng=release_seed,
@@ -129,7 +138,6 @@ class _PACPrivate(BaseEstimator):
                          dataset={"name": "training data", "n_records": int(X.shape[0])})
         released = np.asarray(result.release, dtype=np.float64)
         if self.release == "parameters":
-            carrier = public_carrier(estimator, X.shape[1], classes)
             write_parameters(carrier, tuple(self.attributes), released)
             self.estimator_ = carrier
         else:

@@ -9,6 +9,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
@@ -157,6 +158,8 @@ def test_regressor_parameters_release():
      r"`public_X` must be a finite 2-D array with 30 columns; got shape \(3, 2\)"),
     ({"attributes": ("steps[-1].coef_",)}, ValueError, "`attributes` must be"),
     ({"n_trials": 2.5}, TypeError, "`n_trials` must be an int"),
+    ({"estimator": KNeighborsClassifier()},
+     ValueError, "the fitted KNeighborsClassifier has no attribute 'coef_' to release"),
 ])
 def test_bad_arguments_fail_before_any_trial(cancer, kwargs, error, match):
     X, y = cancer
