@@ -40,10 +40,8 @@ from pacpriv.audit._families import (
     LinearLogits,
     MLPFactory,
     PacReleaseModel,
-    SizedFactory,
     image_shifts,
     phi_from_logits,
-    user_model_family,
 )
 from pacpriv.audit._lira import lira_scores
 from pacpriv.audit._metrics import DEFAULT_FPRS, RocMetrics, TprAtFpr, roc_metrics
@@ -57,6 +55,7 @@ from pacpriv.audit._onerun import (
 from pacpriv.audit._rmia import rmia_scores
 from pacpriv.audit._run import AuditReport, AuditSettings, run_audit
 from pacpriv.audit._suite import DEFAULT_ATTACKS, LiraAttack, LossAttack, RmiaAttack
+from pacpriv.audit._user_model import SizedFactory, user_model_family
 
 __all__ = [
     # the audit
