@@ -193,3 +193,38 @@ def test_predict_query_file_refuses_preprocessing_flags(table, tmp_path, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "--categorical, --missing and --standardize apply to --dataset only" in err
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_CELL = st.one_of(st.integers(-50, 50).map(str), st.sampled_from(["", "NA", "nan", "?"]))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(_CELL, _CELL, st.sampled_from(["a", "b", "c", ""]))
+                .filter(lambda r: any(r)),  # a line of empty fields only is a blank line
+                min_size=3, max_size=12))
+def test_drop_and_impute_match_pandas(tmp_path_factory, rows):
+    """Property: on any small table, `drop` keeps exactly pandas' dropna rows and
+    `impute-median` fills numeric columns with pandas' median (and ordinal codes follow the
+    sorted categories)."""
+    import pandas as pd
+
+    path = tmp_path_factory.mktemp("prop") / "t.csv"
+    path.write_text("x,y,c\n" + "\n".join(",".join(r) for r in rows) + "\n")
+    frame = pd.read_csv(path, na_values=["NA", "nan", "?"], keep_default_na=True,
+                        dtype={"c": object})
+    complete = frame.dropna()
+    numeric_ok = frame[["x", "y"]].notna().any().all() and frame["c"].notna().any()
+    if len(complete) >= 2:
+        ds = load_dataset(path, preprocessing=Preprocessing(categorical="ordinal",
+                                                            missing="drop"))
+        codes = {c: float(k) for k, c in enumerate(sorted(complete["c"].unique()))}
+        expected = np.column_stack([complete["x"], complete["y"], complete["c"].map(codes)])
+        np.testing.assert_array_equal(ds.X, expected)
+    if numeric_ok:
+        ds = load_dataset(path, preprocessing=Preprocessing(categorical="ordinal",
+                                                            missing="impute-median"))
+        np.testing.assert_allclose(ds.X[:, 0], frame["x"].fillna(frame["x"].median()))
+        np.testing.assert_allclose(ds.X[:, 1], frame["y"].fillna(frame["y"].median()))
