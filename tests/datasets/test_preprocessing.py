@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.compose import ColumnTransformer
 from sklearn.impute import SimpleImputer
 from sklearn.pipeline import make_pipeline
@@ -193,10 +195,6 @@ def test_predict_query_file_refuses_preprocessing_flags(table, tmp_path, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "--categorical, --missing and --standardize apply to --dataset only" in err
-
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _CELL = st.one_of(st.integers(-50, 50).map(str), st.sampled_from(["", "NA", "nan", "?"]))
 
