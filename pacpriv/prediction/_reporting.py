@@ -184,6 +184,8 @@ class BudgetReporting:
 
         def _state_lock(self) -> AbstractContextManager: ...
 
+        def _sync(self) -> None: ...
+
     @property
     def n_answered(self) -> int:
         """Number of query rows answered so far."""
@@ -244,9 +246,9 @@ class BudgetReporting:
         With a state directory, the ledger is read again first (under the directory's lock),
         so the state includes answers given by other processes sharing the directory.
         """
-        with self._lock, self._state_lock():
+        with self._lock:
             if self._state is not None and self.is_fitted:
-                self._n_answered, self._log_posterior = self._state.read_ledger()
+                self._sync()
             return budget_state(self)
 
     def report_section(self) -> dict:

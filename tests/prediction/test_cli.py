@@ -119,7 +119,9 @@ def test_public_files_do_not_give_the_secret_index_or_noise(tmp_path, capsys):
         # ...but the secret it gives (0.1's derivation) is not the stored one
         assert _old_secret(777, 4)[1] != body["noise_entropy"]
     a, b = tmp_path / "a", tmp_path / "b"
-    assert (a / "config.json").read_bytes() == (b / "config.json").read_bytes()
+    configs = [json.loads((x / "config.json").read_text()) for x in (a, b)]
+    scopes = [c.pop("ledger_scope") for c in configs]  # the ledger's scope: random per state
+    assert configs[0] == configs[1] and scopes[0] != scopes[1]
     assert (a / "worlds.npz").read_bytes() == (b / "worlds.npz").read_bytes()
     assert secrets_found[0][1] != secrets_found[1][1]  # 128-bit OS entropy each
     assert all(e.bit_length() > 64 for _, e in secrets_found)
@@ -136,7 +138,10 @@ def test_secret_seed_reproduces_the_secret_and_leaves_no_public_trace(tmp_path, 
     assert (a / "secret.json").read_bytes() == (b / "secret.json").read_bytes()
     assert (a / "secret.json").read_bytes() != (c / "secret.json").read_bytes()
     assert stat.S_IMODE(os.stat(a / "secret.json").st_mode) == 0o600
-    for public in ("config.json", "worlds.npz", "ledger.json"):  # independent of the secret seed
+    configs = [json.loads((x / "config.json").read_text()) for x in (a, c)]
+    assert configs[0].pop("ledger_scope") != configs[1].pop("ledger_scope")  # random per state
+    assert configs[0] == configs[1]
+    for public in ("worlds.npz",):  # independent of the secret seed
         assert (a / public).read_bytes() == (c / public).read_bytes()
     assert json.loads((a / "config.json").read_text())["secret_randomness"] == \
         "caller-seeded secret (not for production)"

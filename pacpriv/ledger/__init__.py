@@ -1,0 +1,47 @@
+"""Transactional storage of privacy budgets: the one ledger store of pacpriv.
+
+:class:`~pacpriv.pac.bounds.PrivacyLedger` (any release) and the private predictor's budget
+(:class:`~pacpriv.prediction.PrivatePredictor`, ``pacpriv serve``) keep their charges here.
+:func:`open_store` opens SQLite (the default: one file, standard library) or PostgreSQL
+(``postgresql://...``, extra ``postgres``: one ledger for several server replicas).
+"""
+
+from __future__ import annotations
+
+import os
+
+from pacpriv.ledger._keys import KeyVerifier, add_key, parse_token
+from pacpriv.ledger._store import Entry, KeyRecord, LedgerStore, Transaction
+
+__all__ = ["Entry", "KeyRecord", "KeyVerifier", "LedgerStore", "Transaction", "add_key",
+           "open_store", "parse_token"]
+
+
+def open_store(location: str | os.PathLike) -> LedgerStore:
+    """The ledger store at ``location``.
+
+    Parameters
+    ----------
+    location : str or path
+        ``postgresql://...`` / ``postgres://...`` for PostgreSQL, else a SQLite file path
+        (created with mode 0600 if absent).
+
+    Returns
+    -------
+    LedgerStore
+
+    Raises
+    ------
+    ImportError
+        For PostgreSQL without psycopg (``pip install 'pacpriv[postgres]'``).
+    CheckpointError
+        If the location holds something else than a pacpriv ledger, or cannot be reached.
+    """
+    text = os.fspath(location)
+    if isinstance(text, str) and text.startswith(("postgresql://", "postgres://")):
+        from pacpriv.ledger._postgres import PostgresStore
+
+        return PostgresStore(text)
+    from pacpriv.ledger._sqlite import SQLiteStore
+
+    return SQLiteStore(text)
