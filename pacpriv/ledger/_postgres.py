@@ -96,7 +96,7 @@ class PostgresStore(LedgerStore):
     def _connect(self):
         return self._psycopg.connect(self.url, autocommit=False)
 
-    def _begin(self, cur, scope: str | None) -> None:
+    def _begin(self, cur, scope: str | None, write: bool = True) -> None:
         if scope is not None:
             cur.execute("SELECT spent FROM totals WHERE scope = %s FOR UPDATE", (scope,))
             cur.fetchall()

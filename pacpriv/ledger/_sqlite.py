@@ -93,5 +93,5 @@ class SQLiteStore(LedgerStore):
         conn.execute(f"PRAGMA busy_timeout={int(self._timeout * 1000)}")
         return conn
 
-    def _begin(self, cur, scope: str | None) -> None:
-        cur.execute("BEGIN IMMEDIATE")
+    def _begin(self, cur, scope: str | None, write: bool = True) -> None:
+        cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")

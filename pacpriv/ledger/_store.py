@@ -197,12 +197,13 @@ class LedgerStore:
 
     def __init__(self) -> None:
         self._local = threading.local()
+        self._scopes: set[str] = set()
 
     # -- backend hooks -----------------------------------------------------------------
     def _connect(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _begin(self, cur, scope: str) -> None:  # pragma: no cover - abstract
+    def _begin(self, cur, scope: str | None, write: bool = True) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def blob(self, body: bytes):
@@ -229,19 +230,22 @@ class LedgerStore:
 
     def ensure_scope(self, scope: str) -> None:
         """Create the scope's totals row if absent (idempotent, safe under concurrency)."""
+        if scope in self._scopes:
+            return
         with self._raw() as cur:
             cur.execute(self.sql("SELECT 1 FROM totals WHERE scope = ?"), (scope,))
             if not cur.fetchall():
                 cur.execute(self.sql("INSERT INTO totals (scope, spent, nrows) VALUES (?, ?, 0) "
                                      "ON CONFLICT (scope) DO NOTHING"), (scope, "0/1"))
+        self._scopes.add(scope)
 
     @contextlib.contextmanager
-    def _raw(self) -> Iterator:
+    def _raw(self, write: bool = True) -> Iterator:
         """A plain transaction (no scope lock): committed on success, rolled back on error."""
         conn = self._connection()
         cur = conn.cursor()
         try:
-            self._begin(cur, None)
+            self._begin(cur, None, write)
             yield cur
             conn.commit()
         except BaseException:
@@ -284,13 +288,13 @@ class LedgerStore:
 
     def keys(self) -> list[KeyRecord]:
         """Every stored key, oldest first."""
-        with self._raw() as cur:
+        with self._raw(write=False) as cur:
             cur.execute(f"SELECT {_KEY_COLUMNS} FROM keys ORDER BY created, key_id")
             return [_key_record(r) for r in cur.fetchall()]
 
     def key(self, key_id: str) -> KeyRecord | None:
         """One stored key (None if unknown)."""
-        with self._raw() as cur:
+        with self._raw(write=False) as cur:
             cur.execute(self.sql(f"SELECT {_KEY_COLUMNS} FROM keys WHERE key_id = ?"), (key_id,))
             found = cur.fetchall()
             return None if not found else _key_record(found[0])
@@ -304,13 +308,13 @@ class LedgerStore:
 
     def has_keys(self) -> bool:
         """Whether any key was ever added."""
-        with self._raw() as cur:
+        with self._raw(write=False) as cur:
             cur.execute("SELECT COUNT(*) FROM keys")
             return int(cur.fetchall()[0][0]) > 0
 
     def audit_rows(self, scope: str | None = None) -> list[tuple]:
         """The audit table ``(key_id, ts, rows, nats, outcome)``, oldest first."""
-        with self._raw() as cur:
+        with self._raw(write=False) as cur:
             if scope is None:
                 cur.execute("SELECT key_id, ts, nrows, nats, outcome FROM audit ORDER BY id")
             else:

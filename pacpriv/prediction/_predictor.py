@@ -36,7 +36,6 @@ from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.samplers import ComplementaryPairsSampler, as_sampler
 from pacpriv.prediction._answers import (
     answer_rows,
-    check_budget,
     check_query_rows,
     project_to_simplex,
 )
@@ -342,6 +341,16 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         return self._seeds.secret_randomness
 
     @property
+    def noise_source(self) -> str:
+        """Where the answers' noise comes from: ``"seeded, not for release"`` when
+        ``secret_rng`` was given, else the OS entropy source (see :mod:`pacpriv.prediction`)."""
+        from pacpriv.prediction._seeds import SECRET_SEEDED
+
+        if self.secret_randomness == SECRET_SEEDED:
+            return "seeded, not for release"
+        return "OS entropy (os.urandom), not recorded"
+
+    @property
     def is_fitted(self) -> bool:
         """Whether the worlds are fitted and ``J`` is drawn."""
         return self._worlds is not None
@@ -449,10 +458,6 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         """
         return check_query_rows(X_queries, self.feature_shape or ())
 
-    def _refuse(self, n: int) -> None:
-        check_budget(n, n_answered=self._n_answered, max_queries=self.max_queries,
-                     per_query_budget=self.per_query_budget, total_budget=self.total_budget)
-
     def answer(self, X_queries, *, progress: bool = False) -> np.ndarray:
         """The released answers, one per row, in order; spend ``per_query_budget`` per row.
 
@@ -518,9 +523,6 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
                 caller: Caller | None = None) -> tuple[np.ndarray, dict | None]:
         worlds, _, secret_index = self._fitted()
         X = self.check_queries(X_queries)
-        n = X.shape[0]
-        with self._lock:
-            self._refuse(n)
         outputs = worlds.evaluate(X)  # (m, n, d), outside the lock
         assert self._noise_entropy is not None
         noise_entropy = self._noise_entropy

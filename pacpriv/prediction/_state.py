@@ -234,8 +234,11 @@ class StateDir:
         return store, scope
 
     def _migrate(self, store: LedgerStore, scope: str, per_query_budget: float) -> None:
+        import hashlib
+
         try:
-            body = json.loads(self.legacy_ledger_path.read_text())
+            raw = self.legacy_ledger_path.read_bytes()
+            body = json.loads(raw)
             lp = np.asarray(body["log_posterior"], dtype=np.float64)
             n = int(body["n_answered"])
         except (OSError, ValueError, KeyError, TypeError) as err:
@@ -244,10 +247,10 @@ class StateDir:
         if n < 0 or lp.ndim != 1 or not np.all(np.isfinite(lp)):
             raise CheckpointError(f"state directory {str(self.path)!r}: corrupt 0.3 ledger.json "
                                   "(not migrated).")
+        digest = hashlib.sha256(raw).digest()
         with store.transaction(scope) as tx:
-            entries = tx.entries()
-            done = [e for e in entries if e.label == _MIGRATED]
-            if entries and not done:
+            done = tx.get_state("migrated_ledger_json") == digest  # crashed before the rename
+            if not done and tx.entries():
                 raise CheckpointError(
                     f"state directory {str(self.path)!r} holds both a 0.3 ledger.json and a "
                     "database ledger with answers; refusing to guess which is right (move one "
@@ -255,6 +258,7 @@ class StateDir:
             if not done:
                 tx.charge(n * per_query_budget, rows=n, label=_MIGRATED)
                 tx.put_state("log_posterior", lp.tobytes())
+                tx.put_state("migrated_ledger_json", digest)
         os.replace(self.legacy_ledger_path, self.path / "ledger.json.migrated")
 
     @contextlib.contextmanager

@@ -167,13 +167,16 @@ def test_secret_seed_errors(extra, match, tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
-def test_serving_on_a_non_loopback_host_warns():
-    from pacpriv.cli.predict import exposed_host_warning
+def test_serving_on_a_non_loopback_host_without_keys_is_refused():
+    from pacpriv.prediction._app import check_exposure
 
-    assert exposed_host_warning("127.0.0.1") is None and exposed_host_warning("::1") is None
-    assert exposed_host_warning("localhost") is None
-    msg = exposed_host_warning("0.0.0.0")
-    assert msg is not None and "no authentication" in msg and "privacy budget" in msg
+    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
+        check_exposure(host, has_keys=False)  # loopback: allowed without keys
+    for host in ("0.0.0.0", "10.1.2.3", "::"):
+        check_exposure(host, has_keys=True)  # any host with keys
+        with pytest.raises(PermissionError, match=f"refusing to serve on {host} without API "
+                                                  "keys.*keys add.*127.0.0.1"):
+            check_exposure(host, has_keys=False)
 
 
 def test_estimator_module_attr_is_found_in_the_current_folder(tmp_path, monkeypatch):
