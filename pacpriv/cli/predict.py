@@ -215,7 +215,7 @@ def add_serve_parser(subparsers, name: str) -> None:
 
 
 def _keys(args) -> int:
-    from pacpriv.ledger import add_key, open_store
+    from pacpriv.storage import add_key, open_store
 
     check_existing_dir(args.state, "--state")
     if args.keys_action == "add" and args.quota is not None:

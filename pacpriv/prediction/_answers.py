@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from pacpriv.exceptions import BudgetExceededError
+from pacpriv.pac._sampling import NoiseSource
 from pacpriv.prediction._noise import answer_query
 from pacpriv.prediction._seeds import noise_generator
 
@@ -63,7 +64,7 @@ def check_budget(n: int, *, n_answered: int, max_queries: int, per_query_budget:
 
 def answer_rows(outputs: np.ndarray, log_posterior: np.ndarray, *, secret_index: int,
                 noise_entropy: int, first_index: int, mi_budget: float, rule: str,
-                progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                progress: bool = False, seeded: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Noisy answers of ``n`` rows and the posterior after them.
 
     Parameters
@@ -84,6 +85,11 @@ def answer_rows(outputs: np.ndarray, log_posterior: np.ndarray, *, secret_index:
         Noise rule (:data:`~pacpriv.prediction.NOISE_RULES`).
     progress : bool, default False
         A tqdm bar over the rows.
+    seeded : bool, default True
+        True: the noise of row ``t`` is drawn in floating point from the generator of its
+        index (a caller-seeded predictor: "seeded, not for release"); False: the hardened
+        release (OS CSPRNG, exact discrete Gaussian on a declared grid;
+        :func:`~pacpriv.prediction.answer_query`).
 
     Returns
     -------
@@ -99,10 +105,12 @@ def answer_rows(outputs: np.ndarray, log_posterior: np.ndarray, *, secret_index:
         from tqdm.auto import tqdm
 
         rows = tqdm(rows, unit="query", desc="answer")
+    source = None if seeded else NoiseSource(None)
     for i in rows:
         answers[i], lp, _ = answer_query(
             outputs[:, i, :], lp, secret_index, mi_budget=mi_budget, rule=rule,
-            rng=noise_generator(noise_entropy, first_index + i))
+            rng=noise_generator(noise_entropy, first_index + i) if seeded else None,
+            source=source)
     return answers, lp
 
 

@@ -186,14 +186,14 @@ class _Auth:
     """Bearer tokens against the ledger's keys (none stored: anonymous, loopback only)."""
 
     def __init__(self, store, limiter: RateLimiter) -> None:
-        from pacpriv.ledger import KeyVerifier
+        from pacpriv.storage import KeyVerifier
 
         self.store, self.limiter, self.verifier = store, limiter, KeyVerifier()
         self._keyed = False
 
     def check(self, fastapi, authorization: str | None, *, rate: bool) -> str | None:
         """The caller's key id (None: anonymous, when the ledger holds no key)."""
-        from pacpriv.ledger import parse_token
+        from pacpriv.storage import parse_token
 
         key_id = None
         if self.store is not None and (self._keyed or self.store.has_keys()):

@@ -37,8 +37,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pacpriv.pac._sampling import NoiseSource, grid_overhead, grid_release
 from pacpriv.pac.noise._calibration import NoisePlan, calibrate_noise
 from pacpriv.pac.spectrum._covariance import OutputSpectrum
+from pacpriv.pac.spectrum._resolution import resolution
 
 __all__ = [
     "NOISE_RULES",
@@ -123,6 +125,10 @@ def _spectrum(outputs: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, Out
     total = float(np.sum(variances))
     _, sing, vt = np.linalg.svd(centred, full_matrices=False)
     lam = sing**2
+    # the PAC module's floor (pac.spectrum._resolution): resolution may raise an eigenvalue,
+    # never lower one, so a direction rounded to a tiny variance still gets noise at the
+    # resolution eps * λ_max * max(m, d) (never 1e-17...1e-73 of the largest)
+    lam = np.maximum(lam, 0.0) + resolution(float(np.max(lam)), max(outputs.shape))
     keep = lam > 0
     lam, vecs = lam[keep], np.ascontiguousarray(vt[keep].T)
     d = outputs.shape[1]
@@ -198,7 +204,8 @@ def update_log_posterior(log_posterior, outputs, answer, noise: QueryNoise) -> n
 
 
 def answer_query(outputs, log_posterior, secret_index: int, *, mi_budget: float,
-                 rule: str = "anisotropic", rng: np.random.Generator):
+                 rule: str = "anisotropic", rng: np.random.Generator | None = None,
+                 source: NoiseSource | None = None):
     """Answer one query: ``y = o_J + B`` and the updated log posterior.
 
     Parameters
@@ -213,8 +220,14 @@ def answer_query(outputs, log_posterior, secret_index: int, *, mi_budget: float,
         ``b_t`` in nats.
     rule : str
         See :func:`calibrate_query`.
-    rng : numpy.random.Generator
-        Source of the noise.
+    rng : numpy.random.Generator, optional
+        Seeded floating-point noise (tests and demos: "seeded, not for release").
+    source : NoiseSource, optional
+        The hardened release (used when ``rng`` is None): the noise is an exact discrete
+        Gaussian on the declared grid of :mod:`pacpriv.pac._sampling`, from ``source``
+        (the OS CSPRNG); the plan is calibrated to ``b_t − grid_overhead(d)`` so that the
+        released answer, rounding included, stays within ``b_t``; the posterior is updated
+        with the exact likelihood of the grid release (world means rounded to the grid).
 
     Returns
     -------
@@ -223,8 +236,37 @@ def answer_query(outputs, log_posterior, secret_index: int, *, mi_budget: float,
     noise : QueryNoise
     """
     o = np.asarray(outputs, dtype=np.float64)
+    if rng is None:
+        return _answer_on_grid(o, log_posterior, secret_index, mi_budget=mi_budget, rule=rule,
+                               source=NoiseSource(None) if source is None else source)
     noise = calibrate_query(o, log_posterior, mi_budget=mi_budget, rule=rule)
     y = o[secret_index].copy()
     if noise.plan is not None:
         y += noise.plan.sample(rng)
     return y, update_log_posterior(log_posterior, o, y, noise), noise
+
+
+def _answer_on_grid(o: np.ndarray, log_posterior, secret_index: int, *, mi_budget: float,
+                    rule: str, source: NoiseSource):
+    budget = mi_budget - grid_overhead(o.shape[1])
+    if not budget > 0.5 * mi_budget:
+        raise ValueError(f"`mi_budget` {mi_budget!r} nats is too small for the grid release of "
+                         f"{o.shape[1]} output coordinates (its rounding may cost "
+                         f"{grid_overhead(o.shape[1]):.3g} nats); raise it.")
+    noise = calibrate_query(o, log_posterior, mi_budget=budget, rule=rule)
+    if noise.plan is None:
+        return o[secret_index].copy(), normalise_log_posterior(log_posterior), noise
+    plan = noise.plan
+    basis = None if plan.basis is None else np.asarray(plan.basis, dtype=np.float64)
+    coords = o if basis is None else o @ basis  # (m, k): every world's coordinates
+    released, h, _ = grid_release(coords[secret_index], plan.noise_std, source)
+    if basis is None:
+        y = released
+    else:  # outside the basis every world agrees: o_J's component there is public
+        y = basis @ released + (o[secret_index] - basis @ coords[secret_index])
+    std = np.asarray(plan.noise_std, dtype=np.float64)
+    noisy = std > 0
+    means = np.rint(coords[:, noisy] / h[noisy]) * h[noisy]  # each world's grid-rounded mean
+    z = (released[noisy][None, :] - means) / std[noisy]
+    log_lik = -0.5 * np.einsum("mk,mk->m", z, z)
+    return y, normalise_log_posterior(np.asarray(log_posterior) + log_lik), noise

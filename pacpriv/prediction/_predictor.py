@@ -341,14 +341,18 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         return self._seeds.secret_randomness
 
     @property
+    def _seeded_noise(self) -> bool:
+        from pacpriv.prediction._seeds import SECRET_SEEDED
+
+        return self.secret_randomness == SECRET_SEEDED
+
+    @property
     def noise_source(self) -> str:
         """Where the answers' noise comes from: ``"seeded, not for release"`` when
         ``secret_rng`` was given, else the OS entropy source (see :mod:`pacpriv.prediction`)."""
-        from pacpriv.prediction._seeds import SECRET_SEEDED
+        from pacpriv.pac._sampling import FROM_OS, SEEDED
 
-        if self.secret_randomness == SECRET_SEEDED:
-            return "seeded, not for release"
-        return "OS entropy (os.urandom), not recorded"
+        return SEEDED if self._seeded_noise else FROM_OS
 
     @property
     def is_fitted(self) -> bool:
@@ -531,7 +535,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
             return answer_rows(outputs, log_posterior, secret_index=secret_index,
                                noise_entropy=noise_entropy, first_index=first,
                                mi_budget=self.per_query_budget, rule=self.rule,
-                               progress=progress)
+                               progress=progress, seeded=self._seeded_noise)
 
         budget = None
         with self._lock:  # one transaction per answer; across processes: the store's lock

@@ -125,6 +125,7 @@ def section_of(pp: BudgetReporting, facts: dict) -> dict:
         ("noise rule", facts["rule"]),
         ("released per query", facts["release"]),
         ("secret index J and noise", facts["secret_randomness"]),
+        ("noise sampler", facts["noise"]),
         ("membership-inference bound", f"{up} — {BOUND_KIND}: the world posterior is "
                                        "computed exactly"),
     ]
@@ -179,6 +180,9 @@ class BudgetReporting:
 
         @property
         def secret_randomness(self) -> str: ...
+
+        @property
+        def noise_source(self) -> str: ...
 
         def _fitted(self) -> tuple[Worlds, np.ndarray, int]: ...
 
@@ -273,5 +277,6 @@ class BudgetReporting:
             "world_evaluation": None if self._worlds is None else self._worlds.evaluation,
             "n_records": self.n_records,
             "secret_randomness": self.secret_randomness,
+            "noise": self.noise_source,
             "threat_model": threat_model(self.secret_randomness),
         }

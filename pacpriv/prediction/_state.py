@@ -12,7 +12,7 @@ Layout::
     secret.json     mode 0600: the secret world index J and the noise entropy
     ledger.db       the ledger (SQLite, WAL; mode 0600): charge and refund rows, the log
                     posterior over worlds, analysts' keys (salted hashes), answers kept for
-                    idempotent retries, the audit table (see :mod:`pacpriv.ledger`). With
+                    idempotent retries, the audit table (see :mod:`pacpriv.storage`). With
                     ``ledger="postgresql://..."`` the ledger lives in PostgreSQL instead
                     (replicas), under the scope named in config.json.
     lock            advisory lock file (one fitter at a time across processes)
@@ -52,8 +52,8 @@ from pacpriv import _json
 from pacpriv._files import atomic_write, check_existing_dir, check_output_dir, private_dir
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
-from pacpriv.ledger import LedgerStore, open_store
 from pacpriv.prediction._seeds import SECRET_UNKNOWN, Seeds
+from pacpriv.storage import LedgerStore, open_store
 
 __all__ = ["Fitted", "StateDir"]
 

@@ -73,8 +73,8 @@ HEADERS: dict = {}
 
 @pytest.mark.slow
 def test_two_replicas_one_postgres_ledger_sigkill_mid_load(tmp_path, postgres):
-    from pacpriv.ledger import add_key, open_store
     from pacpriv.pac.bounds._ledger import PrivacyLedger
+    from pacpriv.storage import add_key, open_store
 
     X, y = cancer()
     state = tmp_path / "s"

@@ -10,9 +10,9 @@ import pytest
 from starlette.exceptions import StarletteDeprecationWarning
 
 from pacpriv.cli.main import main
-from pacpriv.ledger import add_key
 from pacpriv.prediction import PrivatePredictor, create_app
 from pacpriv.prediction._limits import ServeLimits
+from pacpriv.storage import add_key
 
 from ._helpers import cancer, logreg
 

@@ -7,7 +7,7 @@ information). :class:`PrivacyLedger` adds the budgets up and refuses, *all or no
 that would take the sum over a total cap.
 
 The ledger's rows live in memory by default, or in a transactional store
-(:func:`pacpriv.ledger.open_store`: SQLite, or PostgreSQL for several processes or hosts): then
+(:func:`pacpriv.storage.open_store`: SQLite, or PostgreSQL for several processes or hosts): then
 every charge is one transaction that checks the cap and appends the row under the store's
 write lock, a refund is a row of its own, and the total is kept as an exact fraction, equal to
 :func:`math.fsum` of the rows after any number of restarts, refunds and concurrent writers.
@@ -31,8 +31,8 @@ from fractions import Fraction
 from pacpriv._numbers import format_bound
 from pacpriv._validation import check_real
 from pacpriv.exceptions import BudgetExceededError
-from pacpriv.ledger._store import Entry, LedgerStore, Transaction
 from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.storage._store import Entry, LedgerStore, Transaction
 
 __all__ = ["LedgerEntry", "PrivacyLedger"]
 
@@ -152,7 +152,7 @@ class PrivacyLedger:
         calibrated; see :meth:`use_prior`.
     store : LedgerStore or None, default None
         Where the rows live: None keeps them in this object; a store from
-        :func:`pacpriv.ledger.open_store` (SQLite file, PostgreSQL) keeps them durably, shared
+        :func:`pacpriv.storage.open_store` (SQLite file, PostgreSQL) keeps them durably, shared
         by every ledger opened on it with the same ``scope`` (across threads, processes and,
         with PostgreSQL, hosts).
     scope : str, default "default"

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pacpriv.exceptions import BudgetExceededError
-from pacpriv.ledger import open_store
 from pacpriv.pac.bounds._ledger import PrivacyLedger
+from pacpriv.storage import open_store
 
 CHARGES = (0.1, 0.2, 1 / 3, 1e-7, 2.0**-8, 0.3)
 

@@ -18,7 +18,7 @@ import secrets
 import threading
 
 from pacpriv._validation import check_real
-from pacpriv.ledger._store import KeyRecord, LedgerStore
+from pacpriv.storage._store import KeyRecord, LedgerStore
 
 __all__ = ["KeyVerifier", "add_key", "hash_secret", "parse_token"]
 

@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from pacpriv.exceptions import CheckpointError
-from pacpriv.ledger._store import SCHEMA_VERSION, LedgerStore
+from pacpriv.storage._store import SCHEMA_VERSION, LedgerStore
 
 __all__ = ["SQLiteStore"]
 
@@ -46,7 +46,7 @@ CREATE TRIGGER IF NOT EXISTS entries_append_only_d BEFORE DELETE ON entries
 
 
 class SQLiteStore(LedgerStore):
-    """A :class:`~pacpriv.ledger.LedgerStore` in one SQLite file.
+    """A :class:`~pacpriv.storage.LedgerStore` in one SQLite file.
 
     Parameters
     ----------

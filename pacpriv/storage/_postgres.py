@@ -1,6 +1,6 @@
 """The PostgreSQL ledger store (psycopg 3; extra ``postgres``): one ledger for several replicas.
 
-The same tables as :mod:`pacpriv.ledger._sqlite`. A scope's transaction starts with
+The same tables as :mod:`pacpriv.storage._sqlite`. A scope's transaction starts with
 ``SELECT ... FROM totals WHERE scope = %s FOR UPDATE``: the row lock serialises the writers of
 one scope across every replica and connection, and a replica killed mid-transaction releases
 it when its connection drops (PostgreSQL rolls the transaction back).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pacpriv._optional import import_optional
 from pacpriv.exceptions import CheckpointError
-from pacpriv.ledger._store import SCHEMA_VERSION, LedgerStore
+from pacpriv.storage._store import SCHEMA_VERSION, LedgerStore
 
 __all__ = ["PostgresStore"]
 
@@ -46,7 +46,7 @@ SCHEMA = [
 
 
 class PostgresStore(LedgerStore):
-    """A :class:`~pacpriv.ledger.LedgerStore` in a PostgreSQL database.
+    """A :class:`~pacpriv.storage.LedgerStore` in a PostgreSQL database.
 
     Parameters
     ----------

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-from pacpriv.ledger._keys import KeyVerifier, add_key, parse_token
-from pacpriv.ledger._store import Entry, KeyRecord, LedgerStore, Transaction
+from pacpriv.storage._keys import KeyVerifier, add_key, parse_token
+from pacpriv.storage._store import Entry, KeyRecord, LedgerStore, Transaction
 
 __all__ = ["Entry", "KeyRecord", "KeyVerifier", "LedgerStore", "Transaction", "add_key",
            "open_store", "parse_token"]
@@ -39,9 +39,9 @@ def open_store(location: str | os.PathLike) -> LedgerStore:
     """
     text = os.fspath(location)
     if isinstance(text, str) and text.startswith(("postgresql://", "postgres://")):
-        from pacpriv.ledger._postgres import PostgresStore
+        from pacpriv.storage._postgres import PostgresStore
 
         return PostgresStore(text)
-    from pacpriv.ledger._sqlite import SQLiteStore
+    from pacpriv.storage._sqlite import SQLiteStore
 
     return SQLiteStore(text)
