@@ -129,6 +129,10 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         and what a deployment must use) draws both from :mod:`secrets`. The seed itself is
         never written; the state and the report are marked ``"caller-seeded secret (not for
         production)"`` (:attr:`secret_randomness`). It must differ from ``rng``.
+    ledger : str, LedgerStore or None, default None
+        Where the budget's ledger lives (needs ``state``): None, the state's ``ledger.db``
+        (SQLite); ``"postgresql://..."`` (extra ``postgres``) for replicas sharing one budget;
+        or an open :class:`pacpriv.storage.LedgerStore`.
 
     Raises
     ------
@@ -170,7 +174,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
                  total_budget: float, sampler=None, output: str | Callable = "proba",
                  rule: str | NoiseRule = "anisotropic", state: str | os.PathLike | None = None,
                  rng: RNGLike = None, secret_rng: RNGLike = None,
-                 ledger: str | None = None) -> None:
+                 ledger=None) -> None:
         params = {"fit": fit, "pool": pool, "n_worlds": n_worlds,
                   "per_query_budget": per_query_budget, "total_budget": total_budget,
                   "sampler": sampler, "output": output, "rule": rule, "state": state,
@@ -273,13 +277,14 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         return self._ledger
 
     @classmethod
-    def load(cls, state: str | os.PathLike, *, ledger: str | None = None) -> PrivatePredictor:
+    def load(cls, state: str | os.PathLike, *, ledger=None) -> PrivatePredictor:
         """Open a fitted state directory without the pool or the fit function (for serving).
 
         Reads ``config.json`` and builds the predictor through the same initialiser as the
         constructor; the result answers and reports, but cannot refit. ``ledger`` is the
-        ledger store when it is not the state's ``ledger.db`` (``postgresql://...``: replicas
-        share it); a 0.3 state is migrated (see :mod:`pacpriv.prediction._state`).
+        ledger store when it is not the state's ``ledger.db``: a location
+        (``postgresql://...``: replicas share it) or a :class:`pacpriv.storage.LedgerStore`;
+        a 0.3 state is migrated (see :mod:`pacpriv.prediction._state`).
 
         Raises
         ------

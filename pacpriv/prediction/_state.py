@@ -208,8 +208,8 @@ class StateDir:
                                   "file.") from err
 
     # -- ledger --------------------------------------------------------------------------
-    def open_ledger(self, location: str | os.PathLike | None, per_query_budget: float
-                    ) -> tuple[LedgerStore, str]:
+    def open_ledger(self, location: str | os.PathLike | LedgerStore | None,
+                    per_query_budget: float) -> tuple[LedgerStore, str]:
         """The ledger store (``location``, default ``ledger.db`` here) and this state's scope
         in it; a 0.3 ``ledger.json`` is migrated first (see the module docstring).
 
@@ -220,7 +220,8 @@ class StateDir:
             answers.
         """
         with self.locked():
-            store = open_store(self.ledger_path if location is None else location)
+            store = (location if isinstance(location, LedgerStore) else
+                     open_store(self.ledger_path if location is None else location))
             config = self.read_config()
             if config.get("version") != _VERSION or "ledger_scope" not in config:
                 config = {**config, "version": _VERSION,

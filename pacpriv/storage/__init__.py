@@ -17,7 +17,7 @@ __all__ = ["Entry", "KeyRecord", "KeyVerifier", "LedgerStore", "Transaction", "a
            "open_store", "parse_token"]
 
 
-def open_store(location: str | os.PathLike) -> LedgerStore:
+def open_store(location: str | os.PathLike, *, synchronous: str = "FULL") -> LedgerStore:
     """The ledger store at ``location``.
 
     Parameters
@@ -25,6 +25,9 @@ def open_store(location: str | os.PathLike) -> LedgerStore:
     location : str or path
         ``postgresql://...`` / ``postgres://...`` for PostgreSQL, else a SQLite file path
         (created with mode 0600 if absent).
+    synchronous : {"FULL", "NORMAL"}, default "FULL"
+        SQLite only: see :class:`~pacpriv.storage._sqlite.SQLiteStore` (FULL fsyncs every
+        commit: a charge survives a power cut).
 
     Returns
     -------
@@ -44,4 +47,4 @@ def open_store(location: str | os.PathLike) -> LedgerStore:
         return PostgresStore(text)
     from pacpriv.storage._sqlite import SQLiteStore
 
-    return SQLiteStore(text)
+    return SQLiteStore(text, synchronous=synchronous)
