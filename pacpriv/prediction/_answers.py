@@ -17,7 +17,7 @@ import numpy as np
 
 from pacpriv.exceptions import BudgetExceededError
 from pacpriv.pac._sampling import NoiseSource
-from pacpriv.prediction._noise import answer_query
+from pacpriv.prediction._noise import answer_query, answer_rows_on_grid
 from pacpriv.prediction._seeds import noise_generator
 
 __all__ = ["answer_rows", "check_budget", "check_query_rows", "project_to_simplex"]
@@ -106,6 +106,9 @@ def answer_rows(outputs: np.ndarray, log_posterior: np.ndarray, *, secret_index:
 
         rows = tqdm(rows, unit="query", desc="answer")
     source = None if seeded else NoiseSource(None)
+    if source is not None and rule == "anisotropic" and not progress:
+        return answer_rows_on_grid(outputs, log_posterior, secret_index,
+                                   mi_budget=mi_budget, source=source)
     for i in rows:
         answers[i], lp, _ = answer_query(
             outputs[:, i, :], lp, secret_index, mi_budget=mi_budget, rule=rule,

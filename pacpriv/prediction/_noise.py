@@ -39,6 +39,7 @@ import numpy as np
 
 from pacpriv.pac._sampling import NoiseSource, grid_overhead, grid_release
 from pacpriv.pac.noise._calibration import NoisePlan, calibrate_noise
+from pacpriv.pac.noise._rules import _floor_variance, square_root_rule
 from pacpriv.pac.spectrum._covariance import OutputSpectrum
 from pacpriv.pac.spectrum._resolution import resolution
 
@@ -46,6 +47,7 @@ __all__ = [
     "NOISE_RULES",
     "QueryNoise",
     "answer_query",
+    "answer_rows_on_grid",
     "calibrate_query",
     "normalise_log_posterior",
     "posterior_weights",
@@ -115,14 +117,9 @@ class QueryNoise:
         return 0.0 if self.plan is None else self.plan.mi_bound
 
 
-def _spectrum(outputs: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, OutputSpectrum | None]:
-    """Exact spectrum of ``C = Σ_j p_j (o_j − μ)(o_j − μ)ᵀ`` via the SVD of ``diag(√p)(O − μ)``."""
-    mean = weights @ outputs
-    if np.all(outputs == outputs[0]):  # every world agrees: C = 0 exactly (not round-off)
-        return outputs[0].copy(), None
+def _eigen(outputs: np.ndarray, weights: np.ndarray, mean: np.ndarray):
+    """``(centred, λ, V)``: the floored eigen-decomposition of the posterior covariance."""
     centred = np.sqrt(weights)[:, None] * (outputs - mean)
-    variances = np.einsum("md,md->d", centred, centred)
-    total = float(np.sum(variances))
     _, sing, vt = np.linalg.svd(centred, full_matrices=False)
     lam = sing**2
     # the PAC module's floor (pac.spectrum._resolution): resolution may raise an eigenvalue,
@@ -130,7 +127,17 @@ def _spectrum(outputs: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, Out
     # resolution eps * λ_max * max(m, d) (never 1e-17...1e-73 of the largest)
     lam = np.maximum(lam, 0.0) + resolution(float(np.max(lam)), max(outputs.shape))
     keep = lam > 0
-    lam, vecs = lam[keep], np.ascontiguousarray(vt[keep].T)
+    return centred, lam[keep], np.ascontiguousarray(vt[keep].T)
+
+
+def _spectrum(outputs: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, OutputSpectrum | None]:
+    """Exact spectrum of ``C = Σ_j p_j (o_j − μ)(o_j − μ)ᵀ`` via the SVD of ``diag(√p)(O − μ)``."""
+    mean = weights @ outputs
+    if np.all(outputs == outputs[0]):  # every world agrees: C = 0 exactly (not round-off)
+        return outputs[0].copy(), None
+    centred, lam, vecs = _eigen(outputs, weights, mean)
+    variances = np.einsum("md,md->d", centred, centred)
+    total = float(np.sum(variances))
     d = outputs.shape[1]
     for a in (mean, lam, vecs, variances):
         a.setflags(write=False)
@@ -270,3 +277,46 @@ def _answer_on_grid(o: np.ndarray, log_posterior, secret_index: int, *, mi_budge
     z = (released[noisy][None, :] - means) / std[noisy]
     log_lik = -0.5 * np.einsum("mk,mk->m", z, z)
     return y, normalise_log_posterior(np.asarray(log_posterior) + log_lik), noise
+
+
+def answer_rows_on_grid(outputs: np.ndarray, log_posterior, secret_index: int, *,
+                        mi_budget: float, source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
+    """The hardened answers of ``n`` rows in order under the square-root (``"anisotropic"``)
+    rule, and the posterior after them: the same numbers as :func:`answer_query` row by row
+    (the same noise from the same ``source``), without building a plan object per row.
+
+    Parameters
+    ----------
+    outputs : ndarray of shape (m, n, d)
+    log_posterior : ndarray of shape (m,)
+    secret_index : int
+    mi_budget : float
+        ``b`` nats per row.
+    source : NoiseSource
+
+    Returns
+    -------
+    answers : ndarray of shape (n, d)
+    log_posterior : ndarray of shape (m,)
+    """
+    _, n, d = outputs.shape
+    budget = mi_budget - grid_overhead(d)
+    if not budget > 0.5 * mi_budget:
+        raise ValueError(f"`mi_budget` {mi_budget!r} nats is too small for the grid release of "
+                         f"{d} output coordinates; raise it.")
+    answers = np.empty((n, d))
+    lp = normalise_log_posterior(log_posterior)
+    for i in range(n):
+        o = outputs[:, i, :]
+        if np.all(o == o[0]):  # every world agrees: released as is, nothing learned
+            answers[i] = o[0]
+            continue
+        w = posterior_weights(lp)
+        _, lam, vecs = _eigen(o, w, w @ o)
+        std = np.sqrt(_floor_variance(square_root_rule(lam, np.ones(lam.size), budget), lam))
+        coords = o @ vecs
+        released, h, _ = grid_release(coords[secret_index], std, source)
+        answers[i] = vecs @ released + (o[secret_index] - vecs @ coords[secret_index])
+        z = (released[None, :] - np.rint(coords / h) * h) / std
+        lp = normalise_log_posterior(lp - 0.5 * np.einsum("mk,mk->m", z, z))
+    return answers, lp

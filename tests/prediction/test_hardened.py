@@ -46,3 +46,22 @@ def test_tiny_posterior_weights_do_not_drop_the_noise_floor():
     o = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1e-3], [1.0, 0.0]])
     plan = calibrate_query(o, np.array([0.0, 0.0, -700.0, 0.0]), mi_budget=2**-8).plan
     assert plan.noise_std_per_coordinate[1] > 1e-6
+
+
+def test_batched_grid_rows_equal_row_by_row_answers():
+    """The batch path (no plan objects) gives the same answers and posterior as answer_query
+    row by row with the same noise source."""
+    from pacpriv.prediction._noise import answer_rows_on_grid
+
+    rng = np.random.default_rng(4)
+    outputs = rng.random((8, 12, 3))
+    outputs[:, 5, :] = outputs[0, 5, :]  # a row on which every world agrees
+    lp0 = rng.normal(size=8)
+    batch, lp_batch = answer_rows_on_grid(outputs, lp0, 3, mi_budget=2**-6,
+                                          source=NoiseSource(11))
+    src, lp = NoiseSource(11), lp0
+    for i in range(12):
+        y, lp, _ = answer_query(outputs[:, i, :], lp, 3, mi_budget=2**-6, source=src)
+        np.testing.assert_allclose(batch[i], y, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(lp_batch, lp, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(batch[5], outputs[0, 5, :])
