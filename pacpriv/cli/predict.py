@@ -162,12 +162,16 @@ def add_parser(subparsers, name: str) -> None:
                           label_help="label column to drop from --queries/--dataset (header "
                           "name or index), as given to predict fit")
     query.add_argument("--json", action="store_true", help="print JSON")
+    query.add_argument("--ledger", default=None, help="the ledger store when it is not "
+                       "DIR/ledger.db (postgresql://... of the served replicas)")
     query.set_defaults(handler=_query)
 
     status = sub.add_parser("status", help="budget state; optionally write a report")
     status.add_argument("--state", required=True, help="fitted state directory")
     status.add_argument("--out", default=None, help="write report.json/report.md here")
     status.add_argument("--json", action="store_true", help="print JSON")
+    status.add_argument("--ledger", default=None, help="the ledger store when it is not "
+                        "DIR/ledger.db (postgresql://... of the served replicas)")
     status.set_defaults(handler=_status)
 
 
@@ -322,7 +326,7 @@ def _query(args) -> int:
     if args.queries is not None:  # before the state is loaded
         check_input_file(args.queries, "--queries file")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
-    pp = PrivatePredictor.load(args.state)
+    pp = PrivatePredictor.load(args.state, ledger=args.ledger)
     X = _rows(args)
     source = "--queries" if args.queries is not None else "--dataset rows"
     shape = tuple(pp.feature_shape or ())
@@ -386,7 +390,7 @@ def _status(args) -> int:
     if args.out is not None:
         check_output_dir(args.out, "--out")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
-    pp = PrivatePredictor.load(args.state)
+    pp = PrivatePredictor.load(args.state, ledger=args.ledger)
     if args.json:
         print(_json.dumps(pp.to_dict(), indent=2))
     else:

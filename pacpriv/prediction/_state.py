@@ -232,7 +232,28 @@ class StateDir:
             scope = str(config["ledger_scope"])
             if self.legacy_ledger_path.exists():
                 self._migrate(store, scope, per_query_budget)
+            self._check_store(store, scope, config)
         return store, scope
+
+    def _name_of(self, store: LedgerStore) -> str:
+        local = Path(getattr(store, "path", "")).resolve() == self.ledger_path.resolve()
+        return "ledger.db" if local else repr(store)
+
+    def _check_store(self, store: LedgerStore, scope: str, config: dict) -> None:
+        """Refuse a ledger store other than the one holding this state's answers (another
+        store would start the spend at 0); record the store used (never a password)."""
+        name, stored = self._name_of(store), config.get("ledger_store")
+        if stored == name:
+            return
+        if stored is not None:
+            previous = open_store(self.ledger_path) if stored == "ledger.db" else None
+            if previous is None or previous.read(scope)[1] != 0 or previous.has_keys():
+                raise CheckpointError(
+                    f"state directory {str(self.path)!r} records its answers in {stored}, not "
+                    f"{name}; open it with that ledger (--ledger / ledger=): another store would "
+                    "start the spend at 0.")
+        atomic_write(self.config_path, _json.dumps({**config, "ledger_store": name}, indent=2,
+                                                   sort_keys=True).encode())
 
     def _migrate(self, store: LedgerStore, scope: str, per_query_budget: float) -> None:
         import hashlib

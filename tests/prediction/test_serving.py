@@ -226,3 +226,15 @@ def test_a_03_state_is_migrated_not_reinterpreted(state):
 
     with pytest.raises(CheckpointError, match=r"both a 0\.3 ledger\.json"):
         PrivatePredictor.load(state)
+
+
+def test_a_state_refuses_a_ledger_other_than_the_one_holding_its_answers(state, tmp_path):
+    from pacpriv.exceptions import CheckpointError
+    from pacpriv.storage import open_store
+
+    other = tmp_path / "other.db"
+    pp = PrivatePredictor.load(state, ledger=open_store(other))  # nothing answered yet: moves
+    pp.answer(cancer()[0][:2])
+    with pytest.raises(CheckpointError, match="records its answers in SQLiteStore"):
+        PrivatePredictor.load(state)  # the default ledger.db would start the spend at 0
+    assert PrivatePredictor.load(state, ledger=str(other)).n_answered == 2
