@@ -17,6 +17,7 @@ import numpy as np
 
 from pacpriv.exceptions import BudgetExceededError
 from pacpriv.pac._sampling import NoiseSource
+from pacpriv.pac.noise import Anisotropic
 from pacpriv.prediction._noise import answer_query, answer_rows_on_grid
 from pacpriv.prediction._seeds import noise_generator
 
@@ -106,7 +107,7 @@ def answer_rows(outputs: np.ndarray, log_posterior: np.ndarray, *, secret_index:
 
         rows = tqdm(rows, unit="query", desc="answer")
     source = None if seeded else NoiseSource(None)
-    if source is not None and rule == "anisotropic" and not progress:
+    if source is not None and rule == Anisotropic.name and not progress:  # square-root rule
         return answer_rows_on_grid(outputs, log_posterior, secret_index,
                                    mi_budget=mi_budget, source=source)
     for i in rows:

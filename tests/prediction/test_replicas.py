@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 
 from pacpriv.prediction import PrivatePredictor
@@ -24,7 +25,6 @@ from ._helpers import cancer, logreg
 from ._postgres import PostgresServer, _free_port
 
 psycopg = pytest.importorskip("psycopg")  # the `postgres` extra
-httpx = pytest.importorskip("httpx")
 
 B = 2.0**-8
 ROOT = Path(__file__).resolve().parents[2]
