@@ -133,19 +133,12 @@ def release(value, plan: NoisePlan, *, rng=None) -> Release:
     k = int(np.sum(std > 0))
     if plan.n_complement > 0:  # directions outside the basis
         rest = arr - _matvec(plan.basis, coords)
-        if plan.residual_std > 0:  # isotropic residual noise there: its own grid coordinates
-            from scipy.linalg import null_space
-
-            basis = np.asarray(plan.basis) if isinstance(plan.basis, np.ndarray) else None
-            if basis is None:
-                raise ValueError("a hardened release of a plan with residual noise needs a "
-                                 "dense noise basis; pass rng= for a (seeded) float release.")
-            comp = null_space(basis.T)
-            r_coords, r_h, _ = grid_release(comp.T @ rest,
-                                            np.full(comp.shape[1], plan.residual_std), src)
-            out = out + comp @ r_coords
+        if plan.residual_std > 0:  # isotropic residual noise there: a grid release of the
+            # rest on the coordinate axes, projected onto the complement (post-processing)
+            r_released, r_h, _ = grid_release(rest, np.full(plan.dim, plan.residual_std), src)
+            out = out + r_released - _matvec(plan.basis, _rmatvec(plan.basis, r_released))
             h = np.concatenate([h, r_h])
-            k += comp.shape[1]
+            k += plan.dim
         else:  # no noise there: every world agrees (the plan's premise)
             out = out + rest
     return Release(out, src.label, h, grid_overhead(k))

@@ -94,3 +94,18 @@ def test_noise_source_rejects_bad_seeds():
         NoiseSource(-1)
     assert NoiseSource(np.random.SeedSequence(1)).seeded
     assert not NoiseSource(None).seeded
+
+
+def test_residual_noise_outside_the_basis_is_released_on_a_grid_too():
+    """d > n_trials: the plan puts isotropic residual noise on the complement of its basis;
+    the hardened release has the same noise power as the plan's (float) noise."""
+    from pacpriv.pac.noise import calibrate_noise
+    from pacpriv.pac.spectrum import estimate_output_spectrum
+
+    x = np.random.default_rng(0).normal(size=(30, 200))
+    plan = calibrate_noise(estimate_output_spectrum(x), mi_budget=0.5, rule="anisotropic")
+    assert plan.residual_std > 0 and plan.n_complement > 0
+    hardened = np.array([release(x[0], plan).value - x[0] for _ in range(10)])
+    seeded = np.array([plan.sample(i) for i in range(10)])
+    assert abs(np.mean(hardened**2) / np.mean(seeded**2) - 1) < 0.15
+    assert release(x[0], plan).mi_overhead == grid_overhead(plan.basis.shape[1] + 200)
