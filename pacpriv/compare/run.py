@@ -36,7 +36,9 @@ References
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -107,15 +109,50 @@ _SHAPE_FRACTION = 0.25  # per-record shape trials / all (pacpriv.compare.per_rec
 
 
 def _execution(execution: ExecutionOptions | None) -> ExecutionOptions:
-    """The comparison's execution options (no checkpoint: it runs several simulations)."""
+    """The comparison's execution options (a ``checkpoint`` is the folder of all its
+    simulations: :func:`checkpoint_root`; no ``output_path``: it runs several simulations)."""
     execution = resolve_execution(execution)
-    for key in ("checkpoint", "output_path"):
-        if getattr(execution, key) is not None:
-            raise ValueError(
-                f"`options.{key}` must be None for compare_pac_dpsgd (the {key} of `execution`: "
-                f"it runs several simulations); got {getattr(execution, key)!r}."
-            )
+    if execution.output_path is not None:
+        raise ValueError(
+            f"`options.output_path` must be None for compare_pac_dpsgd (the output_path of "
+            f"`execution`: it runs several simulations); got {execution.output_path!r}."
+        )
     return execution
+
+
+def checkpoint_root(rng: RNGLike, execution: ExecutionOptions) -> Any:
+    """The root seed of a comparison; with a checkpoint, the one recorded in its folder.
+
+    The folder's own manifest (the engine's :class:`~pacpriv.pac.engine._checkpoint.
+    Checkpoint`) records the root seed, so ``rng=None`` resumes the interrupted run; each
+    dataset's simulations keep their trials in subfolders (:func:`phase_execution`).
+
+    Raises
+    ------
+    CheckpointError
+        If the folder belongs to another run or a given ``rng`` differs from its seed.
+    """
+    if execution.checkpoint is None:
+        return as_seed_sequence(rng)
+    from pacpriv.pac.engine._checkpoint import Checkpoint
+
+    given = None if rng is None else as_seed_sequence(rng)
+    return Checkpoint.open(execution.checkpoint, fingerprint={"run": "pacpriv.compare"},
+                           n_records=0, root=given).root
+
+
+def phase_execution(execution: ExecutionOptions, dataset: str, phase: str) -> ExecutionOptions:
+    """``execution`` with the checkpoint subfolder of one dataset's simulation phase."""
+    if execution.checkpoint is None:
+        return execution
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(str(dataset)))[:60] or "data"
+    tag = hashlib.sha256(str(dataset).encode()).hexdigest()[:8]
+    return dataclasses.replace(
+        execution, checkpoint=os.path.join(os.fspath(execution.checkpoint), f"{slug}-{tag}",
+                                           phase))
+
+
+_SHAPE_FRACTION = 0.25  # per-record shape trials / all (pacpriv.compare.per_record)
 
 
 def _per_record_iv(n_trials, n_records, values, pool_size, black_box) -> dict:
@@ -326,7 +363,7 @@ def compare_pac_dpsgd(
     ds, st = _validated(settings, (a,), dataset)
     execution = _execution(execution)
     tic = time.perf_counter()
-    return _results(ds, as_seed_sequence(rng), (a,), st, execution, tic)[0]
+    return _results(ds, checkpoint_root(rng, execution), (a,), st, execution, tic)[0]
 
 
 def compare_table(
@@ -368,7 +405,7 @@ def compare_table(
     targets = _targets(target_accuracies)
     checked = [_validated(settings or ComparisonSettings(), targets, d) for d in names]
     execution = _execution(execution)
-    root = as_seed_sequence(rng)
+    root = checkpoint_root(rng, execution)
     tic = time.perf_counter()
     results: list[ComparisonResult] = []
     for ds, st in checked:
