@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._random import trial_seed
+from pacpriv.compare._phases import phase_execution
 from pacpriv.compare.blackbox import StableBlackBox
 from pacpriv.compare.models import (
     LogisticRegressionMechanism,
@@ -41,7 +42,6 @@ from pacpriv.compare.render import (
     per_record_note,
 )
 from pacpriv.compare.results import ComparisonRow
-from pacpriv.compare.run import phase_execution
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
 from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy, posterior_success_rate
 from pacpriv.pac.job import run_pac

@@ -36,16 +36,15 @@ References
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
+from pacpriv._random import RNGLike, seed_to_dict
 from pacpriv._validation import check_int, check_real, keyword_fields
+from pacpriv.compare._phases import checkpoint_root
 from pacpriv.compare.blackbox import StableBlackBox, as_black_box
 from pacpriv.compare.results import ComparisonResult, ComparisonRow, ComparisonTable
 from pacpriv.datasets import Dataset, load_dataset
@@ -118,41 +117,6 @@ def _execution(execution: ExecutionOptions | None) -> ExecutionOptions:
             f"`execution`: it runs several simulations); got {execution.output_path!r}."
         )
     return execution
-
-
-def checkpoint_root(rng: RNGLike, execution: ExecutionOptions) -> Any:
-    """The root seed of a comparison; with a checkpoint, the one recorded in its folder.
-
-    The folder's own manifest (the engine's :class:`~pacpriv.pac.engine._checkpoint.
-    Checkpoint`) records the root seed, so ``rng=None`` resumes the interrupted run; each
-    dataset's simulations keep their trials in subfolders (:func:`phase_execution`).
-
-    Raises
-    ------
-    CheckpointError
-        If the folder belongs to another run or a given ``rng`` differs from its seed.
-    """
-    if execution.checkpoint is None:
-        return as_seed_sequence(rng)
-    from pacpriv.pac.engine._checkpoint import Checkpoint
-
-    given = None if rng is None else as_seed_sequence(rng)
-    return Checkpoint.open(execution.checkpoint, fingerprint={"run": "pacpriv.compare"},
-                           n_records=0, root=given).root
-
-
-def phase_execution(execution: ExecutionOptions, dataset: str, phase: str) -> ExecutionOptions:
-    """``execution`` with the checkpoint subfolder of one dataset's simulation phase."""
-    if execution.checkpoint is None:
-        return execution
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(str(dataset)))[:60] or "data"
-    tag = hashlib.sha256(str(dataset).encode()).hexdigest()[:8]
-    return dataclasses.replace(
-        execution, checkpoint=os.path.join(os.fspath(execution.checkpoint), f"{slug}-{tag}",
-                                           phase))
-
-
-_SHAPE_FRACTION = 0.25  # per-record shape trials / all (pacpriv.compare.per_record)
 
 
 def _per_record_iv(n_trials, n_records, values, pool_size, black_box) -> dict:
