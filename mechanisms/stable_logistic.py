@@ -70,7 +70,7 @@ _ROUNDING = 1e-12
 #: Models per block of the flipped problems (bounds the (n, block) work arrays).
 _BLOCK = 512
 #: Default relative budget of the O(n) flipped problems, and the smallest ``N`` that uses them.
-_AUTO_FLIP_ERROR = 1e-3
+_AUTO_FLIP_ERROR = 3e-4
 _AUTO_FLIP_FROM = 400.0
 #: Largest feature count of the O(n) path (its tensor has ``k³`` entries).
 _FAST_MAX_DIM = 48
@@ -220,7 +220,7 @@ class StableLogistic:
         (:mod:`mechanisms._stable_fast`): every flipped minimiser is certified within
         ``ε_rel · c/(λN)`` of the exact one (records that miss it are solved exactly), and
         :attr:`difference_error` grows by ``sqrt(K') ε_rel c/(λN)``. 0: the exact path only
-        (``n²`` work a trial). None: ``1e-3`` when ``N >= 400``, else 0.
+        (``n²`` work a trial). None: ``3e-4`` when ``N >= 400``, else 0.
     """
 
     classes: tuple
