@@ -91,11 +91,12 @@ class SurrogateProblem:
 
 
 def _kinks(u, y, cap):
-    """Logit of each record's clipping point (inf where ``ψ`` is never clipped)."""
+    """Logit of each record's clipping point (``cap >= 1``: never clipped, so ``−inf`` for
+    ``y = 1``, whose clipped side is below the point, and ``+inf`` for ``y = 0``)."""
     c = np.minimum(cap, 1.0)
     with np.errstate(divide="ignore"):
         at = np.log1p(-c) - np.log(c)              # logit(1 − cap) = −logit(cap)
-    at = np.where(c < 1.0, at, np.inf)
+    at = np.where(c < 1.0, at, -np.inf)
     return np.where(y > 0.5, at, -at)               # y = 1: logit(1 − cap); y = 0: logit(cap)
 
 

@@ -127,12 +127,16 @@ def test_broken_stick_rule():
     assert PoolBasis.from_pool(WX, components="broken_stick").dim == 2 <= kaiser_components(ev)
 
 
-@pytest.mark.parametrize(("n_classes", "flip_error"), [(2, 1e-3), (3, 1e-3), (3, 1e-2),
-                                                       (3, 1e-9)])
-def test_certified_o_n_path_is_within_its_declared_error(n_classes, flip_error):
+@pytest.mark.parametrize(("n_classes", "flip_error", "kw"), [
+    (2, 1e-3, {}), (3, 1e-3, {}), (3, 1e-2, {}), (3, 1e-9, {}),
+    # sibling inputs: slopes never clipped (c > ‖x̃‖ for some records), heavy clipping, all
+    # directions, a stronger regulariser
+    (3, 1e-3, {"clip": 2.0}), (2, 1e-3, {"clip": 8.0, "components": None}),
+    (3, 1e-3, {"clip": 0.2}), (2, 3e-4, {"l2": 0.3, "components": 4})])
+def test_certified_o_n_path_is_within_its_declared_error(n_classes, flip_error, kw):
     """The surrogate path (and its exact fallback at a tiny budget) returns every record's
     difference within ``difference_error`` of two exact releases, for members and others."""
-    m, X, y = _mech(n_classes, l2=0.05)
+    m, X, y = _mech(n_classes, **{"l2": 0.05, **kw})
     fast = dataclasses.replace(m, flip_error=flip_error)
     exact = dataclasses.replace(m, flip_error=0.0)
     assert fast.difference_error > exact.difference_error  # the budget is declared
