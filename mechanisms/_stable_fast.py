@@ -61,6 +61,8 @@ __all__ = ["SurrogateProblem", "surrogate_flips"]
 _ROUNDING = 1e-12
 #: Records per block of the vectorised iterations (bounds the (block, kinks) work arrays).
 _BLOCK = 1024
+#: Rows per block of the tensor sum (bounds its (rows, k²) work array).
+_ROWS = 4096
 
 
 def _sig(u: np.ndarray) -> np.ndarray:
@@ -123,8 +125,11 @@ def build_problem(X1, y, mask, cap, w, *, lam: float, normalizer: float,
     g0 = Xs.T @ psi[sm] / N + lam * w
     h1 = (Xs * (d1[sm] / N)[:, None]).T @ Xs
     k = X1.shape[1]
-    outer = (Xs[:, :, None] * Xs[:, None, :]).reshape(-1, k * k)
-    t2 = outer.T @ (Xs * (0.5 * d2[sm] / N)[:, None])
+    c2 = Xs * (0.5 * d2[sm] / N)[:, None]
+    t2 = np.zeros((k * k, k))
+    for lo in range(0, Xs.shape[0], _ROWS):          # (rows, k²) blocks: bounded memory
+        blk = Xs[lo:lo + _ROWS]
+        t2 += (blk[:, :, None] * blk[:, None, :]).reshape(-1, k * k).T @ c2[lo:lo + _ROWS]
     q = (Xs * (m3[sm] * xn[sm] ** 2 / (6.0 * N))[:, None]).T @ Xs
     hmin = (X1[mask] * (m_low[mask] / N)[:, None]).T @ X1[mask] + lam * np.eye(k)
     ev = np.linalg.eigvalsh((hmin + hmin.T) / 2.0)

@@ -440,7 +440,8 @@ class StableLogistic:
         for j in np.flatnonzero(exact):               # rare: solve exactly, one by one
             weight = members.copy()
             weight[recs[j]] = 0.0 if mask[recs[j]] else 1.0 / self.normalizer
-            v, _ = self._solve(X1, y, weight, cap, w + D[j])
+            warm = np.all(np.isfinite(D[j])) and np.linalg.norm(D[j]) <= radius
+            v, _ = self._solve(X1, y, weight, cap, w + D[j] if warm else w)
             D[j] = v - w
         return D * np.where(mask[recs], -1.0, 1.0)[:, None]
 
