@@ -248,9 +248,10 @@ def _slope(ns, costs) -> float:
 
 
 def _bare_mean_loop(X, masks, lo, hi) -> None:
-    """Baseline: the clipped mean's closed-form differences of every record, per mask."""
-    C = np.clip(X, lo, hi)
+    """Baseline: the clipped mean's closed-form differences of every record, per mask (the
+    same work as one call of ``per_record_differences`` a trial, without the engine)."""
     for mask in masks:
+        C = np.clip(X, lo, hi)
         total, count = C[mask].sum(axis=0), int(mask.sum())
         rest = np.where(mask[:, None], total - C, total)
         m = (count - mask.astype(np.int64))[:, None].astype(float)

@@ -102,11 +102,11 @@ class ClippedMean:
         total, count = C[mask].sum(axis=0), int(mask.sum())
         base = total / count if count else (lo + hi) / 2.0
         c = C[recs]
-        inside = mask[recs][:, None]
-        rest = np.where(inside, total[None, :] - c, total[None, :])
-        m = (count - inside[:, 0].astype(np.int64))[:, None].astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            down = np.where(m > 0, rest / np.maximum(m, 1.0), (lo + hi)[None, :] / 2.0)
+        inside = mask[recs]
+        rest = np.broadcast_to(total, c.shape) - c * inside[:, None]
+        m = (count - inside)[:, None].astype(np.float64)
+        down = rest / np.maximum(m, 1.0)
+        down[m[:, 0] == 0] = (lo + hi) / 2.0            # S ∖ {i} empty: the midpoint
         return np.array(base, dtype=np.float64), (rest + c) / (m + 1.0) - down
 
     def to_dict(self) -> dict:
