@@ -167,3 +167,15 @@ def test_flip_error_default_and_validation():
     for bad in (-1e-3, 2.0, float("nan"), "x"):
         with pytest.raises(ValueError, match="flip_error"):
             dataclasses.replace(m, flip_error=bad)
+
+
+def test_certified_o_n_path_on_empty_single_and_full_subsets():
+    """Edge subsets (S empty, one member, every record) stay within the declared error."""
+    m, X, y = _mech(3, l2=0.05)
+    fast = dataclasses.replace(m, flip_error=1e-3)
+    exact = dataclasses.replace(m, flip_error=0.0)
+    for mask in (np.zeros(y.size, bool), np.eye(1, y.size, 3, dtype=bool)[0],
+                 np.ones(y.size, bool)):
+        _, a = fast.per_record_differences((X, y), mask)
+        _, b = exact.per_record_differences((X, y), mask)
+        assert np.linalg.norm(a - b, axis=1).max() <= fast.difference_error
