@@ -81,7 +81,7 @@ class PairSpec:
               ensemble: bool = True) -> PairSpec:
         """Spec with its digest computed once, in the parent process (``ensemble``: use the
         mechanism's ``run_block`` for the ``1 + k`` evaluations of a trial, if it has one)."""
-        ident = {
+        ident: dict[str, Any] = {
             "mechanism": _mechanism_identity(mechanism),
             "pool": pool_fingerprint(pool),
             "records": hashlib.sha256(
@@ -141,7 +141,7 @@ def _block_differences(spec: PairSpec, mask: np.ndarray,
     masks = np.repeat(mask[None, :], 1 + recs.shape[0], axis=0)
     masks[1 + np.arange(recs.shape[0]), recs] = ~mask[recs]
     seed = None if rng is None else rng.bit_generator.seed_seq
-    rows = []
+    rows: list[np.ndarray] = []
     for lo in range(0, masks.shape[0], spec.block):
         part = masks[lo:lo + spec.block]
         got = np.asarray(spec.mechanism.run_block(spec.pool, part,
