@@ -179,3 +179,22 @@ def test_certified_o_n_path_on_empty_single_and_full_subsets():
         _, a = fast.per_record_differences((X, y), mask)
         _, b = exact.per_record_differences((X, y), mask)
         assert np.linalg.norm(a - b, axis=1).max() <= fast.difference_error
+
+
+def test_o_n_path_trials_are_identical_for_any_workers():
+    """The per-record trials of the O(n) path are bit-identical sequentially and on two
+    threads (one BLAS thread inside, deterministic arithmetic)."""
+    from pacpriv.pac.engine import ExecutionOptions
+    from pacpriv.pac.per_record._calibration import simulate_calibration_trials
+    from pacpriv.pac.samplers import PoissonSampler
+
+    m, X, y = _mech(3, l2=0.05)
+    fast = dataclasses.replace(m, flip_error=1e-3)
+    runs = [simulate_calibration_trials(
+        fast, (X, y), n_trials=8, sampler=PoissonSampler(0.5), records=np.arange(y.size),
+        rng=4, execution=opts) for opts in (
+            ExecutionOptions(progress=False),
+            ExecutionOptions(progress=False, n_jobs=2, backend="threading"))]
+    np.testing.assert_array_equal(runs[0].certify.distances, runs[1].certify.distances)
+    np.testing.assert_array_equal(runs[0].shape_trials.differences,
+                                  runs[1].shape_trials.differences)
