@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -140,12 +141,11 @@ def _crash_types() -> tuple[type[BaseException], ...]:
     from joblib.externals.loky.process_executor import TerminatedWorkerError
 
     types: list[type[BaseException]] = [TerminatedWorkerError, BrokenProcessPool]
-    try:
-        from distributed.scheduler import KilledWorker
-    except ImportError:
-        pass
-    else:
-        types.append(KilledWorker)
+    # a Dask crash needs Dask running, which has imported its scheduler: never import
+    # `distributed` (0.2 s, and dask) for a run that does not use it
+    scheduler = sys.modules.get("distributed.scheduler")
+    if scheduler is not None and hasattr(scheduler, "KilledWorker"):
+        types.append(scheduler.KilledWorker)
     return tuple(types)
 
 
