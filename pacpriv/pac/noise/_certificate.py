@@ -57,6 +57,7 @@ from pacpriv.pac.noise._concentration import (
     student_t_upper,
 )
 from pacpriv.pac.noise._plan import NoisePlan
+from pacpriv.pac.noise._reduced import one_blas_thread, realign, reduce_rows
 from pacpriv.pac.noise._shape import (
     SHAPE_FLOOR,
     Shape,
@@ -159,6 +160,19 @@ class Certificate:
     def to_dict(self) -> dict:
         """JSON-serialisable copy."""
         return asdict(self)
+
+
+def _use_reduced(m: int, d: int) -> bool:
+    """Whether the certificate runs on coordinates of the rows' span (``d > m``: the span has
+    fewer dimensions than the outputs) rather than on the outputs themselves."""
+    return d > m
+
+
+def _all_equal(x: np.ndarray) -> bool:
+    """Whether every row of ``x`` equals the first, read in row blocks (no full-size mask)."""
+    step = max(1, (16 * 2**20) // max(x.shape[1], 1))
+    first = np.asarray(x[0])
+    return all(bool(np.all(x[s : s + step] == first)) for s in range(1, x.shape[0], step))
 
 
 def _clip(x: np.ndarray, centre: np.ndarray, norm2: np.ndarray, radius: float):
@@ -282,15 +296,12 @@ def certify_noise(
     .. [3] Maurer & Pontil, COLT 2009, Thm 4.
     .. [4] Ramdas & Manole, arXiv:2304.02611, 2023.
     """
-    x = np.asarray(outputs)
+    x = outputs if isinstance(outputs, np.ndarray) else np.asarray(outputs)
     if x.dtype == bool or not (np.issubdtype(x.dtype, np.floating)
                                or np.issubdtype(x.dtype, np.integer)):
         raise TypeError(f"`outputs` must hold real numbers; got dtype {x.dtype}.")
-    x = x.astype(np.float64)
     if x.ndim != 2 or x.shape[1] < 1:
         raise ValueError(f"`outputs` must be 2-D (n_trials, d) with d >= 1; got shape {x.shape}.")
-    if not np.all(np.isfinite(x)):
-        raise ValueError("`outputs` must be finite; found NaN or inf.")
     v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
     conf = _check_confidence(confidence)
     frac = None if shape_fraction is None else check_real(
@@ -316,20 +327,42 @@ def certify_noise(
     wanted = default_shape_trials(m, d) if frac is None else math.ceil(frac * m)
     n_shape = min(max(2, wanted), m - _MIN_CERT)
     theta = 1.0 if randomize is None else float(as_generator(randomize).random()) or 1.0
-    shape_x = x[:n_shape]
-    shape, alpha, fold_shapes = fit_shape(shape_x, shrinkage=shrinkage)
+    # d > m: the rows in coordinates of their span (never d x d, never a float64 copy of x)
+    red = reduce_rows(x) if _use_reduced(m, d) else None
+    if red is None:
+        x = np.array(x, dtype=np.float64)
+        if not np.all(np.isfinite(x)):
+            raise ValueError("`outputs` must be finite; found NaN or inf.")
+        constant = bool(np.all(x == x[0]))
+        rows = x
+    else:
+        constant = _all_equal(x)
+        rows = red.coords
+    shape_x = rows[:n_shape]
+    with one_blas_thread(m):
+        shape, alpha, infl = fit_shape(shape_x, shrinkage=shrinkage,
+                                       dim=None if red is None else d)
     centre = shape_x.mean(axis=0)
-    constant = bool(np.all(x == x[0]))
+    # the clip centre in the outputs' own coordinates (float64 sums)
+    centre_out = centre if red is None else np.mean(x[:n_shape], axis=0, dtype=np.float64)
 
     certified = method != "student-t"
     radius: float | None = None
     if certified:
-        emp = math.sqrt(clip_radius2(shape_x, centre, shape, fold_shapes,
-                                     clip_probability=pi))
+        with one_blas_thread(m):
+            emp = math.sqrt(clip_radius2(shape_x, centre, shape, infl, clip_probability=pi))
         radius = margin * emp
         if r is not None:
-            from_bound = (r + float(np.linalg.norm(centre))) / math.sqrt(shape.a_min)
+            from_bound = (r + float(np.linalg.norm(centre_out))) / math.sqrt(shape.a_min)
             radius = from_bound if emp == 0.0 else min(radius, from_bound)
+    basis = shape.vecs
+    if red is not None:
+        # the summands, the clip and the trace along the released basis, from the data
+        basis, rows, shape = realign(red, shape)
+        del red
+        shape_x = rows[:n_shape]
+        centre = shape_x.mean(axis=0)
+    x = rows
     n_clipped = 0
     if radius is not None:
         x, clipped = _clip(x, centre, shape.whiten2(x - centre), radius)
@@ -375,9 +408,9 @@ def certify_noise(
     )
     noise_std = np.sqrt(kappa * shape.a)
     noise_std.setflags(write=False)
-    vecs = shape.vecs
+    vecs = basis
     vecs.setflags(write=False)
-    centre.setflags(write=False)
+    centre_out.setflags(write=False)
     trace_bound = 0.0 if kappa == 0 else top / (2.0 * kappa)
     bound = trace_bound if scaling == "trace" or kappa == 0 else (
         0.5 * d * math.log1p(top / (d * kappa)))
@@ -387,6 +420,6 @@ def certify_noise(
         confidence=conf, dim=d, basis=vecs, noise_std=noise_std,
         residual_std=float(math.sqrt(kappa * shape.a_c)) if shape.a_c is not None else 0.0,
         details={"certificate": cert.to_dict()},
-        clip_center=None if radius is None else centre,
+        clip_center=None if radius is None else centre_out,
         clip_radius=_plan_radius(radius, kappa), certificate=cert,
     )
