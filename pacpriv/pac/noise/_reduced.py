@@ -26,7 +26,6 @@ block (16 MiB); time: three passes of ``O(n d k)`` flops (``dsyrk``, two ``dgemm
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,27 +41,7 @@ from pacpriv.pac.spectrum._spectral import (
     clip_eigenvalues,
 )
 
-__all__ = ["Reduced", "one_blas_thread", "realign", "reduce_rows"]
-
-#: Trials from which the certificate's small dense algebra (SVDs and eigh of at most
-#: ``n × n``) runs on one BLAS thread.
-_SINGLE_THREAD_FROM = 256
-
-
-def one_blas_thread(n: int):
-    """A context that runs BLAS/LAPACK on one thread when ``n >= 256`` (else nothing).
-
-    The certificate's SVDs and eigendecompositions are of matrices with at most ``n`` rows:
-    Householder reductions that threads barely speed up, and that OpenBLAS's waiting threads
-    slowed 10-25x on 2 shared cores (a 768 x 768 ``eigh``: 12 s instead of 1 s, measured at
-    load 12). The passes over the ``d`` columns keep their threads.
-    """
-    if n < _SINGLE_THREAD_FROM:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits  # a dependency
-
-    return threadpool_limits(limits=1, user_api="blas")
-
+__all__ = ["Reduced", "realign", "reduce_rows"]
 
 @dataclass(frozen=True, eq=False)
 class Reduced:
@@ -116,8 +95,7 @@ def _orthonormalise(v: np.ndarray) -> np.ndarray:
     QR when ``VᵀV`` is too ill-conditioned for Cholesky. Columns keep their order and span."""
     for _ in range(2):
         try:
-            with one_blas_thread(v.shape[1]):
-                upper = linalg.cholesky(v.T @ v, lower=False)
+            upper = linalg.cholesky(v.T @ v, lower=False)
         except linalg.LinAlgError:
             return np.linalg.qr(v)[0]
         inv = linalg.solve_triangular(upper, np.eye(upper.shape[0]), lower=False)
