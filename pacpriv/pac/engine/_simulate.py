@@ -411,6 +411,7 @@ def simulate(
     else:
         root = as_seed_sequence(rng)
     if ex.memory_map:  # the outputs as .npy memory maps in the (now existing) checkpoint folder
+        assert checkpoint is not None  # ExecutionOptions refuses memory_map without it
         output_path = os.path.join(os.fspath(checkpoint), MAPPED_OUTPUTS)
         store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
     resumed = ckpt.load_into(store) if ckpt is not None else 0
