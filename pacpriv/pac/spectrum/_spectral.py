@@ -22,6 +22,7 @@ Stability of Numerical Algorithms*, 2nd ed., 2002, §3.1, eq. (3.5): ``|fl(xᵀy
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import os
 import warnings
@@ -404,9 +405,16 @@ def one_blas_thread(n: int, d: int):
     """
     if n * d < SINGLE_THREAD_WORK:
         return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits  # a dependency
+    return _blas_controller().limit(limits=1, user_api="blas")
 
-    return threadpool_limits(limits=1, user_api="blas")
+
+@functools.cache
+def _blas_controller():
+    """threadpoolctl's view of the loaded BLAS libraries, found once per process (each
+    ``threadpool_limits`` call would scan the loaded libraries again: 5-35 ms)."""
+    from threadpoolctl import ThreadpoolController  # a dependency
+
+    return ThreadpoolController()
 
 
 def _small_eigh(matrix: np.ndarray):
