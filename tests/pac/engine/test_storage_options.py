@@ -83,3 +83,15 @@ def test_cli_memory_map_needs_a_checkpoint(tmp_path, capsys):
     assert rc == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--memory-map" in err and "--checkpoint" in err
+
+
+def test_the_sizes_page_snippet_runs(capsys):
+    """docs/guide/sizes.md's Python block runs and prints what it says."""
+    import re
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[3] / "docs" / "guide" / "sizes.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
+    assert len(blocks) == 1
+    exec(compile(blocks[0], "sizes.md", "exec"), {"__name__": "__sizes__"})
+    assert capsys.readouterr().out.split() == ["float32", "True"]
