@@ -1,8 +1,10 @@
 """How trials run, as one frozen object: :class:`ExecutionOptions`.
 
 The execution settings (workers, backend, progress bar, checkpoint, retries, time limit, batch
-size, disk-backed outputs, the vectorised-ensemble path and its device) change how the
-Monte-Carlo trials of Xiao & Devadas (CRYPTO 2023, Algorithm 1) are run, never their results:
+size, disk-backed or memory-mapped outputs, the vectorised-ensemble path and its device) change
+how the Monte-Carlo trials of Xiao & Devadas (CRYPTO 2023, Algorithm 1) are run, never their
+results (``output_dtype="float32"`` alone rounds the stored outputs, relative ``2⁻²⁴`` of their
+spread):
 the trials are bit-identical for any of them. Every function or method that runs trials or fits
 models takes them as one argument, ``execution=ExecutionOptions(...)`` (the dp-accounting idea of
 an immutable description separate from whoever consumes it).
