@@ -13,15 +13,16 @@ float32 or memory-mapped array is never copied whole):
    cross-validation and the clip radius are fitted on ``P`` (exactly the dense computation,
    rotated; their accuracy affects how much noise is added, never the certificate's validity).
 2. :func:`realign`: the shape's directions with a value of their own (``a_j != a_c``) are
-   lifted to ``V = Q W`` (one pass), made orthonormal to round-off (Cholesky QR, twice), and the
-   rows are projected on them *from the data*, ``C = Z V`` (one more pass). The certificate's
-   summands, clip and trace are then computed on ``P' = [C, R]`` with ``R Rᵀ = K − C Cᵀ``: the
-   coordinates along the released basis ``V`` and the norm of the rest, the same numbers as the
-   dense route computes in ``d`` dimensions, so the certified trace is that of the released
-   noise ``Σ_B = κ (V diag(a) Vᵀ + a_c (I − V Vᵀ))``.
+   lifted to ``V = Q W`` and made orthonormal to round-off (Cholesky QR twice, the first step
+   from ``K``), and the rows are projected on them *from the data*, ``C = Z V``: one pass. The
+   certificate's summands, clip and trace are then computed on ``P' = [C, R]`` with
+   ``R Rᵀ = K − C Cᵀ``: the coordinates along the released basis ``V`` and the norm of the
+   rest, the same numbers as the dense route computes in ``d`` dimensions, so the certified
+   trace is that of the released noise ``Σ_B = κ (V diag(a) Vᵀ + a_c (I − V Vᵀ))``.
 
 Memory: the outputs, two ``n × n`` matrices, ``V`` (``d × k``, ``k <= n_shape``) and one column
-block (16 MiB); time: three passes of ``O(n d k)`` flops (``dsyrk``, two ``dgemm``).
+block (16 MiB); time: two passes over the outputs (``dsyrk``; two ``dgemm`` per block), about
+``n²d/2 + 2nkd + 2k²d`` multiply-adds.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def _orthonormalise(v: np.ndarray) -> np.ndarray:
             upper = linalg.cholesky(v.T @ v, lower=False)
         except linalg.LinAlgError:
             return np.linalg.qr(v)[0]
-        inv = linalg.solve_triangular(upper, np.eye(upper.shape[0]), lower=False)
+        inv = _right_inverse(upper)
         rows = max(1, (16 * 2**20) // (8 * max(v.shape[1], 1)))
         for s in range(0, v.shape[0], rows):
             v[s : s + rows] = v[s : s + rows] @ inv
@@ -118,6 +119,48 @@ def _project(red: Reduced, v: np.ndarray) -> np.ndarray:
     return out
 
 
+def _right_inverse(upper: np.ndarray) -> np.ndarray:
+    return linalg.solve_triangular(upper, np.eye(upper.shape[0]), lower=False)
+
+
+def _lift(red: Reduced, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``V`` orthonormal with ``span V = span Zᵀ coef``, and ``C = Z V`` from the data; one pass.
+
+    Cholesky QR twice, the first step from the Gram matrix (``(Zᵀcoef)ᵀ(Zᵀcoef) = coefᵀ K
+    coef``, no pass), the second from the lifted ``V₁`` itself: the pass that forms ``V₁`` by
+    column blocks also accumulates ``V₁ᵀV₁`` and ``Z V₁``; then ``V = V₁R₂⁻¹`` and ``C = (Z V₁)
+    R₂⁻¹``. Falls back to :func:`_orthonormalise` (``C`` None: the caller projects) when a
+    Cholesky factor does not exist (an ill-conditioned lift).
+    """
+    try:
+        first = _right_inverse(linalg.cholesky(coef.T @ red.gram @ coef, lower=False))
+    except linalg.LinAlgError:
+        v = _back_project(red.outputs, red.mean, coef, red.step, np.float64)
+        return _orthonormalise(v), None
+    coef1 = coef @ first
+    n, d = red.outputs.shape
+    k = coef1.shape[1]
+    v = np.empty((d, k))
+    zv = np.zeros((n, k))
+    gram = np.zeros((k, k))
+    with _ColumnBlocks(red.outputs, red.step) as reader:
+        for start in range(0, d, red.step):
+            cols = slice(start, min(start + red.step, d))
+            block = reader.read(cols, check=False)
+            block -= red.mean[cols]
+            part = np.matmul(block.T, coef1, out=v[cols])
+            zv += block @ part
+            gram += part.T @ part
+    try:
+        second = _right_inverse(linalg.cholesky(gram, lower=False))
+    except linalg.LinAlgError:
+        return _orthonormalise(v), None
+    rows = max(1, (16 * 2**20) // (8 * max(k, 1)))
+    for s in range(0, d, rows):
+        v[s : s + rows] = v[s : s + rows] @ second
+    return v, zv @ second
+
+
 def realign(red: Reduced, shape: Shape) -> tuple[np.ndarray, np.ndarray, Shape]:
     """The released basis and the rows in coordinates along it: ``(V, P', shape')``.
 
@@ -132,12 +175,14 @@ def realign(red: Reduced, shape: Shape) -> tuple[np.ndarray, np.ndarray, Shape]:
     if not np.any(keep):  # A = a_c I: any orthonormal basis (one unit vector)
         keep[0] = True
     coef = red.lift @ shape.vecs[:, keep]
+    c: np.ndarray | None = None
     if not np.any(coef):  # constant outputs: no direction was seen
         v = np.zeros((d, int(np.sum(keep))))
         v[np.arange(v.shape[1]), np.arange(v.shape[1])] = 1.0
     else:
-        v = _orthonormalise(_back_project(red.outputs, red.mean, coef, red.step, np.float64))
-    c = _project(red, v)
+        v, c = _lift(red, coef)
+    if c is None:
+        c = _project(red, v)
     rest = red.gram - c @ c.T
     lam, u = _small_eigh((rest + rest.T) / 2.0)
     resid = u * np.sqrt(np.maximum(lam, 0.0))

@@ -110,3 +110,21 @@ def test_reduced_route_refuses_non_finite_outputs():
     x[3, 50] = np.nan
     with pytest.raises(ValueError, match="finite"):
         certify_noise(x, mi_budget=0.5)
+
+
+def test_reduced_route_without_cholesky_falls_back_to_householder(monkeypatch):
+    """An ill-conditioned lift (no Cholesky factor) takes the Householder QR and a projection
+    pass: the same plan."""
+    from pacpriv.pac.noise import _reduced
+
+    x = _outputs(64, 300, seed=9)
+    fast = certify_noise(x, mi_budget=0.5)
+
+    def refuse(*args, **kwargs):
+        raise _reduced.linalg.LinAlgError("not positive definite")
+
+    monkeypatch.setattr(_reduced.linalg, "cholesky", refuse)
+    slow = certify_noise(x, mi_budget=0.5)
+    assert slow.mi_bound == pytest.approx(fast.mi_bound, rel=1e-9)
+    assert slow.certificate.upper_bound == pytest.approx(fast.certificate.upper_bound, rel=1e-9)
+    np.testing.assert_allclose(_noise_cov(slow, 300), _noise_cov(fast, 300), atol=1e-9)
