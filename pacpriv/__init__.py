@@ -67,6 +67,9 @@ if TYPE_CHECKING:  # the names as type checkers and IDEs see them
     from pacpriv.registry import available_mechanisms, register_mechanism, resolve_mechanism
     from pacpriv.report import write_report
 
+if TYPE_CHECKING:  # imported on first use (module __getattr__ below)
+    from pacpriv.estimators import PACPrivateClassifier, PACPrivateRegressor
+
 __all__ = [
     "__version__",
     # PAC Privacy: engine, calibration, release
@@ -87,6 +90,9 @@ __all__ = [
     "posterior_success_rate",
     # PAC-private prediction: adaptive queries, posterior-tracked worlds (serve: pacpriv[serve])
     "PrivatePredictor",
+    # PAC Privacy: scikit-learn meta-estimators (Pipeline, cross_val_score)
+    "PACPrivateClassifier",
+    "PACPrivateRegressor",
     # PAC Privacy: wrapping a function, composition ledger
     "PrivacyLedger",
     "pac_private",
@@ -134,3 +140,14 @@ def __dir__() -> list[str]:
 
 
 _deprecation.install_moved_finder()  # 0.2 module paths still import (DeprecationWarning)
+
+#: Names imported on first use: scikit-learn's estimator machinery loads only when needed.
+_LAZY = {"PACPrivateClassifier": "pacpriv.estimators", "PACPrivateRegressor": "pacpriv.estimators"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
