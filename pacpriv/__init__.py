@@ -35,6 +35,8 @@ _LAZY = {
     **dict.fromkeys(("available_mechanisms", "register_mechanism", "resolve_mechanism"),
                     "pacpriv.registry"),
     "write_report": "pacpriv.report",
+    # scikit-learn's estimator machinery loads only when these are used
+    **dict.fromkeys(("PACPrivateClassifier", "PACPrivateRegressor"), "pacpriv.estimators"),
 }
 
 if TYPE_CHECKING:  # the names as type checkers and IDEs see them
@@ -45,6 +47,7 @@ if TYPE_CHECKING:  # the names as type checkers and IDEs see them
         exact_membership_inference_accuracy,
         noise_multiplier_for_accuracy,
     )
+    from pacpriv.estimators import PACPrivateClassifier, PACPrivateRegressor
     from pacpriv.pac import (
         ComplementaryPairsSampler,
         FixedSizeSampler,
@@ -67,8 +70,6 @@ if TYPE_CHECKING:  # the names as type checkers and IDEs see them
     from pacpriv.registry import available_mechanisms, register_mechanism, resolve_mechanism
     from pacpriv.report import write_report
 
-if TYPE_CHECKING:  # imported on first use (module __getattr__ below)
-    from pacpriv.estimators import PACPrivateClassifier, PACPrivateRegressor
 
 __all__ = [
     "__version__",
@@ -116,10 +117,10 @@ __all__ = [
 ]
 
 
-
 #: Subpackages reachable as attributes (``pacpriv.pac.run_pac`` after ``import pacpriv``).
-_SUBPACKAGES = ("audit", "cli", "compare", "datasets", "dpsgd", "ensemble", "mechanisms", "pac",
-                "plotting", "prediction", "registry", "report", "threat_models")
+_SUBPACKAGES = ("audit", "cli", "compare", "datasets", "dpsgd", "ensemble", "estimators",
+                "mechanisms", "pac", "plotting", "prediction", "registry", "report",
+                "threat_models")
 
 
 def __getattr__(name: str):
@@ -140,14 +141,3 @@ def __dir__() -> list[str]:
 
 
 _deprecation.install_moved_finder()  # 0.2 module paths still import (DeprecationWarning)
-
-#: Names imported on first use: scikit-learn's estimator machinery loads only when needed.
-_LAZY = {"PACPrivateClassifier": "pacpriv.estimators", "PACPrivateRegressor": "pacpriv.estimators"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
