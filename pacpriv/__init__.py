@@ -119,7 +119,7 @@ __all__ = [
 
 #: Subpackages reachable as attributes (``pacpriv.pac.run_pac`` after ``import pacpriv``).
 _SUBPACKAGES = ("audit", "cli", "compare", "datasets", "dpsgd", "ensemble", "estimators",
-                "mechanisms", "pac", "plotting", "prediction", "registry", "report",
+                "mechanisms", "pac", "plotting", "prediction", "registry", "report", "storage",
                 "threat_models")
 
 
