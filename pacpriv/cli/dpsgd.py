@@ -60,7 +60,7 @@ def _epsilon(args, sigma: float) -> tuple[dict, tuple[str, str]]:
     payload = {"epsilon": b.epsilon, "delta": args.delta, "source": source}
     if b.pld_note:
         payload["note"] = b.pld_note
-    label = f"epsilon at delta={args.delta:g} ({b.source}; upper bound)"
+    label = f"epsilon at delta={args.delta!r} ({b.source}; upper bound)"
     value = format_bound(b.epsilon, 6, side="up")
     if b.pld_note.startswith("PLD unavailable"):
         value += f" ({b.pld_note})"

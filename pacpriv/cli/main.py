@@ -158,9 +158,27 @@ def _as_flags(text: str, flags: set[str]) -> str:
     return re.sub(r"`([a-z][a-z0-9_]*)`", repl, text)
 
 
+def _run_handler(args) -> int:
+    """Run the command; one that writes a report (``--out`` and ``--force``) holds its folder
+    for the whole run: another run's folder is refused, an earlier report is replaced only with
+    ``--force`` (and the user is told), both before any work (issue 35, item 4)."""
+    out = getattr(args, "out", None)
+    if out is None or not hasattr(args, "force"):
+        return int(args.handler(args) or 0)
+    from pacpriv._files import report_folder
+    from pacpriv.report.builder import REPORT_FILES
+
+    with report_folder(out, "--out", force=bool(args.force),
+                       report_files=REPORT_FILES) as (_, earlier):
+        if earlier:
+            print(f"pacpriv: note: --force: this report replaces the earlier one in {out!r} "
+                  f"({', '.join(earlier)})", file=sys.stderr)
+        return int(args.handler(args) or 0)
+
+
 def _dispatch(args, flags: set[str]) -> int:
     try:
-        return int(args.handler(args) or 0)
+        return _run_handler(args)
     except CheckpointError as exc:  # the API's advice names `rng`; a CLI user has --seed
         from pacpriv.pac.engine._checkpoint import SEED_ADVICE
 

@@ -14,6 +14,7 @@ from pacpriv._files import check_existing_dir, check_input_file
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
     UsageError,
+    add_force,
     add_show_errors,
     check_exactly_one,
     check_positive_finite,
@@ -167,6 +168,7 @@ def add_parser(subparsers, name: str) -> None:
     status = sub.add_parser("status", help="budget state; optionally write a report")
     status.add_argument("--state", required=True, help="fitted state directory")
     status.add_argument("--out", default=None, help="write report.json/report.md here")
+    add_force(status)
     status.add_argument("--json", action="store_true", help="print JSON")
     status.set_defaults(handler=_status)
 

@@ -69,11 +69,16 @@ class EpsilonBound:
         return asdict(self)
 
 
-def _gauss_delta_upper(eps: float, mu: float) -> float:
-    """``δ(ε)`` of the Gaussian pair with shift μ, plus a bound on its float round-off."""
-    a = special.ndtr(mu / 2.0 - eps / mu)
-    b = math.exp(min(eps + float(special.log_ndtr(-mu / 2.0 - eps / mu)), 700.0))
-    return float(a - b) + 8.0 * _U * float(a) + 1e-300
+def _gauss_ok(eps: float, mu: float, log_delta: float) -> bool:
+    """Whether ``δ_μ(ε) ≤ δ`` for the Gaussian pair of shift μ, with its float round-off.
+
+    In log space, so that δ down to the smallest subnormal is resolved:
+    ``δ_μ(ε) = Φ(a)·(1 − e^{ε + ln Φ(b) − ln Φ(a)})``, ``a = μ/2 − ε/μ``, ``b = −μ/2 − ε/μ``.
+    """
+    log_a = float(special.log_ndtr(mu / 2.0 - eps / mu))
+    diff = eps + float(special.log_ndtr(-mu / 2.0 - eps / mu)) - log_a
+    factor = -math.expm1(min(diff, 0.0)) + 16.0 * _U  # 1 − e^diff, plus its round-off
+    return log_a + math.log(factor) + 16.0 * _U * (1.0 + abs(log_a)) <= log_delta
 
 
 def gaussian_epsilon(mu: float, delta: float) -> float:
@@ -84,10 +89,11 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     """
     if not math.isfinite(mu):
         return math.inf
-    if mu <= 0.0 or _gauss_delta_upper(0.0, mu) <= delta:
+    log_delta = math.log(delta)
+    if mu <= 0.0 or _gauss_ok(0.0, mu, log_delta):
         return 0.0
-    hi = mu * mu / 2.0 + mu * (math.sqrt(2.0 * math.log(1.0 / delta)) + 2.0)
-    while _gauss_delta_upper(hi, mu) > delta:
+    hi = mu * mu / 2.0 + mu * (math.sqrt(2.0 * -log_delta) + 2.0)
+    while not _gauss_ok(hi, mu, log_delta):
         hi *= 2.0
         if not math.isfinite(hi):
             return math.inf
@@ -96,7 +102,7 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
         if hi - lo <= 1e-12 * hi:
             break
         mid = 0.5 * (lo + hi)
-        if _gauss_delta_upper(mid, mu) <= delta:
+        if _gauss_ok(mid, mu, log_delta):
             hi = mid
         else:
             lo = mid
