@@ -111,8 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     0 ok; 1 the mechanism or a computation failed (one line naming the trial and seed);
     2 bad input; 130 interrupted.
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting: one line, nothing was run
+        print("pacpriv: interrupted (while starting; nothing was run)", file=sys.stderr)
+        return 130
     with warnings.catch_warnings(record=True) as caught:
         try:
             return _dispatch(args, _flags_of(_invoked(parser, args)))
