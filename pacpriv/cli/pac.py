@@ -41,6 +41,7 @@ from pacpriv.pac.bounds._posterior import (
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.noise import DEFAULT_RULE, RULE_CLASSES, RULES, rule_with
+from pacpriv.pac.noise._calibration import MIN_MI_BUDGET
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
 from pacpriv.registry import available_mechanisms
 from pacpriv.report import build_report, write_report
@@ -371,6 +372,11 @@ def _run(args) -> int:
                 f"{format_bound(q)})"
             )
         budget = float(mi_budget_for_accuracy(args.target_accuracy, prior=baseline))
+        if not budget >= MIN_MI_BUDGET:  # a target a rounding step above the blind guess
+            raise UsageError(
+                f"--target-accuracy {args.target_accuracy!r} is too close to the blind-guess "
+                f"rate {format_bound(baseline)}: its MI budget {budget:g} nats is below "
+                f"{MIN_MI_BUDGET:g} (no noise scale can meet it); give a larger target")
 
     with scheduler_context(args):
         try:

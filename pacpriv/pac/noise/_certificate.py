@@ -332,7 +332,9 @@ def certify_noise(
         raise TypeError(f"`outputs` must hold real numbers; got dtype {x.dtype}.")
     if x.ndim != 2 or x.shape[1] < 1:
         raise ValueError(f"`outputs` must be 2-D (n_trials, d) with d >= 1; got shape {x.shape}.")
-    v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("`outputs` must be finite; found NaN or inf.")
+    v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False, high=100.0)
     conf = _check_confidence(confidence)
     frac = None if shape_fraction is None else check_real(
         shape_fraction, "shape_fraction", low=0.0, high=1.0, low_inclusive=False,
