@@ -18,7 +18,8 @@ from pacpriv.dpsgd.calibration import (
 )
 from pacpriv.dpsgd.comparators import ComparisonRow as AccountantRow
 from pacpriv.dpsgd.comparators import ComparisonTable, compare_accountants
-from pacpriv.dpsgd.epsilon import (
+from pacpriv.dpsgd.epsilon import EpsilonBound, epsilon_bound
+from pacpriv.dpsgd.epsilon_calibration import (
     EpsilonCalibration,
     calibrate_epsilon,
     epsilon_of,
@@ -56,7 +57,9 @@ __all__ = [
     "ComparisonTable",
     "compare_accountants",
     # trade-off curve (certified ROC) and epsilon
+    "EpsilonBound",
     "TradeoffCurve",
+    "epsilon_bound",
     "tradeoff_curve",
     # your own torch training loop, private (torch, imported on first use)
     "PrivateTraining",

@@ -89,7 +89,7 @@ def noise_for_target(
             warnings.simplefilter("ignore")
             cal = calibrate_noise_multiplier(a, steps_per_epoch=t, epochs=e, k=k)
         return float(cal.noise_multiplier), {**none, "target_accuracy": a}
-    from pacpriv.dpsgd.epsilon import _EPS_MAX, calibrate_epsilon
+    from pacpriv.dpsgd.epsilon_calibration import _EPS_MAX, calibrate_epsilon
 
     eps = check_real(target_epsilon, "target_epsilon", low=0.0, high=_EPS_MAX,
                      low_inclusive=False)

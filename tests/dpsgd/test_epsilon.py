@@ -1,155 +1,84 @@
-"""σ for a target (ε, δ): certified, within rtol of the smallest σ, against dp-accounting and
-opacus at the same (q, steps, ε, δ)."""
+"""ε at δ (issue 35, items 1, 2 and F6): sound, monotone, finite where the true value is."""
 
-from __future__ import annotations
-
-import functools
+import json
 import math
 
+import numpy as np
 import pytest
+from scipy import special
 
-from pacpriv.dpsgd import (
-    DPSGDSpec,
-    calibrate_epsilon,
-    epsilon_of,
-    noise_multiplier_for_epsilon,
-)
+from pacpriv.cli.main import main
+from pacpriv.dpsgd import DPSGDSpec
+from pacpriv.dpsgd.epsilon import epsilon_bound, gaussian_epsilon
 
-#: (target ε, δ, steps per epoch t, epochs E): Poisson at q = 1/t over t·E steps
-POISSON_POINTS = [(1.0, 1e-5, 20, 5), (3.0, 1e-6, 50, 4), (0.5, 1e-5, 10, 10)]
-INTERVAL = 1e-3  # dp-accounting's value_discretization_interval, both sides
+SIGMAS = np.geomspace(0.01, 1e9, 19)
+DELTAS = (1e-20, 1e-10, 1e-5, 0.5)
 
 
-@functools.lru_cache(maxsize=8)
-def _ours(eps, delta, t, e):
-    return noise_multiplier_for_epsilon(eps, delta, steps_per_epoch=t, epochs=e,
-                                        sampling="poisson", tolerance=INTERVAL)
+def _table(steps, epochs):
+    return np.array([[DPSGDSpec(float(s), steps, epochs).get_epsilon(d) for d in DELTAS]
+                     for s in SIGMAS])
 
 
-def _dp_accounting_epsilon(sigma, delta, t, e, interval):
-    """ε from dp-accounting's PLDAccountant on the Poisson-sampled Gaussian event."""
-    import dp_accounting
-    from dp_accounting.pld import pld_privacy_accountant
-
-    event = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.PoissonSampledDpEvent(1.0 / t, dp_accounting.GaussianDpEvent(sigma)),
-        t * e)
-    acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=interval)
-    return acc.compose(event).get_epsilon(delta)
-
-
-@pytest.mark.parametrize("eps,delta,t,e", POISSON_POINTS)
-def test_poisson_matches_dp_accounting_pld_within_0_1_percent(eps, delta, t, e):
-    """dp-accounting's own accountant: σ meets the target, σ/1.001 does not, so σ lies within
-    0.1% above dp-accounting's calibrated root (benchmarks/epsilon_calibration.py runs its
-    calibrate_dp_mechanism too)."""
-    ours = _ours(eps, delta, t, e)
-    assert _dp_accounting_epsilon(ours, delta, t, e, INTERVAL) <= eps
-    assert _dp_accounting_epsilon(ours / 1.001, delta, t, e, INTERVAL) > eps
+def test_epsilon_sweep_is_finite_nonnegative_and_monotone():
+    """F6: σ ∈ [0.01, 1e9], δ ∈ [1e-20, 0.5]: no NaN, no inf, ε ≥ 0, non-increasing in σ and
+    δ (main printed 0.00046 at σ = 1e3, 0.0717 at 1e5 and inf at 1e9)."""
+    tab = _table(100, 10)
+    assert np.all(np.isfinite(tab)) and np.all(tab >= 0.0)
+    assert np.all(np.diff(tab, axis=0) <= 0.0), "ε must not grow with σ"
+    assert np.all(np.diff(tab, axis=1) <= 0.0), "ε must not grow with δ"
+    # the true ε is 0 once TV ≤ δ: at σ = 1e9 TV ≈ 1.3e-10 (δ = 1e-5 and 0.5)
+    assert tab[-1, 2] == tab[-1, 3] == 0.0
+    assert 0.0 < tab[-1, 0] < 1e-6  # δ = 1e-20: tiny but positive
 
 
-@pytest.mark.parametrize("eps,delta,t,e", POISSON_POINTS)
-@pytest.mark.filterwarnings("ignore:Optimal order:UserWarning")
-def test_poisson_never_above_opacus_default_accountant(eps, delta, t, e):
-    opacus = pytest.importorskip("opacus.accountants.utils")
-    ours = _ours(eps, delta, t, e)
-    theirs = opacus.get_noise_multiplier(target_epsilon=eps, target_delta=delta,
-                                         sample_rate=1.0 / t, epochs=e)
-    assert ours <= theirs * 1.001, (ours, theirs)
+def test_epsilon_monotone_in_steps_and_epochs():
+    for sigma in (0.7, 3e3, 1e6):
+        by_m = [DPSGDSpec(sigma, m, 5).get_epsilon(1e-6) for m in (1, 3, 30, 300)]
+        by_e = [DPSGDSpec(sigma, 20, e).get_epsilon(1e-6) for e in (1, 3, 30, 300)]
+        assert np.all(np.diff(by_m) <= 0.0) and np.all(np.diff(by_e) >= 0.0), sigma
+        assert all(math.isfinite(x) for x in by_m + by_e)
 
 
-@pytest.mark.parametrize("sampling", ["random_allocation", "poisson"])
-def test_bracket_certifies_and_is_tight(sampling):
-    kw = {"steps_per_epoch": 10, "epochs": 3, "sampling": sampling, "tolerance": 1e-3}
-    r = calibrate_epsilon(2.0, 1e-5, rtol=1e-3, **kw)
-    assert r.epsilon <= 2.0
-    assert epsilon_of(r.noise_multiplier, 1e-5, **kw) == pytest.approx(r.epsilon, rel=1e-12)
-    assert epsilon_of(r.lower_noise_multiplier, 1e-5, **kw) > 2.0
-    assert r.lower_noise_multiplier < r.noise_multiplier <= r.lower_noise_multiplier * 1.001
-    assert r.monotone and r.certified == (sampling == "random_allocation")
+def test_gaussian_epsilon_matches_the_analytic_gaussian_mechanism():
+    """Balle & Wang 2018, Thm. 8: δ(ε) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) at the returned ε."""
+    for mu, delta in ((1.0, 1e-5), (0.1, 1e-3), (5.0, 1e-10)):
+        eps = gaussian_epsilon(mu, delta)
+        d = special.ndtr(mu / 2 - eps / mu) - math.exp(eps) * special.ndtr(-mu / 2 - eps / mu)
+        assert d == pytest.approx(delta, rel=1e-6) and d <= delta * (1 + 1e-9)
+    assert gaussian_epsilon(1e-9, 1e-5) == 0.0  # δ(0) = 2Φ(μ/2) − 1 ≈ 4e-10 ≤ δ
 
 
-def test_random_allocation_run_reports_epsilon_within_target():
-    """A spec at the returned σ (as TrainingResult.get_epsilon computes it) meets ε."""
-    sigma = noise_multiplier_for_epsilon(1.5, 1e-5, steps_per_epoch=20, epochs=4)
-    assert DPSGDSpec(sigma, 20, 4).get_epsilon(1e-5) <= 1.5
-    assert DPSGDSpec(sigma / 1.002, 20, 4).get_epsilon(1e-5) > 1.5
+def test_closed_forms_never_below_the_certified_pld():
+    """Every fallback is an upper bound: where the PLD is accurate, closed forms are ≥ it."""
+    for sigma in (0.8, 2.0, 20.0, 300.0):
+        full = epsilon_bound(sigma, steps_per_epoch=50, epochs=4, delta=1e-6)
+        closed = epsilon_bound(sigma, steps_per_epoch=50, epochs=4, delta=1e-6, pld=False)
+        assert full.source == "certified PLD" and closed.epsilon >= full.epsilon > 0.0
 
 
-def test_one_step_is_the_gaussian_mechanism():
-    """t = E = 1: the exact Gaussian ε(σ) (Balle & Wang 2018, Thm 8) bounds σ from below."""
-    from scipy import optimize, special
-
-    def delta_of(sigma, eps):
-        mu = 1.0 / sigma
-        return special.ndtr(-eps / mu + mu / 2) - math.exp(eps) * special.ndtr(-eps / mu - mu / 2)
-
-    exact = optimize.brentq(lambda s: delta_of(s, 1.0) - 1e-5, 0.5, 20.0)
-    ours = noise_multiplier_for_epsilon(1.0, 1e-5, steps_per_epoch=1, epochs=1)
-    assert exact <= ours <= exact * 1.01
-
-
-def test_k_of_t_needs_no_more_noise_than_its_reduction():
-    a = noise_multiplier_for_epsilon(2.0, 1e-5, steps_per_epoch=20, epochs=2, k=2)
-    b = noise_multiplier_for_epsilon(2.0, 1e-5, steps_per_epoch=10, epochs=4)
-    assert a == pytest.approx(b, rel=2e-3)
-
-
-def test_more_epsilon_less_noise():
-    s = [noise_multiplier_for_epsilon(e, 1e-5, steps_per_epoch=10, epochs=2)
-         for e in (0.5, 1.0, 4.0)]
-    assert s[0] > s[1] > s[2]
-
-
-@pytest.mark.parametrize("kwargs,match", [
-    ({"target_epsilon": 0.0}, "target_epsilon"),
-    ({"target_epsilon": math.inf}, "target_epsilon"),
-    ({"target_epsilon": 51.0}, "target_epsilon"),
-    ({"delta": 0.0}, "delta"),
-    ({"delta": 1.0}, "delta"),
-    ({"steps_per_epoch": 0}, "steps_per_epoch"),
-    ({"epochs": 0}, "epochs"),
-    ({"k": 11}, "k"),
-    ({"rtol": 0.5}, "rtol"),
-    ({"tolerance": 0.1}, "tolerance"),
-    ({"sampling": "shuffle"}, "sampling"),
+@pytest.mark.parametrize("command", [
+    ["bound", "--noise-multiplier", "0.3"],
+    ["sigma", "--target-accuracy", "0.6"],
 ])
-def test_refusals_name_the_argument(kwargs, match):
-    args = {"target_epsilon": 1.0, "delta": 1e-5, "steps_per_epoch": 10, "epochs": 2,
-            **kwargs}
-    with pytest.raises(ValueError, match=match):
-        calibrate_epsilon(args.pop("target_epsilon"), args.pop("delta"), **args)
+def test_steps_above_the_pld_cap_still_answer(command, capsys):
+    """Item 2: M > 1e8 gives the chi-square answer; ε from a labelled closed form, the PLD
+    marked unavailable (main exited 2)."""
+    argv = ["dpsgd", *command, "--steps-per-epoch", "1000000000", "--epochs", "10"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["epsilon"]["note"].startswith("PLD unavailable")
+    assert "closed form" in out["epsilon"]["source"] and out["epsilon"]["epsilon"] >= 0.0
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "PLD unavailable" in text and "closed form" in text
 
 
-def test_to_dict_and_summary():
-    r = calibrate_epsilon(2.0, 1e-5, steps_per_epoch=5, epochs=2)
-    d = r.to_dict()
-    assert d["noise_multiplier"] == r.noise_multiplier and d["sampling"]["scheme"] == (
-        "random_allocation")
-    assert "certified" in str(r)
-
-
-def test_target_beyond_the_pld_resolution_is_refused_not_missed():
-    """δ far below the certified chain's error terms: a ValueError, never a σ that fails."""
-    with pytest.raises(ValueError, match="below what its discretisation"):
-        calibrate_epsilon(1e-4, 1e-10, steps_per_epoch=1000, epochs=100)
-
-
-def test_property_bracket_holds_for_random_settings():
-    """Random (ε, δ, t, E, k): the returned σ meets ε, the bracket's lower end does not, and
-    they are within rtol (independent re-evaluation through epsilon_of)."""
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-
-    @settings(max_examples=8, deadline=None, derandomize=True)
-    @given(eps=st.floats(0.2, 10.0), log_delta=st.integers(-7, -3), t=st.integers(1, 40),
-           e=st.integers(1, 8), k=st.integers(1, 3))
-    def check(eps, log_delta, t, e, k):
-        k = min(k, t)
-        kw = {"steps_per_epoch": t, "epochs": e, "k": k}
-        r = calibrate_epsilon(eps, 10.0**log_delta, rtol=1e-3, **kw)
-        assert epsilon_of(r.noise_multiplier, 10.0**log_delta, **kw) <= eps
-        assert epsilon_of(r.lower_noise_multiplier, 10.0**log_delta, **kw) > eps
-        assert r.noise_multiplier <= r.lower_noise_multiplier * 1.001
-
-    check()
+def test_epsilon_bound_validates_before_work():
+    for kw, name in (({"delta": 0.0}, "delta"), ({"delta": 1.0}, "delta"),
+                     ({"delta": float("nan")}, "delta"), ({"k": 0}, "k")):
+        args = {"steps_per_epoch": 10, "epochs": 1, "delta": 1e-5, **kw}
+        with pytest.raises(ValueError, match=name):
+            epsilon_bound(1.0, **args)
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        epsilon_bound(float("inf"), steps_per_epoch=10, epochs=1, delta=1e-5)
