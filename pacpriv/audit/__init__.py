@@ -54,7 +54,7 @@ from pacpriv.audit._onerun import (
 )
 from pacpriv.audit._rmia import rmia_scores
 from pacpriv.audit._run import AuditReport, AuditSettings, run_audit
-from pacpriv.audit._suite import DEFAULT_ATTACKS, LiraAttack, LossAttack, RmiaAttack
+from pacpriv.audit._suite import ATTACKS, DEFAULT_ATTACKS, LiraAttack, LossAttack, RmiaAttack
 
 __all__ = [
     # the audit
@@ -69,6 +69,7 @@ __all__ = [
     "PacReleaseModel",
     "image_shifts",
     # attacks
+    "ATTACKS",
     "DEFAULT_ATTACKS",
     "LiraAttack",
     "LossAttack",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 
@@ -74,6 +75,11 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--ensemble", action="store_true",
                    help="train the reference models with pacpriv.ensemble (vectorised, one "
                    "program; several times faster without clipping, slower with it on a CPU)")
+    from pacpriv.audit._suite import ATTACKS
+
+    p.add_argument("--attacks", nargs="+", choices=ATTACKS.choices(), default=None,
+                   metavar="ATTACK", help="attacks to run (default: all of "
+                   f"{', '.join(ATTACKS.choices())})")
     p.add_argument("--offline-a", type=number, default=0.3,
                    help="a of offline RMIA, in [0, 1] (default 0.3)")
     p.add_argument("--confidence", type=number, default=0.95,
@@ -161,6 +167,15 @@ def _family(args, n_features: int, n_classes: int):
                       target_accuracy=target, **common)
 
 
+def _attacks(args) -> tuple:
+    """The ``--attacks`` (default all registered), offline RMIA with ``--offline-a``."""
+    from pacpriv.audit._suite import ATTACKS
+
+    attacks = [ATTACKS.get(n)() for n in (args.attacks or ATTACKS.names())]
+    return tuple(dataclasses.replace(a, offline_a=args.offline_a)
+                 if getattr(a, "offline_a", None) is not None else a for a in attacks)
+
+
 def _augmentations(args, n_features: int) -> tuple:
     if args.augment == "none":
         return ()
@@ -180,8 +195,7 @@ def _audit(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    from pacpriv.audit import AuditSettings, OneRunSpec, RmiaAttack, run_audit
-    from pacpriv.audit._suite import LiraAttack, LossAttack
+    from pacpriv.audit import AuditSettings, OneRunSpec, run_audit
     from pacpriv.datasets.scaling import scale_to_unit_box
     from pacpriv.pac.engine import ExecutionOptions
 
@@ -190,8 +204,7 @@ def _audit(args) -> int:
     X = scale_to_unit_box(dataset.X, dataset.feature_low, dataset.feature_high)
     family = _family(args, X.shape[1], n_classes)
     settings = AuditSettings(
-        attacks=(LiraAttack(online=True), RmiaAttack(), LiraAttack(online=False),
-                 RmiaAttack(offline_a=args.offline_a), LossAttack()),
+        attacks=_attacks(args),
         confidence=args.confidence, population=args.population,
         augmentations=_augmentations(args, X.shape[1]))
     one_run = None

@@ -23,6 +23,7 @@ from pacpriv.cli._args import (
     report_formats,
 )
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._specs import add_spec_flags, flagged_fields, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
     check_mechanism_file,
@@ -40,8 +41,8 @@ from pacpriv.pac.bounds._posterior import (
 )
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
-from pacpriv.pac.noise import DEFAULT_RULE, RULE_CLASSES, RULES, rule_with
-from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
+from pacpriv.pac.noise import DEFAULT_RULE, RULE_CLASSES, rule_with
+from pacpriv.pac.samplers import SAMPLERS
 from pacpriv.registry import available_mechanisms
 from pacpriv.report import build_report, write_report
 from pacpriv.report.builder import local_base_name
@@ -97,23 +98,14 @@ def add_parser(subparsers, name: str) -> None:
     run.add_argument("--trials", type=int, default=1000,
                      help="number of simulated subsets (>= 2)")
     run.add_argument(
-        "--sampler",
-        default="poisson",
-        choices=("poisson", "pairs", "fixed"),
-        help="distribution of the secret subset (default: poisson)",
+        "--sampler", default="poisson", choices=SAMPLERS.choices(),
+        help="distribution of the secret subset (default: poisson): "
+        + "; ".join(f"{n}: {SAMPLERS.doc(n)}" for n in SAMPLERS.names()),
     )
+    add_spec_flags(run, *SAMPLERS.values(), notes={
+        f.name: f" (--sampler {n})" for n, c in SAMPLERS.items() for f in flagged_fields(c)})
     run.add_argument(
-        "--sampling-rate",
-        type=number,
-        default=None,
-        help="Poisson sampling rate in (0, 1), --sampler poisson only (default 0.5: "
-        "membership prior 1/2)",
-    )
-    run.add_argument(
-        "--subset-size", type=int, default=None, help="subset size for --sampler fixed"
-    )
-    run.add_argument(
-        "--rule", default=DEFAULT_RULE, choices=RULES,
+        "--rule", default=DEFAULT_RULE, choices=RULE_CLASSES.choices(),
         help=f"noise rule (default {DEFAULT_RULE}: certified with confidence 1-gamma; "
         + ", ".join(k for k, cls in RULE_CLASSES.items() if not cls.certified)
         + " are estimates)",
@@ -243,16 +235,9 @@ def add_parser(subparsers, name: str) -> None:
 
 
 def _sampler(args):
-    if args.sampler == "fixed":
-        if args.subset_size is None:
-            raise UsageError("--sampler fixed needs --subset-size")
-        return FixedSizeSampler(subset_size=args.subset_size)
-    if args.subset_size is not None:
-        raise UsageError("--subset-size is only valid with --sampler fixed")
-    if args.sampler == "pairs":
-        return ComplementaryPairsSampler()
-    rate = 0.5 if args.sampling_rate is None else args.sampling_rate
-    return PoissonSampler(sampling_rate=rate)
+    """The ``--sampler`` object, built from its fields' flags."""
+    return spec_from_args(SAMPLERS.get(args.sampler), args, among=SAMPLERS.values(),
+                          selector=f"--sampler {args.sampler}")
 
 
 def _check_args(args) -> None:
@@ -262,13 +247,7 @@ def _check_args(args) -> None:
     check_trials(args)
     if args.target_accuracy is not None and not 0.5 < args.target_accuracy < 1:
         raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
-    if args.sampling_rate is not None:
-        if args.sampler != "poisson":
-            raise UsageError(f"--sampling-rate applies to --sampler poisson only; got --sampler "
-                             f"{args.sampler} (its inclusion probability is fixed by the sampler)")
-        check_unit_interval(args, "--sampling-rate")
-    if args.subset_size is not None and args.subset_size < 1:
-        raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
+    _sampler(args)  # a flag the sampler does not take, or a bad value, fails here
     if args.target_inflation is not None and not args.target_inflation > 1:
         raise UsageError(f"--target-inflation must be > 1; got {args.target_inflation}")
     if args.n_jobs == 0:

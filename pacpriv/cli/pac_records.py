@@ -25,7 +25,7 @@ from pacpriv.cli._user import (
     resolve_cli_mechanism,
 )
 from pacpriv.pac.engine._options import ExecutionOptions
-from pacpriv.pac.per_record._calibration import calibrate_per_record
+from pacpriv.pac.per_record._calibration import BOUNDS, SHAPES, calibrate_per_record
 from pacpriv.pac.per_record._exposure import record_exposure
 from pacpriv.pac.samplers import PoissonSampler
 from pacpriv.report import write_report
@@ -115,10 +115,10 @@ def add_records_parser(sub) -> None:
     p.add_argument("--sampling-rate", type=number, default=0.5,
                    help="Poisson membership prior q in (0, 1) (default 0.5)")
     p.add_argument("--shape", default="isotropic",
-                   choices=("isotropic", "sqrt", "second_moment"),
+                   choices=SHAPES,
                    help="noise shape for --target-accuracy, fitted on the shape trials "
                    "(default isotropic)")
-    p.add_argument("--bound", default="betting", choices=("betting", "bernstein"),
+    p.add_argument("--bound", default="betting", choices=BOUNDS,
                    help="per-record certificate: betting confidence bounds (default; "
                    "Waudby-Smith & Ramdas 2024) or empirical Bernstein (Maurer & Pontil 2009: "
                    "needs more trials)")

@@ -26,10 +26,8 @@ from pacpriv.cli._user import (
     load_cli_rows,
 )
 from pacpriv.pac.engine import ExecutionOptions
-from pacpriv.registry import load_object
-
-#: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
-ESTIMATORS = ("logistic", "naive_bayes", "decision_tree", "random_forest", "mlp", "ridge")
+from pacpriv.prediction._noise import NOISE_RULES
+from pacpriv.registry import Registry, load_object
 
 _POW = re.compile(r"^\s*2\s*(?:\^|\*\*)\s*(-?\d+)\s*$")
 
@@ -48,39 +46,66 @@ def budget_number(text: str) -> float:
             f"not a number or a power of two like 2^-16: {text!r}") from None
 
 
+def _logistic():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+
+
+def _naive_bayes():
+    from sklearn.naive_bayes import GaussianNB
+
+    return GaussianNB()
+
+
+def _decision_tree():
+    from sklearn.tree import DecisionTreeClassifier
+
+    return DecisionTreeClassifier(max_depth=6, random_state=0)
+
+
+def _random_forest():
+    from sklearn.ensemble import RandomForestClassifier
+
+    return RandomForestClassifier(n_estimators=50, random_state=0)
+
+
+def _mlp():
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return make_pipeline(StandardScaler(), MLPClassifier((32,), max_iter=500, random_state=0))
+
+
+def _ridge():
+    from sklearn.linear_model import Ridge
+
+    return Ridge(alpha=1.0)
+
+
+#: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
+ESTIMATORS: Registry = Registry("estimator")
+for _name, _factory, _doc in (
+    ("logistic", _logistic, "standardised multinomial logistic regression"),
+    ("naive_bayes", _naive_bayes, "Gaussian naive Bayes"),
+    ("decision_tree", _decision_tree, "decision tree of depth 6"),
+    ("random_forest", _random_forest, "50 trees"),
+    ("mlp", _mlp, "standardised MLP, 32 hidden units"),
+    ("ridge", _ridge, "ridge regression (alpha 1)"),
+):
+    ESTIMATORS.register(_name, _factory, doc=_doc)
+
+
 def _estimator(name: str):
     """A built-in estimator, or an object loaded from ``module:attr`` / ``file.py:attr``."""
-    if name == "logistic":
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
-        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-    if name == "naive_bayes":
-        from sklearn.naive_bayes import GaussianNB
-
-        return GaussianNB()
-    if name == "decision_tree":
-        from sklearn.tree import DecisionTreeClassifier
-
-        return DecisionTreeClassifier(max_depth=6, random_state=0)
-    if name == "random_forest":
-        from sklearn.ensemble import RandomForestClassifier
-
-        return RandomForestClassifier(n_estimators=50, random_state=0)
-    if name == "mlp":
-        from sklearn.neural_network import MLPClassifier
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
-        return make_pipeline(StandardScaler(), MLPClassifier((32,), max_iter=500, random_state=0))
-    if name == "ridge":
-        from sklearn.linear_model import Ridge
-
-        return Ridge(alpha=1.0)
+    if name in ESTIMATORS:
+        return ESTIMATORS.get(name)()
     if ":" not in name:
-        raise UsageError(f"--estimator must be one of {ESTIMATORS}, module:attr or "
-                         f"file.py:attr; got {name!r}")
+        raise UsageError(f"--estimator must be one of {', '.join(ESTIMATORS.names())}, "
+                         f"module:attr or file.py:attr; got {name!r}")
     where = name.rpartition(":")[0]
     if not (where.endswith(".py") or "/" in where):
         add_cwd_to_path()  # module:attr finds modules in the current folder
@@ -104,7 +129,8 @@ def add_parser(subparsers, name: str) -> None:
         "from OS entropy and create the crash-safe state directory that `pacpriv serve` uses.",
     )
     fit.add_argument("--estimator", required=True,
-                     help=f"built-in ({', '.join(ESTIMATORS)}), module:attr or file.py:attr "
+                     help=f"built-in ({', '.join(ESTIMATORS.names())}), module:attr or "
+                     "file.py:attr "
                      "(an sklearn estimator or class, a pacpriv.prediction.TorchFit, or a "
                      "function fit((X, y)) -> model)")
     fit.add_argument("--dataset", required=True,
@@ -127,8 +153,7 @@ def add_parser(subparsers, name: str) -> None:
     fit.add_argument("--output", default=None, choices=("proba", "logits", "value", "label"),
                      help="what each query returns (default: proba, value for ridge; label = "
                      "one-hot votes, exact when all worlds agree)")
-    fit.add_argument("--rule", default="anisotropic", choices=("anisotropic", "exact-mi",
-                                                               "isotropic"),
+    fit.add_argument("--rule", default="anisotropic", choices=NOISE_RULES,
                      help="noise rule of each answer (see the README)")
     fit.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
     fit.add_argument("--no-ensemble", action="store_true",

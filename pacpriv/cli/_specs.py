@@ -1,0 +1,123 @@
+"""Flags from fields: a spec dataclass's fields carry their CLI flag and help.
+
+A field of a spec object (``ExecutionOptions``, a sampler, a noise rule, ``DPSGDSpec``) that the
+CLI exposes declares ``dataclasses.field(metadata={"flag": "--n-jobs", "help": "..."})``
+(optional keys: ``"type"``, ``"choices"``, ``"metavar"``, ``"negate"`` for a ``--no-x`` flag that
+sets a bool field to False). :func:`add_spec_flags` adds the flags to a parser (default None:
+"not given"), :func:`spec_from_args` builds the spec from the parsed flags, and an error of the
+spec names the flag the user typed, because the spec's fields know it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from pacpriv.cli._args import UsageError, number
+
+__all__ = ["add_spec_flags", "flag_of", "flagged_fields", "given_fields", "spec_from_args"]
+
+
+def flagged_fields(cls: Any, only: Iterable[str] | None = None) -> list[dataclasses.Field]:
+    """The fields of the spec class ``cls`` that declare a CLI flag (optionally ``only`` these)."""
+    keep = None if only is None else set(only)
+    return [f for f in dataclasses.fields(cls) if "flag" in f.metadata
+            and (keep is None or f.name in keep)]
+
+
+def flag_of(cls: Any, name: str) -> str:
+    """The flag of field ``name`` of ``cls`` (``--name`` if it declares none)."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return f.metadata.get("flag", "--" + name.replace("_", "-"))
+    return "--" + name.replace("_", "-")
+
+
+def _type(field: dataclasses.Field) -> Any:
+    if "type" in field.metadata:
+        return field.metadata["type"]
+    text = str(field.type)
+    return number if text.startswith("float") else int if text.startswith("int") else str
+
+
+def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
+                   only: Iterable[str] | None = None, notes: dict[str, str] | None = None) -> None:
+    """Add the flags of the spec classes' fields to ``parser`` (each flag once, default None).
+
+    ``only`` limits the fields (by name); ``notes`` adds a text to a field's help (by name),
+    e.g. which rules take it.
+    """
+    seen: set[str] = set()
+    for cls in classes:
+        for f in flagged_fields(cls, only):
+            flag = f.metadata["flag"]
+            if flag in seen:
+                continue
+            seen.add(flag)
+            text = f.metadata.get("help", "") + (notes or {}).get(f.name, "")
+            if f.metadata.get("negate"):
+                parser.add_argument(flag, dest=f.name, action="store_const", const=False,
+                                    default=None, help=text)
+                continue
+            extra = {k: f.metadata[k] for k in ("choices", "metavar") if k in f.metadata}
+            parser.add_argument(flag, dest=f.name, type=_type(f), default=None, help=text,
+                                **extra)
+
+
+def given_fields(cls: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """``{field: value}`` of the flags of ``cls`` given on the command line."""
+    return {f.name: getattr(args, f.name) for f in flagged_fields(cls)
+            if getattr(args, f.name, None) is not None}
+
+
+def _flag_text(cls: Any, text: str) -> str:
+    for f in dataclasses.fields(cls):
+        text = text.replace(f"`{f.name}`", flag_of(cls, f.name))
+    return text
+
+
+def spec_from_args(cls: Any, args: argparse.Namespace, *, among: Iterable[Any] = (),
+                   selector: str = "", **values: Any) -> Any:
+    """The spec ``cls(**values, **flags given)``; errors name the flags (``UsageError``).
+
+    Parameters
+    ----------
+    cls : dataclass type
+        The spec class.
+    args : argparse.Namespace
+        Parsed flags (added by :func:`add_spec_flags`).
+    among : iterable of classes
+        The alternatives of ``cls`` chosen by ``selector`` (e.g. every sampler for
+        ``--sampler poisson``): a flag of theirs that ``cls`` does not take is refused.
+    selector : str
+        The flag and value that chose ``cls`` (``"--sampler fixed"``), for the messages.
+    **values
+        Fields set by the caller (not flags).
+
+    Raises
+    ------
+    UsageError
+        A flag ``cls`` does not take, a required field's flag missing, or a value the spec
+        refuses (its message, with the flag for the field name).
+    """
+    mine = {f.name for f in flagged_fields(cls)}
+    other = {f.name: (f.metadata["flag"], c) for c in among for f in flagged_fields(c)
+             if f.name not in mine and getattr(args, f.name, None) is not None}
+    if other:
+        flags = sorted({flag for flag, _ in other.values()})
+        owners = sorted({getattr(c, "name", c.__name__) for _, c in other.values()})
+        key = selector.split(" ")[0] if selector else "this command"
+        raise UsageError(f"{', '.join(flags)} only apply to {key} {' or '.join(owners)}; "
+                         f"got {selector}")
+    given = {**given_fields(cls, args), **values}
+    missing = [flag_of(cls, f.name) for f in dataclasses.fields(cls) if f.init
+               and f.name not in given and f.default is dataclasses.MISSING
+               and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise UsageError(f"{selector or cls.__name__} needs {', '.join(missing)}")
+    try:
+        return cls(**given)
+    except (TypeError, ValueError) as err:
+        raise UsageError(_flag_text(cls, str(err)).rstrip(".")) from None
