@@ -76,6 +76,8 @@ class Registry(Generic[T]):
         What an entry is (``"sampler"``, ``"noise rule"``...), for the error messages.
     argument : str, optional
         The argument or flag that takes a name (``"sampler"``, ``"rule"``); default ``kind``.
+    key : str, default "name"
+        The key of the name in a ``to_dict()`` description (:meth:`from_dict`).
 
     Examples
     --------
@@ -87,9 +89,10 @@ class Registry(Generic[T]):
     (('red',), 16711680)
     """
 
-    def __init__(self, kind: str, *, argument: str | None = None) -> None:
+    def __init__(self, kind: str, *, argument: str | None = None, key: str = "name") -> None:
         self.kind = kind
         self.argument = argument or kind
+        self.key = key
         self._entries: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
         self._docs: dict[str, str] = {}
@@ -181,21 +184,21 @@ class Registry(Generic[T]):
         return None
 
     def from_dict(self, description: dict) -> Any:
-        """Rebuild an entry from ``{"name": ..., **parameters}`` (e.g. a ``to_dict()``).
+        """Rebuild an entry from ``{key: name, **parameters}`` (e.g. a ``to_dict()``).
 
         The entry's own ``from_dict`` classmethod is used when it has one; a dataclass gets
         the keys that are its init fields (derived keys such as ``"prior"`` are ignored);
-        any other entry is called with every key but ``"name"``.
+        any other entry is called with every key but :attr:`key`.
 
         Raises
         ------
         ValueError
-            If ``description`` has no registered ``"name"``.
+            If ``description`` has no registered name under :attr:`key`.
         """
         if not isinstance(description, dict):
             raise TypeError(f"`description` must be a dict; got {type(description).__name__}.")
-        entry: Any = self.get(description.get("name"))  # type: ignore[arg-type]
-        params = {k: v for k, v in description.items() if k != "name"}
+        entry: Any = self.get(description.get(self.key))  # type: ignore[arg-type]
+        params = {k: v for k, v in description.items() if k != self.key}
         if hasattr(entry, "from_dict"):
             return entry.from_dict(description)
         if dataclasses.is_dataclass(entry):

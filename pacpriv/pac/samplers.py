@@ -123,6 +123,13 @@ class Sampler(ABC):
 
     #: Short name used by :meth:`to_dict` and :func:`as_sampler`.
     name: ClassVar[str] = "sampler"
+    #: Trials drawn together (2 for complementary pairs): only the first of each group is an
+    #: independent draw (:meth:`independent_rows`), and a design of whole groups needs a
+    #: multiple of it.
+    trials_per_draw: ClassVar[int] = 1
+    #: Whether every record's membership is an independent Bernoulli draw (across records and
+    #: trials): what the per-record analysis needs.
+    independent_memberships: ClassVar[bool] = False
 
     @abstractmethod
     def draw(self, n_records: int, rng: np.random.Generator) -> np.ndarray:
@@ -188,13 +195,13 @@ class Sampler(ABC):
 
         The certificate of the certified rules needs independent trials; a sampler whose
         trials are coupled (complementary pairs) keeps one trial of each coupled group.
-        Default: every trial.
+        Default: the first trial of each group of :attr:`trials_per_draw`.
 
         Returns
         -------
         numpy.ndarray of int, shape (m,), increasing, ``m <= n_trials``
         """
-        return np.arange(check_int(n_trials, "n_trials", low=0))
+        return np.arange(0, check_int(n_trials, "n_trials", low=0), self.trials_per_draw)
 
     def describe(self) -> str:
         """The subset in words, for the report (``"a random secret subset of 10 records"``)."""
@@ -237,6 +244,7 @@ class PoissonSampler(Sampler):
         "flag": "--sampling-rate", "help": "Poisson sampling rate in (0, 1) (default 0.5: "
         "membership prior 1/2)"})
     name: ClassVar[str] = "poisson"
+    independent_memberships: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         rate = check_inclusion_probability(self.sampling_rate, "sampling_rate")
@@ -348,6 +356,7 @@ class ComplementaryPairsSampler(Sampler):
     """
 
     name: ClassVar[str] = "pairs"
+    trials_per_draw: ClassVar[int] = 2  # trial 2k+1 is determined by trial 2k
 
     def draw(self, n_records: int, rng: np.random.Generator) -> np.ndarray:
         """One Poisson-½ mask (the first member of a pair)."""
@@ -363,10 +372,6 @@ class ComplementaryPairsSampler(Sampler):
     def prior(self) -> float:
         """Membership prior of one record, ½."""
         return 0.5
-
-    def independent_rows(self, n_trials: int) -> np.ndarray:
-        """One trial of each pair (the even ones): trial ``2k+1`` is determined by ``2k``."""
-        return np.arange(0, check_int(n_trials, "n_trials", low=0), 2)
 
     def describe(self) -> str:
         """A random half of the pool, in complementary pairs."""

@@ -288,6 +288,13 @@ def test_independent_rows(n_trials):
         assert not np.array_equal(masks[rows[0]], ~masks[rows[-1]]) or rows.size == 1
 
 
+def test_declared_properties():
+    """Only Poisson draws independent Bernoulli memberships; pairs come two trials a draw."""
+    assert [c.independent_memberships for c in SAMPLERS.values()] == [True, False, False]
+    assert [c.trials_per_draw for c in SAMPLERS.values()] == [1, 1, 2]
+    assert CallableSampler(_third).trials_per_draw == 1
+
+
 def test_describe():
     """The report wording of each registered sampler names its parameters."""
     assert "probability 0.3 (about 30% of the pool)" in PoissonSampler(0.3).describe()
