@@ -43,20 +43,24 @@ def _type(field: dataclasses.Field) -> Any:
 
 
 def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
-                   only: Iterable[str] | None = None, notes: dict[str, str] | None = None) -> None:
+                   only: Iterable[str] | None = None, notes: dict[str, str] | None = None,
+                   helps: dict[str, str] | None = None) -> None:
     """Add the flags of the spec classes' fields to ``parser`` (each flag once, default None).
 
     ``only`` limits the fields (by name); ``notes`` adds a text to a field's help (by name),
-    e.g. which rules take it.
+    e.g. which rules take it; ``helps`` replaces a field's help for this command.
     """
     seen: set[str] = set()
     for cls in classes:
+        # which fields this command exposes: spec_from_args reads only these
+        parser.set_defaults(**{_exposed(cls): tuple(f.name for f in flagged_fields(cls, only))})
         for f in flagged_fields(cls, only):
             flag = f.metadata["flag"]
             if flag in seen:
                 continue
             seen.add(flag)
-            text = f.metadata.get("help", "") + (notes or {}).get(f.name, "")
+            text = ((helps or {}).get(f.name) or f.metadata.get("help", "")) \
+                + (notes or {}).get(f.name, "")
             if f.metadata.get("negate"):
                 parser.add_argument(flag, dest=f.name, action="store_const", const=False,
                                     default=None, help=text)
@@ -66,9 +70,14 @@ def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
                                 **extra)
 
 
+def _exposed(cls: Any) -> str:
+    return f"_spec_fields_{cls.__module__}.{cls.__qualname__}"
+
+
 def given_fields(cls: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """``{field: value}`` of the flags of ``cls`` given on the command line."""
-    return {f.name: getattr(args, f.name) for f in flagged_fields(cls)
+    """``{field: value}`` of the flags of ``cls`` that the command has and the user gave."""
+    exposed = getattr(args, _exposed(cls), ())
+    return {f.name: getattr(args, f.name) for f in flagged_fields(cls, exposed)
             if getattr(args, f.name, None) is not None}
 
 
@@ -103,13 +112,14 @@ def spec_from_args(cls: Any, args: argparse.Namespace, *, among: Iterable[Any] =
         refuses (its message, with the flag for the field name).
     """
     mine = {f.name for f in flagged_fields(cls)}
-    other = {f.name: (f.metadata["flag"], c) for c in among for f in flagged_fields(c)
-             if f.name not in mine and getattr(args, f.name, None) is not None}
+    other = {f.metadata["flag"]: [c for c in among if f.name in given_fields(c, args)]
+             for c in among for f in flagged_fields(c)
+             if f.name not in mine and f.name in given_fields(c, args)}
     if other:
-        flags = sorted({flag for flag, _ in other.values()})
-        owners = sorted({getattr(c, "name", c.__name__) for _, c in other.values()})
         key = selector.split(" ")[0] if selector else "this command"
-        raise UsageError(f"{', '.join(flags)} only apply to {key} {' or '.join(owners)}; "
+        owners = sorted({getattr(c, "name", c.__name__) for cs in other.values() for c in cs})
+        verb = "applies" if len(other) == 1 else "apply"
+        raise UsageError(f"{', '.join(sorted(other))} {verb} to {key} {'/'.join(owners)} only; "
                          f"got {selector}")
     given = {**given_fields(cls, args), **values}
     missing = [flag_of(cls, f.name) for f in dataclasses.fields(cls) if f.init

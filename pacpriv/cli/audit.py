@@ -12,6 +12,7 @@ from pacpriv import _json
 from pacpriv._numbers import format_bound
 from pacpriv.cli._args import UsageError, add_report_output, integer, number, report_formats
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     TRAINED_LABEL_HELP,
     TRAINED_RANGES_HELP,
@@ -93,12 +94,13 @@ def add_parser(subparsers, name: str) -> None:
                    help="delta of the one-run audit's (epsilon, delta) claims (default 1e-5)")
     p.add_argument("--seed", type=integer, default=None,
                    help="root seed of the audit (default: fresh OS entropy; recorded either way)")
-    p.add_argument("--n-jobs", type=int, default=None,
-                   help=f"parallel workers training reference models (default 1; -1: all "
-                   f"{available_cpus()} CPU(s) this process may use; more is capped)")
-    p.add_argument("--checkpoint", default=None, metavar="DIR",
-                   help="resumable checkpoint of the reference models (it holds every model's "
-                   "scores on every record: treat it like the data; delete it after the run)")
+    from pacpriv.pac.engine import ExecutionOptions
+
+    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "checkpoint", "progress"), helps={
+        "n_jobs": f"parallel workers training reference models (default 1; -1: all "
+        f"{available_cpus()} CPU(s) this process may use; more is capped)",
+        "checkpoint": "resumable checkpoint of the reference models (it holds every model's "
+        "scores on every record: treat it like the data; delete it after the run)"})
     add_report_output(p, default_out="pacpriv-audit",
                       out_help="output directory (created; must be writable)",
                       json_help="print the audit JSON (attacks, certified_curve, one_run)")
@@ -218,8 +220,7 @@ def _audit(args) -> int:
         dataset={k: described[k] for k in ("name", "n_records", "n_features", "source",
                                            "description") if k in described}
         | {"n_classes": n_classes},
-        execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress,
-                                   checkpoint=args.checkpoint))
+        execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
     paths = report.write(out, formats=formats)
     if args.json:
         print(_json.dumps(report.compact_dict(), indent=2))

@@ -16,6 +16,7 @@ from pacpriv.cli._args import (
     report_formats,
 )
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     LABEL_NAMES,
     TRAINED_LABEL_HELP,
@@ -98,9 +99,9 @@ def add_parser(subparsers, name: str) -> None:
                    "dataset)")
     p.add_argument("--public-seed", type=int, default=0,
                    help="public seed of the initialisation and the PAC batch order (default 0)")
-    p.add_argument("--n-jobs", type=int, default=None,
-                   help=f"parallel workers of the PAC simulation (default 1: sequential; -1: all "
-                   f"{available_cpus()} CPU(s) this process may use; more is capped)")
+    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "progress"), helps={
+        "n_jobs": f"parallel workers of the PAC simulation (default 1: sequential; -1: all "
+        f"{available_cpus()} CPU(s) this process may use; more is capped)"})
     p.add_argument("--seed", type=int, default=None,
                    help="root seed of the evaluation (default: fresh OS entropy). Recorded in "
                    "the report either way, so the compared models are reproducible evaluation "
@@ -175,7 +176,7 @@ def _compare(args) -> int:
     if not names or not targets:
         raise UsageError("--dataset and --target-accuracy must each name at least one value")
     box = _black_box(args)
-    execution = ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress)
+    execution = spec_from_args(ExecutionOptions, args, n_jobs=n_jobs)
     settings = dict(
         epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
         max_grad_norm=args.max_grad_norm, learning_rate=args.learning_rate,

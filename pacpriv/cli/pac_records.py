@@ -18,6 +18,7 @@ from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
 from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
     check_mechanism_file,
@@ -123,16 +124,8 @@ def add_records_parser(sub) -> None:
                    "Waudby-Smith & Ramdas 2024) or empirical Bernstein (Maurer & Pontil 2009: "
                    "needs more trials)")
     p.add_argument("--seed", type=int, default=None, help="root seed of the simulation")
-    p.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
-    p.add_argument("--backend", default=None, help="joblib backend")
-    p.add_argument("--no-ensemble", action="store_true",
-                   help="one call per trial even for a mechanism with a vectorised block form "
-                   "(run_block, e.g. pacpriv.ensemble mechanisms); outputs agree to float "
-                   "tolerance, so both paths can be compared on the same seeds")
-    p.add_argument("--checkpoint", default=None,
-                   help="checkpoint directory (created owner-only, mode 0700). It holds "
-                   "un-noised trial outputs and subset masks: treat a checkpoint like the raw "
-                   "data; delete it after the run")
+    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
+                                               "progress"))
     add_report_output(p, default_out="pacpriv-records", out_help="report directory",
                       json_help="print the report JSON to stdout")
     p.set_defaults(handler=_records)
@@ -209,10 +202,7 @@ def _records(args) -> int:
     common = dict(n_trials=args.trials, sampler=PoissonSampler(args.sampling_rate),
                   records=records, confidence=args.confidence, rng=args.seed,
                   bound=args.bound,
-                  execution=ExecutionOptions(n_jobs=n_jobs, backend=args.backend,
-                                             checkpoint=args.checkpoint,
-                                             ensemble=not args.no_ensemble,
-                                             progress=not args.no_progress))
+                  execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
     try:
         if args.target_accuracy is not None:
             plan = calibrate_per_record(mechanism, dataset.pool,

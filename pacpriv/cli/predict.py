@@ -19,6 +19,7 @@ from pacpriv.cli._args import (
     check_positive_finite,
 )
 from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_cwd_to_path,
     add_dataset_arguments,
@@ -155,12 +156,10 @@ def add_parser(subparsers, name: str) -> None:
                      "one-hot votes, exact when all worlds agree)")
     fit.add_argument("--rule", default="anisotropic", choices=NOISE_RULES,
                      help="noise rule of each answer (see the README)")
-    fit.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
-    fit.add_argument("--no-ensemble", action="store_true",
-                     help="fit TorchFit worlds one per engine task instead of as one vectorised "
-                     "ensemble (the same masks and seeds; parameters equal to float round-off)")
-    fit.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
-                     help="device of the vectorised ensemble (TorchFit worlds; default cpu)")
+    add_spec_flags(fit, ExecutionOptions, only=("n_jobs", "ensemble", "device", "progress"),
+                   helps={"ensemble": "fit TorchFit worlds one per engine task instead of as one "
+                          "vectorised ensemble (the same masks and seeds; parameters equal to "
+                          "float round-off)"})
     fit.add_argument("--seed", type=int, default=None,
                      help="seed of the public worlds (recorded in config.json; default OS "
                      "entropy); the secret index and the noise never derive from it")
@@ -169,7 +168,6 @@ def add_parser(subparsers, name: str) -> None:
                      "only: never written to disk or to a report, but the state is marked "
                      "'caller-seeded secret (not for production)' (default OS entropy; must "
                      "differ from --seed)")
-    fit.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_show_errors(fit)
     fit.set_defaults(handler=_fit)
 
@@ -253,8 +251,7 @@ def _fit(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    pp.fit(execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress,
-                                      ensemble=not args.no_ensemble, device=args.device))
+    pp.fit(execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")

@@ -24,7 +24,7 @@ import inspect
 import os
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
 from pacpriv._validation import check_int, check_n_jobs, check_real
@@ -87,16 +87,34 @@ class ExecutionOptions:
     (2, 0, True)
     """
 
-    n_jobs: int | None = None
-    backend: str | None = None
-    progress: bool = True
-    checkpoint: str | os.PathLike | None = None
-    retries: int = 0
-    timeout: float | None = None
+    n_jobs: int | None = field(default=None, metadata={
+        "flag": "--n-jobs", "help": "parallel workers (default 1: sequential; -1: every CPU "
+        "this process may use; more than the usable CPUs is capped on a local backend)"})
+    backend: str | None = field(default=None, metadata={
+        "flag": "--backend", "choices": ("loky", "threading", "multiprocessing", "sequential",
+                                         "dask", "ray"),
+        "help": "joblib backend (default: loky processes when --n-jobs > 1)"})
+    progress: bool = field(default=True, metadata={"flag": "--no-progress", "negate": True,
+                                                   "help": "no progress bar"})
+    checkpoint: str | os.PathLike | None = field(default=None, metadata={
+        "flag": "--checkpoint", "metavar": "DIR",
+        "help": "checkpoint directory (resume after interrupt; created owner-only, mode 0700). "
+        "It holds un-noised trial outputs and subset masks: treat a checkpoint like the raw "
+        "data; delete it after the run"})
+    retries: int = field(default=0, metadata={
+        "flag": "--retries", "help": "retries of a failing trial (same seed, >= 0; default 0)"})
+    timeout: float | None = field(default=None, metadata={
+        "flag": "--timeout", "help": "per-trial timeout in seconds (> 0; default: none)"})
     batch_size: int | Literal["auto"] = "auto"
     output_path: str | os.PathLike | None = None
-    ensemble: bool = True
-    device: str = "cpu"
+    ensemble: bool = field(default=True, metadata={
+        "flag": "--no-ensemble", "negate": True,
+        "help": "one call per trial even for a mechanism with a vectorised block form "
+        "(run_block, e.g. pacpriv.ensemble mechanisms); outputs agree to float tolerance, so "
+        "both paths can be compared on the same seeds"})
+    device: str = field(default="cpu", metadata={
+        "flag": "--device", "choices": DEVICES,
+        "help": "device of the vectorised ensemble path (torch; default cpu)"})
     worker_memory: int | None = None
 
     def __post_init__(self) -> None:
