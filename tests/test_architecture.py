@@ -422,3 +422,11 @@ def test_isinstance_check_sees_a_violation():
     """The walk finds an isinstance against a spec class (a vacuous check would pass)."""
     tree = ast.parse("if isinstance(s, (Sampler, samplers.ComplementaryPairsSampler)): pass")
     assert _isinstance_targets(tree) == {"Sampler", "ComplementaryPairsSampler"}
+
+
+def test_each_helper_is_written_once():
+    """``torch_generator`` has one definition (pacpriv._random); the ensemble and DP-SGD
+    import it (a copy could drift and break "the ensemble equals train_dpsgd")."""
+    defs = [str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")
+            if "def torch_generator(" in p.read_text()]
+    assert defs == ["pacpriv/_random.py"]
