@@ -21,7 +21,6 @@ References
 from pacpriv.audit._attacks import (
     AttackResult,
     evaluate_attack,
-    lira_offline_scores,
     logit_scaled_confidence,
     loss_threshold_attack,
 )
@@ -97,7 +96,6 @@ __all__ = [
     # score-level evaluation and the earlier attacks
     "AttackResult",
     "evaluate_attack",
-    "lira_offline_scores",
     "logit_scaled_confidence",
     "loss_threshold_attack",
     # the DP-SGD audit (torch)
