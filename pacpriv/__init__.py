@@ -12,7 +12,7 @@ Two halves answer one question -- how well can an adversary tell whether a recor
 ``import pacpriv`` imports neither torch, matplotlib, dp-accounting nor dask.
 """
 
-from pacpriv import _deprecation, exceptions
+from pacpriv import exceptions
 from pacpriv._version import __version__
 from pacpriv.compare import ComparisonResult, compare_pac_dpsgd
 from pacpriv.datasets import Dataset, load_dataset
@@ -86,4 +86,3 @@ __all__ = [
     *exceptions.__all__,
 ]
 
-_deprecation.install_moved_finder()  # 0.2 module paths still import (DeprecationWarning)

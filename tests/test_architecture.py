@@ -23,7 +23,6 @@ LEAVES = (
     "pacpriv._random",
     "pacpriv._optional",
     "pacpriv._stats",
-    "pacpriv._deprecation",
     "pacpriv.threat_models",
     "pacpriv.cli._args",
     "pacpriv._numbers",
@@ -265,20 +264,17 @@ def test_tests_mirror_the_rooms():
         assert any((ROOT / "tests" / room).glob("test_*.py")), room
 
 
-@pytest.mark.parametrize("old", sorted(__import__("pacpriv._deprecation").
-                                       _deprecation.MOVED))
-def test_moved_paths_import_with_a_warning(old):
-    """Every 0.2 module path still imports, as the same module object, with a warning."""
+def test_no_import_hook_and_no_moved_paths():
+    """The 0.2 module paths are gone (0.4): no finder of pacpriv's on sys.meta_path, and an
+    old path is a plain ModuleNotFoundError."""
     import importlib
     import sys
 
-    from pacpriv._deprecation import MOVED
+    import pacpriv  # noqa: F401
 
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match="moved to"):
-        mod = importlib.import_module(old)
-    assert mod is importlib.import_module(MOVED[old])
-    assert mod.__spec__.name == MOVED[old]
+    assert not any(type(f).__module__.startswith("pacpriv") for f in sys.meta_path)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("pacpriv.pac.calibration")
 
 
 def test_rule_names_are_special_cased_only_in_their_own_rule_module():

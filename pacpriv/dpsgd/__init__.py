@@ -4,7 +4,6 @@ Closed form (chi-square), certified exact accuracy, calibration of σ, comparato
 ``DPSGDSpec`` description. Torch-only modules (allocation, trainer) are imported separately.
 """
 
-from pacpriv._deprecation import deprecated_names
 from pacpriv.dpsgd.bounds import (
     AccuracyBound,
     closed_form_noise_multiplier,
@@ -50,10 +49,3 @@ __all__ = [
     "tradeoff_curve",
 ]
 
-#: Deprecated names (one release).
-__getattr__ = deprecated_names("pacpriv.dpsgd", {
-    "ComparisonRow": (
-        "pacpriv.dpsgd.AccountantRow", AccountantRow,
-        "it shared its name with pacpriv.compare.ComparisonRow",
-    ),
-})
