@@ -38,7 +38,8 @@ def flag_of(cls: Any, name: str) -> str:
 def _type(field: dataclasses.Field) -> Any:
     if "type" in field.metadata:
         return field.metadata["type"]
-    text = str(field.type)
+    text = field.type if isinstance(field.type, str) else getattr(field.type, "__name__",
+                                                                   str(field.type))
     return number if text.startswith("float") else int if text.startswith("int") else str
 
 
