@@ -244,8 +244,6 @@ MechanismFactory = Callable[["DatasetInfo | None"], Callable]
 #: ``public_seed`` of every registered mechanism that has one (k-means, linear SVM, decision tree,
 #: MLP) and of the decision-tree query points: part of the mechanism's definition, not secret.
 PUBLIC_SEED = 0
-#: Former name of :data:`PUBLIC_SEED` for the decision-tree query points.
-QUERY_POINT_SEED = PUBLIC_SEED
 
 
 def _box(info: DatasetInfo | None) -> tuple[np.ndarray, np.ndarray]:

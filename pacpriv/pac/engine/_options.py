@@ -29,7 +29,7 @@ from typing import Any, Literal, TypeVar
 
 from pacpriv._validation import check_int, check_n_jobs, check_real
 
-__all__ = ["LEGACY_EXECUTION", "ExecutionOptions", "accepts_legacy_execution", "merge_execution"]
+__all__ = ["LEGACY_EXECUTION", "ExecutionOptions", "accepts_legacy_execution"]
 
 #: Devices of the vectorised-ensemble path.
 DEVICES = ("cpu", "cuda")
@@ -232,31 +232,3 @@ def resolve_execution(execution: ExecutionOptions | None,
     if execution is None:
         return default or ExecutionOptions()
     return _as_options(execution)
-
-
-def merge_execution(options: ExecutionOptions | None, defaults: dict, **given: Any) -> dict:
-    """Deprecated (0.2 plumbing): the execution arguments as a dict, ``options`` or ``given``.
-
-    Kept for one release; new code passes ``execution=ExecutionOptions(...)``. Without
-    ``options`` the result is ``given``; with it, ``options.to_dict()``, and an individual
-    argument changed from its default is a ``TypeError``, as is a name not in ``defaults``.
-    """
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise TypeError(
-            f"unexpected execution argument(s) {', '.join(unknown)}; the execution arguments "
-            f"are {', '.join(defaults)}."
-        )
-    if options is None:
-        return dict(given)
-    if not isinstance(options, ExecutionOptions):
-        raise TypeError(
-            f"`options` must be an ExecutionOptions or None; got {type(options).__name__}."
-        )
-    clash = sorted(k for k, v in given.items() if v != defaults[k])
-    if clash:
-        raise TypeError(
-            f"pass the execution arguments either in `options` or individually, not both; "
-            f"got options and {', '.join(clash)}."
-        )
-    return options.to_dict()
