@@ -61,6 +61,51 @@ def add_parser(subparsers, name: str) -> None:
     sub = p.add_subparsers(dest="command", metavar="{run,records,posterior,budget,trials}")
     sub.required = True
 
+    _add_run_parser(sub)
+    post = sub.add_parser(
+        "posterior", help="MI budget (nats) -> posterior success bound",
+        description="Posterior success bound of any adversary for an MI budget (KL inversion, "
+        "Xiao & Devadas 2023, Thm 1). The report of `pac run` prints the exact command that "
+        "reproduces its headline.")
+    post.add_argument("--mi-budget", type=number, required=True, nargs="+", metavar="NATS",
+                      help="mutual-information budget(s) v in nats (> 0)")
+    post.add_argument("--prior", type=number, default=0.5,
+                      help="blind-guess success rate p0 in [0.5, 1): max(q, 1 - q) for "
+                      "inclusion probability q")
+    post.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    post.set_defaults(handler=_posterior)
+
+    bud = sub.add_parser("budget", help="target membership-inference accuracy -> MI budget (nats)",
+                         description="MI budget v = KL(Bern(a) || Bern(p0)) for a target "
+                         "posterior success rate a (Xiao & Devadas 2023, Thm 1).")
+    bud.add_argument("--target-accuracy", type=number, required=True, nargs="+", metavar="A",
+                     help="target posterior success rate(s) a in (prior, 1)")
+    bud.add_argument("--prior", type=number, default=0.5,
+                     help="blind-guess success rate p0 in [0.5, 1)")
+    bud.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    bud.set_defaults(handler=_budget)
+
+    add_records_parser(sub)
+    tri = sub.add_parser(
+        "trials",
+        help="how many trials the certified rule needs for a target noise inflation",
+        description="Planning model of pacpriv.pac.noise.trials_for_inflation: the "
+        "smallest n_trials whose predicted certified noise power is within --target-inflation "
+        "of the oracle square-root rule (Gaussian outputs, flat spectrum of --effective-dim).",
+    )
+    tri.add_argument("--dim", type=int, required=True, nargs="+", help="output dimension(s) d")
+    tri.add_argument("--target-inflation", type=number, default=1.2,
+                     help="largest acceptable noise power over the oracle square-root rule")
+    tri.add_argument("--confidence", type=number, default=0.95,
+                     help="confidence 1-gamma of the certificate")
+    tri.add_argument("--effective-dim", type=number, default=None,
+                     help="effective dimension of the output, if known (default: d)")
+    tri.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    tri.set_defaults(handler=_trials)
+
+
+def _add_run_parser(sub) -> None:
+    """``pacpriv pac run``: its flags (the spec objects' fields add theirs)."""
     run = sub.add_parser(
         "run",
         help="simulate a mechanism on random subsets, calibrate noise, release, write the report",
@@ -139,47 +184,6 @@ def add_parser(subparsers, name: str) -> None:
                       out_help="report directory (default pacpriv-report)",
                       json_help="print the report JSON to stdout")
     run.set_defaults(handler=_run)
-
-    post = sub.add_parser(
-        "posterior", help="MI budget (nats) -> posterior success bound",
-        description="Posterior success bound of any adversary for an MI budget (KL inversion, "
-        "Xiao & Devadas 2023, Thm 1). The report of `pac run` prints the exact command that "
-        "reproduces its headline.")
-    post.add_argument("--mi-budget", type=number, required=True, nargs="+", metavar="NATS",
-                      help="mutual-information budget(s) v in nats (> 0)")
-    post.add_argument("--prior", type=number, default=0.5,
-                      help="blind-guess success rate p0 in [0.5, 1): max(q, 1 - q) for "
-                      "inclusion probability q")
-    post.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    post.set_defaults(handler=_posterior)
-
-    bud = sub.add_parser("budget", help="target membership-inference accuracy -> MI budget (nats)",
-                         description="MI budget v = KL(Bern(a) || Bern(p0)) for a target "
-                         "posterior success rate a (Xiao & Devadas 2023, Thm 1).")
-    bud.add_argument("--target-accuracy", type=number, required=True, nargs="+", metavar="A",
-                     help="target posterior success rate(s) a in (prior, 1)")
-    bud.add_argument("--prior", type=number, default=0.5,
-                     help="blind-guess success rate p0 in [0.5, 1)")
-    bud.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    bud.set_defaults(handler=_budget)
-
-    add_records_parser(sub)
-    tri = sub.add_parser(
-        "trials",
-        help="how many trials the certified rule needs for a target noise inflation",
-        description="Planning model of pacpriv.pac.noise.trials_for_inflation: the "
-        "smallest n_trials whose predicted certified noise power is within --target-inflation "
-        "of the oracle square-root rule (Gaussian outputs, flat spectrum of --effective-dim).",
-    )
-    tri.add_argument("--dim", type=int, required=True, nargs="+", help="output dimension(s) d")
-    tri.add_argument("--target-inflation", type=number, default=1.2,
-                     help="largest acceptable noise power over the oracle square-root rule")
-    tri.add_argument("--confidence", type=number, default=0.95,
-                     help="confidence 1-gamma of the certificate")
-    tri.add_argument("--effective-dim", type=number, default=None,
-                     help="effective dimension of the output, if known (default: d)")
-    tri.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    tri.set_defaults(handler=_trials)
 
 
 def _sampler(args):

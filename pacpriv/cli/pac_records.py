@@ -239,7 +239,15 @@ def _records(args) -> int:
         print(paths["json"].read_text() if "json" in paths
               else _json.dumps(build_report(_Report(section), pool_statistics=policy)))
         return 0
-    d = section["per_record"]
+    _print_summary(args, section["per_record"], summary, dataset, mech_name, show_scale)
+    for fmt, path in paths.items():
+        print(f"{f'report ({fmt})':<21}{path}")
+    return 0
+
+
+def _print_summary(args, d: dict, summary: dict, dataset, mech_name: str,
+                   show_scale: bool) -> None:
+    """The terminal summary of ``pac records`` (public facts of the report only)."""
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
     shape_note = (f" (the other {args.trials - d['n_trials']} of the {args.trials} trials fixed "
                   "the noise shape)" if args.trials > d["n_trials"] else "")
@@ -274,6 +282,3 @@ def _records(args) -> int:
           f"posterior bound {format_percent(d['whole_subset_accuracy_bound'])}")
     print("most exposed         " + ", ".join(f"#{e['record']}" for e in d["most_exposed"])
           + " (ranked by their upper bounds, not by the exposure itself)")
-    for fmt, path in paths.items():
-        print(f"{f'report ({fmt})':<21}{path}")
-    return 0
