@@ -41,6 +41,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -131,8 +132,7 @@ class Registry(Generic[T]):
                                  "to replace it.")
         self._entries[name] = entry
         self._aliases.update({a: name for a in aliases})
-        first = (getattr(entry, "__doc__", None) or "").strip().split("\n")[0]
-        self._docs[name] = doc if doc is not None else first
+        self._docs[name] = doc if doc is not None else _summary(entry)
         return entry
 
     def unregister(self, name: str) -> None:
@@ -228,6 +228,12 @@ class Registry(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}: {', '.join(self.names())})"
+
+
+def _summary(entry: Any) -> str:
+    """The first paragraph of ``entry``'s docstring on one line, without citation marks."""
+    text = (getattr(entry, "__doc__", None) or "").strip().split("\n\n")[0]
+    return re.sub(r"\[\w+\]_\s*", "", " ".join(text.split()))
 
 
 def registry_table(registry: Registry) -> str:

@@ -265,3 +265,14 @@ def test_every_registered_mechanism_is_seeded_and_deterministic(name):
     b = f(subset if IRIS.y is not None else IRIS.X[half], rng=np.random.default_rng(5))
     assert a.dtype == np.float64 and np.all(np.isfinite(a))
     np.testing.assert_array_equal(a, b)
+
+
+def test_docs_rows_are_one_line_summaries_without_citation_marks():
+    """A docs row is the docstring's first paragraph on one line; ``[2]_`` marks would be
+    dangling references in the generated table."""
+    from pacpriv.pac.noise import RULE_CLASSES
+
+    table = registry_table(RULE_CLASSES)
+    assert "]_" not in table
+    assert "(Thm 1; an estimate)" in table
+    assert "mechanism with probability ``>= confidence`` over the simulation." in table
