@@ -71,7 +71,7 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
                 visit(child)
                 continue
             for t in targets:
-                if t.startswith("pacpriv.mechanisms"):  # the top-level folder, no pacpriv import
+                if t.startswith("pacpriv.mechanisms"):  # a leaf package (its own test below)
                     continue
                 while t and t not in modules:
                     t = t.rpartition(".")[0]
@@ -160,16 +160,30 @@ def test_no_import_cycles(graph):
     assert cycles == []
 
 
-def test_mechanisms_import_no_pacpriv():
-    """The reference mechanisms (installed as pacpriv.mechanisms) stay independent of pacpriv."""
+def _pacpriv_imports_of_the_mechanisms(source: str) -> list[str]:
+    """Imports that reach pacpriv from a mechanism: absolute ``pacpriv``/``mechanisms``, or a
+    relative import that leaves the mechanisms folder (``from .. import``)."""
     bad = []
-    for path in sorted((ROOT / "mechanisms").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
-            )
-            bad += [(path.name, n) for n in names if n.split(".")[0] in ("pacpriv", "mechanisms")]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            bad += [a.name for a in node.names if a.name.split(".")[0] in ("pacpriv", "mechanisms")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level > 1 or (not node.level and (node.module or "").split(".")[0] in (
+                    "pacpriv", "mechanisms")):
+                bad.append("." * node.level + (node.module or ""))
+    return bad
+
+
+def test_mechanisms_import_no_pacpriv():
+    """The reference mechanisms (the package pacpriv.mechanisms) stay independent of the rest
+    of pacpriv: they import only each other and third-party libraries."""
+    paths = sorted((PACKAGE / "mechanisms").glob("*.py"))
+    assert len(paths) > 10  # the walk finds the mechanisms
+    bad = [(p.name, n) for p in paths for n in _pacpriv_imports_of_the_mechanisms(p.read_text())]
     assert bad == []
+    assert _pacpriv_imports_of_the_mechanisms(
+        "from ._common import x\nfrom ..pac import y\nimport pacpriv.registry\n"
+    ) == ["..pac", "pacpriv.registry"]
 
 
 def test_library_modules_carry_no_demo_defaults(graph):
@@ -228,15 +242,10 @@ def test_pac_top_level_has_at_most_12_entries():
 
 
 def _own_python_files() -> list[Path]:
-    """Every Python file of the package, the mechanisms, tests, benchmarks and examples
-    (the ``pacpriv/mechanisms`` link counted once, as ``mechanisms/``)."""
-    files = []
-    for top in ("pacpriv", "mechanisms", "tests", "benchmarks", "examples"):
-        for path in (ROOT / top).rglob("*.py"):
-            if "mechanisms" in path.relative_to(ROOT).parts[1:2] and top == "pacpriv":
-                continue
-            files.append(path)
-    return files
+    """Every Python file of the package (the mechanisms included), tests, benchmarks and
+    examples."""
+    return [path for top in ("pacpriv", "tests", "benchmarks", "examples")
+            for path in (ROOT / top).rglob("*.py")]
 
 
 def test_no_module_over_650_lines():
@@ -245,15 +254,17 @@ def test_no_module_over_650_lines():
     assert long == {}
 
 
-def test_mechanisms_import_as_pacpriv_mechanisms_without_a_hook():
-    """``pacpriv/mechanisms`` is a relative link to the top-level folder; no import hook."""
+def test_mechanisms_are_a_real_package_folder():
+    """``pacpriv/mechanisms`` is a plain folder (no link, no top-level ``mechanisms``), imported
+    without any hook."""
     import sys
 
     import pacpriv.mechanisms
 
-    link = PACKAGE / "mechanisms"
-    assert link.is_symlink() and link.resolve() == (ROOT / "mechanisms").resolve()
-    assert Path(pacpriv.mechanisms.__file__).resolve().parent == (ROOT / "mechanisms").resolve()
+    folder = PACKAGE / "mechanisms"
+    assert folder.is_dir() and not folder.is_symlink() and (folder / "__init__.py").is_file()
+    assert not (ROOT / "mechanisms").exists()
+    assert Path(pacpriv.mechanisms.__file__).resolve().parent == folder.resolve()
     finders = [type(f).__name__ for f in sys.meta_path]
     assert not any("Mechanisms" in name for name in finders), finders
 
