@@ -22,6 +22,7 @@ import difflib
 import functools
 import inspect
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -169,6 +170,18 @@ def _as_options(options: Any, name: str = "execution") -> ExecutionOptions:
     return options
 
 
+def caller_stacklevel() -> int:
+    """``stacklevel`` of a legacy wrapper's warning that names the user's call: the first frame
+    above the (possibly stacked) pacpriv ``wrapper`` frames, so that the warning is attributed
+    to the caller's module, not to pacpriv (whose own deprecation warnings the tests refuse)."""
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    frame, level = sys._getframe(2), 2  # 0: here, 1: the wrapper, 2: its caller
+    while (frame is not None and frame.f_code.co_name == "wrapper"
+           and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep)):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def accepts_legacy_execution(*, defaults: ExecutionOptions | None = None,
                              names: tuple[str, ...] = LEGACY_EXECUTION) -> Callable[[F], F]:
     """Decorator: ``func(..., execution=...)`` also accepts the 0.2 execution keywords.
@@ -217,7 +230,7 @@ def accepts_legacy_execution(*, defaults: ExecutionOptions | None = None,
             warnings.warn(
                 f"{func.__qualname__}: {old} {'is' if len(given) + bool(options) == 1 else 'are'}"
                 f" deprecated; pass execution=ExecutionOptions({shown}) instead (removed in "
-                "0.4).", DeprecationWarning, stacklevel=2)
+                "0.4).", DeprecationWarning, stacklevel=caller_stacklevel())
             kwargs["execution"] = start.replace(**given) if options is None else start
             return func(*args, **kwargs)
 

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pacpriv.pac.engine._options import caller_stacklevel
 from pacpriv.pac.noise._algorithm1 import Algorithm1
 from pacpriv.pac.noise._certified import AsymptoticT, Certified
 from pacpriv.pac.noise._plugin import Anisotropic, ExactMI, Isotropic, VarianceOnly
@@ -184,7 +185,7 @@ def accepts_legacy_rule(names: tuple[str, ...] = LEGACY_RULE_KEYWORDS) -> Callab
                 warnings.warn(
                     f"{func.__qualname__}: passing {', '.join(f'{k}=' for k in params)} beside "
                     f"`rule` is deprecated; pass rule={type(built).__name__}({shown}) instead "
-                    "(removed in 0.4).", DeprecationWarning, stacklevel=2)
+                    "(removed in 0.4).", DeprecationWarning, stacklevel=caller_stacklevel())
                 kwargs["rule"] = built
             return func(*args, **kwargs)
 

@@ -184,3 +184,12 @@ def test_every_registered_rule_round_trips_through_the_registry(name):
     rule = cls() if name in shorthands() else cls(c=1e-3, beta=0.25, output_bound=2.0)
     assert rule.to_dict()["rule"] == name
     assert RULE_CLASSES.from_dict(rule.to_dict()) == rule
+
+
+def test_stacked_legacy_warnings_name_the_callers_file():
+    """run_pac carries two legacy wrappers; each warning is attributed to the user's call
+    (this file), never to pacpriv, whose own DeprecationWarnings the suite turns into errors."""
+    with pytest.warns(DeprecationWarning) as record:
+        run_pac(_mean, POOL, mi_budget=0.1, n_trials=60, rng=2, release=False, progress=False,
+                target_inflation=None)
+    assert len(record) == 2 and {w.filename for w in record} == {__file__}
