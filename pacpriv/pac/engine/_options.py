@@ -175,7 +175,8 @@ def caller_stacklevel() -> int:
     above the (possibly stacked) pacpriv ``wrapper`` frames, so that the warning is attributed
     to the caller's module, not to pacpriv (whose own deprecation warnings the tests refuse)."""
     package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    frame, level = sys._getframe(2), 2  # 0: here, 1: the wrapper, 2: its caller
+    frame: Any = sys._getframe(2)  # 0: here, 1: the wrapper, 2: its caller
+    level = 2
     while (frame is not None and frame.f_code.co_name == "wrapper"
            and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep)):
         frame, level = frame.f_back, level + 1
