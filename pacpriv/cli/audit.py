@@ -19,6 +19,7 @@ from pacpriv.cli._user import (
     add_dataset_arguments,
     load_cli_dataset,
 )
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.report.audit import verdict
 
 __all__ = ["add_parser"]
@@ -94,8 +95,6 @@ def add_parser(subparsers, name: str) -> None:
                    help="delta of the one-run audit's (epsilon, delta) claims (default 1e-5)")
     p.add_argument("--seed", type=integer, default=None,
                    help="root seed of the audit (default: fresh OS entropy; recorded either way)")
-    from pacpriv.pac.engine import ExecutionOptions
-
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "checkpoint", "progress"), helps={
         "n_jobs": f"parallel workers training reference models (default 1; -1: all "
         f"{available_cpus()} CPU(s) this process may use; more is capped)",
@@ -116,8 +115,7 @@ def _check(args) -> None:
         value = getattr(args, flag)
         if value < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be >= 1; got {value}")
-    if args.n_jobs == 0:
-        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     if args.noise_multiplier is not None and not (args.noise_multiplier > 0
                                                   and math.isfinite(args.noise_multiplier)):
         raise UsageError(f"--noise-multiplier must be a finite number > 0; got "
@@ -199,7 +197,6 @@ def _audit(args) -> int:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
     from pacpriv.audit import AuditSettings, OneRunSpec, run_audit
     from pacpriv.datasets.scaling import scale_to_unit_box
-    from pacpriv.pac.engine import ExecutionOptions
 
     dataset = load_cli_dataset(args)
     labels, n_classes = _classes(dataset)

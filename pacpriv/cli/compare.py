@@ -164,8 +164,7 @@ def _print_notes(notes) -> None:
 
 def _compare(args) -> int:
     formats = report_formats(args.formats)
-    if args.n_jobs == 0:
-        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     out = check_output_dir(args.out, "--out")
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:

@@ -152,8 +152,7 @@ def _check(args) -> tuple[str, ...]:
         raise UsageError(
             f"--target-accuracy must be in ({base:g}, 1) for --sampling-rate "
             f"{args.sampling_rate:g}; got {args.target_accuracy}")
-    if args.n_jobs == 0:
-        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     return report_formats(args.formats)
 
 

@@ -222,8 +222,7 @@ def _fit(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
     check_output_dir(args.state, "--state")  # before any work: a file, no permission
-    if args.n_jobs == 0:
-        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     if args.n_worlds < 2 or args.n_worlds % 2:
         raise UsageError(f"--n-worlds must be an even integer >= 2; got {args.n_worlds}")
     for flag, value in (("--seed", args.seed), ("--secret-seed", args.secret_seed)):
