@@ -5,6 +5,7 @@ Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXi
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from pathlib import Path
@@ -47,55 +48,34 @@ def budget_number(text: str) -> float:
             f"not a number or a power of two like 2^-16: {text!r}") from None
 
 
-def _logistic():
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+def _sklearn(path: str, *, scaled: bool = False, **params):
+    """Factory of the scikit-learn estimator ``path`` (standardised first if ``scaled``)."""
+    def build():
+        module, _, name = path.rpartition(".")
+        estimator = getattr(importlib.import_module(module), name)(**params)
+        if not scaled:
+            return estimator
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
 
-    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-
-
-def _naive_bayes():
-    from sklearn.naive_bayes import GaussianNB
-
-    return GaussianNB()
-
-
-def _decision_tree():
-    from sklearn.tree import DecisionTreeClassifier
-
-    return DecisionTreeClassifier(max_depth=6, random_state=0)
-
-
-def _random_forest():
-    from sklearn.ensemble import RandomForestClassifier
-
-    return RandomForestClassifier(n_estimators=50, random_state=0)
-
-
-def _mlp():
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    return make_pipeline(StandardScaler(), MLPClassifier((32,), max_iter=500, random_state=0))
-
-
-def _ridge():
-    from sklearn.linear_model import Ridge
-
-    return Ridge(alpha=1.0)
+        return make_pipeline(StandardScaler(), estimator)
+    return build
 
 
 #: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
 ESTIMATORS: Registry = Registry("estimator")
 for _name, _factory, _doc in (
-    ("logistic", _logistic, "standardised multinomial logistic regression"),
-    ("naive_bayes", _naive_bayes, "Gaussian naive Bayes"),
-    ("decision_tree", _decision_tree, "decision tree of depth 6"),
-    ("random_forest", _random_forest, "50 trees"),
-    ("mlp", _mlp, "standardised MLP, 32 hidden units"),
-    ("ridge", _ridge, "ridge regression (alpha 1)"),
+    ("logistic", _sklearn("sklearn.linear_model.LogisticRegression", scaled=True, max_iter=1000),
+     "standardised multinomial logistic regression"),
+    ("naive_bayes", _sklearn("sklearn.naive_bayes.GaussianNB"), "Gaussian naive Bayes"),
+    ("decision_tree", _sklearn("sklearn.tree.DecisionTreeClassifier", max_depth=6,
+                               random_state=0), "decision tree of depth 6"),
+    ("random_forest", _sklearn("sklearn.ensemble.RandomForestClassifier", n_estimators=50,
+                               random_state=0), "random forest of 50 trees"),
+    ("mlp", _sklearn("sklearn.neural_network.MLPClassifier", scaled=True,
+                     hidden_layer_sizes=(32,), max_iter=500, random_state=0),
+     "standardised MLP, 32 hidden units"),
+    ("ridge", _sklearn("sklearn.linear_model.Ridge", alpha=1.0), "ridge regression (alpha 1)"),
 ):
     ESTIMATORS.register(_name, _factory, doc=_doc)
 
