@@ -26,6 +26,7 @@ from pacpriv.cli._user import (
     add_dataset_arguments,
     load_cli_dataset,
     load_cli_rows,
+    preprocessing_from_args,
 )
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction._noise import NOISE_RULES
@@ -256,6 +257,10 @@ def _query(args) -> int:
     from pacpriv.prediction._reporting import column_names
     from pacpriv.prediction._sklearn import labels_of
 
+    if args.queries is not None and preprocessing_from_args(args) is not None:
+        raise UsageError("--queries: --categorical, --missing and --standardize apply to "
+                         "--dataset only (fit on its pool); give rows already in the pool's "
+                         "feature space, or query --rows of --dataset")
     check_existing_dir(args.state, "--state")
     if args.queries is not None:  # before the state is loaded
         check_input_file(args.queries, "--queries file")
