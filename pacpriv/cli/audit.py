@@ -81,11 +81,7 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--ensemble", action="store_true",
                    help="train the reference models with pacpriv.ensemble (vectorised, one "
                    "program; several times faster without clipping, slower with it on a CPU)")
-    from pacpriv.audit._suite import ATTACKS
-
-    p.add_argument("--attacks", nargs="+", choices=ATTACKS.choices(), default=None,
-                   metavar="ATTACK", help="attacks to run (default: all of "
-                   f"{', '.join(ATTACKS.choices())})")
+    _add_attacks(p)
     p.add_argument("--offline-a", type=number, default=0.3,
                    help="a of offline RMIA, in [0, 1] (default 0.3)")
     p.add_argument("--confidence", type=number, default=0.95,
@@ -108,6 +104,15 @@ def add_parser(subparsers, name: str) -> None:
                       out_help="output directory (created; must be writable)",
                       json_help="print the audit JSON (attacks, certified_curve, one_run)")
     p.set_defaults(handler=_audit)
+
+
+def _add_attacks(p) -> None:
+    """``--attacks``: the names of the attack registry (pacpriv.audit.ATTACKS)."""
+    from pacpriv.audit._suite import ATTACKS
+
+    p.add_argument("--attacks", nargs="+", choices=ATTACKS.choices(), default=None,
+                   metavar="ATTACK", help="attacks to run (default: all of "
+                   f"{', '.join(ATTACKS.choices())})")
 
 
 def _check(args) -> None:
