@@ -176,13 +176,6 @@ class Registry(Generic[T]):
                              f"got {name!r}.")
         return self._entries[key]
 
-    def name_of(self, entry: Any) -> str | None:
-        """The name ``entry`` (or ``type(entry)``) is registered under, or None."""
-        for name, value in self._entries.items():
-            if value is entry or value is type(entry):
-                return name
-        return None
-
     def from_dict(self, description: dict) -> Any:
         """Rebuild an entry from ``{key: name, **parameters}`` (e.g. a ``to_dict()``).
 
