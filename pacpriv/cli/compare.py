@@ -10,6 +10,7 @@ from pacpriv.cli._args import (
     WITHHOLD_HELP,
     UsageError,
     add_report_output,
+    checkpoint_reminder,
     integer,
     number,
     pool_statistics,
@@ -99,9 +100,13 @@ def add_parser(subparsers, name: str) -> None:
                    "dataset)")
     p.add_argument("--public-seed", type=int, default=0,
                    help="public seed of the initialisation and the PAC batch order (default 0)")
-    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "progress"), helps={
+    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "progress", "checkpoint"), helps={
         "n_jobs": f"parallel workers of the PAC simulation (default 1: sequential; -1: all "
-        f"{available_cpus()} CPU(s) this process may use; more is capped)"})
+        f"{available_cpus()} CPU(s) this process may use; more is capped)",
+        "checkpoint": "resumable checkpoint folder (created owner-only, mode 0700): every "
+        "simulation keeps its finished trials there, and the same command resumes an "
+        "interrupted run (without --seed it reuses the recorded seed). It holds un-noised trial "
+        "outputs and subset masks: treat it like the raw data and delete it after the run"})
     p.add_argument("--seed", type=int, default=None,
                    help="root seed of the evaluation (default: fresh OS entropy). Recorded in "
                    "the report either way, so the compared models are reproducible evaluation "
@@ -166,6 +171,8 @@ def _compare(args) -> int:
     formats = report_formats(args.formats)
     spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     out = check_output_dir(args.out, "--out")
+    if args.checkpoint is not None:
+        check_output_dir(args.checkpoint, "--checkpoint")
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
@@ -226,6 +233,7 @@ def _compare(args) -> int:
     print(f"time {elapsed:.1f} s; notes and threat models in the report")
     for fmt, path in paths.items():
         print(f"wrote ({fmt}){' ' * (11 - len(fmt))}{path}")
+    checkpoint_reminder(args)
     return 0
 
 

@@ -191,10 +191,12 @@ def _dispatch(args, flags: set[str]) -> int:
         return 1
     except KeyboardInterrupt:
         shutdown_workers()
-        kept = ("finished trials are kept in --checkpoint, un-noised: delete it once done"
-                if getattr(args, "checkpoint", None)
-                else "pass --checkpoint DIR to keep finished trials next time")
-        print(f"pacpriv: interrupted; workers stopped ({kept})", file=sys.stderr)
+        # name --checkpoint only to a command that has it
+        kept = ("" if "--checkpoint" not in flags
+                else " (finished trials are kept in --checkpoint, un-noised: delete it once "
+                "done)" if getattr(args, "checkpoint", None)
+                else " (pass --checkpoint DIR to keep finished trials next time)")
+        print(f"pacpriv: interrupted; workers stopped{kept}", file=sys.stderr)
         return 130
 
 
