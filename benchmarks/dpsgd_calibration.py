@@ -25,7 +25,8 @@ Prints, with baselines measured in the same run (timings are noisy on a shared m
       PLD, ``--pld-discretization``) on ``--pld-cells`` cells: the ratio of its time to ours.
       ``--baseline REF`` (e.g. ``main``) also runs every cell, in the same run, with the
       package as it is at git ref REF (exported by ``git archive`` to a temporary folder) and
-      prints the CPU-time ratio old/new per cell and in all.
+      prints the CPU-time ratio old/new per cell and in all (REF may also be a folder holding
+      a ``pacpriv`` package).
 (vi)  ``--k-of-t``: the exact k-of-t interval at the docs' example points (docs/guide/k_of_t.md):
       width and time (target: width ≤ 1e-3 in ≤ 10 s each).
 """
@@ -250,8 +251,12 @@ def _pld_search(target: float, m: int, e: int, disc: float, start: float) -> dic
 
 
 def _export(ref: str) -> str:
-    """The package at git ref ``ref``, exported to a temporary folder (for the baseline)."""
+    """The package at git ref ``ref``, exported to a temporary folder (for the baseline); a
+    folder that holds a ``pacpriv`` package is used as it is."""
     import tempfile
+
+    if (Path(ref) / "pacpriv").is_dir():
+        return str(Path(ref).resolve())
 
     root = Path(__file__).resolve().parents[1]
     dest = tempfile.mkdtemp(prefix="pacpriv-baseline-")
