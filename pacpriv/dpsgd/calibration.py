@@ -249,11 +249,23 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
     sigma_cf = float(closed_form_noise_multiplier(target, steps_per_epoch=steps, epochs=n_epochs))
     cache: dict[tuple[float, float], ExactAccuracy] = {}
 
+    cold: set[float] = set()
+
     def evaluate(sigma: float, tol_e: float = tol) -> ExactAccuracy:
+        """Warm-started grids: only to locate the root (see :func:`_warm_start`)."""
         if (sigma, tol_e) not in cache:
             cache[(sigma, tol_e)] = warm_accuracy(
                 sigma, steps, n_epochs, tol_e, _warm_start(cache, sigma, tol_e, tol))
         return cache[(sigma, tol_e)]
+
+    def certify(sigma: float) -> ExactAccuracy:
+        """The public evaluation (its own grids): the returned σ's interval is the one a user
+        re-checking at the search's tolerance gets."""
+        if sigma not in cold:
+            cold.add(sigma)
+            cache[(sigma, tol)] = exact_membership_inference_accuracy(
+                sigma, steps_per_epoch=steps, epochs=n_epochs, tolerance=tol)
+        return cache[(sigma, tol)]
 
     # The closed form is certified (the upper end is capped by the chi-square bound), so
     # (0, σ_cf] brackets the root from the start.
@@ -273,7 +285,7 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
         return -0.5 * math.log(new)
 
     x = math.log(guess if guess is not None else 0.84 * sigma_cf)
-    found = search_root(target, sigma_cf, rel, tol, evaluate, model_root, x)
+    found = search_root(target, sigma_cf, rel, tol, evaluate, model_root, x, certify)
     if found is not None:  # certified by its own evaluation (see pacpriv.dpsgd._search)
         hi, result = found
         above = [s for (s, _), r in cache.items() if r.upper > target]
@@ -329,10 +341,10 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
                 lo = mid
             else:
                 hi = mid
-    result = evaluate(hi)
+    result = certify(hi)
     while result.upper > target:  # one-sided verification (cannot loop long: chi-square cap)
         hi *= 1.0 + rel / 4
-        result = evaluate(hi)
+        result = certify(hi)
     return _calibration(target, steps, n_epochs, hi, sigma_cf, result, cache, lo, start)
 
 

@@ -43,6 +43,12 @@ def test_sigma_checked_by_fresh_default_evaluations(target, steps, epochs):
     tolerance a user checks with) and lower > target at σ/1.001 (the root is within 0.1%)."""
     r = calibrate_noise_multiplier(target, steps_per_epoch=steps, epochs=epochs, rtol=1e-3)
     assert r.accuracy.upper <= target
+    # the returned interval is the public one at the search's tolerance (warm grids only
+    # locate the root): a user re-checking gets exactly it
+    again = exact_membership_inference_accuracy(r.noise_multiplier, steps_per_epoch=steps,
+                                                epochs=epochs, tolerance=r.accuracy.tolerance,
+                                                progress=False)
+    assert (again.lower, again.upper) == (r.accuracy.lower, r.accuracy.upper)
     at = exact_membership_inference_accuracy(r.noise_multiplier, steps_per_epoch=steps,
                                              epochs=epochs, progress=False)
     assert at.upper <= target
