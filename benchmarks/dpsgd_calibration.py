@@ -269,8 +269,11 @@ def _export(ref: str) -> str:
 def _cal_cell(a: float, m: int, e: int, env: dict, timeout: float) -> dict | str:
     """One calibration cell in a fresh process: its JSON line, or why there is none."""
     try:
+        # run in the package's folder: ``python -c`` puts the working directory first on
+        # sys.path, ahead of PYTHONPATH
         out = subprocess.run([sys.executable, "-c", _CAL_CELL, str(a), str(m), str(e)],
-                             capture_output=True, text=True, env=env, timeout=timeout)
+                             capture_output=True, text=True, env=env, timeout=timeout,
+                             cwd=env["PYTHONPATH"])
     except subprocess.TimeoutExpired:
         return f"TIMEOUT after {timeout:g} s"
     if out.returncode:
