@@ -21,6 +21,13 @@ Three parts, every speed printed as a ratio against a baseline measured in the s
    the bound reaches 55 %, for ``proba`` and ``label`` (one-hot votes, exact where all worlds
    agree) outputs.
 
+4. (``--serving``) The served path as deployed: durable SQLite ledger, an analyst's API key,
+   hardened (OS CSPRNG, discrete Gaussian on a grid) noise. A 1,000-row batch against one-row
+   calls from Python (rows per second, ratio); HTTP one-row requests against a plain FastAPI
+   app serving one of the same scikit-learn models (uvicorn in a thread, the same settings, one
+   keep-alive client; ratio); and an oversized body (136 MB announced, streamed): the time to
+   the 413 and the server process's resident memory before and after.
+
 ``--quick`` runs parts 1-2 at reduced sizes (about 3 minutes on 2 loaded cores).
 """
 
@@ -40,7 +47,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from pacpriv.pac.bounds import mi_budget_for_accuracy
+from pacpriv.pac.bounds import PrivacyLedger, mi_budget_for_accuracy
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction import PrivatePredictor, TorchFit
 from pacpriv.prediction._evaluate import Worlds
@@ -186,7 +193,7 @@ def throughput(n_worlds: int, n_queries: int, n_http: int, epochs: int, n_jobs,
             fit_s = time.perf_counter() - tic
             durable = _queries_per_second(pp, X_q[: max(20, n_queries // 4)])
             memory = PrivatePredictor.load(Path(tmp) / "s")
-            memory._state = None  # the same worlds, answered without a ledger write
+            memory._ledger = PrivacyLedger(None, scope="predictor")  # in memory: no ledger write
             batched = _queries_per_second(memory, X_q)
             http = _http_queries_per_second(memory, X_q[:n_http], uvicorn)
             kind = memory._worlds.evaluation.split(" (")[0]
@@ -253,6 +260,138 @@ def accuracy_table(name: str, n_worlds: int, seed: int, n_jobs) -> None:
               f"{up:>18.4f}% {n55:>15,d}")
 
 
+def _uvicorn_server(app):
+    """A uvicorn server on 127.0.0.1 (free port) in a thread: ``(server, thread, url)``."""
+    import socket
+    import threading
+
+    import uvicorn
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server, thread, f"http://127.0.0.1:{port}"
+
+
+def _http_rate(app, bodies: list, headers: dict) -> float:
+    import httpx
+
+    server, thread, url = _uvicorn_server(app)
+    try:
+        with httpx.Client(base_url=url, timeout=30, headers=headers) as client:
+            client.post("/predict", json=bodies[0])
+            tic = time.perf_counter()
+            for body in bodies:
+                r = client.post("/predict", json=body)
+                assert r.status_code == 200, r.text
+            return len(bodies) / (time.perf_counter() - tic)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def _plain_app(model, n_features: int):
+    """The baseline: FastAPI serving ``model.predict_proba`` for one row, same request shape."""
+    import fastapi
+    import pydantic
+
+    class Rows(pydantic.BaseModel):
+        rows: list[list[float]]
+
+    app = fastapi.FastAPI()
+
+    def predict(request) -> dict:
+        X = np.asarray(request.rows, dtype=np.float64).reshape(-1, n_features)
+        return {"outputs": model.predict_proba(X).tolist()}
+
+    predict.__annotations__ = {"request": Rows, "return": dict}  # a local model for FastAPI
+    app.post("/predict")(predict)
+    return app
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        line = next(x for x in f if x.startswith("VmRSS"))
+    return int(line.split()[1]) / 1024
+
+
+def _oversized(app) -> tuple[float, float, float]:
+    """Seconds from sending the headers of a 136 MB request (and its first 1 MB) to the 413,
+    and the server process's RSS before and after (MB): a raw socket, so the time is the
+    server's, not a client's upload."""
+    import socket
+    from urllib.parse import urlparse
+
+    server, thread, url = _uvicorn_server(app)
+    size = 136_000_000
+    address = urlparse(url)
+    try:
+        before = _rss_mb()
+        with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
+            head = (f"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {size}\r\n\r\n").encode()
+            tic = time.perf_counter()
+            sock.sendall(head + b"0.0," * 250_000)
+            reply = sock.recv(65536)
+            seconds = time.perf_counter() - tic
+        assert reply.startswith(b"HTTP/1.1 413"), reply[:40]
+        return seconds, before, _rss_mb()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def serving(n_worlds: int, n_one: int, n_http: int) -> None:
+    """Part 4 (see the module docstring)."""
+    import os
+
+    from pacpriv.prediction import create_app
+    from pacpriv.prediction._limits import ServeLimits
+    from pacpriv.storage import add_key, open_store
+
+    X_tr, X_te, y_tr, _ = _data("breast_cancer")
+    X_q = np.resize(X_te, (1000, X_te.shape[1]))
+    quiet = ExecutionOptions(progress=False)
+    print(f"\nserving: breast_cancer, m = {n_worlds} worlds, durable SQLite ledger, API key, "
+          f"hardened noise; load {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        pp = PrivatePredictor(_model(), (X_tr, y_tr), n_worlds=n_worlds, per_query_budget=2**-20,
+                              total_budget=1.0, state=Path(tmp) / "s", rng=0).fit(execution=quiet)
+        print(f"  noise: {pp.noise_source}")
+        tic = time.perf_counter()
+        for i in range(n_one):
+            pp.answer(X_q[i:i + 1])
+        one = n_one / (time.perf_counter() - tic)
+        tic = time.perf_counter()
+        pp.answer(X_q)
+        batch = len(X_q) / (time.perf_counter() - tic)
+        print(f"  Python API, one-row calls     {one:>10.1f} rows/s")
+        print(f"  Python API, 1,000-row batch   {batch:>10.1f} rows/s   {batch / one:.1f}× "
+              "per row (target >= 20×)")
+        _, token = add_key(pp.ledger.store, "bench")
+        bodies = [{"rows": X_q[i:i + 1].tolist()} for i in range(n_http)]
+        auth = {"Authorization": f"Bearer {token}"}
+        plain = _http_rate(_plain_app(_model().fit(X_tr, y_tr), X_tr.shape[1]), bodies, {})
+        print(f"  HTTP one-row, plain FastAPI   {plain:>10.1f} requests/s")
+        for sync in ("FULL", "NORMAL"):  # fsync per commit, or WAL without (process crash)
+            served = PrivatePredictor.load(Path(tmp) / "s", ledger=open_store(
+                Path(tmp) / "s" / "ledger.db", synchronous=sync))
+            ours = _http_rate(create_app(served, ServeLimits(rate=1e6, burst=10**6)), bodies,
+                              auth)  # no rate limit: the plain app has none
+            print(f"  HTTP one-row, pacpriv serve   {ours:>10.1f} requests/s   "
+                  f"{ours / plain:.2f}× (target >= 0.8×), SQLite synchronous={sync}")
+        seconds, before, after = _oversized(create_app(pp))
+        print(f"  136 MB body: 413 after {seconds * 1000:.1f} ms; server RSS {before:.0f} -> "
+              f"{after:.0f} MB (target < 100 ms, no growth)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
@@ -266,7 +405,12 @@ def main() -> None:
     ap.add_argument("--uvicorn", action="store_true",
                     help="measure HTTP against a uvicorn server on 127.0.0.1 (not TestClient)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the public worlds")
+    ap.add_argument("--serving", action="store_true",
+                    help="only part 4: the served path (SQLite ledger, API key, hardened noise)")
     args = ap.parse_args()
+    if args.serving:
+        serving(16, 200 if args.quick else 500, 200 if args.quick else 1000)
+        return
     queries = args.queries or (300 if args.quick else 2000)
     http = args.http_queries or (150 if args.quick else 1000)
     epochs = args.epochs or (2 if args.quick else 10)

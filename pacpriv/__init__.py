@@ -12,6 +12,8 @@ Two halves answer one question -- how well can an adversary tell whether a recor
 ``import pacpriv`` imports neither torch, matplotlib, dp-accounting nor dask.
 """
 
+from typing import TYPE_CHECKING
+
 from pacpriv import _deprecation, exceptions
 from pacpriv._version import __version__
 from pacpriv.compare import ComparisonResult, compare_pac_dpsgd
@@ -44,6 +46,9 @@ from pacpriv.prediction import PrivatePredictor
 from pacpriv.registry import available_mechanisms, register_mechanism, resolve_mechanism
 from pacpriv.report import write_report
 
+if TYPE_CHECKING:  # imported on first use (module __getattr__ below)
+    from pacpriv.estimators import PACPrivateClassifier, PACPrivateRegressor
+
 __all__ = [
     "__version__",
     # PAC Privacy: engine, calibration, release
@@ -64,6 +69,9 @@ __all__ = [
     "posterior_success_rate",
     # PAC-private prediction: adaptive queries, posterior-tracked worlds (serve: pacpriv[serve])
     "PrivatePredictor",
+    # PAC Privacy: scikit-learn meta-estimators (Pipeline, cross_val_score)
+    "PACPrivateClassifier",
+    "PACPrivateRegressor",
     # PAC Privacy: wrapping a function, composition ledger
     "PrivacyLedger",
     "pac_private",
@@ -87,3 +95,14 @@ __all__ = [
 ]
 
 _deprecation.install_moved_finder()  # 0.2 module paths still import (DeprecationWarning)
+
+#: Names imported on first use: scikit-learn's estimator machinery loads only when needed.
+_LAZY = {"PACPrivateClassifier": "pacpriv.estimators", "PACPrivateRegressor": "pacpriv.estimators"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,6 +20,7 @@ __all__ = [
     "THREAT_MODEL_PAC",
     "THREAT_MODEL_PAC_RECORD",
     "THREAT_MODEL_PREDICTION",
+    "THREAT_MODEL_SERVING",
 ]
 
 #: PAC membership privacy of a black-box release (the PAC report) [1]_.
@@ -77,6 +78,20 @@ THREAT_MODEL_PREDICTION = (
     "about J, such as whether a record was in the answering model's training set (prior = "
     "fraction of worlds holding it, ½ for complementary pairs), succeeds with probability at "
     "most the membership bound (Xiao & Devadas 2023, Thm 1)."
+)
+
+#: What holds for several analysts of one served predictor (``pacpriv serve``, ``/budget``).
+THREAT_MODEL_SERVING = (
+    "Several analysts, each with an API key. The guarantee is the global cap: whatever any "
+    "analyst or coalition of analysts sees (colluding analysts, one analyst holding several "
+    "keys, or anyone who sees every answer) reveals at most I(J; all answers) <= the total "
+    "spent by all keys together (nats), and the membership bound is computed from that total, "
+    "never from one key's share. A key's quota (nats) only limits how much of the shared "
+    "budget that key can spend: it is not a per-analyst privacy bound, since each answer's "
+    "noise is calibrated to the posterior left by every earlier answer of every key, so one "
+    "analyst's answers alone can reveal more than that analyst's spend (never more than the "
+    "total). Keys are bearer tokens: whoever holds one spends its quota. Every answer is "
+    "charged in the ledger before it is released, in one transaction."
 )
 
 #: The two threat models of the PAC vs DP-SGD comparison, side by side (training setting).

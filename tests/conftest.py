@@ -20,7 +20,7 @@ REFERENCE_DIR = Path(__file__).resolve().parent / "data"
 #: Third-party packages of the optional extras (pyproject `[project.optional-dependencies]`).
 OPTIONAL_EXTRAS = (
     "torch", "matplotlib", "dask", "distributed", "ray", "dp_accounting", "pld_accounting",
-    "random_allocation", "pandas", "opacus", "hypothesis", "mpmath",
+    "random_allocation", "pandas", "opacus", "hypothesis", "mpmath", "psycopg",
 )
 _EXTRA_SKIP = re.compile(
     r"could not import '(" + "|".join(OPTIONAL_EXTRAS) + r")(\.[\w.]+)?'"

@@ -55,6 +55,7 @@ from pacpriv.audit._onerun import (
 from pacpriv.audit._rmia import rmia_scores
 from pacpriv.audit._run import AuditReport, AuditSettings, run_audit
 from pacpriv.audit._suite import DEFAULT_ATTACKS, LiraAttack, LossAttack, RmiaAttack
+from pacpriv.audit._user_model import SizedFactory, user_model_family
 
 __all__ = [
     # the audit
@@ -67,7 +68,9 @@ __all__ = [
     "LinearLogits",
     "MLPFactory",
     "PacReleaseModel",
+    "SizedFactory",
     "image_shifts",
+    "user_model_family",
     # attacks
     "DEFAULT_ATTACKS",
     "LiraAttack",

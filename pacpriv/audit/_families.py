@@ -312,6 +312,10 @@ def _pld_curve(sigma: float, steps: int, epochs: int, fpr) -> TradeoffCurve | No
         tpr=np.minimum(1.0, np.maximum.accumulate(np.asarray(curve.tpr, dtype=float))))
 
 
+#: log of the smallest normal float64: the floor of an estimator's log-probabilities.
+_LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
+
+
 @dataclass(frozen=True)
 class EstimatorModel:
     """A scikit-learn classifier with ``predict_log_proba`` (or ``predict_proba``), non-private.
@@ -351,6 +355,9 @@ class EstimatorModel:
                 logp = model.predict_log_proba(np.asarray(X))
             else:
                 logp = np.log(model.predict_proba(np.asarray(X)))
+        # trees, forests and neighbours predict exact 0s: floor log p at the smallest normal
+        # float's log (order kept for every representable probability, φ stays finite)
+        logp = np.maximum(np.asarray(logp, dtype=np.float64), _LOG_TINY)
         return phi_from_logits(logp, idx)
 
     def describe(self) -> dict:
@@ -491,3 +498,4 @@ class LinearLogits:
             raise ValueError(f"a linear model with {k} output(s) and {p} features has "
                              f"{k * p + k} parameters; got a vector of shape {v.shape}.")
         return np.asarray(X, dtype=np.float64) @ v[: k * p].reshape(k, p).T + v[k * p:]
+

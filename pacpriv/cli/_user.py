@@ -10,18 +10,22 @@ import contextlib
 import os
 import re
 import sys
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from pacpriv._files import check_input_file
 from pacpriv._optional import import_optional
 from pacpriv.cli._args import UsageError
-from pacpriv.datasets import Dataset, load_dataset
+from pacpriv.datasets import Dataset, Preprocessing, load_dataset
 from pacpriv.exceptions import UserCodeError
 from pacpriv.registry import resolve_mechanism
 
 __all__ = [
     "LABEL_NAMES",
     "add_dataset_arguments",
+    "add_preprocessing_arguments",
+    "preprocessing_from_args",
     "explain_mechanism_error",
     "load_cli_dataset",
     "load_cli_rows",
@@ -36,7 +40,8 @@ LABEL_NAMES = ("label", "labels", "target", "class", "y")
 
 #: API argument names of load_dataset -> the CLI flags that set them.
 _FLAGS = {"feature_ranges": "--feature-ranges", "label_column": "--label-column",
-          "delimiter": "--delimiter", "drop_columns": "--drop-columns", "columns": "--columns"}
+          "delimiter": "--delimiter", "drop_columns": "--drop-columns", "columns": "--columns",
+          **{f.name: f.metadata["flag"] for f in fields(Preprocessing)}}
 
 _PRIVATE_MODULE = re.compile(r"_pacpriv_user_mechanism_[0-9a-f]+\.")
 
@@ -71,6 +76,7 @@ def add_dataset_arguments(parser, *, feature_ranges: bool = True,
     cols.add_argument(
         "--drop-columns", default=None, metavar="COL,...",
         help="columns to leave out (header names or 0-based indices), e.g. a text column")
+    add_preprocessing_arguments(parser)
     if not feature_ranges:
         return
     parser.add_argument(
@@ -79,6 +85,32 @@ def add_dataset_arguments(parser, *, feature_ranges: bool = True,
         "'l1:h1,l2:h2,...' one per feature, or a file with one 'low,high' line per feature; "
         "used by built-in mechanisms and printed in the report (default: bundled datasets "
         "use published ranges; a file's own ranges are used but never printed)")
+
+
+def add_preprocessing_arguments(parser) -> None:
+    """``--categorical``, ``--missing``, ``--standardize``: one flag per field of
+    :class:`~pacpriv.datasets.Preprocessing`, read from the field's metadata (flag, choices,
+    help), so every command that reads a dataset offers the same flags."""
+    group = parser.add_argument_group(
+        "preprocessing (scikit-learn transformers fit on the whole pool: pool statistics, the "
+        "same for every subset, never reported)")
+    for f in fields(Preprocessing):
+        meta = f.metadata
+        if f.type in (bool, "bool"):
+            group.add_argument(meta["flag"], dest=f"pp_{f.name}", action="store_true",
+                               help=meta["help"])
+        else:
+            group.add_argument(meta["flag"], dest=f"pp_{f.name}", default=f.default,
+                               choices=meta["choices"], help=meta["help"])
+
+
+def preprocessing_from_args(args) -> Preprocessing | None:
+    """The one :class:`~pacpriv.datasets.Preprocessing` built from the flags (``None`` when
+    every flag has its default, or the parser has none)."""
+    values: dict[str, Any] = {f.name: getattr(args, f"pp_{f.name}", f.default)
+                              for f in fields(Preprocessing)}
+    spec = Preprocessing(**values)
+    return None if spec.is_default else spec
 
 
 def _column_list(text: str | None) -> list[str] | None:
@@ -122,7 +154,9 @@ def load_cli_dataset(args) -> Dataset:
     with _flag_names():
         dataset = load_dataset(args.dataset, label_column=label, delimiter=delimiter,
                                feature_ranges=getattr(args, "feature_ranges", None),
-                               **_selection(args))
+                               preprocessing=preprocessing_from_args(args), **_selection(args))
+    if dataset.preprocessing:
+        print(f"pacpriv: preprocessing: {dataset.preprocessing}", file=sys.stderr)
     if dataset.y is None:
         suspects = [n for n in dataset.feature_names if n.strip().lower() in LABEL_NAMES]
         if suspects:
@@ -155,6 +189,10 @@ def load_cli_rows(path_text: str, args, flag: str):
     if len(delimiter) != 1:
         raise UsageError(f"--delimiter must be one character; got {args.delimiter!r}")
     selection = _selection(args)
+    if preprocessing_from_args(args) is not None:
+        raise UsageError(f"{flag}: --categorical, --missing and --standardize apply to "
+                         "--dataset only (fit on its pool); give rows already in the pool's "
+                         "feature space, or query --rows of --dataset")
     with _flag_names():
         if suffix == ".csv":
             X = read_csv(path, label_column=label, delimiter=delimiter, **selection)[0]

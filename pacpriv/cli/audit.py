@@ -41,9 +41,13 @@ def add_parser(subparsers, name: str) -> None:
                    help="bundled classification dataset or .csv/.npy/.npz path (a file needs "
                    "--label-column; default digits)")
     add_dataset_arguments(p, label_help=TRAINED_LABEL_HELP, ranges_help=TRAINED_RANGES_HELP)
-    p.add_argument("--model", choices=("logistic", "mlp"), default="mlp",
-                   help="torch classifier: multinomial logistic regression or a one-hidden-"
-                   "layer tanh MLP (default mlp)")
+    p.add_argument("--model", default="mlp", metavar="{logistic,mlp,module:attr,file.py:attr}",
+                   help="the audited model: a built-in torch classifier (multinomial logistic "
+                   "regression, or a one-hidden-layer tanh MLP), or your own: a scikit-learn "
+                   "classifier (instance, class or factory; trained non-privately: pass "
+                   "--non-private) or a torch model factory, factory() or factory(n_features, "
+                   "n_classes) -> nn.Module returning logits (trained with DP-SGD) "
+                   "(default mlp)")
     p.add_argument("--hidden", type=integer, default=128,
                    help="hidden width of the MLP (default 128)")
     privacy = p.add_mutually_exclusive_group(required=True)
@@ -130,6 +134,24 @@ def _check(args) -> None:
         raise UsageError("--canaries needs --one-run")
     if args.canaries is not None and args.canaries < 2:
         raise UsageError(f"--canaries must be >= 2; got {args.canaries}")
+    if args.model not in ("logistic", "mlp") and ":" not in args.model:
+        raise UsageError(f"--model must be logistic, mlp, module:attr or file.py:attr; got "
+                         f"{args.model!r}")
+
+
+def _load_user_model(args):
+    """The ``--model module:attr`` object (None for a built-in), before any data is read."""
+    if args.model in ("logistic", "mlp"):
+        return None
+    from pacpriv.cli._user import add_cwd_to_path, check_mechanism_file
+    from pacpriv.registry import load_object
+
+    check_mechanism_file(args.model)
+    add_cwd_to_path()
+    try:
+        return load_object(args.model, what="model")
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        raise UsageError(f"--model {args.model!r}: {err}") from None
 
 
 def _classes(dataset) -> tuple[np.ndarray, int]:
@@ -142,14 +164,11 @@ def _classes(dataset) -> tuple[np.ndarray, int]:
     return labels.astype(np.int64), int(classes.size)
 
 
-def _family(args, n_features: int, n_classes: int):
-    from pacpriv.audit import DPSGDModel, MLPFactory
+def _family(args, n_features: int, n_classes: int, user_model=None):
+    from pacpriv.audit import DPSGDModel, MLPFactory, user_model_family
 
-    factory = MLPFactory(n_features, n_classes, (args.hidden,) if args.model == "mlp" else ())
     common = dict(steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
                   learning_rate=args.learning_rate, ensemble=args.ensemble)
-    if args.non_private:
-        return DPSGDModel(factory, noise_multiplier=0.0, max_grad_norm=None, **common)
     sigma, target = args.noise_multiplier, args.target_accuracy
     if target is not None:
         from pacpriv.dpsgd import noise_multiplier_for_accuracy
@@ -157,6 +176,23 @@ def _family(args, n_features: int, n_classes: int):
         sigma = float(noise_multiplier_for_accuracy(
             target_accuracy=target, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
             method="exact"))
+    if user_model is not None:
+        try:
+            return user_model_family(
+                user_model, n_features=n_features, n_classes=n_classes,
+                noise_multiplier=0.0 if args.non_private else sigma,
+                max_grad_norm=args.max_grad_norm, target_accuracy=target, **common)
+        except ValueError as err:
+            if "scikit-learn" in str(err):
+                raise UsageError(f"--model {args.model!r} is a scikit-learn estimator, trained "
+                                 "non-privately: pass --non-private (--noise-multiplier and "
+                                 "--target-accuracy apply to torch models)") from None
+            raise
+        except TypeError as err:
+            raise UsageError(f"--model {args.model!r}: {err}") from None
+    factory = MLPFactory(n_features, n_classes, (args.hidden,) if args.model == "mlp" else ())
+    if args.non_private:
+        return DPSGDModel(factory, noise_multiplier=0.0, max_grad_norm=None, **common)
     return DPSGDModel(factory, noise_multiplier=sigma, max_grad_norm=args.max_grad_norm,
                       target_accuracy=target, **common)
 
@@ -185,10 +221,11 @@ def _audit(args) -> int:
     from pacpriv.datasets.scaling import scale_to_unit_box
     from pacpriv.pac.engine import ExecutionOptions
 
+    user_model = _load_user_model(args)
     dataset = load_cli_dataset(args)
     labels, n_classes = _classes(dataset)
     X = scale_to_unit_box(dataset.X, dataset.feature_low, dataset.feature_high)
-    family = _family(args, X.shape[1], n_classes)
+    family = _family(args, X.shape[1], n_classes, user_model)
     settings = AuditSettings(
         attacks=(LiraAttack(online=True), RmiaAttack(), LiraAttack(online=False),
                  RmiaAttack(offline_a=args.offline_a), LossAttack()),
@@ -203,7 +240,7 @@ def _audit(args) -> int:
         X, labels, model=family, reference_models=args.reference_models, settings=settings,
         one_run=one_run, rng=args.seed,
         dataset={k: described[k] for k in ("name", "n_records", "n_features", "source",
-                                           "description") if k in described}
+                                           "description", "preprocessing") if k in described}
         | {"n_classes": n_classes},
         execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress,
                                    checkpoint=args.checkpoint))

@@ -233,6 +233,10 @@ def _records(args) -> int:
     section["title"] += f" — {mech_name} on {dataset.name}"
     section["per_record"]["mechanism"] = mech_name
     section["per_record"]["dataset"] = dataset.name
+    if dataset.preprocessing:  # what --categorical/--missing/--standardize applied
+        section["per_record"]["preprocessing"] = dataset.preprocessing
+        section["markdown"] = (f"Dataset preprocessing: {dataset.preprocessing}.\n\n"
+                               + section["markdown"])
     if args.seed is not None:  # the root seed of the simulation (public: the trials' seeds)
         section["root_seed"] = {"entropy": int(args.seed), "spawn_key": []}
     section["per_record"]["noise_plan"] = summary["noise"]

@@ -24,6 +24,7 @@ from pacpriv.cli._user import (
     add_dataset_arguments,
     load_cli_dataset,
     load_cli_rows,
+    preprocessing_from_args,
 )
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.registry import load_object
@@ -162,26 +163,93 @@ def add_parser(subparsers, name: str) -> None:
                           label_help="label column to drop from --queries/--dataset (header "
                           "name or index), as given to predict fit")
     query.add_argument("--json", action="store_true", help="print JSON")
+    query.add_argument("--ledger", default=None, help="the ledger store when it is not "
+                       "DIR/ledger.db (postgresql://... of the served replicas)")
     query.set_defaults(handler=_query)
 
     status = sub.add_parser("status", help="budget state; optionally write a report")
     status.add_argument("--state", required=True, help="fitted state directory")
     status.add_argument("--out", default=None, help="write report.json/report.md here")
     status.add_argument("--json", action="store_true", help="print JSON")
+    status.add_argument("--ledger", default=None, help="the ledger store when it is not "
+                        "DIR/ledger.db (postgresql://... of the served replicas)")
     status.set_defaults(handler=_status)
 
 
 def add_serve_parser(subparsers, name: str) -> None:
-    """Register ``pacpriv serve``."""
+    """Register ``pacpriv serve`` and ``pacpriv serve keys add|list|revoke``."""
     p = subparsers.add_parser(
         name, help="serve a fitted prediction state over HTTP (FastAPI + uvicorn)",
         description="POST /predict {\"rows\": [[...], ...]} answers rows in order; GET /budget. "
-        "Needs pip install 'pacpriv[serve]'.",
+        "With API keys (pacpriv serve keys add), every request needs Authorization: Bearer "
+        "<token>; without keys only 127.0.0.1 is served. Needs pip install 'pacpriv[serve]'.",
     )
-    p.add_argument("--state", required=True, help="fitted state directory")
-    p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    p.add_argument("--state", help="fitted state directory")
+    p.add_argument("--ledger", default=None, help="ledger store (default: DIR/ledger.db, "
+                   "SQLite); postgresql://... to share one ledger between replicas")
+    p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1; any "
+                   "other needs API keys)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--max-body-bytes", type=int, default=1 << 20,
+                   help="largest request body (default 1 MiB; larger: 413)")
+    p.add_argument("--max-rows", type=int, default=1000,
+                   help="most query rows per request (default 1000; more: 413)")
+    p.add_argument("--rate-limit", type=float, default=50.0,
+                   help="requests per second per key (default 50; over: 429 + Retry-After)")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds per request (default 30; past it: 503, charge refunded)")
     p.set_defaults(handler=_serve)
+    keys = p.add_subparsers(dest="keys_group", metavar="keys")
+    group = keys.add_parser("keys", help="analysts' API keys: add, list, revoke")
+    actions = group.add_subparsers(dest="keys_action", required=True, metavar="ACTION")
+    for action, text in (("add", "add a key (the token is printed once)"),
+                         ("list", "list the keys (ids, names, quotas, spend)"),
+                         ("revoke", "revoke a key (its requests get 403 at once)")):
+        a = actions.add_parser(action, help=text)
+        a.add_argument("--state", required=True, help="the served state directory")
+        a.add_argument("--ledger", default=None, help="ledger store (as for pacpriv serve)")
+        a.set_defaults(handler=_keys)
+        if action == "add":
+            a.add_argument("--name", required=True, help="the analyst's name (public)")
+            a.add_argument("--quota", type=float, default=None,
+                           help="the key's cap in nats inside the global budget (default: none)")
+        elif action == "revoke":
+            a.add_argument("key_id", help="the key id (8 hex digits, from keys list)")
+        else:
+            a.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _keys(args) -> int:
+    from pacpriv.storage import add_key, open_store
+
+    check_existing_dir(args.state, "--state")
+    if args.keys_action == "add" and args.quota is not None:
+        check_positive_finite(args, "--quota", " (nats)")
+    store = open_store(args.ledger if args.ledger is not None else
+                       Path(args.state) / "ledger.db")
+    if args.keys_action == "add":
+        key_id, token = add_key(store, args.name, quota=args.quota)
+        print(f"{'key id':<22}{key_id}")
+        print(f"{'token':<22}{token}")
+        print("pacpriv: note: the token is shown once and stored only as a salted hash; give it "
+              "to the analyst over a private channel.", file=sys.stderr)
+    elif args.keys_action == "revoke":
+        if not store.revoke_key(args.key_id):
+            raise UsageError(f"key_id {args.key_id!r} is not an active key of this ledger "
+                             "(see pacpriv serve keys list)")
+        print(f"{'revoked':<22}{args.key_id}")
+    else:
+        rows = [k.public() for k in store.keys()]
+        if args.json:
+            print(_json.dumps(rows, indent=2))
+            return 0
+        print(f"{'key id':<10}{'name':<24}{'quota (nats)':>14}{'spent (nats)':>14}  status")
+        for k in rows:
+            quota = "none" if k["quota"] is None else format_bound(k["quota"], side="nearest")
+            status = "active" if k["revoked"] is None else "revoked"
+            print(f"{k['key_id']:<10}{k['name'][:23]:<24}{quota:>14}"
+                  f"{format_bound(k['spent']):>14}  {status}")
+    return 0
 
 
 def _total_budget(args) -> float:
@@ -255,11 +323,15 @@ def _query(args) -> int:
     from pacpriv.prediction._reporting import column_names
     from pacpriv.prediction._sklearn import labels_of
 
+    if args.queries is not None and preprocessing_from_args(args) is not None:
+        raise UsageError("--queries: --categorical, --missing and --standardize apply to "
+                         "--dataset only (fit on its pool); give rows already in the pool's "
+                         "feature space, or query --rows of --dataset")
     check_existing_dir(args.state, "--state")
     if args.queries is not None:  # before the state is loaded
         check_input_file(args.queries, "--queries file")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
-    pp = PrivatePredictor.load(args.state)
+    pp = PrivatePredictor.load(args.state, ledger=args.ledger)
     X = _rows(args)
     source = "--queries" if args.queries is not None else "--dataset rows"
     shape = tuple(pp.feature_shape or ())
@@ -323,7 +395,7 @@ def _status(args) -> int:
     if args.out is not None:
         check_output_dir(args.out, "--out")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
-    pp = PrivatePredictor.load(args.state)
+    pp = PrivatePredictor.load(args.state, ledger=args.ledger)
     if args.json:
         print(_json.dumps(pp.to_dict(), indent=2))
     else:
@@ -339,24 +411,23 @@ def _status(args) -> int:
 
 def _serve(args) -> int:  # pragma: no cover - blocks; exercised by the uvicorn test
     from pacpriv.prediction._app import check_port, serve
+    from pacpriv.prediction._limits import ServeLimits
 
+    if args.state is None:
+        raise UsageError("--state is required (the fitted state directory to serve)")
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be in [1, 65535]; got {args.port}")
+    for flag, low in (("--max-body-bytes", 64), ("--max-rows", 1)):
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value < low:
+            raise UsageError(f"{flag} must be an integer >= {low}; got {value}")
+    check_positive_finite(args, "--rate-limit", " (requests per second)")
+    check_positive_finite(args, "--timeout", " (seconds)")
+    limits = ServeLimits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
+                         rate=args.rate_limit, burst=max(1, int(2 * args.rate_limit)),
+                         timeout=args.timeout)
     check_existing_dir(args.state, "--state")
     check_port(args.host, args.port)  # before anything loads: not uvicorn's own error
-    warning = exposed_host_warning(args.host)
-    if warning:
-        print(f"pacpriv: warning: {warning}", file=sys.stderr)
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
-    serve(args.state, host=args.host, port=args.port)
+    serve(args.state, host=args.host, port=args.port, ledger=args.ledger, limits=limits)
     return 0
-
-
-def exposed_host_warning(host: str) -> str | None:
-    """A warning when ``host`` is not a loopback interface (None for loopback)."""
-    if host in ("127.0.0.1", "localhost", "::1") or host.startswith("127."):
-        return None
-    return (f"serving on {host}: the endpoint has no authentication, so anyone who can reach "
-            "the port can spend the finite privacy budget (the guarantee holds, but the "
-            "service can be exhausted); put it behind an authenticating proxy, or use "
-            "--host 127.0.0.1")

@@ -15,6 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from pacpriv._validation import describe_invalid
+from pacpriv.datasets.preprocessing import (
+    MISSING_MARKERS,
+    Preprocessing,
+    encode_table,
+    is_missing,
+    standardize,
+)
 
 __all__ = ["read_csv", "read_numpy", "select_columns"]
 
@@ -134,7 +141,7 @@ def select_columns(names: list[str], *, columns=None, drop_columns=None,
 
 
 #: Missing-value markers: a first row holding one is a record, not a header
-_MISSING_MARKERS = frozenset({"na", "n/a", "nan", "null", "none", "-", "?", "#n/a"})
+_MISSING_MARKERS = MISSING_MARKERS
 
 
 def _looks_like_name(text: str) -> bool:
@@ -159,14 +166,20 @@ def _is_header(fields: list[str]) -> bool:
 
 
 def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=None,
-             drop_columns=None):
-    """Read a numeric CSV; the first row is a header when every field looks like a name.
+             drop_columns=None, preprocessing: Preprocessing | None = None):
+    """Read a CSV; the first row is a header when every field looks like a name.
 
     ``columns`` (the feature columns to keep) or ``drop_columns`` (columns to leave out, e.g. a
     text column) name header names or file column indices; a left-out column is never parsed.
-    Error messages name the file, line and column, never a cell's text (it is a record's value):
-    a non-numeric, non-finite or undecodable cell is described, not quoted.
+    ``preprocessing`` (:class:`~pacpriv.datasets.preprocessing.Preprocessing`) encodes text
+    columns, handles missing cells and standardises; without it the features must be finite
+    numbers. Error messages name the file, line and column, never a cell's text (it is a
+    record's value): a non-numeric, non-finite or undecodable cell is described, not quoted.
+
+    Returns ``(X, y, feature_names, target_names, applied)``: ``applied`` is one line saying
+    what ``preprocessing`` did (``None`` if nothing).
     """
+    spec = preprocessing if preprocessing is not None else Preprocessing()
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh, delimiter=delimiter)
         try:
@@ -199,6 +212,7 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
     wanted = set(keep)
     values = np.empty((len(rows), n_cols))
     labels: list[str] = []
+    encode = False  # a missing cell, or a text cell under --categorical: the encoder reads all
     for i, (lineno, fields) in enumerate(rows):
         if len(fields) != n_cols:
             raise ValueError(
@@ -207,27 +221,44 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
         for j, text in enumerate(fields):
             if j == label:
                 labels.append(text)
+                encode = encode or is_missing(text)
                 continue
-            if j not in wanted:  # a left-out column (e.g. text) is never parsed
+            if j not in wanted or encode:  # a left-out column (e.g. text) is never parsed
                 continue
             v = _float_or_none(text)
+            if is_missing(text) or (v is None and spec.categorical is not None):
+                encode = True
+                continue
             if v is None or not math.isfinite(v):
                 # the value itself is a record's: described, never quoted (a 1e400 is one)
-                kind = ("empty value" if not text else "non-numeric value" if v is None
+                kind = ("non-numeric value" if v is None
                         else "non-finite value (NaN, infinity or beyond the float range)")
+                more = (" (or encode text columns: --categorical one-hot|ordinal, categorical= "
+                        "in Python)"
+                        if v is None else "")
                 raise ValueError(
                     f"{path.name}, line {lineno}, column {j + 1}: {kind}; features "
-                    f"must be finite numbers{_hint(text, j, header, delimiter, label)}."
+                    f"must be finite numbers{_hint(text, j, header, delimiter, label)}{more}."
                 )
             values[i, j] = v
-    X, feature_names = values[:, keep], [names[j] for j in keep]
+    applied = None
+    if encode:
+        X, feature_names, kept_labels, applied = encode_table(
+            [[fields[j] for j in keep] for _, fields in rows], [names[j] for j in keep], spec,
+            where=path.name, row_ids=[lineno for lineno, _ in rows],
+            labels=labels if label is not None else None)
+        labels = kept_labels or []
+    else:
+        X, feature_names = values[:, keep], [names[j] for j in keep]
+        if spec.standardize:
+            X, applied = standardize(X)
     if label is None:
-        return X, None, feature_names, None
+        return X, None, feature_names, None, applied
     numeric = [_float_or_none(t) for t in labels]
     if all(v is not None and math.isfinite(v) for v in numeric):
-        return X, np.asarray(numeric, dtype=np.float64), feature_names, None
+        return X, np.asarray(numeric, dtype=np.float64), feature_names, None, applied
     target_names, y = np.unique(np.asarray(labels), return_inverse=True)
-    return X, y.astype(np.int64), feature_names, [str(t) for t in target_names]
+    return X, y.astype(np.int64), feature_names, [str(t) for t in target_names], applied
 
 
 def read_numpy(path: Path, *, label_column=None):

@@ -35,12 +35,14 @@ import numpy as np
 
 from pacpriv._files import check_input_file
 from pacpriv.datasets.files import read_csv, read_numpy, select_columns
+from pacpriv.datasets.preprocessing import Preprocessing, standardize
 
 __all__ = [
     "BUNDLED_DATASETS",
     "MIN_RECORDS",
     "Dataset",
     "DatasetInfo",
+    "Preprocessing",
     "load_dataset",
     "parse_feature_ranges",
 ]
@@ -153,6 +155,8 @@ class Dataset:
         Per-feature public range (see the module docstring).
     bounds_source : {"published", "declared", "pool"}
         Where the ranges come from.
+    preprocessing : str or None
+        What :class:`Preprocessing` applied (one line, no statistic), ``None`` if nothing.
     """
 
     name: str
@@ -166,6 +170,7 @@ class Dataset:
     feature_low: tuple[float, ...]
     feature_high: tuple[float, ...]
     bounds_source: str
+    preprocessing: str | None = None
 
     @property
     def n_records(self) -> int:
@@ -205,6 +210,7 @@ class Dataset:
             ),
             "description": self.description,
             "source": self.source if bundled else Path(self.source).name,
+            **({"preprocessing": self.preprocessing} if self.preprocessing else {}),
         }
 
 
@@ -346,6 +352,7 @@ def load_dataset(
     feature_ranges=None,
     columns=None,
     drop_columns=None,
+    preprocessing: Preprocessing | None = None,
 ) -> Dataset:
     """Load a data pool.
 
@@ -370,6 +377,13 @@ def load_dataset(
         column, which is then never parsed); at most one of the two. Header names or indices:
         a CSV's file columns, a ``.npy``/``.npz``/bundled dataset's feature columns (names
         ``x0, x1, ...`` or the bundled feature names; after the label column is removed).
+    preprocessing : Preprocessing or None
+        Encode a CSV's text columns, handle its missing cells, standardise features
+        (scikit-learn transformers fit on the pool; see
+        :mod:`pacpriv.datasets.preprocessing` for what this changes about the threat model).
+        ``standardize`` applies to every source; standardised features get the pool's ranges
+        (``bounds_source="pool"``) unless ``feature_ranges`` declares ranges of the
+        standardised features. ``None``: numeric features only, nothing transformed.
 
     Returns
     -------
@@ -406,7 +420,8 @@ def load_dataset(
             raise ValueError(
                 f"`label_column` applies to .csv/.npy files only; {spec!r} is a bundled dataset."
             )
-        ds = _subset_columns(_load_bundled(spec), columns, drop_columns)
+        ds = _standardized(_subset_columns(_load_bundled(spec), columns, drop_columns),
+                           preprocessing)
         return ds if feature_ranges is None else _declare(ds, feature_ranges)
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"`spec` must be a dataset name or a path; got {type(spec).__name__}.")
@@ -427,14 +442,18 @@ def load_dataset(
         raise ValueError(f"dataset file {str(path)!r} is empty.")
     if not isinstance(delimiter, str) or len(delimiter) != 1:
         raise ValueError(f"`delimiter` must be one character; got {delimiter!r}.")
+    applied = None
     if suffix == ".csv":
-        X, y, names, target_names = read_csv(path, label_column=label_column, delimiter=delimiter,
-                                             columns=columns, drop_columns=drop_columns)
+        X, y, names, target_names, applied = read_csv(
+            path, label_column=label_column, delimiter=delimiter, columns=columns,
+            drop_columns=drop_columns, preprocessing=preprocessing)
     else:
         X, y, names, target_names = read_numpy(path, label_column=label_column)
         keep = select_columns(list(names), columns=columns, drop_columns=drop_columns,
                               where=repr(path.name))
         X, names = X[:, keep], [names[j] for j in keep]
+        if preprocessing is not None and preprocessing.standardize:
+            X, applied = standardize(X)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"dataset file {str(path)!r} holds no records or no features.")
     if X.shape[0] < MIN_RECORDS:
@@ -446,7 +465,23 @@ def load_dataset(
         path.stem, X, y, names, target_names, f"data pool loaded from {path.name}",
         str(path.resolve()), X.min(axis=0), X.max(axis=0), "pool",
     )  # fmt: skip
+    if applied:
+        from dataclasses import replace
+
+        ds = replace(ds, preprocessing=applied)
     return ds if feature_ranges is None else _declare(ds, feature_ranges)
+
+
+def _standardized(ds: Dataset, preprocessing: Preprocessing | None) -> Dataset:
+    """A bundled dataset standardised with its pool's statistics (then with pool ranges)."""
+    if preprocessing is None or not preprocessing.standardize:
+        return ds
+    from dataclasses import replace
+
+    X, applied = standardize(ds.X)
+    return replace(ds, X=_freeze(X), feature_low=tuple(float(v) for v in X.min(axis=0)),
+                   feature_high=tuple(float(v) for v in X.max(axis=0)), bounds_source="pool",
+                   preprocessing=applied)
 
 
 def _subset_columns(ds: Dataset, columns, drop_columns) -> Dataset:

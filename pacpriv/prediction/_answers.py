@@ -16,7 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from pacpriv.exceptions import BudgetExceededError
-from pacpriv.prediction._noise import answer_query
+from pacpriv.pac._sampling import NoiseSource
+from pacpriv.pac.noise import Anisotropic
+from pacpriv.prediction._noise import answer_query, answer_rows_on_grid
 from pacpriv.prediction._seeds import noise_generator
 
 __all__ = ["answer_rows", "check_budget", "check_query_rows", "project_to_simplex"]
@@ -63,7 +65,7 @@ def check_budget(n: int, *, n_answered: int, max_queries: int, per_query_budget:
 
 def answer_rows(outputs: np.ndarray, log_posterior: np.ndarray, *, secret_index: int,
                 noise_entropy: int, first_index: int, mi_budget: float, rule: str,
-                progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                progress: bool = False, seeded: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Noisy answers of ``n`` rows and the posterior after them.
 
     Parameters
@@ -84,6 +86,11 @@ def answer_rows(outputs: np.ndarray, log_posterior: np.ndarray, *, secret_index:
         Noise rule (:data:`~pacpriv.prediction.NOISE_RULES`).
     progress : bool, default False
         A tqdm bar over the rows.
+    seeded : bool, default True
+        True: the noise of row ``t`` is drawn in floating point from the generator of its
+        index (a caller-seeded predictor: "seeded, not for release"); False: the hardened
+        release (OS CSPRNG, exact discrete Gaussian on a declared grid;
+        :func:`~pacpriv.prediction.answer_query`).
 
     Returns
     -------
@@ -99,10 +106,15 @@ def answer_rows(outputs: np.ndarray, log_posterior: np.ndarray, *, secret_index:
         from tqdm.auto import tqdm
 
         rows = tqdm(rows, unit="query", desc="answer")
+    source = None if seeded else NoiseSource(None)
+    if source is not None and rule == Anisotropic.name and not progress:  # square-root rule
+        return answer_rows_on_grid(outputs, log_posterior, secret_index,
+                                   mi_budget=mi_budget, source=source)
     for i in rows:
         answers[i], lp, _ = answer_query(
             outputs[:, i, :], lp, secret_index, mi_budget=mi_budget, rule=rule,
-            rng=noise_generator(noise_entropy, first_index + i))
+            rng=noise_generator(noise_entropy, first_index + i) if seeded else None,
+            source=source)
     return answers, lp
 
 

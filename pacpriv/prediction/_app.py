@@ -5,18 +5,27 @@ Endpoints
 ``POST /predict``
     Body ``{"rows": [[x_11, ..., x_1k], ...]}`` (one query per row, answered in order). Returns
     ``{"outputs": [[...], ...], "labels": [...], "release": str, "spent": nats,
-    "remaining": nats, "n_answered": int, "membership_bound": float, "bound_kind": str}``:
-    ``outputs`` are :meth:`~pacpriv.prediction.PrivatePredictor.answer`'s (projected onto the
-    probability simplex for ``output="proba"``), ``labels`` the predicted classes (classifier
-    outputs only; ``classes_[argmax]``, post-processing), ``release`` says what the outputs
-    are. Every row spends the per-query budget. Malformed rows (wrong length, non-numeric,
-    non-finite, empty batch): 422. Over budget: 429 with a message, nothing spent.
+    "remaining": nats, "n_answered": int, "membership_bound": float, "bound_kind": str,
+    "key": {...} | null, "noise": str}``: ``outputs`` are
+    :meth:`~pacpriv.prediction.PrivatePredictor.answer`'s (projected onto the probability
+    simplex for ``output="proba"``), ``labels`` the predicted classes (classifier outputs only;
+    post-processing), ``release`` says what the outputs are, ``noise`` where the noise came
+    from ("seeded, not for release" for a caller-seeded predictor). Every row spends the
+    per-query budget, charged in the ledger before the answer is released (one transaction).
 ``GET /budget``
-    The public budget state (:meth:`PrivatePredictor.budget`) and the threat model in words.
+    The public budget state, the calling key's spent, remaining and quota, and the threat
+    models in words (global cap vs per-analyst quota).
 
-Requests are serialised by the predictor's lock (the posterior update is ordered); the handlers
-are plain functions that FastAPI runs in its thread pool. Nothing secret (the world index, the
-noise seed) is ever logged or returned.
+Analysts. When the ledger holds API keys (``pacpriv serve keys add``), every request needs
+``Authorization: Bearer <token>``: 401 without a valid token, 403 for a revoked key, 429 over
+the key's quota or the global budget, 429 with ``Retry-After`` over the key's request rate.
+``Idempotency-Key: <1–200 printable characters>`` makes a retry return the stored answer and
+spend nothing more. Limits (:class:`~pacpriv.prediction._limits.ServeLimits`): a body over
+``max_body_bytes`` or with more than ``max_rows`` rows gets 413 before it is parsed; a request
+past ``timeout`` gets 503 and its charge is refunded. Malformed rows: 422, nothing spent.
+
+Nothing secret (the world index, the noise seed, a token) is ever logged or returned; the audit
+table holds key ids, times, rows, nats and outcomes, never queries or answers.
 """
 
 # no `from __future__ import annotations`: FastAPI must see the local request model itself
@@ -26,8 +35,10 @@ from typing import Any
 
 from pacpriv._optional import import_optional
 from pacpriv.exceptions import BudgetExceededError
+from pacpriv.prediction._limits import BodyLimit, RateLimiter, ServeLimits, retry_after
+from pacpriv.threat_models import THREAT_MODEL_SERVING
 
-__all__ = ["check_port", "create_app"]
+__all__ = ["check_exposure", "check_port", "create_app", "serve"]
 
 
 def _import_fastapi():
@@ -37,13 +48,16 @@ def _import_fastapi():
     return fastapi, pydantic
 
 
-def create_app(predictor) -> Any:
+def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     """A FastAPI application answering queries through ``predictor``.
 
     Parameters
     ----------
     predictor : PrivatePredictor
         A fitted predictor (e.g. ``PrivatePredictor.load(state_dir)``).
+    limits : ServeLimits, optional
+        Body size, rows, rate and timeout (the defaults of
+        :class:`~pacpriv.prediction._limits.ServeLimits`).
 
     Returns
     -------
@@ -64,9 +78,11 @@ def create_app(predictor) -> Any:
     if not predictor.is_fitted:
         raise RuntimeError("the predictor is not fitted: call fit() or use "
                            "PrivatePredictor.load(state_dir).")
+    limits = ServeLimits() if limits is None else limits
     n_features = math.prod(predictor.feature_shape)
     classes = getattr(predictor, "classes_", None)  # None for value and callable outputs
     release = release_of(predictor.to_dict()["output"])
+    auth = _Auth(predictor.ledger.store, RateLimiter(limits.rate, limits.burst))
 
     class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
         model_config = pydantic.ConfigDict(extra="forbid")
@@ -96,20 +112,27 @@ def create_app(predictor) -> Any:
         return fastapi.responses.JSONResponse(status_code=422, content={"detail": errors})
 
     @app.post("/predict")
-    def predict(request: PredictRequest) -> dict:
+    def predict(request: PredictRequest, authorization: str | None = fastapi.Header(None),
+                idempotency_key: str | None = fastapi.Header(None)) -> dict:
+        import time
+
         import numpy as np
 
+        from pacpriv.prediction._ledger import Caller
+
+        key_id = auth.check(fastapi, authorization, rate=True)
+        if idempotency_key is not None and not (
+                0 < len(idempotency_key) <= 200 and idempotency_key.isprintable()):
+            raise fastapi.HTTPException(status_code=422, detail="the Idempotency-Key header "
+                                        "must be 1 to 200 printable characters")
         X = np.asarray(request.rows, dtype=np.float64).reshape(
             (len(request.rows), *predictor.feature_shape))
+        caller = Caller(key_id=key_id, idempotency_key=idempotency_key,
+                        deadline=time.monotonic() + limits.timeout)
         try:
-            outputs, state = predictor.answer_with_budget(X)
-        except BudgetExceededError as err:
-            raise fastapi.HTTPException(status_code=429, detail=str(err)) from None
-        except ValueError as err:  # the world models rejected the rows (e.g. overflow to inf);
-            # raised before anything is spent
-            raise fastapi.HTTPException(
-                status_code=422, detail=f"the models could not evaluate these rows: {err}"
-            ) from None
+            outputs, state = predictor.answer_for(X, caller)
+        except Exception as err:
+            raise _http_error(fastapi, err) from None
         labels = None if classes is None else labels_of(outputs, classes).tolist()
         return {
             "outputs": outputs.tolist(),
@@ -120,13 +143,91 @@ def create_app(predictor) -> Any:
             "n_answered": state["n_answered"],
             "membership_bound": state["membership_bound"],
             "bound_kind": state["bound_kind"],
+            "key": auth.key_state(key_id, predictor.per_query_budget),
+            "noise": predictor.noise_source,
         }
 
     @app.get("/budget")
-    def budget() -> dict:
-        return {**predictor.budget(), "threat_model": THREAT_MODEL}
+    def budget(authorization: str | None = fastapi.Header(None)) -> dict:
+        key_id = auth.check(fastapi, authorization, rate=False)
+        return {**predictor.budget(), "key": auth.key_state(key_id, predictor.per_query_budget),
+                "noise": predictor.noise_source, "threat_model": THREAT_MODEL,
+                "threat_model_analysts": THREAT_MODEL_SERVING}
 
-    return app
+    return BodyLimit(app, max_bytes=limits.max_body_bytes, max_rows=limits.max_rows,
+                     paths=("/predict",))
+
+
+def _http_error(fastapi, err: Exception):
+    """The HTTP error of an exception raised while answering (nothing secret in the detail)."""
+    from pacpriv.prediction._ledger import (
+        AnswerTimeoutError,
+        IdempotencyConflictError,
+        KeyRevokedError,
+    )
+
+    if isinstance(err, BudgetExceededError):
+        return fastapi.HTTPException(status_code=429, detail=str(err))
+    if isinstance(err, KeyRevokedError):
+        return fastapi.HTTPException(status_code=403, detail=str(err))
+    if isinstance(err, AnswerTimeoutError):
+        return fastapi.HTTPException(status_code=503, detail=str(err),
+                                     headers={"Retry-After": "1"})
+    if isinstance(err, IdempotencyConflictError):
+        return fastapi.HTTPException(status_code=422, detail=str(err))
+    if isinstance(err, ValueError):  # the world models rejected the rows (e.g. overflow to
+        # inf); refunded, or raised before anything was charged
+        return fastapi.HTTPException(
+            status_code=422, detail=f"the models could not evaluate these rows: {err}")
+    raise err
+
+
+class _Auth:
+    """Bearer tokens against the ledger's keys (none stored: anonymous, loopback only)."""
+
+    def __init__(self, store, limiter: RateLimiter) -> None:
+        from pacpriv.storage import KeyVerifier
+
+        self.store, self.limiter, self.verifier = store, limiter, KeyVerifier()
+        self._keyed = False
+
+    def check(self, fastapi, authorization: str | None, *, rate: bool) -> str | None:
+        """The caller's key id (None: anonymous, when the ledger holds no key)."""
+        from pacpriv.storage import parse_token
+
+        key_id = None
+        if self.store is not None and (self._keyed or self.store.has_keys()):
+            self._keyed = True  # keys are never deleted (only revoked): stays keyed
+            scheme, _, token = (authorization or "").partition(" ")
+            parsed = parse_token(token.strip()) if scheme.lower() == "bearer" else None
+            record = None if parsed is None else self.store.key(parsed[0])
+            if record is None or not self.verifier.verify(record, token.strip()):
+                raise fastapi.HTTPException(status_code=401, detail="a valid API key is "
+                                            "required: Authorization: Bearer <token>",
+                                            headers={"WWW-Authenticate": "Bearer"})
+            if not record.active:
+                raise fastapi.HTTPException(status_code=403, detail=f"key {record.key_id} "
+                                            "is revoked")
+            key_id = record.key_id
+        if rate:
+            wait = self.limiter.take(key_id)
+            if wait > 0:
+                raise fastapi.HTTPException(
+                    status_code=429, detail="request rate over the key's limit; retry later",
+                    headers={"Retry-After": retry_after(wait)})
+        return key_id
+
+    def key_state(self, key_id: str | None, per_query_budget: float) -> dict | None:
+        """The key's spent, remaining and quota (nats), or None for anonymous calls."""
+        if key_id is None or self.store is None:
+            return None
+        record = self.store.key(key_id)
+        if record is None:
+            return None
+        spent = record.rows * per_query_budget
+        remaining = None if record.quota is None else max(record.quota - spent, 0.0)
+        return {"key_id": key_id, "name": record.name, "spent": spent, "remaining": remaining,
+                "quota": record.quota, "n_answered": record.rows}
 
 
 def check_port(host: str, port: int) -> None:
@@ -156,15 +257,37 @@ def check_port(host: str, port: int) -> None:
             raise OSError(f"`port` {port} on {host} {why}.") from None
 
 
-def serve(state, *, host: str = "127.0.0.1", port: int = 8000) -> None:  # pragma: no cover
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def check_exposure(host: str, has_keys: bool) -> None:
+    """Refuse a non-loopback ``host`` when the ledger holds no API key.
+
+    Raises
+    ------
+    PermissionError
+        Naming the host and the fix (add keys, or serve on 127.0.0.1).
+    """
+    if has_keys or host in LOOPBACK or host.startswith("127."):
+        return
+    raise PermissionError(
+        f"refusing to serve on {host} without API keys: anyone who can reach the port could "
+        "spend the whole privacy budget. Add analysts' keys first (pacpriv serve keys add "
+        "--state DIR --name NAME), or serve on --host 127.0.0.1.")
+
+
+def serve(state, *, host: str = "127.0.0.1", port: int = 8000, ledger: str | None = None,
+          limits: ServeLimits | None = None) -> None:  # pragma: no cover
     """Load ``state`` and run the app with uvicorn (blocks until interrupted).
 
-    The port is checked first (:func:`check_port`), then the state; both fail in one line.
+    The port is checked first (:func:`check_port`), then the state and, off loopback, that the
+    ledger holds API keys (:func:`check_exposure`); each fails in one line.
     """
     uvicorn = import_optional("uvicorn", "serving", extra="serve")
     from pacpriv.prediction._predictor import PrivatePredictor
 
     check_port(host, port)
-
-    uvicorn.run(create_app(PrivatePredictor.load(state)), host=host, port=port,
-                log_level="info", access_log=False)
+    predictor = PrivatePredictor.load(state, ledger=ledger)
+    check_exposure(host, predictor.ledger.store is not None and predictor.ledger.store.has_keys())
+    uvicorn.run(create_app(predictor, limits), host=host, port=port, log_level="info",
+                access_log=False)

@@ -37,13 +37,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pacpriv.pac._sampling import NoiseSource, grid_overhead, grid_release
 from pacpriv.pac.noise._calibration import NoisePlan, calibrate_noise
+from pacpriv.pac.noise._rules import _floor_variance, square_root_rule
 from pacpriv.pac.spectrum._covariance import OutputSpectrum
+from pacpriv.pac.spectrum._resolution import resolution
 
 __all__ = [
     "NOISE_RULES",
     "QueryNoise",
     "answer_query",
+    "answer_rows_on_grid",
     "calibrate_query",
     "normalise_log_posterior",
     "posterior_weights",
@@ -113,18 +117,27 @@ class QueryNoise:
         return 0.0 if self.plan is None else self.plan.mi_bound
 
 
+def _eigen(outputs: np.ndarray, weights: np.ndarray, mean: np.ndarray):
+    """``(centred, λ, V)``: the floored eigen-decomposition of the posterior covariance."""
+    centred = np.sqrt(weights)[:, None] * (outputs - mean)
+    _, sing, vt = np.linalg.svd(centred, full_matrices=False)
+    lam = sing**2
+    # the PAC module's floor (pac.spectrum._resolution): resolution may raise an eigenvalue,
+    # never lower one, so a direction rounded to a tiny variance still gets noise at the
+    # resolution eps * λ_max * max(m, d) (never 1e-17...1e-73 of the largest)
+    lam = np.maximum(lam, 0.0) + resolution(float(np.max(lam)), max(outputs.shape))
+    keep = lam > 0
+    return centred, lam[keep], np.ascontiguousarray(vt[keep].T)
+
+
 def _spectrum(outputs: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, OutputSpectrum | None]:
     """Exact spectrum of ``C = Σ_j p_j (o_j − μ)(o_j − μ)ᵀ`` via the SVD of ``diag(√p)(O − μ)``."""
     mean = weights @ outputs
     if np.all(outputs == outputs[0]):  # every world agrees: C = 0 exactly (not round-off)
         return outputs[0].copy(), None
-    centred = np.sqrt(weights)[:, None] * (outputs - mean)
+    centred, lam, vecs = _eigen(outputs, weights, mean)
     variances = np.einsum("md,md->d", centred, centred)
     total = float(np.sum(variances))
-    _, sing, vt = np.linalg.svd(centred, full_matrices=False)
-    lam = sing**2
-    keep = lam > 0
-    lam, vecs = lam[keep], np.ascontiguousarray(vt[keep].T)
     d = outputs.shape[1]
     for a in (mean, lam, vecs, variances):
         a.setflags(write=False)
@@ -198,7 +211,8 @@ def update_log_posterior(log_posterior, outputs, answer, noise: QueryNoise) -> n
 
 
 def answer_query(outputs, log_posterior, secret_index: int, *, mi_budget: float,
-                 rule: str = "anisotropic", rng: np.random.Generator):
+                 rule: str = "anisotropic", rng: np.random.Generator | None = None,
+                 source: NoiseSource | None = None):
     """Answer one query: ``y = o_J + B`` and the updated log posterior.
 
     Parameters
@@ -213,8 +227,14 @@ def answer_query(outputs, log_posterior, secret_index: int, *, mi_budget: float,
         ``b_t`` in nats.
     rule : str
         See :func:`calibrate_query`.
-    rng : numpy.random.Generator
-        Source of the noise.
+    rng : numpy.random.Generator, optional
+        Seeded floating-point noise (tests and demos: "seeded, not for release").
+    source : NoiseSource, optional
+        The hardened release (used when ``rng`` is None): the noise is an exact discrete
+        Gaussian on the declared grid of :mod:`pacpriv.pac._sampling`, from ``source``
+        (the OS CSPRNG); the plan is calibrated to ``b_t − grid_overhead(d)`` so that the
+        released answer, rounding included, stays within ``b_t``; the posterior is updated
+        with the exact likelihood of the grid release (world means rounded to the grid).
 
     Returns
     -------
@@ -223,8 +243,80 @@ def answer_query(outputs, log_posterior, secret_index: int, *, mi_budget: float,
     noise : QueryNoise
     """
     o = np.asarray(outputs, dtype=np.float64)
+    if rng is None:
+        return _answer_on_grid(o, log_posterior, secret_index, mi_budget=mi_budget, rule=rule,
+                               source=NoiseSource(None) if source is None else source)
     noise = calibrate_query(o, log_posterior, mi_budget=mi_budget, rule=rule)
     y = o[secret_index].copy()
     if noise.plan is not None:
         y += noise.plan.sample(rng)
     return y, update_log_posterior(log_posterior, o, y, noise), noise
+
+
+def _answer_on_grid(o: np.ndarray, log_posterior, secret_index: int, *, mi_budget: float,
+                    rule: str, source: NoiseSource):
+    budget = mi_budget - grid_overhead(o.shape[1])
+    if not budget > 0.5 * mi_budget:
+        raise ValueError(f"`mi_budget` {mi_budget!r} nats is too small for the grid release of "
+                         f"{o.shape[1]} output coordinates (its rounding may cost "
+                         f"{grid_overhead(o.shape[1]):.3g} nats); raise it.")
+    noise = calibrate_query(o, log_posterior, mi_budget=budget, rule=rule)
+    if noise.plan is None:
+        return o[secret_index].copy(), normalise_log_posterior(log_posterior), noise
+    plan = noise.plan
+    basis = None if plan.basis is None else np.asarray(plan.basis, dtype=np.float64)
+    coords = o if basis is None else o @ basis  # (m, k): every world's coordinates
+    released, h, _ = grid_release(coords[secret_index], plan.noise_std, source)
+    if basis is None:
+        y = released
+    else:  # outside the basis every world agrees: o_J's component there is public
+        y = basis @ released + (o[secret_index] - basis @ coords[secret_index])
+    std = np.asarray(plan.noise_std, dtype=np.float64)
+    noisy = std > 0
+    means = np.rint(coords[:, noisy] / h[noisy]) * h[noisy]  # each world's grid-rounded mean
+    z = (released[noisy][None, :] - means) / std[noisy]
+    log_lik = -0.5 * np.einsum("mk,mk->m", z, z)
+    return y, normalise_log_posterior(np.asarray(log_posterior) + log_lik), noise
+
+
+def answer_rows_on_grid(outputs: np.ndarray, log_posterior, secret_index: int, *,
+                        mi_budget: float, source: NoiseSource) -> tuple[np.ndarray, np.ndarray]:
+    """The hardened answers of ``n`` rows in order under the square-root (``"anisotropic"``)
+    rule, and the posterior after them: the same numbers as :func:`answer_query` row by row
+    (the same noise from the same ``source``), without building a plan object per row.
+
+    Parameters
+    ----------
+    outputs : ndarray of shape (m, n, d)
+    log_posterior : ndarray of shape (m,)
+    secret_index : int
+    mi_budget : float
+        ``b`` nats per row.
+    source : NoiseSource
+
+    Returns
+    -------
+    answers : ndarray of shape (n, d)
+    log_posterior : ndarray of shape (m,)
+    """
+    _, n, d = outputs.shape
+    budget = mi_budget - grid_overhead(d)
+    if not budget > 0.5 * mi_budget:
+        raise ValueError(f"`mi_budget` {mi_budget!r} nats is too small for the grid release of "
+                         f"{d} output coordinates; raise it.")
+    answers = np.empty((n, d))
+    lp = normalise_log_posterior(log_posterior)
+    for i in range(n):
+        o = outputs[:, i, :]
+        if np.all(o == o[0]):  # every world agrees: released as is, nothing learned
+            answers[i] = o[0]
+            continue
+        w = posterior_weights(lp)
+        _, lam, vecs = _eigen(o, w, w @ o)
+        std = np.sqrt(_floor_variance(square_root_rule(lam, np.ones(lam.size), budget), lam))
+        coords = o @ vecs
+        released, h, _ = grid_release(coords[secret_index], std, source)
+        answers[i] = vecs @ released + (o[secret_index] - vecs @ coords[secret_index])
+        z = (released[None, :] - np.rint(coords / h) * h) / std
+        lp = normalise_log_posterior(lp - 0.5 * np.einsum("mk,mk->m", z, z))
+    return answers, lp

@@ -24,6 +24,7 @@ import numpy as np
 from pacpriv import _json
 from pacpriv._random import RNGLike, seed_to_dict
 from pacpriv.exceptions import CheckpointError
+from pacpriv.pac.bounds._ledger import PrivacyLedger
 from pacpriv.pac.engine._checkpoint import pool_fingerprint
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
@@ -35,11 +36,11 @@ from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.samplers import ComplementaryPairsSampler, as_sampler
 from pacpriv.prediction._answers import (
     answer_rows,
-    check_budget,
     check_query_rows,
     project_to_simplex,
 )
 from pacpriv.prediction._evaluate import Worlds
+from pacpriv.prediction._ledger import Caller, answer_in_ledger, read_posterior
 from pacpriv.prediction._reporting import BoundCache, BudgetReporting, budget_state
 from pacpriv.prediction._seeds import Seeds, draw_secret
 from pacpriv.prediction._settings import BUDGET_TOLERANCE, Settings
@@ -128,6 +129,10 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         and what a deployment must use) draws both from :mod:`secrets`. The seed itself is
         never written; the state and the report are marked ``"caller-seeded secret (not for
         production)"`` (:attr:`secret_randomness`). It must differ from ``rng``.
+    ledger : str, LedgerStore or None, default None
+        Where the budget's ledger lives (needs ``state``): None, the state's ``ledger.db``
+        (SQLite); ``"postgresql://..."`` (extra ``postgres``) for replicas sharing one budget;
+        or an open :class:`pacpriv.storage.LedgerStore`.
 
     Raises
     ------
@@ -168,11 +173,15 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
     def __init__(self, fit, pool=None, *, n_worlds: int, per_query_budget: float,
                  total_budget: float, sampler=None, output: str | Callable = "proba",
                  rule: str | NoiseRule = "anisotropic", state: str | os.PathLike | None = None,
-                 rng: RNGLike = None, secret_rng: RNGLike = None) -> None:
+                 rng: RNGLike = None, secret_rng: RNGLike = None,
+                 ledger=None) -> None:
         params = {"fit": fit, "pool": pool, "n_worlds": n_worlds,
                   "per_query_budget": per_query_budget, "total_budget": total_budget,
                   "sampler": sampler, "output": output, "rule": rule, "state": state,
-                  "rng": rng, "secret_rng": secret_rng}
+                  "rng": rng, "secret_rng": secret_rng, "ledger": ledger}
+        if ledger is not None and state is None:
+            raise ValueError("`ledger` needs `state` (the worlds and the secret live in the "
+                             "state folder; the ledger holds the spend and the posterior).")
         fitter = as_world_fitter(fit)
         sampler_ = ComplementaryPairsSampler() if sampler is None else as_sampler(sampler)
         settings = Settings.checked(n_worlds=n_worlds, per_query_budget=per_query_budget,
@@ -195,6 +204,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         self.n_records: int | None = None
         self.feature_shape: tuple[int, ...] | None = None
         self._lock = threading.Lock()
+        self._ledger = PrivacyLedger(None, scope="predictor")  # rows cap: max_queries
         self._worlds: Worlds | None = None
         self._masks: np.ndarray | None = None
         self._secret_index: int | None = None
@@ -233,7 +243,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         fitted = st.read_fitted(self.n_worlds, evaluator)
         worlds = Worlds.load(st.path, fitted.arrays, fitted.evaluator["output"],
                              fitted.evaluator.get("model_factory"))
-        self._n_answered, self._log_posterior = fitted.n_answered, fitted.log_posterior
+        self._open_ledger()
         self._set_fitted(worlds, fitted.arrays["masks"], fitted.secret_index,
                          fitted.noise_entropy)
 
@@ -245,12 +255,36 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         self._worlds, self._masks = worlds, masks
         self._secret_index, self._noise_entropy = secret_index, noise_entropy
 
+    def _open_ledger(self) -> None:
+        """Put the budget on the state's ledger store (ledger.db, or ``ledger=``) and read
+        the answered count and posterior from it."""
+        assert self._state is not None
+        store, scope = self._state.open_ledger(self._params.get("ledger"),
+                                               self.per_query_budget)
+        self._ledger = PrivacyLedger(None, store=store, scope=scope)
+        self._sync()
+
+    def _sync(self) -> None:
+        """Read the answered count and the posterior from the ledger (other processes')."""
+        with self._ledger.transaction() as tx:
+            self._n_answered, self._log_posterior = read_posterior(tx, self.n_worlds)
+
+    @property
+    def ledger(self) -> PrivacyLedger:
+        """The budget's :class:`~pacpriv.pac.bounds.PrivacyLedger` (charge and refund rows; on
+        the state's store when ``state`` is set). Its ``spent`` equals :attr:`spent` up to the
+        rounding of ``n · b``; the cap is enforced in rows (:attr:`max_queries`)."""
+        return self._ledger
+
     @classmethod
-    def load(cls, state: str | os.PathLike) -> PrivatePredictor:
+    def load(cls, state: str | os.PathLike, *, ledger=None) -> PrivatePredictor:
         """Open a fitted state directory without the pool or the fit function (for serving).
 
         Reads ``config.json`` and builds the predictor through the same initialiser as the
-        constructor; the result answers and reports, but cannot refit.
+        constructor; the result answers and reports, but cannot refit. ``ledger`` is the
+        ledger store when it is not the state's ``ledger.db``: a location
+        (``postgresql://...``: replicas share it) or a :class:`pacpriv.storage.LedgerStore`;
+        a 0.3 state is migrated (see :mod:`pacpriv.prediction._state`).
 
         Raises
         ------
@@ -275,7 +309,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
                   "per_query_budget": settings.per_query_budget,
                   "total_budget": settings.total_budget, "sampler": None,
                   "output": settings.output, "rule": settings.rule, "state": state,
-                  "rng": None, "secret_rng": None}
+                  "rng": None, "secret_rng": None, "ledger": ledger}
         self = cls.__new__(cls)
         self._initialise(params, settings, Seeds.stored(config), fitter=None, sampler=None,
                          state=st)
@@ -310,6 +344,20 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         """How ``J`` and the noise entropy were drawn: ``"OS entropy (not recorded)"``, or
         ``"caller-seeded secret (not for production)"`` when ``secret_rng`` was given."""
         return self._seeds.secret_randomness
+
+    @property
+    def _seeded_noise(self) -> bool:
+        from pacpriv.prediction._seeds import SECRET_SEEDED
+
+        return self.secret_randomness == SECRET_SEEDED
+
+    @property
+    def noise_source(self) -> str:
+        """Where the answers' noise comes from: ``"seeded, not for release"`` when
+        ``secret_rng`` was given, else the OS entropy source (see :mod:`pacpriv.prediction`)."""
+        from pacpriv.pac._sampling import FROM_OS, SEEDED
+
+        return SEEDED if self._seeded_noise else FROM_OS
 
     @property
     def is_fitted(self) -> bool:
@@ -373,9 +421,10 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         worlds.check_consistent()
         secret_index, noise_entropy = draw_secret(self._seeds, self.n_worlds)
         if st is not None:  # a secret written before a crash is kept
-            (secret_index, noise_entropy), self._n_answered, self._log_posterior = \
-                st.store_fit(arrays, {"output": self.output, "model_factory": factory},
-                             (secret_index, noise_entropy), self.per_query_budget)
+            secret_index, noise_entropy = st.store_fit(
+                arrays, {"output": self.output, "model_factory": factory},
+                (secret_index, noise_entropy))
+            self._open_ledger()
         self._set_fitted(worlds, arrays["masks"], secret_index, noise_entropy)
         return self
 
@@ -417,10 +466,6 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
             Naming ``X_queries``, the expected shape and what was received (never a value).
         """
         return check_query_rows(X_queries, self.feature_shape or ())
-
-    def _refuse(self, n: int) -> None:
-        check_budget(n, n_answered=self._n_answered, max_queries=self.max_queries,
-                     per_query_budget=self.per_query_budget, total_budget=self.total_budget)
 
     def answer(self, X_queries, *, progress: bool = False) -> np.ndarray:
         """The released answers, one per row, in order; spend ``per_query_budget`` per row.
@@ -483,32 +528,41 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
                       DeprecationWarning, stacklevel=2)
         return self.answer_with_budget(X_queries, progress=progress)
 
-    def _answer(self, X_queries, *, progress: bool, with_budget: bool
-                ) -> tuple[np.ndarray, dict | None]:
+    def _answer(self, X_queries, *, progress: bool, with_budget: bool,
+                caller: Caller | None = None) -> tuple[np.ndarray, dict | None]:
         worlds, _, secret_index = self._fitted()
         X = self.check_queries(X_queries)
-        n = X.shape[0]
-        with self._lock:
-            self._refuse(n)
         outputs = worlds.evaluate(X)  # (m, n, d), outside the lock
+        assert self._noise_entropy is not None
+        noise_entropy = self._noise_entropy
+
+        def compute(first: int, log_posterior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return answer_rows(outputs, log_posterior, secret_index=secret_index,
+                               noise_entropy=noise_entropy, first_index=first,
+                               mi_budget=self.per_query_budget, rule=self.rule,
+                               progress=progress, seeded=self._seeded_noise)
+
         budget = None
-        with self._lock, self._state_lock():
-            if self._state is not None:  # another process may have answered meanwhile
-                self._n_answered, self._log_posterior = self._state.read_ledger()
-            self._refuse(n)
-            t0 = self._n_answered
-            assert self._noise_entropy is not None
-            answers, lp = answer_rows(
-                outputs, self._log_posterior, secret_index=secret_index,
-                noise_entropy=self._noise_entropy, first_index=t0,
-                mi_budget=self.per_query_budget, rule=self.rule, progress=progress)
-            if self._state is not None:
-                self._state.write_ledger(t0 + n, lp, self.per_query_budget)
-            self._n_answered, self._log_posterior = t0 + n, lp
+        with self._lock:  # one transaction per answer; across processes: the store's lock
+            answers, self._n_answered, self._log_posterior = answer_in_ledger(
+                self._ledger, X, per_query_budget=self.per_query_budget,
+                total_budget=self.total_budget, max_queries=self.max_queries,
+                n_worlds=self.n_worlds, d=outputs.shape[2], caller=caller or Caller(),
+                compute=compute)
             if with_budget:
                 budget = budget_state(self)
         if self.output == "proba":  # post-processing: the posterior used the raw answers
             answers = project_to_simplex(answers)
+        return answers, budget
+
+    def answer_for(self, X_queries, caller: Caller) -> tuple[np.ndarray, dict]:
+        """:meth:`answer_with_budget` for a served request: the analyst's key id (quota,
+        revocation), an ``Idempotency-Key`` (a retry returns the stored answer and spends
+        nothing) and a deadline (past it, the charge is refunded and
+        :class:`~pacpriv.prediction._ledger.AnswerTimeoutError` raised)."""
+        answers, budget = self._answer(X_queries, progress=False, with_budget=True,
+                                       caller=caller)
+        assert budget is not None
         return answers, budget
 
     def world_outputs(self, X_queries) -> np.ndarray:
@@ -521,7 +575,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         return self._fitted()[0].evaluate(self.check_queries(X_queries))
 
     def _state_lock(self):
-        return contextlib.nullcontext() if self._state is None else self._state.locked()
+        return contextlib.nullcontext()
 
 
 def _rebuild(cls: type, params: dict) -> PrivatePredictor:

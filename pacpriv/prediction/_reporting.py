@@ -125,6 +125,7 @@ def section_of(pp: BudgetReporting, facts: dict) -> dict:
         ("noise rule", facts["rule"]),
         ("released per query", facts["release"]),
         ("secret index J and noise", facts["secret_randomness"]),
+        ("noise sampler", facts["noise"]),
         ("membership-inference bound", f"{up} — {BOUND_KIND}: the world posterior is "
                                        "computed exactly"),
     ]
@@ -180,9 +181,14 @@ class BudgetReporting:
         @property
         def secret_randomness(self) -> str: ...
 
+        @property
+        def noise_source(self) -> str: ...
+
         def _fitted(self) -> tuple[Worlds, np.ndarray, int]: ...
 
         def _state_lock(self) -> AbstractContextManager: ...
+
+        def _sync(self) -> None: ...
 
     @property
     def n_answered(self) -> int:
@@ -244,9 +250,9 @@ class BudgetReporting:
         With a state directory, the ledger is read again first (under the directory's lock),
         so the state includes answers given by other processes sharing the directory.
         """
-        with self._lock, self._state_lock():
+        with self._lock:
             if self._state is not None and self.is_fitted:
-                self._n_answered, self._log_posterior = self._state.read_ledger()
+                self._sync()
             return budget_state(self)
 
     def report_section(self) -> dict:
@@ -271,5 +277,6 @@ class BudgetReporting:
             "world_evaluation": None if self._worlds is None else self._worlds.evaluation,
             "n_records": self.n_records,
             "secret_randomness": self.secret_randomness,
+            "noise": self.noise_source,
             "threat_model": threat_model(self.secret_randomness),
         }

@@ -10,17 +10,26 @@ Layout::
     checkpoint/     the engine's checkpoint while the worlds are being fitted
     evaluator.joblib  output transform (and torch model factory), pickled by reference
     secret.json     mode 0600: the secret world index J and the noise entropy
-    ledger.json     queries answered, MI spent (nats), log posterior over worlds
-    lock            advisory lock file (one writer at a time across processes)
+    ledger.db       the ledger (SQLite, WAL; mode 0600): charge and refund rows, the log
+                    posterior over worlds, analysts' keys (salted hashes), answers kept for
+                    idempotent retries, the audit table (see :mod:`pacpriv.storage`). With
+                    ``ledger="postgresql://..."`` the ledger lives in PostgreSQL instead
+                    (replicas), under the scope named in config.json.
+    lock            advisory lock file (one fitter at a time across processes)
+
+A 0.3 state (config version 1, ``ledger.json``) is migrated when opened: its count and
+posterior become one charge row labelled ``migrated from 0.3 ledger.json`` and its posterior
+blob, ``ledger.json`` is renamed ``ledger.json.migrated``, and config.json gets version 2. A
+state holding both a non-empty database ledger and ``ledger.json`` is refused.
 
 The directory holds un-noised models of subsets of the pool, their subset masks and the
 engine's checkpoint: it is as private as the raw data. A directory created here has mode 0700
 and every file mode 0600 (see :mod:`pacpriv._files`); ``secret.json`` must stay 0600.
 
 Every file is written to a temporary name, flushed and ``fsync``-ed, then moved into place with
-:func:`os.replace` (atomic on POSIX), and the directory is ``fsync``-ed. The ledger is written
-*before* an answer is returned: a crash can lose an answer that was never delivered, but never a
-spend, and a restart continues the same posterior.
+:func:`os.replace` (atomic on POSIX), and the directory is ``fsync``-ed. The ledger is committed
+*before* an answer is returned (one transaction per answer): a crash can lose an answer that
+was never delivered, but never a spend, and a restart continues the same posterior.
 
 Only open state directories you created: ``models/*.joblib`` and ``evaluator.joblib`` are
 pickles, and loading a pickle runs code.
@@ -32,6 +41,7 @@ import contextlib
 import io
 import json
 import os
+import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +53,7 @@ from pacpriv._files import atomic_write, check_existing_dir, check_output_dir, p
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
 from pacpriv.prediction._seeds import SECRET_UNKNOWN, Seeds
+from pacpriv.storage import LedgerStore, open_store
 
 __all__ = ["Fitted", "StateDir"]
 
@@ -55,11 +66,10 @@ class Fitted:
     evaluator: dict
     secret_index: int
     noise_entropy: int
-    n_answered: int
-    log_posterior: np.ndarray
 
 _FORMAT = "pacpriv.prediction.state"
-_VERSION = 1
+_VERSION = 2
+_MIGRATED = "migrated from 0.3 ledger.json"
 
 
 class _StateFile:
@@ -89,7 +99,8 @@ class StateDir:
 
     # -- files ---------------------------------------------------------------------------
     config_path = _StateFile("config.json")
-    ledger_path = _StateFile("ledger.json")
+    ledger_path = _StateFile("ledger.db")
+    legacy_ledger_path = _StateFile("ledger.json")
     secret_path = _StateFile("secret.json")
     worlds_path = _StateFile("worlds.npz")
     evaluator_path = _StateFile("evaluator.joblib")
@@ -99,16 +110,21 @@ class StateDir:
         return self.config_path.is_file()
 
     def is_fitted(self) -> bool:
-        """Whether worlds, secret and ledger are all present (fit finished)."""
+        """Whether worlds, evaluator and secret are all present (fit finished)."""
         return self.worlds_path.is_file() and self.secret_path.is_file() and \
-            self.ledger_path.is_file()
+            self.evaluator_path.is_file()
 
     # -- config --------------------------------------------------------------------------
     def write_config(self, config: dict) -> None:
         if not self.path.is_dir():  # creating the state: a file on the way, no permission
             check_output_dir(self.path, "`state`")
         private_dir(self.path)
-        body = {"format": _FORMAT, "version": _VERSION, **config}
+        scope = None
+        if self.config_path.is_file():  # a rewrite keeps the ledger's scope
+            with contextlib.suppress(OSError, ValueError):
+                scope = json.loads(self.config_path.read_text()).get("ledger_scope")
+        body = {"format": _FORMAT, "version": _VERSION,
+                "ledger_scope": scope or f"predictor:{secrets.token_hex(8)}", **config}
         atomic_write(self.config_path, _json.dumps(body, indent=2, sort_keys=True).encode())
 
     def read_config(self) -> dict:
@@ -125,7 +141,7 @@ class StateDir:
         except (OSError, ValueError) as err:
             raise CheckpointError(f"state directory {str(self.path)!r}: unreadable "
                                   f"config.json ({err}).") from err
-        if config.get("format") != _FORMAT or config.get("version") != _VERSION:
+        if config.get("format") != _FORMAT or config.get("version") not in (1, _VERSION):
             raise CheckpointError(
                 f"state directory {str(self.path)!r} is not a pacpriv prediction state "
                 f"(format {config.get('format')!r} version {config.get('version')!r}).")
@@ -192,32 +208,80 @@ class StateDir:
                                   "file.") from err
 
     # -- ledger --------------------------------------------------------------------------
-    def write_ledger(self, n_answered: int, log_posterior: np.ndarray,
-                     per_query_budget: float) -> None:
-        """Record ``n_answered`` queries (``spent = n_answered · b``) and the posterior, durably."""
-        body = {"n_answered": int(n_answered),
-                "spent": float(n_answered) * float(per_query_budget),
-                "log_posterior": [float(x) for x in np.asarray(log_posterior, np.float64)]}
-        atomic_write(self.ledger_path, _json.dumps(body).encode())
-
-    def read_ledger(self) -> tuple[int, np.ndarray]:
-        """``(n_answered, log_posterior)``.
+    def open_ledger(self, location: str | os.PathLike | LedgerStore | None,
+                    per_query_budget: float) -> tuple[LedgerStore, str]:
+        """The ledger store (``location``, default ``ledger.db`` here) and this state's scope
+        in it; a 0.3 ``ledger.json`` is migrated first (see the module docstring).
 
         Raises
         ------
         CheckpointError
-            If the ledger is missing or corrupt.
+            If the store cannot be opened, or both a database ledger and ledger.json hold
+            answers.
         """
+        with self.locked():
+            store = (location if isinstance(location, LedgerStore) else
+                     open_store(self.ledger_path if location is None else location))
+            config = self.read_config()
+            if config.get("version") != _VERSION or "ledger_scope" not in config:
+                config = {**config, "version": _VERSION,
+                          "ledger_scope": config.get("ledger_scope",
+                                                     f"predictor:{secrets.token_hex(8)}")}
+                atomic_write(self.config_path,
+                             _json.dumps(config, indent=2, sort_keys=True).encode())
+            scope = str(config["ledger_scope"])
+            if self.legacy_ledger_path.exists():
+                self._migrate(store, scope, per_query_budget)
+            self._check_store(store, scope, config)
+        return store, scope
+
+    def _name_of(self, store: LedgerStore) -> str:
+        local = Path(getattr(store, "path", "")).resolve() == self.ledger_path.resolve()
+        return "ledger.db" if local else repr(store)
+
+    def _check_store(self, store: LedgerStore, scope: str, config: dict) -> None:
+        """Refuse a ledger store other than the one holding this state's answers (another
+        store would start the spend at 0); record the store used (never a password)."""
+        name, stored = self._name_of(store), config.get("ledger_store")
+        if stored == name:
+            return
+        if stored is not None:
+            previous = open_store(self.ledger_path) if stored == "ledger.db" else None
+            if previous is None or previous.read(scope)[1] != 0 or previous.has_keys():
+                raise CheckpointError(
+                    f"state directory {str(self.path)!r} records its answers in {stored}, not "
+                    f"{name}; open it with that ledger (--ledger / ledger=): another store would "
+                    "start the spend at 0.")
+        atomic_write(self.config_path, _json.dumps({**config, "ledger_store": name}, indent=2,
+                                                   sort_keys=True).encode())
+
+    def _migrate(self, store: LedgerStore, scope: str, per_query_budget: float) -> None:
+        import hashlib
+
         try:
-            body = json.loads(self.ledger_path.read_text())
+            raw = self.legacy_ledger_path.read_bytes()
+            body = json.loads(raw)
             lp = np.asarray(body["log_posterior"], dtype=np.float64)
             n = int(body["n_answered"])
         except (OSError, ValueError, KeyError, TypeError) as err:
-            raise CheckpointError(f"state directory {str(self.path)!r}: unreadable "
-                                  f"ledger.json ({err}).") from err
+            raise CheckpointError(f"state directory {str(self.path)!r}: unreadable 0.3 "
+                                  f"ledger.json ({type(err).__name__}); not migrated.") from None
         if n < 0 or lp.ndim != 1 or not np.all(np.isfinite(lp)):
-            raise CheckpointError(f"state directory {str(self.path)!r}: corrupt ledger.json.")
-        return n, lp
+            raise CheckpointError(f"state directory {str(self.path)!r}: corrupt 0.3 ledger.json "
+                                  "(not migrated).")
+        digest = hashlib.sha256(raw).digest()
+        with store.transaction(scope) as tx:
+            done = tx.get_state("migrated_ledger_json") == digest  # crashed before the rename
+            if not done and tx.entries():
+                raise CheckpointError(
+                    f"state directory {str(self.path)!r} holds both a 0.3 ledger.json and a "
+                    "database ledger with answers; refusing to guess which is right (move one "
+                    "away).")
+            if not done:
+                tx.charge(n * per_query_budget, rows=n, label=_MIGRATED)
+                tx.put_state("log_posterior", lp.tobytes())
+                tx.put_state("migrated_ledger_json", digest)
+        os.replace(self.legacy_ledger_path, self.path / "ledger.json.migrated")
 
     @contextlib.contextmanager
     def locked(self):
@@ -266,30 +330,21 @@ class StateDir:
             self.write_config({**config, "world_seed": stored["world_seed"]})
         return seeds
 
-    def store_fit(self, arrays: dict, evaluator: dict, secret: tuple[int, int],
-                  per_query_budget: float) -> tuple[tuple[int, int], int, np.ndarray]:
-        """Write the fitted worlds, the evaluator, the secret (unless one was written before a
-        crash: it is kept) and an empty ledger (unless one exists).
-
-        Returns
-        -------
-        (secret_index, noise_entropy), n_answered, log_posterior
-        """
+    def store_fit(self, arrays: dict, evaluator: dict, secret: tuple[int, int]
+                  ) -> tuple[int, int]:
+        """Write the fitted worlds, the evaluator and the secret (unless one was written before
+        a crash: it is kept); returns ``(secret_index, noise_entropy)``."""
         import joblib
 
         self.write_worlds(arrays)
         buf = io.BytesIO()
         joblib.dump(evaluator, buf)
-        atomic_write(self.evaluator_path, buf.getvalue())  # 0600, like every state file
         if self.secret_path.exists():
             secret = self.read_secret()
         else:
             self.write_secret(*secret)
-        n_worlds = arrays["masks"].shape[0]
-        if not self.ledger_path.exists():
-            self.write_ledger(0, np.zeros(n_worlds), per_query_budget)
-        n_answered, log_posterior = self.read_ledger()
-        return secret, n_answered, log_posterior
+        atomic_write(self.evaluator_path, buf.getvalue())  # last: marks the fit finished
+        return secret
 
     def read_fitted(self, n_worlds: int, evaluator: dict | None = None) -> Fitted:
         """The fitted state (``evaluator``: the already-read ``evaluator.joblib``).
@@ -297,7 +352,7 @@ class StateDir:
         Raises
         ------
         CheckpointError
-            If the secret or the ledger is corrupt or does not fit ``n_worlds`` worlds.
+            If the secret is corrupt or does not fit ``n_worlds`` worlds.
         """
         import joblib
 
@@ -306,8 +361,4 @@ class StateDir:
         secret_index, noise_entropy = self.read_secret()
         if not 0 <= secret_index < n_worlds:
             raise CheckpointError(f"state directory {str(self.path)!r}: corrupt secret file.")
-        n_answered, log_posterior = self.read_ledger()
-        if log_posterior.shape != (n_worlds,):
-            raise CheckpointError(f"state directory {str(self.path)!r}: the ledger's posterior "
-                                  f"has {log_posterior.size} worlds, not {n_worlds}.")
-        return Fitted(arrays, evaluator, secret_index, noise_entropy, n_answered, log_posterior)
+        return Fitted(arrays, evaluator, secret_index, noise_entropy)

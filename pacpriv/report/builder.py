@@ -135,7 +135,8 @@ def _command() -> str | None:
 
 #: Dataset keys a report may print (public facts); feature ranges only when public.
 _DATASET_KEYS = ("name", "n_records", "n_features", "n_classes", "feature_names", "labelled",
-                 "target_names", "description", "source", "bounds_source", "feature_ranges")
+                 "target_names", "description", "source", "bounds_source", "feature_ranges",
+                 "preprocessing")
 
 
 def _public_dataset(ds: dict) -> dict:

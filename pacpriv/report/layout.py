@@ -24,7 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pacpriv.report.format import TOP_ROWS, cell, fmt, format_percent
-from pacpriv.report.pool import ERROR_BAR_NOTE, pool_hidden
+from pacpriv.report.pool import (
+    ERROR_BAR_NOTE,
+    SCALE_WARNING_ORDERS,
+    noise_to_spread,
+    pool_hidden,
+    spread_orders,
+)
 
 __all__ = ["pac_layout", "posterior_command", "section_layout", "side_of"]
 
@@ -102,11 +108,13 @@ def _utility(r: Mapping) -> tuple[list[tuple], str]:
                     "no spread to compare the noise with.")
     if power is None and n.get("noise_to_spread_rms") is not None:  # pool statistics hidden
         ratio = float(n["noise_to_spread_rms"])  # one significant digit (a pool statistic)
+        orders = n.get("noise_to_spread_orders")
         return [("noise / spread of f across trials (RMS, one significant digit)", ratio,
                  "down", False)], (
             f"Utility: the noise is at least about {fmt(ratio, 1, side='down')}× the spread of f "
             "across random subsets (its sensitivity to which records are used; one significant "
-            "digit, as the pool is not public).")
+            "digit, as the pool is not public)."
+            + (_scale_warning(f"at least 10^{int(orders)}×") if orders else ""))
     if not dim or power is None or total is None:
         return [], ""
     noise_rms = (float(power) / dim) ** 0.5
@@ -122,16 +130,34 @@ def _utility(r: Mapping) -> tuple[list[tuple], str]:
         ("noise / spread", ratio, "down", False),
     ]
     release = r.get("release")
+    size = None
     if release:
         scale = (sum(float(v) ** 2 for v in release) / len(release)) ** 0.5
-        rows.append(("noise std / RMS of the released values", noise_rms / scale
-                     if scale > 0 else float("inf"), "down", False))
+        size = noise_rms / scale if scale > 0 else float("inf")
+        rows.append(("noise std / RMS of the released values", size, "down", False))
     hint = (f"Utility: the noise is about {fmt(ratio, 3, side='down')}× the spread of f across "
             "random subsets (its sensitivity to which records are used)")
-    if release and rows[-1][1] >= 1:
-        hint += (f", and {fmt(rows[-1][1], 3, side='down')}× the size of the released values: "
+    per = noise_to_spread(s, n)
+    if len(per) >= 2:
+        rows.append(("noise / spread per coordinate", per, "down", False))
+        hint += (f"; per coordinate from {fmt(min(per), 3, side='down')}× to "
+                 f"{fmt(max(per), 3, side='down')}×")
+    if size is not None and size >= 1:
+        hint += (f", and {fmt(size, 3, side='down')}× the size of the released values: "
                  "the release is mostly noise")
-    return rows, hint + "."
+    warning = (_scale_warning(f"about {round(max(per) / min(per)):,}×")
+               if spread_orders(s, n) >= SCALE_WARNING_ORDERS else "")
+    return rows, hint + "." + warning
+
+
+def _scale_warning(factor: str) -> str:
+    """The warning for coordinates on different scales (issue 35 item 7)."""
+    return (f" **Warning: the coordinates of f are on different scales** (the noise/spread "
+            f"ratio differs by {factor} between them): one noise is sized for the whole output, "
+            "so the coordinates with a small spread (e.g. a mean of small-valued columns) are "
+            "drowned. Put the columns on one scale first: `--standardize` (Python: "
+            "`load_dataset(..., preprocessing=Preprocessing(standardize=True))`), whose "
+            "statistics are the pool's, or rescale f's coordinates by public constants.")
 
 
 def _error_bar_text(n: Mapping) -> str:

@@ -40,6 +40,7 @@ __all__ = [
     "private_spectrum_and_noise",
     "scrub_pool_scale",
     "shows_pool_statistics",
+    "spread_orders",
 ]
 
 #: The views of :func:`pool_view`, from most to least shown.
@@ -160,10 +161,37 @@ def private_spectrum_and_noise(spectrum: dict, noise: dict, *,
         out_n["noise_to_spread_rms"] = _one_digit_down(math.sqrt(float(power) / float(total)))
     elif power is not None and total is not None:  # f never varied: no spread to compare with
         out_n["constant_output"] = True
+    orders = spread_orders(spectrum, noise)
+    if orders >= SCALE_WARNING_ORDERS:  # a power of ten only: the spreads stay unresolved
+        out_n["noise_to_spread_orders"] = orders
     out_n["pool_statistics"] = note
     return out_s, out_n
 
 
+
+
+#: Orders of magnitude between the smallest and largest per-coordinate noise/spread ratio
+#: from which reports warn that the coordinates are on different scales.
+SCALE_WARNING_ORDERS = 2
+
+
+def noise_to_spread(spectrum: Mapping, noise: Mapping) -> list[float]:
+    """Per output coordinate: noise std over the across-trial std of f (the first
+    ``ARRAY_LIMIT`` coordinates that the report carries; coordinates where f never varied are
+    left out). Empty when the report does not carry both."""
+    var = spectrum.get("coordinate_variances") or []
+    std = noise.get("noise_std_per_coordinate") or []
+    return [float(s) / math.sqrt(float(v)) for v, s in zip(var, std, strict=False)
+            if float(v) > 0]
+
+
+def spread_orders(spectrum: Mapping, noise: Mapping) -> int:
+    """Whole orders of magnitude (``floor(log10(max/min))``) between the per-coordinate
+    noise/spread ratios: 0 when they are within 10× of each other (or unknown)."""
+    ratios = [r for r in noise_to_spread(spectrum, noise) if r > 0 and math.isfinite(r)]
+    if len(ratios) < 2:
+        return 0
+    return math.floor(math.log10(max(ratios) / min(ratios)) + 1e-12)
 
 
 def private_privacy(privacy: dict) -> dict:

@@ -111,7 +111,7 @@ def test_csv_non_numeric_reports_line(tmp_path):
     assert "pass --label-column b" in str(err.value)
 
 
-@pytest.mark.parametrize("cell", ["1e400", "-1e309", "inf", "NaN", "-Infinity"])
+@pytest.mark.parametrize("cell", ["1e400", "-1e309", "inf", "-Infinity"])
 def test_csv_non_finite_cell_is_not_quoted(tmp_path, cell):
     """New-user review F12: an overflowing salary is a record's value: line/column only."""
     path = tmp_path / "inf.csv"
@@ -138,14 +138,17 @@ def test_csv_undecodable_byte_is_not_quoted(tmp_path):
     [
         # an empty field is a non-numeric value, not a silent NaN
         ("1,2\n3,\n", {}, r"line 2, column 2: empty value"),
-        ("1,2\n3,nan\n", {}, r"line 2, column 2: non-finite value \(NaN"),  # NaN/inf refused
+        # a NaN/NA marker is a missing value (pandas' convention), refused by default
+        ("1,2\n3,nan\n", {}, r"line 2, column 2: missing-value marker; missing values"),
+        ("1,2\n3,inf\n", {}, r"line 2, column 2: non-finite value \(NaN"),  # inf refused
         ("1,2\n3,4,5\n", {}, "line 2: expected 2 fields, found 3"),  # ragged rows
         ("", {}, "is empty"),
         ("\n\n  \n", {}, "is empty"),  # blank lines only
         ("a,b\n", {}, "has a header but no data rows"),
         ("1,2\n", {"label_column": "y"}, "has no header row"),  # a label name needs a header
     ],
-    ids=["missing", "non-finite", "ragged", "empty", "blank", "header-only", "label-no-header"],
+    ids=["missing", "nan-marker", "non-finite", "ragged", "empty", "blank", "header-only",
+         "label-no-header"],
 )
 def test_bad_csv_is_refused(tmp_path, text, kwargs, match):
     """Malformed CSV files raise ValueError naming the problem (and the line where it has one)."""

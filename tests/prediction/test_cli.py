@@ -74,8 +74,10 @@ def test_per_query_budget_above_the_total_names_the_flags_the_user_gave(tmp_path
 def test_serve_parser():
     args = build_parser().parse_args(["serve", "--state", "d", "--port", "9001"])
     assert (args.state, args.host, args.port) == ("d", "127.0.0.1", 9001)
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["serve"])  # --state is required
+
+def test_serve_needs_state(capsys):
+    assert main(["serve"]) == 2  # --state is required (checked by the handler: `serve keys`
+    assert "--state is required" in capsys.readouterr().err  # has its own --state)
 
 
 FIT = ["predict", "fit", "--estimator", "naive_bayes", "--dataset", "iris", "--n-worlds", "4",
@@ -119,7 +121,9 @@ def test_public_files_do_not_give_the_secret_index_or_noise(tmp_path, capsys):
         # ...but the secret it gives (0.1's derivation) is not the stored one
         assert _old_secret(777, 4)[1] != body["noise_entropy"]
     a, b = tmp_path / "a", tmp_path / "b"
-    assert (a / "config.json").read_bytes() == (b / "config.json").read_bytes()
+    configs = [json.loads((x / "config.json").read_text()) for x in (a, b)]
+    scopes = [c.pop("ledger_scope") for c in configs]  # the ledger's scope: random per state
+    assert configs[0] == configs[1] and scopes[0] != scopes[1]
     assert (a / "worlds.npz").read_bytes() == (b / "worlds.npz").read_bytes()
     assert secrets_found[0][1] != secrets_found[1][1]  # 128-bit OS entropy each
     assert all(e.bit_length() > 64 for _, e in secrets_found)
@@ -136,7 +140,10 @@ def test_secret_seed_reproduces_the_secret_and_leaves_no_public_trace(tmp_path, 
     assert (a / "secret.json").read_bytes() == (b / "secret.json").read_bytes()
     assert (a / "secret.json").read_bytes() != (c / "secret.json").read_bytes()
     assert stat.S_IMODE(os.stat(a / "secret.json").st_mode) == 0o600
-    for public in ("config.json", "worlds.npz", "ledger.json"):  # independent of the secret seed
+    configs = [json.loads((x / "config.json").read_text()) for x in (a, c)]
+    assert configs[0].pop("ledger_scope") != configs[1].pop("ledger_scope")  # random per state
+    assert configs[0] == configs[1]
+    for public in ("worlds.npz",):  # independent of the secret seed
         assert (a / public).read_bytes() == (c / public).read_bytes()
     assert json.loads((a / "config.json").read_text())["secret_randomness"] == \
         "caller-seeded secret (not for production)"
@@ -162,13 +169,16 @@ def test_secret_seed_errors(extra, match, tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
-def test_serving_on_a_non_loopback_host_warns():
-    from pacpriv.cli.predict import exposed_host_warning
+def test_serving_on_a_non_loopback_host_without_keys_is_refused():
+    from pacpriv.prediction._app import check_exposure
 
-    assert exposed_host_warning("127.0.0.1") is None and exposed_host_warning("::1") is None
-    assert exposed_host_warning("localhost") is None
-    msg = exposed_host_warning("0.0.0.0")
-    assert msg is not None and "no authentication" in msg and "privacy budget" in msg
+    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
+        check_exposure(host, has_keys=False)  # loopback: allowed without keys
+    for host in ("0.0.0.0", "10.1.2.3", "::"):
+        check_exposure(host, has_keys=True)  # any host with keys
+        with pytest.raises(PermissionError, match=f"refusing to serve on {host} without API "
+                                                  "keys.*keys add.*127.0.0.1"):
+            check_exposure(host, has_keys=False)
 
 
 def test_estimator_module_attr_is_found_in_the_current_folder(tmp_path, monkeypatch):

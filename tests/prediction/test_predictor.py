@@ -61,13 +61,14 @@ def test_refusal_spends_nothing(tmp_path):
     X, _ = cancer()
     pp = _make(tmp_path / "s", total=3 * B).fit(progress=False)
     pp.answer(X[:2])
-    before = (tmp_path / "s" / "ledger.json").read_bytes()
+    before = [(e.kind, e.mi, e.rows) for e in pp.ledger.releases]
     lp = pp.log_posterior
     with pytest.raises(BudgetExceededError, match="Nothing was spent"):
         pp.answer(X[:2])
     assert pp.n_answered == 2 and pp.spent == 2 * B
     np.testing.assert_array_equal(pp.log_posterior, lp)
-    assert (tmp_path / "s" / "ledger.json").read_bytes() == before
+    assert [(e.kind, e.mi, e.rows) for e in PrivatePredictor.load(tmp_path / "s").ledger.releases
+            ] == before == [("charge", 2 * B, 2)]
     pp.answer(X[:1])  # exactly the remaining row is still allowed
     assert pp.remaining == 0.0
     with pytest.raises(BudgetExceededError):

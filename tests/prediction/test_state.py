@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -71,7 +70,8 @@ def test_sigkill_between_queries_then_resume(tmp_path):
                       ref.answer(queries[2:])])
     np.testing.assert_array_equal(tail, want[2:])
     np.testing.assert_array_equal(resumed.log_posterior, ref.log_posterior)
-    assert json.loads((state / "ledger.json").read_text())["n_answered"] == 6
+    ledger = PrivatePredictor.load(state).ledger
+    assert ledger.spent == 6 * B and sum(e.rows for e in ledger.releases) == 6
 
 
 def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
@@ -89,8 +89,11 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
 
 
 def test_corrupt_ledger_is_refused(tmp_path):
-    _predictor(tmp_path / "s").fit(progress=False)
-    (tmp_path / "s" / "ledger.json").write_text('{"n_answered": -1, "log_posterior": [0]}')
+    _predictor(tmp_path / "s").fit(progress=False).answer(cancer()[0][:1])
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "s" / "ledger.db") as conn:  # a posterior of 1 world, not 4
+        conn.execute("UPDATE state SET body = ? WHERE name = 'log_posterior'", (b"\0" * 8,))
     from pacpriv.exceptions import CheckpointError
 
     with pytest.raises(CheckpointError, match="ledger"):
@@ -111,7 +114,7 @@ def test_fit_interrupted_after_secret_resumes_same_worlds_and_secret(tmp_path):
     j = first._secret_index
     # simulate a crash after the secret was written but before the worlds/ledger were
     (state / "worlds.npz").unlink()
-    (state / "ledger.json").unlink()
+    (state / "evaluator.joblib").unlink()
     again = make()
     assert not again.is_fitted
     again.fit(progress=False)  # the engine resumes every world from its checkpoint
@@ -146,7 +149,7 @@ def test_state_directory_is_owner_only(tmp_path):
     dirs = [state, *(p for p in state.rglob("*") if p.is_dir())]
     files = [p for p in state.rglob("*") if p.is_file()]
     assert {p.name for p in dirs} >= {"state", "checkpoint"}
-    assert {p.name for p in files} >= {"config.json", "worlds.npz", "secret.json", "ledger.json",
+    assert {p.name for p in files} >= {"config.json", "worlds.npz", "secret.json", "ledger.db",
                                        "manifest.json"}
     assert {str(p.relative_to(tmp_path)): os.stat(p).st_mode & 0o777 for p in dirs} == {
         str(p.relative_to(tmp_path)): 0o700 for p in dirs}

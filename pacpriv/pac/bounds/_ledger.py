@@ -6,6 +6,12 @@ calibrated to a budget ``v_t``, are conditionally independent given the subset, 
 information). :class:`PrivacyLedger` adds the budgets up and refuses, *all or nothing*, a release
 that would take the sum over a total cap.
 
+The ledger's rows live in memory by default, or in a transactional store
+(:func:`pacpriv.storage.open_store`: SQLite, or PostgreSQL for several processes or hosts): then
+every charge is one transaction that checks the cap and appends the row under the store's
+write lock, a refund is a row of its own, and the total is kept as an exact fraction, equal to
+:func:`math.fsum` of the rows after any number of restarts, refunds and concurrent writers.
+
 References
 ----------
 .. [1] H. Xiao, S. Devadas. PAC Privacy. CRYPTO 2023, arXiv:2210.03458, §4 (composition of
@@ -14,14 +20,19 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 
 from pacpriv._numbers import format_bound
 from pacpriv._validation import check_real
 from pacpriv.exceptions import BudgetExceededError
 from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.storage._store import Entry, LedgerStore, Transaction
 
 __all__ = ["LedgerEntry", "PrivacyLedger"]
 
@@ -50,10 +61,81 @@ class LedgerEntry:
     mi: float
     label: str | None
     timestamp: float
+    kind: str = "charge"
+    entry_id: int | None = None
+    key_id: str | None = None
+    rows: int = 0
+    idempotency_key: str | None = None
 
     def to_dict(self) -> dict:
         """JSON-serialisable dictionary of the fields."""
-        return {"mi": self.mi, "label": self.label, "timestamp": self.timestamp}
+        body = {"mi": self.mi, "label": self.label, "timestamp": self.timestamp}
+        if self.kind != "charge":
+            body["kind"] = self.kind
+        return body
+
+    @classmethod
+    def _of(cls, entry: Entry) -> LedgerEntry:
+        return cls(mi=entry.nats, label=entry.label, timestamp=entry.timestamp, kind=entry.kind,
+                   entry_id=entry.id, key_id=entry.key_id, rows=entry.rows,
+                   idempotency_key=entry.idempotency_key)
+
+    def _entry(self, scope: str) -> Entry:
+        return Entry(self.entry_id or 0, scope, self.kind, self.mi, self.rows, self.key_id,
+                     self.label, self.idempotency_key, None, self.timestamp)
+
+
+class _MemoryTransaction:
+    """The in-memory ledger's rows, with the operations of a store transaction."""
+
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        self._entries: list[Entry] = []
+        self._total = Fraction(0)
+        self._rows = 0
+        self._blobs: dict[str, bytes] = {}
+
+    def totals(self) -> tuple[float, int]:
+        return float(self._total), self._rows
+
+    def entries(self) -> list[Entry]:
+        return list(self._entries)
+
+    def _append(self, kind: str, nats: float, rows: int, key_id, label, idem, refund_of):
+        entry = Entry(len(self._entries) + 1, self.scope, kind, float(nats), int(rows), key_id,
+                      label, idem, refund_of, time.time())
+        sign = 1 if kind == "charge" else -1
+        self._entries.append(entry)
+        self._total += sign * Fraction(nats)
+        self._rows += sign * int(rows)
+        return entry
+
+    def charge(self, nats: float, *, rows: int = 0, key_id: str | None = None,
+               label: str | None = None, idempotency_key: str | None = None) -> Entry:
+        return self._append("charge", nats, rows, key_id, label, idempotency_key, None)
+
+    def refund(self, charge: Entry, *, label: str | None = None) -> Entry:
+        return self._append("refund", charge.nats, charge.rows, charge.key_id, label,
+                            charge.idempotency_key, charge.id)
+
+    # the rest of a store transaction's operations (named blobs, answers; no keys, no audit)
+    def get_state(self, name: str) -> bytes | None:
+        return self._blobs.get(name)
+
+    def put_state(self, name: str, body: bytes) -> None:
+        self._blobs[name] = bytes(body)
+
+    def key(self, key_id: str) -> None:
+        return None
+
+    def response(self, key_id: str | None, idem: str) -> bytes | None:
+        return self._blobs.get(f"response:{key_id}:{idem}")
+
+    def put_response(self, key_id: str | None, idem: str, body: bytes) -> None:
+        self._blobs[f"response:{key_id}:{idem}"] = bytes(body)
+
+    def audit(self, key_id: str | None, rows: int, nats: float, outcome: str) -> None:
+        return None
 
 
 class PrivacyLedger:
@@ -68,13 +150,22 @@ class PrivacyLedger:
         (``max(q, 1 − q)`` for inclusion probability ``q``). A
         :class:`~pacpriv.pac.wrapper.PacPrivateFunction` sets it from its sampler when it is
         calibrated; see :meth:`use_prior`.
+    store : LedgerStore or None, default None
+        Where the rows live: None keeps them in this object; a store from
+        :func:`pacpriv.storage.open_store` (SQLite file, PostgreSQL) keeps them durably, shared
+        by every ledger opened on it with the same ``scope`` (across threads, processes and,
+        with PostgreSQL, hosts).
+    scope : str, default "default"
+        The secret the rows are about, inside ``store`` (1–200 characters).
 
     Notes
     -----
-    Budgets are summed with :func:`math.fsum` (correctly rounded). A charge is accepted iff
+    Budgets are summed exactly (a running :class:`fractions.Fraction`, equal to
+    :func:`math.fsum` of the rows). A charge is accepted iff
     ``spent + mi <= total_budget · (1 + 1e-12)``: the relative slack of ``1e-12`` (the same as
     the calibration's certification check) only absorbs decimal round-off, so that e.g. charges
-    of 0.2 and 0.1 fit a cap of 0.3. A refused charge leaves the ledger unchanged.
+    of 0.2 and 0.1 fit a cap of 0.3. A refused charge leaves the ledger unchanged. A
+    :meth:`refund` appends a row that cancels a charge whose release was never delivered.
 
     References
     ----------
@@ -88,12 +179,53 @@ class PrivacyLedger:
     0.04
     """
 
-    def __init__(self, total_budget: float | None = None, *, prior: float | None = None) -> None:
+    def __init__(self, total_budget: float | None = None, *, prior: float | None = None,
+                 store: LedgerStore | None = None, scope: str = "default") -> None:
         if total_budget is not None:
             total_budget = check_real(total_budget, "total_budget", low=0.0, low_inclusive=False)
+        if store is not None and not isinstance(store, LedgerStore):
+            raise TypeError(f"`store` must be a LedgerStore or None; got {type(store).__name__}.")
+        if not isinstance(scope, str) or not 0 < len(scope) <= 200:
+            raise ValueError("`scope` must be a str of 1 to 200 characters.")
         self._total = total_budget
-        self._entries: list[LedgerEntry] = []
+        self._store, self._scope = store, scope
+        self._memory = _MemoryTransaction(scope) if store is None else None
+        self._lock = threading.RLock()
         self._prior = None if prior is None else _check_prior(prior)
+
+    def __getstate__(self) -> dict:
+        if self._store is not None:
+            raise TypeError("a PrivacyLedger on a store cannot be pickled; open the store again "
+                            "in the other process (the rows are shared through it).")
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    @property
+    def store(self) -> LedgerStore | None:
+        """The store holding the rows (None: in memory)."""
+        return self._store
+
+    @property
+    def scope(self) -> str:
+        """The scope of the rows inside the store."""
+        return self._scope
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One transaction on the ledger's rows, holding its write lock (serialised across
+        threads, and across processes and replicas with a store); committed when the block
+        ends without an exception, rolled back otherwise. Pass it as ``tx=`` to
+        :meth:`charge` and :meth:`refund` to group them with other work."""
+        with self._lock:
+            if self._memory is not None:
+                yield self._memory  # type: ignore[misc]  # the same operations, in memory
+                return
+            assert self._store is not None
+            with self._store.transaction(self._scope) as tx:
+                yield tx
 
     @property
     def prior(self) -> float | None:
@@ -121,13 +253,15 @@ class PrivacyLedger:
 
     @property
     def releases(self) -> list[LedgerEntry]:
-        """Recorded releases, oldest first (a copy)."""
-        return list(self._entries)
+        """Recorded rows (charges, and refunds with ``kind="refund"``), oldest first."""
+        with self.transaction() as tx:
+            return [LedgerEntry._of(e) for e in tx.entries()]
 
     @property
     def spent(self) -> float:
-        """Sum of the charged budgets, nats (an upper bound on the MI of all releases)."""
-        return math.fsum(e.mi for e in self._entries)
+        """Charges minus refunds, nats (an upper bound on the MI of all releases)."""
+        with self.transaction() as tx:
+            return tx.totals()[0]
 
     @property
     def remaining(self) -> float:
@@ -136,14 +270,19 @@ class PrivacyLedger:
             return math.inf
         return max(self._total - self.spent, 0.0)
 
+    def _fits(self, spent: float, mi: float) -> bool:
+        if self._total is None:
+            return True
+        return float(Fraction(spent) + Fraction(mi)) <= self._total * (1.0 + _SLACK)
+
     def can_charge(self, mi: float) -> bool:
         """Whether a charge of ``mi`` nats would be accepted (records nothing)."""
         mi = check_real(mi, "mi", low=0.0)
-        if self._total is None:
-            return True
-        return math.fsum([*(e.mi for e in self._entries), mi]) <= self._total * (1.0 + _SLACK)
+        return self._fits(self.spent, mi)
 
-    def charge(self, mi: float, *, label: str | None = None) -> LedgerEntry:
+    def charge(self, mi: float, *, label: str | None = None, key_id: str | None = None,
+               rows: int = 0, idempotency_key: str | None = None,
+               tx: Transaction | None = None) -> LedgerEntry:
         """Record a release of budget ``mi`` nats, or refuse it without recording anything.
 
         Parameters
@@ -152,6 +291,14 @@ class PrivacyLedger:
             Budget of the release, nats, ``>= 0`` (finite).
         label : str or None
             Description stored with the entry.
+        key_id : str or None
+            The analyst's key id (served releases).
+        rows : int, default 0
+            Query rows the charge pays for (the private predictor's unit).
+        idempotency_key : str or None
+            The request's ``Idempotency-Key`` (served releases).
+        tx : Transaction or None
+            An open :meth:`transaction` to charge in (None: a transaction of its own).
 
         Returns
         -------
@@ -167,15 +314,37 @@ class PrivacyLedger:
         mi = check_real(mi, "mi", low=0.0)
         if label is not None and not isinstance(label, str):
             raise TypeError(f"`label` must be a str or None; got {type(label).__name__}.")
-        if not self.can_charge(mi):
+        if tx is None:
+            with self.transaction() as own:
+                return self.charge(mi, label=label, key_id=key_id, rows=rows,
+                                   idempotency_key=idempotency_key, tx=own)
+        spent = tx.totals()[0]
+        if not self._fits(spent, mi):
+            remaining = max((self._total or 0.0) - spent, 0.0)
             raise BudgetExceededError(
-                f"release of {format_bound(mi)} nats refused: {format_bound(self.spent)} of "
+                f"release of {format_bound(mi)} nats refused: {format_bound(spent)} of "
                 f"the total budget {format_bound(self._total, side='nearest')} nats is spent, "
-                f"{format_bound(self.remaining, side='down')} remain."
+                f"{format_bound(remaining, side='down')} remain."
             )
-        entry = LedgerEntry(mi=mi, label=label, timestamp=time.time())
-        self._entries.append(entry)
-        return entry
+        return LedgerEntry._of(tx.charge(mi, rows=rows, key_id=key_id, label=label,
+                                         idempotency_key=idempotency_key))
+
+    def refund(self, entry: LedgerEntry, *, label: str | None = None,
+               tx: Transaction | None = None) -> LedgerEntry:
+        """Append a refund row cancelling the charge ``entry`` (a release never delivered).
+
+        Raises
+        ------
+        ValueError
+            If ``entry`` is not a charge.
+        """
+        if not isinstance(entry, LedgerEntry) or entry.kind != "charge":
+            raise ValueError("`entry` must be a charge of this ledger (a LedgerEntry with "
+                             "kind 'charge').")
+        if tx is None:
+            with self.transaction() as own:
+                return self.refund(entry, label=label, tx=own)
+        return LedgerEntry._of(tx.refund(entry._entry(self._scope), label=label))
 
     def posterior_success_bound(self, *, prior: float | None = None) -> float:
         """Posterior-success bound of an adversary seeing every recorded release.
@@ -207,11 +376,11 @@ class PrivacyLedger:
             "prior": self._prior,
             "spent": self.spent,
             "remaining": None if self._total is None else self.remaining,
-            "releases": [e.to_dict() for e in self._entries],
+            "releases": [e.to_dict() for e in self.releases],
         }
 
     def __repr__(self) -> str:
         return (
             f"PrivacyLedger(total_budget={self._total!r}, spent={format_bound(self.spent)}, "
-            f"n_releases={len(self._entries)})"
+            f"n_releases={len(self.releases)})"
         )

@@ -1,0 +1,166 @@
+"""The private predictor's budget on the project's one ledger type (:class:`PrivacyLedger`).
+
+One transaction per answer (:func:`answer_in_ledger`): under the ledger's write lock, a retry
+with a known ``Idempotency-Key`` gets the stored answer and spends nothing; otherwise the
+global cap and the analyst's quota are checked, the charge row is appended (charge before
+release), the answers are computed from the posterior read in the same transaction, and the
+new posterior, the answer (for retries) and an audit row are written; the transaction commits
+before anything is returned. An answer that fails after the charge (an error, or the request's
+deadline passed) appends a refund row instead and returns nothing. A process killed before the
+commit leaves no trace.
+
+The cap is counted in rows (``n_answered + n <= max_queries``: exact integers); the rows and
+their nats (``rows · per_query_budget``) are both in the ledger's rows and totals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pacpriv.exceptions import BudgetExceededError, CheckpointError
+from pacpriv.pac.bounds._ledger import PrivacyLedger
+from pacpriv.prediction._answers import check_budget
+from pacpriv.prediction._settings import BUDGET_TOLERANCE
+
+__all__ = ["AnswerTimeoutError", "Caller", "IdempotencyConflictError", "KeyRevokedError",
+           "QuotaExceededError", "answer_in_ledger", "read_posterior"]
+
+
+class QuotaExceededError(BudgetExceededError):
+    """The analyst's quota would be exceeded (nothing spent)."""
+
+
+class KeyRevokedError(PermissionError):
+    """The analyst's key is unknown or revoked (nothing spent)."""
+
+
+class AnswerTimeoutError(TimeoutError):
+    """The answer was not ready before the request's deadline (charged, then refunded)."""
+
+
+class IdempotencyConflictError(ValueError):
+    """An ``Idempotency-Key`` reused with other query rows (nothing spent)."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks: the analyst's key id, the request's idempotency key and its deadline
+    (``time.monotonic()`` seconds), all optional (the Python API passes none)."""
+
+    key_id: str | None = None
+    idempotency_key: str | None = None
+    deadline: float | None = None
+
+
+def read_posterior(tx, n_worlds: int) -> tuple[int, np.ndarray]:
+    """``(n_answered, log_posterior)`` from an open ledger transaction.
+
+    Raises
+    ------
+    CheckpointError
+        If the stored posterior is corrupt or does not have ``n_worlds`` entries.
+    """
+    _, rows = tx.totals()
+    blob = tx.get_state("log_posterior")
+    lp = np.zeros(n_worlds) if blob is None else np.frombuffer(blob, dtype="<f8").copy()
+    if rows < 0 or lp.shape != (n_worlds,) or not np.all(np.isfinite(lp)):
+        raise CheckpointError(f"the ledger's posterior is corrupt or does not have {n_worlds} "
+                              "worlds (the ledger belongs to another predictor?).")
+    return int(rows), lp
+
+
+def _check_quota(tx, key_id: str | None, n: int, per_query_budget: float) -> None:
+    if key_id is None:
+        return
+    key = tx.key(key_id)
+    if key is None or not key.active:
+        raise KeyRevokedError(f"key {key_id} is unknown or revoked.")
+    if key.quota is None:
+        return
+    allowed = math.floor(key.quota / per_query_budget * (1.0 + BUDGET_TOLERANCE))
+    if key.rows + n > allowed:
+        raise QuotaExceededError(
+            f"{n} query row(s) would take key {key_id} over its quota of {key.quota!r} nats "
+            f"({allowed} rows; {max(allowed - key.rows, 0)} remain). Nothing was spent.")
+
+
+def _encode(digest: bytes, answers: np.ndarray) -> bytes:
+    return digest + np.asarray(answers, dtype="<f8").tobytes()
+
+
+def _decode(body: bytes, digest: bytes, d: int) -> np.ndarray:
+    if body[:32] != digest:
+        raise IdempotencyConflictError("this Idempotency-Key was used with other query rows; "
+                                       "use a new key for a new request. Nothing was spent.")
+    return np.frombuffer(body[32:], dtype="<f8").reshape(-1, d).copy()
+
+
+def answer_in_ledger(ledger: PrivacyLedger, X: np.ndarray, *, per_query_budget: float,
+                     total_budget: float, max_queries: int, n_worlds: int, d: int, caller: Caller,
+                     compute: Callable[[int, np.ndarray], tuple[np.ndarray, np.ndarray]]
+                     ) -> tuple[np.ndarray, int, np.ndarray]:
+    """Answer the rows ``X`` in one ledger transaction (see the module docstring).
+
+    ``compute(first_index, log_posterior) -> (answers (n, d), log_posterior)``.
+
+    Returns
+    -------
+    answers, n_answered (after), log_posterior (after)
+
+    Raises
+    ------
+    BudgetExceededError, QuotaExceededError, KeyRevokedError, IdempotencyConflictError
+        Nothing spent (an audit row says so).
+    AnswerTimeoutError, or what ``compute`` raised
+        The charge is refunded by a refund row.
+    """
+    n = X.shape[0]
+    digest = hashlib.sha256(np.ascontiguousarray(X, dtype="<f8").tobytes()).digest()
+    error: BaseException | None = None
+    key_id, idem = caller.key_id, caller.idempotency_key
+    with ledger.transaction() as tx:
+        n_answered, lp = read_posterior(tx, n_worlds)
+        cached = None if idem is None else tx.response(key_id, idem)
+        if cached is not None:
+            try:
+                answers = _decode(cached, digest, d)
+                tx.audit(key_id, n, 0.0, "replayed (idempotent retry)")
+                return answers, n_answered, lp
+            except IdempotencyConflictError as err:
+                tx.audit(key_id, n, 0.0, "refused: idempotency key reused")
+                error = err
+        if error is None:
+            try:
+                check_budget(n, n_answered=n_answered, max_queries=max_queries,
+                             per_query_budget=per_query_budget,
+                             total_budget=total_budget)
+                _check_quota(tx, key_id, n, per_query_budget)
+            except (BudgetExceededError, KeyRevokedError) as err:
+                tx.audit(key_id, n, 0.0, f"refused: {type(err).__name__}")
+                error = err
+        if error is None:
+            charge = ledger.charge(n * per_query_budget, rows=n, key_id=key_id,
+                                   idempotency_key=idem, label="answer", tx=tx)
+            try:
+                answers, new_lp = compute(n_answered, lp)
+                if caller.deadline is not None and time.monotonic() > caller.deadline:
+                    raise AnswerTimeoutError("the answer was not ready before the request's "
+                                             "deadline; its charge was refunded.")
+            except Exception as err:  # charged, not released: refund with a row of its own
+                ledger.refund(charge, label=f"refund: {type(err).__name__}", tx=tx)
+                tx.audit(key_id, n, 0.0, f"refunded: {type(err).__name__}")
+                error = err
+            else:
+                tx.put_state("log_posterior", np.asarray(new_lp, dtype="<f8").tobytes())
+                if idem is not None:
+                    tx.put_response(key_id, idem, _encode(digest, answers))
+                tx.audit(key_id, n, n * per_query_budget, "answered")
+    if error is not None:
+        raise error
+    return answers, n_answered + n, new_lp

@@ -1,0 +1,135 @@
+"""Limits of a served predictor: body size and rows (413 before parsing), rate (429), timeout.
+
+:class:`ServeLimits` holds the settings; :class:`BodyLimit` is a plain ASGI middleware that
+answers 413 from the ``Content-Length`` header alone when it is over the limit, and otherwise
+reads the body chunk by chunk, stopping with 413 as soon as the count passes the limit (so a
+huge body is never held in memory), then counts the rows (``[`` brackets) in the raw bytes
+before any JSON parsing; :class:`RateLimiter` is a token bucket per analyst key (per replica:
+each replica has its own buckets; the budget itself is global through the ledger).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+from pacpriv._validation import check_int, check_real
+
+__all__ = ["BodyLimit", "RateLimiter", "ServeLimits"]
+
+
+@dataclass(frozen=True)
+class ServeLimits:
+    """Per-request limits of ``pacpriv serve``.
+
+    Attributes
+    ----------
+    max_body_bytes : int, default 1 MiB
+        Largest request body; larger: 413 before it is read.
+    max_rows : int, default 1000
+        Most query rows per request; more: 413 before the body is parsed.
+    rate : float, default 50
+        Requests per second per analyst key (token bucket), ``> 0``.
+    burst : int, default 100
+        Bucket size (requests allowed at once), ``>= 1``.
+    timeout : float, default 30
+        Seconds a request may take; past it, its charge is refunded and 503 returned.
+    """
+
+    max_body_bytes: int = 1 << 20
+    max_rows: int = 1000
+    rate: float = 50.0
+    burst: int = 100
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        check_int(self.max_body_bytes, "max_body_bytes", low=64)
+        check_int(self.max_rows, "max_rows", low=1)
+        check_real(self.rate, "rate", low=0.0, low_inclusive=False)
+        check_int(self.burst, "burst", low=1)
+        check_real(self.timeout, "timeout", low=0.0, low_inclusive=False)
+
+
+class RateLimiter:
+    """Token buckets by key (thread-safe): :meth:`take` returns 0, or the seconds to wait."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate, self.burst = float(rate), float(burst)
+        self._buckets: dict[str | None, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: str | None) -> float:
+        """Take one token of ``key``'s bucket; the wait (seconds, > 0) when it is empty."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(key, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate)
+            if tokens >= 1.0:
+                self._buckets[key] = (tokens - 1.0, now)
+                return 0.0
+            self._buckets[key] = (tokens, now)
+            return (1.0 - tokens) / self.rate
+
+
+async def _reply(send, status: int, detail: str, headers: tuple = ()) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a body over ``max_bytes`` or with more than ``max_rows`` rows,
+    before the application (and its JSON parser) sees it; only for ``paths``."""
+
+    def __init__(self, app, *, max_bytes: int, max_rows: int, paths: tuple[str, ...]) -> None:
+        self.app, self.max_bytes, self.max_rows, self.paths = app, max_bytes, max_rows, paths
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["path"] not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        too_big = (f"request body over the limit of {self.max_bytes} bytes "
+                   "(--max-body-bytes); send fewer rows per request")
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await _reply(send, 413, too_big)
+                return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # client went away
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await _reply(send, 413, too_big)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        rows = max(body.count(b"[") - 1, 0)  # {"rows": [[...], ...]}: one bracket per row
+        if rows > self.max_rows:
+            await _reply(send, 413, f"more than {self.max_rows} query rows in one request "
+                                    "(--max-rows); split the batch")
+            return
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+def retry_after(seconds: float) -> str:
+    """A ``Retry-After`` header value (whole seconds, at least 1)."""
+    return str(max(1, math.ceil(seconds)))

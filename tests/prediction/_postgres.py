@@ -1,0 +1,73 @@
+"""A real PostgreSQL server for the tests: initdb into a temporary folder, pg_ctl start on a free
+port of 127.0.0.1, stop and remove it afterwards. No mock stands in for it.
+
+PostgreSQL refuses to run as root: as root, the server runs as the ``postgres`` user (created
+by Debian's ``postgresql`` package) through ``runuser``. The binaries are Debian's
+(/usr/lib/postgresql/*/bin, installed by ``.ci/run`` when missing) or on PATH.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+def _bindir() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if found:
+        return Path(found[-1]).parent
+    on_path = shutil.which("initdb")
+    return None if on_path is None else Path(on_path).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(args: list[str], as_root: bool) -> None:
+    command = (["runuser", "-u", "postgres", "--", *args] if as_root else args)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                   timeout=120)
+
+
+class PostgresServer:
+    """A throw-away PostgreSQL cluster (:meth:`start`, :meth:`stop`, :attr:`url`)."""
+
+    def __init__(self) -> None:
+        bindir = _bindir()
+        if bindir is None:
+            pytest.fail("PostgreSQL is not installed: apt-get install -y postgresql (.ci/run "
+                        "does it), or put initdb and pg_ctl on PATH")
+        self.bindir = bindir
+        self.as_root = os.geteuid() == 0
+        self.folder = Path(tempfile.mkdtemp(prefix="pacpriv-pg-"))
+        self.port = _free_port()
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> PostgresServer:
+        data = self.folder / "data"
+        if self.as_root:
+            shutil.chown(self.folder, "postgres")
+        _run([str(self.bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+              "-E", "UTF8", "--no-sync"], self.as_root)
+        options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c max_connections=300 "
+                   f"-c unix_socket_directories={self.folder} -c fsync=on")
+        _run([str(self.bindir / "pg_ctl"), "-D", str(data), "-o", options, "-w", "-t", "60",
+              "-l", str(self.folder / "log"), "start"], self.as_root)
+        return self
+
+    def stop(self) -> None:
+        try:
+            _run([str(self.bindir / "pg_ctl"), "-D", str(self.folder / "data"), "-m", "immediate",
+                  "-w", "stop"], self.as_root)
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,240 @@
+"""Serving for several analysts: keys, quotas, idempotent retries, refunds, limits, the audit."""
+
+from __future__ import annotations
+
+import sqlite3
+import warnings
+
+import numpy as np
+import pytest
+from starlette.exceptions import StarletteDeprecationWarning
+
+from pacpriv.cli.main import main
+from pacpriv.prediction import PrivatePredictor, create_app
+from pacpriv.prediction._limits import ServeLimits
+from pacpriv.storage import add_key
+
+from ._helpers import cancer, logreg
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", StarletteDeprecationWarning)
+    from fastapi.testclient import TestClient
+
+B = 2.0**-8
+
+
+@pytest.fixture(scope="module")
+def fitted_state(tmp_path_factory):
+    X, y = cancer()
+    state = tmp_path_factory.mktemp("serving") / "s"
+    PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B, total_budget=10 * B,
+                     state=state, rng=3, secret_rng=30).fit(progress=False)
+    return state
+
+
+@pytest.fixture
+def state(fitted_state, tmp_path):
+    """A fresh copy of the fitted state (nothing answered, no keys)."""
+    import shutil
+
+    copy = tmp_path / "s"
+    shutil.copytree(fitted_state, copy)
+    return copy
+
+
+def _client(state, **limits):
+    pp = PrivatePredictor.load(state)
+    return pp, TestClient(create_app(pp, ServeLimits(**limits)))
+
+
+def _auth(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_keys_are_required_once_added_and_stored_only_as_salted_hashes(state):
+    pp, client = _client(state)
+    _, token = add_key(pp.ledger.store, "alice", quota=3 * B)
+    row = {"rows": cancer()[0][:1].tolist()}
+    for headers in ({}, _auth("pp_00000000_" + "x" * 43), _auth(token[:-1] + "A"),
+                    {"Authorization": token}):
+        r = client.post("/predict", json=row, headers=headers)
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    assert pp.n_answered == 0 and pp.ledger.spent == 0.0
+    r = client.post("/predict", json=row, headers=_auth(token))
+    assert r.status_code == 200 and r.json()["key"]["spent"] == B
+    with sqlite3.connect(state / "ledger.db") as conn:
+        dump = "\n".join(conn.iterdump())
+    assert token.split("_")[2] not in dump and token not in dump  # only the hash is stored
+
+
+def test_quota_revocation_and_global_cap_spend_nothing(state):
+    pp, client = _client(state)
+    alice_id, alice = add_key(pp.ledger.store, "alice", quota=3 * B)
+    bob_id, bob = add_key(pp.ledger.store, "bob")
+    X = cancer()[0]
+    assert client.post("/predict", json={"rows": X[:2].tolist()}, headers=_auth(alice)
+                       ).status_code == 200
+    r = client.post("/predict", json={"rows": X[:2].tolist()}, headers=_auth(alice))
+    assert r.status_code == 429 and "quota" in r.json()["detail"]
+    budget = client.get("/budget", headers=_auth(alice)).json()
+    assert budget["key"] == {"key_id": alice_id, "name": "alice", "spent": 2 * B,
+                             "remaining": B, "quota": 3 * B, "n_answered": 2}
+    assert "colluding" in budget["threat_model_analysts"]
+    assert client.post("/predict", json={"rows": X[:8].tolist()}, headers=_auth(bob)
+                       ).status_code == 200  # 2 + 8 = the global cap of 10 rows
+    r = client.post("/predict", json={"rows": X[:1].tolist()}, headers=_auth(bob))
+    assert r.status_code == 429 and "total_budget" in r.json()["detail"]
+    assert pp.ledger.store.revoke_key(alice_id)
+    r = client.post("/predict", json={"rows": X[:1].tolist()}, headers=_auth(alice))
+    assert r.status_code == 403
+    assert pp.budget()["n_answered"] == 10 and pp.ledger.spent == 10 * B
+    outcomes = [row[4] for row in pp.ledger.store.audit_rows()]
+    assert outcomes == ["answered", "refused: QuotaExceededError", "answered",
+                        "refused: BudgetExceededError"]
+    assert {k.key_id: k.rows for k in pp.ledger.store.keys()} == {alice_id: 2, bob_id: 8}
+
+
+def test_idempotent_retry_returns_the_same_answer_and_spends_nothing(state):
+    pp, client = _client(state)
+    X = cancer()[0]
+    headers = {"Idempotency-Key": "req-1"}
+    first = client.post("/predict", json={"rows": X[:2].tolist()}, headers=headers).json()
+    again = client.post("/predict", json={"rows": X[:2].tolist()}, headers=headers).json()
+    assert again["outputs"] == first["outputs"] and pp.n_answered == 2
+    assert [e.rows for e in pp.ledger.releases] == [2]
+    r = client.post("/predict", json={"rows": X[2:4].tolist()}, headers=headers)
+    assert r.status_code == 422 and "Idempotency-Key" in r.json()["detail"]
+    assert pp.budget()["n_answered"] == 2
+
+
+def test_failure_after_the_charge_is_refunded_with_a_refund_row(state, monkeypatch):
+    import pacpriv.prediction._predictor as module
+
+    pp, client = _client(state)
+    X = cancer()[0]
+    client.post("/predict", json={"rows": X[:1].tolist()})
+    lp = pp.log_posterior
+
+    def broken(*args, **kwargs):
+        raise ValueError("boom while answering")
+
+    monkeypatch.setattr(module, "answer_rows", broken)
+    r = client.post("/predict", json={"rows": X[:3].tolist()})
+    assert r.status_code == 422
+    kinds = [(e.kind, e.rows) for e in pp.ledger.releases]
+    assert kinds == [("charge", 1), ("charge", 3), ("refund", 3)]
+    assert pp.budget()["n_answered"] == 1 and pp.ledger.spent == B
+    np.testing.assert_array_equal(pp.log_posterior, lp)
+    assert [row[4] for row in pp.ledger.store.audit_rows()] == ["answered",
+                                                               "refunded: ValueError"]
+
+
+def test_past_the_deadline_the_charge_is_refunded(state):
+    pp, client = _client(state, timeout=1e-9)
+    r = client.post("/predict", json={"rows": cancer()[0][:1].tolist()})
+    assert r.status_code == 503 and r.headers["retry-after"] == "1"
+    assert [e.kind for e in pp.ledger.releases] == ["charge", "refund"]
+    assert pp.budget()["n_answered"] == 0
+
+
+def test_oversized_bodies_and_too_many_rows_get_413_before_parsing(state):
+    pp, client = _client(state, max_body_bytes=4096, max_rows=3)
+    r = client.post("/predict", content=b"[" * 10_000, headers={"content-type":
+                                                                 "application/json"})
+    assert r.status_code == 413 and "max-body-bytes" in r.json()["detail"]
+    r = client.post("/predict", json={"rows": cancer()[0][:4].tolist()})
+    assert r.status_code == 413 and "max-rows" in r.json()["detail"]
+
+    def chunks():  # no Content-Length: counted while streaming
+        for _ in range(100):
+            yield b" " * 1000
+
+    r = client.post("/predict", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    assert pp.budget()["n_answered"] == 0
+
+
+def test_rate_limit_gives_429_with_retry_after(state):
+    pp, client = _client(state, rate=0.01, burst=2)
+    row = {"rows": cancer()[0][:1].tolist()}
+    codes = [client.post("/predict", json=row).status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    r = client.post("/predict", json=row)
+    assert int(r.headers["retry-after"]) >= 1
+    assert pp.budget()["n_answered"] == 2
+
+
+def test_audit_table_is_append_only_and_holds_no_query(state):
+    _, client = _client(state)
+    X = cancer()[0]
+    client.post("/predict", json={"rows": X[:1].tolist()})
+    with sqlite3.connect(state / "ledger.db") as conn:
+        for statement in ("UPDATE audit SET nats = 0", "DELETE FROM audit",
+                          "DELETE FROM entries", "UPDATE entries SET nats = 0"):
+            with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+                conn.execute(statement)
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(audit)")]
+    assert columns == ["id", "scope", "key_id", "ts", "nrows", "nats", "outcome"]
+
+
+def test_cli_keys_add_list_revoke(state, capsys):
+    assert main(["serve", "keys", "add", "--state", str(state), "--name", "carol",
+                 "--quota", "0.5"]) == 0
+    out = capsys.readouterr().out
+    key_id = out.split()[2]
+    assert "pp_" + key_id in out
+    assert main(["serve", "keys", "list", "--state", str(state)]) == 0
+    listing = capsys.readouterr().out
+    assert key_id in listing and "carol" in listing and "active" in listing
+    assert "pp_" not in listing
+    assert main(["serve", "keys", "revoke", "--state", str(state), key_id]) == 0
+    assert main(["serve", "keys", "revoke", "--state", str(state), key_id]) == 2
+    assert "not an active key" in capsys.readouterr().err
+    assert main(["serve", "keys", "add", "--state", str(state), "--name", "d",
+                 "--quota", "-1"]) == 2
+    assert "--quota" in capsys.readouterr().err
+
+
+def test_a_03_state_is_migrated_not_reinterpreted(state):
+    import json
+    import os
+
+    X = cancer()[0]
+    pp = PrivatePredictor.load(state)
+    pp.answer(X[:3])
+    lp = pp.log_posterior
+    # make it look like 0.3 left it: ledger.json, config version 1, no database
+    config = json.loads((state / "config.json").read_text())
+    config.pop("ledger_scope")
+    config["version"] = 1
+    (state / "config.json").write_text(json.dumps(config))
+    (state / "ledger.json").write_text(json.dumps({"n_answered": 3, "spent": 3 * B,
+                                                   "log_posterior": lp.tolist()}))
+    for name in ("ledger.db", "ledger.db-wal", "ledger.db-shm"):
+        if (state / name).exists():
+            os.remove(state / name)
+    old = PrivatePredictor.load(state)
+    assert old.n_answered == 3 and old.spent == 3 * B
+    np.testing.assert_array_equal(old.log_posterior, lp)
+    assert [e.label for e in old.ledger.releases] == ["migrated from 0.3 ledger.json"]
+    assert not (state / "ledger.json").exists() and (state / "ledger.json.migrated").exists()
+    assert json.loads((state / "config.json").read_text())["version"] == 2
+    # a ledger.json next to a database with answers: refused, never guessed
+    old.answer(X[:1])
+    (state / "ledger.json").write_text(json.dumps({"n_answered": 0, "log_posterior": [0] * 4}))
+    from pacpriv.exceptions import CheckpointError
+
+    with pytest.raises(CheckpointError, match=r"both a 0\.3 ledger\.json"):
+        PrivatePredictor.load(state)
+
+
+def test_a_state_refuses_a_ledger_other_than_the_one_holding_its_answers(state, tmp_path):
+    from pacpriv.exceptions import CheckpointError
+    from pacpriv.storage import open_store
+
+    other = tmp_path / "other.db"
+    pp = PrivatePredictor.load(state, ledger=open_store(other))  # nothing answered yet: moves
+    pp.answer(cancer()[0][:2])
+    with pytest.raises(CheckpointError, match="records its answers in SQLiteStore"):
+        PrivatePredictor.load(state)  # the default ledger.db would start the spend at 0
+    assert PrivatePredictor.load(state, ledger=str(other)).n_answered == 2
