@@ -22,6 +22,22 @@ for ``k`` audited records):
    declared sensitivity range, Jensen (a betting bound on ``E‖Δ‖²`` with the declared range,
    then ``Φ(sqrt(E d²)/2)``), and the Maurer–Pontil bound on all T trials.
 
+5. ``--n-sweep``: per-record cost against the pool size ``n`` (``--sizes``, default 2k, 5k,
+   20k, 100k) for a closed-form mechanism (the clipped mean, 5 features, every record
+   audited): the per-record simulation of ``calibrate_per_record`` (shape + certification
+   trials, ``--trials`` default 20) against a bare numpy loop of the same closed form on the
+   same masks (the baseline, same run), CPU and wall seconds per trial, and the fitted
+   log-log slope of the cost in ``n`` (all sizes, and from 5k on). ``--stable`` adds the
+   stabilised logistic regression on a generated two-class pool (its certified O(n) path).
+6. ``--compare``: wall and CPU seconds of ``compare_table`` per bundled dataset
+   (``breast_cancer``, ``digits``, ``wine``, every record certified) with its phases (PAC
+   simulation, per-record simulation); ``--csv20k`` adds a generated 20,000 x 20 two-class CSV
+   (5 informative, 15 noise columns; written under ``--workdir``).
+
+Load: every table prints ``os.getloadavg()`` before and after; on a shared machine the CPU
+seconds (``time.process_time``, this process and its threads) are the load-independent
+measure, the wall seconds are what the user waits.
+
 The busy-wait mechanism's duration does not depend on how loaded the machine is, so the
 ratios measure the engine. Run: ``python benchmarks/per_record.py`` (about 30 s),
 ``python benchmarks/per_record.py --logistic`` (minutes: 50 x 570 logistic fits),
@@ -32,6 +48,7 @@ two minutes; ``--digits`` adds about ten).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -221,6 +238,119 @@ def certificate_rows(names, max_trials: int, targets=(0.55, 0.6)) -> list[tuple]
     return rows
 
 
+def _load() -> str:
+    return "load " + " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def _slope(ns, costs) -> float:
+    """Least-squares slope of log(cost) on log(n)."""
+    return float(np.polyfit(np.log(np.asarray(ns, float)), np.log(np.asarray(costs, float)), 1)[0])
+
+
+def _bare_mean_loop(X, masks, lo, hi) -> None:
+    """Baseline: the clipped mean's closed-form differences of every record, per mask (the
+    same work as one call of ``per_record_differences`` a trial, without the engine)."""
+    for mask in masks:
+        C = np.clip(X, lo, hi)
+        total, count = C[mask].sum(axis=0), int(mask.sum())
+        rest = np.where(mask[:, None], total - C, total)
+        m = (count - mask.astype(np.int64))[:, None].astype(float)
+        _ = (rest + C) / (m + 1.0) - rest / np.maximum(m, 1.0)
+
+
+def _per_record_sim(mech, pool, n_trials):
+    """CPU and wall seconds of the per-record simulation (shape + certify), every record."""
+    from pacpriv.pac.per_record._calibration import simulate_calibration_trials
+
+    n = pool[0].shape[0] if isinstance(pool, tuple) else pool.shape[0]
+    c0, t0 = time.process_time(), time.perf_counter()
+    simulate_calibration_trials(mech, pool, n_trials=n_trials, sampler=PoissonSampler(0.5),
+                                records=np.arange(n), rng=0,
+                                execution=ExecutionOptions(progress=False))
+    return time.process_time() - c0, time.perf_counter() - t0
+
+
+def two_class_pool(n: int, informative: int = 5, noise: int = 15, seed: int = 0):
+    """``n`` records, ``informative + noise`` features, two classes (labels 0/1)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, size=n)
+    X = rng.normal(size=(n, informative + noise))
+    X[:, :informative] += (2 * y[:, None] - 1) * rng.uniform(0.3, 1.0, size=informative)
+    return X, y
+
+
+def n_sweep(sizes, n_trials: int, stable: bool) -> None:
+    """Per-record cost per trial against n, with the fitted log-log slope."""
+    from pacpriv.mechanisms import make_clipped_mean
+
+    print(f"per-record cost vs n ({n_trials} trials, every record; {_load()})")
+    print(f"{'mechanism':<34}{'n':>8}{'cpu s/trial':>13}{'wall s/trial':>14}"
+          f"{'bare cpu s/trial':>18}{'vs bare':>9}")
+    cases = [("clipped mean (closed form)", make_clipped_mean(low=-3.0, high=3.0))]
+    if stable:
+        from pacpriv.mechanisms.stable_logistic import StableLogistic
+        cases.append(("stable logistic (certified O(n))", None))
+    for name, mech in cases:
+        ns, cpus = [], []
+        for n in [500, *sizes]:  # the first (500) warms up imports and caches; not printed
+            X, y = two_class_pool(n, 2, 3)
+            if mech is None:
+                m = StableLogistic.for_pool(X, classes=(0, 1), sampling_rate=0.5)
+                pool = (X, y)
+            else:
+                m, pool = mech, X
+            cpu, wall = _per_record_sim(m, pool, n_trials)
+            masks = np.random.default_rng(1).random((n_trials, n)) < 0.5
+            c0 = time.process_time()
+            _bare_mean_loop(X, masks, -3.0, 3.0)
+            bare = (time.process_time() - c0) / n_trials
+            if n == 500:
+                continue
+            ns.append(n)
+            cpus.append(cpu / n_trials)
+            ratio = f"{cpu / n_trials / bare:>9.1f}" if mech is not None else f"{'-':>9}"
+            print(f"{name:<34}{n:>8}{cpu / n_trials:>13.4f}{wall / n_trials:>14.4f}"
+                  f"{bare:>18.4f}{ratio}", flush=True)
+        tail = [i for i, n in enumerate(ns) if n >= 5000]
+        msg = f"  log-log slope of cpu/trial in n: {_slope(ns, cpus):.2f} (all sizes)"
+        if len(tail) >= 2:
+            msg += f", {_slope([ns[i] for i in tail], [cpus[i] for i in tail]):.2f} (n >= 5k)"
+        print(msg)
+    print(f"({_load()})")
+
+
+def compare_timings(csv20k: bool, workdir: str) -> None:
+    """Wall and CPU seconds of compare_table per dataset, with its phases."""
+    from pacpriv.compare import ComparisonSettings, compare_table
+
+    names: list = ["breast_cancer", "digits", "wine"]
+    if csv20k:
+        X, y = two_class_pool(20000)
+        path = os.path.join(workdir, "two_class_20000x20.csv")
+        os.makedirs(workdir, exist_ok=True)
+        header = ",".join([f"x{j}" for j in range(X.shape[1])] + ["label"])
+        np.savetxt(path, np.column_stack([X, y]), delimiter=",", header=header, comments="",
+                   fmt=["%.6g"] * X.shape[1] + ["%d"])
+        from pacpriv.datasets import load_dataset
+        names.append(load_dataset(path, label_column="label"))
+    print(f"compare wall time per dataset (defaults: 500 PAC trials, 400 per-record trials, "
+          f"every record; {_load()})")
+    print(f"{'dataset':<26}{'n':>7}{'wall s':>9}{'cpu s':>9}{'PAC sim s':>11}"
+          f"{'per-record s':>14}")
+    tw = tc = 0.0
+    for ds in names:
+        c0, t0 = time.process_time(), time.perf_counter()
+        table = compare_table([ds], target_accuracies=0.6, settings=ComparisonSettings(),
+                              rng=0, execution=ExecutionOptions(progress=False))
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+        st = table.results[0].to_dict()["settings"]
+        tw, tc = tw + wall, tc + cpu
+        print(f"{st['dataset'][:25]:<26}{st['n_records']:>7}{wall:>9.1f}{cpu:>9.1f}"
+              f"{st['pac_simulation_s']:>11.1f}{st['per_record_simulation_s']:>14.1f}",
+              flush=True)
+    print(f"{'total':<33}{tw:>9.1f}{tc:>9.1f}   ({_load()})")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=30, help="records of the 2 ms case")
@@ -233,7 +363,19 @@ def main(argv=None) -> None:
     parser.add_argument("--certificate", action="store_true", help="trials per certificate")
     parser.add_argument("--digits", action="store_true", help="add digits to --certificate")
     parser.add_argument("--max-trials", type=int, default=400, help="--certificate trials")
+    parser.add_argument("--n-sweep", action="store_true", help="per-record cost vs n")
+    parser.add_argument("--sizes", default="2000,5000,20000,100000", help="--n-sweep sizes")
+    parser.add_argument("--stable", action="store_true", help="add stable logistic to the sweep")
+    parser.add_argument("--compare", action="store_true", help="compare wall time per dataset")
+    parser.add_argument("--csv20k", action="store_true", help="add a 20,000 x 20 CSV")
+    parser.add_argument("--workdir", default="/tmp/pacpriv-bench", help="where --csv20k writes")
     args = parser.parse_args(argv)
+    if args.n_sweep or args.compare:
+        if args.n_sweep:
+            n_sweep([int(v) for v in args.sizes.split(",")], args.trials or 20, args.stable)
+        if args.compare:
+            compare_timings(args.csv20k, args.workdir)
+        return
     if args.certificate:
         names = ["breast_cancer", "wine"] + (["digits"] if args.digits else [])
         head = ("dataset, bound", "T", "betting", "betting+range", "Jensen+range",

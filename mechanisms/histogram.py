@@ -99,6 +99,25 @@ class FeatureHistogram:
             out.append(np.bincount(idx, minlength=nb).astype(np.float64))
         return np.concatenate(out) if out else np.zeros(0)
 
+    def per_record_differences(self, pool, mask, records=None) -> tuple[np.ndarray, np.ndarray]:
+        """``f(S)`` and ``Δᵢ = f(S ∪ {i}) − f(S ∖ {i})``: record ``i``'s own counts (one per
+        feature), exact and O(n) a call; shapes ``(d,)`` and ``(len(records), d)``."""
+        X = split_unsupervised(pool)
+        mask = np.asarray(mask, dtype=bool)
+        recs = np.arange(X.shape[0]) if records is None else np.asarray(records, np.int64)
+        return self(X[mask]), self._one_hot(X[recs])
+
+    def _one_hot(self, X: np.ndarray) -> np.ndarray:
+        feats = self.features if self.features is not None else tuple(range(X.shape[1]))
+        col = 0
+        out = np.zeros((X.shape[0], self(X[:0]).shape[0]))
+        for k, j in enumerate(feats):
+            e = np.asarray(self.edges[0] if len(self.edges) == 1 else self.edges[k])
+            idx = np.searchsorted(e[1:-1], X[:, j], side="right")
+            out[np.arange(X.shape[0]), col + idx] = 1.0
+            col += e.size - 1
+        return out
+
     def to_dict(self) -> dict:
         """JSON-serialisable configuration."""
         return {
@@ -125,6 +144,14 @@ class LabelHistogram:
         _, y = split_supervised(subset, mechanism="label_histogram")
         idx = class_indices(y, self.classes)
         return np.bincount(idx, minlength=len(self.classes)).astype(np.float64)
+
+    def per_record_differences(self, pool, mask, records=None) -> tuple[np.ndarray, np.ndarray]:
+        """``f(S)`` and ``Δᵢ``: the one-hot vector of record ``i``'s class, exact, O(n) a call."""
+        X, y = split_supervised(pool, mechanism="label_histogram")
+        mask = np.asarray(mask, dtype=bool)
+        recs = np.arange(X.shape[0]) if records is None else np.asarray(records, np.int64)
+        base = self((X[mask], y[mask]))
+        return base, np.eye(len(self.classes))[class_indices(y[recs], self.classes)]
 
     def to_dict(self) -> dict:
         """JSON-serialisable configuration."""

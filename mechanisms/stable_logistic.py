@@ -37,6 +37,12 @@ within ``tol/λ`` of the exact minimiser per problem (strong convexity), so a co
 is within ``difference_error = 4 sqrt(K') tol/λ`` of the difference of two releases computed by
 :meth:`StableLogistic.__call__`; the certificate adds this to every distance.
 
+From ``N >= 400`` (or with ``flip_error > 0``) the flipped problems run on the O(n) path of
+:mod:`mechanisms._stable_fast` instead: a surrogate whose cost does not grow with ``n`` (exact
+terms only for the few records near a clipping point) and a per-record proof that each
+solution is within the budget ``ε = flip_error · c/(λN)``; the rare record that misses it is
+solved exactly. :attr:`StableLogistic.difference_error` then includes ``sqrt(K') ε``.
+
 References
 ----------
 .. [1] K. Chaudhuri, C. Monteleoni, A. Sarwate. Differentially private empirical risk
@@ -52,6 +58,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import expit, log_expit
+from threadpoolctl import threadpool_limits
+
+from ._stable_fast import build_problem, surrogate_flips
 
 __all__ = ["PoolBasis", "StableLogistic", "broken_stick_components", "kaiser_components"]
 
@@ -60,6 +69,11 @@ _MAX_NEWTON = 200
 _ROUNDING = 1e-12
 #: Models per block of the flipped problems (bounds the (n, block) work arrays).
 _BLOCK = 512
+#: Default relative budget of the O(n) flipped problems, and the smallest ``N`` that uses them.
+_AUTO_FLIP_ERROR = 3e-4
+_AUTO_FLIP_FROM = 400.0
+#: Largest feature count of the O(n) path (its tensor has ``k³`` entries).
+_FAST_MAX_DIM = 48
 
 
 def kaiser_components(eigenvalues: np.ndarray) -> int:
@@ -201,6 +215,12 @@ class StableLogistic:
         Gradient-norm tolerance of every solution (it enters :attr:`difference_error`).
     max_iter : int, default 30
         Quasi-Newton steps of the flipped problems before the one-by-one fallback.
+    flip_error : float or None, default None
+        Relative error budget ``ε_rel >= 0`` of the O(n) path of :meth:`per_record_differences`
+        (:mod:`mechanisms._stable_fast`): every flipped minimiser is certified within
+        ``ε_rel · c/(λN)`` of the exact one (records that miss it are solved exactly), and
+        :attr:`difference_error` grows by ``sqrt(K') ε_rel c/(λN)``. 0: the exact path only
+        (``n²`` work a trial). None: ``3e-4`` when ``N >= 400``, else 0.
     """
 
     classes: tuple
@@ -210,6 +230,7 @@ class StableLogistic:
     normalizer: float
     tol: float = 1e-9
     max_iter: int = 30
+    flip_error: float | None = None
 
     def __post_init__(self) -> None:
         if len(self.classes) < 2:
@@ -218,6 +239,9 @@ class StableLogistic:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 raise ValueError(f"`{name}` must be a finite number > 0; got {v!r}.")
+        fe = self.flip_error
+        if fe is not None and not (isinstance(fe, (int, float)) and 0 <= fe <= 1):
+            raise ValueError(f"`flip_error` must be None or a number in [0, 1]; got {fe!r}.")
 
     @classmethod
     def for_pool(cls, X, *, classes: Sequence, sampling_rate: float, l2: float = 0.03,
@@ -243,10 +267,21 @@ class StableLogistic:
         return self.n_problems * (self.basis.dim + 1)
 
     @property
+    def flip_budget(self) -> float:
+        """Absolute budget ``ε = ε_rel · c/(λN)`` of a flipped minimiser on the O(n) path (0:
+        exact path)."""
+        rel = self.flip_error
+        if rel is None:
+            rel = _AUTO_FLIP_ERROR if self.normalizer >= _AUTO_FLIP_FROM else 0.0
+        return float(rel) * self.clip / (self.l2 * self.normalizer)
+
+    @property
     def difference_error(self) -> float:
-        """Bound on ``‖Δ_computed − Δ_release‖₂`` (module notes): ``4 sqrt(K') tol'/λ`` with
-        ``tol' = tol + 1e-12`` (the gradient norms are evaluated in floating point)."""
-        return 4.0 * np.sqrt(self.n_problems) * (self.tol + _ROUNDING) / self.l2
+        """Bound on ``‖Δ_computed − Δ_release‖₂`` (module notes): ``sqrt(K') (4 tol'/λ + ε)``
+        with ``tol' = tol + 1e-12`` (the gradient norms are evaluated in floating point) and
+        ``ε`` the :attr:`flip_budget`."""
+        return np.sqrt(self.n_problems) * (4.0 * (self.tol + _ROUNDING) / self.l2
+                                           + self.flip_budget)
 
     def features(self, X) -> np.ndarray:
         """``x̃ = [T(x), 1]``, shape (m, k + 1)."""
@@ -365,6 +400,12 @@ class StableLogistic:
         diffs : ndarray of shape (len(records), dim)
             Within :attr:`difference_error` of the differences of computed releases.
         """
+        # one BLAS thread: the work is many small products (threads only contend) and the
+        # result must not depend on the machine's thread count
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._per_record_differences(pool, mask, records)
+
+    def _per_record_differences(self, pool, mask, records):
         X1 = self.features(pool[0])
         Y = self._targets(pool[1])
         mask = np.asarray(mask, dtype=bool)
@@ -374,12 +415,35 @@ class StableLogistic:
         cap = self._caps(X1)
         p1 = X1.shape[1]
         diffs = np.empty((recs.size, self.dim))
+        budget = self.flip_budget
         for k, (w, h) in enumerate(fits):
+            if budget > 0 and p1 <= _FAST_MAX_DIM:
+                diffs[:, k * p1:(k + 1) * p1] = self._fast_flips(
+                    X1, Y[:, k], mask, cap, w, h, recs, budget)
+                continue
             for lo in range(0, recs.size, _BLOCK):
                 blk = recs[lo:lo + _BLOCK]
                 diffs[lo:lo + blk.size, k * p1:(k + 1) * p1] = self._flips(
                     X1, Y[:, k], mask, cap, w, h, blk)
         return base, diffs
+
+    def _fast_flips(self, X1, y, mask, cap, w, h, recs, budget) -> np.ndarray:
+        """Oriented differences of one problem by the certified O(n) path (module notes)."""
+        tol_ = (self.tol + _ROUNDING) / self.l2
+        radius = 2.0 * (self.clip / (self.l2 * self.normalizer) + tol_)
+        sp = build_problem(X1, y, mask, cap, w, lam=self.l2, normalizer=self.normalizer,
+                           radius=radius)
+        D, exact = surrogate_flips(sp, X1, y, mask, cap, h, recs, lam=self.l2,
+                                   normalizer=self.normalizer, tol=self.tol, budget=budget,
+                                   max_iter=self.max_iter)
+        members = mask.astype(np.float64) / self.normalizer
+        for j in np.flatnonzero(exact):               # rare: solve exactly, one by one
+            weight = members.copy()
+            weight[recs[j]] = 0.0 if mask[recs[j]] else 1.0 / self.normalizer
+            warm = np.all(np.isfinite(D[j])) and np.linalg.norm(D[j]) <= radius
+            v, _ = self._solve(X1, y, weight, cap, w + D[j] if warm else w)
+            D[j] = v - w
+        return D * np.where(mask[recs], -1.0, 1.0)[:, None]
 
     def _flips(self, X1, y, mask, cap, w, h, recs) -> np.ndarray:
         """Oriented differences of one problem for the records ``recs`` (module notes)."""

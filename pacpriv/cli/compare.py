@@ -10,6 +10,7 @@ from pacpriv.cli._args import (
     WITHHOLD_HELP,
     UsageError,
     add_report_output,
+    checkpoint_reminder,
     integer,
     number,
     pool_statistics,
@@ -105,6 +106,12 @@ def add_parser(subparsers, name: str) -> None:
                    help="root seed of the evaluation (default: fresh OS entropy). Recorded in "
                    "the report either way, so the compared models are reproducible evaluation "
                    "artefacts, not private releases (no release is written)")
+    p.add_argument("--checkpoint", default=None, metavar="DIR",
+                   help="resumable checkpoint folder (created owner-only, mode 0700): every "
+                   "simulation keeps its finished trials there, and the same command resumes "
+                   "an interrupted run (without --seed it reuses the recorded seed). It holds "
+                   "un-noised trial outputs and subset masks: treat it like the raw data and "
+                   "delete it after the run")
     p.add_argument("--withhold-pool-statistics", action="store_true", help=WITHHOLD_HELP)
     add_report_output(p, default_out="pacpriv-compare",
                       out_help="output directory (created; must be writable)",
@@ -166,6 +173,8 @@ def _compare(args) -> int:
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
     out = check_output_dir(args.out, "--out")
+    if args.checkpoint is not None:
+        check_output_dir(args.checkpoint, "--checkpoint")
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
@@ -175,7 +184,8 @@ def _compare(args) -> int:
     if not names or not targets:
         raise UsageError("--dataset and --target-accuracy must each name at least one value")
     box = _black_box(args)
-    execution = ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress)
+    execution = ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress,
+                                 checkpoint=args.checkpoint)
     settings = dict(
         epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
         max_grad_norm=args.max_grad_norm, learning_rate=args.learning_rate,
@@ -226,6 +236,7 @@ def _compare(args) -> int:
     print(f"time {elapsed:.1f} s; notes and threat models in the report")
     for fmt, path in paths.items():
         print(f"wrote ({fmt}){' ' * (11 - len(fmt))}{path}")
+    checkpoint_reminder(args)
     return 0
 
 

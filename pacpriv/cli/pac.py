@@ -41,6 +41,7 @@ from pacpriv.pac.bounds._posterior import (
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.noise import DEFAULT_RULE, RULE_CLASSES, RULES, rule_with
+from pacpriv.pac.noise._calibration import MIN_MI_BUDGET
 from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
 from pacpriv.registry import available_mechanisms
 from pacpriv.report import build_report, write_report
@@ -191,6 +192,14 @@ def add_parser(subparsers, name: str) -> None:
         "data; delete it after the run",
     )
     run.add_argument(
+        "--output-dtype", choices=("float64", "float32"), default="float64",
+        help="how the simulated outputs are kept: float32 halves their memory (stored relative "
+        "to trial 0; the certificate's arithmetic stays float64). Default float64")
+    run.add_argument(
+        "--memory-map", action="store_true",
+        help="keep the simulated outputs in memory-mapped files inside --checkpoint DIR "
+        "instead of in memory (for n_trials x d beyond RAM); needs --checkpoint")
+    run.add_argument(
         "--retries", type=int, default=0, help="retries of a failing trial (same seed, >= 0)"
     )
     run.add_argument("--timeout", type=number, default=None,
@@ -279,6 +288,9 @@ def _check_args(args) -> None:
                          f"regenerated); got {args.seed} for both")
     if args.retries < 0:
         raise UsageError(f"--retries must be >= 0; got {args.retries}")
+    if args.memory_map and args.checkpoint is None:
+        raise UsageError("--memory-map keeps the outputs in the checkpoint folder: give "
+                         "--checkpoint DIR too")
     if args.timeout is not None and not (args.timeout > 0 and math.isfinite(args.timeout)):
         raise UsageError(f"--timeout must be a finite number of seconds > 0; got {args.timeout}")
     if args.scheduler is not None and args.backend != "dask":
@@ -360,6 +372,11 @@ def _run(args) -> int:
                 f"{format_bound(q)})"
             )
         budget = float(mi_budget_for_accuracy(args.target_accuracy, prior=baseline))
+        if not budget >= MIN_MI_BUDGET:  # a target a rounding step above the blind guess
+            raise UsageError(
+                f"--target-accuracy {args.target_accuracy!r} is too close to the blind-guess "
+                f"rate {format_bound(baseline)}: its MI budget {budget:g} nats is below "
+                f"{MIN_MI_BUDGET:g} (no noise scale can meet it); give a larger target")
 
     with scheduler_context(args):
         try:
@@ -376,7 +393,8 @@ def _run(args) -> int:
                 execution=ExecutionOptions(
                     n_jobs=n_jobs, backend=args.backend, progress=not args.no_progress,
                     checkpoint=args.checkpoint, retries=args.retries, timeout=args.timeout,
-                    ensemble=not args.no_ensemble),
+                    ensemble=not args.no_ensemble, output_dtype=args.output_dtype,
+                    memory_map=args.memory_map),
                 mechanism_name=mech_name,
                 dataset=dataset.to_dict(),
             )

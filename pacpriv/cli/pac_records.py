@@ -133,6 +133,9 @@ def add_records_parser(sub) -> None:
                    help="checkpoint directory (created owner-only, mode 0700). It holds "
                    "un-noised trial outputs and subset masks: treat a checkpoint like the raw "
                    "data; delete it after the run")
+    p.add_argument("--time-limit", type=number, default=None, metavar="SECONDS",
+                   help="refuse before any trial when the estimated time (printed first, from "
+                   "a short timed probe of the mechanism) exceeds this many seconds")
     add_report_output(p, default_out="pacpriv-records", out_help="report directory",
                       json_help="print the report JSON to stdout")
     p.set_defaults(handler=_records)
@@ -161,7 +164,35 @@ def _check(args) -> tuple[str, ...]:
             f"{args.sampling_rate:g}; got {args.target_accuracy}")
     if args.n_jobs == 0:
         raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    if args.time_limit is not None and not (0 < args.time_limit < float("inf")):
+        raise UsageError(f"--time-limit must be a number of seconds in (0, inf); got "
+                         f"{args.time_limit:g}")
     return report_formats(args.formats)
+
+
+#: Runs estimated shorter than this print no estimate (unless --time-limit is given).
+_SAY_ESTIMATE_FROM_S = 10.0
+
+
+def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
+    """Print the run's time estimate (stderr) before any trial; refuse above --time-limit."""
+    from pacpriv.pac.per_record._checks import check_records
+    from pacpriv.pac.per_record._estimate import estimate_per_record_time
+
+    recs = check_records(records, dataset.n_records)
+    workers = n_jobs if n_jobs and n_jobs > 0 else 1
+    try:
+        est = estimate_per_record_time(mechanism, dataset.pool, recs,
+                                       n_records=dataset.n_records, n_trials=args.trials,
+                                       sampling_rate=args.sampling_rate, workers=workers)
+    except Exception:  # the run reports a failing mechanism with its trial and seed
+        return
+    if est.seconds >= _SAY_ESTIMATE_FROM_S or args.time_limit is not None:
+        print(f"pacpriv: estimate: {est.text()}", file=sys.stderr)
+    if args.time_limit is not None and est.seconds > args.time_limit:
+        raise UsageError(f"the run would take {est.text()}, over --time-limit "
+                         f"{args.time_limit:g} s: use fewer --trials or --records, more "
+                         f"--n-jobs, or a larger --time-limit (nothing was run)")
 
 
 def _check_against_whole_subset(plan, mechanism, dataset, args, execution) -> None:
@@ -206,6 +237,7 @@ def _records(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, args.backend)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
+    _estimate(mechanism, dataset, records, n_jobs, args)
     common = dict(n_trials=args.trials, sampler=PoissonSampler(args.sampling_rate),
                   records=records, confidence=args.confidence, rng=args.seed,
                   bound=args.bound,

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._random import trial_seed
+from pacpriv.compare._phases import phase_execution
 from pacpriv.compare.blackbox import StableBlackBox
 from pacpriv.compare.models import (
     LogisticRegressionMechanism,
@@ -148,7 +149,8 @@ def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
         trials = simulate_record_trials(
             mech, pool, n_trials=st.per_record_trials,
             n_records_audited=X.shape[0] if st.per_record_records is None
-            else st.per_record_records, root=trial_seed(root, 6), execution=execution)
+            else st.per_record_records, root=trial_seed(root, 6),
+            execution=phase_execution(execution, name, "per_record"))
 
     out = []
     for a in targets:
@@ -188,8 +190,9 @@ def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
                         bound_label=label, **common))
         prow, pac, v = _whole_subset_row(
             mech, data, pool=pool, a=a, rule=st.rule, n_trials=st.n_trials, root=root,
-            attack_rng=trial_seed(attack_root, 2), execution=execution,
-            n_repeats=st.n_repeats, confidence=conf, ds=ds, sampler=sampler)
+            attack_rng=trial_seed(attack_root, 2),
+            execution=phase_execution(execution, name, "pac"), n_repeats=st.n_repeats,
+            confidence=conf, ds=ds, sampler=sampler)
         rows.append(prow)
         plan = None
         if trials is not None:

@@ -42,8 +42,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
+from pacpriv._random import RNGLike, seed_to_dict
 from pacpriv._validation import check_int, check_real, keyword_fields
+from pacpriv.compare._phases import checkpoint_root
 from pacpriv.compare.blackbox import StableBlackBox, as_black_box
 from pacpriv.compare.results import ComparisonResult, ComparisonRow, ComparisonTable
 from pacpriv.datasets import Dataset, load_dataset
@@ -107,14 +108,14 @@ _SHAPE_FRACTION = 0.25  # per-record shape trials / all (pacpriv.compare.per_rec
 
 
 def _execution(execution: ExecutionOptions | None) -> ExecutionOptions:
-    """The comparison's execution options (no checkpoint: it runs several simulations)."""
+    """The comparison's execution options (a ``checkpoint`` is the folder of all its
+    simulations: :func:`checkpoint_root`; no ``output_path``: it runs several simulations)."""
     execution = resolve_execution(execution)
-    for key in ("checkpoint", "output_path"):
-        if getattr(execution, key) is not None:
-            raise ValueError(
-                f"`options.{key}` must be None for compare_pac_dpsgd (the {key} of `execution`: "
-                f"it runs several simulations); got {getattr(execution, key)!r}."
-            )
+    if execution.output_path is not None:
+        raise ValueError(
+            f"`options.output_path` must be None for compare_pac_dpsgd (the output_path of "
+            f"`execution`: it runs several simulations); got {execution.output_path!r}."
+        )
     return execution
 
 
@@ -326,7 +327,7 @@ def compare_pac_dpsgd(
     ds, st = _validated(settings, (a,), dataset)
     execution = _execution(execution)
     tic = time.perf_counter()
-    return _results(ds, as_seed_sequence(rng), (a,), st, execution, tic)[0]
+    return _results(ds, checkpoint_root(rng, execution), (a,), st, execution, tic)[0]
 
 
 def compare_table(
@@ -368,7 +369,7 @@ def compare_table(
     targets = _targets(target_accuracies)
     checked = [_validated(settings or ComparisonSettings(), targets, d) for d in names]
     execution = _execution(execution)
-    root = as_seed_sequence(rng)
+    root = checkpoint_root(rng, execution)
     tic = time.perf_counter()
     results: list[ComparisonResult] = []
     for ds, st in checked:

@@ -118,3 +118,37 @@ def test_compare_lists_of_datasets_and_bounds_give_one_table(tmp_path, capsys):
     assert pairs == {("wine", 0.7), ("wine", 0.75), ("iris", 0.7), ("iris", 0.75)}
     md = (out / "report.md").read_text()
     assert "PAC Privacy vs DP-SGD at matched membership-inference bounds" in md
+
+
+def test_compare_checkpoint_that_is_a_file_is_refused_before_work(tmp_path, capsys):
+    """--checkpoint naming a file: exit 2, one line naming the flag, nothing written."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    rc = main(["compare", "--out", str(tmp_path / "x"), "--no-progress", "--checkpoint",
+               str(blocker)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "--checkpoint" in err
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(("argv", "module", "handler", "says"), [
+    (["compare"], "pacpriv.cli.compare", "_compare", "pass --checkpoint DIR"),
+    (["dpsgd", "sigma", "--target-accuracy", "0.6", "--steps-per-epoch", "5", "--epochs",
+      "1"], "pacpriv.cli.dpsgd", "_sigma", None),
+])
+def test_ctrl_c_names_checkpoint_only_where_the_command_has_it(
+        argv, module, handler, says, capsys, monkeypatch):
+    """Ctrl-C: exit 130 and one line; only a command with --checkpoint suggests it (issue 35)."""
+    import importlib
+
+    def interrupted(_args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib.import_module(module), handler, interrupted)
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 130 and err.startswith("pacpriv: interrupted; workers stopped")
+    assert err.count("\n") == 1
+    assert ("--checkpoint" in err) == (says is not None)
+    if says:
+        assert says in err

@@ -152,3 +152,23 @@ def test_every_record_by_default_is_said_in_the_terminal(tmp_path, capsys):
     assert lines["plan bound"].endswith("% certified (1−γ = 0.95), every record (150), "
                                         "target 0.7")
     assert lines["coverage"] == "every record of the pool (150)"
+
+
+def test_time_limit_refuses_before_any_trial_with_the_estimate(tmp_path, capsys):
+    """--time-limit below the probe's estimate: exit 2, the estimate printed, nothing written;
+    a bad limit is one line naming the flag."""
+    out = tmp_path / "o"
+    rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std", "1",
+               "--trials", "100000", "--time-limit", "1e-9", "--out", str(out),
+               "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and not out.exists()
+    assert err.startswith("pacpriv: estimate: about ")
+    assert "100000 trials" in err and "over --time-limit 1e-09 s" in err
+    assert "nothing was run" in err
+    for bad in ("0", "-3", "inf"):
+        rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std",
+                   "1", "--time-limit", bad, "--out", str(out), "--no-progress"])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and "--time-limit must be a number of seconds in (0, inf)" in err
+        assert "\n" not in err and not out.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import pickle
@@ -418,8 +419,33 @@ def test_legacy_execution_keywords_give_the_same_table():
     with pytest.warns(DeprecationWarning):
         legacy = compare_pac_dpsgd("breast_cancer", n_jobs=1, progress=False, **kw)
     assert _stripped(legacy.to_dict()) == first
-    with pytest.raises(ValueError, match=r"`options\.checkpoint` must be None"):
-        compare_pac_dpsgd("breast_cancer", execution=ExecutionOptions(checkpoint="ck"))
+    with pytest.raises(ValueError, match=r"`options\.output_path` must be None"):
+        compare_pac_dpsgd("breast_cancer", execution=ExecutionOptions(output_path="o.npy"))
+
+
+def test_checkpoint_resumes_every_simulation_with_the_recorded_seed(tmp_path):
+    """``checkpoint``: a first run records its seed and trials; the same call with
+    ``rng=None`` reuses them (every simulation resumes all its trials) and gives the same
+    comparison; another seed is refused, naming the seed."""
+    from pacpriv.exceptions import CheckpointError
+
+    ck = tmp_path / "ck"
+    kw = dict(target_accuracy=0.7, per_record_trials=40, epochs=1, steps_per_epoch=1,
+              n_trials=8, n_repeats=1, exact=False)
+    opts = dataclasses.replace(QUIET, checkpoint=ck)
+    first = compare_pac_dpsgd(_small_pool(60), rng=11, execution=opts, **kw)
+    again = compare_pac_dpsgd(_small_pool(60), rng=None, execution=opts, **kw)
+    assert _stripped(again.to_dict()) == _stripped(first.to_dict())
+    fresh = compare_pac_dpsgd(_small_pool(60), rng=11, execution=QUIET, **kw)
+    assert _stripped(fresh.to_dict()) == _stripped(first.to_dict())
+    folders = sorted(str(p.parent.relative_to(ck)) for p in ck.rglob("manifest.json"))
+    assert folders[0] == "." and len(folders) == 4
+    assert [f.split("/", 1)[1] for f in folders[1:]] == ["pac", "per_record/certify",
+                                                          "per_record/shape"]
+    assert folders[1].startswith("breast_cancer_60_-")
+    assert again.pac_result.simulation.resumed_trials == 8
+    with pytest.raises(CheckpointError, match="root_seed"):
+        compare_pac_dpsgd(_small_pool(60), rng=12, execution=opts, **kw)
 
 
 def test_ensemble_per_record_path_equals_sequential_training():

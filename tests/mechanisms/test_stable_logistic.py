@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import numpy as np
@@ -124,3 +125,76 @@ def test_broken_stick_rule():
     assert broken_stick_components(np.array([0.6, 0.3, 0.05, 0.05])) == 2
     ev = np.linalg.eigvalsh(np.cov(WX, rowvar=False, bias=True))
     assert PoolBasis.from_pool(WX, components="broken_stick").dim == 2 <= kaiser_components(ev)
+
+
+@pytest.mark.parametrize(("n_classes", "flip_error", "kw"), [
+    (2, 1e-3, {}), (3, 1e-3, {}), (3, 1e-2, {}), (3, 1e-9, {}),
+    # sibling inputs: slopes never clipped (c > ‖x̃‖ for some records), heavy clipping, all
+    # directions, a stronger regulariser
+    (3, 1e-3, {"clip": 2.0}), (2, 1e-3, {"clip": 8.0, "components": None}),
+    (3, 1e-3, {"clip": 0.2}), (2, 3e-4, {"l2": 0.3, "components": 4})])
+def test_certified_o_n_path_is_within_its_declared_error(n_classes, flip_error, kw):
+    """The surrogate path (and its exact fallback at a tiny budget) returns every record's
+    difference within ``difference_error`` of two exact releases, for members and others."""
+    m, X, y = _mech(n_classes, **{"l2": 0.05, **kw})
+    fast = dataclasses.replace(m, flip_error=flip_error)
+    exact = dataclasses.replace(m, flip_error=0.0)
+    assert fast.difference_error > exact.difference_error  # the budget is declared
+    assert fast.difference_error - exact.difference_error == pytest.approx(
+        np.sqrt(m.n_problems) * flip_error * m.clip / (m.l2 * m.normalizer))
+    rng = np.random.default_rng(3)
+    for q in (0.3, 0.7):
+        mask = rng.random(y.size) < q
+        base, diffs = fast.per_record_differences((X, y), mask)
+        base0, diffs0 = exact.per_record_differences((X, y), mask)
+        np.testing.assert_allclose(base, base0, atol=1e-12)
+        err = np.linalg.norm(diffs - diffs0, axis=1)
+        assert err.max() <= fast.difference_error
+        for i in rng.choice(y.size, 6, replace=False):
+            up, down = mask.copy(), mask.copy()
+            up[i], down[i] = True, False
+            ref = m((X[up], y[up])) - m((X[down], y[down]))
+            assert np.linalg.norm(diffs[i] - ref) <= fast.difference_error
+
+
+def test_flip_error_default_and_validation():
+    """None: the O(n) path from N = 400 on (budget 3e-4 of c/(λN)), exact below."""
+    m, _, _ = _mech(3)
+    small = dataclasses.replace(m, normalizer=399.0)
+    large = dataclasses.replace(m, normalizer=400.0)
+    assert small.flip_budget == 0.0
+    assert large.flip_budget == pytest.approx(3e-4 * m.clip / (m.l2 * 400.0))
+    for bad in (-1e-3, 2.0, float("nan"), "x"):
+        with pytest.raises(ValueError, match="flip_error"):
+            dataclasses.replace(m, flip_error=bad)
+
+
+def test_certified_o_n_path_on_empty_single_and_full_subsets():
+    """Edge subsets (S empty, one member, every record) stay within the declared error."""
+    m, X, y = _mech(3, l2=0.05)
+    fast = dataclasses.replace(m, flip_error=1e-3)
+    exact = dataclasses.replace(m, flip_error=0.0)
+    for mask in (np.zeros(y.size, bool), np.eye(1, y.size, 3, dtype=bool)[0],
+                 np.ones(y.size, bool)):
+        _, a = fast.per_record_differences((X, y), mask)
+        _, b = exact.per_record_differences((X, y), mask)
+        assert np.linalg.norm(a - b, axis=1).max() <= fast.difference_error
+
+
+def test_o_n_path_trials_are_identical_for_any_workers():
+    """The per-record trials of the O(n) path are bit-identical sequentially and on two
+    threads (one BLAS thread inside, deterministic arithmetic)."""
+    from pacpriv.pac.engine import ExecutionOptions
+    from pacpriv.pac.per_record._calibration import simulate_calibration_trials
+    from pacpriv.pac.samplers import PoissonSampler
+
+    m, X, y = _mech(3, l2=0.05)
+    fast = dataclasses.replace(m, flip_error=1e-3)
+    runs = [simulate_calibration_trials(
+        fast, (X, y), n_trials=8, sampler=PoissonSampler(0.5), records=np.arange(y.size),
+        rng=4, execution=opts) for opts in (
+            ExecutionOptions(progress=False),
+            ExecutionOptions(progress=False, n_jobs=2, backend="threading"))]
+    np.testing.assert_array_equal(runs[0].certify.distances, runs[1].certify.distances)
+    np.testing.assert_array_equal(runs[0].shape_trials.differences,
+                                  runs[1].shape_trials.differences)

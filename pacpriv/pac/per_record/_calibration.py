@@ -31,6 +31,7 @@ References
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -270,22 +271,34 @@ class CalibrationTrials:
         return (self.shape_trials.n_trials + self.certify.n_trials) * (1 + k)
 
 
+def _phase(opts: ExecutionOptions, name: str) -> ExecutionOptions:
+    """A checkpoint folder holds one subfolder per simulation (shape, certify)."""
+    if opts.checkpoint is None:
+        return opts
+    return replace(opts, checkpoint=os.path.join(os.fspath(opts.checkpoint), name))
+
+
 def simulate_calibration_trials(
     f, pool, *, n_trials: int, sampler: PoissonSampler, records: np.ndarray,
     shape: str = "isotropic", shape_fraction: float = 0.25, rng: RNGLike = None,
     execution: ExecutionOptions | None = None,
 ) -> CalibrationTrials:
-    """Run the shape trials, fit the shape, run the certification trials (validated inputs)."""
+    """Run the shape trials, fit the shape, run the certification trials (validated inputs).
+
+    A ``checkpoint`` of ``execution`` keeps each simulation in a subfolder (``shape``,
+    ``certify``), so an interrupted run resumes where it stopped."""
     tic = time.perf_counter()
     root = as_seed_sequence(rng)
     _, n_records = _check_pool(pool)
     n_shape, n_cert = _split(n_trials, shape, shape_fraction, "betting")
     opts = execution if execution is not None else ExecutionOptions(progress=False)
     shape_trials = simulate_differences(f, pool, n_trials=n_shape, sampler=sampler,
-                                        records=records, rng=trial_seed(root, 0), execution=opts)
+                                        records=records, rng=trial_seed(root, 0),
+                                        execution=_phase(opts, "shape"))
     geom = fit_shape(shape, shape_trials.differences, shape_trials.dim)
     cert = simulate_distances(f, pool, geom, n_trials=n_cert, sampler=sampler, records=records,
-                              n_records=n_records, rng=trial_seed(root, 1), execution=opts)
+                              n_records=n_records, rng=trial_seed(root, 1),
+                              execution=_phase(opts, "certify"))
     _, err = declared_bounds(f, pool, records)
     pad = 0.0 if err == 0.0 else err / min_std(geom)
     shape_d = np.sqrt(geom.sq_norm(shape_trials.differences)) + pad
@@ -507,8 +520,10 @@ def calibrate_per_record(
     ----------
     f, pool, n_trials, sampler, confidence, rng, execution
         As in :func:`~pacpriv.pac.per_record.record_exposure` (``execution``: an
-        :class:`~pacpriv.pac.engine.ExecutionOptions`). ``checkpoint`` and
-        ``output_path`` apply to ``bound="bernstein"`` only (one simulation).
+        :class:`~pacpriv.pac.engine.ExecutionOptions`). A ``checkpoint`` folder records the
+        root seed (``rng=None`` resumes an interrupted run) and, for ``bound="betting"``, holds
+        the shape and certification simulations in subfolders; ``output_path`` applies to
+        ``bound="bernstein"`` only (one simulation).
     target_accuracy : float
         Per-record informed-adversary accuracy ``a*`` in ``(max(q, 1 − q), 1)``.
     records : sequence of int or None, default None
@@ -558,10 +573,15 @@ def calibrate_per_record(
                                           n_pool_records=n_records)
         plan.details["n_evaluations"] = diffs.n_evaluations
     else:
-        for key in ("checkpoint", "output_path"):
-            if getattr(run, key) is not None:
-                raise ValueError(f"`{key}` must be None for the betting calibration (it runs "
-                                 f"two simulations); got {getattr(run, key)!r}.")
+        if run.output_path is not None:
+            raise ValueError(f"`output_path` must be None for the betting calibration (it "
+                             f"runs two simulations); got {run.output_path!r}.")
+        if run.checkpoint is not None:  # the folder records the root seed (rng=None resumes)
+            from pacpriv.pac.engine._checkpoint import Checkpoint
+
+            rng = Checkpoint.open(run.checkpoint, fingerprint={"run": "pacpriv.per_record"},
+                                  n_records=0,
+                                  root=None if rng is None else as_seed_sequence(rng)).root
         trials = simulate_calibration_trials(f, checked_pool, n_trials=n_trials, sampler=smp,
                                              records=recs, shape=shape, shape_fraction=frac,
                                              rng=rng, execution=run)

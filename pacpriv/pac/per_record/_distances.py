@@ -124,7 +124,7 @@ def simulate_distances(mechanism: Any, pool: Any, geometry: NoiseGeometry, *, n_
     bound, err = declared_bounds(mechanism, pool, records)
     floor = min_std(geometry)
     pad = 0.0 if err == 0.0 else err / floor
-    spec = PairSpec.build(mechanism, pool, records, n_records)
+    spec = PairSpec.build(mechanism, pool, records, n_records, ensemble=execution.ensemble)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sim = simulate(

@@ -226,7 +226,7 @@ def simulate_differences(
             f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
         )
     run = resolve_execution(execution)
-    spec = PairSpec.build(mechanism, checked_pool, recs, n_records)
+    spec = PairSpec.build(mechanism, checked_pool, recs, n_records, ensemble=run.ensemble)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         sim = simulate(  # errors and warnings name the user's mechanism, not the wrapper

@@ -19,6 +19,13 @@ A deterministic mechanism may provide ``per_record_differences(pool, mask, recor
 the flipped problems from ``f(S)``); it is then called once per trial instead of ``1 + k``
 evaluations. :func:`distance_trial` returns only the Mahalanobis norms of the differences
 under a fixed noise geometry (``k`` numbers per trial instead of ``k·d``).
+
+Block path
+----------
+A mechanism with the engine's block form (``run_block(pool, masks, *, seeds)``, e.g. the
+:mod:`pacpriv.ensemble` mechanisms) evaluates the ``1 + k`` subsets of a trial as blocks of
+``block_size`` subsets (``ExecutionOptions(ensemble=False)`` keeps one call per subset); the
+rows equal the one-call path to floating-point tolerance, by the block contract.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._checkpoint import pool_fingerprint
 from pacpriv.pac.engine._mechanism import (
     accepts_rng,
@@ -66,19 +74,25 @@ class PairSpec:
     pass_rng: bool = False
     digest: str = field(default="", compare=False)
     fast: bool = False
+    block: int = 0
 
     @classmethod
-    def build(cls, mechanism, pool, records: np.ndarray, n_records: int) -> PairSpec:
-        """Spec with its digest computed once, in the parent process."""
-        ident = {
+    def build(cls, mechanism, pool, records: np.ndarray, n_records: int, *,
+              ensemble: bool = True) -> PairSpec:
+        """Spec with its digest computed once, in the parent process (``ensemble``: use the
+        mechanism's ``run_block`` for the ``1 + k`` evaluations of a trial, if it has one)."""
+        ident: dict[str, Any] = {
             "mechanism": _mechanism_identity(mechanism),
             "pool": pool_fingerprint(pool),
             "records": hashlib.sha256(
                 np.ascontiguousarray(records, np.int64).tobytes()).hexdigest(),
         }
-        digest = hashlib.sha256(repr(ident).encode()).hexdigest()
         fast = callable(getattr(mechanism, "per_record_differences", None))
-        return cls(mechanism, pool, records, n_records, accepts_rng(mechanism), digest, fast)
+        block = 0 if fast else block_size_of(mechanism, ensemble)
+        ident["block"] = block  # the block path agrees with one call per subset to round-off
+        digest = hashlib.sha256(repr(ident).encode()).hexdigest()
+        return cls(mechanism, pool, records, n_records, accepts_rng(mechanism), digest, fast,
+                   block)
 
     def __repr__(self) -> str:
         return f"PerRecordPairs(sha256={self.digest})"
@@ -95,6 +109,8 @@ def _differences(spec: PairSpec, subset_index: np.ndarray,
         out = np.empty((1 + spec.records.shape[0], base.shape[0]))
         out[0] = base
         out[1:] = np.asarray(diffs, dtype=np.float64)
+    elif spec.block and (rng is None or hasattr(rng.bit_generator, "seed_seq")):
+        out = _block_differences(spec, mask, rng)
     else:
         base_rng = None if rng is None else copy.deepcopy(rng)
 
@@ -113,6 +129,30 @@ def _differences(spec: PairSpec, subset_index: np.ndarray,
             out[1 + j] = base - other if mask[i] else other - base
     if not np.all(np.isfinite(out)):
         raise ValueError("a per-record difference overflowed to a non-finite value")
+    return out
+
+
+def _block_differences(spec: PairSpec, mask: np.ndarray,
+                       rng: np.random.Generator | None) -> np.ndarray:
+    """The ``1 + k`` subsets of a trial through ``run_block`` (the engine's block contract,
+    :mod:`pacpriv.pac.engine._blocks`), ``spec.block`` subsets a call; every row gets the
+    trial's mechanism seed, so the pair shares ``θ_t`` as on the one-call path."""
+    recs = spec.records
+    masks = np.repeat(mask[None, :], 1 + recs.shape[0], axis=0)
+    masks[1 + np.arange(recs.shape[0]), recs] = ~mask[recs]
+    seed = None if rng is None else rng.bit_generator.seed_seq
+    rows: list[np.ndarray] = []
+    for lo in range(0, masks.shape[0], spec.block):
+        part = masks[lo:lo + spec.block]
+        got = np.asarray(spec.mechanism.run_block(spec.pool, part,
+                                                  seeds=[seed] * part.shape[0]))
+        if got.ndim != 2 or got.shape[0] != part.shape[0]:
+            raise ValueError(f"the mechanism's run_block returned shape {got.shape} for "
+                             f"{part.shape[0]} subsets; expected ({part.shape[0]}, d)")
+        rows.extend(check_output(r, None if not rows else rows[0].shape[0]) for r in got)
+    out = np.asarray(rows, dtype=np.float64)
+    sign = np.where(mask[recs], 1.0, -1.0)[:, None]      # in S: f(S) − f(S ∖ {i})
+    out[1:] = (out[0][None, :] - out[1:]) * sign
     return out
 
 
