@@ -94,11 +94,10 @@ class AttackResult:
     threshold_at_1pct: float | None = None
 
     def to_dict(self) -> dict:
-        """JSON-serialisable dictionary of all fields (an infinite threshold becomes a string)."""
+        """JSON-serialisable dictionary of every field but the thresholds (each is one record's
+        score: it stays on the object and out of reports)."""
         out = asdict(self)
-        for key in ("threshold", "threshold_at_1pct"):
-            if out[key] is not None and not np.isfinite(out[key]):
-                out[key] = str(out[key])
+        del out["threshold"], out["threshold_at_1pct"]
         return out
 
 
