@@ -33,6 +33,8 @@ Usage::
     python benchmarks/certificate.py                 # 200 repetitions per cell
     python benchmarks/certificate.py --reps 500      # the published coverage table
     python benchmarks/certificate.py --quick         # n_trials = 128 only, 60 repetitions
+    python benchmarks/certificate.py --dims 20 200 2000 --trials 256 --only psum --reps 40
+                                                     # certified/oracle vs d (issue 32)
 """
 
 from __future__ import annotations
@@ -217,6 +219,8 @@ def main(argv=None) -> int:
                     help="Monte-Carlo draws of f for the clip's correction (one sample per cell)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scaling", choices=("log-det", "trace"), default="log-det")
+    ap.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                    help="only these mechanisms (e.g. psum gauss-decay)")
     ap.add_argument("--randomize", action="store_true",
                     help="randomized Markov threshold (seeded per repetition)")
     args = ap.parse_args(argv)
@@ -229,7 +233,8 @@ def main(argv=None) -> int:
     except ImportError:  # pragma: no cover
         def tqdm(x, **_):
             return x
-    cells = [(mech, m) for mech in mechanisms(args.dims or DIMS) for m in trials]
+    cells = [(mech, m) for mech in mechanisms(args.dims or DIMS) for m in trials
+             if args.only is None or mech.name in args.only]
     print(f"# certified noise vs oracle: v = {args.mi_budget}, 1−γ = {args.confidence}, "
           f"{reps} repetitions per cell, scaling {args.scaling}"
           + (", randomized threshold" if args.randomize else "") + "\n")

@@ -13,11 +13,23 @@ engine, not the neighbours. Each timing is the best of ``--repeat`` runs; proces
 are warmed up first (worker start-up is reported separately).
 
 Run: ``python benchmarks/engine.py`` (about 1 minute) or ``--quick`` (about 15 s).
+
+``--sizes`` prints instead ``run_pac`` (sequential, certified rule, release included) against
+the bare trials loop (the same mechanism calls on the same masks in a plain numpy loop) for a
+count sketch (each record hashed into one of ``d`` buckets) at ``d = 10² … 10⁶`` and 128
+trials: wall time, peak resident memory (``ru_maxrss`` of a fresh process per cell) and their
+ratios, plus the time of each phase (simulate, spectrum, certificate) and of ``import
+pacpriv``. ``--sizes --max-d 100000`` stops earlier (10⁶ needs about 3 GiB and a minute).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -81,12 +93,128 @@ def best_of_pairs(repeat, baseline, candidate):
     return min(tb), min(tc)
 
 
+class CountSketch:
+    """Each record (an integer id) hashed into one of ``d`` buckets; the bucket counts.
+
+    Its own memory is one ``d``-vector; its time O(subset + d).
+    """
+
+    def __init__(self, d: int) -> None:
+        self.d = d
+
+    def __call__(self, subset):
+        h = (subset.astype(np.uint64) * np.uint64(11400714819323198485)) >> np.uint64(20)
+        return np.bincount((h % np.uint64(self.d)).astype(np.intp),
+                           minlength=self.d).astype(np.float64)
+
+
+SIZES_RECORDS = 10_000
+SIZES_TRIALS = 128
+
+
+def _bare_sketch(mech, pool, n_trials):
+    """The bare loop of the sizes table: the engine's masks (same sampler and seeds), the
+    mechanism, a preallocated float64 output array."""
+    from pacpriv._random import as_seed_sequence
+    from pacpriv.pac.samplers import PoissonSampler
+
+    root = as_seed_sequence(0)
+    sampler = PoissonSampler()
+    out = np.empty((n_trials, mech.d))
+    for i in range(n_trials):
+        mask = sampler.trial_mask(len(pool), root=root, index=i)
+        out[i] = mech(pool[mask])
+    return out
+
+
+def sizes_child(mode: str, d: int) -> dict:
+    """One cell of the sizes table, in a fresh process (its peak RSS is the cell's)."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    from pacpriv.pac import run_pac
+    mech, pool = CountSketch(d), np.arange(SIZES_RECORDS)
+    ex = ExecutionOptions(progress=False)
+    out: dict = {}
+    if mode == "bare":
+        _bare_sketch(CountSketch(min(d, 100)), pool, 4)  # warm the code paths, not the memory
+        tic = time.perf_counter()
+        _bare_sketch(mech, pool, SIZES_TRIALS)
+        out["time_s"] = time.perf_counter() - tic
+    elif mode == "run_pac":
+        tic = time.perf_counter()
+        res = run_pac(mech, pool, mi_budget=1.0, n_trials=SIZES_TRIALS, rng=0, execution=ex)
+        out["time_s"] = time.perf_counter() - tic
+        cert = res.plan.certificate
+        out["certified"] = bool(cert is not None and cert.certified)
+    elif mode == "import":  # `import pacpriv` in a process that has imported numpy only
+        code = ("import time; import numpy; t = time.perf_counter(); import pacpriv, "
+                "pacpriv.pac; print(time.perf_counter() - t)")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True)
+        out["import_s"] = float(done.stdout.strip())
+    else:  # phases
+        from pacpriv.pac.noise import certify_noise
+        from pacpriv.pac.spectrum import estimate_output_spectrum
+
+        tic = time.perf_counter()
+        sim = simulate(mech, pool, n_trials=SIZES_TRIALS, rng=0, execution=ex)
+        out["simulate_s"] = time.perf_counter() - tic
+        tic = time.perf_counter()
+        estimate_output_spectrum(sim.outputs)
+        out["spectrum_s"] = time.perf_counter() - tic
+        tic = time.perf_counter()
+        certify_noise(sim.outputs, mi_budget=1.0)
+        out["certificate_s"] = time.perf_counter() - tic
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def _cell(mode: str, d: int) -> dict:
+    cmd = [sys.executable, __file__, "--sizes-child", mode, str(d)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=True,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def sizes_table(max_d: int, repeat: int) -> None:
+    """Print run_pac vs the bare loop at d = 10^2 ... max_d (see the module docstring)."""
+    print(f"load average {os.getloadavg()}; {SIZES_TRIALS} trials, {SIZES_RECORDS} records, "
+          "count sketch; best of", repeat, "fresh processes per cell")
+    header = ("d", "bare s", "run_pac s", "ratio", "over s", "bare MiB", "run_pac MiB",
+              "ratio", "simulate", "spectrum", "certificate", "import s")
+    print("  ".join(f"{h:>11}" for h in header))
+    d = 100
+    while d <= max_d:
+        bare = min((_cell("bare", d) for _ in range(repeat)), key=lambda r: r["time_s"])
+        full = min((_cell("run_pac", d) for _ in range(repeat)), key=lambda r: r["time_s"])
+        ph = _cell("phases", d)
+        imp = min(_cell("import", d)["import_s"] for _ in range(repeat))
+        cells = (d, bare["time_s"], full["time_s"], full["time_s"] / bare["time_s"],
+                 full["time_s"] - bare["time_s"], bare["peak_rss_mib"], full["peak_rss_mib"],
+                 full["peak_rss_mib"] / bare["peak_rss_mib"], ph["simulate_s"],
+                 ph["spectrum_s"], ph["certificate_s"], imp)
+        print("  ".join(f"{c:>11.3f}" if isinstance(c, float) else f"{c:>11}" for c in cells),
+              "" if full.get("certified") else " (not certified!)")
+        d *= 10
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", action="store_true",
+                        help="run_pac vs the bare loop at d = 1e2 ... 1e6 (time, peak memory)")
+    parser.add_argument("--max-d", type=int, default=10**6, help="largest d of --sizes")
+    parser.add_argument("--sizes-child", nargs=2, metavar=("MODE", "D"), help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="fewer trials (about 15 s)")
     parser.add_argument("--repeat", type=int, default=None, help="best of this many runs")
     parser.add_argument("--no-dask", action="store_true", help="skip the Dask comparison")
     args = parser.parse_args(argv)
+    if args.sizes_child:
+        print(json.dumps(sizes_child(args.sizes_child[0], int(args.sizes_child[1]))))
+        return
+    if args.sizes:
+        sizes_table(args.max_d, args.repeat or (1 if args.quick else 2))
+        return
     repeat = args.repeat or (2 if args.quick else 3)
     n_fast, n_slow, n_mid = (300, 10, 100) if args.quick else (1000, 20, 200)
     pool = np.random.default_rng(0).normal(size=1000)

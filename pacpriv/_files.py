@@ -21,9 +21,9 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "atomic_write", "check_existing_dir",
-           "check_input_file", "check_output_dir", "check_output_file", "create_private_file",
-           "private_dir"]
+__all__ = ["LOCK_NAME", "PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "atomic_write",
+           "check_existing_dir", "check_input_file", "check_output_dir", "check_output_file",
+           "create_private_file", "private_dir", "report_folder"]
 
 #: Mode of a directory that holds pool-derived data (owner only).
 PRIVATE_DIR_MODE = 0o700
@@ -234,3 +234,83 @@ def atomic_write(path: Path, data: bytes, *, mode: int = PRIVATE_FILE_MODE) -> N
         raise
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+
+
+#: Lock file of a report folder in use (held with ``fcntl.flock`` while a run writes there).
+LOCK_NAME = ".pacpriv-lock"
+#: Report folders this process holds (a nested writer in the same process does not re-lock).
+_HELD: set[str] = set()
+
+
+def _acquire(lock: Path, what: str, folder: Path) -> int:
+    """An exclusive, non-blocking ``flock`` on ``lock`` (created if needed); the file must
+    still be the one locked afterwards (a releasing run unlinks it)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks, no refusal
+        return -1
+    for _ in range(20):
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise BlockingIOError(
+                f"{what} {str(folder)!r} is in use by another pacpriv run (it holds "
+                f"{LOCK_NAME}): wait for that run to finish, or give another folder.") from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)  # locked a file that a finishing run had just unlinked: try again
+    raise BlockingIOError(f"{what} {str(folder)!r}: could not lock {LOCK_NAME}.")
+
+
+@contextlib.contextmanager
+def report_folder(path, what: str, *, force: bool = False, report_files=()):
+    """Hold the report folder ``path`` for one run: refuse it when another run holds it, and
+    refuse to replace an earlier report (any of ``report_files`` present) unless ``force``.
+
+    Checked before any work, held until the report is written (an ``fcntl`` lock on
+    ``<path>/.pacpriv-lock``, released and removed at the end; a killed run's lock is released
+    by the system). A folder created here and left empty by a failed run is removed again.
+    Yields ``(path, replaced)``: the earlier report files that this run will replace.
+
+    Raises
+    ------
+    BlockingIOError
+        Another run holds the folder.
+    FileExistsError
+        The folder holds a report and ``force`` is False.
+    NotADirectoryError, PermissionError
+        As :func:`check_output_dir`.
+    """
+    p = check_output_dir(path, what)
+    key = os.path.realpath(p)
+    if key in _HELD:  # this process already holds it (a writer inside a locked command)
+        yield p, []
+        return
+    created = not p.exists()
+    p.mkdir(parents=True, exist_ok=True)
+    lock = p / LOCK_NAME
+    fd = -1
+    try:
+        fd = _acquire(lock, what, p)
+        earlier = sorted(f for f in report_files if (p / f).exists())
+        if earlier and not force:
+            raise FileExistsError(
+                f"{what} {str(p)!r} already holds a report ({', '.join(earlier)}): pass "
+                "--force to replace it, or give another folder.")
+        _HELD.add(key)
+        yield p, earlier
+    finally:
+        _HELD.discard(key)
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            os.close(fd)  # closing releases the lock
+        if created:
+            with contextlib.suppress(OSError):
+                p.rmdir()  # only if the run left it empty

@@ -7,6 +7,9 @@ keeps working for callers who do not know pacpriv's hierarchy (the scikit-learn
 
 from __future__ import annotations
 
+import os
+import sys
+
 __all__ = [
     "BudgetExceededError",
     "CalibrationError",
@@ -147,3 +150,19 @@ def warn_user(message: str, category: type[Warning]) -> None:
     finally:
         del frame
     warnings.warn(message, category, stacklevel=level)
+
+
+def _interrupted_while_starting(kind, value, tb, _previous=sys.excepthook) -> None:
+    """``sys.excepthook`` of the command line while it starts: Ctrl-C as the modules load
+    prints one line, not a traceback of the import (issue 35, item 5)."""
+    if issubclass(kind, KeyboardInterrupt):
+        print("pacpriv: interrupted (while starting; nothing was run)", file=sys.stderr)
+        return
+    _previous(kind, value, tb)
+
+
+# ``pacpriv`` (console script) or ``python -m pacpriv`` (argv[0] is "-m" while the package is
+# located): this module is among the first that ``import pacpriv`` loads
+if sys.argv[:1] == ["-m"] or os.path.basename(sys.argv[0] if sys.argv else "") in (
+        "pacpriv", "pacpriv.exe"):
+    sys.excepthook = _interrupted_while_starting

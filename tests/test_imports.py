@@ -20,6 +20,22 @@ def test_import_pacpriv_does_not_import_heavy_dependencies():
     assert out.stdout.strip() == "[]"
 
 
+def test_sequential_run_pac_imports_no_heavy_dependency():
+    """A sequential ``run_pac`` (certified rule, release, report) loads none of the heavy
+    extras either: no Dask/distributed to know its crash types, no torch for a plain function.
+    """
+    code = (
+        "import sys, warnings; warnings.simplefilter('ignore'); import numpy as np; "
+        "from pacpriv.pac import run_pac; from pacpriv.pac.engine import ExecutionOptions; "
+        "r = run_pac(np.mean, np.arange(40.0), mi_budget=0.5, n_trials=16, rng=0, "
+        "execution=ExecutionOptions(progress=False)); "
+        "assert r.release is not None; "
+        f"print([m for m in {HEAVY!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
 @pytest.mark.parametrize("module", ["pacpriv", "pacpriv.pac", "pacpriv.dpsgd"])
 def test_public_names_exist(module):
     """Every name in ``__all__`` is importable (no stale exports)."""

@@ -98,13 +98,16 @@ def dpsgd_epsilon(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
                        high_inclusive=False)
     if sigma == 0:
         return math.inf, "not private (σ = 0)"
-    from pacpriv.dpsgd import tradeoff_curve
+    from pacpriv.dpsgd.epsilon import epsilon_bound
 
-    gdp = gaussian_epsilon(math.sqrt(E) / sigma, delta)
-    pld = checked_call(lambda: float(tradeoff_curve(
-        noise_multiplier=sigma, steps_per_epoch=M, epochs=E, k=1, fpr=[0.5]).get_epsilon(delta)))
-    if pld is not None and pld < gdp:
-        return pld, ("certified upper bound: random-allocation PLD "
-                     "(pacpriv.dpsgd.tradeoff_curve, pessimistic)")
-    return gdp, ("certified upper bound: E-fold Gaussian mechanism without amplification "
-                 "(Balle & Wang 2018, Thm 8)")
+    # the smallest sound bound: certified PLD, Gaussian dominance or chi-square, monotone in
+    # σ, M, E and δ (issue 35: the PLD alone is loose and not monotone at very large σ)
+    b = epsilon_bound(sigma, steps_per_epoch=M, epochs=E, delta=delta)
+    if b.source == "certified PLD":
+        return b.epsilon, ("certified upper bound: random-allocation PLD "
+                           "(pacpriv.dpsgd.tradeoff_curve, pessimistic)")
+    if b.source.startswith("Gaussian"):
+        return b.epsilon, ("certified upper bound: E-fold Gaussian mechanism without "
+                           "amplification (Balle & Wang 2018, Thm 8)")
+    return b.epsilon, ("certified upper bound: chi-square closed form of random allocation "
+                       "(pacpriv.dpsgd.epsilon)")

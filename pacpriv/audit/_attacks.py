@@ -73,6 +73,11 @@ class AttackResult:
         (``inf``: predict non-member always).
     n_evaluated : int
         Records in the evaluation half (the binomial sample size behind the interval).
+    realized_fpr_at_1pct : float or None
+        The FPR that the threshold behind ``tpr_at_1pct_fpr`` actually has (at most 1%; tied
+        scores can force it far below): read the TPR against it.
+    threshold_at_1pct : float or None
+        That threshold ("member iff score >= threshold"; ``inf``: no positive).
     """
 
     accuracy: float
@@ -85,12 +90,14 @@ class AttackResult:
     confidence: float
     threshold: float
     n_evaluated: int
+    realized_fpr_at_1pct: float | None = None
+    threshold_at_1pct: float | None = None
 
     def to_dict(self) -> dict:
-        """JSON-serialisable dictionary of all fields (an infinite threshold becomes a string)."""
+        """JSON-serialisable dictionary of every field but the thresholds (each is one record's
+        score: it stays on the object and out of reports)."""
         out = asdict(self)
-        if not np.isfinite(self.threshold):
-            out["threshold"] = str(self.threshold)
+        del out["threshold"], out["threshold_at_1pct"]
         return out
 
 
@@ -164,8 +171,10 @@ def evaluate_attack(
     from sklearn.metrics import roc_auc_score, roc_curve  # lazy: keeps `import pacpriv` light
 
     auc = float(roc_auc_score(labels, scores))
-    fpr, tpr, _ = roc_curve(labels, scores, drop_intermediate=False)
-    tpr_low_fpr = float(np.max(tpr[fpr <= 0.01]))
+    fpr, tpr, thr = roc_curve(labels, scores, drop_intermediate=False)
+    low = np.flatnonzero(fpr <= 0.01)
+    at = int(low[np.argmax(tpr[low])])  # the first (strictest) threshold of the largest TPR
+    tpr_low_fpr = float(tpr[at])
 
     gen = as_generator(rng)
     m_perm, n_perm = gen.permutation(members), gen.permutation(nonmembers)
@@ -193,6 +202,8 @@ def evaluate_attack(
         confidence=confidence,
         threshold=threshold,
         n_evaluated=int(m_eval.size + n_eval.size),
+        realized_fpr_at_1pct=float(fpr[at]),
+        threshold_at_1pct=float(thr[at]),
     )
 
 

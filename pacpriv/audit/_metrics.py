@@ -67,6 +67,12 @@ class TprAtFpr:
         One-sided Clopper–Pearson upper limit (at ``confidence``) of the threshold's FPR.
     reason : str
         Why the FPR is unresolved ("" when resolved).
+    realized_fpr : float or None
+        The FPR the chosen threshold actually has on the non-member scores
+        (``false_positives / n_nonmembers``, at most ``fpr``): a TPR is read against it, not
+        against the target. Tied scores cannot be split, so it may lie well below the target.
+    threshold : float or None
+        The rule "member iff score >= threshold" behind ``tpr`` (``inf``: no positive at all).
     """
 
     fpr: float
@@ -76,13 +82,18 @@ class TprAtFpr:
     false_positives: int | None
     fpr_upper: float | None
     reason: str = ""
+    realized_fpr: float | None = None
+    threshold: float | None = None
 
     def to_dict(self) -> dict:
-        """``{"tpr", "ci", "resolved", ...}``: the issue's layout plus the FPR's own facts."""
+        """``{"tpr", "ci", "resolved", ...}``: the issue's layout plus the FPR's own facts (not
+        ``threshold``: it is a record's score, so it stays on the object and out of reports)."""
         out: dict = {"tpr": self.tpr, "ci": None if self.ci is None else list(self.ci),
                      "resolved": self.resolved}
         if self.resolved:
-            out.update(false_positives=self.false_positives, fpr_upper=self.fpr_upper)
+            # The threshold is one record's score: it stays on the object, never in a report.
+            out.update(false_positives=self.false_positives, fpr_upper=self.fpr_upper,
+                       realized_fpr=self.realized_fpr)
         else:
             out["reason"] = self.reason
         return out
@@ -177,12 +188,21 @@ def roc_counts(member_scores, nonmember_scores) -> tuple[np.ndarray, np.ndarray]
     return np.r_[0, tp], np.r_[0, fp]
 
 
+def _thresholds(member_scores, nonmember_scores) -> np.ndarray:
+    """The threshold of each entry of :func:`roc_counts` (``inf`` first: no positive)."""
+    s = np.sort(np.r_[np.asarray(member_scores, dtype=np.float64),
+                      np.asarray(nonmember_scores, dtype=np.float64)])[::-1]
+    last = np.r_[np.flatnonzero(np.diff(s) != 0), s.size - 1]
+    return np.r_[np.inf, s[last]]
+
+
 def _allowed_false_positives(alpha: float, n_neg: int) -> int:
     """``⌊α·n_neg⌋`` computed exactly from α's decimal text (no float round-off)."""
     return math.floor(Decimal(repr(float(alpha))) * n_neg)
 
 
-def _tpr_at(alpha: float, tp: np.ndarray, fp: np.ndarray, confidence: float) -> TprAtFpr:
+def _tpr_at(alpha: float, tp: np.ndarray, fp: np.ndarray, confidence: float,
+            thresholds: np.ndarray | None = None) -> TprAtFpr:
     n_pos, n_neg = int(tp[-1]), int(fp[-1])
     allowed = _allowed_false_positives(alpha, n_neg)
     if allowed < 1:
@@ -196,8 +216,10 @@ def _tpr_at(alpha: float, tp: np.ndarray, fp: np.ndarray, confidence: float) -> 
     hits, false = int(tp[k]), int(fp[k])
     lo, hi = clopper_pearson(hits, n_pos, confidence)
     _, fpr_hi = clopper_pearson(false, n_neg, confidence, alternative="less")
+    thr = None if thresholds is None else float(thresholds[k])
     return TprAtFpr(fpr=alpha, resolved=True, tpr=hits / n_pos, ci=(lo, hi),
-                    false_positives=false, fpr_upper=fpr_hi)
+                    false_positives=false, fpr_upper=fpr_hi, realized_fpr=false / n_neg,
+                    threshold=thr)
 
 
 def _sampled_roc(tp: np.ndarray, fp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -264,6 +286,7 @@ def roc_metrics(
     alphas = [check_real(a, f"fprs[{i}]", low=0.0, high=1.0, low_inclusive=False,
                          high_inclusive=False) for i, a in enumerate(fprs)]
     tp, fp = roc_counts(pos, neg)
+    thresholds = _thresholds(pos, neg)
     held_out = evaluate_attack(pos, neg, confidence=confidence, rng=rng)
     roc_fpr, roc_tpr = _sampled_roc(tp, fp)
     return RocMetrics(
@@ -271,7 +294,7 @@ def roc_metrics(
         auc=_auc(tp, fp),
         balanced_accuracy=held_out.accuracy,
         balanced_accuracy_ci=(held_out.ci_low, held_out.ci_high),
-        tpr_at_fpr=tuple(_tpr_at(a, tp, fp, confidence) for a in alphas),
+        tpr_at_fpr=tuple(_tpr_at(a, tp, fp, confidence, thresholds) for a in alphas),
         n_members=int(pos.size),
         n_nonmembers=int(neg.size),
         confidence=confidence,

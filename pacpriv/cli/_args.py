@@ -87,10 +87,19 @@ def add_report_output(parser: argparse.ArgumentParser, *, default_out: str,
     and ``--show-errors`` (one definition for all of them; ``--no-progress`` is a field of
     ``ExecutionOptions``)."""
     parser.add_argument("--out", default=default_out, help=out_help)
+    add_force(parser)
     parser.add_argument("--format", dest="formats", default="json,md,html",
                         help="comma-separated report formats among json, md, html")
     parser.add_argument("--json", action="store_true", help=json_help)
     add_show_errors(parser)
+
+
+def add_force(parser: argparse.ArgumentParser) -> None:
+    """``--force``: replace an earlier report in ``--out`` (refused without it)."""
+    parser.add_argument("--force", action="store_true",
+                        help="replace an earlier report in --out (without it a folder that "
+                        "holds a report is refused before any work; a folder in use by "
+                        "another run is always refused)")
 
 
 def add_show_errors(parser: argparse.ArgumentParser) -> None:

@@ -40,7 +40,8 @@ def _type(field: dataclasses.Field) -> Any:
         return field.metadata["type"]
     text = field.type if isinstance(field.type, str) else getattr(field.type, "__name__",
                                                                    str(field.type))
-    return number if text.startswith("float") else int if text.startswith("int") else str
+    return (number if text.startswith("float") else int if text.startswith("int")
+            else bool if text.startswith("bool") else str)
 
 
 def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
@@ -62,9 +63,9 @@ def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
             seen.add(flag)
             text = ((helps or {}).get(f.name) or f.metadata.get("help", "")) \
                 + (notes or {}).get(f.name, "")
-            if f.metadata.get("negate"):
-                parser.add_argument(flag, dest=f.name, action="store_const", const=False,
-                                    default=None, help=text)
+            if f.metadata.get("negate") or _type(f) is bool:  # --no-x sets False, --x True
+                parser.add_argument(flag, dest=f.name, action="store_const", default=None,
+                                    const=not f.metadata.get("negate"), help=text)
                 continue
             extra = {k: f.metadata[k] for k in ("choices", "metavar") if k in f.metadata}
             parser.add_argument(flag, dest=f.name, type=_type(f), default=None, help=text,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 
 import numpy as np
 
@@ -16,9 +15,8 @@ from pacpriv.dpsgd import (
     exact_membership_inference_accuracy,
     membership_inference_accuracy_bound,
     noise_multiplier_for_accuracy,
-    tradeoff_curve,
 )
-from pacpriv.dpsgd.tradeoff import TooLittleNoiseError
+from pacpriv.dpsgd.epsilon import epsilon_bound
 
 
 def _common(p: argparse.ArgumentParser, *, sigma: bool, target: bool) -> None:
@@ -54,18 +52,19 @@ def _check_common(args) -> None:
 
 
 def _epsilon(args, sigma: float) -> tuple[dict, tuple[str, str]]:
-    """ε at ``--delta`` for σ (certified PLD of random allocation, k of t)."""
-    try:
-        curve = tradeoff_curve(noise_multiplier=sigma, steps_per_epoch=args.steps_per_epoch,
-                               epochs=args.epochs, k=args.k, fpr=[0.0])
-    except TooLittleNoiseError:  # σ so small the loss overflows: ε = ∞ (not private)
-        eps = math.inf
-    else:
-        eps = curve.get_epsilon(args.delta)
-    payload = {"epsilon": eps, "delta": args.delta,
-               "source": "certified PLD (upper chain), add or remove one record"}
-    return payload, (f"epsilon at delta={args.delta:g} (certified PLD)",
-                     format_bound(eps, 6, side="up"))
+    """ε at ``--delta`` for σ: the smallest sound bound (certified PLD where it can be built,
+    else a labelled closed form; see :func:`pacpriv.dpsgd.epsilon.epsilon_bound`)."""
+    b = epsilon_bound(sigma, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
+                      delta=args.delta, k=args.k)
+    source = f"{b.source}, add or remove one record"
+    payload = {"epsilon": b.epsilon, "delta": args.delta, "source": source}
+    if b.pld_note:
+        payload["note"] = b.pld_note
+    label = f"epsilon at delta={args.delta!r} ({b.source}; upper bound)"
+    value = format_bound(b.epsilon, 6, side="up")
+    if b.pld_note.startswith("PLD unavailable"):
+        value += f" ({b.pld_note})"
+    return payload, (label, value)
 
 
 def _emit(args, payload: dict, rows: list[tuple[str, str]]) -> int:

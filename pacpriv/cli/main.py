@@ -111,8 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     0 ok; 1 the mechanism or a computation failed (one line naming the trial and seed);
     2 bad input; 130 interrupted.
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting: one line, nothing was run
+        print("pacpriv: interrupted (while starting; nothing was run)", file=sys.stderr)
+        return 130
     with warnings.catch_warnings(record=True) as caught:
         try:
             return _dispatch(args, _flags_of(_invoked(parser, args)))
@@ -158,9 +162,27 @@ def _as_flags(text: str, flags: set[str]) -> str:
     return re.sub(r"`([a-z][a-z0-9_]*)`", repl, text)
 
 
+def _run_handler(args) -> int:
+    """Run the command; one that writes a report (``--out`` and ``--force``) holds its folder
+    for the whole run: another run's folder is refused, an earlier report is replaced only with
+    ``--force`` (and the user is told), both before any work (issue 35, item 4)."""
+    out = getattr(args, "out", None)
+    if out is None or not hasattr(args, "force"):
+        return int(args.handler(args) or 0)
+    from pacpriv._files import report_folder
+    from pacpriv.report.builder import REPORT_FILES
+
+    with report_folder(out, "--out", force=bool(args.force),
+                       report_files=REPORT_FILES) as (_, earlier):
+        if earlier:
+            print(f"pacpriv: note: --force: this report replaces the earlier one in {out!r} "
+                  f"({', '.join(earlier)})", file=sys.stderr)
+        return int(args.handler(args) or 0)
+
+
 def _dispatch(args, flags: set[str]) -> int:
     try:
-        return int(args.handler(args) or 0)
+        return _run_handler(args)
     except CheckpointError as exc:  # the API's advice names `rng`; a CLI user has --seed
         from pacpriv.pac.engine._checkpoint import SEED_ADVICE
 

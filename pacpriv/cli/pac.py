@@ -41,6 +41,7 @@ from pacpriv.pac.bounds._posterior import (
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.noise import DEFAULT_RULE, RULE_CLASSES
+from pacpriv.pac.noise._calibration import MIN_MI_BUDGET
 from pacpriv.pac.samplers import SAMPLERS
 from pacpriv.registry import available_mechanisms
 from pacpriv.report import build_report, write_report
@@ -155,7 +156,8 @@ def _add_run_parser(sub) -> None:
         p: f" (--rule {_takers(p)})" for cls in RULE_CLASSES.values()
         for p in cls.parameter_names()})
     add_spec_flags(run, ExecutionOptions, only=(
-        "n_jobs", "ensemble", "backend", "checkpoint", "retries", "timeout", "progress"))
+        "n_jobs", "ensemble", "backend", "checkpoint", "output_dtype", "memory_map", "retries",
+        "timeout", "progress"))
     run.add_argument("--scheduler", default=None, metavar="ADDRESS",
                      help="Dask scheduler address (e.g. tcp://host:8786), with --backend dask")
     run.add_argument("--ray-address", default=None, metavar="ADDRESS",
@@ -205,6 +207,9 @@ def _check_args(args) -> None:
                          f"recorded in the report, so a release drawn from it could be "
                          f"regenerated); got {args.seed} for both")
     spec_from_args(ExecutionOptions, args)  # --retries, --timeout, --backend... fail here
+    if args.memory_map and args.checkpoint is None:
+        raise UsageError("--memory-map keeps the outputs in the checkpoint folder: give "
+                         "--checkpoint DIR too")
     if args.scheduler is not None and args.backend != "dask":
         raise UsageError("--scheduler applies to --backend dask only")
     if args.backend == "dask" and args.scheduler is None:
@@ -254,6 +259,11 @@ def _run(args) -> int:
                 f"{format_bound(q)})"
             )
         budget = float(mi_budget_for_accuracy(args.target_accuracy, prior=baseline))
+        if not budget >= MIN_MI_BUDGET:  # a target a rounding step above the blind guess
+            raise UsageError(
+                f"--target-accuracy {args.target_accuracy!r} is too close to the blind-guess "
+                f"rate {format_bound(baseline)}: its MI budget {budget:g} nats is below "
+                f"{MIN_MI_BUDGET:g} (no noise scale can meet it); give a larger target")
 
     with scheduler_context(args):
         try:

@@ -15,6 +15,7 @@ from pacpriv._files import check_existing_dir, check_input_file
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
     UsageError,
+    add_force,
     add_show_errors,
     check_exactly_one,
     check_positive_finite,
@@ -149,6 +150,9 @@ def add_parser(subparsers, name: str) -> None:
                      "only: never written to disk or to a report, but the state is marked "
                      "'caller-seeded secret (not for production)' (default OS entropy; must "
                      "differ from --seed)")
+    fit.add_argument("--max-minutes", type=float, default=60.0, metavar="MINUTES",
+                     help="refuse, before fitting, a fit estimated (from one timed world) to "
+                     "take longer than this (default 60)")
     add_show_errors(fit)
     fit.set_defaults(handler=_fit)
 
@@ -173,6 +177,7 @@ def add_parser(subparsers, name: str) -> None:
     status = sub.add_parser("status", help="budget state; optionally write a report")
     status.add_argument("--state", required=True, help="fitted state directory")
     status.add_argument("--out", default=None, help="write report.json/report.md here")
+    add_force(status)
     status.add_argument("--json", action="store_true", help="print JSON")
     status.add_argument("--ledger", default=None, help="the ledger store when it is not "
                         "DIR/ledger.db (postgresql://... of the served replicas)")
@@ -291,18 +296,53 @@ def _fit(args) -> int:
     if dataset.y is None:
         raise UsageError(f"--dataset {args.dataset!r} has no labels; prediction needs (X, y)")
     output = args.output or ("value" if args.estimator == "ridge" else "proba")
+    n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
+    if cap_note:
+        print(f"pacpriv: note: {cap_note}", file=sys.stderr)
+    _check_fit_estimate(args, dataset.pool, n_jobs)  # before the state folder is written
     pp = PrivatePredictor(_estimator(args.estimator), dataset.pool, n_worlds=args.n_worlds,
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=args.seed,
                           secret_rng=args.secret_seed)
-    n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
-    if cap_note:
-        print(f"pacpriv: note: {cap_note}", file=sys.stderr)
     pp.fit(execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")
     return 0
+
+
+def _check_fit_estimate(args, pool, n_jobs) -> None:
+    """Time one world's fit (half the pool, as a world sees it) and print the estimate for
+    all worlds; refuse above --max-minutes, before any world is fitted (issue 35, item 5)."""
+    import math
+    import os
+    import time
+
+    if not (math.isfinite(args.max_minutes) and args.max_minutes > 0):
+        raise UsageError(f"--max-minutes must be a positive number; got {args.max_minutes!r}")
+    try:
+        from sklearn.base import clone
+
+        est = clone(_estimator(args.estimator))
+        X, y = pool
+        half = slice(0, max(2, len(X) // 2))
+        one = math.inf
+        for _ in range(2):  # the first fit also pays one-off imports and warm-up
+            tic = time.perf_counter()
+            clone(est).fit(X[half], y[half])
+            one = min(one, time.perf_counter() - tic)
+    except Exception:  # not a scikit-learn estimator, or it fails: the fit reports it
+        return
+    cpus = os.cpu_count() or 1
+    workers = cpus if n_jobs is not None and n_jobs < 0 else int(n_jobs or 1)
+    workers = max(1, min(workers, cpus, args.n_worlds))
+    minutes = one * args.n_worlds / workers / 60.0
+    print(f"pacpriv: note: estimate: {args.n_worlds} worlds x {one:.3g} s per world on "
+          f"{workers} worker(s): about {minutes:.2g} min", file=sys.stderr)
+    if minutes > args.max_minutes:
+        raise UsageError(f"--n-worlds {args.n_worlds}: the fit is estimated at about "
+                         f"{minutes:.2g} min, above --max-minutes {args.max_minutes:g}; use "
+                         "fewer --n-worlds, more --n-jobs, or raise --max-minutes")
 
 
 def _rows(args):

@@ -17,6 +17,7 @@ from pacpriv.dpsgd.calibration import (
 )
 from pacpriv.dpsgd.comparators import ComparisonRow as AccountantRow
 from pacpriv.dpsgd.comparators import ComparisonTable, compare_accountants
+from pacpriv.dpsgd.epsilon import EpsilonBound, epsilon_bound
 from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
 from pacpriv.dpsgd.sampling import PoissonSampling, RandomAllocation
 from pacpriv.dpsgd.spec import THREAT_MODEL, DPSGDSpec
@@ -45,7 +46,9 @@ __all__ = [
     "ComparisonTable",
     "compare_accountants",
     # trade-off curve (certified ROC) and epsilon
+    "EpsilonBound",
     "TradeoffCurve",
+    "epsilon_bound",
     "tradeoff_curve",
 ]
 

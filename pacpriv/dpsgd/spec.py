@@ -105,9 +105,14 @@ class DPSGDSpec:
                               k=self.k, fpr=fpr, tolerance=tolerance)
 
     def get_epsilon(self, delta: float) -> float:
-        """ε at ``delta`` (add or remove one record) from the certified privacy-loss
-        distribution of :meth:`tradeoff_curve`."""
-        return self.tradeoff_curve(fpr=[0.0]).get_epsilon(delta)
+        """ε at ``delta`` (add or remove one record): the smallest sound upper bound of
+        :func:`pacpriv.dpsgd.epsilon.epsilon_bound` (the certified PLD of
+        :meth:`tradeoff_curve` where it can be built, else a closed form); monotone in σ, M,
+        E and δ, ``inf`` only beyond float64."""
+        from pacpriv.dpsgd.epsilon import epsilon_bound
+
+        return epsilon_bound(self.noise_multiplier, steps_per_epoch=self.steps_per_epoch,
+                             epochs=self.epochs, delta=delta, k=self.k).epsilon
 
     def membership_inference_accuracy_bound(self) -> AccuracyBound:
         """Chi-square closed-form bound (see :func:`membership_inference_accuracy_bound`)."""

@@ -9,7 +9,10 @@ One step of :func:`train_dpsgd` on the batch B_t chosen by random allocation
 with clip_C(g) = g · min(1, C / (‖g‖₂ + 10⁻⁶)) over all trainable parameters jointly (as in
 opacus), σ = ``noise_multiplier``, C = ``max_grad_norm``, n records and M = ``steps_per_epoch``.
 The division is by the *expected* batch size n/M, never the realised ``|B_t|`` (which depends on
-the allocation and would leak it); empty steps still add noise and take a step. This is the
+the allocation and would leak it); empty steps still add noise and take a step. ``n`` should be
+a public constant the caller declares (``dataset_size=``), so that neighbouring datasets share
+the normaliser. A private run that changes no trainable parameter raises
+:class:`NoOpTrainingError` (privacy spent for nothing). This is the
 mechanism whose membership-inference accuracy is bounded in [1]_.
 
 Two exact ways to the clipped sum, chosen per model (opacus is not needed at runtime):
@@ -56,6 +59,12 @@ from pacpriv._validation import check_int, check_real, keyword_fields
 from pacpriv.dpsgd._ghost import LinearTape, batched_losses, linear_layers
 from pacpriv.dpsgd._noise import arithmetic, check_noise_range, check_precision, noisy_average
 from pacpriv.dpsgd._records import as_records, as_tensors
+from pacpriv.dpsgd._trainer_checks import (
+    NoOpTrainingError,
+    check_changed,
+    check_optimizer_holds,
+    public_size,
+)
 from pacpriv.dpsgd._training_result import TrainingResult
 from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_generator
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
@@ -70,6 +79,7 @@ functional_call, grad_and_value, vmap = (
 
 __all__ = [
     "ModuleProblem",
+    "NoOpTrainingError",
     "TrainingResult",
     "model_losses",
     "per_sample_gradients",
@@ -298,7 +308,8 @@ def _make_optimizer(optimizer: OptimizerArg, model: torch.nn.Module) -> torch.op
 
 #: The DP-SGD settings :func:`train_dpsgd` takes as keywords (or in ``spec``).
 TRAINER_KEYWORDS = ("noise_multiplier", "steps_per_epoch", "epochs", "max_grad_norm",
-                    "allocation")
+                    "allocation", "dataset_size")
+
 
 
 def train_dpsgd(
@@ -377,6 +388,12 @@ def train_dpsgd(
         distinct steps of every epoch; Feldman & Shenfeld 2025) or the shorthands
         ``"random_allocation"`` / ``"k_of_t"`` (then ``k`` comes from ``spec``, default 1).
         Default: ``RandomAllocation(spec.k)`` or ``RandomAllocation(1)``.
+    dataset_size : int, optional
+        The public record count ``N`` of the normaliser ``k·N/t`` that divides every noisy
+        sum (or ``spec.dataset_size``). Declare it: the guarantee treats the normaliser as
+        public, and with it neighbouring datasets (n and n − 1 records) are trained with the
+        same normaliser bit for bit (opacus #571, #819). Without it the number of records
+        passed is used, which differs between neighbours by one.
     allow_low_precision : bool, default False
         Train float16 / bfloat16 models (refused otherwise: their rounding breaks what the
         certificate describes). Noise is generated and added in float64 either way.
@@ -436,6 +453,7 @@ def _train_dpsgd(
     spec: DPSGDSpec | None = None,
     allocation: RandomAllocation | str | None = None,
     allow_low_precision: bool = False,
+    dataset_size: int | None = None,
 ) -> TrainingResult:
     """:func:`train_dpsgd` with every setting as a keyword (validated here)."""
     if not isinstance(model, torch.nn.Module):
@@ -468,7 +486,7 @@ def _train_dpsgd(
         raise ValueError("`X` must contain at least one record; got 0.")
     # the divisor must not depend on which records are present (docs: k_of_t, Theorem 1):
     # a spec's dataset_size is a public number; else the number of records passed
-    n_public = n if spec is None or spec.dataset_size is None else spec.dataset_size
+    n_public = public_size(dataset_size, spec, n)
     expected = k * n_public / M
     dtype = next(p for p in model.parameters() if p.requires_grad).dtype
     if C is not None:
@@ -477,6 +495,9 @@ def _train_dpsgd(
     layers = None if C is None else linear_layers(model)
     _refuse_probed(model, records, ghost=bool(layers))
     opt = _make_optimizer(optimizer, model)
+    named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+    check_optimizer_holds(opt, named)
+    before = {name: p.detach().clone() for name, p in named}
     root = as_seed_sequence(rng)  # rng=None: OS entropy, kept only in this frame
     alloc_gen = torch_generator(trial_seed(root, ALLOCATION_STREAM))
     noise_gen = torch_generator(trial_seed(root, GRADIENT_NOISE_STREAM))
@@ -488,7 +509,6 @@ def _train_dpsgd(
     n_clipped = 0
     epoch_losses = []
     tape = LinearTape(layers) if layers else None
-    named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
     start = time.perf_counter()
     with tqdm(total=M * E, disable=not progress, desc="DP-SGD") as bar, \
             (tape if tape is not None else contextlib.nullcontext()):
@@ -515,6 +535,7 @@ def _train_dpsgd(
     model.train(was_training)
     for p in model.parameters():
         p.grad = None
+    check_changed(before, named, sigma if C is not None else 0.0, len(sizes))
     bound = None
     if C is not None and sigma > 0:
         bound = float(membership_inference_accuracy_bound(

@@ -16,6 +16,7 @@ from pacpriv._random import RNGLike
 from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
+from pacpriv.pac.noise._certificate import RelativeOutputs
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.samplers import as_sampler
@@ -56,7 +57,7 @@ def measure(
     sampler = as_sampler(sampler)
     sim = simulate(mechanism, pool, n_trials=n_trials, sampler=sampler, rng=rng,
                    execution=execution)
-    _check_output_bound(sim.outputs, rule.output_bound_assumed)
+    _check_output_bound(sim.outputs, rule.output_bound_assumed, sim.reference)
     spectrum = estimate_output_spectrum(sim.outputs)
     with np.errstate(over="ignore"):
         overflow = not np.isfinite(float(spectrum.total_variance) / (2.0 * mi_budget))
@@ -69,8 +70,10 @@ def measure(
             if rule.source == "outputs":
                 # the certificate needs independent trials: the sampler says which they are
                 # (of complementary pairs, one member each, i.i.d. draws of its law)
-                rows = _as_slice(sampler.independent_rows(len(sim.outputs)))
-                plan = rule.plan(sim.outputs[rows], mi_budget=mi_budget)
+                outputs = sim.outputs[_as_slice(sampler.independent_rows(len(sim.outputs)))]
+                # float32 storage: rows relative to trial 0, read as they are (no copy)
+                plan = rule.plan(outputs if sim.reference is None else
+                                 RelativeOutputs(outputs, sim.reference), mi_budget=mi_budget)
             else:
                 plan = rule.plan(spectrum, mi_budget=mi_budget)
     except (ValueError, FloatingPointError, ZeroDivisionError):
@@ -89,13 +92,15 @@ def measure(
     return sim, spectrum, plan
 
 
-def _check_output_bound(outputs: np.ndarray, bound: float | None) -> None:
+def _check_output_bound(outputs: np.ndarray, bound: float | None,
+                        reference: np.ndarray | None = None) -> None:
     """Refuse a declared ``output_bound`` that the simulated outputs contradict.
 
     The certificates that take ``output_bound`` (Algorithm 1's confidence, the certified
     rule's clip radius and minimum noise) assume ``||f(X)||₂ <= output_bound`` for every
     subset; one output above it shows the assumption false. The error gives counts only (no
-    output value or norm: those are statistics of the pool).
+    output value or norm: those are statistics of the pool). ``reference``: the rows are
+    stored relative to it (float32 storage).
     """
     if bound is None:
         return
@@ -105,6 +110,8 @@ def _check_output_bound(outputs: np.ndarray, bound: float | None) -> None:
     n_bad = 0
     for start in range(0, outputs.shape[0], 4096):  # bounded memory on a memmap
         block = np.asarray(outputs[start:start + 4096], dtype=np.float64)
+        if reference is not None:
+            block = block + reference
         n_bad += int(np.count_nonzero(np.linalg.norm(block, axis=1) > r * (1.0 + 1e-12)))
     if n_bad:
         raise CalibrationError(

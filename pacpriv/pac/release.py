@@ -26,7 +26,45 @@ from pacpriv.pac._sampling import SEEDED, NoiseSource, grid_overhead, grid_relea
 from pacpriv.pac.noise._calibration import NoisePlan
 from pacpriv.pac.noise._plan import _matvec, _rmatvec
 
-__all__ = ["Release", "privatize", "release"]
+__all__ = ["Release", "check_noise_scale", "privatize", "release"]
+
+
+def check_noise_scale(plan: NoisePlan) -> None:
+    """Refuse a plan whose noise cannot protect a release (fail closed, issue 35 F10).
+
+    Every noise scale must be finite and ``>= 0``; a plan with no noise at all is accepted
+    only where it is exact: the mechanism's simulated outputs all agreed (zero MI) -- for the
+    certified rules the certificate says so (``constant``, or a clip radius 0: the clipped
+    release is the constant centre), for the plug-in rules the plan's own MI bounds are
+    exactly 0 (every output variance was 0). Any other zero, NaN or inf scale (an overflow or
+    underflow on the way) raises before anything is released or charged.
+
+    Raises
+    ------
+    CalibrationError
+        Naming what is wrong with the scale (never a value of the mechanism).
+    """
+    from pacpriv.exceptions import CalibrationError
+
+    std = np.asarray(plan.noise_std, dtype=np.float64)
+    resid = float(plan.residual_std)
+    if not (np.all(np.isfinite(std)) and np.all(std >= 0) and np.isfinite(resid)
+            and resid >= 0):
+        raise CalibrationError(
+            f"the {plan.rule!r} plan's noise scale is NaN, infinite or negative: refusing to "
+            "release (nothing was released or charged); check the mechanism's outputs and "
+            "--output-bound for overflow.")
+    if np.any(std > 0) or resid > 0:
+        return
+    cert = plan.certificate
+    if cert is not None:
+        exact = bool(getattr(cert, "constant", False)) or plan.clip_radius == 0.0
+    else:
+        exact = plan.mi_bound == 0.0 and plan.linearised_mi_bound == 0.0
+    if not exact:
+        raise CalibrationError(
+            f"the {plan.rule!r} plan has noise scale 0 although the simulated outputs were "
+            "not all equal: refusing to release (nothing was released or charged).")
 
 
 @dataclass(frozen=True)
@@ -82,6 +120,9 @@ def privatize(value, plan: NoisePlan, *, rng=None) -> np.ndarray:
         If ``plan`` is not a NoisePlan or ``value`` is not real-valued.
     ValueError
         If ``value`` does not have shape ``(plan.dim,)`` or is not finite.
+    CalibrationError
+        If the plan's noise scale is NaN, infinite, or 0 while the outputs varied
+        (:func:`check_noise_scale`), before anything is drawn.
 
     References
     ----------
@@ -102,11 +143,12 @@ def release(value, plan: NoisePlan, *, rng=None) -> Release:
 
     Raises
     ------
-    TypeError, ValueError
-        As :func:`privatize`.
+    TypeError, ValueError, CalibrationError
+        As :func:`privatize` (a broken noise scale is refused before anything is drawn).
     """
     if not isinstance(plan, NoisePlan):
         raise TypeError(f"`plan` must be a NoisePlan; got {type(plan).__name__}.")
+    check_noise_scale(plan)
     arr = np.asarray(value)
     if arr.dtype == bool or not (
         np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from pacpriv import _json
-from pacpriv._files import check_output_dir
+from pacpriv._files import check_output_dir, report_folder
 from pacpriv.datasets.loading import PUBLIC_BOUNDS
 from pacpriv.report.format import TOP_ROWS
 from pacpriv.report.html import render_html
@@ -419,9 +419,14 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
     if unknown:
         raise ValueError(f"`formats` must be a subset of json, md, html; got {sorted(unknown)}.")
     out = check_output_dir(out_dir, "`out_dir`")
-    out.mkdir(parents=True, exist_ok=True)
-    report = build_report(result, pool_statistics=pool_statistics)
-    replace_earlier(out, {f"report.{f}" for f in formats})
+    with report_folder(out, "`out_dir`", force=True):  # no other run writes here meanwhile
+        out.mkdir(parents=True, exist_ok=True)
+        report = build_report(result, pool_statistics=pool_statistics)
+        replace_earlier(out, {f"report.{f}" for f in formats})
+        return _write_formats(out, report, result, formats)
+
+
+def _write_formats(out: Path, report: dict, result, formats: tuple) -> dict[str, Path]:
     paths: dict[str, Path] = {}
     if "json" in formats:
         paths["json"] = out / "report.json"

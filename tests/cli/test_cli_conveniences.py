@@ -132,7 +132,7 @@ def test_a_checkpoint_reminder_after_the_run(user, capsys, command):
     err = _err(capsys)
     assert "the checkpoint folder 'ck' holds the un-noised output of every trial" in err
     assert "delete it once you are done" in err
-    assert main([*argv]) == 0
+    assert main([*argv, "--force"]) == 0  # the same --out again: replacing needs --force
     assert "checkpoint folder" not in _err(capsys)
 
 

@@ -58,10 +58,10 @@ def test_bound_prints_epsilon_at_delta(capsys):
     out = json.loads(capsys.readouterr().out)
     ref = tradeoff_curve(noise_multiplier=1.0, steps_per_epoch=100, epochs=10).get_epsilon(1e-6)
     assert out["epsilon"] == {"epsilon": ref, "delta": 1e-6,
-                              "source": "certified PLD (upper chain), add or remove one record"}
+                              "source": "certified PLD, add or remove one record"}
     assert main(["dpsgd", "bound", "--steps-per-epoch", "100", "--epochs", "10",
                  "--noise-multiplier", "1"]) == 0
-    assert "epsilon at delta=1e-05 (certified PLD)" in capsys.readouterr().out
+    assert "epsilon at delta=1e-05 (certified PLD; upper bound)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("command", [

@@ -1,8 +1,10 @@
 """How trials run, as one frozen object: :class:`ExecutionOptions`.
 
 The execution settings (workers, backend, progress bar, checkpoint, retries, time limit, batch
-size, disk-backed outputs, the vectorised-ensemble path and its device) change how the
-Monte-Carlo trials of Xiao & Devadas (CRYPTO 2023, Algorithm 1) are run, never their results:
+size, disk-backed or memory-mapped outputs, the vectorised-ensemble path and its device) change
+how the Monte-Carlo trials of Xiao & Devadas (CRYPTO 2023, Algorithm 1) are run, never their
+results (``output_dtype="float32"`` alone rounds the stored outputs, relative ``2⁻²⁴`` of their
+spread):
 the trials are bit-identical for any of them. Every function or method that runs trials or fits
 models takes them as one argument, ``execution=ExecutionOptions(...)`` (the dp-accounting idea of
 an immutable description separate from whoever consumes it).
@@ -34,6 +36,12 @@ __all__ = ["LEGACY_EXECUTION", "ExecutionOptions", "accepts_legacy_execution"]
 
 #: Devices of the vectorised-ensemble path.
 DEVICES = ("cpu", "cuda")
+
+#: Storage dtypes of the simulated outputs.
+OUTPUT_DTYPES = ("float64", "float32")
+
+#: File of the memory-mapped outputs inside the checkpoint folder (``memory_map=True``).
+MAPPED_OUTPUTS = "outputs.npy"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +83,18 @@ class ExecutionOptions:
         Bytes one worker process needs, for the memory cap on ``n_jobs`` (``>= 1``); None: the
         resident memory of this process (a worker imports the same libraries and receives the
         same pool).
+    output_dtype : {"float64", "float32"}, default "float64"
+        How the simulated outputs are kept. ``"float32"`` halves their memory; they are then
+        stored relative to trial 0's float64 output, so only the spread across trials is
+        rounded (relative ``2⁻²⁴``), and every analysis of them (spectrum, certificate: sums,
+        Gram matrix, whitening, clip) runs in float64. The one setting here that changes
+        results: by that rounding.
+    memory_map : bool, default False
+        Keep the outputs (and masks) in memory-mapped ``.npy`` files inside the ``checkpoint``
+        folder (``outputs.npy``, ``outputs.masks.npy``; owner-only, un-noised data like the
+        checkpoint) instead of in memory: the ``n_trials × d`` outputs then need disk, not RAM,
+        and the certificate reads them in column blocks. Needs ``checkpoint``; not with
+        ``output_path``.
 
     Raises
     ------
@@ -117,6 +137,14 @@ class ExecutionOptions:
         "flag": "--device", "choices": DEVICES,
         "help": "device of the vectorised ensemble path (torch; default cpu)"})
     worker_memory: int | None = None
+    output_dtype: str = field(default="float64", metadata={
+        "flag": "--output-dtype", "choices": ("float64", "float32"),
+        "help": "how the simulated outputs are kept: float32 halves their memory (stored "
+        "relative to trial 0; the certificate's arithmetic stays float64). Default float64"})
+    memory_map: bool = field(default=False, metadata={
+        "flag": "--memory-map",
+        "help": "keep the simulated outputs in memory-mapped files inside --checkpoint DIR "
+        "instead of in memory (for n_trials x d beyond RAM); needs --checkpoint"})
 
     def __post_init__(self) -> None:
         check_n_jobs(self.n_jobs)
@@ -126,6 +154,17 @@ class ExecutionOptions:
             raise ValueError(f"`backend` must be one of {sorted(known_backends())} (or a backend "
                              f"registered with joblib.register_parallel_backend); got "
                              f"{self.backend!r}.")
+        if self.output_dtype not in OUTPUT_DTYPES:
+            raise ValueError(f"`output_dtype` must be one of {OUTPUT_DTYPES}; got "
+                             f"{self.output_dtype!r}.")
+        if not isinstance(self.memory_map, bool):
+            raise TypeError(f"`memory_map` must be a bool; got {type(self.memory_map).__name__}.")
+        if self.memory_map and self.checkpoint is None:
+            raise ValueError("`memory_map=True` keeps the outputs in the checkpoint folder: give "
+                             "`checkpoint` too (got checkpoint=None).")
+        if self.memory_map and self.output_path is not None:
+            raise ValueError("give either `memory_map=True` (outputs in the checkpoint folder) "
+                             "or `output_path`, not both.")
         for name in ("progress", "ensemble"):
             value = getattr(self, name)
             if not isinstance(value, bool):

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 
@@ -140,12 +142,11 @@ def _crash_types() -> tuple[type[BaseException], ...]:
     from joblib.externals.loky.process_executor import TerminatedWorkerError
 
     types: list[type[BaseException]] = [TerminatedWorkerError, BrokenProcessPool]
-    try:
-        from distributed.scheduler import KilledWorker
-    except ImportError:
-        pass
-    else:
-        types.append(KilledWorker)
+    # a Dask crash needs Dask running, which has imported its scheduler: never import
+    # `distributed` (0.2 s, and dask) for a run that does not use it
+    scheduler = sys.modules.get("distributed.scheduler")
+    if scheduler is not None and hasattr(scheduler, "KilledWorker"):
+        types.append(scheduler.KilledWorker)
     return tuple(types)
 
 
@@ -176,38 +177,90 @@ def _crash_error(task: TrialTask, err: BaseException, suspects, store) -> Mechan
     )
 
 
+#: Seconds without a finished trial before the first "no trial finished" line (then doubling).
+STALL_WARN_S = 60.0
+
+
+class _Watchdog:
+    """A daemon thread that prints one line to stderr when no trial has finished for
+    :data:`STALL_WARN_S` seconds (then after twice as long, and so on): a hanging mechanism
+    without ``timeout`` otherwise leaves the bar at 0 without a word (issue 35, item 5)."""
+
+    def __init__(self, store, timeout: float | None) -> None:
+        self.store, self.timeout = store, timeout
+        self.last = time.monotonic()
+        self.done = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True,
+                                        name="pacpriv-watchdog")
+
+    def __enter__(self) -> _Watchdog:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+
+    def tick(self, k: int) -> None:
+        self.last = time.monotonic()
+        self.done += k
+
+    def _watch(self) -> None:
+        wait = STALL_WARN_S
+        while not self._stop.wait(min(wait, 1.0)):
+            idle = time.monotonic() - self.last
+            if idle < wait:
+                continue
+            hint = (f"each trial is bounded by timeout={self.timeout:g} s" if self.timeout
+                    else "pass timeout= (--timeout SECONDS) to bound each trial")
+            sys.stderr.write(
+                f"pacpriv: warning: no trial has finished for {idle:.0f} s ({self.done} "
+                f"finished in this round so far); a trial may hang: {hint}, or press Ctrl-C "
+                "to stop.\n")
+            sys.stderr.flush()
+            wait *= 2.0
+
+
 def _one_round(parallel, batches: _Batches, store, checkpoint, bar) -> None:
-    try:
-        gen = parallel(batches)
-    except BatchFailed as failed:  # list mode: joblib has stopped the other tasks
-        gen = iter([failed.result])
-    try:
-        for result in gen:
-            k = len(result.outputs)
-            if k:
-                if store.dim is not None and result.outputs.shape[1] != store.dim:
-                    index = result.start
-                    raise MechanismError(
-                        f"Mechanism {batches.task.mechanism_name} returned shape "
-                        f"({result.outputs.shape[1]},) in trial {index}, but earlier trials "
-                        f"returned ({store.dim},); outputs must have the same length d in "
-                        f"every trial.",
-                        trial_index=index,
-                        seed=seed_to_dict(trial_seed(batches.task.root, index)),
-                    )
-                store.put(result.start, result.outputs, result.masks)
-                if checkpoint is not None:
-                    checkpoint.save(result.start, result.outputs, result.masks)
-                bar.update(k)
-            batches.observe(result)
-            if result.failure is not None:
-                error = _failure_error(result.failure)
-                raise error from result.failure.cause
-    finally:
-        if hasattr(gen, "close"):
-            with warnings.catch_warnings():  # joblib warns about cancelled tasks on close
-                warnings.simplefilter("ignore")
-                gen.close()
+    with _Watchdog(store, batches.task.timeout) as watchdog:  # list mode runs in parallel()
+        try:
+            gen = parallel(batches)
+        except BatchFailed as failed:  # list mode: joblib has stopped the other tasks
+            gen = iter([failed.result])
+        try:
+            _collect(gen, batches, store, checkpoint, bar, watchdog)
+        finally:
+            if hasattr(gen, "close"):
+                with warnings.catch_warnings():  # joblib warns about cancelled tasks on close
+                    warnings.simplefilter("ignore")
+                    gen.close()
+
+
+def _collect(gen, batches: _Batches, store, checkpoint, bar, watchdog: _Watchdog) -> None:
+    """Store each finished batch (checkpointed, counted on the bar); raise at a failure."""
+    for result in gen:
+        watchdog.tick(len(result.outputs))
+        k = len(result.outputs)
+        if k:
+            if store.dim is not None and result.outputs.shape[1] != store.dim:
+                index = result.start
+                raise MechanismError(
+                    f"Mechanism {batches.task.mechanism_name} returned shape "
+                    f"({result.outputs.shape[1]},) in trial {index}, but earlier trials "
+                    f"returned ({store.dim},); outputs must have the same length d in "
+                    f"every trial.",
+                    trial_index=index,
+                    seed=seed_to_dict(trial_seed(batches.task.root, index)),
+                )
+            store.put(result.start, result.outputs, result.masks)
+            if checkpoint is not None:
+                checkpoint.save(result.start, result.outputs, result.masks)
+            bar.update(k)
+        batches.observe(result)
+        if result.failure is not None:
+            error = _failure_error(result.failure)
+            raise error from result.failure.cause
 
 
 def _describe(parallel) -> tuple[str, int]:

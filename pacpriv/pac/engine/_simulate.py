@@ -54,6 +54,7 @@ from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._checkpoint import Checkpoint, run_fingerprint
 from pacpriv.pac.engine._mechanism import check_mechanism
 from pacpriv.pac.engine._options import (
+    MAPPED_OUTPUTS,
     ExecutionOptions,
     accepts_legacy_execution,
     resolve_execution,
@@ -241,7 +242,7 @@ def simulate(
     sampler: Sampler | Callable | str | None = None,
     rng: RNGLike = None,
     execution: ExecutionOptions | None = None,
-    output_dtype: Any = np.float64,
+    output_dtype: Any = None,
     mechanism_name: str | None = None,
 ) -> SimulationResult:
     """Run ``mechanism`` on ``n_trials`` random subsets of ``pool`` and collect its outputs.
@@ -307,8 +308,9 @@ def simulate(
             to ``<stem>.masks.npy`` beside it. Both are created with mode 0600: like a checkpoint
             they can reconstruct the records, so treat them like the raw data and delete them
             after use.
-    output_dtype : floating dtype, default numpy.float64
-        Storage dtype of the outputs (float32 halves memory). Below float64, outputs are
+    output_dtype : floating dtype, optional
+        Storage dtype of the outputs (float32 halves memory); default: the execution options'
+        ``output_dtype`` (float64 unless set there). Below float64, outputs are
         stored relative to trial 0's float64 output (``result.reference``), so a large
         common offset does not round the variation away; checked finite after the cast.
     mechanism_name : str, optional
@@ -377,6 +379,8 @@ def simulate(
     n_jobs, backend, progress = ex.n_jobs, ex.backend, ex.progress
     checkpoint, retries, timeout = ex.checkpoint, ex.retries, ex.timeout
     batch_size, output_path = ex.batch_size, ex.output_path
+    if output_dtype is None:
+        output_dtype = np.dtype(ex.output_dtype)
     default_name, pass_rng = check_mechanism(mechanism)
     if mechanism_name is not None and not isinstance(mechanism_name, str):
         raise TypeError(f"`mechanism_name` must be a str or None; got {mechanism_name!r}.")
@@ -387,13 +391,14 @@ def simulate(
     )
     sampler = as_sampler(sampler)
     sampler.check_pool(n_records)  # degenerate samplers fail here, before any trial
-    _check_memory(n_trials, n_records, output_path)
+    _check_memory(n_trials, n_records, checkpoint if ex.memory_map else output_path)
     # workers capped at the usable CPUs and memory (a WorkerCapWarning names the cap)
     n_jobs, planned_backend, _ = plan_workers(n_jobs, backend, worker_memory=ex.worker_memory,
                                               stacklevel=3)
     reseed_global = planned_backend == "multiprocessing"
     process_workers = planned_backend in ("loky", "multiprocessing")
-    store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
+    if not ex.memory_map:
+        store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
     ckpt = None
     if checkpoint is not None:
         ckpt = Checkpoint.open(
@@ -405,6 +410,10 @@ def simulate(
         root = ckpt.root
     else:
         root = as_seed_sequence(rng)
+    if ex.memory_map:  # the outputs as .npy memory maps in the (now existing) checkpoint folder
+        assert checkpoint is not None  # ExecutionOptions refuses memory_map without it
+        output_path = os.path.join(os.fspath(checkpoint), MAPPED_OUTPUTS)
+        store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
     resumed = ckpt.load_into(store) if ckpt is not None else 0
     pending = store.missing_ranges()
     if pending:  # sampler errors (e.g. subset_size > n_records) surface here, in the caller

@@ -139,6 +139,10 @@ def _stored(arr: np.ndarray, task: TrialTask) -> np.ndarray:
     return check_output(arr, None, task.output_dtype)
 
 
+#: Longest timer armed for a trial (seconds, about 31 years): a longer timeout is no limit.
+_MAX_TIMER_S = 1e9
+
+
 class _Alarm:
     """Interrupt a trial after ``timeout`` seconds with SIGALRM where that is possible.
 
@@ -160,7 +164,10 @@ class _Alarm:
         if self.active and self.timeout is not None:
             self._old_handler = signal.signal(signal.SIGALRM, self._fire)
             self._start = time.monotonic()
-            self._old_timer = signal.setitimer(signal.ITIMER_REAL, self.timeout)
+            # the timer takes (0, ~1e9 s]: 0 would disarm it, beyond it a timeval overflows
+            # (an OverflowError blamed on the mechanism at --timeout 1e300 in 0.3)
+            delay = min(max(float(self.timeout), 1e-6), _MAX_TIMER_S)
+            self._old_timer = signal.setitimer(signal.ITIMER_REAL, delay)
         return self
 
     def _fire(self, signum, frame):

@@ -39,12 +39,21 @@ __all__ = ["DEFAULT_RULE", "RULES", "NoisePlan", "calibrate_noise", "calibrate_v
 #: ``1/v`` leaves float64's range (the noise would overflow to inf and the release to NaN).
 MIN_MI_BUDGET = 1e-300
 
+#: Largest MI budget accepted (nats): at ``v >= -ln p`` every posterior success bound of a
+#: prior ``p >= e^-100`` is already 1 (nothing is protected), and far above it the noise
+#: scale ``e^{2v/d}`` leaves float64's range (an ``OverflowError`` in 0.3 at ``v = 1e9``).
+MAX_MI_BUDGET = 100.0
+
 
 def _check_budget(mi_budget) -> float:
     v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
     if v < MIN_MI_BUDGET:
         raise ValueError(f"`mi_budget` must be >= {MIN_MI_BUDGET:g} nats (the noise variance "
                          f"scales like 1/v and would overflow float64); got {v!r}.")
+    if v > MAX_MI_BUDGET:
+        raise ValueError(f"`mi_budget` must be <= {MAX_MI_BUDGET:g} nats (there every posterior "
+                         "success bound is already 1, and the noise scale leaves float64's "
+                         f"range); got {v!r}.")
     return v
 
 

@@ -57,6 +57,7 @@ from pacpriv.pac.noise._concentration import (
     student_t_upper,
 )
 from pacpriv.pac.noise._plan import NoisePlan
+from pacpriv.pac.noise._reduced import realign, reduce_rows
 from pacpriv.pac.noise._shape import (
     SHAPE_FLOOR,
     Shape,
@@ -64,9 +65,10 @@ from pacpriv.pac.noise._shape import (
     default_shape_trials,
     fit_shape,
 )
+from pacpriv.pac.spectrum._spectral import one_blas_thread
 
 __all__ = ["DEFAULT_CLIP_PROBABILITY", "METHODS", "SCALINGS", "SHAPE_FLOOR", "Certificate",
-           "certify_noise"]
+           "RelativeOutputs", "certify_noise", "split_source"]
 
 #: Upper-bound methods: rigorous for clipped outputs, and the labelled asymptotic fallback.
 METHODS = ("betting", "empirical-bernstein", "student-t")
@@ -81,6 +83,27 @@ DEFAULT_CLIP_PROBABILITY = 0.02
 #: Fewest trials: 2 for the shape and 4 summands.
 _MIN_TRIALS = 6
 _MIN_CERT = 4
+
+@dataclass(frozen=True, eq=False)
+class RelativeOutputs:
+    """Outputs stored relative to a reference (float32 storage of the engine): trial ``i``'s
+    output is ``outputs[i] + reference``.
+
+    The certificate is translation invariant except for the clip centre and the public
+    ``output_bound``'s radius, which take ``reference`` back; no absolute copy is made.
+    """
+
+    outputs: np.ndarray
+    reference: np.ndarray
+
+
+def split_source(source) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(outputs, reference or None)`` of a rule's source (an array or
+    :class:`RelativeOutputs`)."""
+    if isinstance(source, RelativeOutputs):
+        return source.outputs, np.asarray(source.reference, dtype=np.float64)
+    return source, None
+
 
 @dataclass(frozen=True)
 class Certificate:
@@ -161,6 +184,19 @@ class Certificate:
         return asdict(self)
 
 
+def _use_reduced(m: int, d: int) -> bool:
+    """Whether the certificate runs on coordinates of the rows' span (``d > m``: the span has
+    fewer dimensions than the outputs) rather than on the outputs themselves."""
+    return d > m
+
+
+def _all_equal(x: np.ndarray) -> bool:
+    """Whether every row of ``x`` equals the first, read in row blocks (no full-size mask)."""
+    step = max(1, (16 * 2**20) // max(x.shape[1], 1))
+    first = np.asarray(x[0])
+    return all(bool(np.all(x[s : s + step] == first)) for s in range(1, x.shape[0], step))
+
+
 def _clip(x: np.ndarray, centre: np.ndarray, norm2: np.ndarray, radius: float):
     """Radial shrink of rows with whitened norm ``> radius``; returns ``(clipped, mask)``."""
     outside = norm2 > radius * radius
@@ -210,6 +246,7 @@ def certify_noise(
     shrinkage: str | float = "cv",
     scaling: str = "log-det",
     randomize=None,
+    offset=None,
 ) -> NoisePlan:
     """Gaussian noise with ``MI <= mi_budget`` certified with probability ``>= confidence``.
 
@@ -218,8 +255,10 @@ def certify_noise(
     outputs : array_like of shape (n_trials, d)
         Mechanism outputs on **independent** random subsets, each drawn like the secret
         (real, finite), in trial order; ``n_trials >= 6``. Of complementary pairs pass one
-        member each (``run_pac`` does). The array is held in float64 memory
-        (``n_trials · d · 8`` bytes).
+        member each (``run_pac`` does). Any real dtype, a memory map included: it is read,
+        never copied whole. When ``d > n_trials`` the certificate works on the
+        ``n_trials × n_trials`` Gram matrix (float64 sums) and thin factors: memory the outputs
+        plus a ``d × k`` basis (``k <= n_shape``) and 16 MiB blocks; no ``d × d`` matrix.
     mi_budget : float
         Budget ``v > 0`` in nats.
     confidence : float, default 0.95
@@ -253,6 +292,11 @@ def certify_noise(
         randomized threshold ``W/γ`` (Ramdas & Manole 2023): the same ``1 − γ``, on average less
         noise, but the plan then depends on ``W``. None (default): Markov's ``1/γ``.
 
+    offset : array_like of shape (d,), optional
+        The rows of ``outputs`` are ``f_i − offset`` (e.g. float32 storage relative to trial
+        0): the clip centre and ``output_bound``'s radius add it back; nothing else depends on
+        a translation.
+
     Returns
     -------
     NoisePlan
@@ -282,16 +326,15 @@ def certify_noise(
     .. [3] Maurer & Pontil, COLT 2009, Thm 4.
     .. [4] Ramdas & Manole, arXiv:2304.02611, 2023.
     """
-    x = np.asarray(outputs)
+    x = outputs if isinstance(outputs, np.ndarray) else np.asarray(outputs)
     if x.dtype == bool or not (np.issubdtype(x.dtype, np.floating)
                                or np.issubdtype(x.dtype, np.integer)):
         raise TypeError(f"`outputs` must hold real numbers; got dtype {x.dtype}.")
-    x = x.astype(np.float64)
     if x.ndim != 2 or x.shape[1] < 1:
         raise ValueError(f"`outputs` must be 2-D (n_trials, d) with d >= 1; got shape {x.shape}.")
     if not np.all(np.isfinite(x)):
         raise ValueError("`outputs` must be finite; found NaN or inf.")
-    v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
+    v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False, high=100.0)
     conf = _check_confidence(confidence)
     frac = None if shape_fraction is None else check_real(
         shape_fraction, "shape_fraction", low=0.0, high=1.0, low_inclusive=False,
@@ -316,20 +359,58 @@ def certify_noise(
     wanted = default_shape_trials(m, d) if frac is None else math.ceil(frac * m)
     n_shape = min(max(2, wanted), m - _MIN_CERT)
     theta = 1.0 if randomize is None else float(as_generator(randomize).random()) or 1.0
-    shape_x = x[:n_shape]
-    shape, alpha, fold_shapes = fit_shape(shape_x, shrinkage=shrinkage)
+    if offset is not None:
+        offset = np.asarray(offset, dtype=np.float64)
+        if offset.shape != (d,) or not np.all(np.isfinite(offset)):
+            raise ValueError(f"`offset` must be a finite vector of shape ({d},); got shape "
+                             f"{offset.shape}.")
+    with one_blas_thread(m, d):
+        return _certify(x, n_shape=n_shape, v=v, conf=conf, margin=margin, method=method,
+                        pi=pi, shrinkage=shrinkage, scaling=scaling, r=r, theta=theta,
+                        randomized=randomize is not None, offset=offset)
+
+
+def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: str, pi: float,
+             shrinkage, scaling: str, r: float | None, theta: float,
+             randomized: bool, offset: np.ndarray | None) -> NoisePlan:
+    """The body of :func:`certify_noise` on validated arguments."""
+    m, d = x.shape
+    # d > m: the rows in coordinates of their span (never d x d, never a float64 copy of x)
+    red = reduce_rows(x) if _use_reduced(m, d) else None
+    if red is None:
+        x = np.array(x, dtype=np.float64)
+        if not np.all(np.isfinite(x)):
+            raise ValueError("`outputs` must be finite; found NaN or inf.")
+        constant = bool(np.all(x == x[0]))
+        rows = x
+    else:
+        constant = _all_equal(x)
+        rows = red.coords
+    shape_x = rows[:n_shape]
+    shape, alpha, infl = fit_shape(shape_x, shrinkage=shrinkage,
+                                   dim=None if red is None else d)
     centre = shape_x.mean(axis=0)
-    constant = bool(np.all(x == x[0]))
+    # the clip centre in the outputs' own coordinates (float64 sums)
+    centre_out = centre if red is None else np.mean(x[:n_shape], axis=0, dtype=np.float64)
+    if offset is not None:
+        centre_out = centre_out + offset
 
     certified = method != "student-t"
     radius: float | None = None
     if certified:
-        emp = math.sqrt(clip_radius2(shape_x, centre, shape, fold_shapes,
-                                     clip_probability=pi))
+        emp = math.sqrt(clip_radius2(shape_x, centre, shape, infl, clip_probability=pi))
         radius = margin * emp
         if r is not None:
-            from_bound = (r + float(np.linalg.norm(centre))) / math.sqrt(shape.a_min)
+            from_bound = (r + float(np.linalg.norm(centre_out))) / math.sqrt(shape.a_min)
             radius = from_bound if emp == 0.0 else min(radius, from_bound)
+    basis = shape.vecs
+    if red is not None:
+        # the summands, the clip and the trace along the released basis, from the data
+        basis, rows, shape = realign(red, shape)
+        del red
+        shape_x = rows[:n_shape]
+        centre = shape_x.mean(axis=0)
+    x = rows
     n_clipped = 0
     if radius is not None:
         x, clipped = _clip(x, centre, shape.whiten2(x - centre), radius)
@@ -371,13 +452,13 @@ def certify_noise(
         inflation=(kappa / kappa_plugin) if kappa_plugin > 0 else math.inf if kappa > 0 else 1.0,
         n_clipped=n_clipped, constant=constant, output_bound=r, n_trials=m, shrinkage=alpha,
         scaling=scaling, summands=summands, clip_probability=pi,
-        randomized=randomize is not None,
+        randomized=randomized,
     )
     noise_std = np.sqrt(kappa * shape.a)
     noise_std.setflags(write=False)
-    vecs = shape.vecs
+    vecs = basis
     vecs.setflags(write=False)
-    centre.setflags(write=False)
+    centre_out.setflags(write=False)
     trace_bound = 0.0 if kappa == 0 else top / (2.0 * kappa)
     bound = trace_bound if scaling == "trace" or kappa == 0 else (
         0.5 * d * math.log1p(top / (d * kappa)))
@@ -387,6 +468,6 @@ def certify_noise(
         confidence=conf, dim=d, basis=vecs, noise_std=noise_std,
         residual_std=float(math.sqrt(kappa * shape.a_c)) if shape.a_c is not None else 0.0,
         details={"certificate": cert.to_dict()},
-        clip_center=None if radius is None else centre,
+        clip_center=None if radius is None else centre_out,
         clip_radius=_plan_radius(radius, kappa), certificate=cert,
     )

@@ -16,6 +16,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -43,6 +44,16 @@ _GRID = 512
 SHAPE_SLOPE = 0.2
 
 
+@functools.lru_cache(maxsize=64)
+def _chi2_grid(k: float) -> np.ndarray:
+    """``χ²_k/k`` at the midpoints of :data:`_GRID` quantiles (read-only; the same ``k`` for
+    every step of :func:`trials_for_inflation`'s search)."""
+    u = (np.arange(_GRID) + 0.5) / _GRID
+    grid = stats.chi2.ppf(u, k) / k
+    grid.setflags(write=False)
+    return grid
+
+
 def _certificate_factor(n: float, k: float, m_s: float, gamma: float, clip_probability: float,
                         bias: float) -> float:
     """Width of :func:`predictable_betting_upper` in units of ``T`` (model), times ``1 + bias``.
@@ -52,8 +63,7 @@ def _certificate_factor(n: float, k: float, m_s: float, gamma: float, clip_proba
     log-capital per summand reaches ``L/n``, ``L = ln(1/γ)``.
     """
     rho2 = float(stats.f.ppf(1.0 - clip_probability, k, max(k * (m_s - 1.0), 1.0)))
-    u = (np.arange(_GRID) + 0.5) / _GRID
-    y = np.minimum(stats.chi2.ppf(u, k) / k, rho2)
+    y = np.minimum(_chi2_grid(k), rho2)
     log_term = math.log(1.0 / gamma)
     lam_star = math.sqrt(2.0 * log_term / (n * max(float(np.var(y)), 1e-300)))
 

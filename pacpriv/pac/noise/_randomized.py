@@ -235,7 +235,7 @@ def coupling_noise(
     ----------
     .. [1] Sridhar, Xiao & Devadas, PAC-Private Algorithms, IEEE S&P 2025 (coupling bound).
     """
-    v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
+    v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False, high=100.0)
     n_pairs = check_int(n_pairs, "n_pairs", low=2)
     tau = check_int(tau, "tau", low=1)
     z = 0.0

@@ -71,15 +71,20 @@ class Shape:
         Shape along ``vecs`` (all ``> 0``).
     a_c : float or None
         Shape in the ``d − k`` directions orthogonal to ``vecs`` (None when ``k = d``).
+    full_dim : int or None
+        ``d`` when ``vecs`` are coordinates in an ``r``-dimensional subspace that holds every
+        row the shape is applied to (:mod:`pacpriv.pac.noise._reduced`, ``r < d``); None:
+        ``vecs`` live in the full space.
     """
 
     vecs: np.ndarray
     a: np.ndarray
     a_c: float | None
+    full_dim: int | None = None
 
     @property
     def dim(self) -> int:
-        return int(self.vecs.shape[0])
+        return int(self.vecs.shape[0]) if self.full_dim is None else self.full_dim
 
     @property
     def trace(self) -> float:
@@ -109,17 +114,21 @@ class Shape:
         a = (1.0 - alpha) * self.a + alpha * mean
         a_c = None if self.a_c is None else (1.0 - alpha) * self.a_c + alpha * mean
         top = max(float(a.max()), 0.0 if a_c is None else a_c)
-        return Shape(self.vecs, a / top, None if a_c is None else a_c / top)
+        return Shape(self.vecs, a / top, None if a_c is None else a_c / top, self.full_dim)
 
 
-def sqrt_shape(outputs: np.ndarray) -> tuple[Shape, np.ndarray]:
+def sqrt_shape(outputs: np.ndarray, dim: int | None = None) -> tuple[Shape, np.ndarray]:
     """Square-root-rule shape of the rows of ``outputs`` (n, d), and their spectrum ``λ̂``.
 
     Explored directions get ``max(sqrt(λ̂_j), η sqrt(λ̂_max))``; unexplored ones (beyond the
     ``n − 1`` that ``n`` centred trials span, and the complement of ``span(V)``) the smallest
     explored value: their variance is unknown and the certificate covers whatever they carry.
+    ``dim``: the full dimension ``d`` when the rows are coordinates in a subspace holding them
+    all (``outputs.shape[1] < d``); None: ``outputs.shape[1]``.
     """
-    n, d = outputs.shape
+    n, width = outputs.shape
+    d = width if dim is None else dim
+    full = None if dim is None else dim
     centred = outputs - outputs.mean(axis=0)
     _, sing, vt = np.linalg.svd(centred, full_matrices=False)
     lam = sing**2 / max(n - 1, 1)
@@ -128,12 +137,14 @@ def sqrt_shape(outputs: np.ndarray) -> tuple[Shape, np.ndarray]:
     root = np.sqrt(lam)
     top = float(root.max()) if root.size else 0.0
     if top == 0.0 or not math.isfinite(top):
-        return Shape(vecs, np.ones(k), 1.0 if k < d else None), lam
+        return Shape(vecs, np.ones(k), 1.0 if k < d else None, full), lam
     a = np.maximum(root, SHAPE_FLOOR * top) / top
     explored = min(n - 1, d)
     unexplored = float(a[:explored].min())
+    if width < explored:  # coordinates narrower than the trials' span: the rest has variance 0
+        unexplored = min(unexplored, SHAPE_FLOOR)
     a[explored:] = unexplored
-    return Shape(vecs, a, unexplored if k < d else None), lam
+    return Shape(vecs, a, unexplored if k < d else None, full), lam
 
 
 def _folds(n: int) -> list[np.ndarray]:
@@ -155,9 +166,26 @@ def _held_out_traces(shape: Shape, held: np.ndarray, grid: np.ndarray) -> np.nda
     return out
 
 
-def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv") -> tuple[Shape, float,
-                                                                             list[Shape]]:
-    """The noise shape from the shape trials: ``(shape, α, fold shapes)``.
+def _whitened_means(shape: Shape, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """``mean_i y_iᵀ A_α⁻¹ y_i`` for each ``α`` in ``grid`` (``A_α = shape.shrunk(α)``), with
+    the projections computed once."""
+    coef2 = (y @ shape.vecs) ** 2
+    resid = None
+    if shape.a_c is not None:
+        resid = np.maximum(np.sum(y**2, axis=1) - np.sum(coef2, axis=1), 0.0)
+    out = np.empty(grid.size)
+    for i, alpha in enumerate(grid):
+        s = shape.shrunk(float(alpha))
+        r2 = np.sum(coef2 / s.a, axis=1)
+        if resid is not None and s.a_c is not None:
+            r2 = r2 + resid / s.a_c
+        out[i] = float(np.mean(r2))
+    return out
+
+
+def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
+              dim: int | None = None) -> tuple[Shape, float, float]:
+    """The noise shape from the shape trials: ``(shape, α, inflation)``.
 
     Parameters
     ----------
@@ -165,57 +193,56 @@ def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv") -> tuple[Sh
         The shape trials.
     shrinkage : "cv" or float in [0, 1]
         ``α`` chosen by cross-validation on the shape trials, or given.
+    dim : int, optional
+        The full dimension ``d`` when ``shape_x`` holds coordinates in a subspace of it
+        (:func:`sqrt_shape`).
 
     Returns
     -------
-    (Shape, float, list of Shape)
-        The (shrunk) shape, ``α``, and the shrunk shapes fitted without each fold (empty when
-        there are fewer than 4 shape trials), for :func:`clip_radius2`.
+    (Shape, float, float)
+        The (shrunk) shape, ``α``, and the out-of-fold over in-fold mean whitened radius of the
+        shrunk shapes fitted without each fold, in ``[1, 2]`` (1 when there are fewer than 4
+        shape trials), for :func:`clip_radius2`. Each fold's shape is used and dropped: at most
+        one is alive at a time.
     """
-    base, _ = sqrt_shape(shape_x)
+    base, _ = sqrt_shape(shape_x, dim)
     folds = _folds(shape_x.shape[0])
-    fold_shapes: list[Shape] = []
+    cv = shrinkage == "cv"
+    grid = SHRINKAGE_GRID if cv else np.array([float(shrinkage)])
+    loss = np.zeros(grid.size)
+    num = np.zeros(grid.size)
+    den = np.zeros(grid.size)
     for f in folds:
         keep = np.ones(shape_x.shape[0], dtype=bool)
         keep[f] = False
-        fold_shapes.append(sqrt_shape(shape_x[keep])[0])
-    if shrinkage == "cv":
-        alpha = 0.0
-        if base.dim > 1 and folds:
-            loss = sum(_held_out_traces(s, shape_x[f], SHRINKAGE_GRID)
-                       for s, f in zip(fold_shapes, folds, strict=True))
-            alpha = float(SHRINKAGE_GRID[int(np.argmin(loss))])
-    else:
-        alpha = float(shrinkage)
-    return base.shrunk(alpha), alpha, [s.shrunk(alpha) for s in fold_shapes]
+        s = sqrt_shape(shape_x[keep], dim)[0]
+        if cv:
+            loss += _held_out_traces(s, shape_x[f], grid)
+        c = shape_x[keep].mean(axis=0)
+        den += _whitened_means(s, shape_x[keep] - c, grid)
+        num += _whitened_means(s, shape_x[f] - c, grid)
+    pick = int(np.argmin(loss)) if cv and base.dim > 1 and folds else 0
+    alpha = float(grid[pick])
+    infl = 1.0
+    if folds and den[pick] > 0:
+        infl = min(max(float(num[pick] / den[pick]), _INFLATION_RANGE[0]), _INFLATION_RANGE[1])
+    return base.shrunk(alpha), alpha, infl
 
 
-def clip_radius2(shape_x: np.ndarray, centre: np.ndarray, shape: Shape, fold_shapes,
+def clip_radius2(shape_x: np.ndarray, centre: np.ndarray, shape: Shape, infl: float,
                  *, clip_probability: float) -> float:
     """Squared clip radius ``ρ²`` (whitened units of ``shape``) from the shape trials.
 
     ``max(max_j r_j², infl · mean(r²) · F_{k, k(m_s−1)}(1 − π))``: ``r_j²`` the shape trials'
-    whitened
-    radii, ``infl`` the out-of-fold inflation of the mean radius (in ``[1, 2]``), ``k`` the
-    Satterthwaite degrees of freedom ``(Σ w)²/Σ w²`` of ``r² = Σ_j w_j χ²₁`` with
-    ``w_j = λ̂_j/a_j`` [SW]_, ``π = clip_probability``. 0 when the shape trials never varied.
+    whitened radii, ``infl`` the out-of-fold inflation of the mean radius (in ``[1, 2]``, from
+    :func:`fit_shape`), ``k`` the Satterthwaite degrees of freedom ``(Σ w)²/Σ w²`` of
+    ``r² = Σ_j w_j χ²₁`` with ``w_j = λ̂_j/a_j`` [SW]_, ``π = clip_probability``. 0 when the
+    shape trials never varied.
     """
     r2 = shape.whiten2(shape_x - centre)
     top = float(r2.max())
     if top == 0.0:
         return 0.0
-    folds = _folds(shape_x.shape[0])
-    infl = 1.0
-    if fold_shapes:
-        num = den = 0.0
-        for s, f in zip(fold_shapes, folds, strict=True):
-            keep = np.ones(shape_x.shape[0], dtype=bool)
-            keep[f] = False
-            c = shape_x[keep].mean(axis=0)
-            den += float(np.mean(s.whiten2(shape_x[keep] - c)))
-            num += float(np.mean(s.whiten2(shape_x[f] - c)))
-        if den > 0:
-            infl = min(max(num / den, _INFLATION_RANGE[0]), _INFLATION_RANGE[1])
     coef = (shape_x - centre) @ shape.vecs
     w = np.mean(coef**2, axis=0) / shape.a
     if shape.a_c is not None:

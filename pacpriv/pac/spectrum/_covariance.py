@@ -22,7 +22,7 @@ from pacpriv._validation import check_int
 from pacpriv.exceptions import ConstantOutputWarning
 from pacpriv.pac.spectrum._eigenbasis import LazyEigenbasis
 from pacpriv.pac.spectrum._resolution import floor_gram, resolved_eigh
-from pacpriv.pac.spectrum._spectral import dense_covariance, gram_spectrum
+from pacpriv.pac.spectrum._spectral import dense_covariance, gram_spectrum, one_blas_thread
 
 __all__ = ["OutputSpectrum", "estimate_output_spectrum", "spectrum_from_covariance"]
 
@@ -167,7 +167,7 @@ def _check_outputs(outputs) -> np.ndarray:
     return arr
 
 
-def _warn_if_constant(total_variance: float) -> None:
+def _warn_if_constant(total_variance: float, stacklevel: int = 3) -> None:
     if total_variance == 0.0:
         warnings.warn(
             "the outputs did not vary across trials (all variances are 0). This does not "
@@ -176,7 +176,7 @@ def _warn_if_constant(total_variance: float) -> None:
             "plug-in rules add no noise here, rule='certified' with output_bound adds a "
             "certified minimum.",
             ConstantOutputWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 
@@ -311,9 +311,18 @@ def estimate_output_spectrum(
     gram_dtype = _gram_dtype(gram_dtype, arr.dtype, n, d)
     if method == "auto":
         method = "dense" if d <= n else "gram"
+    with one_blas_thread(n, d):
+        return _spectrum(arr, method, n_components, eigenvector_dtype, block_size, gram_dtype,
+                         eigenvectors)
+
+
+def _spectrum(arr, method, n_components, eigenvector_dtype, block_size, gram_dtype,
+              eigenvectors) -> OutputSpectrum:
+    """The body of :func:`estimate_output_spectrum` on validated arguments."""
+    n, d = arr.shape
     if method == "dense":
         mean, variances, cov = dense_covariance(arr, block_size=block_size)
-        safe = resolved_eigh(cov, n_trials=n, stacklevel=3)
+        safe = resolved_eigh(cov, n_trials=n, stacklevel=4)
         k = d if n_components is None else min(n_components, d)
         lam, tail = safe.eigenvalues[:k], float(np.sum(safe.eigenvalues[k:]))
         basis: np.ndarray | LazyEigenbasis = np.ascontiguousarray(
@@ -336,7 +345,7 @@ def estimate_output_spectrum(
             rounding=rounding)
         blocks, infl, gram_name = 1, 0.0, gram_dtype.name
     total = float(np.sum(variances))
-    _warn_if_constant(total)
+    _warn_if_constant(total, stacklevel=4)
     return OutputSpectrum(
         mean=_readonly(mean), eigenvalues=_readonly(lam), eigenvectors=_readonly(basis),
         variances=_readonly(variances), total_variance=total, tail_variance=tail,

@@ -1,0 +1,56 @@
+"""Checks of a DP-SGD run that are not the step itself (issue 35, F1 and F14): the public
+normaliser, an optimizer that holds the trainable parameters, and a run that changed nothing.
+
+torch is imported inside the one check that needs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pacpriv._validation import check_int
+
+__all__ = ["NoOpTrainingError", "check_changed", "check_optimizer_holds", "public_size"]
+
+
+class NoOpTrainingError(RuntimeError):
+    """A private training run changed none of the model's trainable parameters: privacy was
+    spent (noise drawn, steps taken) for a model that did not learn -- frozen or detached
+    parameters, or an optimizer that does not hold them (issue 35, F14)."""
+
+
+def check_optimizer_holds(opt: Any, named) -> None:
+    """Refuse, before any step, an optimizer that updates none of the trainable parameters."""
+    held = {id(p) for group in opt.param_groups for p in group["params"]}
+    if not any(id(p) in held for _, p in named):
+        raise ValueError("`optimizer` holds none of the model's trainable parameters: DP-SGD "
+                         "would spend privacy without changing the model; build it from "
+                         "model.parameters().")
+
+
+def check_changed(before: dict, named, sigma: float, steps: int) -> None:
+    """Raise :class:`NoOpTrainingError` if a private run left every trainable parameter as it
+    was (bit for bit)."""
+    if sigma <= 0 or steps == 0:
+        return
+    import torch
+
+    if all(torch.equal(before[name], p.detach()) for name, p in named):
+        raise NoOpTrainingError(
+            f"DP-SGD took {steps} noisy steps but no trainable parameter changed: privacy was "
+            "spent for nothing. Check for parameters that are frozen or detached in forward, a "
+            "learning rate of 0, or an optimizer that does not hold them.")
+
+
+def public_size(dataset_size, spec: Any, n: int) -> int:
+    """The record count of the divisor ``k·n/t``: a public number the caller declares
+    (``dataset_size=`` or ``spec.dataset_size``), so that neighbouring datasets (n and n − 1
+    records) train with the same normaliser bit for bit; else the number of records passed."""
+    declared = None if spec is None else spec.dataset_size
+    if dataset_size is not None:
+        size = check_int(dataset_size, "dataset_size", low=1)
+        if declared is not None and declared != size:
+            raise ValueError(f"`dataset_size`={size} differs from spec.dataset_size="
+                             f"{declared}; give one.")
+        declared = size
+    return n if declared is None else int(declared)

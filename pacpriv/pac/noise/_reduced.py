@@ -1,0 +1,192 @@
+"""The certificate's rows in at most ``n_trials`` coordinates when ``d > n_trials``.
+
+Every vector :func:`~pacpriv.pac.noise.certify_noise` whitens is a difference of (clipped)
+outputs, so it lies in ``span(x_i − x̄)``, of dimension ``r < n``. Its computations are rotation
+invariant, so they run on coordinates ``P`` (``n × r``) of the centred rows in an orthonormal
+basis of that span instead of on the ``n × d`` outputs; only the final noise basis is lifted to
+``d`` dimensions. Nothing ``d × d`` is formed, and the outputs are read in column blocks (a
+float32 or memory-mapped array is never copied whole):
+
+1. :func:`reduce_rows`: one pass accumulates the Gram matrix ``K = Z Zᵀ`` (``Z = X − x̄``,
+   float64) with :func:`pacpriv.pac.spectrum._spectral._gram_pass`; ``K = U Λ Uᵀ`` gives
+   ``P = U Λ^{1/2}`` (``P Pᵀ = K``) and the basis ``Q = Zᵀ U Λ^{-1/2}``. The noise shape, the
+   cross-validation and the clip radius are fitted on ``P`` (exactly the dense computation,
+   rotated; their accuracy affects how much noise is added, never the certificate's validity).
+2. :func:`realign`: the shape's directions with a value of their own (``a_j != a_c``) are
+   lifted to ``V = Q W`` and made orthonormal to round-off (Cholesky QR twice, the first step
+   from ``K``), and the rows are projected on them *from the data*, ``C = Z V``: one pass. The
+   certificate's summands, clip and trace are then computed on ``P' = [C, R]`` with
+   ``R Rᵀ = K − C Cᵀ``: the coordinates along the released basis ``V`` and the norm of the
+   rest, the same numbers as the dense route computes in ``d`` dimensions, so the certified
+   trace is that of the released noise ``Σ_B = κ (V diag(a) Vᵀ + a_c (I − V Vᵀ))``.
+
+Memory: the outputs, two ``n × n`` matrices, ``V`` (``d × k``, ``k <= n_shape``) and one column
+block (16 MiB); time: two passes over the outputs (``dsyrk``; two ``dgemm`` per block), about
+``n²d/2 + 2nkd + 2k²d`` multiply-adds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+
+from pacpriv.pac.noise._shape import Shape
+from pacpriv.pac.spectrum._spectral import (
+    _back_project,
+    _cols_per_block,
+    _ColumnBlocks,
+    _gram_pass,
+    _small_eigh,
+    clip_eigenvalues,
+)
+
+__all__ = ["Reduced", "realign", "reduce_rows"]
+
+@dataclass(frozen=True, eq=False)
+class Reduced:
+    """Coordinates of the centred outputs in an orthonormal basis of their span.
+
+    Attributes
+    ----------
+    outputs : ndarray of shape (n, d)
+        The outputs themselves (not copied; any real dtype, a memmap included).
+    mean : ndarray of shape (d,), float64
+        ``x̄``, the mean of the rows.
+    gram : ndarray of shape (n, n), float64
+        ``K = Z Zᵀ``, ``Z = X − x̄``.
+    coords : ndarray of shape (n, r), float64
+        ``P = U Λ^{1/2}`` over the ``r >= 1`` eigenvalues of ``K`` above round-off.
+    lift : ndarray of shape (n, r), float64
+        ``U Λ^{-1/2}``: the basis is ``Q = Zᵀ lift``.
+    step : int
+        Columns per block of the passes.
+    """
+
+    outputs: np.ndarray
+    mean: np.ndarray
+    gram: np.ndarray
+    coords: np.ndarray
+    lift: np.ndarray
+    step: int
+
+
+def reduce_rows(x: np.ndarray) -> Reduced:
+    """One column-block pass over ``x`` (n, d): the Gram matrix and the coordinates ``P``.
+
+    Raises ``ValueError`` when ``x`` is not finite (checked block by block).
+    """
+    n, d = x.shape
+    step = min(_cols_per_block(n, None), d)
+    gram, mean, _ = _gram_pass(x, step)
+    lam, u = _small_eigh((gram + gram.T) / 2.0)
+    lam, u = lam[::-1], u[:, ::-1]
+    lam = clip_eigenvalues(lam, size=max(n, d), eps=float(np.finfo(np.float64).eps))
+    r = max(int(np.sum(lam > 0)), 1)
+    root = np.sqrt(lam[:r])
+    coords = u[:, :r] * root
+    with np.errstate(divide="ignore"):
+        lift = np.where(root > 0, u[:, :r] / np.where(root > 0, root, 1.0), 0.0)
+    return Reduced(x, mean, gram, coords, lift, step)
+
+
+def _orthonormalise(v: np.ndarray) -> np.ndarray:
+    """Cholesky QR, twice (Fukaya et al. 2014): ``V R⁻¹`` in place by row blocks; a Householder
+    QR when ``VᵀV`` is too ill-conditioned for Cholesky. Columns keep their order and span."""
+    for _ in range(2):
+        try:
+            upper = linalg.cholesky(v.T @ v, lower=False)
+        except linalg.LinAlgError:
+            return np.linalg.qr(v)[0]
+        inv = _right_inverse(upper)
+        rows = max(1, (16 * 2**20) // (8 * max(v.shape[1], 1)))
+        for s in range(0, v.shape[0], rows):
+            v[s : s + rows] = v[s : s + rows] @ inv
+    return v
+
+
+def _project(red: Reduced, v: np.ndarray) -> np.ndarray:
+    """``C = (X − x̄) V`` (n, k) in float64, by column blocks."""
+    n, d = red.outputs.shape
+    out = np.zeros((n, v.shape[1]))
+    with _ColumnBlocks(red.outputs, red.step) as reader:
+        for start in range(0, d, red.step):
+            cols = slice(start, min(start + red.step, d))
+            block = reader.read(cols, check=False)
+            block -= red.mean[cols]
+            out += block @ v[cols]
+    return out
+
+
+def _right_inverse(upper: np.ndarray) -> np.ndarray:
+    return linalg.solve_triangular(upper, np.eye(upper.shape[0]), lower=False)
+
+
+def _lift(red: Reduced, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``V`` orthonormal with ``span V = span Zᵀ coef``, and ``C = Z V`` from the data; one pass.
+
+    Cholesky QR twice, the first step from the Gram matrix (``(Zᵀcoef)ᵀ(Zᵀcoef) = coefᵀ K
+    coef``, no pass), the second from the lifted ``V₁`` itself: the pass that forms ``V₁`` by
+    column blocks also accumulates ``V₁ᵀV₁`` and ``Z V₁``; then ``V = V₁R₂⁻¹`` and ``C = (Z V₁)
+    R₂⁻¹``. Falls back to :func:`_orthonormalise` (``C`` None: the caller projects) when a
+    Cholesky factor does not exist (an ill-conditioned lift).
+    """
+    try:
+        first = _right_inverse(linalg.cholesky(coef.T @ red.gram @ coef, lower=False))
+    except linalg.LinAlgError:
+        v = _back_project(red.outputs, red.mean, coef, red.step, np.float64)
+        return _orthonormalise(v), None
+    coef1 = coef @ first
+    n, d = red.outputs.shape
+    k = coef1.shape[1]
+    v = np.empty((d, k))
+    zv = np.zeros((n, k))
+    gram = np.zeros((k, k))
+    with _ColumnBlocks(red.outputs, red.step) as reader:
+        for start in range(0, d, red.step):
+            cols = slice(start, min(start + red.step, d))
+            block = reader.read(cols, check=False)
+            block -= red.mean[cols]
+            part = np.matmul(block.T, coef1, out=v[cols])
+            zv += block @ part
+            gram += part.T @ part
+    try:
+        second = _right_inverse(linalg.cholesky(gram, lower=False))
+    except linalg.LinAlgError:
+        return _orthonormalise(v), None
+    rows = max(1, (16 * 2**20) // (8 * max(k, 1)))
+    for s in range(0, d, rows):
+        v[s : s + rows] = v[s : s + rows] @ second
+    return v, zv @ second
+
+
+def realign(red: Reduced, shape: Shape) -> tuple[np.ndarray, np.ndarray, Shape]:
+    """The released basis and the rows in coordinates along it: ``(V, P', shape')``.
+
+    ``shape`` was fitted on ``red.coords``. Its directions whose value differs from the
+    complement's (``a_j != a_c``; the others do not change ``A``) become the orthonormal
+    ``V`` (d, k); ``P' = [Z V, R]`` (n, k + n) with ``R Rᵀ = K − (ZV)(ZV)ᵀ`` (negative
+    round-off clipped, as the dense route clips a negative residual); ``shape'`` is ``shape``
+    with ``vecs`` the first ``k`` unit vectors of ``P'``'s coordinates.
+    """
+    d = red.outputs.shape[1]
+    keep = np.ones(shape.a.size, dtype=bool) if shape.a_c is None else shape.a != shape.a_c
+    if not np.any(keep):  # A = a_c I: any orthonormal basis (one unit vector)
+        keep[0] = True
+    coef = red.lift @ shape.vecs[:, keep]
+    c: np.ndarray | None = None
+    if not np.any(coef):  # constant outputs: no direction was seen
+        v = np.zeros((d, int(np.sum(keep))))
+        v[np.arange(v.shape[1]), np.arange(v.shape[1])] = 1.0
+    else:
+        v, c = _lift(red, coef)
+    if c is None:
+        c = _project(red, v)
+    rest = red.gram - c @ c.T
+    lam, u = _small_eigh((rest + rest.T) / 2.0)
+    resid = u * np.sqrt(np.maximum(lam, 0.0))
+    rows = np.hstack([c, resid])
+    k = v.shape[1]
+    vecs = np.eye(rows.shape[1], k)
+    return v, rows, Shape(vecs, shape.a[keep].copy(), shape.a_c, d)

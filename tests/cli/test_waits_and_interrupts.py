@@ -1,0 +1,91 @@
+"""Hangs and waits are never silent (issue 35, item 5): a stalled run says so, Ctrl-C while
+starting prints one line, and a long prediction fit is estimated (and refused) first."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from pacpriv.cli.main import main
+from pacpriv.pac import ExecutionOptions, simulate
+from pacpriv.pac.engine import _parallel
+
+
+class _SlowFirst:
+    """Sleeps in the trial whose subset is the largest seen so far (the first one)."""
+
+    def __init__(self):
+        self.slept = False
+
+    def __call__(self, x):
+        if not self.slept:
+            self.slept = True
+            time.sleep(2.5)
+        return np.asarray(x, dtype=float).mean(axis=0)
+
+
+def test_a_stalled_run_says_so(monkeypatch, capsys):
+    monkeypatch.setattr(_parallel, "STALL_WARN_S", 0.5)
+    simulate(_SlowFirst(), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
+             execution=ExecutionOptions(n_jobs=1, progress=False))
+    err = capsys.readouterr().err
+    assert "no trial has finished for" in err and "--timeout" in err
+    lines = [x for x in err.splitlines() if "no trial has finished" in x]
+    idle = [int(x.split("for ")[1].split(" s")[0]) for x in lines]
+    assert lines and idle == sorted(idle)  # one line per doubling of the wait, never a flood
+    assert len(lines) <= 4  # 0.5, 1, 2, 4 s: at most four within a 2.5 s stall (and start-up)
+
+
+def test_a_quick_run_says_nothing(monkeypatch, capsys):
+    monkeypatch.setattr(_parallel, "STALL_WARN_S", 30.0)
+    simulate(lambda x: np.asarray(x).mean(axis=0), np.arange(20.0).reshape(10, 2),
+             n_trials=5, rng=0, execution=ExecutionOptions(n_jobs=1, progress=False))
+    assert "no trial has finished" not in capsys.readouterr().err
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_ctrl_c_while_the_modules_load_prints_one_line():
+    """The console script's process (argv[0] ends in 'pacpriv'): Ctrl-C during the imports."""
+    code = ("import sys; sys.argv = ['/usr/bin/pacpriv']; import pacpriv.exceptions; "
+            "raise KeyboardInterrupt")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(), timeout=120)
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "pacpriv: interrupted (while starting; nothing was run)"
+
+
+def test_a_real_sigint_during_start_up_never_prints_a_traceback():
+    """Whenever it lands (imports, parsing, the run): one line, no traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "pacpriv", "dpsgd", "compare",
+                             "--steps-per-epoch", "100", "--epochs", "10",
+                             "--noise-multiplier", "1"],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            env=_env())
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert "Traceback" not in err and "interrupted" in err
+
+
+def test_library_use_keeps_the_default_hook():
+    code = "import sys; import pacpriv; print(sys.excepthook is sys.__excepthook__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=_env(), timeout=120).stdout
+    assert out.strip() == "True"
+
+
+def test_a_long_prediction_fit_is_estimated_and_refused_before_any_work(tmp_path, capsys):
+    state = tmp_path / "state"
+    code = main(["predict", "fit", "--estimator", "naive_bayes", "--dataset", "breast_cancer",
+                 "--state", str(state), "--n-worlds", "100000", "--per-query-budget", "1e-4",
+                 "--total-budget", "0.01", "--max-minutes", "1e-6"])
+    err = capsys.readouterr().err
+    assert code == 2 and "pacpriv: note: estimate: 100000 worlds" in err
+    assert "above --max-minutes" in err and not state.exists()
