@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -84,8 +85,9 @@ def given_fields(cls: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _flag_text(cls: Any, text: str) -> str:
+    """The spec's message with its fields (```name``` or ```name=value```) as their flags."""
     for f in dataclasses.fields(cls):
-        text = text.replace(f"`{f.name}`", flag_of(cls, f.name))
+        text = re.sub(rf"`{f.name}(=[^`]*)?`", flag_of(cls, f.name), text)
     return text
 
 

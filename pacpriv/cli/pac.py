@@ -206,10 +206,10 @@ def _check_args(args) -> None:
         raise UsageError(f"--release-seed must differ from --seed (the simulation seed is "
                          f"recorded in the report, so a release drawn from it could be "
                          f"regenerated); got {args.seed} for both")
-    spec_from_args(ExecutionOptions, args)  # --retries, --timeout, --backend... fail here
     if args.memory_map and args.checkpoint is None:
         raise UsageError("--memory-map keeps the outputs in the checkpoint folder: give "
                          "--checkpoint DIR too")
+    spec_from_args(ExecutionOptions, args)  # --retries, --timeout, --backend... fail here
     if args.scheduler is not None and args.backend != "dask":
         raise UsageError("--scheduler applies to --backend dask only")
     if args.backend == "dask" and args.scheduler is None:
