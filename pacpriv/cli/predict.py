@@ -98,14 +98,8 @@ def _estimator(name: str):
     return obj  # an estimator instance, or a fit function fit(subset) -> model
 
 
-def add_parser(subparsers, name: str) -> None:
-    """Register ``pacpriv predict ...``."""
-    p = subparsers.add_parser(
-        name, help="PAC-private prediction: fit worlds, answer queries, budget and report",
-    )
-    sub = p.add_subparsers(dest="command", metavar="{fit,query,status}")
-    sub.required = True
-
+def _add_fit_parser(sub) -> None:
+    """``pacpriv predict fit`` (ExecutionOptions' fields add the execution flags)."""
     fit = sub.add_parser(
         "fit", help="fit m world models on a private dataset into a state directory",
         description="Fit one model per world (complementary pairs), draw the secret world index "
@@ -155,6 +149,17 @@ def add_parser(subparsers, name: str) -> None:
                      "take longer than this (default 60)")
     add_show_errors(fit)
     fit.set_defaults(handler=_fit)
+
+
+def add_parser(subparsers, name: str) -> None:
+    """Register ``pacpriv predict ...``."""
+    p = subparsers.add_parser(
+        name, help="PAC-private prediction: fit worlds, answer queries, budget and report",
+    )
+    sub = p.add_subparsers(dest="command", metavar="{fit,query,status}")
+    sub.required = True
+
+    _add_fit_parser(sub)
 
     query = sub.add_parser("query", help="answer query rows from a file or a bundled dataset",
                            description="Answer rows in order; each spends the per-query budget.")
