@@ -23,6 +23,12 @@ Prints, with baselines measured in the same run (timings are noisy on a shared m
       lower end exceeds the target (so the exact root lies above σ/1.001). Then, in the same
       run, pld-accounting's σ search (Feldman & Shenfeld 2026; Brent in ln σ to 1e-3, dominating
       PLD, ``--pld-discretization``) on ``--pld-cells`` cells: the ratio of its time to ours.
+      ``--baseline REF`` (e.g. ``main``) also runs every cell, in the same run, with the
+      package as it is at git ref REF (exported by ``git archive`` to a temporary folder) and
+      prints the CPU-time ratio old/new per cell and in all (REF may also be a folder holding
+      a ``pacpriv`` package).
+(vi)  ``--k-of-t``: the exact k-of-t interval at the docs' example points (docs/guide/k_of_t.md):
+      width and time (target: width ≤ 1e-3 in ≤ 10 s each).
 """
 
 from __future__ import annotations
@@ -244,36 +250,74 @@ def _pld_search(target: float, m: int, e: int, disc: float, start: float) -> dic
     return {"sigma": math.exp(root), "time": time.perf_counter() - t, "evals": n[0]}
 
 
+def _export(ref: str) -> str:
+    """The package at git ref ``ref``, exported to a temporary folder (for the baseline); a
+    folder that holds a ``pacpriv`` package is used as it is."""
+    import tempfile
+
+    if (Path(ref) / "pacpriv").is_dir():
+        return str(Path(ref).resolve())
+
+    root = Path(__file__).resolve().parents[1]
+    dest = tempfile.mkdtemp(prefix="pacpriv-baseline-")
+    arch = subprocess.run(["git", "-C", str(root), "archive", ref, "pacpriv"],
+                          capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", dest], input=arch, check=True)
+    return dest
+
+
+def _cal_cell(a: float, m: int, e: int, env: dict, timeout: float) -> dict | str:
+    """One calibration cell in a fresh process: its JSON line, or why there is none."""
+    try:
+        # run in the package's folder: ``python -c`` puts the working directory first on
+        # sys.path, ahead of PYTHONPATH
+        out = subprocess.run([sys.executable, "-c", _CAL_CELL, str(a), str(m), str(e)],
+                             capture_output=True, text=True, env=env, timeout=timeout,
+                             cwd=env["PYTHONPATH"])
+    except subprocess.TimeoutExpired:
+        return f"TIMEOUT after {timeout:g} s"
+    if out.returncode:
+        return f"FAILED {out.stderr.strip()[-160:]}"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _issue29(cell_timeout: float, pld_cells: list, disc: float, pld_timeout: float,
-             grid: list | None = None) -> None:
+             grid: list | None = None, baseline: str | None = None) -> None:
     print("(v) issue 29 calibration grid (rtol 1e-3; fresh process per cell; 'within 0.1%': "
-          "certified lower end at sigma/1.001 above the target)")
+          "certified lower end at sigma/1.001 above the target; load "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     print(f"  {'M':>6s} {'E':>5s} {'target':>6s} {'sigma':>10s} {'wall s':>7s} {'cpu s':>6s} "
-          f"{'evals':>5s} {'peak MB':>7s} certified within-0.1%")
+          f"{'evals':>5s} {'peak MB':>7s} certified within-0.1%"
+          + (f" {'old cpu s':>9s} {'old sigma':>10s} {'old/new':>7s}" if baseline else ""))
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env_old = dict(os.environ, PYTHONPATH=_export(baseline)) if baseline else None
     ours: dict = {}
-    worst, n_ok = 0.0, 0
+    worst, n_ok, tot_new, tot_old = 0.0, 0, 0.0, 0.0
     cells = grid if grid else [(m, e, a) for m in ISSUE29_STEPS for e in ISSUE29_EPOCHS
                                for a in ISSUE29_TARGETS]
     for m, e, a in cells:
-        try:
-            out = subprocess.run([sys.executable, "-c", _CAL_CELL, str(a), str(m),
-                                  str(e)], capture_output=True, text=True, env=env,
-                                 timeout=cell_timeout)
-        except subprocess.TimeoutExpired:
-            print(f"  {m:6d} {e:5d} {a:6g} TIMEOUT after {cell_timeout:g} s", flush=True)
+        r = _cal_cell(a, m, e, env, cell_timeout)
+        if isinstance(r, str):
+            print(f"  {m:6d} {e:5d} {a:6g} {r}", flush=True)
             continue
-        if out.returncode:
-            print(f"  {m:6d} {e:5d} {a:6g} FAILED {out.stderr.strip()[-160:]}")
-            continue
-        r = json.loads(out.stdout.strip().splitlines()[-1])
         ours[(m, e, a)] = r
         worst = max(worst, r["cpu"])
         n_ok += r["cpu"] <= 1.0
-        print(f"  {m:6d} {e:5d} {a:6g} {r['sigma']:10.6f} {r['time']:7.2f} "
-              f"{r['cpu']:6.2f} {r['evals']:5d} {r['rss_kb'] / 1e3:7.0f} "
-              f"{r['certified']!s:>9s} {r['within']!s:>13s}", flush=True)
-    print(f"  cells with CPU time <= 1 s: {n_ok} of {len(ours)}; slowest {worst:.2f} s CPU")
+        line = (f"  {m:6d} {e:5d} {a:6g} {r['sigma']:10.6f} {r['time']:7.2f} "
+                f"{r['cpu']:6.2f} {r['evals']:5d} {r['rss_kb'] / 1e3:7.0f} "
+                f"{r['certified']!s:>9s} {r['within']!s:>13s}")
+        if env_old is not None:
+            o = _cal_cell(a, m, e, env_old, cell_timeout)
+            if isinstance(o, str):
+                line += f" old: {o}"
+            else:
+                tot_new, tot_old = tot_new + r["cpu"], tot_old + o["cpu"]
+                line += (f" {o['cpu']:9.2f} {o['sigma']:10.6f} "
+                         f"{o['cpu'] / max(r['cpu'], 1e-9):7.1f}")
+        print(line, flush=True)
+    print(f"  cells with CPU time <= 1 s: {n_ok} of {len(ours)}; slowest {worst:.2f} s CPU"
+          + (f"; total CPU old/new {tot_old:.1f}/{tot_new:.1f} s = "
+             f"{tot_old / max(tot_new, 1e-9):.1f}x" if baseline else ""))
     for m, e, a in pld_cells:
         mine = ours.get((m, e, a))
         if mine is None:
@@ -301,6 +345,30 @@ def _issue29(cell_timeout: float, pld_cells: list, disc: float, pld_timeout: flo
               "our wall time")
 
 
+#: the docs' k-of-t example points (σ, t, k, E), docs/guide/k_of_t.md §5
+K_OF_T_POINTS = ((1.0, 10, 2, 1), (1.0, 10, 2, 3), (1.5, 12, 3, 2), (1.0, 10, 2, 4),
+                 (0.7, 12, 3, 2), (2.0, 20, 4, 10), (2.0, 100, 4, 10))
+
+
+def _k_of_t() -> None:
+    import warnings
+
+    from pacpriv.dpsgd import exact_membership_inference_accuracy as ex
+
+    print("(vi) exact k-of-t interval at the docs' example points (default tolerance; "
+          f"target width <= 1e-3 in <= 10 s; load {os.getloadavg()[0]:.2f})")
+    print(f"  {'sigma':>5s} {'t':>4s} {'k':>2s} {'E':>3s} {'lower':>9s} {'upper':>9s} "
+          f"{'width':>8s} {'time s':>7s}")
+    for s, t, k, e in K_OF_T_POINTS:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = ex(s, steps_per_epoch=t, epochs=e, k=k)
+        dt = time.perf_counter() - t0
+        print(f"  {s:5g} {t:4d} {k:2d} {e:3d} {r.lower:9.6f} {r.upper:9.6f} "
+              f"{r.upper - r.lower:8.1e} {dt:7.2f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a subset of the grid")
@@ -324,13 +392,20 @@ def main() -> None:
                     help="M:E:target,... for the pld-accounting search ('' for none)")
     ap.add_argument("--grid-cells", default="",
                     help="M:E:target,... instead of the full issue-29 grid")
+    ap.add_argument("--baseline", default=None,
+                    help="git ref whose package also runs every issue-29 cell (e.g. main)")
+    ap.add_argument("--k-of-t", action="store_true",
+                    help="only the k-of-t intervals at the docs' example points")
     args = ap.parse_args()
+    if args.k_of_t:
+        _k_of_t()
+        return
     if args.issue29:
         def parse(text):
             return [(int(c.split(":")[0]), int(c.split(":")[1]), float(c.split(":")[2]))
                     for c in text.split(",") if c]
         _issue29(args.cell_timeout, parse(args.pld_cells), args.pld_discretization,
-                 args.pld_timeout, parse(args.grid_cells))
+                 args.pld_timeout, parse(args.grid_cells), args.baseline)
         return
     if not args.grid_only:
         _closed_form()

@@ -68,5 +68,18 @@ def _unlink_missing_citations(app, what, name, obj, options, lines) -> None:
             else f"[{m.group(1)}]", line)
 
 
+def _write_extension_tables(app) -> None:
+    """docs/generated/extension_points.inc from the registries (the one list of names)."""
+    from pacpriv.cli._extensions import extension_tables
+
+    out = os.path.join(app.srcdir, "generated", "extension_points.inc")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    text = extension_tables()
+    if not os.path.exists(out) or open(out).read() != text:
+        with open(out, "w") as fh:
+            fh.write(text)
+
+
 def setup(app) -> None:
+    app.connect("builder-inited", _write_extension_tables)
     app.connect("autodoc-process-docstring", _unlink_missing_citations, priority=400)

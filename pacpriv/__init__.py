@@ -15,7 +15,7 @@ public names on first use.
 
 from typing import TYPE_CHECKING
 
-from pacpriv import _deprecation, exceptions
+from pacpriv import exceptions
 from pacpriv._version import __version__
 from pacpriv.exceptions import *  # noqa: F403  (the errors and warnings: exceptions.__all__)
 
@@ -138,6 +138,3 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))
-
-
-_deprecation.install_moved_finder()  # 0.2 module paths still import (DeprecationWarning)

@@ -27,6 +27,7 @@ import numpy as np
 RNGLike = None | int | np.random.SeedSequence | np.random.Generator
 
 __all__ = [
+    "torch_generator",
     "ALLOCATION_STREAM",
     "AUDIT_ATTACK_STREAM",
     "AUDIT_MODELS_STREAM",
@@ -136,3 +137,35 @@ def hashed_stream(root: np.random.SeedSequence, stream: int) -> np.random.SeedSe
     """
     words = trial_seed(root, stream).generate_state(4, dtype=np.uint32)
     return np.random.SeedSequence([int(w) for w in words])
+
+
+def torch_generator(seed: np.random.SeedSequence) -> Any:
+    """A CPU ``torch.Generator`` seeded with 64 bits drawn from ``seed`` (written once).
+
+    The DP-SGD trainer and the ensemble derive every torch generator here, so a model's batch
+    order and noise in :mod:`pacpriv.ensemble` equal those of ``train_dpsgd`` with the same seed.
+    torch is imported on call (``import pacpriv`` imports no torch).
+
+    Parameters
+    ----------
+    seed : numpy.random.SeedSequence
+        Source of entropy; the same ``seed`` always gives the same generator state.
+
+    Returns
+    -------
+    torch.Generator
+        A CPU generator (draws on another device are made on the CPU and moved).
+
+    Raises
+    ------
+    TypeError
+        If ``seed`` is not a ``SeedSequence``.
+    ImportError
+        If torch is not installed.
+    """
+    if not isinstance(seed, np.random.SeedSequence):
+        raise TypeError(f"`seed` must be a numpy SeedSequence; got {type(seed).__name__}.")
+    import torch
+
+    state = int(seed.generate_state(1, dtype=np.uint64)[0])
+    return torch.Generator().manual_seed(state)

@@ -1,9 +1,17 @@
-"""Mechanism registry: built-in names, ``module:function`` and ``file.py:function`` specs.
+"""Registries: the one place an extension point (sampler, noise rule, attack, mechanism,
+estimator) is named, and the mechanism zoo's factories.
 
+:class:`Registry` maps names to entries (classes or factories) in registration order. Every
+consumer -- the CLI's ``choices=``, the docs tables (:func:`registry_table`), the parametrised
+tests, ``from_dict`` deserialisation -- reads the registry, so adding an entry is one
+``register`` call beside its definition.
+
+Mechanisms
+----------
 A *factory* is ``factory(dataset_info: DatasetInfo | None) -> mechanism``: it turns the public
 facts of a data pool (:class:`pacpriv.datasets.DatasetInfo`: number of features, class list,
 public feature ranges) into a configured mechanism ``f(subset, *, rng=None) -> (d,)``. Built-in
-factories (the reference mechanisms of the top-level :mod:`mechanisms` package):
+factories (the reference mechanisms of :mod:`pacpriv.mechanisms`):
 
 ==================  ===========================================================================
 name                configuration from ``dataset_info``
@@ -28,36 +36,213 @@ bundled datasets, the whole pool's range for files).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 
 from pacpriv._files import check_input_file
 from pacpriv._optional import import_torch
-from pacpriv.datasets import DatasetInfo
-from pacpriv.datasets.scaling import unit_box
+
+if TYPE_CHECKING:
+    from pacpriv.datasets import DatasetInfo
 
 __all__ = [
+    "MECHANISMS",
     "MechanismFactory",
+    "Registry",
     "available_mechanisms",
     "load_object",
     "register_mechanism",
+    "registry_table",
     "resolve_mechanism",
 ]
 
-MechanismFactory = Callable[[DatasetInfo | None], Callable]
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Names -> entries of one extension point, in registration order.
+
+    Parameters
+    ----------
+    kind : str
+        What an entry is (``"sampler"``, ``"noise rule"``...), for the error messages.
+    argument : str, optional
+        The argument or flag that takes a name (``"sampler"``, ``"rule"``); default ``kind``.
+    key : str, default "name"
+        The key of the name in a ``to_dict()`` description (:meth:`from_dict`).
+
+    Examples
+    --------
+    >>> from pacpriv.registry import Registry
+    >>> colours = Registry("colour")
+    >>> colours.register("red", 0xFF0000)
+    16711680
+    >>> colours.names(), colours.get("red")
+    (('red',), 16711680)
+    """
+
+    def __init__(self, kind: str, *, argument: str | None = None, key: str = "name") -> None:
+        self.kind = kind
+        self.argument = argument or kind
+        self.key = key
+        self._entries: dict[str, T] = {}
+        self._aliases: dict[str, str] = {}
+        self._docs: dict[str, str] = {}
+
+    def register(self, name: str, entry: T, *, aliases: tuple[str, ...] = (),
+                 doc: str | None = None, force: bool = False) -> T:
+        """Register ``entry`` under ``name`` (and ``aliases``); returns ``entry``.
+
+        Parameters
+        ----------
+        name : str
+            Non-empty, without ``":"`` (reserved for ``module:attr`` specs).
+        entry : object
+            The class or factory the name stands for.
+        aliases : tuple of str
+            Other names accepted by :meth:`get` (not listed by :meth:`names`).
+        doc : str, optional
+            One line for the docs table (default: the first line of the entry's docstring).
+        force : bool
+            Replace an existing registration.
+
+        Raises
+        ------
+        TypeError
+            If ``name`` is not a string.
+        ValueError
+            If ``name`` is empty, contains ``":"``, or is taken and ``force`` is false.
+        """
+        for key in (name, *aliases):
+            if not isinstance(key, str):
+                raise TypeError(f"`name` must be a str; got {type(key).__name__}.")
+            if not key or ":" in key:
+                raise ValueError(f"`name` must be non-empty and must not contain ':'; got {key!r}.")
+            if key in self and not force:
+                raise ValueError(f"{self.kind} {key!r} is already registered; pass force=True "
+                                 "to replace it.")
+        self._entries[name] = entry
+        self._aliases.update({a: name for a in aliases})
+        self._docs[name] = doc if doc is not None else _summary(entry)
+        return entry
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` and its aliases (tests, plugins that unload)."""
+        self._entries.pop(name, None)
+        self._docs.pop(name, None)
+        self._aliases = {a: n for a, n in self._aliases.items() if n != name}
+
+    @contextlib.contextmanager
+    def temporary(self) -> Iterator[Registry[T]]:
+        """Registrations made inside the ``with`` block are undone on exit (tests, demos)."""
+        saved = dict(self._entries), dict(self._aliases), dict(self._docs)
+        try:
+            yield self
+        finally:
+            self._entries, self._aliases, self._docs = saved
+
+    def names(self) -> tuple[str, ...]:
+        """Registered names in registration order (aliases excluded)."""
+        return tuple(self._entries)
+
+    def choices(self) -> tuple[str, ...]:
+        """The names a CLI flag accepts (``argparse`` ``choices=``): :meth:`names`."""
+        return self.names()
+
+    def doc(self, name: str) -> str:
+        """The one-line description of ``name`` (docs tables, ``--help``)."""
+        return self._docs[self._aliases.get(name, name)]
+
+    def get(self, name: str) -> T:
+        """The entry of ``name`` (or of an alias).
+
+        Raises
+        ------
+        ValueError
+            For an unknown name; the message names the argument and lists the registered names.
+        """
+        key = self._aliases.get(name, name) if isinstance(name, str) else None
+        if key is None or key not in self._entries:
+            raise ValueError(f"`{self.argument}` must be one of {', '.join(self.names())}; "
+                             f"got {name!r}.")
+        return self._entries[key]
+
+    def from_dict(self, description: dict) -> Any:
+        """Rebuild an entry from ``{key: name, **parameters}`` (e.g. a ``to_dict()``).
+
+        The entry's own ``from_dict`` classmethod is used when it has one; a dataclass gets
+        the keys that are its init fields (derived keys such as ``"prior"`` are ignored);
+        any other entry is called with every key but :attr:`key`.
+
+        Raises
+        ------
+        ValueError
+            If ``description`` has no registered name under :attr:`key`.
+        """
+        if not isinstance(description, dict):
+            raise TypeError(f"`description` must be a dict; got {type(description).__name__}.")
+        entry: Any = self.get(description.get(self.key))  # type: ignore[arg-type]
+        params = {k: v for k, v in description.items() if k != self.key}
+        if hasattr(entry, "from_dict"):
+            return entry.from_dict(description)
+        if dataclasses.is_dataclass(entry):
+            fields = {f.name for f in dataclasses.fields(entry) if f.init}
+            params = {k: v for k, v in params.items() if k in fields}
+        return entry(**params)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries or name in self._aliases
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
+
+    def items(self) -> list[tuple[str, T]]:
+        """``(name, entry)`` pairs in registration order."""
+        return list(self._entries.items())
+
+    def values(self) -> list[T]:
+        """Entries in registration order."""
+        return list(self._entries.values())
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}: {', '.join(self.names())})"
+
+
+def _summary(entry: Any) -> str:
+    """The first paragraph of ``entry``'s docstring on one line, without citation marks."""
+    text = (getattr(entry, "__doc__", None) or "").strip().split("\n\n")[0]
+    return re.sub(r"\[\w+\]_\s*", "", " ".join(text.split()))
+
+
+def registry_table(registry: Registry) -> str:
+    """The registry as a reStructuredText list table (name, description) for the docs."""
+    lines = [f".. list-table:: {registry.kind}s (``{registry.argument}``)", "   :header-rows: 1",
+             "", "   * - name", "     - description"]
+    for name in registry.names():
+        lines += [f"   * - ``{name}``", f"     - {registry.doc(name) or '-'}"]
+    return "\n".join(lines) + "\n"
+
+
+MechanismFactory = Callable[["DatasetInfo | None"], Callable]
 
 #: ``public_seed`` of every registered mechanism that has one (k-means, linear SVM, decision tree,
 #: MLP) and of the decision-tree query points: part of the mechanism's definition, not secret.
 PUBLIC_SEED = 0
-#: Former name of :data:`PUBLIC_SEED` for the decision-tree query points.
-QUERY_POINT_SEED = PUBLIC_SEED
 
 
 def _box(info: DatasetInfo | None) -> tuple[np.ndarray, np.ndarray]:
@@ -67,6 +252,8 @@ def _box(info: DatasetInfo | None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _scaling(info: DatasetInfo) -> tuple[np.ndarray, np.ndarray]:
+    from pacpriv.datasets.scaling import unit_box
+
     return unit_box(*_box(info))
 
 
@@ -156,26 +343,29 @@ def _mlp(info):
     )
 
 
-_REGISTRY: dict[str, MechanismFactory] = {
-    "mean": _mean,
-    "median": _median,
-    "histogram": _histogram,
-    "kmeans": _kmeans,
-    "logistic": _logistic,
-    "linear_svm": _linear_svm,
-    "pca": _pca,
-    "decision_tree": _decision_tree,
-    "mlp": _mlp,
-}
+#: Mechanism names -> factories (the zoo of :mod:`pacpriv.mechanisms`).
+MECHANISMS: Registry[MechanismFactory] = Registry("mechanism")
+for _name, _factory, _doc in (
+    ("mean", _mean, "clipped mean over the public feature ranges"),
+    ("median", _median, "clipped median over the public feature ranges"),
+    ("histogram", _histogram, "10 equal bins per feature over the public ranges"),
+    ("kmeans", _kmeans, "k-means centres, k = number of classes"),
+    ("logistic", _logistic, "logistic-regression coefficients (supervised)"),
+    ("linear_svm", _linear_svm, "linear SVM coefficients (supervised)"),
+    ("pca", _pca, "top principal components, sign rule"),
+    ("decision_tree", _decision_tree, "depth-3 tree's answers on 16 public query points"),
+    ("mlp", _mlp, "8-unit MLP weights (needs torch)"),
+):
+    MECHANISMS.register(_name, _factory, doc=_doc)
 
 
 def available_mechanisms() -> tuple[str, ...]:
     """Registered mechanism names, sorted."""
-    return tuple(sorted(_REGISTRY))
+    return tuple(sorted(MECHANISMS.names()))
 
 
 def register_mechanism(name: str, factory: MechanismFactory, *, force: bool = False) -> None:
-    """Register ``factory`` under ``name``.
+    """Register ``factory`` under ``name`` in :data:`MECHANISMS`.
 
     Parameters
     ----------
@@ -193,17 +383,9 @@ def register_mechanism(name: str, factory: MechanismFactory, *, force: bool = Fa
     ValueError
         If ``name`` is empty, contains ``":"``, or is taken and ``force`` is false.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"`name` must be a str; got {type(name).__name__}.")
-    if not name or ":" in name:
-        raise ValueError(f"`name` must be non-empty and must not contain ':'; got {name!r}.")
     if not callable(factory):
         raise TypeError(f"`factory` must be callable; got {type(factory).__name__}.")
-    if name in _REGISTRY and not force:
-        raise ValueError(
-            f"mechanism {name!r} is already registered; pass force=True to replace it."
-        )
-    _REGISTRY[name] = factory
+    MECHANISMS.register(name, factory, force=force)
 
 
 def _load_file(path_text: str, what: str):
@@ -369,8 +551,8 @@ def resolve_mechanism(
         return spec, getattr(spec, "__name__", type(spec).__name__)
     if not isinstance(spec, str):
         raise TypeError(f"`spec` must be a str or a callable; got {type(spec).__name__}.")
-    if spec in _REGISTRY:
-        mechanism = _REGISTRY[spec](dataset_info)
+    if spec in MECHANISMS:
+        mechanism = MECHANISMS.get(spec)(dataset_info)
         if not callable(mechanism):
             raise TypeError(f"factory of {spec!r} returned a non-callable {mechanism!r}.")
         return mechanism, spec

@@ -23,7 +23,6 @@ LEAVES = (
     "pacpriv._random",
     "pacpriv._optional",
     "pacpriv._stats",
-    "pacpriv._deprecation",
     "pacpriv.threat_models",
     "pacpriv.cli._args",
     "pacpriv._numbers",
@@ -72,7 +71,7 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
                 visit(child)
                 continue
             for t in targets:
-                if t.startswith("pacpriv.mechanisms"):  # the top-level folder, no pacpriv import
+                if t.startswith("pacpriv.mechanisms"):  # a leaf package (its own test below)
                     continue
                 while t and t not in modules:
                     t = t.rpartition(".")[0]
@@ -161,16 +160,30 @@ def test_no_import_cycles(graph):
     assert cycles == []
 
 
-def test_mechanisms_import_no_pacpriv():
-    """The reference mechanisms (installed as pacpriv.mechanisms) stay independent of pacpriv."""
+def _pacpriv_imports_of_the_mechanisms(source: str) -> list[str]:
+    """Imports that reach pacpriv from a mechanism: absolute ``pacpriv``/``mechanisms``, or a
+    relative import that leaves the mechanisms folder (``from .. import``)."""
     bad = []
-    for path in sorted((ROOT / "mechanisms").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
-            )
-            bad += [(path.name, n) for n in names if n.split(".")[0] in ("pacpriv", "mechanisms")]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            bad += [a.name for a in node.names if a.name.split(".")[0] in ("pacpriv", "mechanisms")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level > 1 or (not node.level and (node.module or "").split(".")[0] in (
+                    "pacpriv", "mechanisms")):
+                bad.append("." * node.level + (node.module or ""))
+    return bad
+
+
+def test_mechanisms_import_no_pacpriv():
+    """The reference mechanisms (the package pacpriv.mechanisms) stay independent of the rest
+    of pacpriv: they import only each other and third-party libraries."""
+    paths = sorted((PACKAGE / "mechanisms").glob("*.py"))
+    assert len(paths) > 10  # the walk finds the mechanisms
+    bad = [(p.name, n) for p in paths for n in _pacpriv_imports_of_the_mechanisms(p.read_text())]
     assert bad == []
+    assert _pacpriv_imports_of_the_mechanisms(
+        "from ._common import x\nfrom ..pac import y\nimport pacpriv.registry\n"
+    ) == ["..pac", "pacpriv.registry"]
 
 
 def test_library_modules_carry_no_demo_defaults(graph):
@@ -229,15 +242,10 @@ def test_pac_top_level_has_at_most_12_entries():
 
 
 def _own_python_files() -> list[Path]:
-    """Every Python file of the package, the mechanisms, tests, benchmarks and examples
-    (the ``pacpriv/mechanisms`` link counted once, as ``mechanisms/``)."""
-    files = []
-    for top in ("pacpriv", "mechanisms", "tests", "benchmarks", "examples"):
-        for path in (ROOT / top).rglob("*.py"):
-            if "mechanisms" in path.relative_to(ROOT).parts[1:2] and top == "pacpriv":
-                continue
-            files.append(path)
-    return files
+    """Every Python file of the package (the mechanisms included), tests, benchmarks and
+    examples."""
+    return [path for top in ("pacpriv", "tests", "benchmarks", "examples")
+            for path in (ROOT / top).rglob("*.py")]
 
 
 def test_no_module_over_650_lines():
@@ -246,15 +254,17 @@ def test_no_module_over_650_lines():
     assert long == {}
 
 
-def test_mechanisms_import_as_pacpriv_mechanisms_without_a_hook():
-    """``pacpriv/mechanisms`` is a relative link to the top-level folder; no import hook."""
+def test_mechanisms_are_a_real_package_folder():
+    """``pacpriv/mechanisms`` is a plain folder (no link, no top-level ``mechanisms``), imported
+    without any hook."""
     import sys
 
     import pacpriv.mechanisms
 
-    link = PACKAGE / "mechanisms"
-    assert link.is_symlink() and link.resolve() == (ROOT / "mechanisms").resolve()
-    assert Path(pacpriv.mechanisms.__file__).resolve().parent == (ROOT / "mechanisms").resolve()
+    folder = PACKAGE / "mechanisms"
+    assert folder.is_dir() and not folder.is_symlink() and (folder / "__init__.py").is_file()
+    assert not (ROOT / "mechanisms").exists()
+    assert Path(pacpriv.mechanisms.__file__).resolve().parent == folder.resolve()
     finders = [type(f).__name__ for f in sys.meta_path]
     assert not any("Mechanisms" in name for name in finders), finders
 
@@ -265,20 +275,17 @@ def test_tests_mirror_the_rooms():
         assert any((ROOT / "tests" / room).glob("test_*.py")), room
 
 
-@pytest.mark.parametrize("old", sorted(__import__("pacpriv._deprecation").
-                                       _deprecation.MOVED))
-def test_moved_paths_import_with_a_warning(old):
-    """Every 0.2 module path still imports, as the same module object, with a warning."""
+def test_no_import_hook_and_no_moved_paths():
+    """The 0.2 module paths are gone (0.4): no finder of pacpriv's on sys.meta_path, and an
+    old path is a plain ModuleNotFoundError."""
     import importlib
     import sys
 
-    from pacpriv._deprecation import MOVED
+    import pacpriv  # noqa: F401
 
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match="moved to"):
-        mod = importlib.import_module(old)
-    assert mod is importlib.import_module(MOVED[old])
-    assert mod.__spec__.name == MOVED[old]
+    assert not any(type(f).__module__.startswith("pacpriv") for f in sys.meta_path)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("pacpriv.pac.calibration")
 
 
 def test_rule_names_are_special_cased_only_in_their_own_rule_module():
@@ -352,3 +359,81 @@ def test_no_public_function_takes_more_than_12_parameters():
     assert len(counts) > 100  # the walk found the public API
     over = {k: v for k, v in counts.items() if v > 12 and not k.endswith(".run_pac")}
     assert not over, over
+
+
+# --- specs answer for themselves (issue 33) ---------------------------------------------------
+
+#: Consumers that still branch on a concrete sampler type, owned by other 0.4 branches; each
+#: converts to the sampler's declared properties (``independent_memberships``,
+#: ``trials_per_draw``) when it lands. Nothing may be added here.
+ISINSTANCE_PENDING = {
+    "pacpriv/pac/per_record/_checks.py": {"FixedSizeSampler", "ComplementaryPairsSampler",
+                                          "PoissonSampler"},
+    "pacpriv/prediction/_settings.py": {"ComplementaryPairsSampler"},
+}
+
+
+def _spec_classes() -> dict[str, str]:
+    """Concrete spec class name -> the file that defines it (samplers, rules, attacks)."""
+    import inspect
+
+    from pacpriv.audit._suite import ATTACKS
+    from pacpriv.pac.noise import RULE_CLASSES, NoiseRule
+    from pacpriv.pac.samplers import SAMPLERS, Sampler
+
+    def subclasses(base):
+        out = set()
+        for sub in base.__subclasses__():
+            out |= {sub} | subclasses(sub)
+        return out
+
+    attacks = {getattr(f, "func", f) for f in ATTACKS.values()}
+    classes = (subclasses(Sampler) | subclasses(NoiseRule) | set(SAMPLERS.values())
+               | set(RULE_CLASSES.values()) | attacks)
+    return {c.__name__: str(Path(inspect.getfile(c)).resolve().relative_to(ROOT))
+            for c in classes if c.__module__.startswith("pacpriv")}
+
+
+def _isinstance_targets(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2):
+            arg = node.args[1]
+            for item in (arg.elts if isinstance(arg, ast.Tuple) else [arg]):
+                if isinstance(item, ast.Name):
+                    names.add(item.id)
+                elif isinstance(item, ast.Attribute):
+                    names.add(item.attr)
+    return names
+
+
+def test_no_consumer_branches_on_a_concrete_spec_type():
+    """``isinstance(x, ComplementaryPairsSampler)`` decides nothing outside the class's own
+    module: the spec answers (``independent_rows``, ``describe``, ``to_dict``...)."""
+    specs = _spec_classes()
+    assert {"PoissonSampler", "ComplementaryPairsSampler", "Certified", "LiraAttack"} <= set(specs)
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        if "mechanisms" in path.relative_to(PACKAGE).parts[:1]:
+            continue
+        used = _isinstance_targets(ast.parse(path.read_text()))
+        for name in sorted(used & set(specs)):
+            if specs[name] != rel and name not in ISINSTANCE_PENDING.get(rel, set()):
+                bad.append((rel, name))
+    assert bad == []
+
+
+def test_isinstance_check_sees_a_violation():
+    """The walk finds an isinstance against a spec class (a vacuous check would pass)."""
+    tree = ast.parse("if isinstance(s, (Sampler, samplers.ComplementaryPairsSampler)): pass")
+    assert _isinstance_targets(tree) == {"Sampler", "ComplementaryPairsSampler"}
+
+
+def test_each_helper_is_written_once():
+    """``torch_generator`` has one definition (pacpriv._random); the ensemble and DP-SGD
+    import it (a copy could drift and break "the ensemble equals train_dpsgd")."""
+    defs = [str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")
+            if "def torch_generator(" in p.read_text()]
+    assert defs == ["pacpriv/_random.py"]

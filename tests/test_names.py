@@ -1,4 +1,4 @@
-"""Issue 9 item 7: homonyms split, deprecated aliases kept for one release."""
+"""Issue 9 item 7: homonyms split; the deprecated aliases are gone in 0.4."""
 
 from __future__ import annotations
 
@@ -20,11 +20,12 @@ def test_pac_accuracy_for_mi_budget_is_the_posterior_bound_at_prior_half():
         0.1)
 
 
-def test_old_pac_name_warns_and_still_works():
-    with pytest.warns(DeprecationWarning, match="accuracy_for_mi_budget"):
-        old = pac.membership_inference_accuracy_bound
-    assert old(0.25) == pac.accuracy_for_mi_budget(0.25)
-    assert "membership_inference_accuracy_bound" not in pac.__all__
+def test_old_pac_names_are_gone():
+    """0.4 removed the 0.3 aliases: pacpriv.pac.membership_inference_accuracy_bound (now
+    accuracy_for_mi_budget) and the empirical attack's old home (now pacpriv.audit)."""
+    for old in ("membership_inference_accuracy_bound", "EmpiricalAttackResult",
+                "empirical_membership_attack"):
+        assert not hasattr(pac, old) and old not in pac.__all__
 
 
 def test_accountant_rows_no_longer_share_the_comparison_row_name():
@@ -32,9 +33,7 @@ def test_accountant_rows_no_longer_share_the_comparison_row_name():
     table = dpsgd.compare_accountants(steps_per_epoch=10, epochs=2, noise_multiplier=2.0,
                                       methods=("chi-square",))
     assert all(isinstance(r, dpsgd.AccountantRow) for r in table.rows)
-    with pytest.warns(DeprecationWarning, match="AccountantRow"):
-        assert dpsgd.ComparisonRow is dpsgd.AccountantRow
-    assert "ComparisonRow" not in dpsgd.__all__
+    assert not hasattr(dpsgd, "ComparisonRow") and "ComparisonRow" not in dpsgd.__all__
 
 
 def test_unknown_attributes_still_raise():

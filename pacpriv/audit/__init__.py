@@ -21,7 +21,6 @@ References
 from pacpriv.audit._attacks import (
     AttackResult,
     evaluate_attack,
-    lira_offline_scores,
     logit_scaled_confidence,
     loss_threshold_attack,
 )
@@ -54,7 +53,7 @@ from pacpriv.audit._onerun import (
 )
 from pacpriv.audit._rmia import rmia_scores
 from pacpriv.audit._run import AuditReport, AuditSettings, run_audit
-from pacpriv.audit._suite import DEFAULT_ATTACKS, LiraAttack, LossAttack, RmiaAttack
+from pacpriv.audit._suite import ATTACKS, DEFAULT_ATTACKS, LiraAttack, LossAttack, RmiaAttack
 from pacpriv.audit._user_model import SizedFactory, user_model_family
 
 __all__ = [
@@ -72,6 +71,7 @@ __all__ = [
     "image_shifts",
     "user_model_family",
     # attacks
+    "ATTACKS",
     "DEFAULT_ATTACKS",
     "LiraAttack",
     "LossAttack",
@@ -99,7 +99,6 @@ __all__ = [
     # score-level evaluation and the earlier attacks
     "AttackResult",
     "evaluate_attack",
-    "lira_offline_scores",
     "logit_scaled_confidence",
     "loss_threshold_attack",
     # the DP-SGD audit (torch)

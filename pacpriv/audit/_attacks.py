@@ -7,8 +7,9 @@ LiRA statistics) and on PAC Privacy releases (any statistic of a simulated outpu
 * :func:`evaluate_attack` -- balanced accuracy at a threshold chosen on a held-out half,
   with an exact (Clopper-Pearson) confidence interval, plus AUC and TPR at 1% FPR.
 * :func:`loss_threshold_attack` -- Yeom et al. [1]_: members have smaller loss.
-* :func:`lira_offline_scores` -- offline LiRA of Carlini et al. [2]_ from shadow-model
-  statistics; :func:`logit_scaled_confidence` turns cross-entropy losses into its statistic.
+* :func:`logit_scaled_confidence` turns cross-entropy losses into the statistic of LiRA
+  (Carlini et al. [2]_; the one implementation, online and offline, is
+  :func:`pacpriv.audit.lira_scores`).
 
 Membership priors are equal (½): accuracy is the *balanced* accuracy ½(TPR + TNR), which is
 what the bounds of ``pacpriv.dpsgd`` and ``pacpriv.pac`` control.
@@ -38,7 +39,6 @@ from pacpriv.audit._checks import real_array
 __all__ = [
     "AttackResult",
     "evaluate_attack",
-    "lira_offline_scores",
     "logit_scaled_confidence",
     "loss_threshold_attack",
 ]
@@ -94,11 +94,10 @@ class AttackResult:
     threshold_at_1pct: float | None = None
 
     def to_dict(self) -> dict:
-        """JSON-serialisable dictionary of all fields (an infinite threshold becomes a string)."""
+        """JSON-serialisable dictionary of every field but the thresholds (each is one record's
+        score: it stays on the object and out of reports)."""
         out = asdict(self)
-        for key in ("threshold", "threshold_at_1pct"):
-            if out[key] is not None and not np.isfinite(out[key]):
-                out[key] = str(out[key])
+        del out["threshold"], out["threshold_at_1pct"]
         return out
 
 
@@ -252,67 +251,3 @@ def logit_scaled_confidence(losses) -> np.ndarray:
                          f"{ell.size} are negative.")
     ell = np.maximum(ell, np.finfo(np.float64).tiny)
     return -ell - np.log(-np.expm1(-ell))
-
-
-def lira_offline_scores(
-    target_statistics, shadow_statistics, shadow_membership, *, fixed_variance: bool = True
-) -> np.ndarray:
-    """Offline LiRA scores [2]_: how far above its OUT-shadow distribution each record sits.
-
-    Parameters
-    ----------
-    target_statistics : array-like of shape (n_records,)
-        Statistic of each candidate record under the attacked model (e.g.
-        :func:`logit_scaled_confidence` of its loss).
-    shadow_statistics : array-like of shape (n_shadows, n_records)
-        The same statistic under each shadow model, trained by the attacker with the same
-        algorithm on random subsets of the candidate pool.
-    shadow_membership : array-like of bool, shape (n_shadows, n_records)
-        True where the record was in that shadow's training set; only OUT entries (False)
-        are used (offline variant). Every record needs at least one OUT shadow.
-    fixed_variance : bool, default True
-        Use one variance pooled over all records (recommended by [2]_ for fewer than about
-        64 shadows); otherwise each record's own OUT variance (needs 2 OUT shadows).
-
-    Returns
-    -------
-    numpy.ndarray of shape (n_records,)
-        z-scores (φ_target - μ_out) / σ_out; higher means more likely a member. This is a
-        monotone transform of the offline one-sided likelihood test of [2]_, Eq. 4.
-
-    Raises
-    ------
-    ValueError
-        On shape mismatches, or when a record has too few OUT shadows.
-    """
-    target = real_array(target_statistics, "target_statistics")
-    shadow = real_array(shadow_statistics, "shadow_statistics")
-    inside = np.asarray(shadow_membership)
-    if inside.dtype != bool:
-        raise TypeError(f"`shadow_membership` must be boolean; got dtype {inside.dtype}.")
-    if target.ndim != 1 or shadow.ndim != 2 or shadow.shape[1] != target.size:
-        raise ValueError(
-            "`shadow_statistics` must have shape (n_shadows, n_records) with n_records = "
-            f"len(target_statistics); got {shadow.shape} and {target.shape}."
-        )
-    if inside.shape != shadow.shape:
-        raise ValueError(
-            f"`shadow_membership` must have shape {shadow.shape}; got {inside.shape}."
-        )
-    out = ~inside
-    n_out = out.sum(axis=0)
-    need = 1 if fixed_variance else 2
-    if np.any(n_out < need):
-        raise ValueError(
-            f"every record needs at least {need} OUT shadow model(s); "
-            f"{int(np.sum(n_out < need))} record(s) have fewer (minimum {int(n_out.min())})."
-        )
-    mu = np.where(out, shadow, 0.0).sum(axis=0) / n_out
-    resid2 = np.where(out, (shadow - mu) ** 2, 0.0)
-    if fixed_variance:
-        dof = max(int(n_out.sum() - n_out.size), 1)
-        var = np.full(target.size, resid2.sum() / dof)
-    else:
-        var = resid2.sum(axis=0) / (n_out - 1)
-    std = np.sqrt(np.maximum(var, np.finfo(np.float64).eps))
-    return (target - mu) / std

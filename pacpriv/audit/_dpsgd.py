@@ -46,10 +46,10 @@ from pacpriv._validation import check_int, check_real, keyword_fields
 from pacpriv.audit._attacks import (
     AttackResult,
     evaluate_attack,
-    lira_offline_scores,
     logit_scaled_confidence,
     loss_threshold_attack,
 )
+from pacpriv.audit._lira import lira_scores
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound, parameter_rows
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple, with_max_grad_norm
@@ -359,7 +359,7 @@ def _audit_dpsgd(
             shadow = _fit(torch, model_factory, loss_fn, X_arr[inside[s]], y_arr[inside[s]],
                           seed, optimizer=optimizer, **train)
             stats[s] = logit_scaled_confidence(model_losses(shadow, loss_fn, X_arr, y_arr))
-        scores = lira_offline_scores(logit_scaled_confidence(losses), stats, inside)
+        scores = lira_scores(logit_scaled_confidence(losses), stats, inside, online=False)
         lira_res = evaluate_attack(scores[member], scores[~member], confidence=confidence,
                                    rng=trial_seed(root, _LIRA_ATTACK_STREAM))
     attacks = [r for r in (loss_res, lira_res) if r is not None]

@@ -86,14 +86,14 @@ class TprAtFpr:
     threshold: float | None = None
 
     def to_dict(self) -> dict:
-        """``{"tpr", "ci", "resolved", ...}``: the issue's layout plus the FPR's own facts."""
+        """``{"tpr", "ci", "resolved", ...}``: the issue's layout plus the FPR's own facts (not
+        ``threshold``: it is a record's score, so it stays on the object and out of reports)."""
         out: dict = {"tpr": self.tpr, "ci": None if self.ci is None else list(self.ci),
                      "resolved": self.resolved}
         if self.resolved:
+            # The threshold is one record's score: it stays on the object, never in a report.
             out.update(false_positives=self.false_positives, fpr_upper=self.fpr_upper,
-                       realized_fpr=self.realized_fpr,
-                       threshold=None if self.threshold is None or not math.isfinite(
-                           self.threshold) else self.threshold)
+                       realized_fpr=self.realized_fpr)
         else:
             out["reason"] = self.reason
         return out

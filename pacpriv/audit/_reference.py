@@ -115,8 +115,7 @@ def _vectorised(mechanism: _ReferenceMechanism, pool, K: int, root, progress: bo
 
     from tqdm.auto import tqdm
 
-    from pacpriv._random import as_seed_sequence, seed_to_dict
-    from pacpriv.pac.samplers import MECHANISM_STREAM, stream_seed
+    from pacpriv._random import MECHANISM_STREAM, as_seed_sequence, seed_to_dict, stream_seed
 
     tic = time.perf_counter()
     root = as_seed_sequence(root)

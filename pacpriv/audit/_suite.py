@@ -23,8 +23,10 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -33,8 +35,10 @@ from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
 from pacpriv.audit._lira import lira_scores
 from pacpriv.audit._metrics import DEFAULT_FPRS, RocMetrics, roc_metrics
 from pacpriv.audit._rmia import rmia_scores
+from pacpriv.registry import Registry
 
 __all__ = [
+    "ATTACKS",
     "DEFAULT_ATTACKS",
     "LiraAttack",
     "LossAttack",
@@ -121,11 +125,22 @@ class RmiaAttack:
                            offline_a=self.offline_a, gamma=self.gamma)
 
 
-#: The attacks an audit runs by default, strongest expected first.
-DEFAULT_ATTACKS: tuple = (
-    LiraAttack(online=True), RmiaAttack(), LiraAttack(online=False),
-    RmiaAttack(offline_a=0.3), LossAttack(),
-)
+#: The registry of attacks: name -> factory of the configured attack (``--attacks`` choices),
+#: strongest expected first. A new attack is one ``ATTACKS.register(name, factory)`` line.
+ATTACKS: Registry[Callable[[], Any]] = Registry("attack", argument="attacks")
+ATTACKS.register("lira-online", functools.partial(LiraAttack, online=True),
+                 doc="LiRA, online: IN and OUT Gaussians per record (Carlini et al. 2022)")
+ATTACKS.register("rmia-online", RmiaAttack,
+                 doc="RMIA, online: likelihood ratio against population samples "
+                 "(Zarifzadeh et al. 2024)")
+ATTACKS.register("lira-offline", functools.partial(LiraAttack, online=False),
+                 doc="LiRA, offline: OUT Gaussian only")
+ATTACKS.register("rmia-offline", functools.partial(RmiaAttack, offline_a=0.3),
+                 doc="RMIA, offline: the linear approximation with a = 0.3 (--offline-a)")
+ATTACKS.register("loss", LossAttack, doc="loss threshold: score log p (Yeom et al. 2018)")
+
+#: The attacks an audit runs by default: every registered one, in registry order.
+DEFAULT_ATTACKS: tuple = tuple(factory() for factory in ATTACKS.values())
 
 
 def _check_batch(statistics: np.ndarray, population: np.ndarray, masks: np.ndarray) -> None:

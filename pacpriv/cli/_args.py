@@ -83,13 +83,13 @@ def check_unit_interval(args: argparse.Namespace, flag: str) -> None:
 
 def add_report_output(parser: argparse.ArgumentParser, *, default_out: str,
                       out_help: str, json_help: str) -> None:
-    """The flags of every command that writes a report: ``--out``, ``--format``,
-    ``--no-progress``, ``--json`` and ``--show-errors`` (one definition for all of them)."""
+    """The flags of every command that writes a report: ``--out``, ``--format``, ``--json``
+    and ``--show-errors`` (one definition for all of them; ``--no-progress`` is a field of
+    ``ExecutionOptions``)."""
     parser.add_argument("--out", default=default_out, help=out_help)
     add_force(parser)
     parser.add_argument("--format", dest="formats", default="json,md,html",
                         help="comma-separated report formats among json, md, html")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help=json_help)
     add_show_errors(parser)
 

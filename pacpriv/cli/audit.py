@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 
@@ -11,12 +12,14 @@ from pacpriv import _json
 from pacpriv._numbers import format_bound
 from pacpriv.cli._args import UsageError, add_report_output, integer, number, report_formats
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     TRAINED_LABEL_HELP,
     TRAINED_RANGES_HELP,
     add_dataset_arguments,
     load_cli_dataset,
 )
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.report.audit import verdict
 
 __all__ = ["add_parser"]
@@ -78,6 +81,7 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--ensemble", action="store_true",
                    help="train the reference models with pacpriv.ensemble (vectorised, one "
                    "program; several times faster without clipping, slower with it on a CPU)")
+    _add_attacks(p)
     p.add_argument("--offline-a", type=number, default=0.3,
                    help="a of offline RMIA, in [0, 1] (default 0.3)")
     p.add_argument("--confidence", type=number, default=0.95,
@@ -91,16 +95,24 @@ def add_parser(subparsers, name: str) -> None:
                    help="delta of the one-run audit's (epsilon, delta) claims (default 1e-5)")
     p.add_argument("--seed", type=integer, default=None,
                    help="root seed of the audit (default: fresh OS entropy; recorded either way)")
-    p.add_argument("--n-jobs", type=int, default=None,
-                   help=f"parallel workers training reference models (default 1; -1: all "
-                   f"{available_cpus()} CPU(s) this process may use; more is capped)")
-    p.add_argument("--checkpoint", default=None, metavar="DIR",
-                   help="resumable checkpoint of the reference models (it holds every model's "
-                   "scores on every record: treat it like the data; delete it after the run)")
+    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "checkpoint", "progress"), helps={
+        "n_jobs": f"parallel workers training reference models (default 1; -1: all "
+        f"{available_cpus()} CPU(s) this process may use; more is capped)",
+        "checkpoint": "resumable checkpoint of the reference models (it holds every model's "
+        "scores on every record: treat it like the data; delete it after the run)"})
     add_report_output(p, default_out="pacpriv-audit",
                       out_help="output directory (created; must be writable)",
                       json_help="print the audit JSON (attacks, certified_curve, one_run)")
     p.set_defaults(handler=_audit)
+
+
+def _add_attacks(p) -> None:
+    """``--attacks``: the names of the attack registry (pacpriv.audit.ATTACKS)."""
+    from pacpriv.audit._suite import ATTACKS
+
+    p.add_argument("--attacks", nargs="+", choices=ATTACKS.choices(), default=None,
+                   metavar="ATTACK", help="attacks to run (default: all of "
+                   f"{', '.join(ATTACKS.choices())})")
 
 
 def _check(args) -> None:
@@ -112,8 +124,7 @@ def _check(args) -> None:
         value = getattr(args, flag)
         if value < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be >= 1; got {value}")
-    if args.n_jobs == 0:
-        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     if args.noise_multiplier is not None and not (args.noise_multiplier > 0
                                                   and math.isfinite(args.noise_multiplier)):
         raise UsageError(f"--noise-multiplier must be a finite number > 0; got "
@@ -197,6 +208,15 @@ def _family(args, n_features: int, n_classes: int, user_model=None):
                       target_accuracy=target, **common)
 
 
+def _attacks(args) -> tuple:
+    """The ``--attacks`` (default all registered), offline RMIA with ``--offline-a``."""
+    from pacpriv.audit._suite import ATTACKS
+
+    attacks = [ATTACKS.get(n)() for n in (args.attacks or ATTACKS.names())]
+    return tuple(dataclasses.replace(a, offline_a=args.offline_a)
+                 if getattr(a, "offline_a", None) is not None else a for a in attacks)
+
+
 def _augmentations(args, n_features: int) -> tuple:
     if args.augment == "none":
         return ()
@@ -216,10 +236,8 @@ def _audit(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    from pacpriv.audit import AuditSettings, OneRunSpec, RmiaAttack, run_audit
-    from pacpriv.audit._suite import LiraAttack, LossAttack
+    from pacpriv.audit import AuditSettings, OneRunSpec, run_audit
     from pacpriv.datasets.scaling import scale_to_unit_box
-    from pacpriv.pac.engine import ExecutionOptions
 
     user_model = _load_user_model(args)
     dataset = load_cli_dataset(args)
@@ -227,8 +245,7 @@ def _audit(args) -> int:
     X = scale_to_unit_box(dataset.X, dataset.feature_low, dataset.feature_high)
     family = _family(args, X.shape[1], n_classes, user_model)
     settings = AuditSettings(
-        attacks=(LiraAttack(online=True), RmiaAttack(), LiraAttack(online=False),
-                 RmiaAttack(offline_a=args.offline_a), LossAttack()),
+        attacks=_attacks(args),
         confidence=args.confidence, population=args.population,
         augmentations=_augmentations(args, X.shape[1]))
     one_run = None
@@ -242,8 +259,7 @@ def _audit(args) -> int:
         dataset={k: described[k] for k in ("name", "n_records", "n_features", "source",
                                            "description", "preprocessing") if k in described}
         | {"n_classes": n_classes},
-        execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress,
-                                   checkpoint=args.checkpoint))
+        execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
     paths = report.write(out, formats=formats)
     if args.json:
         print(_json.dumps(report.compact_dict(), indent=2))

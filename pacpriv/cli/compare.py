@@ -17,6 +17,7 @@ from pacpriv.cli._args import (
     report_formats,
 )
 from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     LABEL_NAMES,
     TRAINED_LABEL_HELP,
@@ -99,19 +100,17 @@ def add_parser(subparsers, name: str) -> None:
                    "dataset)")
     p.add_argument("--public-seed", type=int, default=0,
                    help="public seed of the initialisation and the PAC batch order (default 0)")
-    p.add_argument("--n-jobs", type=int, default=None,
-                   help=f"parallel workers of the PAC simulation (default 1: sequential; -1: all "
-                   f"{available_cpus()} CPU(s) this process may use; more is capped)")
+    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "progress", "checkpoint"), helps={
+        "n_jobs": f"parallel workers of the PAC simulation (default 1: sequential; -1: all "
+        f"{available_cpus()} CPU(s) this process may use; more is capped)",
+        "checkpoint": "resumable checkpoint folder (created owner-only, mode 0700): every "
+        "simulation keeps its finished trials there, and the same command resumes an "
+        "interrupted run (without --seed it reuses the recorded seed). It holds un-noised trial "
+        "outputs and subset masks: treat it like the raw data and delete it after the run"})
     p.add_argument("--seed", type=int, default=None,
                    help="root seed of the evaluation (default: fresh OS entropy). Recorded in "
                    "the report either way, so the compared models are reproducible evaluation "
                    "artefacts, not private releases (no release is written)")
-    p.add_argument("--checkpoint", default=None, metavar="DIR",
-                   help="resumable checkpoint folder (created owner-only, mode 0700): every "
-                   "simulation keeps its finished trials there, and the same command resumes "
-                   "an interrupted run (without --seed it reuses the recorded seed). It holds "
-                   "un-noised trial outputs and subset masks: treat it like the raw data and "
-                   "delete it after the run")
     p.add_argument("--withhold-pool-statistics", action="store_true", help=WITHHOLD_HELP)
     _add_curve_flag(p)
     add_report_output(p, default_out="pacpriv-compare",
@@ -171,8 +170,7 @@ def _print_notes(notes) -> None:
 
 def _compare(args) -> int:
     formats = report_formats(args.formats)
-    if args.n_jobs == 0:
-        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     out = check_output_dir(args.out, "--out")
     if args.checkpoint is not None:
         check_output_dir(args.checkpoint, "--checkpoint")
@@ -186,8 +184,7 @@ def _compare(args) -> int:
         raise UsageError("--dataset and --target-accuracy must each name at least one value")
     _check_curve(args, names)
     box = _black_box(args)
-    execution = ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress,
-                                 checkpoint=args.checkpoint)
+    execution = spec_from_args(ExecutionOptions, args, n_jobs=n_jobs)
     settings = dict(
         epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
         max_grad_norm=args.max_grad_norm, learning_rate=args.learning_rate,

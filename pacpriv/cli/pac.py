@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 import sys
 
 from pacpriv import _json
@@ -22,7 +21,8 @@ from pacpriv.cli._args import (
     print_rows,
     report_formats,
 )
-from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._specs import add_spec_flags, flagged_fields, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
     check_mechanism_file,
@@ -40,17 +40,14 @@ from pacpriv.pac.bounds._posterior import (
 )
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
-from pacpriv.pac.noise import DEFAULT_RULE, RULE_CLASSES, RULES, rule_with
+from pacpriv.pac.noise import DEFAULT_RULE, RULE_CLASSES
 from pacpriv.pac.noise._calibration import MIN_MI_BUDGET
-from pacpriv.pac.samplers import ComplementaryPairsSampler, FixedSizeSampler, PoissonSampler
+from pacpriv.pac.samplers import SAMPLERS
 from pacpriv.registry import available_mechanisms
 from pacpriv.report import build_report, write_report
 from pacpriv.report.builder import local_base_name
 from pacpriv.report.layout import posterior_command
 from pacpriv.report.pool import pool_hidden
-
-#: ``--backend`` choices.
-BACKENDS = ("loky", "threading", "multiprocessing", "sequential", "dask", "ray")
 
 
 def _strict_rows(rows: list[dict]) -> str:
@@ -65,150 +62,7 @@ def add_parser(subparsers, name: str) -> None:
     sub = p.add_subparsers(dest="command", metavar="{run,records,posterior,budget,trials}")
     sub.required = True
 
-    run = sub.add_parser(
-        "run",
-        help="simulate a mechanism on random subsets, calibrate noise, release, write the report",
-        description="Run the PAC main job and write report.json / report.md (/ report.html).",
-    )
-    run.add_argument(
-        "--mechanism",
-        required=True,
-        help=f"built-in name ({', '.join(available_mechanisms())}), module:function or "
-        "path.py:function; a user function "
-        "receives the subset as an array X, or as a tuple (X, y) for a labelled dataset",
-    )
-    run.add_argument(
-        "--dataset",  # a labelled dataset reaches the mechanism as a tuple (X, y)
-        required=True,
-        help=f"bundled dataset ({', '.join(BUNDLED_DATASETS)}) or a .csv/.npy/.npz path",
-    )
-    add_dataset_arguments(run)
-    run.add_argument(
-        "--mi-budget",
-        type=number,
-        default=None,
-        help="mutual-information budget v in nats (> 0)",
-    )
-    run.add_argument(
-        "--target-accuracy",
-        type=number,
-        default=None,
-        help="alternatively: membership-inference accuracy bound a in (0.5, 1); v = ln 2 - H(a)",
-    )
-    run.add_argument("--trials", type=int, default=1000,
-                     help="number of simulated subsets (>= 2)")
-    run.add_argument(
-        "--sampler",
-        default="poisson",
-        choices=("poisson", "pairs", "fixed"),
-        help="distribution of the secret subset (default: poisson)",
-    )
-    run.add_argument(
-        "--sampling-rate",
-        type=number,
-        default=None,
-        help="Poisson sampling rate in (0, 1), --sampler poisson only (default 0.5: "
-        "membership prior 1/2)",
-    )
-    run.add_argument(
-        "--subset-size", type=int, default=None, help="subset size for --sampler fixed"
-    )
-    run.add_argument(
-        "--rule", default=DEFAULT_RULE, choices=RULES,
-        help=f"noise rule (default {DEFAULT_RULE}: certified with confidence 1-gamma; "
-        + ", ".join(k for k, cls in RULE_CLASSES.items() if not cls.certified)
-        + " are estimates)",
-    )
-    run.add_argument(
-        "--confidence",
-        type=number,
-        default=None,
-        help="confidence 1-gamma (default 0.95 for " + _takers("confidence")
-        + "; a required minimum for the others that take it)",
-    )
-    run.add_argument(
-        "--target-inflation",
-        type=number,
-        default=None,
-        help=f"--rule {_takers('target_inflation')}: warn when --trials is below what this noise "
-        "power over the oracle square-root rule needs (default 1.2; see 'pacpriv pac trials')",
-    )
-    run.add_argument(
-        "--c", type=number, default=None,
-        help=f"Algorithm 1 eigenvalue threshold c (needed by --rule {_takers('c')})"
-    )
-    run.add_argument(
-        "--beta", type=number, default=None,
-        help=f"Algorithm 1 slack beta in nats (needed by --rule {_takers('beta')})"
-    )
-    run.add_argument(
-        "--output-bound",
-        type=number,
-        default=None,
-        help="public bound r on ||f(X)||_2 (--rule " + _takers("output_bound") + "; certified: "
-        "clip radius and minimum noise for constant outputs; Algorithm 1: required); a "
-        "simulated output above it is an error, the release is clipped to it",
-    )
-    cpus = available_cpus()
-    run.add_argument(
-        "--n-jobs", type=int, default=None,
-        help=f"parallel workers (default 1: sequential; -1: all {cpus} CPU(s) this process may "
-        f"use; more than {cpus} is capped on a local backend)",
-    )
-    run.add_argument("--no-ensemble", action="store_true",
-                     help="one call per trial even for a mechanism with a vectorised block form "
-                     "(run_block, e.g. pacpriv.ensemble mechanisms); outputs agree to float "
-                     "tolerance, so both paths can be compared on the same seeds")
-    run.add_argument("--backend", default=None, choices=BACKENDS,
-                     help="joblib backend (default: loky processes when --n-jobs > 1)")
-    run.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                     help="Dask scheduler address (e.g. tcp://host:8786), with --backend dask")
-    run.add_argument("--ray-address", default=None, metavar="ADDRESS",
-                     help="Ray cluster address (e.g. ray://host:10001 or auto), "
-                     "with --backend ray")
-    run.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="root seed of the simulation (default: fresh OS entropy, recorded)",
-    )
-    run.add_argument(
-        "--release-seed",
-        type=int,
-        default=None,
-        help="seed of the secret subset and noise (tests/demos only; default OS entropy)",
-    )
-    run.add_argument("--no-release", action="store_true", help="calibrate only; do not release")
-    add_pool_statistics(
-        run, report_help="include the output spectrum's and the noise's absolute values in the "
-        "report (statistics of f over subsets of the pool: for a mean, the top eigenvalue gives "
-        "the scale of an outlier's value). Default: shown only for a bundled public dataset; "
-        "otherwise only the release's error bar (noise std per output coordinate) and the "
-        "noise/spread ratio to one digit")
-    run.add_argument(
-        "--checkpoint", default=None,
-        help="checkpoint directory (resume after interrupt; created owner-only, mode 0700). "
-        "It holds un-noised trial outputs and subset masks: treat a checkpoint like the raw "
-        "data; delete it after the run",
-    )
-    run.add_argument(
-        "--output-dtype", choices=("float64", "float32"), default="float64",
-        help="how the simulated outputs are kept: float32 halves their memory (stored relative "
-        "to trial 0; the certificate's arithmetic stays float64). Default float64")
-    run.add_argument(
-        "--memory-map", action="store_true",
-        help="keep the simulated outputs in memory-mapped files inside --checkpoint DIR "
-        "instead of in memory (for n_trials x d beyond RAM); needs --checkpoint")
-    run.add_argument(
-        "--retries", type=int, default=0, help="retries of a failing trial (same seed, >= 0)"
-    )
-    run.add_argument("--timeout", type=number, default=None,
-                     help="per-trial timeout in seconds (> 0; default: none)")
-    add_report_output(run, default_out="pacpriv-report",
-                      out_help="report directory (default pacpriv-report)",
-                      json_help="print the report JSON to stdout")
-    run.set_defaults(handler=_run)
-
+    _add_run_parser(sub)
     post = sub.add_parser(
         "posterior", help="MI budget (nats) -> posterior success bound",
         description="Posterior success bound of any adversary for an MI budget (KL inversion, "
@@ -251,17 +105,93 @@ def add_parser(subparsers, name: str) -> None:
     tri.set_defaults(handler=_trials)
 
 
+def _add_run_parser(sub) -> None:
+    """``pacpriv pac run``: its flags (the spec objects' fields add theirs)."""
+    run = sub.add_parser(
+        "run",
+        help="simulate a mechanism on random subsets, calibrate noise, release, write the report",
+        description="Run the PAC main job and write report.json / report.md (/ report.html).",
+    )
+    run.add_argument(
+        "--mechanism",
+        required=True,
+        help=f"built-in name ({', '.join(available_mechanisms())}), module:function or "
+        "path.py:function; a user function "
+        "receives the subset as an array X, or as a tuple (X, y) for a labelled dataset",
+    )
+    run.add_argument(
+        "--dataset",  # a labelled dataset reaches the mechanism as a tuple (X, y)
+        required=True,
+        help=f"bundled dataset ({', '.join(BUNDLED_DATASETS)}) or a .csv/.npy/.npz path",
+    )
+    add_dataset_arguments(run)
+    run.add_argument(
+        "--mi-budget",
+        type=number,
+        default=None,
+        help="mutual-information budget v in nats (> 0)",
+    )
+    run.add_argument(
+        "--target-accuracy",
+        type=number,
+        default=None,
+        help="alternatively: membership-inference accuracy bound a in (0.5, 1); v = ln 2 - H(a)",
+    )
+    run.add_argument("--trials", type=int, default=1000,
+                     help="number of simulated subsets (>= 2)")
+    run.add_argument(
+        "--sampler", default="poisson", choices=SAMPLERS.choices(),
+        help="distribution of the secret subset (default: poisson): "
+        + "; ".join(f"{n}: {SAMPLERS.doc(n)}" for n in SAMPLERS.names()),
+    )
+    add_spec_flags(run, *SAMPLERS.values(), notes={
+        f.name: f" (--sampler {n})" for n, c in SAMPLERS.items() for f in flagged_fields(c)})
+    run.add_argument(
+        "--rule", default=DEFAULT_RULE, choices=RULE_CLASSES.choices(),
+        help=f"noise rule (default {DEFAULT_RULE}: certified with confidence 1-gamma; "
+        + ", ".join(k for k, cls in RULE_CLASSES.items() if not cls.certified)
+        + " are estimates)",
+    )
+    add_spec_flags(run, *RULE_CLASSES.values(), notes={
+        p: f" (--rule {_takers(p)})" for cls in RULE_CLASSES.values()
+        for p in cls.parameter_names()})
+    add_spec_flags(run, ExecutionOptions, only=(
+        "n_jobs", "ensemble", "backend", "checkpoint", "output_dtype", "memory_map", "retries",
+        "timeout", "progress"))
+    run.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                     help="Dask scheduler address (e.g. tcp://host:8786), with --backend dask")
+    run.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                     help="Ray cluster address (e.g. ray://host:10001 or auto), "
+                     "with --backend ray")
+    run.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="root seed of the simulation (default: fresh OS entropy, recorded)",
+    )
+    run.add_argument(
+        "--release-seed",
+        type=int,
+        default=None,
+        help="seed of the secret subset and noise (tests/demos only; default OS entropy)",
+    )
+    run.add_argument("--no-release", action="store_true", help="calibrate only; do not release")
+    add_pool_statistics(
+        run, report_help="include the output spectrum's and the noise's absolute values in the "
+        "report (statistics of f over subsets of the pool: for a mean, the top eigenvalue gives "
+        "the scale of an outlier's value). Default: shown only for a bundled public dataset; "
+        "otherwise only the release's error bar (noise std per output coordinate) and the "
+        "noise/spread ratio to one digit")
+    add_report_output(run, default_out="pacpriv-report",
+                      out_help="report directory (default pacpriv-report)",
+                      json_help="print the report JSON to stdout")
+    run.set_defaults(handler=_run)
+
+
 def _sampler(args):
-    if args.sampler == "fixed":
-        if args.subset_size is None:
-            raise UsageError("--sampler fixed needs --subset-size")
-        return FixedSizeSampler(subset_size=args.subset_size)
-    if args.subset_size is not None:
-        raise UsageError("--subset-size is only valid with --sampler fixed")
-    if args.sampler == "pairs":
-        return ComplementaryPairsSampler()
-    rate = 0.5 if args.sampling_rate is None else args.sampling_rate
-    return PoissonSampler(sampling_rate=rate)
+    """The ``--sampler`` object, built from its fields' flags."""
+    return spec_from_args(SAMPLERS.get(args.sampler), args, among=SAMPLERS.values(),
+                          selector=f"--sampler {args.sampler}")
 
 
 def _check_args(args) -> None:
@@ -271,28 +201,15 @@ def _check_args(args) -> None:
     check_trials(args)
     if args.target_accuracy is not None and not 0.5 < args.target_accuracy < 1:
         raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
-    if args.sampling_rate is not None:
-        if args.sampler != "poisson":
-            raise UsageError(f"--sampling-rate applies to --sampler poisson only; got --sampler "
-                             f"{args.sampler} (its inclusion probability is fixed by the sampler)")
-        check_unit_interval(args, "--sampling-rate")
-    if args.subset_size is not None and args.subset_size < 1:
-        raise UsageError(f"--subset-size must be >= 1; got {args.subset_size}")
-    if args.target_inflation is not None and not args.target_inflation > 1:
-        raise UsageError(f"--target-inflation must be > 1; got {args.target_inflation}")
-    if args.n_jobs == 0:
-        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    _sampler(args)  # a flag the sampler does not take, or a bad value, fails here
     if args.release_seed is not None and args.release_seed == args.seed:
         raise UsageError(f"--release-seed must differ from --seed (the simulation seed is "
                          f"recorded in the report, so a release drawn from it could be "
                          f"regenerated); got {args.seed} for both")
-    if args.retries < 0:
-        raise UsageError(f"--retries must be >= 0; got {args.retries}")
     if args.memory_map and args.checkpoint is None:
         raise UsageError("--memory-map keeps the outputs in the checkpoint folder: give "
                          "--checkpoint DIR too")
-    if args.timeout is not None and not (args.timeout > 0 and math.isfinite(args.timeout)):
-        raise UsageError(f"--timeout must be a finite number of seconds > 0; got {args.timeout}")
+    spec_from_args(ExecutionOptions, args)  # --retries, --timeout, --backend... fail here
     if args.scheduler is not None and args.backend != "dask":
         raise UsageError("--scheduler applies to --backend dask only")
     if args.backend == "dask" and args.scheduler is None:
@@ -304,45 +221,15 @@ def _check_args(args) -> None:
     _rule_from_flags(args)  # a flag the rule does not take, or a bad value, fails here
 
 
-#: The flag table: rule parameter -> the ``pac run`` flag that sets it (the rule classes of
-#: pacpriv.pac.noise say which rule takes which parameter).
-RULE_FLAGS = {"confidence": "--confidence", "c": "--c", "beta": "--beta",
-              "output_bound": "--output-bound", "target_inflation": "--target-inflation"}
-
-
 def _takers(parameter: str) -> str:
     """The rules that take ``parameter`` (for help texts and errors)."""
     return "/".join(n for n, cls in RULE_CLASSES.items() if parameter in cls.parameter_names())
 
 
 def _rule_from_flags(args):
-    """The rule object of ``--rule`` and its parameter flags (UsageError for a misapplied one)."""
-    cls = RULE_CLASSES[args.rule]
-    given = {p: getattr(args, p) for p in RULE_FLAGS if getattr(args, p) is not None}
-    misapplied = [RULE_FLAGS[p] for p in given if p not in cls.parameter_names()]
-    if misapplied:
-        owners = sorted({_takers(p.lstrip("-").replace("-", "_")) for p in misapplied})
-        raise UsageError(f"{', '.join(misapplied)} apply to --rule {' or '.join(owners)} only; "
-                         f"got --rule {args.rule}")
-    try:
-        return rule_with(args.rule, **given)
-    except ValueError as err:
-        raise UsageError(_flag_names(str(err))) from None
-
-
-#: run_pac argument names -> the flags that set them (errors name what the user typed).
-_RUN_FLAGS = {"mi_budget": "--mi-budget", "n_trials": "--trials", "c": "--c", "beta": "--beta",
-              "confidence": "--confidence", "output_bound": "--output-bound",
-              "timeout": "--timeout", "retries": "--retries", "n_jobs": "--n-jobs",
-              "backend": "--backend", "checkpoint": "--checkpoint", "rule": "--rule",
-              "sampling_rate": "--sampling-rate", "subset_size": "--subset-size"}
-
-
-def _flag_names(text: str) -> str:
-    for api, flag in _RUN_FLAGS.items():
-        text = re.sub(rf"\b{api}='([^']*)'", rf"{flag} \1", text)
-        text = text.replace(f"`{api}`", flag)
-    return text
+    """The rule object of ``--rule`` from its parameters' flags (UsageError naming a flag)."""
+    return spec_from_args(RULE_CLASSES.get(args.rule), args, among=RULE_CLASSES.values(),
+                          selector=f"--rule {args.rule}")
 
 
 def _run(args) -> int:
@@ -390,18 +277,12 @@ def _run(args) -> int:
                 rng=args.seed,
                 release=not args.no_release,
                 release_rng=args.release_seed,
-                execution=ExecutionOptions(
-                    n_jobs=n_jobs, backend=args.backend, progress=not args.no_progress,
-                    checkpoint=args.checkpoint, retries=args.retries, timeout=args.timeout,
-                    ensemble=not args.no_ensemble, output_dtype=args.output_dtype,
-                    memory_map=args.memory_map),
+                execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs),
                 mechanism_name=mech_name,
                 dataset=dataset.to_dict(),
             )
         except Exception as err:
             explain_mechanism_error(err, args.mechanism, dataset)
-            if err.args and isinstance(err.args[0], str):
-                err.args = (_flag_names(err.args[0]), *err.args[1:])
             raise
     show_pool = pool_statistics(args)
     paths = write_report(result, out, formats=formats, pool_statistics=show_pool)

@@ -18,6 +18,7 @@ from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
 from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
 from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
     check_mechanism_file,
@@ -25,7 +26,7 @@ from pacpriv.cli._user import (
     resolve_cli_mechanism,
 )
 from pacpriv.pac.engine._options import ExecutionOptions
-from pacpriv.pac.per_record._calibration import calibrate_per_record
+from pacpriv.pac.per_record._calibration import BOUNDS, SHAPES, calibrate_per_record
 from pacpriv.pac.per_record._exposure import record_exposure
 from pacpriv.pac.samplers import PoissonSampler
 from pacpriv.report import write_report
@@ -115,24 +116,16 @@ def add_records_parser(sub) -> None:
     p.add_argument("--sampling-rate", type=number, default=0.5,
                    help="Poisson membership prior q in (0, 1) (default 0.5)")
     p.add_argument("--shape", default="isotropic",
-                   choices=("isotropic", "sqrt", "second_moment"),
+                   choices=SHAPES,
                    help="noise shape for --target-accuracy, fitted on the shape trials "
                    "(default isotropic)")
-    p.add_argument("--bound", default="betting", choices=("betting", "bernstein"),
+    p.add_argument("--bound", default="betting", choices=BOUNDS,
                    help="per-record certificate: betting confidence bounds (default; "
                    "Waudby-Smith & Ramdas 2024) or empirical Bernstein (Maurer & Pontil 2009: "
                    "needs more trials)")
     p.add_argument("--seed", type=int, default=None, help="root seed of the simulation")
-    p.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
-    p.add_argument("--backend", default=None, help="joblib backend")
-    p.add_argument("--no-ensemble", action="store_true",
-                   help="one call per trial even for a mechanism with a vectorised block form "
-                   "(run_block, e.g. pacpriv.ensemble mechanisms); outputs agree to float "
-                   "tolerance, so both paths can be compared on the same seeds")
-    p.add_argument("--checkpoint", default=None,
-                   help="checkpoint directory (created owner-only, mode 0700). It holds "
-                   "un-noised trial outputs and subset masks: treat a checkpoint like the raw "
-                   "data; delete it after the run")
+    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
+                                               "progress"))
     p.add_argument("--time-limit", type=number, default=None, metavar="SECONDS",
                    help="refuse before any trial when the estimated time (printed first, from "
                    "a short timed probe of the mechanism) exceeds this many seconds")
@@ -162,8 +155,7 @@ def _check(args) -> tuple[str, ...]:
         raise UsageError(
             f"--target-accuracy must be in ({base:g}, 1) for --sampling-rate "
             f"{args.sampling_rate:g}; got {args.target_accuracy}")
-    if args.n_jobs == 0:
-        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     if args.time_limit is not None and not (0 < args.time_limit < float("inf")):
         raise UsageError(f"--time-limit must be a number of seconds in (0, inf); got "
                          f"{args.time_limit:g}")
@@ -241,10 +233,7 @@ def _records(args) -> int:
     common = dict(n_trials=args.trials, sampler=PoissonSampler(args.sampling_rate),
                   records=records, confidence=args.confidence, rng=args.seed,
                   bound=args.bound,
-                  execution=ExecutionOptions(n_jobs=n_jobs, backend=args.backend,
-                                             checkpoint=args.checkpoint,
-                                             ensemble=not args.no_ensemble,
-                                             progress=not args.no_progress))
+                  execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
     try:
         if args.target_accuracy is not None:
             plan = calibrate_per_record(mechanism, dataset.pool,
@@ -285,7 +274,15 @@ def _records(args) -> int:
         print(paths["json"].read_text() if "json" in paths
               else _json.dumps(build_report(_Report(section), pool_statistics=policy)))
         return 0
-    d = section["per_record"]
+    _print_summary(args, section["per_record"], summary, dataset, mech_name, show_scale)
+    for fmt, path in paths.items():
+        print(f"{f'report ({fmt})':<21}{path}")
+    return 0
+
+
+def _print_summary(args, d: dict, summary: dict, dataset, mech_name: str,
+                   show_scale: bool) -> None:
+    """The terminal summary of ``pac records`` (public facts of the report only)."""
     print(f"mechanism            {mech_name} on {dataset.name} ({dataset.n_records} records)")
     shape_note = (f" (the other {args.trials - d['n_trials']} of the {args.trials} trials fixed "
                   "the noise shape)" if args.trials > d["n_trials"] else "")
@@ -320,6 +317,3 @@ def _records(args) -> int:
           f"posterior bound {format_percent(d['whole_subset_accuracy_bound'])}")
     print("most exposed         " + ", ".join(f"#{e['record']}" for e in d["most_exposed"])
           + " (ranked by their upper bounds, not by the exposure itself)")
-    for fmt, path in paths.items():
-        print(f"{f'report ({fmt})':<21}{path}")
-    return 0

@@ -5,6 +5,7 @@ Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXi
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from pacpriv.cli._args import (
     check_positive_finite,
 )
 from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_cwd_to_path,
     add_dataset_arguments,
@@ -28,10 +30,8 @@ from pacpriv.cli._user import (
     preprocessing_from_args,
 )
 from pacpriv.pac.engine import ExecutionOptions
-from pacpriv.registry import load_object
-
-#: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
-ESTIMATORS = ("logistic", "naive_bayes", "decision_tree", "random_forest", "mlp", "ridge")
+from pacpriv.prediction._noise import NOISE_RULES
+from pacpriv.registry import Registry, load_object
 
 _POW = re.compile(r"^\s*2\s*(?:\^|\*\*)\s*(-?\d+)\s*$")
 
@@ -50,39 +50,45 @@ def budget_number(text: str) -> float:
             f"not a number or a power of two like 2^-16: {text!r}") from None
 
 
+def _sklearn(path: str, *, scaled: bool = False, **params):
+    """Factory of the scikit-learn estimator ``path`` (standardised first if ``scaled``)."""
+    def build():
+        module, _, name = path.rpartition(".")
+        estimator = getattr(importlib.import_module(module), name)(**params)
+        if not scaled:
+            return estimator
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        return make_pipeline(StandardScaler(), estimator)
+    return build
+
+
+#: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
+ESTIMATORS: Registry = Registry("estimator")
+for _name, _factory, _doc in (
+    ("logistic", _sklearn("sklearn.linear_model.LogisticRegression", scaled=True, max_iter=1000),
+     "standardised multinomial logistic regression"),
+    ("naive_bayes", _sklearn("sklearn.naive_bayes.GaussianNB"), "Gaussian naive Bayes"),
+    ("decision_tree", _sklearn("sklearn.tree.DecisionTreeClassifier", max_depth=6,
+                               random_state=0), "decision tree of depth 6"),
+    ("random_forest", _sklearn("sklearn.ensemble.RandomForestClassifier", n_estimators=50,
+                               random_state=0), "random forest of 50 trees"),
+    ("mlp", _sklearn("sklearn.neural_network.MLPClassifier", scaled=True,
+                     hidden_layer_sizes=(32,), max_iter=500, random_state=0),
+     "standardised MLP, 32 hidden units"),
+    ("ridge", _sklearn("sklearn.linear_model.Ridge", alpha=1.0), "ridge regression (alpha 1)"),
+):
+    ESTIMATORS.register(_name, _factory, doc=_doc)
+
+
 def _estimator(name: str):
     """A built-in estimator, or an object loaded from ``module:attr`` / ``file.py:attr``."""
-    if name == "logistic":
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
-        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-    if name == "naive_bayes":
-        from sklearn.naive_bayes import GaussianNB
-
-        return GaussianNB()
-    if name == "decision_tree":
-        from sklearn.tree import DecisionTreeClassifier
-
-        return DecisionTreeClassifier(max_depth=6, random_state=0)
-    if name == "random_forest":
-        from sklearn.ensemble import RandomForestClassifier
-
-        return RandomForestClassifier(n_estimators=50, random_state=0)
-    if name == "mlp":
-        from sklearn.neural_network import MLPClassifier
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
-        return make_pipeline(StandardScaler(), MLPClassifier((32,), max_iter=500, random_state=0))
-    if name == "ridge":
-        from sklearn.linear_model import Ridge
-
-        return Ridge(alpha=1.0)
+    if name in ESTIMATORS:
+        return ESTIMATORS.get(name)()
     if ":" not in name:
-        raise UsageError(f"--estimator must be one of {ESTIMATORS}, module:attr or "
-                         f"file.py:attr; got {name!r}")
+        raise UsageError(f"--estimator must be one of {', '.join(ESTIMATORS.names())}, "
+                         f"module:attr or file.py:attr; got {name!r}")
     where = name.rpartition(":")[0]
     if not (where.endswith(".py") or "/" in where):
         add_cwd_to_path()  # module:attr finds modules in the current folder
@@ -92,21 +98,16 @@ def _estimator(name: str):
     return obj  # an estimator instance, or a fit function fit(subset) -> model
 
 
-def add_parser(subparsers, name: str) -> None:
-    """Register ``pacpriv predict ...``."""
-    p = subparsers.add_parser(
-        name, help="PAC-private prediction: fit worlds, answer queries, budget and report",
-    )
-    sub = p.add_subparsers(dest="command", metavar="{fit,query,status}")
-    sub.required = True
-
+def _add_fit_parser(sub) -> None:
+    """``pacpriv predict fit`` (ExecutionOptions' fields add the execution flags)."""
     fit = sub.add_parser(
         "fit", help="fit m world models on a private dataset into a state directory",
         description="Fit one model per world (complementary pairs), draw the secret world index "
         "from OS entropy and create the crash-safe state directory that `pacpriv serve` uses.",
     )
     fit.add_argument("--estimator", required=True,
-                     help=f"built-in ({', '.join(ESTIMATORS)}), module:attr or file.py:attr "
+                     help=f"built-in ({', '.join(ESTIMATORS.names())}), module:attr or "
+                     "file.py:attr "
                      "(an sklearn estimator or class, a pacpriv.prediction.TorchFit, or a "
                      "function fit((X, y)) -> model)")
     fit.add_argument("--dataset", required=True,
@@ -129,15 +130,12 @@ def add_parser(subparsers, name: str) -> None:
     fit.add_argument("--output", default=None, choices=("proba", "logits", "value", "label"),
                      help="what each query returns (default: proba, value for ridge; label = "
                      "one-hot votes, exact when all worlds agree)")
-    fit.add_argument("--rule", default="anisotropic", choices=("anisotropic", "exact-mi",
-                                                               "isotropic"),
+    fit.add_argument("--rule", default="anisotropic", choices=NOISE_RULES,
                      help="noise rule of each answer (see the README)")
-    fit.add_argument("--n-jobs", type=int, default=None, help="joblib workers (-1: all cores)")
-    fit.add_argument("--no-ensemble", action="store_true",
-                     help="fit TorchFit worlds one per engine task instead of as one vectorised "
-                     "ensemble (the same masks and seeds; parameters equal to float round-off)")
-    fit.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
-                     help="device of the vectorised ensemble (TorchFit worlds; default cpu)")
+    add_spec_flags(fit, ExecutionOptions, only=("n_jobs", "ensemble", "device", "progress"),
+                   helps={"ensemble": "fit TorchFit worlds one per engine task instead of as one "
+                          "vectorised ensemble (the same masks and seeds; parameters equal to "
+                          "float round-off)"})
     fit.add_argument("--seed", type=int, default=None,
                      help="seed of the public worlds (recorded in config.json; default OS "
                      "entropy); the secret index and the noise never derive from it")
@@ -146,12 +144,22 @@ def add_parser(subparsers, name: str) -> None:
                      "only: never written to disk or to a report, but the state is marked "
                      "'caller-seeded secret (not for production)' (default OS entropy; must "
                      "differ from --seed)")
-    fit.add_argument("--no-progress", action="store_true", help="no progress bar")
     fit.add_argument("--max-minutes", type=float, default=60.0, metavar="MINUTES",
                      help="refuse, before fitting, a fit estimated (from one timed world) to "
                      "take longer than this (default 60)")
     add_show_errors(fit)
     fit.set_defaults(handler=_fit)
+
+
+def add_parser(subparsers, name: str) -> None:
+    """Register ``pacpriv predict ...``."""
+    p = subparsers.add_parser(
+        name, help="PAC-private prediction: fit worlds, answer queries, budget and report",
+    )
+    sub = p.add_subparsers(dest="command", metavar="{fit,query,status}")
+    sub.required = True
+
+    _add_fit_parser(sub)
 
     query = sub.add_parser("query", help="answer query rows from a file or a bundled dataset",
                            description="Answer rows in order; each spends the per-query budget.")
@@ -272,8 +280,7 @@ def _fit(args) -> int:
     from pacpriv.prediction import PrivatePredictor
 
     check_output_dir(args.state, "--state")  # before any work: a file, no permission
-    if args.n_jobs == 0:
-        raise UsageError("--n-jobs must be a positive number of workers or negative (-1: all)")
+    spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     if args.n_worlds < 2 or args.n_worlds % 2:
         raise UsageError(f"--n-worlds must be an even integer >= 2; got {args.n_worlds}")
     for flag, value in (("--seed", args.seed), ("--secret-seed", args.secret_seed)):
@@ -302,8 +309,7 @@ def _fit(args) -> int:
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=args.seed,
                           secret_rng=args.secret_seed)
-    pp.fit(execution=ExecutionOptions(n_jobs=n_jobs, progress=not args.no_progress,
-                                      ensemble=not args.no_ensemble, device=args.device))
+    pp.fit(execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")

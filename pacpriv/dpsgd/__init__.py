@@ -4,7 +4,6 @@ Closed form (chi-square), certified exact accuracy, calibration of σ, comparato
 ``DPSGDSpec`` description. Torch-only modules (allocation, trainer) are imported separately.
 """
 
-from pacpriv._deprecation import deprecated_names
 from pacpriv.dpsgd.bounds import (
     AccuracyBound,
     closed_form_noise_multiplier,
@@ -71,18 +70,10 @@ __all__ = [
 _TORCH_NAMES = {"make_private": "pacpriv.dpsgd.private",
                 "PrivateTraining": "pacpriv.dpsgd.private"}
 
-#: Deprecated names (one release).
-_deprecated = deprecated_names("pacpriv.dpsgd", {
-    "ComparisonRow": (
-        "pacpriv.dpsgd.AccountantRow", AccountantRow,
-        "it shared its name with pacpriv.compare.ComparisonRow",
-    ),
-})
-
 
 def __getattr__(name: str):
     if name in _TORCH_NAMES:
         import importlib
 
         return getattr(importlib.import_module(_TORCH_NAMES[name]), name)
-    return _deprecated(name)
+    raise AttributeError(f"module 'pacpriv.dpsgd' has no attribute {name!r}")

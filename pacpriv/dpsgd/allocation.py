@@ -25,10 +25,8 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 
-import numpy as np
-
 from pacpriv._optional import import_torch
-from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
+from pacpriv._random import RNGLike, as_seed_sequence, torch_generator, trial_seed
 from pacpriv._validation import check_int
 
 torch = import_torch("pacpriv.dpsgd.allocation")
@@ -40,24 +38,6 @@ __all__ = [
     "torch_generator",
     "torch_generators",
 ]
-
-
-def torch_generator(seed: np.random.SeedSequence) -> torch.Generator:
-    """A CPU :class:`torch.Generator` seeded with 64 bits drawn from ``seed``.
-
-    Parameters
-    ----------
-    seed : numpy.random.SeedSequence
-        Source of entropy; the same ``seed`` always gives the same generator state.
-
-    Returns
-    -------
-    torch.Generator
-    """
-    if not isinstance(seed, np.random.SeedSequence):
-        raise TypeError(f"`seed` must be a numpy SeedSequence; got {type(seed).__name__}.")
-    state = int(seed.generate_state(1, dtype=np.uint64)[0])
-    return torch.Generator().manual_seed(state)
 
 
 def torch_generators(rng: RNGLike, *, n: int = 2) -> tuple[torch.Generator, ...]:

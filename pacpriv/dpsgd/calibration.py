@@ -22,7 +22,11 @@ from pacpriv.dpsgd._search import search_root
 from pacpriv.dpsgd.bounds import (
     closed_form_noise_multiplier,
 )
-from pacpriv.dpsgd.exact import ExactAccuracy, exact_membership_inference_accuracy
+from pacpriv.dpsgd.exact import (
+    ExactAccuracy,
+    exact_membership_inference_accuracy,
+    warm_accuracy,
+)
 from pacpriv.exceptions import CalibrationError, PacprivWarning
 
 __all__ = ["NoiseCalibration", "calibrate_noise_multiplier", "noise_multiplier_for_accuracy"]
@@ -129,9 +133,16 @@ def calibrate_noise_multiplier(
     Notes
     -----
     The closed-form σ is a safe starting point (the certified upper is capped by the
-    chi-square bound). The search brackets the root geometrically below it, runs Brent's
-    method on ``upper(σ) − target`` in ``log σ`` and finally verifies ``upper ≤ target``,
-    nudging σ up by ``rtol/4`` steps until it holds.
+    chi-square bound). The search runs secant steps on ``Φ⁻¹`` of the interval midpoints in
+    ``log σ`` at a coarse tolerance, then one Newton step from a tight evaluation just below
+    the root, and finally verifies ``upper ≤ target`` with the public
+    :func:`~pacpriv.dpsgd.exact_membership_inference_accuracy` at the returned σ (its own
+    grids: the interval a user re-checking at ``tolerance`` gets), nudging σ up by ``rtol/4``
+    steps until it holds; a bisection in ``log σ`` takes over if the secant steps fail. The
+    evaluations that only locate the root start from the grid of the nearest earlier one
+    (the method of the final tolerance, the resolution scaled to the tolerance), which skips
+    most grid refinements; every evaluation is certified on its own, so this changes the time
+    only (issue-29 grid, M ≤ 1e4, E ≤ 1e3: ``benchmarks/dpsgd_calibration.py --issue29``).
     """
     target = check_real(
         target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
@@ -140,7 +151,7 @@ def calibrate_noise_multiplier(
     steps = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     n_epochs = check_int(epochs, "epochs", low=1)
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
-    tol = float(np.clip((target - 0.5) * rel, 1e-7, 1e-4)) if tolerance is None else tolerance
+    tol = _search_tolerance(target, rel) if tolerance is None else tolerance
     start = time.perf_counter()
     if check_int(k, "k", low=1, high=steps) != 1:
         return _calibrate_k_of_t(target, steps, n_epochs, k, rel, tol, start)
@@ -149,6 +160,14 @@ def calibrate_noise_multiplier(
 
 #: The exact-accuracy tolerance a user checks with by default.
 _DEFAULT_TOLERANCE = 1e-4
+
+
+def _search_tolerance(target: float, rel: float) -> float:
+    """``(target − ½)·rtol`` clipped to ``[1e-7, 1e-4]``; within rounding of 1e-4 it is 1e-4
+    (0.1·1e-3 is 9.999999999999998e-05 in floating point, which used to cost one more
+    evaluation at the default tolerance, see :func:`_also_at_default_tolerance`)."""
+    tol = float(np.clip((target - 0.5) * rel, 1e-7, _DEFAULT_TOLERANCE))
+    return _DEFAULT_TOLERANCE if tol >= _DEFAULT_TOLERANCE * (1.0 - 1e-9) else tol
 
 
 def _also_at_default_tolerance(cal: NoiseCalibration, rel: float) -> NoiseCalibration:
@@ -199,18 +218,62 @@ def _calibrate_k_of_t(target: float, steps: int, n_epochs: int, k: int, rel: flo
     )
 
 
+#: warm start: the first grid aims at this fraction of the tolerance
+_WARM_AIM = 0.75
+#: ... assuming widths shrink like c^-1.8 (measured 1.7 geometric, 2.0 linear at M = 1e4)
+_WARM_ORDER = 1.8
+
+
+def _warm_start(cache: dict, sigma: float, tol_e: float, tol: float) -> dict:
+    """Grid of the next evaluation from the nearest earlier one (private, see
+    :func:`pacpriv.dpsgd.exact.warm_accuracy`): the method is chosen as for the search's final
+    tolerance ``tol`` (the coarse evaluations then use the method of the tight ones), and the
+    resolution is the nearest evaluation's scaled by ``(width / (0.75·tol_e))^(1/1.8)``, so
+    that the ladder of refinements is mostly skipped. Only the grids change: every
+    evaluation is certified on its own."""
+    start: dict = {"method_tol": tol}
+    best = None
+    for (s, t), r in cache.items():
+        d = r.details
+        if "c" not in d or "extra" not in d:
+            continue
+        dist = (t != tol_e, abs(math.log(s / sigma)))  # same tolerance first, then nearest
+        if best is None or dist < best[0]:
+            best = (dist, d)
+    if best is not None:
+        d = best[1]
+        width = 0.5 * (d["tv_upper_numerical"] - d["tv_lower_numerical"])
+        ratio = max(width, 1e-300) / (_WARM_AIM * tol_e)
+        f = float(np.clip(ratio ** (1.0 / _WARM_ORDER), 0.25, 4.0))
+        # within the range of the public function's first grids (16 … 4096 points per unit)
+        start.update(method=d["method"], c=float(np.clip(d["c"] * f, 16.0, 4096.0)),
+                     c_epoch=float(np.clip(d["c_epoch"] * f, 16.0, 4096.0)), extra=d["extra"])
+    return start
+
+
 def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
                start: float, guess: float | None = None) -> NoiseCalibration:
     """Safeguarded secant search in ``log σ`` on ``upper(σ) − target`` (see the caller)."""
     sigma_cf = float(closed_form_noise_multiplier(target, steps_per_epoch=steps, epochs=n_epochs))
     cache: dict[tuple[float, float], ExactAccuracy] = {}
 
+    cold: set[float] = set()
+
     def evaluate(sigma: float, tol_e: float = tol) -> ExactAccuracy:
+        """Warm-started grids: only to locate the root (see :func:`_warm_start`)."""
         if (sigma, tol_e) not in cache:
-            cache[(sigma, tol_e)] = exact_membership_inference_accuracy(
-                sigma, steps_per_epoch=steps, epochs=n_epochs, tolerance=tol_e
-            )
+            cache[(sigma, tol_e)] = warm_accuracy(
+                sigma, steps, n_epochs, tol_e, _warm_start(cache, sigma, tol_e, tol))
         return cache[(sigma, tol_e)]
+
+    def certify(sigma: float) -> ExactAccuracy:
+        """The public evaluation (its own grids): the returned σ's interval is the one a user
+        re-checking at the search's tolerance gets."""
+        if sigma not in cold:
+            cold.add(sigma)
+            cache[(sigma, tol)] = exact_membership_inference_accuracy(
+                sigma, steps_per_epoch=steps, epochs=n_epochs, tolerance=tol)
+        return cache[(sigma, tol)]
 
     # The closed form is certified (the upper end is capped by the chi-square bound), so
     # (0, σ_cf] brackets the root from the start.
@@ -230,7 +293,7 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
         return -0.5 * math.log(new)
 
     x = math.log(guess if guess is not None else 0.84 * sigma_cf)
-    found = search_root(target, sigma_cf, rel, tol, evaluate, model_root, x)
+    found = search_root(target, sigma_cf, rel, tol, evaluate, model_root, x, certify)
     if found is not None:  # certified by its own evaluation (see pacpriv.dpsgd._search)
         hi, result = found
         above = [s for (s, _), r in cache.items() if r.upper > target]
@@ -286,10 +349,10 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
                 lo = mid
             else:
                 hi = mid
-    result = evaluate(hi)
+    result = certify(hi)
     while result.upper > target:  # one-sided verification (cannot loop long: chi-square cap)
         hi *= 1.0 + rel / 4
-        result = evaluate(hi)
+        result = certify(hi)
     return _calibration(target, steps, n_epochs, hi, sigma_cf, result, cache, lo, start)
 
 
@@ -382,7 +445,7 @@ def noise_multiplier_for_accuracy(
                    for av, mv, ev in zip(a.ravel(), m.ravel(), e.ravel(), strict=True)})
     found: dict = {}
     for mv, ev, av in keys:
-        tol = float(np.clip((av - 0.5) * rel, 1e-7, 1e-4))
+        tol = _search_tolerance(av, rel)
         if k == 1:
             res = _also_at_default_tolerance(
                 _calibrate(av, mv, ev, rel, tol, time.perf_counter(), guess=None), rel)

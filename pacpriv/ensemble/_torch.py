@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from pacpriv._optional import import_torch
+from pacpriv._random import torch_generator
 
 if TYPE_CHECKING:
     import torch
@@ -20,33 +19,6 @@ else:
 __all__ = ["resolve_device", "resolve_dtype", "torch", "torch_generator"]
 
 _DTYPES = {"float32": "float32", "float64": "float64"}
-
-
-def torch_generator(seed: np.random.SeedSequence) -> torch.Generator:
-    """A CPU :class:`torch.Generator` seeded with 64 bits drawn from ``seed``.
-
-    The same construction as :func:`pacpriv.dpsgd.allocation.torch_generator`, so a model's
-    batch order and noise equal those of ``train_dpsgd`` run with the same seed.
-
-    Parameters
-    ----------
-    seed : numpy.random.SeedSequence
-        Source of entropy; the same ``seed`` always gives the same generator state.
-
-    Returns
-    -------
-    torch.Generator
-        A CPU generator (draws on another device are made on the CPU and moved).
-
-    Raises
-    ------
-    TypeError
-        If ``seed`` is not a ``SeedSequence``.
-    """
-    if not isinstance(seed, np.random.SeedSequence):
-        raise TypeError(f"`seed` must be a numpy SeedSequence; got {type(seed).__name__}.")
-    state = int(seed.generate_state(1, dtype=np.uint64)[0])
-    return torch.Generator().manual_seed(state)
 
 
 def resolve_device(device: str | torch.device) -> torch.device:

@@ -7,7 +7,6 @@ Data flow: sampler → :func:`simulate` (Monte-Carlo engine, :mod:`pacpriv.pac.e
 :mod:`pacpriv.report`. Per-record (informed-adversary) bounds: :mod:`pacpriv.pac.per_record`.
 """
 
-from pacpriv._deprecation import deprecated_names
 from pacpriv.pac import samplers
 from pacpriv.pac.bounds import (
     LedgerEntry,
@@ -131,24 +130,6 @@ __all__ = [
 #: Membership-inference accuracy bound ``posterior_success_rate(v, prior=½)`` for an MI budget
 #: ``v`` (nats); the inverse of :func:`mi_budget_for_accuracy` (Xiao & Devadas 2023, Thm 1).
 accuracy_for_mi_budget = _posterior.membership_inference_accuracy_bound
-
-#: Deprecated names (one release).
-__getattr__ = deprecated_names("pacpriv.pac", {
-    "membership_inference_accuracy_bound": (
-        "pacpriv.pac.accuracy_for_mi_budget", accuracy_for_mi_budget,
-        "it shared its name with the DP-SGD bound "
-        "pacpriv.dpsgd.membership_inference_accuracy_bound",
-    ),
-    "EmpiricalAttackResult": (
-        "pacpriv.audit.EmpiricalAttackResult", "pacpriv.audit:EmpiricalAttackResult",
-        "the empirical attack moved to the audit package",
-    ),
-    "empirical_membership_attack": (
-        "pacpriv.audit.empirical_membership_attack",
-        "pacpriv.audit:empirical_membership_attack",
-        "the empirical attack moved to the audit package",
-    ),
-})
 
 # per-record membership privacy (informed adversary; PAC Privacy §2)
 __all__ += [

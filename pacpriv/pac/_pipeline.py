@@ -19,10 +19,21 @@ from pacpriv.pac.engine._simulate import SimulationResult, simulate
 from pacpriv.pac.noise._certificate import RelativeOutputs
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.noise._rule import NoiseRule
-from pacpriv.pac.samplers import ComplementaryPairsSampler, as_sampler
+from pacpriv.pac.samplers import as_sampler
 from pacpriv.pac.spectrum._covariance import OutputSpectrum, estimate_output_spectrum
 
 __all__ = ["measure"]
+
+
+def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
+    """Evenly spaced rows as a slice (a view, not a copy, of on-disk outputs)."""
+    rows = np.asarray(rows, dtype=np.intp)
+    if rows.size == 0:
+        return rows
+    step = int(rows[1] - rows[0]) if rows.size > 1 else 1
+    if step > 0 and np.array_equal(rows, np.arange(rows[0], rows[0] + step * rows.size, step)):
+        return slice(int(rows[0]), int(rows[0]) + step * rows.size, step)
+    return rows
 
 
 def measure(
@@ -57,12 +68,9 @@ def measure(
     try:
         with np.errstate(over="ignore"):  # an overflow is reported below, as one clear error
             if rule.source == "outputs":
-                # the certificate needs independent trials: of complementary pairs (trial 2k+1
-                # is the complement of trial 2k) it keeps one member each, i.i.d. draws of its
-                # law
-                outputs = sim.outputs
-                if isinstance(sampler, ComplementaryPairsSampler):
-                    outputs = outputs[0::2]
+                # the certificate needs independent trials: the sampler says which they are
+                # (of complementary pairs, one member each, i.i.d. draws of its law)
+                outputs = sim.outputs[_as_slice(sampler.independent_rows(len(sim.outputs)))]
                 # float32 storage: rows relative to trial 0, read as they are (no copy)
                 plan = rule.plan(outputs if sim.reference is None else
                                  RelativeOutputs(outputs, sim.reference), mi_budget=mi_budget)

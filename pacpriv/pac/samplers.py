@@ -21,31 +21,33 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import inspect
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from pacpriv._random import (  # noqa: F401  (stream_seed, the streams: re-exported for 0.2)
-    MECHANISM_STREAM,
+from pacpriv._numbers import format_bound, format_percent
+from pacpriv._random import (
     SAMPLER_STREAM,
     RNGLike,
     as_seed_sequence,
     stream_seed,
 )
 from pacpriv._validation import check_int
+from pacpriv.registry import Registry
 
-#: The public samplers, re-exported by :mod:`pacpriv.pac`. The seed-contract helpers
-#: (:func:`stream_seed`, ``SAMPLER_STREAM``, ``MECHANISM_STREAM``), :func:`sampler_from_dict`,
-#: :func:`callable_fingerprint` and :func:`check_inclusion_probability` serve the engine,
-#: the checkpoints and the reports, and are imported from this module by name.
+#: The public samplers, re-exported by :mod:`pacpriv.pac`. :data:`SAMPLERS` (names ->
+#: classes; ``SAMPLERS.from_dict`` rebuilds a ``to_dict()``), :func:`callable_fingerprint` and
+#: :func:`check_inclusion_probability` serve the engine, the checkpoints and the reports.
 __all__ = [
+    "SAMPLERS",
     "CallableSampler",
     "ComplementaryPairsSampler",
     "FixedSizeSampler",
@@ -53,6 +55,9 @@ __all__ = [
     "Sampler",
     "as_sampler",
 ]
+
+#: Sampler names -> classes (``--sampler`` choices, ``as_sampler(name)``, ``from_dict``).
+SAMPLERS: Registry[type[Sampler]] = Registry("sampler")
 
 def callable_fingerprint(func: Callable) -> dict:
     """Name and source hash of a callable (used in ``to_dict`` and checkpoint fingerprints).
@@ -118,6 +123,13 @@ class Sampler(ABC):
 
     #: Short name used by :meth:`to_dict` and :func:`as_sampler`.
     name: ClassVar[str] = "sampler"
+    #: Trials drawn together (2 for complementary pairs): only the first of each group is an
+    #: independent draw (:meth:`independent_rows`), and a design of whole groups needs a
+    #: multiple of it.
+    trials_per_draw: ClassVar[int] = 1
+    #: Whether every record's membership is an independent Bernoulli draw (across records and
+    #: trials): what the per-record analysis needs.
+    independent_memberships: ClassVar[bool] = False
 
     @abstractmethod
     def draw(self, n_records: int, rng: np.random.Generator) -> np.ndarray:
@@ -178,9 +190,37 @@ class Sampler(ABC):
         """
         _check_n_records(n_records)
 
+    def independent_rows(self, n_trials: int) -> np.ndarray:
+        """Indices of trials whose masks are i.i.d. draws of the sampler's law.
+
+        The certificate of the certified rules needs independent trials; a sampler whose
+        trials are coupled (complementary pairs) keeps one trial of each coupled group.
+        Default: the first trial of each group of :attr:`trials_per_draw`.
+
+        Returns
+        -------
+        numpy.ndarray of int, shape (m,), increasing, ``m <= n_trials``
+        """
+        return np.arange(0, check_int(n_trials, "n_trials", low=0), self.trials_per_draw)
+
+    def describe(self) -> str:
+        """The subset in words, for the report (``"a random secret subset of 10 records"``)."""
+        return f"a random secret subset drawn by the sampler {self.name!r}"
+
     def to_dict(self) -> dict:
-        """JSON-serialisable description (used by reports and checkpoint fingerprints)."""
-        return {"name": self.name}
+        """JSON-serialisable description (used by reports and checkpoint fingerprints);
+        ``SAMPLERS.from_dict`` rebuilds a registered sampler from it."""
+        return {"name": self.name, **{f.name: getattr(self, f.name)
+                                      for f in dataclasses.fields(self)}} \
+            if dataclasses.is_dataclass(self) else {"name": self.name}
+
+    @staticmethod
+    def describe_dict(description: dict) -> str:
+        """:meth:`describe` of the sampler a ``to_dict()`` describes (report wording)."""
+        try:
+            return SAMPLERS.from_dict(description).describe()
+        except (ValueError, TypeError, KeyError):
+            return f"a random secret subset drawn by the sampler {description.get('name')!r}"
 
 
 @dataclass(frozen=True)
@@ -200,8 +240,11 @@ class PoissonSampler(Sampler):
         public; the message says so).
     """
 
-    sampling_rate: float = 0.5
+    sampling_rate: float = field(default=0.5, metadata={
+        "flag": "--sampling-rate", "help": "Poisson sampling rate in (0, 1) (default 0.5: "
+        "membership prior 1/2)"})
     name: ClassVar[str] = "poisson"
+    independent_memberships: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         rate = check_inclusion_probability(self.sampling_rate, "sampling_rate")
@@ -215,6 +258,13 @@ class PoissonSampler(Sampler):
     def prior(self) -> float:
         """Membership prior of one record, ``sampling_rate``."""
         return self.sampling_rate
+
+    def describe(self) -> str:
+        """Each record kept independently with probability ``sampling_rate``."""
+        rate = self.sampling_rate
+        return (f"a random secret subset: each record kept independently with probability "
+                f"{format_bound(rate, side='nearest')} (about "
+                f"{format_percent(rate, 0, side='nearest')} of the pool)")
 
     def to_dict(self) -> dict:
         """``{"name": "poisson", "sampling_rate": rate, "prior": rate}``."""
@@ -237,7 +287,8 @@ class FixedSizeSampler(Sampler):
         If ``subset_size`` is not an integer ``>= 1``.
     """
 
-    subset_size: int
+    subset_size: int = field(metadata={"flag": "--subset-size",
+                                       "help": "records in each subset, in [1, n_records - 1]"})
     name: ClassVar[str] = "fixed"
 
     def __post_init__(self) -> None:
@@ -289,9 +340,9 @@ class FixedSizeSampler(Sampler):
         n_records = _check_n_records(n_records)
         return self.subset_size / n_records if n_records else None
 
-    def to_dict(self) -> dict:
-        """``{"name": "fixed", "subset_size": k}``."""
-        return {"name": self.name, "subset_size": self.subset_size}
+    def describe(self) -> str:
+        """A uniform subset of ``subset_size`` records."""
+        return f"a random secret subset of {self.subset_size} records"
 
 
 @dataclass(frozen=True)
@@ -305,6 +356,7 @@ class ComplementaryPairsSampler(Sampler):
     """
 
     name: ClassVar[str] = "pairs"
+    trials_per_draw: ClassVar[int] = 2  # trial 2k+1 is determined by trial 2k
 
     def draw(self, n_records: int, rng: np.random.Generator) -> np.ndarray:
         """One Poisson-½ mask (the first member of a pair)."""
@@ -320,6 +372,10 @@ class ComplementaryPairsSampler(Sampler):
     def prior(self) -> float:
         """Membership prior of one record, ½."""
         return 0.5
+
+    def describe(self) -> str:
+        """A random half of the pool, in complementary pairs."""
+        return "a random secret half of the pool (complementary pairs)"
 
     def to_dict(self) -> dict:
         """``{"name": "pairs", "prior": 0.5}``."""
@@ -423,64 +479,42 @@ class CallableSampler(Sampler):
         }
 
 
-_BY_NAME: dict[str, Callable[[], Sampler]] = {
-    "poisson": PoissonSampler,
-    "pairs": ComplementaryPairsSampler,
-    "complementary_pairs": ComplementaryPairsSampler,
-}
+SAMPLERS.register("poisson", PoissonSampler)
+SAMPLERS.register("fixed", FixedSizeSampler)
+SAMPLERS.register("pairs", ComplementaryPairsSampler, aliases=("complementary_pairs",))
 
 
 def as_sampler(sampler: Sampler | Callable | str | None) -> Sampler:
     """Normalise the ``sampler`` argument of the engine.
 
     ``None`` -> ``PoissonSampler(0.5)``; a :class:`Sampler` -> itself; a callable ->
-    :class:`CallableSampler`; ``"poisson"`` -> Poisson-½; ``"pairs"`` (or
-    ``"complementary_pairs"``) -> :class:`ComplementaryPairsSampler`.
+    :class:`CallableSampler`; a name of :data:`SAMPLERS` -> that sampler with its defaults
+    (``"poisson"``: Poisson-½; ``"pairs"`` or ``"complementary_pairs"``: complementary pairs).
 
     Raises
     ------
     TypeError
         If ``sampler`` is of another type.
     ValueError
-        If ``sampler`` is an unknown name (``"fixed"`` needs an explicit
-        ``FixedSizeSampler(subset_size=...)``).
+        If ``sampler`` is an unknown name, or names a sampler whose parameters have no
+        defaults (``"fixed"`` needs ``FixedSizeSampler(subset_size=...)``).
     """
     if sampler is None:
         return PoissonSampler(0.5)
     if isinstance(sampler, Sampler):
         return sampler
     if isinstance(sampler, str):
+        cls = SAMPLERS.get(sampler)
         try:
-            return _BY_NAME[sampler]()
-        except KeyError:
+            return cls()
+        except TypeError:
             raise ValueError(
-                f"`sampler` must be one of {sorted(_BY_NAME)} when given by name "
-                f"(use FixedSizeSampler(subset_size=...) for fixed-size subsets); "
-                f"got {sampler!r}."
+                f"`sampler` {sampler!r} needs its parameters: give {cls.__name__}(...) "
+                "instead of its name."
             ) from None
     if callable(sampler):
         return CallableSampler(sampler)
     raise TypeError(
         "`sampler` must be None, a Sampler, a callable (n_records, rng) -> mask or a name; "
         f"got {type(sampler).__name__}."
-    )
-
-
-def sampler_from_dict(description: dict) -> Sampler:
-    """Rebuild a built-in sampler from its :meth:`Sampler.to_dict` description.
-
-    Raises
-    ------
-    ValueError
-        For a ``"callable"`` description (the function cannot be rebuilt) or an unknown name.
-    """
-    name = description.get("name")
-    if name == "poisson":
-        return PoissonSampler(description.get("sampling_rate", 0.5))
-    if name == "fixed":
-        return FixedSizeSampler(description["subset_size"])
-    if name == "pairs":
-        return ComplementaryPairsSampler()
-    raise ValueError(
-        f"`description` must describe a built-in sampler (poisson, fixed, pairs); got {name!r}."
     )

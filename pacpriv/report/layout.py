@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pacpriv.pac.samplers import Sampler
 from pacpriv.report.format import TOP_ROWS, cell, fmt, format_percent
 from pacpriv.report.pool import (
     ERROR_BAR_NOTE,
@@ -81,18 +82,7 @@ def _prior_text(p: Mapping) -> str:
 
 
 def _released_text(r: Mapping) -> str:
-    sampler = r.get("sampler") or {}
-    name = sampler.get("name")
-    if name == "poisson" and sampler.get("sampling_rate") is not None:
-        rate = float(sampler["sampling_rate"])
-        what = (f"a random secret subset: each record kept independently with probability "
-                f"{fmt(rate)} (about {format_percent(rate, 0, side='nearest')} of the pool)")
-    elif name == "fixed":
-        what = f"a random secret subset of {sampler.get('subset_size')} records"
-    elif name == "pairs":
-        what = "a random secret half of the pool (complementary pairs)"
-    else:
-        what = f"a random secret subset drawn by the sampler {name!r}"
+    what = Sampler.describe_dict(r.get("sampler") or {})
     return (f"f was released on {what}, not on the whole pool; which records were used is the "
             "secret the bound protects, and it is neither recorded nor shown.")
 

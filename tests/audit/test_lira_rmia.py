@@ -10,7 +10,6 @@ from pacpriv.audit import (
     LiraAttack,
     LossAttack,
     RmiaAttack,
-    lira_offline_scores,
     lira_scores,
     rmia_scores,
 )
@@ -47,14 +46,6 @@ def test_lira_fixed_variance_pools_over_records():
     want = (stats.norm.logpdf(target, [2.0, 5.0], np.sqrt(var_in))
             - stats.norm.logpdf(target, [-1.0, 1.5], np.sqrt(var_out)))
     np.testing.assert_allclose(lira_scores(target, ref, inside), want, rtol=1e-12)
-
-
-def test_lira_offline_single_query_equals_the_earlier_function():
-    rng = np.random.default_rng(0)
-    ref, target = rng.normal(size=(6, 30)), rng.normal(size=30)
-    inside = _pairs(rng, 6, 30)
-    np.testing.assert_allclose(lira_scores(target, ref, inside, online=False),
-                               lira_offline_scores(target, ref, inside), rtol=1e-12)
 
 
 def test_lira_multi_query_averages_per_query_scores():

@@ -33,7 +33,7 @@ def test_tied_scores_give_tpr_equal_realized_fpr_never_nan():
     for t in m.tpr_at_fpr:
         assert t.resolved and t.tpr is not None and not math.isnan(t.tpr)
         assert t.tpr == t.realized_fpr == 0.0 and t.threshold == math.inf
-        assert t.to_dict()["threshold"] is None  # strict JSON
+        assert "threshold" not in t.to_dict()  # a record's score stays out of reports
     assert m.auc == 0.5 and _finite(m.to_dict())
     r = evaluate_attack(np.ones(300), np.ones(2000), rng=0)
     assert r.tpr_at_1pct_fpr == r.realized_fpr_at_1pct == 0.0 and r.accuracy == 0.5
@@ -49,7 +49,7 @@ def test_tpr_at_fpr_reports_the_realized_fpr_and_threshold():
         assert t.realized_fpr <= t.fpr and t.realized_fpr == t.false_positives / 5000
         assert np.mean(neg >= t.threshold) == t.realized_fpr
         assert np.mean(pos >= t.threshold) == t.tpr
-        assert set(t.to_dict()) >= {"realized_fpr", "threshold"}
+        assert "realized_fpr" in t.to_dict() and "threshold" not in t.to_dict()
     r = evaluate_attack(pos, neg, rng=0)
     assert np.mean(neg >= r.threshold_at_1pct) == r.realized_fpr_at_1pct <= 0.01
     assert np.mean(pos >= r.threshold_at_1pct) == r.tpr_at_1pct_fpr

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from pacpriv.audit._suite import ATTACKS
 from pacpriv.cli import main
 
 pytest.importorskip("torch")
@@ -21,7 +22,9 @@ def test_json_prints_exactly_the_issue_layout(tmp_path, capsys):
     assert rc == 0
     printed = json.loads(capsys.readouterr().out)
     assert list(printed) == ["attacks", "certified_curve", "one_run"]
-    assert [a["name"] for a in printed["attacks"]] == [
+    names = [a["name"] for a in printed["attacks"]]  # every registered attack, built-ins first
+    assert names == [f().name for f in ATTACKS.values()]
+    assert names[:5] == [
         "LiRA (online)", "RMIA (online)", "LiRA (offline)", "RMIA (offline, a=0.3)", "LOSS"]
     first = printed["attacks"][0]
     assert list(first) == ["name", "auc", "balanced_accuracy", "tpr_at_fpr"]

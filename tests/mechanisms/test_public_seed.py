@@ -1,4 +1,4 @@
-"""One name for the fixed public seed of a mechanism: ``public_seed`` (old names warn)."""
+"""One name for the fixed public seed of a mechanism: ``public_seed`` (old names removed)."""
 
 from __future__ import annotations
 
@@ -40,26 +40,15 @@ IDS = ["kmeans", "linear_svm", "decision_tree", "mlp"]
 
 
 @pytest.mark.parametrize(("factory", "cls", "old", "kw", "subset"), CASES, ids=IDS)
-def test_factory_alias_warns_and_gives_identical_output(factory, cls, old, kw, subset):
-    new = factory(public_seed=3, **kw)
-    with pytest.warns(DeprecationWarning, match=f"`{old}` is deprecated; use `public_seed`"):
-        legacy = factory(**{old: 3}, **kw)
-    assert legacy.to_dict() == new.to_dict()
-    assert legacy.public_seed == 3
-    np.testing.assert_array_equal(legacy(subset), new(subset))
-
-
-@pytest.mark.parametrize(("factory", "cls", "old", "kw", "subset"), CASES, ids=IDS)
-def test_class_alias_warns_and_reads_back(factory, cls, old, kw, subset):
+def test_the_old_seed_names_are_gone(factory, cls, old, kw, subset):
+    """0.4: ``public_seed`` is the one name (the 0.2 aliases are removed): an old keyword is
+    a TypeError, and ``to_dict`` records ``public_seed`` only."""
     new = factory(public_seed=5, **kw)
-    with pytest.warns(DeprecationWarning, match=f"{cls.__name__}: `{old}` is deprecated"):
-        legacy = cls(**_fields(new, without="public_seed"), **{old: 5})
-    assert legacy.to_dict() == new.to_dict()
-    np.testing.assert_array_equal(legacy(subset), new(subset))
-    with pytest.warns(DeprecationWarning):
-        assert getattr(legacy, old) == 5
     assert new.to_dict()["public_seed"] == 5 and old not in new.to_dict()
-    with pytest.raises(TypeError, match="not both"):
+    assert new(subset).shape == new(subset).shape  # runs
+    with pytest.raises(TypeError, match=old):
+        factory(**{old: 3}, **kw)
+    with pytest.raises(TypeError, match=old):
         cls(**_fields(new), **{old: 5})
 
 

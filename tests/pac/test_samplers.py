@@ -11,18 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from pacpriv._random import trial_seed
+from pacpriv._random import MECHANISM_STREAM, SAMPLER_STREAM, stream_seed, trial_seed
 from pacpriv.pac.samplers import (
-    MECHANISM_STREAM,
-    SAMPLER_STREAM,
+    SAMPLERS,
     CallableSampler,
     ComplementaryPairsSampler,
     FixedSizeSampler,
     PoissonSampler,
     Sampler,
     as_sampler,
-    sampler_from_dict,
-    stream_seed,
 )
 
 
@@ -250,9 +247,13 @@ def test_as_sampler_normalises():
 
 
 def test_as_sampler_unknown_name():
-    """An unknown sampler name lists the known ones."""
-    with pytest.raises(ValueError, match=r"one of \['complementary_pairs', 'pairs', 'poisson'\]"):
+    """An unknown sampler name lists the registered ones; a name whose sampler needs
+    parameters says which object to give."""
+    with pytest.raises(ValueError, match=r"must be one of poisson, fixed, pairs.*; got 'uniform'"):
+        as_sampler("uniform")
+    with pytest.raises(ValueError, match=r"'fixed' needs its parameters: give FixedSizeSampler"):
         as_sampler("fixed")
+    assert as_sampler("complementary_pairs") == ComplementaryPairsSampler()
 
 
 def test_as_sampler_bad_type():
@@ -265,14 +266,43 @@ def test_as_sampler_bad_type():
     "s", [PoissonSampler(0.3), FixedSizeSampler(4), ComplementaryPairsSampler()]
 )
 def test_sampler_from_dict_round_trip(s):
-    """Built-in samplers are rebuilt from their to_dict description."""
-    assert sampler_from_dict(s.to_dict()) == s
+    """Built-in samplers are rebuilt from their to_dict description through the registry."""
+    assert SAMPLERS.from_dict(s.to_dict()) == s
 
 
 def test_sampler_from_dict_callable():
-    """A callable sampler cannot be rebuilt from its description."""
-    with pytest.raises(ValueError, match="must describe a built-in sampler"):
-        sampler_from_dict(CallableSampler(_third).to_dict())
+    """A callable sampler cannot be rebuilt from its description (not registered)."""
+    with pytest.raises(ValueError, match="`sampler` must be one of poisson, fixed, pairs"):
+        SAMPLERS.from_dict(CallableSampler(_third).to_dict())
+
+
+@pytest.mark.parametrize("n_trials", [0, 1, 6, 7])
+def test_independent_rows(n_trials):
+    """Every trial of an i.i.d. sampler; one of each complementary pair (the even ones)."""
+    np.testing.assert_array_equal(PoissonSampler().independent_rows(n_trials),
+                                  np.arange(n_trials))
+    rows = ComplementaryPairsSampler().independent_rows(n_trials)
+    np.testing.assert_array_equal(rows, np.arange(0, n_trials, 2))
+    masks = ComplementaryPairsSampler().masks(8, n_trials=n_trials, rng=3)
+    if n_trials > 1:  # the kept rows are not complements of one another
+        assert not np.array_equal(masks[rows[0]], ~masks[rows[-1]]) or rows.size == 1
+
+
+def test_declared_properties():
+    """Only Poisson draws independent Bernoulli memberships; pairs come two trials a draw."""
+    built_in = ("poisson", "fixed", "pairs")
+    assert [SAMPLERS[n].independent_memberships for n in built_in] == [True, False, False]
+    assert [SAMPLERS[n].trials_per_draw for n in built_in] == [1, 1, 2]
+    assert CallableSampler(_third).trials_per_draw == 1
+
+
+def test_describe():
+    """The report wording of each registered sampler names its parameters."""
+    assert "probability 0.3 (about 30% of the pool)" in PoissonSampler(0.3).describe()
+    assert FixedSizeSampler(7).describe() == "a random secret subset of 7 records"
+    assert "complementary pairs" in ComplementaryPairsSampler().describe()
+    assert Sampler.describe_dict({"name": "unknown"}).endswith("sampler 'unknown'")
+    assert Sampler.describe_dict(PoissonSampler(0.25).to_dict()) == PoissonSampler(0.25).describe()
 
 
 def test_trial_seed_consistency():

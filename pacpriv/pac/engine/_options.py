@@ -24,14 +24,15 @@ import difflib
 import functools
 import inspect
 import os
+import sys
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
 from pacpriv._validation import check_int, check_n_jobs, check_real
 
-__all__ = ["LEGACY_EXECUTION", "ExecutionOptions", "accepts_legacy_execution", "merge_execution"]
+__all__ = ["LEGACY_EXECUTION", "ExecutionOptions", "accepts_legacy_execution"]
 
 #: Devices of the vectorised-ensemble path.
 DEVICES = ("cpu", "cuda")
@@ -107,19 +108,43 @@ class ExecutionOptions:
     (2, 0, True)
     """
 
-    n_jobs: int | None = None
-    backend: str | None = None
-    progress: bool = True
-    checkpoint: str | os.PathLike | None = None
-    retries: int = 0
-    timeout: float | None = None
+    n_jobs: int | None = field(default=None, metadata={
+        "flag": "--n-jobs", "help": "parallel workers (default 1: sequential; -1: every CPU "
+        "this process may use; more than the usable CPUs is capped on a local backend)"})
+    backend: str | None = field(default=None, metadata={
+        "flag": "--backend", "choices": ("loky", "threading", "multiprocessing", "sequential",
+                                         "dask", "ray"),
+        "help": "joblib backend (default: loky processes when --n-jobs > 1)"})
+    progress: bool = field(default=True, metadata={"flag": "--no-progress", "negate": True,
+                                                   "help": "no progress bar"})
+    checkpoint: str | os.PathLike | None = field(default=None, metadata={
+        "flag": "--checkpoint", "metavar": "DIR",
+        "help": "checkpoint directory (resume after interrupt; created owner-only, mode 0700). "
+        "It holds un-noised trial outputs and subset masks: treat a checkpoint like the raw "
+        "data; delete it after the run"})
+    retries: int = field(default=0, metadata={
+        "flag": "--retries", "help": "retries of a failing trial (same seed, >= 0; default 0)"})
+    timeout: float | None = field(default=None, metadata={
+        "flag": "--timeout", "help": "per-trial timeout in seconds (> 0; default: none)"})
     batch_size: int | Literal["auto"] = "auto"
     output_path: str | os.PathLike | None = None
-    ensemble: bool = True
-    device: str = "cpu"
+    ensemble: bool = field(default=True, metadata={
+        "flag": "--no-ensemble", "negate": True,
+        "help": "one call per trial even for a mechanism with a vectorised block form "
+        "(run_block, e.g. pacpriv.ensemble mechanisms); outputs agree to float tolerance, so "
+        "both paths can be compared on the same seeds"})
+    device: str = field(default="cpu", metadata={
+        "flag": "--device", "choices": DEVICES,
+        "help": "device of the vectorised ensemble path (torch; default cpu)"})
     worker_memory: int | None = None
-    output_dtype: str = "float64"
-    memory_map: bool = False
+    output_dtype: str = field(default="float64", metadata={
+        "flag": "--output-dtype", "choices": ("float64", "float32"),
+        "help": "how the simulated outputs are kept: float32 halves their memory (stored "
+        "relative to trial 0; the certificate's arithmetic stays float64). Default float64"})
+    memory_map: bool = field(default=False, metadata={
+        "flag": "--memory-map",
+        "help": "keep the simulated outputs in memory-mapped files inside --checkpoint DIR "
+        "instead of in memory (for n_trials x d beyond RAM); needs --checkpoint"})
 
     def __post_init__(self) -> None:
         check_n_jobs(self.n_jobs)
@@ -184,6 +209,19 @@ def _as_options(options: Any, name: str = "execution") -> ExecutionOptions:
     return options
 
 
+def caller_stacklevel() -> int:
+    """``stacklevel`` of a legacy wrapper's warning that names the user's call: the first frame
+    above the (possibly stacked) pacpriv ``wrapper`` frames, so that the warning is attributed
+    to the caller's module, not to pacpriv (whose own deprecation warnings the tests refuse)."""
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    frame: Any = sys._getframe(2)  # 0: here, 1: the wrapper, 2: its caller
+    level = 2
+    while (frame is not None and frame.f_code.co_name == "wrapper"
+           and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep)):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def accepts_legacy_execution(*, defaults: ExecutionOptions | None = None,
                              names: tuple[str, ...] = LEGACY_EXECUTION) -> Callable[[F], F]:
     """Decorator: ``func(..., execution=...)`` also accepts the 0.2 execution keywords.
@@ -232,7 +270,7 @@ def accepts_legacy_execution(*, defaults: ExecutionOptions | None = None,
             warnings.warn(
                 f"{func.__qualname__}: {old} {'is' if len(given) + bool(options) == 1 else 'are'}"
                 f" deprecated; pass execution=ExecutionOptions({shown}) instead (removed in "
-                "0.4).", DeprecationWarning, stacklevel=2)
+                "0.4).", DeprecationWarning, stacklevel=caller_stacklevel())
             kwargs["execution"] = start.replace(**given) if options is None else start
             return func(*args, **kwargs)
 
@@ -247,31 +285,3 @@ def resolve_execution(execution: ExecutionOptions | None,
     if execution is None:
         return default or ExecutionOptions()
     return _as_options(execution)
-
-
-def merge_execution(options: ExecutionOptions | None, defaults: dict, **given: Any) -> dict:
-    """Deprecated (0.2 plumbing): the execution arguments as a dict, ``options`` or ``given``.
-
-    Kept for one release; new code passes ``execution=ExecutionOptions(...)``. Without
-    ``options`` the result is ``given``; with it, ``options.to_dict()``, and an individual
-    argument changed from its default is a ``TypeError``, as is a name not in ``defaults``.
-    """
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise TypeError(
-            f"unexpected execution argument(s) {', '.join(unknown)}; the execution arguments "
-            f"are {', '.join(defaults)}."
-        )
-    if options is None:
-        return dict(given)
-    if not isinstance(options, ExecutionOptions):
-        raise TypeError(
-            f"`options` must be an ExecutionOptions or None; got {type(options).__name__}."
-        )
-    clash = sorted(k for k, v in given.items() if v != defaults[k])
-    if clash:
-        raise TypeError(
-            f"pass the execution arguments either in `options` or individually, not both; "
-            f"got options and {', '.join(clash)}."
-        )
-    return options.to_dict()

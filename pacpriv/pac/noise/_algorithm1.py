@@ -14,7 +14,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,7 @@ from pacpriv.exceptions import CalibrationError, UndersampledWarning
 from pacpriv.pac.noise import _rules
 from pacpriv.pac.noise._confidence import confidence_for_trials, trials_for_confidence
 from pacpriv.pac.noise._plan import NoisePlan
-from pacpriv.pac.noise._rule import NoiseRule, Note
+from pacpriv.pac.noise._rule import CONFIDENCE_FLAG, OUTPUT_BOUND_FLAG, NoiseRule, Note
 
 __all__ = ["Algorithm1", "algorithm1_rule"]
 
@@ -98,10 +98,12 @@ class Algorithm1(NoiseRule):
     0.25
     """
 
-    c: float | None = None
-    beta: float | None = None
-    output_bound: float | None = None
-    confidence: float | None = None
+    c: float | None = field(default=None, metadata={
+        "flag": "--c", "help": "Algorithm 1 eigenvalue threshold c"})
+    beta: float | None = field(default=None, metadata={
+        "flag": "--beta", "help": "Algorithm 1 slack beta in nats"})
+    output_bound: float | None = field(default=None, metadata=OUTPUT_BOUND_FLAG)
+    confidence: float | None = field(default=None, metadata=CONFIDENCE_FLAG)
 
     name = _NAME
     certified = True

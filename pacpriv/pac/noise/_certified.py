@@ -16,7 +16,7 @@ References
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from pacpriv._numbers import format_bound
@@ -25,7 +25,7 @@ from pacpriv.exceptions import UndersampledWarning
 from pacpriv.pac.noise._certificate import certify_noise, split_source
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.noise._planning import trials_for_inflation
-from pacpriv.pac.noise._rule import NoiseRule, Note
+from pacpriv.pac.noise._rule import CONFIDENCE_FLAG, OUTPUT_BOUND_FLAG, NoiseRule, Note
 
 __all__ = ["AsymptoticT", "Certified"]
 
@@ -80,14 +80,16 @@ class Certified(NoiseRule):
     (0.95, 'certified')
     """
 
-    confidence: float = 0.95
+    confidence: float = field(default=0.95, metadata=CONFIDENCE_FLAG)
     shape_fraction: float | None = None
-    output_bound: float | None = None
+    output_bound: float | None = field(default=None, metadata=OUTPUT_BOUND_FLAG)
     clip_margin: float = 1.0
     clip_probability: float = 0.02
     shrinkage: str | float = "cv"
     scaling: str = "log-det"
-    target_inflation: float | None = 1.2
+    target_inflation: float | None = field(default=1.2, metadata={
+        "flag": "--target-inflation", "help": "warn when --trials is below what this noise power "
+        "over the oracle square-root rule needs (> 1; default 1.2; see 'pacpriv pac trials')"})
 
     name = "certified"
     source = "outputs"
@@ -200,7 +202,7 @@ class AsymptoticT(NoiseRule):
         Fraction of the trials that fix the noise shape, in ``(0, 1)``.
     """
 
-    confidence: float = 0.95
+    confidence: float = field(default=0.95, metadata=CONFIDENCE_FLAG)
     shape_fraction: float = 0.5
 
     name = "asymptotic-t"

@@ -1,4 +1,4 @@
-"""Every noise rule by name: :data:`RULE_CLASSES`, :func:`as_rule`, :func:`rule_with`.
+"""Every noise rule by name: the registry :data:`RULE_CLASSES`, :func:`as_rule`, :func:`rule_with`.
 
 A name is a shorthand for the rule with its default parameters (``"certified"`` is
 ``Certified()``); a rule whose parameters have no defaults (Algorithm 1) is given as an object.
@@ -14,10 +14,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pacpriv.pac.engine._options import caller_stacklevel
 from pacpriv.pac.noise._algorithm1 import Algorithm1
 from pacpriv.pac.noise._certified import AsymptoticT, Certified
 from pacpriv.pac.noise._plugin import Anisotropic, ExactMI, Isotropic, VarianceOnly
 from pacpriv.pac.noise._rule import NoiseRule
+from pacpriv.registry import Registry
 
 __all__ = [
     "DEFAULT_RULE",
@@ -29,26 +31,27 @@ __all__ = [
     "accepts_legacy_rule",
     "as_rule",
     "rule_with",
+    "shorthands",
 ]
 
-#: name -> rule class, the default first (the order of ``--rule`` choices and of :data:`RULES`).
-RULE_CLASSES: dict[str, type[NoiseRule]] = {
-    cls.name: cls
-    for cls in (Certified, Anisotropic, Isotropic, VarianceOnly, ExactMI, Algorithm1, AsymptoticT)
-}
+#: The registry of rules: name -> rule class, the default first (the order of ``--rule``
+#: choices). A new rule is one ``RULE_CLASSES.register(cls.name, cls)`` line.
+RULE_CLASSES: Registry[type[NoiseRule]] = Registry("noise rule", argument="rule", key="rule")
+for _cls in (Certified, Anisotropic, Isotropic, VarianceOnly, ExactMI, Algorithm1, AsymptoticT):
+    RULE_CLASSES.register(_cls.name, _cls)
 
-#: Every rule name (the default first).
-RULES = tuple(RULE_CLASSES)
+#: The built-in rule names (the default first); ``RULE_CLASSES.names()`` includes later ones.
+RULES = RULE_CLASSES.names()
 
-#: Rules whose plan is computed from an :class:`~pacpriv.pac.spectrum.OutputSpectrum`.
+#: Built-in rules whose plan is computed from an :class:`~pacpriv.pac.spectrum.OutputSpectrum`.
 SPECTRUM_RULES = tuple(k for k, cls in RULE_CLASSES.items() if cls.source == "spectrum")
 
 #: The default rule of run_pac, the wrapper, the CLI and the comparison.
 DEFAULT_RULE = Certified.name
 
 
-def _shorthands() -> tuple[str, ...]:
-    """Names usable alone (every parameter has a default)."""
+def shorthands() -> tuple[str, ...]:
+    """Registered rule names usable alone as ``rule=`` (every parameter has a default)."""
     out = []
     for name, cls in RULE_CLASSES.items():
         try:
@@ -59,13 +62,14 @@ def _shorthands() -> tuple[str, ...]:
     return tuple(out)
 
 
-#: Names usable alone as ``rule=`` (every parameter of the rule has a default).
-SHORTHANDS = _shorthands()
+#: The built-in names usable alone as ``rule=`` (see :func:`shorthands`).
+SHORTHANDS = shorthands()
 
 
 def _refuse(rule: Any, allowed: tuple[str, ...] | None = None) -> ValueError:
-    names = allowed if allowed is not None else SHORTHANDS
-    needing = [n for n in RULE_CLASSES if n not in SHORTHANDS
+    alone = shorthands()
+    names = allowed if allowed is not None else alone
+    needing = [n for n in RULE_CLASSES if n not in alone
                and (allowed is None or n in allowed)]
     hint = "".join(
         f"; {n!r} needs its parameters: rule={RULE_CLASSES[n].__name__}("
@@ -105,7 +109,7 @@ def as_rule(rule: Any, *, allowed: tuple[str, ...] | None = None) -> NoiseRule:
         raise _refuse(rule, allowed)
     try:
         return RULE_CLASSES[rule]()
-    except ValueError:
+    except (TypeError, ValueError):
         raise _refuse(rule, allowed) from None
 
 
@@ -165,7 +169,7 @@ def accepts_legacy_rule(names: tuple[str, ...] = LEGACY_RULE_KEYWORDS) -> Callab
                 return func(*args, **kwargs)
             rule = kwargs.get("rule", default)
             base = rule.name if isinstance(rule, NoiseRule) else rule
-            cls = RULE_CLASSES.get(base) if isinstance(base, str) else None
+            cls = RULE_CLASSES.get(base) if base in RULE_CLASSES else None
             if "target_inflation" in given and cls is not None and (
                     "target_inflation" not in cls.parameter_names()
                     or isinstance(rule, NoiseRule)):
@@ -181,7 +185,7 @@ def accepts_legacy_rule(names: tuple[str, ...] = LEGACY_RULE_KEYWORDS) -> Callab
                 warnings.warn(
                     f"{func.__qualname__}: passing {', '.join(f'{k}=' for k in params)} beside "
                     f"`rule` is deprecated; pass rule={type(built).__name__}({shown}) instead "
-                    "(removed in 0.4).", DeprecationWarning, stacklevel=2)
+                    "(removed in 0.4).", DeprecationWarning, stacklevel=caller_stacklevel())
                 kwargs["rule"] = built
             return func(*args, **kwargs)
 

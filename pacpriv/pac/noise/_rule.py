@@ -30,6 +30,16 @@ __all__ = ["NoiseRule"]
 Note = tuple[str, "type[Warning] | None"]
 
 
+#: CLI flags of the rule parameters that several rules share (field metadata: the CLI adds
+#: ``--flag`` from it and names the flag in errors; see ``pacpriv.cli._specs``).
+CONFIDENCE_FLAG = {"flag": "--confidence", "help": "confidence 1-gamma in (0, 1) of the rule "
+                   "(default 0.95 where the rule has a default; a required minimum otherwise)"}
+OUTPUT_BOUND_FLAG = {"flag": "--output-bound", "help": "public bound r on ||f(X)||_2 (certified: "
+                     "clip radius and minimum noise for constant outputs; Algorithm 1: "
+                     "required); a simulated output above it is an error, the release is "
+                     "clipped to it"}
+
+
 @dataclass(frozen=True, kw_only=True)
 class NoiseRule:
     """Base of the noise rules (a frozen, keyword-only dataclass of the rule's parameters).

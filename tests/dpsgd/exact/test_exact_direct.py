@@ -149,7 +149,7 @@ def test_tighter_tolerance_is_never_wider_than_the_default(monkeypatch):
     tolerance, the default's grids run too and the two certified intervals are intersected."""
     calls = []
 
-    def fake(sigma, steps, epochs, tol, direction, refinements, bar):
+    def fake(sigma, steps, epochs, tol, direction, refinements, bar, warm=None):
         calls.append(tol)
         lo, up = (0.6, 0.6001) if tol == exact_mod._DEFAULT_TOL else (0.59, 0.61)
         return {"lower": lo, "upper": up, "details": {"wall_time_s": 1.0}}

@@ -7,7 +7,6 @@ import pytest
 
 from pacpriv import pac_private
 from pacpriv.pac import ExecutionOptions
-from pacpriv.pac.engine._options import merge_execution
 from pacpriv.pac.engine._simulate import simulate
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.per_record._calibration import calibrate_per_record
@@ -48,8 +47,6 @@ def test_options_reach_the_engine_through_run_pac_and_the_wrapper(tmp_path):
 def test_options_and_changed_keywords_together_are_rejected():
     with pytest.raises(TypeError, match=r"either in `options` or individually.*n_jobs"):
         simulate(mean, POOL, n_trials=4, n_jobs=2, options=ExecutionOptions(progress=False))
-    with pytest.raises(TypeError, match="ExecutionOptions"):
-        merge_execution({"n_jobs": 1}, {"n_jobs": None}, n_jobs=None)
 
 
 @pytest.mark.parametrize("kwargs, error, match", [

@@ -20,9 +20,11 @@ from pacpriv.pac.noise._calibration import (
     calibrate_variance_only,
 )
 from pacpriv.pac.noise._confidence import trials_for_confidence
+from pacpriv.pac.noise._registry import shorthands
 from pacpriv.pac.spectrum._covariance import estimate_output_spectrum, spectrum_from_covariance
 
-PLUGIN_RULES = ("anisotropic", "isotropic", "variance-only", "exact-mi")
+#: The plug-in spectrum rules usable by name (read from the registry).
+PLUGIN_RULES = tuple(n for n in SPECTRUM_RULES if n in shorthands())
 ALG1 = {"c": 1e-3, "beta": 0.25, "output_bound": 1.0}
 
 

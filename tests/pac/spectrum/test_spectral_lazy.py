@@ -9,6 +9,7 @@ import pytest
 
 from pacpriv.pac.bounds._mutual_info import gaussian_mi_bound_whitened
 from pacpriv.pac.noise._calibration import calibrate_noise
+from pacpriv.pac.noise._registry import SPECTRUM_RULES, shorthands
 from pacpriv.pac.release import privatize
 from pacpriv.pac.spectrum._covariance import estimate_output_spectrum
 from pacpriv.pac.spectrum._eigenbasis import LazyEigenbasis
@@ -19,7 +20,8 @@ from pacpriv.pac.spectrum._spectral import (
     float32_gram_error,
 )
 
-RULES = ("anisotropic", "isotropic", "variance-only", "exact-mi")
+#: The plug-in spectrum rules usable by name (read from the registry).
+RULES = tuple(n for n in SPECTRUM_RULES if n in shorthands())
 
 
 def _outputs(n, d, rank, *, noise, seed, offset=2.0):

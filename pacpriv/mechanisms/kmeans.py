@@ -44,9 +44,7 @@ import numpy as np
 
 from ._common import (
     canonical_order,
-    public_seed_alias,
     quiet_convergence,
-    renamed_seed_field,
     split_unsupervised,
 )
 
@@ -63,7 +61,6 @@ def canonical_center_order(
     return centers[np.lexsort(keys)] if keys else centers
 
 
-@renamed_seed_field("random_state")
 @dataclass(frozen=True)
 class KMeansCenters:
     """k-means centres in canonical order (picklable callable); see the module docstring.
@@ -156,22 +153,16 @@ def make_kmeans(
     *,
     n_clusters: int = 3,
     public_seed: int = 0,
-    random_state: int | None = None,
     n_init: int = 10,
     max_iter: int = 300,
     randomized: bool = False,
     sort_direction: Sequence[float] | None = None,
     fallback_center: float = 0.0,
 ) -> KMeansCenters:
-    """Build a k-means mechanism; see :class:`KMeansCenters` for the parameters.
-
-    ``random_state`` is a deprecated alias of ``public_seed`` (removed in 0.3).
-    """
+    """Build a k-means mechanism; see :class:`KMeansCenters` for the parameters."""
     return KMeansCenters(
         n_clusters=n_clusters,
-        public_seed=public_seed_alias(
-            public_seed, random_state, old="random_state", where="make_kmeans"
-        ),
+        public_seed=public_seed,
         n_init=n_init,
         max_iter=max_iter,
         randomized=randomized,

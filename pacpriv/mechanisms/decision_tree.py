@@ -37,8 +37,6 @@ import numpy as np
 from ._common import (
     canonical_order,
     class_indices,
-    public_seed_alias,
-    renamed_seed_field,
     split_supervised,
 )
 from .histogram import _check_edges
@@ -55,7 +53,6 @@ def quantise(X: np.ndarray, edges: Sequence[Sequence[float]]) -> np.ndarray:
     return out
 
 
-@renamed_seed_field("random_state")
 @dataclass(frozen=True, eq=False)
 class DecisionTreeProbabilities:
     """Grid-restricted decision tree evaluated on public query points (picklable callable).
@@ -145,12 +142,8 @@ def make_decision_tree(
     classes: Sequence,
     max_depth: int = 3,
     public_seed: int = 0,
-    random_state: int | None = None,
 ) -> DecisionTreeProbabilities:
-    """Build a grid-restricted decision-tree mechanism; ``edges`` shared or one list per feature.
-
-    ``random_state`` is a deprecated alias of ``public_seed`` (removed in 0.3).
-    """
+    """Build a grid-restricted decision-tree mechanism; ``edges`` shared or one list per feature."""
     first = np.asarray(edges[0], dtype=object) if len(edges) else None
     shared = first is not None and first.ndim == 0
     edge_lists = (tuple(edges),) if shared else tuple(tuple(e) for e in edges)
@@ -159,7 +152,5 @@ def make_decision_tree(
         query_points=np.asarray(query_points, dtype=np.float64),
         classes=tuple(classes),
         max_depth=max_depth,
-        public_seed=public_seed_alias(
-            public_seed, random_state, old="random_state", where="make_decision_tree"
-        ),
+        public_seed=public_seed,
     )

@@ -16,18 +16,14 @@ input in one order that depends only on the multiset of records.
 
 from __future__ import annotations
 
-import functools
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
 
 import numpy as np
 
 __all__ = [
     "as_bounds",
-    "public_seed_alias",
-    "renamed_seed_field",
     "canonical_order",
     "class_indices",
     "quiet_convergence",
@@ -133,61 +129,6 @@ def quiet_convergence():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         yield
-
-
-_T = TypeVar("_T")
-
-
-def _warn_seed_renamed(where: str, old: str) -> None:
-    warnings.warn(
-        f"{where}: `{old}` is deprecated; use `public_seed` (the fixed, public seed of the "
-        "mechanism, distinct from the per-trial `rng`). It will be removed in 0.3.",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-
-
-def public_seed_alias(public_seed: int, old_value: int | None, *, old: str, where: str) -> int:
-    """The public seed of a factory that still accepts the deprecated keyword ``old``.
-
-    Returns ``old_value`` (with a ``DeprecationWarning``) when it was given, else
-    ``public_seed``; ``TypeError`` when both were given with different values.
-    """
-    if old_value is None:
-        return public_seed
-    if public_seed != 0 and public_seed != old_value:
-        raise TypeError(f"{where}: give `public_seed` or `{old}`, not both.")
-    _warn_seed_renamed(where, old)
-    return old_value
-
-
-def renamed_seed_field(old: str) -> Callable[[type[_T]], type[_T]]:
-    """Class decorator: the dataclass field ``public_seed`` still answers to ``old``.
-
-    ``Cls(old=...)`` and ``obj.old`` work for one release with a ``DeprecationWarning``.
-    """
-
-    def decorate(cls: type[_T]) -> type[_T]:
-        init = cls.__init__
-
-        @functools.wraps(init)
-        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-            if old in kwargs:
-                if "public_seed" in kwargs:
-                    raise TypeError(f"{cls.__name__}: give `public_seed` or `{old}`, not both.")
-                _warn_seed_renamed(cls.__name__, old)
-                kwargs["public_seed"] = kwargs.pop(old)
-            init(self, *args, **kwargs)
-
-        def getter(self: Any) -> int:
-            _warn_seed_renamed(cls.__name__, old)
-            return self.public_seed
-
-        cls.__init__ = __init__  # type: ignore[method-assign,misc]
-        setattr(cls, old, property(getter, doc="Deprecated alias of ``public_seed``."))
-        return cls
-
-    return decorate
 
 
 def describe_invalid(bad: np.ndarray, shown: int = 5) -> str:

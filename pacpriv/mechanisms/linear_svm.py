@@ -31,13 +31,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._common import public_seed_alias, renamed_seed_field
 from ._linear import LinearModel
 
 __all__ = ["LinearSVMCoefficients", "linear_svm_coefficients", "make_linear_svm"]
 
 
-@renamed_seed_field("random_state")
 @dataclass(frozen=True)
 class LinearSVMCoefficients(LinearModel):
     """LinearSVC coefficients and intercepts (picklable callable).
@@ -84,17 +82,14 @@ def make_linear_svm(
     C: float = 1.0,
     max_iter: int = 2000,
     public_seed: int = 0,
-    random_state: int | None = None,
     center: float | Sequence[float] | None = None,
     scale: float | Sequence[float] | None = None,
 ) -> LinearSVMCoefficients:
     """Build a linear-SVM mechanism; see :class:`LinearSVMCoefficients`.
 
-    ``random_state`` is a deprecated alias of ``public_seed`` (removed in 0.3).
     """
-    seed = public_seed_alias(public_seed, random_state, old="random_state", where="make_linear_svm")
     return LinearSVMCoefficients(classes=tuple(classes), C=C, max_iter=max_iter,
-                                 public_seed=seed, center=center, scale=scale)
+                                 public_seed=public_seed, center=center, scale=scale)
 
 
 def linear_svm_coefficients(subset, *, rng=None) -> np.ndarray:

@@ -40,8 +40,6 @@ import numpy as np
 from ._common import (
     canonical_order,
     class_indices,
-    public_seed_alias,
-    renamed_seed_field,
     split_supervised,
 )
 from ._linear import SupervisedConfig, standardise
@@ -59,7 +57,6 @@ def _import_torch():
     return torch
 
 
-@renamed_seed_field("seed")
 @dataclass(frozen=True)
 class MLPParameters(SupervisedConfig):
     """One-hidden-layer MLP parameters after deterministic full-batch training (picklable).
@@ -150,18 +147,14 @@ def make_mlp(
     learning_rate: float = 0.05,
     weight_decay: float = 1e-4,
     public_seed: int = 0,
-    seed: int | None = None,
     center: float | Sequence[float] | None = None,
     scale: float | Sequence[float] | None = None,
 ) -> MLPParameters:
-    """Build an MLP mechanism; see :class:`MLPParameters`.
-
-    ``seed`` is a deprecated alias of ``public_seed`` (removed in 0.3).
-    """
+    """Build an MLP mechanism; see :class:`MLPParameters`."""
     return MLPParameters(
         classes=tuple(classes), hidden_units=hidden_units, epochs=epochs,
         learning_rate=learning_rate, weight_decay=weight_decay, center=center, scale=scale,
-        public_seed=public_seed_alias(public_seed, seed, old="seed", where="make_mlp"),
+        public_seed=public_seed,
     )
 
 
