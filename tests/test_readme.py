@@ -124,6 +124,7 @@ def test_readme_snippet_runs(index, tmp_path, monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::pacpriv.exceptions.DegenerateOutputWarning")
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
 @pytest.mark.parametrize("name,code", [(n, c) for n, c, run in DOC_BLOCKS if run],
                          ids=[n for n, _, run in DOC_BLOCKS if run])
 def test_docs_snippet_runs(name, code, tmp_path, monkeypatch):
