@@ -10,12 +10,12 @@ each replica has its own buckets; the budget itself is global through the ledger
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
 from dataclasses import dataclass
 
+from pacpriv._json import dumps
 from pacpriv._validation import check_int, check_real
 
 __all__ = ["BodyLimit", "RateLimiter", "ServeLimits"]
@@ -75,7 +75,7 @@ class RateLimiter:
 
 
 async def _reply(send, status: int, detail: str, headers: tuple = ()) -> None:
-    body = json.dumps({"detail": detail}).encode()
+    body = dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode()), *headers]})

@@ -90,7 +90,7 @@ def test_declared_feature_ranges_are_used_and_printed(user, capsys):
     ds = json.loads(Path("rep/report.json").read_text())["dataset"]
     assert ds["bounds_source"] == "declared"
     assert ds["feature_low"] == [-3.0] * 4 and ds["feature_high"] == [3.0] * 4
-    code, _, err = _run(capsys, *BASE, "--mechanism", "mean", "--out", "rep",
+    code, _, err = _run(capsys, *BASE, "--mechanism", "mean", "--out", "rep2",
                         "--feature-ranges", "-3:3,0:1")
     assert code == 2 and "gives 2 ranges; the pool has 4 features" in err
 
@@ -345,7 +345,7 @@ def test_delimiter_and_compare_label_column(user, capsys):
                         "myfuncs.py:clipped_mean", "--delimiter", ";", "--out", "r")
     assert code == 0, err
     code, _, err = _run(capsys, *BASE[:3], "semi.csv", *BASE[4:], "--mechanism",
-                        "myfuncs.py:clipped_mean", "--out", "r")
+                        "myfuncs.py:clipped_mean", "--out", "r2")
     assert code == 2 and "semi.csv" in err
     compare = build_parser().parse_args(["compare", "--dataset", "data.csv", "--label-column",
                                          "label", "--delimiter", ";"])

@@ -149,11 +149,15 @@ def test_exact_mi_falls_back_when_worse(monkeypatch, example):
     assert "square-root" in plan.details["fallback"]
 
 
-def test_exact_mi_huge_budget_falls_back(example):
-    """A budget so large that μ underflows falls back to the (representable) square-root rule."""
-    plan = calibrate_noise(example, mi_budget=1e4, rule="exact-mi")
-    assert plan.details["fallback"].startswith("no bracket")
-    assert np.allclose(plan.noise_variance, np.array([2.0, 1.0]) * 3.0 / 2e4)
+def test_exact_mi_huge_budget_is_refused_and_the_cap_still_plans(example):
+    """Above 100 nats every posterior bound is already 1: refused in one line naming the range;
+    at the cap the exact-MI plan is finite and spends no more than the budget."""
+    with pytest.raises(ValueError, match=r"<= 100 nats"):
+        calibrate_noise(example, mi_budget=1e4, rule="exact-mi")
+    plan = calibrate_noise(example, mi_budget=100.0, rule="exact-mi")
+    var = np.asarray(plan.noise_variance)
+    assert np.all(np.isfinite(var)) and np.all(var > 0)
+    assert 0.5 * np.sum(np.log1p(np.array([4.0, 1.0]) / var)) <= 100.0 * (1 + 1e-9)
 
 
 def test_algorithm1_unresolved_complement_goes_isotropic():
