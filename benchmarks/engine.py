@@ -247,11 +247,11 @@ def main(argv=None) -> None:
     simulate(mech_1ms, pool, n_trials=4, rng=0,
              execution=ExecutionOptions(n_jobs=2, progress=False))
     t_start_loky = time.perf_counter() - tic
-    kwargs = {"n_trials": n_slow, "rng": 0, "progress": False}
-    t_1 = best_of(repeat, lambda: simulate(mech_100ms, pool,
-                                           execution=ExecutionOptions(n_jobs=1), **kwargs))
-    t_2 = best_of(repeat, lambda: simulate(mech_100ms, pool,
-                                           execution=ExecutionOptions(n_jobs=2), **kwargs))
+    kwargs = {"n_trials": n_slow, "rng": 0}
+    t_1 = best_of(repeat, lambda: simulate(
+        mech_100ms, pool, execution=ExecutionOptions(n_jobs=1, progress=False), **kwargs))
+    t_2 = best_of(repeat, lambda: simulate(
+        mech_100ms, pool, execution=ExecutionOptions(n_jobs=2, progress=False), **kwargs))
     rows.append((f"100 ms mechanism, {n_slow} trials", "n_jobs=1", t_1, "n_jobs=2 (loky)", t_2,
                  f"speed-up {t_1 / t_2:.2f}x (target >= 1.8x)"))
 
@@ -263,13 +263,13 @@ def main(argv=None) -> None:
         with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                           dashboard_address=None) as cluster, Client(cluster):
             t_start_dask = time.perf_counter() - tic
-            kwargs = {"n_trials": n_mid, "rng": 0, "progress": False}
+            kwargs = {"n_trials": n_mid, "rng": 0}
             simulate(mech_1ms, pool, n_trials=4, rng=0,
                      execution=ExecutionOptions(backend="dask", progress=False))
-            t_loky = best_of(repeat, lambda: simulate(mech_10ms, pool,
-                                                      execution=ExecutionOptions(n_jobs=2, backend="loky"), **kwargs))
-            t_dask = best_of(repeat, lambda: simulate(mech_10ms, pool,
-                                                      execution=ExecutionOptions(backend="dask"), **kwargs))
+            loky = ExecutionOptions(n_jobs=2, backend="loky", progress=False)
+            dask = ExecutionOptions(backend="dask", progress=False)
+            t_loky = best_of(repeat, lambda: simulate(mech_10ms, pool, execution=loky, **kwargs))
+            t_dask = best_of(repeat, lambda: simulate(mech_10ms, pool, execution=dask, **kwargs))
         rows.append((f"10 ms mechanism, {n_mid} trials", "loky n_jobs=2", t_loky,
                      "dask 2 workers", t_dask, f"dask/loky {t_dask / t_loky:.2f}x"))
         rows.append(("worker start-up", "loky pool", t_start_loky, "dask LocalCluster",

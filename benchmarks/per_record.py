@@ -95,15 +95,15 @@ def timed(func):
 def throughput_rows(n_records: int, n_trials: int, repeat: int) -> list[tuple]:
     pool = np.random.default_rng(0).normal(size=n_records)
     evals = n_trials * (1 + n_records)
-    kw = {"n_trials": n_trials, "rng": 0, "progress": False}
+    kw = {"n_trials": n_trials, "rng": 0}
     simulate_differences(mech_2ms, pool[:4], n_trials=2, rng=0,
                          execution=ExecutionOptions(progress=False, n_jobs=2))
     runs = {
         "bare": lambda: bare_loop(mech_2ms, pool, n_trials, 0),
-        "1": lambda: simulate_differences(mech_2ms, pool,
-                                          execution=ExecutionOptions(n_jobs=1), **kw),
-        "2": lambda: simulate_differences(mech_2ms, pool,
-                                          execution=ExecutionOptions(n_jobs=2), **kw),
+        "1": lambda: simulate_differences(
+            mech_2ms, pool, execution=ExecutionOptions(n_jobs=1, progress=False), **kw),
+        "2": lambda: simulate_differences(
+            mech_2ms, pool, execution=ExecutionOptions(n_jobs=2, progress=False), **kw),
     }
     best = dict.fromkeys(runs, np.inf)
     for _ in range(repeat):  # interleaved, best of `repeat`: the machine's load is shared

@@ -50,7 +50,8 @@ from pacpriv.compare.results import ComparisonResult, ComparisonRow, ComparisonT
 from pacpriv.datasets import Dataset, load_dataset
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
-    accepts_legacy_execution,
+    execution_hints,
+    refuses_removed,
     resolve_execution,
 )
 from pacpriv.pac.noise._registry import DEFAULT_RULE, SHORTHANDS, as_rule
@@ -218,7 +219,7 @@ def _settings(settings: ComparisonSettings | None, fields: dict) -> ComparisonSe
     return settings
 
 
-@accepts_legacy_execution(names=("n_jobs", "progress"))
+@refuses_removed(execution_hints())
 def compare_pac_dpsgd(
     dataset: Any = "breast_cancer",
     *,
@@ -283,7 +284,7 @@ def compare_pac_dpsgd(
         ``n_jobs``, ``backend``, ``progress``, ``retries``, ``timeout``, ``batch_size``);
         ``checkpoint`` and ``output_path`` must be None (the comparison runs several
         simulations). Never changes the result. The 0.2 keywords ``n_jobs=``, ``progress=`` and
-        ``options=`` still work for one release.
+        ``options=`` were removed in 0.4 (a ``TypeError`` naming the replacement).
     black_box : StableBlackBox, SgdBlackBox, "stable", "sgd" or None (stable)
         What the PAC rows simulate (:mod:`pacpriv.compare.blackbox`): the stabilised logistic
         regression (default), or the DP-SGD rows' training without noise (``"sgd"``).

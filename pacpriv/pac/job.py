@@ -43,15 +43,19 @@ from pacpriv.pac.engine._mechanism import (
     check_output,
     subset_pool,
 )
-from pacpriv.pac.engine._options import ExecutionOptions, accepts_legacy_execution
+from pacpriv.pac.engine._options import (
+    ExecutionOptions,
+    execution_hints,
+    refuses_removed,
+)
 from pacpriv.pac.engine._simulate import SimulationResult
 from pacpriv.pac.noise._calibration import NoisePlan, _check_budget
 from pacpriv.pac.noise._concentration import constant_output_bound
 from pacpriv.pac.noise._registry import (
     DEFAULT_RULE,
     RULE_CLASSES,
-    accepts_legacy_rule,
     as_rule,
+    rule_hints,
 )
 from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.release import privatize
@@ -330,9 +334,7 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, rule: NoiseRule,
     return notes
 
 
-@accepts_legacy_execution(names=("n_jobs", "backend", "progress", "checkpoint", "retries",
-                                  "timeout"))
-@accepts_legacy_rule(("confidence", "c", "beta", "output_bound", "target_inflation"))
+@refuses_removed({**execution_hints(), **rule_hints()})
 def run_pac(
     mechanism: Callable[..., Any],
     pool: Any,
@@ -378,7 +380,8 @@ def run_pac(
         before any trial; a public ``output_bound`` it carries is checked against every
         simulated output (:class:`~pacpriv.exceptions.CalibrationError` if one breaks it). The
         0.2 keywords ``confidence``, ``c``, ``beta``, ``output_bound`` and
-        ``target_inflation`` beside a rule name still work for one release.
+        ``target_inflation`` beside a rule name
+        were removed in 0.4 (a ``TypeError`` naming the replacement).
     rng : None, int, SeedSequence or Generator
         Root seed of the simulation (None: fresh OS entropy, recorded in the report).
     release : bool, default True
@@ -395,7 +398,8 @@ def run_pac(
         holds the un-noised trial outputs and subset masks (mode 0700, files 0600): treat it
         like the raw data; delete it after the run. The 0.2 keywords (``n_jobs=``,
         ``backend=``, ``progress=``, ``checkpoint=``, ``retries=``, ``timeout=``,
-        ``options=``) still work for one release.
+        ``options=``)
+        were removed in 0.4 (a ``TypeError`` naming the replacement).
     mechanism_name : str, optional
         Name shown in the report (default: the engine's qualified name).
     dataset : dict, optional

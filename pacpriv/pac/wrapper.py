@@ -40,7 +40,11 @@ from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.bounds._prior import resolve_membership_prior
 from pacpriv.pac.engine._adapters import EstimatorMechanism, TorchMechanism, sort_rows
 from pacpriv.pac.engine._mechanism import MechanismExit, call_mechanism, check_output
-from pacpriv.pac.engine._options import ExecutionOptions, accepts_legacy_execution
+from pacpriv.pac.engine._options import (
+    ExecutionOptions,
+    execution_hints,
+    refuses_removed,
+)
 from pacpriv.pac.engine._simulate import SimulationResult, _check_pool
 from pacpriv.pac.noise._calibration import NoisePlan, _check_budget
 from pacpriv.pac.noise._registry import DEFAULT_RULE, as_rule
@@ -176,7 +180,7 @@ class PacPrivateFunction:
         self._pool_row_shapes: tuple | None = None
         functools.update_wrapper(self, func, updated=())
 
-    @accepts_legacy_execution(names=("n_jobs", "progress"))
+    @refuses_removed(execution_hints())
     def calibrate(
         self,
         pool: Any,
@@ -202,7 +206,8 @@ class PacPrivateFunction:
         execution : ExecutionOptions, optional
             How the trials run (:class:`~pacpriv.pac.engine.ExecutionOptions`; default: one
             worker unless a ``joblib.parallel_config`` is active, with a progress bar). The 0.2
-            keywords ``n_jobs=``, ``progress=`` and ``options=`` still work for one release.
+            keywords ``n_jobs=``, ``progress=`` and ``options=``
+            were removed in 0.4 (a ``TypeError`` naming the replacement).
 
         Returns
         -------

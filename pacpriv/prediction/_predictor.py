@@ -28,7 +28,8 @@ from pacpriv.pac.bounds._ledger import PrivacyLedger
 from pacpriv.pac.engine._checkpoint import pool_fingerprint
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
-    accepts_legacy_execution,
+    execution_hints,
+    refuses_removed,
     resolve_execution,
 )
 from pacpriv.pac.engine._simulate import _check_pool
@@ -365,7 +366,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         return self._worlds is not None
 
     # -- fitting -------------------------------------------------------------------------------
-    @accepts_legacy_execution(names=("n_jobs", "backend", "checkpoint", "progress"))
+    @refuses_removed(execution_hints())
     def fit(self, X=None, y=None, *, execution: ExecutionOptions | None = None
             ) -> PrivatePredictor:
         """Fit the ``n_worlds`` world models and draw ``J``.
@@ -383,7 +384,8 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
             one world per engine task (workers, backend, progress bar, checkpoint; the
             checkpoint defaults to ``<state>/checkpoint`` when ``state`` is set). Never changes
             which worlds are drawn. The 0.2 keywords ``n_jobs=``, ``backend=``,
-            ``checkpoint=``, ``progress=`` still work for one release.
+            ``checkpoint=``, ``progress=``
+            were removed in 0.4 (a ``TypeError`` naming the replacement).
 
         Returns
         -------

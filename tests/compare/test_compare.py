@@ -175,7 +175,7 @@ def test_exact_row_uses_the_exact_calibration(monkeypatch):
     monkeypatch.setattr(models, "noise_multiplier_for_accuracy", fake)
     res = compare_pac_dpsgd("breast_cancer", target_accuracy=0.7, n_trials=6, epochs=1,
                             steps_per_epoch=3, n_repeats=1,
-                                execution=ExecutionOptions(n_jobs=1, progress=False), rng=1,
+                                execution=QUIET, rng=1,
                             per_record_trials=0)
     assert calls == [(0.7, 3, 1, "exact")]
     closed, exact = res.row("dpsgd", exact=False), res.row("dpsgd", exact=True)
@@ -408,17 +408,16 @@ def test_table_shares_simulations_and_equals_separate_comparisons():
 
 
 @pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
-def test_legacy_execution_keywords_give_the_same_table():
-    """The 0.2 ``n_jobs``/``progress`` keywords still work (with a warning) and change
-    nothing; a checkpoint is refused (several simulations)."""
+def test_execution_options_give_the_same_table():
+    """The backend and batch size change nothing; an output path is refused (several
+    simulations)."""
     kw = dict(target_accuracy=0.75, n_trials=8, epochs=1, steps_per_epoch=1, n_repeats=1,
               exact=False, per_record_trials=30, per_record_records=1, rng=5,
               black_box="sgd")
     opts = ExecutionOptions(n_jobs=1, backend="threading", progress=False, batch_size=3)
     first = _stripped(compare_pac_dpsgd("breast_cancer", execution=opts, **kw).to_dict())
-    with pytest.warns(DeprecationWarning):
-        legacy = compare_pac_dpsgd("breast_cancer", n_jobs=1, progress=False, **kw)
-    assert _stripped(legacy.to_dict()) == first
+    plain = compare_pac_dpsgd("breast_cancer", execution=QUIET, **kw)
+    assert _stripped(plain.to_dict()) == first
     with pytest.raises(ValueError, match=r"`options\.output_path` must be None"):
         compare_pac_dpsgd("breast_cancer", execution=ExecutionOptions(output_path="o.npy"))
 

@@ -10,6 +10,11 @@ from pacpriv.mechanisms import make_kmeans
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
+from pacpriv.pac.noise import Algorithm1, Certified
+
+SERIAL = ExecutionOptions(n_jobs=1, progress=False)
+QUIET = ExecutionOptions(progress=False)
+NO_CHECK = Certified(target_inflation=None)  # no trial-count check
 
 
 def _clipped_mean(subset):
@@ -23,7 +28,7 @@ def test_kmeans_iris_main_job_posterior_reads_5882():
     data = load_dataset("iris")
     res = run_pac(make_kmeans(n_clusters=3), data.X, mi_budget=1 / 64, n_trials=200,
                   rng=0, release_rng=1,
-                      execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
+                      execution=SERIAL, rule=NO_CHECK)
     assert res.posterior_success_bound == pytest.approx(0.588157, abs=5e-6)
     assert res.plan.mi_bound <= 1 / 64 + 1e-12
     assert res.release.shape == (12,)
@@ -34,15 +39,15 @@ def test_release_is_secret_output_plus_planned_noise():
     """With a given secret mask, release − f(secret) has the plan's noise std (1-D check)."""
     x = np.linspace(0, 10, 40)[:, None]
     base = run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=100, rng=3, release=False,
-                   execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
+                   execution=SERIAL, rule=NO_CHECK)
     mask = np.zeros(40, dtype=bool)
     mask[:20] = True
     f_secret = _clipped_mean(x[mask])[0]
     draws = np.array([
         run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=100, rng=3, secret_mask=mask,
                 release_rng=i if i != 3 else 300,  # never the simulation seed rng=3
-                execution=ExecutionOptions(progress=False, n_jobs=1),
-                target_inflation=None).release[0]
+                execution=SERIAL,
+                rule=NO_CHECK).release[0]
         for i in range(300)
     ])
     std = float(base.plan.noise_std[0])
@@ -57,9 +62,9 @@ def test_same_seed_same_release_and_report_numbers():
     """Seeding both the simulation and the release makes the whole job reproducible."""
     x = np.linspace(0, 10, 30)[:, None]
     a = run_pac(_clipped_mean, x, mi_budget=0.05, n_trials=50, rng=5, release_rng=6,
-                execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
+                execution=SERIAL, rule=NO_CHECK)
     b = run_pac(_clipped_mean, x, mi_budget=0.05, n_trials=50, rng=5, release_rng=6,
-                execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
+                execution=SERIAL, rule=NO_CHECK)
     np.testing.assert_array_equal(a.release, b.release)
     da, db = a.to_dict(), b.to_dict()
     for d in (da, db):
@@ -71,7 +76,7 @@ def test_posterior_uses_claimed_mi_and_prior():
     """The posterior bound is the KL inversion of the plan's MI claim at the sampler prior."""
     x = np.linspace(0, 10, 30)[:, None]
     res = run_pac(_clipped_mean, x, mi_budget=0.125, n_trials=50, rng=1, release=False,
-                  execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
+                  execution=SERIAL, rule=NO_CHECK)
     assert res.membership_prior == 0.5
     assert res.posterior_success_bound == pytest.approx(
         float(posterior_success_rate(0.125, prior=0.5)))
@@ -86,8 +91,8 @@ def test_posterior_uses_best_blind_guess_for_unbalanced_prior(rate):
 
     x = np.linspace(0, 10, 30)[:, None]
     res = run_pac(_clipped_mean, x, mi_budget=0.05, n_trials=50, rng=1, release=False,
-                  execution=ExecutionOptions(progress=False, n_jobs=1),
-                  sampler=PoissonSampler(rate), target_inflation=None)
+                  execution=SERIAL,
+                  sampler=PoissonSampler(rate), rule=NO_CHECK)
     assert res.membership_prior == rate
     assert res.posterior_success_bound >= 0.8
     assert res.posterior_success_bound == pytest.approx(
@@ -103,9 +108,8 @@ def test_algorithm1_low_confidence_is_a_caveat():
     x = np.linspace(0, 10, 30)[:, None]
     with pytest.warns(UndersampledWarning, match="Algorithm 1 claims"):
         res = run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=20, rng=1, release=False,
-                      execution=ExecutionOptions(progress=False, n_jobs=1),
-                      rule="algorithm1", c=1e-3, beta=0.05,
-                      output_bound=10.0)
+                      execution=SERIAL,
+                      rule=Algorithm1(c=1e-3, beta=0.05, output_bound=10.0))
     assert res.plan.confidence < 1.0
     assert any("Algorithm 1 claims" in note for note in res.notes)
 
@@ -123,9 +127,10 @@ def test_algorithm1_low_confidence_is_a_caveat():
 def test_run_pac_rejects_bad_input(kwargs, match):
     """Each bad argument gets a ValueError that names it."""
     x = np.linspace(0, 10, 30)[:, None]
-    kwargs = {"n_trials": 10, "target_inflation": None, **kwargs}
+    kwargs = {"n_trials": 10, "rule": NO_CHECK, **kwargs}
     with pytest.raises(ValueError, match=match):
-        run_pac(_clipped_mean, x, rng=0, progress=False, n_jobs=1, **kwargs)
+        run_pac(_clipped_mean, x, rng=0, execution=SERIAL,
+                **kwargs)
 
 
 def test_budget_below_float_range_is_refused_before_any_trial():
@@ -139,7 +144,7 @@ def test_budget_below_float_range_is_refused_before_any_trial():
     pool = np.random.default_rng(0).normal(size=(30, 2))
     with pytest.raises(ValueError, match=r"mi_budget.*>= 1e-300"):
         run_pac(f, pool, mi_budget=1e-320, n_trials=10, rng=0,
-                execution=ExecutionOptions(progress=False))
+                execution=QUIET)
     assert calls == []
 
 
@@ -162,7 +167,8 @@ def test_pool_and_n_jobs_are_checked_before_any_trial(pool, kwargs, error, match
         return np.asarray(subset, dtype=float).mean(axis=0)
 
     with pytest.raises(error, match=match) as info:
-        run_pac(f, pool, mi_budget=0.02, n_trials=20, rng=0, progress=False, **kwargs)
+        run_pac(f, pool, mi_budget=0.02, n_trials=20, rng=0,
+                execution=ExecutionOptions(progress=False, **kwargs))
     assert calls == []
     assert "nan" not in str(info.value).lower().replace("a nan or", "")  # no value quoted
 
@@ -171,8 +177,8 @@ def test_object_pools_are_still_accepted():
     """Pools of non-numbers (texts) pass the pool check: only float arrays must be finite."""
     words = np.array(["a", "bb", "ccc", "dddd", "eeeee", "ffffff"], dtype=object)
     res = run_pac(lambda s: np.array([float(sum(map(len, s)))]), words, mi_budget=0.5,
-                  n_trials=20, rng=0, execution=ExecutionOptions(progress=False),
-                  target_inflation=None, release=False)
+                  n_trials=20, rng=0, execution=QUIET,
+                  rule=NO_CHECK, release=False)
     assert res.simulation.n_records == 6
 
 
@@ -182,7 +188,7 @@ def test_noise_that_overflows_is_an_error_not_a_nan_release():
     pool = np.random.default_rng(0).normal(size=(30, 2)) * 1e110  # below 2^400
     with pytest.raises(CalibrationError, match="overflows float64"):
         run_pac(lambda s: np.asarray(s).mean(axis=0), pool, mi_budget=1e-290, n_trials=12,
-                rule="anisotropic", rng=0, execution=ExecutionOptions(progress=False))
+                rule="anisotropic", rng=0, execution=QUIET)
 
 
 def test_release_seed_equal_to_the_recorded_simulation_seed_is_refused():
@@ -192,13 +198,13 @@ def test_release_seed_equal_to_the_recorded_simulation_seed_is_refused():
     x = np.linspace(0.0, 1.0, 20)[:, None]
     with pytest.raises(ValueError, match="`release_rng` must differ from `rng`"):
         run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=10, rng=4, release_rng=4,
-                execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
+                execution=SERIAL, rule=NO_CHECK)
     with pytest.raises(ValueError, match="`release_rng` must differ from `rng`"):
         run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=10, rng=np.random.SeedSequence(4),
                 release_rng=4,
-                    execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
+                    execution=SERIAL, rule=NO_CHECK)
     res = run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=10, rng=4, release_rng=5,
-                  execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
+                  execution=SERIAL, rule=NO_CHECK)
     assert res.release_seeded and res.release is not None
 
 
@@ -217,7 +223,7 @@ def test_numerical_calibration_failure_names_no_pool_value(rule):
 
     with pytest.raises(CalibrationError, match="span too many orders of magnitude") as info:
         run_pac(mixed, pool, mi_budget=0.02, n_trials=40, rule=rule, rng=1,
-                execution=ExecutionOptions(progress=False))
+                execution=QUIET)
     assert "e+2" not in str(info.value) and "array(" not in str(info.value)
     assert info.value.__cause__ is None and info.value.__suppress_context__
 
@@ -229,15 +235,16 @@ def test_output_bound_contradicted_by_the_outputs_is_refused(rule, extra):
     """A declared ||f(X)||₂ <= output_bound that a simulated output breaks makes the
     certificate's assumption false: a clear error (counts only, no output norm or value)."""
     from pacpriv.exceptions import CalibrationError
+    from pacpriv.pac.noise._registry import rule_with
 
     x = np.linspace(3.0, 4.0, 30)[:, None]  # every mean lies in [3, 4]
     with pytest.raises(CalibrationError, match=r"`output_bound`=1.0 is violated: 40 of 40") as e:
         run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=40, rng=1, release=False,
-                progress=False, n_jobs=1, rule=rule, output_bound=1.0, **extra)
+                execution=SERIAL, rule=rule_with(rule, output_bound=1.0, **extra))
     assert "3." not in str(e.value).replace("1.0", "")
     # a bound that holds is accepted
-    run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=40, rng=1, release=False, progress=False,
-            n_jobs=1, rule=rule, output_bound=4.5, **extra)
+    run_pac(_clipped_mean, x, mi_budget=0.1, n_trials=40, rng=1, release=False,
+            execution=SERIAL, rule=rule_with(rule, output_bound=4.5, **extra))
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
@@ -258,6 +265,6 @@ def test_algorithm1_parameters_are_checked_before_any_trial(kwargs, match):
 
     x = np.linspace(0, 10, 30)[:, None]
     with pytest.raises(ValueError, match=match):
-        run_pac(counted, x, mi_budget=0.1, n_trials=40, rng=1, release=False, progress=False,
-                n_jobs=1, rule="algorithm1", **kwargs)
+        run_pac(counted, x, mi_budget=0.1, n_trials=40, rng=1, release=False,
+                execution=SERIAL, rule=Algorithm1(**kwargs))
     assert calls == []

@@ -18,9 +18,12 @@ import pytest
 from starlette.exceptions import StarletteDeprecationWarning
 
 from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction import PrivatePredictor, create_app
 
 from ._helpers import cancer, logreg
+
+QUIET = ExecutionOptions(progress=False)
 
 B = 2.0**-8
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +37,7 @@ def _fitted(state=None, total=20 * B):
     X, y = cancer()
     return PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B,
                             total_budget=total, state=state, rng=3,
-                            secret_rng=30).fit(progress=False)
+                            secret_rng=30).fit(execution=QUIET)
 
 
 def test_predict_and_budget_endpoints():

@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from pacpriv.pac._sampling import FROM_OS, GRID_STEPS, NoiseSource, grid_overhead
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction import PrivatePredictor, answer_query, calibrate_query
 
 from ._helpers import cancer, logreg
+
+QUIET = ExecutionOptions(progress=False)
 
 
 def test_unseeded_answers_lie_on_the_declared_grid():
@@ -30,10 +33,10 @@ def test_unseeded_answers_lie_on_the_declared_grid():
 def test_predictor_noise_is_labelled():
     X, y = cancer()
     seeded = PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=2**-8,
-                              total_budget=1.0, rng=1, secret_rng=2).fit(progress=False)
+                              total_budget=1.0, rng=1, secret_rng=2).fit(execution=QUIET)
     assert seeded.noise_source == "seeded, not for release"
     hardened = PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=2**-8,
-                                total_budget=1.0, rng=1).fit(progress=False)
+                                total_budget=1.0, rng=1).fit(execution=QUIET)
     assert hardened.noise_source == FROM_OS
     out = hardened.predict_proba(X[:3])
     assert out.shape == (3, 2) and np.allclose(out.sum(axis=1), 1.0)

@@ -12,9 +12,12 @@ import pytest
 
 from pacpriv.exceptions import BudgetExceededError, CheckpointError
 from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction import PrivatePredictor
 
 from ._helpers import cancer, logreg, ridge_fit, ridge_value
+
+QUIET = ExecutionOptions(progress=False)
 
 B = 2.0**-8
 
@@ -29,12 +32,12 @@ def _make(state=None, *, rng=0, total=20 * B, pool=None, secret_rng=100, **kw):
 
 @pytest.fixture(scope="module")
 def fitted():
-    return _make().fit(progress=False)
+    return _make().fit(execution=QUIET)
 
 
 def test_answers_spend_and_bound(fitted):
     X, _ = cancer()
-    pp = _make().fit(progress=False)
+    pp = _make().fit(execution=QUIET)
     out = pp.answer(X[:5])
     assert out.shape == (5, 2)
     assert pp.n_answered == 5
@@ -49,8 +52,8 @@ def test_answers_spend_and_bound(fitted):
 
 def test_seeded_predictors_answer_identically_and_split_batches_agree():
     X, _ = cancer()
-    a = _make().fit(progress=False)
-    b = _make().fit(progress=False)
+    a = _make().fit(execution=QUIET)
+    b = _make().fit(execution=QUIET)
     one = a.answer(X[:6])
     two = np.vstack([b.answer(X[:2]), b.answer(X[2:6])])
     np.testing.assert_allclose(one, two, rtol=0, atol=1e-8)  # BLAS round-off across batch sizes
@@ -59,7 +62,7 @@ def test_seeded_predictors_answer_identically_and_split_batches_agree():
 
 def test_refusal_spends_nothing(tmp_path):
     X, _ = cancer()
-    pp = _make(tmp_path / "s", total=3 * B).fit(progress=False)
+    pp = _make(tmp_path / "s", total=3 * B).fit(execution=QUIET)
     pp.answer(X[:2])
     before = [(e.kind, e.mi, e.rows) for e in pp.ledger.releases]
     lp = pp.log_posterior
@@ -111,7 +114,7 @@ def test_unfitted_predict_raises():
 
 
 def test_secret_stays_secret(tmp_path, fitted):
-    pp = _make(tmp_path / "s").fit(progress=False)
+    pp = _make(tmp_path / "s").fit(execution=QUIET)
     j = pp._secret_index
     assert "secret" not in repr(pp).lower() and "_secret_index" not in repr(pp)
     with pytest.raises(TypeError, match="cannot be pickled"):
@@ -134,7 +137,7 @@ def test_unseeded_secret_from_os_entropy(tmp_path):
     draws = set()
     for k in range(12):
         pp = PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B,
-                              total_budget=1.0).fit(progress=False)
+                              total_budget=1.0).fit(execution=QUIET)
         draws.add(pp._secret_index)
         assert pp._noise_entropy.bit_length() > 64 or k < 11
     assert len(draws) >= 2  # P(all 12 equal) = 4·4⁻¹² ≈ 2e-7
@@ -142,7 +145,7 @@ def test_unseeded_secret_from_os_entropy(tmp_path):
 
 def test_resume_refused_for_other_pool_or_seed(tmp_path):
     X, y = cancer()
-    _make(tmp_path / "s").fit(progress=False)
+    _make(tmp_path / "s").fit(execution=QUIET)
     with pytest.raises(CheckpointError, match="pool"):
         _make(tmp_path / "s", pool=(X[:-1], y[:-1]))
     with pytest.raises(CheckpointError, match="seed"):
@@ -157,9 +160,9 @@ def test_resume_refused_for_other_pool_or_seed(tmp_path):
 
 def test_resume_continues_posterior_and_spend(tmp_path):
     X, _ = cancer()
-    ref = _make().fit(progress=False)
+    ref = _make().fit(execution=QUIET)
     want = ref.answer(X[:5])
-    pp = _make(tmp_path / "s").fit(progress=False)
+    pp = _make(tmp_path / "s").fit(execution=QUIET)
     got = [pp.answer(X[:2])]
     again = _make(tmp_path / "s", rng=None, secret_rng=None)  # resumed: stored seed, secret
     assert again.is_fitted and again.n_answered == 2
@@ -179,7 +182,7 @@ def test_callable_fit_and_value_output():
     t = X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.1 * np.sin(np.arange(len(X)))
     pp = PrivatePredictor(ridge_fit, (X, t), n_worlds=8, per_query_budget=0.05,
                           total_budget=1.0, output=ridge_value, rng=2,
-                          secret_rng=14).fit(progress=False)  # J = 1, as before the split
+                          secret_rng=14).fit(execution=QUIET)  # J = 1, as before the split
     out = pp.answer(X[:4])
     assert out.shape == (4, 1)
     # the noise is tiny relative to the signal: answers track the non-private fit
@@ -196,7 +199,7 @@ def test_torch_training_function_through_the_adapter(tmp_path):
     X, y = cancer()
     fit = TorchMechanism(torch_linear, torch_train)
     pp = PrivatePredictor(fit, (X, y), n_worlds=4, per_query_budget=B, total_budget=1.0,
-                          state=tmp_path / "s", rng=4).fit(progress=False)
+                          state=tmp_path / "s", rng=4).fit(execution=QUIET)
     worlds = pp._worlds.evaluate(X)
     assert np.mean(worlds.argmax(axis=2) == y) > 0.8  # every world learned the task
     out = pp.answer(X[:5])
@@ -209,7 +212,7 @@ def test_torch_training_function_through_the_adapter(tmp_path):
 def test_label_votes_are_exact_where_all_worlds_agree():
     X, y = cancer()
     pp = PrivatePredictor(logreg(), (X, y), n_worlds=8, per_query_budget=2.0**-32,
-                          total_budget=1.0, output="label", rng=5).fit(progress=False)
+                          total_budget=1.0, output="label", rng=5).fit(execution=QUIET)
     worlds = pp.world_outputs(X[:60])  # (m, n, 2) one-hot votes
     assert set(np.unique(worlds)) == {0.0, 1.0}
     agree = np.all(worlds == worlds[:1], axis=(0, 2))
@@ -269,7 +272,7 @@ def test_tiny_outputs_are_refused_not_answered_without_noise():
     t = X @ np.array([1.0, -2.0, 0.5, 0.0])
     pp = PrivatePredictor(ridge_fit, (X, t), n_worlds=8, per_query_budget=0.05,
                           total_budget=1.0, output=lambda m, Q: ridge_value(m, Q) * 1e-170,
-                          rng=2, secret_rng=14).fit(progress=False)
+                          rng=2, secret_rng=14).fit(execution=QUIET)
     with pytest.raises(ValueError, match="under- or overflow"):
         pp.answer(X[:2])
     assert pp.spent == 0.0 and pp.n_answered == 0  # refused before spending
@@ -286,7 +289,7 @@ def test_tiny_probabilities_are_zero_not_refused():
     X, y = cancer()
     pp = PrivatePredictor(GaussianNB(), (X, y), n_worlds=8, per_query_budget=0.05,
                           total_budget=1.0, output="proba", rng=2, secret_rng=14)
-    pp.fit(progress=False)
+    pp.fit(execution=QUIET)
     full = GaussianNB().fit(X, y)
     # a query far enough from the data that one class has a probability below 2^-400
     far = next(X[:1] + t * X.std(axis=0) for t in np.arange(0.5, 50.0, 0.5)

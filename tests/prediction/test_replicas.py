@@ -19,10 +19,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction import PrivatePredictor
 
 from ._helpers import cancer, logreg
 from ._postgres import PostgresServer, _free_port
+
+QUIET = ExecutionOptions(progress=False)
 
 psycopg = pytest.importorskip("psycopg")  # the `postgres` extra
 
@@ -79,7 +82,7 @@ def test_two_replicas_one_postgres_ledger_sigkill_mid_load(tmp_path, postgres):
     X, y = cancer()
     state = tmp_path / "s"
     PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B, total_budget=40 * B,
-                     state=state, rng=5).fit(progress=False)
+                     state=state, rng=5).fit(execution=QUIET)
     store = open_store(postgres.url)
     keys = {"a": add_key(store, "a", quota=10 * B), "b": add_key(store, "b", quota=10 * B),
             "c": add_key(store, "c")}

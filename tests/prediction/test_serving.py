@@ -10,11 +10,14 @@ import pytest
 from starlette.exceptions import StarletteDeprecationWarning
 
 from pacpriv.cli.main import main
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction import PrivatePredictor, create_app
 from pacpriv.prediction._limits import ServeLimits
 from pacpriv.storage import add_key
 
 from ._helpers import cancer, logreg
+
+QUIET = ExecutionOptions(progress=False)
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", StarletteDeprecationWarning)
@@ -28,7 +31,7 @@ def fitted_state(tmp_path_factory):
     X, y = cancer()
     state = tmp_path_factory.mktemp("serving") / "s"
     PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B, total_budget=10 * B,
-                     state=state, rng=3, secret_rng=30).fit(progress=False)
+                     state=state, rng=3, secret_rng=30).fit(execution=QUIET)
     return state
 
 

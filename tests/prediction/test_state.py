@@ -12,10 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction import PrivatePredictor
 from pacpriv.prediction._state import atomic_write
 
 from ._helpers import cancer, logreg
+
+QUIET = ExecutionOptions(progress=False)
 
 B = 2.0**-8
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +51,7 @@ def test_sigkill_between_queries_then_resume(tmp_path):
     qfile = tmp_path / "q.npy"
     np.save(qfile, queries)
     state = tmp_path / "state"
-    _predictor(state).fit(progress=False)
+    _predictor(state).fit(execution=QUIET)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     for expected in (0, 1):  # two processes, each killed after answering one query
         proc = subprocess.Popen([sys.executable, "-c", CHILD, str(state), str(qfile)],
@@ -65,7 +68,7 @@ def test_sigkill_between_queries_then_resume(tmp_path):
     assert resumed.n_answered == 2 and resumed.spent == 2 * B
     tail = resumed.answer(queries[2:])
     # reference: the same predictor and the same batches, without a crash: bit-identical
-    ref = _predictor(tmp_path / "ref").fit(progress=False)
+    ref = _predictor(tmp_path / "ref").fit(execution=QUIET)
     want = np.vstack([ref.answer(queries[:1]), ref.answer(queries[1:2]),
                       ref.answer(queries[2:])])
     np.testing.assert_array_equal(tail, want[2:])
@@ -89,7 +92,7 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
 
 
 def test_corrupt_ledger_is_refused(tmp_path):
-    _predictor(tmp_path / "s").fit(progress=False).answer(cancer()[0][:1])
+    _predictor(tmp_path / "s").fit(execution=QUIET).answer(cancer()[0][:1])
     import sqlite3
 
     with sqlite3.connect(tmp_path / "s" / "ledger.db") as conn:  # a posterior of 1 world, not 4
@@ -109,7 +112,7 @@ def test_fit_interrupted_after_secret_resumes_same_worlds_and_secret(tmp_path):
         return PrivatePredictor(logreg(), (X, y), n_worlds=4, per_query_budget=B,
                                 total_budget=1.0, state=state)
 
-    first = make().fit(progress=False)
+    first = make().fit(execution=QUIET)
     digests = np.load(state / "worlds.npz")["digests"]
     j = first._secret_index
     # simulate a crash after the secret was written but before the worlds/ledger were
@@ -117,7 +120,7 @@ def test_fit_interrupted_after_secret_resumes_same_worlds_and_secret(tmp_path):
     (state / "evaluator.joblib").unlink()
     again = make()
     assert not again.is_fitted
-    again.fit(progress=False)  # the engine resumes every world from its checkpoint
+    again.fit(execution=QUIET)  # the engine resumes every world from its checkpoint
     np.testing.assert_array_equal(np.load(state / "worlds.npz")["digests"], digests)
     assert again._secret_index == j  # never redrawn: a second draw would leak through answers
     assert again.n_answered == 0
@@ -128,7 +131,7 @@ def test_budget_reads_answers_given_by_another_instance_of_the_same_state(tmp_pa
     X, _ = cancer()
     state = tmp_path / "state"
     server = _predictor(state)
-    server.fit(progress=False)
+    server.fit(execution=QUIET)
     assert server.budget()["n_answered"] == 0
     other = PrivatePredictor.load(state)  # e.g. `pacpriv predict query` in another process
     other.answer(X[:3])
@@ -143,7 +146,7 @@ def test_state_directory_is_owner_only(tmp_path):
     old = os.umask(0)
     try:
         state = tmp_path / "state"
-        _predictor(state).fit(progress=False)
+        _predictor(state).fit(execution=QUIET)
     finally:
         os.umask(old)
     dirs = [state, *(p for p in state.rglob("*") if p.is_dir())]

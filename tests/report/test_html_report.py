@@ -15,9 +15,13 @@ from pacpriv import report as report_mod
 from pacpriv._numbers import format_bound
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
+from pacpriv.pac.noise import Certified
 from pacpriv.report import ARRAY_LIMIT, build_report, write_report
 from pacpriv.report.html import render_html
 from pacpriv.report.markdown import markdown_to_html
+
+SERIAL = ExecutionOptions(n_jobs=1, progress=False)
+NO_CHECK = Certified(target_inflation=None)  # no trial-count check
 
 PNG_PREFIX = "data:image/png;base64,"
 EVIL = '<script>alert("x")</script>"><img src=http://evil.example/x.png>'
@@ -72,8 +76,8 @@ def result():
     """A small PAC job whose dataset and mechanism names try to inject HTML."""
     x = np.linspace(0, 10, 90).reshape(30, 3)
     return run_pac(_mean_mech, x, mi_budget=0.05, n_trials=30, rng=0, release_rng=1,
-                   execution=ExecutionOptions(progress=False, n_jobs=1),
-                   mechanism_name=EVIL, target_inflation=None,
+                   execution=SERIAL,
+                   mechanism_name=EVIL, rule=NO_CHECK,
                    dataset={"name": EVIL, "n_records": 30})
 
 
@@ -268,7 +272,7 @@ def test_report_arrays_truncated_to_limit():
     """Per-direction arrays in the report dict stop at ARRAY_LIMIT = 200 values."""
     x = np.linspace(0, 1, 20 * 250).reshape(20, 250)
     res = run_pac(_mean_mech, x, mi_budget=0.1, n_trials=12, rng=0, release=False,
-                  execution=ExecutionOptions(progress=False, n_jobs=1), rule="variance-only")
+                  execution=SERIAL, rule="variance-only")
     rep = build_report(res, pool_statistics=True)
     assert ARRAY_LIMIT == report_mod.ARRAY_LIMIT == 200
     assert len(rep["noise"]["noise_std"]) == 200

@@ -13,26 +13,23 @@ With ``n_jobs=None`` and ``backend=None`` (the defaults) joblib decides: one wor
 an enclosing ``joblib.parallel_config(...)`` sets.
 
 The 0.2 loose keywords (``n_jobs=``, ``backend=``, ``progress=``, ``checkpoint=``, ``retries=``,
-``timeout=``, ``batch_size=``, ``output_path=``) and ``options=`` keep working for one release
-through :func:`accepts_legacy_execution`, with a ``DeprecationWarning`` naming the replacement.
+``timeout=``, ``batch_size=``, ``output_path=``) and ``options=`` were removed in 0.4: each is a
+``TypeError`` naming its replacement (:func:`refuses_removed`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import inspect
 import os
-import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
 from pacpriv._validation import check_int, check_n_jobs, check_real
 
-__all__ = ["LEGACY_EXECUTION", "ExecutionOptions", "accepts_legacy_execution"]
+__all__ = ["REMOVED_EXECUTION", "ExecutionOptions", "refuses_removed"]
 
 #: Devices of the vectorised-ensemble path.
 DEVICES = ("cpu", "cuda")
@@ -195,9 +192,9 @@ def known_backends() -> set[str]:
     return set(BACKENDS) | {"dask", "ray"}
 
 
-#: The 0.2 loose execution keywords (deprecated; one release).
-LEGACY_EXECUTION = ("n_jobs", "backend", "progress", "checkpoint", "retries", "timeout",
-                    "batch_size", "output_path")
+#: The 0.2 loose execution keywords, removed in 0.4 (refused, naming the replacement).
+REMOVED_EXECUTION = ("n_jobs", "backend", "progress", "checkpoint", "retries", "timeout",
+                     "batch_size", "output_path", "options")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -209,69 +206,27 @@ def _as_options(options: Any, name: str = "execution") -> ExecutionOptions:
     return options
 
 
-def caller_stacklevel() -> int:
-    """``stacklevel`` of a legacy wrapper's warning that names the user's call: the first frame
-    above the (possibly stacked) pacpriv ``wrapper`` frames, so that the warning is attributed
-    to the caller's module, not to pacpriv (whose own deprecation warnings the tests refuse)."""
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    frame: Any = sys._getframe(2)  # 0: here, 1: the wrapper, 2: its caller
-    level = 2
-    while (frame is not None and frame.f_code.co_name == "wrapper"
-           and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep)):
-        frame, level = frame.f_back, level + 1
-    return level
+def execution_hints() -> dict[str, str]:
+    """The replacement of each removed 0.2 execution keyword (for :func:`refuses_removed`)."""
+    return {k: ("execution=ExecutionOptions(...)" if k == "options"
+                else f"execution=ExecutionOptions({k}=...)") for k in REMOVED_EXECUTION}
 
 
-def accepts_legacy_execution(*, defaults: ExecutionOptions | None = None,
-                             names: tuple[str, ...] = LEGACY_EXECUTION) -> Callable[[F], F]:
-    """Decorator: ``func(..., execution=...)`` also accepts the 0.2 execution keywords.
-
-    The loose keywords ``names`` and ``options=`` become ``execution=`` (built on ``defaults``,
-    the function's own default options) with one ``DeprecationWarning`` naming the
-    replacement. Giving ``execution`` (or ``options``) together with a loose keyword whose value
-    differs from the default is a ``TypeError``; so is an unknown keyword close to an execution
-    name (a typo such as ``n_job``). The decorated function's signature (``inspect.signature``)
-    is the new one.
-    """
-    base = defaults or ExecutionOptions()
+def refuses_removed(hints: dict[str, str]) -> Callable[[F], F]:
+    """Decorator: a removed 0.2 keyword (a key of ``hints`` that ``func`` does not take) is a
+    one-line ``TypeError`` naming its replacement ``hints[name]``, instead of Python's bare
+    "unexpected keyword argument"."""
 
     def decorate(func: F) -> F:
         params = inspect.signature(func).parameters
+        removed = {k: v for k, v in hints.items() if k not in params}
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            given = {k: kwargs.pop(k) for k in names if k in kwargs and k not in params}
-            options = kwargs.pop("options", None) if "options" not in params else None
-            typos = {k: difflib.get_close_matches(k, (*names, "execution"), n=1, cutoff=0.8)
-                     for k in kwargs if k not in params}
-            typos = {k: v for k, v in typos.items() if v}
-            if typos:
-                raise TypeError(
-                    f"unexpected execution argument(s) {', '.join(sorted(typos))}; the execution "
-                    f"arguments are {', '.join(names)}, given as "
-                    "execution=ExecutionOptions(...).")
-            if not given and options is None:
-                return func(*args, **kwargs)
-            current = kwargs.get("execution")
-            if current is not None:
-                raise TypeError(
-                    "pass the execution arguments in `execution` only; got execution and "
-                    f"{', '.join(sorted(given) or ['options'])}.")
-            start = base if options is None else _as_options(options, "options")
-            if options is not None:
-                clash = sorted(k for k, v in given.items() if v != getattr(base, k))
-                if clash:
-                    raise TypeError(
-                        "pass the execution arguments either in `options` or individually, "
-                        f"not both; got options and {', '.join(clash)} (better: one "
-                        "execution=ExecutionOptions(...)).")
-            shown = ", ".join(f"{k}={v!r}" for k, v in given.items())
-            old = ", ".join([*(f"{k}=" for k in given), *(["options="] if options else [])])
-            warnings.warn(
-                f"{func.__qualname__}: {old} {'is' if len(given) + bool(options) == 1 else 'are'}"
-                f" deprecated; pass execution=ExecutionOptions({shown}) instead (removed in "
-                "0.4).", DeprecationWarning, stacklevel=caller_stacklevel())
-            kwargs["execution"] = start.replace(**given) if options is None else start
+            for k in kwargs:
+                if k in removed:
+                    raise TypeError(f"{func.__name__}() got an unexpected keyword argument "
+                                    f"{k!r}; pass {removed[k]} (removed in 0.4).")
             return func(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

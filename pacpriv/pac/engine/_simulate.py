@@ -56,7 +56,8 @@ from pacpriv.pac.engine._mechanism import check_mechanism
 from pacpriv.pac.engine._options import (
     MAPPED_OUTPUTS,
     ExecutionOptions,
-    accepts_legacy_execution,
+    execution_hints,
+    refuses_removed,
     resolve_execution,
 )
 from pacpriv.pac.engine._parallel import _failure_error, plan_workers, run_pending
@@ -233,7 +234,7 @@ def _check_memory(n_trials: int, n_records: int, output_path) -> None:
         )
 
 
-@accepts_legacy_execution()
+@refuses_removed(execution_hints())
 def simulate(
     mechanism: Callable[..., Any],
     pool: Pool,

@@ -20,14 +20,15 @@ from pacpriv._validation import check_array_real, check_real
 from pacpriv.pac.bounds._mutual_info import (
     linearised_mi_bound,
 )
+from pacpriv.pac.engine._options import refuses_removed
 from pacpriv.pac.noise import _rules
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.noise._registry import (
     DEFAULT_RULE,
     RULES,
     SPECTRUM_RULES,
-    accepts_legacy_rule,
     as_rule,
+    rule_hints,
 )
 from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.spectrum._covariance import OutputSpectrum
@@ -99,7 +100,7 @@ def calibrate_variance_only(variances, *, mi_budget: float) -> NoisePlan:
     )
 
 
-@accepts_legacy_rule(("confidence", "c", "beta", "output_bound"))
+@refuses_removed(rule_hints())
 def calibrate_noise(
     spectrum: OutputSpectrum,
     *,
@@ -135,7 +136,7 @@ def calibrate_noise(
           ``spectrum.n_trials``; a ``CalibrationError`` if it is below the requested value).
 
         The 0.2 keywords ``confidence``, ``c``, ``beta``, ``output_bound`` beside a rule name
-        still work for one release (``DeprecationWarning``).
+        were removed in 0.4 (a ``TypeError`` naming the rule object that takes them).
 
     Returns
     -------

@@ -55,7 +55,8 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.pac.engine._mechanism import accepts_rng, call_mechanism, check_output
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
-    accepts_legacy_execution,
+    execution_hints,
+    refuses_removed,
     resolve_execution,
 )
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
@@ -178,7 +179,7 @@ class CouplingResult:
 _DEFAULT_EXECUTION = ExecutionOptions(progress=False)
 
 
-@accepts_legacy_execution(defaults=_DEFAULT_EXECUTION, names=("n_jobs", "progress"))
+@refuses_removed(execution_hints())
 def coupling_noise(
     mechanism: Callable[..., Any],
     pool: Any,
@@ -218,7 +219,8 @@ def coupling_noise(
     execution : ExecutionOptions, optional
         How the engine's trials run (:class:`~pacpriv.pac.engine.ExecutionOptions`); never
         changes the result. Default: ``ExecutionOptions(progress=False)``. The 0.2 keywords
-        ``n_jobs=``, ``progress=`` and ``options=`` still work for one release.
+        ``n_jobs=``, ``progress=`` and ``options=``
+        were removed in 0.4 (a ``TypeError`` naming the replacement).
 
     Returns
     -------
@@ -319,7 +321,7 @@ class RandomizedComparison:
         return {**field_values(self), "rows": [dict(r) for r in self.rows]}
 
 
-@accepts_legacy_execution(defaults=_DEFAULT_EXECUTION, names=("n_jobs", "progress"))
+@refuses_removed(execution_hints())
 def compare_randomized_noise(
     mechanism: Callable[..., Any],
     pool: Any,

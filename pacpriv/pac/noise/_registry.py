@@ -2,19 +2,14 @@
 
 A name is a shorthand for the rule with its default parameters (``"certified"`` is
 ``Certified()``); a rule whose parameters have no defaults (Algorithm 1) is given as an object.
-The 0.2 keyword form (``rule="...", confidence=..., c=...``) keeps working for one release
-through :func:`accepts_legacy_rule`, with a ``DeprecationWarning``.
+The 0.2 keyword form (``rule="...", confidence=..., c=...``) was removed in 0.4: each keyword is
+a ``TypeError`` naming the rule object that takes it (:func:`rule_hints`).
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-import warnings
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from pacpriv.pac.engine._options import caller_stacklevel
 from pacpriv.pac.noise._algorithm1 import Algorithm1
 from pacpriv.pac.noise._certified import AsymptoticT, Certified
 from pacpriv.pac.noise._plugin import Anisotropic, ExactMI, Isotropic, VarianceOnly
@@ -23,13 +18,13 @@ from pacpriv.registry import Registry
 
 __all__ = [
     "DEFAULT_RULE",
-    "LEGACY_RULE_KEYWORDS",
+    "REMOVED_RULE_KEYWORDS",
     "RULES",
     "RULE_CLASSES",
     "SHORTHANDS",
     "SPECTRUM_RULES",
-    "accepts_legacy_rule",
     "as_rule",
+    "rule_hints",
     "rule_with",
     "shorthands",
 ]
@@ -141,54 +136,17 @@ def rule_with(rule: Any, **parameters: Any) -> NoiseRule:
     return cls(**{**base, **given})
 
 
-#: The 0.2 keywords that travelled beside a rule name (deprecated; one release).
-LEGACY_RULE_KEYWORDS = ("confidence", "c", "beta", "output_bound", "target_inflation",
-                        "shape_fraction", "clip_margin")
-
-F = TypeVar("F", bound=Callable[..., Any])
+#: The 0.2 keywords that travelled beside a rule name, removed in 0.4 (a rule object carries
+#: its parameters).
+REMOVED_RULE_KEYWORDS = ("confidence", "c", "beta", "output_bound", "target_inflation")
 
 
-def accepts_legacy_rule(names: tuple[str, ...] = LEGACY_RULE_KEYWORDS) -> Callable[[F], F]:
-    """Decorator: ``func(..., rule=...)`` also accepts the 0.2 rule keywords.
-
-    A rule name with ``c=..., beta=...`` (Algorithm 1) becomes
-    ``rule=Algorithm1(c=..., beta=...)`` (via :func:`rule_with`) with one ``DeprecationWarning``
-    naming the replacement. ``None`` values
-    are dropped; ``target_inflation`` applies to the certified rule only (ignored for others, as
-    in 0.2).
-    """
-
-    def decorate(func: F) -> F:
-        sig = inspect.signature(func)
-        default = sig.parameters["rule"].default
-
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            given = {k: kwargs.pop(k) for k in names if k in kwargs and k not in sig.parameters}
-            if not given:
-                return func(*args, **kwargs)
-            rule = kwargs.get("rule", default)
-            base = rule.name if isinstance(rule, NoiseRule) else rule
-            cls = RULE_CLASSES.get(base) if base in RULE_CLASSES else None
-            if "target_inflation" in given and cls is not None and (
-                    "target_inflation" not in cls.parameter_names()
-                    or isinstance(rule, NoiseRule)):
-                given.pop("target_inflation")  # 0.2: only the certified rule planned trials
-            params = {k: v for k, v in given.items() if v is not None
-                      or (k == "target_inflation" and "target_inflation" in given)}
-            if params:
-                built = rule_with(rule, **{k: v for k, v in params.items() if v is not None})
-                if params.get("target_inflation", 1) is None:  # an explicit "no check"
-                    built = type(built)(**{**built.parameters(), "target_inflation": None})
-                shown = ", ".join(f"{k}={v!r}" for k, v in built.parameters().items()
-                                  if k in params)
-                warnings.warn(
-                    f"{func.__qualname__}: passing {', '.join(f'{k}=' for k in params)} beside "
-                    f"`rule` is deprecated; pass rule={type(built).__name__}({shown}) instead "
-                    "(removed in 0.4).", DeprecationWarning, stacklevel=caller_stacklevel())
-                kwargs["rule"] = built
-            return func(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
-
-    return decorate
+def rule_hints(names: tuple[str, ...] = REMOVED_RULE_KEYWORDS) -> dict[str, str]:
+    """The replacement of each removed 0.2 rule keyword: the first registered rule taking it,
+    as an object (``c=`` -> ``rule=Algorithm1(c=...)``), for
+    :func:`~pacpriv.pac.engine._options.refuses_removed`."""
+    out = {}
+    for k in names:
+        owner = next(cls for cls in RULE_CLASSES.values() if k in cls.parameter_names())
+        out[k] = f"rule={owner.__name__}({k}=...)"
+    return out

@@ -44,7 +44,8 @@ from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
-    accepts_legacy_execution,
+    execution_hints,
+    refuses_removed,
     resolve_execution,
 )
 from pacpriv.pac.engine._simulate import _check_pool
@@ -498,7 +499,7 @@ def _bernstein_plan(differences, distance, geom_shape, target, conf, shape, n_sh
     )
 
 
-@accepts_legacy_execution()
+@refuses_removed(execution_hints())
 def calibrate_per_record(
     f,
     pool,

@@ -62,7 +62,8 @@ from pacpriv.exceptions import NotReproducibleWarning
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
-    accepts_legacy_execution,
+    execution_hints,
+    refuses_removed,
     resolve_execution,
 )
 from pacpriv.pac.engine._simulate import SimulationResult, _check_pool, simulate
@@ -162,7 +163,7 @@ class RecordDifferences:
         return max(self.sampling_rate, 1.0 - self.sampling_rate)
 
 
-@accepts_legacy_execution()
+@refuses_removed(execution_hints())
 def simulate_differences(
     mechanism,
     pool,
@@ -199,8 +200,8 @@ def simulate_differences(
     execution : ExecutionOptions, optional
         How the trials run (:class:`~pacpriv.pac.engine.ExecutionOptions`: workers, backend,
         progress bar, checkpoint, retries, timeout, batch size); never changes the results.
-        The 0.2 loose keywords (``n_jobs=``, ``progress=``, ...) and ``options=`` still work for
-        one release (``DeprecationWarning``).
+        The 0.2 loose keywords (``n_jobs=``, ``progress=``, ...) and ``options=`` were
+        removed in 0.4 (a ``TypeError`` naming the replacement).
 
     Returns
     -------
@@ -495,7 +496,7 @@ def _precheck_noise(noise_cov) -> None:
     NoiseGeometry.from_spec(noise_cov, shape[0])
 
 
-@accepts_legacy_execution()
+@refuses_removed(execution_hints())
 def record_exposure(
     f,
     pool,
@@ -533,8 +534,8 @@ def record_exposure(
     execution : ExecutionOptions, optional
         How the trials run (:class:`~pacpriv.pac.engine.ExecutionOptions`: workers, backend,
         progress bar, checkpoint, retries, timeout, batch size); never changes the results.
-        The 0.2 loose keywords (``n_jobs=``, ``progress=``, ...) and ``options=`` still work for
-        one release (``DeprecationWarning``).
+        The 0.2 loose keywords (``n_jobs=``, ``progress=``, ...) and ``options=`` were
+        removed in 0.4 (a ``TypeError`` naming the replacement).
 
     Returns
     -------

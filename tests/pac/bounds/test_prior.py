@@ -18,6 +18,7 @@ from pacpriv.pac.bounds._posterior import (
     posterior_success_rate,
 )
 from pacpriv.pac.bounds._prior import blind_guess_upper_bound, resolve_membership_prior
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.samplers import (
     CallableSampler,
@@ -27,6 +28,8 @@ from pacpriv.pac.samplers import (
     as_sampler,
 )
 from pacpriv.pac.wrapper import PacPrivateFunction
+
+QUIET = ExecutionOptions(progress=False)
 
 POOL = np.linspace(0.0, 1.0, 200).reshape(-1, 1)
 
@@ -52,7 +55,7 @@ def _run(sampler, mech=None, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return run_pac(mech, POOL, mi_budget=0.05, n_trials=kw.pop("n_trials", 300), rng=1,
-                       sampler=sampler, progress=False, release=False, **kw)
+                       sampler=sampler, execution=QUIET, release=False, **kw)
 
 
 # --- issue 12 item 3: priors ---------------------------------------------------------------

@@ -14,6 +14,8 @@ from pacpriv.pac.engine._simulate import simulate
 
 from . import _engine_mechs as mechs
 
+QUIET = ExecutionOptions(progress=False)
+
 POOL = np.linspace(-1.0, 2.0, 25)
 
 # a Dask worker that cannot unpickle a task hangs the run instead of failing: bound it
@@ -39,15 +41,16 @@ def test_dask_identical_to_local_backends(dask_client):
     """backend="dask" and parallel_config(backend="dask") match sequential, loky, threading."""
     from joblib import parallel_config
 
-    kwargs = {"n_trials": 40, "rng": 17, "progress": False}
-    ref = simulate(mechs.noisy_sum, POOL, **kwargs)
+    kwargs = {"n_trials": 40, "rng": 17}
+    ref = simulate(mechs.noisy_sum, POOL, execution=QUIET, **kwargs)
     runs = {
-        "loky": simulate(mechs.noisy_sum, POOL, n_jobs=2, backend="loky", **kwargs),
-        "threading": simulate(mechs.noisy_sum, POOL, n_jobs=2, backend="threading", **kwargs),
-        "dask": simulate(mechs.noisy_sum, POOL, backend="dask", **kwargs),
+        name: simulate(mechs.noisy_sum, POOL, execution=QUIET.replace(**opts), **kwargs)
+        for name, opts in [("loky", {"n_jobs": 2, "backend": "loky"}),
+                           ("threading", {"n_jobs": 2, "backend": "threading"}),
+                           ("dask", {"backend": "dask"})]
     }
     with parallel_config(backend="dask"):
-        runs["dask-config"] = simulate(mechs.noisy_sum, POOL, **kwargs)
+        runs["dask-config"] = simulate(mechs.noisy_sum, POOL, execution=QUIET, **kwargs)
     for name, res in runs.items():
         assert np.array_equal(res.outputs, ref.outputs), name
         assert np.array_equal(res.masks, ref.masks), name
@@ -76,10 +79,10 @@ def test_resume_across_backends(tmp_path, dask_client):
     """A run checkpointed with n_jobs=1, continued on loky and finished on Dask is identical."""
     ckpt, flag = tmp_path / "ckpt", tmp_path / "flag"
     mech = functools.partial(mechs.fail_flagged, flag_file=str(flag))
-    clean = simulate(mech, POOL, n_trials=30, rng=21, execution=ExecutionOptions(progress=False))
+    clean = simulate(mech, POOL, n_trials=30, rng=21, execution=QUIET)
     flagged = np.flatnonzero(
         simulate(mechs.flag_value, POOL, n_trials=30, rng=21,
-                 execution=ExecutionOptions(progress=False)).outputs[:, 0]
+                 execution=QUIET).outputs[:, 0]
         < mechs.FAIL_RATE
     )
     assert flagged.size and flagged.max() >= 10  # the loky stage below must fail
@@ -120,9 +123,10 @@ def ray_runtime():
 @pytest.mark.slow
 def test_ray_identical_to_loky(ray_runtime):
     """backend="ray" gives outputs and masks bit-identical to loky for the same root seed."""
-    kwargs = {"n_trials": 24, "rng": 17, "progress": False}
-    loky = simulate(mechs.noisy_sum, POOL, n_jobs=2, backend="loky", **kwargs)
-    ray_run = simulate(mechs.noisy_sum, POOL, backend="ray", **kwargs)
+    kwargs = {"n_trials": 24, "rng": 17}
+    loky = simulate(mechs.noisy_sum, POOL, execution=QUIET.replace(n_jobs=2, backend="loky"),
+                    **kwargs)
+    ray_run = simulate(mechs.noisy_sum, POOL, execution=QUIET.replace(backend="ray"), **kwargs)
     assert np.array_equal(ray_run.outputs, loky.outputs)
     assert np.array_equal(ray_run.masks, loky.masks)
     assert ray_run.backend == "ray" and ray_run.n_jobs == 2
@@ -133,7 +137,7 @@ def test_resume_loky_checkpoint_under_ray(tmp_path, ray_runtime):
     """A run checkpointed under loky finishes under Ray with identical outputs."""
     ckpt = tmp_path / "ckpt"
     clean = simulate(mechs.noisy_sum, POOL, n_trials=24, rng=5,
-                     execution=ExecutionOptions(progress=False))
+                     execution=QUIET)
     first = simulate(mechs.noisy_sum, POOL, n_trials=10, rng=5,
                      execution=ExecutionOptions(n_jobs=2, backend="loky", checkpoint=ckpt,
                                                 progress=False))

@@ -1,4 +1,5 @@
-"""pacpriv.pac.engine._checkpoint through simulate(checkpoint=...): resume, kill -9, errors."""
+"""pacpriv.pac.engine._checkpoint through simulate (execution=ExecutionOptions(checkpoint=)):
+resume, kill -9, errors."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from pacpriv.pac.engine._simulate import simulate
 from pacpriv.pac.samplers import FixedSizeSampler
 
 from . import _engine_mechs as mechs
+
+QUIET = ExecutionOptions(progress=False)
 
 POOL = np.linspace(-1.0, 2.0, 25)
 
@@ -70,7 +73,7 @@ def test_resume_after_mechanism_error(tmp_path, n_jobs):
     flag.unlink()
     resumed = simulate(mech, POOL, n_trials=40, rng=21,
                        execution=ExecutionOptions(checkpoint=ckpt, n_jobs=n_jobs, progress=False))
-    clean = simulate(mech, POOL, n_trials=40, rng=21, execution=ExecutionOptions(progress=False))
+    clean = simulate(mech, POOL, n_trials=40, rng=21, execution=QUIET)
     assert resumed.resumed_trials == saved
     assert np.array_equal(resumed.outputs, clean.outputs)
     assert np.array_equal(resumed.masks, clean.masks)
@@ -88,7 +91,7 @@ def test_resume_after_keyboard_interrupt(tmp_path):
     flag.unlink()
     resumed = simulate(mech, POOL, n_trials=40, rng=21,
                        execution=ExecutionOptions(checkpoint=ckpt, progress=False))
-    clean = simulate(mech, POOL, n_trials=40, rng=21, execution=ExecutionOptions(progress=False))
+    clean = simulate(mech, POOL, n_trials=40, rng=21, execution=QUIET)
     assert resumed.resumed_trials == saved
     assert np.array_equal(resumed.outputs, clean.outputs)
 
@@ -111,9 +114,10 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 from pacpriv_killmech import slow_mech
+from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._simulate import simulate
-simulate(slow_mech, np.linspace(-1.0, 2.0, 25), n_trials=400, rng=5, checkpoint=sys.argv[2],
-         batch_size=2, progress=False)
+simulate(slow_mech, np.linspace(-1.0, 2.0, 25), n_trials=400, rng=5,
+         execution=ExecutionOptions(checkpoint=sys.argv[2], batch_size=2, progress=False))
 """
 
 
@@ -144,7 +148,7 @@ def test_resume_after_sigkill(tmp_path, monkeypatch):
     resumed = simulate(slow_mech, POOL, n_trials=400, rng=5,
                        execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     clean = simulate(slow_mech, POOL, n_trials=400, rng=5,
-                     execution=ExecutionOptions(progress=False))
+                     execution=QUIET)
     assert resumed.resumed_trials >= saved
     assert np.array_equal(resumed.outputs, clean.outputs)
     assert np.array_equal(resumed.masks, clean.masks)
@@ -163,7 +167,7 @@ def test_rng_none_reuses_checkpoint_seed(tmp_path):
     resumed = simulate(mech, POOL, n_trials=200,
                        execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     clean = simulate(mech, POOL, n_trials=200, rng=np.random.SeedSequence(**stored),
-                     execution=ExecutionOptions(progress=False))
+                     execution=QUIET)
     assert resumed.root_seed == stored and resumed.resumed_trials == saved
     assert np.array_equal(resumed.outputs, clean.outputs)
 
@@ -178,7 +182,7 @@ def test_extend_and_shrink_n_trials(tmp_path):
     shorter = simulate(mechs.noisy_sum, POOL, n_trials=10, rng=3,
                        execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     clean = simulate(mechs.noisy_sum, POOL, n_trials=30, rng=3,
-                     execution=ExecutionOptions(progress=False))
+                     execution=QUIET)
     assert longer.resumed_trials == 20 and shorter.resumed_trials == 10
     assert np.array_equal(longer.outputs, clean.outputs)
     assert np.array_equal(shorter.outputs, clean.outputs[:10])
@@ -194,7 +198,7 @@ def test_unlisted_chunk_is_ignored(tmp_path):
     res = simulate(mechs.noisy_sum, POOL, n_trials=6, rng=3,
                    execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     clean = simulate(mechs.noisy_sum, POOL, n_trials=6, rng=3,
-                     execution=ExecutionOptions(progress=False))
+                     execution=QUIET)
     assert res.resumed_trials == 4 and np.array_equal(res.outputs, clean.outputs)
 
 
@@ -206,7 +210,7 @@ def test_output_path_with_checkpoint(tmp_path):
     res = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3,
                    execution=ExecutionOptions(checkpoint=ckpt, output_path=out, progress=False))
     clean = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3,
-                     execution=ExecutionOptions(progress=False))
+                     execution=QUIET)
     assert np.array_equal(np.load(out), clean.outputs) and res.resumed_trials == 8
 
 
@@ -243,7 +247,7 @@ def test_checkpoint_and_output_files_are_owner_only(tmp_path, loose_umask):
                    execution=ExecutionOptions(checkpoint=ckpt, output_path=out,
                                               progress=False), output_dtype=np.float32)
     clean = simulate(mechs.noisy_sum, POOL, n_trials=12, rng=3,
-                     execution=ExecutionOptions(progress=False),
+                     execution=QUIET,
                      output_dtype=np.float32)
     assert res.resumed_trials == 8
     assert np.array_equal(np.asarray(res.outputs), clean.outputs)
@@ -294,7 +298,8 @@ def test_mismatched_run_is_refused(tmp_path, change, message):
     args = {"mechanism": mechs.count_mech, "pool": POOL, "rng": 3, **change}
     mechanism, pool = args.pop("mechanism"), args.pop("pool")
     with pytest.raises(CheckpointError, match=message):
-        simulate(mechanism, pool, n_trials=4, checkpoint=ckpt, progress=False, **args)
+        simulate(mechanism, pool, n_trials=4, execution=ExecutionOptions(checkpoint=ckpt,
+                                                                         progress=False), **args)
 
 
 def _corrupt_manifest(ckpt):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import pickle
@@ -16,6 +17,8 @@ from pacpriv.pac.engine._storage import masks_path_for
 from pacpriv.pac.samplers import CallableSampler, ComplementaryPairsSampler, FixedSizeSampler
 
 from . import _engine_mechs as mechs
+
+QUIET = ExecutionOptions(progress=False)
 
 POOL = np.arange(60.0).reshape(30, 2)
 POOL1D = np.linspace(-1.0, 2.0, 25)
@@ -38,14 +41,14 @@ def _naive(mechanism, pool, n_trials, seed, *, rate=0.5, with_rng=False):
 def _flagged(seed, n_trials):
     """Indices of the trials that `_engine_mechs.flag` marks under root seed ``seed``."""
     res = simulate(mechs.flag_value, POOL1D, n_trials=n_trials, rng=seed,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     return np.flatnonzero(res.outputs[:, 0] < mechs.FAIL_RATE)
 
 
 def test_outputs_and_masks_match_naive_loop():
     """Outputs and masks equal an explicit loop over SeedSequence children (default Poisson-½)."""
     res = simulate(mechs.mean_mech, POOL, n_trials=40, rng=11,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     outputs, masks = _naive(mechs.mean_mech, POOL, 40, 11)
     assert res.outputs.dtype == np.float64 and res.outputs.shape == (40, 2)
     assert np.array_equal(res.outputs, outputs) and np.array_equal(res.masks, masks)
@@ -55,7 +58,7 @@ def test_outputs_and_masks_match_naive_loop():
 def test_rng_keyword_gets_mechanism_stream():
     """A mechanism with an `rng` parameter receives the trial's mechanism-stream Generator."""
     res = simulate(mechs.noisy_sum, POOL1D, n_trials=25, rng=5,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     outputs, _ = _naive(mechs.noisy_sum, POOL1D, 25, 5, with_rng=True)
     assert np.array_equal(res.outputs, outputs)
 
@@ -66,7 +69,7 @@ def test_rng_keyword_gets_mechanism_stream():
 def test_identical_across_n_jobs_and_backends(n_jobs, backend):
     """Same root seed gives bit-identical outputs and masks for any n_jobs and backend."""
     ref = simulate(mechs.noisy_sum, POOL1D, n_trials=30, rng=7,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     res = simulate(
         mechs.noisy_sum, POOL1D, n_trials=30, rng=7,
             execution=ExecutionOptions(n_jobs=n_jobs, backend=backend, progress=False),
@@ -79,7 +82,7 @@ def test_identical_across_n_jobs_and_backends(n_jobs, backend):
 def test_batch_size_does_not_change_results(batch_size):
     """Results do not depend on how trials are batched."""
     ref = simulate(mechs.noisy_sum, POOL1D, n_trials=20, rng=3,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     res = simulate(
         mechs.noisy_sum, POOL1D, n_trials=20, rng=3,
             execution=ExecutionOptions(batch_size=batch_size, progress=False)
@@ -93,28 +96,28 @@ def test_parallel_config_is_honoured():
 
     with parallel_config(backend="threading", n_jobs=2):
         res = simulate(mechs.noisy_sum, POOL1D, n_trials=10, rng=3,
-                       execution=ExecutionOptions(progress=False))
+                       execution=QUIET)
     assert (res.backend, res.n_jobs) == ("threading", 2)
 
 
 def test_seed_types_and_fresh_entropy():
     """int, SeedSequence agree; None draws fresh entropy (two runs differ)."""
     a = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=9,
-                 execution=ExecutionOptions(progress=False))
+                 execution=QUIET)
     b = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=np.random.SeedSequence(9),
-                 execution=ExecutionOptions(progress=False))
+                 execution=QUIET)
     assert np.array_equal(a.outputs, b.outputs) and a.root_seed == {"entropy": 9, "spawn_key": []}
-    c = simulate(mechs.noisy_sum, POOL1D, n_trials=5, execution=ExecutionOptions(progress=False))
-    d = simulate(mechs.noisy_sum, POOL1D, n_trials=5, execution=ExecutionOptions(progress=False))
+    c = simulate(mechs.noisy_sum, POOL1D, n_trials=5, execution=QUIET)
+    d = simulate(mechs.noisy_sum, POOL1D, n_trials=5, execution=QUIET)
     assert not np.array_equal(c.outputs, d.outputs) and c.root_seed != d.root_seed
 
 
 def test_different_seeds_differ():
     """Different root seeds give different outputs."""
     a = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=1,
-                 execution=ExecutionOptions(progress=False))
+                 execution=QUIET)
     b = simulate(mechs.noisy_sum, POOL1D, n_trials=5, rng=2,
-                 execution=ExecutionOptions(progress=False))
+                 execution=QUIET)
     assert not np.array_equal(a.outputs, b.outputs)
 
 
@@ -122,7 +125,7 @@ def test_tuple_pool():
     """A tuple (X, y) pool is subset row-wise, consistently across arrays."""
     x, y = np.arange(20.0).reshape(10, 2), np.arange(10) % 2
     res = simulate(mechs.xy_mech, (x, y), n_trials=8, rng=4,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     for out, mask in zip(res.outputs, res.masks, strict=True):
         assert out[0] == mask.sum() and out[1] == y[mask].sum()
         assert out[2] == (x[mask, 0].mean() if mask.any() else 0.0)
@@ -131,7 +134,7 @@ def test_tuple_pool():
 def test_list_pool_is_converted():
     """Array-likes (nested lists) are accepted via numpy.asarray."""
     res = simulate(mechs.count_mech, [[1, 2], [3, 4], [5, 6]], n_trials=4, rng=0,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     assert np.array_equal(res.outputs[:, 0], res.masks.sum(axis=1))
 
 
@@ -139,7 +142,7 @@ def test_scalar_output_and_empty_subsets():
     """A scalar output counts as d = 1, and empty subsets reach the mechanism."""
     res = simulate(
         mechs.count_mech, POOL, n_trials=3, rng=0, sampler=lambda n, rng: np.zeros(n, bool),
-        execution=ExecutionOptions(progress=False),
+        execution=QUIET,
     )
     assert res.dim == 1 and np.array_equal(res.outputs, np.zeros((3, 1)))
     assert res.membership_prior is None  # the callable declares no inclusion probability
@@ -148,7 +151,7 @@ def test_scalar_output_and_empty_subsets():
 def test_pairs_sampler_through_engine():
     """Complementary pairs reach the engine: odd trials see the complement subset."""
     res = simulate(mechs.count_mech, POOL, n_trials=6, rng=2, sampler="pairs",
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     assert np.array_equal(res.outputs[0::2, 0] + res.outputs[1::2, 0], np.full(3, 30.0))
     assert res.sampler == ComplementaryPairsSampler().to_dict()
 
@@ -156,7 +159,7 @@ def test_pairs_sampler_through_engine():
 def test_result_to_dict_and_trial_seed():
     """to_dict is JSON-serialisable without arrays; trial_seed(i) is the i-th child."""
     res = simulate(mechs.count_mech, POOL, n_trials=3, rng=6,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     d = json.loads(json.dumps(res.to_dict()))
     assert d["mechanism"].endswith("_engine_mechs.count_mech") and "outputs" not in d
     assert d["backend"] == "sequential" and d["output_dtype"] == "float64"
@@ -167,7 +170,7 @@ def test_result_to_dict_and_trial_seed():
 def test_result_trial_seed_range():
     """trial_seed rejects an index outside range(n_trials)."""
     res = simulate(mechs.count_mech, POOL, n_trials=3, rng=6,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     with pytest.raises(ValueError, match=r"`index` must be an integer in \[0, 2\]; got 3"):
         res.trial_seed(3)
 
@@ -176,7 +179,7 @@ def test_progress_bar_on_stderr(capsys):
     """progress=True draws a tqdm bar reaching n_trials; progress=False prints nothing."""
     simulate(mechs.count_mech, POOL, n_trials=12, rng=0, execution=ExecutionOptions(progress=True))
     assert "12/12" in capsys.readouterr().err
-    simulate(mechs.count_mech, POOL, n_trials=12, rng=0, execution=ExecutionOptions(progress=False))
+    simulate(mechs.count_mech, POOL, n_trials=12, rng=0, execution=QUIET)
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out == ""
 
@@ -239,23 +242,23 @@ def test_length_change_across_batches():
 def test_float32_overflow_is_caught():
     """output_dtype=float32 stores float32 relative to trial 0 and rejects overflow."""
     ok = simulate(mechs.noisy_sum, POOL1D, n_trials=4, rng=1, output_dtype=np.float32,
-                  execution=ExecutionOptions(progress=False))
+                  execution=QUIET)
     ref = simulate(mechs.noisy_sum, POOL1D, n_trials=4, rng=1,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     assert ok.outputs.dtype == np.float32 and ok.reference.dtype == np.float64
     assert np.array_equal(ok.reference, ref.outputs[0])
     assert np.array_equal(ok.outputs, (ref.outputs - ref.outputs[0]).astype(np.float32))
     mech = functools.partial(mechs.bad_output, kind="huge")
     with pytest.raises(MechanismError, match="not finite"):
         simulate(mech, POOL1D, n_trials=30, rng=22, output_dtype=np.float32,
-                 execution=ExecutionOptions(progress=False))
+                 execution=QUIET)
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_retries_use_same_seed(n_jobs):
     """retries=1 recovers a transient failure with the same seed (same outputs as clean)."""
     clean = simulate(mechs.noisy_sum, POOL1D, n_trials=12, rng=1234 + n_jobs,
-                     execution=ExecutionOptions(progress=False))
+                     execution=QUIET)
     res = simulate(mechs.flaky, POOL1D, n_trials=12, rng=1234 + n_jobs,
                    execution=ExecutionOptions(retries=1, n_jobs=n_jobs, progress=False))
     assert np.array_equal(res.outputs, clean.outputs)
@@ -265,7 +268,7 @@ def test_no_retries_fail_fast():
     """With retries=0 a transient failure is reported, not dropped."""
     with pytest.raises(MechanismError, match=r"raised ConnectionError in trial 0"):
         simulate(mechs.flaky, POOL1D, n_trials=3, rng=999,
-                 execution=ExecutionOptions(progress=False))
+                 execution=QUIET)
 
 
 def test_retries_exhausted_says_attempts():
@@ -281,8 +284,9 @@ def test_timeout(backend):
     flagged = _flagged(23, 40)
     kwargs = {"n_jobs": 2, "backend": "threading"} if backend else {}
     with pytest.raises(MechanismError, match=r"timeout=1.0 s") as info:
-        simulate(mechs.sleepy, POOL1D, n_trials=40, rng=23, timeout=mechs.SLEEPY_TIMEOUT_S,
-                 progress=False, **kwargs)
+        simulate(mechs.sleepy, POOL1D, n_trials=40, rng=23,
+                 execution=ExecutionOptions(timeout=mechs.SLEEPY_TIMEOUT_S, progress=False,
+                                            **kwargs))
     assert info.value.trial_index in flagged
 
 
@@ -292,7 +296,7 @@ def test_output_path_memmap(tmp_path):
     res = simulate(mechs.noisy_sum, POOL1D, n_trials=15, rng=8,
                    execution=ExecutionOptions(output_path=path, progress=False))
     ref = simulate(mechs.noisy_sum, POOL1D, n_trials=15, rng=8,
-                   execution=ExecutionOptions(progress=False))
+                   execution=QUIET)
     assert isinstance(res.outputs, np.memmap)
     assert np.array_equal(np.load(path), ref.outputs)
     assert np.array_equal(np.load(masks_path_for(path)), ref.masks)
@@ -311,7 +315,7 @@ def test_worker_crash_is_reported_and_resumable(tmp_path):
     flag_file.unlink()
     resumed = simulate(mech, POOL1D, n_trials=40, rng=21,
                        execution=ExecutionOptions(checkpoint=ckpt, progress=False))
-    clean = simulate(mech, POOL1D, n_trials=40, rng=21, execution=ExecutionOptions(progress=False))
+    clean = simulate(mech, POOL1D, n_trials=40, rng=21, execution=QUIET)
     assert np.array_equal(resumed.outputs, clean.outputs)
 
 
@@ -322,7 +326,7 @@ def test_sampler_error_in_worker_names_trial():
 
     with pytest.raises(ValueError, match=r"`sampler` must return a mask of shape \(25,\) in trial"):
         simulate(mechs.count_mech, POOL1D, n_trials=30, rng=0, sampler=CallableSampler(sampler),
-                 execution=ExecutionOptions(progress=False))
+                 execution=QUIET)
 
 
 @pytest.mark.parametrize(
@@ -359,11 +363,13 @@ def test_sampler_error_in_worker_names_trial():
 )
 def test_input_validation(kwargs, error, message):
     """Each invalid argument raises its own error naming the argument."""
-    args = {"mechanism": mechs.count_mech, "pool": POOL, "n_trials": 3, "progress": False}
+    args = {"mechanism": mechs.count_mech, "pool": POOL, "n_trials": 3}
     args.update(kwargs)
     mechanism, pool = args.pop("mechanism"), args.pop("pool")
+    fields = {f.name for f in dataclasses.fields(ExecutionOptions)} - {"output_dtype"}
+    options = {"progress": False, **{k: args.pop(k) for k in list(args) if k in fields}}
     with pytest.raises(error, match=message):
-        simulate(mechanism, pool, **args)
+        simulate(mechanism, pool, execution=ExecutionOptions(**options), **args)
 
 
 def test_ray_backend_needs_ray(hide_modules):
@@ -398,7 +404,7 @@ def test_trials_that_cannot_fit_in_memory_are_refused_before_any_trial():
 
     with pytest.raises(ValueError, match=r"n_trials.*GiB for the membership masks"):
         simulate(f, np.arange(150.0), n_trials=10_000_000_000, rng=0,
-                 execution=ExecutionOptions(progress=False))
+                 execution=QUIET)
     assert calls == []
 
 
@@ -408,7 +414,7 @@ def test_outputs_whose_variance_would_under_or_overflow_are_refused(kind, side):
     """A varying output of magnitude 1e-170 had variance exactly 0: released with no noise."""
     mech = functools.partial(mechs.bad_output, kind=kind)
     with pytest.raises(MechanismError, match=side) as info:
-        simulate(mech, POOL1D, n_trials=30, rng=22, execution=ExecutionOptions(progress=False))
+        simulate(mech, POOL1D, n_trials=30, rng=22, execution=QUIET)
     assert "coordinate 1" in str(info.value) or "coordinate 0" in str(info.value)
     assert "e-170" not in str(info.value) and "e+300" not in str(info.value)  # no value
 
@@ -436,7 +442,7 @@ def test_outputs_that_cannot_fit_in_memory_are_refused_after_the_first_trial(mon
 
     monkeypatch.setattr(storage, "physical_memory", lambda: 2 * 1000 * 8 * 50)  # 50 trials
     with pytest.raises(ValueError, match=r"`n_trials` = 200 outputs of dimension d = 1000"):
-        simulate(wide, POOL1D, n_trials=200, rng=0, execution=ExecutionOptions(progress=False))
+        simulate(wide, POOL1D, n_trials=200, rng=0, execution=QUIET)
     assert len(calls) <= 2  # refused as soon as d was known, not after the run
     assert simulate(wide, POOL1D, n_trials=40, rng=0,
-                    execution=ExecutionOptions(progress=False)).outputs.shape == (40, 1000)
+                    execution=QUIET).outputs.shape == (40, 1000)

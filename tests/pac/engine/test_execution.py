@@ -1,5 +1,6 @@
 """One way in (issue 24 item 1): ``execution=ExecutionOptions(...)`` for every function that
-runs trials or fits models; the 0.2 loose keywords still work for one release, with a warning."""
+runs trials or fits models; the 0.2 loose keywords were removed in 0.4 (a TypeError naming the
+replacement)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pacpriv.pac import (
     simulate_differences,
 )
 from pacpriv.pac.engine import ExecutionOptions
-from pacpriv.pac.engine._options import LEGACY_EXECUTION
+from pacpriv.pac.engine._options import REMOVED_EXECUTION
 
 POOL = np.linspace(-1.0, 1.0, 40).reshape(20, 2)
 QUIET = ExecutionOptions(progress=False)
@@ -39,33 +40,48 @@ def _mean(subset):
 def test_execution_is_the_one_execution_argument(func):
     """The signature has ``execution`` and none of the 0.2 loose keywords nor an ``**execution``
     passthrough (``compare_pac_dpsgd``'s ``**fields`` are ComparisonSettings fields: a loose
-    execution keyword there still takes the deprecated path)."""
+    execution keyword there is refused before it reaches them)."""
     params = inspect.signature(func).parameters
     assert "execution" in params and params["execution"].default is None
-    assert not set(LEGACY_EXECUTION) & set(params) and "options" not in params
+    assert not set(REMOVED_EXECUTION) & set(params)
     assert all(p.kind is not p.VAR_KEYWORD or p.name == "fields" for p in params.values())
 
 
 def test_methods_that_fit_take_execution_too():
     for method in (PrivatePredictor.fit, type(pac_private(_mean, mi_budget=0.1)).calibrate):
         params = inspect.signature(method).parameters
-        assert "execution" in params and not set(LEGACY_EXECUTION) & set(params)
+        assert "execution" in params and not set(REMOVED_EXECUTION) & set(params)
 
 
-def test_loose_keywords_warn_and_name_the_replacement():
-    new = simulate(_mean, POOL, n_trials=12, rng=1,
-                   execution=ExecutionOptions(n_jobs=1, progress=False, batch_size=3))
-    with pytest.warns(DeprecationWarning,
-                      match=r"simulate: n_jobs=, progress=, batch_size= are deprecated; pass "
-                            r"execution=ExecutionOptions\(n_jobs=1, progress=False, "
-                            r"batch_size=3\)"):
-        old = simulate(_mean, POOL, n_trials=12, rng=1, n_jobs=1, progress=False, batch_size=3)
-    np.testing.assert_array_equal(new.outputs, old.outputs)
+def _never_called(subset):  # pragma: no cover - the tests check it is never reached
+    raise AssertionError("the mechanism must not run when an argument is refused")
 
 
-def test_execution_and_loose_keywords_together_are_refused():
-    with pytest.raises(TypeError, match="in `execution` only; got execution and n_jobs"):
-        simulate(_mean, POOL, n_trials=4, execution=QUIET, n_jobs=2)
+@pytest.mark.parametrize("func", RUNNERS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("name", REMOVED_EXECUTION)
+def test_a_removed_execution_keyword_is_a_type_error_naming_the_replacement(func, name):
+    """0.4 removed the 0.2 loose keywords: each is refused before any work, naming
+    ``execution=ExecutionOptions(...)``, with or without ``execution`` given."""
+    replacement = (r"execution=ExecutionOptions\(\.\.\.\)" if name == "options"
+                   else rf"execution=ExecutionOptions\({name}=\.\.\.\)")
+    for execution in (None, QUIET):
+        with pytest.raises(TypeError, match=rf"^{func.__name__}\(\) got an unexpected keyword "
+                                            rf"argument '{name}'; pass {replacement}"):
+            func(_never_called, POOL, execution=execution, **{name: 1})
+
+
+def test_the_methods_refuse_removed_execution_keywords_too():
+    with pytest.raises(TypeError, match=r"^fit\(\) got an unexpected keyword argument 'n_jobs'"
+                                        r"; pass execution=ExecutionOptions\(n_jobs=\.\.\.\)"):
+        PrivatePredictor.fit(None, n_jobs=2)  # type: ignore[arg-type]
+    f = pac_private(_mean, mi_budget=0.1)
+    with pytest.raises(TypeError, match=r"^calibrate\(\) got an unexpected keyword argument "
+                                        r"'progress'; pass execution=ExecutionOptions"):
+        f.calibrate(POOL, n_trials=4, progress=False)
+    assert f.simulation is None
+
+
+def test_execution_must_be_execution_options():
     with pytest.raises(TypeError, match="`execution` must be an ExecutionOptions or None"):
         simulate(_mean, POOL, n_trials=4, execution={"n_jobs": 2})
 

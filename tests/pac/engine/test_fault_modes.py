@@ -27,17 +27,22 @@ from pacpriv.mechanisms.mean import ClippedMean
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._checkpoint import mechanism_digest
 from pacpriv.pac.engine._simulate import simulate
+from pacpriv.pac.noise import Certified
 from pacpriv.pac.noise._calibration import calibrate_noise
 from pacpriv.pac.spectrum._covariance import estimate_output_spectrum
 
 from . import _engine_mechs as mechs
+
+QUIET = ExecutionOptions(progress=False)
+NO_CHECK = Certified(target_inflation=None)  # no trial-count check
 
 POOL = np.linspace(-1.0, 2.0, 25)
 POOL2D = np.random.default_rng(0).uniform(-3, 3, size=(30, 2))
 
 
 def _run(mech, ckpt, n_trials=6, pool=POOL, **kw):
-    return simulate(mech, pool, n_trials=n_trials, rng=3, checkpoint=ckpt, progress=False, **kw)
+    return simulate(mech, pool, n_trials=n_trials, rng=3,
+                    execution=ExecutionOptions(checkpoint=ckpt, progress=False), **kw)
 
 
 # --- item 1: checkpoint of a different mechanism ----------------------------------------------
@@ -171,7 +176,7 @@ def test_float32_keeps_variation_on_large_offset():
     pool = np.random.default_rng(1).uniform(0.0, 1.0, size=200)
     runs = {
         dt: simulate(_offset_mean, pool, n_trials=300, rng=5, output_dtype=dt,
-                     execution=ExecutionOptions(progress=False))
+                     execution=QUIET)
         for dt in (np.float64, np.float32)
     }
     r32, r64 = runs[np.float32], runs[np.float64]
@@ -215,7 +220,7 @@ def test_seed_ignoring_mechanism_is_flagged():
     """Global np.random draws: NotReproducibleWarning, result.reproducible False, in to_dict."""
     with pytest.warns(NotReproducibleWarning, match="randomness outside its `rng`"):
         res = simulate(mechs.global_normal, POOL, n_trials=8, rng=2,
-                       execution=ExecutionOptions(progress=False))
+                       execution=QUIET)
     assert res.reproducible is False and "not reproducible" in res.reproducibility_note
     assert res.to_dict()["reproducible"] is False
 
@@ -225,7 +230,7 @@ def test_rng_mechanism_is_reproducible():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res = simulate(mechs.noisy_sum, POOL, n_trials=8, rng=2,
-                       execution=ExecutionOptions(progress=False))
+                       execution=QUIET)
     assert res.reproducible is True and "bit-identical" in res.reproducibility_note
 
 
@@ -252,7 +257,7 @@ def test_report_says_not_reproducible(tmp_path):
     with pytest.warns(NotReproducibleWarning):
         res = run_pac(mechs.global_normal, pool, mi_budget=0.5, n_trials=30, rng=1,
                       release=False,
-                          execution=ExecutionOptions(progress=False), target_inflation=None)
+                          execution=QUIET, rule=NO_CHECK)
     paths = write_report(res, tmp_path, formats=("json", "md", "html"))
     md = paths["md"].read_text()
     assert "**Not reproducible.**" in md and "bit for bit" not in md

@@ -7,6 +7,9 @@ import pytest
 from pacpriv.exceptions import MechanismError
 from pacpriv.pac import ExecutionOptions, pac_private, run_pac, simulate
 
+SERIAL = ExecutionOptions(n_jobs=1, progress=False)
+QUIET = ExecutionOptions(progress=False)
+
 pytestmark = pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
 
 
@@ -56,14 +59,14 @@ def test_a_huge_record_fails_the_run_naming_a_trial():
     pool[5, 1] = 1e300
     with pytest.raises(MechanismError) as info:
         run_pac(lambda x: np.asarray(x).mean(axis=0), pool, mi_budget=0.1, n_trials=60, rng=0,
-                progress=False)
+                execution=QUIET)
     assert "trial" in str(info.value) and "1e+300" not in str(info.value)
 
 
 def test_block_mechanisms_are_checked_row_by_row():
     with pytest.raises(MechanismError) as info:
         simulate(_Blocks(), POOL, n_trials=16, rng=0,
-                 execution=ExecutionOptions(n_jobs=1, progress=False))
+                 execution=SERIAL)
     assert "trial" in str(info.value) and "not finite" in str(info.value)
 
 
@@ -75,7 +78,7 @@ def test_a_nonfinite_release_output_is_refused_and_not_charged():
         return out * np.inf if broken["now"] else out
 
     g = pac_private(f, mi_budget=0.05)
-    g.calibrate(POOL, n_trials=200, rng=0, execution=ExecutionOptions(n_jobs=1, progress=False))
+    g.calibrate(POOL, n_trials=200, rng=0, execution=SERIAL)
     broken["now"] = True
     with pytest.raises((MechanismError, ValueError), match="not finite"):
         g(POOL[:30])

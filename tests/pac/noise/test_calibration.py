@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from pacpriv.exceptions import CalibrationError, ConstantOutputWarning
+from pacpriv.pac.noise import Algorithm1
 from pacpriv.pac.noise._calibration import (
     SPECTRUM_RULES,
     NoisePlan,
@@ -50,8 +51,8 @@ def _dense_mi(cov, plan):
     return 0.5 * float(np.sum(np.log1p(np.clip(np.linalg.eigvalsh(m), 0, None))))
 
 
-def _alg1_kwargs(rule):
-    return ALG1 if rule == "algorithm1" else {}
+def _rule(rule):
+    return Algorithm1(**ALG1) if rule == "algorithm1" else rule
 
 
 @pytest.fixture
@@ -90,8 +91,8 @@ def test_worked_example_exact_mi(example):
 @pytest.mark.parametrize(("r", "expected"), [(1.0, [12.04497, 6.04497]), (100.0, [10.004] * 2)])
 def test_worked_example_algorithm1(example, r, expected):
     """Algorithm 1, λ̂ = (4,1), c = 1e-3, v = β = ¼, d = 2: gap 3 vs r·sqrt(d·c) + 2c."""
-    plan = calibrate_noise(example, mi_budget=0.25, rule="algorithm1", c=1e-3, beta=0.25,
-                           output_bound=r)
+    plan = calibrate_noise(example, mi_budget=0.25, rule=Algorithm1(c=1e-3, beta=0.25,
+                                                                    output_bound=r))
     assert np.allclose(plan.noise_variance, expected, atol=5e-6)
     assert plan.details["branch"] == ("anisotropic" if r == 1.0 else "isotropic")
     assert plan.mi_claim == 0.5 and plan.confidence == 1.0
@@ -131,7 +132,7 @@ def test_every_rule_certifies_budget(lam, v, rule):
     cov = rot @ np.diag(lam) @ rot.T
     cov = (cov + cov.T) / 2
     spec = spectrum_from_covariance(cov)
-    plan = calibrate_noise(spec, mi_budget=v, rule=rule, **_alg1_kwargs(rule))
+    plan = calibrate_noise(spec, mi_budget=v, rule=_rule(rule))
     assert plan.mi_bound <= v
     assert plan.mi_claim >= plan.mi_bound  # the headline is never below the plan's MI
     # independent check against the covariance itself (the spectrum may raise eigenvalues to
@@ -165,11 +166,10 @@ def test_algorithm1_unresolved_complement_goes_isotropic():
     rng = np.random.default_rng(12)
     x = rng.normal(size=(80, 5)) * np.array([3.0, 2.0, 1.5, 1.0, 0.8])
     spec = estimate_output_spectrum(x, n_components=2)
-    plan = calibrate_noise(spec, mi_budget=0.5, rule="algorithm1", c=1e-3, beta=0.5,
-                           output_bound=1.0)
+    rule = Algorithm1(c=1e-3, beta=0.5, output_bound=1.0)
+    plan = calibrate_noise(spec, mi_budget=0.5, rule=rule)
     assert plan.details["branch"] == "isotropic" and plan.basis is None
-    full = calibrate_noise(estimate_output_spectrum(x), mi_budget=0.5, rule="algorithm1",
-                           c=1e-3, beta=0.5, output_bound=1.0)
+    full = calibrate_noise(estimate_output_spectrum(x), mi_budget=0.5, rule=rule)
     assert full.details["branch"] == "anisotropic"
 
 
@@ -182,7 +182,7 @@ def test_certified_bound_within_budget_dense_oracle(rule, seed):
     x /= 10 * np.max(np.linalg.norm(x, axis=1))
     spec = estimate_output_spectrum(x)
     cov = np.cov(x.T)
-    plan = calibrate_noise(spec, mi_budget=0.3, rule=rule, **_alg1_kwargs(rule))
+    plan = calibrate_noise(spec, mi_budget=0.3, rule=_rule(rule))
     oracle = _dense_mi(cov, plan)
     assert oracle <= 0.3 * (1 + 1e-9)
     # the spectrum's eigenvalues are raised by the resolution (rank 3 < d = 5 here), so the
@@ -207,8 +207,8 @@ def test_gram_plan_charges_unresolved_complement():
     assert _dense_mi(np.cov(x.T), plan) <= plan.mi_bound
     # the population here is isotropic N(0, I_20): the true MI is finite and within budget
     assert _dense_mi(np.eye(20), plan) <= 0.5
-    alg1 = calibrate_noise(spec, mi_budget=0.5, rule="algorithm1", c=1e-3, beta=0.5,
-                           output_bound=10.0)
+    alg1 = calibrate_noise(spec, mi_budget=0.5, rule=Algorithm1(c=1e-3, beta=0.5,
+                                                                output_bound=10.0))
     assert alg1.residual_std > 0 or alg1.basis is None
 
 
@@ -264,19 +264,19 @@ def test_algorithm1_confidence_certified_or_error():
     x = rng.uniform(-0.5, 0.5, size=(200, 2))
     spec = estimate_output_spectrum(x)
     with pytest.raises(CalibrationError, match="certifies confidence"):
-        calibrate_noise(spec, mi_budget=0.25, rule="algorithm1", confidence=0.9, c=0.05,
-                        beta=0.25, output_bound=1.0)
+        calibrate_noise(spec, mi_budget=0.25, rule=Algorithm1(confidence=0.9, c=0.05, beta=0.25,
+                                                              output_bound=1.0))
     m = trials_for_confidence(confidence=0.9, c=0.05, output_bound=1.0, dim=2)
     big = estimate_output_spectrum(rng.uniform(-0.5, 0.5, size=(m, 2)))
-    plan = calibrate_noise(big, mi_budget=0.25, rule="algorithm1", confidence=0.9, c=0.05,
-                           beta=0.25, output_bound=1.0)
+    plan = calibrate_noise(big, mi_budget=0.25, rule=Algorithm1(confidence=0.9, c=0.05, beta=0.25,
+                                                                output_bound=1.0))
     assert plan.confidence >= 0.9
 
 
 def test_to_dict_json(example):
     """NoisePlan.to_dict is JSON-serialisable for each rule."""
     for rule in SPECTRUM_RULES:
-        d = calibrate_noise(example, mi_budget=0.5, rule=rule, **_alg1_kwargs(rule)).to_dict()
+        d = calibrate_noise(example, mi_budget=0.5, rule=_rule(rule)).to_dict()
         json.dumps(d, allow_nan=False)
         assert d["rule"] == rule
 
@@ -300,15 +300,16 @@ def test_error_spectrum_type():
 
 
 def test_error_alg1_params_on_other_rule(example):
-    """Algorithm-1 parameters with another rule are an error, not silently ignored."""
-    with pytest.raises(ValueError, match=r"\['c'\] only apply to rule='algorithm1'"):
+    """Algorithm-1 parameters beside a rule are an error naming the rule object (0.4)."""
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'c'; pass "
+                                        r"rule=Algorithm1\(c=\.\.\.\)"):
         calibrate_noise(example, mi_budget=0.5, c=1e-3)
 
 
 def test_error_alg1_missing_param(example):
     """Algorithm 1 needs c, beta and output_bound."""
     with pytest.raises(ValueError, match="rule='algorithm1' needs `output_bound`"):
-        calibrate_noise(example, mi_budget=0.5, rule="algorithm1", c=1e-3, beta=0.1)
+        calibrate_noise(example, mi_budget=0.5, rule=Algorithm1(c=1e-3, beta=0.1))
 
 
 def test_error_variances():
@@ -319,15 +320,16 @@ def test_error_variances():
         calibrate_variance_only([-1.0], mi_budget=0.5)
 
 
-def test_algorithm1_rule_object_equals_the_keywords():
-    """Algorithm 1's parameters travel with the rule (issue 9 item 4)."""
-    from pacpriv.pac import Algorithm1
+def test_algorithm1_rule_object_equals_rule_with():
+    """Algorithm 1's parameters travel with the rule (issue 9 item 4); beside it, a keyword is
+    refused (0.4)."""
+    from pacpriv.pac.noise._registry import rule_with
 
     spec = estimate_output_spectrum(np.random.default_rng(3).uniform(-0.5, 0.5, size=(400, 3)))
     kwargs = {"confidence": 0.5, "c": 0.5, "beta": 0.25, "output_bound": 1.0}
-    by_name = calibrate_noise(spec, mi_budget=0.25, rule="algorithm1", **kwargs)
+    by_name = calibrate_noise(spec, mi_budget=0.25, rule=rule_with("algorithm1", **kwargs))
     by_object = calibrate_noise(spec, mi_budget=0.25, rule=Algorithm1(**kwargs))
     assert by_object.rule == "algorithm1"
     np.testing.assert_array_equal(by_object.noise_std, by_name.noise_std)
-    with pytest.raises(TypeError, match="given twice"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'c'"):
         calibrate_noise(spec, mi_budget=0.25, rule=Algorithm1(**kwargs), c=1e-3)

@@ -18,6 +18,7 @@ from pacpriv.exceptions import ConstantOutputWarning, UndersampledWarning
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.noise import (
+    Certified,
     _registry,
     betting_upper,
     certify_noise,
@@ -30,6 +31,10 @@ from pacpriv.pac.noise._calibration import DEFAULT_RULE, RULES, SPECTRUM_RULES
 from pacpriv.pac.noise._concentration import MAX_BET
 from pacpriv.pac.noise._shape import default_shape_trials
 from pacpriv.pac.release import privatize
+
+SERIAL = ExecutionOptions(n_jobs=1, progress=False)
+QUIET = ExecutionOptions(progress=False)
+NO_CHECK = Certified(target_inflation=None)  # no trial-count check
 
 _BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "coverage.py"
 
@@ -213,7 +218,7 @@ def test_rare_event_is_not_called_reveals_nothing():
     """200 trials of a 1-in-1024 event (MI 0.0077 nats = 7.7x a budget of 0.001) that did not
     occur: no 'reveals nothing', the supported statement, and a certified release."""
     pool = np.arange(10.0)[:, None]
-    kw = dict(mi_budget=0.001, n_trials=200, rng=0, progress=False, n_jobs=1,
+    kw = dict(mi_budget=0.001, n_trials=200, rng=0, execution=SERIAL,
               secret_mask=np.ones(10, dtype=bool), release_rng=1)
     with pytest.warns(ConstantOutputWarning):
         res = run_pac(_all_in, pool, **kw)
@@ -226,7 +231,7 @@ def test_rare_event_is_not_called_reveals_nothing():
     assert res.label == "certified (1−γ = 0.95)"
     # with an output bound: a certified minimum noise, true MI of the mechanism <= v
     with pytest.warns(ConstantOutputWarning):
-        res_b = run_pac(_all_in, pool, output_bound=1.0, **kw)
+        res_b = run_pac(_all_in, pool, rule=Certified(output_bound=1.0), **kw)
     s2 = float(res_b.plan.noise_variance[0])
     p = 1 / 1024
     assert s2 > 0 and 0.5 * math.log1p(p * (1 - p) / s2) <= 0.001
@@ -272,16 +277,19 @@ def test_run_pac_rejects_bad_certificate_input_before_simulating(kwargs, match):
     def boom(subset):  # never called: the error comes first
         raise AssertionError("simulated")
 
+    from pacpriv.pac.noise._registry import rule_with
+
+    n_trials = kwargs.pop("n_trials", 50)
     with pytest.raises(ValueError, match=match):
-        run_pac(boom, np.zeros((10, 1)), mi_budget=0.1, progress=False,
-                **{"n_trials": 50, **kwargs})
+        run_pac(boom, np.zeros((10, 1)), mi_budget=0.1, execution=QUIET, n_trials=n_trials,
+                rule=rule_with("certified", **kwargs))
 
 
 def test_run_pac_warns_below_the_planned_trials():
     x = np.linspace(0, 10, 30)[:, None]
     with pytest.warns(UndersampledWarning, match="trials_for_inflation"):
         run_pac(_mean0, x, mi_budget=0.1, n_trials=20, rng=0, release=False,
-                execution=ExecutionOptions(progress=False, n_jobs=1))
+                execution=SERIAL)
 
 
 def _mean0(subset):
@@ -306,7 +314,7 @@ def test_rule_table_drives_the_names():
 def test_result_reports_the_certificate():
     x = np.linspace(0, 10, 30)[:, None]
     res = run_pac(_mean0, x, mi_budget=0.1, n_trials=400, rng=0, release=False,
-                  execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None)
+                  execution=SERIAL, rule=NO_CHECK)
     cert = res.to_dict()["certification"]
     assert cert["label"] == "certified (1−γ = 0.95)" and cert["gamma"] == pytest.approx(0.05)
     assert cert["n_shape_trials"] == default_shape_trials(400, 1) == 44
@@ -316,7 +324,7 @@ def test_result_reports_the_certificate():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         plug = run_pac(_mean0, x, mi_budget=0.1, n_trials=400, rng=0, release=False,
-                       execution=ExecutionOptions(progress=False, n_jobs=1), rule="isotropic")
+                       execution=SERIAL, rule="isotropic")
     assert plug.to_dict()["certification"]["label"] == "estimated (plug-in)"
     assert plug.to_dict()["certification"]["certified"] is False
 
@@ -342,7 +350,7 @@ def test_complementary_pairs_certify_on_independent_trials():
 
     x = np.linspace(0, 10, 30)[:, None]
     res = run_pac(_mean0, x, mi_budget=0.1, n_trials=400, rng=0, release=False,
-                  execution=ExecutionOptions(progress=False, n_jobs=1), target_inflation=None,
+                  execution=SERIAL, rule=NO_CHECK,
                   sampler=ComplementaryPairsSampler())
     c = res.plan.certificate
     assert c.n_shape + c.n_certificate == 200

@@ -155,22 +155,18 @@ def test_invalid_arguments():
         matched_distance(np.zeros((2, 1)), np.zeros((3, 1)))
 
 
-def test_options_object_gives_the_same_result_as_individual_arguments():
-    """``options=ExecutionOptions(...)`` is accepted like ``simulate``'s; results unchanged."""
+def test_execution_options_leave_the_result_unchanged():
+    """``execution=ExecutionOptions(...)`` is accepted like ``simulate``'s; results unchanged."""
     from pacpriv.pac.engine._options import ExecutionOptions
 
     plain = coupling_noise(coin, POOL, mi_budget=0.1, n_pairs=6, tau=3, rng=9)
     opts = ExecutionOptions(n_jobs=1, backend="threading", progress=False, batch_size=2,
                             retries=1)
-    via = coupling_noise(coin, POOL, mi_budget=0.1, n_pairs=6, tau=3, rng=9, options=opts)
+    via = coupling_noise(coin, POOL, mi_budget=0.1, n_pairs=6, tau=3, rng=9, execution=opts)
     np.testing.assert_array_equal(via.pair_costs, plain.pair_costs)
     assert via.noise_std == plain.noise_std
     cmp_plain = compare_randomized_noise(coin, POOL, n_pairs=4, tau=2, rng=3)
-    cmp_via = compare_randomized_noise(coin, POOL, n_pairs=4, tau=2, rng=3, options=opts)
+    cmp_via = compare_randomized_noise(coin, POOL, n_pairs=4, tau=2, rng=3, execution=opts)
     assert cmp_via.to_dict() == cmp_plain.to_dict()
-    with pytest.raises(TypeError, match="not both; got options and n_jobs"):
-        coupling_noise(coin, POOL, mi_budget=0.1, n_pairs=6, tau=3, options=opts, n_jobs=2)
-    with pytest.raises(TypeError, match="not both; got options and progress"):
-        compare_randomized_noise(coin, POOL, n_pairs=4, tau=2, options=opts, progress=True)
-    with pytest.raises(TypeError, match="`options` must be an ExecutionOptions"):
-        coupling_noise(coin, POOL, mi_budget=0.1, n_pairs=6, tau=3, options={"n_jobs": 1})
+    with pytest.raises(TypeError, match="must be an ExecutionOptions"):
+        coupling_noise(coin, POOL, mi_budget=0.1, n_pairs=6, tau=3, execution={"n_jobs": 1})

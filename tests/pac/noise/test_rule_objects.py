@@ -1,8 +1,8 @@
 """Noise rules are objects (issue 24 item 2): parameters, validation, labels, shorthands.
 
 Each rule owns its parameters and their validation, its label, the trials it needs and its
-planning step; strings are shorthands for the defaults; the 0.2 keyword form still works, with
-a DeprecationWarning, and gives the same plan.
+planning step; strings are shorthands for the defaults; the 0.2 keyword form was removed in 0.4
+(a TypeError naming the rule object that takes the keyword).
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from pacpriv.pac.noise import (
     rule_with,
 )
 from pacpriv.pac.spectrum import estimate_output_spectrum
+
+NO_CHECK = Certified(target_inflation=None)  # no trial-count check
 
 QUIET = ExecutionOptions(progress=False)
 POOL = np.linspace(-1.0, 1.0, 60).reshape(30, 2)
@@ -117,16 +119,27 @@ def test_validate_runs_before_any_trial():
     assert calls == []
 
 
-def test_rule_object_and_deprecated_keywords_give_the_same_plan():
-    obj = run_pac(_mean, POOL, mi_budget=0.1, n_trials=60, rng=2, release=False,
-                  execution=QUIET, rule=Certified(confidence=0.9, target_inflation=None))
-    with pytest.warns(DeprecationWarning, match=r"pass rule=Certified\(confidence=0.9"):
-        old = run_pac(_mean, POOL, mi_budget=0.1, n_trials=60, rng=2, release=False,
-                      execution=QUIET, confidence=0.9, target_inflation=None)
-    np.testing.assert_array_equal(obj.plan.noise_std, old.plan.noise_std)
-    assert obj.label == old.label == "certified (1−γ = 0.9)"
-    assert obj.plan.rule_spec == old.plan.rule_spec == Certified(confidence=0.9,
-                                                                 target_inflation=None)
+@pytest.mark.parametrize(("name", "owner"), [
+    ("confidence", "Certified"), ("target_inflation", "Certified"), ("output_bound", "Certified"),
+    ("c", "Algorithm1"), ("beta", "Algorithm1")])
+def test_a_removed_rule_keyword_is_a_type_error_naming_the_rule_object(name, owner):
+    """0.4 removed the 0.2 keywords beside a rule name: each is refused before any trial,
+    naming the first registered rule that takes it, for run_pac and calibrate_noise alike."""
+    from pacpriv.pac.noise._registry import rule_hints
+
+    assert rule_hints()[name] == f"rule={owner}({name}=...)"
+    assert name in RULE_CLASSES[owner.lower()].parameter_names()
+
+    def never_called(subset):  # pragma: no cover - the test checks it is never reached
+        raise AssertionError("the mechanism must not run when an argument is refused")
+
+    hint = rf"; pass rule={owner}\({name}=\.\.\.\) \(removed in 0\.4\)\.$"
+    with pytest.raises(TypeError, match=rf"^run_pac\(\) got an unexpected keyword argument "
+                                        rf"'{name}'{hint}"):
+        run_pac(never_called, POOL, mi_budget=0.1, execution=QUIET, **{name: 0.5})
+    with pytest.raises(TypeError, match=rf"^calibrate_noise\(\) got an unexpected keyword "
+                                        rf"argument '{name}'{hint}"):
+        calibrate_noise(estimate_output_spectrum(OUTPUTS), mi_budget=0.2, **{name: 0.5})
 
 
 def test_labels_come_from_the_rule():
@@ -170,7 +183,7 @@ def test_no_warning_from_the_new_forms():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run_pac(_mean, POOL, mi_budget=0.1, n_trials=60, rng=2, release=False,
-                execution=QUIET, rule=Certified(target_inflation=None))
+                execution=QUIET, rule=NO_CHECK)
         calibrate_noise(estimate_output_spectrum(OUTPUTS), mi_budget=0.2, rule="exact-mi")
 
 
@@ -186,10 +199,3 @@ def test_every_registered_rule_round_trips_through_the_registry(name):
     assert RULE_CLASSES.from_dict(rule.to_dict()) == rule
 
 
-def test_stacked_legacy_warnings_name_the_callers_file():
-    """run_pac carries two legacy wrappers; each warning is attributed to the user's call
-    (this file), never to pacpriv, whose own DeprecationWarnings the suite turns into errors."""
-    with pytest.warns(DeprecationWarning) as record:
-        run_pac(_mean, POOL, mi_budget=0.1, n_trials=60, rng=2, release=False, progress=False,
-                target_inflation=None)
-    assert len(record) == 2 and {w.filename for w in record} == {__file__}

@@ -17,14 +17,17 @@ from hypothesis import strategies as st
 
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
+from pacpriv.pac.noise import Algorithm1
 from pacpriv.pac.noise._calibration import SPECTRUM_RULES, NoisePlan, calibrate_noise
 from pacpriv.pac.spectrum._covariance import estimate_output_spectrum, spectrum_from_covariance
+
+QUIET = ExecutionOptions(progress=False)
 
 ALG1 = {"c": 1e-3, "beta": 0.25, "output_bound": 1.0}
 
 
-def _rule_kwargs(rule: str) -> dict:
-    return dict(ALG1) if rule == "algorithm1" else {}
+def _rule(rule: str) -> str | Algorithm1:
+    return Algorithm1(**ALG1) if rule == "algorithm1" else rule
 
 
 def _noise_cov(plan: NoisePlan) -> np.ndarray:
@@ -66,7 +69,7 @@ def test_scale_separated_known_covariance_finite_mi_within_budget(rule):
     spec = spectrum_from_covariance(cov)
     assert spec.scale_blocks == 2
     assert spec.eigenvalues.min() >= 1e-6  # never lowered, let alone to 0
-    plan = calibrate_noise(spec, mi_budget=0.05, rule=rule, **_rule_kwargs(rule))
+    plan = calibrate_noise(spec, mi_budget=0.05, rule=_rule(rule))
     mi = true_mi(cov, plan)
     assert math.isfinite(mi)
     assert mi <= plan.mi_claim * (1 + 1e-9)
@@ -109,7 +112,7 @@ def test_income_and_share_example_gets_noise_on_share_and_true_mi_within_budget(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = run_pac(_total_income_and_share, pool, mi_budget=0.05, n_trials=1000, rng=0,
-                      execution=ExecutionOptions(progress=False), release_rng=1, rule="anisotropic")
+                      execution=QUIET, release_rng=1, rule="anisotropic")
     assert res.spectrum.scale_blocks == 2
     share_noise_var = _noise_cov(res.plan)[1, 1]
     assert share_noise_var > 0
@@ -135,7 +138,7 @@ def test_no_positive_variance_direction_gets_zero_noise_known_cov(seed, d, log_r
     spec = spectrum_from_covariance(cov)
     assert np.all(spec.eigenvalues > 0)
     for rule in SPECTRUM_RULES:
-        plan = calibrate_noise(spec, mi_budget=0.1, rule=rule, **_rule_kwargs(rule))
+        plan = calibrate_noise(spec, mi_budget=0.1, rule=_rule(rule))
         mi = true_mi(cov, plan)
         assert mi <= plan.mi_claim * (1 + 1e-9), (rule, mi)
 
@@ -154,7 +157,7 @@ def test_no_positive_variance_direction_gets_zero_noise_sampled(seed, d, n, log_
     spec = estimate_output_spectrum(x)
     cov_hat = np.cov(x.T)
     for rule in SPECTRUM_RULES:
-        plan = calibrate_noise(spec, mi_budget=0.1, rule=rule, **_rule_kwargs(rule))
+        plan = calibrate_noise(spec, mi_budget=0.1, rule=_rule(rule))
         mi = true_mi(cov_hat, plan)
         assert mi <= plan.mi_claim * (1 + 1e-6), (rule, mi)
 

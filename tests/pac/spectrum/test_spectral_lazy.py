@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pacpriv.pac.bounds._mutual_info import gaussian_mi_bound_whitened
+from pacpriv.pac.noise import Algorithm1
 from pacpriv.pac.noise._calibration import calibrate_noise
 from pacpriv.pac.noise._registry import SPECTRUM_RULES, shorthands
 from pacpriv.pac.release import privatize
@@ -87,7 +88,7 @@ def test_lazy_basis_gives_the_same_plan_and_noise(case, rule):
 def test_algorithm1_and_whitened_bound_accept_the_lazy_basis():
     """Algorithm 1 and the coordinate-noise log-det bound read the lazy basis by row blocks."""
     _, dense, lazy = _pair("wide")
-    kw = dict(mi_budget=0.5, rule="algorithm1", c=1e-3, beta=0.25, output_bound=1e3)
+    kw = dict(mi_budget=0.5, rule=Algorithm1(c=1e-3, beta=0.25, output_bound=1e3))
     a, b = calibrate_noise(dense, **kw), calibrate_noise(lazy, **kw)
     assert b.mi_bound == pytest.approx(a.mi_bound, rel=1e-12)
     e = np.linspace(1.0, 2.0, dense.dim)
