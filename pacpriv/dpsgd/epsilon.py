@@ -178,7 +178,11 @@ def _pld_epsilon(sigma: float, steps: int, epochs: int, k: int, delta: float,
                 eps = min(eps, float(_pld_curve(anchor, steps, epochs, k).get_epsilon(delta)))
     except TooLittleNoiseError:
         return math.inf, "PLD unavailable: the privacy loss overflows float64 at this sigma"
-    except (MemoryError, OverflowError, FloatingPointError, ValueError) as exc:
+    except ValueError as exc:
+        if "lattice points" in str(exc):
+            return math.inf, "PLD unavailable: its composition window is above the memory cap"
+        return math.inf, f"PLD unavailable: {type(exc).__name__}"
+    except (MemoryError, OverflowError, FloatingPointError) as exc:
         return math.inf, f"PLD unavailable: {type(exc).__name__}"
     if math.isnan(eps) or eps < 0.0:
         return math.inf, "PLD unavailable: it returned no valid value"

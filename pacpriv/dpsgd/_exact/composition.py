@@ -143,8 +143,27 @@ def _chernoff_window(w: np.ndarray, a0: int, epochs: int, tau: float) -> tuple[i
     return lo, hi
 
 
+#: Largest composition window (lattice points) the exact method allocates: 2**25 points are
+#: 256 MiB a float64 copy, and a few copies are alive at once.
+MAX_WINDOW_POINTS = 2**25
+
+
+def check_window(points: int, epochs: int) -> None:
+    """Refuse, before allocating, a composition window above ``MAX_WINDOW_POINTS`` points."""
+    if points > MAX_WINDOW_POINTS:
+        raise ValueError(
+            f"the exact method would need {points:.3g} lattice points "
+            f"(> {MAX_WINDOW_POINTS:.3g}, {8 * MAX_WINDOW_POINTS // 2**20} MiB a float64 copy) "
+            f"at epochs = {epochs}; use the chi-square bound "
+            "(membership_inference_accuracy_bound) for this many epochs.")
+
+
 def _power(w: np.ndarray, a0: int, epochs: int, lo: int, hi: int) -> np.ndarray:
-    """E-fold self-convolution of ``w`` restricted to sum labels ``lo..hi`` (circular FFT)."""
+    """E-fold self-convolution of ``w`` restricted to sum labels ``lo..hi`` (circular FFT).
+
+    Raises ``ValueError`` (:func:`check_window`) before allocating an oversized window.
+    """
+    check_window(max(hi - lo + 1, w.size), epochs)
     n = sp_fft.next_fast_len(max(hi - lo + 1, w.size), real=True)
     spec = sp_fft.rfft(w, n)
     if epochs <= 64:
@@ -190,10 +209,15 @@ def power_error_l1(w: np.ndarray, epochs: int, lo: int, hi: int) -> float:
 def compose_tv(
     pair: EpochPair, epochs: int, *, direction: str, tau: float
 ) -> tuple[float, float, float]:
-    """TV of the E-fold product of the lattice pair, its window error and round-off bounds."""
+    """TV of the E-fold product of the lattice pair, its window error and round-off bounds.
+
+    Raises ``ValueError`` before allocating when the window needs more than
+    ``MAX_WINDOW_POINTS`` lattice points (memory stays bounded for every valid input).
+    """
     lo_p, hi_p = _chernoff_window(pair.p, pair.a0, epochs, tau)
     lo_q, hi_q = _chernoff_window(pair.q, pair.a0, epochs, tau)
     lo, hi = min(lo_p, lo_q), max(hi_p, hi_q)
+    check_window(hi - lo + 1, epochs)
     labels = np.arange(lo, hi + 1) * pair.delta
     err = 6 * tau
     sp, sq = float(pair.p.sum()), float(pair.q.sum())
