@@ -241,7 +241,15 @@ def _keys(args) -> int:
     store = open_store(args.ledger if args.ledger is not None else
                        Path(args.state) / "ledger.db")
     if args.keys_action == "add":
+        if any(k.name == args.name and k.active for k in store.keys()):
+            raise UsageError(f"--name {args.name!r} is already the name of an active key (see "
+                             "pacpriv serve keys list); revoke it first or choose another name")
+        total = _state_total_budget(args.state)
         key_id, token = add_key(store, args.name, quota=args.quota)
+        if args.quota is not None and total is not None and args.quota > total:
+            print(f"pacpriv: warning: --quota {args.quota:g} nats is above the total budget "
+                  f"{format_bound(total, side='nearest')} nats: the quota can never be reached "
+                  "(the key is capped by the global budget)", file=sys.stderr)
         print(f"{'key id':<22}{key_id}")
         print(f"{'token':<22}{token}")
         print("pacpriv: note: the token is shown once and stored only as a salted hash; give it "
@@ -263,6 +271,16 @@ def _keys(args) -> int:
             print(f"{k['key_id']:<10}{k['name'][:23]:<24}{quota:>14}"
                   f"{format_bound(k['spent']):>14}  {status}")
     return 0
+
+
+def _state_total_budget(state) -> float | None:
+    """The total budget (nats) in the state's config.json (None if it cannot be read)."""
+    import json
+
+    try:
+        return float(json.loads((Path(state) / "config.json").read_text())["total_budget"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _total_budget(args) -> float:
@@ -301,6 +319,7 @@ def _fit(args) -> int:
     if dataset.y is None:
         raise UsageError(f"--dataset {args.dataset!r} has no labels; prediction needs (X, y)")
     output = args.output or ("value" if args.estimator == "ridge" else "proba")
+    _check_labels_and_budget(args, dataset.y, output)  # before the state folder is written
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
@@ -314,6 +333,32 @@ def _fit(args) -> int:
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")
     return 0
+
+
+def _check_labels_and_budget(args, y, output: str) -> None:
+    """Refuse a classifier on a single-class label column, and a per-query budget too small
+    for the grid release of the answers' ``d`` coordinates (every query would fail)."""
+    import numpy as np
+
+    from pacpriv.prediction._noise import smallest_grid_budget
+
+    y = np.asarray(y)
+    n_classes = int(np.unique(y).size)
+    if args.estimator != "ridge" and n_classes < 2:
+        raise UsageError(f"--estimator {args.estimator} needs >= 2 classes in --dataset "
+                         f"{args.dataset!r}'s labels; got {n_classes}")
+    if output in ("proba", "label"):
+        d = n_classes
+    elif output == "logits":
+        d = 1 if n_classes == 2 else n_classes
+    else:
+        d = 1 if y.ndim == 1 else int(y.shape[1])
+    smallest = smallest_grid_budget(d)
+    if not args.per_query_budget > smallest:
+        raise UsageError(
+            f"--per-query-budget {args.per_query_budget:g} nats is too small for the grid "
+            f"release of {d} output coordinate(s) (--output {output}): every query would "
+            f"fail; use more than {format_bound(smallest, 3, side='up')} nats")
 
 
 def _check_fit_estimate(args, pool, n_jobs) -> None:

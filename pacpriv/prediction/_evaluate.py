@@ -108,9 +108,10 @@ class Worlds:
                 module.eval()
                 models.append(module)
             return cls(models, output)
-        import joblib
+        from pacpriv.prediction._state import StateDir
 
-        models = [joblib.load(directory / "models" / f"{digest_hex(r)}.joblib")
+        folder = StateDir(directory)  # each file checked against the SHA-256 in its name
+        models = [folder.load_pickle(f"models/{digest_hex(r)}.joblib")
                   for r in arrays["digests"]]
         return cls(models, output)
 

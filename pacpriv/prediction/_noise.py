@@ -253,6 +253,14 @@ def answer_query(outputs, log_posterior, secret_index: int, *, mi_budget: float,
     return y, update_log_posterior(log_posterior, o, y, noise), noise
 
 
+def smallest_grid_budget(d: int) -> float:
+    """The smallest ``mi_budget`` (nats) a grid release of ``d`` output coordinates accepts,
+    rounded up: the release needs ``mi_budget - grid_overhead(d) > mi_budget / 2``, so
+    ``mi_budget > 2 * grid_overhead(d)`` (a relative ``1e-9`` margin covers float round-off).
+    """
+    return float(2.0 * grid_overhead(int(d)) * (1.0 + 1e-9))
+
+
 def _answer_on_grid(o: np.ndarray, log_posterior, secret_index: int, *, mi_budget: float,
                     rule: str, source: NoiseSource):
     budget = mi_budget - grid_overhead(o.shape[1])

@@ -241,10 +241,10 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
 
     def _load_fitted(self, st: StateDir, evaluator: dict | None = None) -> None:
         """Read the fitted worlds, the secret and the ledger from the state directory ``st``."""
+        self._open_ledger()  # first: it holds the blobs' SHA-256, checked before unpickling
         fitted = st.read_fitted(self.n_worlds, evaluator)
         worlds = Worlds.load(st.path, fitted.arrays, fitted.evaluator["output"],
                              fitted.evaluator.get("model_factory"))
-        self._open_ledger()
         self._set_fitted(worlds, fitted.arrays["masks"], fitted.secret_index,
                          fitted.noise_entropy)
 
@@ -295,16 +295,17 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
 
         Notes
         -----
-        The world models are joblib pickles: only load state directories you created.
+        The world models are joblib pickles: only load state directories you created. Each
+        is checked (owner-only, and the SHA-256 the ledger store recorded at fit) before it
+        is unpickled.
         """
-        import joblib
-
         st = StateDir(state)
         config = st.read_config()
         if not st.is_fitted():
             raise CheckpointError(f"state directory {str(st.path)!r} has no fitted worlds yet; "
                                   "run PrivatePredictor(...).fit() (or `pacpriv predict fit`).")
-        evaluator = joblib.load(st.evaluator_path)
+        st.open_ledger(ledger, float(config["per_query_budget"]))  # the blobs' SHA-256
+        evaluator = st.load_pickle("evaluator.joblib")
         settings = Settings.from_config(config, evaluator["output"])
         params = {"fit": None, "pool": None, "n_worlds": settings.n_worlds,
                   "per_query_budget": settings.per_query_budget,

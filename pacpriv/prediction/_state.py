@@ -32,7 +32,13 @@ Every file is written to a temporary name, flushed and ``fsync``-ed, then moved 
 was never delivered, but never a spend, and a restart continues the same posterior.
 
 Only open state directories you created: ``models/*.joblib`` and ``evaluator.joblib`` are
-pickles, and loading a pickle runs code.
+pickles, and loading a pickle runs code. So a fit records the SHA-256 of ``evaluator.joblib``
+and ``worlds.npz`` (which names every model file by its SHA-256) in the ledger store, and
+every load checks them before unpickling, and refuses a blob that is not owned by the
+current user or is readable or writable by group/others. A state fitted before these hashes
+(a 0.3 state, or an early 0.4 one) gets them recorded once, when first opened, with a note
+``blob_sha256_note`` in the store. The hashes stop a copied or swapped blob;
+they do not stop someone who can write both the folder and the ledger store.
 """
 
 from __future__ import annotations
@@ -70,6 +76,9 @@ class Fitted:
 _FORMAT = "pacpriv.prediction.state"
 _VERSION = 2
 _MIGRATED = "migrated from 0.3 ledger.json"
+_HASHED = ("evaluator.joblib", "worlds.npz")  # worlds.npz names each model file by its SHA-256
+_FIRST_HASH_NOTE = (b"blob hashes recorded when first opened (the state was fitted before "
+                    b"pacpriv recorded them, e.g. a 0.3 state); trust rests on the folder then")
 
 
 class _StateFile:
@@ -90,6 +99,9 @@ class StateDir:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
+        self._hashes: dict[str, str] | None = None  # from the ledger store, once opened
+        self._fresh_hashes: dict[str, str] | None = None  # written by store_fit, not yet stored
+        self._opened: tuple | None = None  # (location, store, scope) of the last open_ledger
         if self.path.exists() and not self.path.is_dir():  # never a state: one clear line
             raise NotADirectoryError(f"`state` {str(self.path)!r} is an existing file; give a "
                                      "folder path (a new one, or a predictor's state).")
@@ -173,7 +185,7 @@ class StateDir:
         atomic_write(self.worlds_path, buf.getvalue())
 
     def read_worlds(self) -> dict:
-        with np.load(self.worlds_path, allow_pickle=False) as f:
+        with np.load(io.BytesIO(self.read_blob("worlds.npz")), allow_pickle=False) as f:
             return {"masks": f["masks"], "digests": f["digests"] if "digests" in f else None,
                     "params": f["params"] if "params" in f else None}
 
@@ -219,6 +231,10 @@ class StateDir:
             If the store cannot be opened, or both a database ledger and ledger.json hold
             answers.
         """
+        if self._opened is not None and self._opened[0] is location:
+            store, scope = self._opened[1], self._opened[2]
+            self._record_hashes(store, scope)
+            return store, scope
         with self.locked():
             store = (location if isinstance(location, LedgerStore) else
                      open_store(self.ledger_path if location is None else location))
@@ -233,7 +249,80 @@ class StateDir:
             if self.legacy_ledger_path.exists():
                 self._migrate(store, scope, per_query_budget)
             self._check_store(store, scope, config)
+            self._record_hashes(store, scope)
+        self._opened = (location, store, scope)
         return store, scope
+
+    # -- blob integrity ------------------------------------------------------------------
+    def _read_own(self, path: Path) -> bytes:
+        """The bytes of ``path``, refused unless owned by this user and owner-only."""
+        st = os.stat(path)
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            raise CheckpointError(f"{str(path)!r} is not owned by the current user; refusing "
+                                  "to load it (a state folder must be your own).")
+        if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise CheckpointError(
+                f"{str(path)!r} has mode {stat.S_IMODE(st.st_mode):o}; it must be 0600 "
+                "(owner only) to be loaded. Fix it with chmod 600 if you trust it.")
+        return path.read_bytes()
+
+    def _current_hashes(self) -> dict[str, str]:
+        import hashlib
+
+        return {name: hashlib.sha256(self._read_own(self.path / name)).hexdigest()
+                for name in _HASHED if (self.path / name).is_file()}
+
+    def _record_hashes(self, store: LedgerStore, scope: str) -> None:
+        """Store the hashes a fit just wrote; read the stored ones (recording them once, with
+        a note, for a state fitted before they existed)."""
+        if not self.is_fitted():
+            return
+        hashes: dict[str, str]
+        with store.transaction(scope) as tx:
+            if self._fresh_hashes is not None:
+                tx.put_state("blob_sha256", _json.dumps(self._fresh_hashes).encode())
+                hashes, self._fresh_hashes = self._fresh_hashes, None
+            elif (body := tx.get_state("blob_sha256")) is not None:
+                hashes = json.loads(body)
+            else:
+                hashes = self._current_hashes()
+                tx.put_state("blob_sha256", _json.dumps(hashes).encode())
+                tx.put_state("blob_sha256_note", _FIRST_HASH_NOTE)
+        self._hashes = hashes
+
+    def read_blob(self, name: str) -> bytes:
+        """The bytes of ``name`` (a path relative to the state folder), checked: owner-only,
+        ours, and (``evaluator.joblib``, ``worlds.npz``) the SHA-256 the ledger store recorded
+        or (``models/<sha256>.joblib``) the SHA-256 in its name.
+
+        Raises
+        ------
+        CheckpointError
+            One line naming the file (never its contents) on any mismatch, or when the ledger
+            was not opened first.
+        """
+        import hashlib
+
+        path = self.path / name
+        data = self._read_own(path)
+        if name.startswith("models/"):
+            expected = Path(name).stem
+        elif self._hashes is None or name not in self._hashes:
+            raise CheckpointError(f"state directory {str(self.path)!r}: no recorded SHA-256 "
+                                  f"for {name}; refusing to load it.")
+        else:
+            expected = self._hashes[name]
+        if hashlib.sha256(data).hexdigest() != expected:
+            raise CheckpointError(
+                f"state directory {str(self.path)!r}: {name} does not match the SHA-256 "
+                "recorded at fit (copied or swapped?); refusing to load it.")
+        return data
+
+    def load_pickle(self, name: str):
+        """Unpickle the checked blob ``name`` (see :meth:`read_blob`)."""
+        import joblib
+
+        return joblib.load(io.BytesIO(self.read_blob(name)))
 
     def _name_of(self, store: LedgerStore) -> str:
         local = Path(getattr(store, "path", "")).resolve() == self.ledger_path.resolve()
@@ -344,6 +433,8 @@ class StateDir:
         else:
             self.write_secret(*secret)
         atomic_write(self.evaluator_path, buf.getvalue())  # last: marks the fit finished
+        self._fresh_hashes = self._current_hashes()  # into the ledger store by open_ledger
+        self._opened = None
         return secret
 
     def read_fitted(self, n_worlds: int, evaluator: dict | None = None) -> Fitted:
@@ -354,10 +445,8 @@ class StateDir:
         CheckpointError
             If the secret is corrupt or does not fit ``n_worlds`` worlds.
         """
-        import joblib
-
         arrays = self.read_worlds()
-        evaluator = joblib.load(self.evaluator_path) if evaluator is None else evaluator
+        evaluator = self.load_pickle("evaluator.joblib") if evaluator is None else evaluator
         secret_index, noise_entropy = self.read_secret()
         if not 0 <= secret_index < n_worlds:
             raise CheckpointError(f"state directory {str(self.path)!r}: corrupt secret file.")

@@ -51,12 +51,16 @@ def add_key(store: LedgerStore, name: str, *, quota: float | None = None) -> tup
     Raises
     ------
     ValueError
-        For an empty or over-long name, or a quota that is not a finite number ``> 0``.
+        For an empty or over-long name, a name an active key already has, or a quota that is
+        not a finite number ``> 0``.
     """
     if not isinstance(name, str) or not 0 < len(name) <= 100 or not name.isprintable():
         raise ValueError("`name` must be 1 to 100 printable characters.")
     if quota is not None:
         quota = check_real(quota, "quota", low=0.0, low_inclusive=False)
+    if any(k.name == name and k.active for k in store.keys()):
+        raise ValueError(f"`name` {name!r} is already the name of an active key; revoke that "
+                         "key first or choose another name.")
     key_id, secret = secrets.token_hex(4), secrets.token_urlsafe(32)
     salt = secrets.token_bytes(16)
     store.add_key(key_id, name, salt, hash_secret(secret, salt), quota)

@@ -1,0 +1,168 @@
+"""Pickles in a state folder are checked before they are unpickled (SHA-256 in the ledger
+store, owner-only files), and ``predict fit`` / ``serve keys add`` refuse unusable settings."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+
+import joblib
+import pytest
+
+from pacpriv.cli import main
+from pacpriv.exceptions import CheckpointError
+from pacpriv.prediction import PrivatePredictor
+
+FIT = ["predict", "fit", "--estimator", "naive_bayes", "--dataset", "iris", "--n-worlds", "4",
+       "--per-query-budget", "2^-10", "--total-budget", "2^-6", "--seed", "0", "--no-progress"]
+
+
+class _Payload:
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))  # creates the file when unpickled
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    state = tmp_path_factory.mktemp("blobs") / "s"
+    assert main([*FIT, "--state", str(state)]) == 0
+    return state
+
+
+@pytest.fixture
+def state(fitted, tmp_path):
+    copy = tmp_path / "s"
+    shutil.copytree(fitted, copy)
+    return copy
+
+
+def _query(state) -> int:
+    return main(["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                 "0:1", "--json"])
+
+
+def _tamper(path, marker) -> None:
+    buf = io.BytesIO()
+    joblib.dump(_Payload(str(marker)), buf)
+    path.write_bytes(buf.getvalue())
+    os.chmod(path, 0o600)
+
+
+def test_the_fit_records_the_blobs_sha256_in_the_ledger_store(state):
+    import hashlib
+    import json
+
+    from pacpriv.storage import open_store
+
+    store = open_store(state / "ledger.db")
+    scope = json.loads((state / "config.json").read_text())["ledger_scope"]
+    with store.transaction(scope) as tx:
+        hashes = json.loads(tx.get_state("blob_sha256"))
+        assert tx.get_state("blob_sha256_note") is None  # fitted here: no note
+    for name in ("evaluator.joblib", "worlds.npz"):
+        assert hashes[name] == hashlib.sha256((state / name).read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("name", ["evaluator.joblib", "models"])
+def test_a_swapped_pickle_is_refused_before_it_is_unpickled(state, tmp_path, capsys, name):
+    marker = tmp_path / "pwned.txt"
+    path = state / name if name != "models" else sorted((state / "models").iterdir())[0]
+    _tamper(path, marker)
+    assert _query(state) == 2
+    err = capsys.readouterr().err
+    assert not marker.exists()
+    assert "does not match the SHA-256" in err and path.name in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    with pytest.raises(CheckpointError, match="does not match the SHA-256"):
+        PrivatePredictor.load(state)
+    assert not marker.exists()
+
+
+def test_a_swapped_worlds_file_cannot_point_at_another_model(state, fitted, capsys):
+    (state / "worlds.npz").write_bytes((state / "worlds.npz").read_bytes() + b"\0")
+    assert _query(state) == 2
+    assert "worlds.npz does not match the SHA-256" in capsys.readouterr().err
+
+
+def test_blobs_readable_by_others_are_refused(state, capsys):
+    os.chmod(state / "evaluator.joblib", 0o644)
+    assert _query(state) == 2
+    assert "evaluator.joblib' has mode 644" in capsys.readouterr().err
+
+
+def test_a_state_fitted_before_the_hashes_records_them_once_with_a_note(state, capsys):
+    import json
+
+    from pacpriv.storage import open_store
+
+    scope = json.loads((state / "config.json").read_text())["ledger_scope"]
+    store = open_store(state / "ledger.db")
+    with store.transaction(scope) as tx:  # what a 0.3 (or early 0.4) state looks like
+        tx._q("DELETE FROM state WHERE scope = ? AND name = ?", (scope, "blob_sha256"))
+    assert _query(state) == 0
+    with store.transaction(scope) as tx:
+        assert b"recorded when first opened" in tx.get_state("blob_sha256_note")
+    capsys.readouterr()
+    _tamper(state / "evaluator.joblib", state / "x")  # from then on: checked
+    assert _query(state) == 2 and "does not match" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("estimator", "output", "d"), [
+    ("naive_bayes", "proba", 3), ("naive_bayes", "label", 3), ("logistic", "logits", 3),
+    ("ridge", "value", 1)])
+def test_a_per_query_budget_too_small_for_the_grid_is_refused_before_the_state(
+        tmp_path, capsys, estimator, output, d):
+    from pacpriv.pac._sampling import grid_overhead
+
+    state = tmp_path / "s"
+    fit = [a if a != "naive_bayes" else estimator for a in FIT]
+    base = [a if a != "2^-10" else "2^-1000" for a in fit]
+    assert main([*base, "--state", str(state), "--output", output]) == 2
+    err = capsys.readouterr().err
+    assert "--per-query-budget" in err and f"{d} output coordinate" in err
+    assert err.count("\n") == 1 and not state.exists()
+    smallest = float(err.split("use more than ")[1].split(" nats")[0])
+    assert smallest >= 2 * grid_overhead(d)  # the release's own condition, rounded up
+    # just above the smallest value: fitted, and a query is answered
+    ok = [a if a != "2^-10" else repr(smallest * 1.01) for a in fit]
+    assert main([*ok, "--state", str(state), "--output", output]) == 0
+    assert _query(state) == 0
+
+
+def test_a_single_class_label_column_is_refused_up_front(tmp_path, capsys):
+    import numpy as np
+
+    data = tmp_path / "one.csv"
+    rng = np.random.default_rng(0)
+    rows = [",".join(f"{v:.3f}" for v in rng.normal(size=3)) + ",1" for _ in range(20)]
+    data.write_text("a,b,c,y\n" + "\n".join(rows) + "\n")
+    state = tmp_path / "s"
+    args = [a for a in FIT]
+    args[args.index("iris")] = str(data)
+    assert main([*args, "--label-column", "y", "--state", str(state)]) == 2
+    err = capsys.readouterr().err
+    assert "needs >= 2 classes" in err and "got 1" in err and not state.exists()
+
+
+def test_keys_add_refuses_a_duplicate_active_name_and_warns_on_an_unreachable_quota(
+        state, capsys):
+    keys = ["serve", "keys", "add", "--state", str(state)]
+    assert main([*keys, "--name", "alice", "--quota", "0.001"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert main([*keys, "--name", "alice"]) == 2
+    assert "'alice' is already the name of an active key" in capsys.readouterr().err
+    assert main([*keys, "--name", "bob", "--quota", "1"]) == 0  # total is 2^-6
+    err = capsys.readouterr().err
+    assert "above the total budget 0.015625" in err and "never be reached" in err
+    from pacpriv.storage import add_key, open_store
+
+    store = open_store(state / "ledger.db")
+    with pytest.raises(ValueError, match="already the name of an active key"):
+        add_key(store, "bob")
+    (bob,) = [k for k in store.keys() if k.name == "bob"]
+    assert store.revoke_key(bob.key_id)
+    assert main([*keys, "--name", "bob"]) == 0  # a revoked name may be reused
