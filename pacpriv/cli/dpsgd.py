@@ -115,8 +115,6 @@ def _sigma_for_epsilon(args) -> int:
 
     if not (math.isfinite(args.target_epsilon) and 0.0 < args.target_epsilon <= 50.0):
         raise UsageError(f"--target-epsilon must be in (0, 50]; got {args.target_epsilon!r}")
-    if not 1e-6 <= args.rtol <= 0.1:
-        raise UsageError(f"--rtol must be in [1e-6, 0.1]; got {args.rtol!r}")
     r = calibrate_epsilon(args.target_epsilon, args.delta, steps_per_epoch=args.steps_per_epoch,
                           epochs=args.epochs, k=args.k, sampling=args.sampling, rtol=args.rtol)
     kind = "certified" if r.certified else "dp-accounting pessimistic PLD"
@@ -129,15 +127,33 @@ def _sigma_for_epsilon(args) -> int:
     ])
 
 
-def _sigma(args) -> int:
-    _check_common(args)
+def _check_sigma_flags(args) -> None:
+    """``--rtol``, ``--method`` and ``--sampling`` against the target, before any work:
+    ``--rtol`` is checked whenever it is given and refused where there is no search."""
+    if args.rtol is not None and not 1e-6 <= args.rtol <= 0.1:
+        raise UsageError(f"--rtol must be in [1e-6, 0.1]; got {args.rtol!r}")
     if args.target_epsilon is not None:
-        return _sigma_for_epsilon(args)
+        if args.method is not None:
+            raise UsageError("--method applies to --target-accuracy only (--target-epsilon "
+                             "always searches sigma on a privacy-loss distribution)")
+        return
     if args.sampling != "random_allocation":
         raise UsageError("--sampling poisson applies to --target-epsilon only (the accuracy "
                          "targets are for random allocation)")
+    if args.rtol is not None and args.method != "exact":
+        raise UsageError("--rtol applies to --method exact and --target-epsilon only (the "
+                         "closed-form sigma has no search tolerance)")
+
+
+def _sigma(args) -> int:
+    _check_common(args)
+    _check_sigma_flags(args)
+    if args.rtol is None:
+        args.rtol = 1e-3
+    if args.target_epsilon is not None:
+        return _sigma_for_epsilon(args)
     kw = {"steps_per_epoch": args.steps_per_epoch, "epochs": args.epochs, "k": args.k}
-    if args.method == "closed-form":
+    if args.method != "exact":
         s = noise_multiplier_for_accuracy(args.target_accuracy, **kw)
         eps, eps_row = _epsilon(args, s)
         return _emit(args, {"noise_multiplier": s, "method": "closed-form", "epsilon": eps},
@@ -234,11 +250,13 @@ def add_parser(subparsers, name: str) -> None:
     s = sub.add_parser("sigma", help="noise multiplier for a target accuracy or epsilon")
     _common(s, sigma=False, target=False)
     _epsilon_target_flags(s)
-    s.add_argument("--method", choices=["closed-form", "exact"], default="closed-form",
-                   help="closed-form chi-square inverse (instant) or the smallest sigma whose "
-                   "certified exact accuracy is <= target (seconds; default closed-form)")
-    s.add_argument("--rtol", type=number, default=1e-3,
-                   help="relative tolerance of the exact sigma search (default 1e-3)")
+    s.add_argument("--method", choices=["closed-form", "exact"], default=None,
+                   help="with --target-accuracy: closed-form chi-square inverse (instant) or "
+                   "the smallest sigma whose certified exact accuracy is <= target (seconds; "
+                   "default closed-form)")
+    s.add_argument("--rtol", type=number, default=None,
+                   help="relative tolerance in [1e-6, 0.1] of the sigma search of --method "
+                   "exact or --target-epsilon (default 1e-3)")
     s.set_defaults(handler=_sigma)
     e = sub.add_parser("exact", help="certified exact accuracy interval (one or more sigma)")
     _common(e, sigma=False, target=False)

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from pacpriv._optional import import_optional
+
 __all__ = [
     "CATEGORICAL_CHOICES",
     "MISSING_CHOICES",
@@ -237,7 +239,8 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
 
 
 def _transform(cells, names, spec, keep, missing, text):
-    import pandas as pd
+    pd = import_optional("pandas", "CSV preprocessing", extra="compare",
+                         hint="pip install 'pandas>=1.5' (a dependency of pacpriv)")
     from sklearn.compose import ColumnTransformer
 
     kept = [r for r, k in zip(cells, keep, strict=True) if k]

@@ -25,6 +25,7 @@ import cloudpickle
 from scipy import optimize, special
 
 from pacpriv._numbers import format_bound
+from pacpriv._optional import import_optional
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier, membership_inference_accuracy_bound
 from pacpriv.dpsgd.sampling import RandomAllocation
@@ -128,7 +129,8 @@ def gdp_clt_accuracy(noise_multiplier: float, *, steps_per_epoch: int, epochs: i
 
 def _poisson_accuracy(sigma: float, steps: int, epochs: int, discretization: float,
                       k: int = 1) -> float:
-    from dp_accounting.pld import privacy_loss_distribution as pld
+    pld = import_optional("dp_accounting.pld.privacy_loss_distribution",
+                          "the dp-accounting row", extra="compare")
 
     dist = pld.from_gaussian_mechanism(
         standard_deviation=sigma,

@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass
 from scipy import optimize, special
 
 from pacpriv._display import Displayable, Summary
+from pacpriv._optional import import_optional
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.sampling import PoissonSampling, RandomAllocation, Sampling, as_sampling
 
@@ -124,7 +125,8 @@ def _ra_epsilon(sigma: float, delta: float, t: int, e: int, k: int, tol: float) 
 
 def _poisson_epsilon(sigma: float, delta: float, rate: float, n_steps: int,
                      interval: float) -> float:
-    from dp_accounting.pld import privacy_loss_distribution as pld
+    pld = import_optional("dp_accounting.pld.privacy_loss_distribution",
+                          "Poisson-sampling epsilon (sampling='poisson')", extra="compare")
 
     try:
         dist = pld.from_gaussian_mechanism(

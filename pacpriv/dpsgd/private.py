@@ -58,6 +58,20 @@ torch = import_torch("pacpriv.dpsgd.private")
 __all__ = ["PrivateDataLoader", "PrivateTraining", "make_private"]
 
 
+def _is_batch(given, yielded) -> bool:
+    """``given`` is ``yielded`` (the loader's object), or a ``.to(device/dtype)`` copy of it:
+    the same shape and equal values once ``yielded`` is converted the same way."""
+    if given is yielded:
+        return True
+    if not (isinstance(given, torch.Tensor) and isinstance(yielded, torch.Tensor)):
+        return False
+    if given.shape != yielded.shape:
+        return False
+    with torch.no_grad():
+        return bool(torch.equal(yielded.to(device=given.device, dtype=given.dtype),
+                                given.detach()))
+
+
 class PrivateDataLoader:
     """Random-allocation batches ``(x, y)``: one ``for`` loop over it is one epoch.
 
@@ -86,7 +100,9 @@ class PrivateDataLoader:
         for idx in batches:
             self._owner._pending = int(idx.numel())
             self._owner._epoch = self.epochs_drawn
-            yield self._records.batch(idx)
+            batch = self._records.batch(idx)
+            self._owner._batch = batch
+            yield batch
             if self._owner._pending is not None:
                 raise RuntimeError(
                     "every batch of a private data loader must be used by exactly one "
@@ -122,6 +138,7 @@ class PrivateTraining:
         self.n_records, self.targets = len(records), targets
         self.steps_taken = 0
         self._pending: int | None = None
+        self._batch: tuple | None = None  # the (x, y) the loader yielded for this step
         self._epoch = 0  # the allocation (epoch) the waiting batch comes from
         self._epochs_used: set[int] = set()
         self._expected = len(records) / steps_per_epoch
@@ -140,7 +157,10 @@ class PrivateTraining:
         Clips every example's gradient of ``loss_fn(module(x_i), y_i)`` to
         ``max_grad_norm``, sums, adds ``N(0, σ²C²)`` per coordinate (float64), divides by the
         expected batch size ``n/t``, writes it to ``.grad`` and calls ``optimizer.step()``.
-        ``x`` and ``y`` are the loader's batch (moved or cast as the user likes, same rows).
+        ``x`` and ``y`` must be the objects the loader yielded for this step, or copies of
+        them moved or cast with ``.to(...)`` (same rows, equal values after the same
+        conversion): the accounting covers only the random-allocation batches, so any other
+        tensors are refused.
 
         Returns
         -------
@@ -151,7 +171,8 @@ class PrivateTraining:
         ------
         RuntimeError
             If no batch is waiting (each yielded batch takes exactly one step), or ``x`` has
-            a different number of rows than it.
+            a different number of rows than it, or ``x`` / ``y`` are not the loader's batch
+            (nor a ``.to(...)`` copy of it).
         FloatingPointError
             If the noisy gradient is not finite (the update is not applied).
         """
@@ -161,6 +182,12 @@ class PrivateTraining:
         if int(x.shape[0]) != self._pending or int(y.shape[0]) != self._pending:
             raise RuntimeError(f"private.step got {int(x.shape[0])} rows; the batch drawn "
                                f"has {self._pending} (pass the loader's batch).")
+        assert self._batch is not None
+        if not (_is_batch(x, self._batch[0]) and _is_batch(y, self._batch[1])):
+            raise RuntimeError("private.step(x, y) takes the x, y that private.data_loader "
+                               "yielded for this step (or their .to(device/dtype) copies); "
+                               "got other tensors, which the privacy accounting does not "
+                               "cover.")
         tape = self._tape
         if tape is not None:
             tape.__enter__()
@@ -177,7 +204,7 @@ class PrivateTraining:
         self.optimizer.step()
         for _, p in self._named:
             p.grad = None  # the noisy gradient is released; nothing else stays in .grad
-        self._pending = None
+        self._pending, self._batch = None, None
         self._epochs_used.add(self._epoch)
         self.steps_taken += 1
         return float(loss)

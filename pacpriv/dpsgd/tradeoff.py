@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pacpriv._display import Displayable, Summary
+from pacpriv._optional import import_optional
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd import exact as _exact
 from pacpriv.dpsgd._exact import composition as _comp
@@ -230,7 +231,8 @@ def _random_allocation_loss(sigma: float, steps: int, epochs: int, tol: float) -
 
 @functools.lru_cache(maxsize=16)
 def _poisson_loss(sigma: float, rate: float, n_steps: int, tol: float) -> GridLoss:
-    from dp_accounting.pld import privacy_loss_distribution as pld
+    pld = import_optional("dp_accounting.pld.privacy_loss_distribution",
+                          "the Poisson-sampling trade-off curve", extra="compare")
 
     interval = float(np.clip(10.0 * tol, 1e-4, 1e-2))
     dist = pld.from_gaussian_mechanism(

@@ -52,3 +52,36 @@ def test_bad_flags_one_line_exit_2(capsys, flags, match):
     assert code == 2
     err = capsys.readouterr().err
     assert match in err and "Traceback" not in err
+
+
+ACC = ["--target-accuracy", "0.6"]
+
+
+@pytest.mark.parametrize("flags,match", [
+    # an invalid --rtol is refused whatever the method or target
+    ([*ACC, "--rtol", "0"], "--rtol must be in [1e-6, 0.1]; got 0.0"),
+    ([*ACC, "--rtol", "-1"], "--rtol must be in [1e-6, 0.1]; got -1.0"),
+    ([*ACC, "--rtol", "nan"], "--rtol must be in"),
+    ([*ACC, "--method", "exact", "--rtol", "0"], "--rtol must be in"),
+    (["--target-epsilon", "3", "--rtol", "-1"], "--rtol must be in"),
+    # a valid --rtol where there is no search is said, not ignored
+    ([*ACC, "--rtol", "0.01"], "--rtol applies to --method exact and --target-epsilon only"),
+    ([*ACC, "--method", "closed-form", "--rtol", "0.01"], "--rtol applies to"),
+    # --method with --target-epsilon
+    (["--target-epsilon", "3", "--method", "exact"], "--method applies to --target-accuracy"),
+    (["--target-epsilon", "3", "--method", "closed-form"], "--method applies to"),
+])
+def test_sigma_refuses_flags_that_would_be_ignored(capsys, flags, match):
+    assert main([*BASE, *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pacpriv: error:") and match in err[0]
+
+
+def test_sigma_rtol_still_applies_where_it_searches(capsys):
+    assert main([*BASE, *ACC, "--method", "exact", "--rtol", "0.01", "--json"]) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert main([*BASE, *ACC, "--json"]) == 0
+    closed = json.loads(capsys.readouterr().out)
+    assert exact["noise_multiplier"] <= closed["noise_multiplier"]
+    assert main([*BASE, "--target-epsilon", "3", "--rtol", "0.01", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["epsilon"] <= 3.0

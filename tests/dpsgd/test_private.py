@@ -196,3 +196,34 @@ def test_an_epoch_left_early_counts_whole():
             break
     assert private.steps_taken == 2 and private.epochs_started == 2
     assert private.get_epsilon(1e-5) == DPSGDSpec(1.0, 3, 2).get_epsilon(1e-5)
+
+
+@pytest.mark.parametrize("forge", [
+    lambda x, y: (torch.randn_like(x) * 1e6, y),  # same shape, other values
+    lambda x, y: (x, (y + 1) % 3),  # forged labels (classes 0, 1, 2)
+    lambda x, y: (x.clone() + 1.0, y),
+])
+def test_step_refuses_tensors_not_from_the_loader(forge):
+    model = _mlp()
+    before = [p.detach().clone() for p in model.parameters()]
+    private = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _data(),
+                           loss_fn=LOSS, noise_multiplier=1.0, max_grad_norm=1.0, epochs=1,
+                           steps_per_epoch=3, rng=1)
+    x, y = next(iter(private.data_loader))
+    assert x.shape[0] > 0
+    fx, fy = forge(x, y)
+    with pytest.raises(RuntimeError, match=r"yielded for this step") as info:
+        private.step(fx, fy)
+    assert len(str(info.value).splitlines()) == 1
+    assert private.steps_taken == 0
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+def test_step_accepts_the_loaders_batch_moved_or_cast():
+    model = _mlp()
+    private = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), _data(),
+                           loss_fn=LOSS, noise_multiplier=1.0, max_grad_norm=1.0, epochs=1,
+                           steps_per_epoch=3, rng=1)
+    for x, y in private.data_loader:
+        private.step(x.to("cpu", copy=True), y.clone())
+    assert private.steps_taken == 3

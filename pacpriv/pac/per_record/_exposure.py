@@ -258,27 +258,37 @@ def _reproducible(differences: RecordDifferences) -> bool:
 
 # ----------------------------------------------------------------------------- exposure
 def _whole_subset_mi(outputs: np.ndarray, geom: NoiseGeometry) -> tuple[float, float]:
-    """Plug-in ``½ ln det(I + Σ̂ Σ_B⁻¹)`` and ``½ tr(Σ_B⁻¹ Σ̂)`` of the sampled outputs (nats)."""
+    """Plug-in ``½ ln det(I + Σ̂ Σ_B⁻¹)`` and ``½ tr(Σ_B⁻¹ Σ̂)`` of the sampled outputs (nats).
+
+    A direction in which the outputs never vary reveals nothing whatever its noise (0 nats,
+    even with no noise: ``0 · ∞ = 0`` here); one that varies with no noise gives ``inf``.
+    """
     y = np.asarray(outputs, dtype=np.float64)
     yc = (y - y.mean(axis=0)) / math.sqrt(max(y.shape[0] - 1, 1))
     if geom.basis is None:
-        inv = _safe_inverse(geom.variances)
-        gram = (yc * inv) @ yc.T
+        gram = _weighted_gram(yc, geom.variances)
     else:
         proj = yc @ geom.basis
-        gram = (proj * _safe_inverse(geom.variances)) @ proj.T
+        gram = _weighted_gram(proj, geom.variances)
         if geom.basis.shape[1] < geom.dim:
             rest = yc - proj @ geom.basis.T
-            gram = gram + (rest @ rest.T) * _safe_inverse(np.array([geom.residual_variance]))[0]
+            if geom.residual_variance > 0:
+                gram = gram + (rest @ rest.T) / geom.residual_variance
+            elif np.any(rest != 0):
+                return float("inf"), float("inf")
     if not np.all(np.isfinite(gram)):
         return float("inf"), float("inf")
     ev = np.clip(np.linalg.eigvalsh((gram + gram.T) / 2.0), 0.0, None)
     return float(0.5 * np.sum(np.log1p(ev))), float(0.5 * np.sum(ev))
 
 
-def _safe_inverse(v: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return np.where(v > 0, 1.0 / np.where(v > 0, v, 1.0), np.inf)
+def _weighted_gram(a: np.ndarray, variances: np.ndarray) -> np.ndarray:
+    """``a diag(1/v) aᵀ`` where a column with ``v = 0`` counts 0 if it is all zero (it never
+    varies), else makes every entry ``inf`` (a varying output with no noise)."""
+    pos = variances > 0
+    if np.any(a[:, ~pos] != 0):
+        return np.full((a.shape[0], a.shape[0]), np.inf)
+    return (a[:, pos] / variances[pos]) @ a[:, pos].T
 
 
 def _histogram(values: np.ndarray, baseline: float) -> dict:

@@ -517,3 +517,35 @@ def test_calibration_uses_a_declared_range_and_covers_every_record():
     section = plan.report_section()
     assert "Coverage: every record of the pool" in section["markdown"]
     assert "betting confidence bound" in section["markdown"]
+
+
+def test_whole_subset_mi_of_outputs_that_never_vary_is_zero():
+    """A direction where the outputs never vary reveals nothing, even with no noise there;
+    one that varies with no noise is unbounded (new-user review: constant mechanism)."""
+    from pacpriv.pac.per_record._exposure import _whole_subset_mi
+    from pacpriv.pac.per_record._math import NoiseGeometry
+
+    rng = np.random.default_rng(3)
+    const = np.ones((40, 3))
+    assert _whole_subset_mi(const, NoiseGeometry(3, np.zeros(3))) == (0.0, 0.0)
+    assert _whole_subset_mi(const, NoiseGeometry(3, np.eye(3)[0], np.eye(3), 0.0)) == (0.0, 0.0)
+    varying = const.copy()
+    varying[:, 1] = rng.normal(size=40)
+    assert _whole_subset_mi(varying, NoiseGeometry(3, np.zeros(3)))[0] == math.inf
+    # only coordinate 1 varies and has variance 2: ½ ln(1 + s²/2), ½ s²/2 (s² sample variance)
+    mi, lin = _whole_subset_mi(varying, NoiseGeometry(3, np.array([0.0, 2.0, 0.0])))
+    s2 = float(np.var(varying[:, 1], ddof=1))
+    assert mi == pytest.approx(0.5 * math.log1p(s2 / 2.0), rel=1e-12)
+    assert lin == pytest.approx(0.25 * s2, rel=1e-12)
+
+
+def test_calibrating_a_constant_mechanism_reports_no_whole_subset_leak():
+    def constant(subset):
+        return np.ones(3)
+
+    x = np.arange(12.0).reshape(6, 2)
+    plan = calibrate_per_record(constant, x, target_accuracy=0.7, n_trials=40, rng=0,
+                                execution=ExecutionOptions(progress=False))
+    assert plan.scale == 0.0
+    assert plan.exposure.whole_subset_mi == 0.0 and plan.mi_bound == 0.0
+    assert plan.exposure.whole_subset_accuracy_bound == pytest.approx(0.5, abs=1e-12)
