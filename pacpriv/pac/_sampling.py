@@ -30,10 +30,12 @@ normaliser exceeds ``s√(2π)`` and the variance is ``s²`` up to ``e^{−2π²
 ``Cov K ⪯ (1 + t) s² R + (1 + 1/t) k I`` for ``t = √k / s``:
 ``I(X; release) <= ½ ln det(I + R) + (k/2)(t + ((1 + 1/t) k + 1/12) / s²)``,
 i.e. the plan's bound plus :func:`grid_overhead` ``(k)`` nats (about ``k^{3/2} / 2^40``:
-``9.1e-7`` nats for ``k = 10⁴`` coordinates, ``2.9e-11`` for ``k = 10``). ``s = 2^40`` keeps
-every grid point ``h·n`` with ``|n| < 2^50`` exact in float64 (a release within ``2^10``
-standard deviations of 0 round-trips to its integer); the float release is a function of the
-integers either way (post-processing).
+``9.1e-7`` nats for ``k = 10⁴`` coordinates, ``2.9e-11`` for ``k = 10``). The released float
+is ``h·n`` rounded to float64 (``h`` carries σ's full mantissa, so the product is not exact in
+general; ``rint(value / h)`` recovers ``n`` for ``|n| < 2^50``). It is a fixed function of the
+integers either way, so the accounting holds (post-processing). For ``k > 1`` the grid lives in
+the noise basis: the release ``W·(h·n)`` is on a lattice in those coordinates, not in the
+output's own coordinates.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 from scipy import special
+from scipy.stats import norm
 
 from pacpriv.cli.main import main
 from pacpriv.dpsgd import DPSGDSpec
@@ -82,3 +83,21 @@ def test_epsilon_bound_validates_before_work():
             epsilon_bound(1.0, **args)
     with pytest.raises(ValueError, match="noise_multiplier"):
         epsilon_bound(float("inf"), steps_per_epoch=10, epochs=1, delta=1e-5)
+
+
+def test_huge_epochs_stay_in_bounded_memory():
+    """E = 1e9: the exact method refuses before allocating (the window would need ~6e8 lattice
+    points), and ε falls back to a labelled closed form that says why (review finding)."""
+    from pacpriv.dpsgd import exact_membership_inference_accuracy
+    from pacpriv.dpsgd._exact.composition import MAX_WINDOW_POINTS
+
+    with pytest.raises(ValueError, match="lattice points"):
+        exact_membership_inference_accuracy(1e4, steps_per_epoch=10, epochs=10**9)
+    b = epsilon_bound(1e4, steps_per_epoch=10, epochs=10**9, delta=1e-5)
+    assert math.isfinite(b.epsilon) and "memory cap" in b.pld_note
+    # Gaussian dominance with mu = sqrt(E)/sigma = sqrt(10): an independent value
+    mu = math.sqrt(10**9) / 1e4
+    delta_at = norm.cdf(-b.epsilon / mu + mu / 2) - math.exp(b.epsilon) * norm.cdf(
+        -b.epsilon / mu - mu / 2)
+    assert delta_at <= 1e-5 * (1 + 1e-6)
+    assert MAX_WINDOW_POINTS == 2**25
