@@ -362,7 +362,7 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
     if args.no_release:
         print("release              none (--no-release)")
     elif result.release is not None:  # the report's release_randomness, on the screen too
-        print("release randomness   " + ("caller-seeded (not for production): --release-seed "
+        print("release randomness   " + ("seeded, not for release (caller-seeded): --release-seed "
                                          "fixes the secret subset and the noise"
                                          if result.release_seeded
                                          else "fresh OS entropy (not recorded)"))

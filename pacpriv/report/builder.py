@@ -165,7 +165,7 @@ def _release_fields(result, release) -> dict:
         return {"release": None, "evaluation": str(evaluation)}
     return {"release": release,
             "release_randomness": None if result.release is None
-            else "caller-seeded (not for production)" if result.release_seeded
+            else "seeded, not for release (caller-seeded)" if result.release_seeded
             else "fresh OS entropy (not recorded)"}
 
 

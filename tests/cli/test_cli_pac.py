@@ -34,9 +34,9 @@ def test_pac_run_writes_report(tmp_path, capsys):
     # No raw records: iris' first record never appears in the report.
     assert "5.1, 3.5, 1.4, 0.2" not in md
     # new-user review F9: a seeded release says so on the screen, as the report does
-    assert report["release_randomness"] == "caller-seeded (not for production)"
-    assert ("release randomness   caller-seeded (not for production): --release-seed fixes the "
-            "secret subset and the noise\n") in printed
+    assert report["release_randomness"] == "seeded, not for release (caller-seeded)"
+    assert ("release randomness   seeded, not for release (caller-seeded): --release-seed "
+            "fixes the secret subset and the noise\n") in printed
 
 
 @pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
