@@ -45,8 +45,14 @@ class PostgresServer:
     def __init__(self) -> None:
         bindir = _bindir()
         if bindir is None:
-            pytest.fail("PostgreSQL is not installed: apt-get install -y postgresql (.ci/run "
-                        "does it), or put initdb and pg_ctl on PATH")
+            # CI always has the server (.ci/run installs it): there its absence is a failure.
+            # Elsewhere the server is an optional system extra, like the Python ones: the
+            # README's test command passes on a fresh machine without a database server.
+            message = ("PostgreSQL server binaries are not installed: apt-get install -y "
+                       "postgresql (.ci/run does it), or put initdb and pg_ctl on PATH")
+            if os.environ.get("CI"):
+                pytest.fail(message)
+            pytest.skip(message)
         self.bindir = bindir
         self.as_root = os.geteuid() == 0
         self.folder = Path(tempfile.mkdtemp(prefix="pacpriv-pg-"))
