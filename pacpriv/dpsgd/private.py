@@ -148,7 +148,7 @@ class PrivateTraining:
             generator=torch_generator(trial_seed(root, ALLOCATION_STREAM)))
         self._noise = torch_generator(trial_seed(root, GRADIENT_NOISE_STREAM))
         layers = linear_layers(module)
-        self._tape = LinearTape(layers) if layers else None
+        self._tape = LinearTape(layers, module) if layers else None
         self._named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
 
     def step(self, x, y) -> float:

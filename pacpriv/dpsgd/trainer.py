@@ -521,7 +521,7 @@ def _train_dpsgd(
     sizes: list[int] = []
     n_clipped = 0
     epoch_losses = []
-    tape = LinearTape(layers) if layers else None
+    tape = LinearTape(layers, model) if layers else None
     start = time.perf_counter()
     with tqdm(total=M * E, disable=not progress, desc="DP-SGD") as bar, \
             (tape if tape is not None else contextlib.nullcontext()):
