@@ -53,13 +53,15 @@ def conv_ok(module) -> bool:
 
 
 def patches(layer, a):
-    """``(u, g-shape)``: the ``(b, T, D)`` patches the layer's weight multiplies, or None.
+    """``(u, hwc)``: the ``(b, T, D)`` patches the layer's weight multiplies, or None.
 
-    None when the input is not batched as the layer expects (an unbatched convolution input
-    would mix the examples of the batch as channels).
+    ``hwc`` is True when ``D`` is ordered (k₁, k₂, in) rather than the weight's (in, k₁, k₂)
+    (a channels-last input: copying its windows in that order is faster). None when the
+    input is not batched as the layer expects (an unbatched convolution input would mix the
+    examples of the batch as channels).
     """
     if type(layer) is nn.Linear:
-        return a.reshape(a.shape[0], -1, a.shape[-1])
+        return a.reshape(a.shape[0], -1, a.shape[-1]), False
     two = type(layer) is nn.Conv2d
     if a.ndim != (4 if two else 3):
         return None
@@ -70,14 +72,16 @@ def patches(layer, a):
     pad = tuple(layer.padding) if two else (0, layer.padding[0])
     if dilation != (1, 1):
         cols = F.unfold(a, kernel, dilation=dilation, padding=pad, stride=stride)
-        return cols.transpose(1, 2)  # (b, T, in·k₁·k₂)
+        return cols.transpose(1, 2), False  # (b, T, in·k₁·k₂)
     if any(pad):
         a = F.pad(a, (pad[1], pad[1], pad[0], pad[0]))
-    # strided windows (b, in, T₁, T₂, k₁, k₂), then one copy to (b, T, in·k₁·k₂): the layout
-    # of F.unfold's columns, transposed, at a fraction of im2col's cost on CPU
+    # strided windows (b, in, T₁, T₂, k₁, k₂), then one copy to (b, T, D): F.unfold's
+    # columns, transposed, at a fraction of im2col's cost on CPU
     view = a.unfold(2, kernel[0], stride[0]).unfold(3, kernel[1], stride[1])
-    return view.permute(0, 2, 3, 1, 4, 5).reshape(a.shape[0], -1, a.shape[1] * kernel[0]
-                                                  * kernel[1])
+    hwc = two and a.shape[1] > 1 and not a.is_contiguous() and a.is_contiguous(
+        memory_format=torch.channels_last)
+    order = (0, 2, 3, 4, 5, 1) if hwc else (0, 2, 3, 1, 4, 5)
+    return view.permute(order).reshape(a.shape[0], -1, a.shape[1] * kernel[0] * kernel[1]), hwc
 
 
 def backprops(layer, g):
@@ -87,11 +91,20 @@ def backprops(layer, g):
     return g.reshape(g.shape[0], g.shape[1], -1).transpose(1, 2)
 
 
-def layer_parts(layer, u, g) -> tuple[torch.Tensor, Summer]:
+def _as_weight(flat, weight, hwc: bool):
+    if not hwc:
+        return flat.reshape(weight.shape)
+    out, c, k1, k2 = weight.shape
+    return flat.reshape(out, k1, k2, c).permute(0, 3, 1, 2).contiguous()
+
+
+def layer_parts(layer, found, g) -> tuple[torch.Tensor, Summer]:
     """Squared per-example norms ``(b,)`` (float64) and the clipped-sum function of one layer.
 
-    ``u``: ``(b, T, D)`` patches (:func:`patches`); ``g``: ``(b, T, out)`` backprops.
+    ``found``: :func:`patches`' ``(u, hwc)`` with ``u`` of shape ``(b, T, D)``; ``g``:
+    ``(b, T, out)`` backprops (:func:`backprops`).
     """
+    u, hwc = found
     weight, bias = layer.weight, layer.bias
     train_w = weight.requires_grad
     train_b = bias is not None and bias.requires_grad
@@ -100,9 +113,10 @@ def layer_parts(layer, u, g) -> tuple[torch.Tensor, Summer]:
     if type(layer) is nn.Linear:
         u, g = u.to(_F64), g.to(_F64)
     sq = torch.zeros(b, dtype=_F64, device=u.device)
-    if train_b:
-        sq = sq + g.sum(1).to(_F64).pow(2).sum(1)
-    per = None
+    per = bias_per = None
+    if train_b:  # per-example bias gradients Σ_t g_t, (b, out)
+        bias_per = (g[:, 0] if t == 1 else g.sum(1)).to(_F64)
+        sq = sq + bias_per.pow(2).sum(1)
     if train_w:
         if t == 1:
             sq = sq + g[:, 0].to(_F64).pow(2).sum(1) * u[:, 0].to(_F64).pow(2).sum(1)
@@ -114,15 +128,15 @@ def layer_parts(layer, u, g) -> tuple[torch.Tensor, Summer]:
 
     def summer(factor):
         sums = {}
-        if train_w and per is not None:
-            sums[id(weight)] = (factor @ per).reshape(weight.shape)
-        if train_b or (train_w and per is None):
-            gf = g.to(_F64) * factor[:, None, None]
-            if train_w and per is None:
+        if train_w:
+            if per is not None:
+                flat = factor @ per
+            else:  # Σ_i f_i g_iᵀ u_i as one contraction over examples and positions
+                gf = g.to(_F64) * factor[:, None, None]
                 flat = gf.reshape(-1, out).T @ u.to(_F64).reshape(-1, d)
-                sums[id(weight)] = flat.reshape(weight.shape)
-            if train_b:
-                sums[id(bias)] = gf.sum((0, 1))
+            sums[id(weight)] = _as_weight(flat, weight, hwc)
+        if bias_per is not None:
+            sums[id(bias)] = factor @ bias_per
         return sums
 
     return sq, summer
