@@ -70,12 +70,18 @@ def linear_layers(model) -> list | None:
     ``nn.Linear``, an ``nn.Conv1d`` / ``nn.Conv2d`` with ``groups=1`` and zero padding given as
     numbers, or a known per-example parameter-free module (subclasses may override
     ``forward`` and are refused), and every trainable parameter is such a layer's weight or
-    bias; else None (the caller uses ``torch.func``).
+    bias; else None (the caller uses ``torch.func``). A model with a convolution and a module
+    with ``inplace=True`` (which would overwrite a layer output this path reads) also gets
+    None: it keeps the ``torch.func`` path, which handles in-place activations (a Linear-only
+    model with one is refused by the trainer instead, naming the fix).
     """
     modules = list(model.modules())
     if not all(_module_ok(m) for m in modules):
         return None
     layers = [m for m in modules if type(m) is nn.Linear or type(m) in CONVOLUTIONS]
+    if any(type(m) in CONVOLUTIONS for m in layers) and any(
+            getattr(m, "inplace", False) is True for m in modules):
+        return None
     owned = [id(p) for m in layers for p in (m.weight, m.bias) if p is not None]
     if len(set(owned)) < len(owned):
         return None  # a parameter shared by two layers: its gradient sums two products
