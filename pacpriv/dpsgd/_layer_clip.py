@@ -30,6 +30,7 @@ forms them on the general path) and converted to float64 before their norms and 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from pacpriv._optional import import_torch
 
@@ -43,7 +44,7 @@ CONVOLUTIONS = (nn.Conv1d, nn.Conv2d)
 MATERIALISE_ELEMENTS = 1 << 24
 _F64 = torch.float64
 
-Summer = Callable[[torch.Tensor], dict]
+Summer = Callable[[Any], dict]  # float64 factors (b,) -> {id(parameter): clipped sum}
 
 
 def conv_ok(module) -> bool:
@@ -98,7 +99,7 @@ def _as_weight(flat, weight, hwc: bool):
     return flat.reshape(out, k1, k2, c).permute(0, 3, 1, 2).contiguous()
 
 
-def layer_parts(layer, found, g) -> tuple[torch.Tensor, Summer]:
+def layer_parts(layer, found, g) -> tuple[Any, Summer]:
     """Squared per-example norms ``(b,)`` (float64) and the clipped-sum function of one layer.
 
     ``found``: :func:`patches`' ``(u, hwc)`` with ``u`` of shape ``(b, T, D)``; ``g``:
