@@ -120,26 +120,32 @@ def batched_losses(loss_fn, out, target):
     return flat.mean(1) if loss_fn.reduction == "mean" else flat.sum(1)
 
 
-def _channels_last(module, inputs):
-    x = inputs[0]
+def _cpu_channels_last(x):
+    """``x`` in channels-last memory format if it is a 4-D CPU tensor, else ``x``."""
     if isinstance(x, torch.Tensor) and x.ndim == 4 and x.device.type == "cpu":
-        return (x.contiguous(memory_format=torch.channels_last), *inputs[1:])
-    return None
+        return x.contiguous(memory_format=torch.channels_last)
+    return x
+
+
+def _channels_last(module, inputs):
+    return (_cpu_channels_last(inputs[0]), *inputs[1:])
 
 
 class LinearTape:
     """Records each layer's input and output during one forward pass (forward hooks).
 
     Use as a context manager around training; :meth:`clipped_sums` then consumes one pass.
-    Given ``model``, its ``nn.MaxPool2d`` modules also get a pre-hook that hands them their
-    4-D CPU input in channels-last memory format: max pooling with indices (what autograd
-    needs) is about 10× faster there on CPU, and the result and its gradient are the same
-    (pooling selects values, it does not round them; ties go to the first maximum in the
-    window either way).
+    Given ``model``, the ``nn.Conv2d`` outputs and the ``nn.MaxPool2d`` inputs of a 4-D CPU
+    batch are laid out in channels-last memory format (a copy, the same values): max
+    pooling with indices (what autograd needs) is about 10× faster there on CPU, and the
+    activations and convolutions between them a little; pooling selects values without
+    rounding them (ties go to the first maximum in the window in either layout), so outputs
+    and gradients equal the plain layout's up to the convolutions' float round-off.
     """
 
     def __init__(self, layers, model=None) -> None:
         self.layers = layers
+        self.channels_last = model is not None
         self.pools = [] if model is None else [m for m in model.modules()
                                                if type(m) is nn.MaxPool2d]
         self.records: dict[int, list] = {}
@@ -161,8 +167,11 @@ class LinearTape:
 
     def _hook(self, k: int):
         def hook(module, inputs, output):
+            if self.channels_last and type(module) is nn.Conv2d:
+                output = _cpu_channels_last(output)  # the tensor later modules receive
             self.records.setdefault(k, []).append((inputs[0].detach(), output,
                                                    output._version))
+            return output
         return hook
 
     def clear(self) -> None:
