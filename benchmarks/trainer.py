@@ -3,10 +3,10 @@
 Both sides do the full private step: per-sample gradients, clipping to C, Gaussian noise
 σ·C on the sum, division by the expected batch size, an SGD update. pacpriv uses its
 single-backward path for these models (per-example norms and clipped sums from each layer's
-inputs and backprops, ``pacpriv.dpsgd._ghost``); the ``torch.func`` column forces its general
-path (vmap of grad) on the same model. opacus 1.6 uses ``GradSampleModule`` (backward hooks)
-+ ``DPOptimizer`` on fixed-size batches (``poisson_sampling=False`` equivalent). Models: a
-logistic regression, two MLPs, and opacus' MNIST example CNN (``examples/mnist.py``:
+inputs and backprops, ``pacpriv.dpsgd._ghost``); the ``torch.func`` column (``--func``) forces
+its general path (vmap of grad) on the same model. opacus 1.6 uses ``GradSampleModule``
+(backward hooks) + ``DPOptimizer`` on fixed-size batches (``poisson_sampling=False``
+equivalent). Models: a logistic regression, two MLPs, and opacus' MNIST example CNN (``examples/mnist.py``:
 Conv2d(1,16,8,2,pad 3)-ReLU-MaxPool(2,1)-Conv2d(16,32,4,2)-ReLU-MaxPool(2,1)-Linear(512,32)
 -ReLU-Linear(32,10)) on 28×28 inputs.
 
@@ -19,7 +19,8 @@ kept; the same number of torch threads on every side (``--threads``, default 1),
 machine is shared: CPU time is the steadier measure under load, and ``uptime`` is printed
 before and after.
 
-Run: ``python benchmarks/trainer.py [--repeats 5] [--steps 30] [--threads 1] [--only cnn]``.
+Run: ``python benchmarks/trainer.py [--repeats 3] [--steps 20] [--threads 1] [--only cnn]
+[--func]`` (about 2 minutes on a quiet core without ``--func``).
 Prints a table; the ratio columns are opacus time / pacpriv time (> 1: pacpriv faster).
 Targets (issue 35 item 9): >= 1.5 for the CNN at batch 256, and the 784-256-10 MLP lead kept.
 """
@@ -105,7 +106,7 @@ def _uptime() -> str:
         return "load average: " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
-def _row(factory, shape, k, batch, steps, repeats):
+def _row(factory, shape, k, batch, steps, repeats, func):
     """Best (wall, cpu) per step of pacpriv, its torch.func path and opacus, interleaved."""
     n = batch * steps
     rng = np.random.default_rng(0)
@@ -113,22 +114,28 @@ def _row(factory, shape, k, batch, steps, repeats):
     y = torch.as_tensor(rng.integers(0, k, size=n))
     torch.manual_seed(0)
     _ours(factory, X[: batch * 3], y[: batch * 3], 3)  # warm-up
-    _ours(factory, X[: batch * 3], y[: batch * 3], 3, general=True)
+    if func:
+        _ours(factory, X[: batch * 3], y[: batch * 3], 3, general=True)
     _opacus(factory, X, y, 3, batch)
     times: dict[str, list] = {"ours": [], "func": [], "opacus": []}
     for _ in range(repeats):
         times["ours"].append(_ours(factory, X, y, steps))
-        times["func"].append(_ours(factory, X, y, steps, general=True))
+        if func:
+            times["func"].append(_ours(factory, X, y, steps, general=True))
         times["opacus"].append(_opacus(factory, X, y, steps, batch))
-    return {key: (min(w for w, _ in v), min(c for _, c in v)) for key, v in times.items()}
+    nan = (float("nan"), float("nan"))
+    return {key: (min(w for w, _ in v), min(c for _, c in v)) if v else nan
+            for key, v in times.items()}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5, help="best of this many runs")
-    parser.add_argument("--steps", type=int, default=30, help="timed steps per run")
+    parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per run")
     parser.add_argument("--threads", type=int, default=1, help="torch threads, every side")
     parser.add_argument("--only", default="", help="run only models whose name contains this")
+    parser.add_argument("--func", action="store_true",
+                        help="also time pacpriv's torch.func path (slow for the 784 MLP)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")  # opacus' secure-RNG and hook warnings
@@ -138,7 +145,7 @@ def main(argv=None) -> int:
         if args.only not in name:
             continue
         for batch in batches:
-            best = _row(factory, shape, k, batch, args.steps, args.repeats)
+            best = _row(factory, shape, k, batch, args.steps, args.repeats, args.func)
             rows.append((name, batch, best))
     print(f"after:  {_uptime()}")
     print(f"{'model':<15} {'batch':>5} {'pacpriv ms':>10} {'torch.func ms':>13} "

@@ -14,7 +14,7 @@ optimizer.step()`` in the user's loop::
 
 Every piece is the trainer's (:mod:`pacpriv.dpsgd.trainer`): the batches come from
 :func:`~pacpriv.dpsgd.allocation.random_allocation` on a generator of the allocation stream,
-the clipped sums from the single-backward path for Linear-only models
+the clipped sums from the single-backward path for Linear / convolutional models
 (:mod:`pacpriv.dpsgd._ghost`) or ``torch.func`` per-sample gradients otherwise, the noise from
 the float64 noisy average of :mod:`pacpriv.dpsgd._noise`, and the refusals of
 :mod:`pacpriv.dpsgd.validate` run before anything else. With the same ``rng`` a
