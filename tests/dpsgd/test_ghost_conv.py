@@ -217,3 +217,24 @@ def test_trainer_uses_single_backward_for_the_cnn(monkeypatch):
         assert torch.equal(p, r)
     assert res.clipped_fraction == ref.clipped_fraction > 0
     np.testing.assert_allclose(res.epoch_losses, ref.epoch_losses, rtol=1e-10)
+
+
+@pytest.mark.parametrize("budget", [1, 3000])
+def test_large_layers_use_gram_norms_or_chunks_exactly(monkeypatch, budget):
+    """Per-example gradients too large to form at once: the Gram ("ghost") norm where it is
+    cheaper (the CNN's second convolution, T = 4) and chunks of examples otherwise (the first,
+    T = 64); clipped sums by one contraction. Equal to torch.func's at binding clip norms."""
+    from pacpriv.dpsgd import _layer_clip
+
+    monkeypatch.setattr(_layer_clip, "MATERIALISE_ELEMENTS", budget)
+    model, shape, k = _models()["mnist-cnn"]
+    model = model.double()
+    rng = np.random.default_rng(9)
+    X = torch.as_tensor(rng.normal(size=(7, *shape)))
+    y = torch.as_tensor(rng.integers(0, k, size=7))
+    for C in (1e-3, 0.05):
+        want, k_want, _ = _vmap_clipped_sum(model, X, y, C)
+        got, k_got = _tape_clipped_sum(model, X, y, C)
+        assert k_got == k_want > 0
+        for key, value in want.items():
+            torch.testing.assert_close(got[key], value, rtol=1e-11, atol=1e-13)
