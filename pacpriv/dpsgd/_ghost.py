@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 
 from pacpriv._optional import import_torch
+from pacpriv.dpsgd import _layer_clip
 from pacpriv.dpsgd._layer_clip import CONVOLUTIONS, backprops, conv_ok, layer_parts, patches
 
 torch = import_torch("pacpriv.dpsgd.trainer")
@@ -203,11 +204,13 @@ class LinearTape:
                     "fix: use the out-of-place form.")
         grads = torch.autograd.grad(total_loss, outputs, allow_unused=True) if outputs else []
         summers, sq = [], None
+        budget = _layer_clip.MATERIALISE_ELEMENTS  # per-example gradients kept, all layers
         for k, g in zip(used, grads, strict=True):
             if g is None:
                 continue
             layer = self.layers[k]
-            part, summer = layer_parts(layer, cols[k], backprops(layer, g))
+            part, summer, kept = layer_parts(layer, cols[k], backprops(layer, g), budget)
+            budget -= kept
             summers.append(summer)
             sq = part if sq is None else sq + part
         if sq is None:

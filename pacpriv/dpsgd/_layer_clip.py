@@ -40,7 +40,7 @@ F = torch.nn.functional
 
 #: Convolutions whose per-example gradients this module forms (groups = 1, zero padding).
 CONVOLUTIONS = (nn.Conv1d, nn.Conv2d)
-#: Largest per-example gradient tensor (elements, over the batch) formed in one piece.
+#: Most per-example gradient elements (over the batch and all layers of one step) kept at once.
 MATERIALISE_ELEMENTS = 1 << 24
 _F64 = torch.float64
 
@@ -99,8 +99,9 @@ def _as_weight(flat, weight, hwc: bool):
     return flat.reshape(out, k1, k2, c).permute(0, 3, 1, 2).contiguous()
 
 
-def layer_parts(layer, found, g) -> tuple[Any, Summer]:
-    """Squared per-example norms ``(b,)`` (float64) and the clipped-sum function of one layer.
+def layer_parts(layer, found, g, budget: int) -> tuple[Any, Summer, int]:
+    """Squared per-example norms ``(b,)`` (float64), the clipped-sum function of one layer and
+    the number of per-example gradient elements it keeps (at most ``budget``).
 
     ``found``: :func:`patches`' ``(u, hwc)`` with ``u`` of shape ``(b, T, D)``; ``g``:
     ``(b, T, out)`` backprops (:func:`backprops`).
@@ -121,7 +122,7 @@ def layer_parts(layer, found, g) -> tuple[Any, Summer]:
     if train_w:
         if t == 1:
             sq = sq + g[:, 0].to(_F64).pow(2).sum(1) * u[:, 0].to(_F64).pow(2).sum(1)
-        elif b * out * d <= MATERIALISE_ELEMENTS:
+        elif b * out * d <= budget:
             per = torch.bmm(g.transpose(1, 2), u).reshape(b, -1).to(_F64)  # (b, out·D)
             sq = sq + torch.linalg.vector_norm(per, dim=1).square()
         else:
@@ -140,19 +141,26 @@ def layer_parts(layer, found, g) -> tuple[Any, Summer]:
             sums[id(bias)] = factor @ bias_per
         return sums
 
-    return sq, summer
+    return sq, summer, 0 if per is None else per.numel()
 
 
 def _large_norms(u, g):
-    """``‖g_iᵀ u_i‖²`` without all per-example gradients at once: Gram form or chunks."""
+    """``‖g_iᵀ u_i‖²`` without all per-example gradients at once: the Gram form or the
+    per-example gradients, whichever costs fewer operations, over chunks of examples whose
+    temporaries stay within :data:`MATERIALISE_ELEMENTS`."""
     b, t, d = u.shape
     out = g.shape[-1]
-    if t * t * (out + d) <= t * out * d:
-        # ‖Σ_t g_t u_tᵀ‖² = Σ_{t,s} (g_t·g_s)(u_t·u_s)
-        gg = torch.bmm(g, g.transpose(1, 2)).to(_F64)
-        uu = torch.bmm(u, u.transpose(1, 2)).to(_F64)
-        return (gg * uu).sum((1, 2))
-    step = max(1, MATERIALISE_ELEMENTS // (out * d))
-    parts = [torch.bmm(g[i:i + step].transpose(1, 2), u[i:i + step]).reshape(-1, out * d)
-             .to(_F64).pow(2).sum(1) for i in range(0, b, step)]
+    gram = t * t * (out + d) <= t * out * d
+    size = t * t if gram else out * d
+    step = max(1, MATERIALISE_ELEMENTS // size)
+    parts = []
+    for i in range(0, b, step):
+        gi, ui = g[i:i + step], u[i:i + step]
+        if gram:  # ‖Σ_t g_t u_tᵀ‖² = Σ_{t,s} (g_t·g_s)(u_t·u_s)
+            gg = torch.bmm(gi, gi.transpose(1, 2)).to(_F64)
+            uu = torch.bmm(ui, ui.transpose(1, 2)).to(_F64)
+            parts.append((gg * uu).sum((1, 2)))
+        else:
+            per = torch.bmm(gi.transpose(1, 2), ui).reshape(-1, out * d).to(_F64)
+            parts.append(torch.linalg.vector_norm(per, dim=1).square())
     return torch.cat(parts)

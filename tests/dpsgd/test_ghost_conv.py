@@ -219,11 +219,13 @@ def test_trainer_uses_single_backward_for_the_cnn(monkeypatch):
     np.testing.assert_allclose(res.epoch_losses, ref.epoch_losses, rtol=1e-10)
 
 
-@pytest.mark.parametrize("budget", [1, 3000])
+@pytest.mark.parametrize("budget", [1, 3000, 7 * 16 * 64 + 100])
 def test_large_layers_use_gram_norms_or_chunks_exactly(monkeypatch, budget):
     """Per-example gradients too large to form at once: the Gram ("ghost") norm where it is
     cheaper (the CNN's second convolution, T = 4) and chunks of examples otherwise (the first,
-    T = 64); clipped sums by one contraction. Equal to torch.func's at binding clip norms."""
+    T = 64); clipped sums by one contraction. The budget is shared by the layers of a step
+    (the last case forms the first convolution's and not the second's). Equal to
+    torch.func's at binding clip norms."""
     from pacpriv.dpsgd import _layer_clip
 
     monkeypatch.setattr(_layer_clip, "MATERIALISE_ELEMENTS", budget)
