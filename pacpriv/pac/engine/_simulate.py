@@ -201,7 +201,7 @@ def _check_pool(pool: Any) -> tuple[Pool, int]:
 
 
 def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progress):
-    n_trials = check_int(n_trials, "n_trials", low=1)
+    n_trials = check_int(n_trials, "n_trials", low=1, high=2**63 - 1)  # an int64 index
     retries = check_int(retries, "retries", low=0)
     if timeout is not None:
         timeout = check_real(timeout, "timeout", low=0.0, low_inclusive=False)
