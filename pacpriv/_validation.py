@@ -103,7 +103,7 @@ def check_real(
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {type(value).__name__} {value!r}.")
-    v = _int_to_float(value, name) if isinstance(value, numbers.Integral) else float(value)
+    v = _int_to_float(int(value), name) if isinstance(value, numbers.Integral) else float(value)
     interval = _interval(low, high, low_inclusive, high_inclusive)
     if math.isnan(v) or (math.isinf(v) and not allow_inf):
         raise ValueError(f"`{name}` must be a finite number in {interval}; got {_show(value)}.")

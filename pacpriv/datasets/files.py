@@ -165,6 +165,18 @@ def _is_header(fields: list[str]) -> bool:
     return any(fields) and all(_looks_like_name(f) for f in fields)
 
 
+def _refuse_duplicate_names(header: list[str], path: Path) -> None:
+    """Two columns of one name are ambiguous (``columns=["age"]`` would pick one silently):
+    refused, naming the duplicated names (public schema facts; no value is read)."""
+    seen: dict[str, int] = {}
+    for name in header:
+        seen[name] = seen.get(name, 0) + 1
+    dups = [name for name, count in seen.items() if count > 1]
+    if dups:
+        raise ValueError(f"dataset file {str(path)!r} has duplicate column names {dups} in its "
+                         "header; rename them so each column has one name.")
+
+
 def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=None,
              drop_columns=None, preprocessing: Preprocessing | None = None):
     """Read a CSV; the first row is a header when every field looks like a name.
@@ -180,7 +192,8 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
     what ``preprocessing`` did (``None`` if nothing).
     """
     spec = preprocessing if preprocessing is not None else Preprocessing()
-    with open(path, newline="", encoding="utf-8") as fh:
+    # utf-8-sig: a UTF-8 byte-order mark (Excel's "CSV UTF-8") is not part of the first name
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.reader(fh, delimiter=delimiter)
         try:
             rows = [
@@ -202,6 +215,7 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
     header = None
     if _is_header(rows[0][1]):
         header, rows = rows[0][1], rows[1:]
+        _refuse_duplicate_names(header, path)
     if not rows:
         raise ValueError(f"dataset file {str(path)!r} has a header but no data rows.")
     n_cols = len(header) if header is not None else len(rows[0][1])
