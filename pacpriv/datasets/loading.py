@@ -432,6 +432,8 @@ def load_dataset(
             f"unknown dataset {str(spec)!r}; bundled datasets are "
             f"{', '.join(sorted(BUNDLED_DATASETS))}, or give a .csv, .npy or .npz path."
         )
+    if path.is_dir():
+        check_input_file(path, "dataset file")  # "is a folder", not "unsupported extension"
     if suffix not in (".csv", ".npy", ".npz"):
         raise ValueError(
             f"unsupported dataset file extension {suffix or '(none)'!r} for {str(path)!r}; "

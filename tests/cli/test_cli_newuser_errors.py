@@ -1,0 +1,27 @@
+"""Unclear errors of the new-user pass made clear (log #89, #230): each names the flag, one
+line, before any work."""
+
+from __future__ import annotations
+
+import pytest
+
+import pacpriv
+from pacpriv.cli.main import main
+
+
+def test_dataset_folder_is_named_a_folder(tmp_path, capsys):
+    assert main(["pac", "run", "--mechanism", "mean", "--dataset", str(tmp_path),
+                 "--mi-budget", "0.1", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a folder" in err[0] and "extension" not in err[0]
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        pacpriv.load_dataset(str(tmp_path))
+
+
+def test_no_release_with_release_seed_refused(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.1",
+                 "--no-release", "--release-seed", "5", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--no-release" in err[0] and "--release-seed" in err[0]
+    assert not out.exists()
