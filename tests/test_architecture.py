@@ -363,14 +363,9 @@ def test_no_public_function_takes_more_than_12_parameters():
 
 # --- specs answer for themselves (issue 33) ---------------------------------------------------
 
-#: Consumers that still branch on a concrete sampler type, owned by other 0.4 branches; each
-#: converts to the sampler's declared properties (``independent_memberships``,
-#: ``trials_per_draw``) when it lands. Nothing may be added here.
-ISINSTANCE_PENDING = {
-    "pacpriv/pac/per_record/_checks.py": {"FixedSizeSampler", "ComplementaryPairsSampler",
-                                          "PoissonSampler"},
-    "pacpriv/prediction/_settings.py": {"ComplementaryPairsSampler"},
-}
+#: Consumers that still branch on a concrete spec type: none (a consumer asks the spec:
+#: ``independent_memberships``, ``dependence``, ``trials_per_draw``). Nothing may be added here.
+ISINSTANCE_PENDING: dict[str, set[str]] = {}
 
 
 def _spec_classes() -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pacpriv._validation import check_int, check_real
 from pacpriv.pac.noise._rule import NoiseRule
-from pacpriv.pac.samplers import ComplementaryPairsSampler, Sampler, callable_fingerprint
+from pacpriv.pac.samplers import Sampler, callable_fingerprint
 from pacpriv.prediction._evaluate import OUTPUTS
 from pacpriv.prediction._noise import NOISE_RULES
 
@@ -69,9 +69,11 @@ class Settings:
             Naming the argument, the allowed range and the value received.
         """
         m = check_int(n_worlds, "n_worlds", low=2)
-        if isinstance(sampler, ComplementaryPairsSampler) and m % 2:
-            raise ValueError(f"`n_worlds` must be even for complementary pairs (every record in "
-                             f"exactly half of the worlds); got {m}.")
+        k = sampler.trials_per_draw  # worlds drawn together (2: complementary pairs)
+        if m % k:
+            raise ValueError(f"`n_worlds` must be a multiple of {k} for the sampler "
+                             f"{sampler.name!r} (its worlds are drawn {k} at a time: every "
+                             f"record in exactly its share of them); got {m}.")
         b = check_real(per_query_budget, "per_query_budget", low=0.0, low_inclusive=False)
         total = check_real(total_budget, "total_budget", low=b)
         if not (callable(output) or (isinstance(output, str) and output in OUTPUTS)):
