@@ -82,8 +82,9 @@ class Settings:
         if isinstance(rule, NoiseRule) and rule.name in NOISE_RULES and not rule.parameters():
             rule = rule.name  # Anisotropic(), ExactMI(), Isotropic(): their names
         if not isinstance(rule, str) or rule not in NOISE_RULES:
-            raise ValueError(f"`rule` must be one of {NOISE_RULES} or Anisotropic(), ExactMI(), "
-                             f"Isotropic() (exact per-query covariance: no estimation rule "
+            objects = ", ".join(f"{c.__name__}()" for c in NOISE_RULES.values())
+            raise ValueError(f"`rule` must be one of {', '.join(NOISE_RULES.names())} or "
+                             f"{objects} (exact per-query covariance: no estimation rule "
                              f"applies); got {rule!r}.")
         return cls(n_worlds=m, per_query_budget=b, total_budget=total, output=output, rule=rule)
 
