@@ -48,6 +48,27 @@ def _import_fastapi():
     return fastapi, pydantic
 
 
+def _request_model(pydantic, n_features: int) -> Any:
+    """The body of ``POST /predict``: ``rows``, each of ``n_features`` finite numbers."""
+
+    class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
+        model_config = pydantic.ConfigDict(extra="forbid")
+        rows: list[list[float]] = pydantic.Field(
+            min_length=1, description=f"query rows, each of {n_features} finite numbers")
+
+        @pydantic.field_validator("rows")
+        @classmethod
+        def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
+            for i, row in enumerate(rows):
+                if len(row) != n_features:
+                    raise ValueError(f"row {i} has {len(row)} values; expected {n_features}")
+                if not all(math.isfinite(x) for x in row):
+                    raise ValueError(f"row {i} holds a non-finite value (NaN or inf)")
+            return rows
+
+    return PredictRequest
+
+
 def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     """A FastAPI application answering queries through ``predictor``.
 
@@ -84,20 +105,7 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     release = release_of(predictor.to_dict()["output"])
     auth = _Auth(predictor.ledger.store, RateLimiter(limits.rate, limits.burst))
 
-    class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
-        model_config = pydantic.ConfigDict(extra="forbid")
-        rows: list[list[float]] = pydantic.Field(
-            min_length=1, description=f"query rows, each of {n_features} finite numbers")
-
-        @pydantic.field_validator("rows")
-        @classmethod
-        def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
-            for i, row in enumerate(rows):
-                if len(row) != n_features:
-                    raise ValueError(f"row {i} has {len(row)} values; expected {n_features}")
-                if not all(math.isfinite(x) for x in row):
-                    raise ValueError(f"row {i} holds a non-finite value (NaN or inf)")
-            return rows
+    PredictRequest = _request_model(pydantic, n_features)
 
     app = fastapi.FastAPI(
         title="pacpriv private prediction",
