@@ -48,25 +48,14 @@ def _import_fastapi():
     return fastapi, pydantic
 
 
-def _request_model(pydantic, n_features: int) -> Any:
-    """The body of ``POST /predict``: ``rows``, each of ``n_features`` finite numbers."""
-
-    class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
-        model_config = pydantic.ConfigDict(extra="forbid")
-        rows: list[list[float]] = pydantic.Field(
-            min_length=1, description=f"query rows, each of {n_features} finite numbers")
-
-        @pydantic.field_validator("rows")
-        @classmethod
-        def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
-            for i, row in enumerate(rows):
-                if len(row) != n_features:
-                    raise ValueError(f"row {i} has {len(row)} values; expected {n_features}")
-                if not all(math.isfinite(x) for x in row):
-                    raise ValueError(f"row {i} holds a non-finite value (NaN or inf)")
-            return rows
-
-    return PredictRequest
+def _answer(outputs: list, labels: list | None, release: Any, state: dict, *, key: Any,
+            noise: Any) -> dict:
+    """The body of a ``POST /predict`` answer: the noisy outputs and the ledger's public
+    state after them (spend, remaining budget, the membership bound and its kind)."""
+    return {"outputs": outputs, "labels": labels, "release": release,
+            **{k: state[k] for k in ("spent", "remaining", "n_answered", "membership_bound",
+                                     "bound_kind")},
+            "key": key, "noise": noise}
 
 
 def create_app(predictor, limits: ServeLimits | None = None) -> Any:
@@ -105,7 +94,20 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     release = release_of(predictor.to_dict()["output"])
     auth = _Auth(predictor.ledger.store, RateLimiter(limits.rate, limits.burst))
 
-    PredictRequest = _request_model(pydantic, n_features)
+    class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
+        model_config = pydantic.ConfigDict(extra="forbid")
+        rows: list[list[float]] = pydantic.Field(
+            min_length=1, description=f"query rows, each of {n_features} finite numbers")
+
+        @pydantic.field_validator("rows")
+        @classmethod
+        def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
+            for i, row in enumerate(rows):
+                if len(row) != n_features:
+                    raise ValueError(f"row {i} has {len(row)} values; expected {n_features}")
+                if not all(math.isfinite(x) for x in row):
+                    raise ValueError(f"row {i} holds a non-finite value (NaN or inf)")
+            return rows
 
     app = fastapi.FastAPI(
         title="pacpriv private prediction",
@@ -142,18 +144,9 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
         except Exception as err:
             raise _http_error(fastapi, err) from None
         labels = None if classes is None else labels_of(outputs, classes).tolist()
-        return {
-            "outputs": outputs.tolist(),
-            "labels": labels,
-            "release": release,
-            "spent": state["spent"],
-            "remaining": state["remaining"],
-            "n_answered": state["n_answered"],
-            "membership_bound": state["membership_bound"],
-            "bound_kind": state["bound_kind"],
-            "key": auth.key_state(key_id, predictor.per_query_budget),
-            "noise": predictor.noise_source,
-        }
+        return _answer(outputs.tolist(), labels, release, state,
+                       key=auth.key_state(key_id, predictor.per_query_budget),
+                       noise=predictor.noise_source)
 
     @app.get("/budget")
     def budget(authorization: str | None = fastapi.Header(None)) -> dict:
