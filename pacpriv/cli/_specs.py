@@ -56,7 +56,8 @@ def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
     ``only`` limits the fields (by name); ``notes`` adds a text to a field's help (by name),
     e.g. which rules take it; ``helps`` replaces a field's help for this command; the fields
     in ``required`` must be given; with ``sweep`` a field whose metadata has ``"sweep"`` takes
-    one or more values (a list); with ``defaults`` a flag not given holds the field's default.
+    one or more values (a list); with ``defaults`` a flag not given holds the field's default
+    (a ``--x``/``--no-x`` switch always defaults to None: the field's default applies).
     """
     seen: set[str] = set()
     must = set(required)
@@ -73,7 +74,7 @@ def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
                 + (notes or {}).get(f.name, "")
             default = f.default if defaults and f.default is not dataclasses.MISSING else None
             if f.metadata.get("negate") or _type(f) is bool:  # --no-x sets False, --x True
-                parser.add_argument(flag, dest=f.name, action="store_const", default=default,
+                parser.add_argument(flag, dest=f.name, action="store_const", default=None,
                                     const=not f.metadata.get("negate"), help=text)
                 continue
             extra = {k: f.metadata[k] for k in ("choices", "metavar") if k in f.metadata}
