@@ -129,18 +129,21 @@ class Shape:
         top = max(float(a.max()), 0.0 if a_c is None else a_c)
         return Shape(self.vecs, a / top, None if a_c is None else a_c / top, self.full_dim)
 
-    def split_shrunk(self, explored: int, alpha: float, complement: float) -> Shape:
-        """The first ``explored`` values shrunk towards their mean by ``α``, the unexplored ones
-        (``a[explored:]`` and ``a_c``) set to ``complement > 0`` (in this shape's units);
-        renormalised to ``max a = 1``. With no unexplored direction: :meth:`shrunk`."""
+    def split_shrunk(self, explored: int, alpha: float, complement: float | None) -> Shape:
+        """The first ``explored`` values that sit above the floor (twice :data:`SHAPE_FLOOR`)
+        shrunk towards their mean by ``α``; the unexplored ones (``a[explored:]`` and
+        ``a_c``) set to ``complement > 0`` (in this shape's units; None: kept, as are floored
+        values); renormalised to ``max a = 1``. With no unexplored direction: :meth:`shrunk`."""
         if self.a_c is None and explored >= self.a.size:
             return self.shrunk(alpha)
         a = self.a.copy()
-        head = a[:explored]
+        head = np.flatnonzero(a[:explored] > 2.0 * SHAPE_FLOOR)
         if head.size and alpha:
-            a[:explored] = (1.0 - alpha) * head + alpha * float(head.mean())
-        a[explored:] = complement
-        a_c = None if self.a_c is None else complement
+            a[head] = (1.0 - alpha) * a[head] + alpha * float(a[head].mean())
+        a_c = self.a_c
+        if complement is not None:
+            a[explored:] = complement
+            a_c = None if a_c is None else complement
         top = max(float(a.max()), 0.0 if a_c is None else a_c)
         return Shape(self.vecs, a / top, None if a_c is None else a_c / top, self.full_dim)
 
@@ -196,7 +199,7 @@ def _unexplored(n: int, width: int, dim: int | None, lam: np.ndarray,
     ``lam``, given ``resid``, an estimate of the variance outside the explored directions
     (None: not known). None when every direction is explored. The unexplored value is the
     square-root rule on that variance spread evenly, ``sqrt(resid / n_rest)`` in the fit's
-    units (``max sqrt(λ̂) = 1``); ``scale`` is None (the fit kept as it is, shrunk as a whole)
+    units (``max sqrt(λ̂) = 1``); ``scale`` is None (the unexplored values kept as fitted)
     when the shape trials are rank-deficient (an explored direction at :data:`SHAPE_FLOOR`,
     or coordinates narrower than their span: the unexplored ones are at the floor already)."""
     d = width if dim is None else dim
@@ -214,10 +217,10 @@ def _unexplored(n: int, width: int, dim: int | None, lam: np.ndarray,
 def _variant(shape: Shape, pair: np.ndarray, rest: _Unexplored | None) -> Shape:
     """``shape`` with shrinkage ``α = pair[0]`` and its unexplored directions (if any) at
     ``pair[1]`` times their estimated square-root value (:meth:`Shape.split_shrunk`)."""
-    if rest is None or rest.scale is None:
+    if rest is None:
         return shape.shrunk(float(pair[0]))
-    return shape.split_shrunk(rest.count, float(pair[0]),
-                              max(float(pair[1]) * rest.scale, SHAPE_FLOOR))
+    value = None if rest.scale is None else max(float(pair[1]) * rest.scale, SHAPE_FLOOR)
+    return shape.split_shrunk(rest.count, float(pair[0]), value)
 
 
 def _outside(shape: Shape, held: np.ndarray) -> tuple[np.ndarray, float]:
