@@ -19,6 +19,7 @@ __all__ = [
     "MechanismError",
     "NotReproducibleWarning",
     "PacprivWarning",
+    "StallWarning",
     "UndersampledWarning",
     "UserCodeError",
     "VacuousBoundWarning",
@@ -132,6 +133,15 @@ class WorkerCapWarning(PacprivWarning):
     The message names the cap and its reason (the usable CPUs, or the memory available for
     worker processes); the results are the same for any number of workers.
     """
+
+
+class StallWarning(PacprivWarning):
+    """No trial has finished for a while (60 s, then at each doubling of the wait): a trial may
+    hang. Issued from the engine's watchdog thread while the run goes on; the command line
+    prints it at once and again in its closing list of warnings."""
+
+    #: The command line prints a warning of this kind when it is issued, not only at the end.
+    live = True
 
 
 def warn_user(message: str, category: type[Warning]) -> None:

@@ -16,8 +16,13 @@ import numpy as np
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
-from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
-from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._args import (
+    UsageError,
+    add_report_output,
+    number,
+    report_formats,
+)
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
@@ -229,11 +234,12 @@ def _records(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, args.backend)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    _estimate(mechanism, dataset, records, n_jobs, args)
     common = dict(n_trials=args.trials, sampler=PoissonSampler(args.sampling_rate),
                   records=records, confidence=args.confidence, rng=args.seed,
                   bound=args.bound,
                   execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
+    hold_report_folder(args)  # every flag is checked: take --out now, before any work
+    _estimate(mechanism, dataset, records, n_jobs, args)
     try:
         if args.target_accuracy is not None:
             plan = calibrate_per_record(mechanism, dataset.pool,

@@ -20,7 +20,7 @@ from pacpriv.cli._args import (
     check_exactly_one,
     check_positive_finite,
 )
-from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_cwd_to_path,
@@ -495,6 +495,7 @@ def _status(args) -> int:
     if args.out is not None:
         from pacpriv.report import write_report
 
+        hold_report_folder(args)  # the state is loaded: take --out now
         for fmt, path in write_report(pp, Path(args.out), formats=("json", "md")).items():
             print(f"{f'report ({fmt})':<22}{path}")
     return 0
