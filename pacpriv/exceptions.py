@@ -167,7 +167,8 @@ def _interrupted_while_starting(kind, value, tb, _previous=sys.excepthook) -> No
     prints one line, not a traceback of the import (issue 35, item 5)."""
     if issubclass(kind, KeyboardInterrupt):
         print("pacpriv: interrupted (while starting; nothing was run)", file=sys.stderr)
-        return
+        sys.stderr.flush()
+        os._exit(130)  # the status of every other interruption (not death by SIGINT)
     _previous(kind, value, tb)
 
 

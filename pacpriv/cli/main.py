@@ -129,18 +129,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     0 ok; 1 the mechanism or a computation failed (one line naming the trial and seed);
     2 bad input; 130 interrupted.
     """
+    global _COMMAND_LINE
+    _COMMAND_LINE = argv is None  # the process is ours: its SIGINT handling may change
+    try:
+        code = _main(argv)
+    except KeyboardInterrupt:  # between the phases (e.g. while the warnings print): one line
+        _stop_listening()
+        shutdown_workers()
+        print("pacpriv: interrupted; workers stopped", file=sys.stderr)
+        code = 130
+    _stop_listening()  # the command line exits now: a late Ctrl-C cannot break the clean-up
+    return code
+
+
+#: Whether :func:`main` runs as the command line (``argv`` None), not called from Python.
+_COMMAND_LINE = False
+
+
+def _stop_listening() -> None:
+    """The command line has stopped or finished: ignore further Ctrl-C, so that shutting the
+    workers down and Python's exit handlers (loky's) run to the end without a traceback.
+    Nothing changes when :func:`main` is called from Python with ``argv``."""
+    if not _COMMAND_LINE:
+        return
+    import signal
+
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # pragma: no cover - not the main thread
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
     except KeyboardInterrupt:  # Ctrl-C while starting: one line, nothing was run
+        _stop_listening()
         print("pacpriv: interrupted (while starting; nothing was run)", file=sys.stderr)
         return 130
     with warnings.catch_warnings():
         caught = _collect_warnings()
+        code: int | None = None
         try:
-            return _dispatch(args, _flags_of(_invoked(parser, args)))
+            code = _dispatch(args, _flags_of(_invoked(parser, args)))
+            return code
         finally:
-            _print_warnings(caught)
+            if code != 130:  # interrupted: its one line is all (the run produced nothing)
+                _print_warnings(caught)
 
 
 def _invoked(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
@@ -226,6 +262,7 @@ def _dispatch(args, flags: set[str]) -> int:
               "memory)", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        _stop_listening()  # a second Ctrl-C must not interrupt the shutdown
         shutdown_workers()
         # name --checkpoint only to a command that has it
         kept = ("" if "--checkpoint" not in flags

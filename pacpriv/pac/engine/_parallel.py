@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pacpriv._optional import import_optional
 from pacpriv._random import seed_to_dict, trial_seed
 from pacpriv.exceptions import MechanismError, StallWarning, WorkerCapWarning
+from pacpriv.pac.engine._isolation import keep_ctrl_c_in_the_parent
 from pacpriv.pac.engine._resources import worker_cap
 from pacpriv.pac.engine._trial import BatchResult, TrialFailure, TrialTask, run_batch
 
@@ -118,6 +119,7 @@ def _make_parallel(n_jobs, backend):
     registers external backends such as "dask"); None keeps the active configuration."""
     from joblib import Parallel, parallel_config
 
+    keep_ctrl_c_in_the_parent()  # loky's workers start with SIGINT blocked
     if backend == "ray" and n_jobs is None:
         n_jobs = -1  # a cluster backend: None means every CPU the Ray runtime offers
     kwargs = {"n_jobs": n_jobs, "prefer": "processes", "batch_size": 1}
