@@ -315,16 +315,17 @@ def _fit(args) -> int:
                  f"--target-accuracy {args.target_accuracy:g} allows")
         raise UsageError(f"--per-query-budget {args.per_query_budget:g} nats exceeds {given}: "
                          "not even one query could be answered; lower --per-query-budget")
+    estimator = _estimator(args.estimator)
+    output = _check_output(args, estimator)
     dataset = load_cli_dataset(args)
     if dataset.y is None:
         raise UsageError(f"--dataset {args.dataset!r} has no labels; prediction needs (X, y)")
-    output = args.output or ("value" if args.estimator == "ridge" else "proba")
     _check_labels_and_budget(args, dataset.y, output)  # before the state folder is written
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
     _check_fit_estimate(args, dataset.pool, n_jobs)  # before the state folder is written
-    pp = PrivatePredictor(_estimator(args.estimator), dataset.pool, n_worlds=args.n_worlds,
+    pp = PrivatePredictor(estimator, dataset.pool, n_worlds=args.n_worlds,
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=args.seed,
                           secret_rng=args.secret_seed)
@@ -335,30 +336,42 @@ def _fit(args) -> int:
     return 0
 
 
+def _check_output(args, estimator) -> str:
+    """The ``--output`` (default ``proba``, or ``value`` where the estimator has no
+    ``predict_proba``), refused before any work when the estimator cannot give it: the
+    supported set is asked of the estimator itself (``supported_outputs``), for the built-in
+    ones of :data:`ESTIMATORS` and a ``module:attr`` scikit-learn estimator alike."""
+    from pacpriv.prediction._evaluate import supported_outputs
+
+    if not (hasattr(estimator, "fit") and hasattr(estimator, "get_params")):
+        return args.output or "proba"  # a fit function: its models are not known before fit
+    supported = supported_outputs(estimator)
+    output = args.output or ("proba" if "proba" in supported else "value")
+    if output not in supported:
+        raise UsageError(
+            f"--output {output} is not available for --estimator {args.estimator} "
+            f"({type(estimator).__name__}); it supports "
+            f"{', '.join(supported) or 'none of the built-in outputs'}")
+    return output
+
+
 def _check_labels_and_budget(args, y, output: str) -> None:
     """Refuse a classifier on a single-class label column, and a per-query budget too small
     for the grid release of the answers' ``d`` coordinates (every query would fail)."""
     import numpy as np
 
-    from pacpriv.prediction._noise import smallest_grid_budget
+    from pacpriv.prediction._settings import check_query_floor, output_dim
 
-    y = np.asarray(y)
-    n_classes = int(np.unique(y).size)
-    if args.estimator != "ridge" and n_classes < 2:
+    n_classes = int(np.unique(np.asarray(y)).size)
+    if output != "value" and n_classes < 2:
         raise UsageError(f"--estimator {args.estimator} needs >= 2 classes in --dataset "
                          f"{args.dataset!r}'s labels; got {n_classes}")
-    if output in ("proba", "label"):
-        d = n_classes
-    elif output == "logits":
-        d = 1 if n_classes == 2 else n_classes
-    else:
-        d = 1 if y.ndim == 1 else int(y.shape[1])
-    smallest = smallest_grid_budget(d)
-    if not args.per_query_budget > smallest:
-        raise UsageError(
-            f"--per-query-budget {args.per_query_budget:g} nats is too small for the grid "
-            f"release of {d} output coordinate(s) (--output {output}): every query would "
-            f"fail; use more than {format_bound(smallest, 3, side='up')} nats")
+    d = output_dim(output, y)
+    try:
+        check_query_floor(args.per_query_budget, d or 1, name="--per-query-budget",
+                          output=f"--output {output}")
+    except ValueError as err:
+        raise UsageError(str(err).rstrip(".")) from None
 
 
 def _check_fit_estimate(args, pool, n_jobs) -> None:
