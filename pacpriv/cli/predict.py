@@ -211,6 +211,12 @@ def add_serve_parser(subparsers, name: str) -> None:
                    help="requests per second per key (default 50; over: 429 + Retry-After)")
     p.add_argument("--timeout", type=float, default=30.0,
                    help="seconds per request (default 30; past it: 503, charge refunded)")
+    p.add_argument("--idempotency-ttl", type=float, default=86400.0,
+                   help="seconds an Idempotency-Key's answer is kept for retries (default "
+                   "86400 = 24 h); a retry after it gets 410 and is never charged twice")
+    p.add_argument("--idempotency-max-rows", type=int, default=100_000,
+                   help="most idempotent answers kept (default 100000; the oldest go first, "
+                   "their retries get 410)")
     p.set_defaults(handler=_serve)
     keys = p.add_subparsers(dest="keys_group", metavar="keys")
     group = keys.add_parser("keys", help="analysts' API keys: add, list, revoke")
@@ -522,15 +528,18 @@ def _serve(args) -> int:  # pragma: no cover - blocks; exercised by the uvicorn 
         raise UsageError("--state is required (the fitted state directory to serve)")
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be in [1, 65535]; got {args.port}")
-    for flag, low in (("--max-body-bytes", 64), ("--max-rows", 1)):
+    for flag, low in (("--max-body-bytes", 64), ("--max-rows", 1),
+                      ("--idempotency-max-rows", 1)):
         value = getattr(args, flag[2:].replace("-", "_"))
         if value < low:
             raise UsageError(f"{flag} must be an integer >= {low}; got {value}")
     check_positive_finite(args, "--rate-limit", " (requests per second)")
     check_positive_finite(args, "--timeout", " (seconds)")
+    check_positive_finite(args, "--idempotency-ttl", " (seconds)")
     limits = ServeLimits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
                          rate=args.rate_limit, burst=max(1, int(2 * args.rate_limit)),
-                         timeout=args.timeout)
+                         timeout=args.timeout, idempotency_ttl=args.idempotency_ttl,
+                         idempotency_max_rows=args.idempotency_max_rows)
     check_existing_dir(args.state, "--state")
     check_port(args.host, args.port)  # before anything loads: not uvicorn's own error
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
