@@ -34,11 +34,23 @@ __all__ = ["ExactAccuracy", "exact_membership_inference_accuracy"]
 _TAIL = 1e-13  # Q-tail of one coordinate's W sent to +inf (upper) / merged (lower)
 _WINDOW_TAU = 1e-15  # Chernoff bound on the mass outside the E-fold FFT window, per side
 _GEO_C = 40.0  # grid points per unit of ln T on the geometric grid (first attempt)
+#: geometric refinements: aim at this fraction of the tolerance, assuming the width shrinks
+#: like c^-_GEO_ORDER (measured 1.7–2.0), with at most a factor 4 after the first attempt
+#: (a cheap probe far from the tolerance) and _GEO_MAX_JUMP after later ones
+_GEO_AIM = 0.8
+_GEO_ORDER = 1.7
+_GEO_MAX_JUMP = 16.0
 _MAX_ATTEMPT_S = 120.0  # no refinement whose predicted CPU time exceeds this (seconds)
 _GEO_MIN_SPREAD = 0.15  # sd of ln T per epoch above which the geometric grid is used
 _LINEAR_MAX_POINTS = 2**20  # linear coordinate lattice size beyond which the geometric grid is used
 _LINEAR_SLOW_POINTS = 2**17  # ... and beyond which it is used for M <= _GEO_PREFERRED_MAX_STEPS
 _GEO_PREFERRED_MAX_STEPS = 10**5
+#: ... and, for M <= _GEO_PREFERRED_MAX_STEPS and a spread of at least _GEO_MODERATE_SPREAD,
+#: where the linear lattice's float64 round-off, multiplied by E, would need long-double FFTs
+#: (found by its float64 pass, see _ladder): measured on the issue-29 grid, (σ 0.7, M 1e3,
+#: E 1e3) 4.6 s linear against 0.44 s geometric, (0.98, 1e3, 1e3) 1.9 s against 0.6 s; where
+#: the spread is smaller the geometric grid needs c > 1000 and is no faster
+_GEO_MODERATE_SPREAD = 0.03
 #: hybrid (geometric grid, then linear lattice for the top levels): large M, concentrated T
 _HYBRID_MIN_STEPS = 2**17
 _HYBRID_MAX_SPREAD = 0.05
@@ -79,15 +91,25 @@ def _linear_points(sigma: float, steps: int, epochs: int, tail: float, c: float)
     return math.exp(min(ln_cap, 60.0)) / h
 
 
+def _spread(sigma: float, steps: int) -> float:
+    """Spread of ln T per epoch, ``sqrt(ln(1 + χ²))`` (wide: the geometric grid)."""
+    s2 = 1.0 / (sigma * sigma)
+    log1p_chi2 = math.log1p(math.expm1(s2) / steps) if s2 < 700 else s2 - math.log(steps)
+    return math.sqrt(max(log1p_chi2, 0.0))
+
+
+def _long_fallback(sigma: float, steps: int) -> bool:
+    """Whether a linear lattice that would need long-double FFTs gives way to the geometric
+    grid (see ``_GEO_MODERATE_SPREAD``)."""
+    return steps <= _GEO_PREFERRED_MAX_STEPS and _spread(sigma, steps) >= _GEO_MODERATE_SPREAD
+
+
 def _choose_method(sigma: float, steps: int, epochs: int, tail: float, c: float) -> str:
     """``"gaussian"`` (M = 1), ``"linear"`` (light tails), ``"geometric"`` (heavy tails) or
     ``"hybrid"`` (large M: geometric grid for the small blocks, linear lattice on top)."""
     if steps == 1:
         return "gaussian"
-    s2 = 1.0 / (sigma * sigma)
-    # spread of ln T per epoch (from the chi-square divergence): wide -> geometric grid
-    log1p_chi2 = math.log1p(math.expm1(s2) / steps) if s2 < 700 else s2 - math.log(steps)
-    spread = math.sqrt(max(log1p_chi2, 0.0))
+    spread = _spread(sigma, steps)
     if spread >= _GEO_MIN_SPREAD:
         return "geometric"
     if steps >= _HYBRID_MIN_STEPS and spread < _HYBRID_MAX_SPREAD and sigma <= _HYBRID_MAX_SIGMA:
@@ -181,9 +203,13 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
 
 
 def _numeric_once(
-    sigma, steps, epochs, *, c, c_epoch, extra, direction, method, tail, tol, tick
-) -> dict:
-    """One discretisation at resolution ``c``: certified TV bounds and their error terms."""
+    sigma, steps, epochs, *, c, c_epoch, extra, direction, method, tail, tol, tick,
+    long_fallback: bool = False,
+) -> dict | None:
+    """One discretisation at resolution ``c``: certified TV bounds and their error terms.
+
+    ``long_fallback``: return None instead of redoing a chain in long double (the caller
+    then uses the geometric grid, see :func:`_ladder`)."""
     t_top = _t_top(sigma, steps, epochs, extra, tail)
     out: dict = {"c": c, "c_epoch": c_epoch, "t_top": t_top, "method": method}
     delta = None
@@ -202,6 +228,8 @@ def _numeric_once(
             cost = epochs * (2.0 * eps + kappa + slack)
             if method not in ("linear", "hybrid") or extended or cost <= 0.25 * tol:
                 break
+            if long_fallback and method == "linear":
+                return None
             extended = True
         if upper and method != "gaussian":
             label_range = (pair.a0, pair.a0 + pair.p.size - 1)
@@ -305,6 +333,9 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
         if method == "geometric":
             c = float(np.clip(_GEO_C * (1e-4 / tol) ** 0.25, 24.0, 256.0))
         c_epoch, extra = float(np.clip(40.0 * math.sqrt(1e-4 / tol), 16.0, 4096.0)), 0.0
+        if (warm is not None and warm.get("method") == "geometric" and method == "linear"
+                and _long_fallback(sigma, steps)):  # an earlier evaluation fell back
+            method = "geometric"
         if warm is not None and warm.get("method") == method:
             c, c_epoch, extra = warm["c"], warm["c_epoch"], warm["extra"]
         tick = None
@@ -314,33 +345,9 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
             def tick():
                 bar.update(1)
 
-        for attempt in range(refinements + 1):
-            t_attempt = time.process_time()
-            res = _numeric_once(
-                sigma, steps, n_epochs, c=c, c_epoch=c_epoch, extra=extra,
-                direction=direction, method=method, tail=tail, tol=tol, tick=tick,
-            )
-            res["attempt"] = attempt
-            res["extra"] = extra
-            lo_a = max(lower, 0.5 + 0.5 * res["tv_lower_numerical"])
-            up_a = min(upper, 0.5 + 0.5 * res["tv_upper_numerical"])
-            if best is None or up_a - lo_a < best[1] - best[0]:
-                best = (lo_a, up_a, res)
-            width = up_a - lo_a
-            if width <= tol:
-                break
-            factor = min(4.0, 1.2 * math.sqrt(width / tol))
-            if method in ("geometric", "hybrid"):  # width ~ 1/c²: jump to the c meeting tol
-                factor = min(4.0, max(1.3, 1.15 * math.sqrt(width / tol)))
-            # bounded time: the cost of an attempt grows like c² (geometric) or c (linear);
-            # measured in CPU time, so that the result does not depend on the machine's load
-            spent = time.process_time() - t_attempt
-            # (hybrid: a finer linear lattice also moves the switch up, where the geometric
-            # grid must be finer too: about c³)
-            power = {"linear": 1.2, "hybrid": 3.0}.get(method, 2.2)
-            if spent * factor**power > _MAX_ATTEMPT_S:
-                break
-            c, c_epoch, extra = c * factor, c_epoch * factor, extra + 2.0
+        best, method = _ladder(sigma, steps, n_epochs, tol, direction, refinements, tick,
+                               method, (c, c_epoch, extra), (lower, upper), tail)
+        details["method"] = method
         assert best is not None  # the loop runs at least once (refinements >= 0)
         lower, upper = best[0], best[1]
         details.update({k: (v.item() if isinstance(v, np.generic) else v)
@@ -351,6 +358,63 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
     upper = float(max(lower, min(upper, 1.0)))
     details["wall_time_s"] = time.perf_counter() - start
     return {"lower": lower, "upper": upper, "details": details}
+
+
+
+def _ladder(sigma, steps, n_epochs, tol, direction, refinements, tick, method, grid, bounds,
+            tail):
+    """The refinements of :func:`_scalar_once`: ``(best (lower, upper, details), method)``.
+
+    A linear lattice whose first attempt would need long-double FFTs gives way to the
+    geometric grid where :func:`_long_fallback` allows it (both are certified; only the
+    time differs)."""
+    c, c_epoch, extra = grid
+    lower, upper = bounds
+    fallback = method == "linear" and _long_fallback(sigma, steps)
+    best = None
+    for attempt in range(refinements + 1):
+        t_attempt = time.process_time()
+        res = _numeric_once(
+            sigma, steps, n_epochs, c=c, c_epoch=c_epoch, extra=extra,
+            direction=direction, method=method, tail=tail, tol=tol, tick=tick,
+            long_fallback=fallback,
+        )
+        if res is None:
+            method, c = "geometric", float(np.clip(_GEO_C * (1e-4 / tol) ** 0.25, 24.0, 256.0))
+            res = _numeric_once(
+                sigma, steps, n_epochs, c=c, c_epoch=c_epoch, extra=extra,
+                direction=direction, method=method, tail=tail, tol=tol, tick=tick,
+            )
+            assert res is not None
+        fallback = False
+        res["attempt"] = attempt
+        res["extra"] = extra
+        lo_a = max(lower, 0.5 + 0.5 * res["tv_lower_numerical"])
+        up_a = min(upper, 0.5 + 0.5 * res["tv_upper_numerical"])
+        if best is None or up_a - lo_a < best[1] - best[0]:
+            best = (lo_a, up_a, res)
+        width = up_a - lo_a
+        if width <= tol:
+            break
+        factor = min(4.0, 1.2 * math.sqrt(width / tol))
+        if method == "hybrid":  # width ~ 1/c²: jump to the c meeting tol
+            factor = min(4.0, max(1.3, 1.15 * math.sqrt(width / tol)))
+        elif method == "geometric":
+            # width ~ c^-1.7 … c^-2 (measured): one jump to the c that meets _GEO_AIM·tol
+            # (the first attempt is a cheap probe; intermediate attempts cost ~c^2.2)
+            cap = 4.0 if attempt == 0 else _GEO_MAX_JUMP
+            factor = min(cap, max(1.3, (width / (_GEO_AIM * tol)) ** (1.0 / _GEO_ORDER)))
+        # bounded time: the cost of an attempt grows like c² (geometric) or c (linear);
+        # measured in CPU time, so that the result does not depend on the machine's load
+        spent = time.process_time() - t_attempt
+        # (hybrid: a finer linear lattice also moves the switch up, where the geometric
+        # grid must be finer too: about c³)
+        power = {"linear": 1.2, "hybrid": 3.0}.get(method, 2.2)
+        if spent * factor**power > _MAX_ATTEMPT_S:
+            break
+        c, c_epoch, extra = c * factor, c_epoch * factor, extra + 2.0
+    assert best is not None  # the loop runs at least once (refinements >= 0)
+    return best, method
 
 
 def _one_blas_thread():
