@@ -21,6 +21,7 @@ from pacpriv._validation import check_array_real, check_int, check_real
 from pacpriv.dpsgd._exact import composition as _comp
 from pacpriv.dpsgd._exact import geometric as _geo
 from pacpriv.dpsgd._exact import hybrid as _hybrid
+from pacpriv.dpsgd._exact import ladder as _ladder
 from pacpriv.dpsgd._exact import lattice as _pld
 from pacpriv.dpsgd._exact import screens as _screens
 from pacpriv.dpsgd._exact_accuracy import ExactAccuracy
@@ -34,20 +35,14 @@ __all__ = ["ExactAccuracy", "exact_membership_inference_accuracy"]
 _TAIL = 1e-13  # Q-tail of one coordinate's W sent to +inf (upper) / merged (lower)
 _WINDOW_TAU = 1e-15  # Chernoff bound on the mass outside the E-fold FFT window, per side
 _GEO_C = 40.0  # grid points per unit of ln T on the geometric grid (first attempt)
-#: geometric refinements: aim at this fraction of the tolerance, assuming the width shrinks
-#: like c^-_GEO_ORDER (measured 1.7–2.0), with at most a factor 4 after the first attempt
-#: (a cheap probe far from the tolerance) and _GEO_MAX_JUMP after later ones
-_GEO_AIM = 0.8
-_GEO_ORDER = 1.7
-_GEO_MAX_JUMP = 16.0
-_MAX_ATTEMPT_S = 120.0  # no refinement whose predicted CPU time exceeds this (seconds)
+_MAX_ATTEMPT_S = _ladder.MAX_ATTEMPT_S  # no refinement predicted to take longer (CPU s)
 _GEO_MIN_SPREAD = 0.15  # sd of ln T per epoch above which the geometric grid is used
 _LINEAR_MAX_POINTS = 2**20  # linear coordinate lattice size beyond which the geometric grid is used
 _LINEAR_SLOW_POINTS = 2**17  # ... and beyond which it is used for M <= _GEO_PREFERRED_MAX_STEPS
 _GEO_PREFERRED_MAX_STEPS = 10**5
 #: ... and, for M <= _GEO_PREFERRED_MAX_STEPS and a spread of at least _GEO_MODERATE_SPREAD,
 #: where the linear lattice's float64 round-off, multiplied by E, would need long-double FFTs
-#: (found by its float64 pass, see _ladder): measured on the issue-29 grid, (σ 0.7, M 1e3,
+#: (found by its float64 pass, see _exact.ladder): measured on the issue-29 grid, (σ 0.7, M 1e3,
 #: E 1e3) 4.6 s linear against 0.44 s geometric, (0.98, 1e3, 1e3) 1.9 s against 0.6 s; where
 #: the spread is smaller the geometric grid needs c > 1000 and is no faster
 _GEO_MODERATE_SPREAD = 0.03
@@ -91,17 +86,11 @@ def _linear_points(sigma: float, steps: int, epochs: int, tail: float, c: float)
     return math.exp(min(ln_cap, 60.0)) / h
 
 
-def _spread(sigma: float, steps: int) -> float:
-    """Spread of ln T per epoch, ``sqrt(ln(1 + χ²))`` (wide: the geometric grid)."""
-    s2 = 1.0 / (sigma * sigma)
-    log1p_chi2 = math.log1p(math.expm1(s2) / steps) if s2 < 700 else s2 - math.log(steps)
-    return math.sqrt(max(log1p_chi2, 0.0))
-
-
 def _long_fallback(sigma: float, steps: int) -> bool:
     """Whether a linear lattice that would need long-double FFTs gives way to the geometric
     grid (see ``_GEO_MODERATE_SPREAD``)."""
-    return steps <= _GEO_PREFERRED_MAX_STEPS and _spread(sigma, steps) >= _GEO_MODERATE_SPREAD
+    return (steps <= _GEO_PREFERRED_MAX_STEPS
+            and _ladder.spread(sigma, steps) >= _GEO_MODERATE_SPREAD)
 
 
 def _choose_method(sigma: float, steps: int, epochs: int, tail: float, c: float) -> str:
@@ -109,7 +98,7 @@ def _choose_method(sigma: float, steps: int, epochs: int, tail: float, c: float)
     ``"hybrid"`` (large M: geometric grid for the small blocks, linear lattice on top)."""
     if steps == 1:
         return "gaussian"
-    spread = _spread(sigma, steps)
+    spread = _ladder.spread(sigma, steps)
     if spread >= _GEO_MIN_SPREAD:
         return "geometric"
     if steps >= _HYBRID_MIN_STEPS and spread < _HYBRID_MAX_SPREAD and sigma <= _HYBRID_MAX_SIGMA:
@@ -209,7 +198,7 @@ def _numeric_once(
     """One discretisation at resolution ``c``: certified TV bounds and their error terms.
 
     ``long_fallback``: return None instead of redoing a chain in long double (the caller
-    then uses the geometric grid, see :func:`_ladder`)."""
+    then uses the geometric grid, see :mod:`._exact.ladder`)."""
     t_top = _t_top(sigma, steps, epochs, extra, tail)
     out: dict = {"c": c, "c_epoch": c_epoch, "t_top": t_top, "method": method}
     delta = None
@@ -345,8 +334,12 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
             def tick():
                 bar.update(1)
 
-        best, method = _ladder(sigma, steps, n_epochs, tol, direction, refinements, tick,
-                               method, (c, c_epoch, extra), (lower, upper), tail)
+        best, method = _ladder.refine(
+            _numeric_once, (sigma, steps, n_epochs), tol=tol, direction=direction,
+            refinements=refinements, tick=tick, method=method, grid=(c, c_epoch, extra),
+            bounds=(lower, upper), tail=tail,
+            fallback=method == "linear" and _long_fallback(sigma, steps),
+            geo_c=float(np.clip(_GEO_C * (1e-4 / tol) ** 0.25, 24.0, 256.0)))
         details["method"] = method
         assert best is not None  # the loop runs at least once (refinements >= 0)
         lower, upper = best[0], best[1]
@@ -360,61 +353,6 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
     return {"lower": lower, "upper": upper, "details": details}
 
 
-
-def _ladder(sigma, steps, n_epochs, tol, direction, refinements, tick, method, grid, bounds,
-            tail):
-    """The refinements of :func:`_scalar_once`: ``(best (lower, upper, details), method)``.
-
-    A linear lattice whose first attempt would need long-double FFTs gives way to the
-    geometric grid where :func:`_long_fallback` allows it (both are certified; only the
-    time differs)."""
-    c, c_epoch, extra = grid
-    lower, upper = bounds
-    fallback = method == "linear" and _long_fallback(sigma, steps)
-    best = None
-    for attempt in range(refinements + 1):
-        t_attempt = time.process_time()
-        res = _numeric_once(
-            sigma, steps, n_epochs, c=c, c_epoch=c_epoch, extra=extra,
-            direction=direction, method=method, tail=tail, tol=tol, tick=tick,
-            long_fallback=fallback,
-        )
-        if res is None:
-            method, c = "geometric", float(np.clip(_GEO_C * (1e-4 / tol) ** 0.25, 24.0, 256.0))
-            res = _numeric_once(
-                sigma, steps, n_epochs, c=c, c_epoch=c_epoch, extra=extra,
-                direction=direction, method=method, tail=tail, tol=tol, tick=tick,
-            )
-            assert res is not None
-        fallback = False
-        res["attempt"] = attempt
-        res["extra"] = extra
-        lo_a = max(lower, 0.5 + 0.5 * res["tv_lower_numerical"])
-        up_a = min(upper, 0.5 + 0.5 * res["tv_upper_numerical"])
-        if best is None or up_a - lo_a < best[1] - best[0]:
-            best = (lo_a, up_a, res)
-        width = up_a - lo_a
-        if width <= tol:
-            break
-        factor = min(4.0, 1.2 * math.sqrt(width / tol))
-        if method == "hybrid":  # width ~ 1/c²: jump to the c meeting tol
-            factor = min(4.0, max(1.3, 1.15 * math.sqrt(width / tol)))
-        elif method == "geometric":
-            # width ~ c^-1.7 … c^-2 (measured): one jump to the c that meets _GEO_AIM·tol
-            # (the first attempt is a cheap probe; intermediate attempts cost ~c^2.2)
-            cap = 4.0 if attempt == 0 else _GEO_MAX_JUMP
-            factor = min(cap, max(1.3, (width / (_GEO_AIM * tol)) ** (1.0 / _GEO_ORDER)))
-        # bounded time: the cost of an attempt grows like c² (geometric) or c (linear);
-        # measured in CPU time, so that the result does not depend on the machine's load
-        spent = time.process_time() - t_attempt
-        # (hybrid: a finer linear lattice also moves the switch up, where the geometric
-        # grid must be finer too: about c³)
-        power = {"linear": 1.2, "hybrid": 3.0}.get(method, 2.2)
-        if spent * factor**power > _MAX_ATTEMPT_S:
-            break
-        c, c_epoch, extra = c * factor, c_epoch * factor, extra + 2.0
-    assert best is not None  # the loop runs at least once (refinements >= 0)
-    return best, method
 
 
 def _one_blas_thread():
