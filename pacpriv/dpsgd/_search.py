@@ -6,13 +6,14 @@ limit ``Φ⁻¹(accuracy) = μ(σ)/2`` with ``ln μ`` smooth in ``ln σ``), so
 
 1. *coarse*: secant steps on the interval midpoints ``z(estimate)`` at a tolerance several
    times the final one (cheap grids) locate the root and the slope ``dz/dx``;
-2. *tight*: one evaluation at the located root times ``(1 − 3·rtol/4)`` and one Newton step
-   with that slope give the root to about the final tolerance;
-3. *certify*: the returned σ is that root times ``(1 + rtol/2)``, accepted only when its
-   certified upper accuracy (``certify``: the caller's public evaluation) is at most the
-   target (nudged up by ``rtol/4`` otherwise); the tight evaluation of step 2 usually
-   certifies a lower end above the target (the caller's ``lower_noise_multiplier``),
-   otherwise one more evaluation at the root times ``(1 − rtol/2)`` does.
+2. *certify*: the public evaluation (``certify``) at the located root times ``(1 + rtol/2)``
+   is kept when its certified upper accuracy is at most the target and a Newton step from
+   its midpoint (with the coarse slope) puts the root at most ``0.8·rtol`` below it: one
+   tight evaluation in all. Otherwise the Newton root times ``(1 + rtol/2)`` is certified
+   (nudged up by ``rtol/4`` until its upper end is at most the target): two;
+3. *bracket*: an evaluation ``1.1·rtol`` below the root, at the coarsest tolerance the
+   located slope allows, whose certified lower end is above the target gives the caller's
+   ``lower_noise_multiplier`` (otherwise a tight one at the root times ``(1 − rtol/2)``).
 
 Every returned σ is certified by an evaluation at that σ; the search only chooses where to
 evaluate. It gives up (returns None) when the midpoints leave (½, 1) or it runs out of steps;
@@ -34,8 +35,12 @@ _COARSE_FACTOR = 8.0  # coarse tolerance: this many times the final one (at most
 #: the coarse steps stop once a secant step moves ln σ by less than this times rtol (the
 #: tight Newton step then corrects the rest)
 _COARSE_STOP = 0.5
-#: the tight evaluation is this many times rtol below the located root (in ln σ)
-_BELOW = 0.75
+#: accept the public evaluation at the located root times (1 + rtol/2) when the Newton step
+#: puts the root at most this many times rtol below it
+_ACCEPT = 0.8
+#: ... and look for the bracket's lower end (an evaluation at the tolerance the slope allows)
+#: this many times rtol below the root
+_LOWER_STEP = 1.1
 
 
 def _z(res) -> float | None:
@@ -83,23 +88,33 @@ def search_root(
     slope = (zb - za) / (xb - xa) if xb != xa else 0.0
     if not slope < 0:
         return None
-    # the tight evaluation just below the located root: its Newton step gives the root, and
-    # its certified lower end is usually above the target (the lower end of the bracket)
-    x = min(x, x_cap) - _BELOW * rel
-    res_c = evaluate(math.exp(x), tol)
-    z_c = _z(res_c)
-    if z_c is None:
+    # one tight evaluation, the public one, at the located root times (1 + rtol/2): kept when
+    # certified and the Newton step from its midpoint puts the root at most _ACCEPT·rtol
+    # below it; else the Newton root times (1 + rtol/2), nudged up until certified
+    x1 = min(x + 0.5 * rel, x_cap)
+    res = certify(math.exp(x1))
+    z1 = _z(res)
+    if z1 is None:
         return None
-    root = min(x + (z_t - z_c) / slope, x_cap)
-    sigma = math.exp(root) * (1.0 + 0.5 * rel)
-    for _ in range(_NUDGES):
-        res = certify(sigma)
-        if float(res.upper) <= target:  # type: ignore[attr-defined]
-            # an evaluation just below the root whose certified lower end is above the target
-            # shows that no accountant knowing (M, E, σ) certifies a σ that small
-            below = float(res_c.lower) > target  # type: ignore[attr-defined]
-            if not (below and sigma / math.exp(x) - 1.0 < 1.5 * rel):
-                evaluate(math.exp(root) * (1.0 - 0.5 * rel), tol)
-            return sigma, res
-        sigma *= 1.0 + 0.25 * rel
-    return None
+    root = min(x1 + (z_t - z1) / slope, x_cap)
+    sigma = math.exp(x1)
+    if not (float(res.upper) <= target  # type: ignore[attr-defined]
+            and 0.0 <= x1 - root <= _ACCEPT * rel):
+        sigma = math.exp(root) * (1.0 + 0.5 * rel)
+        for _ in range(_NUDGES):
+            res = certify(sigma)
+            if float(res.upper) <= target:  # type: ignore[attr-defined]
+                break
+            sigma *= 1.0 + 0.25 * rel
+        else:
+            return None
+    # the bracket's lower end (an evaluation below the root whose certified lower end is
+    # above the target shows that no accountant knowing (M, E, σ) certifies a σ that small):
+    # one _LOWER_STEP·rtol below the root, else a tight one rtol/2 below
+    # its tolerance: what the located slope says separates the lower end from the target
+    d_acc = abs(slope) * math.exp(-0.5 * z_t * z_t) / math.sqrt(2.0 * math.pi) * rel
+    below = evaluate(math.exp(root - _LOWER_STEP * rel),
+                     min(tol_c, max(tol, 1.2 * _LOWER_STEP * d_acc)))
+    if float(below.lower) <= target:  # type: ignore[attr-defined]
+        evaluate(math.exp(root) * (1.0 - 0.5 * rel), tol)
+    return sigma, res

@@ -470,7 +470,9 @@ def exact_membership_inference_accuracy(
     Heavy coordinate tails (small σ) use a geometric grid ``x_k = e^{k/c}`` for steps 1–2
     instead ([3]_), refined by exact embedding towards the top levels: a split at a level of
     blocks of ``m`` coordinates adds about ``(m/M)/(4c²)`` to the variance of ``T``, so only
-    the last levels need the fine step. For large M with a concentrated ``T`` (σ ≤ 2.2,
+    the last levels need the fine step; it is also used (M ≤ 1e5, spread of ``ln T`` per epoch
+    ≥ 0.03) where the linear lattice's float64 round-off, times E, would need long-double
+    FFTs. For large M with a concentrated ``T`` (σ ≤ 2.2,
     ``M ≥ 2^17``) the doubling starts on the geometric grid and moves to the linear lattice
     once a block's range, its Q-tail cut as at every level, fits it ("hybrid"): the upper chain
     splits each geometric node to the two lattice nodes around it keeping its mean (weights
