@@ -11,7 +11,8 @@ limit ``Φ⁻¹(accuracy) = μ(σ)/2`` with ``ln μ`` smooth in ``ln σ``), so
    its midpoint (with the coarse slope) puts the root at most ``0.8·rtol`` below it: one
    tight evaluation in all. Otherwise the Newton root times ``(1 + rtol/2)`` is certified
    (nudged up by ``rtol/4`` until its upper end is at most the target): two. On the linear
-   lattice, whose public evaluation starts at a costly first grid, a warm tight evaluation
+   lattice, whose public evaluation starts at a costly first grid, and for search
+   tolerances below 1e-4 (targets near ½), a warm tight evaluation
    ``0.75·rtol`` below the located root and its Newton step come first instead;
 3. *bracket*: an evaluation ``1.1·rtol`` below the root, at the coarsest tolerance the
    located slope allows, whose certified lower end is above the target gives the caller's
@@ -37,6 +38,8 @@ _COARSE_FACTOR = 8.0  # coarse tolerance: this many times the final one (at most
 #: the coarse steps stop once a secant step moves ln σ by less than this times rtol (the
 #: tight Newton step then corrects the rest)
 _COARSE_STOP = 0.5
+#: below this search tolerance the warm tight evaluation comes first, as on the linear lattice
+_ONE_SHOT_MIN_TOL = 1e-4 * (1.0 - 1e-9)
 #: linear lattice: the warm tight evaluation is this many times rtol below the located root
 _BELOW = 0.75
 #: accept the public evaluation at the located root times (1 + rtol/2) when the Newton step
@@ -95,7 +98,10 @@ def search_root(
     if not slope < 0:
         return None
     ctx = (target, rel, tol, x_cap, slope, evaluate, certify)
-    if getattr(last, "details", {}).get("method") == "linear":
+    # the one-evaluation order pays off where the public evaluation is cheap to start
+    # (a geometric probe) and the coarse midpoints locate the root well (tolerance 1e-4:
+    # nearer ½ the coarse grids' noise is larger relative to the target's distance from ½)
+    if getattr(last, "details", {}).get("method") == "linear" or tol < _ONE_SHOT_MIN_TOL:
         return _below_then_certify(ctx, x)
     return _certify_then_below(ctx, x, tol_c)
 
