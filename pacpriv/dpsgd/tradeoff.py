@@ -124,6 +124,14 @@ class TradeoffCurve(Displayable):
             "certified": self.certified, "method": self.method,
         }
 
+    def pld_epsilon(self, delta: float) -> float:
+        """ε at ``delta`` from this curve's PLD alone (rounded up; ``inf`` above ε = 60), the
+        number :func:`pacpriv.dpsgd.epsilon.epsilon_bound` compares with its closed forms.
+        ``delta`` in (0, 1)."""
+        d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
+                       high_inclusive=False)
+        return epsilon_for_delta(self.loss, d)
+
     def get_epsilon(self, delta: float) -> float:
         """Smallest ε ≥ 0 (rounded up) such that the run is (ε, δ)-DP for adding or removing
         one record (both directions of the same PLD, as dp-accounting and opacus report it).
@@ -144,13 +152,12 @@ class TradeoffCurve(Displayable):
         """
         d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
                        high_inclusive=False)
-        eps = epsilon_for_delta(self.loss, d)
+        eps = self.pld_epsilon(d)
         if self.sampling.get("scheme") == "random_allocation":
-            from pacpriv.dpsgd.epsilon import epsilon_bound
+            from pacpriv.dpsgd._closed_epsilon import closed_form_epsilon
 
-            closed = epsilon_bound(self.noise_multiplier, steps_per_epoch=self.steps_per_epoch,
-                                   epochs=self.epochs, delta=d, k=self.k, pld=False).epsilon
-            eps = min(eps, closed)
+            eps = min(eps, closed_form_epsilon(self.noise_multiplier, self.steps_per_epoch,
+                                               self.epochs, self.k, d))
         return eps
 
     def summary(self) -> Summary:
