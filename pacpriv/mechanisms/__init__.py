@@ -35,7 +35,12 @@ from .histogram import (
 )
 from .kmeans import KMeansCenters, kmeans_centers, make_kmeans
 from .linear_svm import LinearSVMCoefficients, linear_svm_coefficients, make_linear_svm
-from .logistic import LogisticCoefficients, logistic_coefficients, make_logistic
+from .logistic import (
+    LogisticCoefficients,
+    LogisticNewton,
+    logistic_coefficients,
+    make_logistic,
+)
 from .mean import ClippedMean, clipped_mean, make_clipped_mean
 from .median import ClippedMedian, clipped_median, make_clipped_median
 from .mlp import MLPParameters, make_mlp, mlp_parameters
@@ -50,6 +55,7 @@ __all__ = [
     "LabelHistogram",
     "LinearSVMCoefficients",
     "LogisticCoefficients",
+    "LogisticNewton",
     "MLPParameters",
     "PCAComponents",
     "clipped_mean",
