@@ -34,7 +34,12 @@ from .histogram import (
     make_label_histogram,
 )
 from .kmeans import KMeansCenters, kmeans_centers, make_kmeans
-from .linear_svm import LinearSVMCoefficients, linear_svm_coefficients, make_linear_svm
+from .linear_svm import (
+    LinearSVMCoefficients,
+    LinearSVMNewton,
+    linear_svm_coefficients,
+    make_linear_svm,
+)
 from .logistic import (
     LogisticCoefficients,
     LogisticNewton,
@@ -54,6 +59,7 @@ __all__ = [
     "KMeansCenters",
     "LabelHistogram",
     "LinearSVMCoefficients",
+    "LinearSVMNewton",
     "LogisticCoefficients",
     "LogisticNewton",
     "MLPParameters",
