@@ -92,7 +92,8 @@ class LogisticCoefficients(LinearModel):
 
 #: Round-off allowance on a computed gradient norm (as the stabilised logistic regression's).
 _ROUNDING = 1e-12
-#: Radius of the surrogate's ball, in multiples of the largest one-Newton-step move.
+#: Radius of the surrogate's ball, in multiples of the 99th percentile of the one-Newton-step
+#: moves (records beyond it are solved exactly).
 _RADIUS_STEPS = 4.0
 
 
@@ -188,7 +189,7 @@ class LogisticNewton(LogisticCoefficients):
             hx = np.linalg.solve(h, xr.T).T                   # rows H⁻¹ x_i
             curv = sgn * s * (1.0 - s)
             step = (sgn * (s - t[recs]) / (1.0 + curv * np.einsum("ip,ip->i", hx, xr)))
-            move = float(np.max(np.abs(step) * np.linalg.norm(hx, axis=1)))
+            move = float(np.quantile(np.abs(step) * np.linalg.norm(hx, axis=1), 0.99))
             radius = _RADIUS_STEPS * move + 2.0 * float(self.C) * (self.tol + _ROUNDING)
             sp = build_problem(X1, t, mask, cap, w, lam=lam, normalizer=1.0, radius=radius)
             D, exact = surrogate_flips(sp, X1, t, mask, cap, h, recs, lam=lam, normalizer=1.0,
