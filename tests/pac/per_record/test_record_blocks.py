@@ -140,3 +140,31 @@ def test_randomness_outside_rng_is_caught_across_blocks():
 def test_record_block_is_validated(bad):
     with pytest.raises((TypeError, ValueError), match="record_block"):
         ExecutionOptions(record_block=bad)
+
+
+@pytest.mark.parametrize("solver", ["logistic", "linear_svm"])
+def test_certified_fast_distances_bound_the_exact_ones(solver):
+    """Independent: the same mechanism as a black box (exact fits through record blocks) on
+    the same seeds; the fast path's certified distances (difference_error added) are never
+    below the exact distances and differ from them by at most that error."""
+    from pacpriv.mechanisms import make_linear_svm, make_logistic
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] + 0.3 * rng.normal(size=40) > 0).astype(int)
+    make = make_logistic if solver == "logistic" else make_linear_svm
+    mech = make(classes=(0, 1), C=0.5, solver="newton")
+
+    def black_box(subset):
+        return mech(subset)
+
+    geom = NoiseGeometry.from_spec(0.01, 3)
+    kw = dict(n_trials=3, sampler=PoissonSampler(0.5), records=np.arange(40), n_records=40,
+              rng=4)
+    fast = simulate_distances(mech, (X, y), geom, execution=_opts(), **kw)
+    exact = simulate_distances(black_box, (X, y), geom, execution=_opts(record_block=16),
+                               **kw)
+    np.testing.assert_array_equal(fast.simulation.masks, exact.simulation.masks)
+    pad = mech.difference_error / 0.1
+    assert np.all(fast.distances >= exact.distances)
+    assert np.all(fast.distances - exact.distances <= 2 * pad)
