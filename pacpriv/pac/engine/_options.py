@@ -96,7 +96,8 @@ class ExecutionOptions:
         Records per block of a per-record run of a black-box mechanism (``>= 1``; None: 64):
         a trial's ``1 + k`` evaluations run as ``⌈k/B⌉`` engine units, spread over the workers,
         counted on the progress bar and checkpointed block by block
-        (:mod:`pacpriv.pac.per_record._units`). Results are bit-identical for every value.
+        (:mod:`pacpriv.pac.per_record._units`); ``timeout`` and ``retries`` then apply to
+        each block. Results are bit-identical for every value.
 
     Raises
     ------
