@@ -121,20 +121,25 @@ def unit_trial(spec: UnitSpec, subset_index: np.ndarray, rng: Any = None) -> np.
 
 def _reassemble(spec: UnitSpec, sim: SimulationResult, n_trials: int) -> tuple[np.ndarray, bool]:
     """``(T, d + k·w)`` rows in the one-unit-per-trial layout, and whether every unit's
-    ``f(S_t)`` agreed bit for bit."""
+    ``f(S_t)`` agreed bit for bit. Copies block by block: no temporary of the whole outputs."""
     m, B, k = spec.n_parts, spec.block, spec.pair.records.shape[0]
-    out = np.asarray(sim.outputs, dtype=np.float64)
-    if sim.reference is not None:  # stored relative to unit 0 below float64
-        out = out + sim.reference
-    w = spec.width
-    d = sim.dim - B if w else sim.dim // (1 + B)
-    w = w or d
-    out = out.reshape(n_trials, m, sim.dim)
-    base = out[:, 0, :d]
-    agree = bool(np.array_equal(out[:, :, :d], np.broadcast_to(base[:, None, :],
-                                                                (n_trials, m, d))))
-    rows = out[:, :, d:].reshape(n_trials, m * B, w)[:, :k].reshape(n_trials, k * w)
-    return np.concatenate([base, rows], axis=1), agree
+    out = np.asarray(sim.outputs).reshape(n_trials, m, sim.dim)
+    ref = sim.reference  # stored relative to unit 0 below float64
+    w = spec.width or sim.dim // (1 + B)
+    d = sim.dim - B * w
+    res = np.empty((n_trials, d + k * w))
+    agree = True
+    for j in range(m):
+        part = out[:, j, :].astype(np.float64)
+        if ref is not None:
+            part += ref
+        if j == 0:
+            res[:, :d] = part[:, :d]
+        else:
+            agree = agree and bool(np.array_equal(part[:, :d], res[:, :d]))
+        nb = min(B, k - j * B)
+        res[:, d + j * B * w:d + (j * B + nb) * w] = part[:, d:d + nb * w]
+    return res, agree
 
 
 def _block_error(err: MechanismError, spec: UnitSpec, root: dict) -> MechanismError:
