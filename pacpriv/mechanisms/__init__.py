@@ -23,6 +23,11 @@ module                 factory                     default function
 ``decision_tree``      ``make_decision_tree``      (none: needs public query points)
 ``mlp`` (torch)        ``make_mlp``                ``mlp_parameters``
 =====================  ==========================  ==================================
+
+Per-record certificates in O(n) a trial (a ``per_record_differences`` method, see
+:mod:`pacpriv.pac.per_record`): the clipped mean, the histograms, ``stable_logistic`` and
+``make_logistic(..., solver="newton")`` / ``make_linear_svm(..., solver="newton")`` (exact
+minimisers with certified flipped solves); the others cost ``1 + n`` calls a trial.
 """
 
 from .decision_tree import DecisionTreeProbabilities, make_decision_tree
