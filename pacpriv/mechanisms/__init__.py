@@ -27,7 +27,8 @@ module                 factory                     default function
 Per-record certificates in O(n) a trial (a ``per_record_differences`` method, see
 :mod:`pacpriv.pac.per_record`): the clipped mean, the histograms, ``stable_logistic`` and
 ``make_logistic(..., solver="newton")`` / ``make_linear_svm(..., solver="newton")`` (exact
-minimisers with certified flipped solves); the others cost ``1 + n`` calls a trial.
+minimisers with certified flipped solves), and the ``stabilise`` shard ensembles of them; the
+others cost ``1 + n`` calls a trial.
 """
 
 from .decision_tree import DecisionTreeProbabilities, make_decision_tree
