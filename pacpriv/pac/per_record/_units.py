@@ -148,10 +148,8 @@ def _block_error(err: MechanismError, spec: UnitSpec, root: dict) -> MechanismEr
     t, j = divmod(unit, spec.n_parts)
     seed = seed_to_dict(np.random.SeedSequence(root["entropy"],
                                                spawn_key=(*root["spawn_key"], t)))
-    lo = j * spec.block
-    hi = min(lo + spec.block, spec.pair.records.shape[0]) - 1
-    where = (f"trial {t}, record block {j} of {spec.n_parts} (audited records {lo}-{hi} in "
-             f"their order; trial seed {seed}; replay with numpy.random.SeedSequence(**seed))")
+    where = (f"trial {t}, record block {j} of {spec.n_parts} (blocks of {spec.block} audited "
+             f"records; trial seed {seed}; replay with numpy.random.SeedSequence(**seed))")
     text = str(err)
     engine_words = (f"trial {unit} (trial seed {err.seed}; replay with "
                     "numpy.random.SeedSequence(**seed))")

@@ -96,7 +96,8 @@ def test_interrupted_run_resumes_by_block_with_identical_result(tmp_path, monkey
     ck = tmp_path / "ck"
     opts = _opts(record_block=3, checkpoint=ck, batch_size=1)
     monkeypatch.setenv(_STOP, "40")
-    with pytest.raises(MechanismError, match=r"in trial 2, record block 3 of 4 \(audited"):
+    with pytest.raises(MechanismError,
+                       match=r"in trial 2, record block 3 of 4 \(blocks of 3 audited records; "):
         simulate_differences(interrupted_sum, POOL, n_trials=5, records=RECORDS, rng=8,
                              execution=opts)
     budget = 10**6
