@@ -255,6 +255,40 @@ def _warm_start(cache: dict, sigma: float, tol_e: float, tol: float) -> dict:
     return start
 
 
+def _model_root(x0: float, z0: float, z_target: float, steps: int) -> float:
+    """Root in log σ if ``Φ⁻¹(accuracy)`` scales like the Gaussian-limit μ(σ) (docs/math.rst),
+    from the point ``(x0, z0)`` = (log σ, Φ⁻¹(upper))."""
+    ratio = (z_target / z0) ** 2 if z0 > 0 else 4.0
+    if steps == 1:
+        return x0 - 0.5 * math.log(ratio)
+    inv_var = math.exp(-2.0 * x0)
+    log_em1 = math.log(math.expm1(inv_var)) if inv_var < 700 else inv_var
+    new = math.log1p(math.exp(min(700.0, log_em1 + math.log(ratio))))
+    return -0.5 * math.log(new)
+
+
+def _bisect(evaluate, target: float, lo: float | None, hi: float,
+            rel: float) -> tuple[float, float]:
+    """The bracket ``(lo, hi)`` closed to ``hi/lo − 1 <= rel`` by bisection in log σ: where the
+    secant steps did not close it (e.g. a flat or kinked upper end at an extreme target)."""
+    if lo is None:
+        lo = hi
+        while evaluate(lo).upper <= target:
+            if lo < 1e-3:
+                raise CalibrationError(
+                    f"no bracket for target_accuracy={target} below sigma={hi:g}")
+            lo *= 0.5
+    for _ in range(200):
+        if hi / lo - 1.0 <= rel:
+            break
+        mid = math.sqrt(lo * hi)
+        if evaluate(mid).upper > target:
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi
+
+
 def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
                start: float, guess: float | None = None) -> NoiseCalibration:
     """Safeguarded secant search in ``log σ`` on ``upper(σ) − target`` (see the caller)."""
@@ -287,14 +321,7 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
     points: list[tuple[float, float]] = []  # (log σ, Φ⁻¹(upper)): nearly linear near the root
 
     def model_root(x0: float, z0: float) -> float:
-        """Root if ``Φ⁻¹(accuracy)`` scales like the Gaussian-limit μ(σ) (docs/math.rst)."""
-        ratio = (z_target / z0) ** 2 if z0 > 0 else 4.0
-        if steps == 1:
-            return x0 - 0.5 * math.log(ratio)
-        inv_var = math.exp(-2.0 * x0)
-        log_em1 = math.log(math.expm1(inv_var)) if inv_var < 700 else inv_var
-        new = math.log1p(math.exp(min(700.0, log_em1 + math.log(ratio))))
-        return -0.5 * math.log(new)
+        return _model_root(x0, z0, z_target, steps)
 
     x = math.log(guess if guess is not None else 0.84 * sigma_cf)
     found = search_root(target, sigma_cf, rel, tol, evaluate, model_root, x, certify)
@@ -336,23 +363,7 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
         elif x >= b_:
             x = b_ + math.log(0.9)
     else:
-        # the secant steps did not close the bracket (e.g. a flat or kinked upper end at an
-        # extreme target): bisect in log σ, which always closes it
-        if lo is None:
-            lo = hi
-            while evaluate(lo).upper <= target:
-                if lo < 1e-3:
-                    raise CalibrationError(
-                        f"no bracket for target_accuracy={target} below sigma={hi:g}")
-                lo *= 0.5
-        for _ in range(200):
-            if hi / lo - 1.0 <= rel:
-                break
-            mid = math.sqrt(lo * hi)
-            if evaluate(mid).upper > target:
-                lo = mid
-            else:
-                hi = mid
+        lo, hi = _bisect(evaluate, target, lo, hi, rel)
     result = certify(hi)
     while result.upper > target:  # one-sided verification (cannot loop long: chi-square cap)
         hi *= 1.0 + rel / 4

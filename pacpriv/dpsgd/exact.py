@@ -398,6 +398,32 @@ def warm_accuracy(sigma: float, steps: int, epochs: int, tol: float,
         details=r["details"])
 
 
+def _checked_grid(noise_multiplier, steps_per_epoch, epochs) -> tuple:
+    """``(σ, M, E)`` as arrays (0-d for scalars), validated; M at most
+    :data:`MAX_EXACT_STEPS_PER_EPOCH`."""
+    scalar_in = all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool)
+        for v in (noise_multiplier, steps_per_epoch, epochs)
+    )
+    if scalar_in:
+        sigma_a = np.asarray(check_real(noise_multiplier, "noise_multiplier", low=0,
+                                        low_inclusive=False))
+        steps_a = np.asarray(check_int(steps_per_epoch, "steps_per_epoch", low=1))
+        epochs_a = np.asarray(check_int(epochs, "epochs", low=1))
+    else:
+        sigma_a = check_array_real(noise_multiplier, "noise_multiplier", low=0,
+                                   low_inclusive=False)
+        steps_a = check_array_real(steps_per_epoch, "steps_per_epoch", low=1, integer=True)
+        epochs_a = check_array_real(epochs, "epochs", low=1, integer=True)
+    if np.any(steps_a > MAX_EXACT_STEPS_PER_EPOCH):
+        raise ValueError(
+            f"`steps_per_epoch` must be <= {MAX_EXACT_STEPS_PER_EPOCH:.0e} for the exact method; "
+            f"got {int(np.max(steps_a))}. Use the chi-square bound "
+            "(membership_inference_accuracy_bound) for larger M."
+        )
+    return sigma_a, steps_a, epochs_a
+
+
 def exact_membership_inference_accuracy(
     noise_multiplier: float | np.ndarray,
     *,
@@ -550,26 +576,7 @@ def exact_membership_inference_accuracy(
     .. [4] V. Doroshenko et al., Connect the Dots: Tighter Discrete Approximations of Privacy
        Loss Distributions, PETS 2022.
     """
-    scalar_in = all(
-        isinstance(v, numbers.Real) and not isinstance(v, bool)
-        for v in (noise_multiplier, steps_per_epoch, epochs)
-    )
-    if scalar_in:
-        sigma_a = np.asarray(check_real(noise_multiplier, "noise_multiplier", low=0,
-                                        low_inclusive=False))
-        steps_a = np.asarray(check_int(steps_per_epoch, "steps_per_epoch", low=1))
-        epochs_a = np.asarray(check_int(epochs, "epochs", low=1))
-    else:
-        sigma_a = check_array_real(noise_multiplier, "noise_multiplier", low=0,
-                                   low_inclusive=False)
-        steps_a = check_array_real(steps_per_epoch, "steps_per_epoch", low=1, integer=True)
-        epochs_a = check_array_real(epochs, "epochs", low=1, integer=True)
-    if np.any(steps_a > MAX_EXACT_STEPS_PER_EPOCH):
-        raise ValueError(
-            f"`steps_per_epoch` must be <= {MAX_EXACT_STEPS_PER_EPOCH:.0e} for the exact method; "
-            f"got {int(np.max(steps_a))}. Use the chi-square bound "
-            "(membership_inference_accuracy_bound) for larger M."
-        )
+    sigma_a, steps_a, epochs_a = _checked_grid(noise_multiplier, steps_per_epoch, epochs)
     tol = check_real(tolerance, "tolerance", low=1e-8, high=0.5)
     refinements = check_int(max_refinements, "max_refinements", low=0, high=20)
     if direction not in ("add", "remove"):
