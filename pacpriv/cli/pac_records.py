@@ -132,7 +132,7 @@ def add_records_parser(sub) -> None:
                    "needs more trials)")
     p.add_argument("--seed", type=int, default=None, help="root seed of the simulation")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
-                                               "progress"))
+                                               "progress", "record_block"))
     p.add_argument("--time-limit", type=number, default=None, metavar="SECONDS",
                    help="refuse before any trial when the estimated time (printed first, from "
                    "a short timed probe of the mechanism) exceeds this many seconds")
@@ -214,7 +214,8 @@ def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
     try:
         est = estimate_per_record_time(mechanism, dataset.pool, recs,
                                        n_records=dataset.n_records, n_trials=args.trials,
-                                       sampling_rate=args.sampling_rate, workers=workers)
+                                       sampling_rate=args.sampling_rate, workers=workers,
+                                       record_block=args.record_block)
     except Exception:  # the run reports a failing mechanism with its trial and seed
         return
     if est.seconds >= _SAY_ESTIMATE_FROM_S or args.time_limit is not None:

@@ -48,9 +48,7 @@ References
 
 from __future__ import annotations
 
-import functools
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +56,6 @@ import numpy as np
 
 from pacpriv._random import RNGLike
 from pacpriv._validation import check_int
-from pacpriv.exceptions import NotReproducibleWarning
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
@@ -66,7 +63,7 @@ from pacpriv.pac.engine._options import (
     refuses_removed,
     resolve_execution,
 )
-from pacpriv.pac.engine._simulate import SimulationResult, _check_pool, simulate
+from pacpriv.pac.engine._simulate import SimulationResult, _check_pool
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.per_record._betting import betting_upper, predictable_bets
 from pacpriv.pac.per_record._checks import (
@@ -83,7 +80,8 @@ from pacpriv.pac.per_record._math import (
     record_mi_term,
 )
 from pacpriv.pac.per_record._report import per_record_section
-from pacpriv.pac.per_record._sim import PairSpec, pair_trial
+from pacpriv.pac.per_record._sim import PairSpec
+from pacpriv.pac.per_record._units import run_pairs
 from pacpriv.pac.samplers import (
     PoissonSampler,
     Sampler,
@@ -228,18 +226,8 @@ def simulate_differences(
         )
     run = resolve_execution(execution)
     spec = PairSpec.build(mechanism, checked_pool, recs, n_records, ensemble=run.ensemble)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        sim = simulate(  # errors and warnings name the user's mechanism, not the wrapper
-            functools.partial(pair_trial, spec), np.arange(n_records, dtype=np.int64),
-            n_trials=n_trials, sampler=smp, rng=rng, execution=run,
-            mechanism_name=callable_fingerprint(mechanism)["name"],
-        )
-    for w in caught:
-        if issubclass(w.category, NotReproducibleWarning):
-            warnings.warn(str(w.message), NotReproducibleWarning, stacklevel=2)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    sim = run_pairs(spec, sampler=smp, n_trials=n_trials, rng=rng, execution=run,
+                    mechanism_name=callable_fingerprint(mechanism)["name"])
     k = recs.shape[0]
     d = sim.dim // (1 + k)
     rows = sim.outputs.reshape(sim.n_trials, 1 + k, d)
