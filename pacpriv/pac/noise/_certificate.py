@@ -65,10 +65,11 @@ from pacpriv.pac.noise._shape import (
     default_shape_trials,
     fit_shape,
 )
+from pacpriv.pac.spectrum._gram import CentredGram
 from pacpriv.pac.spectrum._spectral import one_blas_thread
 
 __all__ = ["DEFAULT_CLIP_PROBABILITY", "METHODS", "SCALINGS", "SHAPE_FLOOR", "Certificate",
-           "RelativeOutputs", "certify_noise", "split_source"]
+           "RelativeOutputs", "certify_noise", "source_gram", "split_source"]
 
 #: Upper-bound methods: rigorous for clipped outputs, and the labelled asymptotic fallback.
 METHODS = ("betting", "empirical-bernstein", "student-t")
@@ -87,22 +88,32 @@ _MIN_CERT = 4
 @dataclass(frozen=True, eq=False)
 class RelativeOutputs:
     """Outputs stored relative to a reference (float32 storage of the engine): trial ``i``'s
-    output is ``outputs[i] + reference``.
+    output is ``outputs[i] + reference`` (None: the outputs themselves), with the centred Gram
+    matrix of ``outputs`` when the pipeline has already made it (``gram``, shared with the
+    spectrum: :func:`pacpriv.pac.spectrum._gram.centred_gram`).
 
     The certificate is translation invariant except for the clip centre and the public
     ``output_bound``'s radius, which take ``reference`` back; no absolute copy is made.
     """
 
     outputs: np.ndarray
-    reference: np.ndarray
+    reference: np.ndarray | None
+    gram: CentredGram | None = None
 
 
 def split_source(source) -> tuple[np.ndarray, np.ndarray | None]:
     """``(outputs, reference or None)`` of a rule's source (an array or
     :class:`RelativeOutputs`)."""
     if isinstance(source, RelativeOutputs):
-        return source.outputs, np.asarray(source.reference, dtype=np.float64)
+        ref = source.reference
+        return source.outputs, None if ref is None else np.asarray(ref, dtype=np.float64)
     return source, None
+
+
+def source_gram(source) -> CentredGram | None:
+    """The precomputed centred Gram matrix a rule's source carries (None: the certificate makes
+    its own)."""
+    return source.gram if isinstance(source, RelativeOutputs) else None
 
 
 @dataclass(frozen=True)
@@ -247,6 +258,7 @@ def certify_noise(
     scaling: str = "log-det",
     randomize=None,
     offset=None,
+    gram: CentredGram | None = None,
 ) -> NoisePlan:
     """Gaussian noise with ``MI <= mi_budget`` certified with probability ``>= confidence``.
 
@@ -296,6 +308,11 @@ def certify_noise(
         The rows of ``outputs`` are ``f_i − offset`` (e.g. float32 storage relative to trial
         0): the clip centre and ``output_bound``'s radius add it back; nothing else depends on
         a translation.
+    gram : CentredGram, optional
+        The centred Gram matrix of exactly these ``outputs``
+        (:func:`pacpriv.pac.spectrum._gram.centred_gram`), already made and shared with the
+        spectrum: used when ``d > n_trials`` instead of a new pass over the outputs (the pass
+        also checked them finite). :func:`pacpriv.pac._pipeline.measure` passes it.
 
     Returns
     -------
@@ -332,7 +349,9 @@ def certify_noise(
         raise TypeError(f"`outputs` must hold real numbers; got dtype {x.dtype}.")
     if x.ndim != 2 or x.shape[1] < 1:
         raise ValueError(f"`outputs` must be 2-D (n_trials, d) with d >= 1; got shape {x.shape}.")
-    if not np.all(np.isfinite(x)):
+    if gram is not None:
+        _check_gram(gram, x)
+    elif not np.all(np.isfinite(x)):
         raise ValueError("`outputs` must be finite; found NaN or inf.")
     v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False, high=100.0)
     conf = _check_confidence(confidence)
@@ -367,16 +386,26 @@ def certify_noise(
     with one_blas_thread(m, d):
         return _certify(x, n_shape=n_shape, v=v, conf=conf, margin=margin, method=method,
                         pi=pi, shrinkage=shrinkage, scaling=scaling, r=r, theta=theta,
-                        randomized=randomize is not None, offset=offset)
+                        randomized=randomize is not None, offset=offset, gram=gram)
+
+
+def _check_gram(gram, x: np.ndarray) -> None:
+    """Refuse a precomputed Gram that is not that of ``x``."""
+    if not isinstance(gram, CentredGram):
+        raise TypeError(f"`gram` must be a CentredGram or None; got {type(gram).__name__}.")
+    if gram.outputs is not x:
+        raise ValueError("`gram` must be the centred Gram of `outputs` itself (made by "
+                         "centred_gram(outputs) or its restrict()).")
 
 
 def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: str, pi: float,
              shrinkage, scaling: str, r: float | None, theta: float,
-             randomized: bool, offset: np.ndarray | None) -> NoisePlan:
+             randomized: bool, offset: np.ndarray | None,
+             gram: CentredGram | None = None) -> NoisePlan:
     """The body of :func:`certify_noise` on validated arguments."""
     m, d = x.shape
     # d > m: the rows in coordinates of their span (never d x d, never a float64 copy of x)
-    red = reduce_rows(x) if _use_reduced(m, d) else None
+    red = reduce_rows(x, gram=gram) if _use_reduced(m, d) else None
     if red is None:
         x = np.array(x, dtype=np.float64)
         if not np.all(np.isfinite(x)):
