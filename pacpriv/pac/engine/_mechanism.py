@@ -164,16 +164,33 @@ def outside_output_range(arr: np.ndarray, low: float = MIN_OUTPUT_MAGNITUDE) -> 
         return np.isfinite(mag) & (((mag > 0) & (mag < low)) | (mag > MAX_OUTPUT_MAGNITUDE))
 
 
+#: Values per chunk of the fast output check (its temporaries stay small and are reused, so a
+#: model-sized output costs no fresh full-size arrays: page faults cost more than the check).
+_CHECK_CHUNK = 2**16
+
+
+def _in_range(arr: np.ndarray, low: float) -> bool:
+    """Whether every value is finite, at most :data:`MAX_OUTPUT_MAGNITUDE` in magnitude, and
+    zero or at least ``low`` (chunk by chunk; False also when a NaN is present)."""
+    flat = arr.reshape(-1)
+    for start in range(0, flat.size, _CHECK_CHUNK):
+        mag = np.abs(flat[start : start + _CHECK_CHUNK])
+        if not mag.max() <= MAX_OUTPUT_MAGNITUDE:  # NaN compares False
+            return False
+        small = mag < low
+        if small.any() and mag[small].any():
+            return False
+    return True
+
+
 def _check_magnitude(arr: np.ndarray, dtype) -> bool:
     """Raise ``InvalidOutput`` for non-zero values outside the representable range; return
     whether every value was seen finite on the way (the fast path: largest magnitude within
     range, and nothing below ``low`` but exact zeros)."""
-    mag = np.abs(arr)
     low = float(np.finfo(np.float32).tiny) if dtype == np.float32 else MIN_OUTPUT_MAGNITUDE
-    if mag.max() <= MAX_OUTPUT_MAGNITUDE:  # False when a NaN is present
-        small = mag < low
-        if not small.any() or not mag[small].any():
-            return True
+    if _in_range(arr, low):
+        return True
+    mag = np.abs(arr)
     # (NaN and inf are reported by the finiteness check)
     bad = np.flatnonzero(outside_output_range(arr, low))
     if bad.size:
