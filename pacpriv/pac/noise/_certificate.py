@@ -69,7 +69,7 @@ from pacpriv.pac.spectrum._gram import CentredGram
 from pacpriv.pac.spectrum._spectral import one_blas_thread
 
 __all__ = ["DEFAULT_CLIP_PROBABILITY", "METHODS", "SCALINGS", "SHAPE_FLOOR", "Certificate",
-           "RelativeOutputs", "certify_noise", "source_gram", "split_source"]
+           "RelativeOutputs", "certify_noise", "split_source"]
 
 #: Upper-bound methods: rigorous for clipped outputs, and the labelled asymptotic fallback.
 METHODS = ("betting", "empirical-bernstein", "student-t")
@@ -101,19 +101,16 @@ class RelativeOutputs:
     gram: CentredGram | None = None
 
 
-def split_source(source) -> tuple[np.ndarray, np.ndarray | None]:
+def split_source(source) -> tuple[np.ndarray | RelativeOutputs, np.ndarray | None]:
     """``(outputs, reference or None)`` of a rule's source (an array or
-    :class:`RelativeOutputs`)."""
+    :class:`RelativeOutputs`); ``outputs`` stays a :class:`RelativeOutputs` (without its
+    reference) when it carries a precomputed Gram matrix, which :func:`certify_noise` takes."""
     if isinstance(source, RelativeOutputs):
         ref = source.reference
-        return source.outputs, None if ref is None else np.asarray(ref, dtype=np.float64)
+        outputs = source.outputs if source.gram is None else RelativeOutputs(
+            source.outputs, None, source.gram)
+        return outputs, None if ref is None else np.asarray(ref, dtype=np.float64)
     return source, None
-
-
-def source_gram(source) -> CentredGram | None:
-    """The precomputed centred Gram matrix a rule's source carries (None: the certificate makes
-    its own)."""
-    return source.gram if isinstance(source, RelativeOutputs) else None
 
 
 @dataclass(frozen=True)
@@ -258,13 +255,12 @@ def certify_noise(
     scaling: str = "log-det",
     randomize=None,
     offset=None,
-    gram: CentredGram | None = None,
 ) -> NoisePlan:
     """Gaussian noise with ``MI <= mi_budget`` certified with probability ``>= confidence``.
 
     Parameters
     ----------
-    outputs : array_like of shape (n_trials, d)
+    outputs : array_like of shape (n_trials, d), or RelativeOutputs
         Mechanism outputs on **independent** random subsets, each drawn like the secret
         (real, finite), in trial order; ``n_trials >= 6``. Of complementary pairs pass one
         member each (``run_pac`` does). Any real dtype, a memory map included: it is read,
@@ -307,12 +303,12 @@ def certify_noise(
     offset : array_like of shape (d,), optional
         The rows of ``outputs`` are ``f_i − offset`` (e.g. float32 storage relative to trial
         0): the clip centre and ``output_bound``'s radius add it back; nothing else depends on
-        a translation.
-    gram : CentredGram, optional
-        The centred Gram matrix of exactly these ``outputs``
-        (:func:`pacpriv.pac.spectrum._gram.centred_gram`), already made and shared with the
-        spectrum: used when ``d > n_trials`` instead of a new pass over the outputs (the pass
-        also checked them finite). :func:`pacpriv.pac._pipeline.measure` passes it.
+        a translation. A :class:`RelativeOutputs` ``outputs`` brings its own ``reference`` as
+        the offset (then ``offset`` must be None) and, in ``gram``, the centred Gram matrix of
+        its rows already made and shared with the spectrum
+        (:func:`pacpriv.pac.spectrum._gram.centred_gram`): used when ``d > n_trials`` instead of
+        a new pass over the outputs (that pass also checked them finite).
+        :func:`pacpriv.pac._pipeline.measure` passes one.
 
     Returns
     -------
@@ -343,6 +339,14 @@ def certify_noise(
     .. [3] Maurer & Pontil, COLT 2009, Thm 4.
     .. [4] Ramdas & Manole, arXiv:2304.02611, 2023.
     """
+    gram = None
+    if isinstance(outputs, RelativeOutputs):
+        if offset is not None and outputs.reference is not None:
+            raise ValueError("`offset` must be None when `outputs` is a RelativeOutputs with a "
+                             "reference (it is the offset).")
+        if outputs.reference is not None:
+            offset = outputs.reference
+        outputs, gram = outputs.outputs, outputs.gram
     x = outputs if isinstance(outputs, np.ndarray) else np.asarray(outputs)
     if x.dtype == bool or not (np.issubdtype(x.dtype, np.floating)
                                or np.issubdtype(x.dtype, np.integer)):

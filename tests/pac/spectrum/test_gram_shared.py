@@ -9,6 +9,7 @@ from pacpriv.pac import run_pac
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._mechanism import InvalidOutput, check_output
 from pacpriv.pac.noise import certify_noise
+from pacpriv.pac.noise._certificate import RelativeOutputs
 from pacpriv.pac.samplers import ComplementaryPairsSampler
 from pacpriv.pac.spectrum import estimate_output_spectrum
 from pacpriv.pac.spectrum._gram import centred_gram, rows_all_equal
@@ -64,9 +65,15 @@ def test_spectrum_with_the_shared_gram_is_identical():
 
 
 def test_certificate_with_the_shared_gram_is_identical():
+    """Also with a reference (float32 storage): the clip centre takes it back."""
     x = _outputs(n=64, d=500, seed=3)
+    ref = np.linspace(-1.0, 1.0, 500)
+    a = certify_noise(x, mi_budget=0.5, offset=ref, output_bound=1e3)
+    b = certify_noise(RelativeOutputs(x, ref, centred_gram(x)), mi_budget=0.5, output_bound=1e3)
+    assert a.certificate == b.certificate
+    np.testing.assert_array_equal(a.clip_center, b.clip_center)
     plain = certify_noise(x, mi_budget=0.5)
-    shared = certify_noise(x, mi_budget=0.5, gram=centred_gram(x))
+    shared = certify_noise(RelativeOutputs(x, None, centred_gram(x)), mi_budget=0.5)
     assert plain.certificate == shared.certificate
     np.testing.assert_array_equal(plain.noise_std, shared.noise_std)
     np.testing.assert_array_equal(plain.basis, shared.basis)
@@ -76,7 +83,7 @@ def test_certificate_with_a_restricted_gram_matches_to_round_off():
     x = _outputs(n=64, d=500, seed=4)
     sub = centred_gram(x).restrict(slice(0, 64, 2))
     plain = certify_noise(x[::2], mi_budget=0.5).certificate
-    shared = certify_noise(sub.outputs, mi_budget=0.5, gram=sub).certificate
+    shared = certify_noise(RelativeOutputs(sub.outputs, None, sub), mi_budget=0.5).certificate
     for key, value in plain.to_dict().items():
         if isinstance(value, float):
             assert shared.to_dict()[key] == pytest.approx(value, rel=1e-9), key
@@ -88,15 +95,17 @@ def test_a_gram_of_other_outputs_is_refused():
     x = _outputs()
     cg = centred_gram(x)
     with pytest.raises(ValueError, match="`gram`"):
-        certify_noise(x.copy(), mi_budget=0.5, gram=cg)
+        certify_noise(RelativeOutputs(x.copy(), None, cg), mi_budget=0.5)
     with pytest.raises(ValueError, match="`gram`"):
         estimate_output_spectrum(x.copy(), gram=cg)
     with pytest.raises(ValueError, match="`gram`"):
         estimate_output_spectrum(x, gram=cg.restrict(slice(0, 40, 2)))
     with pytest.raises(TypeError, match="`gram`"):
-        certify_noise(x, mi_budget=0.5, gram=cg.gram)
+        certify_noise(RelativeOutputs(x, None, cg.gram), mi_budget=0.5)
     with pytest.raises(ValueError, match="gram_dtype"):
         estimate_output_spectrum(x, gram=cg, gram_dtype=np.float32)
+    with pytest.raises(ValueError, match="offset"):
+        certify_noise(RelativeOutputs(x, np.zeros(300), cg), mi_budget=0.5, offset=np.ones(300))
 
 
 def test_centred_gram_refuses_non_finite_outputs():
