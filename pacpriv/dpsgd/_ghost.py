@@ -1,19 +1,16 @@
-"""Clipped per-sample gradient sums for models built of ``nn.Linear`` layers, in one backward.
+"""Clipped per-sample gradient sums for Linear / convolutional models, in one backward.
 
-Private; used by :func:`pacpriv.dpsgd.trainer.train_dpsgd`. For a linear layer
-``z = a W^T + b`` applied to example ``i`` with input ``a_i`` (shape ``(T, in)``, ``T = 1`` for
-ordinary inputs) and output backprop ``g_i = ∂ℓ_i/∂z_i`` (shape ``(T, out)``), the per-example
-gradients are ``∇_W ℓ_i = g_i^T a_i`` and ``∇_b ℓ_i = Σ_t g_{i,t}``. For ``T = 1`` the squared
-Frobenius norm factorises, ``‖g_i^T a_i‖² = ‖g_i‖² ‖a_i‖²`` ("ghost clipping", Goodfellow 2015,
-*Efficient per-example gradient computations*, arXiv:1510.01799; Li et al. 2022, *Large Language
-Models Can Be Strong Differentially Private Learners*, ICLR, §4), so the joint per-example norm
-needs no per-example gradient at all, and the clipped sum is one matrix product
-``Σ_i f_i g_i^T a_i = (f ∘ g)^T a``. For ``T > 1``, ``‖g_i^T a_i‖² = Σ_{t,s} (g_t·g_s)(a_t·a_s)``
-when ``T² <= in·out`` (Li et al. 2022, §4), else the per-example gradients are formed with one
-batched product. The backprops ``g`` of every layer come from a single ``torch.autograd.grad``
-of ``Σ_i ℓ_i`` with respect to the layers' outputs: exact for any model whose examples do not
-interact, which :func:`linear_layers` guarantees by admitting only ``nn.Linear`` layers, known
-per-example element-wise modules and ``nn.Sequential`` containers.
+Private; used by :func:`pacpriv.dpsgd.trainer.train_dpsgd`. A forward hook records the input
+of every ``nn.Linear``, ``nn.Conv1d`` and ``nn.Conv2d`` layer; a single
+``torch.autograd.grad`` of ``Σ_i ℓ_i`` with respect to the layers' outputs gives each layer's
+per-example backprops ``g_i = ∂ℓ_i/∂z_i`` (exact for any model whose examples do not interact,
+which :func:`linear_layers` guarantees by admitting only these layers, known per-example
+parameter-free modules (element-wise activations, pooling, flattening) and ``nn.Sequential``
+containers). From inputs and backprops, :mod:`pacpriv.dpsgd._layer_clip` computes each
+example's gradient norm over all layers ("ghost clipping" for ``nn.Linear``: ``‖g_iᵀ a_i‖² =
+‖g_i‖²‖a_i‖²``, Goodfellow 2015, arXiv:1510.01799; Li et al. 2022, ICLR, §4; unfolded patches
+for convolutions) and then the clipped sum ``Σ_i f_i ∇ℓ_i`` per parameter, without the
+parameter gradients of an ordinary backward pass.
 
 The result equals clipping the ``torch.func`` per-sample gradients (up to float round-off).
 """
@@ -23,6 +20,8 @@ from __future__ import annotations
 import copy
 
 from pacpriv._optional import import_torch
+from pacpriv.dpsgd import _layer_clip
+from pacpriv.dpsgd._layer_clip import CONVOLUTIONS, backprops, conv_ok, layer_parts, patches
 
 torch = import_torch("pacpriv.dpsgd.trainer")
 nn = torch.nn
@@ -34,6 +33,11 @@ _PER_EXAMPLE = (
     nn.Mish, nn.Sigmoid, nn.Tanh, nn.Softplus, nn.Softsign, nn.Hardtanh, nn.Hardsigmoid,
     nn.Hardswish, nn.Hardshrink, nn.Softshrink, nn.Tanhshrink, nn.LogSigmoid, nn.Threshold,
     nn.Dropout,
+)
+#: Pooling over each example's own positions (never over the batch axis, batched or not).
+_POOLS = (
+    nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool1d, nn.AvgPool2d, nn.AdaptiveAvgPool1d,
+    nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d,
 )
 _PER_ROW = (nn.Softmax, nn.LogSoftmax)  # per example unless dim is the batch axis (0 / None)
 
@@ -49,6 +53,10 @@ def _module_ok(module) -> bool:
     kind = type(module)
     if kind in (nn.Sequential, nn.Linear) or kind in _PER_EXAMPLE:
         return True
+    if kind in _POOLS:
+        return not getattr(module, "return_indices", False)
+    if kind in CONVOLUTIONS:
+        return conv_ok(module)
     if kind in _PER_ROW:
         return module.dim is not None and module.dim != 0
     if kind is nn.Flatten:
@@ -57,16 +65,24 @@ def _module_ok(module) -> bool:
 
 
 def linear_layers(model) -> list | None:
-    """The ``nn.Linear`` layers of ``model`` if the single-backward path applies, else None.
+    """The Linear / convolution layers of ``model`` if the single-backward path applies.
 
     Applies when every module (the root included) is exactly an ``nn.Sequential``, an
-    ``nn.Linear`` or a known per-example parameter-free module (subclasses may override
-    ``forward`` and are refused), and every trainable parameter is a Linear weight or bias.
+    ``nn.Linear``, an ``nn.Conv1d`` / ``nn.Conv2d`` with ``groups=1`` and zero padding given as
+    numbers, or a known per-example parameter-free module (subclasses may override
+    ``forward`` and are refused), and every trainable parameter is such a layer's weight or
+    bias; else None (the caller uses ``torch.func``). A model with a convolution and a module
+    with ``inplace=True`` (which would overwrite a layer output this path reads) also gets
+    None: it keeps the ``torch.func`` path, which handles in-place activations (a Linear-only
+    model with one is refused by the trainer instead, naming the fix).
     """
     modules = list(model.modules())
     if not all(_module_ok(m) for m in modules):
         return None
-    layers = [m for m in modules if type(m) is nn.Linear]
+    layers = [m for m in modules if type(m) is nn.Linear or type(m) in CONVOLUTIONS]
+    if any(type(m) in CONVOLUTIONS for m in layers) and any(
+            getattr(m, "inplace", False) is True for m in modules):
+        return None
     owned = [id(p) for m in layers for p in (m.weight, m.bias) if p is not None]
     if len(set(owned)) < len(owned):
         return None  # a parameter shared by two layers: its gradient sums two products
@@ -105,14 +121,34 @@ def batched_losses(loss_fn, out, target):
     return flat.mean(1) if loss_fn.reduction == "mean" else flat.sum(1)
 
 
+def _cpu_channels_last(x):
+    """``x`` in channels-last memory format if it is a 4-D CPU tensor, else ``x``."""
+    if isinstance(x, torch.Tensor) and x.ndim == 4 and x.device.type == "cpu":
+        return x.contiguous(memory_format=torch.channels_last)
+    return x
+
+
+def _channels_last(module, inputs):
+    return (_cpu_channels_last(inputs[0]), *inputs[1:])
+
+
 class LinearTape:
     """Records each layer's input and output during one forward pass (forward hooks).
 
     Use as a context manager around training; :meth:`clipped_sums` then consumes one pass.
+    Given ``model``, the ``nn.Conv2d`` outputs and the ``nn.MaxPool2d`` inputs of a 4-D CPU
+    batch are laid out in channels-last memory format (a copy, the same values): max
+    pooling with indices (what autograd needs) is about 10× faster there on CPU, and the
+    activations and convolutions between them a little; pooling selects values without
+    rounding them (ties go to the first maximum in the window in either layout), so outputs
+    and gradients equal the plain layout's up to the convolutions' float round-off.
     """
 
-    def __init__(self, layers) -> None:
+    def __init__(self, layers, model=None) -> None:
         self.layers = layers
+        self.channels_last = model is not None
+        self.pools = [] if model is None else [m for m in model.modules()
+                                               if type(m) is nn.MaxPool2d]
         self.records: dict[int, list] = {}
         self.handles: list = []
         self.disabled = False  # set once a pass ran a layer twice: the model needs torch.func
@@ -120,6 +156,8 @@ class LinearTape:
     def __enter__(self):
         for k, layer in enumerate(self.layers):
             self.handles.append(layer.register_forward_hook(self._hook(k)))
+        for pool in self.pools:
+            self.handles.append(pool.register_forward_pre_hook(_channels_last))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -130,8 +168,11 @@ class LinearTape:
 
     def _hook(self, k: int):
         def hook(module, inputs, output):
+            if self.channels_last and type(module) is nn.Conv2d:
+                output = _cpu_channels_last(output)  # the tensor later modules receive
             self.records.setdefault(k, []).append((inputs[0].detach(), output,
                                                    output._version))
+            return output
         return hook
 
     def clear(self) -> None:
@@ -143,30 +184,34 @@ class LinearTape:
         Returns ``(sums, n_clipped)`` with ``sums`` mapping ``id(param)`` to ``Σ_i f_i ∇ℓ_i``
         (float64: the norms, factors and sums are computed in float64),
         ``f_i = min(1, C / (‖∇ℓ_i‖ + eps))``, or None if some layer ran more than once (its
-        per-example gradient is then a sum of products, which this path does not handle); the
-        tape then removes its hooks and stays :attr:`disabled`.
+        per-example gradient is then a sum of products, which this path does not handle) or a
+        convolution got an unbatched input; the tape then removes its hooks and stays
+        :attr:`disabled`.
         """
-        if any(len(v) > 1 for v in self.records.values()):
+        used = [k for k in range(len(self.layers)) if k in self.records]
+        cols = {k: patches(self.layers[k], self.records[k][0][0]) for k in used
+                if len(self.records[k]) == 1}
+        if len(cols) < len(used) or any(u is None for u in cols.values()):
             self.disabled = True  # the model's structure does not change between steps
             self.__exit__()
             return None
-        used = [k for k in range(len(self.layers)) if k in self.records]
         outputs = [self.records[k][0][1] for k in used]
         for k in used:  # an in-place write after the hook would make the gradients wrong
             if self.records[k][0][1]._version != self.records[k][0][2]:
                 raise ValueError(
-                    f"the output of Linear layer {k} was overwritten in place during forward "
-                    "(inplace=True or an in-place op); fix: use the out-of-place form.")
+                    f"the output of layer {k} ({type(self.layers[k]).__name__}) was "
+                    "overwritten in place during forward (inplace=True or an in-place op); "
+                    "fix: use the out-of-place form.")
         grads = torch.autograd.grad(total_loss, outputs, allow_unused=True) if outputs else []
-        acts, sq = [], None
+        summers, sq = [], None
+        budget = _layer_clip.MATERIALISE_ELEMENTS  # per-example gradients kept, all layers
         for k, g in zip(used, grads, strict=True):
-            layer, a = self.layers[k], self.records[k][0][0]
             if g is None:
                 continue
-            a3 = a.reshape(a.shape[0], -1, a.shape[-1])
-            g3 = g.reshape(g.shape[0], -1, g.shape[-1])
-            acts.append((k, a3, g3))
-            part = self._sq_norms(layer, a3.to(torch.float64), g3.to(torch.float64))
+            layer = self.layers[k]
+            part, summer, kept = layer_parts(layer, cols[k], backprops(layer, g), budget)
+            budget -= kept
+            summers.append(summer)
             sq = part if sq is None else sq + part
         if sq is None:
             return {}, 0
@@ -174,32 +219,6 @@ class LinearTape:
         factor = (max_grad_norm / (norms + eps)).clamp(max=1.0)
         n_clipped = int((norms > max_grad_norm).sum())
         sums = {}
-        for k, a3, g3 in acts:  # clipped sums in float64 (see pacpriv.dpsgd._noise)
-            layer = self.layers[k]
-            gf = g3.to(torch.float64) * factor[:, None, None]
-            if layer.weight.requires_grad:
-                sums[id(layer.weight)] = (gf.reshape(-1, gf.shape[-1]).T
-                                          @ a3.to(torch.float64).reshape(-1, a3.shape[-1]))
-            if layer.bias is not None and layer.bias.requires_grad:
-                sums[id(layer.bias)] = gf.sum((0, 1))
+        for summer in summers:  # clipped sums in float64 (see pacpriv.dpsgd._noise)
+            sums.update(summer(factor))
         return sums, n_clipped
-
-    @staticmethod
-    def _sq_norms(layer, a3, g3):
-        """Squared per-example gradient norm of one layer's trainable parameters, shape (b,)."""
-        b, t = a3.shape[0], a3.shape[1]
-        out = a3.new_zeros(b)
-        if layer.weight.requires_grad:
-            if t == 1:
-                out = out + g3[:, 0].pow(2).sum(1) * a3[:, 0].pow(2).sum(1)
-            elif t * t <= g3.shape[-1] * a3.shape[-1]:
-                # ‖Σ_t g_t a_tᵀ‖² = Σ_{t,s} (g_t·g_s)(a_t·a_s): cheaper than forming g_iᵀ a_i.
-                gg = torch.bmm(g3, g3.transpose(1, 2))
-                aa = torch.bmm(a3, a3.transpose(1, 2))
-                out = out + (gg * aa).sum((1, 2))
-            else:
-                per = torch.bmm(g3.transpose(1, 2), a3)  # (b, out, in) per-example gradients
-                out = out + per.reshape(b, -1).pow(2).sum(1)
-        if layer.bias is not None and layer.bias.requires_grad:
-            out = out + g3.sum(1).pow(2).sum(1)
-        return out

@@ -14,7 +14,7 @@ optimizer.step()`` in the user's loop::
 
 Every piece is the trainer's (:mod:`pacpriv.dpsgd.trainer`): the batches come from
 :func:`~pacpriv.dpsgd.allocation.random_allocation` on a generator of the allocation stream,
-the clipped sums from the single-backward path for Linear-only models
+the clipped sums from the single-backward path for Linear / convolutional models
 (:mod:`pacpriv.dpsgd._ghost`) or ``torch.func`` per-sample gradients otherwise, the noise from
 the float64 noisy average of :mod:`pacpriv.dpsgd._noise`, and the refusals of
 :mod:`pacpriv.dpsgd.validate` run before anything else. With the same ``rng`` a
@@ -148,7 +148,7 @@ class PrivateTraining:
             generator=torch_generator(trial_seed(root, ALLOCATION_STREAM)))
         self._noise = torch_generator(trial_seed(root, GRADIENT_NOISE_STREAM))
         layers = linear_layers(module)
-        self._tape = LinearTape(layers) if layers else None
+        self._tape = LinearTape(layers, module) if layers else None
         self._named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
 
     def step(self, x, y) -> float:

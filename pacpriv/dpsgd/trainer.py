@@ -17,11 +17,11 @@ mechanism whose membership-inference accuracy is bounded in [1]_.
 
 Two exact ways to the clipped sum, chosen per model (opacus is not needed at runtime):
 
-* models built only of ``nn.Linear`` layers, element-wise activations and ``nn.Sequential``:
-  one batched forward and one backward to the layer outputs; per-example norms from
-  ``‖g_iᵀ a_i‖² = ‖g_i‖²‖a_i‖²`` and the clipped sum as one matrix product per layer
-  ("ghost clipping", Goodfellow 2015, arXiv:1510.01799; Li et al., ICLR 2022, §4), with no
-  per-example gradient formed (``pacpriv.dpsgd._ghost``);
+* models of ``nn.Linear``, ``nn.Conv1d`` / ``nn.Conv2d`` layers, element-wise activations,
+  pooling and ``nn.Sequential``: one batched forward and one backward to the layer outputs;
+  per-example norms from each layer's inputs and backprops (``‖g_iᵀ a_i‖² = ‖g_i‖²‖a_i‖²``
+  for Linear: "ghost clipping", Goodfellow 2015, arXiv:1510.01799; Li et al., ICLR 2022, §4;
+  unfolded patches for convolutions), then the clipped sums (``pacpriv.dpsgd._ghost``);
 * any other model: per-sample gradients with ``torch.func`` (``vmap`` of ``grad``).
 
 Both equal the per-example loop up to float round-off. :func:`validate_model` rejects models
@@ -254,7 +254,7 @@ def _plain_step(model, loss_fn, xb, yb, expected) -> tuple[dict[str, torch.Tenso
 
 
 def _linear_step(model, loss_fn, xb, yb, tape: LinearTape, max_grad_norm: float):
-    """Clipped per-example gradient sums of a Linear-only model in one backward (``_ghost``).
+    """Clipped per-example gradient sums of a Linear / conv model in one backward (``_ghost``).
 
     Returns ``(sums by parameter name, n_clipped, loss sum)``, or None when the forward pass
     ran a layer twice (the caller then uses :func:`per_sample_gradients`).
@@ -426,8 +426,8 @@ def train_dpsgd(
         norm whose noisy updates overflow the parameter dtype, or modules that DP-SGD cannot
         handle: cross-example or un-batchable layers (:func:`validate_model`), a ``forward``
         that changes parameters or buffers (found by a probe pass on a copy of the model:
-        running statistics, ``nn.Embedding(max_norm=...)``), and, on the single-backward
-        path for Linear-only models, modules with ``inplace=True`` or outputs overwritten in
+        running statistics, ``nn.Embedding(max_norm=...)``), and, for Linear-only models
+        (single-backward path), modules with ``inplace=True`` or outputs overwritten in
         place. Every message names the module and a fix.
     FloatingPointError
         If a step's noisy gradient is not finite (NaN/inf from the loss or model); that
@@ -521,7 +521,7 @@ def _train_dpsgd(
     sizes: list[int] = []
     n_clipped = 0
     epoch_losses = []
-    tape = LinearTape(layers) if layers else None
+    tape = LinearTape(layers, model) if layers else None
     start = time.perf_counter()
     with tqdm(total=M * E, disable=not progress, desc="DP-SGD") as bar, \
             (tape if tape is not None else contextlib.nullcontext()):
