@@ -16,7 +16,12 @@ from pacpriv.cli._args import (
     pool_statistics,
     report_formats,
 )
-from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._resources import (
+    available_cpus,
+    check_output_dir,
+    effective_n_jobs,
+    hold_report_folder,
+)
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     LABEL_NAMES,
@@ -34,7 +39,7 @@ from pacpriv.compare import (
 )
 from pacpriv.compare.effects import stabiliser_effects
 from pacpriv.compare.render import CHANCE_NOTE_PREFIX
-from pacpriv.compare.run import COMPARISON_RULES
+from pacpriv.compare.run import COMPARISON_RULES, check_comparison
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.noise._calibration import DEFAULT_RULE
 from pacpriv.report import write_report
@@ -199,15 +204,17 @@ def _compare(args) -> int:
         dataset = load_cli_dataset(args)
         _check_labels(dataset, args)
         datasets.append(dataset)
+    comparison = ComparisonSettings(**settings)
+    check_comparison(comparison, targets, datasets)  # before the folder is taken
+    hold_report_folder(args)  # every flag is checked: take --out now, before any work
     if args.curve is not None:
-        return _compare_curve(args, datasets[0], ComparisonSettings(**settings), execution,
-                              out, formats)
+        return _compare_curve(args, datasets[0], comparison, execution, out, formats)
     effects = [stabiliser_effects(ds, target_accuracy=max(targets), rng=args.seed,
                                   execution=execution) for ds in datasets] if args.effects else []
     if len(names) == 1 and len(targets) == 1:
         result = compare_pac_dpsgd(datasets[0], target_accuracy=targets[0],
                                    rng=args.seed, execution=execution,
-                                   settings=ComparisonSettings(**settings))
+                                   settings=comparison)
         paths = write_report(result.pac_result.with_sections(
             result.report_section(), *(e.report_section() for e in effects)), out,
             formats=formats, pool_statistics=pool_statistics(args))
@@ -216,7 +223,7 @@ def _compare(args) -> int:
         notes, elapsed = result.notes, result.elapsed_s
     else:
         table = compare_table(datasets, target_accuracies=targets,
-                              settings=ComparisonSettings(**settings), rng=args.seed,
+                              settings=comparison, rng=args.seed,
                               execution=execution)
         paths = write_report(_TableReport(table, effects), out, formats=formats,
                              pool_statistics=pool_statistics(args))

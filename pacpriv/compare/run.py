@@ -66,6 +66,7 @@ __all__ = [
     "ComparisonRow",
     "ComparisonSettings",
     "ComparisonTable",
+    "check_comparison",
     "compare_pac_dpsgd",
     "compare_table",
 ]
@@ -183,6 +184,20 @@ def _validated(settings: ComparisonSettings, targets, dataset) -> tuple[Any, Com
         n_trials=values["n_trials"], n_repeats=values["n_repeats"], rule=values["rule"],
         exact=st.exact, confidence=values["confidence"], public_seed=values["public_seed"],
         black_box=box, **per_record)
+
+
+def check_comparison(settings: ComparisonSettings, target_accuracies, datasets) -> None:
+    """Validate ``settings`` for every dataset and bound, as :func:`compare_table` does before
+    any training (a caller, e.g. the CLI, checks everything before it takes an output folder).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`compare_table`.
+    """
+    targets = _targets(target_accuracies)
+    for dataset in datasets:
+        _validated(settings, targets, dataset)
 
 
 def _targets(target_accuracies) -> tuple[float, ...]:

@@ -18,6 +18,7 @@ from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
 from pacpriv.pac.noise._certificate import RelativeOutputs
 from pacpriv.pac.noise._plan import NoisePlan
+from pacpriv.pac.noise._rescale import plan_rescaled
 from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.samplers import as_sampler
 from pacpriv.pac.spectrum._covariance import OutputSpectrum, estimate_output_spectrum
@@ -83,8 +84,9 @@ def measure(
                 gram = None if shared is None else shared.restrict(rows)
                 outputs = sim.outputs[rows] if gram is None else gram.outputs
                 # float32 storage: rows relative to trial 0, read as they are (no copy)
-                plan = rule.plan(RelativeOutputs(outputs, sim.reference, gram=gram),
-                                 mi_budget=mi_budget)
+                # (rescaled by an exact power of two: no overflow at 1e100, no floor at 1e-100)
+                plan = plan_rescaled(rule, RelativeOutputs(outputs, sim.reference, gram=gram),
+                                     mi_budget=mi_budget)
             else:
                 plan = rule.plan(spectrum, mi_budget=mi_budget)
     except (ValueError, FloatingPointError, ZeroDivisionError):

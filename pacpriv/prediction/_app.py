@@ -128,7 +128,9 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
         X = np.asarray(request.rows, dtype=np.float64).reshape(
             (len(request.rows), *predictor.feature_shape))
         caller = Caller(key_id=key_id, idempotency_key=idempotency_key,
-                        deadline=time.monotonic() + limits.timeout)
+                        deadline=time.monotonic() + limits.timeout,
+                        idempotency_ttl=limits.idempotency_ttl,
+                        idempotency_max_rows=limits.idempotency_max_rows)
         try:
             outputs, state = predictor.answer_for(X, caller)
         except Exception as err:
@@ -163,6 +165,7 @@ def _http_error(fastapi, err: Exception):
     from pacpriv.prediction._ledger import (
         AnswerTimeoutError,
         IdempotencyConflictError,
+        IdempotencyExpiredError,
         KeyRevokedError,
     )
 
@@ -175,6 +178,8 @@ def _http_error(fastapi, err: Exception):
                                      headers={"Retry-After": "1"})
     if isinstance(err, IdempotencyConflictError):
         return fastapi.HTTPException(status_code=422, detail=str(err))
+    if isinstance(err, IdempotencyExpiredError):  # answered and charged once: never twice
+        return fastapi.HTTPException(status_code=410, detail=str(err))
     if isinstance(err, ValueError):  # the world models rejected the rows (e.g. overflow to
         # inf); refunded, or raised before anything was charged
         return fastapi.HTTPException(

@@ -101,15 +101,12 @@ class RelativeOutputs:
     gram: CentredGram | None = None
 
 
-def split_source(source) -> tuple[np.ndarray | RelativeOutputs, np.ndarray | None]:
+def split_source(source) -> tuple[np.ndarray, np.ndarray | None]:
     """``(outputs, reference or None)`` of a rule's source (an array or
-    :class:`RelativeOutputs`); ``outputs`` stays a :class:`RelativeOutputs` (without its
-    reference) when it carries a precomputed Gram matrix, which :func:`certify_noise` takes."""
+    :class:`RelativeOutputs`)."""
     if isinstance(source, RelativeOutputs):
         ref = source.reference
-        outputs = source.outputs if source.gram is None else RelativeOutputs(
-            source.outputs, None, source.gram)
-        return outputs, None if ref is None else np.asarray(ref, dtype=np.float64)
+        return source.outputs, None if ref is None else np.asarray(ref, dtype=np.float64)
     return source, None
 
 

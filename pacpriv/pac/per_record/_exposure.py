@@ -98,7 +98,7 @@ __all__ = [
     "simulate_differences",
 ]
 
-#: Number of most exposed records listed (by index only) in summaries.
+#: Default number of records :meth:`RecordExposure.most_exposed` returns (by index: private).
 TOP_RECORDS = 10
 _HIST_BINS = 20
 
@@ -291,6 +291,28 @@ def _weighted_gram(a: np.ndarray, variances: np.ndarray) -> np.ndarray:
     return (a[:, pos] / variances[pos]) @ a[:, pos].T
 
 
+#: Quantiles of the per-record upper bounds in reports (each an order statistic at or above
+#: the quantile: never below it).
+QUANTILES = (0.5, 0.9, 0.99)
+#: Accuracy thresholds whose counts of records above them reports give (those above the
+#: blind-guess baseline).
+THRESHOLDS = (0.55, 0.6, 0.75, 0.9)
+
+
+def _quantiles(values: np.ndarray) -> dict:
+    out = {f"p{round(100 * q):g}": float(np.quantile(values, q, method="higher"))
+           for q in QUANTILES}
+    out["max"] = float(np.max(values))
+    return out
+
+
+def n_above(values: np.ndarray, baseline: float, thresholds=THRESHOLDS) -> list[dict]:
+    """How many of ``values`` exceed each threshold above ``baseline``: ``[{"accuracy",
+    "count"}]`` (counts only, no index)."""
+    return [{"accuracy": float(t), "count": int(np.count_nonzero(values > t))}
+            for t in thresholds if t > baseline]
+
+
 def _histogram(values: np.ndarray, baseline: float) -> dict:
     counts, edges = np.histogram(values, bins=_HIST_BINS, range=(baseline, 1.0))
     return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
@@ -379,10 +401,21 @@ class RecordExposure:
         return per_record_section(self, target_accuracy=target_accuracy,
                                   n_pool_records=n_pool_records)
 
-    def to_dict(self) -> dict:
-        """Public summary: maxima, medians, the most exposed records by index, a histogram."""
-        top = self.most_exposed()
+    def ranked(self) -> list[dict]:
+        """Every audited record, most exposed first: ``{"record", "accuracy_upper"}``.
+
+        **Private output**: record indices with per-record bounds (they tell which records
+        are outliers). Reports never hold it (:meth:`to_dict` keeps aggregates only); the CLI
+        writes it only on request (``pacpriv pac records --private-index-list FILE``, an
+        owner-only file outside the report)."""
         pos = {int(r): j for j, r in enumerate(self.records)}
+        return [{"record": int(r), "accuracy_upper": float(self.accuracy_upper[pos[int(r)]])}
+                for r in self.most_exposed(len(self.records))]
+
+    def to_dict(self) -> dict:
+        """Public summary: aggregates over the audited records only (maxima, medians,
+        quantiles, counts above thresholds, a histogram); no record index or per-record value
+        (:meth:`ranked` is the private list)."""
         return {
             "threat_model": "informed adversary (knows the pool, f, the noise, f's internal "
                             "randomness and every membership bit except the target's)",
@@ -400,10 +433,8 @@ class RecordExposure:
             "bound": self.bound,
             "accuracy_kind": "estimated",
             "reproducible": self.reproducible,
-            "most_exposed": [
-                {"record": int(r), "accuracy_upper": float(self.accuracy_upper[pos[int(r)]])}
-                for r in top
-            ],
+            "accuracy_upper_quantiles": _quantiles(self.accuracy_upper),
+            "n_above": n_above(self.accuracy_upper, self.baseline),
             "histogram_accuracy_upper": _histogram(self.accuracy_upper, self.baseline),
             "noise": dict(self.noise),
             "whole_subset_mi": self.whole_subset_mi,
