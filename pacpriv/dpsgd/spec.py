@@ -115,7 +115,13 @@ class DPSGDSpec:
                              epochs=self.epochs, delta=delta, k=self.k).epsilon
 
     def membership_inference_accuracy_bound(self) -> AccuracyBound:
-        """Chi-square closed-form bound (see :func:`membership_inference_accuracy_bound`)."""
+        """Chi-square closed-form bound (see :func:`membership_inference_accuracy_bound`).
+
+        The certified exact accuracy (:meth:`exact_membership_inference_accuracy`) is never
+        above it and is what ``make_private``'s
+        :meth:`~pacpriv.dpsgd.private.PrivateTraining.membership_inference_accuracy_bound`
+        reports by default (``method="chi-square"`` gives this number there).
+        """
         return membership_inference_accuracy_bound(
             self.noise_multiplier, steps_per_epoch=self.steps_per_epoch, epochs=self.epochs,
             k=self.k,

@@ -136,11 +136,22 @@ class TradeoffCurve(Displayable):
         Returns
         -------
         float
-            ε in nats; ``inf`` if even ε = 60 does not reach ``delta``.
+            ε in nats; ``inf`` if even ε = 60 does not reach ``delta``. For random
+            allocation it is the smaller of this curve's PLD and the closed forms of
+            :func:`pacpriv.dpsgd.epsilon.epsilon_bound` (both sound), so it equals
+            ``epsilon_bound(...).epsilon`` for the same σ, t, E, k and δ (at ``t = 1`` the
+            exact Gaussian ε rather than its discretised PLD).
         """
         d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
                        high_inclusive=False)
-        return epsilon_for_delta(self.loss, d)
+        eps = epsilon_for_delta(self.loss, d)
+        if self.sampling.get("scheme") == "random_allocation":
+            from pacpriv.dpsgd.epsilon import epsilon_bound
+
+            closed = epsilon_bound(self.noise_multiplier, steps_per_epoch=self.steps_per_epoch,
+                                   epochs=self.epochs, delta=d, k=self.k, pld=False).epsilon
+            eps = min(eps, closed)
+        return eps
 
     def summary(self) -> Summary:
         """Rows shown by ``str(curve)``: the parameters, a few points and the accuracy."""

@@ -271,7 +271,8 @@ def certify_noise(
     shape_fraction : float, optional
         Fraction of the trials that fix the shape and the clip, in ``(0, 1)``. Default: the
         split of :func:`~pacpriv.pac.noise._shape.default_shape_trials`
-        (``≈ 0.45 sqrt(d) m^0.7`` trials, at most half).
+        (``≈ 0.45 sqrt(d) m^0.7`` trials, at most half while ``d <= m/4``, up to
+        ``m − max(32, m/8)`` at high ``d``).
     output_bound : float, optional
         Public bound ``r >= ||f(X)||₂`` (an assumption; :func:`~pacpriv.pac.job.run_pac`
         refuses one that a simulated output breaks). Gives the clip radius

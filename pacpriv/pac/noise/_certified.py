@@ -51,7 +51,9 @@ class Certified(NoiseRule):
         ``1 − γ`` in ``(0, 1)``.
     shape_fraction : float, optional
         Fraction of the trials that fix the noise shape and the clip, in ``(0, 1)``. Default
-        (None): about ``0.45·sqrt(d + 1.2)·m^0.7`` of the ``m`` trials, at most half.
+        (None): about ``0.45·sqrt(d + 1.2)·m^0.7`` of the ``m`` trials, at most half while
+        ``d <= m/4`` and up to ``m − max(32, m/8)`` when ``d >= 3m/4``
+        (:func:`~pacpriv.pac.noise._shape.shape_cap`).
     output_bound : float, optional
         Public bound ``r >= ||f(X)||₂`` (an assumption, checked against every simulated output):
         a tighter clip, and a certified minimum noise when the outputs never varied.
