@@ -189,10 +189,12 @@ def _invoked(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
     return parser
 
 
-#: API argument names whose flag is not the name with dashes (used only when the command
-#: has that flag): errors from the Python API name the flag the user typed.
+#: Keywords of the Python API functions (not spec fields: a spec field's flag is in its
+#: metadata) whose flag is not the name with dashes, used only when the command has that flag:
+#: errors from ``run_pac(rng=, n_trials=)``, ``compare_accountants(timeout=)``,
+#: ``compare_pac_dpsgd(n_repeats=)`` and ``write_report(out_dir=)`` name the flag the user typed.
 FLAG_ALIASES = {"rng": "--seed", "timeout": "--comparator-timeout", "n_trials": "--trials",
-                "n_repeats": "--repeats", "mechanism": "--mechanism", "out_dir": "--out"}
+                "n_repeats": "--repeats", "out_dir": "--out"}
 
 
 def _flags_of(parser: argparse.ArgumentParser) -> set[str]:

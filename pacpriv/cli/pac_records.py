@@ -123,7 +123,7 @@ def add_records_parser(sub) -> None:
     p.add_argument("--sampling-rate", type=number, default=0.5,
                    help="Poisson membership prior q in (0, 1) (default 0.5)")
     p.add_argument("--shape", default="isotropic",
-                   choices=SHAPES,
+                   choices=SHAPES.choices(),
                    help="noise shape for --target-accuracy, fitted on the shape trials "
                    "(default isotropic)")
     p.add_argument("--bound", default="betting", choices=BOUNDS,

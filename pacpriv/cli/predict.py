@@ -130,7 +130,7 @@ def _add_fit_parser(sub) -> None:
     fit.add_argument("--output", default=None, choices=("proba", "logits", "value", "label"),
                      help="what each query returns (default: proba, value for ridge; label = "
                      "one-hot votes, exact when all worlds agree)")
-    fit.add_argument("--rule", default="anisotropic", choices=NOISE_RULES,
+    fit.add_argument("--rule", default="anisotropic", choices=NOISE_RULES.choices(),
                      help="noise rule of each answer (see the README)")
     add_spec_flags(fit, ExecutionOptions, only=("n_jobs", "ensemble", "device", "progress"),
                    helps={"ensemble": "fit TorchFit worlds one per engine task instead of as one "

@@ -15,7 +15,7 @@ from typing import Any
 
 from pacpriv._validation import check_int, check_real
 from pacpriv.pac.noise._rule import NoiseRule
-from pacpriv.pac.samplers import ComplementaryPairsSampler, Sampler, callable_fingerprint
+from pacpriv.pac.samplers import Sampler, callable_fingerprint
 from pacpriv.prediction._evaluate import OUTPUTS
 from pacpriv.prediction._noise import NOISE_RULES, smallest_grid_budget
 
@@ -110,9 +110,11 @@ class Settings:
             Naming the argument, the allowed range and the value received.
         """
         m = check_int(n_worlds, "n_worlds", low=2)
-        if isinstance(sampler, ComplementaryPairsSampler) and m % 2:
-            raise ValueError(f"`n_worlds` must be even for complementary pairs (every record in "
-                             f"exactly half of the worlds); got {m}.")
+        k = sampler.trials_per_draw  # worlds drawn together (2: complementary pairs)
+        if m % k:
+            raise ValueError(f"`n_worlds` must be a multiple of {k} for the sampler "
+                             f"{sampler.name!r} (its worlds are drawn {k} at a time: every "
+                             f"record in exactly its share of them); got {m}.")
         b = check_real(per_query_budget, "per_query_budget", low=0.0, low_inclusive=False)
         check_query_floor(b, 1)  # at least one coordinate; fit() checks the actual d
         total = check_real(total_budget, "total_budget", low=b)
@@ -122,8 +124,9 @@ class Settings:
         if isinstance(rule, NoiseRule) and rule.name in NOISE_RULES and not rule.parameters():
             rule = rule.name  # Anisotropic(), ExactMI(), Isotropic(): their names
         if not isinstance(rule, str) or rule not in NOISE_RULES:
-            raise ValueError(f"`rule` must be one of {NOISE_RULES} or Anisotropic(), ExactMI(), "
-                             f"Isotropic() (exact per-query covariance: no estimation rule "
+            objects = ", ".join(f"{c.__name__}()" for c in NOISE_RULES.values())
+            raise ValueError(f"`rule` must be one of {', '.join(NOISE_RULES.names())} or "
+                             f"{objects} (exact per-query covariance: no estimation rule "
                              f"applies); got {rule!r}.")
         return cls(n_worlds=m, per_query_budget=b, total_budget=total, output=output, rule=rule)
 
