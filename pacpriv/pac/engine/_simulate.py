@@ -35,6 +35,7 @@ invariant and use the stored rows directly; add ``reference`` back for absolute 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
@@ -234,6 +235,22 @@ def _check_memory(n_trials: int, n_records: int, output_path) -> None:
         )
 
 
+class _NoBar(contextlib.nullcontext):
+    """The progress bar when it is off: counts nothing (and does not import tqdm)."""
+
+    def update(self, n: int = 1) -> None:
+        """Nothing to show."""
+
+
+def _progress_bar(n_trials: int, n_done: int, progress: bool):
+    """A tqdm bar over the trials, or a :class:`_NoBar` when ``progress`` is off."""
+    if not progress:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=n_trials, initial=n_done, unit="trial", desc="pac")
+
+
 @refuses_removed(execution_hints())
 def simulate(
     mechanism: Callable[..., Any],
@@ -415,10 +432,7 @@ def simulate(
     verified = (ckpt.verify(store, lambda i: _rerun(task, store, i))
                 if ckpt is not None and resumed else [])
     pending = store.missing_ranges()
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=n_trials, initial=store.n_done, disable=not progress, unit="trial",
-               desc="pac")
+    bar = _progress_bar(n_trials, store.n_done, progress)
     t_run = time.perf_counter()
     with bar:
         backend_name, n_workers = run_pending(

@@ -22,7 +22,7 @@ from decimal import Decimal
 from pacpriv._numbers import format_bound
 from pacpriv._validation import check_real
 from pacpriv.exceptions import UndersampledWarning
-from pacpriv.pac.noise._certificate import certify_noise, split_source
+from pacpriv.pac.noise._certificate import certify_noise
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.noise._planning import trials_for_inflation
 from pacpriv.pac.noise._rule import CONFIDENCE_FLAG, OUTPUT_BOUND_FLAG, NoiseRule, Note
@@ -123,13 +123,13 @@ class Certified(NoiseRule):
                        low_inclusive=False)
 
     def _plan(self, source, mi_budget: float) -> NoisePlan:
-        outputs, offset = split_source(source)
-        return certify_noise(outputs, mi_budget=mi_budget, confidence=self.confidence,
+        # (a RelativeOutputs source brings its reference and the pipeline's shared Gram)
+        return certify_noise(source, mi_budget=mi_budget, confidence=self.confidence,
                              shape_fraction=self.shape_fraction,
                              output_bound=self.output_bound, clip_margin=self.clip_margin,
                              clip_probability=self.clip_probability,
                              shrinkage=self.shrinkage, scaling=self.scaling,
-                             method="betting", offset=offset)
+                             method="betting")
 
     def trials_needed(self, *, dim: int) -> int:
         """The planning model's trials for a noise power within ``target_inflation`` (1.2 if
@@ -218,10 +218,8 @@ class AsymptoticT(NoiseRule):
         _check_shape_fraction(self.shape_fraction)
 
     def _plan(self, source, mi_budget: float) -> NoisePlan:
-        outputs, offset = split_source(source)
-        return certify_noise(outputs, mi_budget=mi_budget, confidence=self.confidence,
-                             shape_fraction=self.shape_fraction, method="student-t",
-                             offset=offset)
+        return certify_noise(source, mi_budget=mi_budget, confidence=self.confidence,
+                             shape_fraction=self.shape_fraction, method="student-t")
 
     def trials_needed(self, *, dim: int) -> int:
         return max(self.min_trials, 2 * math.ceil(dim / self.shape_fraction) + 2)
