@@ -231,29 +231,26 @@ def _outside(shape: Shape, held: np.ndarray) -> tuple[np.ndarray, float]:
     return along, max(float(np.sum(z**2) / (z.shape[0] - 1) - np.sum(along)), 0.0)
 
 
-def _held_out_traces(shape: Shape, along: np.ndarray, resid: float, grid: np.ndarray,
-                     rest: _Unexplored | None) -> np.ndarray:
-    """``tr(A⁻¹ S)·tr(A)`` for each variant ``A`` of ``grid`` (:func:`_variant`); ``S`` the
-    held-out covariance (``along`` its variances along ``shape.vecs``, ``resid`` the rest)."""
-    out = np.empty(len(grid))
-    for i, pair in enumerate(grid):
-        s = _variant(shape, pair, rest)
+def _held_out_traces(along: np.ndarray, resid: float, variants: list[Shape]) -> np.ndarray:
+    """``tr(A⁻¹ S)·tr(A)`` for each variant ``A`` (:func:`_variant` of one fold's shape);
+    ``S`` the held-out covariance (``along`` its variances along the shape's ``vecs``,
+    ``resid`` the rest)."""
+    out = np.empty(len(variants))
+    for i, s in enumerate(variants):
         tr = float(np.sum(along / s.a)) + (0.0 if s.a_c is None else resid / s.a_c)
         out[i] = tr * s.trace
     return out
 
 
-def _whitened_means(shape: Shape, y: np.ndarray, grid: np.ndarray,
-                    rest: _Unexplored | None) -> np.ndarray:
-    """``mean_i y_iᵀ A⁻¹ y_i`` for each variant ``A`` of ``grid`` (:func:`_variant`), with the
+def _whitened_means(shape: Shape, y: np.ndarray, variants: list[Shape]) -> np.ndarray:
+    """``mean_i y_iᵀ A⁻¹ y_i`` for each variant ``A`` of ``shape`` (:func:`_variant`), with the
     projections computed once."""
     coef2 = (y @ shape.vecs) ** 2
     resid = None
     if shape.a_c is not None:
         resid = np.maximum(np.sum(y**2, axis=1) - np.sum(coef2, axis=1), 0.0)
-    out = np.empty(len(grid))
-    for i, pair in enumerate(grid):
-        s = _variant(shape, pair, rest)
+    out = np.empty(len(variants))
+    for i, s in enumerate(variants):
         r2 = np.sum(coef2 / s.a, axis=1)
         if resid is not None and s.a_c is not None:
             r2 = r2 + resid / s.a_c
@@ -297,7 +294,7 @@ def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
     -------
     (Shape, float, float)
         The (shrunk) shape, ``α``, and the out-of-fold over in-fold mean whitened radius of the
-        shrunk shapes fitted without each fold, in ``[1, 2]`` (1 when there are fewer than 4
+        shrunk shapes fitted without each fold, in ``[1, 4]`` (1 when there are fewer than 4
         shape trials), for :func:`clip_radius2`. Each fold's shape is used and dropped: at most
         one is alive at a time.
     """
@@ -321,11 +318,12 @@ def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
         rest_var = resid + float(np.sum(along[min(n_fit - 1, base.dim):]))
         outside.append(rest_var)
         rest = _unexplored(n_fit, width, dim, lam_f, rest_var)
+        variants = [_variant(s, pair, rest) for pair in grid]  # once per fold, used thrice
         if cv:
-            loss += _held_out_traces(s, along, resid, grid, rest)
+            loss += _held_out_traces(along, resid, variants)
         c = shape_x[keep].mean(axis=0)
-        den += _whitened_means(s, shape_x[keep] - c, grid, rest)
-        num += _whitened_means(s, shape_x[f] - c, grid, rest)
+        den += _whitened_means(s, shape_x[keep] - c, variants)
+        num += _whitened_means(s, shape_x[f] - c, variants)
     pick = int(np.argmin(loss)) if cv and base.dim > 1 and folds else 0
     alpha = float(grid[pick, 0])
     infl = 1.0
@@ -340,7 +338,7 @@ def clip_radius2(shape_x: np.ndarray, centre: np.ndarray, shape: Shape, infl: fl
     """Squared clip radius ``ρ²`` (whitened units of ``shape``) from the shape trials.
 
     ``max(max_j r_j², infl · mean(r²) · F_{k, k(m_s−1)}(1 − π))``: ``r_j²`` the shape trials'
-    whitened radii, ``infl`` the out-of-fold inflation of the mean radius (in ``[1, 2]``, from
+    whitened radii, ``infl`` the out-of-fold inflation of the mean radius (in ``[1, 4]``, from
     :func:`fit_shape`), ``k`` the Satterthwaite degrees of freedom ``(Σ w)²/Σ w²`` of
     ``r² = Σ_j w_j χ²₁`` with ``w_j = λ̂_j/a_j`` [SW]_, ``π = clip_probability``. 0 when the
     shape trials never varied.
