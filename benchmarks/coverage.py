@@ -25,6 +25,9 @@ Usage::
     python benchmarks/coverage.py           # reduced grid: n_trials ∈ {2d, 10d, 100d}, 50 reps
     python benchmarks/coverage.py --full    # n_trials ∈ {2d, 5d, 10d, 20d, 50d, 100d}, 200 reps
     python benchmarks/coverage.py --full --rules certified certified-eb   # certified rules only
+    python benchmarks/coverage.py --rules certified --dims 20 200 --trials 64 256
+                                            # the high-d split (issue 32; d = 2,000: see
+                                            # benchmarks/certificate.py --issue32)
 """
 
 from __future__ import annotations
@@ -207,6 +210,10 @@ def main(argv=None) -> int:
                     help="rules to run (default: all)")
     ap.add_argument("--mults", type=int, nargs="+", default=None,
                     help="n_trials as multiples of max(d, 5) (default: by grid)")
+    ap.add_argument("--dims", type=int, nargs="+", default=None,
+                    help="dimensions of the sum-d scenarios (default 5 20 50)")
+    ap.add_argument("--trials", type=int, nargs="+", default=None,
+                    help="n_trials for every scenario (instead of --mults)")
     args = ap.parse_args(argv)
     reps = args.reps or (200 if args.full else 50)
     mults = args.mults or ((2, 5, 10, 20, 50, 100) if args.full else (2, 10, 100))
@@ -217,11 +224,11 @@ def main(argv=None) -> int:
         def tqdm(x, **_):
             return x
     cells = []
-    for sc in scenarios():
+    for sc in scenarios(tuple(args.dims or (5, 20, 50))):
         d = sc.dim if sc.kind == "gaussian" else 1
         base = max(d, 5)  # 2d trials of a 1- or 2-output mechanism are too few for any rule
-        for k in mults:
-            cells.append((sc, max(6, k * base)))
+        counts = args.trials or [max(6, k * base) for k in mults]
+        cells.extend((sc, m) for m in counts)
     print(f"# coverage: confidence {args.confidence}, {reps} repetitions per cell, "
           f"Monte Carlo {args.mc} draws for the clipped covariance\n")
     header = "| scenario | d | n_trials | " + " | ".join(

@@ -217,7 +217,8 @@ with warnings.catch_warnings():
     v = ex(r.noise_multiplier / 1.001, steps_per_epoch=m, epochs=e,
            tolerance=max(1e-7, (a - 0.5) * 2e-4))
 print(json.dumps({"sigma": r.noise_multiplier, "time": dt, "cpu": dc, "evals": r.n_evaluations,
-                  "upper": r.accuracy.upper, "certified": r.accuracy.upper <= a,
+                  "upper": r.accuracy.upper, "lower": r.accuracy.lower,
+                  "method": r.accuracy.details.get("method"), "certified": r.accuracy.upper <= a,
                   "within": v.lower > a, "lower_at": v.lower, "rss_kb": peak,
                   "growth_kb": peak - base, "warnings": len(w)}))
 """
@@ -287,7 +288,7 @@ def _issue29(cell_timeout: float, pld_cells: list, disc: float, pld_timeout: flo
           "certified lower end at sigma/1.001 above the target; load "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     print(f"  {'M':>6s} {'E':>5s} {'target':>6s} {'sigma':>10s} {'wall s':>7s} {'cpu s':>6s} "
-          f"{'evals':>5s} {'peak MB':>7s} certified within-0.1%"
+          f"{'evals':>5s} {'width':>7s} {'method':>9s} {'peak MB':>7s} certified within-0.1%"
           + (f" {'old cpu s':>9s} {'old sigma':>10s} {'old/new':>7s}" if baseline else ""))
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     env_old = dict(os.environ, PYTHONPATH=_export(baseline)) if baseline else None
@@ -304,7 +305,8 @@ def _issue29(cell_timeout: float, pld_cells: list, disc: float, pld_timeout: flo
         worst = max(worst, r["cpu"])
         n_ok += r["cpu"] <= 1.0
         line = (f"  {m:6d} {e:5d} {a:6g} {r['sigma']:10.6f} {r['time']:7.2f} "
-                f"{r['cpu']:6.2f} {r['evals']:5d} {r['rss_kb'] / 1e3:7.0f} "
+                f"{r['cpu']:6.2f} {r['evals']:5d} {r['upper'] - r['lower']:7.1e} "
+                f"{r['method']!s:>9s} {r['rss_kb'] / 1e3:7.0f} "
                 f"{r['certified']!s:>9s} {r['within']!s:>13s}")
         if env_old is not None:
             o = _cal_cell(a, m, e, env_old, cell_timeout)
@@ -315,7 +317,8 @@ def _issue29(cell_timeout: float, pld_cells: list, disc: float, pld_timeout: flo
                 line += (f" {o['cpu']:9.2f} {o['sigma']:10.6f} "
                          f"{o['cpu'] / max(r['cpu'], 1e-9):7.1f}")
         print(line, flush=True)
-    print(f"  cells with CPU time <= 1 s: {n_ok} of {len(ours)}; slowest {worst:.2f} s CPU"
+    print(f"  cells with CPU time <= 1 s: {n_ok} of {len(ours)}; slowest {worst:.2f} s CPU; "
+          f"load at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
           + (f"; total CPU old/new {tot_old:.1f}/{tot_new:.1f} s = "
              f"{tot_old / max(tot_new, 1e-9):.1f}x" if baseline else ""))
     for m, e, a in pld_cells:

@@ -17,9 +17,15 @@ Run: ``python benchmarks/engine.py`` (about 1 minute) or ``--quick`` (about 15 s
 ``--sizes`` prints instead ``run_pac`` (sequential, certified rule, release included) against
 the bare trials loop (the same mechanism calls on the same masks in a plain numpy loop) for a
 count sketch (each record hashed into one of ``d`` buckets) at ``d = 10² … 10⁶`` and 128
-trials: wall time, peak resident memory (``ru_maxrss`` of a fresh process per cell) and their
-ratios, plus the time of each phase (simulate, spectrum, certificate) and of ``import
-pacpriv``. ``--sizes --max-d 100000`` stops earlier (10⁶ needs about 3 GiB and a minute).
+trials, over pools of 10⁴ and 10⁶ records (``--records``; users have 10⁴–10⁶): wall time, peak
+resident memory (``ru_maxrss`` of a fresh process per cell) and their ratios, and the
+processes' CPU time (``time.process_time``: on a shared machine preemption inflates wall time,
+not CPU time; BLAS runs on one thread, so on a quiet machine the two agree) (target: time
+ratio <= 1.3 at ``d >= 10⁴``, and at most 0.1 s over the bare loop at ``d = 10²``), plus the
+time of each phase (simulate; the Gram pass shared by the spectrum and the certificate; the
+spectrum's eigen-decomposition; the certificate; the release) and of ``import pacpriv``. The
+load average is printed before and after. ``--sizes --max-d 100000`` stops earlier (10⁶ needs
+about 3 GiB and one to two minutes per pool).
 """
 
 from __future__ import annotations
@@ -108,7 +114,7 @@ class CountSketch:
                            minlength=self.d).astype(np.float64)
 
 
-SIZES_RECORDS = 10_000
+SIZES_RECORDS = (10_000, 1_000_000)
 SIZES_TRIALS = 128
 
 
@@ -127,24 +133,66 @@ def _bare_sketch(mech, pool, n_trials):
     return out
 
 
-def sizes_child(mode: str, d: int) -> dict:
+def _phases(mech, pool, ex) -> dict:
+    """The time of each phase of ``run_pac``, run one after the other as the pipeline runs them
+    (on a tree without the shared Gram pass: the spectrum and the certificate each make their
+    own, and the 'gram' column is empty)."""
+    from pacpriv.pac.noise import certify_noise
+    from pacpriv.pac.release import privatize
+    from pacpriv.pac.spectrum import estimate_output_spectrum
+
+    try:
+        from pacpriv.pac.spectrum._gram import centred_gram
+    except ImportError:  # the tree before the shared pass
+        centred_gram = None
+    out: dict = {}
+    tic = time.perf_counter()
+    sim = simulate(mech, pool, n_trials=SIZES_TRIALS, rng=0, execution=ex)
+    out["simulate_s"] = time.perf_counter() - tic
+    x = sim.outputs
+    tic = time.perf_counter()
+    gram = centred_gram(x) if centred_gram is not None and x.shape[1] > x.shape[0] else None
+    out["gram_s"] = time.perf_counter() - tic if gram is not None else float("nan")
+    tic = time.perf_counter()
+    if centred_gram is None:
+        estimate_output_spectrum(x)
+    else:
+        estimate_output_spectrum(x, gram=gram, eigenvectors="lazy")
+    out["spectrum_s"] = time.perf_counter() - tic
+    tic = time.perf_counter()
+    if gram is None:
+        plan = certify_noise(x, mi_budget=1.0)
+    else:
+        from pacpriv.pac.noise._certificate import RelativeOutputs
+
+        plan = certify_noise(RelativeOutputs(x, None, gram), mi_budget=1.0)
+    out["certificate_s"] = time.perf_counter() - tic
+    tic = time.perf_counter()
+    privatize(mech(pool[: len(pool) // 2]), plan, rng=1)
+    out["release_s"] = time.perf_counter() - tic
+    return out
+
+
+def sizes_child(mode: str, d: int, n_records: int) -> dict:
     """One cell of the sizes table, in a fresh process (its peak RSS is the cell's)."""
     import warnings
 
     warnings.simplefilter("ignore")
     from pacpriv.pac import run_pac
-    mech, pool = CountSketch(d), np.arange(SIZES_RECORDS)
+    mech, pool = CountSketch(d), np.arange(n_records)
     ex = ExecutionOptions(progress=False)
     out: dict = {}
     if mode == "bare":
         _bare_sketch(CountSketch(min(d, 100)), pool, 4)  # warm the code paths, not the memory
-        tic = time.perf_counter()
+        tic, cpu = time.perf_counter(), time.process_time()
         _bare_sketch(mech, pool, SIZES_TRIALS)
         out["time_s"] = time.perf_counter() - tic
+        out["cpu_s"] = time.process_time() - cpu
     elif mode == "run_pac":
-        tic = time.perf_counter()
+        tic, cpu = time.perf_counter(), time.process_time()
         res = run_pac(mech, pool, mi_budget=1.0, n_trials=SIZES_TRIALS, rng=0, execution=ex)
         out["time_s"] = time.perf_counter() - tic
+        out["cpu_s"] = time.process_time() - cpu
         cert = res.plan.certificate
         out["certified"] = bool(cert is not None and cert.certified)
     elif mode == "import":  # `import pacpriv` in a process that has imported numpy only
@@ -153,50 +201,50 @@ def sizes_child(mode: str, d: int) -> dict:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               check=True)
         out["import_s"] = float(done.stdout.strip())
-    else:  # phases
-        from pacpriv.pac.noise import certify_noise
-        from pacpriv.pac.spectrum import estimate_output_spectrum
-
-        tic = time.perf_counter()
-        sim = simulate(mech, pool, n_trials=SIZES_TRIALS, rng=0, execution=ex)
-        out["simulate_s"] = time.perf_counter() - tic
-        tic = time.perf_counter()
-        estimate_output_spectrum(sim.outputs)
-        out["spectrum_s"] = time.perf_counter() - tic
-        tic = time.perf_counter()
-        certify_noise(sim.outputs, mi_budget=1.0)
-        out["certificate_s"] = time.perf_counter() - tic
+    else:
+        out.update(_phases(mech, pool, ex))
     out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
 
-def _cell(mode: str, d: int) -> dict:
-    cmd = [sys.executable, __file__, "--sizes-child", mode, str(d)]
+def _cell(mode: str, d: int, n_records: int) -> dict:
+    cmd = [sys.executable, __file__, "--sizes-child", mode, str(d), str(n_records)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=True,
                           env={**os.environ, "PYTHONWARNINGS": "ignore"})
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def sizes_table(max_d: int, repeat: int) -> None:
+def sizes_table(max_d: int, repeat: int, records: tuple[int, ...]) -> None:
     """Print run_pac vs the bare loop at d = 10^2 ... max_d (see the module docstring)."""
-    print(f"load average {os.getloadavg()}; {SIZES_TRIALS} trials, {SIZES_RECORDS} records, "
-          "count sketch; best of", repeat, "fresh processes per cell")
-    header = ("d", "bare s", "run_pac s", "ratio", "over s", "bare MiB", "run_pac MiB",
-              "ratio", "simulate", "spectrum", "certificate", "import s")
+    print(f"load average {os.getloadavg()}; {SIZES_TRIALS} trials, count sketch; best of",
+          repeat, "fresh processes per cell (bare and run_pac alternate)")
+    header = ("records", "d", "bare s", "run_pac s", "ratio", "over s", "bare cpu",
+              "run_pac cpu", "cpu ratio", "bare MiB", "run_pac MiB", "ratio", "simulate", "gram",
+              "spectrum", "certificate", "release", "import s")
     print("  ".join(f"{h:>11}" for h in header))
-    d = 100
-    while d <= max_d:
-        bare = min((_cell("bare", d) for _ in range(repeat)), key=lambda r: r["time_s"])
-        full = min((_cell("run_pac", d) for _ in range(repeat)), key=lambda r: r["time_s"])
-        ph = _cell("phases", d)
-        imp = min(_cell("import", d)["import_s"] for _ in range(repeat))
-        cells = (d, bare["time_s"], full["time_s"], full["time_s"] / bare["time_s"],
-                 full["time_s"] - bare["time_s"], bare["peak_rss_mib"], full["peak_rss_mib"],
-                 full["peak_rss_mib"] / bare["peak_rss_mib"], ph["simulate_s"],
-                 ph["spectrum_s"], ph["certificate_s"], imp)
-        print("  ".join(f"{c:>11.3f}" if isinstance(c, float) else f"{c:>11}" for c in cells),
-              "" if full.get("certified") else " (not certified!)")
-        d *= 10
+    for n_records in records:
+        d = 100
+        while d <= max_d:
+            bare, full = [], []
+            for _ in range(repeat):  # alternate, so that both see the same load
+                bare.append(_cell("bare", d, n_records))
+                full.append(_cell("run_pac", d, n_records))
+            b = min(bare, key=lambda r: r["time_s"])
+            f = min(full, key=lambda r: r["time_s"])
+            bc = min(r["cpu_s"] for r in bare)
+            fc = min(r["cpu_s"] for r in full)
+            ph = _cell("phases", d, n_records)
+            imp = min(_cell("import", d, n_records)["import_s"] for _ in range(repeat))
+            cells = (n_records, d, b["time_s"], f["time_s"], f["time_s"] / b["time_s"],
+                     f["time_s"] - b["time_s"], bc, fc, fc / bc, b["peak_rss_mib"],
+                     f["peak_rss_mib"],
+                     f["peak_rss_mib"] / b["peak_rss_mib"], ph["simulate_s"], ph["gram_s"],
+                     ph["spectrum_s"], ph["certificate_s"], ph["release_s"], imp)
+            print("  ".join(f"{c:>11.3f}" if isinstance(c, float) else f"{c:>11}"
+                            for c in cells), "" if f.get("certified") else " (not certified!)",
+                  flush=True)
+            d *= 10
+    print(f"load average {os.getloadavg()} (after)")
 
 
 def main(argv=None) -> None:
@@ -204,16 +252,24 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", action="store_true",
                         help="run_pac vs the bare loop at d = 1e2 ... 1e6 (time, peak memory)")
     parser.add_argument("--max-d", type=int, default=10**6, help="largest d of --sizes")
-    parser.add_argument("--sizes-child", nargs=2, metavar=("MODE", "D"), help=argparse.SUPPRESS)
+    parser.add_argument("--records", default=",".join(str(r) for r in SIZES_RECORDS),
+                        help="pool sizes of --sizes, comma-separated (default 10000,1000000)")
+    parser.add_argument("--sizes-child", nargs=3, metavar=("MODE", "D", "RECORDS"),
+                        help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="fewer trials (about 15 s)")
     parser.add_argument("--repeat", type=int, default=None, help="best of this many runs")
     parser.add_argument("--no-dask", action="store_true", help="skip the Dask comparison")
     args = parser.parse_args(argv)
     if args.sizes_child:
-        print(json.dumps(sizes_child(args.sizes_child[0], int(args.sizes_child[1]))))
+        mode, d, n_records = args.sizes_child
+        print(json.dumps(sizes_child(mode, int(d), int(n_records))))
         return
     if args.sizes:
-        sizes_table(args.max_d, args.repeat or (1 if args.quick else 2))
+        records = tuple(int(r) for r in args.records.split(","))
+        if not records or min(records) < 2 or args.max_d < 100:
+            parser.error(f"--records must be integers >= 2 and --max-d >= 100; got "
+                         f"--records {args.records} --max-d {args.max_d}")
+        sizes_table(args.max_d, args.repeat or (1 if args.quick else 2), records)
         return
     repeat = args.repeat or (2 if args.quick else 3)
     n_fast, n_slow, n_mid = (300, 10, 100) if args.quick else (1000, 20, 200)

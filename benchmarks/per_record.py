@@ -4,7 +4,9 @@ Prints one table of mechanism evaluations per second (each trial costs ``1 + k``
 for ``k`` audited records):
 
 1. a 2 ms busy-wait mechanism: bare Python loop (same masks, the same pairs) vs the engine at
-   n_jobs=1 and n_jobs=2 (loky, pool warmed up); ratios against the bare loop of the same run;
+   n_jobs=1 and n_jobs=2 (loky, pool warmed up), and at n_jobs=2 in record blocks of 16 (a
+   trial's evaluations split across the workers; each block also evaluates f(S)); ratios
+   against the bare loop of the same run;
 2. ``--logistic``: the bundled ``logistic`` mechanism on ``breast_cancer``, every record
    audited (569), ``--trials`` trials (default 50): wall time and evaluations per second at
    ``--jobs`` (default 2), plus the calibration time on the stored differences.
@@ -28,7 +30,8 @@ for ``k`` audited records):
    trials, ``--trials`` default 20) against a bare numpy loop of the same closed form on the
    same masks (the baseline, same run), CPU and wall seconds per trial, and the fitted
    log-log slope of the cost in ``n`` (all sizes, and from 5k on). ``--stable`` adds the
-   stabilised logistic regression on a generated two-class pool (its certified O(n) path).
+   stabilised logistic regression on a generated two-class pool (its certified O(n) path),
+   ``--newton`` the logistic regression and the linear SVM with ``solver="newton"``.
 6. ``--compare``: wall and CPU seconds of ``compare_table`` per bundled dataset
    (``breast_cancer``, ``digits``, ``wine``, every record certified) with its phases (PAC
    simulation, per-record simulation); ``--csv20k`` adds a generated 20,000 x 20 two-class CSV
@@ -104,6 +107,9 @@ def throughput_rows(n_records: int, n_trials: int, repeat: int) -> list[tuple]:
             mech_2ms, pool, execution=ExecutionOptions(n_jobs=1, progress=False), **kw),
         "2": lambda: simulate_differences(
             mech_2ms, pool, execution=ExecutionOptions(n_jobs=2, progress=False), **kw),
+        "2b": lambda: simulate_differences(
+            mech_2ms, pool, execution=ExecutionOptions(n_jobs=2, progress=False,
+                                                       record_block=16), **kw),
     }
     best = dict.fromkeys(runs, np.inf)
     for _ in range(repeat):  # interleaved, best of `repeat`: the machine's load is shared
@@ -115,6 +121,8 @@ def throughput_rows(n_records: int, n_trials: int, repeat: int) -> list[tuple]:
         (case, "bare loop", t_bare, evals / t_bare, "1.00x"),
         (case, "engine n_jobs=1", t_1, evals / t_1, f"{t_bare / t_1:.2f}x"),
         (case, "engine n_jobs=2 (loky)", t_2, evals / t_2, f"{t_bare / t_2:.2f}x"),
+        (case, "n_jobs=2, record_block=16", best["2b"], evals / best["2b"],
+         f"{t_bare / best['2b']:.2f}x"),
     ]
 
 
@@ -279,26 +287,29 @@ def two_class_pool(n: int, informative: int = 5, noise: int = 15, seed: int = 0)
     return X, y
 
 
-def n_sweep(sizes, n_trials: int, stable: bool) -> None:
+def n_sweep(sizes, n_trials: int, stable: bool, newton: bool = False) -> None:
     """Per-record cost per trial against n, with the fitted log-log slope."""
-    from pacpriv.mechanisms import make_clipped_mean
+    from pacpriv.mechanisms import make_clipped_mean, make_linear_svm, make_logistic
 
     print(f"per-record cost vs n ({n_trials} trials, every record; {_load()})")
     print(f"{'mechanism':<34}{'n':>8}{'cpu s/trial':>13}{'wall s/trial':>14}"
           f"{'bare cpu s/trial':>18}{'vs bare':>9}")
-    cases = [("clipped mean (closed form)", make_clipped_mean(low=-3.0, high=3.0))]
+    mean = make_clipped_mean(low=-3.0, high=3.0)
+    cases = [("clipped mean (closed form)", lambda X: mean, False)]
     if stable:
         from pacpriv.mechanisms.stable_logistic import StableLogistic
-        cases.append(("stable logistic (certified O(n))", None))
-    for name, mech in cases:
+        cases.append(("stable logistic (certified O(n))", lambda X: StableLogistic.for_pool(
+            X, classes=(0, 1), sampling_rate=0.5), True))
+    if newton:
+        cases.append(("logistic newton (certified O(n))",
+                      lambda X: make_logistic(classes=(0, 1), solver="newton"), True))
+        cases.append(("linear_svm newton (certified O(n))",
+                      lambda X: make_linear_svm(classes=(0, 1), solver="newton"), True))
+    for name, build, supervised in cases:
         ns, cpus = [], []
         for n in [500, *sizes]:  # the first (500) warms up imports and caches; not printed
             X, y = two_class_pool(n, 2, 3)
-            if mech is None:
-                m = StableLogistic.for_pool(X, classes=(0, 1), sampling_rate=0.5)
-                pool = (X, y)
-            else:
-                m, pool = mech, X
+            m, pool = build(X), ((X, y) if supervised else X)
             cpu, wall = _per_record_sim(m, pool, n_trials)
             masks = np.random.default_rng(1).random((n_trials, n)) < 0.5
             c0 = time.process_time()
@@ -308,7 +319,7 @@ def n_sweep(sizes, n_trials: int, stable: bool) -> None:
                 continue
             ns.append(n)
             cpus.append(cpu / n_trials)
-            ratio = f"{cpu / n_trials / bare:>9.1f}" if mech is not None else f"{'-':>9}"
+            ratio = f"{cpu / n_trials / bare:>9.1f}" if not supervised else f"{'-':>9}"
             print(f"{name:<34}{n:>8}{cpu / n_trials:>13.4f}{wall / n_trials:>14.4f}"
                   f"{bare:>18.4f}{ratio}", flush=True)
         tail = [i for i, n in enumerate(ns) if n >= 5000]
@@ -366,13 +377,16 @@ def main(argv=None) -> None:
     parser.add_argument("--n-sweep", action="store_true", help="per-record cost vs n")
     parser.add_argument("--sizes", default="2000,5000,20000,100000", help="--n-sweep sizes")
     parser.add_argument("--stable", action="store_true", help="add stable logistic to the sweep")
+    parser.add_argument("--newton", action="store_true",
+                        help="add logistic and linear_svm with solver='newton' to the sweep")
     parser.add_argument("--compare", action="store_true", help="compare wall time per dataset")
     parser.add_argument("--csv20k", action="store_true", help="add a 20,000 x 20 CSV")
     parser.add_argument("--workdir", default="/tmp/pacpriv-bench", help="where --csv20k writes")
     args = parser.parse_args(argv)
     if args.n_sweep or args.compare:
         if args.n_sweep:
-            n_sweep([int(v) for v in args.sizes.split(",")], args.trials or 20, args.stable)
+            n_sweep([int(v) for v in args.sizes.split(",")], args.trials or 20, args.stable,
+                    args.newton)
         if args.compare:
             compare_timings(args.csv20k, args.workdir)
         return

@@ -19,6 +19,7 @@ __all__ = [
     "MechanismError",
     "NotReproducibleWarning",
     "PacprivWarning",
+    "StallWarning",
     "UndersampledWarning",
     "UserCodeError",
     "VacuousBoundWarning",
@@ -134,6 +135,15 @@ class WorkerCapWarning(PacprivWarning):
     """
 
 
+class StallWarning(PacprivWarning):
+    """No trial has finished for a while (60 s, then at each doubling of the wait): a trial may
+    hang. Issued from the engine's watchdog thread while the run goes on; the command line
+    prints it at once and again in its closing list of warnings."""
+
+    #: The command line prints a warning of this kind when it is issued, not only at the end.
+    live = True
+
+
 def warn_user(message: str, category: type[Warning]) -> None:
     """``warnings.warn`` attributed to the first caller outside pacpriv (the user's line), as
     pandas' ``find_stack_level`` does, however many pacpriv frames lie in between."""
@@ -157,7 +167,8 @@ def _interrupted_while_starting(kind, value, tb, _previous=sys.excepthook) -> No
     prints one line, not a traceback of the import (issue 35, item 5)."""
     if issubclass(kind, KeyboardInterrupt):
         print("pacpriv: interrupted (while starting; nothing was run)", file=sys.stderr)
-        return
+        sys.stderr.flush()
+        os._exit(130)  # the status of every other interruption (not death by SIGINT)
     _previous(kind, value, tb)
 
 

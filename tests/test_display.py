@@ -124,37 +124,6 @@ def _rows(result) -> dict[str, str]:
     return dict(line.strip().split("  ", 1) for line in lines)
 
 
-def _attack(accuracy, low, high, confidence=0.95):
-    from pacpriv.audit._attacks import AttackResult
-
-    return AttackResult(accuracy=accuracy, ci_low=low, ci_high=high, auc=0.54,
-                        tpr_at_1pct_fpr=0.02, n_members=100, n_nonmembers=100,
-                        confidence=confidence, threshold=1.5, n_evaluated=100)
-
-
-def test_audit_result_labels_the_bounds_and_the_measured_attacks():
-    from pacpriv.audit._dpsgd import AuditResult
-
-    res = AuditResult(
-        noise_multiplier=1.25, steps_per_epoch=10, epochs=3, max_grad_norm=1.0,
-        accuracy_bound=0.6, chi_square_bound=0.61234567, target_accuracy=0.6,
-        calibration_method="exact", loss_attack=_attack(0.53217, 0.498761, 0.565432),
-        lira_attack=_attack(0.55, 0.51, 0.59), n_shadow_models=8, bound_violated=False,
-        train_accuracy=0.9, test_accuracy=0.85, n_members=100, n_nonmembers=100,
-        seed={"entropy": 1})
-    rows = {k: v.strip() for k, v in _rows(res).items()}
-    assert str(res).startswith("DP-SGD audit:")
-    assert rows["accuracy bound (certified)"] == "0.6"
-    assert rows["chi-square bound at σ (certified)"] == "0.612346"  # rounded up
-    # an interval's ends round outward: low down, high up
-    assert rows["loss-threshold attack accuracy"] == "estimated 0.5322 (95% CI 0.4987–0.5655)"
-    assert rows["LiRA accuracy (8 shadow models)"] == "estimated 0.55 (95% CI 0.51–0.59)"
-    assert rows["σ calibrated to accuracy"] == "0.6 (exact)"
-    assert rows["noise multiplier σ"] == "1.25" and rows["epochs E"] == "3"
-    assert rows["bound violated"] == "False"
-    assert "0.612346" in res._repr_html_()
-
-
 def test_empirical_attack_result_summary_has_estimates_and_no_record_index():
     from pacpriv.audit._empirical import EmpiricalAttackResult
 

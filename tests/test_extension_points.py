@@ -17,6 +17,7 @@ from pacpriv.audit._suite import ATTACKS, leave_one_pair_out
 from pacpriv.cli._extensions import extension_tables
 from pacpriv.cli.main import build_parser, main
 from pacpriv.pac.noise import RULE_CLASSES
+from pacpriv.pac.per_record import SHAPES
 from pacpriv.pac.samplers import SAMPLERS
 from pacpriv.registry import MECHANISMS
 
@@ -30,6 +31,7 @@ import numpy as np
 
 from pacpriv.audit import ATTACKS
 from pacpriv.pac.noise import RULE_CLASSES, Isotropic
+from pacpriv.pac.per_record import SHAPES
 from pacpriv.pac.samplers import SAMPLERS, Sampler
 from pacpriv.registry import register_mechanism
 
@@ -87,6 +89,16 @@ SAMPLERS.register("every-third", EveryThirdSampler)
 RULE_CLASSES.register(MarginIsotropic.name, MarginIsotropic)
 ATTACKS.register("first-query", FirstQueryAttack)
 register_mechanism("column-sums", _column_sums)
+
+
+def _top_heavy(lam):
+    """Twice the noise along the direction a record moves the output most (a toy shape)."""
+    var = np.ones_like(lam)
+    var[np.argmax(lam)] = 2.0
+    return var * (lam.size / var.sum())
+
+
+SHAPES.register("top-heavy", _top_heavy)
 '''
 
 
@@ -96,7 +108,7 @@ def toy(tmp_path):
     path = tmp_path / "toy_extensions.py"
     path.write_text(TOY_MODULE)
     with SAMPLERS.temporary(), RULE_CLASSES.temporary(), ATTACKS.temporary(), \
-            MECHANISMS.temporary():
+            MECHANISMS.temporary(), SHAPES.temporary():
         spec = importlib.util.spec_from_file_location("toy_extensions", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules["toy_extensions"] = module
@@ -106,6 +118,7 @@ def toy(tmp_path):
         finally:
             sys.modules.pop("toy_extensions", None)
     assert "every-third" not in SAMPLERS and "column-sums" not in MECHANISMS
+    assert "top-heavy" not in SHAPES
 
 
 def _help(*argv: str) -> str:
@@ -123,8 +136,11 @@ def test_each_extension_reaches_help_and_docs(toy):
     assert "margin-isotropic" in help_run and "--toy-margin" in help_run
     assert "column-sums" in help_run
     assert "first-query" in _help("audit")
+    assert re.search(r"--shape \{isotropic,sqrt,second_moment,top-heavy\}",
+                     _help("pac", "records"))
     tables = extension_tables()
     for name, doc in (("every-third", "Each record kept independently with probability 1/3"),
+                      ("top-heavy", "Twice the noise along the direction a record moves"),
                       ("margin-isotropic", "Isotropic noise for a budget divided by"),
                       ("first-query", "Scores each record by its first query"),
                       ("column-sums", "")):
@@ -161,6 +177,13 @@ def test_each_extension_runs(toy, tmp_path, monkeypatch, capsys):
                                 attacks=(ATTACKS.get("first-query")(),))
     members, nonmembers = pooled["first query"]
     assert members.size + nonmembers.size == 4 * 12 and members.mean() > nonmembers.mean()
+
+    # the shape fits the per-record noise: twice the variance along the records' main direction
+    from pacpriv.pac.per_record._shapes import fit_shape
+
+    geom = fit_shape("top-heavy", rng.normal(size=(6, 5, 2)) * [3.0, 0.1], 2)
+    assert geom.variances == pytest.approx([2 / 3, 4 / 3])
+    assert abs(geom.basis[0, 1]) == pytest.approx(1.0, abs=0.05)
 
 
 def test_the_docs_snippet_registers_a_sampler(toy):

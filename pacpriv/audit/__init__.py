@@ -31,7 +31,6 @@ from pacpriv.audit._curves import (
     curve_value,
     mi_curve,
 )
-from pacpriv.audit._dpsgd import AuditResult, audit_dpsgd
 from pacpriv.audit._empirical import EmpiricalAttackResult, empirical_membership_attack
 from pacpriv.audit._families import (
     DPSGDModel,
@@ -101,9 +100,6 @@ __all__ = [
     "evaluate_attack",
     "logit_scaled_confidence",
     "loss_threshold_attack",
-    # the DP-SGD audit (torch)
-    "AuditResult",
-    "audit_dpsgd",
     # the empirical attack on simulated PAC releases
     "EmpiricalAttackResult",
     "empirical_membership_attack",

@@ -195,6 +195,45 @@ class DPSGDModel:
         if self.max_grad_norm is not None:
             check_real(self.max_grad_norm, "max_grad_norm", low=0.0, low_inclusive=False)
 
+    @classmethod
+    def for_accuracy(cls, model_factory: Callable[[], Any], target_accuracy: float, *,
+                     steps_per_epoch: int, epochs: int, method: str = "exact",
+                     **options: Any) -> DPSGDModel:
+        """The family trained at the σ whose membership-inference accuracy bound is
+        ``target_accuracy`` (the DP-SGD audit game of :func:`pacpriv.audit.run_audit`).
+
+        Parameters
+        ----------
+        model_factory : callable
+            As for the class.
+        target_accuracy : float
+            The accuracy bound, in (½, 1).
+        steps_per_epoch, epochs : int
+            M >= 1 and E >= 1.
+        method : {"exact", "closed-form"}, default "exact"
+            Calibration of :func:`pacpriv.dpsgd.noise_multiplier_for_accuracy`: the certified
+            exact accuracy, or the chi-square closed form (more noise, conservative).
+        **options
+            ``max_grad_norm``, ``learning_rate``, ``ensemble`` (as for the class).
+
+        Raises
+        ------
+        ValueError
+            If ``target_accuracy`` is outside (½, 1), ``method`` is unknown or M, E < 1.
+        """
+        from pacpriv.dpsgd import noise_multiplier_for_accuracy
+
+        target = check_real(target_accuracy, "target_accuracy", low=0.5, high=1.0,
+                            low_inclusive=False, high_inclusive=False)
+        if method not in ("exact", "closed-form"):
+            raise ValueError(f"`method` must be 'exact' or 'closed-form'; got {method!r}.")
+        sigma = float(noise_multiplier_for_accuracy(
+            target_accuracy=target, steps_per_epoch=check_int(steps_per_epoch,
+                                                              "steps_per_epoch", low=1),
+            epochs=check_int(epochs, "epochs", low=1), method=method))
+        return cls(model_factory, noise_multiplier=sigma, steps_per_epoch=steps_per_epoch,
+                   epochs=epochs, target_accuracy=target, **options)
+
     def fit(self, X, y, *, rng: np.random.Generator):
         """A fresh model trained with DP-SGD on ``(X, y)``; init, allocation, noise from ``rng``."""
         torch = import_torch("DPSGDModel")

@@ -12,11 +12,14 @@ def registries() -> dict[str, Registry]:
     from pacpriv.audit._suite import ATTACKS
     from pacpriv.cli.predict import ESTIMATORS
     from pacpriv.pac.noise import RULE_CLASSES
+    from pacpriv.pac.per_record import SHAPES
     from pacpriv.pac.samplers import SAMPLERS
+    from pacpriv.prediction._noise import NOISE_RULES
     from pacpriv.registry import MECHANISMS
 
     return {"Samplers": SAMPLERS, "Noise rules": RULE_CLASSES, "Mechanisms": MECHANISMS,
-            "Attacks": ATTACKS, "Prediction estimators": ESTIMATORS}
+            "Attacks": ATTACKS, "Prediction estimators": ESTIMATORS,
+            "Prediction noise rules": NOISE_RULES, "Per-record noise shapes": SHAPES}
 
 
 def extension_tables() -> str:

@@ -6,12 +6,14 @@ applies to every run); here they become the CLI's one-line notes.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from pacpriv import _files
 from pacpriv.pac.engine._resources import LOCAL_BACKENDS, usable_cpus, worker_cap
 
-__all__ = ["available_cpus", "check_output_dir", "effective_n_jobs", "shutdown_workers"]
+__all__ = ["HOLD_ATTRIBUTE", "available_cpus", "check_output_dir", "effective_n_jobs",
+           "hold_report_folder", "shutdown_workers"]
 
 
 def available_cpus() -> int:
@@ -54,3 +56,36 @@ def shutdown_workers() -> None:
             executor.shutdown(wait=True, kill_workers=True)
     except Exception:  # best effort on the way out
         pass
+
+
+#: The attribute of the parsed arguments through which :func:`hold_report_folder` reaches the
+#: ``contextlib.ExitStack`` that ``pacpriv.cli.main`` opens around a command.
+HOLD_ATTRIBUTE = "_report_folder_stack"
+
+
+def hold_report_folder(args) -> None:
+    """Validation is over: take the command's ``--out`` folder now, before any work.
+
+    A command that writes a report (``--out`` and ``--force``) calls this after it has
+    checked every flag and loaded its inputs, so a bad flag never creates or locks a folder.
+    The folder is held (an ``fcntl`` lock) until the command returns: another run's folder is
+    refused, and an earlier report is replaced only with ``--force`` (the user is told). A
+    second call, or a call outside the CLI's ``main``, does nothing.
+
+    Raises
+    ------
+    BlockingIOError, FileExistsError, NotADirectoryError, PermissionError
+        As :func:`pacpriv._files.report_folder`.
+    """
+    stack = getattr(args, HOLD_ATTRIBUTE, None)
+    out = getattr(args, "out", None)
+    if stack is None or out is None or getattr(args, "_report_folder_held", False):
+        return
+    from pacpriv.report.builder import REPORT_FILES
+
+    _, earlier = stack.enter_context(_files.report_folder(out, "--out", force=bool(args.force),
+                                                   report_files=REPORT_FILES))
+    args._report_folder_held = True
+    if earlier:
+        print(f"pacpriv: note: --force: this report replaces the earlier one in {out!r} "
+              f"({', '.join(earlier)})", file=sys.stderr)

@@ -3,9 +3,11 @@
 A field of a spec object (``ExecutionOptions``, a sampler, a noise rule, ``DPSGDSpec``) that the
 CLI exposes declares ``dataclasses.field(metadata={"flag": "--n-jobs", "help": "..."})``
 (optional keys: ``"type"``, ``"choices"``, ``"metavar"``, ``"negate"`` for a ``--no-x`` flag that
-sets a bool field to False). :func:`add_spec_flags` adds the flags to a parser (default None:
-"not given"), :func:`spec_from_args` builds the spec from the parsed flags, and an error of the
-spec names the flag the user typed, because the spec's fields know it.
+sets a bool field to False, ``"sweep"`` -- the help of the flag where a command takes several
+values of the field, e.g. ``--noise-multiplier 1 2 4``). :func:`add_spec_flags` adds the flags
+to a parser (default None: "not given"), :func:`spec_from_args` builds the spec from the
+parsed flags, and an error of the spec names the flag the user typed, because the spec's
+fields know it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from pacpriv.cli._args import UsageError, number
+from pacpriv.cli._args import UsageError, integer, number
 
 __all__ = ["add_spec_flags", "flag_of", "flagged_fields", "given_fields", "spec_from_args"]
 
@@ -41,19 +43,24 @@ def _type(field: dataclasses.Field) -> Any:
         return field.metadata["type"]
     text = field.type if isinstance(field.type, str) else getattr(field.type, "__name__",
                                                                    str(field.type))
-    return (number if text.startswith("float") else int if text.startswith("int")
+    return (number if text.startswith("float") else integer if text.startswith("int")
             else bool if text.startswith("bool") else str)
 
 
 def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
                    only: Iterable[str] | None = None, notes: dict[str, str] | None = None,
-                   helps: dict[str, str] | None = None) -> None:
+                   helps: dict[str, str] | None = None, required: Iterable[str] = (),
+                   sweep: bool = False, defaults: bool = False) -> None:
     """Add the flags of the spec classes' fields to ``parser`` (each flag once, default None).
 
     ``only`` limits the fields (by name); ``notes`` adds a text to a field's help (by name),
-    e.g. which rules take it; ``helps`` replaces a field's help for this command.
+    e.g. which rules take it; ``helps`` replaces a field's help for this command; the fields
+    in ``required`` must be given; with ``sweep`` a field whose metadata has ``"sweep"`` takes
+    one or more values (a list); with ``defaults`` a flag not given holds the field's default
+    (a ``--x``/``--no-x`` switch always defaults to None: the field's default applies).
     """
     seen: set[str] = set()
+    must = set(required)
     for cls in classes:
         # which fields this command exposes: spec_from_args reads only these
         parser.set_defaults(**{_exposed(cls): tuple(f.name for f in flagged_fields(cls, only))})
@@ -62,15 +69,18 @@ def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
             if flag in seen:
                 continue
             seen.add(flag)
-            text = ((helps or {}).get(f.name) or f.metadata.get("help", "")) \
+            many = sweep and "sweep" in f.metadata
+            text = ((helps or {}).get(f.name) or f.metadata["sweep" if many else "help"]) \
                 + (notes or {}).get(f.name, "")
+            default = f.default if defaults and f.default is not dataclasses.MISSING else None
             if f.metadata.get("negate") or _type(f) is bool:  # --no-x sets False, --x True
                 parser.add_argument(flag, dest=f.name, action="store_const", default=None,
                                     const=not f.metadata.get("negate"), help=text)
                 continue
             extra = {k: f.metadata[k] for k in ("choices", "metavar") if k in f.metadata}
-            parser.add_argument(flag, dest=f.name, type=_type(f), default=None, help=text,
-                                **extra)
+            parser.add_argument(flag, dest=f.name, type=_type(f), default=default, help=text,
+                                required=f.name in must, **extra,
+                                **({"nargs": "+"} if many else {}))
 
 
 def _exposed(cls: Any) -> str:

@@ -10,13 +10,12 @@ import contextlib
 import os
 import re
 import sys
-from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 from pacpriv._files import check_input_file
 from pacpriv._optional import import_optional
 from pacpriv.cli._args import UsageError
+from pacpriv.cli._specs import add_spec_flags, flagged_fields, spec_from_args
 from pacpriv.datasets import Dataset, Preprocessing, load_dataset
 from pacpriv.exceptions import UserCodeError
 from pacpriv.registry import resolve_mechanism
@@ -38,10 +37,11 @@ __all__ = [
 #: Header names that usually hold labels; read as a feature without --label-column (hinted).
 LABEL_NAMES = ("label", "labels", "target", "class", "y")
 
-#: API argument names of load_dataset -> the CLI flags that set them.
+#: Keywords of load_dataset -> the CLI flags that set them (function keywords, not spec fields;
+#: the Preprocessing fields' flags come from their metadata).
 _FLAGS = {"feature_ranges": "--feature-ranges", "label_column": "--label-column",
           "delimiter": "--delimiter", "drop_columns": "--drop-columns", "columns": "--columns",
-          **{f.name: f.metadata["flag"] for f in fields(Preprocessing)}}
+          **{f.name: f.metadata["flag"] for f in flagged_fields(Preprocessing)}}
 
 _PRIVATE_MODULE = re.compile(r"_pacpriv_user_mechanism_[0-9a-f]+\.")
 
@@ -88,28 +88,18 @@ def add_dataset_arguments(parser, *, feature_ranges: bool = True,
 
 
 def add_preprocessing_arguments(parser) -> None:
-    """``--categorical``, ``--missing``, ``--standardize``: one flag per field of
-    :class:`~pacpriv.datasets.Preprocessing`, read from the field's metadata (flag, choices,
-    help), so every command that reads a dataset offers the same flags."""
-    group = parser.add_argument_group(
+    """``--categorical``, ``--missing``, ``--standardize``: the flags of
+    :class:`~pacpriv.datasets.Preprocessing`'s fields (:func:`~pacpriv.cli._specs.add_spec_flags`),
+    so every command that reads a dataset offers the same flags."""
+    add_spec_flags(parser.add_argument_group(
         "preprocessing (scikit-learn transformers fit on the whole pool: pool statistics, the "
-        "same for every subset, never reported)")
-    for f in fields(Preprocessing):
-        meta = f.metadata
-        if f.type in (bool, "bool"):
-            group.add_argument(meta["flag"], dest=f"pp_{f.name}", action="store_true",
-                               help=meta["help"])
-        else:
-            group.add_argument(meta["flag"], dest=f"pp_{f.name}", default=f.default,
-                               choices=meta["choices"], help=meta["help"])
+        "same for every subset, never reported)"), Preprocessing)
 
 
 def preprocessing_from_args(args) -> Preprocessing | None:
     """The one :class:`~pacpriv.datasets.Preprocessing` built from the flags (``None`` when
     every flag has its default, or the parser has none)."""
-    values: dict[str, Any] = {f.name: getattr(args, f"pp_{f.name}", f.default)
-                              for f in fields(Preprocessing)}
-    spec = Preprocessing(**values)
+    spec = spec_from_args(Preprocessing, args)
     return None if spec.is_default else spec
 
 

@@ -10,8 +10,19 @@ import numpy as np
 
 from pacpriv import _json
 from pacpriv._numbers import format_bound
-from pacpriv.cli._args import UsageError, add_report_output, integer, number, report_formats
-from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._args import (
+    UsageError,
+    add_report_output,
+    integer,
+    number,
+    report_formats,
+)
+from pacpriv.cli._resources import (
+    available_cpus,
+    check_output_dir,
+    effective_n_jobs,
+    hold_report_folder,
+)
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     TRAINED_LABEL_HELP,
@@ -253,13 +264,15 @@ def _audit(args) -> int:
         one_run = OneRunSpec(canaries=200 if args.canaries is None else args.canaries,
                              delta=args.delta, confidence=args.confidence)
     described = dataset.to_dict()
+    execution = spec_from_args(ExecutionOptions, args, n_jobs=n_jobs)
+    hold_report_folder(args)  # every flag is checked: take --out now, before any work
     report = run_audit(
         X, labels, model=family, reference_models=args.reference_models, settings=settings,
         one_run=one_run, rng=args.seed,
         dataset={k: described[k] for k in ("name", "n_records", "n_features", "source",
                                            "description", "preprocessing") if k in described}
         | {"n_classes": n_classes},
-        execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
+        execution=execution)
     paths = report.write(out, formats=formats)
     if args.json:
         print(_json.dumps(report.compact_dict(), indent=2))

@@ -11,12 +11,16 @@ from pacpriv.cli._args import (
     UsageError,
     add_report_output,
     checkpoint_reminder,
-    integer,
     number,
     pool_statistics,
     report_formats,
 )
-from pacpriv.cli._resources import available_cpus, check_output_dir, effective_n_jobs
+from pacpriv.cli._resources import (
+    available_cpus,
+    check_output_dir,
+    effective_n_jobs,
+    hold_report_folder,
+)
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     LABEL_NAMES,
@@ -34,9 +38,8 @@ from pacpriv.compare import (
 )
 from pacpriv.compare.effects import stabiliser_effects
 from pacpriv.compare.render import CHANCE_NOTE_PREFIX
-from pacpriv.compare.run import COMPARISON_RULES
+from pacpriv.compare.run import check_comparison
 from pacpriv.pac.engine import ExecutionOptions
-from pacpriv.pac.noise._calibration import DEFAULT_RULE
 from pacpriv.report import write_report
 
 
@@ -72,34 +75,12 @@ def add_parser(subparsers, name: str) -> None:
                    "(default: eigenvalue >= the mean), 'broken_stick' (fewer), 'all' or a number")
     p.add_argument("--l2", type=number, default=0.03,
                    help="stable black box: L2 regularisation λ > 0 (default 0.03)")
-    p.add_argument("--trials", type=int, default=500, help="PAC simulations (>= 2, default 500)")
-    p.add_argument("--epochs", type=integer, default=10, help="epochs E (default 10)")
-    p.add_argument("--steps-per-epoch", type=integer, default=5,
-                   help="steps per epoch M (default 5)")
-    p.add_argument("--max-grad-norm", type=number, default=1.0,
-                   help="DP-SGD clipping norm C (default 1)")
-    p.add_argument("--learning-rate", type=number, default=0.5, help="SGD step size (default 0.5)")
-    p.add_argument("--repeats", type=int, default=5,
-                   help="models averaged per row in the test accuracy (default 5)")
-    p.add_argument("--rule", default=DEFAULT_RULE,
-                   choices=COMPARISON_RULES,
-                   help=f"PAC noise rule (default {DEFAULT_RULE}; plug-in rules are estimates)")
-    p.add_argument("--no-exact", action="store_true", help="skip the exact DP-SGD calibration")
-    p.add_argument("--per-record-trials", type=int, default=400,
-                   help="trials of the per-record PAC row (informed adversary, every record "
-                   "by default); each costs 1 + (audited records) trainings; 0 leaves the row "
-                   "out (default 400)")
-    p.add_argument("--per-record-records", type=int, default=None,
-                   help="audit only a public random sample of K records (the row is then "
-                   "labelled as a sample: the other records are not bounded). Default: every "
-                   "record of the pool")
+    add_spec_flags(p, ComparisonSettings, defaults=True)
     p.add_argument("--effects", action="store_true",
                    help="also estimate what each stabiliser buys: per-record noise (plug-in on "
                    "16 trials, a sample of 20 records: an estimate, not a certificate) and test "
                    "accuracy of seven black boxes at the largest bound (about a minute per "
                    "dataset)")
-    p.add_argument("--public-seed", type=int, default=0,
-                   help="public seed of the initialisation and the PAC batch order (default 0)")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "progress", "checkpoint"), helps={
         "n_jobs": f"parallel workers of the PAC simulation (default 1: sequential; -1: all "
         f"{available_cpus()} CPU(s) this process may use; more is capped)",
@@ -185,29 +166,23 @@ def _compare(args) -> int:
     _check_curve(args, names)
     box = _black_box(args)
     execution = spec_from_args(ExecutionOptions, args, n_jobs=n_jobs)
-    settings = dict(
-        epochs=args.epochs, steps_per_epoch=args.steps_per_epoch,
-        max_grad_norm=args.max_grad_norm, learning_rate=args.learning_rate,
-        n_trials=args.trials, n_repeats=args.repeats, rule=args.rule,
-        exact=not args.no_exact, public_seed=args.public_seed,
-        per_record_trials=args.per_record_trials,
-        per_record_records=args.per_record_records, black_box=box,
-    )
+    comparison = spec_from_args(ComparisonSettings, args, black_box=box)
     datasets = []
     for name in names:
         args.dataset = name
         dataset = load_cli_dataset(args)
         _check_labels(dataset, args)
         datasets.append(dataset)
+    check_comparison(comparison, targets, datasets)  # before the folder is taken
+    hold_report_folder(args)  # every flag is checked: take --out now, before any work
     if args.curve is not None:
-        return _compare_curve(args, datasets[0], ComparisonSettings(**settings), execution,
-                              out, formats)
+        return _compare_curve(args, datasets[0], comparison, execution, out, formats)
     effects = [stabiliser_effects(ds, target_accuracy=max(targets), rng=args.seed,
                                   execution=execution) for ds in datasets] if args.effects else []
     if len(names) == 1 and len(targets) == 1:
         result = compare_pac_dpsgd(datasets[0], target_accuracy=targets[0],
                                    rng=args.seed, execution=execution,
-                                   settings=ComparisonSettings(**settings))
+                                   settings=comparison)
         paths = write_report(result.pac_result.with_sections(
             result.report_section(), *(e.report_section() for e in effects)), out,
             formats=formats, pool_statistics=pool_statistics(args))
@@ -216,7 +191,7 @@ def _compare(args) -> int:
         notes, elapsed = result.notes, result.elapsed_s
     else:
         table = compare_table(datasets, target_accuracies=targets,
-                              settings=ComparisonSettings(**settings), rng=args.seed,
+                              settings=comparison, rng=args.seed,
                               execution=execution)
         paths = write_report(_TableReport(table, effects), out, formats=formats,
                              pool_statistics=pool_statistics(args))

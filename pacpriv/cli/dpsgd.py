@@ -8,38 +8,34 @@ import numpy as np
 
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_fixed, format_percent
-from pacpriv.cli._args import UsageError, integer, number
+from pacpriv.cli._args import UsageError, number
+from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.dpsgd import (
     calibrate_noise_multiplier,
     compare_accountants,
     exact_membership_inference_accuracy,
-    membership_inference_accuracy_bound,
     noise_multiplier_for_accuracy,
 )
 from pacpriv.dpsgd.epsilon import epsilon_bound
+from pacpriv.dpsgd.spec import DPSGDSpec
 
 
-def _common(p: argparse.ArgumentParser, *, sigma: bool, target: bool) -> None:
-    p.add_argument("--steps-per-epoch", type=integer, required=True,
-                   help="M, steps per epoch (>= 1)")
-    p.add_argument("--epochs", type=integer, required=True, help="E, number of epochs (>= 1)")
-    _k_and_delta(p)
-    if sigma:
-        p.add_argument("--noise-multiplier", type=number, required=True,
-                       help="noise multiplier sigma > 0")
-    if target:
-        p.add_argument("--target-accuracy", type=number, required=True,
-                       help="membership-inference accuracy bound in (0.5, 1)")
+def _common(p: argparse.ArgumentParser, sigma: str = "", *, delta: bool = True,
+            helps: dict[str, str] | None = None) -> None:
+    """The :class:`~pacpriv.dpsgd.DPSGDSpec` flags from its fields' metadata, ``--delta`` and
+    ``--json``. ``sigma``: ``"one"`` (required), ``"sweep"`` (one or more, required),
+    ``"optional"`` or ``""`` (no ``--noise-multiplier``)."""
+    add_spec_flags(p, DPSGDSpec, only=("steps_per_epoch", "epochs", "k")
+                   + (("noise_multiplier",) if sigma else ()),
+                   sweep=sigma == "sweep", defaults=True, helps=helps,
+                   required=("steps_per_epoch", "epochs")
+                   + (("noise_multiplier",) if sigma in ("one", "sweep") else ()))
+    if delta:
+        p.add_argument("--delta", type=number, default=1e-5,
+                       help="delta at which epsilon (add or remove one record) is printed "
+                       "beside the accuracy, from the certified privacy-loss distribution "
+                       "(default 1e-5)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-
-
-def _k_and_delta(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--k", type=integer, default=1,
-                   help="steps per record per epoch: each record is used at k random distinct "
-                   "steps of every epoch (k out of t = steps per epoch; default 1)")
-    p.add_argument("--delta", type=number, default=1e-5,
-                   help="delta at which epsilon (add or remove one record) is printed beside "
-                   "the accuracy, from the certified privacy-loss distribution (default 1e-5)")
 
 
 def _check_common(args) -> None:
@@ -79,10 +75,7 @@ def _emit(args, payload: dict, rows: list[tuple[str, str]]) -> int:
 
 def _bound(args) -> int:
     _check_common(args)
-    b = membership_inference_accuracy_bound(
-        args.noise_multiplier, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
-        k=args.k,
-    )
+    b = spec_from_args(DPSGDSpec, args).membership_inference_accuracy_bound()
     eps, eps_row = _epsilon(args, args.noise_multiplier)
     return _emit(args, {**b.to_dict(), "epsilon": eps}, [
         ("membership-inference accuracy bound (certified, chi-square)",
@@ -245,10 +238,10 @@ def add_parser(subparsers, name: str) -> None:
     sub = p.add_subparsers(dest="command", metavar="{bound,sigma,exact,compare}")
     sub.required = True
     b = sub.add_parser("bound", help="chi-square closed-form accuracy bound")
-    _common(b, sigma=True, target=False)
+    _common(b, "one")
     b.set_defaults(handler=_bound)
     s = sub.add_parser("sigma", help="noise multiplier for a target accuracy or epsilon")
-    _common(s, sigma=False, target=False)
+    _common(s)
     _epsilon_target_flags(s)
     s.add_argument("--method", choices=["closed-form", "exact"], default=None,
                    help="with --target-accuracy: closed-form chi-square inverse (instant) or "
@@ -259,18 +252,15 @@ def add_parser(subparsers, name: str) -> None:
                    "exact or --target-epsilon (default 1e-3)")
     s.set_defaults(handler=_sigma)
     e = sub.add_parser("exact", help="certified exact accuracy interval (one or more sigma)")
-    _common(e, sigma=False, target=False)
-    e.add_argument("--noise-multiplier", type=float, nargs="+", required=True,
-                   help="one or more sigma > 0 (several: a table, one row per sigma)")
+    _common(e, "sweep")
     e.add_argument("--tolerance", type=float, default=1e-4,
                    help="largest width of the certified interval (default 1e-4)")
     e.set_defaults(handler=_exact)
     c = sub.add_parser("compare", help="all accountants on the accuracy axis")
-    c.add_argument("--steps-per-epoch", type=integer, required=True, help="M, steps per epoch")
-    c.add_argument("--epochs", type=integer, required=True, help="E, number of epochs")
-    c.add_argument("--noise-multiplier", type=number, default=None,
-                   help="sigma at which to evaluate every method (default: the exact sigma "
-                   "for --target-accuracy)")
+    _common(c, "optional", delta=False, helps={
+        "noise_multiplier": "sigma at which to evaluate every method (default: the exact "
+        "sigma for --target-accuracy)",
+        "k": "steps per record per epoch (k out of t; Poisson rows at rate k/t)"})
     c.add_argument("--target-accuracy", type=number, default=None,
                    help="target accuracy in (0.5, 1): each method's sigma for it")
     c.add_argument("--search-published", action="store_true",
@@ -278,7 +268,4 @@ def add_parser(subparsers, name: str) -> None:
     c.add_argument("--comparator-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="time limit of each accountant row; a row over it is stopped and "
                    "marked 'timed out' (default 60)")
-    c.add_argument("--k", type=integer, default=1,
-                   help="steps per record per epoch (k out of t; Poisson rows at rate k/t)")
-    c.add_argument("--json", action="store_true", help="print JSON instead of a table")
     c.set_defaults(handler=_compare)

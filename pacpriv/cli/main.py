@@ -14,6 +14,7 @@ with status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -27,7 +28,7 @@ from pacpriv.cli import dpsgd as _dpsgd_group
 from pacpriv.cli import pac as _pac_group
 from pacpriv.cli import predict as _predict_group
 from pacpriv.cli._args import UsageError, _Parser, number
-from pacpriv.cli._resources import shutdown_workers
+from pacpriv.cli._resources import HOLD_ATTRIBUTE, shutdown_workers
 from pacpriv.exceptions import (
     BudgetExceededError,
     CalibrationError,
@@ -105,23 +106,77 @@ def _print_warnings(caught: list) -> None:
         print(f"pacpriv: warning: {texts[0]}{more}", file=sys.stderr)
 
 
+def _collect_warnings() -> list:
+    """Inside ``warnings.catch_warnings()``: record every warning for the closing list
+    (:func:`_print_warnings`); a warning whose category is ``live`` (the engine's
+    :class:`~pacpriv.exceptions.StallWarning`, from its watchdog thread) is also printed at
+    once, while the run goes on."""
+    caught: list = []
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        caught.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
+        if getattr(category, "live", False):
+            print(f"pacpriv: warning: {' '.join(str(message).split())}", file=sys.stderr,
+                  flush=True)
+
+    warnings.showwarning = show
+    return caught
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status.
 
     0 ok; 1 the mechanism or a computation failed (one line naming the trial and seed);
     2 bad input; 130 interrupted.
     """
+    global _COMMAND_LINE
+    _COMMAND_LINE = argv is None  # the process is ours: its SIGINT handling may change
+    try:
+        code = _main(argv)
+    except KeyboardInterrupt:  # between the phases (e.g. while the warnings print): one line
+        _stop_listening()
+        shutdown_workers()
+        print("pacpriv: interrupted; workers stopped", file=sys.stderr)
+        code = 130
+    _stop_listening()  # the command line exits now: a late Ctrl-C cannot break the clean-up
+    return code
+
+
+#: Whether :func:`main` runs as the command line (``argv`` None), not called from Python.
+_COMMAND_LINE = False
+
+
+def _stop_listening() -> None:
+    """The command line has stopped or finished: ignore further Ctrl-C, so that shutting the
+    workers down and Python's exit handlers (loky's) run to the end without a traceback.
+    Nothing changes when :func:`main` is called from Python with ``argv``."""
+    if not _COMMAND_LINE:
+        return
+    import signal
+
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # pragma: no cover - not the main thread
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
     except KeyboardInterrupt:  # Ctrl-C while starting: one line, nothing was run
+        _stop_listening()
         print("pacpriv: interrupted (while starting; nothing was run)", file=sys.stderr)
         return 130
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings():
+        caught = _collect_warnings()
+        code: int | None = None
         try:
-            return _dispatch(args, _flags_of(_invoked(parser, args)))
+            code = _dispatch(args, _flags_of(_invoked(parser, args)))
+            return code
         finally:
-            _print_warnings(caught)
+            if code != 130:  # interrupted: its one line is all (the run produced nothing)
+                _print_warnings(caught)
 
 
 def _invoked(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
@@ -134,10 +189,12 @@ def _invoked(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
     return parser
 
 
-#: API argument names whose flag is not the name with dashes (used only when the command
-#: has that flag): errors from the Python API name the flag the user typed.
+#: Keywords of the Python API functions (not spec fields: a spec field's flag is in its
+#: metadata) whose flag is not the name with dashes, used only when the command has that flag:
+#: errors from ``run_pac(rng=, n_trials=)``, ``compare_accountants(timeout=)``,
+#: ``compare_pac_dpsgd(n_repeats=)`` and ``write_report(out_dir=)`` name the flag the user typed.
 FLAG_ALIASES = {"rng": "--seed", "timeout": "--comparator-timeout", "n_trials": "--trials",
-                "n_repeats": "--repeats", "mechanism": "--mechanism", "out_dir": "--out"}
+                "n_repeats": "--repeats", "out_dir": "--out"}
 
 
 def _flags_of(parser: argparse.ArgumentParser) -> set[str]:
@@ -163,20 +220,15 @@ def _as_flags(text: str, flags: set[str]) -> str:
 
 
 def _run_handler(args) -> int:
-    """Run the command; one that writes a report (``--out`` and ``--force``) holds its folder
-    for the whole run: another run's folder is refused, an earlier report is replaced only with
-    ``--force`` (and the user is told), both before any work (issue 35, item 4)."""
-    out = getattr(args, "out", None)
-    if out is None or not hasattr(args, "force"):
+    """Run the command; one that writes a report (``--out`` and ``--force``) takes its folder
+    when its arguments are validated (:func:`~pacpriv.cli._args.hold_report_folder`, called by
+    the handler before any work) and holds it until it returns: a bad flag never creates or
+    locks a folder, another run's folder is refused, an earlier report is replaced only with
+    ``--force`` (issue 35, item 4)."""
+    if getattr(args, "out", None) is None or not hasattr(args, "force"):
         return int(args.handler(args) or 0)
-    from pacpriv._files import report_folder
-    from pacpriv.report.builder import REPORT_FILES
-
-    with report_folder(out, "--out", force=bool(args.force),
-                       report_files=REPORT_FILES) as (_, earlier):
-        if earlier:
-            print(f"pacpriv: note: --force: this report replaces the earlier one in {out!r} "
-                  f"({', '.join(earlier)})", file=sys.stderr)
+    with contextlib.ExitStack() as stack:
+        setattr(args, HOLD_ATTRIBUTE, stack)
         return int(args.handler(args) or 0)
 
 
@@ -212,6 +264,7 @@ def _dispatch(args, flags: set[str]) -> int:
               "memory)", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        _stop_listening()  # a second Ctrl-C must not interrupt the shutdown
         shutdown_workers()
         # name --checkpoint only to a command that has it
         kept = ("" if "--checkpoint" not in flags

@@ -21,7 +21,7 @@ from pacpriv.cli._args import (
     print_rows,
     report_formats,
 )
-from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
 from pacpriv.cli._specs import add_spec_flags, flagged_fields, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
@@ -268,6 +268,9 @@ def _run(args) -> int:
                 f"rate {format_bound(baseline)}: its MI budget {budget:g} nats is below "
                 f"{MIN_MI_BUDGET:g} (no noise scale can meet it); give a larger target")
 
+    rule = _rule_from_flags(args)
+    execution = spec_from_args(ExecutionOptions, args, n_jobs=n_jobs)
+    hold_report_folder(args)  # every flag is checked: take --out now, before any work
     with scheduler_context(args):
         try:
             result = run_pac(
@@ -276,11 +279,11 @@ def _run(args) -> int:
                 mi_budget=budget,
                 n_trials=args.trials,
                 sampler=sampler,
-                rule=_rule_from_flags(args),
+                rule=rule,
                 rng=args.seed,
                 release=not args.no_release,
                 release_rng=args.release_seed,
-                execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs),
+                execution=execution,
                 mechanism_name=mech_name,
                 dataset=dataset.to_dict(),
             )

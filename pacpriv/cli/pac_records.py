@@ -14,10 +14,16 @@ from typing import Any
 import numpy as np
 
 from pacpriv import _json
+from pacpriv._files import atomic_write, check_output_file
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
-from pacpriv.cli._args import UsageError, add_report_output, number, report_formats
-from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._args import (
+    UsageError,
+    add_report_output,
+    number,
+    report_formats,
+)
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
@@ -28,6 +34,7 @@ from pacpriv.cli._user import (
 from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.per_record._calibration import BOUNDS, SHAPES, calibrate_per_record
 from pacpriv.pac.per_record._exposure import record_exposure
+from pacpriv.pac.per_record._report import aggregates_line
 from pacpriv.pac.samplers import PoissonSampler
 from pacpriv.report import write_report
 from pacpriv.report.builder import build_report, local_base_name
@@ -116,7 +123,7 @@ def add_records_parser(sub) -> None:
     p.add_argument("--sampling-rate", type=number, default=0.5,
                    help="Poisson membership prior q in (0, 1) (default 0.5)")
     p.add_argument("--shape", default="isotropic",
-                   choices=SHAPES,
+                   choices=SHAPES.choices(),
                    help="noise shape for --target-accuracy, fitted on the shape trials "
                    "(default isotropic)")
     p.add_argument("--bound", default="betting", choices=BOUNDS,
@@ -125,13 +132,44 @@ def add_records_parser(sub) -> None:
                    "needs more trials)")
     p.add_argument("--seed", type=int, default=None, help="root seed of the simulation")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
-                                               "progress"))
+                                               "progress", "record_block"))
     p.add_argument("--time-limit", type=number, default=None, metavar="SECONDS",
                    help="refuse before any trial when the estimated time (printed first, from "
                    "a short timed probe of the mechanism) exceeds this many seconds")
     add_report_output(p, default_out="pacpriv-records", out_help="report directory",
                       json_help="print the report JSON to stdout")
+    p.add_argument("--private-index-list", default=None, metavar="FILE.json",
+                   help="PRIVATE output: also write every audited record's index with its "
+                   "per-record upper bound, most exposed first, to this new owner-only (0600) "
+                   "JSON file outside --out. Reports and the screen never name a record; this "
+                   "file does (it tells which records are outliers): keep it private")
     p.set_defaults(handler=_records)
+
+
+def _check_index_list(args) -> Path | None:
+    """``--private-index-list``: a new ``.json`` file outside ``--out`` (checked before work)."""
+    if args.private_index_list is None:
+        return None
+    out, wanted = Path(args.out).resolve(), Path(args.private_index_list).resolve()
+    if out == wanted.parent or out in wanted.parents:
+        raise UsageError("--private-index-list must lie outside --out (the report folder may "
+                         "be shared; the index list is private)")
+    path = check_output_file(args.private_index_list, "--private-index-list", suffix=".json")
+    if path.exists():
+        raise UsageError(f"--private-index-list {str(path)!r} exists; give a new file (it is "
+                         "never replaced)")
+    return path
+
+
+def _write_index_list(path: Path, exposure) -> None:
+    """The private list: owner-only, atomic, never part of the report."""
+    body = {"private": "record indices with per-record upper bounds: do not publish",
+            "accuracy_upper_kind": f"certified (1-gamma = {exposure.confidence})",
+            "records": exposure.ranked()}
+    atomic_write(path, (_json.dumps(body, indent=1) + "\n").encode())
+    print(f"pacpriv: note: private output: {len(body['records'])} record indices with their "
+          f"bounds written to {str(path)!r} (owner-only; not part of the report)",
+          file=sys.stderr)
 
 
 class _Report:
@@ -180,7 +218,8 @@ def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
     try:
         est = estimate_per_record_time(mechanism, dataset.pool, recs,
                                        n_records=dataset.n_records, n_trials=args.trials,
-                                       sampling_rate=args.sampling_rate, workers=workers)
+                                       sampling_rate=args.sampling_rate, workers=workers,
+                                       record_block=args.record_block)
     except Exception:  # the run reports a failing mechanism with its trial and seed
         return
     if est.seconds >= _SAY_ESTIMATE_FROM_S or args.time_limit is not None:
@@ -223,6 +262,7 @@ def _check_against_whole_subset(plan, mechanism, dataset, args, execution) -> No
 def _records(args) -> int:
     formats = _check(args)
     check_output_dir(args.out, "--out")  # before any work
+    index_list = _check_index_list(args)
     if args.checkpoint is not None:
         check_output_dir(args.checkpoint, "--checkpoint")
     check_mechanism_file(args.mechanism)
@@ -233,17 +273,19 @@ def _records(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, args.backend)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    _estimate(mechanism, dataset, records, n_jobs, args)
     common = dict(n_trials=args.trials, sampler=PoissonSampler(args.sampling_rate),
                   records=records, confidence=args.confidence, rng=args.seed,
                   bound=args.bound,
                   execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
+    hold_report_folder(args)  # every flag is checked: take --out now, before any work
+    _estimate(mechanism, dataset, records, n_jobs, args)
     try:
         if args.target_accuracy is not None:
             plan = calibrate_per_record(mechanism, dataset.pool,
                                         target_accuracy=args.target_accuracy,
                                         shape=args.shape, **common)
             section = plan.report_section(n_pool_records=dataset.n_records)
+            exposure = plan.exposure
             summary: dict[str, Any] = {"noise": plan.to_dict(),
                                        "plan_bound": plan.max_accuracy_upper,
                                        "label": plan.bound_label, "method": plan.method}
@@ -255,6 +297,8 @@ def _records(args) -> int:
             summary = {"noise": {"noise_std": args.noise_std}, "plan_bound": None}
     except ValueError as err:  # e.g. an uncertifiable target: say why, no traceback
         raise UsageError(str(err)) from err
+    if index_list is not None and exposure is not None:
+        _write_index_list(index_list, exposure)
     section["title"] += f" — {mech_name} on {dataset.name}"
     section["per_record"]["mechanism"] = mech_name
     section["per_record"]["dataset"] = dataset.name
@@ -319,5 +363,5 @@ def _print_summary(args, d: dict, summary: dict, dataset, mech_name: str,
           f"median {format_percent(d['median_accuracy_upper'])}")
     print(f"whole-subset MI      {format_bound(d['whole_subset_mi'])} nats (estimated), "
           f"posterior bound {format_percent(d['whole_subset_accuracy_bound'])}")
-    print("most exposed         " + ", ".join(f"#{e['record']}" for e in d["most_exposed"])
-          + " (ranked by their upper bounds, not by the exposure itself)")
+    print("exposure over records " + aggregates_line(d, args.target_accuracy)
+          + " (aggregates; no record is named)")

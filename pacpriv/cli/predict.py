@@ -20,7 +20,7 @@ from pacpriv.cli._args import (
     check_exactly_one,
     check_positive_finite,
 )
-from pacpriv.cli._resources import check_output_dir, effective_n_jobs
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_cwd_to_path,
@@ -130,7 +130,7 @@ def _add_fit_parser(sub) -> None:
     fit.add_argument("--output", default=None, choices=("proba", "logits", "value", "label"),
                      help="what each query returns (default: proba, value for ridge; label = "
                      "one-hot votes, exact when all worlds agree)")
-    fit.add_argument("--rule", default="anisotropic", choices=NOISE_RULES,
+    fit.add_argument("--rule", default="anisotropic", choices=NOISE_RULES.choices(),
                      help="noise rule of each answer (see the README)")
     add_spec_flags(fit, ExecutionOptions, only=("n_jobs", "ensemble", "device", "progress"),
                    helps={"ensemble": "fit TorchFit worlds one per engine task instead of as one "
@@ -211,6 +211,12 @@ def add_serve_parser(subparsers, name: str) -> None:
                    help="requests per second per key (default 50; over: 429 + Retry-After)")
     p.add_argument("--timeout", type=float, default=30.0,
                    help="seconds per request (default 30; past it: 503, charge refunded)")
+    p.add_argument("--idempotency-ttl", type=float, default=86400.0,
+                   help="seconds an Idempotency-Key's answer is kept for retries (default "
+                   "86400 = 24 h); a retry after it gets 410 and is never charged twice")
+    p.add_argument("--idempotency-max-rows", type=int, default=100_000,
+                   help="most idempotent answers kept (default 100000; the oldest go first, "
+                   "their retries get 410)")
     p.set_defaults(handler=_serve)
     keys = p.add_subparsers(dest="keys_group", metavar="keys")
     group = keys.add_parser("keys", help="analysts' API keys: add, list, revoke")
@@ -315,16 +321,17 @@ def _fit(args) -> int:
                  f"--target-accuracy {args.target_accuracy:g} allows")
         raise UsageError(f"--per-query-budget {args.per_query_budget:g} nats exceeds {given}: "
                          "not even one query could be answered; lower --per-query-budget")
+    estimator = _estimator(args.estimator)
+    output = _check_output(args, estimator)
     dataset = load_cli_dataset(args)
     if dataset.y is None:
         raise UsageError(f"--dataset {args.dataset!r} has no labels; prediction needs (X, y)")
-    output = args.output or ("value" if args.estimator == "ridge" else "proba")
     _check_labels_and_budget(args, dataset.y, output)  # before the state folder is written
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
     _check_fit_estimate(args, dataset.pool, n_jobs)  # before the state folder is written
-    pp = PrivatePredictor(_estimator(args.estimator), dataset.pool, n_worlds=args.n_worlds,
+    pp = PrivatePredictor(estimator, dataset.pool, n_worlds=args.n_worlds,
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=args.seed,
                           secret_rng=args.secret_seed)
@@ -335,30 +342,42 @@ def _fit(args) -> int:
     return 0
 
 
+def _check_output(args, estimator) -> str:
+    """The ``--output`` (default ``proba``, or ``value`` where the estimator has no
+    ``predict_proba``), refused before any work when the estimator cannot give it: the
+    supported set is asked of the estimator itself (``supported_outputs``), for the built-in
+    ones of :data:`ESTIMATORS` and a ``module:attr`` scikit-learn estimator alike."""
+    from pacpriv.prediction._evaluate import supported_outputs
+
+    if not (hasattr(estimator, "fit") and hasattr(estimator, "get_params")):
+        return args.output or "proba"  # a fit function: its models are not known before fit
+    supported = supported_outputs(estimator)
+    output = args.output or ("proba" if "proba" in supported else "value")
+    if output not in supported:
+        raise UsageError(
+            f"--output {output} is not available for --estimator {args.estimator} "
+            f"({type(estimator).__name__}); it supports "
+            f"{', '.join(supported) or 'none of the built-in outputs'}")
+    return output
+
+
 def _check_labels_and_budget(args, y, output: str) -> None:
     """Refuse a classifier on a single-class label column, and a per-query budget too small
     for the grid release of the answers' ``d`` coordinates (every query would fail)."""
     import numpy as np
 
-    from pacpriv.prediction._noise import smallest_grid_budget
+    from pacpriv.prediction._settings import check_query_floor, output_dim
 
-    y = np.asarray(y)
-    n_classes = int(np.unique(y).size)
-    if args.estimator != "ridge" and n_classes < 2:
+    n_classes = int(np.unique(np.asarray(y)).size)
+    if output != "value" and n_classes < 2:
         raise UsageError(f"--estimator {args.estimator} needs >= 2 classes in --dataset "
                          f"{args.dataset!r}'s labels; got {n_classes}")
-    if output in ("proba", "label"):
-        d = n_classes
-    elif output == "logits":
-        d = 1 if n_classes == 2 else n_classes
-    else:
-        d = 1 if y.ndim == 1 else int(y.shape[1])
-    smallest = smallest_grid_budget(d)
-    if not args.per_query_budget > smallest:
-        raise UsageError(
-            f"--per-query-budget {args.per_query_budget:g} nats is too small for the grid "
-            f"release of {d} output coordinate(s) (--output {output}): every query would "
-            f"fail; use more than {format_bound(smallest, 3, side='up')} nats")
+    d = output_dim(output, y)
+    try:
+        check_query_floor(args.per_query_budget, d or 1, name="--per-query-budget",
+                          output=f"--output {output}")
+    except ValueError as err:
+        raise UsageError(str(err).rstrip(".")) from None
 
 
 def _check_fit_estimate(args, pool, n_jobs) -> None:
@@ -495,6 +514,7 @@ def _status(args) -> int:
     if args.out is not None:
         from pacpriv.report import write_report
 
+        hold_report_folder(args)  # the state is loaded: take --out now
         for fmt, path in write_report(pp, Path(args.out), formats=("json", "md")).items():
             print(f"{f'report ({fmt})':<22}{path}")
     return 0
@@ -508,15 +528,18 @@ def _serve(args) -> int:  # pragma: no cover - blocks; exercised by the uvicorn 
         raise UsageError("--state is required (the fitted state directory to serve)")
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be in [1, 65535]; got {args.port}")
-    for flag, low in (("--max-body-bytes", 64), ("--max-rows", 1)):
+    for flag, low in (("--max-body-bytes", 64), ("--max-rows", 1),
+                      ("--idempotency-max-rows", 1)):
         value = getattr(args, flag[2:].replace("-", "_"))
         if value < low:
             raise UsageError(f"{flag} must be an integer >= {low}; got {value}")
     check_positive_finite(args, "--rate-limit", " (requests per second)")
     check_positive_finite(args, "--timeout", " (seconds)")
+    check_positive_finite(args, "--idempotency-ttl", " (seconds)")
     limits = ServeLimits(max_body_bytes=args.max_body_bytes, max_rows=args.max_rows,
                          rate=args.rate_limit, burst=max(1, int(2 * args.rate_limit)),
-                         timeout=args.timeout)
+                         timeout=args.timeout, idempotency_ttl=args.idempotency_ttl,
+                         idempotency_max_rows=args.idempotency_max_rows)
     check_existing_dir(args.state, "--state")
     check_port(args.host, args.port)  # before anything loads: not uvicorn's own error
     add_cwd_to_path()  # world models of a module:attr estimator import it by name

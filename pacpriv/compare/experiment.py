@@ -109,14 +109,12 @@ def _whole_subset_row(mech, data, *, pool, a, rule, n_trials, root, attack_rng, 
     return row, pac, v
 
 
-def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
-    """The fields of one ``ComparisonResult`` per bound in ``targets`` (validated inputs)."""
-    st = settings
-    M, E, C = st.steps_per_epoch, st.epochs, st.max_grad_norm
+def _split(ds, root) -> tuple:
+    """``(X, y, classes, sampler, members)``: features scaled by the public ranges, labels as
+    class indices, and the Poisson-½ member split (from ``root``'s child 0)."""
     X = scale_features(ds.X, ds.feature_low, ds.feature_high)
     classes = np.asarray(ds.classes)
     y = np.searchsorted(classes, np.asarray(ds.y)).astype(np.int64)
-    pool = (X, y)
     sampler = PoissonSampler(sampling_rate=0.5)
     members = sampler.draw(X.shape[0], np.random.default_rng(trial_seed(root, 0)))
     if min(members.sum(), (~members).sum()) < 2:
@@ -124,6 +122,61 @@ def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
             f"the Poisson-½ split of {X.shape[0]} records left {int(members.sum())} members; "
             "members and non-members need >= 2 each: use a larger pool or another `rng`."
         )
+    return X, y, classes, sampler, members
+
+
+def _notes(notes: list, v, st, mech, stable: bool, plan, informed, baseline, ds, y,
+           n_mem: int) -> list:
+    """The caveats of one comparison: ``notes`` and those of the budget, the black box, the
+    per-record plan and a baseline at chance level (first)."""
+    n = int(y.shape[0])
+    notes = notes + comparison_notes(v, n_records=n, n_trials=st.n_trials, dim=mech.dim,
+                                     n_repeats=st.n_repeats, per_record=float(
+                                         posterior_success_rate(v / n, prior=0.5)))
+    notes.append(black_box_note(mech.describe(), stable))
+    if plan is not None:
+        notes.append(per_record_note(plan, informed, st.per_record_trials, n_pool=n))
+    at_chance = chance_note(baseline.test_accuracy, y, n_test=n - n_mem,
+                            bounds_source=ds.bounds_source)
+    if at_chance:
+        notes.insert(0, at_chance)
+    return notes
+
+
+def _exact_rows(a: float, st, sgd, stable_mech, data, n_classes: int, common: dict, *, root,
+                attack_root) -> tuple[list, list, list[str]]:
+    """``(rows, references, notes)`` of the exact-σ DP-SGD model at bound ``a``: its row, and
+    (for a stable PAC black box ``stable_mech``) DP-SGD on the black box's features; or the
+    note saying why the exact σ is unavailable."""
+    M, E = st.steps_per_epoch, st.epochs
+    sigma_ex, skipped = exact_sigma(a, M, E)
+    if skipped or sigma_ex is None:
+        return [], [], [skipped or "exact σ unavailable"]
+    label = "certified (exact, analytic: every record)"
+    rows = [dpsgd_row(ComparisonRow, "DP-SGD (exact)",
+                      "certified: exact ½ + ½·TV interval, σ calibrated (RA-MIA)", sigma_ex,
+                      sgd, data, root=trial_seed(root, 4), attack_rng=trial_seed(attack_root, 1),
+                      bound_label=label, **common)]
+    if stable_mech is None:
+        return rows, [], []
+    X, y, members = data
+    Z = stable_mech.basis(X)
+    feat = LogisticRegressionMechanism(
+        n_features=Z.shape[1], n_classes=n_classes, steps_per_epoch=M, epochs=E,
+        learning_rate=st.learning_rate, public_seed=st.public_seed)
+    return rows, [dpsgd_row(
+        ComparisonRow, "DP-SGD (exact), PAC black box's features",
+        "certified: exact ½ + ½·TV interval (RA-MIA), on the pool-derived features of the PAC "
+        "black box", sigma_ex, feat, (Z, y, members), root=trial_seed(root, 7),
+        attack_rng=trial_seed(attack_root, 7), bound_label=label, **common)], []
+
+
+def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
+    """The fields of one ``ComparisonResult`` per bound in ``targets`` (validated inputs)."""
+    st = settings
+    M, E, C = st.steps_per_epoch, st.epochs, st.max_grad_norm
+    X, y, classes, sampler, members = _split(ds, root)
+    pool = (X, y)
     sgd = LogisticRegressionMechanism(
         n_features=X.shape[1], n_classes=classes.size, steps_per_epoch=M, epochs=E,
         learning_rate=st.learning_rate, public_seed=st.public_seed)
@@ -166,35 +219,19 @@ def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
                           **common)]
         refs = list(references)
         if st.exact:
-            sigma_ex, skipped = exact_sigma(a, M, E)
-            if skipped or sigma_ex is None:
-                notes.append(skipped or "exact σ unavailable")
-            else:
-                label = "certified (exact, analytic: every record)"
-                rows.append(dpsgd_row(ComparisonRow, "DP-SGD (exact)",
-                                      "certified: exact ½ + ½·TV interval, σ calibrated "
-                                      "(RA-MIA)", sigma_ex, sgd, data,
-                                      root=trial_seed(root, 4),
-                                      attack_rng=trial_seed(attack_root, 1),
-                                      bound_label=label, **common))
-                if stable:
-                    Z = mech.basis(X)
-                    feat = LogisticRegressionMechanism(
-                        n_features=Z.shape[1], n_classes=classes.size, steps_per_epoch=M,
-                        epochs=E, learning_rate=st.learning_rate, public_seed=st.public_seed)
-                    refs.append(dpsgd_row(
-                        ComparisonRow, "DP-SGD (exact), PAC black box's features",
-                        "certified: exact ½ + ½·TV interval (RA-MIA), on the pool-derived "
-                        "features of the PAC black box", sigma_ex, feat, (Z, y, members),
-                        root=trial_seed(root, 7), attack_rng=trial_seed(attack_root, 7),
-                        bound_label=label, **common))
+            exact_rows, exact_refs, skipped = _exact_rows(
+                a, st, sgd, mech if stable else None, data, classes.size, common,
+                root=root, attack_root=attack_root)
+            rows += exact_rows
+            refs += exact_refs
+            notes += skipped
         prow, pac, v = _whole_subset_row(
             mech, data, pool=pool, a=a, rule=st.rule, n_trials=st.n_trials, root=root,
             attack_rng=trial_seed(attack_root, 2),
             execution=phase_execution(execution, name, "pac"), n_repeats=st.n_repeats,
             confidence=conf, ds=ds, sampler=sampler)
         rows.append(prow)
-        plan = None
+        plan = informed = None
         if trials is not None:
             row, plan, informed = per_record_row(
                 ComparisonRow, mech, data, trials, target_accuracy=a, n_repeats=st.n_repeats,
@@ -203,17 +240,7 @@ def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
                 secrets=SECRETS)
             rows.append(row)
         n_mem = int(members.sum())
-        notes += comparison_notes(v, n_records=X.shape[0], n_trials=st.n_trials, dim=mech.dim,
-                                  n_repeats=st.n_repeats, per_record=float(
-                                      posterior_success_rate(v / X.shape[0], prior=0.5)))
-        notes.append(black_box_note(mech.describe(), stable))
-        if plan is not None:
-            notes.append(per_record_note(plan, informed, st.per_record_trials,
-                                         n_pool=X.shape[0]))
-        at_chance = chance_note(baseline.test_accuracy, y, n_test=int(X.shape[0] - n_mem),
-                                bounds_source=ds.bounds_source)
-        if at_chance:
-            notes.insert(0, at_chance)
+        notes = _notes(notes, v, st, mech, stable, plan, informed, baseline, ds, y, n_mem)
         out.append({
             "target_accuracy": a, "mi_budget": v, "rows": tuple(rows), "baseline": baseline,
             "references": tuple(refs), "notes": tuple(notes), "pac_result": pac,

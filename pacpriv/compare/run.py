@@ -39,7 +39,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pacpriv._random import RNGLike, seed_to_dict
@@ -66,6 +66,7 @@ __all__ = [
     "ComparisonRow",
     "ComparisonSettings",
     "ComparisonTable",
+    "check_comparison",
     "compare_pac_dpsgd",
     "compare_table",
 ]
@@ -147,18 +148,36 @@ class ComparisonSettings:
     (validated there); :func:`compare_table` takes one such object for all its comparisons.
     """
 
-    epochs: int = 10
-    steps_per_epoch: int = 5
-    max_grad_norm: float = 1.0
-    learning_rate: float = 0.5
-    n_trials: int = 500
-    n_repeats: int = 5
-    rule: Any = DEFAULT_RULE
-    exact: bool = True
+    epochs: int = field(default=10, metadata={"flag": "--epochs",
+                                              "help": "epochs E (default 10)"})
+    steps_per_epoch: int = field(default=5, metadata={"flag": "--steps-per-epoch",
+                                                      "help": "steps per epoch M (default 5)"})
+    max_grad_norm: float = field(default=1.0, metadata={
+        "flag": "--max-grad-norm", "help": "DP-SGD clipping norm C (default 1)"})
+    learning_rate: float = field(default=0.5, metadata={
+        "flag": "--learning-rate", "help": "SGD step size (default 0.5)"})
+    n_trials: int = field(default=500, metadata={
+        "flag": "--trials", "metavar": "TRIALS", "help": "PAC simulations (>= 2, default 500)"})
+    n_repeats: int = field(default=5, metadata={
+        "flag": "--repeats", "metavar": "REPEATS",
+        "help": "models averaged per row in the test accuracy (default 5)"})
+    rule: Any = field(default=DEFAULT_RULE, metadata={
+        "flag": "--rule", "choices": COMPARISON_RULES,
+        "help": f"PAC noise rule (default {DEFAULT_RULE}; plug-in rules are estimates)"})
+    exact: bool = field(default=True, metadata={
+        "flag": "--no-exact", "negate": True, "help": "skip the exact DP-SGD calibration"})
     confidence: float = 0.95
-    public_seed: int = 0
-    per_record_trials: int = 400
-    per_record_records: int | None = None
+    public_seed: int = field(default=0, metadata={
+        "flag": "--public-seed", "help": "public seed of the initialisation and the PAC batch "
+        "order (default 0)"})
+    per_record_trials: int = field(default=400, metadata={
+        "flag": "--per-record-trials", "help": "trials of the per-record PAC row (informed "
+        "adversary, every record by default); each costs 1 + (audited records) trainings; 0 "
+        "leaves the row out (default 400)"})
+    per_record_records: int | None = field(default=None, metadata={
+        "flag": "--per-record-records", "help": "audit only a public random sample of K "
+        "records (the row is then labelled as a sample: the other records are not bounded). "
+        "Default: every record of the pool"})
     black_box: Any = None
 
 
@@ -183,6 +202,20 @@ def _validated(settings: ComparisonSettings, targets, dataset) -> tuple[Any, Com
         n_trials=values["n_trials"], n_repeats=values["n_repeats"], rule=values["rule"],
         exact=st.exact, confidence=values["confidence"], public_seed=values["public_seed"],
         black_box=box, **per_record)
+
+
+def check_comparison(settings: ComparisonSettings, target_accuracies, datasets) -> None:
+    """Validate ``settings`` for every dataset and bound, as :func:`compare_table` does before
+    any training (a caller, e.g. the CLI, checks everything before it takes an output folder).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`compare_table`.
+    """
+    targets = _targets(target_accuracies)
+    for dataset in datasets:
+        _validated(settings, targets, dataset)
 
 
 def _targets(target_accuracies) -> tuple[float, ...]:

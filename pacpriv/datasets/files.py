@@ -265,7 +265,7 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
     else:
         X, feature_names = values[:, keep], [names[j] for j in keep]
         if spec.standardize:
-            X, applied = standardize(X)
+            X, applied = standardize(X, names=feature_names, where=repr(path.name))
     if label is None:
         return X, None, feature_names, None, applied
     numeric = [_float_or_none(t) for t in labels]

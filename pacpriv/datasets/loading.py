@@ -35,7 +35,7 @@ import numpy as np
 
 from pacpriv._files import check_input_file
 from pacpriv.datasets.files import read_csv, read_numpy, select_columns
-from pacpriv.datasets.preprocessing import Preprocessing, standardize
+from pacpriv.datasets.preprocessing import Preprocessing, check_column_scales, standardize
 
 __all__ = [
     "BUNDLED_DATASETS",
@@ -455,7 +455,7 @@ def load_dataset(
                               where=repr(path.name))
         X, names = X[:, keep], [names[j] for j in keep]
         if preprocessing is not None and preprocessing.standardize:
-            X, applied = standardize(X)
+            X, applied = standardize(X, names=names, where=repr(str(path)))
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"dataset file {str(path)!r} holds no records or no features.")
     if X.shape[0] < MIN_RECORDS:
@@ -463,6 +463,9 @@ def load_dataset(
             f"dataset file {str(path)!r} holds {X.shape[0]} record; a pool needs at least "
             f"{MIN_RECORDS} records (the secret is which records are in the subset)."
         )
+    check_column_scales(X, names, where=repr(str(path)))
+    if y is not None and np.asarray(y).dtype.kind == "f":
+        check_column_scales(np.asarray(y)[:, None], ["(label)"], where=repr(str(path)))
     ds = _make(
         path.stem, X, y, names, target_names, f"data pool loaded from {path.name}",
         str(path.resolve()), X.min(axis=0), X.max(axis=0), "pool",
@@ -480,7 +483,7 @@ def _standardized(ds: Dataset, preprocessing: Preprocessing | None) -> Dataset:
         return ds
     from dataclasses import replace
 
-    X, applied = standardize(ds.X)
+    X, applied = standardize(ds.X, names=ds.feature_names, where=repr(ds.name))
     return replace(ds, X=_freeze(X), feature_low=tuple(float(v) for v in X.min(axis=0)),
                    feature_high=tuple(float(v) for v in X.max(axis=0)), bounds_source="pool",
                    preprocessing=applied)

@@ -36,9 +36,11 @@ from pacpriv._optional import import_optional
 
 __all__ = [
     "CATEGORICAL_CHOICES",
+    "COLUMN_SCALE_RANGE",
     "MISSING_CHOICES",
     "MISSING_MARKERS",
     "Preprocessing",
+    "check_column_scales",
     "encode_table",
     "standardize",
 ]
@@ -233,12 +235,12 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
         j = int(np.flatnonzero(empty)[0])
         raise ValueError(f"{where}: column {names[j]!r} has no value in any row; leave it out "
                          "with --drop-columns (drop_columns= in Python).")
-    X, out_names = _transform(cells, names, spec, keep, missing, text)
+    X, out_names = _transform(cells, names, spec, keep, missing, text, where)
     kept_labels = None if labels is None else [t for t, k in zip(labels, keep, strict=True) if k]
     return X, out_names, kept_labels, _applied(spec, names, text, missing, int((~keep).sum()))
 
 
-def _transform(cells, names, spec, keep, missing, text):
+def _transform(cells, names, spec, keep, missing, text, where):
     pd = import_optional("pandas", "CSV preprocessing", extra="compare",
                          hint="pip install 'pandas>=1.5' (a dependency of pacpriv)")
     from sklearn.compose import ColumnTransformer
@@ -255,6 +257,10 @@ def _transform(cells, names, spec, keep, missing, text):
             pd.Series([np.nan if m else float(t) for t, m in zip(col, miss[:, j], strict=True)],
                       dtype=np.float64))
     frame = pd.DataFrame(columns)
+    if spec.standardize:  # raw numeric columns, before their variance is computed
+        numeric = [j for j in range(len(names)) if not text[j]]
+        check_column_scales(frame[[f"c{j}" for j in numeric]].to_numpy(dtype=np.float64),
+                            [names[j] for j in numeric], where=where, missing_ok=True)
     transformers = [(f"c{j}", _column_pipeline(spec, bool(text[j])), [f"c{j}"])
                     for j in range(len(names))]
     ct = ColumnTransformer(transformers, sparse_threshold=0.0)
@@ -292,12 +298,63 @@ def _applied(spec: Preprocessing, names, text, missing, n_dropped: int) -> str |
             "statistics, the same for every subset; none is shown)")
 
 
-def standardize(X: np.ndarray) -> tuple[np.ndarray, str]:
+#: A feature column's largest magnitude must lie in ``[2^-400, 2^400]`` (about 3.9e-121 to
+#: 2.6e120), the range of non-zero outputs the PAC engine accepts
+#: (:data:`pacpriv.pac.engine._mechanism.MIN_OUTPUT_MAGNITUDE`): outside it a mechanism's
+#: statistics of the column (a mean, a variance) under- or overflow float64. Subnormal
+#: numbers (below 2.2e-308) are far below it.
+COLUMN_SCALE_RANGE = (2.0**-400, 2.0**400)
+
+
+def check_column_scales(X: np.ndarray, names, *, where: str, missing_ok: bool = False) -> None:
+    """Refuse, before any work, a column that is non-finite or whose scale float64 cannot
+    carry through a mechanism (:data:`COLUMN_SCALE_RANGE`).
+
+    An all-zero column is accepted; within a column of a valid scale, smaller values (even
+    subnormal ones) are accepted. ``missing_ok``: NaN cells are missing values, not faults.
+    Called on raw columns before standardisation and on the final pool. The message names the
+    column, the valid range and the count of rows at fault, never a value.
+
+    Raises
+    ------
+    ValueError
+        Naming the first such column.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    low, high = COLUMN_SCALE_RANGE
+    with np.errstate(invalid="ignore"):
+        mag = np.abs(X)
+        finite = np.isfinite(mag) | (np.isnan(mag) if missing_ok else False)
+        mag = np.where(np.isnan(mag), 0.0, mag)
+        top = np.where(finite, mag, 0.0).max(axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    for j in range(X.shape[1]):
+        name = names[j] if j < len(names) else f"x{j}"
+        bad = int(np.count_nonzero(~finite[:, j]))
+        if bad:
+            raise ValueError(
+                f"{where}: column {name!r} holds {bad} non-finite value(s) (NaN or infinity); "
+                "features must be finite numbers.")
+        if top[j] > high or 0.0 < top[j] < low:
+            side = "above" if top[j] > high else "below"
+            n_off = int(np.count_nonzero(mag[:, j] > high)) if side == "above" else X.shape[0]
+            raise ValueError(
+                f"{where}: column {name!r} has {'values' if side == 'above' else 'a scale'} "
+                f"{side} the range [{low:.3g}, {high:.3g}] in magnitude ({n_off} of "
+                f"{X.shape[0]} rows): a mechanism's statistics of it would under- or overflow "
+                "float64. Rescale the column in the file by a power of ten, or leave it out "
+                "with --drop-columns (values not shown).")
+
+
+def standardize(X: np.ndarray, *, names=None, where: str = "the pool") -> tuple[np.ndarray, str]:
     """Standardise every column of a numeric pool (``StandardScaler``, pool statistics).
 
     Parameters
     ----------
     X : ndarray of shape (n, p), float64
+    names : sequence of p str, optional
+        Column names for messages (default ``x0, x1, ...``).
+    where : str
+        The pool's name, for messages.
 
     Returns
     -------
@@ -305,10 +362,17 @@ def standardize(X: np.ndarray) -> tuple[np.ndarray, str]:
         Mean 0 and standard deviation 1 per column (a constant column maps to 0).
     applied : str
         One line for reports.
+
+    Raises
+    ------
+    ValueError
+        A column outside :data:`COLUMN_SCALE_RANGE` (its variance would overflow or vanish).
     """
     from sklearn.preprocessing import StandardScaler
 
-    out = StandardScaler().fit_transform(np.asarray(X, dtype=np.float64))
+    X = np.asarray(X, dtype=np.float64)
+    check_column_scales(X, list(names or [f"x{j}" for j in range(X.shape[1])]), where=where)
+    out = StandardScaler().fit_transform(X)
     return out, (f"{X.shape[1]} numeric column(s) standardized with the pool's mean and "
                  "standard deviation (scikit-learn StandardScaler fit on the whole pool: pool "
                  "statistics, the same for every subset; none is shown)")

@@ -368,6 +368,46 @@ def _published_value(fn, sigma, steps, epochs, target, search,
     return acc, sig
 
 
+#: The accountant rows, in the table's order (a new row: its name here and its row function).
+_METHODS = ("chi-square", "exact", "poisson-pld", "fs-pld", "random-allocation", "ckp",
+            "gdp-clt")
+
+
+def _checked_arguments(spec, noise_multiplier, steps_per_epoch, epochs, target_accuracy,
+                       methods, timeout, progress, k) -> tuple:
+    """:func:`compare_accountants`'s arguments validated: ``(σ or None, M, E, k, target or
+    None, timeout, methods)``."""
+    noise_multiplier, steps_per_epoch, epochs = spec_triple(
+        spec, noise_multiplier, steps_per_epoch, epochs
+    )
+    steps = check_int(steps_per_epoch, "steps_per_epoch", low=1)
+    n_ep = check_int(epochs, "epochs", low=1)
+    if spec is not None and k == 1:
+        k = spec.k
+    k = RandomAllocation(k).k
+    RandomAllocation(k).check(steps)
+    if noise_multiplier is None and target_accuracy is None:
+        raise ValueError("give `noise_multiplier` or `target_accuracy` (or both).")
+    target = None
+    if target_accuracy is not None:
+        target = check_real(
+            target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
+            high_inclusive=False,
+        )
+    if noise_multiplier is not None:
+        noise_multiplier = check_real(noise_multiplier, "noise_multiplier", low=0,
+                                      low_inclusive=False)
+    if timeout is not None:
+        timeout = check_real(timeout, "timeout", low=0, low_inclusive=False)
+    if not isinstance(progress, bool):
+        raise TypeError(f"`progress` must be a bool; got {type(progress).__name__}.")
+    chosen = _METHODS if methods is None else tuple(methods)
+    unknown = set(chosen) - set(_METHODS)
+    if unknown:
+        raise ValueError(f"unknown methods {sorted(unknown)}; choose from {list(_METHODS)}")
+    return noise_multiplier, steps, n_ep, k, target, timeout, chosen
+
+
 def compare_accountants(
     *,
     steps_per_epoch: int | None = None,
@@ -426,38 +466,10 @@ def compare_accountants(
         If M or E < 1, the target is outside (½, 1), σ ≤ 0, ``timeout`` ≤ 0, a method name is
         unknown, or neither σ nor target is given.
     """
-    noise_multiplier, steps_per_epoch, epochs = spec_triple(
-        spec, noise_multiplier, steps_per_epoch, epochs
-    )
-    steps = check_int(steps_per_epoch, "steps_per_epoch", low=1)
-    n_ep = check_int(epochs, "epochs", low=1)
-    if spec is not None and k == 1:
-        k = spec.k
-    k = RandomAllocation(k).k
-    RandomAllocation(k).check(steps)
-    if noise_multiplier is None and target_accuracy is None:
-        raise ValueError("give `noise_multiplier` or `target_accuracy` (or both).")
-    target = None
-    if target_accuracy is not None:
-        target = check_real(
-            target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
-            high_inclusive=False,
-        )
-    if noise_multiplier is not None:
-        noise_multiplier = check_real(noise_multiplier, "noise_multiplier", low=0,
-                                      low_inclusive=False)
-    if timeout is not None:
-        timeout = check_real(timeout, "timeout", low=0, low_inclusive=False)
-    if not isinstance(progress, bool):
-        raise TypeError(f"`progress` must be a bool; got {type(progress).__name__}.")
-    all_methods = (
-        "chi-square", "exact", "poisson-pld", "fs-pld", "random-allocation", "ckp", "gdp-clt",
-    )
-    chosen = all_methods if methods is None else tuple(methods)
-    unknown = set(chosen) - set(all_methods)
-    if unknown:
-        raise ValueError(f"unknown methods {sorted(unknown)}; choose from {list(all_methods)}")
-    ordered = [m for m in all_methods if m in chosen]
+    noise_multiplier, steps, n_ep, k, target, timeout, chosen = _checked_arguments(
+        spec, noise_multiplier, steps_per_epoch, epochs, target_accuracy, methods, timeout,
+        progress, k)
+    ordered = [m for m in _METHODS if m in chosen]
 
     from tqdm.auto import tqdm
 

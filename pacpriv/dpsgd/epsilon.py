@@ -6,7 +6,7 @@ for float64) and at very large σ its discretisation dominates (it stays an uppe
 it no longer falls with σ). Every bound below is an upper bound on ε for adding *or* removing
 one record, so their minimum is one too:
 
-* **PLD** — ``tradeoff_curve(...).get_epsilon(δ)`` (certified; ``inf`` above ε = 60);
+* **PLD** — ``tradeoff_curve(...).pld_epsilon(δ)`` (certified; ``inf`` above ε = 60);
 * **Gaussian dominance** — per epoch the random-allocation pair ``(Q, P)`` is a mixture of
   Gaussian shifts ``N(e_S, σ²I)`` against ``N(0, σ²I)`` over the step sets ``S`` (``|S| = k``),
   so by joint convexity of the hockey-stick divergence every direction is dominated by the
@@ -29,9 +29,8 @@ import functools
 import math
 from dataclasses import asdict, dataclass
 
-from scipy import special
-
 from pacpriv._validation import check_int, check_real
+from pacpriv.dpsgd._closed_epsilon import _chi_square_epsilon, gaussian_epsilon
 
 __all__ = ["EpsilonBound", "epsilon_bound", "gaussian_epsilon"]
 
@@ -67,58 +66,6 @@ class EpsilonBound:
     def to_dict(self) -> dict:
         """JSON-ready dict (``epsilon`` may be ``inf``)."""
         return asdict(self)
-
-
-def _gauss_ok(eps: float, mu: float, log_delta: float) -> bool:
-    """Whether ``δ_μ(ε) ≤ δ`` for the Gaussian pair of shift μ, with its float round-off.
-
-    In log space, so that δ down to the smallest subnormal is resolved:
-    ``δ_μ(ε) = Φ(a)·(1 − e^{ε + ln Φ(b) − ln Φ(a)})``, ``a = μ/2 − ε/μ``, ``b = −μ/2 − ε/μ``.
-    """
-    log_a = float(special.log_ndtr(mu / 2.0 - eps / mu))
-    diff = eps + float(special.log_ndtr(-mu / 2.0 - eps / mu)) - log_a
-    factor = -math.expm1(min(diff, 0.0)) + 16.0 * _U  # 1 − e^diff, plus its round-off
-    return log_a + math.log(factor) + 16.0 * _U * (1.0 + abs(log_a)) <= log_delta
-
-
-def gaussian_epsilon(mu: float, delta: float) -> float:
-    """Smallest ε ≥ 0 (rounded up) with ``δ_μ(ε) ≤ delta`` for the Gaussian pair of shift μ.
-
-    Balle & Wang, Improving the Gaussian Mechanism for Differential Privacy, ICML 2018, Thm. 8.
-    ``mu = inf`` gives ``inf``.
-    """
-    if not math.isfinite(mu):
-        return math.inf
-    log_delta = math.log(delta)
-    if mu <= 0.0 or _gauss_ok(0.0, mu, log_delta):
-        return 0.0
-    hi = mu * mu / 2.0 + mu * (math.sqrt(2.0 * -log_delta) + 2.0)
-    while not _gauss_ok(hi, mu, log_delta):
-        hi *= 2.0
-        if not math.isfinite(hi):
-            return math.inf
-    lo = 0.0
-    for _ in range(200):
-        if hi - lo <= 1e-12 * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if _gauss_ok(mid, mu, log_delta):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
-def _chi_square_epsilon(sigma: float, steps: int, epochs: int, k: int, delta: float) -> float:
-    from pacpriv.dpsgd.bounds import log1p_chi_square
-
-    l1p = float(log1p_chi_square(sigma, steps_per_epoch=steps, epochs=epochs, k=k))
-    chi2 = math.expm1(l1p) * (1.0 + 16.0 * _U) if l1p < 700.0 else math.inf
-    if 0.5 * math.sqrt(chi2) * (1.0 + 4.0 * _U) <= delta:
-        return 0.0
-    if chi2 < delta:
-        return -math.log1p(-chi2 / delta) * (1.0 + 8.0 * _U)
-    return math.inf
 
 
 def _pld_curve(sigma: float, steps: int, epochs: int, k: int):
@@ -173,11 +120,11 @@ def _pld_epsilon(sigma: float, steps: int, epochs: int, k: int, delta: float,
                           f"cap {cap:.0e}")
     try:
         curve = _pld_curve(sigma, steps, epochs, k)
-        eps = float(curve.get_epsilon(delta))
+        eps = float(curve.pld_epsilon(delta))
         if _coarse(curve) and eps > closed:
             anchor = _anchor(sigma, steps, epochs, k)
             if anchor is not None and anchor <= sigma:
-                eps = min(eps, float(_pld_curve(anchor, steps, epochs, k).get_epsilon(delta)))
+                eps = min(eps, float(_pld_curve(anchor, steps, epochs, k).pld_epsilon(delta)))
     except TooLittleNoiseError:
         return math.inf, "PLD unavailable: the privacy loss overflows float64 at this sigma"
     except ValueError as exc:

@@ -21,6 +21,7 @@ from pacpriv._validation import check_array_real, check_int, check_real
 from pacpriv.dpsgd._exact import composition as _comp
 from pacpriv.dpsgd._exact import geometric as _geo
 from pacpriv.dpsgd._exact import hybrid as _hybrid
+from pacpriv.dpsgd._exact import ladder as _ladder
 from pacpriv.dpsgd._exact import lattice as _pld
 from pacpriv.dpsgd._exact import screens as _screens
 from pacpriv.dpsgd._exact_accuracy import ExactAccuracy
@@ -34,11 +35,17 @@ __all__ = ["ExactAccuracy", "exact_membership_inference_accuracy"]
 _TAIL = 1e-13  # Q-tail of one coordinate's W sent to +inf (upper) / merged (lower)
 _WINDOW_TAU = 1e-15  # Chernoff bound on the mass outside the E-fold FFT window, per side
 _GEO_C = 40.0  # grid points per unit of ln T on the geometric grid (first attempt)
-_MAX_ATTEMPT_S = 120.0  # no refinement whose predicted CPU time exceeds this (seconds)
+_MAX_ATTEMPT_S = _ladder.MAX_ATTEMPT_S  # no refinement predicted to take longer (CPU s)
 _GEO_MIN_SPREAD = 0.15  # sd of ln T per epoch above which the geometric grid is used
 _LINEAR_MAX_POINTS = 2**20  # linear coordinate lattice size beyond which the geometric grid is used
 _LINEAR_SLOW_POINTS = 2**17  # ... and beyond which it is used for M <= _GEO_PREFERRED_MAX_STEPS
 _GEO_PREFERRED_MAX_STEPS = 10**5
+#: ... and, for M <= _GEO_PREFERRED_MAX_STEPS and a spread of at least _GEO_MODERATE_SPREAD,
+#: where the linear lattice's float64 round-off, multiplied by E, would need long-double FFTs
+#: (found by its float64 pass, see _exact.ladder): measured on the issue-29 grid, (σ 0.7, M 1e3,
+#: E 1e3) 4.6 s linear against 0.44 s geometric, (0.98, 1e3, 1e3) 1.9 s against 0.6 s; where
+#: the spread is smaller the geometric grid needs c > 1000 and is no faster
+_GEO_MODERATE_SPREAD = 0.03
 #: hybrid (geometric grid, then linear lattice for the top levels): large M, concentrated T
 _HYBRID_MIN_STEPS = 2**17
 _HYBRID_MAX_SPREAD = 0.05
@@ -79,15 +86,19 @@ def _linear_points(sigma: float, steps: int, epochs: int, tail: float, c: float)
     return math.exp(min(ln_cap, 60.0)) / h
 
 
+def _long_fallback(sigma: float, steps: int) -> bool:
+    """Whether a linear lattice that would need long-double FFTs gives way to the geometric
+    grid (see ``_GEO_MODERATE_SPREAD``)."""
+    return (steps <= _GEO_PREFERRED_MAX_STEPS
+            and _ladder.spread(sigma, steps) >= _GEO_MODERATE_SPREAD)
+
+
 def _choose_method(sigma: float, steps: int, epochs: int, tail: float, c: float) -> str:
     """``"gaussian"`` (M = 1), ``"linear"`` (light tails), ``"geometric"`` (heavy tails) or
     ``"hybrid"`` (large M: geometric grid for the small blocks, linear lattice on top)."""
     if steps == 1:
         return "gaussian"
-    s2 = 1.0 / (sigma * sigma)
-    # spread of ln T per epoch (from the chi-square divergence): wide -> geometric grid
-    log1p_chi2 = math.log1p(math.expm1(s2) / steps) if s2 < 700 else s2 - math.log(steps)
-    spread = math.sqrt(max(log1p_chi2, 0.0))
+    spread = _ladder.spread(sigma, steps)
     if spread >= _GEO_MIN_SPREAD:
         return "geometric"
     if steps >= _HYBRID_MIN_STEPS and spread < _HYBRID_MAX_SPREAD and sigma <= _HYBRID_MAX_SIGMA:
@@ -181,9 +192,13 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
 
 
 def _numeric_once(
-    sigma, steps, epochs, *, c, c_epoch, extra, direction, method, tail, tol, tick
-) -> dict:
-    """One discretisation at resolution ``c``: certified TV bounds and their error terms."""
+    sigma, steps, epochs, *, c, c_epoch, extra, direction, method, tail, tol, tick,
+    long_fallback: bool = False,
+) -> dict | None:
+    """One discretisation at resolution ``c``: certified TV bounds and their error terms.
+
+    ``long_fallback``: return None instead of redoing a chain in long double (the caller
+    then uses the geometric grid, see :mod:`._exact.ladder`)."""
     t_top = _t_top(sigma, steps, epochs, extra, tail)
     out: dict = {"c": c, "c_epoch": c_epoch, "t_top": t_top, "method": method}
     delta = None
@@ -202,6 +217,8 @@ def _numeric_once(
             cost = epochs * (2.0 * eps + kappa + slack)
             if method not in ("linear", "hybrid") or extended or cost <= 0.25 * tol:
                 break
+            if long_fallback and method == "linear":
+                return None
             extended = True
         if upper and method != "gaussian":
             label_range = (pair.a0, pair.a0 + pair.p.size - 1)
@@ -305,6 +322,9 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
         if method == "geometric":
             c = float(np.clip(_GEO_C * (1e-4 / tol) ** 0.25, 24.0, 256.0))
         c_epoch, extra = float(np.clip(40.0 * math.sqrt(1e-4 / tol), 16.0, 4096.0)), 0.0
+        if (warm is not None and warm.get("method") == "geometric" and method == "linear"
+                and _long_fallback(sigma, steps)):  # an earlier evaluation fell back
+            method = "geometric"
         if warm is not None and warm.get("method") == method:
             c, c_epoch, extra = warm["c"], warm["c_epoch"], warm["extra"]
         tick = None
@@ -314,33 +334,13 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
             def tick():
                 bar.update(1)
 
-        for attempt in range(refinements + 1):
-            t_attempt = time.process_time()
-            res = _numeric_once(
-                sigma, steps, n_epochs, c=c, c_epoch=c_epoch, extra=extra,
-                direction=direction, method=method, tail=tail, tol=tol, tick=tick,
-            )
-            res["attempt"] = attempt
-            res["extra"] = extra
-            lo_a = max(lower, 0.5 + 0.5 * res["tv_lower_numerical"])
-            up_a = min(upper, 0.5 + 0.5 * res["tv_upper_numerical"])
-            if best is None or up_a - lo_a < best[1] - best[0]:
-                best = (lo_a, up_a, res)
-            width = up_a - lo_a
-            if width <= tol:
-                break
-            factor = min(4.0, 1.2 * math.sqrt(width / tol))
-            if method in ("geometric", "hybrid"):  # width ~ 1/c²: jump to the c meeting tol
-                factor = min(4.0, max(1.3, 1.15 * math.sqrt(width / tol)))
-            # bounded time: the cost of an attempt grows like c² (geometric) or c (linear);
-            # measured in CPU time, so that the result does not depend on the machine's load
-            spent = time.process_time() - t_attempt
-            # (hybrid: a finer linear lattice also moves the switch up, where the geometric
-            # grid must be finer too: about c³)
-            power = {"linear": 1.2, "hybrid": 3.0}.get(method, 2.2)
-            if spent * factor**power > _MAX_ATTEMPT_S:
-                break
-            c, c_epoch, extra = c * factor, c_epoch * factor, extra + 2.0
+        best, method = _ladder.refine(
+            _numeric_once, (sigma, steps, n_epochs), tol=tol, direction=direction,
+            refinements=refinements, tick=tick, method=method, grid=(c, c_epoch, extra),
+            bounds=(lower, upper), tail=tail,
+            fallback=method == "linear" and _long_fallback(sigma, steps),
+            geo_c=float(np.clip(_GEO_C * (1e-4 / tol) ** 0.25, 24.0, 256.0)))
+        details["method"] = method
         assert best is not None  # the loop runs at least once (refinements >= 0)
         lower, upper = best[0], best[1]
         details.update({k: (v.item() if isinstance(v, np.generic) else v)
@@ -351,6 +351,8 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
     upper = float(max(lower, min(upper, 1.0)))
     details["wall_time_s"] = time.perf_counter() - start
     return {"lower": lower, "upper": upper, "details": details}
+
+
 
 
 def _one_blas_thread():
@@ -394,6 +396,33 @@ def warm_accuracy(sigma: float, steps: int, epochs: int, tol: float,
         tolerance=tol, converged=bool(width <= tol), noise_multiplier=float(sigma),
         steps_per_epoch=int(steps), epochs=int(epochs), direction="add", method=_METHOD,
         details=r["details"])
+
+
+def _checked_grid(noise_multiplier, steps_per_epoch, epochs) -> tuple:
+    """``(σ, M, E)`` as arrays (0-d for scalars), validated; M at most
+    :data:`MAX_EXACT_STEPS_PER_EPOCH`."""
+    scalar_in = all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool)
+        for v in (noise_multiplier, steps_per_epoch, epochs)
+    )
+    if scalar_in:
+        sigma_a = np.asarray(check_real(noise_multiplier, "noise_multiplier", low=0,
+                                        low_inclusive=False))
+        # the grid numerics count in float64: counts up to 2**53 (exact integers there)
+        steps_a = np.asarray(check_int(steps_per_epoch, "steps_per_epoch", low=1, high=2**53))
+        epochs_a = np.asarray(check_int(epochs, "epochs", low=1, high=2**53))
+    else:
+        sigma_a = check_array_real(noise_multiplier, "noise_multiplier", low=0,
+                                   low_inclusive=False)
+        steps_a = check_array_real(steps_per_epoch, "steps_per_epoch", low=1, integer=True)
+        epochs_a = check_array_real(epochs, "epochs", low=1, integer=True)
+    if np.any(steps_a > MAX_EXACT_STEPS_PER_EPOCH):
+        raise ValueError(
+            f"`steps_per_epoch` must be <= {MAX_EXACT_STEPS_PER_EPOCH:.0e} for the exact method; "
+            f"got {int(np.max(steps_a))}. Use the chi-square bound "
+            "(membership_inference_accuracy_bound) for larger M."
+        )
+    return sigma_a, steps_a, epochs_a
 
 
 def exact_membership_inference_accuracy(
@@ -468,7 +497,9 @@ def exact_membership_inference_accuracy(
     Heavy coordinate tails (small σ) use a geometric grid ``x_k = e^{k/c}`` for steps 1–2
     instead ([3]_), refined by exact embedding towards the top levels: a split at a level of
     blocks of ``m`` coordinates adds about ``(m/M)/(4c²)`` to the variance of ``T``, so only
-    the last levels need the fine step. For large M with a concentrated ``T`` (σ ≤ 2.2,
+    the last levels need the fine step; it is also used (M ≤ 1e5, spread of ``ln T`` per epoch
+    ≥ 0.03) where the linear lattice's float64 round-off, times E, would need long-double
+    FFTs. For large M with a concentrated ``T`` (σ ≤ 2.2,
     ``M ≥ 2^17``) the doubling starts on the geometric grid and moves to the linear lattice
     once a block's range, its Q-tail cut as at every level, fits it ("hybrid"): the upper chain
     splits each geometric node to the two lattice nodes around it keeping its mean (weights
@@ -546,27 +577,7 @@ def exact_membership_inference_accuracy(
     .. [4] V. Doroshenko et al., Connect the Dots: Tighter Discrete Approximations of Privacy
        Loss Distributions, PETS 2022.
     """
-    scalar_in = all(
-        isinstance(v, numbers.Real) and not isinstance(v, bool)
-        for v in (noise_multiplier, steps_per_epoch, epochs)
-    )
-    if scalar_in:
-        sigma_a = np.asarray(check_real(noise_multiplier, "noise_multiplier", low=0,
-                                        low_inclusive=False))
-        # the grid numerics count in float64: counts up to 2**53 (exact integers there)
-        steps_a = np.asarray(check_int(steps_per_epoch, "steps_per_epoch", low=1, high=2**53))
-        epochs_a = np.asarray(check_int(epochs, "epochs", low=1, high=2**53))
-    else:
-        sigma_a = check_array_real(noise_multiplier, "noise_multiplier", low=0,
-                                   low_inclusive=False)
-        steps_a = check_array_real(steps_per_epoch, "steps_per_epoch", low=1, integer=True)
-        epochs_a = check_array_real(epochs, "epochs", low=1, integer=True)
-    if np.any(steps_a > MAX_EXACT_STEPS_PER_EPOCH):
-        raise ValueError(
-            f"`steps_per_epoch` must be <= {MAX_EXACT_STEPS_PER_EPOCH:.0e} for the exact method; "
-            f"got {int(np.max(steps_a))}. Use the chi-square bound "
-            "(membership_inference_accuracy_bound) for larger M."
-        )
+    sigma_a, steps_a, epochs_a = _checked_grid(noise_multiplier, steps_per_epoch, epochs)
     tol = check_real(tolerance, "tolerance", low=1e-8, high=0.5)
     refinements = check_int(max_refinements, "max_refinements", low=0, high=20)
     if direction not in ("add", "remove"):

@@ -231,12 +231,33 @@ class PrivateTraining:
             return 0.0
         return self.spec().get_epsilon(delta)
 
-    def membership_inference_accuracy_bound(self) -> float:
+    def membership_inference_accuracy_bound(self, method: str = "exact") -> float:
         """Certified upper bound on the membership-inference accuracy of the steps so far
-        (equal priors, worst case over datasets; the upper end of
-        :func:`~pacpriv.dpsgd.exact_membership_inference_accuracy`); ½ before any step."""
+        (equal priors, worst case over datasets); ½ before any step.
+
+        Parameters
+        ----------
+        method : {"exact", "chi-square"}, default "exact"
+            ``"exact"``: the upper end of
+            :func:`~pacpriv.dpsgd.exact_membership_inference_accuracy` (the tightest
+            certified number; seconds at most). ``"chi-square"``: the closed form
+            ``1/2 + 1/4·sqrt((1+(e^{1/σ²}-1)/M)^E - 1)`` of
+            :func:`pacpriv.dpsgd.membership_inference_accuracy_bound`, which is what
+            :meth:`DPSGDSpec.membership_inference_accuracy_bound
+            <pacpriv.dpsgd.DPSGDSpec.membership_inference_accuracy_bound>` returns (never
+            below the exact one).
+
+        Raises
+        ------
+        ValueError
+            If ``method`` is not one of the two.
+        """
+        if method not in ("exact", "chi-square"):
+            raise ValueError(f"`method` must be 'exact' or 'chi-square'; got {method!r}.")
         if self.steps_taken == 0:
             return 0.5
+        if method == "chi-square":
+            return float(self.spec().membership_inference_accuracy_bound().accuracy)
         return _exact_upper(self.noise_multiplier, self.steps_per_epoch, self.epochs_started)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pacpriv._numbers import format_bound
@@ -50,12 +50,17 @@ class DPSGDSpec:
     .. [1] L. Chua et al., Balls-and-Bins Sampling for DP-SGD, AISTATS 2025.
     """
 
-    noise_multiplier: float
-    steps_per_epoch: int
-    epochs: int
+    noise_multiplier: float = field(metadata={
+        "flag": "--noise-multiplier", "help": "noise multiplier sigma > 0",
+        "sweep": "one or more sigma > 0 (several: a table, one row per sigma)"})
+    steps_per_epoch: int = field(metadata={"flag": "--steps-per-epoch",
+                                           "help": "M, steps per epoch (>= 1)"})
+    epochs: int = field(metadata={"flag": "--epochs", "help": "E, number of epochs (>= 1)"})
     dataset_size: int | None = None
     max_grad_norm: float | None = None
-    k: int = 1
+    k: int = field(default=1, metadata={
+        "flag": "--k", "help": "steps per record per epoch: each record is used at k random "
+        "distinct steps of every epoch (k out of t = steps per epoch; default 1)"})
 
     def __post_init__(self) -> None:
         """Validate the fields (same messages as the functions)."""
@@ -115,7 +120,13 @@ class DPSGDSpec:
                              epochs=self.epochs, delta=delta, k=self.k).epsilon
 
     def membership_inference_accuracy_bound(self) -> AccuracyBound:
-        """Chi-square closed-form bound (see :func:`membership_inference_accuracy_bound`)."""
+        """Chi-square closed-form bound (see :func:`membership_inference_accuracy_bound`).
+
+        The certified exact accuracy (:meth:`exact_membership_inference_accuracy`) is never
+        above it and is what ``make_private``'s
+        :meth:`~pacpriv.dpsgd.private.PrivateTraining.membership_inference_accuracy_bound`
+        reports by default (``method="chi-square"`` gives this number there).
+        """
         return membership_inference_accuracy_bound(
             self.noise_multiplier, steps_per_epoch=self.steps_per_epoch, epochs=self.epochs,
             k=self.k,

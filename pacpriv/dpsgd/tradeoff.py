@@ -124,6 +124,14 @@ class TradeoffCurve(Displayable):
             "certified": self.certified, "method": self.method,
         }
 
+    def pld_epsilon(self, delta: float) -> float:
+        """ε at ``delta`` from this curve's PLD alone (rounded up; ``inf`` above ε = 60), the
+        number :func:`pacpriv.dpsgd.epsilon.epsilon_bound` compares with its closed forms.
+        ``delta`` in (0, 1)."""
+        d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
+                       high_inclusive=False)
+        return epsilon_for_delta(self.loss, d)
+
     def get_epsilon(self, delta: float) -> float:
         """Smallest ε ≥ 0 (rounded up) such that the run is (ε, δ)-DP for adding or removing
         one record (both directions of the same PLD, as dp-accounting and opacus report it).
@@ -136,11 +144,21 @@ class TradeoffCurve(Displayable):
         Returns
         -------
         float
-            ε in nats; ``inf`` if even ε = 60 does not reach ``delta``.
+            ε in nats; ``inf`` if even ε = 60 does not reach ``delta``. For random
+            allocation it is the smaller of this curve's PLD and the closed forms of
+            :func:`pacpriv.dpsgd.epsilon.epsilon_bound` (both sound), so it equals
+            ``epsilon_bound(...).epsilon`` for the same σ, t, E, k and δ (at ``t = 1`` the
+            exact Gaussian ε rather than its discretised PLD).
         """
         d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
                        high_inclusive=False)
-        return epsilon_for_delta(self.loss, d)
+        eps = self.pld_epsilon(d)
+        if self.sampling.get("scheme") == "random_allocation":
+            from pacpriv.dpsgd._closed_epsilon import closed_form_epsilon
+
+            eps = min(eps, closed_form_epsilon(self.noise_multiplier, self.steps_per_epoch,
+                                               self.epochs, self.k, d))
+        return eps
 
     def summary(self) -> Summary:
         """Rows shown by ``str(curve)``: the parameters, a few points and the accuracy."""

@@ -23,6 +23,12 @@ module                 factory                     default function
 ``decision_tree``      ``make_decision_tree``      (none: needs public query points)
 ``mlp`` (torch)        ``make_mlp``                ``mlp_parameters``
 =====================  ==========================  ==================================
+
+Per-record certificates in O(n) a trial (a ``per_record_differences`` method, see
+:mod:`pacpriv.pac.per_record`): the clipped mean, the histograms, ``stable_logistic`` and
+``make_logistic(..., solver="newton")`` / ``make_linear_svm(..., solver="newton")`` (exact
+minimisers with certified flipped solves), and the ``stabilise`` shard ensembles of them; the
+others cost ``1 + n`` calls a trial.
 """
 
 from .decision_tree import DecisionTreeProbabilities, make_decision_tree
@@ -34,8 +40,18 @@ from .histogram import (
     make_label_histogram,
 )
 from .kmeans import KMeansCenters, kmeans_centers, make_kmeans
-from .linear_svm import LinearSVMCoefficients, linear_svm_coefficients, make_linear_svm
-from .logistic import LogisticCoefficients, logistic_coefficients, make_logistic
+from .linear_svm import (
+    LinearSVMCoefficients,
+    LinearSVMNewton,
+    linear_svm_coefficients,
+    make_linear_svm,
+)
+from .logistic import (
+    LogisticCoefficients,
+    LogisticNewton,
+    logistic_coefficients,
+    make_logistic,
+)
 from .mean import ClippedMean, clipped_mean, make_clipped_mean
 from .median import ClippedMedian, clipped_median, make_clipped_median
 from .mlp import MLPParameters, make_mlp, mlp_parameters
@@ -49,7 +65,9 @@ __all__ = [
     "KMeansCenters",
     "LabelHistogram",
     "LinearSVMCoefficients",
+    "LinearSVMNewton",
     "LogisticCoefficients",
+    "LogisticNewton",
     "MLPParameters",
     "PCAComponents",
     "clipped_mean",

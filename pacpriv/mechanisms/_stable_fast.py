@@ -35,7 +35,19 @@ less the removed record's share by Weyl's inequality, and at least ``λ``), so
     ‖v − w_i*‖ <= (‖ĝ(v)‖ + ‖δ‖ δᵀQδ) / μ_i,
 
 with ``ĝ`` the surrogate gradient. A record whose bound exceeds the budget ``ε`` (or whose
-move leaves the ball) is solved exactly, by damped Newton over every record, as before. Every
+move leaves the ball) is solved exactly, by damped Newton over every record, as before.
+
+Any radius
+----------
+The argument above needs the true minimiser ``w_i*`` inside the ball ``B(w, ρ)``. With ``ρ``
+twice a proven bound on every move that holds a priori; for any other ``ρ`` (e.g. one sized
+from a Newton step, :meth:`mechanisms.logistic.LogisticCoefficients.per_record_differences`)
+it is checked a posteriori: write ``r = ‖v − w‖`` and ``e = (‖ĝ(v)‖ + ‖δ‖ δᵀQδ)/μ_i`` (so the
+true gradient has ``‖∇F_i(v)‖ <= μ_i e``). If ``2e < ρ − r``, every point ``z`` on the sphere of
+radius ``R = ρ − r`` around ``v`` (inside ``B(w, ρ)``, where ``F_i`` is ``μ_i``-strongly convex)
+has ``F_i(z) >= F_i(v) − μ_i e R + μ_i R²/2 > F_i(v)``, so by convexity ``w_i*`` lies inside
+that sphere, hence in ``B(w, ρ)``, and ``‖v − w_i*‖ <= e``. A record that fails the test is
+solved exactly. Every
 returned difference is therefore within ``ε`` (plus the solver tolerance) of the exact one;
 the mechanism declares it in ``difference_error`` and the certificate adds it to every
 distance.
@@ -204,5 +216,7 @@ def _block(sp: SurrogateProblem, xr, yr, cr, member, ur, mr, h_inv, *, lam, N, t
     rem = dn * np.einsum("ip,pq,iq->i", D, sp.q, D) * (1.0 + 1e-9)
     mu = np.maximum(lam, sp.mu0 - np.where(member, mr, 0.0) * np.einsum("ip,ip->i", xr, xr) / N)
     err = (gn + _ROUNDING + rem) / mu
-    bad = ~(np.isfinite(err) & (err <= budget) & (dn <= sp.radius))
+    # the true minimiser is certified inside the ball (module notes, "Any radius")
+    inside = 2.0 * err < sp.radius - dn
+    bad = ~(np.isfinite(err) & (err <= budget) & (dn <= sp.radius) & inside)
     return D, bad

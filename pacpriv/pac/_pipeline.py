@@ -18,9 +18,11 @@ from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
 from pacpriv.pac.noise._certificate import RelativeOutputs
 from pacpriv.pac.noise._plan import NoisePlan
+from pacpriv.pac.noise._rescale import plan_rescaled
 from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.samplers import as_sampler
 from pacpriv.pac.spectrum._covariance import OutputSpectrum, estimate_output_spectrum
+from pacpriv.pac.spectrum._gram import centred_gram
 
 __all__ = ["measure"]
 
@@ -58,7 +60,15 @@ def measure(
     sim = simulate(mechanism, pool, n_trials=n_trials, sampler=sampler, rng=rng,
                    execution=execution)
     _check_output_bound(sim.outputs, rule.output_bound_assumed, sim.reference)
-    spectrum = estimate_output_spectrum(sim.outputs)
+    n, d = sim.outputs.shape
+    # a rule that certifies from the outputs reads them once (d > n: the one n x n Gram pass,
+    # shared by the spectrum and the certificate) and does not use the spectrum's eigenvectors
+    # (kept lazy: no second pass to form them)
+    from_outputs = rule.source == "outputs"
+    shared = centred_gram(sim.outputs) if from_outputs and d > n else None
+    spectrum = estimate_output_spectrum(
+        sim.outputs, gram=shared,
+        eigenvectors="lazy" if from_outputs or not rule.needs_eigenvectors else "auto")
     with np.errstate(over="ignore"):
         overflow = not np.isfinite(float(spectrum.total_variance) / (2.0 * mi_budget))
     if overflow:
@@ -70,10 +80,13 @@ def measure(
             if rule.source == "outputs":
                 # the certificate needs independent trials: the sampler says which they are
                 # (of complementary pairs, one member each, i.i.d. draws of its law)
-                outputs = sim.outputs[_as_slice(sampler.independent_rows(len(sim.outputs)))]
+                rows = _as_slice(sampler.independent_rows(n))
+                gram = None if shared is None else shared.restrict(rows)
+                outputs = sim.outputs[rows] if gram is None else gram.outputs
                 # float32 storage: rows relative to trial 0, read as they are (no copy)
-                plan = rule.plan(outputs if sim.reference is None else
-                                 RelativeOutputs(outputs, sim.reference), mi_budget=mi_budget)
+                # (rescaled by an exact power of two: no overflow at 1e100, no floor at 1e-100)
+                plan = plan_rescaled(rule, RelativeOutputs(outputs, sim.reference, gram=gram),
+                                     mi_budget=mi_budget)
             else:
                 plan = rule.plan(spectrum, mi_budget=mi_budget)
     except (ValueError, FloatingPointError, ZeroDivisionError):

@@ -61,6 +61,7 @@ from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import as_sampler
 from pacpriv.pac.spectrum._covariance import OutputSpectrum
+from pacpriv.pac.spectrum._gram import rows_all_equal
 
 __all__ = ["PacResult", "run_pac"]
 
@@ -323,7 +324,7 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, rule: NoiseRule,
             UndersampledWarning,
         ))
     notes.extend(rule.notes(plan, n_trials=sim.n_trials, dim=sim.dim))
-    if sim.n_trials >= 1 and bool(np.all(sim.outputs == sim.outputs[0])):
+    if sim.n_trials >= 1 and rows_all_equal(sim.outputs):
         notes.append((_constant_note(sim, plan, rule), None))
     if plan.mi_claim >= math.log(1.0 / prior) * (1 - 1e-12):
         notes.append((

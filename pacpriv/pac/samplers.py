@@ -130,6 +130,9 @@ class Sampler(ABC):
     #: Whether every record's membership is an independent Bernoulli draw (across records and
     #: trials): what the per-record analysis needs.
     independent_memberships: ClassVar[bool] = False
+    #: Why the memberships are not independent, in words (the per-record analysis's refusal).
+    dependence: ClassVar[str] = ("independent Bernoulli memberships are required and cannot be "
+                                 "verified for this sampler")
 
     @abstractmethod
     def draw(self, n_records: int, rng: np.random.Generator) -> np.ndarray:
@@ -290,6 +293,9 @@ class FixedSizeSampler(Sampler):
     subset_size: int = field(metadata={"flag": "--subset-size",
                                        "help": "records in each subset, in [1, n_records - 1]"})
     name: ClassVar[str] = "fixed"
+    dependence: ClassVar[str] = (
+        "with FixedSizeSampler the other records' memberships determine b_i "
+        "(b_i = subset_size − Σ_{j≠i} b_j), so an informed adversary knows it.")
 
     def __post_init__(self) -> None:
         k = check_int(self.subset_size, "subset_size")
@@ -357,6 +363,10 @@ class ComplementaryPairsSampler(Sampler):
 
     name: ClassVar[str] = "pairs"
     trials_per_draw: ClassVar[int] = 2  # trial 2k+1 is determined by trial 2k
+    dependence: ClassVar[str] = (
+        "ComplementaryPairsSampler makes trial 2k+1 the complement of trial 2k, so memberships "
+        "are not independent across trials (b_i of one trial determines it in the other) and "
+        "the trials are not i.i.d.")
 
     def draw(self, n_records: int, rng: np.random.Generator) -> np.ndarray:
         """One Poisson-½ mask (the first member of a pair)."""

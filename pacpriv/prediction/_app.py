@@ -48,6 +48,16 @@ def _import_fastapi():
     return fastapi, pydantic
 
 
+def _answer(outputs: list, labels: list | None, release: Any, state: dict, *, key: Any,
+            noise: Any) -> dict:
+    """The body of a ``POST /predict`` answer: the noisy outputs and the ledger's public
+    state after them (spend, remaining budget, the membership bound and its kind)."""
+    return {"outputs": outputs, "labels": labels, "release": release,
+            **{k: state[k] for k in ("spent", "remaining", "n_answered", "membership_bound",
+                                     "bound_kind")},
+            "key": key, "noise": noise}
+
+
 def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     """A FastAPI application answering queries through ``predictor``.
 
@@ -128,24 +138,17 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
         X = np.asarray(request.rows, dtype=np.float64).reshape(
             (len(request.rows), *predictor.feature_shape))
         caller = Caller(key_id=key_id, idempotency_key=idempotency_key,
-                        deadline=time.monotonic() + limits.timeout)
+                        deadline=time.monotonic() + limits.timeout,
+                        idempotency_ttl=limits.idempotency_ttl,
+                        idempotency_max_rows=limits.idempotency_max_rows)
         try:
             outputs, state = predictor.answer_for(X, caller)
         except Exception as err:
             raise _http_error(fastapi, err) from None
         labels = None if classes is None else labels_of(outputs, classes).tolist()
-        return {
-            "outputs": outputs.tolist(),
-            "labels": labels,
-            "release": release,
-            "spent": state["spent"],
-            "remaining": state["remaining"],
-            "n_answered": state["n_answered"],
-            "membership_bound": state["membership_bound"],
-            "bound_kind": state["bound_kind"],
-            "key": auth.key_state(key_id, predictor.per_query_budget),
-            "noise": predictor.noise_source,
-        }
+        return _answer(outputs.tolist(), labels, release, state,
+                       key=auth.key_state(key_id, predictor.per_query_budget),
+                       noise=predictor.noise_source)
 
     @app.get("/budget")
     def budget(authorization: str | None = fastapi.Header(None)) -> dict:
@@ -163,6 +166,7 @@ def _http_error(fastapi, err: Exception):
     from pacpriv.prediction._ledger import (
         AnswerTimeoutError,
         IdempotencyConflictError,
+        IdempotencyExpiredError,
         KeyRevokedError,
     )
 
@@ -175,6 +179,8 @@ def _http_error(fastapi, err: Exception):
                                      headers={"Retry-After": "1"})
     if isinstance(err, IdempotencyConflictError):
         return fastapi.HTTPException(status_code=422, detail=str(err))
+    if isinstance(err, IdempotencyExpiredError):  # answered and charged once: never twice
+        return fastapi.HTTPException(status_code=410, detail=str(err))
     if isinstance(err, ValueError):  # the world models rejected the rows (e.g. overflow to
         # inf); refunded, or raised before anything was charged
         return fastapi.HTTPException(

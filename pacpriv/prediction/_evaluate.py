@@ -31,10 +31,34 @@ from pacpriv.pac.engine._mechanism import (
 )
 from pacpriv.prediction._linear import stack_linear
 
-__all__ = ["EVALUATIONS", "OUTPUTS", "Worlds", "digest_hex"]
+__all__ = ["EVALUATIONS", "OUTPUTS", "OUTPUT_METHODS", "Worlds", "digest_hex",
+           "supported_outputs"]
 
 #: Built-in output transforms.
 OUTPUTS = ("proba", "logits", "value", "label")
+
+#: The method of a scikit-learn model that each built-in output calls (``"label"`` also needs
+#: the classifier's ``classes_``).
+OUTPUT_METHODS = {"proba": "predict_proba", "logits": "decision_function", "value": "predict",
+                  "label": "predict"}
+
+
+def supported_outputs(estimator) -> tuple[str, ...]:
+    """The built-in outputs (:data:`OUTPUTS`) that an unfitted scikit-learn estimator gives:
+    those whose method (:data:`OUTPUT_METHODS`) it has (``hasattr`` honours scikit-learn's
+    ``available_if``, e.g. a ``Pipeline``'s last step), ``"label"`` for classifiers only.
+
+    Examples
+    --------
+    >>> from sklearn.naive_bayes import GaussianNB
+    >>> from sklearn.linear_model import Ridge
+    >>> supported_outputs(GaussianNB()), supported_outputs(Ridge())
+    (('proba', 'value', 'label'), ('value',))
+    """
+    from sklearn.base import is_classifier
+
+    return tuple(o for o in OUTPUTS if hasattr(estimator, OUTPUT_METHODS[o])
+                 and (o != "label" or is_classifier(estimator)))
 
 #: How the worlds are evaluated (``Worlds.evaluation``).
 EVALUATIONS = ("torch ensemble (one batched call)", "stacked linear model (one batched call)",
@@ -131,6 +155,15 @@ class Worlds:
             out = model.predict(X)
         out = np.asarray(out, dtype=np.float64)
         return out.reshape(X.shape[0], -1)
+
+    def dim(self, X: np.ndarray) -> int | None:
+        """``d``, the output coordinates of world 0 on the rows ``X`` (nothing is released; no
+        range check), or None when that evaluation fails (the query reports it)."""
+        try:
+            with np.errstate(all="ignore"), output_to_stderr():
+                return int(self._one(self.models[0], X).shape[1])
+        except Exception:  # user code: its own error comes with the first query
+            return None
 
     def _raw_each(self, X: np.ndarray) -> np.ndarray:
         outs = [self._one(m, X) for m in self.models]

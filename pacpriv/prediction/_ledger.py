@@ -28,7 +28,8 @@ from pacpriv.pac.bounds._ledger import PrivacyLedger
 from pacpriv.prediction._answers import check_budget
 from pacpriv.prediction._settings import BUDGET_TOLERANCE
 
-__all__ = ["AnswerTimeoutError", "Caller", "IdempotencyConflictError", "KeyRevokedError",
+__all__ = ["IDEMPOTENCY_MAX_ROWS", "IDEMPOTENCY_TTL_S", "AnswerTimeoutError", "Caller",
+           "IdempotencyConflictError", "IdempotencyExpiredError", "KeyRevokedError",
            "QuotaExceededError", "answer_in_ledger", "read_posterior"]
 
 
@@ -48,6 +49,16 @@ class IdempotencyConflictError(ValueError):
     """An ``Idempotency-Key`` reused with other query rows (nothing spent)."""
 
 
+class IdempotencyExpiredError(ValueError):
+    """An ``Idempotency-Key`` whose answer was released and charged, but is no longer stored
+    (past the retention): refused, nothing spent; a new request needs a new key."""
+
+
+#: Default retention of stored idempotent answers: 24 hours, at most 100,000 per predictor.
+IDEMPOTENCY_TTL_S = 86400.0
+IDEMPOTENCY_MAX_ROWS = 100_000
+
+
 @dataclass(frozen=True)
 class Caller:
     """Who asks: the analyst's key id, the request's idempotency key and its deadline
@@ -56,6 +67,9 @@ class Caller:
     key_id: str | None = None
     idempotency_key: str | None = None
     deadline: float | None = None
+    #: Seconds a stored idempotent answer is kept, and the most kept (newest first).
+    idempotency_ttl: float = IDEMPOTENCY_TTL_S
+    idempotency_max_rows: int = IDEMPOTENCY_MAX_ROWS
 
 
 def read_posterior(tx, n_worlds: int) -> tuple[int, np.ndarray]:
@@ -135,6 +149,14 @@ def answer_in_ledger(ledger: PrivacyLedger, X: np.ndarray, *, per_query_budget: 
             except IdempotencyConflictError as err:
                 tx.audit(key_id, n, 0.0, "refused: idempotency key reused")
                 error = err
+        elif idem is not None and tx.charged(key_id, idem):  # answered once, since pruned
+            tx.audit(key_id, n, 0.0, "refused: idempotency key expired")
+            error = IdempotencyExpiredError(
+                "this Idempotency-Key was answered and charged before, but its stored answer "
+                f"has expired (kept {caller.idempotency_ttl:g} s, at most "
+                f"{caller.idempotency_max_rows} answers): it is not answered or charged again. "
+                "Send the request with a new Idempotency-Key to be answered (and charged) "
+                "anew. Nothing was spent.")
         if error is None:
             try:
                 check_budget(n, n_answered=n_answered, max_queries=max_queries,
@@ -159,6 +181,8 @@ def answer_in_ledger(ledger: PrivacyLedger, X: np.ndarray, *, per_query_budget: 
             else:
                 tx.put_state("log_posterior", np.asarray(new_lp, dtype="<f8").tobytes())
                 if idem is not None:
+                    tx.prune_responses(older_than=time.time() - caller.idempotency_ttl,
+                                       keep=max(caller.idempotency_max_rows - 1, 0))
                     tx.put_response(key_id, idem, _encode(digest, answers))
                 tx.audit(key_id, n, n * per_query_budget, "answered")
     if error is not None:

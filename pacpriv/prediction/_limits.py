@@ -37,6 +37,13 @@ class ServeLimits:
         Bucket size (requests allowed at once), ``>= 1``.
     timeout : float, default 30
         Seconds a request may take; past it, its charge is refunded and 503 returned.
+    idempotency_ttl : float, default 86400 (24 h)
+        Seconds the answer of a request with an ``Idempotency-Key`` is kept for its retries
+        (``> 0``). After it, a retry is refused with 410 and charged nothing: the key's charge
+        stays in the ledger, so it is never answered and charged twice.
+    idempotency_max_rows : int, default 100000
+        Most stored answers per predictor (the oldest are dropped first, with the same
+        410 for their retries), ``>= 1``.
     """
 
     max_body_bytes: int = 1 << 20
@@ -44,6 +51,8 @@ class ServeLimits:
     rate: float = 50.0
     burst: int = 100
     timeout: float = 30.0
+    idempotency_ttl: float = 86400.0
+    idempotency_max_rows: int = 100_000
 
     def __post_init__(self) -> None:
         check_int(self.max_body_bytes, "max_body_bytes", low=64)
@@ -51,6 +60,8 @@ class ServeLimits:
         check_real(self.rate, "rate", low=0.0, low_inclusive=False)
         check_int(self.burst, "burst", low=1)
         check_real(self.timeout, "timeout", low=0.0, low_inclusive=False)
+        check_real(self.idempotency_ttl, "idempotency_ttl", low=0.0, low_inclusive=False)
+        check_int(self.idempotency_max_rows, "idempotency_max_rows", low=1)
 
 
 class RateLimiter:

@@ -39,9 +39,12 @@ import numpy as np
 
 from pacpriv.pac._sampling import NoiseSource, grid_overhead, grid_release
 from pacpriv.pac.noise._calibration import NoisePlan, calibrate_noise
+from pacpriv.pac.noise._registry import RULE_CLASSES
+from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.noise._rules import _floor_variance, square_root_rule
 from pacpriv.pac.spectrum._covariance import OutputSpectrum
 from pacpriv.pac.spectrum._resolution import resolution
+from pacpriv.registry import Registry
 
 __all__ = [
     "NOISE_RULES",
@@ -54,9 +57,11 @@ __all__ = [
     "update_log_posterior",
 ]
 
-#: Rules accepted for per-query calibration (names of :func:`pacpriv.pac.calibrate_noise`):
-#: square-root (``"anisotropic"``), exact-MI water-filling and isotropic.
-NOISE_RULES = ("anisotropic", "exact-mi", "isotropic")
+#: Rules accepted for per-query calibration (rule classes of :data:`pacpriv.pac.noise.RULE_CLASSES`
+#: without parameters: the per-query covariance is exact, so no estimation rule applies).
+NOISE_RULES: Registry[type[NoiseRule]] = Registry("prediction noise rule", argument="rule")
+for _name in ("anisotropic", "exact-mi", "isotropic"):  # square root, water-filling, isotropic
+    NOISE_RULES.register(_name, RULE_CLASSES.get(_name), doc=RULE_CLASSES.doc(_name))
 
 #: Relative floor of a world's posterior weight when forming ``C`` (see :func:`posterior_weights`).
 WEIGHT_FLOOR = 1e-300

@@ -44,11 +44,17 @@ from pacpriv.prediction._evaluate import Worlds
 from pacpriv.prediction._ledger import Caller, answer_in_ledger, read_posterior
 from pacpriv.prediction._reporting import BoundCache, BudgetReporting, budget_state
 from pacpriv.prediction._seeds import Seeds, draw_secret
-from pacpriv.prediction._settings import BUDGET_TOLERANCE, Settings
+from pacpriv.prediction._settings import (
+    BUDGET_TOLERANCE,
+    Settings,
+    check_query_floor,
+    output_dim,
+)
 from pacpriv.prediction._sklearn import EstimatorProtocol
 from pacpriv.prediction._state import StateDir
 from pacpriv.prediction._worlds import (
     as_world_fitter,
+    check_fitter_output,
     fit_fingerprint,
     fit_worlds,
     model_factory_of,
@@ -188,6 +194,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         settings = Settings.checked(n_worlds=n_worlds, per_query_budget=per_query_budget,
                                     total_budget=total_budget, output=output, rule=rule,
                                     sampler=sampler_)
+        check_fitter_output(fitter, output)  # e.g. logits of GaussianNB: before any work
         self._initialise(params, settings, Seeds.from_arguments(rng, secret_rng),
                          fitter=fitter, sampler=sampler_,
                          state=None if state is None else StateDir(state))
@@ -411,6 +418,10 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
             raise RuntimeError("no private pool: pass it to PrivatePredictor(fit, pool, ...) "
                                "or to fit(X, y).")
         execution = resolve_execution(execution)
+        labels = self._pool[1] if isinstance(self._pool, tuple) and len(self._pool) > 1 else None
+        d = output_dim(self.output, labels)
+        if d is not None:  # the per-query floor of the grid release, before any world is fit
+            check_query_floor(self.per_query_budget, d, output=str(self.output))
         st = self._state
         with tempfile.TemporaryDirectory(prefix="pacpriv-worlds-") as tmp:
             directory = Path(tmp) if st is None else st.path
@@ -422,6 +433,12 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
             factory = model_factory_of(self._fitter)
             worlds = Worlds.load(directory, arrays, self.output, factory)
         worlds.check_consistent()
+        if d is None:  # a callable output or no labels: world 0 says d (on one pool row)
+            first = self._pool[0] if isinstance(self._pool, tuple) else self._pool
+            d = worlds.dim(np.asarray(first[:1]))
+            if d is not None:
+                check_query_floor(self.per_query_budget, d,
+                                  output=str(getattr(self.output, "__name__", self.output)))
         secret_index, noise_entropy = draw_secret(self._seeds, self.n_worlds)
         if st is not None:  # a secret written before a crash is kept
             secret_index, noise_entropy = st.store_fit(

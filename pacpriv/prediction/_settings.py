@@ -15,11 +15,12 @@ from typing import Any
 
 from pacpriv._validation import check_int, check_real
 from pacpriv.pac.noise._rule import NoiseRule
-from pacpriv.pac.samplers import ComplementaryPairsSampler, Sampler, callable_fingerprint
+from pacpriv.pac.samplers import Sampler, callable_fingerprint
 from pacpriv.prediction._evaluate import OUTPUTS
-from pacpriv.prediction._noise import NOISE_RULES
+from pacpriv.prediction._noise import NOISE_RULES, smallest_grid_budget
 
-__all__ = ["BUDGET_TOLERANCE", "CLASSIFIER_OUTPUTS", "Settings", "output_fingerprint"]
+__all__ = ["BUDGET_TOLERANCE", "CLASSIFIER_OUTPUTS", "Settings", "check_query_floor",
+           "output_dim", "output_fingerprint"]
 
 #: Relative slack when comparing the spend with ``total_budget`` (absorbs ``n·b`` round-off; the
 #: reported bound always uses the actual spend ``n_answered · per_query_budget``).
@@ -27,6 +28,46 @@ BUDGET_TOLERANCE = 1e-12
 
 #: Outputs whose coordinates are the classes (``predict`` gives labels, ``classes_`` is set).
 CLASSIFIER_OUTPUTS = ("proba", "logits", "label")
+
+
+def output_dim(output: str | Callable, y) -> int | None:
+    """The number ``d`` of released coordinates per query row, from the pool's labels ``y``
+    before any world is fitted: the classes for ``"proba"``/``"label"``, 1 for two-class
+    ``"logits"`` (else the classes), ``y``'s columns for ``"value"``; None when the labels do
+    not say (a callable output, no labels)."""
+    import numpy as np
+
+    if y is None or not isinstance(output, str):
+        return None
+    y = np.asarray(y)
+    if output == "value":
+        return 1 if y.ndim == 1 else int(y.shape[1])
+    n_classes = int(np.unique(y).size)
+    if output == "logits" and n_classes == 2:
+        return 1
+    return n_classes
+
+
+def check_query_floor(per_query_budget: float, d: int, *, name: str = "`per_query_budget`",
+                      output: str = "") -> None:
+    """Refuse a per-query budget that the grid release of ``d`` coordinates cannot meet (every
+    query would fail): it must exceed
+    :func:`~pacpriv.prediction._noise.smallest_grid_budget` ``(d)``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the floor (rounded up) and the value received.
+    """
+    from pacpriv._numbers import format_bound
+
+    smallest = smallest_grid_budget(int(d))
+    if not per_query_budget > smallest:
+        kind = f" ({output})" if output else ""
+        raise ValueError(
+            f"{name} {per_query_budget:g} nats is too small for the grid release of {d} output "
+            f"coordinate(s){kind}: every query would fail; use more than "
+            f"{format_bound(smallest, 3, side='up')} nats.")
 
 
 def output_fingerprint(output: str | Callable) -> Any:
@@ -69,10 +110,13 @@ class Settings:
             Naming the argument, the allowed range and the value received.
         """
         m = check_int(n_worlds, "n_worlds", low=2)
-        if isinstance(sampler, ComplementaryPairsSampler) and m % 2:
-            raise ValueError(f"`n_worlds` must be even for complementary pairs (every record in "
-                             f"exactly half of the worlds); got {m}.")
+        k = sampler.trials_per_draw  # worlds drawn together (2: complementary pairs)
+        if m % k:
+            raise ValueError(f"`n_worlds` must be a multiple of {k} for the sampler "
+                             f"{sampler.name!r} (its worlds are drawn {k} at a time: every "
+                             f"record in exactly its share of them); got {m}.")
         b = check_real(per_query_budget, "per_query_budget", low=0.0, low_inclusive=False)
+        check_query_floor(b, 1)  # at least one coordinate; fit() checks the actual d
         total = check_real(total_budget, "total_budget", low=b)
         if not (callable(output) or (isinstance(output, str) and output in OUTPUTS)):
             raise ValueError(f"`output` must be one of {OUTPUTS} or a callable (model, X) -> "
@@ -80,8 +124,9 @@ class Settings:
         if isinstance(rule, NoiseRule) and rule.name in NOISE_RULES and not rule.parameters():
             rule = rule.name  # Anisotropic(), ExactMI(), Isotropic(): their names
         if not isinstance(rule, str) or rule not in NOISE_RULES:
-            raise ValueError(f"`rule` must be one of {NOISE_RULES} or Anisotropic(), ExactMI(), "
-                             f"Isotropic() (exact per-query covariance: no estimation rule "
+            objects = ", ".join(f"{c.__name__}()" for c in NOISE_RULES.values())
+            raise ValueError(f"`rule` must be one of {', '.join(NOISE_RULES.names())} or "
+                             f"{objects} (exact per-query covariance: no estimation rule "
                              f"applies); got {rule!r}.")
         return cls(n_worlds=m, per_query_budget=b, total_budget=total, output=output, rule=rule)
 

@@ -45,6 +45,7 @@ __all__ = [
     "SklearnFit",
     "WorldFitter",
     "as_world_fitter",
+    "check_fitter_output",
     "fit_fingerprint",
     "fit_worlds",
     "model_factory_of",
@@ -113,6 +114,32 @@ def as_world_fitter(fit: Any) -> WorldFitter:
         "`fit` must be a callable fit(subset) -> model, a scikit-learn estimator, an "
         f"EstimatorMechanism, a TorchMechanism or a TorchFit; got {type(fit).__name__}."
     )
+
+
+def check_fitter_output(fitter: Any, output: Any) -> None:
+    """Refuse, before any work, a built-in ``output`` that a scikit-learn ``fitter``'s models
+    cannot give (e.g. ``"logits"`` of ``GaussianNB``: no ``decision_function``). Callable
+    fitters, torch worlds and callable outputs are not checked here.
+
+    Raises
+    ------
+    ValueError
+        Naming ``output``, the estimator, the missing method and the supported outputs.
+    """
+    if not (isinstance(fitter, SklearnFit) and isinstance(output, str)):
+        return
+    from pacpriv.prediction._evaluate import OUTPUT_METHODS, supported_outputs
+
+    supported = supported_outputs(fitter.estimator)
+    if output in supported:
+        return
+    name = type(fitter.estimator).__name__
+    method = OUTPUT_METHODS.get(output)
+    why = (f"it has no {method}()" if method and not hasattr(fitter.estimator, method)
+           else "it is not a classifier")
+    raise ValueError(f"`output`={output!r} is not available for {name} ({why}); it supports "
+                     f"{', '.join(supported) or 'none of the built-in outputs'} (or pass a "
+                     "callable output(model, X) -> (n, d)).")
 
 
 def fit_fingerprint(fitter: Any) -> dict:

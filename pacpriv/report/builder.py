@@ -169,12 +169,9 @@ def _release_fields(result, release) -> dict:
             else "fresh OS entropy (not recorded)"}
 
 
-def _pac_report(result, pool_statistics: bool | None = None) -> dict:
-    d = result.to_dict()
-    plan = result.plan
-    spec = result.spectrum
-    n_top = TOP_ROWS
-    noise_std = [float(v) for v in plan.noise_std[:n_top]]
+def _spectrum_and_noise(result, d: dict) -> tuple[dict, dict]:
+    """The report's spectrum and noise sections (every pool statistic still in)."""
+    plan, spec = result.plan, result.spectrum
     spectrum = {
         # the eigenvalues are stored once, below (not also as top_eigenvalues)
         **{k: v for k, v in d["spectrum"].items() if k != "top_eigenvalues"},
@@ -185,7 +182,7 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
     bar = plan.noise_std_per_coordinate
     noise = {
         **d["noise_plan"],
-        "noise_std_top": noise_std,
+        "noise_std_top": [float(v) for v in plan.noise_std[:TOP_ROWS]],
         "noise_std": [float(v) for v in plan.noise_std[:ARRAY_LIMIT]],
         # the release's error bar: sqrt(diag Σ_B) per output coordinate (first ARRAY_LIMIT)
         "noise_std_per_coordinate": [float(v) for v in bar[:ARRAY_LIMIT]],
@@ -193,6 +190,33 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
         "noise_std_per_coordinate_min": float(np.min(bar)) if bar.size else 0.0,
         "error_bar": ERROR_BAR_NOTE,
     }
+    return spectrum, noise
+
+
+def _privacy(result) -> dict:
+    """The report's privacy section (the bounds and the prior)."""
+    return {
+        "mi_budget_nats": result.mi_budget,
+        "mi_bound_at_estimated_covariance_nats": _plugin_mi(result.plan),
+        "mi_claim_nats": result.mi_claim,
+        "membership_prior": result.membership_prior,
+        "blind_guess_prior": result.blind_guess_prior,
+        "prior_source": result.prior_source,
+        "prior_explanation": result.prior_explanation,
+        "posterior_success_bound": result.posterior_success_bound,
+        "posterior_success_bound_label": result.label,
+        "certification": result.certification(),
+        "membership_inference_accuracy_bound": (
+            result.posterior_success_bound if result.membership_prior == 0.5 else None
+        ),
+        "pinsker_success_bound": result.pinsker_success_bound,
+        "average_per_record_mi_nats": result.individual_mi_bound,
+    }
+
+
+def _pac_report(result, pool_statistics: bool | None = None) -> dict:
+    d = result.to_dict()
+    spectrum, noise = _spectrum_and_noise(result, d)
     view = pool_view(d["dataset"], pool_statistics)
     show = view == "all"
     if not show:
@@ -221,23 +245,7 @@ def _pac_report(result, pool_statistics: bool | None = None) -> dict:
         },
         "spectrum": spectrum,
         "noise": noise,
-        "privacy": {
-            "mi_budget_nats": result.mi_budget,
-            "mi_bound_at_estimated_covariance_nats": _plugin_mi(plan),
-            "mi_claim_nats": result.mi_claim,
-            "membership_prior": result.membership_prior,
-            "blind_guess_prior": result.blind_guess_prior,
-            "prior_source": result.prior_source,
-            "prior_explanation": result.prior_explanation,
-            "posterior_success_bound": result.posterior_success_bound,
-            "posterior_success_bound_label": result.label,
-            "certification": result.certification(),
-            "membership_inference_accuracy_bound": (
-                result.posterior_success_bound if result.membership_prior == 0.5 else None
-            ),
-            "pinsker_success_bound": result.pinsker_success_bound,
-            "average_per_record_mi_nats": result.individual_mi_bound,
-        },
+        "privacy": _privacy(result),
         **_release_fields(result, d["release"]),
         "reproducibility": {
             "root_seed": d["simulation"]["root_seed"],

@@ -91,7 +91,7 @@ def _plot(kind: str, **kwargs) -> str:
     elif kind == "posterior_curve":
         fig = funcs[kind](kwargs.pop("mi_budget", None), **kwargs)
     elif kind == "per_record_histogram":
-        fig = funcs[kind](kwargs.pop("accuracy_upper", None) or [], **kwargs)
+        fig = funcs[kind](kwargs.pop("accuracy_upper", None), **kwargs)
     else:
         fig = funcs[kind](**kwargs)
     return plotting.figure_to_data_uri(fig)

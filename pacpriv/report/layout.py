@@ -171,16 +171,15 @@ def _shown_rows(noise: Mapping, rows: list[tuple]) -> list[tuple]:
     return [row for row in rows if row[1] is not None and row[1] != []]
 
 
-def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
-    """Sections ``(title, blocks)`` of a PAC report dict (:func:`build_report`)."""
-    p, n, s, sim = r["privacy"], r["noise"], r["spectrum"], r["simulation"]
+def _headline(r: Mapping) -> tuple[list[tuple], list[tuple]]:
+    """The headline blocks and the utility rows of the noise table."""
+    p = r["privacy"]
     bound = p["posterior_success_bound"]
-    vacuous = bound >= 1.0
     acc = p.get("membership_inference_accuracy_bound")
     headline = (
         "With the calibrated noise, no adversary who knows the pool and the mechanism can infer "
         f"membership with posterior success rate above "
-        f"**{format_percent(bound, vacuous=vacuous)}**, "
+        f"**{format_percent(bound, vacuous=bound >= 1.0)}**, "
         f"**{p.get('posterior_success_bound_label', 'estimated (plug-in)')}** "
         f"(prior {format_percent(_blind_guess(p))}, MI budget "
         f"v = {fmt(p['mi_budget_nats'], side='up')} nats"
@@ -201,9 +200,78 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
         head.append(("text", _error_bar_text(r["noise"])))
     if r.get("notes"):
         head += [("text", "**Caveats:**"), ("list", [str(x) for x in r["notes"]])]
+    return head, utility_rows
+
+
+def _noise_section(n: Mapping, utility_rows: list[tuple]) -> tuple[str, list[tuple]]:
+    return ("Noise", [("table", _shown_rows(n, [
+        ("rule", n.get("rule"), "nearest", False),
+        ("basis", n.get("basis"), "nearest", False),
+        ("directions with own noise", n.get("n_directions"), "nearest", False),
+        ("noise std (max)", n.get("noise_std_max"), "up", False),
+        ("noise std (min)", n.get("noise_std_min"), "up", False),
+        ("residual std (other directions)", n.get("residual_std"), "up", False),
+        ("expected noise power E‖B‖²", n.get("expected_noise_power"), "up", False),
+        ("confidence 1 − γ (certificate, or Algorithm 1)", n.get("confidence"), "nearest",
+         False),
+        ("noise std per output coordinate (the release's error bar, output units)",
+         list(n.get("noise_std_per_coordinate", []))[:TOP_ROWS], "up", False),
+        ("noise std (top directions)", list(n.get("noise_std_top", [])), "up", False),
+        *([("noise std / spread of f (top directions)", list(n["noise_to_spread_top"]),
+            "down", False)] if "noise_to_spread_top" in n else []),
+        *utility_rows,
+    ]))] + ([("text", ERROR_BAR_NOTE)] if "noise_std_per_coordinate" in n else [])
+     + ([("text", f"Pool statistics {n['pool_statistics']}")] if pool_hidden(n) else []))
+
+
+def _privacy_section(p: Mapping) -> tuple[str, list[tuple]]:
+    bound = p["posterior_success_bound"]
+    vacuous = bound >= 1.0
+    return ("Privacy guarantee", [("table", [
+        ("MI budget v (nats)", p["mi_budget_nats"], "up", False),
+        *([("MI at the estimated Σ (nats; plug-in value, for reference: ½ ln det(I + Σ "
+            "Σ_B⁻¹) for plug-in rules, the trace ½ tr(Σ_B⁻¹ Σ) for the certified rule)",
+            p["mi_bound_at_estimated_covariance_nats"], "up", False)]
+          if "mi_bound_at_estimated_covariance_nats" in p else []),
+        ("MI guaranteed (nats): v for plug-in rules, v + β for Algorithm 1",
+         p["mi_claim_nats"], "up", False),
+        ("membership prior q (inclusion probability)", p["membership_prior"], "nearest",
+         False),
+        ("prior used max(q, 1 − q) (best blind guess)", _blind_guess(p), "up", False),
+        ("posterior success bound (KL inversion, Thm 1), "
+         + p.get("posterior_success_bound_label", "estimated (plug-in)"), bound, "up",
+         vacuous),
+        ("Pinsker bound (looser)", p["pinsker_success_bound"], "up",
+         p["pinsker_success_bound"] >= 1.0),
+        ("average per-record MI v/n (nats, Thm 2; an average over records: one record can "
+         "carry up to v, see `pacpriv pac records` for each record's exposure)",
+         p["average_per_record_mi_nats"], "up", False),
+    ]), ("figure", "posterior")])
+
+
+def _release_section(r: Mapping) -> tuple[str, list[tuple]]:
+    n, release = r["noise"], r.get("release")
+    return ("Release", [("text", f"None. {r['evaluation']}")] if r.get("evaluation") else [
+        ("text", "No release was made (calibration only)."),
+    ] if release is None and not r.get("release_randomness") else [
+        ("text", f"Noisy output f(X) + B ({r.get('release_randomness', '')}):"),
+        ("code", "[]" if release is None
+         else "[" + ", ".join(fmt(v, 8) for v in release) + "]"),
+        *([("text", "Error bar (noise std per coordinate, output units"
+            + (f"; first {len(n['noise_std_per_coordinate'])}" if release is not None
+               and len(n["noise_std_per_coordinate"]) < len(release) else "") + "):"),
+           ("code", "[" + ", ".join(fmt(v, 4, side="up")
+                                    for v in n["noise_std_per_coordinate"]) + "]")]
+          if "noise_std_per_coordinate" in n else []),
+    ])
+
+
+def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
+    """Sections ``(title, blocks)`` of a PAC report dict (:func:`build_report`)."""
+    n, s, sim = r["noise"], r["spectrum"], r["simulation"]
+    head, utility_rows = _headline(r)
     ds = r.get("dataset") or {}
     sampler = r.get("sampler") or {}
-    release = r.get("release")
     return [
         ("Headline", head),
         ("Threat model", [("text", str(r["threat_model"]))]),
@@ -229,57 +297,9 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
                   "nearest", False)] if "relative_eigenvalues" in s else [])),
             ("figure", "spectrum"),
         ]),
-        ("Noise", [("table", _shown_rows(n, [
-            ("rule", n.get("rule"), "nearest", False),
-            ("basis", n.get("basis"), "nearest", False),
-            ("directions with own noise", n.get("n_directions"), "nearest", False),
-            ("noise std (max)", n.get("noise_std_max"), "up", False),
-            ("noise std (min)", n.get("noise_std_min"), "up", False),
-            ("residual std (other directions)", n.get("residual_std"), "up", False),
-            ("expected noise power E‖B‖²", n.get("expected_noise_power"), "up", False),
-            ("confidence 1 − γ (certificate, or Algorithm 1)", n.get("confidence"), "nearest",
-             False),
-            ("noise std per output coordinate (the release's error bar, output units)",
-             list(n.get("noise_std_per_coordinate", []))[:TOP_ROWS], "up", False),
-            ("noise std (top directions)", list(n.get("noise_std_top", [])), "up", False),
-            *([("noise std / spread of f (top directions)", list(n["noise_to_spread_top"]),
-                "down", False)] if "noise_to_spread_top" in n else []),
-            *utility_rows,
-        ]))] + ([("text", ERROR_BAR_NOTE)] if "noise_std_per_coordinate" in n else [])
-         + ([("text", f"Pool statistics {n['pool_statistics']}")] if pool_hidden(n) else [])),
-        ("Privacy guarantee", [("table", [
-            ("MI budget v (nats)", p["mi_budget_nats"], "up", False),
-            *([("MI at the estimated Σ (nats; plug-in value, for reference: ½ ln det(I + Σ "
-                "Σ_B⁻¹) for plug-in rules, the trace ½ tr(Σ_B⁻¹ Σ) for the certified rule)",
-                p["mi_bound_at_estimated_covariance_nats"], "up", False)]
-              if "mi_bound_at_estimated_covariance_nats" in p else []),
-            ("MI guaranteed (nats): v for plug-in rules, v + β for Algorithm 1",
-             p["mi_claim_nats"], "up", False),
-            ("membership prior q (inclusion probability)", p["membership_prior"], "nearest",
-             False),
-            ("prior used max(q, 1 − q) (best blind guess)", _blind_guess(p), "up", False),
-            ("posterior success bound (KL inversion, Thm 1), "
-             + p.get("posterior_success_bound_label", "estimated (plug-in)"), bound, "up",
-             vacuous),
-            ("Pinsker bound (looser)", p["pinsker_success_bound"], "up",
-             p["pinsker_success_bound"] >= 1.0),
-            ("average per-record MI v/n (nats, Thm 2; an average over records: one record can "
-             "carry up to v, see `pacpriv pac records` for each record's exposure)",
-             p["average_per_record_mi_nats"], "up", False),
-        ]), ("figure", "posterior")]),
-        ("Release", [("text", f"None. {r['evaluation']}")] if r.get("evaluation") else [
-            ("text", "No release was made (calibration only)."),
-        ] if release is None and not r.get("release_randomness") else [
-            ("text", f"Noisy output f(X) + B ({r.get('release_randomness', '')}):"),
-            ("code", "[]" if release is None
-             else "[" + ", ".join(fmt(v, 8) for v in release) + "]"),
-            *([("text", "Error bar (noise std per coordinate, output units"
-                + (f"; first {len(n['noise_std_per_coordinate'])}" if release is not None
-                   and len(n["noise_std_per_coordinate"]) < len(release) else "") + "):"),
-               ("code", "[" + ", ".join(fmt(v, 4, side="up")
-                                        for v in n["noise_std_per_coordinate"]) + "]")]
-              if "noise_std_per_coordinate" in n else []),
-        ]),
+        _noise_section(n, utility_rows),
+        _privacy_section(r["privacy"]),
+        _release_section(r),
     ]
 
 

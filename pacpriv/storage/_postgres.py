@@ -31,6 +31,8 @@ SCHEMA = [
     "CREATE TABLE IF NOT EXISTS responses (scope TEXT NOT NULL, key_id TEXT NOT NULL, "
     "idem TEXT NOT NULL, body BYTEA NOT NULL, ts DOUBLE PRECISION NOT NULL, "
     "PRIMARY KEY (scope, key_id, idem))",
+    "CREATE INDEX IF NOT EXISTS responses_age ON responses (scope, ts)",
+    "CREATE INDEX IF NOT EXISTS entries_idem ON entries (scope, idem)",
     "CREATE TABLE IF NOT EXISTS audit (id BIGSERIAL PRIMARY KEY, scope TEXT NOT NULL, "
     "key_id TEXT, ts DOUBLE PRECISION NOT NULL, nrows BIGINT NOT NULL, "
     "nats DOUBLE PRECISION NOT NULL, outcome TEXT NOT NULL)",

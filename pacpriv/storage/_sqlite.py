@@ -31,6 +31,8 @@ CREATE TABLE IF NOT EXISTS keys (key_id TEXT PRIMARY KEY, name TEXT NOT NULL, qu
     salt BLOB NOT NULL, digest BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS responses (scope TEXT NOT NULL, key_id TEXT NOT NULL,
     idem TEXT NOT NULL, body BLOB NOT NULL, ts REAL NOT NULL, PRIMARY KEY (scope, key_id, idem));
+CREATE INDEX IF NOT EXISTS responses_age ON responses (scope, ts);
+CREATE INDEX IF NOT EXISTS entries_idem ON entries (scope, idem);
 CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL,
     key_id TEXT, ts REAL NOT NULL, nrows INTEGER NOT NULL, nats REAL NOT NULL,
     outcome TEXT NOT NULL);

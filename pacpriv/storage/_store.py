@@ -13,7 +13,9 @@ private predictor):
 * ``state`` — named blobs of a scope (the predictor's posterior over worlds).
 * ``keys`` — analysts' API keys, stored as salted scrypt hashes only, with an optional quota.
 * ``responses`` — the released answer of each ``(key, Idempotency-Key)``, so that a retry
-  returns it and spends nothing more.
+  returns it and spends nothing more; kept for a retention (:meth:`Transaction.prune_responses`:
+  an age and a row count). An expired key's charge stays in ``entries``
+  (:meth:`Transaction.charged`), so a retry after expiry is refused, never charged twice.
 * ``audit`` — append-only (updates and deletes are refused by triggers): key id, time, rows,
   nats, outcome; never query contents or outputs.
 
@@ -169,6 +171,27 @@ class Transaction:
         """Store the released answer of ``(key_id, idem)``."""
         self._q("INSERT INTO responses (scope, key_id, idem, body, ts) VALUES (?, ?, ?, ?, ?)",
                 (self.scope, key_id or "", idem, self._store.blob(body), time.time()))
+
+    def charged(self, key_id: str | None, idem: str) -> bool:
+        """Whether a charge with ``(key_id, idem)`` stands in the scope (not refunded): its
+        answer was released, whether or not it is still stored."""
+        found = self._q(
+            "SELECT COUNT(*) FROM entries e WHERE e.scope = ? AND e.kind = 'charge' AND "
+            "e.idem = ? AND COALESCE(e.key_id, '') = ? AND NOT EXISTS (SELECT 1 FROM entries r "
+            "WHERE r.scope = e.scope AND r.refund_of = e.id)", (self.scope, idem, key_id or ""))
+        return int(found[0][0]) > 0
+
+    def prune_responses(self, *, older_than: float, keep: int) -> int:
+        """Delete the stored answers written before ``older_than`` (``time.time()`` seconds)
+        and all but the ``keep`` newest; returns how many were deleted. The ledger rows stay."""
+        self._q("DELETE FROM responses WHERE scope = ? AND ts < ?", (self.scope, older_than))
+        n = self._cur.rowcount if self._cur.rowcount is not None else 0
+        edge = self._q("SELECT ts FROM responses WHERE scope = ? ORDER BY ts DESC LIMIT 1 "
+                       "OFFSET ?", (self.scope, int(keep)))
+        if edge:
+            self._q("DELETE FROM responses WHERE scope = ? AND ts <= ?", (self.scope, edge[0][0]))
+            n += self._cur.rowcount if self._cur.rowcount is not None else 0
+        return max(int(n), 0)
 
     def audit(self, key_id: str | None, rows: int, nats: float, outcome: str) -> None:
         """Append an audit row (never query contents or outputs)."""

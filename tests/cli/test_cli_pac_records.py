@@ -14,7 +14,7 @@ from pacpriv.pac.engine import ExecutionOptions
 
 
 def test_noise_std_measures_exposure(tmp_path, capsys):
-    """--noise-std: the report holds the exposure of the audited records, by index only."""
+    """--noise-std: the report holds the exposure of the audited records, aggregates only."""
     out = tmp_path / "rep"
     rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std",
                "0.05", "--trials", "30", "--records", "0-4", "--seed", "0", "--n-jobs", "1",
@@ -23,7 +23,9 @@ def test_noise_std_measures_exposure(tmp_path, capsys):
     rep = json.loads((out / "report.json").read_text())
     sec = rep["sections"][0]["per_record"]
     assert sec["n_audited"] == 5 and sec["n_trials"] == 30
-    assert {e["record"] for e in sec["most_exposed"]} == set(range(5))
+    assert "most_exposed" not in sec  # aggregates only: no record index in a report
+    q = sec["accuracy_upper_quantiles"]
+    assert q["p50"] <= q["p90"] <= q["p99"] <= q["max"] == sec["max_accuracy_upper"]
     assert 0.5 < sec["max_accuracy_estimate"] <= sec["max_accuracy_upper"] <= 1.0
     md = (out / "report.md").read_text()
     assert "5.1, 3.5, 1.4, 0.2" not in md and "informed adversary" in md
@@ -172,3 +174,33 @@ def test_time_limit_refuses_before_any_trial_with_the_estimate(tmp_path, capsys)
         err = capsys.readouterr().err.strip()
         assert rc == 2 and "--time-limit must be a number of seconds in (0, inf)" in err
         assert "\n" not in err and not out.exists()
+
+
+def test_record_indices_only_in_the_private_index_list(tmp_path, capsys):
+    """Reports and the screen hold aggregates only; --private-index-list writes the ranked
+    indices to a new owner-only file outside --out, on request."""
+    import os
+    import re
+    import stat
+
+    out, private = tmp_path / "rep", tmp_path / "private.json"
+    base = ["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std",
+            "0.05", "--trials", "30", "--records", "0-9", "--seed", "0", "--n-jobs", "1",
+            "--no-progress", "--format", "json,md"]
+    for bad, why in ((out / "inside.json", "outside --out"), (tmp_path / "x.txt", ".json")):
+        assert main([*base, "--out", str(out), "--private-index-list", str(bad)]) == 2
+        assert why in capsys.readouterr().err and not out.exists()
+    assert main([*base, "--out", str(out), "--private-index-list", str(private)]) == 0
+    screen = capsys.readouterr()
+    assert not re.search(r"#\d", screen.out) and "no record is named" in screen.out
+    assert "private output" in screen.err
+    for name in ("report.json", "report.md"):
+        assert not re.search(r"#\d|\"record\":", (out / name).read_text())
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o600
+    ranked = json.loads(private.read_text())["records"]
+    assert sorted(e["record"] for e in ranked) == list(range(10))
+    ups = [e["accuracy_upper"] for e in ranked]
+    assert ups == sorted(ups, reverse=True)
+    assert main([*base, "--out", str(tmp_path / "rep2"), "--private-index-list",
+                 str(private)]) == 2  # never replaced
+    assert "exists" in capsys.readouterr().err

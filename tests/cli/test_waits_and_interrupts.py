@@ -6,10 +6,13 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
+import pytest
 
 from pacpriv.cli.main import main
+from pacpriv.exceptions import StallWarning
 from pacpriv.pac import ExecutionOptions, simulate
 from pacpriv.pac.engine import _parallel
 
@@ -27,16 +30,28 @@ class _SlowFirst:
         return np.asarray(x, dtype=float).mean(axis=0)
 
 
-def test_a_stalled_run_says_so(monkeypatch, capsys):
+@pytest.mark.filterwarnings("default::pacpriv.exceptions.StallWarning")
+def test_a_stalled_run_says_so(monkeypatch):
     monkeypatch.setattr(_parallel, "STALL_WARN_S", 0.5)
-    simulate(_SlowFirst(), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
-             execution=ExecutionOptions(n_jobs=1, progress=False))
-    err = capsys.readouterr().err
-    assert "no trial has finished for" in err and "--timeout" in err
-    lines = [x for x in err.splitlines() if "no trial has finished" in x]
+    with pytest.warns(StallWarning) as record:
+        simulate(_SlowFirst(), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
+                 execution=ExecutionOptions(n_jobs=1, progress=False))
+    lines = [str(w.message) for w in record if issubclass(w.category, StallWarning)]
+    assert all("no trial has finished for" in x and "--timeout" in x for x in lines)
     idle = [int(x.split("for ")[1].split(" s")[0]) for x in lines]
     assert lines and idle == sorted(idle)  # one line per doubling of the wait, never a flood
     assert len(lines) <= 4  # 0.5, 1, 2, 4 s: at most four within a 2.5 s stall (and start-up)
+
+
+def test_an_error_filter_still_says_it_on_stderr(monkeypatch, capsys):
+    """Under warnings.simplefilter("error") the watchdog thread prints the line itself."""
+    monkeypatch.setattr(_parallel, "STALL_WARN_S", 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StallWarning)
+        simulate(_SlowFirst(), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
+                 execution=ExecutionOptions(n_jobs=1, progress=False))
+    err = capsys.readouterr().err
+    assert "pacpriv: warning: no trial has finished for" in err
 
 
 def test_a_quick_run_says_nothing(monkeypatch, capsys):

@@ -227,3 +227,16 @@ def test_step_accepts_the_loaders_batch_moved_or_cast():
     for x, y in private.data_loader:
         private.step(x.to("cpu", copy=True), y.clone())
     assert private.steps_taken == 3
+
+
+def test_accuracy_bound_methods_name_their_source():
+    """make_private's default is the exact upper end; method="chi-square" equals the spec's
+    closed form (an independent review found the same name giving two numbers unexplained)."""
+    private = _private_loop(_mlp(), _data(), noise_multiplier=0.9)
+    spec = private.spec()
+    chi = private.membership_inference_accuracy_bound(method="chi-square")
+    assert chi == spec.membership_inference_accuracy_bound().accuracy
+    assert private.membership_inference_accuracy_bound() == \
+        spec.exact_membership_inference_accuracy().upper <= chi
+    with pytest.raises(ValueError, match="method"):
+        private.membership_inference_accuracy_bound(method="exactly")

@@ -209,10 +209,12 @@ def test_release_seed_equal_to_the_recorded_simulation_seed_is_refused():
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's, on the way to the failure
-@pytest.mark.parametrize("rule", ["exact-mi", "certified"])
+@pytest.mark.parametrize("rule", ["exact-mi"])
 def test_numerical_calibration_failure_names_no_pool_value(rule):
     # coordinates 230 orders of magnitude apart: the exact-mi rule's error printed the
     # calibrated noise variance (array([7.0e+231, inf])), the certified rule an internal `bet`
+    # (the certified rule now plans on outputs rescaled by a power of two: it answers, with
+    # at least the spread's noise on both coordinates, tests/pac/test_output_scale.py)
     from pacpriv.exceptions import CalibrationError
 
     pool = np.random.default_rng(0).normal(size=(40, 2))

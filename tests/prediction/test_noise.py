@@ -12,6 +12,7 @@ from scipy.stats import multivariate_normal
 
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.prediction._noise import (
+    NOISE_RULES,
     answer_query,
     calibrate_query,
     posterior_weights,
@@ -51,7 +52,7 @@ def test_scalar_exact_mi_meets_budget_exactly():
     assert q.mi_bound <= 0.3
 
 
-@pytest.mark.parametrize("rule", ["anisotropic", "exact-mi", "isotropic"])
+@pytest.mark.parametrize("rule", NOISE_RULES.names())
 def test_multivariate_logdet_bound_independently(rule):
     rng = np.random.default_rng(3)
     o = rng.normal(size=(6, 3)) * np.array([3.0, 1.0, 0.1])
@@ -102,7 +103,7 @@ def test_underflowed_world_still_gets_noise():
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), m=st.integers(2, 12), d=st.integers(1, 5),
-       b=st.floats(1e-6, 2.0), rule=st.sampled_from(["anisotropic", "exact-mi", "isotropic"]),
+       b=st.floats(1e-6, 2.0), rule=st.sampled_from(NOISE_RULES.names()),
        spread=st.floats(-30.0, 0.0))
 def test_logdet_bound_never_exceeds_budget(seed, m, d, b, rule, spread):
     rng = np.random.default_rng(seed)

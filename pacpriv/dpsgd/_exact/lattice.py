@@ -35,6 +35,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import fft as sp_fft
 from scipy import signal, special
 
 from pacpriv.dpsgd._exact.roundoff import (  # noqa: F401  (re-exported for the grid modules)
@@ -252,6 +253,32 @@ def _conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.maximum(signal.fftconvolve(a, b), 0.0)
 
 
+def _convs(pairs: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    """``[_conv(x, y) for x, y in pairs]`` with every distinct operand transformed once.
+
+    The same arithmetic as :func:`scipy.signal.fftconvolve` (a real FFT of length
+    ``next_fast_len(len x + len y − 1)``, the pointwise product and the inverse), so the
+    round-off bound :func:`fft_conv_error_l2` of each convolution holds unchanged; an operand
+    shared by several convolutions of one length (a self-convolution, the P-law of a block
+    convolved with both Q-laws) is transformed once instead of once per use.
+    """
+    spectra: dict = {}
+
+    def spectrum(x: np.ndarray, n: int) -> np.ndarray:
+        key = (id(x), n)
+        if key not in spectra:
+            spectra[key] = (x, sp_fft.rfft(x, n))  # keep x alive: its id stays unique
+        return spectra[key][1]
+
+    out = []
+    for x, y in pairs:
+        size = x.size + y.size - 1
+        n = sp_fft.next_fast_len(size, real=True)
+        z = sp_fft.irfft(spectrum(x, n) * spectrum(y, n), n)[:size]
+        out.append(np.maximum(z, 0.0))
+    return out
+
+
 def _with(x: _Lattice, **kw) -> _Lattice:
     """Copy of ``x`` with some fields replaced (kappa, slack and err carried along)."""
     out = _Lattice(x.n0, x.h, x.p, x.q, x.q_inf, x.m, x.err, x.big_m, x.noise, x.kappa, x.slack,
@@ -309,19 +336,26 @@ def _combine(a: _Lattice, b: _Lattice) -> _Lattice:
     m = a.m + b.m
     if a.p.size * b.p.size <= _DIRECT_MAX_WORK and 64 * m <= a.big_m:
         return _combine_direct(a, b)
-    p = _conv(a.p, b.p)
-    e_p = fft_conv_error_l2(a.p, b.p)
+    if a.q is None:
+        (p,) = _convs([(a.p, b.p)])
+    elif a is b:
+        p, q_aa = _convs([(a.p, a.p), (a.q, a.p)])
+    else:
+        assert b.q is not None  # both operands of a lower chain carry their Q-law
+        p, q_ab, q_ba = _convs([(a.p, b.p), (a.q, b.p), (a.p, b.q)])
+    norms: dict = {}  # each operand's norms once (see fft_conv_error_l2)
+    e_p = fft_conv_error_l2(a.p, b.p, norms)
     u = unit_roundoff(p.dtype)
     q = None
     n0 = a.n0 + b.n0
     if a.q is not None:
         if a is b:
-            q = _conv(a.q, a.p)
-            e_q = fft_conv_error_l2(a.q, a.p)
+            q = q_aa
+            e_q = fft_conv_error_l2(a.q, a.p, norms)
         else:
-            assert b.q is not None  # both operands of a lower chain carry their Q-law
-            q = (a.m * _conv(a.q, b.p) + b.m * _conv(a.p, b.q)) / m
-            e_q = max(fft_conv_error_l2(a.q, b.p), fft_conv_error_l2(a.p, b.q))
+            assert b.q is not None
+            q = (a.m * q_ab + b.m * q_ba) / m
+            e_q = max(fft_conv_error_l2(a.q, b.p, norms), fft_conv_error_l2(a.p, b.q, norms))
         # l1 <= sqrt(n) l2 for the p- and q-errors
         comp = math.sqrt(p.size) * max(e_p, e_q)
         err = propagate_error(a, b, comp + 4.0 * sum_error_factor(p.size) * u)

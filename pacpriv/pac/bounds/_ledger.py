@@ -95,6 +95,7 @@ class _MemoryTransaction:
         self._total = Fraction(0)
         self._rows = 0
         self._blobs: dict[str, bytes] = {}
+        self._responses: dict[tuple[str, str], tuple[float, bytes]] = {}  # (key, idem): ts, body
 
     def totals(self) -> tuple[float, int]:
         return float(self._total), self._rows
@@ -130,10 +131,26 @@ class _MemoryTransaction:
         return None
 
     def response(self, key_id: str | None, idem: str) -> bytes | None:
-        return self._blobs.get(f"response:{key_id}:{idem}")
+        found = self._responses.get((key_id or "", idem))
+        return None if found is None else found[1]
 
     def put_response(self, key_id: str | None, idem: str, body: bytes) -> None:
-        self._blobs[f"response:{key_id}:{idem}"] = bytes(body)
+        self._responses[(key_id or "", idem)] = (time.time(), bytes(body))
+
+    def charged(self, key_id: str | None, idem: str) -> bool:
+        refunded = {e.refund_of for e in self._entries if e.kind == "refund"}
+        return any(e.kind == "charge" and e.idempotency_key == idem
+                   and (e.key_id or "") == (key_id or "") and e.id not in refunded
+                   for e in self._entries)
+
+    def prune_responses(self, *, older_than: float, keep: int) -> int:
+        kept = sorted(((ts, k) for k, (ts, _) in self._responses.items() if ts >= older_than),
+                      reverse=True)[:max(int(keep), 0)]
+        keep_keys = {k for _, k in kept}
+        gone = [k for k in self._responses if k not in keep_keys]
+        for k in gone:
+            del self._responses[k]
+        return len(gone)
 
     def audit(self, key_id: str | None, rows: int, nats: float, outcome: str) -> None:
         return None

@@ -27,6 +27,7 @@ call_mechanism` and the engine's workers):
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -209,3 +210,44 @@ def guard_parent(parent_pid: int | None, *, kernel_signal: bool) -> None:
             os._exit(70)
     threading.Thread(target=_watch, args=(parent_pid,), name="pacpriv-parent-watch",
                      daemon=True).start()
+
+
+# -- Ctrl-C reaches the parent only ---------------------------------------------------------
+
+_spawns_patched = False
+
+
+def _without_sigint(spawn):
+    """``spawn`` called with SIGINT blocked in the calling thread: the child inherits the
+    blocked signal across ``fork``/``exec``, so a Ctrl-C (sent by the terminal to the whole
+    process group) never interrupts a worker, not even while its interpreter starts (where
+    no handler of ours could run: "Fatal Python error: init_import_site" and a traceback)."""
+    @functools.wraps(spawn)
+    def spawn_without_sigint(*args, **kwargs):
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return spawn(*args, **kwargs)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    return spawn_without_sigint
+
+
+def keep_ctrl_c_in_the_parent() -> None:
+    """Start loky's workers and resource tracker with SIGINT blocked (idempotent).
+
+    The parent alone handles a Ctrl-C: it stops the run and shuts its workers down
+    (``pacpriv.cli`` prints one line and exits 130); workers are tied to its life
+    (:func:`guard_parent`). A blocked SIGINT in the parent's spawning thread is delivered to
+    another thread, or when the spawn returns: none is lost. POSIX only (elsewhere a no-op).
+    """
+    global _spawns_patched
+    if _spawns_patched or not hasattr(signal, "pthread_sigmask"):
+        return
+    try:
+        from joblib.externals.loky.backend import fork_exec, resource_tracker
+    except ImportError:  # pragma: no cover - joblib without loky
+        return
+    fork_exec.fork_exec = _without_sigint(fork_exec.fork_exec)
+    if hasattr(resource_tracker, "spawnv_passfds"):
+        resource_tracker.spawnv_passfds = _without_sigint(resource_tracker.spawnv_passfds)
+    _spawns_patched = True

@@ -164,10 +164,33 @@ def outside_output_range(arr: np.ndarray, low: float = MIN_OUTPUT_MAGNITUDE) -> 
         return np.isfinite(mag) & (((mag > 0) & (mag < low)) | (mag > MAX_OUTPUT_MAGNITUDE))
 
 
-def _check_magnitude(arr: np.ndarray, dtype) -> None:
-    """Raise ``InvalidOutput`` for non-zero values outside the representable range."""
-    mag = np.abs(arr)
+#: Values per chunk of the fast output check (its temporaries stay small and are reused, so a
+#: model-sized output costs no fresh full-size arrays: page faults cost more than the check).
+_CHECK_CHUNK = 2**16
+
+
+def _in_range(arr: np.ndarray, low: float) -> bool:
+    """Whether every value is finite, at most :data:`MAX_OUTPUT_MAGNITUDE` in magnitude, and
+    zero or at least ``low`` (chunk by chunk; False also when a NaN is present)."""
+    flat = arr.reshape(-1)
+    for start in range(0, flat.size, _CHECK_CHUNK):
+        mag = np.abs(flat[start : start + _CHECK_CHUNK])
+        if not mag.max() <= MAX_OUTPUT_MAGNITUDE:  # NaN compares False
+            return False
+        small = mag < low
+        if small.any() and mag[small].any():
+            return False
+    return True
+
+
+def _check_magnitude(arr: np.ndarray, dtype) -> bool:
+    """Raise ``InvalidOutput`` for non-zero values outside the representable range; return
+    whether every value was seen finite on the way (the fast path: largest magnitude within
+    range, and nothing below ``low`` but exact zeros)."""
     low = float(np.finfo(np.float32).tiny) if dtype == np.float32 else MIN_OUTPUT_MAGNITUDE
+    if _in_range(arr, low):
+        return True
+    mag = np.abs(arr)
     # (NaN and inf are reported by the finiteness check)
     bad = np.flatnonzero(outside_output_range(arr, low))
     if bad.size:
@@ -183,6 +206,7 @@ def _check_magnitude(arr: np.ndarray, dtype) -> None:
             f"or overflow float64 and the noise could be computed as 0. Rescale the "
             f"mechanism's output by a fixed factor (this does not change its privacy) and "
             f"scale the release back.")
+    return False
 
 
 def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
@@ -216,11 +240,12 @@ def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
         raise InvalidOutput(f"output must be a non-empty 1-D vector (d,); got shape {arr.shape}")
     if dim is not None and arr.shape[0] != dim:
         raise InvalidOutput(f"output has shape {arr.shape} but earlier trials returned ({dim},)")
-    _check_magnitude(arr, dtype)
+    finite = _check_magnitude(arr, dtype)  # float64 values checked finite on its fast path
     if dtype != np.float64:
         with np.errstate(over="ignore"):  # overflow becomes inf, caught just below
             arr = arr.astype(dtype)
-    if not np.isfinite(arr).all():
+        finite = False
+    if not finite and not np.isfinite(arr).all():
         bad = np.flatnonzero(~np.isfinite(arr))[:5].tolist()
         raise InvalidOutput(f"output is not finite (NaN or inf at positions {bad})")
     return arr

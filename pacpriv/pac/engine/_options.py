@@ -92,6 +92,12 @@ class ExecutionOptions:
         checkpoint) instead of in memory: the ``n_trials × d`` outputs then need disk, not RAM,
         and the certificate reads them in column blocks. Needs ``checkpoint``; not with
         ``output_path``.
+    record_block : int or None, default None
+        Records per block of a per-record run of a black-box mechanism (``>= 1``; None: 64):
+        a trial's ``1 + k`` evaluations run as ``⌈k/B⌉`` engine units, spread over the workers,
+        counted on the progress bar and checkpointed block by block
+        (:mod:`pacpriv.pac.per_record._units`); ``timeout`` and ``retries`` then apply to
+        each block. Results are bit-identical for every value.
 
     Raises
     ------
@@ -142,6 +148,11 @@ class ExecutionOptions:
         "flag": "--memory-map",
         "help": "keep the simulated outputs in memory-mapped files inside --checkpoint DIR "
         "instead of in memory (for n_trials x d beyond RAM); needs --checkpoint"})
+    record_block: int | None = field(default=None, metadata={
+        "flag": "--record-block", "metavar": "B",
+        "help": "records per block of a per-record trial of a black-box mechanism (>= 1; "
+        "default 64): the blocks run on separate workers, with progress and checkpoints per "
+        "block; results are identical for every B"})
 
     def __post_init__(self) -> None:
         check_n_jobs(self.n_jobs)
@@ -173,6 +184,8 @@ class ExecutionOptions:
             check_int(self.batch_size, "batch_size", low=1)
         if self.worker_memory is not None:
             check_int(self.worker_memory, "worker_memory", low=1)
+        if self.record_block is not None:
+            check_int(self.record_block, "record_block", low=1)
         if self.device not in DEVICES:
             raise ValueError(f"`device` must be one of {DEVICES}; got {self.device!r}.")
 

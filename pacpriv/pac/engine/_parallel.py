@@ -18,7 +18,8 @@ from collections.abc import Iterator
 
 from pacpriv._optional import import_optional
 from pacpriv._random import seed_to_dict, trial_seed
-from pacpriv.exceptions import MechanismError, WorkerCapWarning
+from pacpriv.exceptions import MechanismError, StallWarning, WorkerCapWarning
+from pacpriv.pac.engine._isolation import keep_ctrl_c_in_the_parent
 from pacpriv.pac.engine._resources import worker_cap
 from pacpriv.pac.engine._trial import BatchResult, TrialFailure, TrialTask, run_batch
 
@@ -118,6 +119,7 @@ def _make_parallel(n_jobs, backend):
     registers external backends such as "dask"); None keeps the active configuration."""
     from joblib import Parallel, parallel_config
 
+    keep_ctrl_c_in_the_parent()  # loky's workers start with SIGINT blocked
     if backend == "ray" and n_jobs is None:
         n_jobs = -1  # a cluster backend: None means every CPU the Ray runtime offers
     kwargs = {"n_jobs": n_jobs, "prefer": "processes", "batch_size": 1}
@@ -214,11 +216,14 @@ class _Watchdog:
                 continue
             hint = (f"each trial is bounded by timeout={self.timeout:g} s" if self.timeout
                     else "pass timeout= (--timeout SECONDS) to bound each trial")
-            sys.stderr.write(
-                f"pacpriv: warning: no trial has finished for {idle:.0f} s ({self.done} "
-                f"finished in this round so far); a trial may hang: {hint}, or press Ctrl-C "
-                "to stop.\n")
-            sys.stderr.flush()
+            # a warning (StallWarning), so that the CLI lists it with the others; printed
+            # at once by the CLI and by Python's default warning display
+            text = (f"no trial has finished for {idle:.0f} s ({self.done} finished in this "
+                    f"round so far); a trial may hang: {hint}, or press Ctrl-C to stop.")
+            try:
+                warnings.warn(text, StallWarning, stacklevel=1)
+            except StallWarning:  # an "error" filter: this thread says it, and goes on
+                sys.stderr.write(f"pacpriv: warning: {text}\n")
             wait *= 2.0
 
 

@@ -35,6 +35,7 @@ invariant and use the stored rows directly; add ``reference`` back for absolute 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
@@ -234,6 +235,22 @@ def _check_memory(n_trials: int, n_records: int, output_path) -> None:
         )
 
 
+class _NoBar(contextlib.nullcontext):
+    """The progress bar when it is off: counts nothing (and does not import tqdm)."""
+
+    def update(self, n: int = 1) -> None:
+        """Nothing to show."""
+
+
+def _progress_bar(n_trials: int, n_done: int, progress: bool):
+    """A tqdm bar over the trials, or a :class:`_NoBar` when ``progress`` is off."""
+    if not progress:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=n_trials, initial=n_done, unit="trial", desc="pac")
+
+
 @refuses_removed(execution_hints())
 def simulate(
     mechanism: Callable[..., Any],
@@ -396,77 +413,34 @@ def simulate(
     # workers capped at the usable CPUs and memory (a WorkerCapWarning names the cap)
     n_jobs, planned_backend, _ = plan_workers(n_jobs, backend, worker_memory=ex.worker_memory,
                                               stacklevel=3)
-    reseed_global = planned_backend == "multiprocessing"
-    process_workers = planned_backend in ("loky", "multiprocessing")
-    if not ex.memory_map:
-        store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
-    ckpt = None
-    if checkpoint is not None:
-        ckpt = Checkpoint.open(
-            checkpoint,
-            fingerprint=run_fingerprint(mechanism, pool, sampler, dtype),
-            n_records=n_records,
-            root=None if rng is None else as_seed_sequence(rng),
-        )
-        root = ckpt.root
-    else:
-        root = as_seed_sequence(rng)
-    if ex.memory_map:  # the outputs as .npy memory maps in the (now existing) checkpoint folder
-        assert checkpoint is not None  # ExecutionOptions refuses memory_map without it
-        output_path = os.path.join(os.fspath(checkpoint), MAPPED_OUTPUTS)
-        store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
+    store, ckpt, root, output_path = _open_store(ex, mechanism, pool, sampler, rng,
+                                                 n_trials=n_trials, n_records=n_records,
+                                                 dtype=dtype)
     resumed = ckpt.load_into(store) if ckpt is not None else 0
     pending = store.missing_ranges()
     if pending:  # sampler errors (e.g. subset_size > n_records) surface here, in the caller
         sampler.trial_mask(n_records, root=root, index=pending[0][0])
     task = TrialTask(
-        mechanism=mechanism,
-        mechanism_name=mechanism_name,
-        pool=pool,
-        n_records=n_records,
-        sampler=sampler,
-        root=root,
-        pass_rng=pass_rng,
-        retries=retries,
-        timeout=timeout,
-        output_dtype=dtype,
-        reseed_global=reseed_global,
-        parent_pid=os.getpid() if process_workers else None,
+        mechanism=mechanism, mechanism_name=mechanism_name, pool=pool, n_records=n_records,
+        sampler=sampler, root=root, pass_rng=pass_rng, retries=retries, timeout=timeout,
+        output_dtype=dtype, reseed_global=planned_backend == "multiprocessing",
+        parent_pid=os.getpid() if planned_backend in ("loky", "multiprocessing") else None,
         kernel_signal=threading.current_thread() is threading.main_thread(),
-        block_size=block_size_of(mechanism, ex.ensemble),
-        n_trials=n_trials,
-    )
+        block_size=block_size_of(mechanism, ex.ensemble), n_trials=n_trials)
     if dtype != np.float64:
         task = _with_reference(task, store, ckpt)
     verified = (ckpt.verify(store, lambda i: _rerun(task, store, i))
                 if ckpt is not None and resumed else [])
     pending = store.missing_ranges()
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=n_trials, initial=store.n_done, disable=not progress, unit="trial",
-               desc="pac")
+    bar = _progress_bar(n_trials, store.n_done, progress)
     t_run = time.perf_counter()
     with bar:
         backend_name, n_workers = run_pending(
             task, store, ckpt, n_jobs=n_jobs, backend=backend, batch_size=batch_size,
             bar=bar, retries=retries,
         )
-    if pending:
-        # the first trial run here, and (when a trial is cheap: at most _RERUN_BUDGET_S for
-        # the extra re-runs) a middle and the last one: randomness drawn outside `rng` in
-        # only some trials is then caught far more often than from one trial
-        first, last = pending[0][0], pending[-1][1] - 1
-        n_run = sum(b - a for a, b in pending)
-        per_trial = (time.perf_counter() - t_run) * max(n_workers, 1) / max(n_run, 1)
-        picks = [first]
-        if per_trial * 2 <= _RERUN_BUDGET_S:
-            picks += sorted({(first + last) // 2, last} - {first})
-        reproducible, note = _check_reproducible(task, store, picks)
-    elif verified:
-        reproducible = True
-        note = f"recorded trials {verified} re-run from their seeds: bit-identical"
-    else:
-        reproducible, note = None, ""
+    reproducible, note = _reproducibility(task, store, pending, verified,
+                                          run_s=time.perf_counter() - t_run, n_workers=n_workers)
     outputs, masks = store.finalize()
     return SimulationResult(
         outputs=outputs,
@@ -488,6 +462,50 @@ def simulate(
         reproducible=reproducible,
         reproducibility_note=note,
     )
+
+
+def _open_store(ex: ExecutionOptions, mechanism, pool, sampler: Sampler, rng: RNGLike, *,
+                n_trials: int, n_records: int, dtype) -> tuple:
+    """``(store, checkpoint or None, root seed, output path)`` of a run: the checkpoint (if
+    any) opened with the run's fingerprint and its stored seed, the outputs in memory, in
+    ``output_path`` or memory-mapped in the checkpoint folder."""
+    output_path = ex.output_path
+    ckpt = None
+    if ex.checkpoint is not None:
+        ckpt = Checkpoint.open(
+            ex.checkpoint,
+            fingerprint=run_fingerprint(mechanism, pool, sampler, dtype),
+            n_records=n_records,
+            root=None if rng is None else as_seed_sequence(rng),
+        )
+        root = ckpt.root
+    else:
+        root = as_seed_sequence(rng)
+    if ex.memory_map:  # the outputs as .npy memory maps in the (now existing) checkpoint folder
+        assert ex.checkpoint is not None  # ExecutionOptions refuses memory_map without it
+        output_path = os.path.join(os.fspath(ex.checkpoint), MAPPED_OUTPUTS)
+    store = OutputStore(n_trials, n_records, dtype=dtype, output_path=output_path)
+    return store, ckpt, root, output_path
+
+
+def _reproducibility(task: TrialTask, store: OutputStore, pending: list, verified: list, *,
+                     run_s: float, n_workers: int) -> tuple[bool | None, str]:
+    """``(reproducible, note)``: trials run here re-run from their seeds, or the verified
+    trials of a resumed checkpoint, or nothing to check."""
+    if pending:
+        # the first trial run here, and (when a trial is cheap: at most _RERUN_BUDGET_S for
+        # the extra re-runs) a middle and the last one: randomness drawn outside `rng` in
+        # only some trials is then caught far more often than from one trial
+        first, last = pending[0][0], pending[-1][1] - 1
+        n_run = sum(b - a for a, b in pending)
+        per_trial = run_s * max(n_workers, 1) / max(n_run, 1)
+        picks = [first]
+        if per_trial * 2 <= _RERUN_BUDGET_S:
+            picks += sorted({(first + last) // 2, last} - {first})
+        return _check_reproducible(task, store, picks)
+    if verified:
+        return True, f"recorded trials {verified} re-run from their seeds: bit-identical"
+    return None, ""
 
 
 def _rerun(task: TrialTask, store: OutputStore, index: int) -> tuple[np.ndarray, np.ndarray]:

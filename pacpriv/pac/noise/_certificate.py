@@ -65,6 +65,7 @@ from pacpriv.pac.noise._shape import (
     default_shape_trials,
     fit_shape,
 )
+from pacpriv.pac.spectrum._gram import CentredGram
 from pacpriv.pac.spectrum._spectral import one_blas_thread
 
 __all__ = ["DEFAULT_CLIP_PROBABILITY", "METHODS", "SCALINGS", "SHAPE_FLOOR", "Certificate",
@@ -87,21 +88,25 @@ _MIN_CERT = 4
 @dataclass(frozen=True, eq=False)
 class RelativeOutputs:
     """Outputs stored relative to a reference (float32 storage of the engine): trial ``i``'s
-    output is ``outputs[i] + reference``.
+    output is ``outputs[i] + reference`` (None: the outputs themselves), with the centred Gram
+    matrix of ``outputs`` when the pipeline has already made it (``gram``, shared with the
+    spectrum: :func:`pacpriv.pac.spectrum._gram.centred_gram`).
 
     The certificate is translation invariant except for the clip centre and the public
     ``output_bound``'s radius, which take ``reference`` back; no absolute copy is made.
     """
 
     outputs: np.ndarray
-    reference: np.ndarray
+    reference: np.ndarray | None
+    gram: CentredGram | None = None
 
 
 def split_source(source) -> tuple[np.ndarray, np.ndarray | None]:
     """``(outputs, reference or None)`` of a rule's source (an array or
     :class:`RelativeOutputs`)."""
     if isinstance(source, RelativeOutputs):
-        return source.outputs, np.asarray(source.reference, dtype=np.float64)
+        ref = source.reference
+        return source.outputs, None if ref is None else np.asarray(ref, dtype=np.float64)
     return source, None
 
 
@@ -252,7 +257,7 @@ def certify_noise(
 
     Parameters
     ----------
-    outputs : array_like of shape (n_trials, d)
+    outputs : array_like of shape (n_trials, d), or RelativeOutputs
         Mechanism outputs on **independent** random subsets, each drawn like the secret
         (real, finite), in trial order; ``n_trials >= 6``. Of complementary pairs pass one
         member each (``run_pac`` does). Any real dtype, a memory map included: it is read,
@@ -266,7 +271,8 @@ def certify_noise(
     shape_fraction : float, optional
         Fraction of the trials that fix the shape and the clip, in ``(0, 1)``. Default: the
         split of :func:`~pacpriv.pac.noise._shape.default_shape_trials`
-        (``≈ 0.45 sqrt(d) m^0.7`` trials, at most half).
+        (``≈ 0.45 sqrt(d) m^0.7`` trials, at most half while ``d <= m/4``, up to
+        ``m − max(32, m/8)`` at high ``d``).
     output_bound : float, optional
         Public bound ``r >= ||f(X)||₂`` (an assumption; :func:`~pacpriv.pac.job.run_pac`
         refuses one that a simulated output breaks). Gives the clip radius
@@ -295,7 +301,12 @@ def certify_noise(
     offset : array_like of shape (d,), optional
         The rows of ``outputs`` are ``f_i − offset`` (e.g. float32 storage relative to trial
         0): the clip centre and ``output_bound``'s radius add it back; nothing else depends on
-        a translation.
+        a translation. A :class:`RelativeOutputs` ``outputs`` brings its own ``reference`` as
+        the offset (then ``offset`` must be None) and, in ``gram``, the centred Gram matrix of
+        its rows already made and shared with the spectrum
+        (:func:`pacpriv.pac.spectrum._gram.centred_gram`): used when ``d > n_trials`` instead of
+        a new pass over the outputs (that pass also checked them finite).
+        :func:`pacpriv.pac._pipeline.measure` passes one.
 
     Returns
     -------
@@ -326,13 +337,23 @@ def certify_noise(
     .. [3] Maurer & Pontil, COLT 2009, Thm 4.
     .. [4] Ramdas & Manole, arXiv:2304.02611, 2023.
     """
+    gram = None
+    if isinstance(outputs, RelativeOutputs):
+        if offset is not None and outputs.reference is not None:
+            raise ValueError("`offset` must be None when `outputs` is a RelativeOutputs with a "
+                             "reference (it is the offset).")
+        if outputs.reference is not None:
+            offset = outputs.reference
+        outputs, gram = outputs.outputs, outputs.gram
     x = outputs if isinstance(outputs, np.ndarray) else np.asarray(outputs)
     if x.dtype == bool or not (np.issubdtype(x.dtype, np.floating)
                                or np.issubdtype(x.dtype, np.integer)):
         raise TypeError(f"`outputs` must hold real numbers; got dtype {x.dtype}.")
     if x.ndim != 2 or x.shape[1] < 1:
         raise ValueError(f"`outputs` must be 2-D (n_trials, d) with d >= 1; got shape {x.shape}.")
-    if not np.all(np.isfinite(x)):
+    if gram is not None:
+        _check_gram(gram, x)
+    elif not np.all(np.isfinite(x)):
         raise ValueError("`outputs` must be finite; found NaN or inf.")
     v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False, high=100.0)
     conf = _check_confidence(confidence)
@@ -367,16 +388,26 @@ def certify_noise(
     with one_blas_thread(m, d):
         return _certify(x, n_shape=n_shape, v=v, conf=conf, margin=margin, method=method,
                         pi=pi, shrinkage=shrinkage, scaling=scaling, r=r, theta=theta,
-                        randomized=randomize is not None, offset=offset)
+                        randomized=randomize is not None, offset=offset, gram=gram)
+
+
+def _check_gram(gram, x: np.ndarray) -> None:
+    """Refuse a precomputed Gram that is not that of ``x``."""
+    if not isinstance(gram, CentredGram):
+        raise TypeError(f"`gram` must be a CentredGram or None; got {type(gram).__name__}.")
+    if gram.outputs is not x:
+        raise ValueError("`gram` must be the centred Gram of `outputs` itself (made by "
+                         "centred_gram(outputs) or its restrict()).")
 
 
 def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: str, pi: float,
              shrinkage, scaling: str, r: float | None, theta: float,
-             randomized: bool, offset: np.ndarray | None) -> NoisePlan:
+             randomized: bool, offset: np.ndarray | None,
+             gram: CentredGram | None = None) -> NoisePlan:
     """The body of :func:`certify_noise` on validated arguments."""
     m, d = x.shape
     # d > m: the rows in coordinates of their span (never d x d, never a float64 copy of x)
-    red = reduce_rows(x) if _use_reduced(m, d) else None
+    red = reduce_rows(x, gram=gram) if _use_reduced(m, d) else None
     if red is None:
         x = np.array(x, dtype=np.float64)
         if not np.all(np.isfinite(x)):

@@ -22,7 +22,7 @@ from decimal import Decimal
 from pacpriv._numbers import format_bound
 from pacpriv._validation import check_real
 from pacpriv.exceptions import UndersampledWarning
-from pacpriv.pac.noise._certificate import certify_noise, split_source
+from pacpriv.pac.noise._certificate import certify_noise
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.noise._planning import trials_for_inflation
 from pacpriv.pac.noise._rule import CONFIDENCE_FLAG, OUTPUT_BOUND_FLAG, NoiseRule, Note
@@ -51,7 +51,9 @@ class Certified(NoiseRule):
         ``1 − γ`` in ``(0, 1)``.
     shape_fraction : float, optional
         Fraction of the trials that fix the noise shape and the clip, in ``(0, 1)``. Default
-        (None): about ``0.45·sqrt(d + 1.2)·m^0.7`` of the ``m`` trials, at most half.
+        (None): about ``0.45·sqrt(d + 1.2)·m^0.7`` of the ``m`` trials, at most half while
+        ``d <= m/4`` and up to ``m − max(32, m/8)`` when ``d >= 3m/4``
+        (:func:`~pacpriv.pac.noise._shape.shape_cap`).
     output_bound : float, optional
         Public bound ``r >= ||f(X)||₂`` (an assumption, checked against every simulated output):
         a tighter clip, and a certified minimum noise when the outputs never varied.
@@ -121,13 +123,13 @@ class Certified(NoiseRule):
                        low_inclusive=False)
 
     def _plan(self, source, mi_budget: float) -> NoisePlan:
-        outputs, offset = split_source(source)
-        return certify_noise(outputs, mi_budget=mi_budget, confidence=self.confidence,
+        # (a RelativeOutputs source brings its reference and the pipeline's shared Gram)
+        return certify_noise(source, mi_budget=mi_budget, confidence=self.confidence,
                              shape_fraction=self.shape_fraction,
                              output_bound=self.output_bound, clip_margin=self.clip_margin,
                              clip_probability=self.clip_probability,
                              shrinkage=self.shrinkage, scaling=self.scaling,
-                             method="betting", offset=offset)
+                             method="betting")
 
     def trials_needed(self, *, dim: int) -> int:
         """The planning model's trials for a noise power within ``target_inflation`` (1.2 if
@@ -216,10 +218,8 @@ class AsymptoticT(NoiseRule):
         _check_shape_fraction(self.shape_fraction)
 
     def _plan(self, source, mi_budget: float) -> NoisePlan:
-        outputs, offset = split_source(source)
-        return certify_noise(outputs, mi_budget=mi_budget, confidence=self.confidence,
-                             shape_fraction=self.shape_fraction, method="student-t",
-                             offset=offset)
+        return certify_noise(source, mi_budget=mi_budget, confidence=self.confidence,
+                             shape_fraction=self.shape_fraction, method="student-t")
 
     def trials_needed(self, *, dim: int) -> int:
         return max(self.min_trials, 2 * math.ceil(dim / self.shape_fraction) + 2)

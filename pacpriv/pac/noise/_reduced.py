@@ -33,6 +33,7 @@ import numpy as np
 from scipy import linalg
 
 from pacpriv.pac.noise._shape import Shape
+from pacpriv.pac.spectrum._gram import CentredGram
 from pacpriv.pac.spectrum._spectral import (
     _back_project,
     _cols_per_block,
@@ -72,15 +73,20 @@ class Reduced:
     step: int
 
 
-def reduce_rows(x: np.ndarray) -> Reduced:
+def reduce_rows(x: np.ndarray, gram: CentredGram | None = None) -> Reduced:
     """One column-block pass over ``x`` (n, d): the Gram matrix and the coordinates ``P``.
 
-    Raises ``ValueError`` when ``x`` is not finite (checked block by block).
+    ``gram``: the pass already made (:func:`pacpriv.pac.spectrum._gram.centred_gram` of ``x``,
+    shared with the spectrum); then ``x`` is not read here. Raises ``ValueError`` when ``x`` is
+    not finite (checked block by block).
     """
     n, d = x.shape
-    step = min(_cols_per_block(n, None), d)
-    gram, mean, _ = _gram_pass(x, step)
-    lam, u = _small_eigh((gram + gram.T) / 2.0)
+    if gram is None:
+        step = min(_cols_per_block(n, None), d)
+        gram_k, mean, _ = _gram_pass(x, step)
+    else:
+        gram_k, mean, step = gram.gram, gram.mean, gram.step
+    lam, u = _small_eigh((gram_k + gram_k.T) / 2.0)
     lam, u = lam[::-1], u[:, ::-1]
     lam = clip_eigenvalues(lam, size=max(n, d), eps=float(np.finfo(np.float64).eps))
     r = max(int(np.sum(lam > 0)), 1)
@@ -88,7 +94,7 @@ def reduce_rows(x: np.ndarray) -> Reduced:
     coords = u[:, :r] * root
     with np.errstate(divide="ignore"):
         lift = np.where(root > 0, u[:, :r] / np.where(root > 0, root, 1.0), 0.0)
-    return Reduced(x, mean, gram, coords, lift, step)
+    return Reduced(x, mean, gram_k, coords, lift, step)
 
 
 def _orthonormalise(v: np.ndarray) -> np.ndarray:

@@ -23,7 +23,16 @@ validity (they are fixed before any certificate trial is used), only how much no
 * **Split.** ``m_s ≈ 0.45 · sqrt(d + 1.2) · m^0.7`` (:func:`default_shape_trials`): the shape
   loss falls like ``d/m_s`` and the certificate's width like ``1/sqrt(m − m_s)``; the constants
   were fitted on Gaussian outputs with flat, decaying and one-dominant spectra
-  (benchmarks/certificate.py).
+  (benchmarks/certificate.py). At most ``m/2`` while ``d <= m/4``; at high ``d`` up to
+  ``m − max(32, m/8)`` (:func:`shape_cap`): there the noise is set by how many directions the
+  shape trials resolve (docs/guide/sizes.md, the ``T``-trial floor).
+* **Complement.** When ``m_s − 1 < d`` the shape trials leave ``d − m_s + 1`` directions
+  unexplored. They get one value, the square-root rule on their variance spread evenly
+  (``sqrt(τ̂/(d − m_s + 1))``, ``τ̂`` the held-out folds' variance outside each fold's span),
+  times a factor chosen by the cross-validation; the explored directions are shrunk towards
+  their own mean. The certificate charges the complement through the same trace bound
+  (its summands whiten the whole output), so an underestimate of ``τ̂`` costs noise, never
+  validity.
 
 References
 ----------
@@ -52,11 +61,15 @@ SHAPE_FLOOR = 1e-6
 #: Shrinkage intensities ``α`` tried by the cross-validation.
 SHRINKAGE_GRID = np.linspace(0.0, 1.0, 11)
 
+#: Factors of the unexplored directions' estimated square-root value that the
+#: cross-validation tries (powers of sqrt(2) from 1/4 to 4; 1 first, so that ties keep it).
+COMPLEMENT_GRID = 2.0 ** np.array([0.0, -0.5, 0.5, -1.0, 1.0, -1.5, 1.5, -2.0, 2.0])
+
 #: Folds of the shape trials for the cross-validation (fewer when there are few trials).
 CV_FOLDS = 8
 
 #: Bounds on the out-of-fold inflation of the clip radius.
-_INFLATION_RANGE = (1.0, 2.0)
+_INFLATION_RANGE = (1.0, 4.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +129,24 @@ class Shape:
         top = max(float(a.max()), 0.0 if a_c is None else a_c)
         return Shape(self.vecs, a / top, None if a_c is None else a_c / top, self.full_dim)
 
+    def split_shrunk(self, explored: int, alpha: float, complement: float | None) -> Shape:
+        """The first ``explored`` values that sit above the floor (twice :data:`SHAPE_FLOOR`)
+        shrunk towards their mean by ``α``; the unexplored ones (``a[explored:]`` and
+        ``a_c``) set to ``complement > 0`` (in this shape's units; None: kept, as are floored
+        values); renormalised to ``max a = 1``. With no unexplored direction: :meth:`shrunk`."""
+        if self.a_c is None and explored >= self.a.size:
+            return self.shrunk(alpha)
+        a = self.a.copy()
+        head = np.flatnonzero(a[:explored] > 2.0 * SHAPE_FLOOR)
+        if head.size and alpha:
+            a[head] = (1.0 - alpha) * a[head] + alpha * float(a[head].mean())
+        a_c = self.a_c
+        if complement is not None:
+            a[explored:] = complement
+            a_c = None if a_c is None else complement
+        top = max(float(a.max()), 0.0 if a_c is None else a_c)
+        return Shape(self.vecs, a / top, None if a_c is None else a_c / top, self.full_dim)
+
 
 def sqrt_shape(outputs: np.ndarray, dim: int | None = None) -> tuple[Shape, np.ndarray]:
     """Square-root-rule shape of the rows of ``outputs`` (n, d), and their spectrum ``λ̂``.
@@ -152,30 +183,74 @@ def _folds(n: int) -> list[np.ndarray]:
     return [] if k < 2 else np.array_split(np.arange(n), k)
 
 
-def _held_out_traces(shape: Shape, held: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """``tr(A_α⁻¹ S)·tr(A_α)`` for each ``α`` in ``grid``; ``S`` the held-out covariance."""
+@dataclass(frozen=True)
+class _Unexplored:
+    """The directions a shape fit leaves unexplored: ``count`` explored, ``n_rest`` not, and
+    ``scale`` their square-root value per unit of complement factor (None: kept as fitted)."""
+
+    count: int
+    n_rest: int
+    scale: float | None
+
+
+def _unexplored(n: int, width: int, dim: int | None, lam: np.ndarray,
+                resid: float | None) -> _Unexplored | None:
+    """:class:`_Unexplored` of a :func:`sqrt_shape` fit on ``n`` rows with sample spectrum
+    ``lam``, given ``resid``, an estimate of the variance outside the explored directions
+    (None: not known). None when every direction is explored. The unexplored value is the
+    square-root rule on that variance spread evenly, ``sqrt(resid / n_rest)`` in the fit's
+    units (``max sqrt(λ̂) = 1``); ``scale`` is None (the unexplored values kept as fitted)
+    when the shape trials are rank-deficient (an explored direction at :data:`SHAPE_FLOOR`,
+    or coordinates narrower than their span: the unexplored ones are at the floor already)."""
+    d = width if dim is None else dim
+    explored = min(n - 1, d)
+    if explored >= d:
+        return None
+    top = math.sqrt(float(lam.max())) if lam.size else 0.0
+    if (width < explored or resid is None or not top > 0.0
+            or math.sqrt(max(float(lam[explored - 1]), 0.0)) <= SHAPE_FLOOR * top):
+        # rank-deficient shape trials: an explored direction sits at the floor already
+        return _Unexplored(explored, d - explored, None)
+    return _Unexplored(explored, d - explored, math.sqrt(resid / (d - explored)) / top)
+
+
+def _variant(shape: Shape, pair: np.ndarray, rest: _Unexplored | None) -> Shape:
+    """``shape`` with shrinkage ``α = pair[0]`` and its unexplored directions (if any) at
+    ``pair[1]`` times their estimated square-root value (:meth:`Shape.split_shrunk`)."""
+    if rest is None:
+        return shape.shrunk(float(pair[0]))
+    value = None if rest.scale is None else max(float(pair[1]) * rest.scale, SHAPE_FLOOR)
+    return shape.split_shrunk(rest.count, float(pair[0]), value)
+
+
+def _outside(shape: Shape, held: np.ndarray) -> tuple[np.ndarray, float]:
+    """Held-out variance along ``shape.vecs`` (k,) and outside them (the complement's trace)."""
     z = held - held.mean(axis=0)
     coef = z @ shape.vecs
     along = np.sum(coef**2, axis=0) / (z.shape[0] - 1)
-    resid = max(float(np.sum(z**2) / (z.shape[0] - 1) - np.sum(along)), 0.0)
-    out = np.empty(grid.size)
-    for i, alpha in enumerate(grid):
-        s = shape.shrunk(float(alpha))
+    return along, max(float(np.sum(z**2) / (z.shape[0] - 1) - np.sum(along)), 0.0)
+
+
+def _held_out_traces(along: np.ndarray, resid: float, variants: list[Shape]) -> np.ndarray:
+    """``tr(A⁻¹ S)·tr(A)`` for each variant ``A`` (:func:`_variant` of one fold's shape);
+    ``S`` the held-out covariance (``along`` its variances along the shape's ``vecs``,
+    ``resid`` the rest)."""
+    out = np.empty(len(variants))
+    for i, s in enumerate(variants):
         tr = float(np.sum(along / s.a)) + (0.0 if s.a_c is None else resid / s.a_c)
         out[i] = tr * s.trace
     return out
 
 
-def _whitened_means(shape: Shape, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """``mean_i y_iᵀ A_α⁻¹ y_i`` for each ``α`` in ``grid`` (``A_α = shape.shrunk(α)``), with
-    the projections computed once."""
+def _whitened_means(shape: Shape, y: np.ndarray, variants: list[Shape]) -> np.ndarray:
+    """``mean_i y_iᵀ A⁻¹ y_i`` for each variant ``A`` of ``shape`` (:func:`_variant`), with the
+    projections computed once."""
     coef2 = (y @ shape.vecs) ** 2
     resid = None
     if shape.a_c is not None:
         resid = np.maximum(np.sum(y**2, axis=1) - np.sum(coef2, axis=1), 0.0)
-    out = np.empty(grid.size)
-    for i, alpha in enumerate(grid):
-        s = shape.shrunk(float(alpha))
+    out = np.empty(len(variants))
+    for i, s in enumerate(variants):
         r2 = np.sum(coef2 / s.a, axis=1)
         if resid is not None and s.a_c is not None:
             r2 = r2 + resid / s.a_c
@@ -183,16 +258,34 @@ def _whitened_means(shape: Shape, y: np.ndarray, grid: np.ndarray) -> np.ndarray
     return out
 
 
+def _grid(shrinkage: str | float) -> np.ndarray:
+    """``(α, complement factor)`` pairs the cross-validation tries (only factor 1 when ``α``
+    is given)."""
+    if shrinkage != "cv":
+        return np.array([[float(shrinkage), 1.0]])
+    return np.array([[a, c] for a in SHRINKAGE_GRID for c in COMPLEMENT_GRID])
+
+
 def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
               dim: int | None = None) -> tuple[Shape, float, float]:
     """The noise shape from the shape trials: ``(shape, α, inflation)``.
+
+    When the shape trials span fewer directions than ``d`` (``m_s − 1 < d``), the explored
+    directions are shrunk towards their own mean, and the unexplored ones (the complement)
+    get the square-root rule on the complement's variance spread evenly: its trace estimated
+    by the held-out folds' variance outside each fold's fit (an over-estimate for the full
+    shape trials, which explore more), times a factor of :data:`COMPLEMENT_GRID` chosen by the
+    same cross-validation. This is the structure of the ``T``-trial floor
+    (docs/guide/sizes.md): a head along the estimated directions, isotropic noise sized by
+    the trace in the rest.
 
     Parameters
     ----------
     shape_x : ndarray of shape (m_s, d)
         The shape trials.
     shrinkage : "cv" or float in [0, 1]
-        ``α`` chosen by cross-validation on the shape trials, or given.
+        ``α`` (and the complement factor) chosen by cross-validation on the shape trials, or
+        ``α`` given (factor 1).
     dim : int, optional
         The full dimension ``d`` when ``shape_x`` holds coordinates in a subspace of it
         (:func:`sqrt_shape`).
@@ -201,32 +294,43 @@ def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
     -------
     (Shape, float, float)
         The (shrunk) shape, ``α``, and the out-of-fold over in-fold mean whitened radius of the
-        shrunk shapes fitted without each fold, in ``[1, 2]`` (1 when there are fewer than 4
+        shrunk shapes fitted without each fold, in ``[1, 4]`` (1 when there are fewer than 4
         shape trials), for :func:`clip_radius2`. Each fold's shape is used and dropped: at most
         one is alive at a time.
     """
-    base, _ = sqrt_shape(shape_x, dim)
-    folds = _folds(shape_x.shape[0])
+    base, lam = sqrt_shape(shape_x, dim)
+    n, width = shape_x.shape
+    folds = _folds(n)
     cv = shrinkage == "cv"
-    grid = SHRINKAGE_GRID if cv else np.array([float(shrinkage)])
-    loss = np.zeros(grid.size)
-    num = np.zeros(grid.size)
-    den = np.zeros(grid.size)
+    grid = _grid(shrinkage)
+    loss = np.zeros(len(grid))
+    num = np.zeros(len(grid))
+    den = np.zeros(len(grid))
+    outside = []
     for f in folds:
-        keep = np.ones(shape_x.shape[0], dtype=bool)
+        keep = np.ones(n, dtype=bool)
         keep[f] = False
-        s = sqrt_shape(shape_x[keep], dim)[0]
+        s, lam_f = sqrt_shape(shape_x[keep], dim)
+        along, resid = _outside(s, shape_x[f])
+        n_fit = int(np.sum(keep))
+        # the held-out variance outside the explored directions (``vecs`` may hold one more,
+        # of singular value 0, whose direction is arbitrary)
+        rest_var = resid + float(np.sum(along[min(n_fit - 1, base.dim):]))
+        outside.append(rest_var)
+        rest = _unexplored(n_fit, width, dim, lam_f, rest_var)
+        variants = [_variant(s, pair, rest) for pair in grid]  # once per fold, used thrice
         if cv:
-            loss += _held_out_traces(s, shape_x[f], grid)
+            loss += _held_out_traces(along, resid, variants)
         c = shape_x[keep].mean(axis=0)
-        den += _whitened_means(s, shape_x[keep] - c, grid)
-        num += _whitened_means(s, shape_x[f] - c, grid)
+        den += _whitened_means(s, shape_x[keep] - c, variants)
+        num += _whitened_means(s, shape_x[f] - c, variants)
     pick = int(np.argmin(loss)) if cv and base.dim > 1 and folds else 0
-    alpha = float(grid[pick])
+    alpha = float(grid[pick, 0])
     infl = 1.0
     if folds and den[pick] > 0:
         infl = min(max(float(num[pick] / den[pick]), _INFLATION_RANGE[0]), _INFLATION_RANGE[1])
-    return base.shrunk(alpha), alpha, infl
+    rest = _unexplored(n, width, dim, lam, float(np.mean(outside)) if outside else None)
+    return _variant(base, grid[pick], rest), alpha, infl
 
 
 def clip_radius2(shape_x: np.ndarray, centre: np.ndarray, shape: Shape, infl: float,
@@ -234,7 +338,7 @@ def clip_radius2(shape_x: np.ndarray, centre: np.ndarray, shape: Shape, infl: fl
     """Squared clip radius ``ρ²`` (whitened units of ``shape``) from the shape trials.
 
     ``max(max_j r_j², infl · mean(r²) · F_{k, k(m_s−1)}(1 − π))``: ``r_j²`` the shape trials'
-    whitened radii, ``infl`` the out-of-fold inflation of the mean radius (in ``[1, 2]``, from
+    whitened radii, ``infl`` the out-of-fold inflation of the mean radius (in ``[1, 4]``, from
     :func:`fit_shape`), ``k`` the Satterthwaite degrees of freedom ``(Σ w)²/Σ w²`` of
     ``r² = Σ_j w_j χ²₁`` with ``w_j = λ̂_j/a_j`` [SW]_, ``π = clip_probability``. 0 when the
     shape trials never varied.
@@ -257,9 +361,29 @@ def clip_radius2(shape_x: np.ndarray, centre: np.ndarray, shape: Shape, infl: fl
     return max(top, q)
 
 
+#: Fewest certificate trials the high-dimensional split leaves (see :func:`shape_cap`).
+HIGH_D_CERTIFICATE_TRIALS = 32
+
+
+def shape_cap(n_trials: float, dim: int) -> float:
+    """Most shape trials of the split: ``m/2`` while ``d <= m/4``; when ``d >= 3m/4``,
+    ``max(m/2, m − max(32, m/8))`` (the shape trials must see the directions the complement
+    would otherwise be charged for, and at high ``d`` the whitened summands concentrate, so
+    ``max(32, m/8)`` certificate trials suffice); linear in ``d/m`` in between.
+
+    A function of ``(m, d)`` only, so the split never looks at the outputs. Measured on
+    Poisson sums with decaying scales (benchmarks/certificate.py, issue 32).
+    """
+    half = 0.5 * n_trials
+    high = max(half, n_trials - max(HIGH_D_CERTIFICATE_TRIALS, n_trials / 8.0))
+    weight = min(max((dim / n_trials - 0.25) / 0.5, 0.0), 1.0)
+    return half + weight * (high - half)
+
+
 def shape_trials_model(n_trials: float, dim: int) -> float:
-    """The split rule before rounding: ``min(m/2, 0.45 · sqrt(d + 1.2) · m^0.7)``."""
-    return min(0.5 * n_trials, 0.45 * math.sqrt(dim + 1.2) * n_trials**0.7)
+    """The split rule before rounding: ``min(cap, 0.45 · sqrt(d + 1.2) · m^0.7)`` with ``cap``
+    from :func:`shape_cap` (``m/2`` while ``d <= m/4``)."""
+    return min(shape_cap(n_trials, dim), 0.45 * math.sqrt(dim + 1.2) * n_trials**0.7)
 
 
 def default_shape_trials(n_trials: int, dim: int) -> int:

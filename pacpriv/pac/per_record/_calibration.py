@@ -206,8 +206,7 @@ class PerRecordPlan(NoisePlan):
 
 
 def _check_shape(shape, shape_fraction) -> tuple[str, float]:
-    if not isinstance(shape, str) or shape not in SHAPES:
-        raise ValueError(f"`shape` must be one of {SHAPES}; got {shape!r}.")
+    SHAPES.get(shape)  # ValueError naming `shape` and the registered shapes
     frac = check_real(shape_fraction, "shape_fraction", low=0.0, high=1.0,
                       low_inclusive=False, high_inclusive=False)
     return shape, frac

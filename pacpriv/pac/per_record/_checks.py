@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from pacpriv._numbers import format_bound
 from pacpriv._validation import check_real
 from pacpriv.pac.per_record._math import bernstein_floor
-from pacpriv.pac.samplers import (
-    ComplementaryPairsSampler,
-    FixedSizeSampler,
-    PoissonSampler,
-    Sampler,
-    as_sampler,
-)
+from pacpriv.pac.samplers import PoissonSampler, Sampler, as_sampler
 
 __all__ = ["check_certifiable", "check_records", "check_sampler"]
 
 
 def check_sampler(sampler: Sampler | str | None) -> PoissonSampler:
-    """Return a Poisson sampler with rate in (0, 1) or raise explaining why others are refused.
+    """Return the sampler if it declares independent memberships (``independent_memberships``)
+    at a ``sampling_rate`` in (0, 1); else raise with the sampler's own reason (``dependence``).
 
     Raises
     ------
@@ -29,29 +24,16 @@ def check_sampler(sampler: Sampler | str | None) -> PoissonSampler:
         For fixed-size, complementary-pairs or any other sampler, or a rate of 0 or 1.
     """
     smp = as_sampler(sampler) if sampler is None or isinstance(sampler, (Sampler, str)) else None
-    if isinstance(smp, FixedSizeSampler):
-        raise ValueError(
-            "`sampler` must draw independent memberships for the per-record analysis; with "
-            "FixedSizeSampler the other records' memberships determine b_i "
-            "(b_i = subset_size − Σ_{j≠i} b_j), so an informed adversary knows it. Use "
-            "PoissonSampler(sampling_rate)."
-        )
-    if isinstance(smp, ComplementaryPairsSampler):
-        raise ValueError(
-            "`sampler` must draw independent memberships for the per-record analysis; "
-            "ComplementaryPairsSampler makes trial 2k+1 the complement of trial 2k, so "
-            "memberships are not independent across trials (b_i of one trial determines it in "
-            "the other) and the trials are not i.i.d. Use PoissonSampler(sampling_rate)."
-        )
-    if not isinstance(smp, PoissonSampler):
-        raise ValueError(
-            "`sampler` must be a PoissonSampler for the per-record analysis (independent "
-            "Bernoulli memberships are required and cannot be verified for other samplers); "
-            f"got {type(sampler).__name__}."
-        )
-    check_real(smp.sampling_rate, "sampling_rate", low=0.0, high=1.0, low_inclusive=False,
+    if smp is None or not smp.independent_memberships or not hasattr(smp, "sampling_rate"):
+        why = (smp.dependence if smp is not None and not smp.independent_memberships else
+               f"independent Bernoulli memberships at a declared `sampling_rate` are required; "
+               f"got {type(sampler).__name__}.")
+        raise ValueError("`sampler` must draw independent memberships for the per-record "
+                         f"analysis; {why} Use PoissonSampler(sampling_rate).")
+    rated = cast(PoissonSampler, smp)  # a sampler declaring independent memberships at a rate
+    check_real(rated.sampling_rate, "sampling_rate", low=0.0, high=1.0, low_inclusive=False,
                high_inclusive=False)
-    return smp
+    return rated
 
 
 def check_records(records: Any, n_records: int) -> np.ndarray:

@@ -23,19 +23,17 @@ References
 
 from __future__ import annotations
 
-import functools
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from pacpriv._random import RNGLike
-from pacpriv.exceptions import NotReproducibleWarning
 from pacpriv.pac.engine._options import ExecutionOptions
-from pacpriv.pac.engine._simulate import SimulationResult, simulate
+from pacpriv.pac.engine._simulate import SimulationResult
 from pacpriv.pac.per_record._math import NoiseGeometry
-from pacpriv.pac.per_record._sim import PairSpec, distance_trial
+from pacpriv.pac.per_record._sim import PairSpec
+from pacpriv.pac.per_record._units import run_pairs
 from pacpriv.pac.samplers import PoissonSampler, callable_fingerprint
 
 __all__ = ["RecordDistances", "declared_bounds", "simulate_distances"]
@@ -125,18 +123,8 @@ def simulate_distances(mechanism: Any, pool: Any, geometry: NoiseGeometry, *, n_
     floor = min_std(geometry)
     pad = 0.0 if err == 0.0 else err / floor
     spec = PairSpec.build(mechanism, pool, records, n_records, ensemble=execution.ensemble)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        sim = simulate(
-            functools.partial(distance_trial, spec, geometry),
-            np.arange(n_records, dtype=np.int64), n_trials=n_trials, sampler=sampler, rng=rng,
-            execution=execution, mechanism_name=callable_fingerprint(mechanism)["name"],
-        )
-    for w in caught:
-        if issubclass(w.category, NotReproducibleWarning):
-            warnings.warn(str(w.message), NotReproducibleWarning, stacklevel=2)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    sim = run_pairs(spec, sampler=sampler, n_trials=n_trials, rng=rng, execution=execution,
+                    mechanism_name=callable_fingerprint(mechanism)["name"], geometry=geometry)
     k = records.shape[0]
     d = sim.dim - k
     return RecordDistances(

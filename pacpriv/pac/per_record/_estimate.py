@@ -1,16 +1,18 @@
 """Time estimate of a per-record simulation from a short timed probe (before any trial runs).
 
 A per-record trial costs ``1 + k`` mechanism evaluations for ``k`` audited records (one call
-when the mechanism has ``per_record_differences``). :func:`estimate_per_record_time` times
-``f(S)`` and a few flipped subsets (or one fast-path call) on one Poisson subset drawn with a
-public seed, and scales the time per evaluation to the whole run. The probe's outputs are
-discarded (nothing of it is stored or released). The estimate is a plain extrapolation: a
-mechanism whose cost depends strongly on the subset, a loaded machine or worker start-up can
-make the run slower or faster; it is printed as "about".
+when the mechanism has ``per_record_differences``; ``k + ⌈k/B⌉`` for a black box run in record
+blocks of ``B``, :mod:`pacpriv.pac.per_record._units`, whose blocks divide among the workers).
+:func:`estimate_per_record_time` times ``f(S)`` and a few flipped subsets (or one fast-path
+call) on one Poisson subset drawn with a public seed, and scales the time per evaluation to
+the whole run. The probe's outputs are discarded (nothing of it is stored or released). The
+estimate is a plain extrapolation: a mechanism whose cost depends strongly on the subset, a
+loaded machine or worker start-up can make the run slower or faster; it is printed as "about".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv.pac.per_record._sim import PairSpec, _differences
+from pacpriv.pac.per_record._units import DEFAULT_RECORD_BLOCK
 
 __all__ = ["RunEstimate", "estimate_per_record_time"]
 
@@ -71,7 +74,7 @@ def _duration(seconds: float) -> str:
 
 def estimate_per_record_time(mechanism: Any, pool: Any, records: np.ndarray, *, n_records: int,
                              n_trials: int, sampling_rate: float = 0.5,
-                             workers: int = 1) -> RunEstimate:
+                             workers: int = 1, record_block: int | None = None) -> RunEstimate:
     """Estimate the wall time of a per-record simulation by timing a short probe.
 
     Parameters
@@ -88,7 +91,11 @@ def estimate_per_record_time(mechanism: Any, pool: Any, records: np.ndarray, *, 
     sampling_rate : float, default 0.5
         Poisson rate of the probe's subset, in (0, 1).
     workers : int, default 1
-        Parallel workers of the run (the trials divide among them).
+        Parallel workers of the run (the trials, or a black box's record blocks, divide among
+        them).
+    record_block : int or None, default None
+        Records per block of a black box's trial (``ExecutionOptions.record_block``; None: the
+        default): each of the ``⌈k/B⌉`` blocks also evaluates ``f(S)``.
 
     Returns
     -------
@@ -109,15 +116,22 @@ def estimate_per_record_time(mechanism: Any, pool: Any, records: np.ndarray, *, 
         _differences(spec, subset, gen)
         per_trial, probe, evals = time.perf_counter() - tic, 1, 1
     else:
-        few = PairSpec(spec.mechanism, spec.pool, spec.records[:PROBE_FLIPS], n_records,
-                       spec.pass_rng, spec.digest, False)
+        few = dataclasses.replace(spec, records=spec.records[:PROBE_FLIPS])
         tic = time.perf_counter()
         _differences(few, subset, gen)
         probe = 1 + int(few.records.shape[0])
-        per_trial = (time.perf_counter() - tic) / probe * (1 + k)
-        evals = 1 + k
+        per_eval = (time.perf_counter() - tic) / probe
+        block = max(1, min(int(record_block or DEFAULT_RECORD_BLOCK), k))
+        parts = math.ceil(k / block)
+        evals = k + parts
+        per_trial = per_eval * evals
+        w = max(1, int(workers))
+        # the blocks of all trials divide among the workers; no less than one block's time
+        seconds = max(math.ceil(n_trials * parts / w) * per_eval * (1 + block),
+                      per_eval * (1 + block))
+        return RunEstimate(seconds=seconds, per_trial_s=per_trial, evaluations_per_trial=evals,
+                           probe_evaluations=probe, workers=w, n_trials=int(n_trials))
     w = max(1, int(workers))
-    rounds = math.ceil(n_trials / w)
-    return RunEstimate(seconds=rounds * per_trial, per_trial_s=per_trial,
+    return RunEstimate(seconds=math.ceil(n_trials / w) * per_trial, per_trial_s=per_trial,
                        evaluations_per_trial=evals, probe_evaluations=probe, workers=w,
                        n_trials=int(n_trials))

@@ -48,9 +48,7 @@ References
 
 from __future__ import annotations
 
-import functools
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +56,6 @@ import numpy as np
 
 from pacpriv._random import RNGLike
 from pacpriv._validation import check_int
-from pacpriv.exceptions import NotReproducibleWarning
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
@@ -66,7 +63,7 @@ from pacpriv.pac.engine._options import (
     refuses_removed,
     resolve_execution,
 )
-from pacpriv.pac.engine._simulate import SimulationResult, _check_pool, simulate
+from pacpriv.pac.engine._simulate import SimulationResult, _check_pool
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.per_record._betting import betting_upper, predictable_bets
 from pacpriv.pac.per_record._checks import (
@@ -83,7 +80,8 @@ from pacpriv.pac.per_record._math import (
     record_mi_term,
 )
 from pacpriv.pac.per_record._report import per_record_section
-from pacpriv.pac.per_record._sim import PairSpec, pair_trial
+from pacpriv.pac.per_record._sim import PairSpec
+from pacpriv.pac.per_record._units import run_pairs
 from pacpriv.pac.samplers import (
     PoissonSampler,
     Sampler,
@@ -98,7 +96,7 @@ __all__ = [
     "simulate_differences",
 ]
 
-#: Number of most exposed records listed (by index only) in summaries.
+#: Default number of records :meth:`RecordExposure.most_exposed` returns (by index: private).
 TOP_RECORDS = 10
 _HIST_BINS = 20
 
@@ -228,18 +226,8 @@ def simulate_differences(
         )
     run = resolve_execution(execution)
     spec = PairSpec.build(mechanism, checked_pool, recs, n_records, ensemble=run.ensemble)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        sim = simulate(  # errors and warnings name the user's mechanism, not the wrapper
-            functools.partial(pair_trial, spec), np.arange(n_records, dtype=np.int64),
-            n_trials=n_trials, sampler=smp, rng=rng, execution=run,
-            mechanism_name=callable_fingerprint(mechanism)["name"],
-        )
-    for w in caught:
-        if issubclass(w.category, NotReproducibleWarning):
-            warnings.warn(str(w.message), NotReproducibleWarning, stacklevel=2)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    sim = run_pairs(spec, sampler=smp, n_trials=n_trials, rng=rng, execution=run,
+                    mechanism_name=callable_fingerprint(mechanism)["name"])
     k = recs.shape[0]
     d = sim.dim // (1 + k)
     rows = sim.outputs.reshape(sim.n_trials, 1 + k, d)
@@ -289,6 +277,28 @@ def _weighted_gram(a: np.ndarray, variances: np.ndarray) -> np.ndarray:
     if np.any(a[:, ~pos] != 0):
         return np.full((a.shape[0], a.shape[0]), np.inf)
     return (a[:, pos] / variances[pos]) @ a[:, pos].T
+
+
+#: Quantiles of the per-record upper bounds in reports (each an order statistic at or above
+#: the quantile: never below it).
+QUANTILES = (0.5, 0.9, 0.99)
+#: Accuracy thresholds whose counts of records above them reports give (those above the
+#: blind-guess baseline).
+THRESHOLDS = (0.55, 0.6, 0.75, 0.9)
+
+
+def _quantiles(values: np.ndarray) -> dict:
+    out = {f"p{round(100 * q):g}": float(np.quantile(values, q, method="higher"))
+           for q in QUANTILES}
+    out["max"] = float(np.max(values))
+    return out
+
+
+def n_above(values: np.ndarray, baseline: float, thresholds=THRESHOLDS) -> list[dict]:
+    """How many of ``values`` exceed each threshold above ``baseline``: ``[{"accuracy",
+    "count"}]`` (counts only, no index)."""
+    return [{"accuracy": float(t), "count": int(np.count_nonzero(values > t))}
+            for t in thresholds if t > baseline]
 
 
 def _histogram(values: np.ndarray, baseline: float) -> dict:
@@ -379,10 +389,21 @@ class RecordExposure:
         return per_record_section(self, target_accuracy=target_accuracy,
                                   n_pool_records=n_pool_records)
 
-    def to_dict(self) -> dict:
-        """Public summary: maxima, medians, the most exposed records by index, a histogram."""
-        top = self.most_exposed()
+    def ranked(self) -> list[dict]:
+        """Every audited record, most exposed first: ``{"record", "accuracy_upper"}``.
+
+        **Private output**: record indices with per-record bounds (they tell which records
+        are outliers). Reports never hold it (:meth:`to_dict` keeps aggregates only); the CLI
+        writes it only on request (``pacpriv pac records --private-index-list FILE``, an
+        owner-only file outside the report)."""
         pos = {int(r): j for j, r in enumerate(self.records)}
+        return [{"record": int(r), "accuracy_upper": float(self.accuracy_upper[pos[int(r)]])}
+                for r in self.most_exposed(len(self.records))]
+
+    def to_dict(self) -> dict:
+        """Public summary: aggregates over the audited records only (maxima, medians,
+        quantiles, counts above thresholds, a histogram); no record index or per-record value
+        (:meth:`ranked` is the private list)."""
         return {
             "threat_model": "informed adversary (knows the pool, f, the noise, f's internal "
                             "randomness and every membership bit except the target's)",
@@ -400,10 +421,8 @@ class RecordExposure:
             "bound": self.bound,
             "accuracy_kind": "estimated",
             "reproducible": self.reproducible,
-            "most_exposed": [
-                {"record": int(r), "accuracy_upper": float(self.accuracy_upper[pos[int(r)]])}
-                for r in top
-            ],
+            "accuracy_upper_quantiles": _quantiles(self.accuracy_upper),
+            "n_above": n_above(self.accuracy_upper, self.baseline),
             "histogram_accuracy_upper": _histogram(self.accuracy_upper, self.baseline),
             "noise": dict(self.noise),
             "whole_subset_mi": self.whole_subset_mi,

@@ -3,8 +3,10 @@
 :func:`per_record_section` turns a :class:`~pacpriv.pac.per_record.RecordExposure` (and the
 calibration target, if any) into a report section (``title``, ``markdown``, ``threat_model``,
 ``table``, ``plot``, ``per_record``) that the report writers render to JSON, Markdown and HTML.
-It holds public facts only: the maximum and median exposure, the most exposed records **by
-index**, a histogram of the per-record upper bounds with the target marked, the informed
+It holds public facts only, aggregates over the records: the maximum, median and upper
+quantiles of the exposure, how many records lie above thresholds (and above the target), a
+histogram of the per-record upper bounds with the target marked -- never a record's index or
+its own bound -- the informed
 adversary's threat model in words and, beside it, the whole-subset guarantee of the same noise.
 Risk numbers are rounded **up** for display (safe side).
 
@@ -23,7 +25,8 @@ import numpy as np
 from pacpriv._numbers import format_bound, format_fixed, format_percent
 from pacpriv.threat_models import THREAT_MODEL_PAC, THREAT_MODEL_PAC_RECORD
 
-__all__ = ["INFORMED_ADVERSARY", "WHOLE_SUBSET", "per_record_section", "round_up"]
+__all__ = ["INFORMED_ADVERSARY", "WHOLE_SUBSET", "aggregates_line", "per_record_section",
+           "round_up"]
 
 #: The per-record threat model, in words (one text: :mod:`pacpriv.threat_models`).
 INFORMED_ADVERSARY = "**Per record (informed adversary).** " + THREAT_MODEL_PAC_RECORD
@@ -69,6 +72,21 @@ def _histogram_lines(hist: dict, target: float | None) -> list[str]:
     return lines
 
 
+def aggregates_line(d: dict, target_accuracy: float | None = None) -> str:
+    """The quantiles of the per-record upper bounds and the counts above thresholds (and
+    above ``target_accuracy``), in one line; each bound rounded up."""
+    q = d["accuracy_upper_quantiles"]
+    parts = [f"{k} ≤ {_pct_up(v)}" for k, v in q.items()]
+    counts = [f"{c['count']} above {_pct_up(c['accuracy'])}" for c in d.get("n_above", [])]
+    if target_accuracy is not None and "n_above_target" in d:
+        counts.append(f"{d['n_above_target']} above the target {_pct_up(target_accuracy)}")
+    text = ", ".join(parts)
+    if counts:
+        text += f"; of {d['n_audited']} records: " + ", ".join(counts)
+    return text
+
+
+
 def per_record_section(exposure, *, target_accuracy: float | None = None,
                        plan_bound: float | None = None, title: str | None = None,
                        n_pool_records: int | None = None, method: str | None = None) -> dict:
@@ -106,6 +124,9 @@ def per_record_section(exposure, *, target_accuracy: float | None = None,
     if not (hasattr(exposure, "to_dict") and hasattr(exposure, "accuracy_upper")):
         raise TypeError(f"`exposure` must be a RecordExposure; got {type(exposure).__name__}.")
     d = exposure.to_dict()
+    if target_accuracy is not None:  # a count, no index
+        d["n_above_target"] = int(np.count_nonzero(
+            np.asarray(exposure.accuracy_upper) > target_accuracy))
     conf = exposure.confidence
     if plan_bound is not None:
         d["plan_bound"] = plan_bound
@@ -177,9 +198,8 @@ def per_record_section(exposure, *, target_accuracy: float | None = None,
         "|---|---|---|",
         *[f"| {a} | {b} | {c} |" for a, b, c in rows],
         "",
-        "**Most exposed records (by index only):** "
-        + ", ".join(f"#{e['record']} (≤ {_pct_up(e['accuracy_upper'])})"
-                    for e in d["most_exposed"]),
+        "**Per-record upper bounds over the audited records (aggregates only; no record is "
+        "named):** " + aggregates_line(d, target_accuracy),
         "",
         "**Per-record accuracy upper bounds:**",
         "",
@@ -205,7 +225,7 @@ def per_record_section(exposure, *, target_accuracy: float | None = None,
         "threat_model": INFORMED_ADVERSARY + "\n\n" + WHOLE_SUBSET,
         "table": table,
         "plot": {"kind": "per_record_histogram",
-                 "accuracy_upper": [float(v) for v in np.sort(exposure.accuracy_upper)],
+                 "histogram": d["histogram_accuracy_upper"],  # counts: no per-record value
                  "target_accuracy": target_accuracy, "baseline": d["baseline_accuracy"]},
         "per_record": d,
     }

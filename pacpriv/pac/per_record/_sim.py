@@ -26,6 +26,13 @@ A mechanism with the engine's block form (``run_block(pool, masks, *, seeds)``, 
 :mod:`pacpriv.ensemble` mechanisms) evaluates the ``1 + k`` subsets of a trial as blocks of
 ``block_size`` subsets (``ExecutionOptions(ensemble=False)`` keeps one call per subset); the
 rows equal the one-call path to floating-point tolerance, by the block contract.
+
+Record blocks
+-------------
+Any other black box runs its trials as record blocks on the engine
+(:mod:`pacpriv.pac.per_record._units`): each engine unit evaluates ``f(S_t)`` and the pairs of
+``B`` audited records with :func:`_differences`, so a trial's ``1 + k`` evaluations spread over
+the workers, bit-identical to one unit per trial.
 """
 
 from __future__ import annotations

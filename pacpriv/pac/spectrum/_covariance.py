@@ -21,6 +21,7 @@ import numpy as np
 from pacpriv._validation import check_int
 from pacpriv.exceptions import ConstantOutputWarning
 from pacpriv.pac.spectrum._eigenbasis import LazyEigenbasis
+from pacpriv.pac.spectrum._gram import CentredGram
 from pacpriv.pac.spectrum._resolution import floor_gram, resolved_eigh
 from pacpriv.pac.spectrum._spectral import dense_covariance, gram_spectrum, one_blas_thread
 
@@ -189,6 +190,7 @@ def estimate_output_spectrum(
     block_size: int | None = None,
     eigenvectors: str = "auto",
     gram_dtype=None,
+    gram: CentredGram | None = None,
 ) -> OutputSpectrum:
     """Estimate the covariance spectrum of simulated outputs.
 
@@ -224,6 +226,11 @@ def estimate_output_spectrum(
         narrower) floating outputs when ``n² d >= FLOAT32_GRAM_MIN_WORK``, else float64. Means,
         variances, centring and the eigen-decomposition are float64 either way; see Notes for
         the float32 round-off.
+    gram : CentredGram, optional
+        Gram path only: the centred Gram matrix of exactly these ``outputs``, already made by
+        :func:`~pacpriv.pac.spectrum._gram.centred_gram` (float64) and shared with the
+        certificate; the outputs are then not read again for it (``gram_dtype`` must be None or
+        float64). :func:`pacpriv.pac._pipeline.measure` passes it.
 
     Returns
     -------
@@ -308,16 +315,34 @@ def estimate_output_spectrum(
     if not isinstance(eigenvectors, str) or eigenvectors not in _BASES:
         raise ValueError(f"`eigenvectors` must be one of {_BASES}; got {eigenvectors!r}.")
     n, d = arr.shape
-    gram_dtype = _gram_dtype(gram_dtype, arr.dtype, n, d)
     if method == "auto":
         method = "dense" if d <= n else "gram"
+    if gram is not None:
+        _check_shared(gram, arr, method, gram_dtype)
+        gram_dtype = np.float64
+    gram_dtype = _gram_dtype(gram_dtype, arr.dtype, n, d)
     with one_blas_thread(n, d):
         return _spectrum(arr, method, n_components, eigenvector_dtype, block_size, gram_dtype,
-                         eigenvectors)
+                         eigenvectors, gram)
+
+
+def _check_shared(gram, arr: np.ndarray, method: str, gram_dtype) -> None:
+    """Refuse a shared Gram that does not describe ``arr`` or does not fit the options."""
+    if not isinstance(gram, CentredGram):
+        raise TypeError(f"`gram` must be a CentredGram or None; got {type(gram).__name__}.")
+    if gram.outputs is not arr or gram.variances is None:
+        raise ValueError("`gram` must be the centred Gram of `outputs` itself (made by "
+                         "centred_gram(outputs)).")
+    if method != "gram":
+        raise ValueError("`gram` applies to the Gram path only (method='gram', or 'auto' with "
+                         f"d > n_trials); got method={method!r}.")
+    if gram_dtype is not None and np.dtype(gram_dtype) != np.float64:
+        raise ValueError(f"`gram` is a float64 Gram: `gram_dtype` must be None or float64; got "
+                         f"{gram_dtype!r}.")
 
 
 def _spectrum(arr, method, n_components, eigenvector_dtype, block_size, gram_dtype,
-              eigenvectors) -> OutputSpectrum:
+              eigenvectors, shared=None) -> OutputSpectrum:
     """The body of :func:`estimate_output_spectrum` on validated arguments."""
     n, d = arr.shape
     if method == "dense":
@@ -335,7 +360,7 @@ def _spectrum(arr, method, n_components, eigenvector_dtype, block_size, gram_dty
             eigenvectors == "auto" and 8 * d * min(n - 1, n_components or n) > LAZY_BASIS_BYTES)
         mean, variances, lam, vecs, tail, rank, rounding = gram_spectrum(
             arr, n_components=n_components, eigenvector_dtype=None if lazy else eigenvector_dtype,
-            block_size=block_size, gram_dtype=gram_dtype,
+            block_size=block_size, gram_dtype=gram_dtype, shared=shared,
         )
         basis = vecs
         if lazy:

@@ -439,8 +439,12 @@ def gram_spectrum(
     eigenvector_dtype: np.dtype | None,
     block_size: int | None,
     gram_dtype=np.float64,
+    shared=None,
 ):
     """Gram path. Returns mean, variances, held eigenvalues, eigenvectors, tail, rank, rounding.
+
+    ``shared``: a :class:`~pacpriv.pac.spectrum._gram.CentredGram` of ``outputs`` (float64,
+    the pass already made): its ``K``, means and variances are used instead of a new pass.
 
     ``eigenvector_dtype=None`` returns the ``(n, k)`` coefficients ``C`` instead of the
     eigenvectors (``V = Xc^T C``, for :class:`~pacpriv.pac.spectrum._eigenbasis.LazyEigenbasis`).
@@ -450,7 +454,10 @@ def gram_spectrum(
     n, d = outputs.shape
     step = min(_cols_per_block(n, block_size), d)
     rounding = 0.0
-    if np.dtype(gram_dtype) == np.float32:
+    if shared is not None:
+        gram, mean, variances = np.array(shared.gram), shared.mean, shared.variances
+        gram /= n - 1
+    elif np.dtype(gram_dtype) == np.float32:
         # 16 MiB of float32 per block: half as many n x n additions as float64-sized blocks
         step = min(block_size or max(1, BLOCK_BYTES // (4 * n)), d)
         gram, mean, variances, energy = _gram_pass32(outputs, step)

@@ -89,3 +89,28 @@ def test_search_tolerance_rounds_to_the_default():
     assert _search_tolerance(0.9, 1e-3) == 1e-4
     assert _search_tolerance(0.51, 1e-3) == pytest.approx(1e-5)
     assert _search_tolerance(0.5000001, 1e-3) == 1e-7
+
+
+def test_linear_lattice_needing_long_double_gives_way_to_the_geometric_grid():
+    """(σ 0.8, M 300, E 1000): the linear lattice's float64 round-off, times E, would need
+    long-double FFTs; the public interval comes from the geometric grid instead (a probe and
+    at most two refinements), meets the tolerance, and overlaps the linear lattice's own
+    certified interval (an independent discretisation)."""
+    from pacpriv.dpsgd import exact as exact_mod
+
+    sigma, steps, epochs = 0.8, 300, 1000
+    assert exact_mod._choose_method(sigma, steps, epochs, 1e-6, 40.0) == "linear"
+    kw = dict(c=40.0, c_epoch=40.0, extra=0.0, direction="add", method="linear", tail=1e-6,
+              tol=1e-4, tick=None)
+    assert exact_mod._numeric_once(sigma, steps, epochs, long_fallback=True, **kw) is None
+    lin = exact_mod._numeric_once(sigma, steps, epochs, **kw)
+    assert lin["extended_precision_upper"]
+    r = exact_membership_inference_accuracy(sigma, steps_per_epoch=steps, epochs=epochs,
+                                            progress=False)
+    assert r.details["method"] == "geometric" and r.details["attempt"] <= 2
+    assert r.converged and r.upper - r.lower <= 1e-4
+    lin_lo = 0.5 + 0.5 * lin["tv_lower_numerical"]
+    lin_up = 0.5 + 0.5 * lin["tv_upper_numerical"]
+    assert max(r.lower, lin_lo) <= min(r.upper, lin_up)
+    # the chi-square bound is above both
+    assert r.upper <= r.details["chi_square_accuracy"]

@@ -147,3 +147,17 @@ def test_resume_loky_checkpoint_under_ray(tmp_path, ray_runtime):
     assert final.resumed_trials == 10
     assert np.array_equal(final.outputs, clean.outputs)
     assert np.array_equal(final.masks, clean.masks)
+
+
+def test_dask_record_blocks_identical_to_sequential(dask_client):
+    """A per-record run's record blocks on Dask workers give the sequential differences."""
+    from pacpriv.pac.per_record import simulate_differences
+
+    kwargs = dict(n_trials=3, records=np.arange(0, 25, 2), rng=3)
+    local = simulate_differences(mechs.noisy_sum, POOL, execution=QUIET, **kwargs)
+    dask = simulate_differences(
+        mechs.noisy_sum, POOL, **kwargs,
+        execution=ExecutionOptions(backend="dask", record_block=4, progress=False))
+    np.testing.assert_array_equal(local.differences, dask.differences)
+    np.testing.assert_array_equal(local.outputs, dask.outputs)
+    assert dask.simulation.backend == "dask"

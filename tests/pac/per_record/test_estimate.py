@@ -57,3 +57,18 @@ def test_fast_path_is_timed_by_one_call(clock):
                                              n_records=30, n_trials=8)
     assert clock.calls == 1 and est.evaluations_per_trial == 1
     assert est.seconds == pytest.approx(4.0) and est.text().startswith("about 4.0 s")
+
+
+def test_record_blocks_count_their_extra_evaluations_and_divide_among_workers(clock):
+    """100 records in blocks of 30: 4 blocks a trial, each evaluating f(S) too (104 calls a
+    trial); the 4 x 5 blocks divide among 3 workers (7 rounds of a full block, 31 calls)."""
+    def mech(subset):
+        clock.now += 1.0
+        return np.array([float(len(subset))])
+
+    est = _estimate.estimate_per_record_time(mech, np.arange(200.0), np.arange(100),
+                                             n_records=200, n_trials=5, workers=3,
+                                             record_block=30)
+    assert est.evaluations_per_trial == 104
+    assert est.per_trial_s == pytest.approx(104.0)
+    assert est.seconds == pytest.approx(7 * 31.0)

@@ -27,6 +27,7 @@ from pacpriv.pac import (
     simulate_differences,
 )
 from pacpriv.pac.engine import ExecutionOptions
+from pacpriv.pac.per_record import SHAPES
 from pacpriv.pac.per_record._calibration import PerRecordPlan, uniform_max_upper
 from pacpriv.pac.per_record._math import (
     bayes_accuracy,
@@ -271,7 +272,7 @@ def mean_diffs():
         execution=ExecutionOptions(progress=False))
 
 
-@pytest.mark.parametrize("shape", ["isotropic", "sqrt", "second_moment"])
+@pytest.mark.parametrize("shape", SHAPES.names())
 def test_betting_calibration_meets_target_and_is_minimal(mean_diffs, shape):
     """The plan certifies the target for every record; an independent loop recomputes each
     record's betting capital: >= 1/δᵢ at the chosen scale, < 1/δᵢ for some record at 0.99 ŝ."""

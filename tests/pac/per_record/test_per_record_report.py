@@ -39,17 +39,33 @@ def test_round_up_never_below_its_input(x, digits):
     assert Decimal(repr(round_up(x, digits))) >= Decimal(repr(x))
 
 
-def test_section_lists_most_exposed_by_index_only():
+def test_section_holds_aggregates_and_no_record_index():
+    """Public facts only: the quantiles of the per-record bounds and counts above thresholds,
+    never a record's index with its bound (0.4 printed "#2 (≤ x%)"); the ranked list is the
+    private :meth:`RecordExposure.ranked`."""
     res = record_exposure(sum_mech, POOL, noise_cov=4.0, n_trials=40, rng=0,
                           execution=ExecutionOptions(progress=False))
     sec = per_record_section(res, target_accuracy=0.9)
     d = sec["per_record"]
-    assert d["most_exposed"][0]["record"] == 2  # the outlier
-    assert [e["record"] for e in d["most_exposed"]] == list(res.most_exposed())
+    assert "most_exposed" not in d and "#" not in sec["markdown"].split("###")[0]
+    ranked = res.ranked()
+    assert ranked[0]["record"] == 2  # the outlier, in the private list only
+    assert [e["record"] for e in ranked[:10]] == list(res.most_exposed())
+    ups = np.sort(res.accuracy_upper)
+    q = d["accuracy_upper_quantiles"]
+    assert q["max"] == ups[-1] and q["p50"] >= np.quantile(ups, 0.5)  # never below
+    assert q["p50"] in ups and q["p90"] in ups  # order statistics, not interpolated
+    for c in d["n_above"]:
+        assert c["count"] == int(np.sum(ups > c["accuracy"])) and c["accuracy"] > res.baseline
+    assert d["n_above_target"] == int(np.sum(ups > 0.9))
     text = json.dumps(sec)
     for value in POOL.ravel():  # no record value appears anywhere
         assert f"{value}" not in text
-    assert "#2" in sec["markdown"] and "certified (1−γ = 0.95)" in sec["markdown"]
+    for e in ranked:  # no record's own bound appears either (bar the maximum, an aggregate)
+        if e["accuracy_upper"] not in (q["max"], q["p50"], q["p90"], q["p99"]):
+            assert repr(e["accuracy_upper"]) not in text
+    assert "no record is named" in sec["markdown"]
+    assert "certified (1−γ = 0.95)" in sec["markdown"]
     assert "← target" in sec["markdown"]
     assert sum(d["histogram_accuracy_upper"]["counts"]) == 6
     assert d["max_accuracy_upper"] == pytest.approx(res.max_accuracy_upper)
