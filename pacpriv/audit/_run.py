@@ -233,6 +233,20 @@ class AuditReport:
         return write_audit_report(self.to_dict(), out_dir, formats=formats, overwrite=overwrite)
 
 
+def _check_out(out, overwrite) -> None:
+    """``out`` is a folder (or new) without an earlier report unless ``overwrite``."""
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError("`out` is an existing file; give a directory path.")
+    if out is not None and overwrite is not True:
+        from pacpriv.report.builder import REPORT_FILES
+
+        earlier = [f for f in REPORT_FILES if (Path(out) / f).exists()]
+        if earlier:
+            raise FileExistsError(
+                f"`out` {str(out)!r} already holds a report ({', '.join(earlier)}): pass "
+                "overwrite=True to replace it, or give another folder.")
+
+
 def _split(n: int, population: float, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     n_z = round(population * n)
     if n_z < 1 or n - n_z < 8:
@@ -344,16 +358,7 @@ def run_audit(
     if X_arr.ndim < 1 or y_arr.shape != X_arr.shape[:1]:
         raise ValueError(f"`X` and `y` must hold the same number of records; got shapes "
                          f"{X_arr.shape} and {y_arr.shape}.")
-    if out is not None and Path(out).exists() and not Path(out).is_dir():
-        raise ValueError("`out` is an existing file; give a directory path.")
-    if out is not None and overwrite is not True:
-        from pacpriv.report.builder import REPORT_FILES
-
-        earlier = [f for f in REPORT_FILES if (Path(out) / f).exists()]
-        if earlier:
-            raise FileExistsError(
-                f"`out` {str(out)!r} already holds a report ({', '.join(earlier)}): pass "
-                "overwrite=True to replace it, or give another folder.")
+    _check_out(out, overwrite)
     root = as_seed_sequence(rng)
     if isinstance(opts.population, tuple):
         pool = (X_arr, y_arr)

@@ -177,6 +177,14 @@ def _refuse_duplicate_names(header: list[str], path: Path) -> None:
                          "header; rename them so each column has one name.")
 
 
+def _split_header(rows: list, path: Path) -> tuple[list[str] | None, list]:
+    """``(header or None, data rows)``; a header's names must be distinct."""
+    if not _is_header(rows[0][1]):
+        return None, rows
+    _refuse_duplicate_names(rows[0][1], path)
+    return rows[0][1], rows[1:]
+
+
 def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=None,
              drop_columns=None, preprocessing: Preprocessing | None = None):
     """Read a CSV; the first row is a header when every field looks like a name.
@@ -192,8 +200,7 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
     what ``preprocessing`` did (``None`` if nothing).
     """
     spec = preprocessing if preprocessing is not None else Preprocessing()
-    # utf-8-sig: a UTF-8 byte-order mark (Excel's "CSV UTF-8") is not part of the first name
-    with open(path, newline="", encoding="utf-8-sig") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:  # a BOM is not part of a name
         reader = csv.reader(fh, delimiter=delimiter)
         try:
             rows = [
@@ -212,10 +219,7 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
             ) from None
     if not rows:
         raise ValueError(f"dataset file {str(path)!r} is empty.")
-    header = None
-    if _is_header(rows[0][1]):
-        header, rows = rows[0][1], rows[1:]
-        _refuse_duplicate_names(header, path)
+    header, rows = _split_header(rows, path)
     if not rows:
         raise ValueError(f"dataset file {str(path)!r} has a header but no data rows.")
     n_cols = len(header) if header is not None else len(rows[0][1])
