@@ -25,3 +25,14 @@ def test_no_release_with_release_seed_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--no-release" in err[0] and "--release-seed" in err[0]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["-inf:inf", "-inf:3"])
+def test_feature_ranges_may_start_with_a_minus(value, tmp_path, capsys):
+    """argparse read '-inf:inf' as an option ('expected one argument'): the range's own check
+    now answers, naming --feature-ranges."""
+    assert main(["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.1",
+                 "--feature-ranges", value, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--feature-ranges" in err[0] and "expected one" not in err[0]
+    assert "finite" in err[0]
