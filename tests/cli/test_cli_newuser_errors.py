@@ -36,3 +36,21 @@ def test_feature_ranges_may_start_with_a_minus(value, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--feature-ranges" in err[0] and "expected one" not in err[0]
     assert "finite" in err[0]
+
+
+@pytest.mark.parametrize("rate", ["1e-300", "5e-17"])
+def test_tiny_sampling_rate_names_the_flag(rate, tmp_path, capsys):
+    """--sampling-rate 1e-300 blamed `prior` (1 - q rounds to 1) and warned 'vacuous'."""
+    assert main(["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.1",
+                 "--sampling-rate", rate, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pacpriv: error: --sampling-rate must be in [")
+    assert "prior" not in err[0] and "vacuous" not in err[0]
+
+
+def test_tiny_sampling_rate_api():
+    from pacpriv.pac.samplers import PoissonSampler
+
+    with pytest.raises(ValueError, match=r"`sampling_rate` must be in \["):
+        PoissonSampler(1e-300)
+    assert PoissonSampler(1e-16).membership_prior(10) < 1.0
