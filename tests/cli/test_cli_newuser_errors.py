@@ -54,3 +54,13 @@ def test_tiny_sampling_rate_api():
     with pytest.raises(ValueError, match=r"`sampling_rate` must be in \["):
         PoissonSampler(1e-300)
     assert PoissonSampler(1e-16).membership_prior(10) < 1.0
+
+
+@pytest.mark.parametrize("pool", [[["a", "b"]] * 20, ([["a"]] * 20, [0, 1] * 10)])
+def test_text_pool_is_a_pool_type_error(pool):
+    """A pool of strings surfaced as a MechanismError from trial 0 (log #390)."""
+    import numpy as np
+
+    with pytest.raises(TypeError, match=r"`pool(\[0\])?` must hold numbers"):
+        pacpriv.run_pac(lambda x: np.asarray(x, dtype=float).mean(0), pool, mi_budget=0.1,
+                        n_trials=10, rng=0)
