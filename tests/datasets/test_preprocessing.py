@@ -178,7 +178,7 @@ def test_cli_default_is_one_line_with_counts(table, tmp_path, capsys):
     assert rc == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "in 12 of 60 rows and 2 of 4 feature columns" in err
-    assert "pass --missing drop|impute-median|impute-most-frequent" in err
+    assert "set --missing to 'drop', 'impute-median' or 'impute-most-frequent'" in err
     assert SECRET_INCOME not in err
 
 
