@@ -27,11 +27,3 @@ def test_duplicate_names_refused(tmp_path, header):
         load_dataset(str(path))
     assert "7" not in str(info.value).replace(str(path), "")  # names, never values
 
-
-def test_api_errors_speak_api(tmp_path):
-    """load_dataset's message named the CLI's --categorical first (log #422)."""
-    path = tmp_path / "text.csv"
-    path.write_text("a,b\n1,x\n2,y\n3,z\n")
-    with pytest.raises(ValueError, match=r"set `categorical` to 'one-hot' or 'ordinal'") as info:
-        load_dataset(str(path))
-    assert "--" not in str(info.value).replace(str(path), "")
