@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -172,12 +172,19 @@ class DPSGDModel:
 
     model_factory: Callable[[], Any]
     noise_multiplier: float
-    steps_per_epoch: int
-    epochs: int
-    max_grad_norm: float | None = 1.0
-    learning_rate: float = 0.5
+    steps_per_epoch: int = field(metadata={
+        "flag": "--steps-per-epoch",
+        "help": "steps per epoch M; each record used at one random step per epoch"})
+    epochs: int = field(metadata={"flag": "--epochs", "help": "epochs E"})
+    max_grad_norm: float | None = field(default=1.0, metadata={
+        "flag": "--max-grad-norm", "help": "DP-SGD clipping norm C (unused with --non-private)"})
+    learning_rate: float = field(default=0.5, metadata={"flag": "--learning-rate",
+                                                        "help": "SGD step size"})
     target_accuracy: float | None = None
-    ensemble: bool = False
+    ensemble: bool = field(default=False, metadata={
+        "flag": "--ensemble", "help": "train the reference models with pacpriv.ensemble "
+        "(vectorised, one program; several times faster without clipping, slower with it on "
+        "a CPU)"})
 
     def __post_init__(self) -> None:
         if not isinstance(self.ensemble, bool):
