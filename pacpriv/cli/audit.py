@@ -55,7 +55,10 @@ def add_parser(subparsers, name: str) -> None:
                    help="bundled classification dataset or .csv/.npy/.npz path (a file needs "
                    "--label-column; default digits)")
     add_dataset_arguments(p, label_help=TRAINED_LABEL_HELP, ranges_help=TRAINED_RANGES_HELP)
-    p.add_argument("--model", default="mlp", metavar="{logistic,mlp,module:attr,file.py:attr}",
+    from pacpriv.audit._families import MODELS
+
+    p.add_argument("--model", default="mlp",
+                   metavar=f"{{{','.join(MODELS.choices())},module:attr,file.py:attr}}",
                    help="the audited model: a built-in torch classifier (multinomial logistic "
                    "regression, or a one-hidden-layer tanh MLP), or your own: a scikit-learn "
                    "classifier (instance, class or factory; trained non-privately: pass "
@@ -164,14 +167,18 @@ def _check(args) -> None:
         raise UsageError("--canaries needs --one-run")
     if args.canaries is not None and args.canaries < 2:
         raise UsageError(f"--canaries must be >= 2; got {args.canaries}")
-    if args.model not in ("logistic", "mlp") and ":" not in args.model:
-        raise UsageError(f"--model must be logistic, mlp, module:attr or file.py:attr; got "
-                         f"{args.model!r}")
+    from pacpriv.audit._families import MODELS
+
+    if args.model not in MODELS and ":" not in args.model:
+        raise UsageError(f"--model must be {', '.join(MODELS.choices())}, module:attr or "
+                         f"file.py:attr; got {args.model!r}")
 
 
 def _load_user_model(args):
     """The ``--model module:attr`` object (None for a built-in), before any data is read."""
-    if args.model in ("logistic", "mlp"):
+    from pacpriv.audit._families import MODELS
+
+    if args.model in MODELS:
         return None
     from pacpriv.cli._user import add_cwd_to_path, check_mechanism_file
     from pacpriv.registry import load_object
@@ -195,7 +202,8 @@ def _classes(dataset) -> tuple[np.ndarray, int]:
 
 
 def _family(args, n_features: int, n_classes: int, user_model=None):
-    from pacpriv.audit import DPSGDModel, MLPFactory, user_model_family
+    from pacpriv.audit import DPSGDModel, user_model_family
+    from pacpriv.audit._families import MODELS
 
     common = _training(args)
     sigma, target = args.noise_multiplier, args.target_accuracy
@@ -219,7 +227,7 @@ def _family(args, n_features: int, n_classes: int, user_model=None):
             raise
         except TypeError as err:
             raise UsageError(f"--model {args.model!r}: {err}") from None
-    factory = MLPFactory(n_features, n_classes, (args.hidden,) if args.model == "mlp" else ())
+    factory = MODELS.get(args.model)(n_features, n_classes, args.hidden)
     if args.non_private:
         return DPSGDModel(factory, **(common | {"noise_multiplier": 0.0, "max_grad_norm": None}))
     return DPSGDModel(factory, noise_multiplier=sigma, target_accuracy=target, **common)
