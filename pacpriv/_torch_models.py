@@ -1,18 +1,7 @@
-"""The small torch classifiers shared by ``compare``, ``ensemble`` and ``audit`` (one place).
-
-* :class:`MLPFactory` -- a picklable factory of ``Linear`` layers with ``tanh`` between
-  (``hidden=()``: multinomial logistic regression), initialised by torch's defaults under the
-  caller's seed: the audit's built-in ``--model`` families.
-* :func:`linear_initial_parameters` / :func:`linear_module` -- multinomial logistic regression
-  ``nn.Linear(p, K)`` in float64 from the *public* initialisation ``θ₀ ~ U(±1/√p)`` (numpy,
-  public stream 0 of :func:`public_stream_int`): the comparison's PAC black box
-  (``pacpriv.compare.models.LogisticRegressionMechanism``) and its ensemble form
-  (``pacpriv.ensemble.EnsembleLogisticRegression``), which must start from the same ``θ₀``.
-* :func:`one_torch_thread` -- train and score on one intra-op thread (identical float results
-  in every worker; tiny models are faster so).
-
-torch is imported only when a model is built. The ``mlp`` mechanism of
-:mod:`pacpriv.mechanisms` keeps its own network (that package imports nothing of pacpriv).
+"""The small torch classifiers shared by ``compare``, ``ensemble`` and ``audit``: the audit's
+:class:`MLPFactory`, the comparison's logistic regression from a public ``θ₀`` (also the
+ensemble's start), and :func:`one_torch_thread`. torch is imported only when a model is built;
+:mod:`pacpriv.mechanisms` keeps its own ``mlp`` (that package imports nothing of pacpriv).
 """
 
 from __future__ import annotations

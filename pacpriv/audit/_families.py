@@ -89,21 +89,13 @@ def phi_from_logits(logits, y) -> np.ndarray:
     return zy - special.logsumexp(other, axis=1)
 
 
-def _logistic(n_features: int, n_classes: int, hidden: int) -> MLPFactory:
-    """Multinomial logistic regression (``hidden`` unused)."""
-    return MLPFactory(n_features, n_classes, ())
-
-
-def _mlp(n_features: int, n_classes: int, hidden: int) -> MLPFactory:
-    """A one-hidden-layer tanh MLP of width ``hidden``."""
-    return MLPFactory(n_features, n_classes, (hidden,))
-
-
 #: The audit's built-in torch models: name -> ``factory(n_features, n_classes, hidden)`` of an
 #: :class:`MLPFactory` (the ``--model`` choices beside ``module:attr`` / ``file.py:attr``).
 MODELS: Registry[Callable[[int, int, int], MLPFactory]] = Registry("model", argument="model")
-MODELS.register("logistic", _logistic, doc="multinomial logistic regression")
-MODELS.register("mlp", _mlp, doc="one-hidden-layer tanh MLP (--hidden units)")
+MODELS.register("logistic", lambda p, k, hidden: MLPFactory(p, k, ()),
+                doc="multinomial logistic regression")
+MODELS.register("mlp", lambda p, k, hidden: MLPFactory(p, k, (hidden,)),
+                doc="one-hidden-layer tanh MLP (--hidden units)")
 
 
 def _seed_from(rng: np.random.Generator) -> np.random.SeedSequence:

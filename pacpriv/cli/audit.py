@@ -55,7 +55,7 @@ def add_parser(subparsers, name: str) -> None:
                    help="bundled classification dataset or .csv/.npy/.npz path (a file needs "
                    "--label-column; default digits)")
     add_dataset_arguments(p, label_help=TRAINED_LABEL_HELP, ranges_help=TRAINED_RANGES_HELP)
-    from pacpriv.audit._families import MODELS
+    from pacpriv.audit._families import MODELS, DPSGDModel
 
     p.add_argument("--model", default="mlp",
                    metavar=f"{{{','.join(MODELS.choices())},module:attr,file.py:attr}}",
@@ -78,7 +78,7 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--reference-models", type=integer, default=16,
                    help="K, even and >= 4: models of the batch, each the target once "
                    "(default 16)")
-    _add_training_flags(p)
+    add_spec_flags(p, DPSGDModel, defaults=_TRAINING_DEFAULTS)  # the DP-SGD training flags
     p.add_argument("--population", type=number, default=0.2,
                    help="fraction of the records held out as population samples, never "
                    "trained on (RMIA's z), in (0, 1) (default 0.2)")
@@ -113,21 +113,6 @@ def add_parser(subparsers, name: str) -> None:
 #: the audit's own defaults for the DP-SGD fields it exposes (DPSGDModel has none for M, E)
 _TRAINING_DEFAULTS = {"epochs": 30, "steps_per_epoch": 10, "learning_rate": 0.5,
                       "max_grad_norm": 1.0}
-
-
-def _add_training_flags(p) -> None:
-    """``--epochs``, ``--steps-per-epoch``, ``--learning-rate``, ``--max-grad-norm``,
-    ``--ensemble``: the flags of :class:`~pacpriv.audit.DPSGDModel`'s fields."""
-    from pacpriv.audit import DPSGDModel
-
-    add_spec_flags(p, DPSGDModel, defaults=_TRAINING_DEFAULTS)
-
-
-def _training(args) -> dict:
-    """The DPSGDModel fields the user set by flag (or the audit's defaults)."""
-    from pacpriv.audit import DPSGDModel
-
-    return given_fields(DPSGDModel, args)
 
 
 def _add_attacks(p) -> None:
@@ -205,7 +190,7 @@ def _family(args, n_features: int, n_classes: int, user_model=None):
     from pacpriv.audit import DPSGDModel, user_model_family
     from pacpriv.audit._families import MODELS
 
-    common = _training(args)
+    common = given_fields(DPSGDModel, args)  # the training flags (or the audit's defaults)
     sigma, target = args.noise_multiplier, args.target_accuracy
     if target is not None:
         from pacpriv.dpsgd import noise_multiplier_for_accuracy
