@@ -269,7 +269,8 @@ def _acquire(lock: Path, what: str, folder: Path) -> int:
 
 
 @contextlib.contextmanager
-def report_folder(path, what: str, *, force: bool = False, report_files=()):
+def report_folder(path, what: str, *, force: bool = False, report_files=(),
+                  force_hint: str = "--force"):
     """Hold the report folder ``path`` for one run: refuse it when another run holds it, and
     refuse to replace an earlier report (any of ``report_files`` present) unless ``force``.
 
@@ -277,6 +278,8 @@ def report_folder(path, what: str, *, force: bool = False, report_files=()):
     ``<path>/.pacpriv-lock``, released and removed at the end; a killed run's lock is released
     by the system). A folder created here and left empty by a failed run is removed again.
     Yields ``(path, replaced)``: the earlier report files that this run will replace.
+    ``force_hint`` is how the caller's user says "replace": ``--force`` on the command line,
+    ``overwrite=True`` in the API.
 
     Raises
     ------
@@ -302,7 +305,7 @@ def report_folder(path, what: str, *, force: bool = False, report_files=()):
         if earlier and not force:
             raise FileExistsError(
                 f"{what} {str(p)!r} already holds a report ({', '.join(earlier)}): pass "
-                "--force to replace it, or give another folder.")
+                f"{force_hint} to replace it, or give another folder.")
         _HELD.add(key)
         yield p, earlier
     finally:

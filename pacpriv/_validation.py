@@ -67,6 +67,21 @@ def _interval(low, high, low_inclusive, high_inclusive) -> str:
     return f"{left}{lo}, {hi}{right}"
 
 
+_FLOAT_MAX = float(np.finfo(np.float64).max)
+
+
+def _int_to_float(value: int, name: str) -> float:
+    """``float(value)`` for a Python int; one beyond the float64 range (``10**400``) is a
+    ``ValueError`` naming the argument (not Python's bare ``OverflowError``)."""
+    try:
+        return float(value)
+    except OverflowError:
+        digits = len(str(abs(int(value))))
+        raise ValueError(
+            f"`{name}` must be at most {_FLOAT_MAX:.4g} in magnitude (a float64); got an "
+            f"integer of {digits} digits.") from None
+
+
 def check_real(
     value,
     name: str,
@@ -88,7 +103,7 @@ def check_real(
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {type(value).__name__} {value!r}.")
-    v = float(value)
+    v = _int_to_float(int(value), name) if isinstance(value, numbers.Integral) else float(value)
     interval = _interval(low, high, low_inclusive, high_inclusive)
     if math.isnan(v) or (math.isinf(v) and not allow_inf):
         raise ValueError(f"`{name}` must be a finite number in {interval}; got {_show(value)}.")
@@ -114,8 +129,9 @@ def check_int(value, name: str, *, low: int | None = None, high: int | None = No
         raise TypeError(f"`{name}` must be an integer; got {type(value).__name__} {value!r}.")
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
+        got = str(v) if abs(v) < 10**30 else f"an integer of {len(str(abs(v)))} digits"
         raise ValueError(
-            f"`{name}` must be an integer in {_interval(low, high, True, True)}; got {v}."
+            f"`{name}` must be an integer in {_interval(low, high, True, True)}; got {got}."
         )
     return v
 
@@ -138,7 +154,7 @@ def check_array_real(
         count and positions of the invalid entries, never a value (:func:`describe_invalid`).
     """
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
-        value = float(value)  # a Python int beyond int64 (numpy would make it an object)
+        value = _int_to_float(value, name)  # beyond int64 (numpy would make it an object)
     arr = np.asarray(value)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
         kind = "a bool" if arr.dtype == bool else f"dtype {arr.dtype}"

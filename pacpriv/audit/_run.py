@@ -224,12 +224,27 @@ class AuditReport:
         }
 
     def write(self, out_dir: str | os.PathLike, *,
-              formats: Sequence[str] = ("json", "md", "html")) -> dict:
+              formats: Sequence[str] = ("json", "md", "html"), overwrite: bool = False) -> dict:
         """Write ``report.json``, ``report.md``, ``report.html`` and ``roc.png`` into ``out_dir``
-        (:func:`pacpriv.report.audit.write_audit_report`); returns format -> path."""
+        (:func:`pacpriv.report.audit.write_audit_report`); returns format -> path. An earlier
+        report there is replaced only with ``overwrite=True`` (else ``FileExistsError``)."""
         from pacpriv.report.audit import write_audit_report
 
-        return write_audit_report(self.to_dict(), out_dir, formats=formats)
+        return write_audit_report(self.to_dict(), out_dir, formats=formats, overwrite=overwrite)
+
+
+def _check_out(out, overwrite) -> None:
+    """``out`` is a folder (or new) without an earlier report unless ``overwrite``."""
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError("`out` is an existing file; give a directory path.")
+    if out is not None and overwrite is not True:
+        from pacpriv.report.builder import REPORT_FILES
+
+        earlier = [f for f in REPORT_FILES if (Path(out) / f).exists()]
+        if earlier:
+            raise FileExistsError(
+                f"`out` {str(out)!r} already holds a report ({', '.join(earlier)}): pass "
+                "overwrite=True to replace it, or give another folder.")
 
 
 def _split(n: int, population: float, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -277,6 +292,7 @@ def run_audit(
     rng: RNGLike = None,
     execution: ExecutionOptions | None = None,
     out: str | os.PathLike | None = None,
+    overwrite: bool = False,
 ) -> AuditReport:
     """Audit a training algorithm: attacks at low FPR against its certified trade-off curves.
 
@@ -306,6 +322,9 @@ def run_audit(
         Workers, progress bar, checkpoint of the reference run (never the results).
     out : path, optional
         Write ``report.json``, ``report.md``, ``report.html`` and ``roc.png`` there.
+    overwrite : bool, default False
+        Replace an earlier report in ``out``; without it such a folder is refused before any
+        model is trained (``FileExistsError``; the CLI's ``--force``).
 
     Returns
     -------
@@ -339,8 +358,7 @@ def run_audit(
     if X_arr.ndim < 1 or y_arr.shape != X_arr.shape[:1]:
         raise ValueError(f"`X` and `y` must hold the same number of records; got shapes "
                          f"{X_arr.shape} and {y_arr.shape}.")
-    if out is not None and Path(out).exists() and not Path(out).is_dir():
-        raise ValueError("`out` is an existing file; give a directory path.")
+    _check_out(out, overwrite)
     root = as_seed_sequence(rng)
     if isinstance(opts.population, tuple):
         pool = (X_arr, y_arr)
@@ -395,5 +413,5 @@ def run_audit(
         notes=_notes(described, onerun, batch),
     )
     if out is not None:
-        report.write(out)
+        report.write(out, overwrite=bool(overwrite))
     return report

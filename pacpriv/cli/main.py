@@ -163,7 +163,7 @@ def _stop_listening() -> None:
 def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_join_leading_minus(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:  # Ctrl-C while starting: one line, nothing was run
         _stop_listening()
         print("pacpriv: interrupted (while starting; nothing was run)", file=sys.stderr)
@@ -177,6 +177,28 @@ def _main(argv: Sequence[str] | None) -> int:
         finally:
             if code != 130:  # interrupted: its one line is all (the run produced nothing)
                 _print_warnings(caught)
+
+
+#: Flags whose value may start with '-' (``--feature-ranges -inf:inf``): argparse would read
+#: the value as an option, so it is joined to its flag (``--feature-ranges=-inf:inf``).
+_MINUS_VALUED = ("--feature-ranges",)
+
+
+def _join_leading_minus(argv: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    it = iter(argv)
+    for token in it:
+        if token in _MINUS_VALUED:
+            nxt = next(it, None)
+            if nxt is not None and nxt.startswith("-") and not nxt.startswith("--"):
+                out.append(f"{token}={nxt}")
+                continue
+            out.append(token)
+            if nxt is not None:
+                out.append(nxt)
+            continue
+        out.append(token)
+    return out
 
 
 def _invoked(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:

@@ -202,6 +202,9 @@ def _check_args(args) -> None:
     if args.target_accuracy is not None and not 0.5 < args.target_accuracy < 1:
         raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
     _sampler(args)  # a flag the sampler does not take, or a bad value, fails here
+    if args.no_release and args.release_seed is not None:
+        raise UsageError("--release-seed seeds the release, and --no-release draws none: give "
+                         "one of them")
     if args.release_seed is not None and args.release_seed == args.seed:
         raise UsageError(f"--release-seed must differ from --seed (the simulation seed is "
                          f"recorded in the report, so a release drawn from it could be "

@@ -185,6 +185,10 @@ class _Report:
 def _check(args) -> tuple[str, ...]:
     _args.check_exactly_one(args, "--target-accuracy", "--noise-std")
     _args.check_positive_finite(args, "--noise-std")
+    if args.noise_std is not None and not 1e-150 <= args.noise_std <= 1e150:
+        # its square, the noise variance, must be a normal positive float64
+        raise UsageError(f"--noise-std must be in [1e-150, 1e+150] (its square is the noise "
+                         f"variance, a float64); got {args.noise_std:g}")
     _args.check_trials(args)
     _args.check_unit_interval(args, "--confidence")
     _args.check_unit_interval(args, "--sampling-rate")

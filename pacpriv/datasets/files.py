@@ -165,6 +165,26 @@ def _is_header(fields: list[str]) -> bool:
     return any(fields) and all(_looks_like_name(f) for f in fields)
 
 
+def _refuse_duplicate_names(header: list[str], path: Path) -> None:
+    """Two columns of one name are ambiguous (``columns=["age"]`` would pick one silently):
+    refused, naming the duplicated names (public schema facts; no value is read)."""
+    seen: dict[str, int] = {}
+    for name in header:
+        seen[name] = seen.get(name, 0) + 1
+    dups = [name for name, count in seen.items() if count > 1]
+    if dups:
+        raise ValueError(f"dataset file {str(path)!r} has duplicate column names {dups} in its "
+                         "header; rename them so each column has one name.")
+
+
+def _split_header(rows: list, path: Path) -> tuple[list[str] | None, list]:
+    """``(header or None, data rows)``; a header's names must be distinct."""
+    if not _is_header(rows[0][1]):
+        return None, rows
+    _refuse_duplicate_names(rows[0][1], path)
+    return rows[0][1], rows[1:]
+
+
 def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=None,
              drop_columns=None, preprocessing: Preprocessing | None = None):
     """Read a CSV; the first row is a header when every field looks like a name.
@@ -180,7 +200,7 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
     what ``preprocessing`` did (``None`` if nothing).
     """
     spec = preprocessing if preprocessing is not None else Preprocessing()
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:  # a BOM is not part of a name
         reader = csv.reader(fh, delimiter=delimiter)
         try:
             rows = [
@@ -199,9 +219,7 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
             ) from None
     if not rows:
         raise ValueError(f"dataset file {str(path)!r} is empty.")
-    header = None
-    if _is_header(rows[0][1]):
-        header, rows = rows[0][1], rows[1:]
+    header, rows = _split_header(rows, path)
     if not rows:
         raise ValueError(f"dataset file {str(path)!r} has a header but no data rows.")
     n_cols = len(header) if header is not None else len(rows[0][1])

@@ -307,7 +307,7 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
             raise FileNotFoundError(f"{err} (or give the ranges themselves: 'low:high' or "
                                     "'l1:h1,l2:h2,...')") from None
         source = f"feature ranges file {path.name!r}"
-        lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
+        lines = [ln.strip() for ln in path.read_text(encoding="utf-8-sig").splitlines()]
         spec = ",".join(ln.replace(",", ":") for ln in lines if ln and not ln.startswith("#"))
     if isinstance(spec, str):
         pairs: list[tuple[float, float]] = []
@@ -432,6 +432,8 @@ def load_dataset(
             f"unknown dataset {str(spec)!r}; bundled datasets are "
             f"{', '.join(sorted(BUNDLED_DATASETS))}, or give a .csv, .npy or .npz path."
         )
+    if path.is_dir():
+        check_input_file(path, "dataset file")  # "is a folder", not "unsupported extension"
     if suffix not in (".csv", ".npy", ".npz"):
         raise ValueError(
             f"unsupported dataset file extension {suffix or '(none)'!r} for {str(path)!r}; "

@@ -210,8 +210,8 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
     if text.any() and spec.categorical is None:
         i, j = first_text  # type: ignore[misc]
         raise ValueError(f"{where}, line {row_ids[i]}, column {j + 1}: non-numeric value; "
-                         f"features must be finite numbers (to encode text columns pass "
-                         f"--categorical one-hot|ordinal, or categorical= in Python)")
+                         "features must be finite numbers (to encode text columns set "
+                         "`categorical` to 'one-hot' or 'ordinal')")
     rows_missing = missing.any(axis=1) | label_missing
     if rows_missing.any() and (spec.missing == "error" or (label_missing.any()
                                                            and spec.missing != "drop")):
@@ -222,10 +222,10 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
             at = f"column {j + 1}: " + ("missing-value marker" if cells[i][j] else "empty value")
         what = (f"{int(rows_missing.sum())} of {n} rows and {int(missing.any(axis=0).sum())} "
                 f"of {p} feature columns{' (and the label)' if label_missing.any() else ''}")
-        fix = ("--missing drop (labels are never imputed)" if spec.missing != "error"
-               else "--missing drop|impute-median|impute-most-frequent (missing= in Python)")
+        fix = ("'drop' (labels are never imputed)" if spec.missing != "error"
+               else "'drop', 'impute-median' or 'impute-most-frequent'")
         raise ValueError(f"{where}, line {row_ids[i]}, {at}; missing values (empty or NA) in "
-                         f"{what}; pass {fix}.")
+                         f"{what}; set `missing` to {fix}.")
     keep = ~rows_missing if spec.missing == "drop" else np.ones(n, dtype=bool)
     if not keep.any():
         raise ValueError(f"{where}: no row is left after dropping the {n} rows with missing "

@@ -27,7 +27,12 @@ import numpy as np
 
 from pacpriv._display import Displayable, Summary
 from pacpriv._display import shown as _shown
-from pacpriv._validation import check_array_real, check_int
+from pacpriv._validation import check_array_real, check_int, check_real
+from pacpriv.dpsgd._huge_counts import (
+    is_huge_count,
+    log_log1p_chi_square,
+    log_space_noise_multiplier,
+)
 
 __all__ = [
     "AccuracyBound",
@@ -186,6 +191,8 @@ def log1p_chi_square(noise_multiplier, *, steps_per_epoch, epochs,
         ``E·ln(1 + (e^{1/σ²} − 1)/M)`` for ``k = 1``, finite for all valid inputs.
     """
     sigma = check_array_real(noise_multiplier, "noise_multiplier", low=0, low_inclusive=False)
+    if is_huge_count(steps_per_epoch) or is_huge_count(epochs):
+        return _huge_count_bound(sigma, steps_per_epoch, epochs, k).log1p_chi_square
     m, e = _validate_counts(steps_per_epoch, epochs)
     if check_int(k, "k", low=1) != 1:
         return _k_of_t_elementwise(sigma, m, e, k)[1]
@@ -246,6 +253,8 @@ def membership_inference_accuracy_bound(
     0.633235
     """
     sigma = check_array_real(noise_multiplier, "noise_multiplier", low=0, low_inclusive=False)
+    if is_huge_count(steps_per_epoch) or is_huge_count(epochs):
+        return _huge_count_bound(sigma, steps_per_epoch, epochs, k)
     m, e = _validate_counts(steps_per_epoch, epochs)
     if check_int(k, "k", low=1) != 1:
         acc, l1p, vac = _k_of_t_elementwise(sigma, m, e, k)
@@ -272,6 +281,53 @@ def membership_inference_accuracy_bound(
         steps_per_epoch=_scalar_or_array(np.asarray(m, dtype=np.float64), scalar),
         epochs=_scalar_or_array(np.asarray(e, dtype=np.float64), scalar),
     )
+
+
+def _huge_count_bound(sigma: np.ndarray, steps_per_epoch, epochs, k) -> AccuracyBound:
+    """The bound at a count above ``2**1000`` (a Python int, e.g. ``10**400``), in log space
+    (:mod:`pacpriv.dpsgd._huge_counts`); scalars only, ``k = 1`` only."""
+    for value, name in ((steps_per_epoch, "steps_per_epoch"), (epochs, "epochs")):
+        if not is_huge_count(value):
+            check_int(value, name, low=1)
+    if check_int(k, "k", low=1) != 1:
+        raise ValueError(f"`k` must be 1 when a count exceeds 2**1000 (k of t is evaluated "
+                         f"term by term); got k={k}.")
+    if sigma.ndim:
+        raise ValueError("`noise_multiplier` must be a scalar when a count exceeds 2**1000 "
+                         f"(counts beyond float64 are taken one at a time); got shape "
+                         f"{sigma.shape}.")
+    lll = log_log1p_chi_square(float(sigma), int(steps_per_epoch), int(epochs))
+    # > 0 always: where e^lll underflows, the smallest positive double (the safe side)
+    log1p_chi2 = max(math.exp(lll), 5e-324) if lll < 709.0 else math.inf
+    vacuous = log1p_chi2 >= _LOG5
+    inflate = 1.0 + 64.0 * _EPS
+    accuracy = 1.0 if vacuous else float(_round_up_sum(
+        0.25 * math.sqrt(math.expm1(log1p_chi2)) * inflate))
+    if accuracy == 0.5:  # χ² underflowed but is > 0: the next double up, never ½ itself
+        accuracy = math.nextafter(0.5, 1.0)
+    return AccuracyBound(accuracy=accuracy, log1p_chi_square=log1p_chi2, vacuous=vacuous,
+                         noise_multiplier=float(sigma),
+                         steps_per_epoch=_as_float_or_inf(steps_per_epoch),
+                         epochs=_as_float_or_inf(epochs))
+
+
+def _huge_count_sigma(target_accuracy, steps_per_epoch, epochs, k) -> float:
+    """:func:`closed_form_noise_multiplier` at a count above ``2**1000``, in log space."""
+    a = check_real(target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
+                   high_inclusive=False)
+    for value, name in ((steps_per_epoch, "steps_per_epoch"), (epochs, "epochs")):
+        if not is_huge_count(value):
+            check_int(value, name, low=1)
+    if check_int(k, "k", low=1) != 1:
+        raise ValueError(f"`k` must be 1 when a count exceeds 2**1000; got k={k}.")
+    return log_space_noise_multiplier(a, int(steps_per_epoch), int(epochs))
+
+
+def _as_float_or_inf(count) -> float:
+    try:
+        return float(count)
+    except OverflowError:
+        return math.inf
 
 
 def _k_of_t_elementwise(sigma, m, e, k):
@@ -322,6 +378,8 @@ def closed_form_noise_multiplier(target_accuracy, *, steps_per_epoch, epochs, k:
     .. [1] Membership-inference accuracy bound for DP-SGD with random allocation
        (docs/math.rst, Random allocation).
     """
+    if is_huge_count(steps_per_epoch) or is_huge_count(epochs):
+        return _huge_count_sigma(target_accuracy, steps_per_epoch, epochs, k)
     if (
         type(target_accuracy) is float
         and type(steps_per_epoch) is int

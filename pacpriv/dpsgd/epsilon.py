@@ -114,7 +114,9 @@ def _pld_epsilon(sigma: float, steps: int, epochs: int, k: int, delta: float,
 
     cap = _exact.MAX_EXACT_STEPS_PER_EPOCH
     if steps // k > cap:
-        return math.inf, (f"PLD unavailable: steps per epoch / k = {steps // k} is above its "
+        ratio = steps // k
+        shown = f"{ratio:.3g}" if ratio < 2**1000 else f"an integer of {len(str(ratio))} digits"
+        return math.inf, (f"PLD unavailable: steps per epoch / k = {shown} is above its "
                           f"cap {cap:.0e}")
     try:
         curve = _pld_curve(sigma, steps, epochs, k)
@@ -172,7 +174,11 @@ def epsilon_bound(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
     k = check_int(k, "k", low=1, high=steps)
     d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
                    high_inclusive=False)
-    mu = math.sqrt(k * n_ep) / sigma if sigma > 1e-150 else math.inf
+    if k * n_ep < 2**1000:
+        mu = math.sqrt(k * n_ep) / sigma if sigma > 1e-150 else math.inf
+    else:  # μ = sqrt(k·E)/σ in log space (E any Python int, 10**400 included); rounded up
+        log_mu = 0.5 * (math.log(k) + math.log(n_ep)) - math.log(sigma)
+        mu = math.exp(log_mu) * (1.0 + 4.0 * _U) if log_mu < 709.0 else math.inf
     candidates = [(gaussian_epsilon(mu, d), GAUSSIAN),
                   (_chi_square_epsilon(sigma, steps, n_ep, k, d), CHI_SQUARE)]
     note = "PLD not computed (closed forms only)"

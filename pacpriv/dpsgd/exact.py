@@ -408,8 +408,9 @@ def _checked_grid(noise_multiplier, steps_per_epoch, epochs) -> tuple:
     if scalar_in:
         sigma_a = np.asarray(check_real(noise_multiplier, "noise_multiplier", low=0,
                                         low_inclusive=False))
-        steps_a = np.asarray(check_int(steps_per_epoch, "steps_per_epoch", low=1))
-        epochs_a = np.asarray(check_int(epochs, "epochs", low=1))
+        # the grid numerics count in float64: counts up to 2**53 (exact integers there)
+        steps_a = np.asarray(check_int(steps_per_epoch, "steps_per_epoch", low=1, high=2**53))
+        epochs_a = np.asarray(check_int(epochs, "epochs", low=1, high=2**53))
     else:
         sigma_a = check_array_real(noise_multiplier, "noise_multiplier", low=0,
                                    low_inclusive=False)

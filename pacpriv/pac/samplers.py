@@ -97,7 +97,8 @@ def check_inclusion_probability(value, name: str) -> float:
     TypeError
         If ``value`` is not a real number.
     ValueError
-        If ``value`` is NaN or outside ``(0, 1)``; at 0 or 1 the message says why.
+        If ``value`` is NaN or outside ``(0, 1)``; at 0 or 1 the message says why; below
+        about ``5.6e-17`` (where ``1 − value`` rounds to 1).
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {type(value).__name__} {value!r}.")
@@ -111,7 +112,15 @@ def check_inclusion_probability(value, name: str) -> float:
             why = (": no record would ever be included, so membership is not secret "
                    "(the posterior bound is meaningless)")
         raise ValueError(f"`{name}` must be in (0, 1) exclusive; got {value!r}{why}.")
+    if 1.0 - p == 1.0:  # so close to 0 that the blind guess 1 - q rounds to 1
+        raise ValueError(f"`{name}` must be in [{_SMALLEST_RATE:.3g}, 1) (below, the blind guess "
+                         f"1 - {name} rounds to 1 in float64 and no bound is defined); "
+                         f"got {value!r}.")
     return p
+
+
+#: The smallest inclusion probability ``q`` with ``1 - q < 1`` in float64.
+_SMALLEST_RATE = 2.0**-54 * (1.0 + 2.0**-52)
 
 
 class Sampler(ABC):

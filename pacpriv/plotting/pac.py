@@ -19,7 +19,11 @@ import numpy as np
 
 from pacpriv._numbers import format_bound
 from pacpriv._validation import check_int, check_real
-from pacpriv.pac.bounds._posterior import pinsker_bound, posterior_success_rate
+from pacpriv.pac.bounds._posterior import (
+    check_membership_prior,
+    pinsker_bound,
+    posterior_success_rate,
+)
 from pacpriv.plotting._figure import _figure
 
 __all__ = ["plot_posterior_curve", "plot_spectrum"]
@@ -131,7 +135,7 @@ def plot_posterior_curve(mi_budget: float, *, prior: float, v_min: float | None 
     mi_budget : float
         The chosen budget ``v > 0`` (nats), marked on the curve.
     prior : float
-        Blind-guess success rate ``p0`` in ``(0, 1)`` (required: e.g. ``max(q, 1 − q)`` for
+        Blind-guess success rate ``p0`` in ``[0.5, 1)`` (required: e.g. ``max(q, 1 − q)`` for
         inclusion probability ``q``, as ``PacResult.blind_guess_prior``).
     v_min, v_max : float, optional
         Range of the x axis in nats (default ``[min(v, 1e-4)/10, max(10 v, 2 ln(1/p0))]``).
@@ -155,6 +159,7 @@ def plot_posterior_curve(mi_budget: float, *, prior: float, v_min: float | None 
     v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
     p0 = check_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,
                     high_inclusive=False)
+    check_membership_prior(p0)  # [0.5, 1): a prior below ½ would draw a curve below 1 − q
     n_points = check_int(n_points, "n_points", low=2)
     lo = min(v, 1e-4) / 10 if v_min is None else check_real(v_min, "v_min", low=0.0,
                                                              low_inclusive=False)

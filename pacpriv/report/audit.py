@@ -19,8 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pacpriv import _json
+from pacpriv._files import report_folder
 from pacpriv._numbers import format_bound
 from pacpriv.report.builder import (
+    REPORT_FILES,
     _command,
     _markdown_blocks,
     _md_cell,
@@ -235,7 +237,8 @@ def render_audit_html(r: Mapping, *, figure_uri: str = "") -> str:
 
 
 def write_audit_report(report: Mapping, out_dir: str | os.PathLike, *,
-                       formats: Sequence[str] = ("json", "md", "html")) -> dict[str, Path]:
+                       formats: Sequence[str] = ("json", "md", "html"),
+                       overwrite: bool = False) -> dict[str, Path]:
     """Write an audit report dict into ``out_dir`` (created if needed).
 
     Parameters
@@ -245,6 +248,9 @@ def write_audit_report(report: Mapping, out_dir: str | os.PathLike, *,
     out_dir : str or path
     formats : sequence of {"json", "md", "html"}
         ``roc.png`` is written with ``"md"`` or ``"html"`` when matplotlib is installed.
+    overwrite : bool, default False
+        Replace an earlier report in ``out_dir``; without it such a folder is refused before
+        anything is written (the CLI's ``--force``).
 
     Returns
     -------
@@ -255,6 +261,10 @@ def write_audit_report(report: Mapping, out_dir: str | os.PathLike, *,
     ------
     ValueError
         Unknown format.
+    FileExistsError
+        ``out_dir`` already holds a report and ``overwrite`` is False.
+    BlockingIOError
+        Another pacpriv run (another process) is writing into ``out_dir``.
     """
     formats = tuple(formats)
     unknown = set(formats) - {"json", "md", "html"}
@@ -262,10 +272,16 @@ def write_audit_report(report: Mapping, out_dir: str | os.PathLike, *,
         raise ValueError(f"`formats` must be a subset of json, md, html; got {sorted(unknown)}.")
     r = {**report, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
          "reproducibility": {"command": _command(), "versions": _versions()}}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    replace_earlier(out, {f"report.{f}" for f in formats}
-                    | ({"roc.png"} if {"md", "html"} & set(formats) else set()))
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"`overwrite` must be a bool; got {type(overwrite).__name__}.")
+    with report_folder(out_dir, "`out_dir`", force=overwrite, report_files=REPORT_FILES,
+                       force_hint="overwrite=True") as (out, _):
+        replace_earlier(out, {f"report.{f}" for f in formats}
+                        | ({"roc.png"} if {"md", "html"} & set(formats) else set()))
+        return _write_audit_formats(out, r, formats)
+
+
+def _write_audit_formats(out: Path, r: dict, formats: tuple) -> dict[str, Path]:
     paths: dict[str, Path] = {}
     if "json" in formats:
         paths["json"] = out / "report.json"

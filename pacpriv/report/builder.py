@@ -395,7 +395,7 @@ def to_markdown(report: dict) -> str:
 
 
 def write_report(result, out_dir, *, formats=("json", "md", "html"),
-                 pool_statistics: bool | None = None) -> dict[str, Path]:
+                 pool_statistics: bool | None = None, overwrite: bool = False) -> dict[str, Path]:
     """Write the report files into ``out_dir`` (created if needed).
 
     Parameters
@@ -408,6 +408,10 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
     pool_statistics : bool or None, default None
         See :func:`build_report`: None shows the release's error bar for every pool and the
         spectrum for a bundled public dataset; True everything; False nothing pool-derived.
+    overwrite : bool, default False
+        Replace an earlier report (``report.json``, ``.md``, ``.html``, ``roc.png``) in
+        ``out_dir``; without it such a folder is refused before anything is written (the
+        CLI's ``--force``).
 
     Returns
     -------
@@ -418,6 +422,10 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
     ------
     ValueError
         Unknown format.
+    FileExistsError
+        ``out_dir`` already holds a report and ``overwrite`` is False.
+    BlockingIOError
+        Another pacpriv run (another process) is writing into ``out_dir``.
     NotADirectoryError, PermissionError
         ``out_dir`` (or a folder on its way) is an existing file, or not writable; checked
         before the report is built.
@@ -427,11 +435,21 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
     if unknown:
         raise ValueError(f"`formats` must be a subset of json, md, html; got {sorted(unknown)}.")
     out = check_output_dir(out_dir, "`out_dir`")
-    with report_folder(out, "`out_dir`", force=True):  # no other run writes here meanwhile
+    overwrite = _check_overwrite(overwrite)
+    # no other run writes here meanwhile; an earlier report only with overwrite=True (a CLI
+    # command holds the folder already, after its own --force check)
+    with report_folder(out, "`out_dir`", force=overwrite, report_files=REPORT_FILES,
+                       force_hint="overwrite=True"):
         out.mkdir(parents=True, exist_ok=True)
         report = build_report(result, pool_statistics=pool_statistics)
         replace_earlier(out, {f"report.{f}" for f in formats})
         return _write_formats(out, report, result, formats)
+
+
+def _check_overwrite(overwrite) -> bool:
+    if not isinstance(overwrite, bool | np.bool_):
+        raise TypeError(f"`overwrite` must be a bool; got {type(overwrite).__name__}.")
+    return bool(overwrite)
 
 
 def _write_formats(out: Path, report: dict, result, formats: tuple) -> dict[str, Path]:

@@ -50,8 +50,8 @@ def test_default_refuses_missing_with_counts_not_values(table):
         load_dataset(table, label_column="label")
     assert "paris" not in str(err.value)
     with pytest.raises(ValueError, match=r"line 5, column 2: empty value; missing values "
-                       r"\(empty or NA\) in 12 of 60 rows and 2 of 3 feature columns; pass "
-                       r"--missing drop") as err:
+                       r"\(empty or NA\) in 12 of 60 rows and 2 of 3 feature columns; set "
+                       r"`missing` to .drop.") as err:
         load_dataset(table, label_column="label", columns=["age", "income", "city"],
                      preprocessing=Preprocessing(categorical="ordinal"))
     assert SECRET_INCOME not in str(err.value)
@@ -93,7 +93,7 @@ def test_drop_removes_exactly_the_rows_with_a_missing_cell(table):
 def test_missing_label_is_never_imputed(tmp_path):
     path = tmp_path / "l.csv"
     path.write_text("a,label\n1,0\n2,\n3,1\n4,0\n")
-    with pytest.raises(ValueError, match=r"the label is missing.*--missing drop \(labels"):
+    with pytest.raises(ValueError, match=r"the label is missing.*set `missing` to 'drop' \(labels"):
         load_dataset(path, label_column="label",
                      preprocessing=Preprocessing(missing="impute-median"))
     ds = load_dataset(path, label_column="label", preprocessing=Preprocessing(missing="drop"))
@@ -178,7 +178,7 @@ def test_cli_default_is_one_line_with_counts(table, tmp_path, capsys):
     assert rc == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "in 12 of 60 rows and 2 of 4 feature columns" in err
-    assert "pass --missing drop|impute-median|impute-most-frequent" in err
+    assert "set --missing to 'drop', 'impute-median' or 'impute-most-frequent'" in err
     assert SECRET_INCOME not in err
 
 

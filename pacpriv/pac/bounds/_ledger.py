@@ -31,7 +31,7 @@ from fractions import Fraction
 from pacpriv._numbers import format_bound
 from pacpriv._validation import check_real
 from pacpriv.exceptions import BudgetExceededError
-from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.pac.bounds._posterior import check_membership_prior, posterior_success_rate
 from pacpriv.storage._store import Entry, LedgerStore, Transaction
 
 __all__ = ["LedgerEntry", "PrivacyLedger"]
@@ -40,8 +40,9 @@ _SLACK = 1e-12  # relative round-off slack of the cap
 
 
 def _check_prior(prior) -> float:
-    return check_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,
-                      high_inclusive=False)
+    """A scalar blind-guess prior in ``[0.5, 1)`` (the same rule as ``posterior_success_rate``)."""
+    check_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    return float(check_membership_prior(prior))
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ class PrivacyLedger:
     total_budget : float or None, default None
         Cap on the summed budget, nats, ``> 0``; ``None`` records without a cap.
     prior : float or None, default None
-        Blind-guess success rate ``p0`` in ``(0, 1)`` of the secret the releases are about
+        Blind-guess success rate ``p0`` in ``[0.5, 1)`` of the secret the releases are about
         (``max(q, 1 − q)`` for inclusion probability ``q``). A
         :class:`~pacpriv.pac.wrapper.PacPrivateFunction` sets it from its sampler when it is
         calibrated; see :meth:`use_prior`.
@@ -258,7 +259,7 @@ class PrivacyLedger:
         Raises
         ------
         TypeError, ValueError
-            If ``prior`` is not a real number in ``(0, 1)``.
+            If ``prior`` is not a real number in ``[0.5, 1)``.
         """
         p = _check_prior(prior)
         self._prior = p if self._prior is None else max(self._prior, p)
@@ -373,7 +374,7 @@ class PrivacyLedger:
         Raises
         ------
         ValueError
-            If no prior is given and the ledger has none, or ``prior`` is outside ``(0, 1)``.
+            If no prior is given and the ledger has none, or ``prior`` is outside ``[0.5, 1)``.
         """
 
         if prior is None:

@@ -46,9 +46,24 @@ def _check_mi(mi_budget) -> np.ndarray:
     return arr
 
 
-def _check_prior(prior) -> np.ndarray:
-    return check_array_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,
-                            high_inclusive=False)
+def check_membership_prior(prior) -> np.ndarray:
+    """``prior`` in ``[0.5, 1)``: the blind-guess success rate ``max(q, 1 − q)`` of a binary
+    (membership) secret. A value below ½ — typically the inclusion probability ``q`` itself —
+    would give a "bound" below the blind guess ``1 − q``: refused, as by the CLI's ``--prior``."""
+    arr = check_array_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,
+                           high_inclusive=False)
+    low = arr < 0.5
+    if np.any(low):
+        if arr.ndim == 0:
+            q = float(arr)
+            got = (f"{q:g} (for an inclusion probability q = {q:g}, pass "
+                   f"prior={1.0 - q:g} = max(q, 1 - q))")
+        else:
+            got = f"{describe_invalid(low)} below 0.5 (pass max(q, 1 - q) elementwise)"
+        raise ValueError(
+            f"`prior` is the blind-guess success rate max(q, 1 - q) and must be in [0.5, 1); "
+            f"got {got}.")
+    return arr
 
 
 _SERIES = np.array([(-1.0) ** k / (k * (k - 1)) for k in range(2, 26)])
@@ -89,7 +104,7 @@ def posterior_success_rate(mi_budget, *, prior):
     mi_budget : float or array_like
         Mutual-information budget ``v`` in nats, in ``[0, inf]``.
     prior : float or array_like
-        Blind-guess success rate ``p0`` in ``(0, 1)``, required (no default: a silent ½
+        Blind-guess success rate ``p0`` in ``[0.5, 1)``, required (no default: a silent ½
         understates the risk of any other sampler); broadcast against ``mi_budget``. For
         membership with inclusion probability ``q`` use the best blind guess
         ``max(q, 1 − q)`` (:func:`pacpriv.pac.bounds.resolve_membership_prior`); for
@@ -105,7 +120,9 @@ def posterior_success_rate(mi_budget, *, prior):
     TypeError
         If an input is not numeric.
     ValueError
-        If ``mi_budget`` is negative or NaN, or ``prior`` is outside ``(0, 1)``.
+        If ``mi_budget`` is negative or NaN, or ``prior`` is outside ``[0.5, 1)`` (a prior
+        below ½, such as an inclusion probability ``q < ½``, would give a bound below the
+        blind guess ``1 − q``: pass ``max(q, 1 − q)``).
 
     Notes
     -----
@@ -124,9 +141,13 @@ def posterior_success_rate(mi_budget, *, prior):
     >>> round(posterior_success_rate(0.05, prior=0.9), 4)  # sampling rate 0.9
     0.9792
     """
-    v, p0 = np.broadcast_arrays(_check_mi(mi_budget), _check_prior(prior))
-    v = v.astype(np.float64)
-    p0 = p0.astype(np.float64)
+    v, p0 = np.broadcast_arrays(_check_mi(mi_budget), check_membership_prior(prior))
+    return _as_scalar_or_array(_kl_root(v.astype(np.float64), p0.astype(np.float64)))
+
+
+def _kl_root(v: np.ndarray, p0: np.ndarray) -> np.ndarray:
+    """Thm 1's root ``max{p in [p0, 1] : KL(Bern(p) || Bern(p0)) <= v}`` for any ``p0`` in
+    (0, 1) (a k-ary secret's blind guess may be below ½), rounded up; inputs checked."""
     saturated = v >= -np.log(p0)
     lo = p0.copy()
     hi = np.ones_like(p0)
@@ -142,8 +163,7 @@ def posterior_success_rate(mi_budget, *, prior):
     # The bisection's KL has a few ulps of round-off, so ``hi`` can sit a few ulps below the
     # exact root (seen: up to 9 ulps against mpmath). Move up by 32 ulps: the safe side.
     hi = np.minimum(1.0, hi * (1.0 + 32.0 * np.finfo(np.float64).eps))
-    out = np.where(saturated, 1.0, np.where(v == 0, p0, hi))
-    return _as_scalar_or_array(out)
+    return np.where(saturated, 1.0, np.where(v == 0, p0, hi))
 
 
 def pinsker_bound(mi_budget, *, prior):
@@ -154,7 +174,7 @@ def pinsker_bound(mi_budget, *, prior):
     mi_budget : float or array_like
         Budget ``v`` in nats, in ``[0, inf]``.
     prior : float or array_like
-        Blind-guess success rate ``p0`` in ``(0, 1)`` (required).
+        Blind-guess success rate ``p0 = max(q, 1 − q)`` in ``[0.5, 1)`` (required).
 
     Returns
     -------
@@ -170,7 +190,7 @@ def pinsker_bound(mi_budget, *, prior):
     ----------
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1 (with Pinsker's inequality).
     """
-    v, p0 = np.broadcast_arrays(_check_mi(mi_budget), _check_prior(prior))
+    v, p0 = np.broadcast_arrays(_check_mi(mi_budget), check_membership_prior(prior))
     # rounded up in floating point: sqrt(v/2) carries <= 1.5 ulp, inflated by 4 ulp; the sum is
     # rounded up exactly (Fast2Sum: p0 >= gap is not needed for the error term below)
     gap = np.sqrt(v / 2.0) * (1.0 + 4.0 * np.finfo(np.float64).eps)
@@ -196,7 +216,7 @@ def mi_budget_for_accuracy(target_accuracy, *, prior):
     target_accuracy : float or array_like
         Target posterior success rate ``a`` in ``[p0, 1]``.
     prior : float or array_like
-        Blind-guess success rate ``p0`` in ``(0, 1)`` (required).
+        Blind-guess success rate ``p0 = max(q, 1 − q)`` in ``[0.5, 1)`` (required).
 
     Returns
     -------
@@ -208,14 +228,14 @@ def mi_budget_for_accuracy(target_accuracy, *, prior):
     TypeError
         If an input is not numeric.
     ValueError
-        If ``prior`` is outside ``(0, 1)`` or ``target_accuracy`` outside ``[prior, 1]``.
+        If ``prior`` is outside ``[0.5, 1)`` or ``target_accuracy`` outside ``[prior, 1]``.
 
     References
     ----------
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1.
     """
     a = check_array_real(target_accuracy, "target_accuracy", low=0.0, high=1.0)
-    a, p0 = np.broadcast_arrays(a, _check_prior(prior))
+    a, p0 = np.broadcast_arrays(a, check_membership_prior(prior))
     if np.any(a < p0):
         got = (repr(float(a)) if a.ndim == 0 else
                f"{describe_invalid(a < p0)} below the prior (values not shown)")

@@ -191,6 +191,12 @@ def _check_pool(pool: Any) -> tuple[Pool, int]:
     else:
         checked = _as_pool_array(pool, "pool")
         n_records = checked.shape[0]
+    features = checked[0] if isinstance(checked, tuple) else checked
+    if features.dtype.kind in "US":  # text: no mechanism's arithmetic takes it (labels may)
+        raise TypeError(f"`{'pool[0]' if isinstance(checked, tuple) else 'pool'}` must hold "
+                        f"numbers (records as numeric rows); got text (dtype "
+                        f"{features.dtype.str}): encode it first, e.g. with "
+                        "sklearn.preprocessing.OrdinalEncoder.")
     if n_records < 2:
         raise ValueError(
             f"`pool` must contain at least 2 records (the secret is which records are in the "
@@ -202,7 +208,7 @@ def _check_pool(pool: Any) -> tuple[Pool, int]:
 
 
 def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progress):
-    n_trials = check_int(n_trials, "n_trials", low=1)
+    n_trials = check_int(n_trials, "n_trials", low=1, high=2**63 - 1)  # an int64 index
     retries = check_int(retries, "retries", low=0)
     if timeout is not None:
         timeout = check_real(timeout, "timeout", low=0.0, low_inclusive=False)

@@ -113,7 +113,7 @@ def predicted_inflation(
     True
     """
     m = check_int(n_trials, "n_trials", low=1)
-    d = check_int(dim, "dim", low=1)
+    d = check_int(dim, "dim", low=1, high=2**63 - 1)
     gamma = 1.0 - _check_confidence(confidence)
     deff = float(d if effective_dim is None else check_real(effective_dim, "effective_dim",
                                                              low=1.0, high=float(d)))
@@ -168,7 +168,7 @@ def trials_for_inflation(
     >>> trials_for_inflation(12) > trials_for_inflation(12, target_inflation=2.0)
     True
     """
-    d = check_int(dim, "dim", low=1)
+    d = check_int(dim, "dim", low=1, high=2**63 - 1)
     target = check_real(target_inflation, "target_inflation", low=1.0, low_inclusive=False)
     cap = check_int(max_trials, "max_trials", low=_MIN_TRIALS)
 

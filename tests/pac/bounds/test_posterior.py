@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pacpriv.pac.bounds._posterior import (
+    _kl_root,
     individual_mi_bound,
     membership_inference_accuracy_bound,
     mi_budget_for_accuracy,
@@ -19,7 +20,7 @@ from pacpriv.pac.bounds._posterior import (
     posterior_success_rate,
 )
 
-priors = st.floats(min_value=1e-6, max_value=1 - 1e-6)
+priors = st.floats(min_value=0.5, max_value=1 - 1e-6)
 budgets = st.floats(min_value=0.0, max_value=20.0)
 
 
@@ -49,7 +50,11 @@ def test_reference_csv_rows(reference_dir):
         rows = list(csv.DictReader(fh))
     assert len(rows) >= 20
     for row in rows:
-        got = posterior_success_rate(float(row["mi_budget_nats"]), prior=float(row["prior"]))
+        v, p0 = float(row["mi_budget_nats"]), float(row["prior"])
+        # priors below ½ (a k-ary secret) are refused by the public function (a membership
+        # prior is max(q, 1 - q)); the Thm 1 root itself is checked through the kernel
+        got = (posterior_success_rate(v, prior=p0) if p0 >= 0.5
+               else float(_kl_root(np.float64(v), np.float64(p0))))
         assert got == pytest.approx(float(row["posterior_success_bound"]), abs=1e-9), row
 
 
@@ -59,13 +64,15 @@ def test_vectorised_csv_matches_scalar(reference_dir):
         rows = list(csv.DictReader(fh))
     v = np.array([float(r["mi_budget_nats"]) for r in rows])
     p0 = np.array([float(r["prior"]) for r in rows])
+    keep = p0 >= 0.5
+    v, p0, rows = v[keep], p0[keep], [r for r, k in zip(rows, keep, strict=True) if k]
     got = posterior_success_rate(v, prior=p0)
     assert got.shape == v.shape
     scalar = [posterior_success_rate(a, prior=b) for a, b in zip(v, p0, strict=True)]
     assert np.array_equal(got, scalar)
 
 
-@pytest.mark.parametrize(("v", "p0"), [(1e-8, 0.5), (0.3, 0.2), (1e-4, 1e-3), (2.0, 0.05)])
+@pytest.mark.parametrize(("v", "p0"), [(1e-8, 0.5), (0.3, 0.8), (1e-4, 0.999), (2.0, 0.95)])
 def test_never_understates_mpmath_root(v, p0):
     """The returned p is >= the exact (50-digit) root and within 1e-13 of it."""
     exact = _root_mp(v, p0)
@@ -76,8 +83,8 @@ def test_never_understates_mpmath_root(v, p0):
 
 def test_edges():
     """v = 0 gives the prior, v >= ln(1/p0) and v = inf give 1."""
-    assert posterior_success_rate(0.0, prior=0.3) == 0.3
-    assert posterior_success_rate(math.log(1 / 0.3), prior=0.3) == 1.0
+    assert posterior_success_rate(0.0, prior=0.7) == 0.7
+    assert posterior_success_rate(math.log(1 / 0.7), prior=0.7) == 1.0
     assert posterior_success_rate(math.inf, prior=0.5) == 1.0
     assert membership_inference_accuracy_bound(math.log(2)) == 1.0
 
@@ -85,7 +92,7 @@ def test_edges():
 def test_broadcasting_shape():
     """mi_budget (3, 1) and prior (4,) broadcast to (3, 4)."""
     v = np.array([[0.01], [0.1], [1.0]])
-    p0 = np.array([0.01, 0.1, 0.5, 0.9])
+    p0 = np.array([0.5, 0.6, 0.5, 0.9])
     got = posterior_success_rate(v, prior=p0)
     assert got.shape == (3, 4)
     assert got[1, 2] == posterior_success_rate(0.1, prior=0.5)
@@ -129,7 +136,7 @@ def test_round_trip_budget(v, p0):
 @settings(max_examples=200, deadline=None)
 @given(a=st.floats(min_value=1e-6, max_value=1.0), p0=priors)
 @example(a=0.6, p0=0.5)  # the forward bound rounds up: 0.6000000000000001 before the fix
-@example(a=0.47235327154905443, p0=0.3515625)  # lowered 531 ulps (steps grew 16x) before
+@example(a=0.7276467284509456, p0=0.6484375)  # mirror of a case lowered 531 ulps before
 def test_budget_for_a_target_never_exceeds_it_in_floating_point(a, p0):
     """posterior_success_rate(mi_budget_for_accuracy(a)) <= a in float, within ~512 ulps of a."""
     if a < p0:
@@ -147,7 +154,7 @@ def test_round_trip_accuracy_and_entropy_form():
     v = mi_budget_for_accuracy(a, prior=0.5)
     assert np.allclose(v, np.log(2) - h, atol=1e-15)
     assert np.allclose(posterior_success_rate(v, prior=0.5), a, atol=1e-12)
-    assert mi_budget_for_accuracy(1.0, prior=0.25) == pytest.approx(math.log(4))
+    assert mi_budget_for_accuracy(1.0, prior=0.75) == pytest.approx(math.log(4 / 3))
 
 
 def test_pinsker_value():
@@ -185,6 +192,45 @@ def test_error_prior_range(p0):
     """The prior must be in the open interval (0, 1)."""
     with pytest.raises(ValueError, match=r"`prior` must be in \(0.0, 1.0\)"):
         posterior_success_rate(0.1, prior=p0)
+
+
+_PRIOR_USERS = [
+    lambda p: posterior_success_rate(0.1, prior=p),
+    lambda p: posterior_success_rate([0.0, 0.1], prior=[0.5, p]),
+    lambda p: pinsker_bound(0.1, prior=p),
+    lambda p: mi_budget_for_accuracy(0.9, prior=p),
+]
+
+
+@pytest.mark.parametrize("p0", [0.3, 0.01, 0.4999999])
+@pytest.mark.parametrize("call", range(len(_PRIOR_USERS)))
+def test_prior_below_half_refused_everywhere(p0, call):
+    """A prior below ½ (an inclusion probability q < ½, not max(q, 1 − q)) would give a bound
+    below the blind guess 1 − q (0.5146 < 0.7 at v = 0.1, prior 0.3): refused, as by the CLI."""
+    with pytest.raises(ValueError, match=r"`prior` .* must be in \[0.5, 1\)"):
+        _PRIOR_USERS[call](p0)
+
+
+def test_prior_below_half_refused_by_ledger_and_plot():
+    """The ledger and the posterior plot take the same prior and refuse the same values."""
+    from pacpriv.pac.bounds import PrivacyLedger
+    from pacpriv.plotting.pac import plot_posterior_curve
+    with pytest.raises(ValueError, match=r"prior=0.7"):
+        PrivacyLedger(1.0, prior=0.3)
+    ledger = PrivacyLedger(1.0)
+    with pytest.raises(ValueError, match=r"\[0.5, 1\)"):
+        ledger.use_prior(0.2)
+    with pytest.raises(ValueError, match=r"\[0.5, 1\)"):
+        ledger.posterior_success_bound(prior=0.2)
+    with pytest.raises(ValueError, match=r"\[0.5, 1\)"):
+        plot_posterior_curve(0.1, prior=0.3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(v=st.floats(min_value=0.0, max_value=5.0), p0=priors)
+def test_bound_never_below_blind_guess(v, p0):
+    """Every accepted prior gives a bound >= max(p0, 1 − p0)."""
+    assert posterior_success_rate(v, prior=p0) >= max(p0, 1 - p0)
 
 
 def test_error_accuracy_below_prior():
