@@ -441,7 +441,6 @@ def test_each_helper_is_written_once():
 LONG_BODIES_KEPT = {
     "pacpriv/dpsgd/_exact/mixed.py:combine",  # the mixed-grid numerics (dpsgd/_exact)
     "pacpriv/dpsgd/trainer.py:_train_dpsgd",  # the torch trainer
-    "pacpriv/pac/per_record/_report.py:per_record_section",  # the per-record room
     "pacpriv/pac/noise/_certificate.py:_certify",  # the certificate (pac/noise)
 }
 
