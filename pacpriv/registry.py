@@ -43,8 +43,9 @@ import importlib.util
 import os
 import re
 import sys
+import weakref
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 
@@ -58,6 +59,7 @@ __all__ = [
     "MECHANISMS",
     "MechanismFactory",
     "Registry",
+    "all_registries",
     "available_mechanisms",
     "load_object",
     "register_mechanism",
@@ -90,6 +92,9 @@ class Registry(Generic[T]):
     (('red',), 16711680)
     """
 
+    #: Every registry created in this process (weakly held), for :func:`all_registries`.
+    _live: ClassVar[weakref.WeakSet[Registry]] = weakref.WeakSet()
+
     def __init__(self, kind: str, *, argument: str | None = None, key: str = "name") -> None:
         self.kind = kind
         self.argument = argument or kind
@@ -97,6 +102,7 @@ class Registry(Generic[T]):
         self._entries: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
         self._docs: dict[str, str] = {}
+        Registry._live.add(self)
 
     def register(self, name: str, entry: T, *, aliases: tuple[str, ...] = (),
                  doc: str | None = None, force: bool = False) -> T:
@@ -357,6 +363,13 @@ for _name, _factory, _doc in (
     ("mlp", _mlp, "8-unit MLP weights (needs torch)"),
 ):
     MECHANISMS.register(_name, _factory, doc=_doc)
+
+
+def all_registries() -> tuple[Registry, ...]:
+    """Every :class:`Registry` alive in this process (samplers, rules, attacks, mechanisms,
+    estimators, shapes...), e.g. to undo a test's or a demo's registrations with
+    :meth:`Registry.temporary` on each."""
+    return tuple(Registry._live)
 
 
 def available_mechanisms() -> tuple[str, ...]:

@@ -121,3 +121,17 @@ try:
         _hyp_settings.load_profile("ci")
 except ImportError:  # pragma: no cover - hypothesis is in the test extra
     pass
+
+
+@pytest.fixture(autouse=True)
+def _registrations_do_not_leak():
+    """A test (or a README/docs snippet it runs) that registers a sampler, rule, attack,
+    mechanism... leaves every registry as it found it, so no test depends on test order."""
+    import contextlib
+
+    from pacpriv.registry import all_registries
+
+    with contextlib.ExitStack() as stack:
+        for registry in all_registries():
+            stack.enter_context(registry.temporary())
+        yield
