@@ -20,10 +20,9 @@ estimator was fitted on (scikit-learn; mapped through ``classes_``).
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,9 +31,11 @@ from scipy import special
 from pacpriv._numbers import format_bound
 from pacpriv._optional import import_torch
 from pacpriv._random import MODEL_INIT_STREAM, MODEL_TRAINING_STREAM, trial_seed
+from pacpriv._torch_models import MLPFactory, one_torch_thread
 from pacpriv._validation import check_int, check_real
 from pacpriv.audit._accountant import checked_call, dpsgd_epsilon
 from pacpriv.audit._curves import TradeoffCurve, accuracy_curve, mi_curve, trivial_curve
+from pacpriv.registry import Registry
 
 __all__ = ["DPSGDModel", "EstimatorModel", "ImageShift", "LinearLogits", "MLPFactory",
            "ModelFamily", "PacReleaseModel", "image_shifts", "phi_from_logits"]
@@ -88,53 +89,13 @@ def phi_from_logits(logits, y) -> np.ndarray:
     return zy - special.logsumexp(other, axis=1)
 
 
-@contextlib.contextmanager
-def _one_torch_thread(torch):
-    """Train and score with one intra-op thread: identical float results in every worker and
-    in the engine's re-run in the parent (thread count changes reduction order)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-@dataclass(frozen=True)
-class MLPFactory:
-    """Picklable factory of a fresh torch classifier: ``Linear`` layers with ``tanh`` between.
-
-    ``hidden=()`` is multinomial logistic regression. Only ``nn.Linear`` and element-wise
-    activations: the DP-SGD trainer clips them exactly with ghost clipping.
-    """
-
-    n_features: int
-    n_classes: int
-    hidden: tuple[int, ...] = (64,)
-
-    def __post_init__(self) -> None:
-        check_int(self.n_features, "n_features", low=1)
-        check_int(self.n_classes, "n_classes", low=2)
-        for i, h in enumerate(self.hidden):
-            check_int(h, f"hidden[{i}]", low=1)
-
-    def __call__(self):
-        """A new ``torch.nn.Sequential`` (initialised from torch's current global seed)."""
-        torch = import_torch("MLPFactory")
-        sizes = [self.n_features, *self.hidden, self.n_classes]
-        layers: list = []
-        for i in range(len(sizes) - 1):
-            layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
-            if i < len(sizes) - 2:
-                layers.append(torch.nn.Tanh())
-        return torch.nn.Sequential(*layers)
-
-    def describe(self) -> str:
-        """E.g. ``"MLP 64-32-10 (tanh)"`` or ``"logistic regression (64 features, 10 classes)"``."""
-        if not self.hidden:
-            return f"logistic regression ({self.n_features} features, {self.n_classes} classes)"
-        widths = "-".join(str(h) for h in (*self.hidden, self.n_classes))
-        return f"MLP {self.n_features}-{widths} (tanh)"
+#: The audit's built-in torch models: name -> ``factory(n_features, n_classes, hidden)`` of an
+#: :class:`MLPFactory` (the ``--model`` choices beside ``module:attr`` / ``file.py:attr``).
+MODELS: Registry[Callable[[int, int, int], MLPFactory]] = Registry("model", argument="model")
+MODELS.register("logistic", lambda p, k, hidden: MLPFactory(p, k, ()),
+                doc="multinomial logistic regression")
+MODELS.register("mlp", lambda p, k, hidden: MLPFactory(p, k, (hidden,)),
+                doc="one-hidden-layer tanh MLP (--hidden units)")
 
 
 def _seed_from(rng: np.random.Generator) -> np.random.SeedSequence:
@@ -172,12 +133,19 @@ class DPSGDModel:
 
     model_factory: Callable[[], Any]
     noise_multiplier: float
-    steps_per_epoch: int
-    epochs: int
-    max_grad_norm: float | None = 1.0
-    learning_rate: float = 0.5
+    steps_per_epoch: int = field(metadata={
+        "flag": "--steps-per-epoch",
+        "help": "steps per epoch M; each record used at one random step per epoch"})
+    epochs: int = field(metadata={"flag": "--epochs", "help": "epochs E"})
+    max_grad_norm: float | None = field(default=1.0, metadata={
+        "flag": "--max-grad-norm", "help": "DP-SGD clipping norm C (unused with --non-private)"})
+    learning_rate: float = field(default=0.5, metadata={"flag": "--learning-rate",
+                                                        "help": "SGD step size"})
     target_accuracy: float | None = None
-    ensemble: bool = False
+    ensemble: bool = field(default=False, metadata={
+        "flag": "--ensemble", "help": "train the reference models with pacpriv.ensemble "
+        "(vectorised, one program; several times faster without clipping, slower with it on "
+        "a CPU)"})
 
     def __post_init__(self) -> None:
         if not isinstance(self.ensemble, bool):
@@ -242,7 +210,7 @@ class DPSGDModel:
         seed = _seed_from(rng)
         init = int(trial_seed(seed, MODEL_INIT_STREAM).generate_state(1, dtype=np.uint64)[0])
         lr = float(self.learning_rate)
-        with _one_torch_thread(torch):
+        with one_torch_thread():
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(init)
                 model = self.model_factory()
@@ -270,7 +238,7 @@ class DPSGDModel:
         spec = TrainingSpec(SGD(float(self.learning_rate)), epochs=int(self.epochs),
                             batching=RandomAllocation(int(self.steps_per_epoch)),
                             clipping=clipping)
-        with _one_torch_thread(torch):
+        with one_torch_thread():
             with torch.random.fork_rng(devices=[]):
                 template = self.model_factory()  # the architecture; init from the seeds
             return train_ensemble(template, X, np.asarray(y, dtype=np.int64), masks,
@@ -278,8 +246,8 @@ class DPSGDModel:
 
     def statistics_block(self, models, X, y) -> np.ndarray:
         """φ of each record under each model of a block, shape ``(B, n)``."""
-        torch = import_torch("DPSGDModel")
-        with _one_torch_thread(torch):
+        import_torch("DPSGDModel")  # a missing torch is named by the family
+        with one_torch_thread():
             logits = models.evaluate(np.asarray(X))
         labels = np.asarray(y)
         return np.stack([phi_from_logits(z, labels) for z in logits])
@@ -288,7 +256,7 @@ class DPSGDModel:
         """φ of each record from the model's logits (eval mode, no gradients)."""
         torch = import_torch("DPSGDModel")
         first = next(iter(model.parameters()))
-        with _one_torch_thread(torch), torch.no_grad():
+        with one_torch_thread(), torch.no_grad():
             was = model.training
             model.eval()
             try:

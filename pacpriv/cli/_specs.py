@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pacpriv.cli._args import UsageError, integer, number
@@ -50,14 +50,16 @@ def _type(field: dataclasses.Field) -> Any:
 def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
                    only: Iterable[str] | None = None, notes: dict[str, str] | None = None,
                    helps: dict[str, str] | None = None, required: Iterable[str] = (),
-                   sweep: bool = False, defaults: bool = False) -> None:
+                   sweep: bool = False, defaults: bool | Mapping[str, Any] = False) -> None:
     """Add the flags of the spec classes' fields to ``parser`` (each flag once, default None).
 
     ``only`` limits the fields (by name); ``notes`` adds a text to a field's help (by name),
     e.g. which rules take it; ``helps`` replaces a field's help for this command; the fields
     in ``required`` must be given; with ``sweep`` a field whose metadata has ``"sweep"`` takes
     one or more values (a list); with ``defaults`` a flag not given holds the field's default
-    (a ``--x``/``--no-x`` switch always defaults to None: the field's default applies).
+    (a ``--x``/``--no-x`` switch always defaults to None: the field's default applies);
+    ``defaults`` as ``{field: value}`` gives this command's own defaults instead (shown in the
+    help as ``(default value)``), the other fields keeping theirs.
     """
     seen: set[str] = set()
     must = set(required)
@@ -73,6 +75,9 @@ def add_spec_flags(parser: argparse.ArgumentParser, *classes: Any,
             text = ((helps or {}).get(f.name) or f.metadata["sweep" if many else "help"]) \
                 + (notes or {}).get(f.name, "")
             default = f.default if defaults and f.default is not dataclasses.MISSING else None
+            if isinstance(defaults, Mapping) and f.name in defaults:
+                default = defaults[f.name]
+                text += f" (default {default:g})" if _type(f) is not bool else ""
             if f.metadata.get("negate") or _type(f) is bool:  # --no-x sets False, --x True
                 parser.add_argument(flag, dest=f.name, action="store_const", default=None,
                                     const=not f.metadata.get("negate"), help=text)

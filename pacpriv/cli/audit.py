@@ -23,7 +23,7 @@ from pacpriv.cli._resources import (
     effective_n_jobs,
     hold_report_folder,
 )
-from pacpriv.cli._specs import add_spec_flags, spec_from_args
+from pacpriv.cli._specs import add_spec_flags, given_fields, spec_from_args
 from pacpriv.cli._user import (
     TRAINED_LABEL_HELP,
     TRAINED_RANGES_HELP,
@@ -55,7 +55,10 @@ def add_parser(subparsers, name: str) -> None:
                    help="bundled classification dataset or .csv/.npy/.npz path (a file needs "
                    "--label-column; default digits)")
     add_dataset_arguments(p, label_help=TRAINED_LABEL_HELP, ranges_help=TRAINED_RANGES_HELP)
-    p.add_argument("--model", default="mlp", metavar="{logistic,mlp,module:attr,file.py:attr}",
+    from pacpriv.audit._families import MODELS, DPSGDModel
+
+    p.add_argument("--model", default="mlp",
+                   metavar=f"{{{','.join(MODELS.choices())},module:attr,file.py:attr}}",
                    help="the audited model: a built-in torch classifier (multinomial logistic "
                    "regression, or a one-hidden-layer tanh MLP), or your own: a scikit-learn "
                    "classifier (instance, class or factory; trained non-privately: pass "
@@ -75,23 +78,13 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--reference-models", type=integer, default=16,
                    help="K, even and >= 4: models of the batch, each the target once "
                    "(default 16)")
-    p.add_argument("--epochs", type=integer, default=30, help="epochs E (default 30)")
-    p.add_argument("--steps-per-epoch", type=integer, default=10,
-                   help="steps per epoch M; each record used at one random step per epoch "
-                   "(default 10)")
-    p.add_argument("--learning-rate", type=number, default=0.5,
-                   help="SGD step size (default 0.5)")
-    p.add_argument("--max-grad-norm", type=number, default=1.0,
-                   help="DP-SGD clipping norm C (default 1; unused with --non-private)")
+    add_spec_flags(p, DPSGDModel, defaults=_TRAINING_DEFAULTS)  # the DP-SGD training flags
     p.add_argument("--population", type=number, default=0.2,
                    help="fraction of the records held out as population samples, never "
                    "trained on (RMIA's z), in (0, 1) (default 0.2)")
     p.add_argument("--augment", choices=("none", "shifts"), default="none",
                    help="extra queries for LiRA/RMIA: one-pixel shifts of square images "
                    "(e.g. digits); tabular data has none (default none)")
-    p.add_argument("--ensemble", action="store_true",
-                   help="train the reference models with pacpriv.ensemble (vectorised, one "
-                   "program; several times faster without clipping, slower with it on a CPU)")
     _add_attacks(p)
     p.add_argument("--offline-a", type=number, default=0.3,
                    help="a of offline RMIA, in [0, 1] (default 0.3)")
@@ -117,6 +110,11 @@ def add_parser(subparsers, name: str) -> None:
     p.set_defaults(handler=_audit)
 
 
+#: the audit's own defaults for the DP-SGD fields it exposes (DPSGDModel has none for M, E)
+_TRAINING_DEFAULTS = {"epochs": 30, "steps_per_epoch": 10, "learning_rate": 0.5,
+                      "max_grad_norm": 1.0}
+
+
 def _add_attacks(p) -> None:
     """``--attacks``: the names of the attack registry (pacpriv.audit.ATTACKS)."""
     from pacpriv.audit._suite import ATTACKS
@@ -131,10 +129,12 @@ def _check(args) -> None:
     if args.reference_models < 4 or args.reference_models % 2:
         raise UsageError(f"--reference-models must be an even number >= 4; got "
                          f"{args.reference_models}")
-    for flag in ("epochs", "steps_per_epoch", "hidden"):
-        value = getattr(args, flag)
-        if value < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be >= 1; got {value}")
+    if args.hidden < 1:
+        raise UsageError(f"--hidden must be >= 1; got {args.hidden}")
+    from pacpriv.audit import DPSGDModel, MLPFactory
+
+    # every DP-SGD training flag, before any work (the field checks of the family itself)
+    spec_from_args(DPSGDModel, args, model_factory=MLPFactory(1, 2, ()), noise_multiplier=0.0)
     spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     if args.noise_multiplier is not None and not (args.noise_multiplier > 0
                                                   and math.isfinite(args.noise_multiplier)):
@@ -148,22 +148,22 @@ def _check(args) -> None:
             raise UsageError(f"{flag} must be in (0, 1); got {value}")
     if not 0 <= args.offline_a <= 1:
         raise UsageError(f"--offline-a must be in [0, 1]; got {args.offline_a}")
-    if not (args.learning_rate > 0 and math.isfinite(args.learning_rate)):
-        raise UsageError(f"--learning-rate must be a finite number > 0; got {args.learning_rate}")
-    if not (args.max_grad_norm > 0 and math.isfinite(args.max_grad_norm)):
-        raise UsageError(f"--max-grad-norm must be a finite number > 0; got {args.max_grad_norm}")
     if args.canaries is not None and not args.one_run:
         raise UsageError("--canaries needs --one-run")
     if args.canaries is not None and args.canaries < 2:
         raise UsageError(f"--canaries must be >= 2; got {args.canaries}")
-    if args.model not in ("logistic", "mlp") and ":" not in args.model:
-        raise UsageError(f"--model must be logistic, mlp, module:attr or file.py:attr; got "
-                         f"{args.model!r}")
+    from pacpriv.audit._families import MODELS
+
+    if args.model not in MODELS and ":" not in args.model:
+        raise UsageError(f"--model must be {', '.join(MODELS.choices())}, module:attr or "
+                         f"file.py:attr; got {args.model!r}")
 
 
 def _load_user_model(args):
     """The ``--model module:attr`` object (None for a built-in), before any data is read."""
-    if args.model in ("logistic", "mlp"):
+    from pacpriv.audit._families import MODELS
+
+    if args.model in MODELS:
         return None
     from pacpriv.cli._user import add_cwd_to_path, check_mechanism_file
     from pacpriv.registry import load_object
@@ -187,10 +187,10 @@ def _classes(dataset) -> tuple[np.ndarray, int]:
 
 
 def _family(args, n_features: int, n_classes: int, user_model=None):
-    from pacpriv.audit import DPSGDModel, MLPFactory, user_model_family
+    from pacpriv.audit import DPSGDModel, user_model_family
+    from pacpriv.audit._families import MODELS
 
-    common = dict(steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
-                  learning_rate=args.learning_rate, ensemble=args.ensemble)
+    common = given_fields(DPSGDModel, args)  # the training flags (or the audit's defaults)
     sigma, target = args.noise_multiplier, args.target_accuracy
     if target is not None:
         from pacpriv.dpsgd import noise_multiplier_for_accuracy
@@ -202,8 +202,8 @@ def _family(args, n_features: int, n_classes: int, user_model=None):
         try:
             return user_model_family(
                 user_model, n_features=n_features, n_classes=n_classes,
-                noise_multiplier=0.0 if args.non_private else sigma,
-                max_grad_norm=args.max_grad_norm, target_accuracy=target, **common)
+                noise_multiplier=0.0 if args.non_private else sigma, target_accuracy=target,
+                **common)
         except ValueError as err:
             if "scikit-learn" in str(err):
                 raise UsageError(f"--model {args.model!r} is a scikit-learn estimator, trained "
@@ -212,11 +212,10 @@ def _family(args, n_features: int, n_classes: int, user_model=None):
             raise
         except TypeError as err:
             raise UsageError(f"--model {args.model!r}: {err}") from None
-    factory = MLPFactory(n_features, n_classes, (args.hidden,) if args.model == "mlp" else ())
+    factory = MODELS.get(args.model)(n_features, n_classes, args.hidden)
     if args.non_private:
-        return DPSGDModel(factory, noise_multiplier=0.0, max_grad_norm=None, **common)
-    return DPSGDModel(factory, noise_multiplier=sigma, max_grad_norm=args.max_grad_norm,
-                      target_accuracy=target, **common)
+        return DPSGDModel(factory, **(common | {"noise_multiplier": 0.0, "max_grad_norm": None}))
+    return DPSGDModel(factory, noise_multiplier=sigma, target_accuracy=target, **common)
 
 
 def _attacks(args) -> tuple:

@@ -16,10 +16,9 @@ which records are members.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +26,12 @@ import numpy as np
 
 from pacpriv._optional import import_torch
 from pacpriv._random import RNGLike, trial_seed
+from pacpriv._torch_models import (
+    linear_initial_parameters,
+    linear_module,
+    one_torch_thread,
+    public_stream_int,
+)
 from pacpriv.audit._attacks import AttackResult, loss_threshold_attack
 from pacpriv.datasets.scaling import scale_to_unit_box
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
@@ -40,7 +45,6 @@ __all__ = [
     "evaluate_parameters",
     "exact_sigma",
     "scale_features",
-    "single_thread",
 ]
 
 
@@ -50,25 +54,6 @@ def scale_features(X: np.ndarray, low, high) -> np.ndarray:
     :func:`pacpriv.datasets.scaling.scale_to_unit_box` (the one implementation).
     """
     return scale_to_unit_box(X, low, high)
-
-
-@contextlib.contextmanager
-def single_thread() -> Iterator[None]:
-    """Run torch on one intra-op thread (tiny models are faster so), then restore."""
-    before = torch.get_num_threads()
-    if before != 1:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if before != 1:
-            torch.set_num_threads(before)
-
-
-def _seed_int(seed: int, stream: int) -> int:
-    """A 63-bit integer derived from the public ``seed`` for one named stream."""
-    ss = np.random.SeedSequence(seed, spawn_key=(stream,))
-    return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
 
 
 @dataclass(frozen=True)
@@ -104,19 +89,12 @@ class LogisticRegressionMechanism:
 
     def initial_parameters(self) -> np.ndarray:
         """Public initial ``θ₀``: uniform on ``±1/sqrt(p)`` (torch's default bound)."""
-        gen = np.random.default_rng(_seed_int(self.public_seed, 0))
-        bound = 1.0 / np.sqrt(self.n_features)
-        return gen.uniform(-bound, bound, size=self.dim)
+        return linear_initial_parameters(self.n_features, self.n_classes, self.public_seed)
 
     def model(self, theta: np.ndarray | None = None) -> torch.nn.Linear:
         """A float64 ``nn.Linear(p, K)`` holding ``theta`` (default: the public ``θ₀``)."""
-        theta = self.initial_parameters() if theta is None else np.asarray(theta, np.float64)
-        k, p = self.n_classes, self.n_features
-        model = torch.nn.Linear(p, k, dtype=torch.float64)
-        with torch.no_grad():
-            model.weight.copy_(torch.from_numpy(theta[: k * p].reshape(k, p).copy()))
-            model.bias.copy_(torch.from_numpy(theta[k * p :].copy()))
-        return model
+        theta = self.initial_parameters() if theta is None else theta
+        return linear_module(theta, self.n_features, self.n_classes)
 
     @staticmethod
     def parameters_of(model: torch.nn.Linear) -> np.ndarray:
@@ -146,7 +124,7 @@ class LogisticRegressionMechanism:
         if X.shape[0] == 0:
             return self.parameters_of(model)
         lr = self.learning_rate
-        with single_thread():
+        with one_torch_thread():
             train_dpsgd(
                 model,
                 torch.nn.CrossEntropyLoss(),
@@ -157,7 +135,7 @@ class LogisticRegressionMechanism:
                 epochs=self.epochs,
                 max_grad_norm=max_grad_norm,
                 optimizer=lambda params: torch.optim.SGD(params, lr=lr),
-                rng=_seed_int(self.public_seed, 1) if rng is None else rng,
+                rng=public_stream_int(self.public_seed, 1) if rng is None else rng,
             )
         return self.parameters_of(model)
 
@@ -169,12 +147,12 @@ class LogisticRegressionMechanism:
     def predict(self, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
         """Class indices ``argmax(X Wᵀ + b)``."""
         model = self.model(theta)
-        with single_thread(), torch.no_grad():
+        with one_torch_thread(), torch.no_grad():
             return model(torch.from_numpy(np.array(X, dtype=np.float64))).argmax(1).numpy()
 
     def losses(self, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Per-record cross-entropy losses (the loss-threshold attack's score)."""
-        with single_thread():
+        with one_torch_thread():
             return model_losses(self.model(theta), torch.nn.CrossEntropyLoss(),
                                 np.array(X, dtype=np.float64), np.array(y, dtype=np.int64))
 

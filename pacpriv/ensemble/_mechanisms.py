@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from pacpriv._random import as_seed_sequence
+from pacpriv._torch_models import linear_initial_parameters, linear_module, public_stream_int
 from pacpriv._validation import check_int
 from pacpriv.ensemble._gradients import LossArg
 from pacpriv.ensemble._spec import (
@@ -128,13 +129,6 @@ def trial_seed_of(rng) -> np.random.SeedSequence:
     return as_seed_sequence(rng)
 
 
-def _seed_int(seed: int, stream: int) -> int:
-    """63 bits of ``SeedSequence(seed, spawn_key=(stream,))``: the public streams of
-    :class:`pacpriv.compare.models.LogisticRegressionMechanism` (0 init, 1 batch order)."""
-    ss = np.random.SeedSequence(seed, spawn_key=(stream,))
-    return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
-
-
 @dataclass(frozen=True)
 class EnsembleLogisticRegression:
     """Multinomial logistic regression by (clipped, noise-free) gradient descent, in blocks.
@@ -217,19 +211,11 @@ class EnsembleLogisticRegression:
 
     def initial_parameters(self) -> np.ndarray:
         """``θ₀``: uniform on ``±1/√p`` from the public stream 0 (float64, shape ``(d,)``)."""
-        gen = np.random.default_rng(_seed_int(self.public_seed, 0))
-        bound = 1.0 / np.sqrt(self.n_features)
-        return gen.uniform(-bound, bound, size=self.dim)
+        return linear_initial_parameters(self.n_features, self.n_classes, self.public_seed)
 
     def model(self) -> torch.nn.Linear:
         """A float64 ``nn.Linear(p, K)`` holding ``θ₀``."""
-        theta = self.initial_parameters()
-        k, p = self.n_classes, self.n_features
-        lin = torch.nn.Linear(p, k, dtype=torch.float64)
-        with torch.no_grad():
-            lin.weight.copy_(torch.from_numpy(theta[: k * p].reshape(k, p).copy()))
-            lin.bias.copy_(torch.from_numpy(theta[k * p:].copy()))
-        return lin
+        return linear_module(self.initial_parameters(), self.n_features, self.n_classes)
 
     def run_block(self, pool, masks, *, seeds: Sequence | None = None) -> np.ndarray:
         """Parameters trained on each subset, shape ``(B, d)`` float64; ``seeds`` is ignored.
@@ -246,7 +232,7 @@ class EnsembleLogisticRegression:
                              f"n_features={self.n_features}.")
         labels = class_positions(y, range(self.n_classes))
         n_models = np.asarray(masks).shape[0] if np.ndim(masks) == 2 else 1
-        public = np.random.SeedSequence(_seed_int(self.public_seed, 1))
+        public = np.random.SeedSequence(public_stream_int(self.public_seed, 1))
         return train_ensemble(self.model(), X, labels, masks, seeds=[public] * n_models,
                               training=self.training, init="shared", dtype=self.dtype,
                               device=self.device,

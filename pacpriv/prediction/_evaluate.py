@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pacpriv._torch_models import one_torch_thread
 from pacpriv.pac.engine._isolation import output_to_stderr
 from pacpriv.pac.engine._mechanism import (
     MAX_OUTPUT_MAGNITUDE,
@@ -288,7 +289,7 @@ def _torch_ensemble(models: list, output: str) -> Callable[[np.ndarray], np.ndar
     ensemble.template.eval()  # the worlds answer in evaluation mode, as the loop does
 
     def evaluate(X: np.ndarray) -> np.ndarray:
-        with _few_threads(torch, len(X) * len(models) <= _SMALL):
+        with _few_threads(len(X) * len(models) <= _SMALL):
             # a tensor copy: the rows may be a read-only array (torch warns on those)
             out = ensemble.forward(torch.tensor(X, dtype=ensemble.dtype))
             with torch.inference_mode():
@@ -304,7 +305,7 @@ _THREADS = threading.Lock()
 
 
 @contextlib.contextmanager
-def _few_threads(torch, small: bool):
+def _few_threads(small: bool):
     """One torch intra-op thread for a small evaluation (restored afterwards).
 
     A one-row query over 128 small worlds is a few microseconds of arithmetic per operator;
@@ -315,10 +316,5 @@ def _few_threads(torch, small: bool):
     if not small:
         yield
         return
-    with _THREADS:
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
+    with _THREADS, one_torch_thread():
+        yield

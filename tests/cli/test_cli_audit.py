@@ -71,6 +71,11 @@ def test_table_output_and_target_accuracy(tmp_path, capsys):
      "--augment shifts needs square images (a square number of features); the dataset has 30"),
     (["--non-private", "--dataset", "nope"], "unknown dataset 'nope'"),
     (["--non-private", "--n-jobs", "0"], "--n-jobs must be a positive number"),
+    (["--non-private", "--epochs", "0"], "--epochs must be an integer in [1, inf); got 0"),
+    (["--non-private", "--steps-per-epoch", "0"], "--steps-per-epoch must be an integer"),
+    (["--non-private", "--learning-rate", "-1"], "--learning-rate must be in (0.0, inf)"),
+    (["--noise-multiplier", "1", "--learning-rate", "inf"], "--learning-rate must be a finite"),
+    (["--non-private", "--max-grad-norm", "0"], "--max-grad-norm must be in (0.0, inf)"),
 ])
 def test_bad_input_exits_2_with_one_line(argv, match, tmp_path, capsys):
     rc = main(["audit", "--out", str(tmp_path / "x"), "--no-progress", *argv])
@@ -98,3 +103,33 @@ def test_out_must_not_be_a_file(tmp_path, capsys):
     f.write_text("x")
     assert main(["audit", "--non-private", "--out", str(f), *SMALL]) == 2
     assert "--out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "sigma", "clip", "target"), [
+    (["--noise-multiplier", "2"], 2.0, 1.0, None),
+    (["--non-private"], 0.0, None, None),
+    (["--target-accuracy", "0.6"], None, 1.0, 0.6),
+])
+def test_training_flags_default_to_the_audit_s_own_values(argv, sigma, clip, target):
+    """The DP-SGD flags come from DPSGDModel's fields with the audit's defaults (E = 30,
+    M = 10, learning rate 0.5, C = 1), and the family built is the one the flags describe."""
+    from pacpriv.audit import DPSGDModel, MLPFactory
+    from pacpriv.cli.audit import _family
+    from pacpriv.cli.main import build_parser
+
+    args = build_parser().parse_args(["audit", *argv])
+    family = _family(args, 64, 10)
+    assert isinstance(family, DPSGDModel)
+    assert (family.epochs, family.steps_per_epoch, family.learning_rate) == (30, 10, 0.5)
+    assert (family.max_grad_norm, family.ensemble, family.target_accuracy) == (clip, False,
+                                                                                target)
+    assert family.model_factory == MLPFactory(64, 10, (128,))
+    if sigma is not None:
+        assert family.noise_multiplier == sigma
+    args = build_parser().parse_args(["audit", "--noise-multiplier", "3", "--epochs", "2",
+                                      "--steps-per-epoch", "4", "--learning-rate", "0.1",
+                                      "--max-grad-norm", "2", "--ensemble", "--model",
+                                      "logistic"])
+    assert _family(args, 64, 10) == DPSGDModel(MLPFactory(64, 10, ()), noise_multiplier=3.0,
+                                               steps_per_epoch=4, epochs=2, max_grad_norm=2.0,
+                                               learning_rate=0.1, ensemble=True)
