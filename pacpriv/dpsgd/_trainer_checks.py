@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from pacpriv._validation import check_int
+from pacpriv.dpsgd.sampling import RandomAllocation
+from pacpriv.dpsgd.spec import DPSGDSpec
 
 __all__ = ["NoOpTrainingError", "check_changed", "check_optimizer_holds", "public_size"]
 
@@ -54,3 +56,24 @@ def public_size(dataset_size, spec: Any, n: int) -> int:
                              f"{declared}; give one.")
         declared = size
     return n if declared is None else int(declared)
+
+
+_ALLOCATION_NAMES = ("random_allocation", "k_of_t", "balls_in_bins")
+
+
+def _allocation_k(allocation, spec: DPSGDSpec | None, steps: int) -> int:
+    """``k`` of the batch sampler from ``allocation`` and ``spec`` (one source of truth)."""
+    spec_k = 1 if spec is None else spec.k
+    if allocation is None or (isinstance(allocation, str) and allocation in _ALLOCATION_NAMES):
+        allocation = RandomAllocation(spec_k)
+    elif isinstance(allocation, str):
+        raise ValueError(f"`allocation` must be a RandomAllocation or one of "
+                         f"{list(_ALLOCATION_NAMES)}; got {allocation!r}.")
+    if not isinstance(allocation, RandomAllocation):
+        raise TypeError("`allocation` must be a RandomAllocation, a string shorthand or None; "
+                        f"got {type(allocation).__name__}.")
+    if spec is not None and spec.k not in (1, allocation.k):
+        raise TypeError(f"pass k either in `spec` (k={spec.k}) or in `allocation` "
+                        f"(k={allocation.k}), not both.")
+    allocation.check(steps)
+    return allocation.k

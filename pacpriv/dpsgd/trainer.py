@@ -62,6 +62,7 @@ from pacpriv.dpsgd._noise import arithmetic, check_noise_range, check_precision,
 from pacpriv.dpsgd._records import as_records, as_tensors
 from pacpriv.dpsgd._trainer_checks import (
     NoOpTrainingError,
+    _allocation_k,
     check_changed,
     check_optimizer_holds,
     public_size,
@@ -449,26 +450,10 @@ def train_dpsgd(
     return result if found is None else dataclasses.replace(result, **found)
 
 
-def _train_dpsgd(
-    model: torch.nn.Module,
-    loss_fn: LossFn,
-    X,
-    y=None,
-    *,
-    noise_multiplier: float | None = None,
-    steps_per_epoch: int | None = None,
-    epochs: int | None = None,
-    max_grad_norm: float | None,
-    optimizer: OptimizerArg = None,
-    rng: RNGLike = None,
-    secure_noise: bool = False,
-    progress: bool = False,
-    spec: DPSGDSpec | None = None,
-    allocation: RandomAllocation | str | None = None,
-    allow_low_precision: bool = False,
-    dataset_size: int | None = None,
-) -> TrainingResult:
-    """:func:`train_dpsgd` with every setting as a keyword (validated here)."""
+def _checked_settings(model, loss_fn, noise_multiplier, steps_per_epoch, epochs, max_grad_norm,
+                      spec: DPSGDSpec | None, allocation
+                      ) -> tuple[float, int, int, int, float | None]:
+    """``(sigma, M, E, k, C)`` of a run, checked (the argument checks of ``train_dpsgd``)."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"`model` must be a torch.nn.Module; got {type(model).__name__}.")
     if not callable(loss_fn):
@@ -490,6 +475,49 @@ def _train_dpsgd(
             f"(noise has std noise_multiplier * max_grad_norm); got None with "
             f"noise_multiplier={sigma!r}."
         )
+    return sigma, M, E, k, C
+
+
+def _one_step(model, loss_fn, batch, named, opt, tape, *, C: float | None, sigma: float,
+              expected: float, noise_gen, secure_noise: bool, step: int) -> tuple[int, float]:
+    """One optimizer step on ``batch``: ``(records clipped, loss)``; plain when ``C`` is None."""
+    xb, yb = batch
+    if C is None:
+        grads, loss = _plain_step(model, loss_fn, xb, yb, expected)
+        clipped = 0
+    else:
+        gen = secure_generator() if secure_noise and sigma > 0 else noise_gen
+        grads, clipped, loss = _private_step(
+            model, loss_fn, xb, yb, tape, C=C, sigma=sigma, expected=expected,
+            generator=gen, step=step)
+    for name, p in named:
+        p.grad = grads[name].detach()
+    opt.step()
+    return clipped, loss
+
+
+def _train_dpsgd(
+    model: torch.nn.Module,
+    loss_fn: LossFn,
+    X,
+    y=None,
+    *,
+    noise_multiplier: float | None = None,
+    steps_per_epoch: int | None = None,
+    epochs: int | None = None,
+    max_grad_norm: float | None,
+    optimizer: OptimizerArg = None,
+    rng: RNGLike = None,
+    secure_noise: bool = False,
+    progress: bool = False,
+    spec: DPSGDSpec | None = None,
+    allocation: RandomAllocation | str | None = None,
+    allow_low_precision: bool = False,
+    dataset_size: int | None = None,
+) -> TrainingResult:
+    """:func:`train_dpsgd` with every setting as a keyword (validated here)."""
+    sigma, M, E, k, C = _checked_settings(model, loss_fn, noise_multiplier, steps_per_epoch,
+                                          epochs, max_grad_norm, spec, allocation)
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("`model` must have at least one trainable parameter.")
     check_precision(model, allow_low_precision=bool(allow_low_precision))
@@ -528,21 +556,13 @@ def _train_dpsgd(
         for _ in range(E):
             loss_sum = 0.0
             for idx in random_allocation(n, steps_per_epoch=M, generator=alloc_gen, k=k):
-                xb, yb = records.batch(idx)
+                batch = records.batch(idx)
                 sizes.append(int(idx.numel()))
-                if C is None:
-                    grads, loss = _plain_step(model, loss_fn, xb, yb, expected)
-                    clipped = 0
-                else:
-                    gen = secure_generator() if secure_noise and sigma > 0 else noise_gen
-                    grads, clipped, loss = _private_step(
-                        model, loss_fn, xb, yb, tape, C=C, sigma=sigma, expected=expected,
-                        generator=gen, step=len(sizes) - 1)
+                clipped, loss = _one_step(model, loss_fn, batch, named, opt, tape, C=C,
+                                          sigma=sigma, expected=expected, noise_gen=noise_gen,
+                                          secure_noise=secure_noise, step=len(sizes) - 1)
                 n_clipped += clipped
                 loss_sum += loss
-                for name, p in named:
-                    p.grad = grads[name].detach()
-                opt.step()
                 bar.update()
             epoch_losses.append(loss_sum / (n * k))
     model.train(was_training)
@@ -576,27 +596,6 @@ def _train_dpsgd(
         membership_inference_accuracy_bound=bound,
         arithmetic=arithmetic(dtype),
     )
-
-
-_ALLOCATION_NAMES = ("random_allocation", "k_of_t", "balls_in_bins")
-
-
-def _allocation_k(allocation, spec: DPSGDSpec | None, steps: int) -> int:
-    """``k`` of the batch sampler from ``allocation`` and ``spec`` (one source of truth)."""
-    spec_k = 1 if spec is None else spec.k
-    if allocation is None or (isinstance(allocation, str) and allocation in _ALLOCATION_NAMES):
-        allocation = RandomAllocation(spec_k)
-    elif isinstance(allocation, str):
-        raise ValueError(f"`allocation` must be a RandomAllocation or one of "
-                         f"{list(_ALLOCATION_NAMES)}; got {allocation!r}.")
-    if not isinstance(allocation, RandomAllocation):
-        raise TypeError("`allocation` must be a RandomAllocation, a string shorthand or None; "
-                        f"got {type(allocation).__name__}.")
-    if spec is not None and spec.k not in (1, allocation.k):
-        raise TypeError(f"pass k either in `spec` (k={spec.k}) or in `allocation` "
-                        f"(k={allocation.k}), not both.")
-    allocation.check(steps)
-    return allocation.k
 
 
 def _refuse_probed(model, records, *, ghost: bool) -> None:

@@ -167,20 +167,11 @@ def _full(a: np.ndarray, b: np.ndarray, kern) -> np.ndarray:
     return _geo._pair_sum(a, b, kern, mirror=True)
 
 
-def combine(x: Mixed, y: Mixed, *, kern, top: int, cap_s: float, base: float, c: float,
-            max_points: int) -> Mixed:
-    """Block ``x ⊕ y`` of ``x.m + y.m`` coordinates (see the module docstring).
-
-    ``kern``: the tail grid's pair-sum kernel; ``top``: the tail's largest node (values
-    above go to ``+∞`` / are merged); ``cap_s``: the new bulk cap; ``base``, ``c``: the
-    bulk lattice step rule of :func:`pacpriv.dpsgd._exact.lattice.double_up`.
-    """
-    upper = kern.upper
-    same = x is y
-    m = x.m + y.m
+def _bulk_sum(x: Mixed, y: Mixed, *, upper: bool, same: bool, m: int
+              ) -> tuple[_pld._Lattice, _pld._Lattice, _pld._Lattice, float, float, float, float,
+                         float]:
+    """Bulk ⊕ bulk on the S-lattice: ``(xb, yb, bb, q_inf, slack, kappa_ops, err, noise_l1)``."""
     big_m = x.big_m
-    g = kern.g
-    # --- bulk ⊕ bulk on the S-lattice
     xb, yb = x.bulk, y.bulk
     while xb.h < yb.h:
         xb = _pld._coarsen(xb)
@@ -216,6 +207,101 @@ def combine(x: Mixed, y: Mixed, *, kern, top: int, cap_s: float, base: float, c:
         err = bb.err
         kappa_ops += bb.kappa
         bb = _pld._with(bb, err=0.0, kappa=0.0, noise=0.0)
+    return xb, yb, bb, q_inf, slack, kappa_ops, err, noise_l1
+
+
+def _cross(bx: tuple, by: tuple, tx: tuple, ty: tuple, kern, *, same: bool, upper: bool,
+           xm: int, ym: int, m: int, n: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(cp, cq)``: the pair sums of the parts with a tail (each part an aligned ``(p, q)``)."""
+    (bxp, bxq), (byp, byq), (txp, txq), (typ, tyq) = bx, by, tx, ty
+    cq: np.ndarray | None
+    has_tail = bool(txp.any() or typ.any())
+    if has_tail:
+        if same:
+            cp = _full(2.0 * bxp + txp, txp, kern)
+        else:
+            cp = _full(bxp, typ, kern) + _full(txp, byp + typ, kern)
+        cq = None
+        if not upper:
+            if same:
+                cq = _full(bxq, txp, kern) + _full(txq, bxp + txp, kern)
+            else:
+                cq = (xm * (_full(bxq, typ, kern) + _full(txq, byp + typ, kern))
+                      + ym * (_full(bxp, tyq, kern) + _full(txp, byq + tyq, kern))) / m
+    else:
+        cp = np.zeros(n + kern.k_top + 2)
+        cq = None if upper else np.zeros(n + kern.k_top + 2)
+    return cp, cq
+
+
+def _overflow(bb: _pld._Lattice, *, cap_s: float, max_points: int, g: float, big_m: int,
+              m: int, upper: bool) -> tuple[_pld._Lattice, int, np.ndarray, np.ndarray | None,
+                                            float]:
+    """``(bb, ko, po, qo, r_over)``: the bulk's values above ``cap_s`` moved to the tail grid."""
+    s_b = _s_values(bb)
+    over = s_b > cap_s
+    # keep the lattice bounded even if the cap estimate missed (values above move to the tail)
+    if int(np.count_nonzero(~over)) > max_points:
+        over = np.arange(s_b.size) >= int(np.argmax(~over)) + max_points
+    ko, po, qo, r_over = (0, np.zeros(1), None if upper else np.zeros(1), 0.0)
+    if over.any():
+        ko, po, qo, r_over = to_geo(s_b[over], 2.0 * _U, bb.p[over],
+                                    None if bb.q is None else bb.q[over], g=g, big_m=big_m,
+                                    m=m, upper=upper)
+        keep = ~over
+        last = int(np.nonzero(keep)[0][-1]) if keep.any() else 0
+        bb = _pld._with(bb, p=bb.p[: last + 1].copy(),
+                        q=None if bb.q is None else bb.q[: last + 1].copy())
+    return bb, ko, po, qo, r_over
+
+
+def _tail_sum(lo: int, cp: np.ndarray, cq: np.ndarray | None, ko: int, po: np.ndarray,
+              qo: np.ndarray | None, *, upper: bool
+              ) -> tuple[int, int, np.ndarray, np.ndarray | None]:
+    """``(lo2, hi2, tp, tq)``: cross part + overflow on one grid (one addition each)."""
+    lo2 = min(lo, ko)
+    hi2 = max(lo + cp.size, ko + po.size)
+    tp = np.zeros(hi2 - lo2)
+    tp[lo - lo2: lo - lo2 + cp.size] += cp
+    tp[ko - lo2: ko - lo2 + po.size] += po
+    tq = None
+    if not upper:
+        assert cq is not None and qo is not None
+        tq = np.zeros(hi2 - lo2)
+        tq[lo - lo2: lo - lo2 + cq.size] += cq
+        tq[ko - lo2: ko - lo2 + qo.size] += qo
+    return lo2, hi2, tp, tq
+
+
+def _tail_charge(lo: int, cp: np.ndarray, ko: int, po: np.ndarray, lo2: int, hi2: int, *,
+                 g: float, big_m: int, m: int, r_cross: float, r_over: float) -> float:
+    """The stop-loss charge of the tail's relative errors (upper)."""
+    tail_lr = np.exp((lo2 + np.arange(hi2 - lo2)) * g) * (big_m / m)
+    ccp = np.zeros(hi2 - lo2)
+    ccp[lo - lo2: lo - lo2 + cp.size] = cp
+    cpo = np.zeros(hi2 - lo2)
+    cpo[ko - lo2: ko - lo2 + po.size] = po
+    w = tail_lr * (1.0 + 1e-12) + 1.0
+    return (2.02 * r_cross * _pld.dot_upper(w, ccp)
+            + 1.02 * (r_over + 2.0 * _U) * _pld.dot_upper(w, cpo))
+
+
+def combine(x: Mixed, y: Mixed, *, kern, top: int, cap_s: float, base: float, c: float,
+            max_points: int) -> Mixed:
+    """Block ``x ⊕ y`` of ``x.m + y.m`` coordinates (see the module docstring).
+
+    ``kern``: the tail grid's pair-sum kernel; ``top``: the tail's largest node (values
+    above go to ``+∞`` / are merged); ``cap_s``: the new bulk cap; ``base``, ``c``: the
+    bulk lattice step rule of :func:`pacpriv.dpsgd._exact.lattice.double_up`.
+    """
+    upper = kern.upper
+    same = x is y
+    m = x.m + y.m
+    big_m = x.big_m
+    g = kern.g
+    # --- bulk ⊕ bulk on the S-lattice
+    xb, yb, bb, q_inf, slack, kappa_ops, err, noise_l1 = _bulk_sum(x, y, upper=upper, same=same,
+                                                                   m=m)
     # --- the three parts with a tail, on the geometric grid
     # the bulk on the tail's grid (a node at S = 0 is moved up to S = h: an increase, resp. a
     # garbling)
@@ -235,22 +321,8 @@ def combine(x: Mixed, y: Mixed, *, kern, top: int, cap_s: float, base: float, c:
          (ty.k0, ty.p), (ty.k0, ty.q)], lo, hi)
     n = hi - lo
     r_kern = _geo.kernel_roundoff(kern, n, np.float64)
-    has_tail = bool(txp.any() or typ.any())
-    if has_tail:
-        if same:
-            cp = _full(2.0 * bxp + txp, txp, kern)
-        else:
-            cp = _full(bxp, typ, kern) + _full(txp, byp + typ, kern)
-        cq = None
-        if not upper:
-            if same:
-                cq = _full(bxq, txp, kern) + _full(txq, bxp + txp, kern)
-            else:
-                cq = (x.m * (_full(bxq, typ, kern) + _full(txq, byp + typ, kern))
-                      + y.m * (_full(bxp, tyq, kern) + _full(txp, byq + tyq, kern))) / m
-    else:
-        cp = np.zeros(n + kern.k_top + 2)
-        cq = None if upper else np.zeros(n + kern.k_top + 2)
+    cp, cq = _cross((bxp, bxq), (byp, byq), (txp, txq), (typ, tyq), kern, same=same,
+                    upper=upper, xm=x.m, ym=y.m, m=m, n=n)
     r_cross = r_proj + r_kern + 4.0 * _U
     # --- the bulk: step, overflow above the cap into the tail, bottom trim
     while math.sqrt(m) * base / bb.h > 2 * c:
@@ -259,42 +331,14 @@ def combine(x: Mixed, y: Mixed, *, kern, top: int, cap_s: float, base: float, c:
     slack += bb.slack
     kappa_ops += bb.kappa
     bb = _pld._with(bb, q_inf=0.0, slack=0.0, kappa=0.0, noise=0.0)
-    s_b = _s_values(bb)
-    over = s_b > cap_s
-    # keep the lattice bounded even if the cap estimate missed (values above move to the tail)
-    if int(np.count_nonzero(~over)) > max_points:
-        over = np.arange(s_b.size) >= int(np.argmax(~over)) + max_points
-    ko, po, qo, r_over = (0, np.zeros(1), None if upper else np.zeros(1), 0.0)
-    if over.any():
-        ko, po, qo, r_over = to_geo(s_b[over], 2.0 * _U, bb.p[over],
-                                    None if bb.q is None else bb.q[over], g=g, big_m=big_m,
-                                    m=m, upper=upper)
-        keep = ~over
-        last = int(np.nonzero(keep)[0][-1]) if keep.any() else 0
-        bb = _pld._with(bb, p=bb.p[: last + 1].copy(),
-                        q=None if bb.q is None else bb.q[: last + 1].copy())
+    bb, ko, po, qo, r_over = _overflow(bb, cap_s=cap_s, max_points=max_points, g=g,
+                                       big_m=big_m, m=m, upper=upper)
     # tail = cross part + overflow (both non-negative: one more addition)
-    lo2 = min(lo, ko)
-    hi2 = max(lo + cp.size, ko + po.size)
-    tp = np.zeros(hi2 - lo2)
-    tp[lo - lo2: lo - lo2 + cp.size] += cp
-    tp[ko - lo2: ko - lo2 + po.size] += po
-    tq = None
-    if not upper:
-        assert cq is not None and qo is not None
-        tq = np.zeros(hi2 - lo2)
-        tq[lo - lo2: lo - lo2 + cq.size] += cq
-        tq[ko - lo2: ko - lo2 + qo.size] += qo
+    lo2, hi2, tp, tq = _tail_sum(lo, cp, cq, ko, po, qo, upper=upper)
     # stop-loss charges of the tail's relative errors (upper), κ (lower)
-    tail_lr = np.exp((lo2 + np.arange(tp.size)) * g) * (big_m / m)
     if upper:
-        ccp = np.zeros(hi2 - lo2)
-        ccp[lo - lo2: lo - lo2 + cp.size] = cp
-        cpo = np.zeros(hi2 - lo2)
-        cpo[ko - lo2: ko - lo2 + po.size] = po
-        w = tail_lr * (1.0 + 1e-12) + 1.0
-        charge = (2.02 * r_cross * _pld.dot_upper(w, ccp)
-                  + 1.02 * (r_over + 2.0 * _U) * _pld.dot_upper(w, cpo))
+        charge = _tail_charge(lo, cp, ko, po, lo2, hi2, g=g, big_m=big_m, m=m, r_cross=r_cross,
+                              r_over=r_over)
         q_inf += charge
         slack += charge
         kappa_level = 0.0

@@ -57,7 +57,7 @@ from pacpriv.pac.noise._concentration import (
     student_t_upper,
 )
 from pacpriv.pac.noise._plan import NoisePlan
-from pacpriv.pac.noise._reduced import realign, reduce_rows
+from pacpriv.pac.noise._reduced import Reduced, realign, reduce_rows
 from pacpriv.pac.noise._shape import (
     SHAPE_FLOOR,
     Shape,
@@ -400,14 +400,8 @@ def _check_gram(gram, x: np.ndarray) -> None:
                          "centred_gram(outputs) or its restrict()).")
 
 
-def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: str, pi: float,
-             shrinkage, scaling: str, r: float | None, theta: float,
-             randomized: bool, offset: np.ndarray | None,
-             gram: CentredGram | None = None) -> NoisePlan:
-    """The body of :func:`certify_noise` on validated arguments."""
-    m, d = x.shape
-    # d > m: the rows in coordinates of their span (never d x d, never a float64 copy of x)
-    red = reduce_rows(x, gram=gram) if _use_reduced(m, d) else None
+def _rows_of(x: np.ndarray, red: Reduced | None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(x, rows, constant)``: ``x`` as checked float64, or its reduced ``red.coords`` rows."""
     if red is None:
         x = np.array(x, dtype=np.float64)
         if not np.all(np.isfinite(x)):
@@ -417,6 +411,48 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
     else:
         constant = _all_equal(x)
         rows = red.coords
+    return x, rows, constant
+
+
+def _summands_upper(x: np.ndarray, shape_x: np.ndarray, n_shape: int, centre: np.ndarray,
+                    shape: Shape, radius: float | None, *, method: str, conf: float,
+                    theta: float) -> tuple[np.ndarray, str, float | None, float]:
+    """``(z, summands, b, upper)``: the certificate's summands, their bound and upper mean."""
+    if method == "betting" and radius:
+        z, ranges = _running_summands(x, n_shape, centre, shape, radius)
+        summands = "running-mean"
+    else:
+        z = shape.whiten2(x[n_shape:] - centre)
+        summands = "shape-mean"
+    if radius == 0.0:  # certified, and the clipped release is the constant c: MI = 0
+        b, upper = 0.0, 0.0
+    elif radius is not None:  # certified (a clip radius exactly when certified)
+        rho2 = radius * radius
+        if method == "betting":
+            prior = shape.whiten2(shape_x - centre)
+            b = float(ranges.max())
+            upper = predictable_betting_upper(
+                z, ranges, confidence=conf, prior_mean=float(prior.mean()),
+                prior_variance=float(prior.var(ddof=1)), mean_limit=rho2, threshold=theta)
+        else:
+            b = rho2
+            upper = min(rho2, empirical_bernstein_upper(np.minimum(z, rho2), bound=rho2,
+                                                        confidence=conf))
+    else:
+        b = None
+        upper = student_t_upper(z, confidence=conf)
+    return z, summands, b, upper
+
+
+def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: str, pi: float,
+             shrinkage, scaling: str, r: float | None, theta: float,
+             randomized: bool, offset: np.ndarray | None,
+             gram: CentredGram | None = None) -> NoisePlan:
+    """The body of :func:`certify_noise` on validated arguments."""
+    m, d = x.shape
+    # d > m: the rows in coordinates of their span (never d x d, never a float64 copy of x)
+    red = reduce_rows(x, gram=gram) if _use_reduced(m, d) else None
+    x, rows, constant = _rows_of(x, red)
     shape_x = rows[:n_shape]
     shape, alpha, infl = fit_shape(shape_x, shrinkage=shrinkage,
                                    dim=None if red is None else d)
@@ -446,31 +482,10 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
     if radius is not None:
         x, clipped = _clip(x, centre, shape.whiten2(x - centre), radius)
         n_clipped = int(np.sum(clipped))
-    if method == "betting" and radius:
-        z, ranges = _running_summands(x, n_shape, centre, shape, radius)
-        summands = "running-mean"
-    else:
-        z = shape.whiten2(x[n_shape:] - centre)
-        summands = "shape-mean"
+    z, summands, b, upper = _summands_upper(x, shape_x, n_shape, centre, shape, radius,
+                                            method=method, conf=conf, theta=theta)
     centred_all = x - x.mean(axis=0)
     plugin_trace = float(np.sum(shape.whiten2(centred_all))) / (m - 1)
-    if radius == 0.0:  # certified, and the clipped release is the constant c: MI = 0
-        b, upper = 0.0, 0.0
-    elif radius is not None:  # certified (a clip radius exactly when certified)
-        rho2 = radius * radius
-        if method == "betting":
-            prior = shape.whiten2(shape_x - centre)
-            b = float(ranges.max())
-            upper = predictable_betting_upper(
-                z, ranges, confidence=conf, prior_mean=float(prior.mean()),
-                prior_variance=float(prior.var(ddof=1)), mean_limit=rho2, threshold=theta)
-        else:
-            b = rho2
-            upper = min(rho2, empirical_bernstein_upper(np.minimum(z, rho2), bound=rho2,
-                                                        confidence=conf))
-    else:
-        b = None
-        upper = student_t_upper(z, confidence=conf)
     den = _scale_denominator(scaling, v, d)
     kappa_plugin = plugin_trace / den
     top = max(upper, plugin_trace)

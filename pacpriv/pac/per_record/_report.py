@@ -85,6 +85,66 @@ def aggregates_line(d: dict, target_accuracy: float | None = None) -> str:
         text += f"; of {d['n_audited']} records: " + ", ".join(counts)
     return text
 
+def _rows(d: dict, conf: float, target_accuracy: float | None, plan_bound: float | None,
+          n_pool: int | None) -> list[tuple[str, str, str]]:
+    """The table rows (quantity, value rounded up, kind) of the section."""
+    certified = f"certified (1−γ = {conf:g})"
+    if plan_bound is not None:
+        # the scale was chosen on these trials: only the plan bound (uniform over scales) is a
+        # certified statement; the individual values below it are bounds at the chosen scale
+        certified = "bound at the calibrated scale (≤ the certified plan bound)"
+    rows = [
+        ("informed-adversary accuracy, max over records", _pct_up(d["max_accuracy_upper"]),
+         certified),
+        ("informed-adversary accuracy, median over records",
+         _pct_up(d["median_accuracy_upper"]), certified),
+        ("plug-in accuracy, max over records", _pct_up(d["max_accuracy_estimate"]),
+         "estimated"),
+        ("per-record MI I(bᵢ; Y), max (nats)", _mi_up(d["max_mi_upper"]),
+         certified),
+        ("whole-subset MI ½ ln det(I + Σ Σ_B⁻¹) (nats)", _mi_up(d["whole_subset_mi"]),
+         "estimated (plug-in Σ)"),
+        ("whole-subset posterior success bound", _pct_up(d["whole_subset_accuracy_bound"]),
+         "estimated (plug-in Σ)"),
+        ("blind guess max(q, 1 − q)", f"{100 * d['baseline_accuracy']:.2f}%", "exact"),
+    ]
+    # when n_pool is given: the records not audited are named as not covered
+    if plan_bound is not None:
+        scope = ("every record" if n_pool and d["n_audited"] >= n_pool
+                 else "every audited record" if not n_pool
+                 else f"SAMPLE of {d['n_audited']} of {n_pool} records")
+        rows.insert(0, (f"calibrated plan: accuracy bound for {scope}",
+                        _pct_up(plan_bound),
+                        f"certified (1−γ = {conf:g}), uniform over noise scales ≥ s"))
+    if target_accuracy is not None:
+        rows.insert(0, ("target per-record accuracy", f"{100 * target_accuracy:.2f}%", "input"))
+    return rows
+
+
+def _coverage_lines(d: dict, n_pool: int | None) -> list[str]:
+    """The Markdown lines saying whether every record of the pool or a SAMPLE is covered."""
+    if not n_pool:
+        return []
+    if d["n_audited"] >= n_pool:
+        return [f"**Coverage: every record of the pool ({n_pool}).**", ""]
+    return [
+        f"**Coverage: a SAMPLE of {d['n_audited']} audited records only.** The other "
+        f"{n_pool - d['n_audited']} records of the pool were not audited and are not "
+        "bounded here (any outlier among them can be far more exposed); audit every record "
+        "before releasing with this noise.", ""]
+
+
+def _how_text(exposure, d: dict, conf: float, method: str | None) -> str:
+    """The certificate behind the upper bounds, in words."""
+    if method is None and getattr(exposure, "bound", "bernstein") == "betting":
+        method = ("betting upper bounds (Waudby-Smith & Ramdas 2024, predictable plug-in bets) "
+                  f"at level γ/{d['n_audited']} for a noise fixed in advance")
+    return (f"Upper bounds are empirical-Bernstein bounds (Maurer & Pontil 2009, Thm 4) at level "
+            f"γ/{d['n_audited']}, so **all** of them hold at once with probability ≥ {conf:g} "
+            "over the simulation for a noise fixed in advance; plug-in values are estimates."
+            if method is None else
+            f"Certificate: {method}; **all** audited records hold at once with probability "
+            f"≥ {conf:g} over the simulation; plug-in values are estimates.")
 
 
 def per_record_section(exposure, *, target_accuracy: float | None = None,
@@ -132,55 +192,9 @@ def per_record_section(exposure, *, target_accuracy: float | None = None,
         d["plan_bound"] = plan_bound
         d["plan_bound_kind"] = f"certified (1-gamma = {conf}), uniform over noise scales >= s"
         d["accuracy_upper_kind"] = "bound at the calibrated scale (<= the certified plan bound)"
-    certified = f"certified (1−γ = {conf:g})"
-    if plan_bound is not None:
-        # the scale was chosen on these trials: only the plan bound (uniform over scales) is a
-        # certified statement; the individual values below it are bounds at the chosen scale
-        certified = "bound at the calibrated scale (≤ the certified plan bound)"
-    rows = [
-        ("informed-adversary accuracy, max over records", _pct_up(d["max_accuracy_upper"]),
-         certified),
-        ("informed-adversary accuracy, median over records",
-         _pct_up(d["median_accuracy_upper"]), certified),
-        ("plug-in accuracy, max over records", _pct_up(d["max_accuracy_estimate"]),
-         "estimated"),
-        ("per-record MI I(bᵢ; Y), max (nats)", _mi_up(d["max_mi_upper"]),
-         certified),
-        ("whole-subset MI ½ ln det(I + Σ Σ_B⁻¹) (nats)", _mi_up(d["whole_subset_mi"]),
-         "estimated (plug-in Σ)"),
-        ("whole-subset posterior success bound", _pct_up(d["whole_subset_accuracy_bound"]),
-         "estimated (plug-in Σ)"),
-        ("blind guess max(q, 1 − q)", f"{100 * d['baseline_accuracy']:.2f}%", "exact"),
-    ]
-    n_pool = n_pool_records  # when given: the records not audited are named as not covered
-    if plan_bound is not None:
-        scope = ("every record" if n_pool and d["n_audited"] >= n_pool
-                 else "every audited record" if not n_pool
-                 else f"SAMPLE of {d['n_audited']} of {n_pool} records")
-        rows.insert(0, (f"calibrated plan: accuracy bound for {scope}",
-                        _pct_up(plan_bound),
-                        f"certified (1−γ = {conf:g}), uniform over noise scales ≥ s"))
-    if target_accuracy is not None:
-        rows.insert(0, ("target per-record accuracy", f"{100 * target_accuracy:.2f}%", "input"))
-    if not n_pool:
-        coverage = []
-    elif d["n_audited"] >= n_pool:
-        coverage = [f"**Coverage: every record of the pool ({n_pool}).**", ""]
-    else:
-        coverage = [
-            f"**Coverage: a SAMPLE of {d['n_audited']} audited records only.** The other "
-            f"{n_pool - d['n_audited']} records of the pool were not audited and are not "
-            "bounded here (any outlier among them can be far more exposed); audit every record "
-            "before releasing with this noise.", ""]
-    if method is None and getattr(exposure, "bound", "bernstein") == "betting":
-        method = ("betting upper bounds (Waudby-Smith & Ramdas 2024, predictable plug-in bets) "
-                  f"at level γ/{d['n_audited']} for a noise fixed in advance")
-    how = (f"Upper bounds are empirical-Bernstein bounds (Maurer & Pontil 2009, Thm 4) at level "
-           f"γ/{d['n_audited']}, so **all** of them hold at once with probability ≥ {conf:g} "
-           "over the simulation for a noise fixed in advance; plug-in values are estimates."
-           if method is None else
-           f"Certificate: {method}; **all** audited records hold at once with probability "
-           f"≥ {conf:g} over the simulation; plug-in values are estimates.")
+    rows = _rows(d, conf, target_accuracy, plan_bound, n_pool_records)
+    coverage = _coverage_lines(d, n_pool_records)
+    how = _how_text(exposure, d, conf, method)
     md = [
         *coverage,
         f"Audited records: {d['n_audited']}; trials: {d['n_trials']}; membership prior "
