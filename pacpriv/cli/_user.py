@@ -263,8 +263,9 @@ def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> 
     if dataset.y is None and "unpack" in probe:
         text += (" -- the subset is an array X because no --label-column was given; pass "
                  "--label-column NAME to receive (X, y)")
-    elif dataset.y is not None and "tuple" in probe:
-        text += (" -- with --label-column the subset is a tuple (X, y); unpack it with "
+    elif dataset.y is not None and ("tuple" in probe or cause is not None):
+        # bundled datasets are labelled too (no --label-column): say so whenever f raised
+        text += (" -- this dataset is labelled: f receives (X, y); unpack it with "
                  "`X, y = subset`")
     if text != str(err) and err.args:
         err.args = (text, *err.args[1:])

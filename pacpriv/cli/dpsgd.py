@@ -217,9 +217,38 @@ def _up(x) -> str:
     return format_fixed(x, 7, side="up")
 
 
-def _compare(args) -> int:
+#: Largest count and per-row time limit ``dpsgd compare`` accepts: its rows run the exact and
+#: published accountants, which are bounded in time only in this range (checked before work).
+COMPARE_MAX_COUNT = 10**8
+COMPARE_MAX_TIMEOUT_S = 3600.0
+
+
+def _check_compare(args) -> None:
+    """Every ``dpsgd compare`` argument checked before any accountant runs (one line each)."""
     if args.noise_multiplier is None and args.target_accuracy is None:
         raise UsageError("give --noise-multiplier and/or --target-accuracy")
+    for flag, value in (("--steps-per-epoch", args.steps_per_epoch),
+                        ("--epochs", args.epochs)):
+        if not 1 <= value <= COMPARE_MAX_COUNT:
+            got = f"{value}" if abs(value) < 10**12 else f"an integer of {len(str(value))} digits"
+            raise UsageError(f"{flag} must be in [1, 1e8] for compare (its accountants run "
+                             f"in time only there; 'dpsgd bound' answers at any count); got "
+                             f"{got}")
+    t = args.comparator_timeout
+    if not 0.0 < t <= COMPARE_MAX_TIMEOUT_S:  # NaN fails too
+        raise UsageError(f"--comparator-timeout must be in (0, {COMPARE_MAX_TIMEOUT_S:g}] "
+                         f"seconds; got {t!r}")
+    _check_common_k(args)
+
+
+def _check_common_k(args) -> None:
+    if args.k < 1 or args.k > args.steps_per_epoch:
+        raise UsageError(f"--k must be in [1, --steps-per-epoch={args.steps_per_epoch}]; "
+                         f"got {args.k!r}")
+
+
+def _compare(args) -> int:
+    _check_compare(args)
     t = compare_accountants(
         steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
         noise_multiplier=args.noise_multiplier, target_accuracy=args.target_accuracy,

@@ -68,14 +68,13 @@ def _hint(text: str, column: int, header, delimiter: str, label) -> str:
     for other in (";", "\t", ",", "|"):
         if other != delimiter and other in text:
             shown = "\\t" if other == "\t" else other
-            return (f" (the line looks {shown!r}-separated: pass --delimiter '{shown}', "
-                    f"or delimiter={other!r} in Python)")
+            # argument names in backticks: the CLI turns them into its flags (cli/_user.py)
+            return f" (the line looks {shown!r}-separated: pass `delimiter`='{shown}')"
     name = header[column] if header is not None else str(column)
-    drop = (f"to leave a text column out, pass --drop-columns {name} (or "
-            f"drop_columns=[{name!r}] in Python), or list the feature columns with --columns")
+    drop = (f"to leave a text column out, add {name!r} to `drop_columns`, or list the "
+            "feature columns in `columns`")
     if label is None:
-        return (f"; if column {name!r} holds labels, pass --label-column {name} (or "
-                f"label_column={name!r} in Python); {drop}")
+        return f"; if column {name!r} holds labels, pass it as `label_column`; {drop}"
     return f"; {drop}"
 
 
@@ -251,8 +250,7 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
                 # the value itself is a record's: described, never quoted (a 1e400 is one)
                 kind = ("non-numeric value" if v is None
                         else "non-finite value (NaN, infinity or beyond the float range)")
-                more = (" (or encode text columns: --categorical one-hot|ordinal, categorical= "
-                        "in Python)"
+                more = (" (or encode text columns: `categorical`='one-hot' or 'ordinal')"
                         if v is None else "")
                 raise ValueError(
                     f"{path.name}, line {lineno}, column {j + 1}: {kind}; features "

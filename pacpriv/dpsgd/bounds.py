@@ -115,6 +115,7 @@ _SIGMA_SAFETY = 1.0 + 1e-13  # relative margin of the closed-form σ (see its bo
 
 
 _EPS = float(np.finfo(np.float64).eps)
+_TINY = 5e-324  # the smallest positive double
 
 
 def _inflation(inv_var):
@@ -130,11 +131,18 @@ def _inflation(inv_var):
         return 1.0 + (16.0 + 2.0 * np.minimum(inv_var, 1e300)) * _EPS
 
 
+_ABOVE_HALF = math.nextafter(0.5, 1.0)
+
+
 def _round_up_sum(adv):
-    """``min(1, ½ + adv)`` rounded *up* to a float (Dekker's Fast2Sum: ``½ >= adv >= 0``)."""
+    """``min(1, ½ + adv)`` rounded *up* to a float (Dekker's Fast2Sum: ``½ >= adv >= 0``).
+
+    The advantage of a finite σ is always > 0, even where it underflowed to 0 (``1/σ²``
+    underflows at σ > ~1e154): the result is then the next double above ½, never ½ itself.
+    """
     s = 0.5 + adv
     err = adv - (s - 0.5)  # exact: the part of the sum that rounding dropped
-    return np.minimum(1.0, np.where(err > 0, np.nextafter(s, 2.0), s))
+    return np.minimum(1.0, np.maximum(_ABOVE_HALF, np.where(err > 0, np.nextafter(s, 2.0), s)))
 
 
 def _validate_counts_fast(steps_per_epoch, epochs):
@@ -197,7 +205,7 @@ def log1p_chi_square(noise_multiplier, *, steps_per_epoch, epochs,
     if check_int(k, "k", low=1) != 1:
         return _k_of_t_elementwise(sigma, m, e, k)[1]
     scalar = sigma.ndim == m.ndim == e.ndim == 0
-    out = e * _log1p_chi_square_per_epoch(_inverse_square(sigma), m)
+    out = np.maximum(e * _log1p_chi_square_per_epoch(_inverse_square(sigma), m), _TINY)
     return _scalar_or_array(np.asarray(out, dtype=np.float64), scalar)
 
 
@@ -269,7 +277,8 @@ def membership_inference_accuracy_bound(
     sigma, m, e = np.broadcast_arrays(sigma, m, e)
     scalar = sigma.ndim == 0
     inv_var = _inverse_square(sigma)
-    log1p_chi2 = e * _log1p_chi_square_per_epoch(inv_var, m)
+    # > 0 for every finite σ: where it underflows, the smallest positive double (the safe side)
+    log1p_chi2 = np.maximum(e * _log1p_chi_square_per_epoch(inv_var, m), _TINY)
     vacuous = log1p_chi2 >= _LOG5
     chi2 = np.expm1(np.minimum(log1p_chi2, _LOG5))
     accuracy = np.where(vacuous, 1.0, _round_up_sum(0.25 * np.sqrt(chi2) * _inflation(inv_var)))

@@ -348,8 +348,15 @@ def tradeoff_curve(
     grid = default_fpr_grid() if fpr is None else _check_fpr(
         np.asarray(fpr, dtype=np.float64))
     try:
-        loss = _loss_of(spec, sigma, t, e, tol)
-    except (ZeroDivisionError, OverflowError):
+        with np.errstate(over="raise"):
+            loss = _loss_of(spec, sigma, t, e, tol)
+    except (ZeroDivisionError, OverflowError, FloatingPointError):
+        if sigma >= 1.0:  # the float64 chain fails at huge σ too: not a privacy verdict
+            raise ValueError(
+                f"noise_multiplier={sigma:g} is too large for the certified privacy-loss "
+                "distribution (its atoms underflow float64); the curve is unavailable here. "
+                "Use membership_inference_accuracy_bound (the chi-square bound, valid at "
+                "every σ).") from None
         raise TooLittleNoiseError(
             f"noise_multiplier={sigma:g} is too small for the certified privacy-loss "
             "distribution (the privacy loss overflows float64): the mechanism is effectively "

@@ -51,6 +51,7 @@ import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,28 @@ from pacpriv.prediction._seeds import SECRET_UNKNOWN, Seeds
 from pacpriv.storage import LedgerStore, open_store
 
 __all__ = ["Fitted", "StateDir"]
+
+
+_MAX_DIFFS = 4  # settings named in a refusal (the message stays one short line)
+_MAX_VALUE = 32  # characters of a setting's value shown
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_VALUE else text[:_MAX_VALUE - 1] + "…"
+
+
+def _brief_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """Dotted names of the settings that differ, each with short (truncated) values: a
+    parameter dump never fills the one-line refusal."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            out += _brief_diff(old.get(key), new.get(key), f"{prefix}{key}.")
+        return out
+    if old == new:
+        return []
+    return [f"{prefix[:-1]} (state: {_short(old)}, now: {_short(new)})"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,11 +191,14 @@ class StateDir:
             Naming every field that differs.
         """
         stored = self.read_config().get("fingerprint", {})
-        differences = _json.diff(stored, json.loads(_json.dumps(fingerprint)), "state")
+        differences = _brief_diff(stored, json.loads(_json.dumps(fingerprint)))
         if differences:
+            shown = differences[:_MAX_DIFFS]
+            if len(differences) > _MAX_DIFFS:
+                shown.append(f"and {len(differences) - _MAX_DIFFS} more")
             raise CheckpointError(
                 f"state directory {str(self.path)!r} belongs to a different predictor; it "
-                f"differs in: {'; '.join(differences)}. Use a new directory (a resumed "
+                f"differs in: {'; '.join(shown)}. Use a new directory (a resumed "
                 "predictor must use the same pool, worlds, seed and budgets)."
             )
 

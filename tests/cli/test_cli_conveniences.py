@@ -44,7 +44,7 @@ RUN = ["pac", "run", "--mechanism", "mean", "--dataset", "people.csv", "--mi-bud
 def test_a_text_column_is_refused_with_the_drop_columns_hint(user, capsys):
     assert main([*RUN, "--out", "r"]) == 2
     err = _err(capsys)
-    assert "column 2: non-numeric value" in err and "--drop-columns notes" in err
+    assert "column 2: non-numeric value" in err and "add 'notes' to --drop-columns" in err
     assert "note 0 by ann" not in err  # the cell is described, never quoted
 
 

@@ -108,7 +108,7 @@ def test_csv_non_numeric_reports_line(tmp_path):
     with pytest.raises(ValueError, match=r"line 3, column 2: non-numeric value; ") as err:
         load_dataset(path)
     assert "oops" not in str(err.value)  # a record's value stays out of messages (and logs)
-    assert "pass --label-column b" in str(err.value)
+    assert "if column 'b' holds labels, pass it as `label_column`" in str(err.value)
 
 
 @pytest.mark.parametrize("cell", ["1e400", "-1e309", "inf", "-Infinity"])
@@ -162,8 +162,9 @@ def test_csv_other_delimiter_is_hinted(tmp_path):
     """A ';'-separated file read with ',' says which delimiter to pass."""
     path = tmp_path / "semi.csv"
     path.write_text("a;b\n1;2\n3;4\n")
-    with pytest.raises(ValueError, match=r"pass --delimiter ';'"):
+    with pytest.raises(ValueError, match=r"pass `delimiter`=';'") as info:
         load_dataset(path)
+    assert "--" not in str(info.value)  # a Python caller reads argument names, not CLI flags
     assert load_dataset(path, delimiter=";").X.tolist() == [[1.0, 2.0], [3.0, 4.0]]
 
 
@@ -305,3 +306,14 @@ def test_wrong_delimiter_error_does_not_quote_the_first_record(tmp_path):
     with pytest.raises(ValueError) as err:
         load_dataset(path, label_column="dept")
     assert "98765432" not in str(err.value)
+
+
+def test_csv_text_column_hints_name_api_arguments(tmp_path):
+    """Python callers read `drop_columns`/`label_column`/`categorical`, never CLI flags."""
+    path = tmp_path / "text.csv"
+    path.write_text("a,notes\n1,x\n2,y\n")
+    with pytest.raises(ValueError) as info:
+        load_dataset(path)
+    msg = str(info.value)
+    assert "`drop_columns`" in msg and "`label_column`" in msg and "`categorical`" in msg
+    assert "--" not in msg

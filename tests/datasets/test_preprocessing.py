@@ -46,7 +46,7 @@ def table(tmp_path):
 
 def test_default_refuses_missing_with_counts_not_values(table):
     """Default: a text column, then missing cells, are one-line errors with counts only."""
-    with pytest.raises(ValueError, match=r"column 3: non-numeric value.*--categorical") as err:
+    with pytest.raises(ValueError, match=r"column 3: non-numeric value.*`categorical`") as err:
         load_dataset(table, label_column="label")
     assert "paris" not in str(err.value)
     with pytest.raises(ValueError, match=r"line 5, column 2: empty value; missing values "

@@ -70,7 +70,11 @@ class ExecutionOptions:
     batch_size : int or "auto", default "auto"
         Trials per task (``>= 1``).
     output_path : str or path-like or None, default None
-        ``.npy`` file for disk-backed outputs.
+        ``.npy`` file for disk-backed outputs (masks beside it in ``<stem>.masks.npy``). An
+        existing file is refused (:class:`FileExistsError`, before any trial runs) unless
+        ``overwrite_output=True`` or a resumed ``checkpoint`` of the same run owns it.
+    overwrite_output : bool, default False
+        Replace an existing ``output_path`` file (and its masks file).
     ensemble : bool, default True
         Let a mechanism that declares a vectorised block form (an ensemble mechanism) evaluate
         blocks of trials at once; ``False`` forces one trial per task (same seeds, same outputs).
@@ -131,6 +135,7 @@ class ExecutionOptions:
         "flag": "--timeout", "help": "per-trial timeout in seconds (> 0; default: none)"})
     batch_size: int | Literal["auto"] = "auto"
     output_path: str | os.PathLike | None = None
+    overwrite_output: bool = False
     ensemble: bool = field(default=True, metadata={
         "flag": "--no-ensemble", "negate": True,
         "help": "one call per trial even for a mechanism with a vectorised block form "
@@ -173,7 +178,7 @@ class ExecutionOptions:
         if self.memory_map and self.output_path is not None:
             raise ValueError("give either `memory_map=True` (outputs in the checkpoint folder) "
                              "or `output_path`, not both.")
-        for name in ("progress", "ensemble"):
+        for name in ("progress", "ensemble", "overwrite_output"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise TypeError(f"`{name}` must be a bool; got {type(value).__name__}.")

@@ -43,6 +43,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -62,7 +63,7 @@ from pacpriv.pac.engine._options import (
     resolve_execution,
 )
 from pacpriv.pac.engine._parallel import _failure_error, plan_workers, run_pending
-from pacpriv.pac.engine._storage import OutputStore
+from pacpriv.pac.engine._storage import OutputStore, masks_path_for
 from pacpriv.pac.engine._trial import TrialTask, run_batch
 from pacpriv.pac.samplers import Sampler, as_sampler
 
@@ -470,6 +471,18 @@ def simulate(
     )
 
 
+def _refuse_existing_output(output_path) -> None:
+    """Never replace a file the user did not hand over: an existing ``output_path`` (or its
+    masks file) is refused before any trial runs (data loss otherwise)."""
+    if not isinstance(output_path, (str, os.PathLike)):
+        return  # OutputStore names the type error
+    for path in (Path(output_path), masks_path_for(output_path)):
+        if path.is_file() or path.is_symlink():  # a folder: OutputStore's own error names it
+            raise FileExistsError(
+                f"`output_path` {os.fspath(output_path)!r}: {path.name!r} already exists; "
+                "choose a new path, delete it, or pass overwrite_output=True to replace it.")
+
+
 def _open_store(ex: ExecutionOptions, mechanism, pool, sampler: Sampler, rng: RNGLike, *,
                 n_trials: int, n_records: int, dtype) -> tuple:
     """``(store, checkpoint or None, root seed, output path)`` of a run: the checkpoint (if
@@ -487,6 +500,8 @@ def _open_store(ex: ExecutionOptions, mechanism, pool, sampler: Sampler, rng: RN
         root = ckpt.root
     else:
         root = as_seed_sequence(rng)
+    if output_path is not None and not (ex.overwrite_output or (ckpt and ckpt.resumed)):
+        _refuse_existing_output(output_path)
     if ex.memory_map:  # the outputs as .npy memory maps in the (now existing) checkpoint folder
         assert ex.checkpoint is not None  # ExecutionOptions refuses memory_map without it
         output_path = os.path.join(os.fspath(ex.checkpoint), MAPPED_OUTPUTS)

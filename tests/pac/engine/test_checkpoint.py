@@ -265,7 +265,8 @@ def test_output_path_file_is_narrowed_when_it_exists(tmp_path):
     out.write_bytes(b"old")
     os.chmod(out, 0o644)
     res = simulate(mechs.noisy_sum, POOL, n_trials=5, rng=3,
-                   execution=ExecutionOptions(output_path=out, progress=False))
+                   execution=ExecutionOptions(output_path=out, overwrite_output=True,
+                                              progress=False))
     assert _mode(out) == 0o600 and np.load(out).shape == np.asarray(res.outputs).shape
 
 

@@ -98,3 +98,49 @@ def test_the_sizes_page_snippet_runs(capsys):
     with pytest.warns(UndersampledWarning):  # 64 trials for d = 500: the certificate warns
         exec(compile(blocks[0], "sizes.md", "exec"), {"__name__": "__sizes__"})
     assert capsys.readouterr().out.split() == ["float32", "True"]
+
+
+# --- an existing output_path is never replaced silently (issue 35: data loss) -----------------
+
+def _noisy_sum(x, rng):
+    import numpy as np
+    return np.asarray([float(np.sum(x)) + rng.normal()])
+
+
+@pytest.mark.parametrize("existing", ["out.npy", "out.masks.npy"])
+def test_existing_output_path_is_refused_before_any_trial(tmp_path, existing):
+    import numpy as np
+
+    from pacpriv.pac.engine import ExecutionOptions, simulate
+    keep = np.arange(5.0)
+    np.save(tmp_path / existing, keep)
+    calls = []
+
+    def mech(x, rng):
+        calls.append(1)
+        return _noisy_sum(x, rng)
+
+    with pytest.raises(FileExistsError, match="overwrite_output=True"):
+        simulate(mech, np.ones((6, 2)), n_trials=4, rng=0,
+                 execution=ExecutionOptions(output_path=tmp_path / "out.npy", progress=False,
+                                            n_jobs=1))
+    assert not calls  # refused before any work
+    assert np.array_equal(np.load(tmp_path / existing), keep)  # the user's data is intact
+
+
+def test_overwrite_output_replaces_existing_file(tmp_path):
+    import numpy as np
+
+    from pacpriv.pac.engine import ExecutionOptions, simulate
+    out = tmp_path / "out.npy"
+    np.save(out, np.arange(5.0))
+    res = simulate(_noisy_sum, np.ones((6, 2)), n_trials=4, rng=0,
+                   execution=ExecutionOptions(output_path=out, overwrite_output=True,
+                                              progress=False))
+    assert np.array_equal(np.load(out), np.asarray(res.outputs))
+
+
+def test_overwrite_output_must_be_bool():
+    from pacpriv.pac.engine import ExecutionOptions
+    with pytest.raises(TypeError, match="overwrite_output"):
+        ExecutionOptions(overwrite_output="yes")
