@@ -46,6 +46,10 @@ from pacpriv.registry import Registry
 #: The public samplers, re-exported by :mod:`pacpriv.pac`. :data:`SAMPLERS` (names ->
 #: classes; ``SAMPLERS.from_dict`` rebuilds a ``to_dict()``), :func:`callable_fingerprint` and
 #: :func:`check_inclusion_probability` serve the engine, the checkpoints and the reports.
+
+#: Largest ``subset_size`` a sampler accepts (no pool holds more records).
+_MAX_RECORDS = 2**62
+
 __all__ = [
     "SAMPLERS",
     "CallableSampler",
@@ -314,6 +318,9 @@ class FixedSizeSampler(Sampler):
                 + (": every subset would be empty, so membership is not secret." if k == 0
                    else ".")
             )
+        if k > _MAX_RECORDS:  # no pool is larger; keeps subset_size / n_records a float
+            raise ValueError(f"`subset_size` must be at most {_MAX_RECORDS} (2**62); got an "
+                             f"integer of {len(str(k))} digits.")
         object.__setattr__(self, "subset_size", k)
 
     def check_pool(self, n_records: int) -> None:

@@ -338,3 +338,12 @@ def test_pairs_invariant(n, pair, seed):
     a = s.trial_mask(n, root=root, index=2 * pair)
     b = s.trial_mask(n, root=root, index=2 * pair + 1)
     assert np.array_equal(a, ~b)
+
+
+@pytest.mark.parametrize("size", [2**62 + 1, 10**400])
+def test_huge_subset_size_is_one_line_error_naming_it(size):
+    """A new user's --subset-size 10**400 ended in OverflowError (subset_size / n_records)."""
+    from pacpriv.pac.samplers import FixedSizeSampler
+
+    with pytest.raises(ValueError, match=r"subset_size.*at most"):
+        FixedSizeSampler(subset_size=size)
