@@ -99,6 +99,18 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
         rows: list[list[float]] = pydantic.Field(
             min_length=1, description=f"query rows, each of {n_features} finite numbers")
 
+        @pydantic.field_validator("rows", mode="before")
+        @classmethod
+        def _numbers_only(cls, rows: Any) -> Any:
+            # JSON true/false and numeric strings are not feature values (pydantic's lax
+            # float would read them as 1.0 / 0.0 / the number and charge for the answer)
+            if isinstance(rows, list):
+                for i, row in enumerate(rows):
+                    if isinstance(row, list) and any(
+                            isinstance(x, (bool, str)) or x is None for x in row):
+                        raise ValueError(f"row {i} holds a value that is not a JSON number")
+            return rows
+
         @pydantic.field_validator("rows")
         @classmethod
         def _shape(cls, rows: list[list[float]]) -> list[list[float]]:

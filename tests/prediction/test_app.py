@@ -64,6 +64,9 @@ def test_predict_and_budget_endpoints():
     [
         {"rows": [[0.0, 1.0, 2.0]]},  # wrong length
         {"rows": [[0.0, 1.0, 2.0, "a"]]},  # not a number
+        {"rows": [[True, True, False, True]]},  # JSON booleans (lax floats: were answered)
+        {"rows": [[0.0, 1.0, 2.0, "3.0"]]},  # a numeric string
+        {"rows": [[0.0, 1.0, 2.0, None]]},  # null
         {"rows": []},  # empty batch
         '{"rows": [[0.0, 1.0, 2.0, NaN]]}',  # NaN (Python's JSON extension)
         '{"rows": [[0.0, 1.0, 2.0, Infinity]]}',
