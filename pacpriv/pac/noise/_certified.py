@@ -31,8 +31,18 @@ __all__ = ["AsymptoticT", "Certified"]
 
 
 def _check_confidence(value: float) -> float:
-    return check_real(value, "confidence", low=0.0, high=1.0, low_inclusive=False,
+    conf = check_real(value, "confidence", low=0.0, high=1.0, low_inclusive=False,
                       high_inclusive=False)
+    if conf < 0.5:
+        import warnings
+
+        from pacpriv.exceptions import VacuousBoundWarning
+
+        warnings.warn(f"confidence = {conf:.3g}: the certificate then fails with probability "
+                      f"γ = {1 - conf:.3g} over the simulation, worse than a coin flip; the "
+                      "printed bound is labelled with this 1−γ. Use 0.9 or more (default "
+                      "0.95).", VacuousBoundWarning, stacklevel=3)
+    return conf
 
 
 def _check_shape_fraction(value: float) -> float:

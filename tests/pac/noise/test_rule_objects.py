@@ -199,3 +199,14 @@ def test_every_registered_rule_round_trips_through_the_registry(name):
     assert RULE_CLASSES.from_dict(rule.to_dict()) == rule
 
 
+
+
+def test_a_confidence_below_one_half_warns_that_it_is_worse_than_a_coin_flip():
+    """A new user's --confidence 1e-300 printed '71.98% certified (1−γ = 1e-300)' silently."""
+    import pytest as _pytest
+
+    from pacpriv.exceptions import VacuousBoundWarning
+    from pacpriv.pac.noise import Certified
+
+    with _pytest.warns(VacuousBoundWarning, match="coin flip"):
+        Certified(confidence=1e-300)
