@@ -329,3 +329,17 @@ def test_feature_ranges_beyond_2_pow_400_are_refused_at_load(tmp_path, ranges):
         load_dataset(path, feature_ranges=ranges)
     ds = load_dataset(path, feature_ranges=f"{-(2.0**400)!r}:{2.0**400!r}")
     assert ds.feature_high == (2.0**400, 2.0**400)
+
+
+@pytest.mark.parametrize(("text", "kw", "after"), [
+    ("label\n1\n0\n1\n0\n1\n", {"label_column": "label"}, r"after the label column\.$"),
+    ("a,label\n1,1\n2,0\n3,1\n4,0\n", {"label_column": "label", "drop_columns": ["a"]},
+     r"after the label column and `drop_columns`\.$"),
+    ("a,b\n1,1\n2,0\n3,1\n4,0\n", {"drop_columns": ["a", "b"]}, r"after `drop_columns`\.$"),
+])
+def test_no_feature_column_left_names_what_took_them(tmp_path, text, kw, after):
+    """A CSV left without features says what removed them; `drop_columns` only if given."""
+    path = tmp_path / "pool.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match="no feature column is left of 'pool.csv' " + after):
+        load_dataset(path, **kw)
