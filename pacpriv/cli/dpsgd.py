@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 import numpy as np
 
@@ -169,11 +170,19 @@ def _sigma(args) -> int:
     ])
 
 
+#: ``dpsgd exact --tolerance`` default; a smaller one announces the wait on stderr first.
+_DEFAULT_TOLERANCE = 1e-4
+
+
 def _exact(args) -> int:
     _check_common(args)
     sigmas = args.noise_multiplier
     kw = {"steps_per_epoch": args.steps_per_epoch, "epochs": args.epochs,
           "tolerance": args.tolerance, "k": args.k}
+    if 0 < args.tolerance < _DEFAULT_TOLERANCE:
+        print(f"pacpriv: note: computing the certified exact interval at tolerance "
+              f"{args.tolerance:g}; this can take minutes (the default "
+              f"{_DEFAULT_TOLERANCE:g} takes seconds)", file=sys.stderr, flush=True)
     if len(sigmas) == 1 or args.k != 1:
         results = [exact_membership_inference_accuracy(s, **kw) for s in sigmas]
     else:
@@ -282,7 +291,7 @@ def add_parser(subparsers, name: str) -> None:
     s.set_defaults(handler=_sigma)
     e = sub.add_parser("exact", help="certified exact accuracy interval (one or more sigma)")
     _common(e, "sweep")
-    e.add_argument("--tolerance", type=float, default=1e-4,
+    e.add_argument("--tolerance", type=float, default=_DEFAULT_TOLERANCE,
                    help="largest width of the certified interval (default 1e-4)")
     e.set_defaults(handler=_exact)
     c = sub.add_parser("compare", help="all accountants on the accuracy axis")

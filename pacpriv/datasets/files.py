@@ -135,7 +135,11 @@ def select_columns(names: list[str], *, columns=None, drop_columns=None,
     dropped = {index(c, "drop_columns") for c in drop_spec}
     keep = [j for j in range(n) if j not in dropped and j not in exclude]
     if not keep:
-        raise ValueError(f"no feature column is left of {where} after `drop_columns`.")
+        # name only what took the columns away: the label column and/or `drop_columns`
+        took = [what for what, given in (("the label column", bool(exclude)),
+                                         ("`drop_columns`", bool(drop_spec))) if given]
+        after = f" after {' and '.join(took)}" if took else ""
+        raise ValueError(f"no feature column is left of {where}{after}.")
     return keep
 
 

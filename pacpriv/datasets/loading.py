@@ -277,6 +277,12 @@ def _load_bundled(name: str) -> Dataset:
     )  # fmt: skip
 
 
+#: Largest magnitude of a declared feature-range end: a mechanism's outputs must stay within
+#: it (``pacpriv.pac.engine._mechanism.MAX_OUTPUT_MAGNITUDE``), so a range beyond it would
+#: fail only inside the trials.
+MAX_RANGE_MAGNITUDE = 2.0**400
+
+
 def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Turn declared public feature ranges into ``(low, high)`` tuples of length ``n_features``.
 
@@ -296,7 +302,8 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
     Raises
     ------
     ValueError
-        Malformed text, a non-finite end, ``low >= high``, or a count other than 1 or ``p``.
+        Malformed text, a non-finite end, an end beyond ``±2**400``
+        (:data:`MAX_RANGE_MAGNITUDE`), ``low >= high``, or a count other than 1 or ``p``.
     """
     source = "`feature_ranges`"
     if isinstance(spec, os.PathLike) or (isinstance(spec, str) and ":" not in spec):
@@ -340,6 +347,12 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError(
                 f"{source}: feature {j} range must be finite with low < high; got {lo}:{hi}."
+            )
+        if max(abs(lo), abs(hi)) > MAX_RANGE_MAGNITUDE:
+            raise ValueError(
+                f"{source}: feature {j} range {lo:g}:{hi:g} is outside ±2**400 (about "
+                f"±{MAX_RANGE_MAGNITUDE:.3g}), beyond what a mechanism's output may reach; "
+                "rescale the feature."
             )
     return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 

@@ -116,7 +116,10 @@ def plot_spectrum(spectrum_or_report, plan=None):
         ax.axhline(a["residual_std"] ** 2, ls="--", color="grey",
                    label="noise variance, other directions")
     if np.any(pos) or np.any(noise_var > 0):
-        ax.set_yscale("log")
+        # a noise variance near float64's top (a tiny MI budget) makes matplotlib's log-scale
+        # margins overflow exp; the axis limit inf it clips is the right one
+        with np.errstate(over="ignore"):
+            ax.set_yscale("log")
     ax.set_xlabel("coordinate j" if a["coordinate"] else "direction j (descending λ)")
     ax.set_ylabel("variance (output units²)")
     ax.set_title(f"Output spectrum and noise (rule: {a['rule']})")

@@ -95,3 +95,12 @@ def test_k_and_delta_are_checked_first(capsys, flags, match):
     assert main(["dpsgd", "bound", "--steps-per-epoch", "10", "--epochs", "1",
                  "--noise-multiplier", "1", *flags]) == 2
     assert match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("tolerance", "noted"), [("5e-5", True), ("1e-4", False)])
+def test_exact_below_default_tolerance_notes_the_wait(capsys, tolerance, noted):
+    """A tolerance below the default 1e-4 can run for minutes: one stderr line says so first."""
+    assert main(["dpsgd", "exact", "--steps-per-epoch", "10", "--epochs", "1",
+                 "--noise-multiplier", "1", "--tolerance", tolerance]) == 0
+    err = capsys.readouterr().err
+    assert ("this can take minutes" in err) is noted

@@ -317,3 +317,29 @@ def test_csv_text_column_hints_name_api_arguments(tmp_path):
     msg = str(info.value)
     assert "`drop_columns`" in msg and "`label_column`" in msg and "`categorical`" in msg
     assert "--" not in msg
+
+
+@pytest.mark.parametrize("ranges", ["1e300:1e301", "-1e200:0", "0:2e121"])
+def test_feature_ranges_beyond_2_pow_400_are_refused_at_load(tmp_path, ranges):
+    """A declared range whose end a mechanism's output could not carry (|end| > 2**400) is a
+    ValueError naming `feature_ranges` at load, not a failure inside the trials."""
+    path = tmp_path / "pool.csv"
+    path.write_text("a,b\n1,2\n3,4\n5,6\n7,8\n")
+    with pytest.raises(ValueError, match=r"`feature_ranges`: feature 0 .* outside ±2\*\*400"):
+        load_dataset(path, feature_ranges=ranges)
+    ds = load_dataset(path, feature_ranges=f"{-(2.0**400)!r}:{2.0**400!r}")
+    assert ds.feature_high == (2.0**400, 2.0**400)
+
+
+@pytest.mark.parametrize(("text", "kw", "after"), [
+    ("label\n1\n0\n1\n0\n1\n", {"label_column": "label"}, r"after the label column\.$"),
+    ("a,label\n1,1\n2,0\n3,1\n4,0\n", {"label_column": "label", "drop_columns": ["a"]},
+     r"after the label column and `drop_columns`\.$"),
+    ("a,b\n1,1\n2,0\n3,1\n4,0\n", {"drop_columns": ["a", "b"]}, r"after `drop_columns`\.$"),
+])
+def test_no_feature_column_left_names_what_took_them(tmp_path, text, kw, after):
+    """A CSV left without features says what removed them; `drop_columns` only if given."""
+    path = tmp_path / "pool.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match="no feature column is left of 'pool.csv' " + after):
+        load_dataset(path, **kw)

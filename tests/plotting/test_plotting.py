@@ -286,3 +286,14 @@ def test_posterior_curve_at_a_huge_budget_has_no_overflow_warning():
         warnings.simplefilter("error", RuntimeWarning)
         fig = plot_posterior_curve(1e308, prior=0.5)
     assert fig is not None
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_spectrum_with_huge_noise_variance_draws_without_overflow_warning():
+    """A tiny MI budget (noise variance ~1e300) used to warn 'overflow encountered in exp'
+    from the log axis's margins; the figure is drawn, and renders, without it."""
+    spec = spectrum_from_covariance(np.diag([4.0, 1.0]))
+    plan = calibrate_noise(spec, mi_budget=1e-300)
+    fig = plotting.plot_spectrum(spec, plan)
+    assert fig.axes[0].get_yscale() == "log"
+    assert plotting.figure_to_data_uri(fig).startswith("data:image/png")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
-from pacpriv._validation import check_array_real, check_int, describe_invalid
+from pacpriv._validation import _int_to_float, check_array_real, check_int, describe_invalid
 
 __all__ = [
     "individual_mi_bound",
@@ -34,6 +34,9 @@ def _as_scalar_or_array(x: np.ndarray):
 
 def _check_mi(mi_budget) -> np.ndarray:
     """``mi_budget`` in [0, inf]; +inf is allowed (an unbounded budget gives p* = 1)."""
+    if isinstance(mi_budget, int) and not isinstance(mi_budget, bool) and abs(mi_budget) >= 2**63:
+        # beyond int64 numpy would make an object array; past float64 a one-line ValueError
+        mi_budget = _int_to_float(mi_budget, "mi_budget")
     arr = np.asarray(mi_budget)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or arr.dtype.kind == "c":
         raise TypeError(f"`mi_budget` must be real numbers; got dtype {arr.dtype}.")

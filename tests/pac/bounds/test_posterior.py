@@ -260,3 +260,12 @@ def test_pinsker_and_average_bounds_round_up(v, p0, n):
         assert mpmath.mpf(pinsker_bound(v, prior=p0)) >= pinsker
         assert mpmath.mpf(individual_mi_bound(v, n_records=n)) >= mpmath.mpf(v) / n
     assert pinsker_bound(v, prior=p0) <= float(pinsker) * (1 + 1e-14) + 1e-15
+
+
+@pytest.mark.parametrize("func", [posterior_success_rate, pinsker_bound])
+def test_integer_mi_budget_beyond_float64_is_one_line_value_error(func):
+    """10**400 is a ValueError naming `mi_budget` (as check_array_real gives), not a TypeError
+    about an object dtype; an int beyond int64 but within float64 still works."""
+    with pytest.raises(ValueError, match=r"^`mi_budget` must be at most .* integer of 401 digits"):
+        func(10**400, prior=0.5)
+    assert func(2**70, prior=0.5) == func(float(2**70), prior=0.5)
