@@ -116,6 +116,8 @@ def test_every_command_with_numeric_flags_has_a_base():
     assert missing == []
 
 
+# an extreme value may also warn (e.g. a confidence below ½): a printed line, not a traceback
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.PacprivWarning")
 @pytest.mark.parametrize(("path", "flag", "value"), _cases())
 def test_numeric_extremes_answer_or_refuse_in_one_line(path, flag, value, tmp_path, capsys,
                                                        no_work):
