@@ -54,6 +54,7 @@ from pacpriv.pac.engine._options import (
     refuses_removed,
     resolve_execution,
 )
+from pacpriv.pac.engine._simulate import _check_memory
 from pacpriv.pac.noise._registry import DEFAULT_RULE, SHORTHANDS, as_rule
 from pacpriv.pac.noise._rule import NoiseRule
 from pacpriv.pac.per_record._certificate import check_betting_feasible
@@ -74,6 +75,14 @@ __all__ = [
 #: Rule names the comparison takes as shorthands (any rule object is accepted too).
 COMPARISON_RULES = SHORTHANDS
 
+#: Most training steps per model (epochs, steps per epoch and their product): past it one
+#: model alone trains for hours, and the DP-SGD accountants' step arrays grow past memory.
+MAX_STEPS = 10**7
+#: Most models per row: the test accuracy is an average; more repeats only cost time.
+MAX_REPEATS = 1000
+#: Most PAC simulations (and per-record trials): each trains a model, so 10**6 is days.
+MAX_TRIALS = 10**6
+
 
 def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm,
                 learning_rate, n_trials, n_repeats, rule, confidence, public_seed):
@@ -81,16 +90,22 @@ def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm
                    low_inclusive=False, high_inclusive=False)
     values = dict(
         target_accuracy=a,
-        epochs=check_int(epochs, "epochs", low=1),
-        steps_per_epoch=check_int(steps_per_epoch, "steps_per_epoch", low=1),
+        epochs=check_int(epochs, "epochs", low=1, high=MAX_STEPS),
+        steps_per_epoch=check_int(steps_per_epoch, "steps_per_epoch", low=1, high=MAX_STEPS),
         max_grad_norm=check_real(max_grad_norm, "max_grad_norm", low=0.0, low_inclusive=False),
         learning_rate=check_real(learning_rate, "learning_rate", low=0.0, low_inclusive=False),
-        n_trials=check_int(n_trials, "n_trials", low=2),
-        n_repeats=check_int(n_repeats, "n_repeats", low=1),
+        n_trials=check_int(n_trials, "n_trials", low=2, high=MAX_TRIALS),
+        n_repeats=check_int(n_repeats, "n_repeats", low=1, high=MAX_REPEATS),
         confidence=check_real(confidence, "confidence", low=0.0, high=1.0,
                               low_inclusive=False, high_inclusive=False),
         public_seed=check_int(public_seed, "public_seed", low=0),
     )
+    steps = values["epochs"] * values["steps_per_epoch"]
+    if steps > MAX_STEPS:
+        raise ValueError(
+            f"`steps_per_epoch` x `epochs` must be at most {MAX_STEPS} training steps per "
+            f"model; got {values['steps_per_epoch']} x {values['epochs']} = {steps}."
+        )
     allowed = None if isinstance(rule, NoiseRule) else COMPARISON_RULES
     values["rule"] = as_rule(rule, allowed=allowed)
     if not isinstance(dataset, Dataset):
@@ -103,6 +118,7 @@ def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm
             f"`dataset` must be a classification pool with >= 2 classes and >= 8 records; "
             f"{dataset.name!r} has classes {dataset.classes} and {dataset.n_records} records."
         )
+    _check_memory(values["n_trials"], dataset.n_records, None)  # the engine's, before any trial
     return dataset, values
 
 
@@ -123,7 +139,7 @@ def _execution(execution: ExecutionOptions | None) -> ExecutionOptions:
 
 def _per_record_iv(n_trials, n_records, values, pool_size, black_box) -> dict:
     """Validate the per-record row's settings and its feasibility, before any training."""
-    trials = check_int(n_trials, "per_record_trials", low=0)
+    trials = check_int(n_trials, "per_record_trials", low=0, high=MAX_TRIALS)
     k = pool_size if n_records is None else check_int(n_records, "per_record_records", low=1,
                                                        high=pool_size)
     if trials:

@@ -92,9 +92,8 @@ def no_work(monkeypatch):
             monkeypatch.setattr(compare_run, name, _stop)
 
 
-#: Not swept yet (left for the next round, see the branch report): ``compare`` trains before
-#: its sentinel.
-NOT_YET = {("compare",)}
+#: Commands not swept yet (none: ``compare`` checks its counts' upper limits before work).
+NOT_YET: set[tuple[str, ...]] = set()
 
 
 def _cases():
