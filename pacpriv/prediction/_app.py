@@ -58,6 +58,27 @@ def _answer(outputs: list, labels: list | None, release: Any, state: dict, *, ke
             "key": key, "noise": noise}
 
 
+def _json_numbers_only(rows: Any) -> Any:
+    """Refuse JSON true/false, strings and nulls in the rows: pydantic's lax float would read
+    them as numbers (true as 1.0) and the answer would be charged."""
+    if isinstance(rows, list):
+        for i, row in enumerate(rows):
+            if isinstance(row, list) and any(
+                    isinstance(x, (bool, str)) or x is None for x in row):
+                raise ValueError(f"row {i} holds a value that is not a JSON number")
+    return rows
+
+
+def _check_rows(rows: list[list[float]], n_features: int) -> list[list[float]]:
+    """Each row has ``n_features`` finite values (else ValueError naming the row)."""
+    for i, row in enumerate(rows):
+        if len(row) != n_features:
+            raise ValueError(f"row {i} has {len(row)} values; expected {n_features}")
+        if not all(math.isfinite(x) for x in row):
+            raise ValueError(f"row {i} holds a non-finite value (NaN or inf)")
+    return rows
+
+
 def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     """A FastAPI application answering queries through ``predictor``.
 
@@ -102,24 +123,12 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
         @pydantic.field_validator("rows", mode="before")
         @classmethod
         def _numbers_only(cls, rows: Any) -> Any:
-            # JSON true/false and numeric strings are not feature values (pydantic's lax
-            # float would read them as 1.0 / 0.0 / the number and charge for the answer)
-            if isinstance(rows, list):
-                for i, row in enumerate(rows):
-                    if isinstance(row, list) and any(
-                            isinstance(x, (bool, str)) or x is None for x in row):
-                        raise ValueError(f"row {i} holds a value that is not a JSON number")
-            return rows
+            return _json_numbers_only(rows)
 
         @pydantic.field_validator("rows")
         @classmethod
         def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
-            for i, row in enumerate(rows):
-                if len(row) != n_features:
-                    raise ValueError(f"row {i} has {len(row)} values; expected {n_features}")
-                if not all(math.isfinite(x) for x in row):
-                    raise ValueError(f"row {i} holds a non-finite value (NaN or inf)")
-            return rows
+            return _check_rows(rows, n_features)
 
     app = fastapi.FastAPI(
         title="pacpriv private prediction",
