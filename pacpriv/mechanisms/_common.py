@@ -140,3 +140,16 @@ def describe_invalid(bad: np.ndarray, shown: int = 5) -> str:
     more = ", ..." if n_bad > shown else ""
     noun = "entry" if bad.size == 1 else "entries"
     return f"{n_bad} of {bad.size} {noun} (at index {', '.join(where)}{more})"
+
+
+def check_newton_settings(n_classes: int, tol: float, flip_tolerance: float, *,
+                          fallback: str) -> None:
+    """The checks shared by the exact Newton solvers (``solver="newton"``): two classes, a
+    finite ``tol > 0`` and a finite ``flip_tolerance >= 0``; ValueError naming ``fallback``
+    (the solver to use instead) for other class counts."""
+    if n_classes != 2:
+        raise ValueError(f"solver='newton' fits two classes; got {n_classes} (use {fallback}).")
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"`tol` must be a finite number > 0; got {tol!r}.")
+    if not (np.isfinite(flip_tolerance) and flip_tolerance >= 0):
+        raise ValueError(f"`flip_tolerance` must be finite and >= 0; got {flip_tolerance!r}.")

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _svm_fast
-from ._common import class_indices, split_supervised
+from ._common import check_newton_settings, class_indices, split_supervised
 from ._linear import LinearModel, standardise
 
 __all__ = ["LinearSVMCoefficients", "LinearSVMNewton", "linear_svm_coefficients",
@@ -117,14 +117,8 @@ class LinearSVMNewton(LinearSVMCoefficients):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if len(self.classes) != 2:
-            raise ValueError(f"solver='newton' fits two classes; got {len(self.classes)} "
-                             "(use solver='liblinear').")
-        if not (np.isfinite(self.tol) and self.tol > 0):
-            raise ValueError(f"`tol` must be a finite number > 0; got {self.tol!r}.")
-        if not (np.isfinite(self.flip_tolerance) and self.flip_tolerance >= 0):
-            raise ValueError(f"`flip_tolerance` must be finite and >= 0; got "
-                             f"{self.flip_tolerance!r}.")
+        check_newton_settings(len(self.classes), self.tol, self.flip_tolerance,
+                              fallback="solver='liblinear'")
 
     def to_dict(self) -> dict:
         """JSON-serialisable configuration (``solver: "newton"``)."""

@@ -51,7 +51,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._common import class_indices, split_supervised
+from ._common import check_newton_settings, class_indices, split_supervised
 from ._linear import LinearModel, standardise
 from ._stable_fast import build_problem, surrogate_flips
 
@@ -117,14 +117,8 @@ class LogisticNewton(LogisticCoefficients):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if len(self.classes) != 2:
-            raise ValueError(f"solver='newton' fits two classes; got {len(self.classes)} "
-                             "(use solver='lbfgs' or the stable_logistic mechanism).")
-        if not (np.isfinite(self.tol) and self.tol > 0):
-            raise ValueError(f"`tol` must be a finite number > 0; got {self.tol!r}.")
-        if not (np.isfinite(self.flip_tolerance) and self.flip_tolerance >= 0):
-            raise ValueError(f"`flip_tolerance` must be finite and >= 0; got "
-                             f"{self.flip_tolerance!r}.")
+        check_newton_settings(len(self.classes), self.tol, self.flip_tolerance,
+                              fallback="solver='lbfgs' or the stable_logistic mechanism")
 
     def to_dict(self) -> dict:
         """JSON-serialisable configuration (``solver: "newton"``)."""
