@@ -41,7 +41,7 @@ def test_compare_prints_table_and_writes_report(tmp_path, capsys):
     [
         (["--target-accuracy", "1.2"], "--target-accuracy must be in (0.5, 1.0); got 1.2"),
         (["--target-accuracy", "0.5"], "--target-accuracy must be in (0.5, 1.0); got 0.5"),
-        (["--trials", "1"], "--trials must be an integer in [2, inf); got 1"),
+        (["--trials", "1"], "--trials must be an integer in [2, 1000000]; got 1"),
         (["--dataset", "nope"], "unknown dataset 'nope'"),
         (["--format", "pdf"], "--format must list json, md and/or html"),
         (["--per-record-trials", "5"], "--per-record-trials must be 0 or >= 10"),
