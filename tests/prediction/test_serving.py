@@ -59,7 +59,8 @@ def test_keys_are_required_once_added_and_stored_only_as_salted_hashes(state):
     _, token = add_key(pp.ledger.store, "alice", quota=3 * B)
     row = {"rows": cancer()[0][:1].tolist()}
     # a tampered token differs in its last character (a random token may already end in "A")
-    for headers in ({}, _auth("pp_00000000_" + "x" * 43), _auth(token[:-1] + ("B" if token[-1] == "A" else "A")),
+    tampered = token[:-1] + ("B" if token[-1] == "A" else "A")
+    for headers in ({}, _auth("pp_00000000_" + "x" * 43), _auth(tampered),
                     {"Authorization": token}):
         r = client.post("/predict", json=row, headers=headers)
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
