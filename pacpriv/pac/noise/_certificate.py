@@ -159,6 +159,11 @@ class Certificate:
         Target fraction of clipped outputs that set ``ρ``.
     randomized : bool
         Whether the betting threshold was the randomized ``W/γ`` (Ramdas & Manole 2023).
+    roundoff : float
+        ``ε >= 0``: the relative round-off bound of the lift from the Gram matrix (``d >
+        n_trials``; :mod:`pacpriv.pac.noise._gram_lift`), charged on the safe side (every
+        summand, range and trace multiplied by ``1 + ε``, so the noise grows by up to that
+        factor); 0 where the lift read the outputs.
     """
 
     method: str
@@ -183,6 +188,7 @@ class Certificate:
     summands: str = "running-mean"
     clip_probability: float = DEFAULT_CLIP_PROBABILITY
     randomized: bool = False
+    roundoff: float = 0.0
 
     def to_dict(self) -> dict:
         """JSON-serialisable copy."""
@@ -416,20 +422,28 @@ def _rows_of(x: np.ndarray, red: Reduced | None) -> tuple[np.ndarray, np.ndarray
 
 def _summands_upper(x: np.ndarray, shape_x: np.ndarray, n_shape: int, centre: np.ndarray,
                     shape: Shape, radius: float | None, *, method: str, conf: float,
-                    theta: float) -> tuple[np.ndarray, str, float | None, float]:
-    """``(z, summands, b, upper)``: the certificate's summands, their bound and upper mean."""
+                    theta: float, slack: float = 1.0) -> tuple[np.ndarray, str, float | None,
+                                                               float]:
+    """``(z, summands, b, upper)``: the certificate's summands, their bound and upper mean.
+
+    ``slack`` (``1 + ε >= 1``): the computed whitened norms may understate the exact ones by
+    this factor (round-off of the Gram route, :mod:`pacpriv.pac.noise._gram_lift`); every
+    summand, range and radius² is multiplied by it, so the summands dominate the exact ones.
+    """
     if method == "betting" and radius:
         z, ranges = _running_summands(x, n_shape, centre, shape, radius)
+        ranges = ranges * slack
         summands = "running-mean"
     else:
         z = shape.whiten2(x[n_shape:] - centre)
         summands = "shape-mean"
+    z = z * slack
     if radius == 0.0:  # certified, and the clipped release is the constant c: MI = 0
         b, upper = 0.0, 0.0
     elif radius is not None:  # certified (a clip radius exactly when certified)
-        rho2 = radius * radius
+        rho2 = radius * radius * slack
         if method == "betting":
-            prior = shape.whiten2(shape_x - centre)
+            prior = shape.whiten2(shape_x - centre) * slack
             b = float(ranges.max())
             upper = predictable_betting_upper(
                 z, ranges, confidence=conf, prior_mean=float(prior.mean()),
@@ -471,9 +485,12 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
             from_bound = (r + float(np.linalg.norm(centre_out))) / math.sqrt(shape.a_min)
             radius = from_bound if emp == 0.0 else min(radius, from_bound)
     basis = shape.vecs
+    slack = 1.0
     if red is not None:
-        # the summands, the clip and the trace along the released basis, from the data
-        basis, rows, shape = realign(red, shape)
+        # the summands, the clip and the trace along the released basis (from the Gram matrix
+        # with a round-off factor 1 + ε charged below, or from the data)
+        basis, rows, shape, eps = realign(red, shape)
+        slack = 1.0 + eps
         del red
         shape_x = rows[:n_shape]
         centre = shape_x.mean(axis=0)
@@ -483,9 +500,9 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
         x, clipped = _clip(x, centre, shape.whiten2(x - centre), radius)
         n_clipped = int(np.sum(clipped))
     z, summands, b, upper = _summands_upper(x, shape_x, n_shape, centre, shape, radius,
-                                            method=method, conf=conf, theta=theta)
+                                            method=method, conf=conf, theta=theta, slack=slack)
     centred_all = x - x.mean(axis=0)
-    plugin_trace = float(np.sum(shape.whiten2(centred_all))) / (m - 1)
+    plugin_trace = slack * float(np.sum(shape.whiten2(centred_all))) / (m - 1)
     den = _scale_denominator(scaling, v, d)
     kappa_plugin = plugin_trace / den
     top = max(upper, plugin_trace)
@@ -498,12 +515,13 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
         inflation=(kappa / kappa_plugin) if kappa_plugin > 0 else math.inf if kappa > 0 else 1.0,
         n_clipped=n_clipped, constant=constant, output_bound=r, n_trials=m, shrinkage=alpha,
         scaling=scaling, summands=summands, clip_probability=pi,
-        randomized=randomized,
+        randomized=randomized, roundoff=slack - 1.0,
     )
     noise_std = np.sqrt(kappa * shape.a)
     noise_std.setflags(write=False)
     vecs = basis
-    vecs.setflags(write=False)
+    if isinstance(vecs, np.ndarray):  # a lazy basis (the Gram route) is read-only already
+        vecs.setflags(write=False)
     centre_out.setflags(write=False)
     trace_bound = 0.0 if kappa == 0 else top / (2.0 * kappa)
     bound = trace_bound if scaling == "trace" or kappa == 0 else (
