@@ -62,15 +62,10 @@ def run_batch_or_raise(task, start, stop, dim) -> BatchResult:
 class _Batches:
     """Thread-safe iterator of ``delayed(run_batch)`` calls over the pending ranges."""
 
-    def __init__(self, task, store, ranges, n_workers, batch_size, *, streamed=True,
-                 joblib=True) -> None:
-        func = run_batch if streamed else run_batch_or_raise
-        if joblib:
-            from joblib import delayed
+    def __init__(self, task, store, ranges, n_workers, batch_size, *, streamed=True) -> None:
+        from joblib import delayed
 
-            self._delayed = delayed(func)
-        else:  # the in-process loop takes joblib's (function, args, kwargs) triples as they are
-            self._delayed = lambda *args, **kwargs: (func, args, kwargs)
+        self._delayed = delayed(run_batch if streamed else run_batch_or_raise)
         self.task, self.store = task, store
         self.fixed = None if batch_size == "auto" else int(batch_size)
         n_pending = sum(b - a for a, b in ranges)
@@ -119,40 +114,9 @@ def _resolve_backend(backend):
     return backend
 
 
-class SequentialBackend:
-    """Stands for joblib's sequential backend in :class:`_InProcess` (same name, one job)."""
-
-    @staticmethod
-    def effective_n_jobs(n_jobs) -> int:
-        return 1
-
-
-class _InProcess:
-    """The trials loop in this process, without joblib: what joblib's sequential backend does
-    (each batch run when the next result is asked for), for ``n_jobs`` 1 or None (joblib's
-    default, one job) with no backend named while joblib is not even imported (so no
-    ``joblib.parallel_config`` can be active to say otherwise). Saves
-    importing joblib and loky (about 0.05–0.1 s) in a sequential run; the batches and their
-    results are the same."""
-
-    return_generator = True
-    n_jobs = 1
-    _backend = SequentialBackend()
-
-    def __call__(self, batches):
-        return (func(*args, **kwargs) for func, args, kwargs in batches)
-
-
-def _in_process(n_jobs, backend) -> bool:
-    """Whether :class:`_InProcess` runs the trials (see there)."""
-    return n_jobs in (None, 1) and backend is None and "joblib" not in sys.modules
-
-
 def _make_parallel(n_jobs, backend):
     """``Parallel`` for ``backend`` (a name goes through ``parallel_config``, which also
     registers external backends such as "dask"); None keeps the active configuration."""
-    if _in_process(n_jobs, backend):
-        return _InProcess()
     from joblib import Parallel, parallel_config
 
     keep_ctrl_c_in_the_parent()  # loky's workers start with SIGINT blocked
@@ -347,8 +311,7 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
     unfinished trials up to ``retries`` more times, then raises ``MechanismError`` naming
     the batches that were running.
     """
-    local = _in_process(n_jobs, backend)
-    crash_types = () if local else _crash_types()  # no worker to crash in this process
+    crash_types = _crash_types()
     name, n_workers = "sequential", 1
     for attempt in range(retries + 1):
         ranges = store.missing_ranges()
@@ -357,8 +320,7 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
         parallel = _make_parallel(n_jobs, backend)
         name, n_workers = _describe(parallel)
         batches = _Batches(task, store, ranges, n_workers, batch_size,
-                           streamed=parallel.return_generator,
-                           joblib=not isinstance(parallel, _InProcess))
+                           streamed=parallel.return_generator)
         try:
             _one_round(parallel, batches, store, checkpoint, bar)
         except crash_types as err:
