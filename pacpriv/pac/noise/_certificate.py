@@ -269,7 +269,10 @@ def certify_noise(
         member each (``run_pac`` does). Any real dtype, a memory map included: it is read,
         never copied whole. When ``d > n_trials`` the certificate works on the
         ``n_trials × n_trials`` Gram matrix (float64 sums) and thin factors: memory the outputs
-        plus a ``d × k`` basis (``k <= n_shape``) and 16 MiB blocks; no ``d × d`` matrix.
+        plus ``n_trials × n_trials`` matrices and 16 MiB blocks, no ``d × d`` matrix; the plan's
+        basis is then ``(X − x̄)ᵀB``, applied from the outputs (a reference to them), with the
+        round-off of that route charged in ``Certificate.roundoff``; where its bound does not
+        close, a formed ``d × k`` basis (``k <= n_shape``).
     mi_budget : float
         Budget ``v > 0`` in nats.
     confidence : float, default 0.95

@@ -83,7 +83,7 @@ class Reduced:
     coords: np.ndarray
     lift: np.ndarray
     step: int
-    error: float = 0.0
+    error: float = float("nan")  # unknown: the lift then reads the outputs
 
 
 def reduce_rows(x: np.ndarray, gram: CentredGram | None = None) -> Reduced:

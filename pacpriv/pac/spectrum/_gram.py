@@ -61,7 +61,7 @@ class CentredGram:
     mean: np.ndarray
     variances: np.ndarray | None
     step: int
-    error: float = 0.0
+    error: float = float("nan")  # unknown: the certificate's lift then reads the outputs
 
     @property
     def shape(self) -> tuple[int, int]:
