@@ -20,6 +20,7 @@ from pacpriv.cli import _args
 from pacpriv.cli._args import (
     UsageError,
     add_report_output,
+    integer,
     number,
     report_formats,
 )
@@ -113,7 +114,7 @@ def add_records_parser(sub) -> None:
         p, report_help="include the calibrated noise's absolute scale in the report and here "
         "(a statistic of f over subsets of the pool). Default: shown only for a bundled public "
         "dataset or a --noise-std you chose")
-    p.add_argument("--trials", type=int, default=200,
+    p.add_argument("--trials", type=integer, default=200,
                    help="simulated subsets (>= 2); each costs 1 + (audited records) "
                    "evaluations (default 200)")
     p.add_argument("--records", default="all",
@@ -130,7 +131,7 @@ def add_records_parser(sub) -> None:
                    help="per-record certificate: betting confidence bounds (default; "
                    "Waudby-Smith & Ramdas 2024) or empirical Bernstein (Maurer & Pontil 2009: "
                    "needs more trials)")
-    p.add_argument("--seed", type=int, default=None, help="root seed of the simulation")
+    p.add_argument("--seed", type=integer, default=None, help="root seed of the simulation")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
                                                "progress", "record_block"))
     p.add_argument("--time-limit", type=number, default=None, metavar="SECONDS",
