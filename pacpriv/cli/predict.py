@@ -6,6 +6,7 @@ Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXi
 from __future__ import annotations
 
 import importlib
+import math
 import re
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from pacpriv._files import check_existing_dir, check_input_file
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
     UsageError,
+    _echo,
     add_force,
     add_show_errors,
     check_exactly_one,
@@ -44,12 +46,23 @@ def budget_number(text: str) -> float:
 
     m = _POW.match(text)
     if m:
-        return 2.0 ** int(m.group(1))
+        digits = m.group(1).lstrip("-")
+        exponent = int(m.group(1)) if len(digits) <= 6 else (-1 if m.group(1)[0] == "-" else 1
+                                                              ) * 10**6
+        if exponent > 1023:
+            raise argparse.ArgumentTypeError(
+                f"{_echo(text)} is a number too large for float64 (at most 2^1023)")
+        if exponent < -1074:
+            raise argparse.ArgumentTypeError(
+                f"{_echo(text)} underflows to 0 in float64 (at least 2^-1074)")
+        return math.ldexp(1.0, exponent)
     try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number or a power of two like 2^-16: {text!r}") from None
+        return number(text)
+    except argparse.ArgumentTypeError as err:
+        if str(err).startswith("not a number"):
+            raise argparse.ArgumentTypeError(
+                f"not a number or a power of two like 2^-16: {_echo(text)}") from None
+        raise
 
 
 def _sklearn(path: str, *, scaled: bool = False, **params):

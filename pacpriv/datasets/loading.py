@@ -334,6 +334,7 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
     source = "`feature_ranges`"
     pairs: list[tuple[float, float]] = []
     where: list[str] = []  # per pair: where it was read (a file's line), for the errors
+    typed: list[str] = []  # per pair: the text as written (1e400 reads as inf), for the errors
     if isinstance(spec, os.PathLike) or (isinstance(spec, str) and ":" not in spec):
         # ranges always hold a ':', so text without one names a file
         try:
@@ -347,6 +348,7 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
             if text and not text.startswith("#"):
                 pairs.append(_file_pair(text, f"{source}, line {number}"))
                 where.append(f"{source}, line {number}")
+                typed.append(text)
     elif isinstance(spec, str):
         for part in (p.strip() for p in spec.split(",")):
             lo_text, sep, hi_text = part.partition(":")
@@ -354,6 +356,7 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
                 if not sep:
                     raise ValueError
                 pairs.append((float(lo_text), float(hi_text)))
+                typed.append(part)
             except ValueError:
                 raise ValueError(
                     f"{source} must be {_RANGES_FORMS}; got {_cut(part)}."
@@ -366,7 +369,7 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
                 f"{source} must be a sequence of (low, high) pairs; got {_cut(repr(spec))}."
             ) from None
     if len(pairs) == 1:
-        pairs, where = pairs * n_features, where * n_features
+        pairs, where, typed = pairs * n_features, where * n_features, typed * n_features
     if len(pairs) != n_features:
         raise ValueError(
             f"{source} gives {len(pairs)} ranges; the pool has {n_features} features "
@@ -374,13 +377,15 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
         )
     for j, (lo, hi) in enumerate(pairs):
         at = where[j] if len(where) == len(pairs) else source
+        got = _cut(typed[j]) if len(typed) == len(pairs) else f"{lo}:{hi}"
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError(
-                f"{at}: feature {j} range must be finite with low < high; got {lo}:{hi}."
+                f"{at}: feature {j} range must be finite (within ±1.8e308) with low < high; "
+                f"got {got}."
             )
         if max(abs(lo), abs(hi)) > MAX_RANGE_MAGNITUDE:
             raise ValueError(
-                f"{at}: feature {j} range {lo:g}:{hi:g} is outside ±2**400 (about "
+                f"{at}: feature {j} range {got} is outside ±2**400 (about "
                 f"±{MAX_RANGE_MAGNITUDE:.3g}), beyond what a mechanism's output may reach; "
                 "rescale the feature."
             )

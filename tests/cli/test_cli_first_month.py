@@ -105,3 +105,33 @@ def test_bound_json_echoes_exact_integer_counts(steps, epochs, k, capsys):
     assert payload["k"] == k
     assert not any(key.startswith(("steps_per_epoch_", "epochs_")) for key in payload)
     assert f'"steps_per_epoch": {steps}' in out  # a JSON integer, not a string
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("2^-400000", "underflows to 0 in float64"), ("2**-1075", "underflows to 0 in float64"),
+    ("2^400000", "is a number too large for float64"), ("2^1024", "is a number too large"),
+    ("2^-" + "9" * 5000, "underflows to 0 in float64"), ("1e-400", "underflows to 0"),
+])
+def test_power_of_two_budgets_report_the_typed_text(text, expected, capsys):
+    """``--per-query-budget 2^-400000`` was "got 0.0"; ``2^400000`` an OverflowError."""
+    assert _run(["predict", "fit", "--per-query-budget", text]) == 2
+    line = _one_error_line(capsys)
+    assert "argument --per-query-budget:" in line and expected in line
+    assert text[:9] in line and len(line) < 250 and "got 0.0" not in line
+
+
+def test_smallest_and_largest_powers_of_two_still_parse():
+    from pacpriv.cli.predict import budget_number
+
+    assert budget_number("2^-1074") == 5e-324 and budget_number("2**1023") == 2.0**1023
+
+
+@pytest.mark.parametrize("spec", ["1e400:2", "0:1e-400", "-1e999:0,0:1"])
+def test_feature_ranges_report_the_typed_text(spec, tmp_path, capsys):
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n1,2\n3,4\n5,6\n")
+    assert _run(["pac", "run", "--mechanism", "mean", "--dataset", str(data), "--mi-budget",
+                 "1", "--feature-ranges", spec, "--out", str(tmp_path / "o")]) == 2
+    line = _one_error_line(capsys)
+    assert "--feature-ranges" in line and repr(spec.split(",")[0]) in line
+    assert "got inf" not in line and "0.0" not in line
