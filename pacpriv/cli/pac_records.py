@@ -33,6 +33,7 @@ from pacpriv.cli._user import (
     resolve_cli_mechanism,
 )
 from pacpriv.pac.engine._options import ExecutionOptions
+from pacpriv.pac.engine._simulate import _check_memory
 from pacpriv.pac.per_record._calibration import BOUNDS, SHAPES, calibrate_per_record
 from pacpriv.pac.per_record._exposure import record_exposure
 from pacpriv.pac.per_record._report import aggregates_line
@@ -215,6 +216,12 @@ def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
     from pacpriv.pac.per_record._estimate import estimate_per_record_time
 
     recs = check_records(records, dataset.n_records)
+    execution = spec_from_args(ExecutionOptions, args, n_jobs=n_jobs)
+    on_disk = execution.output_path or (execution.checkpoint if execution.memory_map else None)
+    try:  # the engine's refusal of a run too large for memory, before the estimate
+        _check_memory(args.trials, dataset.n_records, on_disk)
+    except ValueError as err:
+        raise UsageError(str(err).replace("`n_trials`", "--trials")) from None
     workers = n_jobs if n_jobs and n_jobs > 0 else 1
     try:
         est = estimate_per_record_time(mechanism, dataset.pool, recs,

@@ -135,3 +135,13 @@ def test_feature_ranges_report_the_typed_text(spec, tmp_path, capsys):
     line = _one_error_line(capsys)
     assert "--feature-ranges" in line and repr(spec.split(",")[0]) in line
     assert "got inf" not in line and "0.0" not in line
+
+
+def test_records_refuses_a_run_too_large_for_memory_before_its_estimate(tmp_path, capsys):
+    """``pac records --trials 2**62`` printed a time estimate, then the memory refusal."""
+    out = tmp_path / "o"
+    assert _run(["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--trials",
+                 str(2**62), "--noise-std", "1", "--out", str(out)]) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith("pacpriv: error: --trials = 4611686018427387904 with 150 records")
+    assert "estimate" not in line and not out.exists()
