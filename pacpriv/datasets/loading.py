@@ -343,8 +343,12 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
             raise FileNotFoundError(f"{err} (or give the ranges themselves: {_RANGES_FORMS})"
                                     ) from None
         source = f"feature ranges file {path.name!r}"
-        for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
-            text = line.strip()
+        for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+            try:
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+            except UnicodeDecodeError:
+                raise ValueError(f"{source}, line {number}: not UTF-8 text (a byte could not "
+                                 "be decoded); save the file as UTF-8.") from None
             if text and not text.startswith("#"):
                 pairs.append(_file_pair(text, f"{source}, line {number}"))
                 where.append(f"{source}, line {number}")

@@ -129,3 +129,12 @@ def test_the_ranges_error_shows_the_readme_forms(csv):
     assert forms == ["low:high", "l1:h1,l2:h2,...", "low,high"]
     for form in forms:
         assert re.search(rf"`[^`]*{re.escape(form)}`", readme), form  # as the README writes it
+
+
+def test_a_ranges_file_that_is_not_utf8_names_the_line(csv, tmp_path):
+    path = tmp_path / "ranges.txt"
+    path.write_bytes(b"\xef\xbb\xbf0,120\n\xff\xfe,2\n")  # a BOM is fine; line 2 is not UTF-8
+    with pytest.raises(ValueError, match=r"^feature ranges file 'ranges.txt', line 2: not UTF-8"):
+        load_dataset(str(csv), feature_ranges=str(path))
+    path.write_bytes(b"\xef\xbb\xbf0,120\r\n0,20\r\n")  # BOM and CRLF lines parse
+    assert load_dataset(str(csv), feature_ranges=str(path)).feature_high == (120.0, 20.0)
