@@ -143,8 +143,11 @@ class ClippingWarning(PacprivWarning):
 
     The message names the column(s) or the ranges only, never a count or a value; it goes to
     the screen (``warnings``), never into a report; the command line lists it with the
-    run's other warnings.
+    run's other warnings, once (the first message, with a count of the others).
     """
+
+    #: The command line prints the first warning of this kind and counts the others.
+    one_kind = True
 
 
 class StallWarning(PacprivWarning):
