@@ -145,3 +145,20 @@ def test_records_refuses_a_run_too_large_for_memory_before_its_estimate(tmp_path
     line = _one_error_line(capsys)
     assert line.startswith("pacpriv: error: --trials = 4611686018427387904 with 150 records")
     assert "estimate" not in line and not out.exists()
+
+
+@pytest.mark.parametrize("flag,value,start", [
+    ("--hidden", str(2**62), "--hidden must be an integer in [1, 65536]"),
+    ("--hidden", "65537", "--hidden must be an integer in [1, 65536]"),
+    ("--reference-models", str(2**62), "--reference-models = 4611686018427387904 with"),
+])
+def test_audit_huge_counts_are_refused_before_any_training(flag, value, start, tmp_path,
+                                                           capsys):
+    """``audit --hidden 2**62`` trained until torch failed; a huge --reference-models was
+    refused naming `n_trials` and an API argument."""
+    out = tmp_path / "o"
+    assert _run(["audit", "--dataset", "iris", "--noise-multiplier", "1", "--out", str(out),
+                 flag, value]) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith(f"pacpriv: error: {start}"), line
+    assert "n_trials" not in line and "output_path" not in line and not out.exists()
