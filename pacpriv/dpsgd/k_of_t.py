@@ -150,21 +150,64 @@ def monte_carlo_total_variation(
 MC_WORK_BUDGET = 1e8
 #: Confidence of the Monte-Carlo lower end of the k-of-t interval
 MC_CONFIDENCE = 0.999
+#: Largest k for which the deterministic k-of-t chains are tried (their states are
+#: k-dimensional: at k = 3 they need more work than the 10 s target allows)
+CHAIN_MAX_K = 2
+#: Work budget of one k-of-t chain (state atoms × coordinate nodes × 2^k summed over the
+#: steps, ~2–6 s on one core); beyond it the Monte-Carlo lower end is used
+CHAIN_WORK_BUDGET = 3e8
+
+
+def _chain_settings(epochs: int, tol: float):
+    """Resolution of the k-of-t chains (:mod:`pacpriv.dpsgd._exact.koft_chain`): finer for
+    more epochs (the per-epoch error composes), coarse for a loose tolerance."""
+    from pacpriv.dpsgd._exact.koft_chain import ChainSettings
+
+    if tol >= 5e-3:
+        return ChainSettings(n_w=60, dln=0.1)
+    grow = float(epochs) ** 0.2
+    return ChainSettings(n_w=int(min(150, round(90 * grow))), dln=max(0.05, 0.07 / grow**0.5))
 
 
 def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
                     exact_k1=None) -> dict:
     """Certified interval for the k-of-t exact accuracy (see the module docstring).
 
-    The Monte-Carlo draws are seeded from ``(σ, t, E, k)`` (repeated calls agree) and their
-    number is ``8 ln(2/γ)/(4 tol²)`` capped by :data:`MC_WORK_BUDGET` (at least 2000).
-    ``exact_k1`` is :func:`pacpriv.dpsgd.exact_membership_inference_accuracy` (passed in by
-    it: this module does not import it).
+    First the deterministic k-of-t chains (:func:`pacpriv.dpsgd._exact.koft_chain.
+    koft_chain_tv`), when their work fits :data:`CHAIN_WORK_BUDGET`: then the lower end is
+    theirs (deterministic) and the upper end the smallest of theirs, the chi-square bound and
+    the stratified one. Otherwise the Monte-Carlo lower end: its draws are seeded from
+    ``(σ, t, E, k)`` (repeated calls agree) and their number is ``8 ln(2/γ)/(4 tol²)``
+    capped by :data:`MC_WORK_BUDGET` (at least 2000). ``exact_k1`` is
+    :func:`pacpriv.dpsgd.exact_membership_inference_accuracy` (passed in by it: this module
+    does not import it).
     """
     m_red, e_red = steps // k, k * epochs
     red = exact_k1(sigma, steps_per_epoch=m_red, epochs=e_red, tolerance=max(tol, 1e-6))
     chi2 = k_of_t_accuracy(sigma, steps_per_epoch=steps, epochs=epochs, k=k)[0]
     upper = min(float(red.upper), chi2)
+    details = {
+        "k": k, "reduced_steps_per_epoch": m_red, "reduced_epochs": e_red,
+        "upper_stratified": float(red.upper), "lower_stratified": float(red.lower),
+        "chi_square_accuracy": chi2,
+        "upper_source": "chi-square" if chi2 < red.upper else "stratified exact",
+    }
+    chain = None
+    if k <= CHAIN_MAX_K:
+        from pacpriv.dpsgd._exact.koft_chain import koft_chain_tv
+
+        chain = koft_chain_tv(sigma, steps, k, epochs, _chain_settings(epochs, tol),
+                              work_budget=CHAIN_WORK_BUDGET)
+    if chain is not None:
+        chain_upper = 0.5 + 0.5 * chain["tv_upper"]
+        if chain_upper < upper:
+            upper, details["upper_source"] = chain_upper, "k-of-t chain"
+        lower = min(0.5 + 0.5 * chain["tv_lower"], upper)
+        details["chain"] = {**chain, "accuracy_upper": chain_upper,
+                            "accuracy_lower": 0.5 + 0.5 * chain["tv_lower"]}
+        details["lower_source"] = "k-of-t chain"
+        return {"lower": lower, "upper": upper, "estimate": 0.5 * (lower + upper),
+                "details": details, "lower_confidence": 1.0}
     need = 2.0 * math.log(2.0 / (1.0 - MC_CONFIDENCE)) / (tol * tol)
     cap = MC_WORK_BUDGET / (epochs * steps * (k + 4.0))
     n = int(max(2000.0, min(need, cap)))
@@ -173,14 +216,10 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
                                      n_samples=n, confidence=MC_CONFIDENCE, rng=seed)
     lower = min(0.5 + 0.5 * float(mc["lower"]), upper)
     estimate = min(max(0.5 + 0.5 * mc["mean"], lower), upper)
-    details = {
-        "k": k, "reduced_steps_per_epoch": m_red, "reduced_epochs": e_red,
-        "upper_stratified": float(red.upper), "lower_stratified": float(red.lower),
-        "chi_square_accuracy": chi2,
-        "upper_source": "chi-square" if chi2 < red.upper else "stratified exact",
-        "monte_carlo": {**mc, "accuracy_mean": 0.5 + 0.5 * mc["mean"]},
-    }
-    return {"lower": lower, "upper": upper, "estimate": estimate, "details": details}
+    details["monte_carlo"] = {**mc, "accuracy_mean": 0.5 + 0.5 * mc["mean"]}
+    details["lower_source"] = "Monte Carlo"
+    return {"lower": lower, "upper": upper, "estimate": estimate, "details": details,
+            "lower_confidence": MC_CONFIDENCE}
 
 
 def exact_result(sigma, steps, epochs, k: int, tol: float, exact_k1) -> ExactAccuracy:
@@ -194,15 +233,22 @@ def exact_result(sigma, steps, epochs, k: int, tol: float, exact_k1) -> ExactAcc
     t = check_int(int(steps), "steps_per_epoch", low=k)
     r = k_of_t_interval(float(sigma), t, int(epochs), k, tol, exact_k1)
     width = r["upper"] - r["lower"]
+    chain = r["lower_confidence"] == 1.0
     if width > tol:
+        cause = "grids of the k-of-t chains" if chain else "Monte-Carlo lower end"
         warnings.warn(f"exact accuracy interval width {width:.3g} exceeds tolerance {tol:g} "
-                      f"(k = {k}: Monte-Carlo lower end); the interval is still certified",
+                      f"(k = {k}: {cause}); the interval is still certified",
                       PacprivWarning, stacklevel=3)
+    if chain:
+        method = ("k of t: upper = min(chi-square, certified exact upper of one-of-floor(t/k) "
+                  "over k*E epochs, upper k-of-t chain) [deterministic]; lower = lower "
+                  "k-of-t chain (a garbling) [deterministic]")
+    else:
+        method = ("k of t: upper = min(chi-square, certified exact upper of one-of-floor(t/k) "
+                  "over k*E epochs) [deterministic]; lower = Monte Carlo under Q, empirical "
+                  f"Bernstein [certified with confidence {MC_CONFIDENCE}]")
     return ExactAccuracy(
         lower=r["lower"], upper=r["upper"], estimate=r["estimate"], tolerance=tol,
         converged=width <= tol, noise_multiplier=float(sigma), steps_per_epoch=t,
         epochs=int(epochs), direction="add", details=r["details"], k=k,
-        lower_confidence=MC_CONFIDENCE,
-        method=("k of t: upper = min(chi-square, certified exact upper of one-of-floor(t/k) "
-                "over k*E epochs) [deterministic]; lower = Monte Carlo under Q, empirical "
-                f"Bernstein [certified with confidence {MC_CONFIDENCE}]"))
+        lower_confidence=r["lower_confidence"], method=method)
