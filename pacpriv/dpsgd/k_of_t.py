@@ -36,6 +36,7 @@ References
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -186,7 +187,7 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
     red = exact_k1(sigma, steps_per_epoch=m_red, epochs=e_red, tolerance=max(tol, 1e-6))
     chi2 = k_of_t_accuracy(sigma, steps_per_epoch=steps, epochs=epochs, k=k)[0]
     upper = min(float(red.upper), chi2)
-    details = {
+    details: dict[str, Any] = {
         "k": k, "reduced_steps_per_epoch": m_red, "reduced_epochs": e_red,
         "upper_stratified": float(red.upper), "lower_stratified": float(red.lower),
         "chi_square_accuracy": chi2,

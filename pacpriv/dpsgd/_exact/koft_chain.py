@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -247,8 +248,9 @@ def koft_chain_tv(sigma: float, t: int, k: int, epochs: int,
             ln = np.log(lr[pos])
             sd = math.sqrt(max(float(np.dot(w, (ln - np.dot(w, ln)) ** 2)), 1e-300))
             delta = max(sd / cfg.c_epoch, 1e-9)
-        pair = _comp.to_log_lattice(_Atoms(lr, p, at.get("q_inf", 0.0), upper), delta=delta,
-                                    ln_range=60.0, upper=upper, labels=labels)
+        atoms = cast(Any, _Atoms(lr, p, at.get("q_inf", 0.0), upper))
+        pair = _comp.to_log_lattice(atoms, delta=delta, ln_range=60.0, upper=upper,
+                                    labels=labels)
         tv, err, rnd = _comp.compose_tv(pair, epochs, direction="add", tau=_WINDOW_TAU)
         eps = pair.binning_err + at.get("mass_error", 0.0)
         # l1 error eps per epoch: TV of the E-fold products moves by ≤ 2E·eps·(1 + eps)^(E−1)
