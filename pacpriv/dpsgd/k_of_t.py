@@ -155,19 +155,25 @@ MC_CONFIDENCE = 0.999
 #: k-dimensional: at k = 3 they need more work than the 10 s target allows)
 CHAIN_MAX_K = 2
 #: Work budget of one k-of-t chain (state atoms × coordinate nodes × 2^k summed over the
-#: steps, ~2–6 s on one core); beyond it the Monte-Carlo lower end is used
-CHAIN_WORK_BUDGET = 3e8
+#: steps, ~2–5 s on one core); beyond it the Monte-Carlo lower end is used
+CHAIN_WORK_BUDGET = 1.5e8
+#: Width (accuracy units) up to which the chains' deterministic lower end is kept without
+#: Monte Carlo; a wider chain interval also runs the Monte-Carlo lower end (larger one kept)
+CHAIN_WIDTH = 1e-3
 
 
-def _chain_settings(epochs: int, tol: float):
+def _chain_settings(sigma: float, epochs: int, tol: float):
     """Resolution of the k-of-t chains (:mod:`pacpriv.dpsgd._exact.koft_chain`): finer for
-    more epochs (the per-epoch error composes), coarse for a loose tolerance."""
+    more epochs (the per-epoch error composes), coarse for a loose tolerance; state cells
+    scale with the spread ``1/σ`` of a coordinate's log-likelihood ratio when ``σ > 1``."""
     from pacpriv.dpsgd._exact.koft_chain import ChainSettings
 
+    scale = min(1.0, 1.0 / sigma)
     if tol >= 5e-3:
-        return ChainSettings(n_w=60, dln=0.1)
+        return ChainSettings(n_w=60, dln=0.1 * scale)
     grow = float(epochs) ** 0.2
-    return ChainSettings(n_w=int(min(150, round(90 * grow))), dln=max(0.05, 0.07 / grow**0.5))
+    return ChainSettings(n_w=int(min(150, round(90 * grow))),
+                         dln=max(0.05, 0.07 / grow**0.5) * scale)
 
 
 def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
@@ -197,7 +203,7 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
     if k <= CHAIN_MAX_K:
         from pacpriv.dpsgd._exact.koft_chain import koft_chain_tv
 
-        chain = koft_chain_tv(sigma, steps, k, epochs, _chain_settings(epochs, tol),
+        chain = koft_chain_tv(sigma, steps, k, epochs, _chain_settings(sigma, epochs, tol),
                               work_budget=CHAIN_WORK_BUDGET)
     if chain is not None:
         chain_upper = 0.5 + 0.5 * chain["tv_upper"]
@@ -207,17 +213,23 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
         details["chain"] = {**chain, "accuracy_upper": chain_upper,
                             "accuracy_lower": 0.5 + 0.5 * chain["tv_lower"]}
         details["lower_source"] = "k-of-t chain"
-        return {"lower": lower, "upper": upper, "estimate": 0.5 * (lower + upper),
-                "details": details, "lower_confidence": 1.0}
+        if upper - lower <= max(tol, CHAIN_WIDTH):
+            return {"lower": lower, "upper": upper, "estimate": 0.5 * (lower + upper),
+                    "details": details, "lower_confidence": 1.0}
     need = 2.0 * math.log(2.0 / (1.0 - MC_CONFIDENCE)) / (tol * tol)
     cap = MC_WORK_BUDGET / (epochs * steps * (k + 4.0))
     n = int(max(2000.0, min(need, cap)))
     seed = np.random.SeedSequence([steps, epochs, k, int(np.float64(sigma).view(np.int64))])
     mc = monte_carlo_total_variation(sigma, steps_per_epoch=steps, epochs=epochs, k=k,
                                      n_samples=n, confidence=MC_CONFIDENCE, rng=seed)
-    lower = min(0.5 + 0.5 * float(mc["lower"]), upper)
-    estimate = min(max(0.5 + 0.5 * mc["mean"], lower), upper)
+    mc_lower = min(0.5 + 0.5 * float(mc["lower"]), upper)
     details["monte_carlo"] = {**mc, "accuracy_mean": 0.5 + 0.5 * mc["mean"]}
+    if chain is not None and lower >= mc_lower:  # the deterministic end is kept
+        estimate = min(max(0.5 + 0.5 * mc["mean"], lower), upper)
+        return {"lower": lower, "upper": upper, "estimate": estimate, "details": details,
+                "lower_confidence": 1.0}
+    lower = mc_lower
+    estimate = min(max(0.5 + 0.5 * mc["mean"], lower), upper)
     details["lower_source"] = "Monte Carlo"
     return {"lower": lower, "upper": upper, "estimate": estimate, "details": details,
             "lower_confidence": MC_CONFIDENCE}
@@ -234,20 +246,18 @@ def exact_result(sigma, steps, epochs, k: int, tol: float, exact_k1) -> ExactAcc
     t = check_int(int(steps), "steps_per_epoch", low=k)
     r = k_of_t_interval(float(sigma), t, int(epochs), k, tol, exact_k1)
     width = r["upper"] - r["lower"]
-    chain = r["lower_confidence"] == 1.0
+    chain = r["details"]["lower_source"] == "k-of-t chain"
     if width > tol:
         cause = "grids of the k-of-t chains" if chain else "Monte-Carlo lower end"
         warnings.warn(f"exact accuracy interval width {width:.3g} exceeds tolerance {tol:g} "
                       f"(k = {k}: {cause}); the interval is still certified",
                       PacprivWarning, stacklevel=3)
-    if chain:
-        method = ("k of t: upper = min(chi-square, certified exact upper of one-of-floor(t/k) "
-                  "over k*E epochs, upper k-of-t chain) [deterministic]; lower = lower "
-                  "k-of-t chain (a garbling) [deterministic]")
-    else:
-        method = ("k of t: upper = min(chi-square, certified exact upper of one-of-floor(t/k) "
-                  "over k*E epochs) [deterministic]; lower = Monte Carlo under Q, empirical "
-                  f"Bernstein [certified with confidence {MC_CONFIDENCE}]")
+    ran = ", upper k-of-t chain" if "chain" in r["details"] else ""
+    lower = ("lower k-of-t chain (a garbling) [deterministic]" if chain else
+             f"Monte Carlo under Q, empirical Bernstein [certified with confidence "
+             f"{MC_CONFIDENCE}]")
+    method = ("k of t: upper = min(chi-square, certified exact upper of one-of-floor(t/k) "
+              f"over k*E epochs{ran}) [deterministic]; lower = {lower}")
     return ExactAccuracy(
         lower=r["lower"], upper=r["upper"], estimate=r["estimate"], tolerance=tol,
         converged=width <= tol, noise_multiplier=float(sigma), steps_per_epoch=t,

@@ -140,7 +140,8 @@ def _regrid(states: np.ndarray, p: np.ndarray, dln: float, upper: bool
     box = int(np.prod(span.astype(np.float64)))
     if not upper:
         _, sums = _group(key, [p] + [p * states[:, i] for i in range(d)], box)
-        return np.stack(sums[1:], axis=1) / sums[0][:, None], sums[0]
+        keep = sums[0] > 0  # cells whose mass underflowed to 0 carry nothing
+        return np.stack([w[keep] for w in sums[1:]], axis=1) / sums[0][keep, None], sums[0][keep]
     lo = np.exp(a * dln)
     beta = np.clip((states - lo) / (lo * math.expm1(dln)), 0.0, 1.0)
     weights = []
@@ -194,9 +195,12 @@ def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSet
         new, pn = np.stack(cols, axis=1), (p[:, None] * px[None, :]).ravel()
         lo, hi = nlo, nhi
         if j == t - 1:
-            states, p = new, pn
+            keep = pn > 0
+            states, p = new[keep], pn[keep]
         else:
             states, p = _regrid(new, pn, settings.dln, upper)
+    if not np.all(np.isfinite(states)):  # overflow: no bound from this chain
+        return None
     # relative error of a state value: each step ≤ 6 roundings (the update, the split's
     # β and the nodes' exp), plus the coordinate's own (lower: its conditional means)
     rel = t * (8.0 * _U + (extra if not upper else 0.0)) * 1.01
