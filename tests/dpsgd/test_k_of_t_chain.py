@@ -45,11 +45,11 @@ def test_k_equal_one_overlaps_the_dedicated_certified_interval(sigma, t, e):
 
 @pytest.mark.parametrize(("sigma", "t", "k", "e", "n"), [
     (1.0, 4, 2, 1, 1_000_000), (0.7, 6, 2, 2, 400_000), (2.0, 8, 2, 3, 300_000),
-    (1.2, 4, 3, 1, 600_000),
+    (1.2, 4, 3, 1, 600_000), (5.0, 6, 2, 2, 300_000),
 ])
 def test_chain_brackets_an_independent_monte_carlo(sigma, t, k, e, n):
     """E_Q[(1 − e^{−L})_+] from n draws under Q (own seed) lies in the interval ± 4 SE."""
-    r = koft_chain_tv(sigma, t, k, e, COARSE)
+    r = koft_chain_tv(sigma, t, k, e, ChainSettings(n_w=60, dln=0.1 * min(1.0, 1.0 / sigma)))
     mc = monte_carlo_total_variation(sigma, steps_per_epoch=t, epochs=e, k=k, n_samples=n,
                                      rng=2024 + t)
     acc, se = _acc(mc["mean"]), 0.5 * mc["standard_error"]
@@ -73,6 +73,13 @@ def test_upper_chain_keeps_the_mean_and_the_lower_chain_is_a_garbling():
     assert float(up["p"].sum()) == pytest.approx(1.0, abs=1e-12)
     assert float((up["p"] * up["T"]).sum()) == pytest.approx(1.0, abs=1e-8)
     assert 0 < up["q_inf"] < 1e-7
+    assert float((low["p"] * low["T"]).sum()) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_lower_chain_drops_underflowed_cells():
+    """t = 30: masses of far cells underflow to 0; every atom stays finite, mean 1."""
+    low = epoch_atoms(1.0, 30, 2, upper=False, settings=COARSE)
+    assert bool((low["p"] > 0).all()) and bool(((low["T"] > 0) & (low["T"] < 1e300)).all())
     assert float((low["p"] * low["T"]).sum()) == pytest.approx(1.0, abs=1e-12)
 
 
