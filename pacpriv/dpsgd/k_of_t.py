@@ -18,12 +18,16 @@ closed form of :mod:`pacpriv.dpsgd.bounds`).
 
 The exact accuracy ``½ + ½·TV(P^⊗E, Q^⊗E)`` is bracketed by
 
-* above (deterministic): the smaller of the chi-square bound and the certified exact upper
+* above (deterministic): the smallest of the chi-square bound, the certified exact upper
   bound of one-of-``⌊t/k⌋`` allocation over ``k·E`` epochs (Theorem 2 there: the k-of-t pair
-  is a garbling of that one, a uniformly random relabelling of the steps);
-* below (certified with confidence ``1 − γ``): a Monte-Carlo estimate of
-  ``TV = E_Q[(1 − e^{−L})_+]``, an expectation of a ``[0, 1]`` variable, lowered by the
-  empirical-Bernstein deviation of Maurer & Pontil (2009, Thm 4).
+  is a garbling of that one, a uniformly random relabelling of the steps) and, for
+  ``k ≤ CHAIN_MAX_K`` within :data:`CHAIN_WORK_BUDGET`, the upper k-of-t chain
+  (:mod:`pacpriv.dpsgd._exact.koft_chain`: convex-order splits of the coordinates and of the
+  ``k``-dimensional states of ``e_1..e_k``);
+* below: the lower k-of-t chain (a garbling; deterministic) where it runs and is at most
+  ``max(tolerance, 1e-3)`` wide; else also (larger one kept; confidence ``1 − γ``) a
+  Monte-Carlo estimate of ``TV = E_Q[(1 − e^{−L})_+]``, an expectation of a ``[0, 1]``
+  variable, lowered by the empirical-Bernstein deviation of Maurer & Pontil (2009, Thm 4).
 
 References
 ----------

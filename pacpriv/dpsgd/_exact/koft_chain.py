@@ -179,7 +179,7 @@ def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSet
     states = np.zeros((1, 0))
     p = np.ones(1)
     lo, hi = 1, 0
-    work = 0.0
+    work, sums_err = 0.0, 0.0
     for j in range(t):
         nlo, nhi = max(1, k - (t - j - 1)), min(j + 1, k)
         n = states.shape[0]
@@ -187,6 +187,8 @@ def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSet
         if step > settings.max_atoms or work + step * (t - j) > work_budget:
             return None
         work += step
+        # a cell's sums (bincount, sequential) add at most (candidates)·u relative error
+        sums_err += 2.0 * float(n * x.size) * (2 ** (nhi - nlo + 1) + 1) * _U
 
         cols = [(1.0 - i / (j + 1)) * _component(states, i, lo, hi)[:, None]
                 + (i / (j + 1)) * _component(states, i - 1, lo, hi)[:, None] * x[None, :]
@@ -202,16 +204,18 @@ def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSet
     if not np.all(np.isfinite(states)):  # overflow: no bound from this chain
         return None
     # relative error of a state value: each step ≤ 6 roundings (the update, the split's
-    # β and the nodes' exp), plus the coordinate's own (lower: its conditional means)
-    rel = t * (8.0 * _U + (extra if not upper else 0.0)) * 1.01
+    # β and the nodes' exp), plus the coordinate's own (lower: its conditional means) and
+    # the cells' sums (lower: the conditional means are ratios of two such sums)
+    rel = (t * (8.0 * _U + (extra if not upper else 0.0)) + 2.0 * sums_err) * 1.01
     out = {"T": states[:, -1], "p": p, "relative_error": rel, "atoms": int(p.size),
            "work": work}
     if upper:
         # Q-mass at +∞: the coordinates' top tails (Σ_j E[∂T/∂W_j] = k), the masses'
-        # round-off (t coordinates, slope of the stop-loss ≤ 1 + x), the state arithmetic
-        out["q_inf"] = k * extra + t * slack * 2.0 + rel + 1e-15
+        # round-off (t coordinates, slope of the stop-loss ≤ 1 + x; the cells' sums, with
+        # E_P[T + 1] = 2), the state arithmetic
+        out["q_inf"] = k * extra + t * slack * 2.0 + 2.0 * sums_err + rel + 1e-15
     else:
-        out["mass_error"] = t * slack + t * (2.0**k + 8.0) * _U * 2.0
+        out["mass_error"] = t * slack + t * (2.0**k + 8.0) * _U * 2.0 + sums_err
     return out
 
 
