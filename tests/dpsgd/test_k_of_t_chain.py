@@ -9,11 +9,12 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
 import pytest
 from scipy import special
 
 from pacpriv.dpsgd import exact_membership_inference_accuracy
-from pacpriv.dpsgd._exact.koft_chain import ChainSettings, epoch_atoms, koft_chain_tv
+from pacpriv.dpsgd._exact.koft_chain import ChainSettings, _keys, epoch_atoms, koft_chain_tv
 from pacpriv.dpsgd.k_of_t import monte_carlo_total_variation
 
 COARSE = ChainSettings(n_w=60, dln=0.1)
@@ -85,6 +86,8 @@ def test_lower_chain_drops_underflowed_cells():
 
 def test_work_budget_refuses_before_the_work():
     assert koft_chain_tv(0.5, 400, 2, 1, work_budget=1e6) is None
+    with pytest.raises(OverflowError):  # cell labels that int64 keys cannot hold
+        _keys(np.array([[0, 0], [2**40, 2**40]], dtype=np.int64))
     assert epoch_atoms(1.0, 10, 2, upper=True, settings=ChainSettings(max_atoms=1000)) is None
 
 

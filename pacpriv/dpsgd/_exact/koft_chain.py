@@ -107,6 +107,8 @@ def _keys(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Integer cell indices ``(n, d)`` to one int64 key per row (mixed radix)."""
     mn = a.min(axis=0)
     span = a.max(axis=0) - mn + 2
+    if float(np.prod(span.astype(np.float64))) > 2.0**62:
+        raise OverflowError("cell index box beyond int64")
     key = np.zeros(a.shape[0], np.int64)
     for i in range(a.shape[1]):
         key = key * span[i] + (a[:, i] - mn[i])
@@ -199,8 +201,11 @@ def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSet
         if j == t - 1:
             keep = pn > 0
             states, p = new[keep], pn[keep]
-        else:
+            break
+        try:
             states, p = _regrid(new, pn, settings.dln, upper)
+        except OverflowError:  # states spread over more cells than int64 keys can label
+            return None
     if not np.all(np.isfinite(states)):  # overflow: no bound from this chain
         return None
     # relative error of a state value: each step ≤ 6 roundings (the update, the split's
