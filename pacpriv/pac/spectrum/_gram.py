@@ -100,13 +100,14 @@ def pass_error(trace: float, d: int, step: int) -> float:
     """A bound on ``||K̂ − Z̃ Z̃ᵀ||₂`` for the Gram pass of :func:`centred_gram` (``trace`` =
     ``tr K̂``, ``d`` columns read in blocks of ``step``).
 
-    Each entry of ``K̂`` is a ``dsyrk`` sum of ``<= step`` products per block (any order) plus
-    one addition per block, so ``|K̂ − ẐẐᵀ| <= γ_{step + n_blocks + 2} |Ẑ||Ẑ|ᵀ`` entrywise
-    (Higham 2002, §3.1), and ``|| |Ẑ||Ẑ|ᵀ ||₂ <= ||Ẑ||_F² = tr(ẐẐᵀ)``; the centring rounds each
-    entry of ``Ẑ`` by a relative ``u`` (``3u·tr`` more). ``tr(ẐẐᵀ) <= tr K̂ (1 + γ)``.
+    Each entry of ``K̂`` is a float64 sum of ``d`` products, in whatever order ``dsyrk`` and
+    the accumulation over the ``ceil(d/step)`` blocks take them, so ``|K̂ − ẐẐᵀ| <= γ_d
+    |Ẑ||Ẑ|ᵀ`` entrywise (Higham 2002, §3.1: any summation order; fused multiply-adds
+    included), and ``|| |Ẑ||Ẑ|ᵀ ||₂ <= ||Ẑ||_F² = tr(ẐẐᵀ)``; the centring rounds each entry of
+    ``Ẑ`` by a relative ``u`` (``3u·tr`` more). ``tr(ẐẐᵀ) <= tr K̂ (1 + γ_d)``. (``step`` is
+    kept for the record: the bound does not assume the blocks are summed separately.)
     """
-    blocks = -(-d // max(step, 1))
-    g = _gamma(step + blocks + 2)
+    g = _gamma(max(d, 1) + 2)
     return (g + 3.0 * 2.0**-53) * max(trace, 0.0) * (1.0 + 2.0 * g)
 
 
