@@ -23,7 +23,10 @@ The exact accuracy ``½ + ½·TV(P^⊗E, Q^⊗E)`` is bracketed by
   is a garbling of that one, a uniformly random relabelling of the steps) and, for
   ``k ≤ CHAIN_MAX_K`` within :data:`CHAIN_WORK_BUDGET`, the upper k-of-t chain
   (:mod:`pacpriv.dpsgd._exact.koft_chain`: convex-order splits of the coordinates and of the
-  ``k``-dimensional states of ``e_1..e_k``);
+  ``k``-dimensional states of ``e_1..e_k``); for larger ``k``, within the same budget, the
+  product of the upper chains of a partial stratification into blocks "``k_j`` of ``t_j``",
+  ``k_j ≤ CHAIN_MAX_K`` (:mod:`pacpriv.dpsgd._exact.koft_split`; the same relabelling
+  argument as Theorem 2);
 * below: the lower k-of-t chain (a garbling; deterministic) where it runs and is at most
   ``max(tolerance, 1e-3)`` wide; else also (larger one kept; confidence ``1 − γ``) a
   Monte-Carlo estimate of ``TV = E_Q[(1 − e^{−L})_+]``, an expectation of a ``[0, 1]``
@@ -205,9 +208,11 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
     First the deterministic k-of-t chains (:func:`pacpriv.dpsgd._exact.koft_chain.
     koft_chain_tv`), when their work fits :data:`CHAIN_WORK_BUDGET`: then the lower end is
     theirs (deterministic) and the upper end the smallest of theirs, the chi-square bound and
-    the stratified one. Otherwise the Monte-Carlo lower end: its draws are seeded from
-    ``(σ, t, E, k)`` (repeated calls agree) and their number is ``8 ln(2/γ)/(4 tol²)``
-    capped by :data:`MC_WORK_BUDGET` (at least 2000). ``exact_k1`` is
+    the stratified one. For ``k > CHAIN_MAX_K`` the upper end is the smallest of the
+    chi-square bound, the stratified one and (when it fits the same budget) the partially
+    stratified one (``details["split"]``). Otherwise the Monte-Carlo lower end: its draws
+    are seeded from ``(σ, t, E, k)`` (repeated calls agree) and their number is
+    ``8 ln(2/γ)/(4 tol²)`` capped by :data:`MC_WORK_BUDGET` (at least 2000). ``exact_k1`` is
     :func:`pacpriv.dpsgd.exact_membership_inference_accuracy` (passed in by it: this module
     does not import it).
     """
