@@ -193,8 +193,11 @@ def _split_upper(sigma: float, steps: int, k: int, epochs: int, tol: float) -> d
     blocks = split_blocks(steps, k, CHAIN_MAX_K)
     if all(kj == 1 for _, kj in blocks):  # the full stratification, already evaluated
         return None
-    r = split_upper_tv(sigma, blocks, epochs, _chain_settings(sigma, epochs, tol),
-                       work_budget=CHAIN_WORK_BUDGET)
+    try:
+        r = split_upper_tv(sigma, blocks, epochs, _chain_settings(sigma, epochs, tol),
+                           work_budget=CHAIN_WORK_BUDGET)
+    except ValueError:  # composition window above its memory cap: keep the other bounds
+        return None
     if r is None:
         return None
     return {**r, "blocks": [list(b) for b in blocks],
