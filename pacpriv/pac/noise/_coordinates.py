@@ -14,8 +14,8 @@ different layers), the complement that ``T`` trials leave unexplored is far from
 ``||g(f_i) − c_{i−1}||²_{A⁻¹}`` is charged whatever ``D`` is, so a poor ``D`` costs noise,
 never validity), ``η`` = :data:`VARIANCE_FLOOR` (a coordinate with no shape-trial variance
 gets a floored ``D_j``: too small a ``D_j`` would make any variance it shows in the
-certificate trials expensive), and ``α`` among :data:`COORDINATE_EXPONENTS` chosen with the
-shape's own cross-validation (inside the shape trials) on the noise power in the outputs'
+certificate trials expensive), and ``α`` among ``0`` and :data:`COORDINATE_EXPONENTS` chosen
+with the shape's own cross-validation (inside the shape trials) on the noise power in the outputs'
 units. ``α = 0`` (``D = I``, the unscaled certificate, bit for bit) is the only candidate when
 the shape trials' coordinate variances are nearly equal (:func:`candidate_exponents`): then no
 rescaled copy or extra pass is made.
@@ -35,8 +35,11 @@ import numpy as np
 __all__ = ["COORDINATE_EXPONENTS", "VARIANCE_FLOOR", "Metric", "candidate_exponents",
            "column_variances", "coordinate_scales", "spread_threshold"]
 
-#: Exponents ``α`` of ``D = (coordinate variance)^α`` tried beside ``α = 0``.
-COORDINATE_EXPONENTS = (0.25, 0.5)
+#: Exponents ``α`` of ``D = (coordinate variance)^α`` tried beside ``α = 0``. One: each costs
+#: a cross-validated shape fit (and, when ``d > n_trials``, a Gram pass); ``α = ¼`` and
+#: ``α = ¾`` never beat ``½`` on the sums of benchmarks/certificate.py ``--issue32``
+#: (d = 200 and 2,000), ``α = 1`` costs 1.6-2x the noise there.
+COORDINATE_EXPONENTS = (0.5,)
 
 #: Relative floor ``η`` of a coordinate's variance (of the mean variance) in ``D``.
 VARIANCE_FLOOR = 1.0 / 64.0

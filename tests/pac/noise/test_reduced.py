@@ -16,7 +16,7 @@ from pacpriv.pac.noise import _certificate, certify_noise
 
 SCALARS = ("mi_bound", "linearised_mi_bound", "residual_std", "clip_radius")
 CERT = ("upper_bound", "plugin_trace", "kappa", "kappa_plugin", "mean_summand",
-        "summand_bound", "shrinkage", "n_shape")
+        "summand_bound", "shrinkage", "n_shape", "coordinate_exponent")
 
 
 def _outputs(m, d, seed, offset=3.0):
@@ -27,7 +27,9 @@ def _outputs(m, d, seed, offset=3.0):
 def _noise_cov(plan, d):
     v = np.asarray(plan.basis, dtype=np.float64)
     std = np.asarray(plan.noise_std)
-    return (v * std**2) @ v.T + plan.residual_std**2 * (np.eye(d) - v @ v.T)
+    cov = (v * std**2) @ v.T + plan.residual_std**2 * (np.eye(d) - v @ v.T)
+    s = plan.coordinate_scale  # Σ_B = S Σ_y S when the shape rescaled the coordinates
+    return cov if s is None else cov * np.outer(s, s)
 
 
 def _dense(monkeypatch, x, **kw):
