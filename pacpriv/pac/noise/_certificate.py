@@ -425,18 +425,27 @@ class _Rescaled:
     exponent: float
 
 
+def _in_memory_float64(x: np.ndarray) -> bool:
+    return type(x) is np.ndarray and x.dtype == np.float64
+
+
 def _fit_rescaled(x: np.ndarray, *, n_shape: int, shrinkage,
                   gram: CentredGram | None) -> _Rescaled:
     """The shape fit of least cross-validated noise power over the rescalings ``D^{1/2}`` of
     :func:`~pacpriv.pac.noise._coordinates.candidate_exponents`, all fixed by the shape trials
     (``α = 0``, the outputs themselves, first: it wins ties). With ``d > m`` each rescaling
-    makes its own Gram pass (the rows in coordinates of their span; never ``d × d``)."""
+    makes its own Gram pass (the rows in coordinates of their span; never ``d × d``) on a
+    float64 rescaled copy of the outputs, so it is tried only for in-memory float64 outputs
+    (float32 or memory-mapped ones, kept so to bound memory, get ``α = 0``)."""
     m, d = x.shape
     reduced = _use_reduced(m, d)
     var = column_variances(x, n_shape) if d > 1 else np.zeros(1)
+    candidates = candidate_exponents(var, n_shape)
+    if reduced and not _in_memory_float64(x):
+        candidates = (0.0,)  # float32 or on disk: no float64 copy of the outputs (bounded memory)
     best: _Rescaled | None = None
     base_gram = None
-    for alpha in candidate_exponents(var, n_shape):
+    for alpha in candidates:
         scale = metric = None
         src = x
         if alpha != 0.0:

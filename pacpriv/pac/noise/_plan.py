@@ -103,7 +103,10 @@ class NoisePlan(Displayable):
     coordinate_scale : ndarray of shape (d,) or None
         Positive per-coordinate factors ``s`` of the noise (``Σ_B = S Σ_y S``); None: 1.
         The certified rule sets it when it rescales the shape's coordinates
-        (``Certificate.coordinate_exponent > 0``).
+        (``Certificate.coordinate_exponent > 0``); ``basis``, ``noise_std`` and
+        ``residual_std`` then describe ``Σ_y``, in the units of the outputs divided by ``s``
+        (:attr:`noise_std_per_coordinate` and :attr:`expected_noise_power` are in the outputs'
+        units).
     """
 
     rule: str
@@ -284,7 +287,9 @@ class NoisePlan(Displayable):
             "mi_claim": self.mi_claim,
             "confidence": self.confidence,
             "dim": self.dim,
-            "basis": "coordinate" if self.basis is None else "eigenvectors",
+            "basis": "coordinate" if self.basis is None else (
+                "eigenvectors" if self.coordinate_scale is None
+                else "eigenvectors of the rescaled outputs"),
             "n_directions": int(std.shape[0]),
             "noise_std_max": float(np.max(std)) if std.size else 0.0,
             "noise_std_min": float(np.min(std)) if std.size else 0.0,

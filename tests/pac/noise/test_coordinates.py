@@ -94,6 +94,17 @@ def test_rescaling_cuts_the_noise_of_decaying_scales(monkeypatch):
     assert plan.mi_bound <= 0.2 * (1 + 1e-12)
 
 
+def test_float32_outputs_at_high_d_are_not_copied(monkeypatch):
+    """d > n_trials with float32 outputs: no rescaled float64 copy is made (α = 0), the same
+    plan as the unscaled certificate; float64 outputs of the same values are rescaled."""
+    x = _inputs("reduced_decay").astype(np.float32)
+    plan = certify_noise(x, mi_budget=0.2)
+    assert plan.coordinate_scale is None and plan.certificate.coordinate_exponent == 0.0
+    assert certify_noise(x.astype(np.float64), mi_budget=0.2).coordinate_scale is not None
+    _unscaled(monkeypatch)
+    assert certify_noise(x, mi_budget=0.2).expected_noise_power == plan.expected_noise_power
+
+
 def test_candidate_exponents_rule():
     rng = np.random.default_rng(1)
     rows = 100
@@ -235,7 +246,7 @@ def test_rescaled_certificates_cover_the_true_mi(d, m, reps):
     bench = _bench()
     mech = bench.poisson_sum(d, n_records=300)
     rng = np.random.default_rng(11 + d)
-    sample = mech.draw(np.random.default_rng(12 + d), 20000)
+    sample = mech.draw(np.random.default_rng(12 + d), 8000)
     v, miss, weak, scaled = 0.1, 0, 0, 0
     for _ in range(reps):
         plan = certify_noise(mech.draw(rng, m), mi_budget=v)
