@@ -16,7 +16,7 @@ from pacpriv.pac.noise import _certificate, _gram_lift, certify_noise
 
 SCALARS = ("mi_bound", "linearised_mi_bound", "residual_std", "clip_radius")
 CERT = ("upper_bound", "plugin_trace", "kappa", "kappa_plugin", "mean_summand",
-        "summand_bound", "shrinkage", "n_shape")
+        "summand_bound", "shrinkage", "n_shape", "coordinate_exponent")
 
 
 def _outputs(m, d, seed, offset=3.0):
@@ -27,7 +27,9 @@ def _outputs(m, d, seed, offset=3.0):
 def _noise_cov(plan, d):
     v = np.asarray(plan.basis, dtype=np.float64)
     std = np.asarray(plan.noise_std)
-    return (v * std**2) @ v.T + plan.residual_std**2 * (np.eye(d) - v @ v.T)
+    cov = (v * std**2) @ v.T + plan.residual_std**2 * (np.eye(d) - v @ v.T)
+    s = plan.coordinate_scale  # Σ_B = S Σ_y S when the shape rescaled the coordinates
+    return cov if s is None else cov * np.outer(s, s)
 
 
 def _dense(monkeypatch, x, **kw):
@@ -88,12 +90,16 @@ def test_reduced_route_handles_low_rank_and_constant_outputs(monkeypatch):
     assert plan.clip_radius == 0.0 and plan.mi_bound == 0.0
 
 
-def test_reduced_route_reads_float32_and_memmap_without_a_float64_copy(tmp_path):
-    """float32 outputs and a memory map give the float64 result (float32 data, float64
-    arithmetic), and the certificate's own allocations stay below the float64 outputs' size."""
+def test_reduced_route_reads_float32_and_memmap_without_a_float64_copy(tmp_path, monkeypatch):
+    """float32 outputs and a memory map give the float64 result of the unscaled shape (float32
+    data, float64 arithmetic; float64 outputs may also try rescaled coordinates, which needs a
+    float64 copy, so float32 and mapped ones keep the unscaled shape), and the certificate's
+    own allocations stay below the float64 outputs' size."""
     m, d = 64, 20_000
     x = _outputs(m, d, seed=1).astype(np.float32)
-    ref = certify_noise(x.astype(np.float64), mi_budget=0.5)
+    with monkeypatch.context() as mp:
+        mp.setattr(_certificate, "candidate_exponents", lambda var, rows: (0.0,))
+        ref = certify_noise(x.astype(np.float64), mi_budget=0.5)
     path = tmp_path / "out.npy"
     np.save(path, x)
     mapped = np.load(path, mmap_mode="r")
@@ -103,6 +109,7 @@ def test_reduced_route_reads_float32_and_memmap_without_a_float64_copy(tmp_path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+    assert plan.coordinate_scale is None
     assert plan.mi_bound == pytest.approx(ref.mi_bound, rel=1e-9)
     assert plan.certificate.upper_bound == pytest.approx(ref.certificate.upper_bound, rel=1e-9)
     # the basis (d x k, k <= n_shape = 32) is half the float64 outputs; blocks are 16 MiB
