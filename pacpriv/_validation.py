@@ -17,8 +17,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_array_real", "check_finite_array", "check_int", "check_n_jobs", "check_real",
-           "describe_invalid"]
+__all__ = ["check_array_real", "check_class_labels", "check_finite_array", "check_int",
+           "check_n_jobs", "check_real", "class_labels_message", "describe_invalid"]
 
 #: Indices of invalid entries listed in a message (the count is always given).
 SHOWN_POSITIONS = 5
@@ -277,3 +277,47 @@ def check_same_records(x_shape: tuple, y_shape: tuple) -> None:
     if x_shape[0] != y_shape[0]:
         raise ValueError(f"`X` and `y` must have the same number of records; got "
                          f"{x_shape[0]} and {y_shape[0]}.")
+
+
+def class_labels_message(where: str, purpose: str, n_classes: int | None, n_records: int) -> str:
+    """The one refusal of a label column that is not class labels (every command and API entry
+    that trains a classifier says it this way): continuous values (``n_classes`` None) or more
+    than 2 classes and more than half as many as records, so that most records would be a
+    class of their own and
+    every membership attack would trivially succeed. Public counts only, never a label."""
+    what = ("continuous values" if n_classes is None else
+            f"{n_classes} distinct values in {n_records} records, about one record per class")
+    return (f"{where} holds {what}: {purpose} trains a classifier and needs class labels "
+            "(integers or text) with at least 2 records per class on average; a measurement or "
+            "an identifier column is not a label")
+
+
+def check_class_labels(y, where: str, purpose: str) -> None:
+    """Refuse labels a classifier cannot be trained on, before any work.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_records,)
+        Labels: integers, integer-valued floats, text or booleans.
+    where : str
+        How the user gave them (``"--label-column salary of 'salary.csv'"``, ``"`y`"``).
+    purpose : str
+        What trains the classifier (``"pacpriv audit"``, ``"PACPrivateClassifier"``).
+
+    Raises
+    ------
+    ValueError
+        With :func:`class_labels_message` when the labels are real numbers that are not all
+        integers (continuous), or when there are more than 2 distinct labels and more than
+        half as many as records.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or y.size == 0:
+        return  # the shape is the caller's check
+    if y.dtype.kind == "f" or y.dtype.kind == "c":
+        finite = np.isfinite(y)
+        if not (finite.all() and np.all(y == np.round(y.real))):
+            raise ValueError(class_labels_message(where, purpose, None, int(y.size)))
+    n_classes = int(np.unique(y).size)
+    if n_classes > 2 and 2 * n_classes > y.size:  # two classes are always a binary problem
+        raise ValueError(class_labels_message(where, purpose, n_classes, int(y.size)))

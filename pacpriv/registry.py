@@ -277,6 +277,13 @@ def _classes(info: DatasetInfo | None, name: str) -> tuple:
             f"mechanism {name!r} is supervised: it needs a labelled classification dataset "
             "(dataset_info with at least 2 classes)."
         )
+    if 2 < len(info.classes) and 2 * len(info.classes) > info.n_records:  # about one record
+        # per class: not labels (pacpriv._validation.check_class_labels, the same rule)
+        from pacpriv._validation import class_labels_message
+
+        raise ValueError(f"mechanism {name!r} is supervised: " + class_labels_message(
+            f"the labels of {info.name!r}", f"mechanism {name!r}", len(info.classes),
+            info.n_records) + ".")
     return tuple(info.classes)
 
 
@@ -401,6 +408,25 @@ def register_mechanism(name: str, factory: MechanismFactory, *, force: bool = Fa
     MECHANISMS.register(name, factory, force=force)
 
 
+#: Private module name of each loaded ``file.py`` -> the file's name as the user wrote it
+#: (without its folders), so that errors and warnings say ``funcs.py:mean``.
+_USER_FILES: dict[str, str] = {}
+_USER_MODULE = re.compile(r"_pacpriv_user_mechanism_[0-9a-f]{16}\.")
+
+
+def user_facing_name(name: str) -> str:
+    """``name`` (``"module.qualname"``, or a message holding one) with the private module name
+    of a loaded ``file.py`` replaced by ``file.py:``, the way the user wrote the spec.
+
+    Examples
+    --------
+    >>> user_facing_name("numpy.mean")
+    'numpy.mean'
+    """
+    return _USER_MODULE.sub(
+        lambda m: f"{_USER_FILES.get(m.group(0)[:-1], 'file.py')}:", name)
+
+
 def _load_file(path_text: str, what: str):
     path = check_input_file(path_text, f"{what} file")  # missing, a folder, unreadable
     # A private module name, removed from sys.modules after loading, so cloudpickle (loky)
@@ -411,6 +437,7 @@ def _load_file(path_text: str, what: str):
     if spec is None or spec.loader is None:
         raise ValueError(f"cannot load {str(path)!r} as a Python module.")
     module = importlib.util.module_from_spec(spec)
+    _USER_FILES[mod_name] = path.name
     sys.modules[mod_name] = module
     try:
         with _user_code(what, path_text):

@@ -34,7 +34,7 @@ from pacpriv._random import (
     seed_to_dict,
     trial_seed,
 )
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_class_labels, check_int, check_real
 from pacpriv.audit._curves import TradeoffCurve, curve_grid, curve_value
 from pacpriv.audit._metrics import DEFAULT_FPRS, RocMetrics
 from pacpriv.audit._onerun import OneRunResult, OneRunSpec, one_run_audit
@@ -358,6 +358,7 @@ def run_audit(
     if X_arr.ndim < 1 or y_arr.shape != X_arr.shape[:1]:
         raise ValueError(f"`X` and `y` must hold the same number of records; got shapes "
                          f"{X_arr.shape} and {y_arr.shape}.")
+    check_class_labels(y_arr, "`y`", "run_audit")  # before any model is trained
     _check_out(out, overwrite)
     root = as_seed_sequence(rng)
     if isinstance(opts.population, tuple):

@@ -16,10 +16,12 @@ __all__ = [
     "add_pool_statistics",
     "add_report_output",
     "add_show_errors",
+    "budget_number",
     "check_exactly_one",
     "checkpoint_reminder",
     "check_positive_finite",
     "check_trials",
+    "trials_range_error",
     "check_unit_interval",
     "integer",
     "number",
@@ -60,6 +62,33 @@ def number(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"{_echo(text)} underflows to 0 in float64 (|x| >= 5e-324 or exactly 0)")
     return value
+
+
+_POW = re.compile(r"^\s*2\s*(?:\^|\*\*)\s*(-?\d+)\s*$")
+
+
+def budget_number(text: str) -> float:
+    """argparse ``type=`` for every budget flag (nats): a real number as :func:`number` reads it,
+    or a power of two ``2^-16`` / ``2**-16`` (exact in float64)."""
+    m = _POW.match(text)
+    if m:
+        digits = m.group(1).lstrip("-")
+        exponent = int(m.group(1)) if len(digits) <= 6 else (-1 if m.group(1)[0] == "-" else 1
+                                                              ) * 10**6
+        if exponent > 1023:
+            raise argparse.ArgumentTypeError(
+                f"{_echo(text)} is a number too large for float64 (at most 2^1023)")
+        if exponent < -1074:
+            raise argparse.ArgumentTypeError(
+                f"{_echo(text)} underflows to 0 in float64 (at least 2^-1074)")
+        return math.ldexp(1.0, exponent)
+    try:
+        return number(text)
+    except argparse.ArgumentTypeError as err:
+        if str(err).startswith("not a number"):
+            raise argparse.ArgumentTypeError(
+                f"not a number or a power of two like 2^-16: {_echo(text)}") from None
+        raise
 
 
 def integer(text: str) -> int:
@@ -167,10 +196,23 @@ def checkpoint_reminder(args: argparse.Namespace) -> None:
               file=sys.stderr)
 
 
-def check_trials(args: argparse.Namespace) -> None:
-    """Refuse ``--trials`` below 2."""
-    if args.trials < 2:
-        raise UsageError(f"--trials must be >= 2; got {args.trials}")
+#: Most ``--trials`` any command accepts: an int64 trial index.
+MAX_TRIALS = 2**63 - 1
+
+
+def trials_range_error(value: int, low: int, high: int = MAX_TRIALS, why: str = "") -> str:
+    """The one wording of a ``--trials`` refusal, for every command and rule: ``--trials must
+    be an integer in [low, high]{why}; got value`` (a huge value by its number of digits)."""
+    got = str(value) if abs(value) < 10**30 else f"an integer of {len(str(abs(value)))} digits"
+    return f"--trials must be an integer in [{low}, {high}]{why}; got {got}"
+
+
+def check_trials(args: argparse.Namespace, low: int = 2, high: int = MAX_TRIALS,
+                 why: str = "") -> None:
+    """Refuse ``--trials`` outside ``[low, high]`` (one wording: :func:`trials_range_error`)."""
+    if not low <= args.trials <= high:
+        raise UsageError(trials_range_error(args.trials, low, high, why))
+
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """argparse's defaults formatter, quiet where the default says nothing: no

@@ -21,6 +21,7 @@ from pacpriv.exceptions import UserCodeError
 from pacpriv.registry import resolve_mechanism
 
 __all__ = [
+    "check_cli_class_labels",
     "LABEL_NAMES",
     "add_dataset_arguments",
     "add_preprocessing_arguments",
@@ -156,6 +157,21 @@ def load_cli_dataset(args) -> Dataset:
     return dataset
 
 
+def check_cli_class_labels(dataset: Dataset, args, purpose: str) -> None:
+    """Refuse, before any work, a label column that is not class labels (continuous values, or
+    about one record per class) for a command that trains a classifier: the one message of
+    :func:`pacpriv._validation.check_class_labels`, naming the flag."""
+    from pacpriv._validation import check_class_labels
+
+    where = (f"--label-column {args.label_column} of {args.dataset!r}"
+             if getattr(args, "label_column", None) is not None
+             else f"the labels of --dataset {args.dataset!r}")
+    try:
+        check_class_labels(dataset.y, where, purpose)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
 def load_cli_rows(path_text: str, args, flag: str):
     """Rows of a ``.csv``/``.npy``/``.npz`` file read like ``--dataset`` (header row optional,
     ``--delimiter``, the ``--label-column`` column dropped, ``--columns``/``--drop-columns``
@@ -221,9 +237,11 @@ def check_mechanism_file(spec: str) -> None:
         check_input_file(target, "mechanism file")
 
 
-def resolve_cli_mechanism(spec: str, dataset: Dataset):
+def resolve_cli_mechanism(spec: str, dataset: Dataset, args=None):
     """:func:`pacpriv.registry.resolve_mechanism` for the CLI: ``module:function`` also finds
-    modules in the current folder, and errors in the user's file are one line with file:line."""
+    modules in the current folder, and errors in the user's file are one line with file:line.
+    A supervised built-in refused for its labels gets the one label message
+    (:func:`check_cli_class_labels`, naming ``--label-column``) when ``args`` is given."""
     target = spec.rsplit(":", 1)[0] if ":" in spec else ""
     is_file = target.endswith(".py") or "/" in target or os.sep in target
     if target and not is_file:
@@ -238,6 +256,9 @@ def resolve_cli_mechanism(spec: str, dataset: Dataset):
         raise  # UserCodeError: one line, the user's message only with --show-errors
     except Exception as err:
         if isinstance(err, (ValueError, TypeError, FileNotFoundError, KeyError)):
+            if (args is not None and dataset.y is not None and isinstance(err, ValueError)
+                    and "is supervised" in str(err)):
+                check_cli_class_labels(dataset, args, f"mechanism {spec!r}")
             raise
         tb = err.__traceback__
         line = None

@@ -28,6 +28,7 @@ from pacpriv.cli._user import (
     TRAINED_LABEL_HELP,
     TRAINED_RANGES_HELP,
     add_dataset_arguments,
+    check_cli_class_labels,
     load_cli_dataset,
 )
 from pacpriv.pac.engine import ExecutionOptions
@@ -182,11 +183,12 @@ def _load_user_model(args):
         raise UsageError(f"--model {args.model!r}: {err}") from None
 
 
-def _classes(dataset) -> tuple[np.ndarray, int]:
+def _classes(dataset, args) -> tuple[np.ndarray, int]:
     if dataset.y is None:
         raise UsageError("the audit needs a labelled classification dataset (give "
                          "--label-column for a file)")
     classes, labels = np.unique(np.asarray(dataset.y), return_inverse=True)
+    check_cli_class_labels(dataset, args, "pacpriv audit")
     if classes.size < 2:
         raise UsageError(f"the audit needs at least 2 classes; the dataset has {classes.size}")
     return labels.astype(np.int64), int(classes.size)
@@ -257,7 +259,7 @@ def _audit(args) -> int:
 
     user_model = _load_user_model(args)
     dataset = load_cli_dataset(args)
-    labels, n_classes = _classes(dataset)
+    labels, n_classes = _classes(dataset, args)
     X = scale_to_unit_box(dataset.X, dataset.feature_low, dataset.feature_high)
     family = _family(args, X.shape[1], n_classes, user_model)
     settings = AuditSettings(

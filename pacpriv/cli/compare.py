@@ -28,6 +28,7 @@ from pacpriv.cli._user import (
     TRAINED_LABEL_HELP,
     TRAINED_RANGES_HELP,
     add_dataset_arguments,
+    check_cli_class_labels,
     load_cli_dataset,
 )
 from pacpriv.compare import (
@@ -110,11 +111,7 @@ def _check_labels(dataset, args) -> None:
                  else "--label-column NAME (the column holding the classes)")
         raise UsageError(f"--dataset {args.dataset!r} has no labels: compare trains a "
                          f"classifier on (X, y); pass {which}")
-    if dataset.classes is None:
-        where = (f"--label-column {args.label_column} of {args.dataset!r}"
-                 if args.label_column is not None else f"the labels of {args.dataset!r}")
-        raise UsageError(f"{where} are continuous values: compare needs class labels "
-                         "(integers or text)")
+    check_cli_class_labels(dataset, args, "pacpriv compare")
 
 
 def _bounds(text: str) -> tuple[float, ...]:

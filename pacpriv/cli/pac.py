@@ -11,6 +11,7 @@ from pacpriv.cli._args import (
     UsageError,
     add_pool_statistics,
     add_report_output,
+    budget_number,
     check_exactly_one,
     check_positive_finite,
     check_trials,
@@ -69,8 +70,8 @@ def add_parser(subparsers, name: str) -> None:
         description="Posterior success bound of any adversary for an MI budget (KL inversion, "
         "Xiao & Devadas 2023, Thm 1). The report of `pac run` prints the exact command that "
         "reproduces its headline.")
-    post.add_argument("--mi-budget", type=number, required=True, nargs="+", metavar="NATS",
-                      help="mutual-information budget(s) v in nats (> 0)")
+    post.add_argument("--mi-budget", type=budget_number, required=True, nargs="+", metavar="NATS",
+                      help="mutual-information budget(s) v in nats (> 0), e.g. 0.05 or 2^-6")
     post.add_argument("--prior", type=number, default=0.5,
                       help="blind-guess success rate p0 in [0.5, 1): max(q, 1 - q) for "
                       "inclusion probability q")
@@ -128,9 +129,9 @@ def _add_run_parser(sub) -> None:
     add_dataset_arguments(run)
     run.add_argument(
         "--mi-budget",
-        type=number,
+        type=budget_number,
         default=None,
-        help="mutual-information budget v in nats (> 0)",
+        help="mutual-information budget v in nats (> 0), e.g. 0.05 or 2^-6",
     )
     run.add_argument(
         "--target-accuracy",
@@ -139,7 +140,8 @@ def _add_run_parser(sub) -> None:
         help="alternatively: membership-inference accuracy bound a in (0.5, 1); v = ln 2 - H(a)",
     )
     run.add_argument("--trials", type=integer, default=1000,
-                     help="number of simulated subsets (>= 2)")
+                     help="number of simulated subsets, an integer in [2, 2^63 - 1]; the rules "
+                     "with a confidence bound (certified, asymptotic-t) need at least 6")
     run.add_argument(
         "--sampler", default="poisson", choices=SAMPLERS.choices(),
         help="distribution of the secret subset (default: poisson): "
@@ -199,7 +201,9 @@ def _check_args(args) -> None:
     """Every argument check that needs no data: runs before anything is loaded or simulated."""
     check_exactly_one(args, "--mi-budget", "--target-accuracy", " (nats)")
     check_positive_finite(args, "--mi-budget", " (nats)")
-    check_trials(args)
+    low = max(2, RULE_CLASSES.get(args.rule).min_trials)  # the rule's own minimum, if higher
+    check_trials(args, low, why=f" with --rule {args.rule}, which needs at least {low} trials"
+                 if low > 2 else "")
     if args.target_accuracy is not None and not 0.5 < args.target_accuracy < 1:
         raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
     _sampler(args)  # a flag the sampler does not take, or a bad value, fails here
@@ -249,7 +253,7 @@ def _run(args) -> int:
 
     check_mechanism_file(args.mechanism)
     dataset = load_cli_dataset(args)
-    mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset)
+    mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset, args)
     mech_name = local_base_name(mech_name)  # no local directories in output
     sampler = _sampler(args)
     q = sampler.membership_prior(dataset.n_records)

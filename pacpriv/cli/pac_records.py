@@ -276,7 +276,7 @@ def _records(args) -> int:
     check_mechanism_file(args.mechanism)
     dataset = load_cli_dataset(args)
     records = parse_records(args.records, dataset.n_records)
-    mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset)
+    mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset, args)
     mech_name = local_base_name(mech_name)  # no local directories in output
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, args.backend)
     if cap_note:

@@ -16,9 +16,9 @@ from pacpriv._files import check_existing_dir, check_input_file
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
     UsageError,
-    _echo,
     add_force,
     add_show_errors,
+    budget_number,
     check_exactly_one,
     check_positive_finite,
     integer,
@@ -29,6 +29,7 @@ from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_cwd_to_path,
     add_dataset_arguments,
+    check_cli_class_labels,
     load_cli_dataset,
     load_cli_rows,
     preprocessing_from_args,
@@ -36,33 +37,6 @@ from pacpriv.cli._user import (
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction._noise import NOISE_RULES
 from pacpriv.registry import Registry, load_object
-
-_POW = re.compile(r"^\s*2\s*(?:\^|\*\*)\s*(-?\d+)\s*$")
-
-
-def budget_number(text: str) -> float:
-    """argparse ``type=`` for budgets: a real number or a power of two ``2^-16`` / ``2**-16``."""
-    import argparse
-
-    m = _POW.match(text)
-    if m:
-        digits = m.group(1).lstrip("-")
-        exponent = int(m.group(1)) if len(digits) <= 6 else (-1 if m.group(1)[0] == "-" else 1
-                                                              ) * 10**6
-        if exponent > 1023:
-            raise argparse.ArgumentTypeError(
-                f"{_echo(text)} is a number too large for float64 (at most 2^1023)")
-        if exponent < -1074:
-            raise argparse.ArgumentTypeError(
-                f"{_echo(text)} underflows to 0 in float64 (at least 2^-1074)")
-        return math.ldexp(1.0, exponent)
-    try:
-        return number(text)
-    except argparse.ArgumentTypeError as err:
-        if str(err).startswith("not a number"):
-            raise argparse.ArgumentTypeError(
-                f"not a number or a power of two like 2^-16: {_echo(text)}") from None
-        raise
 
 
 def _sklearn(path: str, *, scaled: bool = False, **params):
@@ -245,7 +219,7 @@ def add_serve_parser(subparsers, name: str) -> None:
         a.set_defaults(handler=_keys)
         if action == "add":
             a.add_argument("--name", required=True, help="the analyst's name (public)")
-            a.add_argument("--quota", type=number, default=None,
+            a.add_argument("--quota", type=budget_number, default=None,
                            help="the key's cap in nats inside the global budget (default: none)")
         elif action == "revoke":
             a.add_argument("key_id", help="the key id (8 hex digits, from keys list)")
@@ -337,15 +311,16 @@ def _fit(args) -> int:
         raise UsageError(f"--per-query-budget {args.per_query_budget:g} nats exceeds {given}: "
                          "not even one query could be answered; lower --per-query-budget")
     estimator = _estimator(args.estimator)
+    _check_estimator_kind(args, estimator)
     output = _check_output(args, estimator)
     dataset = load_cli_dataset(args)
     if dataset.y is None:
         raise UsageError(f"--dataset {args.dataset!r} has no labels; prediction needs (X, y)")
-    _check_labels_and_budget(args, dataset.y, output)  # before the state folder is written
+    _check_labels_and_budget(args, dataset, output, estimator)  # before the state folder
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    _check_fit_estimate(args, dataset.pool, n_jobs)  # before the state folder is written
+    _check_fit_estimate(args, dataset.pool, n_jobs, estimator, output)  # before the state
     pp = PrivatePredictor(estimator, dataset.pool, n_worlds=args.n_worlds,
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=args.seed,
@@ -376,13 +351,18 @@ def _check_output(args, estimator) -> str:
     return output
 
 
-def _check_labels_and_budget(args, y, output: str) -> None:
-    """Refuse a classifier on a single-class label column, and a per-query budget too small
-    for the grid release of the answers' ``d`` coordinates (every query would fail)."""
+def _check_labels_and_budget(args, dataset, output: str, estimator) -> None:
+    """Refuse a classifier on a label column that is not class labels (continuous, about one
+    record per class) or has a single class, and a per-query budget too small for the grid
+    release of the answers' ``d`` coordinates (every query would fail)."""
     import numpy as np
 
     from pacpriv.prediction._settings import check_query_floor, output_dim
+    from pacpriv.prediction._worlds import as_world_fitter, trains_classifier
 
+    y = dataset.y
+    if trains_classifier(as_world_fitter(estimator), output):
+        check_cli_class_labels(dataset, args, "pacpriv predict fit")
     n_classes = int(np.unique(np.asarray(y)).size)
     if output != "value" and n_classes < 2:
         raise UsageError(f"--estimator {args.estimator} needs >= 2 classes in --dataset "
@@ -395,28 +375,80 @@ def _check_labels_and_budget(args, y, output: str) -> None:
         raise UsageError(str(err).rstrip(".")) from None
 
 
-def _check_fit_estimate(args, pool, n_jobs) -> None:
+_NOT_AN_ESTIMATOR = ("not a scikit-learn-style estimator (an object with fit() and "
+                     "get_params(), or its class)")
+
+
+def _check_estimator_kind(args, estimator) -> None:
+    """Refuse, before any work, an ``--estimator`` that is neither a scikit-learn-style
+    estimator, a torch fitter nor a callable (a fit function ``fit((X, y)) -> model``)."""
+    if hasattr(estimator, "fit") and hasattr(estimator, "get_params"):
+        return
+    from pacpriv.prediction._worlds import as_world_fitter
+
+    try:
+        as_world_fitter(estimator)
+    except TypeError:
+        has = " (it has fit() but no get_params())" if hasattr(estimator, "fit") else ""
+        raise UsageError(f"--estimator {args.estimator} is of type {type(estimator).__name__}"
+                         f"{has}: {_NOT_AN_ESTIMATOR}, nor a fit function fit((X, y)) -> "
+                         "model") from None
+
+
+def _probe_fit_function(args, fit, X, y, output: str) -> float:
+    """Call a plain fit function once on ``(X, y)`` (half the pool, as a world sees it), before
+    any world is fitted: it must return a model with the method ``--output`` needs. Returns the
+    seconds it took. A function that raises is refused in one line (its message withheld: it
+    may quote records; --show-errors prints it)."""
+    import time
+
+    from pacpriv.exceptions import UserCodeError
+    from pacpriv.pac.engine._mechanism import call_mechanism
+    from pacpriv.prediction._evaluate import OUTPUT_METHODS
+
+    what = f"--estimator {args.estimator} is {_NOT_AN_ESTIMATOR}, and as a fit function"
+    tic = time.perf_counter()
+    try:
+        model = call_mechanism(fit, (X, y), rng=0)
+    except Exception as err:
+        raise UserCodeError(f"{what} fit((X, y)) -> model it raised {type(err).__qualname__} "
+                            "when called on (X, y)") from err
+    method = OUTPUT_METHODS.get(output)
+    if method is not None and not callable(getattr(model, method, None)):
+        raise UsageError(f"{what} it returned a {type(model).__name__}, which has no "
+                         f"{method}() for --output {output}")
+    return time.perf_counter() - tic
+
+
+def _check_fit_estimate(args, pool, n_jobs, estimator, output: str) -> None:
     """Time one world's fit (half the pool, as a world sees it) and print the estimate for
-    all worlds; refuse above --max-minutes, before any world is fitted (issue 35, item 5)."""
-    import math
+    all worlds; refuse above --max-minutes, before any world is fitted (issue 35, item 5).
+    A plain fit function is called once here and must return a model that gives --output."""
     import os
     import time
 
     if not (math.isfinite(args.max_minutes) and args.max_minutes > 0):
         raise UsageError(f"--max-minutes must be a positive number; got {args.max_minutes!r}")
-    try:
-        from sklearn.base import clone
+    from pacpriv.prediction._worlds import SklearnFit, as_world_fitter
 
-        est = clone(_estimator(args.estimator))
-        X, y = pool
-        half = slice(0, max(2, len(X) // 2))
-        one = math.inf
-        for _ in range(2):  # the first fit also pays one-off imports and warm-up
-            tic = time.perf_counter()
-            clone(est).fit(X[half], y[half])
-            one = min(one, time.perf_counter() - tic)
-    except Exception:  # not a scikit-learn estimator, or it fails: the fit reports it
-        return
+    X, y = pool
+    half = slice(0, max(2, len(X) // 2))
+    fitter = as_world_fitter(estimator)
+    if not isinstance(fitter, SklearnFit):
+        if type(fitter).__module__.startswith("pacpriv."):
+            return  # torch worlds: trained by the engine or the ensemble, no probe here
+        one = _probe_fit_function(args, fitter, X[half], y[half], output)
+    else:
+        try:
+            from sklearn.base import clone
+
+            one = math.inf
+            for _ in range(2):  # the first fit also pays one-off imports and warm-up
+                tic = time.perf_counter()
+                clone(estimator).fit(X[half], y[half])
+                one = min(one, time.perf_counter() - tic)
+        except Exception:  # it fails on the data: the fit reports it, with its world
+            return
     cpus = os.cpu_count() or 1
     workers = cpus if n_jobs is not None and n_jobs < 0 else int(n_jobs or 1)
     workers = max(1, min(workers, cpus, args.n_worlds))

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pacpriv._random import RNGLike, trial_seed
+from pacpriv._validation import check_class_labels
 from pacpriv.ensemble._closed_form import closed_form_for
 from pacpriv.ensemble._ensemble import Ensemble
 from pacpriv.ensemble._gradients import (
@@ -158,6 +159,8 @@ def train_ensemble(
     loss_fn = resolve_loss(training.loss)
     limit, chunk = check_memory_limit(memory_limit), check_chunk_size(chunk_size)
     Xt, yt = as_data(X, y, dtype=dt, device=dev)
+    if isinstance(training.loss, str) and training.loss == "cross_entropy" and yt.ndim == 1:
+        check_class_labels(yt.cpu().numpy(), "`y`", "train_ensemble (cross-entropy loss)")
     member = as_masks(masks, Xt.shape[0])
     n_models = member.shape[0]
     seed_list = as_seeds(seeds, n_models)

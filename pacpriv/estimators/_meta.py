@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from pacpriv._validation import check_class_labels
 from pacpriv.estimators._release import (
     FitMechanism,
     public_carrier,
@@ -107,7 +108,8 @@ class _PACPrivate(BaseEstimator):
         X, y = _validate_data(self, X, y, reset=True)
         classes = None
         if self._classifier:
-            check_classification_targets(y)
+            check_classification_targets(y)  # scikit-learn's own refusal of float targets
+            check_class_labels(y, "`y`", type(self).__name__)  # and of one record per class
             classes = np.unique(y)
             if len(classes) < 2:
                 raise ValueError(f"{type(self).__name__} needs at least 2 classes in y; got "

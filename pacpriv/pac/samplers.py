@@ -41,7 +41,7 @@ from pacpriv._random import (
     stream_seed,
 )
 from pacpriv._validation import check_int
-from pacpriv.registry import Registry
+from pacpriv.registry import Registry, user_facing_name
 
 #: The public samplers, re-exported by :mod:`pacpriv.pac`. :data:`SAMPLERS` (names ->
 #: classes; ``SAMPLERS.from_dict`` rebuilds a ``to_dict()``), :func:`callable_fingerprint` and
@@ -84,6 +84,13 @@ def callable_fingerprint(func: Callable) -> dict:
     else:
         digest = hashlib.sha256(source.encode()).hexdigest()
     return {"name": name, "source_sha256": digest, "bound": bound}
+
+
+def display_name(func: Callable) -> str:
+    """The name errors and warnings give ``func``: ``module.qualname`` as in
+    :func:`callable_fingerprint`, but ``file.py:qualname`` for an object loaded from a user's
+    file (:func:`pacpriv.registry.load_object`), never its private module name."""
+    return user_facing_name(callable_fingerprint(func)["name"])
 
 
 def _check_n_records(n_records) -> int:

@@ -23,6 +23,7 @@ import numpy as np
 
 from pacpriv import _json
 from pacpriv._random import RNGLike, seed_to_dict
+from pacpriv._validation import check_class_labels
 from pacpriv.exceptions import CheckpointError
 from pacpriv.pac.bounds._ledger import PrivacyLedger
 from pacpriv.pac.engine._checkpoint import pool_fingerprint
@@ -58,6 +59,7 @@ from pacpriv.prediction._worlds import (
     fit_fingerprint,
     fit_worlds,
     model_factory_of,
+    trains_classifier,
 )
 from pacpriv.threat_models import THREAT_MODEL_PREDICTION as THREAT_MODEL
 
@@ -227,6 +229,9 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         """Take the private pool; resume or create the state directory for it."""
         checked, n_records = _check_pool(pool)
         first = checked[0] if isinstance(checked, tuple) else checked
+        if isinstance(checked, tuple) and len(checked) == 2 and trains_classifier(
+                self._fitter, self._settings.output):  # before any work
+            check_class_labels(checked[1], "the labels y of `pool`", "PrivatePredictor")
         self._pool, self.n_records = checked, n_records
         self.feature_shape = tuple(int(s) for s in first.shape[1:])
         self._pool_print = json.loads(_json.dumps(pool_fingerprint(checked)))

@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from pacpriv._files import atomic_write, private_dir
-from pacpriv.exceptions import NotReproducibleWarning
+from pacpriv.exceptions import MechanismError, NotReproducibleWarning
 from pacpriv.pac.engine._adapters import EstimatorMechanism, TorchMechanism
 from pacpriv.pac.engine._mechanism import accepts_rng
 from pacpriv.pac.engine._options import ExecutionOptions
-from pacpriv.pac.samplers import callable_fingerprint
+from pacpriv.pac.samplers import callable_fingerprint, display_name
 from pacpriv.prediction._torch_worlds import TorchFit, fit_torch_ensemble
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "fit_fingerprint",
     "fit_worlds",
     "model_factory_of",
+    "trains_classifier",
 ]
 
 #: What fits the worlds, once normalised by :func:`as_world_fitter`.
@@ -142,6 +143,19 @@ def check_fitter_output(fitter: Any, output: Any) -> None:
                      "callable output(model, X) -> (n, d)).")
 
 
+def trains_classifier(fitter: Any, output: Any) -> bool:
+    """Whether the worlds are classifiers: a scikit-learn classifier, or a class output
+    (``"proba"``, ``"logits"``, ``"label"``) of any fitter. Their labels must be class labels
+    (:func:`pacpriv._validation.check_class_labels`)."""
+    if isinstance(output, str) and output in ("proba", "logits", "label"):
+        return True
+    if isinstance(fitter, SklearnFit):
+        from sklearn.base import is_classifier
+
+        return bool(is_classifier(fitter.estimator))
+    return False
+
+
 def fit_fingerprint(fitter: Any) -> dict:
     """JSON description of the fitting procedure (for refusing a resume with another one)."""
     if isinstance(fitter, SklearnFit):
@@ -192,6 +206,14 @@ class _FitAndStore:
         return np.frombuffer(digest, dtype=np.uint8).astype(np.float64)
 
 
+def _name_the_fit(err: MechanismError) -> None:
+    """Say "Estimator X ... fitting world j" where the engine says "Mechanism X ... in trial
+    j": a world's model is fitted by the user's estimator or fit function."""
+    if err.args and isinstance(err.args[0], str) and err.args[0].startswith("Mechanism "):
+        text = "Estimator " + err.args[0][len("Mechanism "):]
+        err.args = (text.replace(" in trial ", " fitting world ", 1), *err.args[1:])
+
+
 def fit_worlds(fitter, pool, *, n_worlds: int, sampler, world_seed: np.random.SeedSequence,
                directory: Path, execution: ExecutionOptions) -> dict:
     """Fit the ``m`` world models; return the world arrays.
@@ -219,9 +241,13 @@ def fit_worlds(fitter, pool, *, n_worlds: int, sampler, world_seed: np.random.Se
         # seed is bit-identical does not matter here; and the digest of a pickled model differs
         # whenever BLAS threading differs between a worker and this process.
         warnings.simplefilter("ignore", NotReproducibleWarning)
-        res = simulate(mechanism, pool, n_trials=n_worlds, sampler=sampler, rng=world_seed,
-                       execution=execution, mechanism_name=None if torch_worlds
-                       else callable_fingerprint(fitter)["name"])
+        try:
+            res = simulate(mechanism, pool, n_trials=n_worlds, sampler=sampler,
+                           rng=world_seed, execution=execution,
+                           mechanism_name=None if torch_worlds else display_name(fitter))
+        except MechanismError as err:  # the engine's words for a trial: here a world's fit
+            _name_the_fit(err)
+            raise
     out = np.asarray(res.outputs, dtype=np.float64)
     masks = np.asarray(res.masks, dtype=bool)
     if torch_worlds:

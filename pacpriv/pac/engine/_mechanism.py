@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv.pac.engine._isolation import interrupt_marker, interrupted_since, output_to_stderr
-from pacpriv.pac.samplers import callable_fingerprint
+from pacpriv.pac.samplers import callable_fingerprint, display_name
 
 __all__ = [
     "InvalidOutput",
@@ -97,7 +97,7 @@ def check_mechanism(mechanism: Any) -> tuple[str, bool]:
         raise TypeError(
             f"`mechanism` must be callable f(subset) -> (d,); got {type(mechanism).__name__}."
         )
-    return callable_fingerprint(mechanism)["name"], accepts_rng(mechanism)
+    return display_name(mechanism), accepts_rng(mechanism)
 
 
 def mechanism_fingerprint(mechanism: Callable[..., Any]) -> dict:

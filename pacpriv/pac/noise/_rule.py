@@ -107,8 +107,9 @@ class NoiseRule:
         """
         n = check_int(n_trials, "n_trials", low=1)
         if n < self.min_trials:
-            raise ValueError(f"rule={self.name!r} needs `n_trials` >= {self.min_trials}; "
-                             f"got {n}.")
+            raise ValueError(f"`n_trials` must be an integer in [{self.min_trials}, "
+                             f"{2**63 - 1}] with rule={self.name!r}, which needs at least "
+                             f"{self.min_trials} trials; got {n}.")
 
     def trials_needed(self, *, dim: int) -> int:
         """Planning step: trials this rule needs for a ``dim``-dimensional output.

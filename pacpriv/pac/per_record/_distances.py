@@ -34,7 +34,7 @@ from pacpriv.pac.engine._simulate import SimulationResult
 from pacpriv.pac.per_record._math import NoiseGeometry
 from pacpriv.pac.per_record._sim import PairSpec
 from pacpriv.pac.per_record._units import run_pairs
-from pacpriv.pac.samplers import PoissonSampler, callable_fingerprint
+from pacpriv.pac.samplers import PoissonSampler, display_name
 
 __all__ = ["RecordDistances", "declared_bounds", "simulate_distances"]
 
@@ -124,7 +124,7 @@ def simulate_distances(mechanism: Any, pool: Any, geometry: NoiseGeometry, *, n_
     pad = 0.0 if err == 0.0 else err / floor
     spec = PairSpec.build(mechanism, pool, records, n_records, ensemble=execution.ensemble)
     sim = run_pairs(spec, sampler=sampler, n_trials=n_trials, rng=rng, execution=execution,
-                    mechanism_name=callable_fingerprint(mechanism)["name"], geometry=geometry)
+                    mechanism_name=display_name(mechanism), geometry=geometry)
     k = records.shape[0]
     d = sim.dim - k
     return RecordDistances(

@@ -85,7 +85,7 @@ from pacpriv.pac.per_record._units import run_pairs
 from pacpriv.pac.samplers import (
     PoissonSampler,
     Sampler,
-    callable_fingerprint,
+    display_name,
 )
 
 __all__ = [
@@ -227,7 +227,7 @@ def simulate_differences(
     run = resolve_execution(execution)
     spec = PairSpec.build(mechanism, checked_pool, recs, n_records, ensemble=run.ensemble)
     sim = run_pairs(spec, sampler=smp, n_trials=n_trials, rng=rng, execution=run,
-                    mechanism_name=callable_fingerprint(mechanism)["name"])
+                    mechanism_name=display_name(mechanism))
     k = recs.shape[0]
     d = sim.dim // (1 + k)
     rows = sim.outputs.reshape(sim.n_trials, 1 + k, d)

@@ -111,7 +111,9 @@ def test_validate_runs_before_any_trial():
         calls.append(1)
         return _mean(subset)
 
-    with pytest.raises(ValueError, match=r"needs `n_trials` >= 6"):
+    with pytest.raises(ValueError, match=r"`n_trials` must be an integer in \[6, "
+                       r"9223372036854775807\] with rule='certified', which needs at least 6 "
+                       r"trials; got 5\."):
         run_pac(counted, POOL, mi_budget=0.1, n_trials=5, rule=Certified(), execution=QUIET)
     with pytest.raises(ValueError, match=r"cannot certify confidence=0\.9"):
         run_pac(counted, POOL, mi_budget=0.1, n_trials=40, execution=QUIET,
