@@ -402,7 +402,7 @@ def _probe_fit_function(args, fit, X, y, output: str) -> float:
     may quote records; --show-errors prints it)."""
     import time
 
-    from pacpriv.exceptions import UserCodeError
+    from pacpriv.exceptions import WITHHELD_NOTE, UserCodeError
     from pacpriv.pac.engine._mechanism import call_mechanism
     from pacpriv.prediction._evaluate import OUTPUT_METHODS
 
@@ -412,7 +412,8 @@ def _probe_fit_function(args, fit, X, y, output: str) -> float:
         model = call_mechanism(fit, (X, y), rng=0)
     except Exception as err:
         raise UserCodeError(f"{what} fit((X, y)) -> model it raised {type(err).__qualname__} "
-                            "when called on (X, y)") from err
+                            f"when called on (X, y), before any world was fitted. "
+                            f"{WITHHELD_NOTE}") from err
     method = OUTPUT_METHODS.get(output)
     if method is not None and not callable(getattr(model, method, None)):
         raise UsageError(f"{what} it returned a {type(model).__name__}, which has no "
