@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pacpriv._validation import check_int
+from pacpriv._validation import check_class_labels, check_int
 from pacpriv.dpsgd.sampling import RandomAllocation
 from pacpriv.dpsgd.spec import DPSGDSpec
 
-__all__ = ["NoOpTrainingError", "check_changed", "check_optimizer_holds", "public_size"]
+__all__ = ["NoOpTrainingError", "check_changed", "check_class_targets", "check_optimizer_holds",
+           "check_training_records", "public_size"]
 
 
 class NoOpTrainingError(RuntimeError):
@@ -77,3 +78,28 @@ def _allocation_k(allocation, spec: DPSGDSpec | None, steps: int) -> int:
                         f"(k={allocation.k}), not both.")
     allocation.check(steps)
     return allocation.k
+
+
+def check_class_targets(loss_fn: Any, y: Any, where: str, purpose: str) -> None:
+    """Refuse, before any step, targets that are not class labels (continuous values, or about
+    one record per class) for a classification loss (``CrossEntropyLoss``, ``NLLLoss`` or their
+    functional forms): :func:`pacpriv._validation.check_class_labels`. Other losses (e.g. a
+    regression's ``MSELoss``), targets not in memory (``y`` None) and 2-D targets pass."""
+    import torch
+
+    if y is None or not (isinstance(loss_fn, (torch.nn.CrossEntropyLoss, torch.nn.NLLLoss))
+                         or loss_fn in (torch.nn.functional.cross_entropy,
+                                        torch.nn.functional.nll_loss)):
+        return
+    targets = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else y
+    check_class_labels(targets, where, purpose)
+
+
+def check_training_records(records: Any, loss_fn: Any) -> int:
+    """The number of records of :func:`pacpriv.dpsgd.train_dpsgd`'s ``(X, y)``: at least one,
+    and class labels for a classification loss (:func:`check_class_targets`)."""
+    n = len(records)
+    if n == 0:
+        raise ValueError("`X` must contain at least one record; got 0.")
+    check_class_targets(loss_fn, records.y, "`y`", "train_dpsgd (classification loss)")
+    return n

@@ -46,6 +46,7 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd._ghost import LinearTape, linear_layers
 from pacpriv.dpsgd._noise import check_noise_range, check_precision
 from pacpriv.dpsgd._records import Records, as_records
+from pacpriv.dpsgd._trainer_checks import check_class_targets
 from pacpriv.dpsgd.allocation import random_allocation, torch_generator
 from pacpriv.dpsgd.spec import DPSGDSpec
 from pacpriv.dpsgd.targets import noise_for_target
@@ -355,6 +356,11 @@ def make_private(
     records = as_records(module, dataset, None)
     if len(records) == 0:
         raise ValueError("`data_loader` must hold at least one record; got 0.")
+    labels = records.y
+    if labels is None and isinstance(dataset, torch.utils.data.TensorDataset):
+        labels = dataset.tensors[-1] if len(dataset.tensors) >= 2 else None  # (x, y) pairs
+    check_class_targets(loss_fn, labels, "the labels of `data_loader`",
+                        "make_private (classification loss)")
     dtype = next(p for p in module.parameters() if p.requires_grad).dtype
     layers = linear_layers(module)
     _refuse_probed(module, records, ghost=bool(layers))

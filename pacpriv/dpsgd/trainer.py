@@ -65,6 +65,7 @@ from pacpriv.dpsgd._trainer_checks import (
     _allocation_k,
     check_changed,
     check_optimizer_holds,
+    check_training_records,
     public_size,
 )
 from pacpriv.dpsgd._training_result import TrainingResult
@@ -522,9 +523,7 @@ def _train_dpsgd(
         raise ValueError("`model` must have at least one trainable parameter.")
     check_precision(model, allow_low_precision=bool(allow_low_precision))
     records = as_records(model, X, y)
-    n = len(records)
-    if n == 0:
-        raise ValueError("`X` must contain at least one record; got 0.")
+    n = check_training_records(records, loss_fn)  # >= 1 record; class labels for a CE loss
     # the divisor must not depend on which records are present (docs: k_of_t, Theorem 1):
     # a spec's dataset_size is a public number; else the number of records passed
     n_public = public_size(dataset_size, spec, n)

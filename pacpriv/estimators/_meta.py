@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from pacpriv._validation import check_class_labels
@@ -108,8 +108,13 @@ class _PACPrivate(BaseEstimator):
         X, y = _validate_data(self, X, y, reset=True)
         classes = None
         if self._classifier:
-            check_classification_targets(y)  # scikit-learn's own refusal of float targets
-            check_class_labels(y, "`y`", type(self).__name__)  # and of one record per class
+            try:  # the one label refusal of pacpriv, before scikit-learn's own checks
+                check_class_labels(y, "`y`", type(self).__name__)
+            except ValueError as err:  # keep scikit-learn's words too (its estimator checks)
+                kind = type_of_target(y)
+                sk = f" (scikit-learn: Unknown label type: {kind})" if "continuous" in kind else ""
+                raise ValueError(f"{err}{sk}") from None
+            check_classification_targets(y)
             classes = np.unique(y)
             if len(classes) < 2:
                 raise ValueError(f"{type(self).__name__} needs at least 2 classes in y; got "

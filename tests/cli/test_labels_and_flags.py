@@ -135,8 +135,32 @@ def _api_calls():
                        seeds=0, training=TrainingSpec(SGD(0.1), epochs=1,
                                                       batching=Shuffled(4)))
 
+    def dpsgd(X, y):
+        import torch
+
+        from pacpriv.dpsgd.trainer import train_dpsgd
+
+        train_dpsgd(torch.nn.Linear(3, 2), torch.nn.CrossEntropyLoss(),
+                    torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y),
+                    noise_multiplier=1.0, steps_per_epoch=4, epochs=1, max_grad_norm=1.0)
+
+    def private(X, y):
+        import torch
+
+        from pacpriv.dpsgd import make_private
+
+        m = torch.nn.Linear(3, 2)
+        data = torch.utils.data.TensorDataset(torch.as_tensor(X, dtype=torch.float32),
+                                              torch.as_tensor(y))
+        make_private(m, torch.optim.SGD(m.parameters(), lr=0.1),
+                     torch.utils.data.DataLoader(data, batch_size=10),
+                     loss_fn=torch.nn.CrossEntropyLoss(), max_grad_norm=1.0, epochs=1,
+                     noise_multiplier=1.0)
+
     return {"run_audit": audit, "PrivatePredictor": predictor,
-            "PACPrivateClassifier": classifier, "train_ensemble (cross-entropy loss)": ensemble}
+            "PACPrivateClassifier": classifier, "train_ensemble (cross-entropy loss)": ensemble,
+            "train_dpsgd (classification loss)": dpsgd,
+            "make_private (classification loss)": private}
 
 
 @pytest.mark.filterwarnings("ignore:The number of unique classes:UserWarning")  # sklearn's
@@ -149,7 +173,8 @@ def test_api_entries_refuse_one_record_per_class(name):
         call(X, np.arange(40))
 
 
-@pytest.mark.parametrize("name", ["run_audit", "PrivatePredictor"])
+@pytest.mark.parametrize("name", ["run_audit", "PrivatePredictor", "PACPrivateClassifier",
+                                  "train_dpsgd (classification loss)"])
 def test_api_entries_refuse_continuous_labels(name):
     X = np.random.default_rng(0).normal(size=(40, 3))
     with pytest.raises(ValueError, match=r"holds continuous values: " + re.escape(name)):
