@@ -282,7 +282,7 @@ def _classes(info: DatasetInfo | None, name: str) -> tuple:
         from pacpriv._validation import class_labels_message
 
         raise ValueError(f"mechanism {name!r} is supervised: " + class_labels_message(
-            f"the labels of {info.name!r}", f"mechanism {name!r}", len(info.classes),
+            f"the label column of {info.name!r}", f"mechanism {name!r}", len(info.classes),
             info.n_records) + ".")
     return tuple(info.classes)
 

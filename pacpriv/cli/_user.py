@@ -161,11 +161,13 @@ def check_cli_class_labels(dataset: Dataset, args, purpose: str) -> None:
     """Refuse, before any work, a label column that is not class labels (continuous values, or
     about one record per class) for a command that trains a classifier: the one message of
     :func:`pacpriv._validation.check_class_labels`, naming the flag."""
-    from pacpriv._validation import check_class_labels
+    from pacpriv._validation import check_class_labels, class_labels_message
 
     where = (f"--label-column {args.label_column} of {args.dataset!r}"
              if getattr(args, "label_column", None) is not None
-             else f"the labels of --dataset {args.dataset!r}")
+             else f"the label column of --dataset {args.dataset!r}")
+    if dataset.y is not None and dataset.classes is None:  # a regression target (diabetes)
+        raise UsageError(class_labels_message(where, purpose, None, dataset.n_records))
     try:
         check_class_labels(dataset.y, where, purpose)
     except ValueError as err:

@@ -43,7 +43,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pacpriv._random import RNGLike, seed_to_dict
-from pacpriv._validation import check_class_labels, check_int, check_real, keyword_fields
+from pacpriv._validation import (
+    check_class_labels,
+    check_int,
+    check_real,
+    class_labels_message,
+    keyword_fields,
+)
 from pacpriv.compare._phases import checkpoint_root
 from pacpriv.compare.blackbox import StableBlackBox, as_black_box
 from pacpriv.compare.results import ComparisonResult, ComparisonRow, ComparisonTable
@@ -114,8 +120,11 @@ def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm
                             f"got {type(dataset).__name__}.")
         dataset = load_dataset(dataset)
     if dataset.y is not None:  # continuous or about one record per class: the one message
-        check_class_labels(dataset.y, f"the labels of `dataset` {dataset.name!r}",
-                           "compare_pac_dpsgd")
+        where = f"the label column of `dataset` {dataset.name!r}"
+        if dataset.classes is None:  # a regression target
+            raise ValueError(class_labels_message(where, "compare_pac_dpsgd", None,
+                                                  dataset.n_records))
+        check_class_labels(dataset.y, where, "compare_pac_dpsgd")
     if dataset.classes is None or len(dataset.classes) < 2 or dataset.n_records < 8:
         raise ValueError(
             f"`dataset` must be a classification pool with >= 2 classes and >= 8 records; "

@@ -359,7 +359,7 @@ def make_private(
     labels = records.y
     if labels is None and isinstance(dataset, torch.utils.data.TensorDataset):
         labels = dataset.tensors[-1] if len(dataset.tensors) >= 2 else None  # (x, y) pairs
-    check_class_targets(loss_fn, labels, "the labels of `data_loader`",
+    check_class_targets(loss_fn, labels, "the label tensor of `data_loader`",
                         "make_private (classification loss)")
     dtype = next(p for p in module.parameters() if p.requires_grad).dtype
     layers = linear_layers(module)

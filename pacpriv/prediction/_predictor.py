@@ -231,7 +231,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         first = checked[0] if isinstance(checked, tuple) else checked
         if isinstance(checked, tuple) and len(checked) == 2 and trains_classifier(
                 self._fitter, self._settings.output):  # before any work
-            check_class_labels(checked[1], "the labels y of `pool`", "PrivatePredictor")
+            check_class_labels(checked[1], "the label array y of `pool`", "PrivatePredictor")
         self._pool, self.n_records = checked, n_records
         self.feature_shape = tuple(int(s) for s in first.shape[1:])
         self._pool_print = json.loads(_json.dumps(pool_fingerprint(checked)))

@@ -244,7 +244,9 @@ def fit_worlds(fitter, pool, *, n_worlds: int, sampler, world_seed: np.random.Se
         try:
             res = simulate(mechanism, pool, n_trials=n_worlds, sampler=sampler,
                            rng=world_seed, execution=execution,
-                           mechanism_name=None if torch_worlds else display_name(fitter))
+                           mechanism_name=None if torch_worlds else display_name(
+                               type(fitter.estimator) if isinstance(fitter, SklearnFit)
+                               else fitter))
         except MechanismError as err:  # the engine's words for a trial: here a world's fit
             _name_the_fit(err)
             raise

@@ -317,3 +317,18 @@ def test_trials_range_is_stated_one_way(extra, trials, expected, tmp_path, capsy
 def test_trials_minimum_same_form_in_other_commands(argv, tmp_path, capsys):
     assert main([*argv, "--trials", "1", "--out", str(tmp_path / "o")]) == 2
     assert _one_error(capsys).startswith("pacpriv: error: --trials must be an integer in [2, ")
+
+
+@pytest.mark.parametrize("argv", [
+    ["audit", "--non-private", "--reference-models", "4"],
+    ["compare"],
+    ["predict", "fit", "--estimator", "logistic", "--n-worlds", "4", "--per-query-budget",
+     "0.001", "--total-budget", "0.01"],
+])
+def test_bundled_regression_target_is_not_labels(argv, tmp_path, capsys):
+    """diabetes' target is integer-valued but a regression target: the same refusal."""
+    state = ["--state", str(tmp_path / "s")] if argv[0] == "predict" else \
+        ["--out", str(tmp_path / "o")]
+    assert main([*argv, "--dataset", "diabetes", *state]) == 2
+    assert _one_error(capsys).startswith(
+        "pacpriv: error: the label column of --dataset 'diabetes' holds continuous values: ")

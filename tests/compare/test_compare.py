@@ -240,7 +240,8 @@ def test_plot_rows_fit_the_plotting_helper(result):
         ({"n_repeats": 0}, ValueError, r"`n_repeats` must be an integer in \[1, 1000\]"),
         ({"confidence": 1.0}, ValueError, r"`confidence` must be in \(0.0, 1.0\)"),
         ({"rule": "algorithm1"}, ValueError, r"`rule` must be one of certified"),
-        ({"dataset": "diabetes"}, ValueError, r"classification pool with >= 2 classes"),
+        ({"dataset": "diabetes"}, ValueError, r"label column of `dataset` .diabetes. holds "
+         r"continuous values: compare_pac_dpsgd trains a classifier"),
         ({"dataset": 3}, TypeError, r"`dataset` must be a name, a path or a Dataset"),
         ({"exact": "yes"}, TypeError, r"`exact` must be a bool"),
         ({"per_record_trials": 5}, ValueError, r"`per_record_trials` must be 0 or >= 10"),
