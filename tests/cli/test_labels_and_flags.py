@@ -332,3 +332,15 @@ def test_bundled_regression_target_is_not_labels(argv, tmp_path, capsys):
     assert main([*argv, "--dataset", "diabetes", *state]) == 2
     assert _one_error(capsys).startswith(
         "pacpriv: error: the label column of --dataset 'diabetes' holds continuous values: ")
+
+
+def test_records_shape_split_minimum_same_form(tmp_path, capsys):
+    """pac records said "--trials leaves 1 certification trials ... (raise n_trials or lower
+    shape_fraction)": now the same range form, with the split's own minimum."""
+    assert main(["pac", "records", "--mechanism", "mean", "--dataset", "iris",
+                 "--target-accuracy", "0.6", "--trials", "3", "--records", "0-2",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = _one_error(capsys)
+    assert err.startswith("pacpriv: error: --trials must be an integer in [4, "
+                          "9223372036854775807] with shape=")
+    assert err.endswith("which need at least 4 trials (2 of them certify); got 3.")

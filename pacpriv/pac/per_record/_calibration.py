@@ -226,10 +226,23 @@ def _split(n_trials: int, shape: str, frac: float, bound: str) -> tuple[int, int
     return n_shape, n_trials - n_shape
 
 
-def _feasible(target, n_cert, k, base, conf, bound, declares_range: bool) -> None:
+def _min_trials(shape: str, frac: float, bound: str) -> int:
+    """The fewest trials whose split (:func:`_split`) leaves 2 certification trials."""
+    n = 2
+    while _split(n, shape, frac, bound)[1] < 2 and n < 10**6:
+        n += 1
+    return n
+
+
+def _feasible(target, n_cert, k, base, conf, bound, declares_range: bool,
+              trials: tuple[int, str, float]) -> None:
+    """``trials``: ``(n_trials, shape, shape_fraction)``, for the one wording of a trials
+    range (as the noise rules' and the CLI's) when too few trials are left to certify."""
     if n_cert < 2:
-        raise ValueError(f"`n_trials` leaves {n_cert} certification trials; at least 2 are "
-                         "needed (raise n_trials or lower shape_fraction).")
+        low = _min_trials(trials[1], trials[2], bound)
+        raise ValueError(f"`n_trials` must be an integer in [{low}, {2**63 - 1}] with "
+                         f"shape={trials[1]!r} and shape_fraction={trials[2]:g}, which need "
+                         f"at least {low} trials (2 of them certify); got {trials[0]}.")
     if bound == "bernstein":
         check_certifiable(target, n_cert, k, base, conf)
     elif not declares_range:  # with a declared range the floor is lower; checked later
@@ -438,7 +451,8 @@ def calibrate_from_differences(
     target = _check_target(target_accuracy, base)
     n_shape, n_cert = _split(differences.n_trials, shape, frac, bound)
     has_range = differences.difference_bound is not None
-    _feasible(target, n_cert, k, base, conf, bound, has_range)
+    _feasible(target, n_cert, k, base, conf, bound, has_range,
+              (differences.n_trials, shape, frac))
     diffs = np.asarray(differences.differences)
     geom = fit_shape(shape, diffs[:n_shape] if n_shape else None, differences.dim)
     pad = (0.0 if differences.difference_error == 0.0
@@ -562,7 +576,8 @@ def calibrate_per_record(
     recs = check_records(records, n_records)
     _, n_cert = _split(n_trials, shape, frac, bound)
     has_range = callable(getattr(f, "difference_bound", None))
-    _feasible(target, n_cert, recs.shape[0], base, conf, bound, has_range)
+    _feasible(target, n_cert, recs.shape[0], base, conf, bound, has_range,
+              (n_trials, shape, frac))
     run = resolve_execution(execution)
     tic = time.perf_counter()
     if bound == "bernstein":
