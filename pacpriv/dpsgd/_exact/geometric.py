@@ -85,7 +85,7 @@ class _Kernel:
     k_top: int  # largest offset for d <= D
     tail_first: float  # β_{D+1} (upper)
     #: (k, d_lo, taps): non-zero run of column k of the (D+1) x (k_top+2) offset-weight
-    #: matrix of a pair sum at distance d
+    #: matrix of a pair sum at distance d, taps in reverse order (row d_lo last)
     columns: tuple
     columns_nz: tuple  # the same without the row d = 0
     #: longest column run (terms of one FIR dot product)
@@ -161,7 +161,8 @@ def _kernel_cached(g: float, upper: bool, min_run: int) -> _Kernel:
                 continue
             taps = np.zeros(int(rr[-1] - rr[0]) + 1)
             np.add.at(taps, rr - rr[0], vv)
-            out.append((int(col[0]), int(rr[0]), taps))
+            # reversed: y = correlate(small, taps[::-1]) is the convolution with taps
+            out.append((int(col[0]), int(rr[0]), np.ascontiguousarray(taps[::-1])))
         return tuple(out)
 
     # runs of one offset with at least _MIN_RUN rows (the far pairs, d >= d_split): window
@@ -248,8 +249,9 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.n
         for k, d_lo, taps in (kern.columns_nz if skip_zero else kern.columns):
             if d_lo >= n:
                 continue
-            y = np.convolve(small, taps)[: n - d_lo]
-            part[k + d_lo : k + n] += big[d_lo:] * y
+            y = np.correlate(small, taps, "full")[: n - d_lo]  # taps stored reversed
+            y *= big[d_lo:]
+            part[k + d_lo : k + n] += y
             flush()
         # the long runs (d >= d_split): window sums from dyadic tables, see windows.long_runs;
         # by offset κ ascending (upper: the split B of the run at κ − 1 joins offset κ)
