@@ -361,15 +361,19 @@ def _k_of_t() -> None:
     print("(vi) exact k-of-t interval at the docs' example points (default tolerance; "
           f"target width <= 1e-3 in <= 10 s; load {os.getloadavg()[0]:.2f})")
     print(f"  {'sigma':>5s} {'t':>4s} {'k':>2s} {'E':>3s} {'lower':>9s} {'upper':>9s} "
-          f"{'width':>8s} {'time s':>7s}")
+          f"{'width':>8s} {'time s':>7s}  upper end / lower end (confidence); stratified "
+          "upper")
     for s, t, k, e in K_OF_T_POINTS:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r = ex(s, steps_per_epoch=t, epochs=e, k=k)
         dt = time.perf_counter() - t0
+        d = r.details
         print(f"  {s:5g} {t:4d} {k:2d} {e:3d} {r.lower:9.6f} {r.upper:9.6f} "
-              f"{r.upper - r.lower:8.1e} {dt:7.2f}", flush=True)
+              f"{r.upper - r.lower:8.1e} {dt:7.2f}  {d['upper_source']} / "
+              f"{d['lower_source']} ({r.lower_confidence:g}); {d['upper_stratified']:.6f}",
+              flush=True)
 
 
 def main() -> None:

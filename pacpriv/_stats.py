@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-__all__ = ["clopper_pearson", "empirical_bernstein"]
+__all__ = ["clipping_problem", "clopper_pearson", "empirical_bernstein"]
 
 
 def clopper_pearson(
@@ -89,3 +89,47 @@ def empirical_bernstein(mean: Any, variance: Any, n: int, *, width: float, delta
     log_term = math.log(2.0 / delta)
     return (mean + np.sqrt(2.0 * variance * log_term / n)
             + 7.0 * width * log_term / (3.0 * (n - 1)))
+
+
+#: Rows read at a time by :func:`clipping_problem` (its memory is one block, not the pool).
+_CLIP_BLOCK_ROWS = 65_536
+
+
+def clipping_problem(X: np.ndarray, low, high, *, what: str,
+                     names: tuple[str, ...] | None = None) -> str | None:
+    """A coarse sentence when public ranges ``[low, high]`` move most of the pool, else ``None``.
+
+    Flags (a) any column whose every value lies outside its range, and (b) more than half of
+    the values of the bounded columns (those with a finite end) lying outside. The sentence
+    names the columns and ``what`` (the ranges' public name) only: no count, no value.
+    ``X`` has shape ``(n, p)``; ``low``, ``high`` broadcast to ``(p,)``; NaN counts as inside.
+    """
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        return None
+    p = X.shape[1]
+    lo = np.broadcast_to(np.asarray(low, dtype=np.float64), (p,))
+    hi = np.broadcast_to(np.asarray(high, dtype=np.float64), (p,))
+    bounded = np.isfinite(lo) | np.isfinite(hi)
+    if not bounded.any():
+        return None
+    every = np.ones(p, dtype=bool)
+    moved = 0
+    for start in range(0, X.shape[0], _CLIP_BLOCK_ROWS):
+        block = np.asarray(X[start:start + _CLIP_BLOCK_ROWS], dtype=np.float64)
+        out = (block < lo) | (block > hi)
+        every &= out.all(axis=0)
+        moved += int(out[:, bounded].sum())
+    if every.any():
+        cols = [repr(names[j]) if names and j < len(names) else str(j)
+                for j in np.flatnonzero(every)]
+        shown = ", ".join(cols[:3]) + (f" and {len(cols) - 3} more" if len(cols) > 3 else "")
+        noun = "column" if len(cols) == 1 else "columns"
+        return (f"every value of {noun} {shown} lies outside {what}: clipping moves them all "
+                "to a range end, so the release carries little information about "
+                f"{'it' if len(cols) == 1 else 'them'} (it stays sound: the ranges are public)")
+    if 2 * moved > X.shape[0] * int(bounded.sum()):
+        return (f"more than half of the pool's values lie outside {what} and are clipped: "
+                "the release carries little information (it stays sound: the ranges are "
+                "public)")
+    return None

@@ -14,6 +14,7 @@ __all__ = [
     "BudgetExceededError",
     "CalibrationError",
     "CheckpointError",
+    "ClippingWarning",
     "ConstantOutputWarning",
     "DegenerateOutputWarning",
     "MechanismError",
@@ -133,6 +134,20 @@ class WorkerCapWarning(PacprivWarning):
     The message names the cap and its reason (the usable CPUs, or the memory available for
     worker processes); the results are the same for any number of workers.
     """
+
+
+class ClippingWarning(PacprivWarning):
+    """Declared public ranges (feature ranges, a mechanism's clipping bounds or bin edges) move
+    most of the pool: every value of a column, or more than half of the values, lies outside
+    them. The release stays sound (the ranges are public) but carries little information.
+
+    The message names the column(s) or the ranges only, never a count or a value; it goes to
+    the screen (``warnings``), never into a report; the command line lists it with the
+    run's other warnings, once (the first message, with a count of the others).
+    """
+
+    #: The command line prints the first warning of this kind and counts the others.
+    one_kind = True
 
 
 class StallWarning(PacprivWarning):

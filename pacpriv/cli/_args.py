@@ -21,6 +21,7 @@ __all__ = [
     "check_positive_finite",
     "check_trials",
     "check_unit_interval",
+    "integer",
     "number",
     "pool_statistics",
     "print_rows",
@@ -32,12 +33,33 @@ class UsageError(Exception):
     """Raised by CLI handlers for bad input; printed as one line, exit status 2."""
 
 
+#: Longest flag text echoed in an error; longer text is cut with an ellipsis.
+_ECHO_CHARS = 40
+
+
+def _echo(text: str) -> str:
+    """The user's flag text (public), quoted and cut to :data:`_ECHO_CHARS` characters."""
+    return repr(text if len(text) <= _ECHO_CHARS else text[:_ECHO_CHARS] + "…")
+
+
 def number(text: str) -> float:
-    """argparse ``type=`` for real numbers, with a short message on bad input."""
+    """argparse ``type=`` for real numbers, with a short message on bad input.
+
+    A finite decimal that overflows float64 (``1e400``, a 401-digit number) or a non-zero one
+    that underflows to 0 (``1e-400``) is refused with the text the user typed, never echoed as
+    ``inf`` or ``0.0``; ``inf`` and ``nan`` spelled out pass on to the flag's own range check.
+    """
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a number: {_echo(text)}") from None
+    if math.isinf(value) and "inf" not in text.lower():
+        raise argparse.ArgumentTypeError(
+            f"{_echo(text)} is a number too large for float64 (|x| < 1.8e308)")
+    if value == 0.0 and re.search(r"[1-9]", text.lower().partition("e")[0]):
+        raise argparse.ArgumentTypeError(
+            f"{_echo(text)} underflows to 0 in float64 (|x| >= 5e-324 or exactly 0)")
+    return value
 
 
 def integer(text: str) -> int:
@@ -49,9 +71,12 @@ def integer(text: str) -> int:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not (math.isfinite(value) and value == int(value) and abs(value) < 2.0**53):
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}")
+        raise argparse.ArgumentTypeError(f"not an integer: {_echo(text)}") from None
+    if math.isfinite(value) and abs(value) >= 2.0**53:
+        raise argparse.ArgumentTypeError(
+            f"{_echo(text)} is too large to write in float form; give the integer's digits")
+    if not (math.isfinite(value) and value == int(value)):
+        raise argparse.ArgumentTypeError(f"not an integer: {_echo(text)}")
     return int(value)
 
 

@@ -31,6 +31,7 @@ from pacpriv.cli._user import (
     load_cli_dataset,
 )
 from pacpriv.pac.engine import ExecutionOptions
+from pacpriv.pac.engine._simulate import _check_memory
 from pacpriv.report.audit import verdict
 
 __all__ = ["add_parser"]
@@ -124,13 +125,18 @@ def _add_attacks(p) -> None:
                    f"{', '.join(ATTACKS.choices())})")
 
 
+#: Widest ``--hidden`` layer: 2**16 units (a reference model of 2**16 x p weights per
+#: feature column is already far past what an audit of tabular data needs).
+MAX_HIDDEN = 2**16
+
+
 def _check(args) -> None:
     """Every flag's range, before any data is read or any model trained."""
     if args.reference_models < 4 or args.reference_models % 2:
         raise UsageError(f"--reference-models must be an even number >= 4; got "
                          f"{args.reference_models}")
-    if args.hidden < 1:
-        raise UsageError(f"--hidden must be >= 1; got {args.hidden}")
+    if not 1 <= args.hidden <= MAX_HIDDEN:
+        raise UsageError(f"--hidden must be an integer in [1, {MAX_HIDDEN}]; got {args.hidden}")
     from pacpriv.audit import DPSGDModel, MLPFactory
 
     # every DP-SGD training flag, before any work (the field checks of the family itself)
@@ -264,6 +270,12 @@ def _audit(args) -> int:
                              delta=args.delta, confidence=args.confidence)
     described = dataset.to_dict()
     execution = spec_from_args(ExecutionOptions, args, n_jobs=n_jobs)
+    try:  # the engine's refusal of masks too large for memory, named by this command's flag
+        _check_memory(args.reference_models, len(labels), None)
+    except ValueError as err:
+        raise UsageError(str(err).replace("`n_trials`", "--reference-models").replace(
+            "; use fewer trials, or a disk-backed run (output_path=...)",
+            "; use fewer --reference-models")) from None
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     report = run_audit(
         X, labels, model=family, reference_models=args.reference_models, settings=settings,

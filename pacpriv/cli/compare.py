@@ -11,6 +11,7 @@ from pacpriv.cli._args import (
     UsageError,
     add_report_output,
     checkpoint_reminder,
+    integer,
     number,
     pool_statistics,
     report_formats,
@@ -88,7 +89,7 @@ def add_parser(subparsers, name: str) -> None:
         "simulation keeps its finished trials there, and the same command resumes an "
         "interrupted run (without --seed it reuses the recorded seed). It holds un-noised trial "
         "outputs and subset masks: treat it like the raw data and delete it after the run"})
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=integer, default=None,
                    help="root seed of the evaluation (default: fresh OS entropy). Recorded in "
                    "the report either way, so the compared models are reproducible evaluation "
                    "artefacts, not private releases (no release is written)")

@@ -9,6 +9,7 @@ import numpy as np
 
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_fixed, format_percent
+from pacpriv._validation import check_real
 from pacpriv.cli._args import UsageError, number
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.dpsgd import (
@@ -18,6 +19,7 @@ from pacpriv.dpsgd import (
     noise_multiplier_for_accuracy,
 )
 from pacpriv.dpsgd.epsilon import epsilon_bound
+from pacpriv.dpsgd.exact import _checked_grid
 from pacpriv.dpsgd.spec import DPSGDSpec
 
 
@@ -36,7 +38,9 @@ def _common(p: argparse.ArgumentParser, sigma: str = "", *, delta: bool = True,
                        help="delta at which epsilon (add or remove one record) is printed "
                        "beside the accuracy, from the certified privacy-loss distribution "
                        "(default 1e-5)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON instead of a table; the counts it echoes (steps_per_epoch, "
+                   "epochs, k) are the exact integers given, as JSON integers (any size)")
 
 
 def _check_common(args) -> None:
@@ -64,9 +68,38 @@ def _epsilon(args, sigma: float) -> tuple[dict, tuple[str, str]]:
     return payload, (label, value)
 
 
+#: The counts a JSON output echoes: written as the exact integers the user gave.
+_COUNTS = ("steps_per_epoch", "epochs", "k")
+
+
+def _exact_counts(payload, args):
+    """``payload`` with every echoed count (:data:`_COUNTS`, at any depth) replaced by the
+    exact integer of its flag: the library computes in float64, where ``10**400`` is ``inf``
+    (then ``null``) and ``10**30`` a float; a single count flag's value is echoed as given."""
+    if isinstance(payload, list):
+        return [_exact_counts(v, args) for v in payload]
+    if not isinstance(payload, dict):
+        return payload
+    out = {}
+    for key, value in payload.items():
+        given = getattr(args, key, None) if key in _COUNTS else None
+        if isinstance(given, int) and not isinstance(given, bool):
+            out[key] = given
+        elif key.removesuffix("_null_reason") in _COUNTS and isinstance(
+                getattr(args, key.removesuffix("_null_reason"), None), int):
+            continue  # the count is no longer null
+        else:
+            out[key] = _exact_counts(value, args)
+    return out
+
+
+def _print_json(args, payload) -> None:
+    print(_json.dumps(_exact_counts(payload, args), indent=2))
+
+
 def _emit(args, payload: dict, rows: list[tuple[str, str]]) -> int:
     if args.json:
-        print(_json.dumps(payload, indent=2))
+        _print_json(args, payload)
     else:
         width = max(len(k) for k, _ in rows)
         for k, v in rows:
@@ -179,6 +212,9 @@ def _exact(args) -> int:
     sigmas = args.noise_multiplier
     kw = {"steps_per_epoch": args.steps_per_epoch, "epochs": args.epochs,
           "tolerance": args.tolerance, "k": args.k}
+    # every flag checked before the note: a refused value never follows a promise of work
+    check_real(args.tolerance, "tolerance", low=1e-8, high=0.5)
+    _checked_grid(sigmas, args.steps_per_epoch, args.epochs)
     if 0 < args.tolerance < _DEFAULT_TOLERANCE:
         print(f"pacpriv: note: computing the certified exact interval at tolerance "
               f"{args.tolerance:g}; this can take minutes (the default "
@@ -202,7 +238,7 @@ def _exact(args) -> int:
         eps_list = [e[0] for e in epsilons]
         payload = ({**results[0].to_dict(), "epsilon": eps_list} if len(results) == 1 else
                    {"results": [r.to_dict() for r in results], "epsilon": eps_list})
-        print(_json.dumps(payload, indent=2))
+        _print_json(args, payload)
         return 0
     lows = np.concatenate([np.atleast_1d(r.lower) for r in results])
     ups = np.concatenate([np.atleast_1d(r.upper) for r in results])
@@ -264,7 +300,7 @@ def _compare(args) -> int:
         search_published=args.search_published, timeout=args.comparator_timeout, k=args.k,
     )
     if args.json:
-        print(_json.dumps(t.to_dict(), indent=2))
+        _print_json(args, t.to_dict())
     else:
         print(t.to_markdown(), end="")
     return 0
@@ -291,7 +327,7 @@ def add_parser(subparsers, name: str) -> None:
     s.set_defaults(handler=_sigma)
     e = sub.add_parser("exact", help="certified exact accuracy interval (one or more sigma)")
     _common(e, "sweep")
-    e.add_argument("--tolerance", type=float, default=_DEFAULT_TOLERANCE,
+    e.add_argument("--tolerance", type=number, default=_DEFAULT_TOLERANCE,
                    help="largest width of the certified interval (default 1e-4)")
     e.set_defaults(handler=_exact)
     c = sub.add_parser("compare", help="all accountants on the accuracy axis")
@@ -303,7 +339,7 @@ def add_parser(subparsers, name: str) -> None:
                    help="target accuracy in (0.5, 1): each method's sigma for it")
     c.add_argument("--search-published", action="store_true",
                    help="also search sigma with the published accountants (slow)")
-    c.add_argument("--comparator-timeout", type=float, default=60.0, metavar="SECONDS",
+    c.add_argument("--comparator-timeout", type=number, default=60.0, metavar="SECONDS",
                    help="time limit of each accountant row; a row over it is stopped and "
                    "marked 'timed out' (default 60)")
     c.set_defaults(handler=_compare)

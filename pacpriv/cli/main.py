@@ -96,11 +96,13 @@ _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 def _print_warnings(caught: list) -> None:
     """Print each kind of warning once: messages that differ only in their numbers are one
-    kind, shown with the first message and a count."""
+    kind, shown with the first message and a count (every message of a ``one_kind`` category,
+    e.g. the declared ranges and the mechanism's bounds clipping the same pool, is one kind)."""
     kinds: dict[tuple, list[str]] = {}
     for w in caught:
         text = " ".join(str(w.message).split())
-        kinds.setdefault((w.category, _NUMBER.sub("#", text)), []).append(text)
+        key = "" if getattr(w.category, "one_kind", False) else _NUMBER.sub("#", text)
+        kinds.setdefault((w.category, key), []).append(text)
     for texts in kinds.values():
         more = f" (and {len(texts) - 1} more like it)" if len(texts) > 1 else ""
         print(f"pacpriv: warning: {texts[0]}{more}", file=sys.stderr)

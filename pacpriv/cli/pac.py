@@ -16,6 +16,7 @@ from pacpriv.cli._args import (
     check_trials,
     check_unit_interval,
     checkpoint_reminder,
+    integer,
     number,
     pool_statistics,
     print_rows,
@@ -94,7 +95,7 @@ def add_parser(subparsers, name: str) -> None:
         "smallest n_trials whose predicted certified noise power is within --target-inflation "
         "of the oracle square-root rule (Gaussian outputs, flat spectrum of --effective-dim).",
     )
-    tri.add_argument("--dim", type=int, required=True, nargs="+", help="output dimension(s) d")
+    tri.add_argument("--dim", type=integer, required=True, nargs="+", help="output dimension(s) d")
     tri.add_argument("--target-inflation", type=number, default=1.2,
                      help="largest acceptable noise power over the oracle square-root rule")
     tri.add_argument("--confidence", type=number, default=0.95,
@@ -137,7 +138,7 @@ def _add_run_parser(sub) -> None:
         default=None,
         help="alternatively: membership-inference accuracy bound a in (0.5, 1); v = ln 2 - H(a)",
     )
-    run.add_argument("--trials", type=int, default=1000,
+    run.add_argument("--trials", type=integer, default=1000,
                      help="number of simulated subsets (>= 2)")
     run.add_argument(
         "--sampler", default="poisson", choices=SAMPLERS.choices(),
@@ -165,13 +166,13 @@ def _add_run_parser(sub) -> None:
                      "with --backend ray")
     run.add_argument(
         "--seed",
-        type=int,
+        type=integer,
         default=None,
         help="root seed of the simulation (default: fresh OS entropy, recorded)",
     )
     run.add_argument(
         "--release-seed",
-        type=int,
+        type=integer,
         default=None,
         help="seed of the secret subset and noise (tests/demos only; default OS entropy)",
     )

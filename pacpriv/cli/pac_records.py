@@ -20,6 +20,7 @@ from pacpriv.cli import _args
 from pacpriv.cli._args import (
     UsageError,
     add_report_output,
+    integer,
     number,
     report_formats,
 )
@@ -32,6 +33,7 @@ from pacpriv.cli._user import (
     resolve_cli_mechanism,
 )
 from pacpriv.pac.engine._options import ExecutionOptions
+from pacpriv.pac.engine._simulate import _check_memory
 from pacpriv.pac.per_record._calibration import BOUNDS, SHAPES, calibrate_per_record
 from pacpriv.pac.per_record._exposure import record_exposure
 from pacpriv.pac.per_record._report import aggregates_line
@@ -113,7 +115,7 @@ def add_records_parser(sub) -> None:
         p, report_help="include the calibrated noise's absolute scale in the report and here "
         "(a statistic of f over subsets of the pool). Default: shown only for a bundled public "
         "dataset or a --noise-std you chose")
-    p.add_argument("--trials", type=int, default=200,
+    p.add_argument("--trials", type=integer, default=200,
                    help="simulated subsets (>= 2); each costs 1 + (audited records) "
                    "evaluations (default 200)")
     p.add_argument("--records", default="all",
@@ -130,7 +132,7 @@ def add_records_parser(sub) -> None:
                    help="per-record certificate: betting confidence bounds (default; "
                    "Waudby-Smith & Ramdas 2024) or empirical Bernstein (Maurer & Pontil 2009: "
                    "needs more trials)")
-    p.add_argument("--seed", type=int, default=None, help="root seed of the simulation")
+    p.add_argument("--seed", type=integer, default=None, help="root seed of the simulation")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
                                                "progress", "record_block"))
     p.add_argument("--time-limit", type=number, default=None, metavar="SECONDS",
@@ -214,6 +216,12 @@ def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
     from pacpriv.pac.per_record._estimate import estimate_per_record_time
 
     recs = check_records(records, dataset.n_records)
+    execution = spec_from_args(ExecutionOptions, args, n_jobs=n_jobs)
+    on_disk = execution.output_path or (execution.checkpoint if execution.memory_map else None)
+    try:  # the engine's refusal of a run too large for memory, before the estimate
+        _check_memory(args.trials, dataset.n_records, on_disk)
+    except ValueError as err:
+        raise UsageError(str(err).replace("`n_trials`", "--trials")) from None
     workers = n_jobs if n_jobs and n_jobs > 0 else 1
     try:
         est = estimate_per_record_time(mechanism, dataset.pool, recs,

@@ -6,6 +6,7 @@ Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXi
 from __future__ import annotations
 
 import importlib
+import math
 import re
 import sys
 from pathlib import Path
@@ -15,10 +16,13 @@ from pacpriv._files import check_existing_dir, check_input_file
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
     UsageError,
+    _echo,
     add_force,
     add_show_errors,
     check_exactly_one,
     check_positive_finite,
+    integer,
+    number,
 )
 from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
@@ -42,12 +46,23 @@ def budget_number(text: str) -> float:
 
     m = _POW.match(text)
     if m:
-        return 2.0 ** int(m.group(1))
+        digits = m.group(1).lstrip("-")
+        exponent = int(m.group(1)) if len(digits) <= 6 else (-1 if m.group(1)[0] == "-" else 1
+                                                              ) * 10**6
+        if exponent > 1023:
+            raise argparse.ArgumentTypeError(
+                f"{_echo(text)} is a number too large for float64 (at most 2^1023)")
+        if exponent < -1074:
+            raise argparse.ArgumentTypeError(
+                f"{_echo(text)} underflows to 0 in float64 (at least 2^-1074)")
+        return math.ldexp(1.0, exponent)
     try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a number or a power of two like 2^-16: {text!r}") from None
+        return number(text)
+    except argparse.ArgumentTypeError as err:
+        if str(err).startswith("not a number"):
+            raise argparse.ArgumentTypeError(
+                f"not a number or a power of two like 2^-16: {_echo(text)}") from None
+        raise
 
 
 def _sklearn(path: str, *, scaled: bool = False, **params):
@@ -118,13 +133,13 @@ def _add_fit_parser(sub) -> None:
     fit.add_argument("--state", required=True, help="state directory to create (or resume); "
                      "created owner-only (mode 0700): its world models are as private as "
                      "the data")
-    fit.add_argument("--n-worlds", type=int, default=64, help="number of worlds m (even; 64)")
+    fit.add_argument("--n-worlds", type=integer, default=64, help="number of worlds m (even; 64)")
     fit.add_argument("--per-query-budget", type=budget_number, required=True,
                      help="MI budget per answered query in nats, e.g. 2^-16")
     fit.add_argument("--total-budget", type=budget_number, default=None,
                      help="cap on the total spend in nats (default: the budget whose "
                      "membership bound is --target-accuracy)")
-    fit.add_argument("--target-accuracy", type=float, default=None,
+    fit.add_argument("--target-accuracy", type=number, default=None,
                      help="alternatively: cap the spend where the membership bound reaches this "
                      "accuracy in (0.5, 1)")
     fit.add_argument("--output", default=None, choices=("proba", "logits", "value", "label"),
@@ -136,15 +151,15 @@ def _add_fit_parser(sub) -> None:
                    helps={"ensemble": "fit TorchFit worlds one per engine task instead of as one "
                           "vectorised ensemble (the same masks and seeds; parameters equal to "
                           "float round-off)"})
-    fit.add_argument("--seed", type=int, default=None,
+    fit.add_argument("--seed", type=integer, default=None,
                      help="seed of the public worlds (recorded in config.json; default OS "
                      "entropy); the secret index and the noise never derive from it")
-    fit.add_argument("--secret-seed", type=int, default=None,
+    fit.add_argument("--secret-seed", type=integer, default=None,
                      help="seed of the secret world index and the noise, for tests and demos "
                      "only: never written to disk or to a report, but the state is marked "
                      "'caller-seeded secret (not for production)' (default OS entropy; must "
                      "differ from --seed)")
-    fit.add_argument("--max-minutes", type=float, default=60.0, metavar="MINUTES",
+    fit.add_argument("--max-minutes", type=number, default=60.0, metavar="MINUTES",
                      help="refuse, before fitting, a fit estimated (from one timed world) to "
                      "take longer than this (default 60)")
     add_show_errors(fit)
@@ -202,19 +217,19 @@ def add_serve_parser(subparsers, name: str) -> None:
                    "SQLite); postgresql://... to share one ledger between replicas")
     p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1; any "
                    "other needs API keys)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--max-body-bytes", type=int, default=1 << 20,
+    p.add_argument("--port", type=integer, default=8000, help="port (default 8000)")
+    p.add_argument("--max-body-bytes", type=integer, default=1 << 20,
                    help="largest request body (default 1 MiB; larger: 413)")
-    p.add_argument("--max-rows", type=int, default=1000,
+    p.add_argument("--max-rows", type=integer, default=1000,
                    help="most query rows per request (default 1000; more: 413)")
-    p.add_argument("--rate-limit", type=float, default=50.0,
+    p.add_argument("--rate-limit", type=number, default=50.0,
                    help="requests per second per key (default 50; over: 429 + Retry-After)")
-    p.add_argument("--timeout", type=float, default=30.0,
+    p.add_argument("--timeout", type=number, default=30.0,
                    help="seconds per request (default 30; past it: 503, charge refunded)")
-    p.add_argument("--idempotency-ttl", type=float, default=86400.0,
+    p.add_argument("--idempotency-ttl", type=number, default=86400.0,
                    help="seconds an Idempotency-Key's answer is kept for retries (default "
                    "86400 = 24 h); a retry after it gets 410 and is never charged twice")
-    p.add_argument("--idempotency-max-rows", type=int, default=100_000,
+    p.add_argument("--idempotency-max-rows", type=integer, default=100_000,
                    help="most idempotent answers kept (default 100000; the oldest go first, "
                    "their retries get 410)")
     p.set_defaults(handler=_serve)
@@ -230,7 +245,7 @@ def add_serve_parser(subparsers, name: str) -> None:
         a.set_defaults(handler=_keys)
         if action == "add":
             a.add_argument("--name", required=True, help="the analyst's name (public)")
-            a.add_argument("--quota", type=float, default=None,
+            a.add_argument("--quota", type=number, default=None,
                            help="the key's cap in nats inside the global budget (default: none)")
         elif action == "revoke":
             a.add_argument("key_id", help="the key id (8 hex digits, from keys list)")

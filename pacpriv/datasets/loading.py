@@ -34,8 +34,10 @@ from typing import TypeVar
 import numpy as np
 
 from pacpriv._files import check_input_file
+from pacpriv._stats import clipping_problem
 from pacpriv.datasets.files import read_csv, read_numpy, select_columns
 from pacpriv.datasets.preprocessing import Preprocessing, check_column_scales, standardize
+from pacpriv.exceptions import ClippingWarning, warn_user
 
 __all__ = [
     "BUNDLED_DATASETS",
@@ -283,6 +285,30 @@ def _load_bundled(name: str) -> Dataset:
 MAX_RANGE_MAGNITUDE = 2.0**400
 
 
+#: The forms of declared feature ranges, as the README and ``--help`` write them.
+_RANGES_FORMS = ("'low:high' (every feature), 'l1:h1,l2:h2,...' (one per feature) or a file "
+                 "of 'low,high' lines")
+
+
+def _cut(text: str, limit: int = 40) -> str:
+    """``repr`` of user text, cut to ``limit`` characters (ranges are public, but a pasted
+    line may be long)."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def _file_pair(text: str, at: str) -> tuple[float, float]:
+    """One ``low,high`` (or ``low:high``) line of a feature ranges file; ``at`` names the file
+    and line in the error."""
+    parts = text.replace(":", ",").split(",")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        return float(parts[0]), float(parts[1])
+    except ValueError:
+        raise ValueError(f"{at}: expected one 'low,high' pair (e.g. '0,120'); got "
+                         f"{_cut(text)}.") from None
+
+
 def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Turn declared public feature ranges into ``(low, high)`` tuples of length ``n_features``.
 
@@ -306,51 +332,64 @@ def parse_feature_ranges(spec, n_features: int) -> tuple[tuple[float, ...], tupl
         (:data:`MAX_RANGE_MAGNITUDE`), ``low >= high``, or a count other than 1 or ``p``.
     """
     source = "`feature_ranges`"
+    pairs: list[tuple[float, float]] = []
+    where: list[str] = []  # per pair: where it was read (a file's line), for the errors
+    typed: list[str] = []  # per pair: the text as written (1e400 reads as inf), for the errors
     if isinstance(spec, os.PathLike) or (isinstance(spec, str) and ":" not in spec):
         # ranges always hold a ':', so text without one names a file
         try:
             path = check_input_file(spec, "feature ranges file")
         except FileNotFoundError as err:
-            raise FileNotFoundError(f"{err} (or give the ranges themselves: 'low:high' or "
-                                    "'l1:h1,l2:h2,...')") from None
+            raise FileNotFoundError(f"{err} (or give the ranges themselves: {_RANGES_FORMS})"
+                                    ) from None
         source = f"feature ranges file {path.name!r}"
-        lines = [ln.strip() for ln in path.read_text(encoding="utf-8-sig").splitlines()]
-        spec = ",".join(ln.replace(",", ":") for ln in lines if ln and not ln.startswith("#"))
-    if isinstance(spec, str):
-        pairs: list[tuple[float, float]] = []
+        for number, raw in enumerate(path.read_bytes().splitlines(), 1):
+            try:
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+            except UnicodeDecodeError:
+                raise ValueError(f"{source}, line {number}: not UTF-8 text (a byte could not "
+                                 "be decoded); save the file as UTF-8.") from None
+            if text and not text.startswith("#"):
+                pairs.append(_file_pair(text, f"{source}, line {number}"))
+                where.append(f"{source}, line {number}")
+                typed.append(text)
+    elif isinstance(spec, str):
         for part in (p.strip() for p in spec.split(",")):
             lo_text, sep, hi_text = part.partition(":")
             try:
                 if not sep:
                     raise ValueError
                 pairs.append((float(lo_text), float(hi_text)))
+                typed.append(part)
             except ValueError:
                 raise ValueError(
-                    f"{source} must be 'low:high' or 'l1:h1,l2:h2,...' (or a file of such "
-                    f"lines); got {part!r}."
+                    f"{source} must be {_RANGES_FORMS}; got {_cut(part)}."
                 ) from None
     else:
         try:
             pairs = [(float(lo), float(hi)) for lo, hi in spec]
         except (TypeError, ValueError):
             raise ValueError(
-                f"{source} must be a sequence of (low, high) pairs; got {spec!r}."
+                f"{source} must be a sequence of (low, high) pairs; got {_cut(repr(spec))}."
             ) from None
     if len(pairs) == 1:
-        pairs = pairs * n_features
+        pairs, where, typed = pairs * n_features, where * n_features, typed * n_features
     if len(pairs) != n_features:
         raise ValueError(
             f"{source} gives {len(pairs)} ranges; the pool has {n_features} features "
             "(give one range for all, or one per feature)."
         )
     for j, (lo, hi) in enumerate(pairs):
+        at = where[j] if len(where) == len(pairs) else source
+        got = _cut(typed[j]) if len(typed) == len(pairs) else f"{lo}:{hi}"
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError(
-                f"{source}: feature {j} range must be finite with low < high; got {lo}:{hi}."
+                f"{at}: feature {j} range must be finite (within ±1.8e308) with low < high; "
+                f"got {got}."
             )
         if max(abs(lo), abs(hi)) > MAX_RANGE_MAGNITUDE:
             raise ValueError(
-                f"{source}: feature {j} range {lo:g}:{hi:g} is outside ±2**400 (about "
+                f"{at}: feature {j} range {got} is outside ±2**400 (about "
                 f"±{MAX_RANGE_MAGNITUDE:.3g}), beyond what a mechanism's output may reach; "
                 "rescale the feature."
             )
@@ -520,4 +559,8 @@ def _declare(ds: Dataset, feature_ranges) -> Dataset:
     from dataclasses import replace
 
     low, high = parse_feature_ranges(feature_ranges, ds.n_features)
+    problem = clipping_problem(ds.X, low, high, what="the declared feature range(s)",
+                               names=ds.feature_names)
+    if problem is not None:
+        warn_user(problem, ClippingWarning)
     return replace(ds, feature_low=low, feature_high=high, bounds_source="declared")

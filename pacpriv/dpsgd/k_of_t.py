@@ -18,12 +18,16 @@ closed form of :mod:`pacpriv.dpsgd.bounds`).
 
 The exact accuracy ``½ + ½·TV(P^⊗E, Q^⊗E)`` is bracketed by
 
-* above (deterministic): the smaller of the chi-square bound and the certified exact upper
+* above (deterministic): the smallest of the chi-square bound, the certified exact upper
   bound of one-of-``⌊t/k⌋`` allocation over ``k·E`` epochs (Theorem 2 there: the k-of-t pair
-  is a garbling of that one, a uniformly random relabelling of the steps);
-* below (certified with confidence ``1 − γ``): a Monte-Carlo estimate of
-  ``TV = E_Q[(1 − e^{−L})_+]``, an expectation of a ``[0, 1]`` variable, lowered by the
-  empirical-Bernstein deviation of Maurer & Pontil (2009, Thm 4).
+  is a garbling of that one, a uniformly random relabelling of the steps) and, for
+  ``k ≤ CHAIN_MAX_K`` within :data:`CHAIN_WORK_BUDGET`, the upper k-of-t chain
+  (:mod:`pacpriv.dpsgd._exact.koft_chain`: convex-order splits of the coordinates and of the
+  ``k``-dimensional states of ``e_1..e_k``);
+* below: the lower k-of-t chain (a garbling; deterministic) where it runs and is at most
+  ``max(tolerance, 1e-3)`` wide; else also (larger one kept; confidence ``1 − γ``) a
+  Monte-Carlo estimate of ``TV = E_Q[(1 − e^{−L})_+]``, an expectation of a ``[0, 1]``
+  variable, lowered by the empirical-Bernstein deviation of Maurer & Pontil (2009, Thm 4).
 
 References
 ----------
@@ -36,6 +40,7 @@ References
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -150,37 +155,88 @@ def monte_carlo_total_variation(
 MC_WORK_BUDGET = 1e8
 #: Confidence of the Monte-Carlo lower end of the k-of-t interval
 MC_CONFIDENCE = 0.999
+#: Largest k for which the deterministic k-of-t chains are tried (their states are
+#: k-dimensional: at k = 3 they need more work than the 10 s target allows)
+CHAIN_MAX_K = 2
+#: Work budget of one k-of-t chain (state atoms × coordinate nodes × 2^k summed over the
+#: steps, ~2–5 s on one core); beyond it the Monte-Carlo lower end is used
+CHAIN_WORK_BUDGET = 1.5e8
+#: Width (accuracy units) up to which the chains' deterministic lower end is kept without
+#: Monte Carlo; a wider chain interval also runs the Monte-Carlo lower end (larger one kept)
+CHAIN_WIDTH = 1e-3
+
+
+def _chain_settings(sigma: float, epochs: int, tol: float):
+    """Resolution of the k-of-t chains (:mod:`pacpriv.dpsgd._exact.koft_chain`): finer for
+    more epochs (the per-epoch error composes), coarse for a loose tolerance; state cells
+    scale with the spread ``1/σ`` of a coordinate's log-likelihood ratio when ``σ > 1``."""
+    from pacpriv.dpsgd._exact.koft_chain import ChainSettings
+
+    scale = min(1.0, 1.0 / sigma)
+    if tol >= 5e-3:
+        return ChainSettings(n_w=60, dln=0.1 * scale)
+    grow = float(epochs) ** 0.2
+    return ChainSettings(n_w=int(min(150, round(90 * grow))),
+                         dln=max(0.05, 0.07 / grow**0.5) * scale)
 
 
 def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
                     exact_k1=None) -> dict:
     """Certified interval for the k-of-t exact accuracy (see the module docstring).
 
-    The Monte-Carlo draws are seeded from ``(σ, t, E, k)`` (repeated calls agree) and their
-    number is ``8 ln(2/γ)/(4 tol²)`` capped by :data:`MC_WORK_BUDGET` (at least 2000).
-    ``exact_k1`` is :func:`pacpriv.dpsgd.exact_membership_inference_accuracy` (passed in by
-    it: this module does not import it).
+    First the deterministic k-of-t chains (:func:`pacpriv.dpsgd._exact.koft_chain.
+    koft_chain_tv`), when their work fits :data:`CHAIN_WORK_BUDGET`: then the lower end is
+    theirs (deterministic) and the upper end the smallest of theirs, the chi-square bound and
+    the stratified one. Otherwise the Monte-Carlo lower end: its draws are seeded from
+    ``(σ, t, E, k)`` (repeated calls agree) and their number is ``8 ln(2/γ)/(4 tol²)``
+    capped by :data:`MC_WORK_BUDGET` (at least 2000). ``exact_k1`` is
+    :func:`pacpriv.dpsgd.exact_membership_inference_accuracy` (passed in by it: this module
+    does not import it).
     """
     m_red, e_red = steps // k, k * epochs
     red = exact_k1(sigma, steps_per_epoch=m_red, epochs=e_red, tolerance=max(tol, 1e-6))
     chi2 = k_of_t_accuracy(sigma, steps_per_epoch=steps, epochs=epochs, k=k)[0]
     upper = min(float(red.upper), chi2)
+    details: dict[str, Any] = {
+        "k": k, "reduced_steps_per_epoch": m_red, "reduced_epochs": e_red,
+        "upper_stratified": float(red.upper), "lower_stratified": float(red.lower),
+        "chi_square_accuracy": chi2,
+        "upper_source": "chi-square" if chi2 < red.upper else "stratified exact",
+    }
+    chain = None
+    if k <= CHAIN_MAX_K:
+        from pacpriv.dpsgd._exact.koft_chain import koft_chain_tv
+
+        chain = koft_chain_tv(sigma, steps, k, epochs, _chain_settings(sigma, epochs, tol),
+                              work_budget=CHAIN_WORK_BUDGET)
+    if chain is not None:
+        chain_upper = 0.5 + 0.5 * chain["tv_upper"]
+        if chain_upper < upper:
+            upper, details["upper_source"] = chain_upper, "k-of-t chain"
+        lower = min(0.5 + 0.5 * chain["tv_lower"], upper)
+        details["chain"] = {**chain, "accuracy_upper": chain_upper,
+                            "accuracy_lower": 0.5 + 0.5 * chain["tv_lower"]}
+        details["lower_source"] = "k-of-t chain"
+        if upper - lower <= max(tol, CHAIN_WIDTH):
+            return {"lower": lower, "upper": upper, "estimate": 0.5 * (lower + upper),
+                    "details": details, "lower_confidence": 1.0}
     need = 2.0 * math.log(2.0 / (1.0 - MC_CONFIDENCE)) / (tol * tol)
     cap = MC_WORK_BUDGET / (epochs * steps * (k + 4.0))
     n = int(max(2000.0, min(need, cap)))
     seed = np.random.SeedSequence([steps, epochs, k, int(np.float64(sigma).view(np.int64))])
     mc = monte_carlo_total_variation(sigma, steps_per_epoch=steps, epochs=epochs, k=k,
                                      n_samples=n, confidence=MC_CONFIDENCE, rng=seed)
-    lower = min(0.5 + 0.5 * float(mc["lower"]), upper)
+    mc_lower = min(0.5 + 0.5 * float(mc["lower"]), upper)
+    details["monte_carlo"] = {**mc, "accuracy_mean": 0.5 + 0.5 * mc["mean"]}
+    if chain is not None and lower >= mc_lower:  # the deterministic end is kept
+        estimate = min(max(0.5 + 0.5 * mc["mean"], lower), upper)
+        return {"lower": lower, "upper": upper, "estimate": estimate, "details": details,
+                "lower_confidence": 1.0}
+    lower = mc_lower
     estimate = min(max(0.5 + 0.5 * mc["mean"], lower), upper)
-    details = {
-        "k": k, "reduced_steps_per_epoch": m_red, "reduced_epochs": e_red,
-        "upper_stratified": float(red.upper), "lower_stratified": float(red.lower),
-        "chi_square_accuracy": chi2,
-        "upper_source": "chi-square" if chi2 < red.upper else "stratified exact",
-        "monte_carlo": {**mc, "accuracy_mean": 0.5 + 0.5 * mc["mean"]},
-    }
-    return {"lower": lower, "upper": upper, "estimate": estimate, "details": details}
+    details["lower_source"] = "Monte Carlo"
+    return {"lower": lower, "upper": upper, "estimate": estimate, "details": details,
+            "lower_confidence": MC_CONFIDENCE}
 
 
 def exact_result(sigma, steps, epochs, k: int, tol: float, exact_k1) -> ExactAccuracy:
@@ -194,15 +250,20 @@ def exact_result(sigma, steps, epochs, k: int, tol: float, exact_k1) -> ExactAcc
     t = check_int(int(steps), "steps_per_epoch", low=k)
     r = k_of_t_interval(float(sigma), t, int(epochs), k, tol, exact_k1)
     width = r["upper"] - r["lower"]
+    chain = r["details"]["lower_source"] == "k-of-t chain"
     if width > tol:
+        cause = "grids of the k-of-t chains" if chain else "Monte-Carlo lower end"
         warnings.warn(f"exact accuracy interval width {width:.3g} exceeds tolerance {tol:g} "
-                      f"(k = {k}: Monte-Carlo lower end); the interval is still certified",
+                      f"(k = {k}: {cause}); the interval is still certified",
                       PacprivWarning, stacklevel=3)
+    ran = ", upper k-of-t chain" if "chain" in r["details"] else ""
+    lower = ("lower k-of-t chain (a garbling) [deterministic]" if chain else
+             f"Monte Carlo under Q, empirical Bernstein [certified with confidence "
+             f"{MC_CONFIDENCE}]")
+    method = ("k of t: upper = min(chi-square, certified exact upper of one-of-floor(t/k) "
+              f"over k*E epochs{ran}) [deterministic]; lower = {lower}")
     return ExactAccuracy(
         lower=r["lower"], upper=r["upper"], estimate=r["estimate"], tolerance=tol,
         converged=width <= tol, noise_multiplier=float(sigma), steps_per_epoch=t,
         epochs=int(epochs), direction="add", details=r["details"], k=k,
-        lower_confidence=MC_CONFIDENCE,
-        method=("k of t: upper = min(chi-square, certified exact upper of one-of-floor(t/k) "
-                "over k*E epochs) [deterministic]; lower = Monte Carlo under Q, empirical "
-                f"Bernstein [certified with confidence {MC_CONFIDENCE}]"))
+        lower_confidence=r["lower_confidence"], method=method)

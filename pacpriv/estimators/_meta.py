@@ -161,9 +161,18 @@ class _PACPrivate(BaseEstimator):
         return self
 
     def _scores(self, X) -> np.ndarray:
+        return np.asarray(self._carrier("predict", X), dtype=np.float64)
+
+    def _carrier(self, method: str, X):
+        """The fitted carrier's ``method`` on the validated ``X`` (with ``release="parameters"``
+        the released model itself; otherwise its scores, noised by :meth:`_fit`)."""
         check_is_fitted(self)
         X = _validate_data(self, X, reset=False)
-        return np.asarray(self.estimator_.predict(X), dtype=np.float64)
+        return getattr(self.estimator_, method)(X)
+
+    def _lookup(self, X) -> np.ndarray:
+        scores = self._scores(X)
+        return scores[:, 0] if scores.ndim == 2 and scores.shape[1] == 1 else scores
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -291,14 +300,8 @@ class PACPrivateClassifier(ClassifierMixin, _PACPrivate):
     def decision_function(self, X):
         """Scores of the noisy release, shape ``(n,)`` (binary) or ``(n, n_classes)``."""
         if self.release == "parameters":
-            check_is_fitted(self)
-            X = _validate_data(self, X, reset=False)
-            return self.estimator_.decision_function(X)
+            return self._carrier("decision_function", X)
         return self._lookup(X)
-
-    def _lookup(self, X) -> np.ndarray:
-        scores = self._scores(X)
-        return scores[:, 0] if scores.ndim == 2 and scores.shape[1] == 1 else scores
 
     def predict_proba(self, X):
         """Class probabilities from the noisy release, shape ``(n, n_classes)``.
@@ -307,10 +310,8 @@ class PACPrivateClassifier(ClassifierMixin, _PACPrivate):
         ``"decision_function"`` the noisy probabilities clipped to ``[0, 1]`` and
         renormalised (or a softmax of noisy decision values): post-processing only.
         """
-        check_is_fitted(self)
         if self.release == "parameters":
-            X = _validate_data(self, X, reset=False)
-            return self.estimator_.predict_proba(X)
+            return self._carrier("predict_proba", X)
         s = self._scores(X)
         if self.score_method_ == "predict_proba":
             p = np.clip(s, 0.0, 1.0) + 1e-12
@@ -321,10 +322,8 @@ class PACPrivateClassifier(ClassifierMixin, _PACPrivate):
 
     def predict(self, X):
         """Labels from the noisy release, shape ``(n,)``."""
-        check_is_fitted(self)
         if self.release == "parameters":
-            X = _validate_data(self, X, reset=False)
-            return self.estimator_.predict(X)
+            return self._carrier("predict", X)
         s = self._scores(X)
         if s.shape[1] == 1:  # binary decision_function
             return self.classes_[(s[:, 0] > 0).astype(int)]
@@ -363,9 +362,6 @@ class PACPrivateRegressor(RegressorMixin, _PACPrivate):
 
     def predict(self, X):
         """Predictions of the noisy release, shape ``(n,)``."""
-        check_is_fitted(self)
         if self.release == "parameters":
-            X = _validate_data(self, X, reset=False)
-            return self.estimator_.predict(X)
-        s = self._scores(X)
-        return s[:, 0] if s.ndim == 2 and s.shape[1] == 1 else s
+            return self._carrier("predict", X)
+        return self._lookup(X)

@@ -99,6 +99,17 @@ class FeatureHistogram:
             out.append(np.bincount(idx, minlength=nb).astype(np.float64))
         return np.concatenate(out) if out else np.zeros(0)
 
+    def clip_ranges(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """Outer edges per feature, ``(low, high)`` of shape ``(p,)`` (``∓inf`` for a feature
+        not histogrammed): a value beyond them counts in the end bin, i.e. it is clipped."""
+        low, high = np.full(n_features, -np.inf), np.full(n_features, np.inf)
+        feats = self.features if self.features is not None else tuple(range(n_features))
+        for k, j in enumerate(feats):
+            if 0 <= j < n_features:
+                e = self.edges[0] if len(self.edges) == 1 else self.edges[k]
+                low[j], high[j] = e[0], e[-1]
+        return low, high
+
     def per_record_differences(self, pool, mask, records=None) -> tuple[np.ndarray, np.ndarray]:
         """``f(S)`` and ``Δᵢ = f(S ∪ {i}) − f(S ∖ {i})``: record ``i``'s own counts (one per
         feature), exact and O(n) a call; shapes ``(d,)`` and ``(len(records), d)``."""
@@ -182,3 +193,4 @@ def feature_histogram(subset, *, rng=None) -> np.ndarray:
 
 
 _DEFAULT = FeatureHistogram(edges=(tuple(np.linspace(-1.0, 1.0, 11).tolist()),))
+feature_histogram.clip_ranges = _DEFAULT.clip_ranges  # type: ignore[attr-defined]

@@ -44,8 +44,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import _svm_fast
-from ._common import check_newton_settings, class_indices, split_supervised
-from ._linear import LinearModel, standardise
+from ._linear import LinearModel
+from ._newton import RADIUS_STEPS, NewtonModel
 
 __all__ = ["LinearSVMCoefficients", "LinearSVMNewton", "linear_svm_coefficients",
            "make_linear_svm"]
@@ -91,13 +91,8 @@ class LinearSVMCoefficients(LinearModel):
         )
 
 
-#: Radius of the flipped problems' ball, in multiples of the 99th percentile of the
-#: one-Newton-step moves (records beyond it are solved exactly).
-_RADIUS_STEPS = 4.0
-
-
 @dataclass(frozen=True)
-class LinearSVMNewton(LinearSVMCoefficients):
+class LinearSVMNewton(NewtonModel, LinearSVMCoefficients):
     """Two-class squared-hinge linear SVM solved exactly by Newton (module notes).
 
     Parameters
@@ -105,80 +100,36 @@ class LinearSVMNewton(LinearSVMCoefficients):
     classes, C, center, scale
         As :class:`LinearSVMCoefficients` (exactly two classes; ``max_iter`` and
         ``public_seed`` are unused).
-    tol : float, default 1e-9
-        Gradient-norm tolerance of every solution (> 0).
-    flip_tolerance : float, default 1e-6
-        Certified bound on the error of each flipped minimiser of
-        :meth:`per_record_differences` (>= 0, coefficient units; 0: exact solves only).
+    tol, flip_tolerance
+        The Newton settings of :class:`~pacpriv.mechanisms._newton.NewtonModel` (defaults
+        ``1e-9`` and ``1e-6``).
     """
 
-    tol: float = 1e-9
-    flip_tolerance: float = 1e-6
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_newton_settings(len(self.classes), self.tol, self.flip_tolerance,
-                              fallback="solver='liblinear'")
-
-    def to_dict(self) -> dict:
-        """JSON-serialisable configuration (``solver: "newton"``)."""
-        return {**super().to_dict(), "solver": "newton"}
+    newton_fallback: ClassVar[str] = "solver='liblinear'"
 
     @property
     def difference_error(self) -> float:
         """Bound on ``‖Δ_computed − Δ_release‖₂``: ``4 (tol + 1e-12) + flip_tolerance``."""
         return 4.0 * (self.tol + _svm_fast.ROUNDING) + float(self.flip_tolerance)
 
-    def _problem(self, subset) -> tuple[np.ndarray, np.ndarray]:
-        X, y = split_supervised(subset, mechanism=self.mechanism)
-        Z = standardise(X, self.center, self.scale)
-        X1 = np.hstack([Z, np.ones((Z.shape[0], 1))])
-        s = np.where(class_indices(y, self.classes) == 1, 1.0, -1.0) if y.size else \
-            np.zeros(0)
-        return X1, s
+    def _targets(self, positive: np.ndarray) -> np.ndarray:
+        return np.where(positive, 1.0, -1.0)
 
-    def __call__(self, subset, *, rng=None) -> np.ndarray:
-        """``[w, b]`` of the subset, shape ``(p + 1,)``; ``rng`` is ignored."""
-        X1, s = self._problem(subset)
-        w, _ = _svm_fast.solve(X1, s, np.ones(s.size), float(self.C), self.tol)
-        return w
+    def _fit(self, X1, target, weight, warm=None) -> tuple[np.ndarray, np.ndarray]:
+        return _svm_fast.solve(X1, target, weight, float(self.C), self.tol, warm)
 
-    def per_record_differences(self, pool, mask, records=None) -> tuple[np.ndarray, np.ndarray]:
-        """``f(S)`` and ``Δᵢ = f(S ∪ {i}) − f(S ∖ {i})`` for the records (default all), O(n).
-
-        Returns ``(base (p + 1,), diffs (len(records), p + 1))``, each difference within
-        :attr:`difference_error` of the difference of two releases (module notes).
-        """
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1, user_api="blas"):   # machine-independent results
-            return self._differences(pool, np.asarray(mask, dtype=bool), records)
-
-    def _differences(self, pool, mask, records):
-        X1, s = self._problem(pool)
-        recs = np.arange(s.size) if records is None else np.asarray(records, np.int64)
-        C, weight = float(self.C), mask.astype(np.float64)
-        w, h = _svm_fast.solve(X1, s, weight, C, self.tol)
-        if self.flip_tolerance > 0 and recs.size:
-            xr, ur, sr = X1[recs], X1[recs] @ w, s[recs]
-            sgn = np.where(mask[recs], -1.0, 1.0)
-            hx = np.linalg.solve(h, xr.T).T
-            curv = sgn * np.where(sr * ur < 1.0, 2.0 * C, 0.0)
-            grad = 2.0 * C * np.maximum(0.0, 1.0 - sr * ur)          # |ψ_i(u_i)|
-            move = grad * np.linalg.norm(hx, axis=1) / np.abs(
-                1.0 + curv * np.einsum("ip,ip->i", hx, xr))
-            radius = _RADIUS_STEPS * float(np.quantile(move, 0.99)) + 2.0 * self.tol
-            D, exact = _svm_fast.surrogate_flips(X1, s, mask, C, w, h, recs, radius=radius,
-                                                 budget=float(self.flip_tolerance))
-        else:
-            D, exact = np.zeros((recs.size, X1.shape[1])), np.ones(recs.size, dtype=bool)
-        for j in np.flatnonzero(exact):                       # solved exactly, one by one
-            flipped = weight.copy()
-            flipped[recs[j]] = 0.0 if mask[recs[j]] else 1.0
-            warm = w + D[j] if np.all(np.isfinite(D[j])) else w
-            v, _ = _svm_fast.solve(X1, s, flipped, C, self.tol, warm)
-            D[j] = v - w
-        return w, D * np.where(mask[recs], -1.0, 1.0)[:, None]
+    def _surrogate_flips(self, X1, target, mask, w, h, recs) -> tuple[np.ndarray, np.ndarray]:
+        C = float(self.C)
+        xr, ur, sr = X1[recs], X1[recs] @ w, target[recs]
+        sgn = np.where(mask[recs], -1.0, 1.0)
+        hx = np.linalg.solve(h, xr.T).T
+        curv = sgn * np.where(sr * ur < 1.0, 2.0 * C, 0.0)
+        grad = 2.0 * C * np.maximum(0.0, 1.0 - sr * ur)          # |ψ_i(u_i)|
+        move = grad * np.linalg.norm(hx, axis=1) / np.abs(
+            1.0 + curv * np.einsum("ip,ip->i", hx, xr))
+        radius = RADIUS_STEPS * float(np.quantile(move, 0.99)) + 2.0 * self.tol
+        return _svm_fast.surrogate_flips(X1, target, mask, C, w, h, recs, radius=radius,
+                                         budget=float(self.flip_tolerance))
 
 
 def make_linear_svm(

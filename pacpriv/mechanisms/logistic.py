@@ -51,8 +51,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._common import check_newton_settings, class_indices, split_supervised
-from ._linear import LinearModel, standardise
+from ._linear import LinearModel
+from ._newton import RADIUS_STEPS, NewtonModel
 from ._stable_fast import build_problem, surrogate_flips
 
 __all__ = ["LogisticCoefficients", "LogisticNewton", "logistic_coefficients", "make_logistic"]
@@ -92,37 +92,22 @@ class LogisticCoefficients(LinearModel):
 
 #: Round-off allowance on a computed gradient norm (as the stabilised logistic regression's).
 _ROUNDING = 1e-12
-#: Radius of the surrogate's ball, in multiples of the 99th percentile of the one-Newton-step
-#: moves (records beyond it are solved exactly).
-_RADIUS_STEPS = 4.0
 
 
 @dataclass(frozen=True)
-class LogisticNewton(LogisticCoefficients):
+class LogisticNewton(NewtonModel, LogisticCoefficients):
     """Two-class L2 logistic regression, intercept penalised, solved by Newton (module notes).
 
     Parameters
     ----------
     classes, C, center, scale
         As :class:`LogisticCoefficients` (exactly two classes; ``max_iter`` is unused).
-    tol : float, default 1e-9
-        Gradient-norm tolerance of every solution (> 0).
-    flip_tolerance : float, default 1e-6
-        Certified bound on the error of each flipped minimiser of
-        :meth:`per_record_differences` (>= 0, coefficient units; 0: exact solves only).
+    tol, flip_tolerance
+        The Newton settings of :class:`~pacpriv.mechanisms._newton.NewtonModel` (defaults
+        ``1e-9`` and ``1e-6``).
     """
 
-    tol: float = 1e-9
-    flip_tolerance: float = 1e-6
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_newton_settings(len(self.classes), self.tol, self.flip_tolerance,
-                              fallback="solver='lbfgs' or the stable_logistic mechanism")
-
-    def to_dict(self) -> dict:
-        """JSON-serialisable configuration (``solver: "newton"``)."""
-        return {**super().to_dict(), "solver": "newton"}
+    newton_fallback: ClassVar[str] = "solver='lbfgs' or the stable_logistic mechanism"
 
     @property
     def difference_error(self) -> float:
@@ -138,13 +123,8 @@ class LogisticNewton(LogisticCoefficients):
         X1, _ = self._problem(pool)
         return float(self.C) * (np.linalg.norm(X1, axis=1) + 2.0 * (self.tol + _ROUNDING))
 
-    def _problem(self, subset) -> tuple[np.ndarray, np.ndarray]:
-        X, y = split_supervised(subset, mechanism=self.mechanism)
-        Z = standardise(X, self.center, self.scale)
-        X1 = np.hstack([Z, np.ones((Z.shape[0], 1))])
-        t = (class_indices(y, self.classes) == 1).astype(np.float64) if y.size else \
-            np.zeros(0)
-        return X1, t
+    def _targets(self, positive: np.ndarray) -> np.ndarray:
+        return positive.astype(np.float64)
 
     def _solver(self, n_features: int):
         from .stable_logistic import PoolBasis, StableLogistic
@@ -152,52 +132,26 @@ class LogisticNewton(LogisticCoefficients):
         return StableLogistic(self.classes, PoolBasis.identity(n_features), 1.0 / float(self.C),
                               1.0, 1.0, float(self.tol))
 
-    def __call__(self, subset, *, rng=None) -> np.ndarray:
-        """``[w, b]`` of the subset, shape ``(p + 1,)``; ``rng`` is ignored."""
-        X1, t = self._problem(subset)
-        w, _ = self._solver(X1.shape[1] - 1)._solve(X1, t, np.ones(t.size), np.ones(t.size))
-        return w
+    def _fit(self, X1, target, weight, warm=None) -> tuple[np.ndarray, np.ndarray]:
+        return self._solver(X1.shape[1] - 1)._solve(X1, target, weight, np.ones(target.size),
+                                                    warm)
 
-    def per_record_differences(self, pool, mask, records=None) -> tuple[np.ndarray, np.ndarray]:
-        """``f(S)`` and ``Δᵢ = f(S ∪ {i}) − f(S ∖ {i})`` for the records (default all), O(n).
-
-        Returns ``(base (p + 1,), diffs (len(records), p + 1))``, each difference within
-        :attr:`difference_error` of the difference of two releases (module notes).
-        """
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1, user_api="blas"):   # machine-independent results
-            return self._differences(pool, np.asarray(mask, dtype=bool), records)
-
-    def _differences(self, pool, mask, records):
-        X1, t = self._problem(pool)
-        recs = np.arange(t.size) if records is None else np.asarray(records, np.int64)
-        sl, lam, cap = self._solver(X1.shape[1] - 1), 1.0 / float(self.C), np.ones(t.size)
-        weight = mask.astype(np.float64)
-        w, h = sl._solve(X1, t, weight, cap)
-        if self.flip_tolerance > 0 and recs.size:
-            sgn = np.where(mask[recs], -1.0, 1.0)
-            xr = X1[recs]
-            u = X1[recs] @ w
-            s = 0.5 + 0.5 * np.tanh(0.5 * u)
-            hx = np.linalg.solve(h, xr.T).T                   # rows H⁻¹ x_i
-            curv = sgn * s * (1.0 - s)
-            step = (sgn * (s - t[recs]) / (1.0 + curv * np.einsum("ip,ip->i", hx, xr)))
-            move = float(np.quantile(np.abs(step) * np.linalg.norm(hx, axis=1), 0.99))
-            radius = _RADIUS_STEPS * move + 2.0 * float(self.C) * (self.tol + _ROUNDING)
-            sp = build_problem(X1, t, mask, cap, w, lam=lam, normalizer=1.0, radius=radius)
-            D, exact = surrogate_flips(sp, X1, t, mask, cap, h, recs, lam=lam, normalizer=1.0,
-                                       tol=sl.tol, budget=float(self.flip_tolerance),
-                                       max_iter=sl.max_iter)
-        else:
-            D, exact = np.zeros((recs.size, X1.shape[1])), np.ones(recs.size, dtype=bool)
-        for j in np.flatnonzero(exact):                       # solved exactly, one by one
-            flipped = weight.copy()
-            flipped[recs[j]] = 0.0 if mask[recs[j]] else 1.0
-            warm = bool(np.all(np.isfinite(D[j])))
-            v, _ = sl._solve(X1, t, flipped, cap, w + D[j] if warm else w)
-            D[j] = v - w
-        return w, D * np.where(mask[recs], -1.0, 1.0)[:, None]
+    def _surrogate_flips(self, X1, target, mask, w, h, recs) -> tuple[np.ndarray, np.ndarray]:
+        t, sl = target, self._solver(X1.shape[1] - 1)
+        lam, cap = 1.0 / float(self.C), np.ones(target.size)
+        sgn = np.where(mask[recs], -1.0, 1.0)
+        xr = X1[recs]
+        u = X1[recs] @ w
+        s = 0.5 + 0.5 * np.tanh(0.5 * u)
+        hx = np.linalg.solve(h, xr.T).T                   # rows H⁻¹ x_i
+        curv = sgn * s * (1.0 - s)
+        step = (sgn * (s - t[recs]) / (1.0 + curv * np.einsum("ip,ip->i", hx, xr)))
+        move = float(np.quantile(np.abs(step) * np.linalg.norm(hx, axis=1), 0.99))
+        radius = RADIUS_STEPS * move + 2.0 * float(self.C) * (self.tol + _ROUNDING)
+        sp = build_problem(X1, t, mask, cap, w, lam=lam, normalizer=1.0, radius=radius)
+        return surrogate_flips(sp, X1, t, mask, cap, h, recs, lam=lam, normalizer=1.0,
+                               tol=sl.tol, budget=float(self.flip_tolerance),
+                               max_iter=sl.max_iter)
 
 
 def make_logistic(

@@ -66,6 +66,11 @@ class ClippedMean:
         lo, hi = as_bounds(self.low, self.high, n_features=n_features)
         return np.broadcast_to(lo, (n_features,)), np.broadcast_to(hi, (n_features,))
 
+    def clip_ranges(self, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """The public clipping range per feature, ``(low, high)`` of shape ``(p,)`` (checked
+        against the pool before a run: a range that moves most of it draws a warning)."""
+        return self.bounds(n_features)
+
     def __call__(self, subset, *, rng=None) -> np.ndarray:
         """Clipped mean of ``subset``, shape ``(p,)``; midpoint of the range if empty."""
         X = split_unsupervised(subset)
@@ -138,3 +143,4 @@ def _tuple(v):
 
 
 _DEFAULT = ClippedMean()
+clipped_mean.clip_ranges = _DEFAULT.clip_ranges  # type: ignore[attr-defined]

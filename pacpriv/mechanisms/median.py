@@ -62,3 +62,4 @@ def clipped_median(subset, *, rng=None) -> np.ndarray:
 
 
 _DEFAULT = ClippedMedian()
+clipped_median.clip_ranges = _DEFAULT.clip_ranges  # type: ignore[attr-defined]

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from pacpriv._random import RNGLike
-from pacpriv.exceptions import CalibrationError
+from pacpriv._stats import clipping_problem
+from pacpriv.exceptions import CalibrationError, ClippingWarning, warn_user
 from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
 from pacpriv.pac.noise._certificate import RelativeOutputs
@@ -38,6 +39,23 @@ def _as_slice(rows: np.ndarray) -> slice | np.ndarray:
     return rows
 
 
+def _warn_clipping(mechanism: Callable[..., Any], pool: Any) -> None:
+    """:class:`ClippingWarning` when a mechanism's public clipping ranges (its
+    ``clip_ranges(p)``: a clipped mean's bounds, a histogram's outer edges) move most of the
+    pool; mechanisms without them, or pools that are not a numeric matrix, pass silently."""
+    ranges = getattr(mechanism, "clip_ranges", None)
+    X = pool[0] if isinstance(pool, tuple) and pool else pool
+    if not callable(ranges) or getattr(X, "ndim", 0) != 2:
+        return
+    try:
+        low, high = ranges(X.shape[1])
+        problem = clipping_problem(X, low, high, what="the mechanism's clipping range(s)")
+    except (TypeError, ValueError):  # the simulation reports a mismatched pool its own way
+        return
+    if problem is not None:
+        warn_user(problem, ClippingWarning)
+
+
 def measure(
     mechanism: Callable[..., Any],
     pool: Any,
@@ -57,6 +75,7 @@ def measure(
     ``(simulation, spectrum, plan)``.
     """
     sampler = as_sampler(sampler)
+    _warn_clipping(mechanism, pool)
     sim = simulate(mechanism, pool, n_trials=n_trials, sampler=sampler, rng=rng,
                    execution=execution)
     _check_output_bound(sim.outputs, rule.output_bound_assumed, sim.reference)

@@ -22,7 +22,8 @@ the key's quota or the global budget, 429 with ``Retry-After`` over the key's re
 ``Idempotency-Key: <1–200 printable characters>`` makes a retry return the stored answer and
 spend nothing more. Limits (:class:`~pacpriv.prediction._limits.ServeLimits`): a body over
 ``max_body_bytes`` or with more than ``max_rows`` rows gets 413 before it is parsed; a request
-past ``timeout`` gets 503 and its charge is refunded. Malformed rows: 422, nothing spent.
+past ``timeout`` gets 503 and its charge is refunded. Malformed rows, and a body nested deeper
+than the expected shape (``{"rows": [[...], ...]}``, 3 levels), get 422, nothing spent.
 
 Nothing secret (the world index, the noise seed, a token) is ever logged or returned; the audit
 table holds key ids, times, rows, nats and outcomes, never queries or answers.

@@ -3,17 +3,22 @@
 :class:`ServeLimits` holds the settings; :class:`BodyLimit` is a plain ASGI middleware that
 answers 413 from the ``Content-Length`` header alone when it is over the limit, and otherwise
 reads the body chunk by chunk, stopping with 413 as soon as the count passes the limit (so a
-huge body is never held in memory), then counts the rows (``[`` brackets) in the raw bytes
-before any JSON parsing; :class:`RateLimiter` is a token bucket per analyst key (per replica:
-each replica has its own buckets; the budget itself is global through the ledger).
+huge body is never held in memory), then reads the nesting depth and the rows (``[``
+brackets at the rows' depth, outside strings) from the raw bytes before any JSON parsing: a
+body nested deeper than ``{"rows": [[...], ...]}`` gets 422 (a shape error, not a size one);
+:class:`RateLimiter` is a token bucket per analyst key (per replica: each replica has its own
+buckets; the budget itself is global through the ledger).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from dataclasses import dataclass
+
+import numpy as np
 
 from pacpriv._json import dumps
 from pacpriv._validation import check_int, check_real
@@ -93,6 +98,28 @@ async def _reply(send, status: int, detail: str, headers: tuple = ()) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+#: The shape of a ``/predict`` body, as the errors write it.
+EXPECTED_BODY = '{"rows": [[x_11, ..., x_1k], ...]}'
+#: Deepest nesting of ``[``/``{`` in a valid body: the object, its list, a row.
+MAX_BODY_DEPTH = 3
+#: A JSON string (its brackets are text, not structure).
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def body_shape(body: bytes) -> tuple[int, int]:
+    """``(depth, rows)`` of a JSON body, read without parsing it: the deepest nesting of
+    brackets and braces outside strings, and the lists opened at the rows' depth
+    (:data:`MAX_BODY_DEPTH`). Linear time and memory in the body's size."""
+    marks = np.frombuffer(_STRING.sub(b'""', body), dtype=np.uint8)
+    opens = (marks == ord("[")) | (marks == ord("{"))
+    step = opens.astype(np.int64) - ((marks == ord("]")) | (marks == ord("}")))
+    if not step.size:
+        return 0, 0
+    depth = np.cumsum(step)
+    rows = int(np.count_nonzero((marks == ord("[")) & (depth == MAX_BODY_DEPTH)))
+    return int(depth.max()), rows
+
+
 class BodyLimit:
     """ASGI middleware: 413 for a body over ``max_bytes`` or with more than ``max_rows`` rows,
     before the application (and its JSON parser) sees it; only for ``paths``."""
@@ -124,7 +151,12 @@ class BodyLimit:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        rows = max(body.count(b"[") - 1, 0)  # {"rows": [[...], ...]}: one bracket per row
+        depth, rows = body_shape(body)
+        if depth > MAX_BODY_DEPTH:
+            await _reply(send, 422, "request body nested too deeply: expected "
+                                    f"{EXPECTED_BODY}, at most {MAX_BODY_DEPTH} levels of "
+                                    "brackets and braces; nothing was charged")
+            return
         if rows > self.max_rows:
             await _reply(send, 413, f"more than {self.max_rows} query rows in one request "
                                     "(--max-rows); split the batch")

@@ -156,7 +156,7 @@ class StateDir:
         private_dir(self.path)
         scope = None
         if self.config_path.is_file():  # a rewrite keeps the ledger's scope
-            with contextlib.suppress(OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
                 scope = json.loads(self.config_path.read_text()).get("ledger_scope")
         body = {"format": _FORMAT, "version": _VERSION,
                 "ledger_scope": scope or f"predictor:{secrets.token_hex(8)}", **config}
@@ -176,6 +176,9 @@ class StateDir:
         except (OSError, ValueError) as err:
             raise CheckpointError(f"state directory {str(self.path)!r}: unreadable "
                                   f"config.json ({err}).") from err
+        if not isinstance(config, dict):  # valid JSON, but not the object written
+            raise CheckpointError(f"state directory {str(self.path)!r}: config.json is not a "
+                                  f"JSON object (line 1 holds a {type(config).__name__}).")
         if config.get("format") != _FORMAT or config.get("version") not in (1, _VERSION):
             raise CheckpointError(
                 f"state directory {str(self.path)!r} is not a pacpriv prediction state "

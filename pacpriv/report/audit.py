@@ -23,6 +23,7 @@ from pacpriv._files import report_folder
 from pacpriv._numbers import format_bound
 from pacpriv.report.builder import (
     REPORT_FILES,
+    _check_formats,
     _command,
     _markdown_blocks,
     _md_cell,
@@ -266,10 +267,7 @@ def write_audit_report(report: Mapping, out_dir: str | os.PathLike, *,
     BlockingIOError
         Another pacpriv run (another process) is writing into ``out_dir``.
     """
-    formats = tuple(formats)
-    unknown = set(formats) - {"json", "md", "html"}
-    if unknown:
-        raise ValueError(f"`formats` must be a subset of json, md, html; got {sorted(unknown)}.")
+    formats = _check_formats(formats)
     r = {**report, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
          "reproducibility": {"command": _command(), "versions": _versions()}}
     if not isinstance(overwrite, bool):

@@ -430,10 +430,7 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
         ``out_dir`` (or a folder on its way) is an existing file, or not writable; checked
         before the report is built.
     """
-    formats = tuple(formats)
-    unknown = set(formats) - {"json", "md", "html"}
-    if unknown:
-        raise ValueError(f"`formats` must be a subset of json, md, html; got {sorted(unknown)}.")
+    formats = _check_formats(formats)
     out = check_output_dir(out_dir, "`out_dir`")
     overwrite = _check_overwrite(overwrite)
     # no other run writes here meanwhile; an earlier report only with overwrite=True (a CLI
@@ -444,6 +441,15 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
         report = build_report(result, pool_statistics=pool_statistics)
         replace_earlier(out, {f"report.{f}" for f in formats})
         return _write_formats(out, report, result, formats)
+
+
+def _check_formats(formats) -> tuple:
+    """``formats`` as a tuple; ValueError naming the unknown ones (json, md and html are known)."""
+    formats = tuple(formats)
+    unknown = set(formats) - {"json", "md", "html"}
+    if unknown:
+        raise ValueError(f"`formats` must be a subset of json, md, html; got {sorted(unknown)}.")
+    return formats
 
 
 def _check_overwrite(overwrite) -> bool:

@@ -163,6 +163,28 @@ def _error_bar_text(n: Mapping) -> str:
             "section).")
 
 
+#: The scalar rows of the noise table: label, then key of the report's ``noise``.
+_NOISE_FIELDS = (
+    ("rule", "rule"), ("basis", "basis"), ("directions with own noise", "n_directions"),
+    ("noise std (max)", "noise_std_max"), ("noise std (min)", "noise_std_min"),
+    ("residual std (other directions)", "residual_std"),
+    ("expected noise power E‖B‖²", "expected_noise_power"),
+    ("confidence 1 − γ (certificate, or Algorithm 1)", "confidence"),
+)
+#: The rows of the simulation table after the sampler's: label, then key of ``simulation``.
+_SIMULATION_FIELDS = (
+    ("trials", "n_trials"), ("output dimension d", "dim"), ("backend", "backend"),
+    ("n_jobs", "n_jobs"), ("wall time (s)", "elapsed_s"),
+    ("trials restored from checkpoint", "resumed_trials"),
+)
+
+
+def _field_rows(section: Mapping, fields: tuple[tuple[str, str], ...]) -> list[tuple]:
+    """Table rows ``(label, section.get(key), side_of(key), False)`` of ``(label, key)``
+    fields (an absent key gives ``None``, shown as ``—``)."""
+    return [(label, section.get(key), side_of(key), False) for label, key in fields]
+
+
 def _shown_rows(noise: Mapping, rows: list[tuple]) -> list[tuple]:
     """Rows of the noise table; with the pool statistics hidden, the absent (absolute)
     values are left out instead of shown as ``—``."""
@@ -205,15 +227,7 @@ def _headline(r: Mapping) -> tuple[list[tuple], list[tuple]]:
 
 def _noise_section(n: Mapping, utility_rows: list[tuple]) -> tuple[str, list[tuple]]:
     return ("Noise", [("table", _shown_rows(n, [
-        ("rule", n.get("rule"), "nearest", False),
-        ("basis", n.get("basis"), "nearest", False),
-        ("directions with own noise", n.get("n_directions"), "nearest", False),
-        ("noise std (max)", n.get("noise_std_max"), "up", False),
-        ("noise std (min)", n.get("noise_std_min"), "up", False),
-        ("residual std (other directions)", n.get("residual_std"), "up", False),
-        ("expected noise power E‖B‖²", n.get("expected_noise_power"), "up", False),
-        ("confidence 1 − γ (certificate, or Algorithm 1)", n.get("confidence"), "nearest",
-         False),
+        *_field_rows(n, _NOISE_FIELDS),
         ("noise std per output coordinate (the release's error bar, output units)",
          list(n.get("noise_std_per_coordinate", []))[:TOP_ROWS], "up", False),
         ("noise std (top directions)", list(n.get("noise_std_top", [])), "up", False),
@@ -281,12 +295,7 @@ def pac_layout(r: Mapping) -> list[tuple[str, list[tuple]]]:
         ("Sampler and simulation", [("table", [
             *[("sampler inclusion probability q" if k == "prior" else f"sampler {k}", v,
                "nearest", False) for k, v in sampler.items()],
-            ("trials", sim.get("n_trials"), "nearest", False),
-            ("output dimension d", sim.get("dim"), "nearest", False),
-            ("backend", sim.get("backend"), "nearest", False),
-            ("n_jobs", sim.get("n_jobs"), "nearest", False),
-            ("wall time (s)", sim.get("elapsed_s"), "nearest", False),
-            ("trials restored from checkpoint", sim.get("resumed_trials"), "nearest", False),
+            *_field_rows(sim, _SIMULATION_FIELDS),
         ])]),
         ("Output spectrum (estimated covariance Σ)", [
             ("table", [(k, v, "nearest", False) for k, v in s.items()

@@ -263,12 +263,13 @@ class LedgerStore:
         self._scopes.add(scope)
 
     @contextlib.contextmanager
-    def _raw(self, write: bool = True) -> Iterator:
-        """A plain transaction (no scope lock): committed on success, rolled back on error."""
+    def _raw(self, write: bool = True, scope: str | None = None) -> Iterator:
+        """A plain transaction, holding ``scope``'s write lock when a scope is named (no lock
+        for None): its cursor, committed on success, rolled back on error."""
         conn = self._connection()
         cur = conn.cursor()
         try:
-            self._begin(cur, None, write)
+            self._begin(cur, scope, write)
             yield cur
             conn.commit()
         except BaseException:
@@ -282,17 +283,8 @@ class LedgerStore:
         """One transaction holding ``scope``'s write lock; committed when the block ends
         without an exception, rolled back (nothing recorded) otherwise."""
         self.ensure_scope(scope)
-        conn = self._connection()
-        cur = conn.cursor()
-        try:
-            self._begin(cur, scope)
+        with self._raw(scope=scope) as cur:
             yield Transaction(self, cur, scope)
-            conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
-        finally:
-            cur.close()
 
     def read(self, scope: str) -> tuple[float, int]:
         """``(spent, rows)`` of ``scope`` (one short transaction)."""

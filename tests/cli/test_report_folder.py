@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -23,25 +22,6 @@ COMMANDS = [
     ["compare", "--dataset", "iris", "--target-accuracy", "0.6"],
     ["audit", "--dataset", "digits", "--non-private"],
 ]
-
-
-@pytest.fixture
-def holder(tmp_path):
-    """Another process holding the folder's lock (a concurrent run)."""
-    out = tmp_path / "out"
-    out.mkdir()
-    code = textwrap.dedent(f"""
-        import fcntl, os, sys, time
-        fd = os.open({str(out / LOCK_NAME)!r}, os.O_RDWR | os.O_CREAT)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        print("held", flush=True)
-        time.sleep(60)
-    """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "held"
-    yield out
-    proc.kill()
-    proc.wait()
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a[:2]))

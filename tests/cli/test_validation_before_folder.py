@@ -10,9 +10,7 @@ straight to stderr, outside the warnings the CLI collects.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -45,25 +43,6 @@ BAD = [
     (["predict", "status", "--state", "/nonexistent-pacpriv-state"], "--state"),
 ]
 IDS = [f"{a[0]}-{a[1]}-{flag}" for a, flag in BAD]
-
-
-@pytest.fixture
-def holder(tmp_path):
-    """Another process holding the folder's lock (a concurrent run)."""
-    out = tmp_path / "held"
-    out.mkdir()
-    code = textwrap.dedent(f"""
-        import fcntl, os, time
-        fd = os.open({str(out / LOCK_NAME)!r}, os.O_RDWR | os.O_CREAT)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        print("held", flush=True)
-        time.sleep(60)
-    """)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "held"
-    yield out
-    proc.kill()
-    proc.wait()
 
 
 def _bad_flag_named(capsys, flag):

@@ -148,6 +148,28 @@ def test_regressor_parameters_release():
     assert reg.release_ == "parameters: coef_, intercept_ of the fitted Ridge"
 
 
+def test_regressor_decision_function_release_and_unfitted_calls():
+    """release='decision_function': the regressor predicts its released, noisy values on the
+    public rows (1-D); before fit every prediction method raises NotFittedError."""
+    from sklearn.exceptions import NotFittedError
+
+    X, y = load_diabetes(return_X_y=True)
+    public = X[:12]
+    reg = PACPrivateRegressor(release="decision_function", public_X=public, mi_budget=0.5,
+                              n_trials=20, random_state=0).fit(X, y)
+    released = np.asarray(reg.estimator_.predict(public), dtype=np.float64)
+    assert reg.predict(public).shape == (12,)
+    np.testing.assert_array_equal(reg.predict(public), released.reshape(12))
+    noise_free = Ridge().fit(X, y).predict(public)
+    assert not np.allclose(reg.predict(public), noise_free)  # the release carries noise
+    for est, methods in ((PACPrivateRegressor(), ("predict",)),
+                         (PACPrivateClassifier(), ("predict", "predict_proba",
+                                                   "decision_function"))):
+        for method in methods:
+            with pytest.raises(NotFittedError):
+                getattr(est, method)(public)
+
+
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
     ({"mi_budget": 0.1, "target_accuracy": 0.6}, ValueError, "at most one of `mi_budget`"),
     ({"target_accuracy": 0.4}, ValueError, r"`target_accuracy` must be in \(0.5, 1\); got 0.4"),

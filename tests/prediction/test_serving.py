@@ -159,6 +159,33 @@ def test_oversized_bodies_and_too_many_rows_get_413_before_parsing(state):
     assert pp.budget()["n_answered"] == 0
 
 
+@pytest.mark.parametrize("body", [
+    b'{"rows": ' + b"[" * 200 + b"1" + b"]" * 200 + b"}",          # deep lists
+    b'{"rows": [[1, 2]], "x": ' + b'{"a": ' * 50 + b"1" + b"}" * 50 + b"}",  # deep objects
+    b"[" * 3000 + b"]" * 3000,                                      # a bare deep list
+])
+def test_deeply_nested_bodies_get_422_naming_the_shape(state, body):
+    """A deeply nested body got 413 "more than N query rows"; it is a shape error."""
+    pp, client = _client(state, max_body_bytes=1 << 16, max_rows=3)
+    r = client.post("/predict", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    detail = r.json()["detail"]
+    assert "nested too deeply" in detail and '{"rows": [[x_11, ..., x_1k], ...]}' in detail
+    assert "rows in one request" not in detail
+    assert pp.budget()["n_answered"] == 0 and pp.ledger.releases == []
+
+
+def test_brackets_inside_strings_are_not_rows_or_depth(state):
+    from pacpriv.prediction._limits import body_shape
+
+    assert body_shape(b'{"rows": [[1, 2], [3, 4]], "note": "[[[[[[x]]]]]]"}') == (3, 2)
+    assert body_shape(b'{"rows": [[1], [2]], "n": "\\"}') == (3, 2)
+    _, client = _client(state, max_rows=3)
+    X = cancer()[0][:2].tolist()
+    r = client.post("/predict", json={"rows": X, "note": "[" * 40})
+    assert r.status_code != 413 and "nested" not in r.text
+
+
 def test_rate_limit_gives_429_with_retry_after(state):
     pp, client = _client(state, rate=0.01, burst=2)
     row = {"rows": cancer()[0][:1].tolist()}

@@ -159,3 +159,18 @@ def test_state_directory_is_owner_only(tmp_path):
     assert {str(p.relative_to(tmp_path)): os.stat(p).st_mode & 0o777 for p in files} == {
         str(p.relative_to(tmp_path)): 0o600 for p in files}
     assert PrivatePredictor.load(state).n_answered == 0
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", '"a string"', "3", "null"])
+def test_a_config_that_is_json_but_not_an_object_is_refused(tmp_path, text):
+    """Valid JSON of another shape ended in an AttributeError traceback."""
+    from pacpriv.exceptions import CheckpointError
+    from pacpriv.prediction._state import StateDir
+
+    state = StateDir(tmp_path / "s")
+    state.write_config({"total_budget": 1.0})
+    (tmp_path / "s" / "config.json").write_text(text)
+    with pytest.raises(CheckpointError, match=r"config.json is not a JSON object \(line 1"):
+        state.read_config()
+    state.write_config({"total_budget": 2.0})  # a rewrite over it works, with a fresh scope
+    assert state.read_config()["total_budget"] == 2.0

@@ -10,6 +10,7 @@ anything is written, and takes the same per-folder lock against concurrent write
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import numpy as np
@@ -63,6 +64,16 @@ def test_any_earlier_report_file_counts(result, tmp_path):
 def test_overwrite_must_be_a_bool(result, tmp_path):
     with pytest.raises(TypeError, match="`overwrite` must be a bool"):
         write_report(result, tmp_path, formats=("json",), overwrite="yes")
+
+
+@pytest.mark.parametrize("formats", [("json", "pdf"), ("svg",), ["md", "txt", "pdf"]])
+def test_both_writers_refuse_an_unknown_format_before_writing(result, tmp_path, formats):
+    """write_report and write_audit_report name the unknown formats (sorted), one check."""
+    unknown = re.escape(str(sorted(set(formats) - {"json", "md", "html"})))
+    for write, what in ((write_report, result), (write_audit_report, {"attacks": []})):
+        with pytest.raises(ValueError, match=r"subset of json, md, html; got " + unknown):
+            write(what, tmp_path / "rep", formats=formats)
+    assert not (tmp_path / "rep").exists()
 
 
 def test_folder_locked_by_another_writer_is_refused(result, tmp_path):

@@ -44,6 +44,11 @@ _GRID = 512
 SHAPE_SLOPE = 0.2
 
 
+#: Largest output dimension the planning model answers for: ``2**53`` (every integer up to it
+#: is exact in float64; above it the F-distribution quantiles are NaN).
+MAX_DIM = 2**53
+
+
 @functools.lru_cache(maxsize=64)
 def _chi2_grid(k: float) -> np.ndarray:
     """``χ²_k/k`` at the midpoints of :data:`_GRID` quantiles (read-only; the same ``k`` for
@@ -113,7 +118,7 @@ def predicted_inflation(
     True
     """
     m = check_int(n_trials, "n_trials", low=1)
-    d = check_int(dim, "dim", low=1, high=2**63 - 1)
+    d = check_int(dim, "dim", low=1, high=MAX_DIM)
     gamma = 1.0 - _check_confidence(confidence)
     deff = float(d if effective_dim is None else check_real(effective_dim, "effective_dim",
                                                              low=1.0, high=float(d)))
@@ -146,7 +151,7 @@ def trials_for_inflation(
     Parameters
     ----------
     dim : int
-        Output dimension ``d >= 1``.
+        Output dimension, ``1 <= d <= 2**53`` (:data:`MAX_DIM`).
     target_inflation : float, default 1.2
         Allowed certified noise power relative to the oracle square-root rule, ``> 1``.
     confidence, shape_fraction, clip_margin, effective_dim, clip_probability
@@ -168,7 +173,7 @@ def trials_for_inflation(
     >>> trials_for_inflation(12) > trials_for_inflation(12, target_inflation=2.0)
     True
     """
-    d = check_int(dim, "dim", low=1, high=2**63 - 1)
+    d = check_int(dim, "dim", low=1, high=MAX_DIM)
     target = check_real(target_inflation, "target_inflation", low=1.0, low_inclusive=False)
     cap = check_int(max_trials, "max_trials", low=_MIN_TRIALS)
 

@@ -98,3 +98,22 @@ def test_refund_needs_a_charge_and_scopes_are_separate(tmp_path):
         a.refund(a.refund(entry))
     assert a.spent == 0.0 and b.spent == 0.5
     assert a.can_charge(1.0) and not b.can_charge(0.75)
+
+
+def test_a_transaction_that_raises_records_nothing_and_one_that_ends_commits(tmp_path):
+    """``transaction`` (on the store's one commit/rollback path, ``_raw``): an exception in the
+    block rolls the charge back; a block that ends commits it, read back by sqlite3 directly."""
+    path = tmp_path / "ledger.db"
+    store = open_store(path)
+    with pytest.raises(RuntimeError, match="release failed"):
+        with store.transaction("s") as tx:
+            tx.charge(0.25, rows=3, label="lost")
+            assert tx.totals() == (0.25, 3)  # seen inside the open transaction
+            raise RuntimeError("release failed")
+    assert _independent_sum(path, "s") == 0.0
+    with store.transaction("s") as tx:
+        tx.charge(0.5, rows=1)
+    assert _independent_sum(path, "s") == 0.5
+    with store.transaction("s") as tx:
+        assert tx.totals() == (0.5, 1)
+        assert [e.label for e in tx.entries()] == [None]

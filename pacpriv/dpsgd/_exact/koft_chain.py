@@ -1,0 +1,282 @@
+"""Certified upper and lower chains for one epoch of k-out-of-t allocation.
+
+Private helper of :mod:`pacpriv.dpsgd.k_of_t`. Under ``P`` one epoch's likelihood ratio is
+``T = e_k(W)/C(t, k)``, ``W_j = exp(y_j/σ − 1/(2σ²))`` i.i.d. (``y_j ~ N(0, 1)``), a
+mean-one log-normal. Processing the coordinates one at a time, the normalised state
+
+    s_i(j) = e_i(W_1..W_j)/C(j, i),   i = 1..k,   s_0 = 1,
+
+obeys ``s_i(j + 1) = (1 − i/(j+1))·s_i(j) + (i/(j+1))·W_{j+1}·s_{i−1}(j)`` and ``T = s_k(t)``.
+The final ``T`` is *affine in the state* ``(s_1..s_k)(j)`` given the later coordinates (and
+affine in each ``W_j``), so:
+
+* **upper chain**: a mean-preserving split of a coordinate's law onto the nodes of its cell,
+  or of a state vector onto the corners of its cell (tensor product of two-point splits, one
+  per axis, each preserving that axis' value), is an increase of ``T`` in the convex order;
+  moving the negligible bottom tail of ``W`` up is an increase in the increasing order, and
+  the top tail of ``W`` is split to its top node and ``+∞`` (Q-mass at ``+∞``). Every step
+  can only increase ``E[(T·R − c)_+]`` for any independent ``R ≥ 0``, so the E-fold TV of
+  the chain is an upper bound (the argument of the ``k = 1`` chain,
+  :mod:`pacpriv.dpsgd._exact.lattice`);
+* **lower chain**: a coordinate is replaced by its conditional mean on its cell, and the
+  states of one cell by their conditional mean (``T`` is then the conditional expectation of
+  the exact ``T`` given the cells: a garbling), so its E-fold TV is a lower bound.
+
+State cells are ``[e^{aΔ}, e^{(a+1)Δ})`` per axis (``Δ = dln``); the coordinate's nodes are
+``exp(−s²/2 + s·z)`` on a sinh-spaced ``z`` grid (dense in the bulk). Both errors are second
+order in the cell widths. The work is ``t × (states × n_w × 2^k)``: the chain is run only
+while the number of states stays below ``max_atoms`` (else ``None``: the caller keeps its
+other bounds).
+
+Round-off is bounded and put on the pessimistic side: the upper chain adds its stop-loss
+slack (mass errors of the coordinate's law, relative errors of the state arithmetic, each
+with ``E_P[T] = 1``) to the Q-mass at ``+∞``; the lower chain carries an l1 error of its
+masses and a relative error ``κ`` of its likelihood ratios, charged as in
+:func:`pacpriv.dpsgd.exact.exact_membership_inference_accuracy`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+
+from pacpriv.dpsgd._exact import composition as _comp
+from pacpriv.dpsgd._exact.lattice import cell_masses_bounded
+from pacpriv.dpsgd._exact.roundoff import _U
+
+__all__ = ["ChainSettings", "koft_chain_tv"]
+
+_WINDOW_TAU = 1e-15  # as in pacpriv.dpsgd.exact: Chernoff mass outside the FFT window
+_DENSE_BOX = 4_000_000  # group by a dense bincount when the index box is at most this big
+_Z_LOW, _Z_TOP, _Z_BULK = 6.0, 6.0, 1.0  # coordinate grid: z in [−6, s + 6], sinh scale 1
+
+
+@dataclass(frozen=True)
+class ChainSettings:
+    """Resolution of the chains: coordinate nodes, state cell width (ln units), work cap."""
+
+    n_w: int = 90
+    dln: float = 0.07
+    max_atoms: int = 16_000_000
+    c_epoch: float = 64.0
+
+
+def _coordinate_law(s: float, n_w: int, upper: bool) -> tuple[np.ndarray, np.ndarray, float,
+                                                                  float]:
+    """One coordinate ``W``: nodes, masses, Q-excess sent to +∞ (upper) and a mass error.
+
+    Returns ``(x, p, excess, slack)``: ``slack`` bounds ``Σ_i |Δp_i|·(x_i + 1)`` (upper: the
+    stop-loss perturbation of the split by the cell-mass round-off) or the l1 error of the
+    masses (lower); the lower chain's nodes are conditional means ``q_c/p_c`` whose relative
+    error is returned through ``excess`` (no Q-excess there).
+    """
+    z_hi = s + _Z_TOP
+    u = np.linspace(math.asinh(-_Z_LOW / _Z_BULK), math.asinh(z_hi / _Z_BULK), n_w)
+    nodes = np.exp(-0.5 * s * s + s * (_Z_BULK * np.sinh(u)))
+    edges = np.concatenate(([0.0], nodes, [np.inf]))
+    pc, qc, ep, eq = cell_masses_bounded(edges, s)
+    if not upper:
+        keep = pc > 0
+        # relative error of a conditional mean q_c/p_c: ep/p_c + eq/q_c + a division
+        rel = ep[keep] / pc[keep] + eq[keep] / np.maximum(qc[keep], 1e-300)
+        kappa = float(np.max(rel)) * 1.01 + 4.0 * _U
+        return qc[keep] / pc[keep], pc[keep], kappa, float(np.sum(ep)) * 1.01
+    p = np.zeros(nodes.size)
+    p[0] += pc[0]  # bottom cell [0, x_0) moved up to x_0 (increasing order)
+    pcell, qcell = pc[1:-1], qc[1:-1]
+    width = nodes[1:] - nodes[:-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = np.where(pcell > 0, (qcell / pcell - nodes[:-1]) / width, 0.0)
+    alpha = np.clip(alpha + 1e-12, 0.0, 1.0)  # nudged up: only increases the convex order
+    p[:-1] += (1.0 - alpha) * pcell
+    p[1:] += alpha * pcell
+    p[-1] += pc[-1]
+    excess = max(float(qc[-1] - nodes[-1] * pc[-1]), 0.0)
+    # |Δ(p m)| ≤ eq and |Δp| ≤ ep per cell; a split moves them to the cell's nodes
+    w_hi = np.append(nodes[1:], nodes[-1])
+    slack = float(np.sum(eq[1:]) + np.dot(ep[1:], w_hi + 1.0) + ep[0] * (nodes[0] + 1.0))
+    slack = slack * 1.01 + 8.0 * n_w * _U
+    keep = p > 0
+    return nodes[keep], p[keep], excess, slack
+
+
+def _keys(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Integer cell indices ``(n, d)`` to one int64 key per row (mixed radix)."""
+    mn = a.min(axis=0)
+    span = a.max(axis=0) - mn + 2
+    if float(np.prod(span.astype(np.float64))) > 2.0**62:
+        raise OverflowError("cell index box beyond int64")
+    key = np.zeros(a.shape[0], np.int64)
+    for i in range(a.shape[1]):
+        key = key * span[i] + (a[:, i] - mn[i])
+    return key, mn, span
+
+
+def _decode(key: np.ndarray, mn: np.ndarray, span: np.ndarray) -> np.ndarray:
+    out = np.empty((key.size, span.size), np.int64)
+    for i in reversed(range(span.size)):
+        out[:, i] = key % span[i] + mn[i]
+        key = key // span[i]
+    return out
+
+
+def _group(key: np.ndarray, weights: list, box: int) -> tuple[np.ndarray, list]:
+    """Distinct keys and the per-key sums of each weight array."""
+    if box <= _DENSE_BOX:
+        nz = np.flatnonzero(np.bincount(key, minlength=box))
+        return nz, [np.bincount(key, weights=w, minlength=box)[nz] for w in weights]
+    uniq, inv = np.unique(key, return_inverse=True)
+    inv = inv.ravel()
+    return uniq, [np.bincount(inv, weights=w, minlength=uniq.size) for w in weights]
+
+
+def _regrid(states: np.ndarray, p: np.ndarray, dln: float, upper: bool
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Upper: split every state to its cell's corners; lower: merge each cell to its mean."""
+    d = states.shape[1]
+    a = np.floor(np.log(states) / dln).astype(np.int64)
+    key, mn, span = _keys(a)
+    box = int(np.prod(span.astype(np.float64)))
+    if not upper:
+        _, sums = _group(key, [p] + [p * states[:, i] for i in range(d)], box)
+        keep = sums[0] > 0  # cells whose mass underflowed to 0 carry nothing
+        return np.stack([w[keep] for w in sums[1:]], axis=1) / sums[0][keep, None], sums[0][keep]
+    lo = np.exp(a * dln)
+    beta = np.clip((states - lo) / (lo * math.expm1(dln)), 0.0, 1.0)
+    weights = []
+    for corner in range(2**d):
+        w = p
+        for i in range(d):
+            w = w * (beta[:, i] if (corner >> i) & 1 else 1.0 - beta[:, i])
+        weights.append(w)
+    ukey, sums = _group(key, weights, box)
+    cells = _decode(ukey, mn, span)
+    offsets = [np.array([(c >> i) & 1 for i in range(d)]) for c in range(2**d)]
+    all_cells = np.concatenate([cells + off for off in offsets])
+    key2, mn2, span2 = _keys(all_cells)
+    ukey2, (pn,) = _group(key2, [np.concatenate(sums)], int(np.prod(span2.astype(float))))
+    keep = pn > 0
+    return np.exp(_decode(ukey2[keep], mn2, span2) * dln), pn[keep]
+
+
+def _component(states: np.ndarray, i: int, lo: int, hi: int) -> np.ndarray:
+    """``s_i`` of every state (``s_0 = 1``; ``s_i = 0`` where ``i`` exceeds the steps done)."""
+    if i == 0:
+        return np.ones(states.shape[0])
+    return states[:, i - lo] if lo <= i <= hi else np.zeros(states.shape[0])
+
+
+def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSettings,
+                work_budget: float = math.inf) -> dict | None:
+    """Atoms ``(T, p)`` of one epoch's chain, with its error terms.
+
+    None (before most of the work) when a step would hold more than ``settings.max_atoms``
+    candidate atoms or the work done plus the current step's work times the steps left
+    exceeds ``work_budget`` (work: candidate atoms × split corners, summed over steps).
+    """
+    x, px, extra, slack = _coordinate_law(1.0 / sigma, settings.n_w, upper)
+    states = np.zeros((1, 0))
+    p = np.ones(1)
+    lo, hi = 1, 0
+    work, sums_err = 0.0, 0.0
+    for j in range(t):
+        nlo, nhi = max(1, k - (t - j - 1)), min(j + 1, k)
+        n = states.shape[0]
+        step = float(n * x.size) * (2 ** (nhi - nlo + 1) if upper else nhi - nlo + 2)
+        if step > settings.max_atoms or work + step * (t - j) > work_budget:
+            return None
+        work += step
+        # a cell's sums (bincount, sequential) add at most (candidates)·u relative error
+        sums_err += 2.0 * float(n * x.size) * (2 ** (nhi - nlo + 1) + 1) * _U
+
+        cols = [(1.0 - i / (j + 1)) * _component(states, i, lo, hi)[:, None]
+                + (i / (j + 1)) * _component(states, i - 1, lo, hi)[:, None] * x[None, :]
+                for i in range(nlo, nhi + 1)]
+        cols = [c.ravel() for c in cols]
+        new, pn = np.stack(cols, axis=1), (p[:, None] * px[None, :]).ravel()
+        lo, hi = nlo, nhi
+        if j == t - 1:
+            keep = pn > 0
+            states, p = new[keep], pn[keep]
+            break
+        try:
+            states, p = _regrid(new, pn, settings.dln, upper)
+        except OverflowError:  # states spread over more cells than int64 keys can label
+            return None
+    if not np.all(np.isfinite(states)):  # overflow: no bound from this chain
+        return None
+    # relative error of a state value: each step ≤ 6 roundings (the update, the split's
+    # β and the nodes' exp), plus the coordinate's own (lower: its conditional means) and
+    # the cells' sums (lower: the conditional means are ratios of two such sums)
+    rel = (t * (8.0 * _U + (extra if not upper else 0.0)) + 2.0 * sums_err) * 1.01
+    out = {"T": states[:, -1], "p": p, "relative_error": rel, "atoms": int(p.size),
+           "work": work}
+    if upper:
+        # Q-mass at +∞: the coordinates' top tails (Σ_j E[∂T/∂W_j] = k), the masses'
+        # round-off (t coordinates, slope of the stop-loss ≤ 1 + x; the cells' sums, with
+        # E_P[T + 1] = 2), the state arithmetic
+        out["q_inf"] = k * extra + t * slack * 2.0 + 2.0 * sums_err + rel + 1e-15
+    else:
+        out["mass_error"] = t * slack + t * (2.0**k + 8.0) * _U * 2.0 + sums_err
+    return out
+
+
+class _Atoms:
+    """What :func:`pacpriv.dpsgd._exact.composition.to_log_lattice` reads."""
+
+    def __init__(self, lr: np.ndarray, p: np.ndarray, q_inf: float, upper: bool) -> None:
+        self._lr, self.p, self.q_inf = lr, p, q_inf
+        self.q = None if upper else p * lr
+
+    def lr(self) -> np.ndarray:
+        return self._lr
+
+
+def koft_chain_tv(sigma: float, t: int, k: int, epochs: int,
+                  settings: ChainSettings | None = None, *,
+                  work_budget: float = math.inf) -> dict | None:
+    """Certified bounds ``tv_lower ≤ TV(P^⊗E, Q^⊗E) ≤ tv_upper`` of k-of-t allocation.
+
+    Returns a dict (``tv_lower``, ``tv_upper``, the resolution, atom counts and work) or
+    None when a chain would exceed ``settings.max_atoms`` or ``work_budget`` (both chains
+    together; see :func:`epoch_atoms`): the caller keeps its other bounds. Both ends are
+    deterministic.
+    """
+    cfg = settings or ChainSettings()
+    out: dict = {"n_w": cfg.n_w, "dln": cfg.dln, "work": 0.0}
+    delta, labels = None, None
+    for upper in (True, False):
+        at = epoch_atoms(sigma, t, k, upper=upper, settings=cfg,
+                         work_budget=work_budget - out["work"])
+        if at is None:
+            return None
+        out["work"] += at["work"]
+        lr, p = at["T"], at["p"]
+        if delta is None:
+            pos = (lr > 0) & (p > 0)
+            w = p[pos] / p[pos].sum()
+            ln = np.log(lr[pos])
+            sd = math.sqrt(max(float(np.dot(w, (ln - np.dot(w, ln)) ** 2)), 1e-300))
+            delta = max(sd / cfg.c_epoch, 1e-9)
+        atoms = cast(Any, _Atoms(lr, p, at.get("q_inf", 0.0), upper))
+        pair = _comp.to_log_lattice(atoms, delta=delta, ln_range=60.0, upper=upper,
+                                    labels=labels)
+        tv, err, rnd = _comp.compose_tv(pair, epochs, direction="add", tau=_WINDOW_TAU)
+        eps = pair.binning_err + at.get("mass_error", 0.0)
+        # l1 error eps per epoch: TV of the E-fold products moves by ≤ 2E·eps·(1 + eps)^(E−1)
+        prop = 2.0 * epochs * eps * math.exp(min(700.0, (epochs - 1) * math.log1p(eps)))
+        if upper:
+            labels = (pair.a0, pair.a0 + pair.p.size - 1)
+            out["tv_upper"] = min(1.0, tv + err + rnd + prop)
+        else:
+            # likelihood ratios within a factor (1 ± κ): scaling them by (1 − κ) lowers
+            # TV = Σ (q_E − p_E)_+ by at most (1 − (1 − κ)^E)·Σ q_E
+            kappa = 2.0 * at["relative_error"]
+            sq = float(pair.q.sum()) * (1.0 + 4.0 * pair.q.size * _U)
+            scale = -math.expm1(epochs * math.log1p(-kappa)) * sq**epochs
+            out["tv_lower"] = max(0.0, tv - err - rnd - prop - scale)
+        out["atoms_upper" if upper else "atoms_lower"] = at["atoms"]
+    return out
