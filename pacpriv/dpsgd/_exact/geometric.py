@@ -103,6 +103,8 @@ class _Kernel:
     #: upper: stop-loss perturbation per unit value of the runs' mean-keeping splits, as
     #: ``(arrays' u units, float64 u units)``
     split_units: tuple = (0.0, 0.0)
+    #: ``((offset, weight), ...)`` of the pairs at distance 0 (``x ⊕ x``, see _pair_sum)
+    row0: tuple = ()
 
 
 def _kernel(g: float, upper: bool) -> _Kernel:
@@ -171,6 +173,8 @@ def _kernel_cached(g: float, upper: bool, min_run: int) -> _Kernel:
     if g * _WINDOW_MIN_C > 1.0:  # coarse grids: short runs, the FIR columns are cheaper
         min_run = d_max + 2
     ranges, d_split, p_max, win, split = _win.long_runs(off_d, g, upper, min_run)
+    row0 = tuple((int(cc), float(v)) for rr, cc, v in zip(r_all, c_all, v_all, strict=True)
+                 if rr == 0 and v != 0)
     short = r_all < d_split
     r_all, c_all, v_all = r_all[short], c_all[short], v_all[short]
     cols, cols_nz = runs(False), runs(True)
@@ -179,7 +183,7 @@ def _kernel_cached(g: float, upper: bool, min_run: int) -> _Kernel:
     # two per tail split, in each operand order
     adds = len(cols) + len(cols_nz) + 4 * len(ranges) + 4
     return _Kernel(g, upper, d_max, k_top, tail_first, cols, cols_nz, taps_max, adds,
-                   ranges, d_split, p_max, win, split)
+                   ranges, d_split, p_max, win, split, row0)
 
 
 def kernel_roundoff(kern: _Kernel, n: int, dtype) -> float:
@@ -302,6 +306,15 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.n
             else:
                 out[:n] += big_ld * cum
 
+    if mirror and a is b:
+        # x ⊕ x: the two operand orders give the same pairs off the diagonal, so the law is
+        # 2·(pairs at d ≥ 1) + (d = 0): doubling is exact, and each output gets fewer
+        # operations than through both orders (kernel_roundoff still bounds it)
+        one(a, a, True)
+        out *= 2
+        for k, w in kern.row0:
+            out[k : k + n] += w * (a * a)
+        return out.astype(a.dtype)
     one(a, b, False)
     if mirror:
         one(b, a, True)
@@ -345,7 +358,7 @@ def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
     same = a is b
     lo, ap, aq, bp, bq = _align(a, b)
     n = ap.size
-    p = _conv(ap, bp, kern)
+    p = _conv(ap, ap if same else bp, kern)  # the same array: the x ⊕ x path of _pair_sum
     q = None
     if not upper:
         if same:  # (Q_a ⊗ P_a + P_a ⊗ Q_a)/2 has the law of the sum of Q_a ⊗ P_a

@@ -177,3 +177,30 @@ def test_power_skips_only_coefficients_that_underflow_to_zero(dtype, epochs):
     assert got.dtype == want.dtype and np.array_equal(got, want)
     if epochs * 4.3 > -float(np.log(np.finfo(dtype).smallest_subnormal)):  # some skipped
         assert np.count_nonzero(np.exp(epochs * logmag) == 0) > 0
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("c", [24.0, 160.0])
+def test_self_pair_sum_doubles_the_off_diagonal_within_kernel_roundoff(upper, c):
+    """``x ⊕ x`` (the same array twice): ``2·(d ≥ 1) + (d = 0)``, against the reference and
+    against the two-order path on a copy."""
+    kern = _geo._kernel(1.0 / c, upper)
+    n = 900
+    a, _ = _operands(n, 5)
+    got = _geo._pair_sum(a, a, kern, mirror=True).astype(_LD)
+    two = _geo._pair_sum(a, a.copy(), kern, mirror=True).astype(_LD)
+    ref = _reference(a, a, 1.0 / c, upper)[: got.size]
+    bound = _geo.kernel_roundoff(kern, n, np.float64)
+    if upper:
+        x = np.exp(np.arange(got.size, dtype=_LD) / _LD(c))
+        mean = float(np.dot(ref, x))
+        for arr in (got, two):
+            gap = np.asarray(_stop_loss(arr, x) - _stop_loss(ref, x), dtype=np.float64)
+            assert np.all(np.abs(gap) <= bound * mean)
+            assert abs(float(arr.sum() - ref.sum())) <= bound * float(ref.sum())
+    else:
+        for arr in (got, two):
+            assert np.all(np.abs(arr - ref) <= bound * ref)
+    assert kern.row0 and abs(sum(w for _, w in kern.row0) - 1.0) < 1e-12  # the d = 0 pairs
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(two, np.float64),
+                               rtol=1e-12, atol=1e-300)
