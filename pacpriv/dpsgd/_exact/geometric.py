@@ -222,6 +222,31 @@ def kernel_roundoff(kern: _Kernel, n: int, dtype) -> float:
             + (kern.adds + n + 2.0 / kern.g + 16) * _LD_U)
 
 
+def _add_tail(out: np.ndarray, big: np.ndarray, small: np.ndarray, kern: _Kernel) -> None:
+    """Pairs at distances ``d > D`` of :func:`_pair_sum` into ``out`` (long double): offset 0
+    (lower), or the mean-keeping split to offsets 0 and 1 (upper)."""
+    n = big.size
+    d_max = kern.d_max
+    # in long double: prefix sums (relative error <= n·u_ld) and the recursion
+    small_ld = small.astype(np.longdouble)
+    big_ld = big.astype(np.longdouble)
+    zeros = np.zeros(d_max + 1, dtype=np.longdouble)
+    cum = np.concatenate((zeros, np.cumsum(small_ld)[: n - d_max - 1]))
+    if kern.upper:
+        # ratio and first weight in long double (a float64 e^{−g} would put a
+        # relative error t·u on the t-th power)
+        g_ld = np.longdouble(kern.g)
+        one_ld = np.ones(1, dtype=np.longdouble)
+        den = np.array([1.0, -np.exp(-g_ld)], dtype=np.longdouble)
+        rec = signal.lfilter(one_ld, den, small_ld)
+        geo = np.concatenate((zeros, rec[: n - d_max - 1]))
+        geo *= np.exp(-(d_max + 1) * g_ld) / np.expm1(g_ld)
+        out[:n] += big_ld * np.maximum(cum - geo, 0.0)
+        out[1 : n + 1] += big_ld * geo
+    else:
+        out[:n] += big_ld * cum
+
+
 def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.ndarray:
     """Law of ``x_i + x_j`` (``i`` from ``a``, ``j`` from ``b``, same index range).
 
@@ -287,24 +312,7 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.n
             out[:] += part
             part[:] = 0.0
         if n > d_max + 1:  # d > D: offset 0 (lower), or split to offsets 0 and 1 (upper)
-            # in long double: prefix sums (relative error <= n·u_ld) and the recursion
-            small_ld = small.astype(np.longdouble)
-            big_ld = big.astype(np.longdouble)
-            zeros = np.zeros(d_max + 1, dtype=np.longdouble)
-            cum = np.concatenate((zeros, np.cumsum(small_ld)[: n - d_max - 1]))
-            if kern.upper:
-                # ratio and first weight in long double (a float64 e^{−g} would put a
-                # relative error t·u on the t-th power)
-                g_ld = np.longdouble(kern.g)
-                one_ld = np.ones(1, dtype=np.longdouble)
-                den = np.array([1.0, -np.exp(-g_ld)], dtype=np.longdouble)
-                rec = signal.lfilter(one_ld, den, small_ld)
-                geo = np.concatenate((zeros, rec[: n - d_max - 1]))
-                geo *= np.exp(-(d_max + 1) * g_ld) / np.expm1(g_ld)
-                out[:n] += big_ld * np.maximum(cum - geo, 0.0)
-                out[1 : n + 1] += big_ld * geo
-            else:
-                out[:n] += big_ld * cum
+            _add_tail(out, big, small, kern)
 
     if mirror and a is b:
         # x ⊕ x: the two operand orders give the same pairs off the diagonal, so the law is
