@@ -36,6 +36,8 @@ Usage::
     python benchmarks/certificate.py --issue32       # certified/oracle and /floor vs d
                                                      # (d = 20, 200, 2,000; 256 trials; sums
                                                      # over 600 records; 100 seeds; coverage)
+    python benchmarks/certificate.py --issue32 --baseline   # and the unscaled shape (α = 0)
+                                                     # in the same run (before/after)
 
 ``--issue32`` prints, per ``d``, the median over seeds of the certified noise power over the
 oracle ``(Σ sqrt λ)²/(2v)`` and over the ``T``-trial floor
@@ -50,6 +52,8 @@ best, with no split and no confidence bound).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import math
 import os
 import sys
@@ -166,11 +170,28 @@ def _frame(plan):
     return w, var
 
 
-def released(mech: Mechanism, plan, sample: np.ndarray) -> tuple[np.ndarray, float, float]:
+def in_rescaled(mech: Mechanism, plan, sample: np.ndarray):
+    """``(mech, plan, sample)`` in the plan's rescaled coordinates ``y = f / s`` when it has a
+    ``coordinate_scale`` ``s`` (``Σ_B = S Σ_y S``): the law of ``y``, the plan for ``y`` (no
+    scale, clip centre ``c / s``) and the sample divided by ``s``. MI is invariant under this
+    public bijection, so the true MI is computed there. Unchanged when ``s`` is None."""
+    s = plan.coordinate_scale
+    if s is None:
+        return mech, plan, sample
+    law = Mechanism(mech.name, mech.cov / np.outer(s, s), mech.mean / s,
+                    None if mech.pool is None else mech.pool / s, mech.q)
+    centre = None if plan.clip_center is None else plan.clip_center / s
+    inner = dataclasses.replace(plan, coordinate_scale=None, clip_center=centre)
+    return law, inner, sample / s
+
+
+def released(mech: Mechanism, plan, sample: np.ndarray,
+             scale: np.ndarray | None = None) -> tuple[np.ndarray, float, float]:
     """Covariance of the clipped output, the clipped fraction and ``E||g(f) − f||²``.
 
     ``sample``: fresh draws of ``f`` (one Monte-Carlo sample per cell, shared by its plans);
-    only the clip's correction to the known Σ is estimated from it.
+    only the clip's correction to the known Σ is estimated from it. ``scale``: the
+    coordinates are ``f / scale`` (:func:`in_rescaled`); the distortion is in ``f``'s units.
     """
     c = np.asarray(plan.clip_center)
     rho = float(plan.clip_radius)
@@ -197,7 +218,8 @@ def released(mech: Mechanism, plan, sample: np.ndarray) -> tuple[np.ndarray, flo
     eh = h.sum(axis=0) / n_mc
     efh = (fo - mech.mean).T @ h / n_mc
     cov = mech.cov + efh + efh.T + h.T @ h / n_mc - np.outer(eh, eh)
-    return cov, float(out.mean()), float(np.sum(h * h) / n_mc)
+    moved = h if scale is None else h * scale
+    return cov, float(out.mean()), float(np.sum(moved * moved) / n_mc)
 
 
 def _whitened2(y: np.ndarray, plan) -> np.ndarray:
@@ -217,23 +239,31 @@ def _tail2(a: float) -> float:
 
 
 def pca_head_reference(mech: Mechanism, n_trials: int, v: float, seeds: int = 5,
-                       seed: int = 0) -> float:
+                       seed: int = 0, alpha: float = 0.0) -> float:
     """Median over ``seeds`` draws of the noise power with the head along the sample principal
     directions of ``n_trials`` trials, each with its **true** variance, and the rest one
     isotropic level sized by its true trace: what a certificate whose head is estimated from
-    all ``n_trials`` trials could reach at best (no split, no bound). Poisson sums only."""
+    all ``n_trials`` trials could reach at best (no split, no bound). Poisson sums only.
+
+    ``alpha > 0``: the same in coordinates rescaled by ``D^{-1/2}``, ``D = diag(Σ)^α`` (true
+    variances), noise ``D^{1/2} A_y D^{1/2}``: ``(Σ_j sqrt(λ'_j w_j) + sqrt(τ' tr(D P_c)))²/(2v)``
+    with ``λ'_j = h_jᵀΣ_y h_j``, ``w_j = h_jᵀ D h_j``, ``τ'`` the rescaled trace outside the
+    head (the lead's measurement for issue 32, deliverable 4)."""
     low = mech.factor()
     if low is None:
         return math.nan
-    total = float(np.sum(low * low))
+    dd = np.clip(np.sum(low * low, axis=0), 1e-300, None) ** alpha  # D (true variances)
+    low_y = low / np.sqrt(dd)
+    total = float(np.sum(low_y * low_y))
     out = []
     for s in range(seeds):
-        x = mech.draw(np.random.default_rng([seed, 3, s, mech.dim]), n_trials)
+        x = mech.draw(np.random.default_rng([seed, 3, s, mech.dim]), n_trials) / np.sqrt(dd)
         _, _, vt = np.linalg.svd(x - x.mean(axis=0), full_matrices=False)
         w = vt[: min(n_trials - 1, mech.dim)].T
-        head = np.sum((low @ w) ** 2, axis=0)
-        rest = max(total - float(np.sum(head)), 0.0) * (mech.dim - w.shape[1])
-        out.append((float(np.sum(np.sqrt(head))) + math.sqrt(rest)) ** 2 / (2 * v))
+        head = np.sum((low_y @ w) ** 2, axis=0)
+        cost = (w * w).T @ dd
+        rest = max(total - float(np.sum(head)), 0.0) * max(float(dd.sum() - cost.sum()), 0.0)
+        out.append((float(np.sum(np.sqrt(head * cost))) + math.sqrt(rest)) ** 2 / (2 * v))
     return float(np.median(out))
 
 
@@ -264,24 +294,40 @@ def run_cell(mech: Mechanism, n_trials: int, reps: int, *, v: float = 0.1,
     rng = np.random.default_rng([seed, n_trials, mech.dim, len(mech.name)])
     sample = mech.draw(np.random.default_rng([seed, 1, mech.dim, len(mech.name)]), n_mc)
     trace_oracle, same_oracle = mech.oracle(v)
-    ratio, exceed, clipped, distortion = [], 0, [], []
+    ratio, exceed, clipped, distortion, exponent = [], 0, [], [], []
     for _ in range(reps):
         plan = certify_noise(mech.draw(rng, n_trials), mi_budget=v, confidence=confidence,
                              **options)
-        cov, frac, dist = released(mech, plan, sample)
-        low = mech.factor() if cov is mech.cov else None  # unclipped: Σ = LᵀL exactly
-        mi = true_mi(cov, plan) if low is None else true_mi_low_rank(low, plan)
+        law, inner, fresh = in_rescaled(mech, plan, sample)
+        cov, frac, dist = released(law, inner, fresh, plan.coordinate_scale)
+        low = law.factor() if cov is law.cov else None  # unclipped: Σ = LᵀL exactly
+        mi = true_mi(cov, inner) if low is None else true_mi_low_rank(low, inner)
         exceed += mi > v * (1 + 1e-9)
         ratio.append(plan.expected_noise_power)
         clipped.append(frac)
         distortion.append(dist / trace_oracle)
+        exponent.append(float(getattr(plan.certificate, "coordinate_exponent", 0.0)))
     power = np.asarray(ratio)
     return {"ratio": float(np.mean(power)) / trace_oracle,
             "median": float(np.median(power)) / trace_oracle,
             "ratio_sd": float(np.std(power)) / trace_oracle,
             "same_rule": float(np.mean(power)) / same_oracle,
             "exceed": int(exceed), "reps": reps, "clipped": float(np.mean(clipped)),
-            "distortion": float(np.mean(distortion))}
+            "distortion": float(np.mean(distortion)), "exponent": float(np.mean(exponent))}
+
+
+@contextlib.contextmanager
+def unscaled_shape():
+    """The certificate without its per-coordinate rescaling (``α = 0`` only: the shape of
+    0.4, bit for bit), as the baseline of ``--issue32 --baseline``."""
+    from pacpriv.pac.noise import _certificate
+
+    saved = _certificate.candidate_exponents
+    _certificate.candidate_exponents = lambda var, rows: (0.0,)
+    try:
+        yield
+    finally:
+        _certificate.candidate_exponents = saved
 
 
 def _load() -> str:
@@ -302,11 +348,14 @@ def issue32(args) -> int:
     print(f"# certified noise vs oracle and the T-trial floor (issue 32): psum over "
           f"{args.records} records, scales 1/sqrt(j), v = {v}, 1−γ = {args.confidence}, "
           f"{reps} seeds per cell, load {_load()}\n")
-    print("| d | n_trials | certified/oracle (median) | floor/oracle | certified/floor | "
-          "PCA-head/oracle | P(MI>v) [95% CP] | clipped | s/seed | load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| d | n_trials | shape | certified/oracle (median) | floor/oracle | "
+          "certified/floor | PCA-head/oracle (α = 0; ½) | P(MI>v) [95% CP] | clipped | α (mean) | "
+          "s/seed | load |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     bad = []
-    family = 1.0 - 0.05 / (len(dims) * len(trials))
+    variants = (("rescaled", False), ("unscaled", True)) if args.baseline else (
+        ("rescaled", False),)
+    family = 1.0 - 0.05 / (len(dims) * len(trials) * len(variants))
     for d in dims:
         mech = poisson_sum(d, n_records=args.records)
         oracle = mech.oracle(v)[0]
@@ -314,20 +363,24 @@ def issue32(args) -> int:
         for m in trials:
             floor = trial_floor(lam, m, v)
             pca = pca_head_reference(mech, m, v, seed=args.seed)
-            t0 = time.perf_counter()
-            res = run_cell(mech, m, reps, v=v, confidence=args.confidence,
-                           n_mc=max(1000, min(args.mc, 5_000_000 // d)), seed=args.seed,
-                           scaling=args.scaling)
-            per = (time.perf_counter() - t0) / reps
-            k = res["exceed"]
-            lo, hi = clopper_pearson(k, reps, 0.95)
-            if k > 0 and float(stats.beta.ppf(1.0 - family, k, reps - k + 1)) > gamma:
-                bad.append((d, m, k))
-            med = res["median"]
-            print(f"| {d} | {m} | {med:.3f} | {floor / oracle:.3f} | "
-                  f"{med * oracle / floor:.3f} | {pca / oracle:.3f} | "
-                  f"{k / reps:.3f} [{lo:.3f}, {hi:.3f}] | "
-                  f"{100 * res['clipped']:.2f}% | {per:.2f} | {_load()} |", flush=True)
+            pca_half = pca_head_reference(mech, m, v, seed=args.seed, alpha=0.5)
+            for name, unscaled in variants:
+                t0 = time.perf_counter()
+                with unscaled_shape() if unscaled else contextlib.nullcontext():
+                    res = run_cell(mech, m, reps, v=v, confidence=args.confidence,
+                                   n_mc=max(1000, min(args.mc, 5_000_000 // d)),
+                                   seed=args.seed, scaling=args.scaling)
+                per = (time.perf_counter() - t0) / reps
+                k = res["exceed"]
+                lo, hi = clopper_pearson(k, reps, 0.95)
+                if k > 0 and float(stats.beta.ppf(1.0 - family, k, reps - k + 1)) > gamma:
+                    bad.append((d, m, name, k))
+                med = res["median"]
+                print(f"| {d} | {m} | {name} | {med:.3f} | {floor / oracle:.3f} | "
+                      f"{med * oracle / floor:.3f} | {pca / oracle:.3f}; {pca_half / oracle:.3f} | "
+                      f"{k / reps:.3f} [{lo:.3f}, {hi:.3f}] | "
+                      f"{100 * res['clipped']:.2f}% | {res['exponent']:.3f} | {per:.2f} | "
+                      f"{_load()} |", flush=True)
     if bad:
         print(f"COVERAGE FAILURE (Bonferroni Clopper–Pearson lower limit > γ = {gamma:g}): "
               f"{bad}")
@@ -341,6 +394,8 @@ def main(argv=None) -> int:
     ap.add_argument("--issue32", action="store_true",
                     help="certified/oracle and certified/floor at d = 20, 200, 2000 (256 "
                          "trials, median of seeds), with coverage")
+    ap.add_argument("--baseline", action="store_true",
+                    help="--issue32: also run the unscaled shape (α = 0) in the same run")
     ap.add_argument("--records", type=int, default=600,
                     help="records of the Poisson sum in --issue32 (default 600)")
     ap.add_argument("--reps", type=int, default=200, help="repetitions per cell")

@@ -362,7 +362,7 @@ def _k_of_t() -> None:
           f"target width <= 1e-3 in <= 10 s; load {os.getloadavg()[0]:.2f})")
     print(f"  {'sigma':>5s} {'t':>4s} {'k':>2s} {'E':>3s} {'lower':>9s} {'upper':>9s} "
           f"{'width':>8s} {'time s':>7s}  upper end / lower end (confidence); stratified "
-          "upper")
+          "upper; split blocks [t_j, k_j] and its upper")
     for s, t, k, e in K_OF_T_POINTS:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
@@ -372,8 +372,9 @@ def _k_of_t() -> None:
         d = r.details
         print(f"  {s:5g} {t:4d} {k:2d} {e:3d} {r.lower:9.6f} {r.upper:9.6f} "
               f"{r.upper - r.lower:8.1e} {dt:7.2f}  {d['upper_source']} / "
-              f"{d['lower_source']} ({r.lower_confidence:g}); {d['upper_stratified']:.6f}",
-              flush=True)
+              f"{d['lower_source']} ({r.lower_confidence:g}); {d['upper_stratified']:.6f}"
+              + (f"; split {d['split']['blocks']} {d['split']['accuracy_upper']:.6f}"
+                 if "split" in d else ""), flush=True)
 
 
 def main() -> None:

@@ -23,7 +23,10 @@ The exact accuracy ``½ + ½·TV(P^⊗E, Q^⊗E)`` is bracketed by
   is a garbling of that one, a uniformly random relabelling of the steps) and, for
   ``k ≤ CHAIN_MAX_K`` within :data:`CHAIN_WORK_BUDGET`, the upper k-of-t chain
   (:mod:`pacpriv.dpsgd._exact.koft_chain`: convex-order splits of the coordinates and of the
-  ``k``-dimensional states of ``e_1..e_k``);
+  ``k``-dimensional states of ``e_1..e_k``); for larger ``k``, within the same budget, the
+  product of the upper chains of a partial stratification into blocks "``k_j`` of ``t_j``",
+  ``k_j ≤ CHAIN_MAX_K`` (:mod:`pacpriv.dpsgd._exact.koft_split`; the same relabelling
+  argument as Theorem 2);
 * below: the lower k-of-t chain (a garbling; deterministic) where it runs and is at most
   ``max(tolerance, 1e-3)`` wide; else also (larger one kept; confidence ``1 − γ``) a
   Monte-Carlo estimate of ``TV = E_Q[(1 − e^{−L})_+]``, an expectation of a ``[0, 1]``
@@ -180,6 +183,27 @@ def _chain_settings(sigma: float, epochs: int, tol: float):
                          dln=max(0.05, 0.07 / grow**0.5) * scale)
 
 
+def _split_upper(sigma: float, steps: int, k: int, epochs: int, tol: float) -> dict | None:
+    """Upper end by partial stratification (:mod:`pacpriv.dpsgd._exact.koft_split`): the
+    k-of-t pair is a garbling of the product of the blocks' pairs ``k_j`` of ``t_j``
+    (``k_j ≤ CHAIN_MAX_K``), each bounded by its upper chain; None when the chains exceed
+    :data:`CHAIN_WORK_BUDGET` (or cell labels would overflow)."""
+    from pacpriv.dpsgd._exact.koft_split import split_blocks, split_upper_tv
+
+    blocks = split_blocks(steps, k, CHAIN_MAX_K)
+    if all(kj == 1 for _, kj in blocks):  # the full stratification, already evaluated
+        return None
+    try:
+        r = split_upper_tv(sigma, blocks, epochs, _chain_settings(sigma, epochs, tol),
+                           work_budget=CHAIN_WORK_BUDGET)
+    except ValueError:  # composition window above its memory cap: keep the other bounds
+        return None
+    if r is None:
+        return None
+    return {**r, "blocks": [list(b) for b in blocks],
+            "accuracy_upper": 0.5 + 0.5 * r["tv_upper"]}
+
+
 def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
                     exact_k1=None) -> dict:
     """Certified interval for the k-of-t exact accuracy (see the module docstring).
@@ -187,9 +211,11 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
     First the deterministic k-of-t chains (:func:`pacpriv.dpsgd._exact.koft_chain.
     koft_chain_tv`), when their work fits :data:`CHAIN_WORK_BUDGET`: then the lower end is
     theirs (deterministic) and the upper end the smallest of theirs, the chi-square bound and
-    the stratified one. Otherwise the Monte-Carlo lower end: its draws are seeded from
-    ``(σ, t, E, k)`` (repeated calls agree) and their number is ``8 ln(2/γ)/(4 tol²)``
-    capped by :data:`MC_WORK_BUDGET` (at least 2000). ``exact_k1`` is
+    the stratified one. For ``k > CHAIN_MAX_K`` the upper end is the smallest of the
+    chi-square bound, the stratified one and (when it fits the same budget) the partially
+    stratified one (``details["split"]``). Otherwise the Monte-Carlo lower end: its draws
+    are seeded from ``(σ, t, E, k)`` (repeated calls agree) and their number is
+    ``8 ln(2/γ)/(4 tol²)`` capped by :data:`MC_WORK_BUDGET` (at least 2000). ``exact_k1`` is
     :func:`pacpriv.dpsgd.exact_membership_inference_accuracy` (passed in by it: this module
     does not import it).
     """
@@ -203,6 +229,11 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
         "chi_square_accuracy": chi2,
         "upper_source": "chi-square" if chi2 < red.upper else "stratified exact",
     }
+    split = _split_upper(sigma, steps, k, epochs, tol) if k > CHAIN_MAX_K else None
+    if split is not None:
+        details["split"] = split
+        if split["accuracy_upper"] < upper:
+            upper, details["upper_source"] = split["accuracy_upper"], "split k-of-t chains"
     chain = None
     if k <= CHAIN_MAX_K:
         from pacpriv.dpsgd._exact.koft_chain import koft_chain_tv
@@ -257,6 +288,9 @@ def exact_result(sigma, steps, epochs, k: int, tol: float, exact_k1) -> ExactAcc
                       f"(k = {k}: {cause}); the interval is still certified",
                       PacprivWarning, stacklevel=3)
     ran = ", upper k-of-t chain" if "chain" in r["details"] else ""
+    if "split" in r["details"]:
+        blocks = " x ".join(f"{kj}-of-{tj}" for tj, kj in r["details"]["split"]["blocks"])
+        ran += f", upper chains of the partial stratification {blocks}"
     lower = ("lower k-of-t chain (a garbling) [deterministic]" if chain else
              f"Monte Carlo under Q, empirical Bernstein [certified with confidence "
              f"{MC_CONFIDENCE}]")

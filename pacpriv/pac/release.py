@@ -18,6 +18,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,8 +49,10 @@ def check_noise_scale(plan: NoisePlan) -> None:
 
     std = np.asarray(plan.noise_std, dtype=np.float64)
     resid = float(plan.residual_std)
+    scale = plan.coordinate_scale
     if not (np.all(np.isfinite(std)) and np.all(std >= 0) and np.isfinite(resid)
-            and resid >= 0):
+            and resid >= 0 and (scale is None or bool(np.all(np.isfinite(scale))
+                                                       and np.all(scale > 0)))):
         raise CalibrationError(
             f"the {plan.rule!r} plan's noise scale is NaN, infinite or negative: refusing to "
             "release (nothing was released or charged); check the mechanism's outputs and "
@@ -79,7 +82,9 @@ class Release:
         ``"OS CSPRNG (os.urandom), exact discrete Gaussian on a declared grid"``, or
         ``"seeded, not for release"``.
     grid : ndarray of shape (k,) or None
-        The declared grid step of each noise direction (None for a seeded release).
+        The declared grid step of each noise direction (None for a seeded release); for a
+        plan with a ``coordinate_scale`` ``s``, in the units of the output divided by ``s``
+        (the release is ``s ⊙`` the grid release of ``clip(value) / s``).
     mi_overhead : float
         Nats the grid may add to the plan's MI bound (0 for a seeded release, whose accounting
         is the plan's, for an ideal Gaussian).
@@ -164,6 +169,18 @@ def release(value, plan: NoisePlan, *, rng=None) -> Release:
     arr, _ = plan.clip(arr)  # the plan's release clip (certified rule); never reported
     if rng is not None:
         return Release(arr + plan.sample(rng), SEEDED, None, 0.0)
+    scale = plan.coordinate_scale
+    if scale is not None:  # Σ_B = S Σ_y S: the grid release of arr / s with Σ_y, times s
+        inner = dataclasses.replace(plan, coordinate_scale=None, clip_center=None,
+                                    clip_radius=None)
+        out = _grid_release(arr / scale, inner)
+        return dataclasses.replace(out, value=out.value * scale)
+    return _grid_release(arr, plan)
+
+
+def _grid_release(arr: np.ndarray, plan: NoisePlan) -> Release:
+    """The hardened release of the (clipped) ``arr`` with ``plan``'s ``Σ_B`` (no coordinate
+    scale): exact discrete Gaussians on declared grids from the OS CSPRNG."""
     src = NoiseSource(None)
     std = np.asarray(plan.noise_std, dtype=np.float64)
     if plan.basis is None:

@@ -21,8 +21,9 @@ import pytest
 from pacpriv.cli import main
 from pacpriv.report.layout import side_of
 
+# (not a prefix of a longer number or of a version string such as "scipy 1.17.1")
 NUMBER = re.compile(
-    r"(?:(?<![\w.\-])|(?<=[x×]))(-?\d+\.\d+(?:e[+-]?\d+)?|-?\d+e[+-]?\d+)(%?)")
+    r"(?:(?<![\w.\-])|(?<=[x×]))(-?\d+\.\d+(?:e[+-]?\d+)?|-?\d+e[+-]?\d+)(?!\d|\.\d)(%?)")
 
 
 def _values(obj, key: str = "") -> list[tuple[str, float, str]]:

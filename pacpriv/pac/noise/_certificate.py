@@ -56,14 +56,21 @@ from pacpriv.pac.noise._concentration import (
     predictable_betting_upper,
     student_t_upper,
 )
+from pacpriv.pac.noise._coordinates import (
+    Metric,
+    candidate_exponents,
+    column_variances,
+    coordinate_scales,
+)
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.noise._reduced import Reduced, realign, reduce_rows
 from pacpriv.pac.noise._shape import (
     SHAPE_FLOOR,
     Shape,
+    ShapeFit,
     clip_radius2,
     default_shape_trials,
-    fit_shape,
+    fit_shape_scored,
 )
 from pacpriv.pac.spectrum._gram import CentredGram
 from pacpriv.pac.spectrum._spectral import one_blas_thread
@@ -159,6 +166,14 @@ class Certificate:
         Target fraction of clipped outputs that set ``ρ``.
     randomized : bool
         Whether the betting threshold was the randomized ``W/γ`` (Ramdas & Manole 2023).
+    roundoff : float
+        ``ε >= 0``: the relative round-off bound of the lift from the Gram matrix (``d >
+        n_trials``; :mod:`pacpriv.pac.noise._gram_lift`), charged on the safe side (every
+        summand, range and trace multiplied by ``1 + ε``, so the noise grows by up to that
+        factor); 0 where the lift read the outputs.
+    coordinate_exponent : float
+        ``α`` of the per-coordinate rescaling ``D = (shape-trial variance)^α`` of the shape
+        (:mod:`pacpriv.pac.noise._coordinates`; 0: none), chosen inside the shape trials.
     """
 
     method: str
@@ -183,6 +198,8 @@ class Certificate:
     summands: str = "running-mean"
     clip_probability: float = DEFAULT_CLIP_PROBABILITY
     randomized: bool = False
+    roundoff: float = 0.0
+    coordinate_exponent: float = 0.0
 
     def to_dict(self) -> dict:
         """JSON-serialisable copy."""
@@ -263,7 +280,10 @@ def certify_noise(
         member each (``run_pac`` does). Any real dtype, a memory map included: it is read,
         never copied whole. When ``d > n_trials`` the certificate works on the
         ``n_trials × n_trials`` Gram matrix (float64 sums) and thin factors: memory the outputs
-        plus a ``d × k`` basis (``k <= n_shape``) and 16 MiB blocks; no ``d × d`` matrix.
+        plus ``n_trials × n_trials`` matrices and 16 MiB blocks, no ``d × d`` matrix; the plan's
+        basis is then ``(X − x̄)ᵀB``, applied from the outputs (a reference to them), with the
+        round-off of that route charged in ``Certificate.roundoff``; where its bound does not
+        close, a formed ``d × k`` basis (``k <= n_shape``).
     mi_budget : float
         Budget ``v > 0`` in nats.
     confidence : float, default 0.95
@@ -400,6 +420,68 @@ def _check_gram(gram, x: np.ndarray) -> None:
                          "centred_gram(outputs) or its restrict()).")
 
 
+@dataclass(frozen=True, eq=False)
+class _Rescaled:
+    """One candidate rescaling: the rows certified (``x``, checked; a rescaled float64 copy
+    when ``scale`` is set), their reduced form, the shape fit and ``D^{1/2}`` (None: ``I``)."""
+
+    x: np.ndarray
+    rows: np.ndarray
+    red: Reduced | None
+    constant: bool
+    fit: ShapeFit
+    scale: np.ndarray | None
+    exponent: float
+
+
+def _in_memory_float64(x: np.ndarray) -> bool:
+    return type(x) is np.ndarray and x.dtype == np.float64
+
+
+def _fit_rescaled(x: np.ndarray, *, n_shape: int, shrinkage,
+                  gram: CentredGram | None) -> _Rescaled:
+    """The shape fit of least cross-validated noise power over the rescalings ``D^{1/2}`` of
+    :func:`~pacpriv.pac.noise._coordinates.candidate_exponents`, all fixed by the shape trials
+    (``α = 0``, the outputs themselves, first: it wins ties). With ``d > m`` each rescaling
+    makes its own Gram pass (the rows in coordinates of their span; never ``d × d``) on a
+    float64 rescaled copy of the outputs, so it is tried only for in-memory float64 outputs
+    (float32 or memory-mapped ones, kept so to bound memory, get ``α = 0``)."""
+    m, d = x.shape
+    reduced = _use_reduced(m, d)
+    var = column_variances(x, n_shape) if d > 1 else np.zeros(1)
+    candidates = candidate_exponents(var, n_shape)
+    if reduced and not _in_memory_float64(x):
+        candidates = (0.0,)  # float32 or on disk: no float64 copy of the outputs (bounded memory)
+    best: _Rescaled | None = None
+    base_gram = None
+    for alpha in candidates:
+        scale = metric = None
+        src = x
+        if alpha != 0.0:
+            scale = coordinate_scales(var, alpha)
+            src = np.divide(x, scale, dtype=np.float64)
+        # d > m: the rows in coordinates of their span (never d x d)
+        red = reduce_rows(src, gram=gram if scale is None else None) if reduced else None
+        if red is not None and scale is None:
+            base_gram = red.gram
+        if scale is not None:
+            d2 = scale * scale
+            if red is None:
+                metric = Metric(float(np.sum(d2)), float(d2.min()), diag=d2)
+            else:  # Qᵀ D Q = liftᵀ Z_y D Z_yᵀ lift = liftᵀ K_x lift (Z_y D^{1/2} = Z_x)
+                if base_gram is None:
+                    base_gram = gram.gram if gram is not None else reduce_rows(x).gram
+                metric = Metric(float(np.sum(d2)), float(d2.min()),
+                                gram=red.lift.T @ base_gram @ red.lift)
+        src, rows, constant = _rows_of(src, red)
+        fit = fit_shape_scored(rows[:n_shape], shrinkage=shrinkage,
+                               dim=None if red is None else d, metric=metric)
+        if best is None or fit.loss < best.fit.loss:
+            best = _Rescaled(src, rows, red, constant, fit, scale, alpha)
+    assert best is not None
+    return best
+
+
 def _rows_of(x: np.ndarray, red: Reduced | None) -> tuple[np.ndarray, np.ndarray, bool]:
     """``(x, rows, constant)``: ``x`` as checked float64, or its reduced ``red.coords`` rows."""
     if red is None:
@@ -416,20 +498,28 @@ def _rows_of(x: np.ndarray, red: Reduced | None) -> tuple[np.ndarray, np.ndarray
 
 def _summands_upper(x: np.ndarray, shape_x: np.ndarray, n_shape: int, centre: np.ndarray,
                     shape: Shape, radius: float | None, *, method: str, conf: float,
-                    theta: float) -> tuple[np.ndarray, str, float | None, float]:
-    """``(z, summands, b, upper)``: the certificate's summands, their bound and upper mean."""
+                    theta: float, slack: float = 1.0) -> tuple[np.ndarray, str, float | None,
+                                                               float]:
+    """``(z, summands, b, upper)``: the certificate's summands, their bound and upper mean.
+
+    ``slack`` (``1 + ε >= 1``): the computed whitened norms may understate the exact ones by
+    this factor (round-off of the Gram route, :mod:`pacpriv.pac.noise._gram_lift`); every
+    summand, range and radius² is multiplied by it, so the summands dominate the exact ones.
+    """
     if method == "betting" and radius:
         z, ranges = _running_summands(x, n_shape, centre, shape, radius)
+        ranges = ranges * slack
         summands = "running-mean"
     else:
         z = shape.whiten2(x[n_shape:] - centre)
         summands = "shape-mean"
+    z = z * slack
     if radius == 0.0:  # certified, and the clipped release is the constant c: MI = 0
         b, upper = 0.0, 0.0
     elif radius is not None:  # certified (a clip radius exactly when certified)
-        rho2 = radius * radius
+        rho2 = radius * radius * slack
         if method == "betting":
-            prior = shape.whiten2(shape_x - centre)
+            prior = shape.whiten2(shape_x - centre) * slack
             b = float(ranges.max())
             upper = predictable_betting_upper(
                 z, ranges, confidence=conf, prior_mean=float(prior.mean()),
@@ -450,30 +540,32 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
              gram: CentredGram | None = None) -> NoisePlan:
     """The body of :func:`certify_noise` on validated arguments."""
     m, d = x.shape
-    # d > m: the rows in coordinates of their span (never d x d, never a float64 copy of x)
-    red = reduce_rows(x, gram=gram) if _use_reduced(m, d) else None
-    x, rows, constant = _rows_of(x, red)
+    chosen = _fit_rescaled(x, n_shape=n_shape, shrinkage=shrinkage, gram=gram)
+    x, rows, red, constant, scale = chosen.x, chosen.rows, chosen.red, chosen.constant, chosen.scale
+    shape, alpha, infl = chosen.fit.shape, chosen.fit.shrinkage, chosen.fit.inflation
     shape_x = rows[:n_shape]
-    shape, alpha, infl = fit_shape(shape_x, shrinkage=shrinkage,
-                                   dim=None if red is None else d)
     centre = shape_x.mean(axis=0)
-    # the clip centre in the outputs' own coordinates (float64 sums)
+    # the clip centre in the (rescaled) outputs' own coordinates (float64 sums)
     centre_out = centre if red is None else np.mean(x[:n_shape], axis=0, dtype=np.float64)
     if offset is not None:
-        centre_out = centre_out + offset
+        centre_out = centre_out + (offset if scale is None else offset / scale)
 
     certified = method != "student-t"
     radius: float | None = None
     if certified:
         emp = math.sqrt(clip_radius2(shape_x, centre, shape, infl, clip_probability=pi))
         radius = margin * emp
-        if r is not None:
-            from_bound = (r + float(np.linalg.norm(centre_out))) / math.sqrt(shape.a_min)
+        if r is not None:  # ||y|| <= r / min(D^{1/2}) for the rescaled outputs
+            r_y = r if scale is None else r / float(scale.min())
+            from_bound = (r_y + float(np.linalg.norm(centre_out))) / math.sqrt(shape.a_min)
             radius = from_bound if emp == 0.0 else min(radius, from_bound)
     basis = shape.vecs
+    slack = 1.0
     if red is not None:
-        # the summands, the clip and the trace along the released basis, from the data
-        basis, rows, shape = realign(red, shape)
+        # the summands, the clip and the trace along the released basis (from the Gram matrix
+        # with a round-off factor 1 + ε charged below, or from the data)
+        basis, rows, shape, eps = realign(red, shape)
+        slack = 1.0 + eps
         del red
         shape_x = rows[:n_shape]
         centre = shape_x.mean(axis=0)
@@ -483,9 +575,9 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
         x, clipped = _clip(x, centre, shape.whiten2(x - centre), radius)
         n_clipped = int(np.sum(clipped))
     z, summands, b, upper = _summands_upper(x, shape_x, n_shape, centre, shape, radius,
-                                            method=method, conf=conf, theta=theta)
+                                            method=method, conf=conf, theta=theta, slack=slack)
     centred_all = x - x.mean(axis=0)
-    plugin_trace = float(np.sum(shape.whiten2(centred_all))) / (m - 1)
+    plugin_trace = slack * float(np.sum(shape.whiten2(centred_all))) / (m - 1)
     den = _scale_denominator(scaling, v, d)
     kappa_plugin = plugin_trace / den
     top = max(upper, plugin_trace)
@@ -498,12 +590,16 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
         inflation=(kappa / kappa_plugin) if kappa_plugin > 0 else math.inf if kappa > 0 else 1.0,
         n_clipped=n_clipped, constant=constant, output_bound=r, n_trials=m, shrinkage=alpha,
         scaling=scaling, summands=summands, clip_probability=pi,
-        randomized=randomized,
+        randomized=randomized, roundoff=slack - 1.0, coordinate_exponent=chosen.exponent,
     )
     noise_std = np.sqrt(kappa * shape.a)
     noise_std.setflags(write=False)
     vecs = basis
-    vecs.setflags(write=False)
+    if isinstance(vecs, np.ndarray):  # a lazy basis (the Gram route) is read-only already
+        vecs.setflags(write=False)
+    if scale is not None:  # back to the outputs' units: x = D^{1/2} y
+        centre_out = centre_out * scale
+        scale.setflags(write=False)
     centre_out.setflags(write=False)
     trace_bound = 0.0 if kappa == 0 else top / (2.0 * kappa)
     bound = trace_bound if scaling == "trace" or kappa == 0 else (
@@ -515,5 +611,5 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
         residual_std=float(math.sqrt(kappa * shape.a_c)) if shape.a_c is not None else 0.0,
         details={"certificate": cert.to_dict()},
         clip_center=None if radius is None else centre_out,
-        clip_radius=_plan_radius(radius, kappa), certificate=cert,
+        clip_radius=_plan_radius(radius, kappa), certificate=cert, coordinate_scale=scale,
     )

@@ -55,7 +55,9 @@ class NoisePlan(Displayable):
 
     ``Σ_B = W diag(noise_std²) W^T + residual_std² (I − W W^T)`` for ``W = basis``, or
     ``Σ_B = diag(noise_std²)`` on the coordinate axes when ``basis`` is None (variance-only and
-    isotropic rules).
+    isotropic rules); with a ``coordinate_scale`` ``s``, ``Σ_B = S Σ_y S`` (``S = diag(s)``,
+    ``Σ_y`` the form above): the noise ``B = s ⊙ B_y`` of a plan made for the outputs divided
+    by ``s`` coordinate-wise.
 
     Attributes
     ----------
@@ -98,6 +100,13 @@ class NoisePlan(Displayable):
     rule_spec : NoiseRule or None
         The rule object that made the plan (:mod:`pacpriv.pac.noise`); it decides
         :attr:`certified` and :attr:`label`.
+    coordinate_scale : ndarray of shape (d,) or None
+        Positive per-coordinate factors ``s`` of the noise (``Σ_B = S Σ_y S``); None: 1.
+        The certified rule sets it when it rescales the shape's coordinates
+        (``Certificate.coordinate_exponent > 0``); ``basis``, ``noise_std`` and
+        ``residual_std`` then describe ``Σ_y``, in the units of the outputs divided by ``s``
+        (:attr:`noise_std_per_coordinate` and :attr:`expected_noise_power` are in the outputs'
+        units).
     """
 
     rule: str
@@ -115,6 +124,7 @@ class NoisePlan(Displayable):
     clip_radius: float | None = None
     certificate: Any = field(default=None, repr=False)
     rule_spec: Any = field(default=None, repr=False)
+    coordinate_scale: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def certified(self) -> bool:
@@ -155,6 +165,8 @@ class NoisePlan(Displayable):
 
     def _whitened_norm2(self, y: np.ndarray) -> float:
         """``yᵀ Σ_B⁻¹ y`` (all noise variances are positive when a clip radius is set)."""
+        if self.coordinate_scale is not None:
+            y = y / self.coordinate_scale
         if self.basis is None:
             return float(np.sum((y / self.noise_std) ** 2))
         coef = _rmatvec(self.basis, y)
@@ -198,6 +210,8 @@ class NoisePlan(Displayable):
                 if r2 > 0:
                     diag += r2 * np.clip(1.0 - w2.sum(axis=1), 0.0, 1.0)
                 out[s : s + rows.shape[0]] = np.sqrt(np.maximum(diag, 0.0))
+        if self.coordinate_scale is not None:
+            out = out * self.coordinate_scale
         out.setflags(write=False)
         return out
 
@@ -219,6 +233,8 @@ class NoisePlan(Displayable):
     @property
     def expected_noise_power(self) -> float:
         """``E||B||² = trace(Σ_B)``."""
+        if self.coordinate_scale is not None:
+            return float(np.sum(self.noise_std_per_coordinate**2))
         return float(np.sum(self.noise_variance)) + self.n_complement * self.residual_variance
 
     def sample(self, rng=None) -> np.ndarray:
@@ -230,6 +246,11 @@ class NoisePlan(Displayable):
             ``None`` draws fresh OS entropy (SPEC 7).
         """
         gen = as_generator(rng)
+        out = self._sample_unscaled(gen)
+        return out if self.coordinate_scale is None else out * self.coordinate_scale
+
+    def _sample_unscaled(self, gen: np.random.Generator) -> np.ndarray:
+        """``B_y ~ N(0, Σ_y)`` (``Σ_B`` before the coordinate scale)."""
         if self.basis is None:
             return self.noise_std * gen.standard_normal(self.dim)
         coef = self.noise_std * gen.standard_normal(self.basis.shape[1])
@@ -266,7 +287,9 @@ class NoisePlan(Displayable):
             "mi_claim": self.mi_claim,
             "confidence": self.confidence,
             "dim": self.dim,
-            "basis": "coordinate" if self.basis is None else "eigenvectors",
+            "basis": "coordinate" if self.basis is None else (
+                "eigenvectors" if self.coordinate_scale is None
+                else "eigenvectors of the rescaled outputs"),
             "n_directions": int(std.shape[0]),
             "noise_std_max": float(np.max(std)) if std.size else 0.0,
             "noise_std_min": float(np.min(std)) if std.size else 0.0,

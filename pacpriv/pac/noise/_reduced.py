@@ -12,17 +12,25 @@ float32 or memory-mapped array is never copied whole):
    ``P = U Λ^{1/2}`` (``P Pᵀ = K``) and the basis ``Q = Zᵀ U Λ^{-1/2}``. The noise shape, the
    cross-validation and the clip radius are fitted on ``P`` (exactly the dense computation,
    rotated; their accuracy affects how much noise is added, never the certificate's validity).
-2. :func:`realign`: the shape's directions with a value of their own (``a_j != a_c``) are
-   lifted to ``V = Q W`` and made orthonormal to round-off (Cholesky QR twice, the first step
-   from ``K``), and the rows are projected on them *from the data*, ``C = Z V``: one pass. The
-   certificate's summands, clip and trace are then computed on ``P' = [C, R]`` with
-   ``R Rᵀ = K − C Cᵀ``: the coordinates along the released basis ``V`` and the norm of the
-   rest, the same numbers as the dense route computes in ``d`` dimensions, so the certified
-   trace is that of the released noise ``Σ_B = κ (V diag(a) Vᵀ + a_c (I − V Vᵀ))``.
+2. :func:`realign`: the shape's directions with a value of their own (``a_j != a_c``) become
+   the released basis ``V = Z̃ᵀB`` (``BᵀKB = I``), and the rows' coordinates along it,
+   ``C = Z V``, are taken from the Gram matrix, ``C = K B`` (:mod:`pacpriv.pac.noise._gram_lift`):
+   no pass over the outputs, ``V`` kept as a
+   :class:`~pacpriv.pac.spectrum._eigenbasis.LazyEigenbasis` (applied at release time), and
+   a bound ``ε`` on what the Gram's round-off can hide, charged on the safe side. Where the
+   bound does not close (``ε`` above :data:`~pacpriv.pac.noise._gram_lift.MAX_SLACK`:
+   ill-conditioned or rank-deficient outputs), the direct route: ``V`` formed and made
+   orthonormal to round-off (Cholesky QR twice, the first step from ``K``) and the rows
+   projected on it *from the data*, ``C = Z V``: one pass. The certificate's summands, clip
+   and trace are then computed on ``P' = [C, R]`` with ``R Rᵀ = K − C Cᵀ``: the coordinates
+   along the released basis ``V`` and the norm of the rest, the same numbers as the dense route
+   computes in ``d`` dimensions, so the certified trace is that of the released noise
+   ``Σ_B = κ (V diag(a) Vᵀ + a_c (I − V Vᵀ))``.
 
-Memory: the outputs, two ``n × n`` matrices, ``V`` (``d × k``, ``k <= n_shape``) and one column
-block (16 MiB); time: two passes over the outputs (``dsyrk``; two ``dgemm`` per block), about
-``n²d/2 + 2nkd + 2k²d`` multiply-adds.
+Memory: the outputs, a few ``n × n`` matrices and one column block (16 MiB); the direct route
+adds ``V`` (``d × k``, ``k <= n_shape``). Time: the one Gram pass (``n²d/2`` multiply-adds,
+shared with the spectrum) and ``O(n³)``; the direct route adds a pass of about
+``2nkd + 2k²d``.
 """
 
 from __future__ import annotations
@@ -32,8 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg
 
+from pacpriv.pac.noise._gram_lift import MAX_SLACK, gram_lift, lift_slack
 from pacpriv.pac.noise._shape import Shape
-from pacpriv.pac.spectrum._gram import CentredGram
+from pacpriv.pac.spectrum._eigenbasis import LazyEigenbasis
+from pacpriv.pac.spectrum._gram import CentredGram, pass_error
 from pacpriv.pac.spectrum._spectral import (
     _back_project,
     _cols_per_block,
@@ -63,6 +73,8 @@ class Reduced:
         ``U Λ^{-1/2}``: the basis is ``Q = Zᵀ lift``.
     step : int
         Columns per block of the passes.
+    error : float
+        A bound on ``||K − Z̃Z̃ᵀ||₂`` (:attr:`pacpriv.pac.spectrum._gram.CentredGram.error`).
     """
 
     outputs: np.ndarray
@@ -71,6 +83,7 @@ class Reduced:
     coords: np.ndarray
     lift: np.ndarray
     step: int
+    error: float = float("nan")  # unknown: the lift then reads the outputs
 
 
 def reduce_rows(x: np.ndarray, gram: CentredGram | None = None) -> Reduced:
@@ -84,8 +97,9 @@ def reduce_rows(x: np.ndarray, gram: CentredGram | None = None) -> Reduced:
     if gram is None:
         step = min(_cols_per_block(n, None), d)
         gram_k, mean, _ = _gram_pass(x, step)
+        error = pass_error(float(np.trace(gram_k)), d, step)
     else:
-        gram_k, mean, step = gram.gram, gram.mean, gram.step
+        gram_k, mean, step, error = gram.gram, gram.mean, gram.step, gram.error
     lam, u = _small_eigh((gram_k + gram_k.T) / 2.0)
     lam, u = lam[::-1], u[:, ::-1]
     lam = clip_eigenvalues(lam, size=max(n, d), eps=float(np.finfo(np.float64).eps))
@@ -94,7 +108,7 @@ def reduce_rows(x: np.ndarray, gram: CentredGram | None = None) -> Reduced:
     coords = u[:, :r] * root
     with np.errstate(divide="ignore"):
         lift = np.where(root > 0, u[:, :r] / np.where(root > 0, root, 1.0), 0.0)
-    return Reduced(x, mean, gram_k, coords, lift, step)
+    return Reduced(x, mean, gram_k, coords, lift, step, error)
 
 
 def _orthonormalise(v: np.ndarray) -> np.ndarray:
@@ -167,20 +181,37 @@ def _lift(red: Reduced, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray | None
     return v, zv @ second
 
 
-def realign(red: Reduced, shape: Shape) -> tuple[np.ndarray, np.ndarray, Shape]:
-    """The released basis and the rows in coordinates along it: ``(V, P', shape')``.
+def realign(red: Reduced, shape: Shape) -> tuple[np.ndarray, np.ndarray, Shape, float]:
+    """The released basis and the rows in coordinates along it: ``(V, P', shape', ε)``.
 
     ``shape`` was fitted on ``red.coords``. Its directions whose value differs from the
     complement's (``a_j != a_c``; the others do not change ``A``) become the orthonormal
     ``V`` (d, k); ``P' = [Z V, R]`` (n, k + n) with ``R Rᵀ = K − (ZV)(ZV)ᵀ`` (negative
     round-off clipped, as the dense route clips a negative residual); ``shape'`` is ``shape``
     with ``vecs`` the first ``k`` unit vectors of ``P'``'s coordinates.
+
+    First the Gram route (:mod:`pacpriv.pac.noise._gram_lift`): ``ZV = K B`` without reading
+    the outputs, ``V`` a :class:`~pacpriv.pac.spectrum._eigenbasis.LazyEigenbasis` (never
+    formed), and ``ε`` the round-off factor the certificate charges (at most
+    :data:`~pacpriv.pac.noise._gram_lift.MAX_SLACK`). Where that bound does not close, the
+    direct route: ``V`` formed and ``ZV`` projected from the data (one pass), ``ε = 0``.
     """
     d = red.outputs.shape[1]
     keep = np.ones(shape.a.size, dtype=bool) if shape.a_c is None else shape.a != shape.a_c
     if not np.any(keep):  # A = a_c I: any orthonormal basis (one unit vector)
         keep[0] = True
     coef = red.lift @ shape.vecs[:, keep]
+    new_shape = Shape(np.eye(red.gram.shape[0] + int(np.sum(keep)), int(np.sum(keep))),
+                      shape.a[keep].copy(), shape.a_c, d)
+    if shape.a_c is not None and np.any(coef):
+        fast = gram_lift(red.gram, coef)
+        if fast is not None:
+            b, coords = fast
+            rows = _rows_along(red.gram, coords)
+            slack = lift_slack(red.gram, red.error, b, coords, rows, new_shape.a, shape.a_c)
+            if slack <= MAX_SLACK:
+                basis = LazyEigenbasis(red.outputs, red.mean, b, block_size=red.step)
+                return basis, rows, new_shape, slack  # type: ignore[return-value]
     c: np.ndarray | None = None
     if not np.any(coef):  # constant outputs: no direction was seen
         v = np.zeros((d, int(np.sum(keep))))
@@ -189,10 +220,11 @@ def realign(red: Reduced, shape: Shape) -> tuple[np.ndarray, np.ndarray, Shape]:
         v, c = _lift(red, coef)
     if c is None:
         c = _project(red, v)
-    rest = red.gram - c @ c.T
+    return v, _rows_along(red.gram, c), new_shape, 0.0
+
+
+def _rows_along(gram: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``P' = [C, R]`` with ``R Rᵀ = K − C Cᵀ`` (negative round-off clipped)."""
+    rest = gram - c @ c.T
     lam, u = _small_eigh((rest + rest.T) / 2.0)
-    resid = u * np.sqrt(np.maximum(lam, 0.0))
-    rows = np.hstack([c, resid])
-    k = v.shape[1]
-    vecs = np.eye(rows.shape[1], k)
-    return v, rows, Shape(vecs, shape.a[keep].copy(), shape.a_c, d)
+    return np.hstack([c, u * np.sqrt(np.maximum(lam, 0.0))])

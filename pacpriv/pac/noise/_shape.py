@@ -51,8 +51,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["SHAPE_FLOOR", "Shape", "clip_radius2", "default_shape_trials", "fit_shape",
-           "shape_trials_model"]
+from pacpriv.pac.noise._coordinates import Metric
+
+__all__ = ["SHAPE_FLOOR", "Shape", "ShapeFit", "clip_radius2", "default_shape_trials",
+           "fit_shape", "fit_shape_scored", "shape_trials_model"]
 
 #: Relative floor ``η`` of the shape's square-root eigenvalues: ``a_j >= η·sqrt(λ_max)``. It
 #: raises noise power by at most a fraction ``d·η`` of the square-root rule's.
@@ -88,22 +90,43 @@ class Shape:
         ``d`` when ``vecs`` are coordinates in an ``r``-dimensional subspace that holds every
         row the shape is applied to (:mod:`pacpriv.pac.noise._reduced`, ``r < d``); None:
         ``vecs`` live in the full space.
+    weights : ndarray of shape (k,) or None
+        ``w_j = v_jᵀ D v_j`` when the shape lives in rescaled coordinates ``y = D^{-1/2} x``
+        (:mod:`pacpriv.pac.noise._coordinates`): the noise in the outputs' units is
+        ``D^{1/2} A D^{1/2}``, of trace :attr:`trace`; None: ``D = I``.
+    weight_total : float or None
+        ``tr(D)`` (with ``weights``).
     """
 
     vecs: np.ndarray
     a: np.ndarray
     a_c: float | None
     full_dim: int | None = None
+    weights: np.ndarray | None = None
+    weight_total: float | None = None
 
     @property
     def dim(self) -> int:
         return int(self.vecs.shape[0]) if self.full_dim is None else self.full_dim
 
     @property
+    def size(self) -> float:
+        """``tr(D)``: the dimension, or the total weight of rescaled coordinates."""
+        return float(self.dim) if self.weight_total is None else self.weight_total
+
+    @property
     def trace(self) -> float:
-        """``tr(A)``."""
-        return float(np.sum(self.a)) + (0.0 if self.a_c is None else
-                                        (self.dim - self.a.size) * self.a_c)
+        """``tr(D^{1/2} A D^{1/2})`` (``tr(A)`` when ``D = I``): the noise power per unit
+        scale, in the outputs' units."""
+        if self.weights is None:
+            return float(np.sum(self.a)) + (0.0 if self.a_c is None else
+                                            (self.dim - self.a.size) * self.a_c)
+        head = float(np.sum(self.weights))
+        return float(np.sum(self.a * self.weights)) + (
+            0.0 if self.a_c is None else max(self.size - head, 0.0) * self.a_c)
+
+    def _with(self, a: np.ndarray, a_c: float | None) -> Shape:
+        return Shape(self.vecs, a, a_c, self.full_dim, self.weights, self.weight_total)
 
     @property
     def a_min(self) -> float:
@@ -123,11 +146,11 @@ class Shape:
         """``(1 − α) A + α (tr A/d) I``, renormalised to ``max a = 1``."""
         if alpha == 0.0:
             return self
-        mean = self.trace / self.dim
+        mean = self.trace / self.size
         a = (1.0 - alpha) * self.a + alpha * mean
         a_c = None if self.a_c is None else (1.0 - alpha) * self.a_c + alpha * mean
         top = max(float(a.max()), 0.0 if a_c is None else a_c)
-        return Shape(self.vecs, a / top, None if a_c is None else a_c / top, self.full_dim)
+        return self._with(a / top, None if a_c is None else a_c / top)
 
     def split_shrunk(self, explored: int, alpha: float, complement: float | None) -> Shape:
         """The first ``explored`` values that sit above the floor (twice :data:`SHAPE_FLOOR`)
@@ -145,17 +168,20 @@ class Shape:
             a[explored:] = complement
             a_c = None if a_c is None else complement
         top = max(float(a.max()), 0.0 if a_c is None else a_c)
-        return Shape(self.vecs, a / top, None if a_c is None else a_c / top, self.full_dim)
+        return self._with(a / top, None if a_c is None else a_c / top)
 
 
-def sqrt_shape(outputs: np.ndarray, dim: int | None = None) -> tuple[Shape, np.ndarray]:
+def sqrt_shape(outputs: np.ndarray, dim: int | None = None,
+               metric: Metric | None = None) -> tuple[Shape, np.ndarray]:
     """Square-root-rule shape of the rows of ``outputs`` (n, d), and their spectrum ``λ̂``.
 
-    Explored directions get ``max(sqrt(λ̂_j), η sqrt(λ̂_max))``; unexplored ones (beyond the
-    ``n − 1`` that ``n`` centred trials span, and the complement of ``span(V)``) the smallest
-    explored value: their variance is unknown and the certificate covers whatever they carry.
-    ``dim``: the full dimension ``d`` when the rows are coordinates in a subspace holding them
-    all (``outputs.shape[1] < d``); None: ``outputs.shape[1]``.
+    Explored directions get ``max(sqrt(λ̂_j/w_j), η · max_i sqrt(λ̂_i/w_i))`` (``w_j = 1``
+    without ``metric``; with it, ``w_j = v_jᵀ D v_j``, the cost of direction ``j`` in the
+    outputs' units: the square-root rule for the cost ``tr(D^{1/2} A D^{1/2})``); unexplored
+    ones (beyond the ``n − 1`` that ``n`` centred trials span, and the complement of
+    ``span(V)``) the smallest explored value: their variance is unknown and the certificate
+    covers whatever they carry. ``dim``: the full dimension ``d`` when the rows are coordinates
+    in a subspace holding them all (``outputs.shape[1] < d``); None: ``outputs.shape[1]``.
     """
     n, width = outputs.shape
     d = width if dim is None else dim
@@ -165,17 +191,19 @@ def sqrt_shape(outputs: np.ndarray, dim: int | None = None) -> tuple[Shape, np.n
     lam = sing**2 / max(n - 1, 1)
     vecs = vt.T
     k = vecs.shape[1]
-    root = np.sqrt(lam)
+    w = None if metric is None else metric.weights(vecs)
+    total = None if metric is None else metric.total
+    root = np.sqrt(lam) if w is None else np.sqrt(lam / w)
     top = float(root.max()) if root.size else 0.0
     if top == 0.0 or not math.isfinite(top):
-        return Shape(vecs, np.ones(k), 1.0 if k < d else None, full), lam
+        return Shape(vecs, np.ones(k), 1.0 if k < d else None, full, w, total), lam
     a = np.maximum(root, SHAPE_FLOOR * top) / top
     explored = min(n - 1, d)
     unexplored = float(a[:explored].min())
     if width < explored:  # coordinates narrower than the trials' span: the rest has variance 0
         unexplored = min(unexplored, SHAPE_FLOOR)
     a[explored:] = unexplored
-    return Shape(vecs, a, unexplored if k < d else None, full), lam
+    return Shape(vecs, a, unexplored if k < d else None, full, w, total), lam
 
 
 def _folds(n: int) -> list[np.ndarray]:
@@ -194,24 +222,32 @@ class _Unexplored:
 
 
 def _unexplored(n: int, width: int, dim: int | None, lam: np.ndarray,
-                resid: float | None) -> _Unexplored | None:
+                resid: float | None, metric: Metric | None = None,
+                weights: np.ndarray | None = None) -> _Unexplored | None:
     """:class:`_Unexplored` of a :func:`sqrt_shape` fit on ``n`` rows with sample spectrum
     ``lam``, given ``resid``, an estimate of the variance outside the explored directions
     (None: not known). None when every direction is explored. The unexplored value is the
     square-root rule on that variance spread evenly, ``sqrt(resid / n_rest)`` in the fit's
-    units (``max sqrt(λ̂) = 1``); ``scale`` is None (the unexplored values kept as fitted)
+    units (``max sqrt(λ̂) = 1``); with a ``metric`` (``weights`` the fit's ``w_j``),
+    ``sqrt(resid / tr(D P_rest))``, ``tr(D P_rest) = tr(D) − Σ_explored w_j`` the cost of the
+    unexplored directions. ``scale`` is None (the unexplored values kept as fitted)
     when the shape trials are rank-deficient (an explored direction at :data:`SHAPE_FLOOR`,
     or coordinates narrower than their span: the unexplored ones are at the floor already)."""
     d = width if dim is None else dim
     explored = min(n - 1, d)
     if explored >= d:
         return None
-    top = math.sqrt(float(lam.max())) if lam.size else 0.0
+    w = np.ones(lam.size) if weights is None else weights
+    root = np.sqrt(np.maximum(lam, 0.0) / w)
+    top = float(root.max()) if root.size else 0.0
     if (width < explored or resid is None or not top > 0.0
-            or math.sqrt(max(float(lam[explored - 1]), 0.0)) <= SHAPE_FLOOR * top):
+            or float(root[explored - 1]) <= SHAPE_FLOOR * top):
         # rank-deficient shape trials: an explored direction sits at the floor already
         return _Unexplored(explored, d - explored, None)
-    return _Unexplored(explored, d - explored, math.sqrt(resid / (d - explored)) / top)
+    cost = float(d - explored)
+    if metric is not None:
+        cost = max(metric.total - float(np.sum(w[:explored])), metric.low * (d - explored))
+    return _Unexplored(explored, d - explored, math.sqrt(resid / cost) / top)
 
 
 def _variant(shape: Shape, pair: np.ndarray, rest: _Unexplored | None) -> Shape:
@@ -276,8 +312,8 @@ def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
     by the held-out folds' variance outside each fold's fit (an over-estimate for the full
     shape trials, which explore more), times a factor of :data:`COMPLEMENT_GRID` chosen by the
     same cross-validation. This is the structure of the ``T``-trial floor
-    (docs/guide/sizes.md): a head along the estimated directions, isotropic noise sized by
-    the trace in the rest.
+    (docs/guide/noise_high_d.md): a head along the estimated directions, isotropic noise sized
+    by the trace in the rest.
 
     Parameters
     ----------
@@ -298,7 +334,34 @@ def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
         shape trials), for :func:`clip_radius2`. Each fold's shape is used and dropped: at most
         one is alive at a time.
     """
-    base, lam = sqrt_shape(shape_x, dim)
+    fit = fit_shape_scored(shape_x, shrinkage=shrinkage, dim=dim)
+    return fit.shape, fit.shrinkage, fit.inflation
+
+
+@dataclass(frozen=True, eq=False)
+class ShapeFit:
+    """:func:`fit_shape_scored`'s result: the shape, its shrinkage ``α``, the clip's
+    out-of-fold inflation, and ``loss``, the cross-validated noise power per unit of budget
+    ``mean_folds tr(A⁻¹ S_held-out) · tr(D^{1/2} A D^{1/2})`` of the chosen variant (in the
+    outputs' squared units, so fits in different rescaled coordinates compare; ``inf`` when
+    there are no folds)."""
+
+    shape: Shape
+    shrinkage: float
+    inflation: float
+    loss: float
+
+
+def fit_shape_scored(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
+                     dim: int | None = None, metric: Metric | None = None) -> ShapeFit:
+    """:func:`fit_shape` with its cross-validated loss, in coordinates rescaled by ``D``.
+
+    ``metric`` (:class:`~pacpriv.pac.noise._coordinates.Metric`): the rows of ``shape_x`` are
+    outputs divided by ``D^{1/2}`` (or coordinates of those in a subspace); the square-root
+    rule and the loss then weigh each direction by its cost in the outputs' units
+    (:func:`sqrt_shape`). None: ``D = I``, the fit of :func:`fit_shape`.
+    """
+    base, lam = sqrt_shape(shape_x, dim, metric)
     n, width = shape_x.shape
     folds = _folds(n)
     cv = shrinkage == "cv"
@@ -310,17 +373,16 @@ def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
     for f in folds:
         keep = np.ones(n, dtype=bool)
         keep[f] = False
-        s, lam_f = sqrt_shape(shape_x[keep], dim)
+        s, lam_f = sqrt_shape(shape_x[keep], dim, metric)
         along, resid = _outside(s, shape_x[f])
         n_fit = int(np.sum(keep))
         # the held-out variance outside the explored directions (``vecs`` may hold one more,
         # of singular value 0, whose direction is arbitrary)
         rest_var = resid + float(np.sum(along[min(n_fit - 1, base.dim):]))
         outside.append(rest_var)
-        rest = _unexplored(n_fit, width, dim, lam_f, rest_var)
+        rest = _unexplored(n_fit, width, dim, lam_f, rest_var, metric, s.weights)
         variants = [_variant(s, pair, rest) for pair in grid]  # once per fold, used thrice
-        if cv:
-            loss += _held_out_traces(along, resid, variants)
+        loss += _held_out_traces(along, resid, variants)
         c = shape_x[keep].mean(axis=0)
         den += _whitened_means(s, shape_x[keep] - c, variants)
         num += _whitened_means(s, shape_x[f] - c, variants)
@@ -329,8 +391,10 @@ def fit_shape(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
     infl = 1.0
     if folds and den[pick] > 0:
         infl = min(max(float(num[pick] / den[pick]), _INFLATION_RANGE[0]), _INFLATION_RANGE[1])
-    rest = _unexplored(n, width, dim, lam, float(np.mean(outside)) if outside else None)
-    return _variant(base, grid[pick], rest), alpha, infl
+    rest = _unexplored(n, width, dim, lam, float(np.mean(outside)) if outside else None,
+                       metric, base.weights)
+    score = float(loss[pick]) / len(folds) if folds else math.inf
+    return ShapeFit(_variant(base, grid[pick], rest), alpha, infl, score)
 
 
 def clip_radius2(shape_x: np.ndarray, centre: np.ndarray, shape: Shape, infl: float,

@@ -69,27 +69,39 @@ class LazyEigenbasis:
     def __len__(self) -> int:
         return self.shape[0]
 
+    def _in_memory(self) -> bool:
+        """Whether X is an in-memory float64 array, used as it is (no block copies: one
+        ``gemv`` per product; its finiteness was checked when it was stored)."""
+        x = self._outputs
+        return (type(x) is np.ndarray and x.dtype == np.float64 and x.flags.c_contiguous)
+
     def matvec(self, z) -> np.ndarray:
         """``V z`` for ``z`` of shape ``(k,)``: a ``(d,)`` float64 vector (one pass over X)."""
         a = self._coef @ np.asarray(z, dtype=np.float64)
-        out = np.zeros(self.shape[0])
-        start = 0
-        for block in iter_row_blocks(self._outputs):
-            stop = start + block.shape[0]
-            out += a[start:stop] @ block
-            start = stop
+        if self._in_memory():
+            out = a @ self._outputs
+        else:
+            out = np.zeros(self.shape[0])
+            start = 0
+            for block in iter_row_blocks(self._outputs):
+                stop = start + block.shape[0]
+                out += a[start:stop] @ block
+                start = stop
         out -= self._mean * float(np.sum(a))
         return out
 
     def rmatvec(self, y) -> np.ndarray:
         """``Vᵀ y`` for ``y`` of shape ``(d,)``: a ``(k,)`` float64 vector (one pass over X)."""
         y = np.asarray(y, dtype=np.float64)
-        xy = np.empty(self._outputs.shape[0])
-        start = 0
-        for block in iter_row_blocks(self._outputs):
-            stop = start + block.shape[0]
-            xy[start:stop] = block @ y
-            start = stop
+        if self._in_memory():
+            xy = self._outputs @ y
+        else:
+            xy = np.empty(self._outputs.shape[0])
+            start = 0
+            for block in iter_row_blocks(self._outputs):
+                stop = start + block.shape[0]
+                xy[start:stop] = block @ y
+                start = stop
         return self._coef.T @ xy - self._coef_sum * float(self._mean @ y)
 
     def _rows(self, rows: slice) -> np.ndarray:

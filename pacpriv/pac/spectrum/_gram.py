@@ -30,7 +30,7 @@ from pacpriv.pac.spectrum._spectral import (
     one_blas_thread,
 )
 
-__all__ = ["CentredGram", "centred_gram", "rows_all_equal"]
+__all__ = ["CentredGram", "centred_gram", "pass_error", "rows_all_equal"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,6 +49,11 @@ class CentredGram:
         Column variances (``ddof=1``); None for a :meth:`restrict` ed Gram (not needed there).
     step : int
         Columns per block of the pass (the later passes of the certificate use it too).
+    error : float
+        A bound on the spectral norm of ``gram − Z̃ Z̃ᵀ`` (``Z̃ = X − 1 x̄ᵀ`` in exact arithmetic
+        with the stored ``x̄``): the pass's round-off (:func:`pass_error`), and for a
+        :meth:`restrict` ed Gram that of the double centring too. The certificate's lift
+        from the Gram matrix charges it (:mod:`pacpriv.pac.noise._gram_lift`).
     """
 
     outputs: np.ndarray
@@ -56,6 +61,7 @@ class CentredGram:
     mean: np.ndarray
     variances: np.ndarray | None
     step: int
+    error: float = float("nan")  # unknown: the certificate's lift then reads the outputs
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -72,9 +78,37 @@ class CentredGram:
             return self
         sub = self.outputs[rows]
         gram = np.array(self.gram[np.ix_(index, index)])
+        m = index.size
+        # the pass's bound on these rows, plus the double centring's (each entry a sum of four
+        # terms of magnitude <= max|K[S, S]|, each a mean of <= m entries: <= 8 γ_{2m+4} max|K|
+        # per entry, times m for the spectral norm)
+        error = (pass_error(float(np.trace(gram)), self.outputs.shape[1], self.step)
+                 + 8.0 * _gamma(2 * m + 4) * m * float(np.max(np.abs(gram))))
         _double_centre(gram)
         return CentredGram(sub, _readonly((gram + gram.T) / 2.0), _readonly(
-            _column_means(sub, self.step)), None, self.step)
+            _column_means(sub, self.step)), None, self.step, error)
+
+
+def _gamma(k: int) -> float:
+    """Higham's ``γ_k = k u / (1 − k u)``, ``u = 2⁻⁵³``: the relative bound of a float64 sum of
+    ``k`` products in any order (Higham 2002, Lemma 3.1 and §3.1)."""
+    u = 2.0**-53
+    return k * u / (1.0 - k * u)
+
+
+def pass_error(trace: float, d: int, step: int) -> float:
+    """A bound on ``||K̂ − Z̃ Z̃ᵀ||₂`` for the Gram pass of :func:`centred_gram` (``trace`` =
+    ``tr K̂``, ``d`` columns read in blocks of ``step``).
+
+    Each entry of ``K̂`` is a float64 sum of ``d`` products, in whatever order ``dsyrk`` and
+    the accumulation over the ``ceil(d/step)`` blocks take them, so ``|K̂ − ẐẐᵀ| <= γ_d
+    |Ẑ||Ẑ|ᵀ`` entrywise (Higham 2002, §3.1: any summation order; fused multiply-adds
+    included), and ``|| |Ẑ||Ẑ|ᵀ ||₂ <= ||Ẑ||_F² = tr(ẐẐᵀ)``; the centring rounds each entry of
+    ``Ẑ`` by a relative ``u`` (``3u·tr`` more). ``tr(ẐẐᵀ) <= tr K̂ (1 + γ_d)``. (``step`` is
+    kept for the record: the bound does not assume the blocks are summed separately.)
+    """
+    g = _gamma(max(d, 1) + 2)
+    return (g + 3.0 * 2.0**-53) * max(trace, 0.0) * (1.0 + 2.0 * g)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -111,7 +145,8 @@ def centred_gram(outputs: np.ndarray, *, block_size: int | None = None) -> Centr
     step = min(_cols_per_block(n, block_size), d)
     with one_blas_thread(n, d):
         gram, mean, variances = _gram_pass(outputs, step)
-    return CentredGram(outputs, _readonly(gram), _readonly(mean), _readonly(variances), step)
+    return CentredGram(outputs, _readonly(gram), _readonly(mean), _readonly(variances), step,
+                       pass_error(float(np.trace(gram)), d, step))
 
 
 def rows_all_equal(x: np.ndarray) -> bool:

@@ -174,10 +174,11 @@ def _clipped_cov(plan, law: np.ndarray) -> np.ndarray:
     clip, vectorised; checked against NoisePlan.clip on a few rows)."""
     w = np.asarray(plan.basis)
     y = law - plan.clip_center
-    coef = y @ w
+    s = np.ones(plan.dim) if plan.coordinate_scale is None else plan.coordinate_scale
+    coef = (y / s) @ w  # Σ_B = S Σ_y S (the shape's per-coordinate rescaling)
     n2 = np.sum(coef**2 / plan.noise_variance, axis=1)
     if w.shape[1] < plan.dim:
-        n2 += (np.sum(y**2, axis=1) - np.sum(coef**2, axis=1)) / plan.residual_variance
+        n2 += (np.sum((y / s) ** 2, axis=1) - np.sum(coef**2, axis=1)) / plan.residual_variance
     scale = np.minimum(1.0, plan.clip_radius / np.sqrt(np.maximum(n2, 1e-300)))
     g = plan.clip_center + y * scale[:, None]
     for i in (0, 1, law.shape[0] - 1):
@@ -188,6 +189,8 @@ def _clipped_cov(plan, law: np.ndarray) -> np.ndarray:
 def _mi(plan, cov: np.ndarray) -> float:
     w = np.asarray(plan.basis)
     sb = (w * plan.noise_variance) @ w.T + plan.residual_variance * (np.eye(plan.dim) - w @ w.T)
+    if plan.coordinate_scale is not None:
+        sb = sb * np.outer(plan.coordinate_scale, plan.coordinate_scale)
     return 0.5 * float(np.linalg.slogdet(np.eye(plan.dim) + cov @ np.linalg.inv(sb))[1])
 
 

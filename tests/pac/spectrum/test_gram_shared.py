@@ -84,11 +84,21 @@ def test_certificate_with_a_restricted_gram_matches_to_round_off():
     sub = centred_gram(x).restrict(slice(0, 64, 2))
     plain = certify_noise(x[::2], mi_budget=0.5).certificate
     shared = certify_noise(RelativeOutputs(sub.outputs, None, sub), mi_budget=0.5).certificate
-    for key, value in plain.to_dict().items():
+    _same_to_round_off(shared, plain)
+
+
+def _same_to_round_off(got, ref):
+    """Equal certificates up to the round-off each charged (the lift from a restricted Gram
+    charges its double centring's round-off too: a larger ε, never a smaller bound)."""
+    eps = max(got.roundoff, ref.roundoff)
+    assert eps <= 1e-5
+    for key, value in ref.to_dict().items():
+        if key == "roundoff":
+            continue
         if isinstance(value, float):
-            assert shared.to_dict()[key] == pytest.approx(value, rel=1e-9), key
+            assert got.to_dict()[key] == pytest.approx(value, rel=1e-9 + eps), key
         else:
-            assert shared.to_dict()[key] == value, key
+            assert got.to_dict()[key] == value, key
 
 
 def test_a_gram_of_other_outputs_is_refused():
@@ -124,12 +134,7 @@ def test_run_pac_certificate_equals_certify_noise_on_its_independent_trials():
                       sampler=ComplementaryPairsSampler(), release=False,
                       execution=ExecutionOptions(progress=False))
         ref = certify_noise(np.array(res.simulation.outputs[::2]), mi_budget=1.0)
-    got = res.plan.certificate.to_dict()
-    for key, value in ref.certificate.to_dict().items():
-        if isinstance(value, float):
-            assert got[key] == pytest.approx(value, rel=1e-9), key
-        else:
-            assert got[key] == value, key
+    _same_to_round_off(res.plan.certificate, ref.certificate)
 
 
 def test_rows_all_equal():
