@@ -19,6 +19,9 @@ Endpoints
 Analysts. When the ledger holds API keys (``pacpriv serve keys add``), every request needs
 ``Authorization: Bearer <token>``: 401 without a valid token, 403 for a revoked key, 429 over
 the key's quota or the global budget, 429 with ``Retry-After`` over the key's request rate.
+The key is checked first, before the body is read, sized or validated, on every path
+(``/openapi.json`` and ``/docs`` included, which describe the row shape): an unauthenticated
+client learns nothing about the model, and nothing is charged.
 ``Idempotency-Key: <1–200 printable characters>`` makes a retry return the stored answer and
 spend nothing more. Limits (:class:`~pacpriv.prediction._limits.ServeLimits`): a body over
 ``max_body_bytes`` or with more than ``max_rows`` rows gets 413 before it is parsed; a request
@@ -179,8 +182,34 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
                 "noise": predictor.noise_source, "threat_model": THREAT_MODEL,
                 "threat_model_analysts": THREAT_MODEL_SERVING}
 
-    return BodyLimit(app, max_bytes=limits.max_body_bytes, max_rows=limits.max_rows,
-                     paths=("/predict",))
+    return _AuthFirst(BodyLimit(app, max_bytes=limits.max_body_bytes, max_rows=limits.max_rows,
+                                paths=("/predict",)), auth, fastapi)
+
+
+class _AuthFirst:
+    """ASGI wrapper: with keys, a request without a valid, active key gets 401/403 before
+    anything reads, sizes or validates its body (whose errors name the model's row shape)."""
+
+    def __init__(self, app, auth: "_Auth", fastapi) -> None:
+        self.app, self.auth, self.fastapi = app, auth, fastapi
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        import anyio
+
+        found = [v for k, v in scope.get("headers") or () if k.lower() == b"authorization"]
+        header = found[-1].decode("latin-1") if len(found) == 1 else None
+        try:  # scrypt on a first sight of a token: off the event loop
+            await anyio.to_thread.run_sync(
+                lambda: self.auth.check(self.fastapi, header, rate=False))
+        except self.fastapi.HTTPException as err:
+            response = self.fastapi.responses.JSONResponse(
+                {"detail": err.detail}, status_code=err.status_code, headers=err.headers)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def _http_error(fastapi, err: Exception):
