@@ -558,5 +558,12 @@ def _serve(args) -> int:  # pragma: no cover - blocks; exercised by the uvicorn 
     check_existing_dir(args.state, "--state")
     check_port(args.host, args.port)  # before anything loads: not uvicorn's own error
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
-    serve(args.state, host=args.host, port=args.port, ledger=args.ledger, limits=limits)
+    import signal
+
+    stopped_by = serve(args.state, host=args.host, port=args.port, ledger=args.ledger,
+                       limits=limits)
+    if stopped_by == signal.SIGINT:  # Ctrl-C: the CLI's convention, one line and 130
+        print("pacpriv: interrupted; the server stopped (every answer given is in the "
+              "ledger)", file=sys.stderr)
+        return 130
     return 0

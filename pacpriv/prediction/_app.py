@@ -333,12 +333,50 @@ def check_exposure(host: str, has_keys: bool) -> None:
         "--state DIR --name NAME), or serve on --host 127.0.0.1.")
 
 
+def _quiet_server(uvicorn):
+    """A ``uvicorn.Server`` that shuts down gracefully on SIGINT and SIGTERM and then returns
+    (uvicorn re-raises the signal after its shutdown: a Ctrl-C then ends in a
+    ``KeyboardInterrupt`` inside the event loop and a logged traceback)."""
+    import contextlib
+    import signal
+    import threading
+
+    class QuietServer(uvicorn.Server):
+        stopped_by: int | None = None
+
+        def handle_exit(self, sig, frame) -> None:
+            self.stopped_by = sig if self.stopped_by is None else self.stopped_by
+            super().handle_exit(sig, frame)
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            signals = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    return QuietServer
+
+
 def serve(state, *, host: str = "127.0.0.1", port: int = 8000, ledger: str | None = None,
-          limits: ServeLimits | None = None) -> None:  # pragma: no cover
-    """Load ``state`` and run the app with uvicorn (blocks until interrupted).
+          limits: ServeLimits | None = None) -> int | None:  # pragma: no cover
+    """Load ``state`` and run the app with uvicorn (blocks until SIGINT or SIGTERM).
 
     The port is checked first (:func:`check_port`), then the state and, off loopback, that the
-    ledger holds API keys (:func:`check_exposure`); each fails in one line.
+    ledger holds API keys (:func:`check_exposure`); each fails in one line. A signal shuts the
+    server down gracefully (answers in flight finish, their transactions commit).
+
+    Returns
+    -------
+    int or None
+        The first signal that stopped the server (``signal.SIGINT``, ``signal.SIGTERM``), or
+        None.
     """
     uvicorn = import_optional("uvicorn", "serving", extra="serve")
     from pacpriv.prediction._predictor import PrivatePredictor
@@ -346,5 +384,10 @@ def serve(state, *, host: str = "127.0.0.1", port: int = 8000, ledger: str | Non
     check_port(host, port)
     predictor = PrivatePredictor.load(state, ledger=ledger)
     check_exposure(host, predictor.ledger.store is not None and predictor.ledger.store.has_keys())
-    uvicorn.run(create_app(predictor, limits), host=host, port=port, log_level="info",
-                access_log=False)
+    config = uvicorn.Config(create_app(predictor, limits), host=host, port=port,
+                            log_level="info", access_log=False)
+    server = _quiet_server(uvicorn)(config)
+    server.run()
+    if not server.started:
+        raise OSError(f"the server could not start on {host}:{port} (see the log above).")
+    return None if server.stopped_by is None else int(server.stopped_by)
