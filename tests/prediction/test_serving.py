@@ -311,3 +311,19 @@ def test_with_a_valid_key_the_body_is_validated_as_before(state):
     assert r.status_code == 422 and "expected 4" in r.text
     assert client.get("/openapi.json", headers=_auth(token)).status_code == 200
     assert pp.ledger.spent == 0.0
+
+
+def test_a_reissued_key_states_the_spend_of_the_revoked_one(state, capsys):
+    """A name re-added after a revocation gets a key of its own, saying so: the earlier
+    keys' spend and that the new quota comes on top (explicit, and in keys list)."""
+    pp, client = _client(state)
+    key_id, token = add_key(pp.ledger.store, "erin", quota=2 * B)
+    assert client.post("/predict", json={"rows": cancer()[0][:2].tolist()},
+                       headers=_auth(token)).status_code == 200
+    assert main(["serve", "keys", "revoke", "--state", str(state), key_id]) == 0
+    capsys.readouterr()
+    assert main(["serve", "keys", "add", "--state", str(state), "--name", "erin",
+                 "--quota", str(2 * B)]) == 0
+    err = capsys.readouterr().err
+    assert "'erin' had 1 revoked key(s), which spent 0.0078125 nats" in err
+    assert "comes on top of that spend" in err
