@@ -338,10 +338,14 @@ class PrivacyLedger:
 
     @property
     def remaining(self) -> float:
-        """``total_budget − spent`` in nats (``inf`` without a cap; never negative)."""
+        """``total_budget − spent`` in nats, the exact difference rounded down (``inf``
+        without a cap; never negative): a charge of ``remaining`` always fits."""
         if self._total is None:
             return math.inf
-        return max(self._total - self.spent, 0.0)
+        with self.transaction() as tx:
+            left = Fraction(self._total) - tx.spent_exact()
+        x = float(left)
+        return max(math.nextafter(x, -math.inf) if Fraction(x) > left else x, 0.0)
 
     def _fits(self, spent: Fraction, mi: float) -> bool:
         after = spent + Fraction(mi)

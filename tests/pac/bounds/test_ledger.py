@@ -177,3 +177,19 @@ def test_invalid_charge():
     with pytest.raises(TypeError, match="`label` must be a str"):
         ledger.charge(0.1, label=3)
     assert ledger.spent == 0.0
+
+
+@given(st.lists(st.floats(min_value=1e-9, max_value=0.3), min_size=1, max_size=8),
+       st.floats(min_value=1e-3, max_value=2.0))
+def test_remaining_always_fits_and_nothing_more(charges, total):
+    """`remaining` is the exact room rounded down: charging it fits, one ulp more does not
+    (unless it rounded down)."""
+    ledger = PrivacyLedger(total)
+    for mi in charges:
+        if ledger.can_charge(mi):
+            ledger.charge(mi)
+    left = ledger.remaining
+    assert Fraction(left) <= Fraction(total) - sum(
+        (Fraction(e.mi) for e in ledger.releases), Fraction(0))
+    ledger.charge(left)
+    assert not ledger.can_charge(math.nextafter(0.0, 1.0)) or ledger.remaining > 0
