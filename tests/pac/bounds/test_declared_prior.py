@@ -101,3 +101,33 @@ def test_resolve_names_the_rate_not_records():
     text = str(info.value)
     assert "PoissonSampler declares inclusion probability 0.5" in text
     assert f"{np.count_nonzero(masks)} of 3840 memberships" in text
+
+
+class _LyingPoisson(PoissonSampler):
+    """Declares (and claims independent memberships at) its rate, draws at 0.2."""
+
+    def draw(self, n_records, rng):
+        return rng.random(n_records) < 0.2
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_per_record_refuses_a_rate_its_masks_contradict(fast):
+    from pacpriv.pac.per_record import simulate_differences
+
+    class Mean:
+        def __call__(self, S):
+            return _mean(S)
+
+    class FastMean(Mean):
+        def per_record_differences(self, pool, mask, records):
+            m = int(mask.sum())
+            diffs = np.zeros((len(records), 3))
+            return (pool[mask].mean(0) if m else np.zeros(3)), diffs
+
+    mech = FastMean() if fast else Mean()
+    with pytest.raises(ValueError, match=r"_LyingPoisson declares inclusion probability 0\.5"):
+        simulate_differences(mech, X, n_trials=64, sampler=_LyingPoisson(0.5), rng=0,
+                             execution=QUIET)
+    honest = simulate_differences(mech, X, n_trials=64, sampler=PoissonSampler(0.2), rng=0,
+                                  execution=QUIET)
+    assert honest.sampling_rate == 0.2
