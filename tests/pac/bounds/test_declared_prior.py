@@ -9,6 +9,8 @@ binomial tail).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -22,12 +24,15 @@ from pacpriv.pac.bounds._prior import (
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.samplers import (
+    SAMPLERS,
     CallableSampler,
     ComplementaryPairsSampler,
     FixedSizeSampler,
     PoissonSampler,
+    Sampler,
 )
 from pacpriv.pac.wrapper import PacPrivateFunction
+from pacpriv.registry import MECHANISMS
 
 QUIET = ExecutionOptions(progress=False)
 X = np.random.default_rng(0).normal(size=(60, 3))
@@ -131,3 +136,37 @@ def test_per_record_refuses_a_rate_its_masks_contradict(fast):
     honest = simulate_differences(mech, X, n_trials=64, sampler=PoissonSampler(0.2), rng=0,
                                   execution=QUIET)
     assert honest.sampling_rate == 0.2
+
+
+@dataclass(frozen=True)
+class HalfClaimingSampler(Sampler):
+    """A CLI plugin that claims q = ½ and draws at 0.2 (module level: workers unpickle it)."""
+
+    name = "half-claiming"
+
+    def draw(self, n_records, rng):
+        return rng.random(n_records) < 0.2
+
+    @property
+    def prior(self):
+        return 0.5
+
+    def describe(self):
+        return "claims one half"
+
+
+def test_cli_sampler_plugin_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    from pacpriv.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    np.savetxt(tmp_path / "pool.csv", X, delimiter=",", header="a,b,c", comments="")
+    with SAMPLERS.temporary(), MECHANISMS.temporary():
+        SAMPLERS.register("half-claiming", HalfClaimingSampler)
+        code = main(["pac", "run", "--mechanism", "mean", "--dataset", "pool.csv",
+                     "--sampler", "half-claiming", "--mi-budget", "0.05", "--trials", "64",
+                     "--seed", "0", "--no-progress", "--out", "rep"])
+    err = capsys.readouterr().err
+    assert code != 0 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "HalfClaimingSampler declares inclusion probability 0.5" in err
+    assert "overall rate of 0.2" in err
+    assert not (tmp_path / "rep" / "report.json").exists()
