@@ -86,3 +86,15 @@ def test_run_pac_warning_for_a_budget_just_below_ln2():
     texts = [str(w.message) for w in caught if issubclass(w.category, VacuousBoundWarning)]
     assert len(texts) == 1 and "at least" not in texts[0] and "just below" in texts[0]
     assert res.posterior_success_bound > 0.9999999999999
+
+
+@pytest.mark.parametrize("prior", [0.5, 0.3, 0.9, 0.999])
+def test_per_record_accuracy_strictly_above_the_prior_at_any_positive_distance(prior):
+    from pacpriv.pac.per_record._math import bayes_accuracy
+
+    base = max(prior, 1 - prior)
+    d = np.array([5e-324, 1e-300, 1e-20, 1e-8, 1e-3])
+    acc = bayes_accuracy(d, prior)
+    assert np.all(acc > base) and np.all(np.diff(acc) >= 0)
+    assert bayes_accuracy(0.0, prior) == base and bayes_accuracy(np.inf, prior) == 1.0
+    assert all(Decimal(format_bound(float(a))) > Decimal(repr(base)) for a in acc)
