@@ -240,7 +240,15 @@ def _keys(args) -> int:
             raise UsageError(f"--name {args.name!r} is already the name of an active key (see "
                              "pacpriv serve keys list); revoke it first or choose another name")
         total = _state_total_budget(args.state)
+        earlier = [k for k in store.keys() if k.name == args.name]
         key_id, token = add_key(store, args.name, quota=args.quota)
+        if earlier:  # a reissued key: its quota is its own, stated (never silently widened)
+            spent = math.fsum(k.spent for k in earlier)
+            print(f"pacpriv: note: {args.name!r} had {len(earlier)} revoked key(s), which spent "
+                  f"{format_bound(spent)} nats; a quota is per key, so the new key's quota "
+                  f"({'none' if args.quota is None else format_bound(args.quota, side='nearest')}"
+                  " nats) comes on top of that spend (the global budget caps every key)",
+                  file=sys.stderr)
         if args.quota is not None and total is not None and args.quota > total:
             print(f"pacpriv: warning: --quota {args.quota:g} nats is above the total budget "
                   f"{format_bound(total, side='nearest')} nats: the quota can never be reached "
@@ -591,5 +599,12 @@ def _serve(args) -> int:  # pragma: no cover - blocks; exercised by the uvicorn 
     check_existing_dir(args.state, "--state")
     check_port(args.host, args.port)  # before anything loads: not uvicorn's own error
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
-    serve(args.state, host=args.host, port=args.port, ledger=args.ledger, limits=limits)
+    import signal
+
+    stopped_by = serve(args.state, host=args.host, port=args.port, ledger=args.ledger,
+                       limits=limits)
+    if stopped_by == signal.SIGINT:  # Ctrl-C: the CLI's convention, one line and 130
+        print("pacpriv: interrupted; the server stopped (every answer given is in the "
+              "ledger)", file=sys.stderr)
+        return 130
     return 0

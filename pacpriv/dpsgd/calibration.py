@@ -145,8 +145,9 @@ def calibrate_noise_multiplier(
     (the method of the final tolerance, the resolution scaled to the tolerance), which skips
     most grid refinements; every evaluation is certified on its own, so this changes the time
     only (issue-29 grid, M ≤ 1e4, E ≤ 1e3: ``benchmarks/dpsgd_calibration.py --issue29``;
-    measured on 2 shared cores at load 8–10, 41 of the 48 cells within 1 s of CPU time,
-    slowest 1.9 s, every σ certified and within 0.1% of the exact root).
+    measured on 2 shared cores at load 8–13, 46 of the 48 cells within 1 s of CPU time,
+    slowest 1.27 s, a linear-lattice cell (the former all-FIR pair sum in the same run: 43
+    cells, 1.63 s), every σ certified and within 0.1% of the exact root).
     """
     target = check_real(
         target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,

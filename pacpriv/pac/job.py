@@ -326,13 +326,29 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, rule: NoiseRule,
     notes.extend(rule.notes(plan, n_trials=sim.n_trials, dim=sim.dim))
     if sim.n_trials >= 1 and rows_all_equal(sim.outputs):
         notes.append((_constant_note(sim, plan, rule), None))
-    if plan.mi_claim >= math.log(1.0 / prior) * (1 - 1e-12):
-        notes.append((
-            f"the MI budget {format_bound(plan.mi_claim)} nats is at least ln(1/prior) = "
-            f"{format_bound(math.log(1.0 / prior))}: the posterior success bound is 1 (vacuous).",
-            VacuousBoundWarning,
-        ))
+    vacuous = _vacuous_note(float(plan.mi_claim), prior)
+    if vacuous:
+        notes.append((vacuous, VacuousBoundWarning))
     return notes
+
+
+def _vacuous_note(mi: float, prior: float) -> str:
+    """The vacuous-bound caveat, in words that match the numbers ("" when the bound says
+    something): "at least ln(1/prior)" only when the budget is (the float comparison of Thm 1's
+    root), else "just below ln(1/prior), within round-off of it" with the bound itself.
+    """
+    log_inv = -math.log(prior)
+    bound = float(posterior_success_rate(mi, prior=prior))
+    if bound < 1.0 and mi < log_inv * (1 - 1e-12):
+        return ""
+    if mi >= log_inv:
+        return (f"the MI budget {format_bound(mi)} nats is at least ln(1/prior) = "
+                f"{format_bound(log_inv, side='down')}: the posterior success bound is 1 "
+                "(vacuous).")
+    # (printed in full: six digits rounded up would read as ln(1/prior) itself)
+    return (f"the MI budget {mi!r} nats is just below ln(1/prior) = {log_inv!r}, within "
+            f"round-off of it: the posterior success bound is {format_bound(bound, 17)}, "
+            "vacuous in effect.")
 
 
 @refuses_removed({**execution_hints(), **rule_hints()})

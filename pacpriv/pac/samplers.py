@@ -431,7 +431,12 @@ class CallableSampler(Sampler):
         it: the posterior bound uses the best blind guess ``max(q, 1 − q)``. Undeclared, the
         prior is *estimated* from the simulated masks with an upper confidence bound
         (:func:`pacpriv.pac.bounds.resolve_membership_prior`), which costs tightness. Default:
-        ``func.inclusion_probability`` if the callable has that attribute.
+        ``func.inclusion_probability`` if the callable has that attribute. A declaration is
+        checked against the simulated masks (each record's count, and the pooled count of
+        all memberships, at false-alarm level 1e-9) and a contradicted one is refused before
+        any bound; the pooled test assumes a mask's memberships are independent or negatively
+        associated, so a sampler that includes records in positively correlated groups
+        (cluster sampling) should declare nothing.
     prior : float or None, default None
         Alias of ``inclusion_probability`` (kept for compatibility).
 

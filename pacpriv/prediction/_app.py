@@ -19,6 +19,9 @@ Endpoints
 Analysts. When the ledger holds API keys (``pacpriv serve keys add``), every request needs
 ``Authorization: Bearer <token>``: 401 without a valid token, 403 for a revoked key, 429 over
 the key's quota or the global budget, 429 with ``Retry-After`` over the key's request rate.
+The key is checked first, before the body is read, sized or validated, on every path
+(``/openapi.json`` and ``/docs`` included, which describe the row shape): an unauthenticated
+client learns nothing about the model, and nothing is charged.
 ``Idempotency-Key: <1–200 printable characters>`` makes a retry return the stored answer and
 spend nothing more. Limits (:class:`~pacpriv.prediction._limits.ServeLimits`): a body over
 ``max_body_bytes`` or with more than ``max_rows`` rows gets 413 before it is parsed; a request
@@ -179,8 +182,34 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
                 "noise": predictor.noise_source, "threat_model": THREAT_MODEL,
                 "threat_model_analysts": THREAT_MODEL_SERVING}
 
-    return BodyLimit(app, max_bytes=limits.max_body_bytes, max_rows=limits.max_rows,
-                     paths=("/predict",))
+    return _AuthFirst(BodyLimit(app, max_bytes=limits.max_body_bytes, max_rows=limits.max_rows,
+                                paths=("/predict",)), auth, fastapi)
+
+
+class _AuthFirst:
+    """ASGI wrapper: with keys, a request without a valid, active key gets 401/403 before
+    anything reads, sizes or validates its body (whose errors name the model's row shape)."""
+
+    def __init__(self, app, auth: "_Auth", fastapi) -> None:
+        self.app, self.auth, self.fastapi = app, auth, fastapi
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        import anyio
+
+        found = [v for k, v in scope.get("headers") or () if k.lower() == b"authorization"]
+        header = found[-1].decode("latin-1") if len(found) == 1 else None
+        try:  # scrypt on a first sight of a token: off the event loop
+            await anyio.to_thread.run_sync(
+                lambda: self.auth.check(self.fastapi, header, rate=False))
+        except self.fastapi.HTTPException as err:
+            response = self.fastapi.responses.JSONResponse(
+                {"detail": err.detail}, status_code=err.status_code, headers=err.headers)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def _http_error(fastapi, err: Exception):
@@ -304,12 +333,50 @@ def check_exposure(host: str, has_keys: bool) -> None:
         "--state DIR --name NAME), or serve on --host 127.0.0.1.")
 
 
+def _quiet_server(uvicorn):
+    """A ``uvicorn.Server`` that shuts down gracefully on SIGINT and SIGTERM and then returns
+    (uvicorn re-raises the signal after its shutdown: a Ctrl-C then ends in a
+    ``KeyboardInterrupt`` inside the event loop and a logged traceback)."""
+    import contextlib
+    import signal
+    import threading
+
+    class QuietServer(uvicorn.Server):
+        stopped_by: int | None = None
+
+        def handle_exit(self, sig, frame) -> None:
+            self.stopped_by = sig if self.stopped_by is None else self.stopped_by
+            super().handle_exit(sig, frame)
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            signals = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    return QuietServer
+
+
 def serve(state, *, host: str = "127.0.0.1", port: int = 8000, ledger: str | None = None,
-          limits: ServeLimits | None = None) -> None:  # pragma: no cover
-    """Load ``state`` and run the app with uvicorn (blocks until interrupted).
+          limits: ServeLimits | None = None) -> int | None:  # pragma: no cover
+    """Load ``state`` and run the app with uvicorn (blocks until SIGINT or SIGTERM).
 
     The port is checked first (:func:`check_port`), then the state and, off loopback, that the
-    ledger holds API keys (:func:`check_exposure`); each fails in one line.
+    ledger holds API keys (:func:`check_exposure`); each fails in one line. A signal shuts the
+    server down gracefully (answers in flight finish, their transactions commit).
+
+    Returns
+    -------
+    int or None
+        The first signal that stopped the server (``signal.SIGINT``, ``signal.SIGTERM``), or
+        None.
     """
     uvicorn = import_optional("uvicorn", "serving", extra="serve")
     from pacpriv.prediction._predictor import PrivatePredictor
@@ -317,5 +384,10 @@ def serve(state, *, host: str = "127.0.0.1", port: int = 8000, ledger: str | Non
     check_port(host, port)
     predictor = PrivatePredictor.load(state, ledger=ledger)
     check_exposure(host, predictor.ledger.store is not None and predictor.ledger.store.has_keys())
-    uvicorn.run(create_app(predictor, limits), host=host, port=port, log_level="info",
-                access_log=False)
+    config = uvicorn.Config(create_app(predictor, limits), host=host, port=port,
+                            log_level="info", access_log=False)
+    server = _quiet_server(uvicorn)(config)
+    server.run()
+    if not server.started:
+        raise OSError(f"the server could not start on {host}:{port} (see the log above).")
+    return None if server.stopped_by is None else int(server.stopped_by)

@@ -28,6 +28,8 @@ from pacpriv.pac.engine._isolation import output_to_stderr
 from pacpriv.pac.engine._mechanism import (
     MAX_OUTPUT_MAGNITUDE,
     MIN_OUTPUT_MAGNITUDE,
+    InvalidOutput,
+    as_float64,
     outside_output_range,
 )
 from pacpriv.prediction._linear import stack_linear
@@ -154,8 +156,11 @@ class Worlds:
             out = (np.asarray(model.predict(X))[:, None] == classes[None, :]).astype(np.float64)
         else:
             out = model.predict(X)
-        out = np.asarray(out, dtype=np.float64)
-        return out.reshape(X.shape[0], -1)
+        try:  # pacpriv's cast, not the model: "not castable", never "the model raised"
+            arr = as_float64(out)
+        except InvalidOutput as err:
+            raise InvalidOutput(f"a world model's {err}") from err.__cause__
+        return arr.reshape(X.shape[0], -1)
 
     def dim(self, X: np.ndarray) -> int | None:
         """``d``, the output coordinates of world 0 on the rows ``X`` (nothing is released; no

@@ -30,7 +30,7 @@ from pacpriv.prediction._settings import BUDGET_TOLERANCE
 
 __all__ = ["IDEMPOTENCY_MAX_ROWS", "IDEMPOTENCY_TTL_S", "AnswerTimeoutError", "Caller",
            "IdempotencyConflictError", "IdempotencyExpiredError", "KeyRevokedError",
-           "QuotaExceededError", "answer_in_ledger", "read_posterior"]
+           "QuotaExceededError", "answer_in_ledger", "check_recorded_budget", "read_posterior"]
 
 
 class QuotaExceededError(BudgetExceededError):
@@ -87,6 +87,41 @@ def read_posterior(tx, n_worlds: int) -> tuple[int, np.ndarray]:
         raise CheckpointError(f"the ledger's posterior is corrupt or does not have {n_worlds} "
                               "worlds (the ledger belongs to another predictor?).")
     return int(rows), lp
+
+
+_BUDGET_BLOB = "predictor_budget"
+
+
+def check_recorded_budget(ledger: PrivacyLedger, per_query_budget: float,
+                          total_budget: float) -> None:
+    """Record the predictor's budgets in its ledger scope when first opened; refuse others.
+
+    The budgets are fixed when a predictor is fitted: a ``config.json`` edited, copied from
+    another fit, or a replica's copy that says otherwise would silently raise the cap of the
+    shared ledger, so it is refused.
+
+    Raises
+    ------
+    CheckpointError
+        One line naming the recorded budgets and the ones given.
+    """
+    mine = f"{float.hex(float(per_query_budget))} {float.hex(float(total_budget))}"
+    with ledger.transaction() as tx:
+        stored = tx.get_state(_BUDGET_BLOB)
+        if stored is None:
+            tx.put_state(_BUDGET_BLOB, mine.encode())
+            return
+    if stored.decode(errors="replace") == mine:
+        return
+    try:
+        b, total = (float.fromhex(x) for x in stored.decode().split())
+        was = f"per_query_budget={b!r}, total_budget={total!r} nats"
+    except ValueError:
+        was = "unreadable budgets"
+    raise CheckpointError(
+        f"the ledger of this predictor records {was}, but its config.json says "
+        f"per_query_budget={float(per_query_budget)!r}, total_budget={float(total_budget)!r}: "
+        "a predictor's budgets are fixed when it is fitted (fit a new state to change them).")
 
 
 def _check_quota(tx, key_id: str | None, n: int, per_query_budget: float) -> None:

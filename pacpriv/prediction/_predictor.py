@@ -42,7 +42,12 @@ from pacpriv.prediction._answers import (
     project_to_simplex,
 )
 from pacpriv.prediction._evaluate import Worlds
-from pacpriv.prediction._ledger import Caller, answer_in_ledger, read_posterior
+from pacpriv.prediction._ledger import (
+    Caller,
+    answer_in_ledger,
+    check_recorded_budget,
+    read_posterior,
+)
 from pacpriv.prediction._reporting import BoundCache, BudgetReporting, budget_state
 from pacpriv.prediction._seeds import Seeds, draw_secret
 from pacpriv.prediction._settings import (
@@ -275,6 +280,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         store, scope = self._state.open_ledger(self._params.get("ledger"),
                                                self.per_query_budget)
         self._ledger = PrivacyLedger(None, store=store, scope=scope)
+        check_recorded_budget(self._ledger, self.per_query_budget, self.total_budget)
         self._sync()
 
     def _sync(self) -> None:

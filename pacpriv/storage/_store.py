@@ -108,6 +108,19 @@ class Transaction:
         (spent, rows), = self._q("SELECT spent, nrows FROM totals WHERE scope = ?", (self.scope,))
         return float(Fraction(spent)), int(rows)
 
+    def spent_exact(self) -> Fraction:
+        """The scope's spend (charges minus refunds) as the exact sum of its float rows."""
+        (spent,), = self._q("SELECT spent FROM totals WHERE scope = ?", (self.scope,))
+        return Fraction(spent)
+
+    def standing_charge(self, entry_id: int) -> Entry | None:
+        """The scope's charge row ``entry_id`` if no refund row cancels it yet (else None)."""
+        found = self._q(
+            f"SELECT {_ENTRY_COLUMNS} FROM entries e WHERE e.scope = ? AND e.id = ? AND "
+            "e.kind = 'charge' AND NOT EXISTS (SELECT 1 FROM entries r WHERE r.scope = e.scope "
+            "AND r.refund_of = e.id)", (self.scope, int(entry_id)))
+        return None if not found else Entry(*found[0])
+
     def entries(self) -> list[Entry]:
         """The scope's rows, oldest first."""
         rows = self._q(f"SELECT {_ENTRY_COLUMNS} FROM entries WHERE scope = ? ORDER BY id",

@@ -177,3 +177,38 @@ def test_rows_the_models_cannot_evaluate_get_422_not_500():
         assert pp.n_answered == 0
     else:
         assert np.all(np.isfinite(r.json()["outputs"]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 0)])
+def test_pacpriv_serve_stops_cleanly_on_ctrl_c_and_sigterm(tmp_path, sig, code):
+    """h58: Ctrl-C (SIGINT) to the real `pacpriv serve` is a graceful shutdown with one line
+    and exit 130 (the CLI's Ctrl-C convention), SIGTERM exits 0; neither logs a traceback."""
+    import signal
+
+    _fitted(tmp_path / "s", total=3 * B)
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "pacpriv", "serve", "--state",
+                             str(tmp_path / "s"), "--port", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/budget", timeout=2).raise_for_status()
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        proc.send_signal(getattr(signal, sig))
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    text = out.decode()
+    assert proc.returncode == code, text
+    assert "Traceback" not in text and "Error" not in text and "CancelledError" not in text
+    assert "Application shutdown complete" in text
+    assert ("pacpriv: interrupted; the server stopped" in text) == (sig == "SIGINT")

@@ -270,3 +270,60 @@ def test_a_state_refuses_a_ledger_other_than_the_one_holding_its_answers(state, 
     with pytest.raises(CheckpointError, match="records its answers in SQLiteStore"):
         PrivatePredictor.load(state)  # the default ledger.db would start the spend at 0
     assert PrivatePredictor.load(state, ledger=str(other)).n_answered == 2
+
+
+@pytest.mark.parametrize("method, path, body", [
+    ("post", "/predict", b'{"rows": [[1, 2]]}'),           # wrong row length (names d)
+    ("post", "/predict", b'{"rows": [[1, true]]}'),         # not numbers
+    ("post", "/predict", b"{not json"),                      # malformed JSON
+    ("post", "/predict", b'{"rows": ' + b"[" * 50 + b"]"),  # too deep
+    ("post", "/predict", b" " * 5000),                       # over max-body-bytes
+    ("get", "/budget", None),
+    ("get", "/openapi.json", None),                          # its schema names d
+    ("get", "/docs", None),
+    ("get", "/no-such-path", None),
+])
+def test_the_key_is_checked_before_the_body_on_every_endpoint(state, method, path, body):
+    """h61/h62: with keys, no key / a bad one gets 401 and a revoked one 403, before any body
+    parsing, sizing or validation: no row count, no schema, nothing charged."""
+    pp, client = _client(state, max_body_bytes=4096)
+    revoked_id, revoked = add_key(pp.ledger.store, "mallory")
+    pp.ledger.store.revoke_key(revoked_id)
+    add_key(pp.ledger.store, "alice")
+    for headers, status in (({}, 401), (_auth("pp_00000000_" + "x" * 43), 401),
+                            ({"Authorization": "Basic abc"}, 401), (_auth(revoked), 403)):
+        kwargs = {} if body is None else {"content": body}
+        r = getattr(client, method)(path, headers={"content-type": "application/json",
+                                                   **headers}, **kwargs)
+        assert r.status_code == status, (headers, r.text)
+        detail = r.json()["detail"]
+        assert set(r.json()) == {"detail"} and "expected" not in detail
+        assert detail == (f"key {revoked_id} is revoked" if status == 403 else
+                          "a valid API key is required: Authorization: Bearer <token>")
+    assert pp.budget()["n_answered"] == 0 and pp.ledger.spent == 0.0
+    assert all(outcome != "answered" for *_, outcome in pp.ledger.store.audit_rows())
+
+
+def test_with_a_valid_key_the_body_is_validated_as_before(state):
+    pp, client = _client(state)
+    _, token = add_key(pp.ledger.store, "alice")
+    r = client.post("/predict", json={"rows": [[1, 2]]}, headers=_auth(token))
+    assert r.status_code == 422 and "expected 4" in r.text
+    assert client.get("/openapi.json", headers=_auth(token)).status_code == 200
+    assert pp.ledger.spent == 0.0
+
+
+def test_a_reissued_key_states_the_spend_of_the_revoked_one(state, capsys):
+    """A name re-added after a revocation gets a key of its own, saying so: the earlier
+    keys' spend and that the new quota comes on top (explicit, and in keys list)."""
+    pp, client = _client(state)
+    key_id, token = add_key(pp.ledger.store, "erin", quota=2 * B)
+    assert client.post("/predict", json={"rows": cancer()[0][:2].tolist()},
+                       headers=_auth(token)).status_code == 200
+    assert main(["serve", "keys", "revoke", "--state", str(state), key_id]) == 0
+    capsys.readouterr()
+    assert main(["serve", "keys", "add", "--state", str(state), "--name", "erin",
+                 "--quota", str(2 * B)]) == 0
+    err = capsys.readouterr().err
+    assert "'erin' had 1 revoked key(s), which spent 0.0078125 nats" in err
+    assert "comes on top of that spend" in err

@@ -174,3 +174,27 @@ def test_a_config_that_is_json_but_not_an_object_is_refused(tmp_path, text):
         state.read_config()
     state.write_config({"total_budget": 2.0})  # a rewrite over it works, with a fresh scope
     assert state.read_config()["total_budget"] == 2.0
+
+
+@pytest.mark.parametrize("field, factor", [("total_budget", 2.0), ("per_query_budget", 0.5)])
+def test_a_config_with_other_budgets_than_the_ledger_recorded_is_refused(tmp_path, field,
+                                                                         factor):
+    """b66's sibling for serving: the budgets are recorded in the ledger at the first fit; a
+    config.json that says otherwise (edited, or a replica's stale copy) cannot raise the cap of
+    `pacpriv serve`, `predict query` or PrivatePredictor.load."""
+    import json
+
+    from pacpriv.exceptions import CheckpointError
+
+    state = tmp_path / "s"
+    _predictor(state).fit(execution=QUIET).answer(cancer()[0][:1])
+    config = json.loads((state / "config.json").read_text())
+    config[field] *= factor
+    atomic_write(state / "config.json", json.dumps(config).encode())
+    with pytest.raises(CheckpointError, match=r"records per_query_budget=0\.00390625, "
+                                              r"total_budget=1\.0 nats") as err:
+        PrivatePredictor.load(state)
+    assert "\n" not in str(err.value)
+    config[field] /= factor
+    atomic_write(state / "config.json", json.dumps(config).encode())
+    assert PrivatePredictor.load(state).n_answered == 1

@@ -158,6 +158,11 @@ def check_window(points: int, epochs: int) -> None:
             "(membership_inference_accuracy_bound) for this many epochs.")
 
 
+def _log_underflow(dtype) -> float:
+    """A ``t`` with ``exp(t') == 0`` exactly for every ``t' <= t`` in ``dtype``."""
+    return float(np.log(np.finfo(dtype).smallest_subnormal)) - 2.0
+
+
 def _power(w: np.ndarray, a0: int, epochs: int, lo: int, hi: int) -> np.ndarray:
     """E-fold self-convolution of ``w`` restricted to sum labels ``lo..hi`` (circular FFT).
 
@@ -172,8 +177,13 @@ def _power(w: np.ndarray, a0: int, epochs: int, lo: int, hi: int) -> np.ndarray:
         mag = np.abs(spec)
         ok = mag > 0
         logmag = np.log(np.where(ok, mag, 1.0))
-        phase = np.mod(epochs * np.angle(spec), 2.0 * np.pi)
-        powered = np.where(ok, np.exp(epochs * logmag) * np.exp(1j * phase), 0.0)
+        # only where |X|^E does not underflow to exactly 0 (elsewhere the product below is
+        # 0 too: the same array, bit for bit, without the phases of the dead coefficients)
+        ok &= epochs * logmag > _log_underflow(mag.dtype)
+        live = np.flatnonzero(ok)
+        powered = np.zeros_like(spec)
+        phase = np.mod(epochs * np.angle(spec[live]), 2.0 * np.pi)
+        powered[live] = np.exp(epochs * logmag[live]) * np.exp(1j * phase)
     full = sp_fft.irfft(powered, n)
     idx = (np.arange(lo, hi + 1) - epochs * a0) % n
     return full[idx]

@@ -29,12 +29,14 @@ round-off bound of the chain uses.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import signal, special
 
+from pacpriv.dpsgd._exact import windows as _win
 from pacpriv.dpsgd._exact.lattice import (
     cell_masses_bounded,
     dot_lower,
@@ -83,17 +85,42 @@ class _Kernel:
     k_top: int  # largest offset for d <= D
     tail_first: float  # β_{D+1} (upper)
     #: (k, d_lo, taps): non-zero run of column k of the (D+1) x (k_top+2) offset-weight
-    #: matrix of a pair sum at distance d
+    #: matrix of a pair sum at distance d, taps in reverse order (row d_lo last)
     columns: tuple
     columns_nz: tuple  # the same without the row d = 0
     #: longest column run (terms of one FIR dot product)
     taps_max: int = 0
     #: additions into one output of :func:`_pair_sum` (both operand orders, tails included)
     adds: int = 0
+    #: long runs ``(κ, d_lo, d_hi, a1, a2, den)`` of equal offset ``κ`` for ``d ≥ d_split``,
+    #: summed as windows (:mod:`.windows`); upper: ``β_d = (a1·e^{−(d−d_lo)g} − a2)/den``
+    ranges: tuple = ()
+    d_split: int = 0
+    #: dyadic table levels (``2^p_max`` ≥ the longest run's half)
+    p_max: int = 0
+    #: relative error of a run's window sum ``M``, in units of the arrays' ``u``
+    win_units: float = 0.0
+    #: upper: stop-loss perturbation per unit value of the runs' mean-keeping splits, as
+    #: ``(arrays' u units, float64 u units)``
+    split_units: tuple = (0.0, 0.0)
+    #: ``((offset, weight), ...)`` of the pairs at distance 0 (``x ⊕ x``, see _pair_sum)
+    row0: tuple = ()
 
 
 def _kernel(g: float, upper: bool) -> _Kernel:
-    """Offsets/weights of ``x_i + x_j`` for ``d = k_i − k_j ≤ D`` (split or nearest node)."""
+    """Offsets/weights of ``x_i + x_j`` for ``d = k_i − k_j ≤ D`` (split or nearest node);
+    built once per ``(g, upper)`` (the refinement ladder and the calibration reuse grids)."""
+    return _kernel_cached(float(g), bool(upper), _MIN_RUN)
+
+
+#: shortest run of one offset summed as a window (shorter runs: FIR columns, cheaper there)
+_MIN_RUN = 6
+#: ... on grids of at least this many points per unit of ln x
+_WINDOW_MIN_C = 32.0
+
+
+@functools.lru_cache(maxsize=64)
+def _kernel_cached(g: float, upper: bool, min_run: int) -> _Kernel:
     r = math.exp(g)
     if upper:  # D: last d with κ_d >= 1, i.e. 1 + e^{-dg} >= e^g
         def big(d):
@@ -136,14 +163,27 @@ def _kernel(g: float, upper: bool) -> _Kernel:
                 continue
             taps = np.zeros(int(rr[-1] - rr[0]) + 1)
             np.add.at(taps, rr - rr[0], vv)
-            out.append((int(col[0]), int(rr[0]), taps))
+            # reversed: y = correlate(small, taps[::-1]) is the convolution with taps
+            out.append((int(col[0]), int(rr[0]), np.ascontiguousarray(taps[::-1])))
         return tuple(out)
 
+    # runs of one offset with at least _MIN_RUN rows (the far pairs, d >= d_split): window
+    # sums; the rows below d_split: FIR columns
+    off_d = kap if upper else np.rint(val).astype(np.int64)
+    if g * _WINDOW_MIN_C > 1.0:  # coarse grids: short runs, the FIR columns are cheaper
+        min_run = d_max + 2
+    ranges, d_split, p_max, win, split = _win.long_runs(off_d, g, upper, min_run)
+    row0 = tuple((int(cc), float(v)) for rr, cc, v in zip(r_all, c_all, v_all, strict=True)
+                 if rr == 0 and v != 0)
+    short = r_all < d_split
+    r_all, c_all, v_all = r_all[short], c_all[short], v_all[short]
     cols, cols_nz = runs(False), runs(True)
     taps_max = max((t.size for _, _, t in cols), default=1)
-    # one output gets one addition per column and two per tail split, in each operand order
-    adds = len(cols) + len(cols_nz) + 4
-    return _Kernel(g, upper, d_max, k_top, tail_first, cols, cols_nz, taps_max, adds)
+    # one output gets one addition per column, two per run (upper: both ends of a cell) and
+    # two per tail split, in each operand order
+    adds = len(cols) + len(cols_nz) + 4 * len(ranges) + 4
+    return _Kernel(g, upper, d_max, k_top, tail_first, cols, cols_nz, taps_max, adds,
+                   ranges, d_split, p_max, win, split, row0)
 
 
 def kernel_roundoff(kern: _Kernel, n: int, dtype) -> float:
@@ -168,14 +208,43 @@ def kernel_roundoff(kern: _Kernel, n: int, dtype) -> float:
     (2/g)·u`` times the prefix sum (the mass that is split), see :func:`_pair_sum`.
     """
     u_arr = _LD_U if dtype == np.longdouble else _U
-    # FIR dot product (taps_max terms, taps_max roundings with the products), the product
-    # with ``big``, up to _CHUNK additions in the arrays' precision, the final rounding
+    # FIR dot product (taps_max terms, taps_max roundings with the products) or a long run's
+    # window sum (win_units, see :mod:`.windows`), the product with ``big``, up to _CHUNK
+    # additions in the arrays' precision, the final rounding
     # the float64 split weights (1 − β_d, β_d) err by up to ~5u/g in absolute terms (a division
     # by e^g − 1 ≈ g), but only move mass between the two ends of one cell: the stop-loss
-    # deficit per unit value is below 4u (2.4u measured against mpmath for c = 128…4096)
-    weights = 4.0 * _U if kern.upper else 0.0
-    return ((kern.taps_max + _CHUNK + 8) * u_arr + weights
+    # deficit per unit value is below 4u (2.4u measured against mpmath for c = 128…4096); the
+    # long runs' splits likewise (split_units, see :func:`.windows.long_runs`)
+    weights = 0.0
+    if kern.upper:
+        weights = 4.0 * _U + kern.split_units[0] * u_arr + kern.split_units[1] * _U
+    return ((max(kern.taps_max, kern.win_units) + _CHUNK + 8) * u_arr + weights
             + (kern.adds + n + 2.0 / kern.g + 16) * _LD_U)
+
+
+def _add_tail(out: np.ndarray, big: np.ndarray, small: np.ndarray, kern: _Kernel) -> None:
+    """Pairs at distances ``d > D`` of :func:`_pair_sum` into ``out`` (long double): offset 0
+    (lower), or the mean-keeping split to offsets 0 and 1 (upper)."""
+    n = big.size
+    d_max = kern.d_max
+    # in long double: prefix sums (relative error <= n·u_ld) and the recursion
+    small_ld = small.astype(np.longdouble)
+    big_ld = big.astype(np.longdouble)
+    zeros = np.zeros(d_max + 1, dtype=np.longdouble)
+    cum = np.concatenate((zeros, np.cumsum(small_ld)[: n - d_max - 1]))
+    if kern.upper:
+        # ratio and first weight in long double (a float64 e^{−g} would put a
+        # relative error t·u on the t-th power)
+        g_ld = np.longdouble(kern.g)
+        one_ld = np.ones(1, dtype=np.longdouble)
+        den = np.array([1.0, -np.exp(-g_ld)], dtype=np.longdouble)
+        rec = signal.lfilter(one_ld, den, small_ld)
+        geo = np.concatenate((zeros, rec[: n - d_max - 1]))
+        geo *= np.exp(-(d_max + 1) * g_ld) / np.expm1(g_ld)
+        out[:n] += big_ld * np.maximum(cum - geo, 0.0)
+        out[1 : n + 1] += big_ld * geo
+    else:
+        out[:n] += big_ld * cum
 
 
 def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.ndarray:
@@ -197,39 +266,63 @@ def _pair_sum(a: np.ndarray, b: np.ndarray, kern: _Kernel, mirror: bool) -> np.n
         # column k of the weight matrix is non-zero on a contiguous range of d: one direct
         # (FIR) convolution per offset k, y_k[i] = Σ_d w[d, k] small[i − d]
         used = 0
-        for k, d_lo, taps in (kern.columns_nz if skip_zero else kern.columns):
-            if d_lo >= n:
-                continue
-            y = np.convolve(small, taps)[: n - d_lo]
-            part[k + d_lo : k + n] += big[d_lo:] * y
+
+        def flush() -> None:
+            nonlocal used
             used += 1
             if used == _CHUNK:
                 out[:] += part
                 part[:] = 0.0
                 used = 0
+
+        for k, d_lo, taps in (kern.columns_nz if skip_zero else kern.columns):
+            if d_lo >= n:
+                continue
+            y = np.correlate(small, taps, "full")[: n - d_lo]  # taps stored reversed
+            y *= big[d_lo:]
+            part[k + d_lo : k + n] += y
+            flush()
+        # the long runs (d >= d_split): window sums from dyadic tables, see windows.long_runs;
+        # by offset κ ascending (upper: the split B of the run at κ − 1 joins offset κ)
+        live = [r for r in kern.ranges if r[1] < n]
+        carry = None
+        if live:
+            pad = 1 << (kern.p_max + 1)  # > the longest run
+            g_up = kern.g if kern.upper else None
+            tab, tab_e = _win.tables(small, pad, kern.p_max, g_up)
+            for k, d_lo, d_hi, a1, a2, den in reversed(live):
+                m_sum, e_sum = _win.window_sums(tab, tab_e, pad, d_lo, d_hi, n, g_up,
+                                                a1 / den)
+                if e_sum is not None:  # B = (a1·E − a2·M)/den, clipped to [0, M]
+                    e_sum -= (a2 / den) * m_sum
+                    np.maximum(e_sum, 0.0, out=e_sum)
+                    np.minimum(e_sum, m_sum, out=e_sum)
+                    m_sum -= e_sum
+                    if carry is not None:
+                        m_sum[carry[0] - d_lo :] += carry[1]
+                    carry = (d_lo, e_sum)
+                m_sum *= big[d_lo:]
+                part[k + d_lo : k + n] += m_sum
+                flush()
+            if carry is not None:  # the split of the run at the largest offset
+                k, d_lo = live[0][0] + 1, carry[0]
+                part[k + d_lo : k + n] += big[d_lo:] * carry[1]
+                flush()
         if used:
             out[:] += part
             part[:] = 0.0
         if n > d_max + 1:  # d > D: offset 0 (lower), or split to offsets 0 and 1 (upper)
-            # in long double: prefix sums (relative error <= n·u_ld) and the recursion
-            small_ld = small.astype(np.longdouble)
-            big_ld = big.astype(np.longdouble)
-            zeros = np.zeros(d_max + 1, dtype=np.longdouble)
-            cum = np.concatenate((zeros, np.cumsum(small_ld)[: n - d_max - 1]))
-            if kern.upper:
-                # ratio and first weight in long double (a float64 e^{−g} would put a
-                # relative error t·u on the t-th power)
-                g_ld = np.longdouble(kern.g)
-                one_ld = np.ones(1, dtype=np.longdouble)
-                den = np.array([1.0, -np.exp(-g_ld)], dtype=np.longdouble)
-                rec = signal.lfilter(one_ld, den, small_ld)
-                geo = np.concatenate((zeros, rec[: n - d_max - 1]))
-                geo *= np.exp(-(d_max + 1) * g_ld) / np.expm1(g_ld)
-                out[:n] += big_ld * np.maximum(cum - geo, 0.0)
-                out[1 : n + 1] += big_ld * geo
-            else:
-                out[:n] += big_ld * cum
+            _add_tail(out, big, small, kern)
 
+    if mirror and a is b:
+        # x ⊕ x: the two operand orders give the same pairs off the diagonal, so the law is
+        # 2·(pairs at d ≥ 1) + (d = 0): doubling is exact, and each output gets fewer
+        # operations than through both orders (kernel_roundoff still bounds it)
+        one(a, a, True)
+        out *= 2
+        for k, w in kern.row0:
+            out[k : k + n] += w * (a * a)
+        return out.astype(a.dtype)
     one(a, b, False)
     if mirror:
         one(b, a, True)
@@ -273,7 +366,7 @@ def combine(a: GeoPair, b: GeoPair, kern: _Kernel, *, top: int) -> GeoPair:
     same = a is b
     lo, ap, aq, bp, bq = _align(a, b)
     n = ap.size
-    p = _conv(ap, bp, kern)
+    p = _conv(ap, ap if same else bp, kern)  # the same array: the x ⊕ x path of _pair_sum
     q = None
     if not upper:
         if same:  # (Q_a ⊗ P_a + P_a ⊗ Q_a)/2 has the law of the sum of Q_a ⊗ P_a

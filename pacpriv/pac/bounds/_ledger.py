@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -36,7 +37,8 @@ from pacpriv.storage._store import Entry, LedgerStore, Transaction
 
 __all__ = ["LedgerEntry", "PrivacyLedger"]
 
-_SLACK = 1e-12  # relative round-off slack of the cap
+_CAP_BLOB = "ledger_total_budget"  # the scope's cap, recorded when the scope is created
+_FLOAT_MAX = Fraction(sys.float_info.max)
 
 
 def _check_prior(prior) -> float:
@@ -86,6 +88,16 @@ class LedgerEntry:
                      self.label, self.idempotency_key, None, self.timestamp)
 
 
+def _float_text(value: Fraction, *, up: bool) -> str:
+    """``repr`` of ``value`` as a float; if inexact, the next float toward ``up``, saying so."""
+    x = float(value)
+    if Fraction(x) == value:
+        return repr(x)
+    if (Fraction(x) < value) == up:
+        x = math.nextafter(x, math.inf if up else -math.inf)
+    return f"{x!r} (rounded {'up' if up else 'down'})"
+
+
 class _MemoryTransaction:
     """The in-memory ledger's rows, with the operations of a store transaction."""
 
@@ -99,6 +111,14 @@ class _MemoryTransaction:
 
     def totals(self) -> tuple[float, int]:
         return float(self._total), self._rows
+
+    def spent_exact(self) -> Fraction:
+        return self._total
+
+    def standing_charge(self, entry_id: int) -> Entry | None:
+        refunded = {e.refund_of for e in self._entries if e.kind == "refund"}
+        return next((e for e in self._entries if e.id == entry_id and e.kind == "charge"
+                     and e.id not in refunded), None)
 
     def entries(self) -> list[Entry]:
         return list(self._entries)
@@ -176,14 +196,26 @@ class PrivacyLedger:
     scope : str, default "default"
         The secret the rows are about, inside ``store`` (1–200 characters).
 
+    Raises
+    ------
+    TypeError, ValueError
+        For an invalid argument, or when ``store`` already holds ``scope`` with another
+        ``total_budget`` (a scope's cap, or its absence, is recorded when the scope is created
+        and is fixed: reopening with a larger cap would silently allow more spending; the
+        message names the recorded cap). Scopes created by pacpriv 0.4.0 have no recorded cap:
+        the first reopening records its ``total_budget``.
+
     Notes
     -----
-    Budgets are summed exactly (a running :class:`fractions.Fraction`, equal to
-    :func:`math.fsum` of the rows). A charge is accepted iff
-    ``spent + mi <= total_budget · (1 + 1e-12)``: the relative slack of ``1e-12`` (the same as
-    the calibration's certification check) only absorbs decimal round-off, so that e.g. charges
-    of 0.2 and 0.1 fit a cap of 0.3. A refused charge leaves the ledger unchanged. A
-    :meth:`refund` appends a row that cancels a charge whose release was never delivered.
+    Budgets are summed exactly (a running :class:`fractions.Fraction` of the float charges,
+    whose rounding to float is :func:`math.fsum` of the rows). A charge is accepted iff the
+    exact sum ``spent + mi <= total_budget``: there is no round-off slack, so the spend never
+    exceeds the cap, not even by an ulp. Charges that sum exactly to the cap fit (0.25 + 0.75
+    fit 1.0), but decimal fractions need not: in float64, 0.2 + 0.1 is more than 0.3, so a
+    third of them is refused. Without a cap, a charge that would take the sum past float64's
+    range (about 1.8e308 nats) is refused. A refused charge leaves the ledger unchanged. A
+    :meth:`refund` appends a row that cancels a standing charge of this ledger whose release
+    was never delivered (once).
 
     References
     ----------
@@ -210,6 +242,29 @@ class PrivacyLedger:
         self._memory = _MemoryTransaction(scope) if store is None else None
         self._lock = threading.RLock()
         self._prior = None if prior is None else _check_prior(prior)
+        if store is not None:
+            self._check_recorded_cap()
+
+    def _check_recorded_cap(self) -> None:
+        """Record the cap of a new scope; refuse another cap for an existing one."""
+        mine = "none" if self._total is None else float.hex(self._total)
+        with self.transaction() as tx:
+            stored = tx.get_state(_CAP_BLOB)
+            if stored is None:
+                tx.put_state(_CAP_BLOB, mine.encode())
+                return
+        text = stored.decode(errors="replace")
+        if text == mine:
+            return
+        try:
+            was = "no cap (total_budget=None)" if text == "none" else \
+                f"total_budget={float.fromhex(text)!r} nats"
+        except ValueError:
+            was = "an unreadable cap"
+        raise ValueError(
+            f"`total_budget` {self._total!r} differs from the cap of scope {self._scope!r} in "
+            f"this store, which was created with {was}; a scope's cap is fixed when it is "
+            "created: reopen it with that value (or use a new scope).")
 
     def __getstate__(self) -> dict:
         if self._store is not None:
@@ -283,20 +338,24 @@ class PrivacyLedger:
 
     @property
     def remaining(self) -> float:
-        """``total_budget − spent`` in nats (``inf`` without a cap; never negative)."""
+        """``total_budget − spent`` in nats, the exact difference rounded down (``inf``
+        without a cap; never negative): a charge of ``remaining`` always fits."""
         if self._total is None:
             return math.inf
-        return max(self._total - self.spent, 0.0)
+        with self.transaction() as tx:
+            left = Fraction(self._total) - tx.spent_exact()
+        x = float(left)
+        return max(math.nextafter(x, -math.inf) if Fraction(x) > left else x, 0.0)
 
-    def _fits(self, spent: float, mi: float) -> bool:
-        if self._total is None:
-            return True
-        return float(Fraction(spent) + Fraction(mi)) <= self._total * (1.0 + _SLACK)
+    def _fits(self, spent: Fraction, mi: float) -> bool:
+        after = spent + Fraction(mi)
+        return after <= (_FLOAT_MAX if self._total is None else Fraction(self._total))
 
     def can_charge(self, mi: float) -> bool:
         """Whether a charge of ``mi`` nats would be accepted (records nothing)."""
         mi = check_real(mi, "mi", low=0.0)
-        return self._fits(self.spent, mi)
+        with self.transaction() as tx:
+            return self._fits(tx.spent_exact(), mi)
 
     def charge(self, mi: float, *, label: str | None = None, key_id: str | None = None,
                rows: int = 0, idempotency_key: str | None = None,
@@ -327,7 +386,8 @@ class PrivacyLedger:
         TypeError, ValueError
             If ``mi`` is not a finite number ``>= 0`` or ``label`` is not a str.
         pacpriv.exceptions.BudgetExceededError
-            If ``spent + mi`` would exceed ``total_budget`` (the ledger is left unchanged).
+            If the exact sum ``spent + mi`` would exceed ``total_budget`` or, without a cap,
+            float64's range (the ledger is left unchanged).
         """
         mi = check_real(mi, "mi", low=0.0)
         if label is not None and not isinstance(label, str):
@@ -336,16 +396,23 @@ class PrivacyLedger:
             with self.transaction() as own:
                 return self.charge(mi, label=label, key_id=key_id, rows=rows,
                                    idempotency_key=idempotency_key, tx=own)
-        spent = tx.totals()[0]
+        spent = tx.spent_exact()
         if not self._fits(spent, mi):
-            remaining = max((self._total or 0.0) - spent, 0.0)
-            raise BudgetExceededError(
-                f"release of {format_bound(mi)} nats refused: {format_bound(spent)} of "
-                f"the total budget {format_bound(self._total, side='nearest')} nats is spent, "
-                f"{format_bound(remaining, side='down')} remain."
-            )
+            raise BudgetExceededError(self._refusal(spent, mi))
         return LedgerEntry._of(tx.charge(mi, rows=rows, key_id=key_id, label=label,
                                          idempotency_key=idempotency_key))
+
+    def _refusal(self, spent: Fraction, mi: float) -> str:
+        """The one-line refusal: the charge, the spend (rounded up) and the cap."""
+        shown = _float_text(spent, up=True)
+        if self._total is None:
+            return (f"release of {mi!r} nats refused: {shown} nats are spent and this "
+                    "ledger without a cap sums its charges in float64, whose range ends at "
+                    f"{sys.float_info.max!r}.")
+        remaining = _float_text(Fraction(self._total) - spent, up=False)
+        return (f"release of {mi!r} nats refused: {shown} of the total budget "
+                f"{self._total!r} nats is spent, {remaining} nats remain (charges are summed "
+                "exactly; the cap has no round-off slack).")
 
     def refund(self, entry: LedgerEntry, *, label: str | None = None,
                tx: Transaction | None = None) -> LedgerEntry:
@@ -354,7 +421,8 @@ class PrivacyLedger:
         Raises
         ------
         ValueError
-            If ``entry`` is not a charge.
+            If ``entry`` is not a standing charge of this ledger (not a charge, not one of its
+            rows, or already refunded): a refund frees budget, so it is never taken on trust.
         """
         if not isinstance(entry, LedgerEntry) or entry.kind != "charge":
             raise ValueError("`entry` must be a charge of this ledger (a LedgerEntry with "
@@ -362,7 +430,12 @@ class PrivacyLedger:
         if tx is None:
             with self.transaction() as own:
                 return self.refund(entry, label=label, tx=own)
-        return LedgerEntry._of(tx.refund(entry._entry(self._scope), label=label))
+        standing = None if entry.entry_id is None else tx.standing_charge(entry.entry_id)
+        if standing is None or standing.nats != entry.mi or standing.rows != entry.rows:
+            raise ValueError(f"`entry` (entry_id {entry.entry_id!r}) is not a standing charge "
+                             "of this ledger: it is another ledger's row, or already refunded; "
+                             "nothing was refunded.")
+        return LedgerEntry._of(tx.refund(standing, label=label))
 
     def posterior_success_bound(self, *, prior: float | None = None) -> float:
         """Posterior-success bound of an adversary seeing every recorded release.

@@ -169,6 +169,10 @@ def _kl_root(v: np.ndarray, p0: np.ndarray) -> np.ndarray:
     return np.where(saturated, 1.0, np.where(v == 0, p0, hi))
 
 
+#: ``sqrt(½)`` rounded up to a float64 (the nearest double, 0.70710678118654757..., lies above).
+_SQRT_HALF_UP = float(np.sqrt(0.5))
+
+
 def pinsker_bound(mi_budget, *, prior):
     """Pinsker's looser bound ``min(1, p0 + sqrt(v/2))`` on the posterior success rate.
 
@@ -196,11 +200,16 @@ def pinsker_bound(mi_budget, *, prior):
     v, p0 = np.broadcast_arrays(_check_mi(mi_budget), check_membership_prior(prior))
     # rounded up in floating point: sqrt(v/2) carries <= 1.5 ulp, inflated by 4 ulp; the sum is
     # rounded up exactly (Fast2Sum: p0 >= gap is not needed for the error term below)
-    gap = np.sqrt(v / 2.0) * (1.0 + 4.0 * np.finfo(np.float64).eps)
+    # (sqrt(v)·sqrt(½), not sqrt(v/2): v/2 underflows to 0 at the smallest subnormal v, which
+    # printed the prior itself for a positive budget; sqrt(½) in float64 is above the exact one)
+    gap = np.sqrt(v) * (_SQRT_HALF_UP * (1.0 + 4.0 * np.finfo(np.float64).eps))
     total = p0 + gap
     big, small = np.maximum(p0, gap), np.minimum(p0, gap)
     err = small - (total - big)  # exact (Fast2Sum, |big| >= |small|): what rounding dropped
     total = np.where(err > 0, np.nextafter(total, 2.0), total)
+    # at tiny budgets the exact bound's safe-side rounding (32 ulps) can pass p0 + sqrt(v/2)'s:
+    # keep the documented order Pinsker >= posterior_success_rate in floating point too
+    total = np.maximum(total, _kl_root(v.astype(np.float64), p0.astype(np.float64)))
     return _as_scalar_or_array(np.minimum(1.0, total))
 
 

@@ -9,8 +9,11 @@ Nothing here assumes ½:
 * a sampler that **declares** its inclusion probability ``q`` (``PoissonSampler``,
   ``FixedSizeSampler``, ``ComplementaryPairsSampler``, or a ``CallableSampler`` given
   ``inclusion_probability=``) gets ``p0 = max(q, 1 − q)``; the declaration is checked against
-  the simulated masks (each record's count is ``Bin(T, q)``; the most extreme one is tested,
-  union-bounded over records) and refused when clearly wrong;
+  the simulated masks and refused when clearly wrong: each record's count is ``Bin(T, q)``
+  (the most extreme one is tested, union-bounded over records), and the pooled count of all
+  ``T · N`` memberships is tested with the Chernoff bound ``exp(−T·N·KL(rate ‖ q))`` [3]_
+  (valid when a mask's memberships are independent or negatively associated, as for Poisson,
+  fixed-size and complementary-pairs sampling), both at level ``1e-9``;
 * otherwise ``p0`` is **estimated** from the simulated masks with an upper confidence bound:
   for each record ``j`` included ``k_j`` times in ``T`` trials, one-sided Clopper–Pearson [2]_
   upper bounds on ``q_j`` and on ``1 − q_j`` at level ``γ / (2N)`` each (union bound over the
@@ -23,6 +26,9 @@ References
    Processing. CRYPTO 2023, arXiv:2210.03458, Thm 1.
 .. [2] C. J. Clopper, E. S. Pearson. The use of confidence or fiducial limits illustrated in the
    case of the binomial. Biometrika 26(4), 1934.
+.. [3] W. Hoeffding. Probability inequalities for sums of bounded random variables. JASA 58,
+   1963, Thm 1; D. Dubhashi, D. Ranjan. Balls and bins: a study in negative dependence. Random
+   Structures & Algorithms 13(2), 1998, Prop. 5 (the bound under negative association).
 """
 
 from __future__ import annotations
@@ -42,8 +48,8 @@ __all__ = ["PRIOR_CONFIDENCE", "MembershipPrior", "blind_guess_upper_bound",
 
 #: Confidence ``1 − γ`` of an estimated prior (the union bound spends ``γ`` over all records).
 PRIOR_CONFIDENCE = 0.99
-#: A declared inclusion probability is refused when a two-sided binomial test on the simulated
-#: masks rejects it at this level (a false refusal is this unlikely).
+#: A declared inclusion probability is refused when a test on the simulated masks (per record,
+#: or pooled over every membership) rejects it at this level (a false refusal is this unlikely).
 DECLARED_PRIOR_TEST_LEVEL = 1e-9
 
 
@@ -133,6 +139,53 @@ def _declared_prior_pvalue(masks: np.ndarray, q: float) -> float:
     return min(1.0, 2.0 * n * min(p_hi, p_lo))
 
 
+def _bernoulli_kl(p: float, q: float) -> float:
+    """``KL(Bern(p) ‖ Bern(q))`` in nats, for ``p`` in [0, 1] and ``q`` in (0, 1)."""
+    out = 0.0
+    if p > 0.0:
+        out += p * np.log(p / q)
+    if p < 1.0:
+        out += (1.0 - p) * np.log((1.0 - p) / (1.0 - q))
+    return max(float(out), 0.0)
+
+
+def _pooled_prior_pvalue(masks: np.ndarray, q: float) -> float:
+    """Two-sided Chernoff p-value of the pooled membership count under a declared ``q``.
+
+    ``P[|S/N − q| >= |rate − q|] <= 2·exp(−N·KL(rate ‖ q))`` for the ``N = T·n`` memberships:
+    trials are independent, and within a trial the bound holds for independent or negatively
+    associated memberships (Hoeffding 1963, Thm 1; Dubhashi & Ranjan 1998).
+    """
+    total = int(masks.size)
+    rate = float(np.count_nonzero(masks)) / total
+    return min(1.0, 2.0 * float(np.exp(-total * _bernoulli_kl(rate, q))))
+
+
+def _check_declared(name: str, masks: np.ndarray, q: float) -> None:
+    """Refuse a declared inclusion probability that the sampler's own masks contradict."""
+    t, n = masks.shape
+    rate = float(np.count_nonzero(masks)) / masks.size
+    pooled = _pooled_prior_pvalue(masks, q)
+    if pooled < DECLARED_PRIOR_TEST_LEVEL:
+        raise ValueError(
+            f"{name} declares inclusion probability {q:.6g}, but its {t} simulated masks include "
+            f"records at an overall rate of {rate:.6g} ({np.count_nonzero(masks)} of {t * n} "
+            f"memberships; Chernoff bound p = {pooled:.2g} < {DECLARED_PRIOR_TEST_LEVEL:g}, "
+            "valid when a mask's memberships are independent or negatively associated): no bound "
+            "rests on the declared value. Fix the sampler's `inclusion_probability`, or declare "
+            "none (the prior is then bounded from the masks)."
+        )
+    pvalue = _declared_prior_pvalue(masks, q)
+    if pvalue < DECLARED_PRIOR_TEST_LEVEL:
+        raise ValueError(
+            f"{name} declares inclusion probability {q:.6g}, but in its {t} simulated masks some "
+            f"record's inclusion count is incompatible with it (binomial test, p = {pvalue:.2g} "
+            f"after a union bound over records; overall rate {rate:.6g}): no bound rests on the "
+            "declared value. Fix the sampler's `inclusion_probability`, or declare none (the "
+            "prior is then bounded from the masks)."
+        )
+
+
 def resolve_membership_prior(sampler: Sampler, masks: np.ndarray, *, n_records: int,
                              confidence: float = PRIOR_CONFIDENCE) -> MembershipPrior:
     """The membership prior of a simulation: declared by ``sampler``, or bounded from ``masks``.
@@ -156,7 +209,8 @@ def resolve_membership_prior(sampler: Sampler, masks: np.ndarray, *, n_records: 
     ------
     ValueError
         If the declared inclusion probability is clearly contradicted by the masks (binomial
-        test on the most extreme record count, union-bounded, below 1e-9), or no prior is
+        test on the most extreme record count, union-bounded, or Chernoff bound on the pooled
+        count of all memberships, either below 1e-9), or no prior is
         declared and some record was included in every simulated trial or in none (the blind
         guess cannot be bounded below 1).
     """
@@ -164,16 +218,13 @@ def resolve_membership_prior(sampler: Sampler, masks: np.ndarray, *, n_records: 
     q = sampler.membership_prior(n_records)
     name = type(sampler).__name__
     if q is not None:
+        func = getattr(sampler, "func", None)
+        if func is not None:  # a CallableSampler: name the user's function too
+            name += f"({getattr(func, '__qualname__', type(func).__name__)})"
+
         q = float(q)
         if m.size:
-            pvalue = _declared_prior_pvalue(m, q)
-            if pvalue < DECLARED_PRIOR_TEST_LEVEL:
-                raise ValueError(
-                    f"{name} declares inclusion probability {q:.6g}, but in its {m.shape[0]} "
-                    f"simulated masks some record's inclusion count is incompatible with it "
-                    f"(binomial test, p = {pvalue:.2g} after a union bound over records; "
-                    f"overall rate {m.mean():.6g}); fix the sampler's `inclusion_probability`."
-                )
+            _check_declared(name, m, q)
         blind = max(q, 1.0 - q)
         return MembershipPrior(
             inclusion_probability=q, blind_guess=blind, source="sampler", confidence=None,

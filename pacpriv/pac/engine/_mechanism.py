@@ -36,6 +36,7 @@ __all__ = [
     "InvalidOutput",
     "MechanismExit",
     "accepts_rng",
+    "as_float64",
     "call_mechanism",
     "check_mechanism",
     "check_output",
@@ -209,6 +210,23 @@ def _check_magnitude(arr: np.ndarray, dtype) -> bool:
     return False
 
 
+def as_float64(arr: Any) -> np.ndarray:
+    """``arr`` as a float64 array, or ``InvalidOutput`` naming pacpriv's own conversion.
+
+    The cast is pacpriv's, not the mechanism's, so any failure of it (an object array holding
+    a 401-digit int overflows, a string does not parse, an object's ``__float__`` raises) is
+    reported as an output "not castable to float64", never as the mechanism raising.
+    """
+    try:
+        return np.asarray(arr).astype(np.float64, copy=False)
+    except OverflowError as err:
+        raise InvalidOutput(f"output of dtype {np.asarray(arr).dtype} is not castable to "
+                            "float64 (a value beyond float64's range, about 1.8e308)") from err
+    except Exception as err:  # arbitrary objects' __float__: the message is not repeated
+        raise InvalidOutput(f"output of dtype {np.asarray(arr).dtype} is not castable to "
+                            f"float64 ({type(err).__name__})") from err
+
+
 def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
     """Return ``value`` as a finite ``dtype`` vector of shape ``(d,)`` or raise ``InvalidOutput``.
 
@@ -230,10 +248,7 @@ def check_output(value: Any, dim: int | None, dtype=np.float64) -> np.ndarray:
                             f"({type(err).__name__})") from err
     if arr.dtype.kind == "c":
         raise InvalidOutput(f"output must be real; got complex dtype {arr.dtype}")
-    try:
-        arr = arr.astype(np.float64, copy=False)
-    except (TypeError, ValueError) as err:
-        raise InvalidOutput(f"output of dtype {arr.dtype} is not castable to float64") from err
+    arr = as_float64(arr)
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.ndim != 1 or arr.size == 0:

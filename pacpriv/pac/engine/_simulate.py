@@ -225,6 +225,15 @@ def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progres
     return n_trials, retries, timeout, batch_size, dtype
 
 
+def _gib(n_bytes: int) -> str:
+    """``n_bytes`` in GiB to one decimal, for integers of any size (no float overflow)."""
+    gib = n_bytes >> 30
+    if gib < 10**15:
+        return f"{n_bytes / 2**30:.1f}"
+    digits = str(gib)
+    return f"{digits[0]}.{digits[1]}e{len(digits) - 1}"
+
+
 def _check_memory(n_trials: int, n_records: int, output_path) -> None:
     """Refuse, before any trial, a run whose membership masks alone cannot fit in memory.
 
@@ -234,9 +243,10 @@ def _check_memory(n_trials: int, n_records: int, output_path) -> None:
     memory = storage.physical_memory()
     need = n_trials * n_records
     if output_path is None and memory is not None and need > memory // 2:
+        shown = str(n_trials) if n_trials < 10**15 else f"about 10^{len(str(n_trials)) - 1}"
         raise ValueError(
-            f"`n_trials` = {n_trials} with {n_records} records needs at least "
-            f"{need / 2**30:.1f} GiB for the membership masks alone, more than half of this "
+            f"`n_trials` = {shown} with {n_records} records needs at least "
+            f"{_gib(need)} GiB for the membership masks alone, more than half of this "
             f"machine's {memory / 2**30:.1f} GiB; use fewer trials, or a disk-backed run "
             "(output_path=...)."
         )

@@ -34,6 +34,7 @@ from pacpriv.pac.engine._isolation import guard_parent, output_to_stderr
 from pacpriv.pac.engine._mechanism import (
     InvalidOutput,
     MechanismExit,
+    as_float64,
     call_mechanism,
     check_output,
     subset_pool,
@@ -345,7 +346,7 @@ def _run_blocks(task, start: int, stop: int, dim: int | None):
                     block = call_mechanism(
                         lambda pool, m=masks, s=seeds: task.mechanism.run_block(pool, m, seeds=s),
                         task.pool, rng=None, takes_rng=False)
-                block = np.asarray(block, dtype=np.float64)
+                block = as_float64(block)  # pacpriv's cast: "not castable", not "raised"
                 if block.ndim != 2 or block.shape[0] != len(index):
                     raise InvalidOutput(f"run_block returned an array of shape {block.shape} "
                                         f"for {len(index)} subsets; expected ({len(index)}, d)")

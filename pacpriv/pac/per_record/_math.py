@@ -64,15 +64,20 @@ def bayes_accuracy(distance, prior: float) -> np.ndarray:
     """
     d = np.asarray(distance, dtype=np.float64)
     q = float(prior)
+    base = max(q, 1.0 - q)
     if q == 0.5:
-        return ndtr(d / 2.0)
-    lam = math.log(q / (1.0 - q))
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        shift = lam / d  # ±inf at d = 0; 0 at d = inf
-        half = d / 2.0
-        acc = q * ndtr(half + shift) + (1.0 - q) * ndtr(half - shift)
-    acc = np.where(d == 0.0, max(q, 1.0 - q), acc)
-    return np.clip(acc, max(q, 1.0 - q), 1.0)
+        acc = ndtr(d / 2.0)
+    else:
+        lam = math.log(q / (1.0 - q))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            shift = lam / d  # ±inf at d = 0; 0 at d = inf
+            half = d / 2.0
+            acc = q * ndtr(half + shift) + (1.0 - q) * ndtr(half - shift)
+        acc = np.where(d == 0.0, base, acc)
+    acc = np.clip(acc, base, 1.0)
+    # a positive distance gives an accuracy strictly above the prior (tiny d: the float sum
+    # rounds to it): the next float up, so no bound above the prior is shown equal to it
+    return np.where((d > 0) & (acc <= base), np.nextafter(base, 2.0), acc)[()]
 
 
 def binary_entropy(q: float) -> float:

@@ -48,6 +48,7 @@ from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._checkpoint import pool_fingerprint
 from pacpriv.pac.engine._mechanism import (
     accepts_rng,
+    as_float64,
     call_mechanism,
     check_output,
     mechanism_fingerprint,
@@ -115,7 +116,7 @@ def _differences(spec: PairSpec, subset_index: np.ndarray,
         base = check_output(base, None)
         out = np.empty((1 + spec.records.shape[0], base.shape[0]))
         out[0] = base
-        out[1:] = np.asarray(diffs, dtype=np.float64)
+        out[1:] = as_float64(diffs)  # pacpriv's cast: "not castable", not "raised"
     elif spec.block and (rng is None or hasattr(rng.bit_generator, "seed_seq")):
         out = _block_differences(spec, mask, rng)
     else:

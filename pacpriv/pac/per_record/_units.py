@@ -40,6 +40,7 @@ import numpy as np
 
 from pacpriv._random import MECHANISM_STREAM, RNGLike, seed_to_dict, stream_seed
 from pacpriv.exceptions import MechanismError, NotReproducibleWarning
+from pacpriv.pac.bounds._prior import resolve_membership_prior
 from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
 from pacpriv.pac.per_record._sim import PairSpec, _differences, distance_trial, pair_trial
@@ -185,14 +186,20 @@ def run_pairs(pair: PairSpec, *, sampler: Sampler, n_trials: int, rng: RNGLike,
     ------
     MechanismError, CheckpointError
         As :func:`~pacpriv.pac.engine.simulate` (a unit's failure named by trial and block).
+    ValueError
+        If the sampler's declared rate is contradicted by its own masks
+        (:func:`~pacpriv.pac.bounds.resolve_membership_prior`).
     """
     n = pair.n_records
     if pair.fast or pair.block:
         func = (functools.partial(pair_trial, pair) if geometry is None
                 else functools.partial(distance_trial, pair, geometry))
-        return _simulate_quietly(func, np.arange(n, dtype=np.int64), n_trials=n_trials,
-                                 sampler=sampler, rng=rng, execution=execution,
-                                 mechanism_name=mechanism_name)
+        sim = _simulate_quietly(func, np.arange(n, dtype=np.int64), n_trials=n_trials,
+                                sampler=sampler, rng=rng, execution=execution,
+                                mechanism_name=mechanism_name)
+        # the declared rate is the per-record prior: refused when the masks contradict it
+        resolve_membership_prior(sampler, sim.masks, n_records=n)
+        return sim
     k = int(pair.records.shape[0])
     block = record_block(execution, k)
     spec = UnitSpec(pair, sampler, block, math.ceil(k / block), geometry)
@@ -217,6 +224,7 @@ def run_pairs(pair: PairSpec, *, sampler: Sampler, n_trials: int, rng: RNGLike,
                       stacklevel=3)
     root = np.random.SeedSequence(**sim.root_seed)
     masks = np.stack([sampler.trial_mask(n, root=root, index=t) for t in range(n_trials)])
+    resolve_membership_prior(sampler, masks, n_records=n)  # (as above)
     return dataclasses.replace(
         sim, outputs=outputs, masks=masks, sampler=sampler.to_dict(), n_trials=n_trials,
         n_records=n, dim=int(outputs.shape[1]), membership_prior=sampler.membership_prior(n),

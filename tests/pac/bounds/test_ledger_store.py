@@ -63,7 +63,7 @@ def test_total_equals_the_sum_of_charges_with_concurrent_writers_refunds_restart
     assert refunds and all(e.mi in CHARGES for e in refunds)
     assert len(entries) == len(delivered) + 2 * len(refunds)
     if total is not None:  # the cap held under four concurrent writers
-        assert reopened.spent <= total * (1 + 1e-12)
+        assert Fraction(reopened.spent) <= Fraction(total)
         assert len(entries) - 2 * len(refunds) < 4 * 12 - 4 * 2  # some charges were refused
     # a restart continues the same ledger: one more charge, the sums still agree
     if total is None or reopened.can_charge(1e-7):
@@ -117,3 +117,38 @@ def test_a_transaction_that_raises_records_nothing_and_one_that_ends_commits(tmp
     with store.transaction("s") as tx:
         assert tx.totals() == (0.5, 1)
         assert [e.label for e in tx.entries()] == [None]
+
+
+def test_a_scopes_cap_is_fixed_when_created(tmp_path):
+    """b66: reopening a full scope with a larger cap (or none) is refused in one line naming
+    the recorded cap; the same cap reopens it, other scopes are independent, and a full
+    SQLite ledger refuses even 5e-324 more (b65)."""
+    path = tmp_path / "shared.db"
+    ledger = PrivacyLedger(1.0, store=open_store(path), scope="s1")
+    ledger.charge(1.0)
+    for other in (2.0, 1.0000000000000002, 0.5, None):
+        with pytest.raises(ValueError, match=r"created with total_budget=1\.0 nats") as err:
+            PrivacyLedger(other, store=open_store(path), scope="s1")
+        assert "\n" not in str(err.value)
+    reopened = PrivacyLedger(1.0, store=open_store(path), scope="s1")
+    for extra in (0.5, 1e-15, 5e-324):
+        with pytest.raises(BudgetExceededError, match=r"0\.0 nats remain"):
+            reopened.charge(extra)
+    assert reopened.spent == _independent_sum(path, "s1") == 1.0
+    PrivacyLedger(None, store=open_store(path), scope="s2").charge(3.0)  # uncapped, its own
+    with pytest.raises(ValueError, match=r"created with no cap"):
+        PrivacyLedger(5.0, store=open_store(path), scope="s2")
+
+
+def test_double_refund_in_sqlite_is_refused(tmp_path):
+    """A refund names a standing charge of the scope: a second refund frees nothing."""
+    path = tmp_path / "ledger.db"
+    ledger = PrivacyLedger(1.0, store=open_store(path))
+    entry = ledger.charge(1.0)
+    ledger.refund(entry)
+    with pytest.raises(ValueError, match="not a standing charge"):
+        PrivacyLedger(1.0, store=open_store(path)).refund(entry)
+    ledger.charge(1.0)
+    with pytest.raises(BudgetExceededError):
+        ledger.charge(0.5)
+    assert ledger.spent == _independent_sum(path) == 1.0
