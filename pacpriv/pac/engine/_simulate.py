@@ -225,13 +225,20 @@ def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progres
     return n_trials, retries, timeout, batch_size, dtype
 
 
+def _count_text(n: int) -> str:
+    """An integer count as typed when short (up to 40 digits), else ``about 2^k`` (no ``str`` of
+    a huge integer, which Python limits to 4,300 digits, and no float overflow)."""
+    if n.bit_length() <= 132:
+        return str(n)
+    return f"about 2^{n.bit_length() - 1}"
+
+
 def _gib(n_bytes: int) -> str:
     """``n_bytes`` in GiB to one decimal, for integers of any size (no float overflow)."""
     gib = n_bytes >> 30
-    if gib < 10**15:
+    if gib.bit_length() < 1000:
         return f"{n_bytes / 2**30:.1f}"
-    digits = str(gib)
-    return f"{digits[0]}.{digits[1]}e{len(digits) - 1}"
+    return f"about 2^{gib.bit_length() - 1}"
 
 
 def _check_memory(n_trials: int, n_records: int, output_path) -> None:
@@ -243,9 +250,8 @@ def _check_memory(n_trials: int, n_records: int, output_path) -> None:
     memory = storage.physical_memory()
     need = n_trials * n_records
     if output_path is None and memory is not None and need > memory // 2:
-        shown = str(n_trials) if n_trials < 10**15 else f"about 10^{len(str(n_trials)) - 1}"
         raise ValueError(
-            f"`n_trials` = {shown} with {n_records} records needs at least "
+            f"`n_trials` = {_count_text(n_trials)} with {n_records} records needs at least "
             f"{_gib(need)} GiB for the membership masks alone, more than half of this "
             f"machine's {memory / 2**30:.1f} GiB; use fewer trials, or a disk-backed run "
             "(output_path=...)."
