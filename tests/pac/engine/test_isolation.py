@@ -193,7 +193,7 @@ def test_world_fits_of_a_private_predictor(tmp_path):
     y = (X[:, 0] > 0).astype(int)
     pp = PrivatePredictor(_exiting_fit, (X, y), n_worlds=4, per_query_budget=0.01,
                           total_budget=0.1, output="value", state=tmp_path / "st", rng=1)
-    with pytest.raises(MechanismError, match=r"called sys\.exit\(5\) in trial 0"):
+    with pytest.raises(MechanismError, match=r"called sys\.exit\(5\) fitting world 0"):
         pp.fit(execution=ExecutionOptions(progress=False))
 
 
