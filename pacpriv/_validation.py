@@ -115,6 +115,13 @@ def check_real(
     return v
 
 
+def integer_digits(value: int) -> str:
+    """The number of decimal digits of ``|value|`` as text, for integers of any size (Python's
+    ``str`` refuses integers past 4,300 digits: beyond that, ``"more than 4,000"``)."""
+    v = abs(int(value))
+    return str(len(str(v))) if v.bit_length() <= 13_000 else "more than 4,000"
+
+
 def check_int(value, name: str, *, low: int | None = None, high: int | None = None) -> int:
     """Validate an integer scalar (numpy integers accepted, ``bool`` and floats rejected).
 
@@ -129,7 +136,7 @@ def check_int(value, name: str, *, low: int | None = None, high: int | None = No
         raise TypeError(f"`{name}` must be an integer; got {type(value).__name__} {value!r}.")
     v = int(value)
     if (low is not None and v < low) or (high is not None and v > high):
-        got = str(v) if abs(v) < 10**30 else f"an integer of {len(str(abs(v)))} digits"
+        got = str(v) if abs(v) < 10**30 else f"an integer of {integer_digits(v)} digits"
         raise ValueError(
             f"`{name}` must be an integer in {_interval(low, high, True, True)}; got {got}."
         )

@@ -68,6 +68,7 @@ def parse_records(spec: str | None, n_records: int) -> np.ndarray | None:
             raise UsageError(f"--records sample:K needs 1 <= K <= {n_records}; got {k}")
         gen = np.random.default_rng(SAMPLE_SEED)
         return np.sort(gen.choice(n_records, size=k, replace=False))
+    shown = spec if len(spec) <= 60 else spec[:57] + "..."
     out: list[int] = []
     for part in text.split(","):
         part = part.strip()
@@ -77,19 +78,21 @@ def parse_records(spec: str | None, n_records: int) -> np.ndarray | None:
                 lo, hi = int(a), int(b)
                 if hi < lo:
                     raise ValueError
-                out.extend(range(lo, hi + 1))
             else:
-                out.append(int(part))
+                lo = hi = int(part)
         except ValueError:
             raise UsageError(
                 f"--records must be 'all', 'sample:K' or indices/ranges like 0-99,120; "
-                f"got {spec!r}"
+                f"got {shown!r}"
             ) from None
+        # checked before a range is expanded: a huge index is refused, never materialised
+        if lo < 0 or hi >= n_records:
+            raise UsageError(
+                f"--records indices must be in [0, {n_records - 1}]; got {shown!r}")
+        out.extend(range(lo, hi + 1))
     arr = np.asarray(out, dtype=np.int64)
-    if arr.min() < 0 or arr.max() >= n_records:
-        raise UsageError(f"--records indices must be in [0, {n_records - 1}]; got {spec!r}")
     if np.unique(arr).size != arr.size:
-        raise UsageError(f"--records must not repeat an index; got {spec!r}")
+        raise UsageError(f"--records must not repeat an index; got {shown!r}")
     return arr
 
 

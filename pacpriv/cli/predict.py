@@ -14,6 +14,7 @@ from pathlib import Path
 from pacpriv import _json
 from pacpriv._files import check_existing_dir, check_input_file
 from pacpriv._numbers import format_bound, format_percent
+from pacpriv._validation import integer_digits
 from pacpriv.cli._args import (
     UsageError,
     add_force,
@@ -36,6 +37,7 @@ from pacpriv.cli._user import (
 )
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction._noise import NOISE_RULES
+from pacpriv.prediction._settings import MAX_WORLDS
 from pacpriv.registry import Registry, load_object
 
 
@@ -302,8 +304,10 @@ def _fit(args) -> int:
 
     check_output_dir(args.state, "--state")  # before any work: a file, no permission
     spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
-    if args.n_worlds < 2 or args.n_worlds % 2:
-        raise UsageError(f"--n-worlds must be an even integer >= 2; got {args.n_worlds}")
+    if not 2 <= args.n_worlds <= MAX_WORLDS or args.n_worlds % 2:
+        shown = args.n_worlds if args.n_worlds.bit_length() <= 132 else (
+            f"an integer of {integer_digits(args.n_worlds)} digits")
+        raise UsageError(f"--n-worlds must be an even integer in [2, {MAX_WORLDS}]; got {shown}")
     for flag, value in (("--seed", args.seed), ("--secret-seed", args.secret_seed)):
         if value is not None and value < 0:
             raise UsageError(f"{flag} must be a non-negative integer; got {value}")
@@ -473,9 +477,12 @@ def _check_fit_estimate(args, pool, n_jobs, estimator, output: str) -> None:
 def _rows(args):
     if args.queries is not None:
         return load_cli_rows(args.queries, args, "--queries")
-    m = re.fullmatch(r"(\d+):(\d+)", args.rows.strip())
+    text = args.rows.strip()
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    m = re.fullmatch(r"(\d{1,18}):(\d{1,18})", text)
     if not m or int(m.group(1)) >= int(m.group(2)):
-        raise UsageError(f"--rows must be START:STOP with START < STOP; got {args.rows!r}")
+        raise UsageError("--rows must be START:STOP, two non-negative integers with START < STOP "
+                         f"(e.g. 0:10, the first ten rows of --dataset); got {shown!r}")
     X = load_cli_dataset(args).X
     start, stop = int(m.group(1)), int(m.group(2))
     if stop > len(X):  # each row spends budget: no silent clamping like a Python slice

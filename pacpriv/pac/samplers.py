@@ -124,7 +124,7 @@ def check_inclusion_probability(value, name: str) -> float:
                    "(the posterior bound is meaningless)")
         raise ValueError(f"`{name}` must be in (0, 1) exclusive; got {value!r}{why}.")
     if 1.0 - p == 1.0:  # so close to 0 that the blind guess 1 - q rounds to 1
-        raise ValueError(f"`{name}` must be in [{_SMALLEST_RATE:.3g}, 1) (below, the blind guess "
+        raise ValueError(f"`{name}` must be in [{_SMALLEST_RATE!r}, 1) (below, the blind guess "
                          f"1 - {name} rounds to 1 in float64 and no bound is defined); "
                          f"got {value!r}.")
     return p

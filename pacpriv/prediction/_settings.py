@@ -75,6 +75,11 @@ def output_fingerprint(output: str | Callable) -> Any:
     return output if isinstance(output, str) else callable_fingerprint(output)
 
 
+#: The most worlds a predictor fits (each world is one fitted model; a million fits is far past
+#: any useful posterior, and the limit keeps a typo from starting an unbounded run).
+MAX_WORLDS = 10**6
+
+
 @dataclass(frozen=True)
 class Settings:
     """Validated public settings of a predictor.
@@ -109,7 +114,7 @@ class Settings:
         TypeError, ValueError
             Naming the argument, the allowed range and the value received.
         """
-        m = check_int(n_worlds, "n_worlds", low=2)
+        m = check_int(n_worlds, "n_worlds", low=2, high=MAX_WORLDS)
         k = sampler.trials_per_draw  # worlds drawn together (2: complementary pairs)
         if m % k:
             raise ValueError(f"`n_worlds` must be a multiple of {k} for the sampler "

@@ -45,8 +45,12 @@ _PACKAGES = ("pacpriv", "numpy", "scipy", "scikit-learn", "joblib", "tqdm")
 
 
 def _versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in _PACKAGES:
+    from pacpriv._version import __version__
+
+    # pacpriv's own version from the code that runs (the installed metadata may belong to an
+    # older install that a checkout on ``PYTHONPATH`` shadows)
+    out: dict[str, str | None] = {"python": platform.python_version(), "pacpriv": __version__}
+    for name in (n for n in _PACKAGES if n != "pacpriv"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -347,3 +347,13 @@ def test_huge_subset_size_is_one_line_error_naming_it(size):
 
     with pytest.raises(ValueError, match=r"subset_size.*at most"):
         FixedSizeSampler(subset_size=size)
+
+
+def test_the_smallest_rate_message_states_a_limit_above_the_refused_value():
+    """``5.55e-17`` was refused with "must be in [5.55e-17, 1)": the limit rounded to the value."""
+    import re
+
+    with pytest.raises(ValueError) as info:
+        PoissonSampler(5.55e-17)
+    low = float(re.search(r"must be in \[([^,]+), 1\)", str(info.value)).group(1))
+    assert low > 5.55e-17 and 1.0 - low < 1.0 and 1.0 - 5.55e-17 == 1.0

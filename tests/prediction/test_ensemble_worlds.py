@@ -113,11 +113,18 @@ def test_torch_fit_arguments_are_checked_at_construction(kwargs, error, match):
 
 def test_labels_that_are_not_class_indices_fail_before_training():
     X, y = cancer()
-    pp = PrivatePredictor(torch_fit(), (X, np.where(y == 1, 7.25, -3.5)), n_worlds=4,
+    # non-integer labels are refused when the predictor is built (the one label check), before
+    # any world is trained; the message holds no label value
+    with pytest.raises(ValueError, match="holds continuous values") as info:
+        PrivatePredictor(torch_fit(), (X, np.where(y == 1, 7.25, -3.5)), n_worlds=4,
+                         per_query_budget=B, total_budget=1.0, rng=1)
+    assert "7.25" not in str(info.value) and "3.5" not in str(info.value)  # no data values
+    # whole-number labels that are not 0..C-1 pass that check and fail before training
+    pp = PrivatePredictor(torch_fit(), (X, np.where(y == 1, 7, -3)), n_worlds=4,
                           per_query_budget=B, total_budget=1.0, rng=1)
     with pytest.raises(ValueError, match="class indices") as info:
         pp.fit(execution=ExecutionOptions(**QUIET))
-    assert "7.25" not in str(info.value) and "3.5" not in str(info.value)  # no data values
+    assert "7" not in str(info.value) and "-3" not in str(info.value)
 
 
 def test_diverging_worlds_are_named_not_answered():

@@ -41,6 +41,11 @@ OUTPUT_DTYPES = ("float64", "float32")
 MAPPED_OUTPUTS = "outputs.npy"
 
 
+#: The most retries of one failing trial (a retry reruns the same seed, so a deterministic
+#: failure never passes; the limit keeps a huge value from retrying without end).
+MAX_RETRIES = 1000
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExecutionOptions:
     """How trials run (validated on construction; never changes a result).
@@ -64,7 +69,7 @@ class ExecutionOptions:
         trial outputs and subset masks: treat a checkpoint like the raw data; delete it after
         the run.
     retries : int, default 0
-        Extra attempts per failing trial (same seed), ``>= 0``.
+        Extra attempts per failing trial (same seed), in ``[0, 1000]``.
     timeout : float or None, default None
         Seconds one trial may take (``> 0``).
     batch_size : int or "auto", default "auto"
@@ -130,7 +135,8 @@ class ExecutionOptions:
         "It holds un-noised trial outputs and subset masks: treat a checkpoint like the raw "
         "data; delete it after the run"})
     retries: int = field(default=0, metadata={
-        "flag": "--retries", "help": "retries of a failing trial (same seed, >= 0; default 0)"})
+        "flag": "--retries",
+        "help": "retries of a failing trial (same seed, 0 to 1000; default 0)"})
     timeout: float | None = field(default=None, metadata={
         "flag": "--timeout", "help": "per-trial timeout in seconds (> 0; default: none)"})
     batch_size: int | Literal["auto"] = "auto"
@@ -182,7 +188,7 @@ class ExecutionOptions:
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise TypeError(f"`{name}` must be a bool; got {type(value).__name__}.")
-        check_int(self.retries, "retries", low=0)
+        check_int(self.retries, "retries", low=0, high=MAX_RETRIES)
         if self.timeout is not None:
             check_real(self.timeout, "timeout", low=0.0, low_inclusive=False)
         if self.batch_size != "auto":

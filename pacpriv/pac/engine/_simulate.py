@@ -57,6 +57,7 @@ from pacpriv.pac.engine._checkpoint import Checkpoint, run_fingerprint
 from pacpriv.pac.engine._mechanism import check_mechanism
 from pacpriv.pac.engine._options import (
     MAPPED_OUTPUTS,
+    MAX_RETRIES,
     ExecutionOptions,
     execution_hints,
     refuses_removed,
@@ -210,7 +211,7 @@ def _check_pool(pool: Any) -> tuple[Pool, int]:
 
 def _check_options(n_trials, retries, timeout, batch_size, output_dtype, progress):
     n_trials = check_int(n_trials, "n_trials", low=1, high=2**63 - 1)  # an int64 index
-    retries = check_int(retries, "retries", low=0)
+    retries = check_int(retries, "retries", low=0, high=MAX_RETRIES)
     if timeout is not None:
         timeout = check_real(timeout, "timeout", low=0.0, low_inclusive=False)
     if batch_size != "auto":

@@ -106,3 +106,19 @@ def test_parse_records_sample_is_public_and_sorted():
 def test_parse_records_rejects(spec):
     with pytest.raises(UsageError, match="--records"):
         parse_records(spec, 10)
+
+
+_BIG = "1" + "0" * 400
+
+
+@pytest.mark.parametrize("spec", [
+    "9223372036854775808", _BIG, f"1,{_BIG}", f"0-{_BIG}", "0-9999999999999", "-5",
+])
+def test_parse_records_refuses_huge_indices_in_range_words(spec):
+    """Indices past the pool, of any size, get the range error before any range is expanded
+    (``0-10**400`` was an OverflowError traceback; ``0-10**13`` would have built the list)."""
+    with pytest.raises(UsageError) as info:
+        parse_records(spec, 10)
+    text = str(info.value)
+    assert text.startswith("--records indices must be in [0, 9]; got '")
+    assert len(text) < 140
