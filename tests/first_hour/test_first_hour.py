@@ -136,7 +136,7 @@ def test_prior_label_and_posterior_command_reproduce_the_headline(user, capsys):
     (("--sampler", "fixed", "--subset-size", "5", "--sampling-rate", "0.3"),
      "--sampling-rate applies"),
     (("--timeout", "0"), "--timeout must be"),
-    (("--retries", "-1"), "--retries must be an integer in [0, inf); got -1"),
+    (("--retries", "-1"), "--retries must be an integer in [0, 1000]; got -1"),
     (("--scheduler", "tcp://127.0.0.1:1"), "--scheduler applies to --backend dask only"),
     (("--c", "0.1"), "--c applies to --rule algorithm1 only; got --rule "),
     (("--format", "json,pdf"), "--format must list json, md and/or html"),

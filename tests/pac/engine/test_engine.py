@@ -348,7 +348,7 @@ def test_sampler_error_in_worker_names_trial():
         ({"mechanism": 3}, TypeError, "`mechanism` must be callable"),
         ({"n_trials": 0}, ValueError, r"`n_trials` must be an integer in \[1, "),
         ({"n_trials": 2.5}, TypeError, "`n_trials` must be an integer"),
-        ({"retries": -1}, ValueError, r"`retries` must be an integer in \[0, inf\)"),
+        ({"retries": -1}, ValueError, r"`retries` must be an integer in \[0, 1000\]"),
         ({"timeout": 0}, ValueError, r"`timeout` must be in \(0.0, inf\)"),
         ({"batch_size": 0}, ValueError, r"`batch_size` must be an integer in \[1, inf\)"),
         ({"output_dtype": np.int64}, ValueError, "`output_dtype` must be a floating dtype"),
