@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,16 +32,6 @@ from pacpriv.pac.release import privatize
 SERIAL = ExecutionOptions(n_jobs=1, progress=False)
 QUIET = ExecutionOptions(progress=False)
 NO_CHECK = Certified(target_inflation=None)  # no trial-count check
-
-_BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "coverage.py"
-
-
-def _coverage_module():
-    spec = importlib.util.spec_from_file_location("coverage_bench", _BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(mod)
-    return mod
 
 
 # --- the upper bounds ---------------------------------------------------------------------
@@ -332,10 +319,10 @@ def test_result_reports_the_certificate():
 # --- coverage (small fast version of benchmarks/coverage.py) --------------------------------
 
 
-def test_coverage_certified_vs_plugin():
+def test_coverage_certified_vs_plugin(benchmark_module):
     """Known Σ: the certified rule exceeds v in <= γ of runs (binomial margin), the plug-in
     square-root rule at n_trials = 2d exceeds it in most runs."""
-    cov = _coverage_module()
+    cov = benchmark_module("coverage")
     sc = cov.linear_sum_scenario(20)
     res = cov.run_cell(sc, 40, 30, n_mc=4000, rules=("certified", "anisotropic"))
     assert res["certified"]["exceed"] <= 5  # binomial(30, 0.05): P(X >= 6) < 0.01

@@ -6,11 +6,8 @@ known-covariance Monte Carlo with a binomial test of coverage, and hypothesis pr
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,16 +21,6 @@ from pacpriv.pac.noise._concentration import (
     predictable_betting_upper,
 )
 from pacpriv.pac.noise._shape import default_shape_trials, fit_shape
-
-_BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "certificate.py"
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("certificate_bench", _BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _naive_upper(z, b, lam_star, gamma, theta=1.0, grid=4000):
@@ -281,10 +268,10 @@ def test_randomized_certificate_is_reproducible_and_never_more_noise():
 
 
 @pytest.mark.slow
-def test_coverage_with_a_known_covariance():
+def test_coverage_with_a_known_covariance(benchmark_module):
     """Gaussian outputs, d = 5, decaying spectrum, 128 trials: P(MI > v) <= γ over 400 plans
     (binomial test), and the noise power within 1.35x of the oracle square-root rule."""
-    bench = _bench()
+    bench = benchmark_module("certificate")
     mech = bench.gaussian("decay", 5)
     res = bench.run_cell(mech, 128, 400, n_mc=4000, seed=3)
     assert res["exceed"] <= 32  # binomial(400, 0.05): mean 20, P(X >= 33) < 3e-3

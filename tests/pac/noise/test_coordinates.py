@@ -11,9 +11,6 @@ have very different variances, in the dense and the reduced route.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,8 +26,6 @@ from pacpriv.pac.noise._coordinates import (
     coordinate_scales,
     spread_threshold,
 )
-
-_BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "certificate.py"
 
 
 def _inputs(name: str) -> np.ndarray:
@@ -220,14 +215,6 @@ def _sample_mi(plan, sample: np.ndarray, shrink: float = 1.0) -> float:
     return 0.5 * float(np.linalg.slogdet(np.eye(plan.dim) + cov @ np.linalg.inv(sb * shrink))[1])
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("certificate_bench", _BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _exceeds(bench, mech, plan, sample, v: float, shrink: float = 1.0) -> bool:
     """Whether the true MI of the plan's clipped release of ``mech`` exceeds ``v`` (the
     benchmark's computation: the known Σ plus the clip's Monte-Carlo correction, in the plan's
@@ -245,13 +232,13 @@ def _exceeds(bench, mech, plan, sample, v: float, shrink: float = 1.0) -> bool:
 
 @pytest.mark.parametrize(("d", "m", "reps"), [(40, 64, 24),
                                               pytest.param(150, 64, 60, marks=pytest.mark.slow)])
-def test_rescaled_certificates_cover_the_true_mi(d, m, reps):
+def test_rescaled_certificates_cover_the_true_mi(d, m, reps, benchmark_module):
     """Certificates from ``m`` trials of a Poisson-½ sum over 300 records with column scales
     ``1/sqrt(j)`` (dense route d = 40, with 33 unexplored directions; reduced route d = 150 >
     64): the rescaled shape is chosen in most, the true MI of the clipped release exceeds v in
     <= γ of them (binomial margin), while the same plans at 0.5x the noise exceed it in most
     (the check can fail)."""
-    bench = _bench()
+    bench = benchmark_module("certificate")
     mech = bench.poisson_sum(d, n_records=300)
     rng = np.random.default_rng(11 + d)
     sample = mech.draw(np.random.default_rng(12 + d), 8000)
