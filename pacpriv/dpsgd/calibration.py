@@ -227,6 +227,10 @@ def _calibrate_k_of_t(target: float, steps: int, n_epochs: int, k: int, rel: flo
 _WARM_AIM = 0.75
 #: ... assuming widths shrink like c^-1.8 (measured 1.7 geometric, 2.0 linear at M = 1e4)
 _WARM_ORDER = 1.8
+#: ... and at this fraction for the tight evaluations of a search tolerance below 1e-4 (targets
+#: near ½): from the coarse grids to the tight ones the widths fell like c^-1.3 there
+#: (geometric, (0.51, M 1e4, E 1)), and that first tight evaluation runs before the public one
+_WARM_AIM_NEAR_HALF = 0.5
 
 
 def _warm_start(cache: dict, sigma: float, tol_e: float, tol: float) -> dict:
@@ -248,7 +252,8 @@ def _warm_start(cache: dict, sigma: float, tol_e: float, tol: float) -> dict:
     if best is not None:
         d = best[1]
         width = 0.5 * (d["tv_upper_numerical"] - d["tv_lower_numerical"])
-        ratio = max(width, 1e-300) / (_WARM_AIM * tol_e)
+        aim = _WARM_AIM_NEAR_HALF if tol_e == tol < _DEFAULT_TOLERANCE else _WARM_AIM
+        ratio = max(width, 1e-300) / (aim * tol_e)
         f = float(np.clip(ratio ** (1.0 / _WARM_ORDER), 0.25, 4.0))
         # within the range of the public function's first grids (16 … 4096 points per unit)
         start.update(method=d["method"], c=float(np.clip(d["c"] * f, 16.0, 4096.0)),

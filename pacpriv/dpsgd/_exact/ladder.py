@@ -16,6 +16,8 @@ from collections.abc import Callable
 GEO_AIM = 0.8
 GEO_ORDER = 1.7
 GEO_MAX_JUMP = 16.0
+#: ... the first jump's cap, 4 at tolerance 1e-4, grows like tol^-(1/1.7 − 1/4)
+GEO_PROBE_GAP = 1.0 / GEO_ORDER - 0.25
 #: no refinement whose predicted CPU time exceeds this (seconds)
 MAX_ATTEMPT_S = 120.0
 
@@ -33,8 +35,11 @@ def _factor(method: str, attempt: int, width: float, tol: float) -> float:
         return min(4.0, max(1.3, 1.15 * math.sqrt(width / tol)))
     if method == "geometric":
         # width ~ c^-1.7 … c^-2 (measured): one jump to the c that meets GEO_AIM·tol (the
-        # first attempt is a cheap probe; intermediate attempts cost ~c^2.2)
-        cap = 4.0 if attempt == 0 else GEO_MAX_JUMP
+        # first attempt is a cheap probe; intermediate attempts cost ~c^2.2). The probe's
+        # resolution rises like tol^-¼ (exact._scalar_once), the needed one like
+        # tol^(-1/1.7): below the default tolerance 1e-4 the first jump may be longer
+        cap = (min(GEO_MAX_JUMP, 4.0 * max(1.0, 1e-4 / tol) ** GEO_PROBE_GAP)
+               if attempt == 0 else GEO_MAX_JUMP)
         return min(cap, max(1.3, (width / (GEO_AIM * tol)) ** (1.0 / GEO_ORDER)))
     return min(4.0, 1.2 * math.sqrt(width / tol))
 
@@ -53,10 +58,11 @@ def refine(numeric_once: Callable[..., dict | None], point: tuple[float, int, in
     c, c_epoch, extra = grid
     lower, upper = bounds
     best = None
+    extended = (False, False)  # a finer attempt's chains start in long double where needed
     for attempt in range(refinements + 1):
         t_attempt = time.process_time()
         kw = dict(c=c, c_epoch=c_epoch, extra=extra, direction=direction, tail=tail, tol=tol,
-                  tick=tick)
+                  tick=tick, start_extended=extended)
         res = numeric_once(sigma, steps, n_epochs, method=method, long_fallback=fallback, **kw)
         if res is None:
             method, c = "geometric", geo_c
@@ -64,6 +70,8 @@ def refine(numeric_once: Callable[..., dict | None], point: tuple[float, int, in
             res = numeric_once(sigma, steps, n_epochs, method=method, **kw)
             assert res is not None
         fallback = False
+        extended = (bool(res.get("extended_precision_upper")),
+                    bool(res.get("extended_precision_lower")))
         res["attempt"] = attempt
         res["extra"] = extra
         lo_a = max(lower, 0.5 + 0.5 * res["tv_lower_numerical"])
