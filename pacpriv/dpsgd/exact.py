@@ -93,39 +93,6 @@ def _long_fallback(sigma: float, steps: int) -> bool:
             and _ladder.spread(sigma, steps) >= _GEO_MODERATE_SPREAD)
 
 
-#: linear lattice: predicted width ``K(M)·φ(z)·z·g/c²`` (see :func:`_linear_first_c`), with
-#: ``K(M) = max(1.2, 0.15 + 0.14·log₂M)`` above every K measured at c = 40 on 28 points
-#: (M 10–1e5, E 1–1e4, σ 0.55–63: K from 0.92 at M = 100 to 2.3 at M = 1e5)
-_LIN_KMIN, _LIN_K0, _LIN_K1 = 1.2, 0.15, 0.14
-#: ... and the first grid aims at this fraction of the tolerance
-_LIN_AIM = 0.6
-
-
-def _linear_first_c(sigma: float, steps: int, epochs: int, tol: float, c: float) -> float:
-    """First resolution of the linear lattice: ``c`` (the tolerance's rule), raised to where
-    the predicted width meets ``_LIN_AIM·tol`` (at most 4x, as one refinement would).
-
-    Each chain's mean-keeping split (upper) or quantisation (lower) changes the variance of
-    ``T`` by a fixed fraction of order ``1/c²`` (the step is ``2·sd(W)/c``), i.e. ``ln μ`` of
-    the Gaussian limit (``μ² = E·ln(1 + χ²)``, ``χ² = (e^{1/σ²} − 1)/M``) by ``O(g/c²)`` with
-    ``g = χ²/((1 + χ²)·ln(1 + χ²))``, and the accuracy ``Φ(μ/2)`` by ``φ(z)·z`` times that
-    (``z = μ/2``). The prediction only chooses the first grid (one attempt where the rule's
-    grid would miss the tolerance and need a second); every grid is certified.
-    """
-    s2 = 1.0 / (sigma * sigma)
-    if s2 > 700.0:
-        return c
-    chi2 = math.expm1(s2) / steps
-    log1p_chi2 = math.log1p(chi2)
-    if not log1p_chi2 > 0.0:
-        return c
-    z = 0.5 * math.sqrt(epochs * log1p_chi2)
-    g = chi2 / ((1.0 + chi2) * log1p_chi2)
-    k = max(_LIN_KMIN, _LIN_K0 + _LIN_K1 * math.log2(steps))
-    width40 = k * math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi) * z * g
-    return float(min(max(c, math.sqrt(width40 / (_LIN_AIM * tol))), 4.0 * c, 4096.0))
-
-
 def _choose_method(sigma: float, steps: int, epochs: int, tail: float, c: float) -> str:
     """``"gaussian"`` (M = 1), ``"linear"`` (light tails), ``"geometric"`` (heavy tails) or
     ``"hybrid"`` (large M: geometric grid for the small blocks, linear lattice on top)."""
@@ -229,14 +196,10 @@ def _numeric_once(
     long_fallback: bool = False, start_extended: tuple[bool, bool] = (False, False),
 ) -> dict | None:
     """One discretisation at resolution ``c``: certified TV bounds and their error terms.
-
     ``long_fallback``: return None instead of redoing a chain in long double (the caller
-    then uses the geometric grid, see :mod:`._exact.ladder`). ``start_extended``: the
-    (upper, lower) chain of the linear lattice starts in long double (the same chain of an
-    earlier, coarser attempt of the same evaluation needed it). Where the upper chain needed
-    long double the lower one starts there too (its float64 round-off was the larger at
-    every linear point measured on the issue-29 grid). Either precision is certified: this
-    only skips float64 passes that would fail."""
+    then uses the geometric grid, see :mod:`._exact.ladder`); ``start_extended``: the
+    (upper, lower) linear chain starts in long double (a coarser attempt's needed it; the
+    lower also where the upper did). Either precision is certified (see ``ladder.refine``)."""
     t_top = _t_top(sigma, steps, epochs, extra, tail)
     out: dict = {"c": c, "c_epoch": c_epoch, "t_top": t_top, "method": method}
     delta = None
@@ -244,8 +207,7 @@ def _numeric_once(
     for upper in (True, False):
         # hybrid with many epochs: the lower chain's κ (times E) needs long double anyway
         extended = (method == "hybrid" and not upper and epochs >= 10**5) or (
-            method == "linear" and (start_extended[0 if upper else 1] or (
-                not upper and out["extended_precision_upper"])))
+            method == "linear" and start_extended[not upper])
         while True:
             pair, n_coord, eps, kappa, slack, delta = _epoch_pair(
                 sigma, steps, epochs, c=c, c_epoch=c_epoch, method=method, tail=tail,
@@ -262,6 +224,7 @@ def _numeric_once(
             extended = True
         if upper and method != "gaussian":
             label_range = (pair.a0, pair.a0 + pair.p.size - 1)
+            start_extended = (True, start_extended[1] or extended)  # the lower chain follows
         tv, err, rnd = _comp.compose_tv(pair, epochs, direction=direction, tau=_WINDOW_TAU)
         # an l1 error eps in one epoch's P- and Q-laws moves TV of the E-fold products by at
         # most 2·E·eps·(1 + eps)^(E−1) (telescoping over epochs; TV is 1-Lipschitz in l1)
@@ -305,8 +268,7 @@ def _levels(steps: int) -> int:
     return max(1, steps.bit_length() - 1)
 
 
-#: Tolerance whose grids also run when a tighter one is missed (see :func:`_scalar`)
-_DEFAULT_TOL = 1e-4
+_DEFAULT_TOL = 1e-4  # tolerance whose grids also run when a tighter one misses (_scalar)
 
 
 def _scalar(sigma: float, steps: int, n_epochs: int, tol: float, direction: str,
@@ -362,8 +324,8 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
         if method == "geometric":
             c = float(np.clip(_GEO_C * (1e-4 / tol) ** 0.25, 24.0, 256.0))
         c_epoch, extra = float(np.clip(40.0 * math.sqrt(1e-4 / tol), 16.0, 4096.0)), 0.0
-        if method == "linear":
-            c = c_epoch = _linear_first_c(sigma, steps, n_epochs, tol, c)
+        if method == "linear":  # c = c_epoch raised where the predicted width misses tol
+            c = c_epoch = _ladder.linear_first_c(sigma, steps, n_epochs, tol, c)
         if (warm is not None and warm.get("method") == "geometric" and method == "linear"
                 and _long_fallback(sigma, steps)):  # an earlier evaluation fell back
             method = "geometric"
@@ -393,8 +355,6 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
     upper = float(max(lower, min(upper, 1.0)))
     details["wall_time_s"] = time.perf_counter() - start
     return {"lower": lower, "upper": upper, "details": details}
-
-
 
 
 def _one_blas_thread():

@@ -71,14 +71,14 @@ def test_predicted_width_is_above_the_measured_one(sigma, steps, epochs):
     chi2 = math.expm1(s2) / steps
     z = 0.5 * math.sqrt(epochs * math.log1p(chi2))
     g = chi2 / ((1.0 + chi2) * math.log1p(chi2))
-    k = max(exact_mod._LIN_KMIN, exact_mod._LIN_K0 + exact_mod._LIN_K1 * math.log2(steps))
+    k = max(ladder._LIN_KMIN, ladder._LIN_K0 + ladder._LIN_K1 * math.log2(steps))
     predicted = k * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi) * z * g / 40.0**2
     out = exact_mod._numeric_once(sigma, steps, epochs, c=40.0, c_epoch=40.0, extra=0.0,
                                   direction="add", method="linear", tail=1e-6, tol=1e-4,
                                   tick=None)
     measured = 0.5 * (out["tv_upper_numerical"] - out["tv_lower_numerical"])
     assert measured <= predicted <= 2.5 * measured
-    c = exact_mod._linear_first_c(sigma, steps, epochs, 1e-4, 40.0)
+    c = ladder.linear_first_c(sigma, steps, epochs, 1e-4, 40.0)
     assert 40.0 <= c <= 160.0
     assert c == pytest.approx(max(40.0, math.sqrt(predicted * 1600.0 / (0.6e-4))))
 
