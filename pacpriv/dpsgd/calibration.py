@@ -237,8 +237,9 @@ def _warm_start(cache: dict, sigma: float, tol_e: float, tol: float) -> dict:
     """Grid of the next evaluation from the nearest earlier one (private, see
     :func:`pacpriv.dpsgd.exact.warm_accuracy`): the method is chosen as for the search's final
     tolerance ``tol`` (the coarse evaluations then use the method of the tight ones), and the
-    resolution is the nearest evaluation's scaled by ``(width / (0.75·tol_e))^(1/1.8)``, so
-    that the ladder of refinements is mostly skipped. Only the grids change: every
+    resolution is the nearest evaluation's scaled by ``(width / (a·tol_e))^(1/1.8)`` (``a =
+    0.75``; 0.5 at the search's own tolerance below 1e-4), so that the ladder of refinements
+    is mostly skipped. Only the grids change: every
     evaluation is certified on its own."""
     start: dict = {"method_tol": tol}
     best = None

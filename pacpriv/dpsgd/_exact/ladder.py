@@ -1,7 +1,17 @@
 """The refinement ladder of one exact evaluation (private helper of :mod:`pacpriv.dpsgd.exact`).
 
 Every attempt is a certified discretisation (``numeric_once``); the ladder only chooses the
-resolutions, so it changes the time and the width, never the soundness.
+resolutions and the precision, so it changes the time and the width, never the soundness:
+
+* the linear lattice's first resolution comes from a width prediction in the public inputs
+  (:func:`linear_first_c`), so that one attempt meets the tolerance where the tolerance's
+  rule alone (``c = 40·sqrt(1e-4/tol)``) would miss it and need a second;
+* a chain that needed long double in one attempt starts there in the next, finer one (its
+  float64 round-off grew with the lattice at every point measured): no float64 pass that
+  would fail;
+* on the geometric grid the first jump from the cheap probe is capped at 4 at tolerance
+  1e-4 and above, longer below it (the probe's resolution rises more slowly than the
+  needed one).
 """
 
 from __future__ import annotations

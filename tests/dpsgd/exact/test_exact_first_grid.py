@@ -51,9 +51,10 @@ def test_linear_public_evaluation_meets_the_tolerance_in_one_attempt():
                                             progress=False)
     assert r.details["method"] == "linear" and r.details["attempt"] == 0
     assert r.upper - r.lower <= 1e-4 and r.details["c"] > 40.0
-    old = exact_mod._numeric_once(sigma, steps, epochs, c=40.0, c_epoch=40.0, extra=0.0,
-                                  direction="add", method="linear", tail=1e-6, tol=1e-4,
-                                  tick=None)
+    with exact_mod._one_blas_thread():
+        old = exact_mod._numeric_once(sigma, steps, epochs, c=40.0, c_epoch=40.0, extra=0.0,
+                                      direction="add", method="linear", tail=1e-6, tol=1e-4,
+                                      tick=None)
     lo, up = 0.5 + 0.5 * old["tv_lower_numerical"], 0.5 + 0.5 * old["tv_upper_numerical"]
     assert up - lo > 1e-4  # the former first grid missed the tolerance
     assert max(lo, r.lower) <= min(up, r.upper)
@@ -73,9 +74,10 @@ def test_predicted_width_is_above_the_measured_one(sigma, steps, epochs):
     g = chi2 / ((1.0 + chi2) * math.log1p(chi2))
     k = max(ladder._LIN_KMIN, ladder._LIN_K0 + ladder._LIN_K1 * math.log2(steps))
     predicted = k * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi) * z * g / 40.0**2
-    out = exact_mod._numeric_once(sigma, steps, epochs, c=40.0, c_epoch=40.0, extra=0.0,
-                                  direction="add", method="linear", tail=1e-6, tol=1e-4,
-                                  tick=None)
+    with exact_mod._one_blas_thread():
+        out = exact_mod._numeric_once(sigma, steps, epochs, c=40.0, c_epoch=40.0, extra=0.0,
+                                      direction="add", method="linear", tail=1e-6, tol=1e-4,
+                                      tick=None)
     measured = 0.5 * (out["tv_upper_numerical"] - out["tv_lower_numerical"])
     assert measured <= predicted <= 2.5 * measured
     c = ladder.linear_first_c(sigma, steps, epochs, 1e-4, 40.0)
@@ -90,9 +92,10 @@ def test_long_double_start_is_certified_and_matches_the_float64_pass():
     sigma, steps, epochs = 0.887091, 10**4, 1000
     kw = dict(c=44.0, c_epoch=44.0, extra=0.0, direction="add", method="linear", tail=1e-6,
               tol=1e-4, tick=None)
-    first = exact_mod._numeric_once(sigma, steps, epochs, **kw)
+    with exact_mod._one_blas_thread():
+        first = exact_mod._numeric_once(sigma, steps, epochs, **kw)
+        ext = exact_mod._numeric_once(sigma, steps, epochs, start_extended=(True, True), **kw)
     assert first["extended_precision_upper"] and first["extended_precision_lower"]
-    ext = exact_mod._numeric_once(sigma, steps, epochs, start_extended=(True, True), **kw)
     assert ext["extended_precision_upper"] and ext["extended_precision_lower"]
     assert ext["tv_lower_numerical"] <= first["tv_upper_numerical"]
     assert first["tv_lower_numerical"] <= ext["tv_upper_numerical"]
