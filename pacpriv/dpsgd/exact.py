@@ -173,8 +173,8 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
     else:
         # Q-mass sent to +inf costs at most E·(mass) of TV (top_q: ~1e-2 of tol)
         lat = _pld.epoch_lattice(
-            sigma, steps, c=c, upper=upper, tail=_coordinate_tail(tail, epochs),
-            t_top=t_top, top_q=top_q, tick=tick, extended=extended, min_dln=min_dln,
+            sigma, steps, c=c, upper=upper, tail=_coordinate_tail(tail, epochs), t_top=t_top,
+            top_q=top_q, tick=tick, extended=extended, min_dln=min_dln, direct=epochs > 1,
         )
     n_coord = lat.p.size
     eps = lat.err

@@ -15,7 +15,11 @@ import math
 
 import pytest
 
-from pacpriv.dpsgd import calibrate_noise_multiplier, exact_membership_inference_accuracy
+from pacpriv.dpsgd import (
+    calibrate_noise_multiplier,
+    exact_membership_inference_accuracy,
+    noise_multiplier_for_accuracy,
+)
 from pacpriv.dpsgd import exact as exact_mod
 from pacpriv.dpsgd._exact import ladder
 
@@ -112,3 +116,49 @@ def test_first_geometric_jump_cap_grows_below_the_default_tolerance():
     cap = ladder._factor("geometric", 0, wide, 1e-5)
     assert cap == pytest.approx(4.0 * 10 ** (1 / 1.7 - 0.25))
     assert ladder._factor("geometric", 1, wide, 1e-5) == ladder.GEO_MAX_JUMP
+
+
+def test_one_epoch_convolves_small_blocks_by_fft(monkeypatch):
+    """E = 1: no direct convolutions (their round-off advantage is multiplied by E); the
+    interval equals the direct one's to 1e-8 and overlaps it (both certified)."""
+    from pacpriv.dpsgd._exact import lattice
+
+    calls = []
+    orig_direct, orig_epoch = lattice._combine_direct, lattice.epoch_lattice
+
+    def counting(a, b):
+        calls.append(a.m)
+        return orig_direct(a, b)
+
+    monkeypatch.setattr(lattice, "_combine_direct", counting)
+    kw = dict(c=40.0, c_epoch=40.0, extra=0.0, direction="add", method="linear", tail=1e-6,
+              tol=1e-4, tick=None)
+    point = (0.545622, 10**4, 1)
+    with exact_mod._one_blas_thread():
+        fft = exact_mod._numeric_once(*point, **kw)
+        assert calls == []
+        monkeypatch.setattr(lattice, "epoch_lattice",
+                            lambda *a, **k: orig_epoch(*a, **{**k, "direct": True}))
+        direct = exact_mod._numeric_once(*point, **kw)
+    assert calls  # the small blocks were convolved directly there
+    for key in ("tv_lower_numerical", "tv_upper_numerical"):
+        assert abs(fft[key] - direct[key]) < 1e-8
+    assert fft["tv_lower_numerical"] <= direct["tv_upper_numerical"]
+    assert direct["tv_lower_numerical"] <= fft["tv_upper_numerical"]
+
+
+@pytest.mark.parametrize(("steps", "epochs"), [(10**4, 1), (100, 100), (1000, 1000)])
+def test_near_half_search_starts_from_the_gaussian_limit(steps, epochs):
+    """Target 0.51 (search tolerance 1e-5): the first σ is 3% below the Gaussian-limit root,
+    between 0.95 and 1 times the calibrated σ (0.84·σ_cf is 4–9% off there); at the default
+    tolerance the start stays 0.84·σ_cf."""
+    from pacpriv.dpsgd import closed_form_noise_multiplier
+    from pacpriv.dpsgd.calibration import _search_tolerance, _start
+
+    target = 0.51
+    cf = float(closed_form_noise_multiplier(target, steps_per_epoch=steps, epochs=epochs))
+    first = _start(target, steps, epochs, cf, _search_tolerance(target, 1e-3))
+    sigma = noise_multiplier_for_accuracy(target, steps_per_epoch=steps, epochs=epochs,
+                                          method="exact")
+    assert 0.95 * sigma <= first <= sigma
+    assert _start(0.6, steps, epochs, cf, 1e-4) == 0.84 * cf
