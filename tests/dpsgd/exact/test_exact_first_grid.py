@@ -3,10 +3,11 @@
 (M 1e4, E 1e3, target 0.6) took two public attempts on the linear lattice (the tolerance's
 first grid c = 40 just missed it) and a float64 pass before long double in each; (M 1e4, E 1,
 target 0.51) missed its first tight grids. The linear lattice's first grid now comes from a
-width prediction, a finer attempt keeps the long double its coarser one needed, and tight
-geometric grids below the default tolerance jump further from the probe. Only grids and
-precision change: the tests check the certificate and the calibrated σ against the former
-path's values (main before the change) and independent checks.
+width prediction, a finer attempt keeps the long double its coarser one needed, tight
+geometric grids below the default tolerance jump further from the probe, one epoch convolves
+small blocks by FFT, and near-½ searches start from the Gaussian limit. Only grids, precision
+and the search's first point change: the tests check the certificate and the calibrated σ
+against the former path's values (main before the change) and independent checks.
 """
 
 from __future__ import annotations
