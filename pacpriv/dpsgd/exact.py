@@ -545,8 +545,8 @@ def exact_membership_inference_accuracy(
     Cheap certified screens (chi-square and ``M = 1`` upper bounds, spike-count and sum
     lower bounds) return without discretising when they already meet ``tolerance``.
 
-    Small blocks (``64·m ≤ M``) are convolved directly in both chains: an FFT's round-off
-    floor, multiplied by the ``M/m`` blocks, would otherwise cut the upper chain's top tail
+    Small blocks (``64·m ≤ M``, ``E > 1``) are convolved directly in both chains: an FFT's
+    round-off floor, times the ``M/m`` blocks, would otherwise cut the upper chain's top tail
     to ``+∞`` (Q-mass that the E-fold product multiplies by E). At ``E ≥ 1e4`` the lower
     chain merges more of each level's top tail and groups coordinate cells more coarsely
     (both garblings: only tightness is traded, for smaller round-off).
