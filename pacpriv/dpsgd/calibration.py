@@ -145,9 +145,13 @@ def calibrate_noise_multiplier(
     (the method of the final tolerance, the resolution scaled to the tolerance), which skips
     most grid refinements; every evaluation is certified on its own, so this changes the time
     only (issue-29 grid, M ≤ 1e4, E ≤ 1e3: ``benchmarks/dpsgd_calibration.py --issue29``;
-    measured on 2 shared cores at load 8–13, 46 of the 48 cells within 1 s of CPU time,
-    slowest 1.27 s, a linear-lattice cell (the former all-FIR pair sum in the same run: 43
-    cells, 1.63 s), every σ certified and within 0.1% of the exact root).
+    every σ certified and within 0.1% of the exact root). Searches with a tolerance below
+    1e-4 (targets near ½) start 3% below the Gaussian-limit root and aim their first tight
+    grid at half the tolerance. The two cells over 1 s before (measured on 2 shared cores at
+    load 5–7, four runs each against the former code in the same run): (M 1e4, E 1e3,
+    target 0.6) 0.62–0.74 s CPU (was 1.26–1.55: one public attempt on the linear lattice,
+    whose first grid now comes from a width prediction, and no failed float64 passes),
+    (1e4, 1, 0.51) 0.81–1.13 s (was 1.14–1.42).
     """
     target = check_real(
         target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
