@@ -37,7 +37,7 @@ _done = False
 
 def _glibc() -> bool:
     try:
-        return os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc")
+        return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
     except (AttributeError, ValueError, OSError):  # not glibc, or not POSIX
         return False
 

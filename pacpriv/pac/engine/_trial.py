@@ -266,7 +266,7 @@ def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> Batch
         return BatchResult(start, stop, outputs, block_masks, fail, time.perf_counter() - tic)
     n = stop - start
     masks = np.empty((n, task.n_records), dtype=bool)
-    outputs = None  # (n, d), allocated by the first finished trial; each row written once
+    rows: np.ndarray | None = None  # (n, d), made by the first finished trial
     done = 0
     failure = None
     for k, index in enumerate(range(start, stop)):
@@ -286,17 +286,17 @@ def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> Batch
                     continue
                 failure = _failure(task, index, attempt + 1, err)
             else:
-                if outputs is None:
-                    outputs = np.empty((n, out.shape[0]), dtype=task.output_dtype)
-                outputs[done] = out  # a copy: a mechanism may return a buffer it reuses
+                if rows is None:
+                    rows = np.empty((n, out.shape[0]), dtype=task.output_dtype)
+                rows[done] = out  # a copy: a mechanism may return a buffer it reuses
                 done += 1
                 dim = out.shape[0]
             break
         if failure is not None:
             break
-    if outputs is None:
-        outputs = np.empty((0, 0), dtype=task.output_dtype)
-    return BatchResult(start, stop, outputs[:done], masks[:done], failure,
+    if rows is None:
+        rows = np.empty((0, 0), dtype=task.output_dtype)
+    return BatchResult(start, stop, rows[:done], masks[:done], failure,
                        time.perf_counter() - tic)
 
 
