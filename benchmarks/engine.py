@@ -242,7 +242,7 @@ def _best(cells: list[dict]) -> dict:
 
 
 def sizes_table(max_d: int, repeat: int, records: tuple[int, ...],
-                before: str | None = None) -> None:
+                before: str | None = None, min_d: int = 100) -> None:
     """Print run_pac vs the bare loop at d = 10^2 ... max_d (see the module docstring);
     ``before``: a source tree whose run_pac is timed beside this one's, cell by cell."""
     print(f"load average {os.getloadavg()}; {SIZES_TRIALS} trials, count sketch; best of",
@@ -255,7 +255,7 @@ def sizes_table(max_d: int, repeat: int, records: tuple[int, ...],
                "certificate", "release", "import s"]
     print("  ".join(f"{h:>11}" for h in header))
     for n_records in records:
-        d = 100
+        d = min_d
         while d <= max_d:
             bare, old, full = [], [], []
             for _ in range(repeat):  # alternate, so that all see the same load
@@ -289,6 +289,8 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", action="store_true",
                         help="run_pac vs the bare loop at d = 1e2 ... 1e6 (time, peak memory)")
     parser.add_argument("--max-d", type=int, default=10**6, help="largest d of --sizes")
+    parser.add_argument("--min-d", type=int, default=100,
+                        help="smallest d of --sizes (then 10x, 100x, ... up to --max-d)")
     parser.add_argument("--records", default=",".join(str(r) for r in SIZES_RECORDS),
                         help="pool sizes of --sizes, comma-separated (default 10000,1000000)")
     parser.add_argument("--before", default=None, metavar="DIR",
@@ -306,11 +308,11 @@ def main(argv=None) -> None:
         return
     if args.sizes:
         records = tuple(int(r) for r in args.records.split(","))
-        if not records or min(records) < 2 or args.max_d < 100:
-            parser.error(f"--records must be integers >= 2 and --max-d >= 100; got "
-                         f"--records {args.records} --max-d {args.max_d}")
+        if not records or min(records) < 2 or not 1 <= args.min_d <= args.max_d:
+            parser.error(f"--records must be integers >= 2 and 1 <= --min-d <= --max-d; got "
+                         f"--records {args.records} --min-d {args.min_d} --max-d {args.max_d}")
         sizes_table(args.max_d, args.repeat or (1 if args.quick else 2), records,
-                    before=args.before)
+                    before=args.before, min_d=args.min_d)
         return
     repeat = args.repeat or (2 if args.quick else 3)
     n_fast, n_slow, n_mid = (300, 10, 100) if args.quick else (1000, 20, 200)
