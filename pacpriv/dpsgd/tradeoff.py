@@ -127,10 +127,18 @@ class TradeoffCurve(Displayable):
     def pld_epsilon(self, delta: float) -> float:
         """ε at ``delta`` from this curve's PLD alone (rounded up; ``inf`` above ε = 60), the
         number :func:`pacpriv.dpsgd.epsilon.epsilon_bound` compares with its closed forms.
-        ``delta`` in (0, 1)."""
+        ``delta`` in (0, 1). The larger of the two directions' ε, each the first ε at which
+        its own bound holds (see :func:`~pacpriv.dpsgd._exact.loss.epsilon_for_delta`)."""
+        return max(self.pld_epsilon_directions(delta))
+
+    def pld_epsilon_directions(self, delta: float) -> tuple[float, float]:
+        """``(ε_add, ε_remove)`` at ``delta`` from this curve's PLD: the smallest ε (rounded
+        up; ``inf`` above 60) at which the membership (add) and the other (remove) direction's
+        bound is ``≤ delta``. ``delta`` in (0, 1)."""
         d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
                        high_inclusive=False)
-        return epsilon_for_delta(self.loss, d)
+        return (epsilon_for_delta(self.loss, d, direction="add"),
+                epsilon_for_delta(self.loss, d, direction="remove"))
 
     def get_epsilon(self, delta: float) -> float:
         """Smallest ε ≥ 0 (rounded up) such that the run is (ε, δ)-DP for adding or removing
@@ -145,19 +153,21 @@ class TradeoffCurve(Displayable):
         -------
         float
             ε in nats; ``inf`` if even ε = 60 does not reach ``delta``. For random
-            allocation it is the smaller of this curve's PLD and the closed forms of
+            allocation it is the smaller of this curve's PLD and
             :func:`pacpriv.dpsgd.epsilon.epsilon_bound` (both sound), so it equals
-            ``epsilon_bound(...).epsilon`` for the same σ, t, E, k and δ (at ``t = 1`` the
+            ``epsilon_bound(...).epsilon`` for the same σ, t, E, k and δ at the default
+            tolerance (at ``t = 1`` the
             exact Gaussian ε rather than its discretised PLD).
         """
         d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
                        high_inclusive=False)
         eps = self.pld_epsilon(d)
         if self.sampling.get("scheme") == "random_allocation":
-            from pacpriv.dpsgd._closed_epsilon import closed_form_epsilon
+            from pacpriv.dpsgd.epsilon import epsilon_bound
 
-            eps = min(eps, closed_form_epsilon(self.noise_multiplier, self.steps_per_epoch,
-                                               self.epochs, self.k, d))
+            eps = min(eps, epsilon_bound(self.noise_multiplier,
+                                         steps_per_epoch=self.steps_per_epoch,
+                                         epochs=self.epochs, delta=d, k=self.k).epsilon)
         return eps
 
     def summary(self) -> Summary:
