@@ -34,7 +34,7 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["membership_epsilon", "removal_epsilon"]
+__all__ = ["by_direction", "membership_epsilon", "removal_epsilon"]
 
 _H = 0.01  # grid step in u and w (nats)
 _LOW, _HIGH = -25.0, 6.0  # u + w window where exp(−e^{u+w}) is evaluated (1 below, ~0 above)
@@ -109,7 +109,7 @@ def removal_epsilon(sigma: float, steps: int, epochs: int, delta: float) -> floa
     ``epochs = E ≥ 1``, δ in (0, 1). Returns ``inf`` where the bound is not computed (M above
     1e5, or a grid above its point cap) or ε is not finite.
     """
-    if steps > _MAX_M or not 1e-3 <= sigma <= 1e6:
+    if steps > _MAX_M or epochs >= 2**60 or not 1e-3 <= sigma <= 1e6:
         return math.inf
     got = _log_moments(float(sigma), int(steps))
     if got is None:
@@ -165,7 +165,7 @@ def membership_epsilon(sigma: float, steps: int, epochs: int, delta: float) -> f
     maximum of ``(x − a)_+/x^{λ+1}`` is ``c(λ)·a^{−λ}``), with ``λ + 1 = 2 .. 48`` and the
     exact moments of :func:`_log_positive_moments`. Arguments as :func:`removal_epsilon`.
     """
-    if not 1e-2 <= sigma <= 1e6:
+    if epochs >= 2**60 or not 1e-2 <= sigma <= 1e6:
         return math.inf
     log_m = _log_positive_moments(float(sigma), int(min(steps, 10**18)))[2:]
     lam = np.arange(1, log_m.size + 1, dtype=np.float64)
@@ -177,3 +177,14 @@ def membership_epsilon(sigma: float, steps: int, epochs: int, delta: float) -> f
         return math.inf
     best = float(eps.min())
     return max(0.0, best * (1.0 + 1e-12) + 1e-12) if math.isfinite(best) else math.inf
+
+
+def by_direction(sigma: float, steps: int, epochs: int, delta: float, *, add: float,
+                 remove: float) -> float:
+    """``max(ε_add, ε_remove)``: each direction's smallest of the ε given for it and its
+    Chernoff ε (the removal quadrature only where it can lower the maximum). Sound for adding
+    or removing one record: each direction's δ is non-increasing in ε, so each holds from its
+    own ε on. ``steps``, ``epochs``: the reduced one-of-``M`` pair."""
+    fwd = min(add, membership_epsilon(sigma, steps, epochs, delta))
+    rev = remove if remove <= fwd else min(remove, removal_epsilon(sigma, steps, epochs, delta))
+    return max(fwd, rev)

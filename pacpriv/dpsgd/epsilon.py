@@ -205,19 +205,15 @@ def _pld_epsilon(sigma: float, steps: int, epochs: int, k: int, delta: float,
 
 
 def _chernoff_add(sigma: float, steps: int, epochs: int, k: int, delta: float) -> float:
-    """The membership direction's Chernoff ε (module docstring) on the reduced pair."""
-    if k * epochs >= 2**60:
-        return math.inf
+    """The adding direction's Chernoff ε (module docstring) on the reduced one-of-⌊M/k⌋
+    pair over ``k·E`` epochs (the pair the PLD certifies)."""
     return _chernoff.membership_epsilon(sigma, steps // k, k * epochs, delta)
 
 
 def _removal(sigma: float, steps: int, epochs: int, k: int, delta: float) -> float:
-    """The removal direction's Chernoff ε (module docstring) on the reduced one-of-⌊M/k⌋
-    pair over ``k·E`` epochs (the pair the PLD certifies); ``inf`` where not computed."""
-    m = steps // k
-    if m > _chernoff._MAX_M or k * epochs >= 2**60:
-        return math.inf
-    return _chernoff.removal_epsilon(sigma, m, k * epochs, delta)
+    """The removal direction's Chernoff ε on the same reduced pair; ``inf`` where not
+    computed."""
+    return _chernoff.removal_epsilon(sigma, steps // k, k * epochs, delta)
 
 
 def epsilon_bound(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,

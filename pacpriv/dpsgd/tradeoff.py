@@ -153,22 +153,28 @@ class TradeoffCurve(Displayable):
         -------
         float
             ε in nats; ``inf`` if even ε = 60 does not reach ``delta``. For random
-            allocation it is the smaller of this curve's PLD and
-            :func:`pacpriv.dpsgd.epsilon.epsilon_bound` (both sound), so it equals
-            ``epsilon_bound(...).epsilon`` for the same σ, t, E, k and δ at the default
-            tolerance (at ``t = 1`` the
-            exact Gaussian ε rather than its discretised PLD).
+            allocation, per direction the smallest of this curve's PLD, the closed forms and
+            the Chernoff bounds of :func:`pacpriv.dpsgd.epsilon.epsilon_bound` (all sound),
+            then the larger direction; so it equals ``epsilon_bound(...).epsilon`` for the
+            same σ, t, E, k and δ at the default tolerance wherever that needs no second
+            curve (a finer tolerance or a smaller σ's), and is never below it (at ``t = 1``
+            the exact Gaussian ε rather than its discretised PLD).
         """
         d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
                        high_inclusive=False)
-        eps = self.pld_epsilon(d)
-        if self.sampling.get("scheme") == "random_allocation":
-            from pacpriv.dpsgd.epsilon import epsilon_bound
+        add, rem = self.pld_epsilon_directions(d)
+        if self.sampling.get("scheme") != "random_allocation":
+            return max(add, rem)
+        from pacpriv.dpsgd._chernoff_epsilon import by_direction
+        from pacpriv.dpsgd._closed_epsilon import closed_form_epsilon
 
-            eps = min(eps, epsilon_bound(self.noise_multiplier,
-                                         steps_per_epoch=self.steps_per_epoch,
-                                         epochs=self.epochs, delta=d, k=self.k).epsilon)
-        return eps
+        closed = closed_form_epsilon(self.noise_multiplier, self.steps_per_epoch, self.epochs,
+                                     self.k, d)
+        if closed == 0.0:
+            return 0.0
+        return by_direction(self.noise_multiplier, self.steps_per_epoch // self.k,
+                            self.k * self.epochs, d, add=min(add, closed),
+                            remove=min(rem, closed))
 
     def summary(self) -> Summary:
         """Rows shown by ``str(curve)``: the parameters, a few points and the accuracy."""

@@ -165,3 +165,17 @@ def test_extremes_answer_without_nan():
         for delta in (1e-20, 0.5):
             b = epsilon_bound(sigma, steps_per_epoch=100, epochs=10, delta=delta)
             assert b.epsilon >= 0.0 and not math.isnan(b.epsilon)
+
+
+@pytest.mark.parametrize(("sigma", "steps", "epochs", "delta"),
+                         [(0.8, 20, 50, 1e-5), (1.0, 100, 10, 1e-12), (2.0, 20, 10, 1e-12),
+                          (1.0, 100, 10, 1e-8)])
+def test_curve_get_epsilon_matches_epsilon_bound(sigma, steps, epochs, delta):
+    """The curve's ε uses the same per-direction bounds: equal to ``epsilon_bound`` unless that
+    builds a second curve (δ = 1e-8 here: the finer tolerance), and never below it."""
+    curve = tradeoff_curve(noise_multiplier=sigma, steps_per_epoch=steps, epochs=epochs)
+    want = epsilon_bound(sigma, steps_per_epoch=steps, epochs=epochs, delta=delta).epsilon
+    got = curve.get_epsilon(delta)
+    assert got >= want
+    if delta != 1e-8:
+        assert got == want
