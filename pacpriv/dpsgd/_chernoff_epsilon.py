@@ -150,10 +150,14 @@ def _log_positive_moments(sigma: float, steps: int) -> np.ndarray:
         power = special.logsumexp(mat, axis=1)
         terms.append(power)
     ell = np.arange(1, len(terms) + 1, dtype=np.float64)
-    log_binom = (special.gammaln(steps + 1.0) - special.gammaln(ell + 1.0)
-                 - special.gammaln(steps - ell + 1.0))
-    coeff = special.logsumexp(np.stack(terms) + log_binom[:, None], axis=0)
-    out = special.gammaln(c + 1.0) - c * math.log(steps) + coeff
+    # ln C(M, ℓ) − ℓ·ln M = Σ_{i<ℓ} log1p(−i/M) − ln ℓ! (no cancellation at large M); the
+    # remaining M^{ℓ−n} is folded in below
+    falling = np.concatenate(([0.0], np.cumsum(np.log1p(-np.arange(len(terms)) / steps))))[1:]
+    log_binom = falling - special.gammaln(ell + 1.0)
+    shifted = np.stack(terms) + log_binom[:, None]
+    scale = (ell[:, None] - c[None, :]) * math.log(steps)  # M^{ℓ − n}
+    coeff = special.logsumexp(shifted + scale, axis=0)
+    out = special.gammaln(c + 1.0) + coeff
     out[0] = 0.0
     return out + 1e-9 * (1.0 + np.abs(out))
 
@@ -167,7 +171,9 @@ def membership_epsilon(sigma: float, steps: int, epochs: int, delta: float) -> f
     """
     if epochs >= 2**60 or not 1e-2 <= sigma <= 1e6:
         return math.inf
-    log_m = _log_positive_moments(float(sigma), int(min(steps, 10**18)))[2:]
+    if steps > 10**15:
+        return math.inf
+    log_m = _log_positive_moments(float(sigma), int(steps))[2:]
     lam = np.arange(1, log_m.size + 1, dtype=np.float64)
     log_c = lam * np.log(lam) - (1.0 + lam) * np.log1p(lam)
     with np.errstate(over="ignore", invalid="ignore"):
