@@ -55,8 +55,8 @@ _U = 2.0**-52
 PLD = "certified PLD"
 GAUSSIAN = "Gaussian dominance (closed form)"
 CHI_SQUARE = "chi-square (closed form)"
-MEMBERSHIP = "Chernoff bound, adding direction (exact moments)"
-REMOVAL = "Chernoff bound, removal direction (certified quadrature)"
+MEMBERSHIP = "Chernoff bound, adding direction"
+REMOVAL = "Chernoff bound, removal direction"
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class EpsilonBound:
     source : str
         The bound that gave ε (of the direction that binds): ``"certified PLD"``,
         ``"Gaussian dominance (closed form)"``, ``"chi-square (closed form)"``,
-        ``"Chernoff bound, adding direction (exact moments)"`` or ``"Chernoff bound, removal
+        ``"Chernoff bound, adding direction"`` or ``"Chernoff bound, removal
         direction (certified quadrature)"``.
     pld_note : str
         Empty when the PLD answered in both directions; otherwise why it (or one direction)
