@@ -226,8 +226,34 @@ def _cap_memory(fraction: float | None = None) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
 
 
+def _own_tqdm_locks() -> None:
+    """Give this (forked) process tqdm write locks of its own.
+
+    tqdm's default write lock holds a ``multiprocessing.RLock`` shared with every forked
+    child, and a thread lock copied in whatever state the parent's threads left it. A child
+    killed at its time limit while it holds the shared lock (its own bar, e.g. the exact
+    row's, takes it) never releases it, and the parent's bar then waits forever (issue 35:
+    ``dpsgd compare --comparator-timeout 0.001`` stuck after the first row).
+    """
+    import threading
+
+    try:
+        from tqdm import std
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return
+    std.TqdmDefaultWriteLock.mp_lock = None  # type: ignore[attr-defined]
+    std.TqdmDefaultWriteLock.th_lock = threading.RLock()  # type: ignore[assignment]
+    classes = [std.tqdm]
+    while classes:
+        cls = classes.pop()
+        if cls is std.tqdm or "_lock" in vars(cls):
+            cls.set_lock(std.TqdmDefaultWriteLock())
+        classes.extend(cls.__subclasses__())
+
+
 def _child(conn, payload: bytes) -> None:  # runs in the comparator's own process
     try:
+        _own_tqdm_locks()
         _cap_memory()
         fn, args = cloudpickle.loads(payload)
         value = fn(*args)
@@ -264,29 +290,57 @@ def _run_limited(fn: Callable, args: tuple, timeout: float | None) -> tuple[str,
             msg = " ".join(str(exc).split())[:160]
             note = f"failed here: {type(exc).__name__}: {msg}"
             return "failed", note, time.perf_counter() - start
+    deadline = start + timeout  # start-up counts against the limit
     ctx = multiprocessing.get_context(_START_METHOD)
     receiver, sender = ctx.Pipe(duplex=False)
     proc = ctx.Process(  # type: ignore[attr-defined]
         target=_child, args=(sender, cloudpickle.dumps((fn, args))), daemon=True)
-    proc.start()
-    sender.close()
     try:
-        if receiver.poll(timeout):
-            status, value = receiver.recv()
-        else:
-            status, value = "timed out", (
-                f"timed out after {timeout:g} s and was stopped (raise the limit with "
-                "timeout= / --comparator-timeout)"
-            )
-    except EOFError:  # the process died without answering (segfault, out of memory)
-        proc.join(1.0)
-        status, value = "failed", f"failed here: the process died (exit code {proc.exitcode})"
+        proc.start()
     finally:
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
-        receiver.close()
+        sender.close()
+    ready = False
+    try:
+        ready = receiver.poll(max(0.0, deadline - time.perf_counter()))
+    finally:  # also on Ctrl-C: the child never outlives this call by more than the grace
+        _stop(proc, _GRACE_S if ready else 0.0)
+    status, value = _answer(receiver, proc, ready, timeout)
     return status, value, time.perf_counter() - start
+
+
+#: seconds a child that has answered gets to exit by itself, then after a kill to be reaped
+_GRACE_S = 1.0
+
+
+def _stop(proc, grace: float) -> None:
+    """End ``proc`` in bounded time: ``grace`` s to exit, then SIGKILL and a bounded join."""
+    if grace > 0:
+        proc.join(grace)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(_GRACE_S)
+
+
+def _answer(receiver, proc, ready: bool, timeout: float) -> tuple[str, Any]:
+    """The child's ``(status, value)`` from the pipe, read only once the child is gone.
+
+    The answer is a few hundred bytes, well under the pipe's buffer, so the child's send
+    never waits for this read; with the only writer gone, ``recv`` returns the whole message
+    or raises ``EOFError`` at once: it cannot block on a message the child never finished.
+    """
+    try:
+        if ready and not proc.is_alive():
+            return receiver.recv()
+        if ready:  # pragma: no cover - a child that survived SIGKILL (uninterruptible I/O)
+            return "failed", "failed here: the process could not be stopped"
+        return "timed out", (
+            f"timed out after {timeout:g} s and was stopped (raise the limit with "
+            "timeout= / --comparator-timeout)"
+        )
+    except (EOFError, OSError):  # the process died without answering (segfault, memory)
+        return "failed", f"failed here: the process died (exit code {proc.exitcode})"
+    finally:
+        receiver.close()
 
 
 def _checked_accuracy(value: Any) -> tuple[float | None, str]:
