@@ -494,7 +494,9 @@ def compare_accountants(
     timeout : float or None, default 60
         Time limit in seconds of each row whose cost grows with M·E or lies in third-party
         code (exact, and the three published accountants); each runs in a fresh process that
-        is killed at the limit, and its row says "timed out". The three closed forms are
+        is killed at the limit (its start-up counts against it), and its row says "timed
+        out": any limit > 0 ends the call in about rows × limit plus a second or so a row
+        (a killed process holds no lock the caller waits on). The three closed forms are
         O(1) formulas evaluated in this process. ``None``: no limit, everything in-process
         (also the case inside a daemonic process, such as a joblib worker, which cannot
         start child processes).
