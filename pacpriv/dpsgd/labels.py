@@ -2,8 +2,9 @@
 
 Every accuracy, ε and σ that ``pacpriv dpsgd`` prints is one of
 
-* ``"certified"``: computed exactly up to floating-point round-off, which is rounded on the
-  safe side (a lower end down, an upper end up); with a ``confidence`` below 1 where a
+* ``"certified"``: a proven bound on the exact value, whose only slack is discretisation
+  and floating-point round-off, both charged on the safe side (a lower end down, an upper end
+  up); with a ``confidence`` below 1 where a
   Monte Carlo step gives the end (the k-of-t lower end);
 * ``"closed-form"``: a closed-form upper bound (chi-square, Gaussian dominance), looser;
 * ``"accountant"``: an upper bound from a published accountant (e.g. dp-accounting's
@@ -36,15 +37,16 @@ COVERS_SHORT = "every record, worst case, add/remove one record"
 
 #: Text of each bound kind.
 BOUND_KINDS = {
-    "certified": "certified (exact up to round-off, rounded on the safe side)",
+    "certified": "certified (proven bound; discretisation and round-off charged on the safe side)",
     "closed-form": "closed-form upper bound",
     "accountant": "accountant upper bound",
     "approximation": "approximation (may understate)",
 }
 
 #: What "certified" means and how every printed number is rounded (the text's footer line).
-ROUNDING = ("certified = exact up to round-off; every number is rounded on the safe side "
-            "(upper ends and noise up, lower ends down)")
+ROUNDING = ("certified = a proven bound (discretisation and round-off charged on the safe "
+            "side); every number is rounded on the safe side (upper ends and noise up, lower "
+            "ends down)")
 
 _SHORT = {"certified": "certified", "closed-form": "closed-form upper bound",
           "accountant": "accountant upper bound", "approximation": "approximation (may understate)"}
