@@ -28,6 +28,7 @@ from pacpriv._numbers import format_bound
 from pacpriv._optional import import_optional
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier, membership_inference_accuracy_bound
+from pacpriv.dpsgd.labels import COVERS, NEIGHBOURING, ROUNDING, bound_fields, kind_text
 from pacpriv.dpsgd.sampling import RandomAllocation
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
@@ -73,8 +74,14 @@ class ComparisonTable:
     k: int = 1
 
     def to_dict(self) -> dict:
-        """JSON-serialisable dict (strict JSON: every number is finite)."""
-        return asdict(self)
+        """JSON-serialisable dict (strict JSON: every number is finite); every row carries its
+        label fields (:func:`pacpriv.dpsgd.labels.bound_fields`: ``bound_kind``, ``covers``,
+        ``neighbouring``, ``assumes``)."""
+        out = asdict(self)
+        out["rows"] = [{**asdict(r), **bound_fields(_row_kind(r)[0], sampling=_row_kind(r)[1])}
+                       for r in self.rows]
+        out.update(covers=COVERS, neighbouring=NEIGHBOURING)
+        return out
 
     def to_markdown(self) -> str:
         """Markdown table."""
@@ -86,6 +93,8 @@ class ComparisonTable:
         )
         lines = [
             head,
+            f"Every accuracy covers {COVERS}; each row assumes the trainer's per-example "
+            f"clipping and the batch sampling its kind names. {ROUNDING}.",
             "",
             "| method | kind | accuracy | sigma for target | time (s) | note |",
             "|---|---|---|---|---|---|",
@@ -97,10 +106,30 @@ class ComparisonTable:
             sig = "-" if r.noise_multiplier_for_target is None else (
                 format_bound(r.noise_multiplier_for_target, side="up")
             )
+            kind, sampling = _row_kind(r)
+            kind = f"{kind_text(kind)}, {_SAMPLING_WORD[sampling]} sampling"
             lines.append(
-                f"| {r.method} | {r.kind} | {acc} | {sig} | {r.wall_time_s:.3g} | {r.note} |"
+                f"| {r.method} | {kind} | {acc} | {sig} | {r.wall_time_s:.3g} | {r.note} |"
             )
         return "\n".join(lines) + "\n"
+
+
+_SAMPLING_WORD = {"poisson": "Poisson", "random_allocation": "random-allocation"}
+
+
+def _row_kind(row: ComparisonRow) -> tuple[str, str]:
+    """(kind, sampling) of a row for :mod:`pacpriv.dpsgd.labels`: an approximation, pacpriv's
+    certified exact rows, the chi-square closed forms, else a published accountant's bound;
+    Poisson where the method or its note says so, else random allocation."""
+    text = f"{row.method} {row.note}"
+    sampling = "poisson" if "Poisson" in text else "random_allocation"
+    if row.kind == APPROX:
+        return "approximation", sampling
+    if "certified (pacpriv)" in row.method:
+        return "certified", sampling
+    if row.method.startswith("chi-square"):
+        return "closed-form", sampling
+    return "accountant", sampling
 
 
 def ckp_accuracy(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
