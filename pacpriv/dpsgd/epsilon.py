@@ -197,10 +197,13 @@ def _pld_epsilon(sigma: float, steps: int, epochs: int, k: int, delta: float,
     if math.isnan(add) or math.isnan(rem) or min(add, rem) < 0.0:
         return math.inf, math.inf, "PLD unavailable: it returned no valid value"
     if math.isinf(add) and math.isinf(rem):
-        return add, rem, "PLD: epsilon above its search range (60)"
+        return add, rem, ("PLD: no epsilon up to 60 reaches this delta (the true epsilon is "
+                           "larger, or delta is below the PLD's discretisation floor)")
     if math.isinf(add) or math.isinf(rem):
         which = "adding" if math.isinf(add) else "removal"
-        return add, rem, f"PLD: the {which} direction is above its search range (60)"
+        return add, rem, (f"PLD: no epsilon up to 60 reaches this delta in the {which} "
+                           "direction (the true epsilon is larger, or delta is below the "
+                           "PLD's discretisation floor)")
     return add, rem, ""
 
 
