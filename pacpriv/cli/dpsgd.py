@@ -20,6 +20,7 @@ from pacpriv.dpsgd import (
 )
 from pacpriv.dpsgd.epsilon import epsilon_bound
 from pacpriv.dpsgd.exact import _checked_grid
+from pacpriv.dpsgd.labels import COVERS, ROUNDING, assumes, bound_fields, bound_label, kind_text
 from pacpriv.dpsgd.spec import DPSGDSpec
 
 
@@ -58,14 +59,25 @@ def _epsilon(args, sigma: float) -> tuple[dict, tuple[str, str]]:
     b = epsilon_bound(sigma, steps_per_epoch=args.steps_per_epoch, epochs=args.epochs,
                       delta=args.delta, k=args.k)
     source = f"{b.source}, add or remove one record"
-    payload = {"epsilon": b.epsilon, "delta": args.delta, "source": source}
+    kind, detail = _epsilon_kind(b.source)
+    payload = {"epsilon": b.epsilon, "delta": args.delta, "source": source,
+               **bound_fields(kind, detail=detail)}
     if b.pld_note:
         payload["note"] = b.pld_note
-    label = f"epsilon at delta={args.delta!r} ({b.source}; upper bound)"
+    label = f"epsilon at delta={args.delta!r} ({bound_label(kind, detail=detail)})"
     value = format_bound(b.epsilon, 6, side="up")
     if b.pld_note.startswith("PLD unavailable"):
         value += f" ({b.pld_note})"
     return payload, (label, value)
+
+
+def _epsilon_kind(source: str) -> tuple[str, str]:
+    """(kind, detail) of :mod:`pacpriv.dpsgd.labels` for an ε's ``source``."""
+    from pacpriv.dpsgd.epsilon import PLD
+
+    if source.startswith(PLD):
+        return "certified", "PLD"
+    return "closed-form", source.split(" (closed form)")[0]
 
 
 #: The counts a JSON output echoes: written as the exact integers the user gave.
@@ -97,10 +109,15 @@ def _print_json(args, payload) -> None:
     print(_json.dumps(_exact_counts(payload, args), indent=2))
 
 
-def _emit(args, payload: dict, rows: list[tuple[str, str]]) -> int:
+def _emit(args, payload: dict, rows: list[tuple[str, str]], *,
+          sampling: str = "random_allocation") -> int:
+    """``payload`` as JSON, or ``rows`` as a table closed by the ``covers`` and ``assumes``
+    lines (:mod:`pacpriv.dpsgd.labels`) that every bound above them holds under."""
     if args.json:
         _print_json(args, payload)
     else:
+        rows = [*rows, ("covers", COVERS), ("assumes", assumes(sampling)),
+                ("rounding", ROUNDING)]
         width = max(len(k) for k, _ in rows)
         for k, v in rows:
             print(f"{k:<{width}}  {v}")
@@ -111,10 +128,13 @@ def _bound(args) -> int:
     _check_common(args)
     b = spec_from_args(DPSGDSpec, args).membership_inference_accuracy_bound()
     eps, eps_row = _epsilon(args, args.noise_multiplier)
-    return _emit(args, {**b.to_dict(), "epsilon": eps}, [
-        ("membership-inference accuracy bound (certified, chi-square)",
+    return _emit(args, {**b.to_dict(), **bound_fields("closed-form", detail="chi-square"),
+                        "epsilon": eps}, [
+        ("membership-inference accuracy bound ("
+         + bound_label("closed-form", detail="chi-square") + ")",
          format_bound(b.accuracy, 6, side="up", vacuous=bool(b.vacuous))),
-        ("ln(1 + chi^2)", format_bound(b.log1p_chi_square, 6, side="up")),
+        ("ln(1 + chi^2) (closed-form upper bound)",
+         format_bound(b.log1p_chi_square, 6, side="up")),
         eps_row,
     ])
 
@@ -144,14 +164,17 @@ def _sigma_for_epsilon(args) -> int:
         raise UsageError(f"--target-epsilon must be in (0, 50]; got {args.target_epsilon!r}")
     r = calibrate_epsilon(args.target_epsilon, args.delta, steps_per_epoch=args.steps_per_epoch,
                           epochs=args.epochs, k=args.k, sampling=args.sampling, rtol=args.rtol)
-    kind = "certified" if r.certified else "dp-accounting pessimistic PLD"
-    return _emit(args, r.to_dict(), [
-        (f"noise multiplier ({kind})", format_bound(r.noise_multiplier, 8, side="up")),
-        (f"epsilon at sigma, delta={r.delta:g} ({kind}; add or remove any one record)",
+    kind, detail = ("certified", "PLD") if r.certified else (
+        "accountant", "dp-accounting pessimistic PLD")
+    return _emit(args, {**r.to_dict(), **bound_fields(kind, detail=detail,
+                                                      sampling=args.sampling)}, [
+        (f"noise multiplier ({bound_label(kind, detail=detail)})",
+         format_bound(r.noise_multiplier, 8, side="up")),
+        (f"epsilon at sigma, delta={r.delta:g} ({bound_label(kind, detail=detail)})",
          format_bound(r.epsilon, 6, side="up")),
         ("sampling", r.sampling["scheme"]),
         ("privacy-loss distribution", r.method),
-    ])
+    ], sampling=args.sampling)
 
 
 def _check_sigma_flags(args) -> None:
@@ -183,20 +206,29 @@ def _sigma(args) -> int:
     if args.method != "exact":
         s = noise_multiplier_for_accuracy(args.target_accuracy, **kw)
         eps, eps_row = _epsilon(args, s)
-        return _emit(args, {"noise_multiplier": s, "method": "closed-form", "epsilon": eps},
-                     [("noise multiplier (chi-square inverse)", format_bound(s, 8, side="up")),
+        return _emit(args, {"noise_multiplier": s, "method": "closed-form",
+                            **bound_fields("closed-form", detail="chi-square inverse"),
+                            "epsilon": eps},
+                     [("noise multiplier (" + bound_label("closed-form",
+                                                          detail="chi-square inverse") + ")",
+                       format_bound(s, 8, side="up")),
                       eps_row])
     r = calibrate_noise_multiplier(args.target_accuracy, **kw, rtol=args.rtol)
     eps, eps_row = _epsilon(args, r.noise_multiplier)
-    lower_note = "" if r.accuracy.lower_confidence == 1.0 else (
-        f" (lower end with confidence {r.accuracy.lower_confidence:g})")
-    return _emit(args, {**r.to_dict(), "epsilon": eps}, [
+    conf = r.accuracy.lower_confidence
+    lower_note = "" if conf == 1.0 else f"; lower end with confidence {conf:g}"
+    payload = r.to_dict()
+    payload["accuracy"] = {**payload["accuracy"], **_exact_fields(r.accuracy)}
+    return _emit(args, {**payload, **bound_fields("certified", detail="exact",
+                                                  confidence=conf), "epsilon": eps}, [
         # a sigma is shown rounded up (more noise is the safe side), an interval outward
-        ("noise multiplier (exact, certified)", format_bound(r.noise_multiplier, 8, side="up")),
-        ("noise multiplier (closed form)",
+        ("noise multiplier (" + bound_label("certified", detail="exact") + ")",
+         format_bound(r.noise_multiplier, 8, side="up")),
+        ("noise multiplier (" + bound_label("closed-form", detail="chi-square inverse") + ")",
          format_bound(r.closed_form_noise_multiplier, 8, side="up")),
         ("noise saving", format_percent(r.noise_saving, 1, side="down")),
-        ("certified accuracy at sigma" + lower_note,
+        ("accuracy at sigma (" + bound_label("certified", detail="exact interval")
+         + lower_note + ")",
          f"[{format_bound(r.accuracy.lower, 6, side='down')}, "
          f"{format_bound(r.accuracy.upper, 6, side='up')}]"),
         eps_row,
@@ -226,30 +258,43 @@ def _exact(args) -> int:
     epsilons = [_epsilon(args, s) for s in sigmas]
     if len(sigmas) == 1:
         r = results[0]
-        lower = "exact accuracy lower (certified)" if r.lower_confidence == 1.0 else (
-            f"exact accuracy lower (certified with confidence {r.lower_confidence:g})")
-        return _emit(args, {**r.to_dict(), "epsilon": epsilons[0][0]}, [
+        lower = (f"exact accuracy lower ("
+                 f"{bound_label('certified', confidence=r.lower_confidence)})")
+        return _emit(args, {**r.to_dict(), **_exact_fields(r), "epsilon": epsilons[0][0]}, [
             (lower, f"{_down(r.lower)}"),
-            ("exact accuracy upper (certified)", f"{_up(r.upper)}"),
+            (f"exact accuracy upper ({bound_label('certified')})", f"{_up(r.upper)}"),
             ("width", f"{r.width:.2e}"),
             epsilons[0][1],
         ])
     if args.json:
         eps_list = [e[0] for e in epsilons]
-        payload = ({**results[0].to_dict(), "epsilon": eps_list} if len(results) == 1 else
-                   {"results": [r.to_dict() for r in results], "epsilon": eps_list})
+        payload = ({**results[0].to_dict(), **_exact_fields(results[0]), "epsilon": eps_list}
+                   if len(results) == 1 else
+                   {"results": [{**r.to_dict(), **_exact_fields(r)} for r in results],
+                    "epsilon": eps_list})
         _print_json(args, payload)
         return 0
     lows = np.concatenate([np.atleast_1d(r.lower) for r in results])
     ups = np.concatenate([np.atleast_1d(r.upper) for r in results])
     conf = results[0].lower_confidence
-    print("certified exact membership-inference accuracy (lower rounded down, upper up"
-          + ("" if conf == 1.0 else f"; lower ends with confidence {conf:g}") + ")")
+    print("exact membership-inference accuracy (" + bound_label("certified") + "; lower "
+          "rounded down, upper up" + ("" if conf == 1.0 else
+                                      f"; lower ends with confidence {conf:g}") + ")")
     print(f"{'noise multiplier':>16}  {'lower':>9}  {'upper':>9}  {'width':>8}  "
-          f"epsilon at delta={args.delta:g}")
-    for s, lo, up, (_, (_, eps)) in zip(sigmas, lows, ups, epsilons, strict=True):
-        print(f"{s:>16g}  {_down(lo)}  {_up(up)}  {up - lo:8.1e}  {eps}")
+          f"epsilon at delta={args.delta:g} (upper bound)")
+    for s, lo, up, (payload, (_, eps)) in zip(sigmas, lows, ups, epsilons, strict=True):
+        kind, detail = _epsilon_kind(payload["source"])
+        short = kind_text(kind, detail=detail)
+        print(f"{s:>16g}  {_down(lo)}  {_up(up)}  {up - lo:8.1e}  {eps} ({short})")
+    print(f"covers: {COVERS}; assumes {assumes()}; {ROUNDING}")
     return 0
+
+
+def _exact_fields(r) -> dict:
+    """The label fields of an exact interval (its lower end's confidence where below 1)."""
+    conf = r.lower_confidence
+    return bound_fields("certified", detail="exact interval" + (
+        "" if conf == 1.0 else f", lower end with confidence {conf:g} (Monte Carlo)"))
 
 
 def _down(x) -> str:

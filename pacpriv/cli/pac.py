@@ -452,7 +452,12 @@ def _budget(args) -> int:
 
 
 def _trials(args) -> int:
-    from pacpriv.pac.noise import predicted_inflation, trials_for_inflation
+    from pacpriv.pac.noise import (
+        InflationUnreachable,
+        predicted_inflation,
+        shown_inflation,
+        trials_for_inflation,
+    )
 
     rows = []
     for d in args.dim:
@@ -460,13 +465,29 @@ def _trials(args) -> int:
             m = trials_for_inflation(d, target_inflation=args.target_inflation,
                                      confidence=args.confidence,
                                      effective_dim=args.effective_dim)
+        except InflationUnreachable as err:
+            why = ("the trial cap" if err.capped else
+                   "beyond it the model's prediction falls below the oracle (1), which it does "
+                   "not resolve")
+            raise UsageError(
+                f"--target-inflation {args.target_inflation!r} cannot be planned for --dim {d} "
+                f"at --confidence {args.confidence!r}: the smallest target the planning model "
+                f"reaches there is {err.smallest} (at {err.n_trials} trials, {why}); pass "
+                f"--target-inflation >= {err.smallest}") from None
         except ValueError as err:
             raise UsageError(str(err)) from None
+        predicted = predicted_inflation(m, d, confidence=args.confidence,
+                                        effective_dim=args.effective_dim)
         rows.append({"dim": d, "target_inflation": args.target_inflation,
                      "confidence": args.confidence, "n_trials": m,
-                     "predicted_inflation": predicted_inflation(
-                         m, d, confidence=args.confidence, effective_dim=args.effective_dim)})
-    columns = [("dim", "d", 8, "d"), ("target_inflation", "target", 8, ".4g"),
+                     "predicted_inflation": predicted,
+                     # rounded up, with the digits that keep a reached target reached
+                     "predicted_shown": shown_inflation(predicted, args.target_inflation),
+                     "target_shown": repr(float(args.target_inflation))})  # as given
+    columns = [("dim", "d", 8, "d"), ("target_shown", "target", 8, ""),
                ("confidence", "1-gamma", 8, ".4g"), ("n_trials", "n_trials", 10, "d"),
-               ("predicted_inflation", "predicted", 10, ".4f")]
+               ("predicted_shown", "predicted", 10, "")]
+    if args.json:
+        for r in rows:
+            del r["predicted_shown"], r["target_shown"]
     return print_rows(rows, columns, as_json=args.json)

@@ -215,8 +215,9 @@ _SAY_ESTIMATE_FROM_S = 10.0
 
 def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
     """Print the run's time estimate (stderr) before any trial; refuse above --time-limit."""
+    from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, probe_limit
     from pacpriv.pac.per_record._checks import check_records
-    from pacpriv.pac.per_record._estimate import estimate_per_record_time
+    from pacpriv.pac.per_record._estimate import timed_probe
 
     recs = check_records(records, dataset.n_records)
     execution = spec_from_args(ExecutionOptions, args, n_jobs=n_jobs)
@@ -226,11 +227,16 @@ def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
     except ValueError as err:
         raise UsageError(str(err).replace("`n_trials`", "--trials")) from None
     workers = n_jobs if n_jobs and n_jobs > 0 else 1
+    # the probe runs the mechanism before any trial: bounded by --time-limit and --timeout
+    limit = probe_limit((args.time_limit, "--time-limit"), (execution.timeout, "--timeout"))
     try:
-        est = estimate_per_record_time(mechanism, dataset.pool, recs,
-                                       n_records=dataset.n_records, n_trials=args.trials,
-                                       sampling_rate=args.sampling_rate, workers=workers,
-                                       record_block=args.record_block)
+        with bounded_probe(limit, what="the timed probe of the mechanism (before the run)",
+                           hint="pass --time-limit SECONDS to bound it"):
+            est = timed_probe(mechanism, dataset.pool, recs, n_records=dataset.n_records,
+                              n_trials=args.trials, sampling_rate=args.sampling_rate,
+                              workers=workers, record_block=args.record_block)
+    except ProbeTimeoutError as err:
+        raise UsageError(str(err)) from None
     except Exception:  # the run reports a failing mechanism with its trial and seed
         return
     if est.seconds >= _SAY_ESTIMATE_FROM_S or args.time_limit is not None:

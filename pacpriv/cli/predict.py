@@ -5,10 +5,12 @@ Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXi
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from pacpriv import _json
@@ -433,6 +435,20 @@ def _probe_fit_function(args, fit, X, y, output: str) -> float:
     return time.perf_counter() - tic
 
 
+@contextlib.contextmanager
+def _bounded_fit_probe(args) -> Iterator[None]:
+    """The timing fit before the worlds, stopped at --max-minutes (one world's fit over the
+    whole budget is refused anyway) and announced when it runs long (issue 35, item 5)."""
+    from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe
+
+    try:
+        with bounded_probe((args.max_minutes * 60.0, f"--max-minutes {args.max_minutes:g}"),
+                           what="the timed probe (one world's fit, before the others)"):
+            yield
+    except ProbeTimeoutError as err:
+        raise UsageError(str(err)) from None
+
+
 def _check_fit_estimate(args, pool, n_jobs, estimator, output: str) -> None:
     """Time one world's fit (half the pool, as a world sees it) and print the estimate for
     all worlds; refuse above --max-minutes, before any world is fitted (issue 35, item 5).
@@ -450,16 +466,20 @@ def _check_fit_estimate(args, pool, n_jobs, estimator, output: str) -> None:
     if not isinstance(fitter, SklearnFit):
         if type(fitter).__module__.startswith("pacpriv."):
             return  # torch worlds: trained by the engine or the ensemble, no probe here
-        one = _probe_fit_function(args, fitter, X[half], y[half], output)
+        with _bounded_fit_probe(args):
+            one = _probe_fit_function(args, fitter, X[half], y[half], output)
     else:
         try:
             from sklearn.base import clone
 
             one = math.inf
-            for _ in range(2):  # the first fit also pays one-off imports and warm-up
-                tic = time.perf_counter()
-                clone(estimator).fit(X[half], y[half])
-                one = min(one, time.perf_counter() - tic)
+            with _bounded_fit_probe(args):
+                for _ in range(2):  # the first fit also pays one-off imports and warm-up
+                    tic = time.perf_counter()
+                    clone(estimator).fit(X[half], y[half])
+                    one = min(one, time.perf_counter() - tic)
+        except UsageError:
+            raise
         except Exception:  # it fails on the data: the fit reports it, with its world
             return
     cpus = os.cpu_count() or 1

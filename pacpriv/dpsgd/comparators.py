@@ -13,21 +13,20 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import multiprocessing
-import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import cloudpickle
 from scipy import optimize, special
 
 from pacpriv._numbers import format_bound
 from pacpriv._optional import import_optional
 from pacpriv._validation import check_int, check_real
+from pacpriv.dpsgd._limited import run_limited as _run_limited
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier, membership_inference_accuracy_bound
+from pacpriv.dpsgd.labels import COVERS, NEIGHBOURING, ROUNDING, bound_fields, kind_text
 from pacpriv.dpsgd.sampling import RandomAllocation
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
@@ -39,7 +38,6 @@ __all__ = [
     "gdp_clt_accuracy",
 ]
 
-_MISSING = "not installed (pip install pacpriv[compare])"
 BOUND = "bound"
 APPROX = "approximation (may understate)"
 
@@ -73,8 +71,14 @@ class ComparisonTable:
     k: int = 1
 
     def to_dict(self) -> dict:
-        """JSON-serialisable dict (strict JSON: every number is finite)."""
-        return asdict(self)
+        """JSON-serialisable dict (strict JSON: every number is finite); every row carries its
+        label fields (:func:`pacpriv.dpsgd.labels.bound_fields`: ``bound_kind``, ``covers``,
+        ``neighbouring``, ``assumes``)."""
+        out = asdict(self)
+        out["rows"] = [{**asdict(r), **bound_fields(_row_kind(r)[0], sampling=_row_kind(r)[1])}
+                       for r in self.rows]
+        out.update(covers=COVERS, neighbouring=NEIGHBOURING)
+        return out
 
     def to_markdown(self) -> str:
         """Markdown table."""
@@ -86,6 +90,8 @@ class ComparisonTable:
         )
         lines = [
             head,
+            f"Every accuracy covers {COVERS}; each row assumes the trainer's per-example "
+            f"clipping and the batch sampling its kind names. {ROUNDING}.",
             "",
             "| method | kind | accuracy | sigma for target | time (s) | note |",
             "|---|---|---|---|---|---|",
@@ -97,10 +103,30 @@ class ComparisonTable:
             sig = "-" if r.noise_multiplier_for_target is None else (
                 format_bound(r.noise_multiplier_for_target, side="up")
             )
+            kind, sampling = _row_kind(r)
+            kind = f"{kind_text(kind)}, {_SAMPLING_WORD[sampling]} sampling"
             lines.append(
-                f"| {r.method} | {r.kind} | {acc} | {sig} | {r.wall_time_s:.3g} | {r.note} |"
+                f"| {r.method} | {kind} | {acc} | {sig} | {r.wall_time_s:.3g} | {r.note} |"
             )
         return "\n".join(lines) + "\n"
+
+
+_SAMPLING_WORD = {"poisson": "Poisson", "random_allocation": "random-allocation"}
+
+
+def _row_kind(row: ComparisonRow) -> tuple[str, str]:
+    """(kind, sampling) of a row for :mod:`pacpriv.dpsgd.labels`: an approximation, pacpriv's
+    certified exact rows, the chi-square closed forms, else a published accountant's bound;
+    Poisson where the method or its note says so, else random allocation."""
+    text = f"{row.method} {row.note}"
+    sampling = "poisson" if "Poisson" in text else "random_allocation"
+    if row.kind == APPROX:
+        return "approximation", sampling
+    if "certified (pacpriv)" in row.method:
+        return "certified", sampling
+    if row.method.startswith("chi-square"):
+        return "closed-form", sampling
+    return "accountant", sampling
 
 
 def ckp_accuracy(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
@@ -194,100 +220,6 @@ def _sigma_by_search(acc: Callable[[float], float], target: float, sigma0: float
 
 #: Default time limit of one comparator row, seconds (``timeout=`` / ``--comparator-timeout``).
 DEFAULT_TIMEOUT_S = 60.0
-
-# fork is cheap (no re-import) and needs no ``if __name__ == "__main__"`` guard in scripts;
-# spawn elsewhere (fork is unsafe on macOS and absent on Windows).
-_START_METHOD = "fork" if sys.platform.startswith("linux") else "spawn"
-
-
-#: memory a comparator row may add (fraction of physical memory): a time limit alone let
-#: dp-accounting's PLD grow by ~0.35 GB/s, to 10 GB in 30 s at M = 1e6, E = 1e4
-_MEMORY_FRACTION = 0.25
-
-
-def _cap_memory(fraction: float | None = None) -> None:
-    """Limit this process's data segment (heap and private mappings, ``RLIMIT_DATA``) to its
-    current size plus ``fraction`` of physical memory; beyond it allocations fail
-    (``MemoryError``: the row says so) instead of exhausting the machine."""
-    try:
-        import resource
-
-        pages, page = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-        with open("/proc/self/status", encoding="ascii") as fh:
-            data_kb = next(int(line.split()[1]) for line in fh if line.startswith("VmData:"))
-    except (ImportError, OSError, ValueError, StopIteration, AttributeError):
-        return  # not Linux: no cap (the time limit still applies)
-    share = _MEMORY_FRACTION if fraction is None else fraction
-    cap = data_kb * 1024 + int(share * pages * page)
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    if hard != resource.RLIM_INFINITY:
-        cap = min(cap, hard)
-    if soft == resource.RLIM_INFINITY or cap < soft:
-        resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
-
-
-def _child(conn, payload: bytes) -> None:  # runs in the comparator's own process
-    try:
-        _cap_memory()
-        fn, args = cloudpickle.loads(payload)
-        value = fn(*args)
-    except ImportError as exc:
-        conn.send(("missing", f"{_MISSING}: {exc}"))
-    except MemoryError:
-        conn.send(("failed", "failed here: stopped at its memory limit (a quarter of this "
-                             "machine's memory)"))
-    except BaseException as exc:  # reported as the row's note
-        msg = " ".join(str(exc).split())[:160]
-        conn.send(("failed", f"failed here: {type(exc).__name__}: {msg}"))
-    else:
-        conn.send(("ok", value))
-    finally:
-        conn.close()
-
-
-def _run_limited(fn: Callable, args: tuple, timeout: float | None) -> tuple[str, Any, float]:
-    """Run ``fn(*args)`` in a fresh process, killed after ``timeout`` s.
-
-    Returns ``(status, value or note, wall seconds)`` with status ``"ok"``, ``"timed out"``,
-    ``"failed"`` or ``"missing"``. A third-party accountant stuck in C or numpy code cannot
-    be interrupted inside the process; a separate process can always be killed.
-    ``timeout=None`` runs in this process without a limit.
-    """
-    start = time.perf_counter()
-    if timeout is None or multiprocessing.current_process().daemon:
-        # (a daemonic process, e.g. a joblib worker, cannot start a child: no limit there)
-        try:
-            return "ok", fn(*args), time.perf_counter() - start
-        except ImportError as exc:
-            return "missing", f"{_MISSING}: {exc}", time.perf_counter() - start
-        except Exception as exc:  # a third-party accountant failed: keep the other rows
-            msg = " ".join(str(exc).split())[:160]
-            note = f"failed here: {type(exc).__name__}: {msg}"
-            return "failed", note, time.perf_counter() - start
-    ctx = multiprocessing.get_context(_START_METHOD)
-    receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(  # type: ignore[attr-defined]
-        target=_child, args=(sender, cloudpickle.dumps((fn, args))), daemon=True)
-    proc.start()
-    sender.close()
-    try:
-        if receiver.poll(timeout):
-            status, value = receiver.recv()
-        else:
-            status, value = "timed out", (
-                f"timed out after {timeout:g} s and was stopped (raise the limit with "
-                "timeout= / --comparator-timeout)"
-            )
-    except EOFError:  # the process died without answering (segfault, out of memory)
-        proc.join(1.0)
-        status, value = "failed", f"failed here: the process died (exit code {proc.exitcode})"
-    finally:
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
-        receiver.close()
-    return status, value, time.perf_counter() - start
-
 
 def _checked_accuracy(value: Any) -> tuple[float | None, str]:
     """An accuracy clipped to [½, 1] (its only possible values) and a note when clipped."""
@@ -440,7 +372,9 @@ def compare_accountants(
     timeout : float or None, default 60
         Time limit in seconds of each row whose cost grows with M·E or lies in third-party
         code (exact, and the three published accountants); each runs in a fresh process that
-        is killed at the limit, and its row says "timed out". The three closed forms are
+        is killed at the limit (its start-up counts against it), and its row says "timed
+        out": any limit > 0 ends the call in about rows × limit plus a second or so a row
+        (a killed process holds no lock the caller waits on). The three closed forms are
         O(1) formulas evaluated in this process. ``None``: no limit, everything in-process
         (also the case inside a daemonic process, such as a joblib worker, which cannot
         start child processes).

@@ -8,6 +8,7 @@ import pytest
 
 from pacpriv.cli import main
 from pacpriv.dpsgd import membership_inference_accuracy_bound
+from pacpriv.dpsgd.labels import bound_fields
 
 
 def test_bound_json(capsys):
@@ -58,10 +59,12 @@ def test_bound_prints_epsilon_at_delta(capsys):
     out = json.loads(capsys.readouterr().out)
     ref = tradeoff_curve(noise_multiplier=1.0, steps_per_epoch=100, epochs=10).get_epsilon(1e-6)
     assert out["epsilon"] == {"epsilon": ref, "delta": 1e-6,
-                              "source": "certified PLD, add or remove one record"}
+                              "source": "certified PLD, add or remove one record",
+                              **bound_fields("certified", detail="PLD")}
     assert main(["dpsgd", "bound", "--steps-per-epoch", "100", "--epochs", "10",
                  "--noise-multiplier", "1"]) == 0
-    assert "epsilon at delta=1e-05 (certified PLD; upper bound)" in capsys.readouterr().out
+    assert ("epsilon at delta=1e-05 (certified, PLD; every record, worst case, add/remove one "
+            "record)") in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("command", [
@@ -83,7 +86,7 @@ def test_k_of_t_commands(capsys, command):
 
 
 @pytest.mark.parametrize(("k", "note"), [
-    ("2", "exact accuracy lower (certified)"),  # the deterministic k-of-t chain
+    ("2", "exact accuracy lower (certified; every record"),  # the deterministic k-of-t chain
     ("3", "certified with confidence 0.999"),  # the Monte-Carlo lower end
 ])
 def test_exact_k_of_t_says_its_confidence(capsys, k, note):

@@ -25,9 +25,10 @@ def test_exact_several_sigmas_table_rounds_outward(capsys):
     assert main(["dpsgd", "exact", "--steps-per-epoch", "10", "--epochs", "2",
                  "--noise-multiplier", "1", "2"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert "certified" in lines[0] and len(lines) == 4
-    for line, s in zip(lines[2:], (1.0, 2.0), strict=True):
-        _, lo, up, _, eps = line.split()
+    assert "certified" in lines[0] and len(lines) == 5 and lines[4].startswith("covers: ")
+    for line, s in zip(lines[2:4], (1.0, 2.0), strict=True):
+        _, lo, up, _, eps, *kind = line.split()
+        assert " ".join(kind) == "(certified, PLD)"
         assert float(eps) > 0
         one = exact_membership_inference_accuracy(s, steps_per_epoch=10, epochs=2)
         assert float(lo) <= one.lower and float(up) >= one.upper

@@ -161,13 +161,21 @@ def test_time_limit_refuses_before_any_trial_with_the_estimate(tmp_path, capsys)
     a bad limit is one line naming the flag."""
     out = tmp_path / "o"
     rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std", "1",
-               "--trials", "100000", "--time-limit", "1e-9", "--out", str(out),
-               "--no-progress"])
+               "--trials", "100000", "--time-limit", "0.5", "--out", str(out),
+               "--no-progress"])  # a probe of well under a millisecond, a run of ~30 s
     err = capsys.readouterr().err
     assert rc == 2 and not out.exists()
     assert err.startswith("pacpriv: estimate: about ")
-    assert "100000 trials" in err and "over --time-limit 1e-09 s" in err
+    assert "100000 trials" in err and "over --time-limit 0.5 s" in err
     assert "nothing was run" in err
+    # a limit shorter than the probe itself: the probe is stopped there (issue 35)
+    rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std", "1",
+               "--trials", "100000", "--time-limit", "1e-9", "--out", str(out),
+               "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists()
+    assert err == ("pacpriv: error: the timed probe of the mechanism (before the run) did not "
+                   "finish within 1e-09 s (--time-limit); nothing was run or charged")
     for bad in ("0", "-3", "inf"):
         rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std",
                    "1", "--time-limit", bad, "--out", str(out), "--no-progress"])

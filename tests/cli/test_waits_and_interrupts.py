@@ -100,7 +100,7 @@ def test_a_long_prediction_fit_is_estimated_and_refused_before_any_work(tmp_path
     state = tmp_path / "state"
     code = main(["predict", "fit", "--estimator", "naive_bayes", "--dataset", "breast_cancer",
                  "--state", str(state), "--n-worlds", "100000", "--per-query-budget", "1e-4",
-                 "--total-budget", "0.01", "--max-minutes", "1e-6"])
+                 "--total-budget", "0.01", "--max-minutes", "0.01"])
     err = capsys.readouterr().err
     assert code == 2 and "pacpriv: note: estimate: 100000 worlds" in err
     assert "above --max-minutes" in err and not state.exists()

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from pacpriv.cli import main
-from pacpriv.dpsgd import comparators
+from pacpriv.dpsgd import _limited, comparators
 from pacpriv.dpsgd.comparators import compare_accountants
 
 
@@ -171,7 +171,7 @@ def test_a_comparator_row_is_stopped_at_its_memory_limit(monkeypatch):
     from pacpriv.dpsgd import comparators
 
     phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    monkeypatch.setattr(comparators, "_MEMORY_FRACTION", 0.01)
+    monkeypatch.setattr(_limited, "_MEMORY_FRACTION", 0.01)
     status, note, _ = comparators._run_limited(_allocate, (int(0.05 * phys),), 60.0)
     assert status == "failed" and "memory limit" in note
     status, value, _ = comparators._run_limited(_allocate, (int(0.002 * phys),), 60.0)

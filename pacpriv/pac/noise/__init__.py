@@ -26,7 +26,12 @@ from pacpriv.pac.noise._concentration import (
 )
 from pacpriv.pac.noise._confidence import confidence_for_trials, trials_for_confidence
 from pacpriv.pac.noise._plan import NoisePlan
-from pacpriv.pac.noise._planning import predicted_inflation, trials_for_inflation
+from pacpriv.pac.noise._planning import (
+    InflationUnreachable,
+    predicted_inflation,
+    shown_inflation,
+    trials_for_inflation,
+)
 from pacpriv.pac.noise._plugin import Anisotropic, ExactMI, Isotropic, VarianceOnly
 from pacpriv.pac.noise._randomized import (
     CouplingResult,
@@ -75,6 +80,8 @@ __all__ = [
     "predicted_inflation",
     "student_t_upper",
     "trials_for_inflation",
+    "InflationUnreachable",
+    "shown_inflation",
     # Algorithm 1's confidence
     "confidence_for_trials",
     "trials_for_confidence",

@@ -24,7 +24,7 @@ from pacpriv._validation import check_real
 from pacpriv.exceptions import UndersampledWarning
 from pacpriv.pac.noise._certificate import certify_noise
 from pacpriv.pac.noise._plan import NoisePlan
-from pacpriv.pac.noise._planning import trials_for_inflation
+from pacpriv.pac.noise._planning import InflationUnreachable, trials_for_inflation
 from pacpriv.pac.noise._rule import CONFIDENCE_FLAG, OUTPUT_BOUND_FLAG, NoiseRule, Note
 
 __all__ = ["AsymptoticT", "Certified"]
@@ -179,8 +179,16 @@ class Certified(NoiseRule):
                 None,
             ))
         if self.target_inflation is not None and not cert.constant:
-            need = trials_for_inflation(dim, target_inflation=self.target_inflation,
-                                        confidence=cert.confidence)
+            try:
+                need = trials_for_inflation(dim, target_inflation=self.target_inflation,
+                                            confidence=cert.confidence)
+            except InflationUnreachable as err:  # a note after the work, never a crash
+                notes.append((
+                    f"target_inflation = {self.target_inflation!r} is below what the planning "
+                    f"model (trials_for_inflation) reaches at d = {dim} (smallest "
+                    f"{err.smallest}); no trial count is planned for it. The certificate "
+                    "holds.", UndersampledWarning))
+                return notes
             if cert.n_trials < need:
                 pairs = (f" (the certificate uses one member of each complementary pair: "
                          f"{cert.n_trials} independent trials of the {n_trials} run)"

@@ -27,7 +27,8 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.pac.noise._concentration import MAX_BET, _check_confidence
 from pacpriv.pac.noise._shape import shape_trials_model
 
-__all__ = ["SHAPE_SLOPE", "predicted_inflation", "trials_for_inflation"]
+__all__ = ["SHAPE_SLOPE", "InflationUnreachable", "predicted_inflation", "shown_inflation",
+           "trials_for_inflation"]
 
 #: Fewest trials of a certificate (as in :func:`pacpriv.pac.noise.certify_noise`).
 _MIN_TRIALS = 6
@@ -110,13 +111,26 @@ def predicted_inflation(
     -------
     float
         Predicted inflation (``>= 1``); ``inf`` when ``n_trials`` is too small (fewer than 6,
-        or ``m_s <= d``).
+        or ``m_s <= d``). Exactly ``1.0`` means the model has left what it resolves (its value
+        fell below the oracle, 1, and is floored there): :func:`trials_for_inflation` never
+        plans there.
 
     Examples
     --------
     >>> 1.0 < predicted_inflation(1024, 20) < predicted_inflation(128, 20)
     True
     """
+    return max(1.0, _model_inflation(
+        n_trials, dim, confidence=confidence, shape_fraction=shape_fraction,
+        clip_margin=clip_margin, effective_dim=effective_dim, clip_probability=clip_probability))
+
+
+def _model_inflation(
+    n_trials: int, dim: int, *, confidence: float, shape_fraction: float | None,
+    clip_margin: float, effective_dim: float | None, clip_probability: float,
+) -> float:
+    """:func:`predicted_inflation` before its floor at 1: below 1 (many trials) the model has
+    left what it resolves (the clip lowers its certificate term under the oracle's)."""
     m = check_int(n_trials, "n_trials", low=1)
     d = check_int(dim, "dim", low=1, high=MAX_DIM)
     gamma = 1.0 - _check_confidence(confidence)
@@ -137,7 +151,45 @@ def predicted_inflation(
         stats.f.sf(margin**2 * stats.f.ppf(1.0 - pi, deff, deff * (m_s - 1.0)),
                    deff, deff * (m_s - 1.0)))
     cert = _certificate_factor(n, deff, m_s, gamma, max(pi_eff, 1e-12), bias)
-    return max(1.0, (1.0 + SHAPE_SLOPE * d / m_s) * cert)
+    return (1.0 + SHAPE_SLOPE * d / m_s) * cert
+
+
+class InflationUnreachable(ValueError):
+    """No ``n_trials`` within the search range has a resolved prediction ``<= target``.
+
+    Attributes: ``target`` (asked), ``smallest`` (the smallest target the model reaches for
+    this ``dim``/confidence, rounded up so that passing it succeeds), ``n_trials`` (where it is
+    reached), ``capped`` (True: the trial cap stops the search; False: beyond ``n_trials`` the
+    model's prediction falls below the oracle, 1, which it does not resolve).
+    """
+
+    def __init__(self, message: str, *, target: float, smallest: str, n_trials: int,
+                 capped: bool) -> None:
+        super().__init__(message)
+        self.target, self.smallest, self.n_trials, self.capped = (
+            target, smallest, n_trials, capped)
+
+
+def shown_inflation(value: float, target: float) -> str:
+    """``value`` rounded up, with 5 or more significant digits: as many as it takes for the
+    text to stay ``<= target`` when ``value <= target`` (it is never shown below ``value``, and
+    a value above ``target`` is never shown as ``target``: rounding up keeps it above).
+
+    Examples
+    --------
+    >>> shown_inflation(1.19934, 1.2), shown_inflation(1.0000003, 1.0000004)
+    ('1.1994', '1.0000003')
+    """
+    from decimal import Decimal
+
+    from pacpriv._numbers import format_bound
+
+    text = format_bound(float(value), 5, side="up")
+    for digits in range(6, 18):
+        if value > target or Decimal(text) <= Decimal(repr(float(target))):
+            break
+        text = format_bound(float(value), digits, side="up")
+    return text
 
 
 def trials_for_inflation(
@@ -166,7 +218,12 @@ def trials_for_inflation(
     Raises
     ------
     ValueError
-        If an argument is out of range or no ``n_trials <= max_trials`` reaches the target.
+        If an argument is out of range.
+    InflationUnreachable
+        (A ValueError.) If no ``n_trials <= max_trials`` reaches the target with a resolved
+        prediction (``>= 1``; below it the model is floored at 1, so a target within round-off
+        of 1 would be "reached" by the floor, a wrong plan). Its message names the smallest
+        target that is reached.
 
     Examples
     --------
@@ -176,23 +233,50 @@ def trials_for_inflation(
     d = check_int(dim, "dim", low=1, high=MAX_DIM)
     target = check_real(target_inflation, "target_inflation", low=1.0, low_inclusive=False)
     cap = check_int(max_trials, "max_trials", low=_MIN_TRIALS)
+    conf = _check_confidence(confidence)
 
-    def ok(m: int) -> bool:
-        return predicted_inflation(
-            m, d, confidence=confidence, shape_fraction=shape_fraction, clip_margin=clip_margin,
-            effective_dim=effective_dim, clip_probability=clip_probability) <= target
+    def model(m: int) -> float:
+        return _model_inflation(
+            m, d, confidence=conf, shape_fraction=shape_fraction, clip_margin=clip_margin,
+            effective_dim=effective_dim, clip_probability=clip_probability)
 
     hi = max(_MIN_TRIALS, 2 * d + 6)
-    while not ok(hi):
+    while model(hi) > target:
         if hi >= cap:
-            raise ValueError(f"no n_trials <= max_trials={cap} reaches target_inflation="
-                             f"{target!r} for dim={d}.")
+            return _unreachable(d, conf, target, model, cap, 1)
         hi = min(cap, hi * 2)
     lo = hi // 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if ok(mid):
+        if model(mid) <= target:
             hi = mid
         else:
             lo = mid
+    if model(hi) < 1.0:  # reached only past what the model resolves (its floor at 1)
+        return _unreachable(d, conf, target, model, hi, lo)
     return hi
+
+
+def _unreachable(d: int, conf: float, target: float, model, top: int, low: int) -> int:
+    """Raise :class:`InflationUnreachable` naming the smallest resolved prediction: at the cap
+    ``top`` when it is >= 1 there, else at the last count below ``top`` where it is."""
+    capped = model(top) >= 1.0
+    if not capped:
+        while top - low > 1:  # model(low) >= 1 > model(top)
+            mid = (low + top) // 2
+            if model(mid) >= 1.0:
+                low = mid
+            else:
+                top = mid
+        top = low
+    from pacpriv._numbers import format_bound
+
+    smallest = format_bound(model(top), 8, side="up")  # > target: rounding up keeps it above
+    why = (f"the search stops at max_trials={top}" if capped else
+           f"past {top} trials the model's prediction falls below the oracle (1), which it "
+           "does not resolve")
+    raise InflationUnreachable(
+        f"target_inflation={target!r} cannot be planned for dim={d} at confidence={conf!r}: "
+        f"the smallest target the planning model reaches is {smallest} (at n_trials={top}; "
+        f"{why}); pass target_inflation >= {smallest}.",
+        target=target, smallest=smallest, n_trials=top, capped=capped)

@@ -31,6 +31,7 @@ References
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -227,11 +228,18 @@ def _split(n_trials: int, shape: str, frac: float, bound: str) -> tuple[int, int
 
 
 def _min_trials(shape: str, frac: float, bound: str) -> int:
-    """The fewest trials whose split (:func:`_split`) leaves 2 certification trials."""
-    n = 2
-    while _split(n, shape, frac, bound)[1] < 2 and n < 10**6:
+    """The fewest trials whose split (:func:`_split`) leaves 2 certification trials, found
+    without a cap (a capped search named a count that leaves fewer): the certification count
+    ``n − max(2, round(n·frac))`` grows by 0 or 1 per trial and is ``<= n(1 − frac) + ½``, so
+    the search starts at ``1.5/(1 − frac)`` and ends within a few steps."""
+    n = max(2, math.floor(1.5 / (1.0 - frac)) if bound != "bernstein" or shape != "isotropic"
+            else 2)
+    for _ in range(10_000):
+        if _split(n, shape, frac, bound)[1] >= 2:
+            return n
         n += 1
-    return n
+    raise ValueError(f"`shape_fraction` = {frac!r} leaves no certification trials at any "
+                     "count float64 represents; use a smaller shape_fraction.")
 
 
 def _feasible(target, n_cert, k, base, conf, bound, declares_range: bool,

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._validation import check_real
+from pacpriv.pac.engine._probe import bounded_probe
 from pacpriv.pac.per_record._sim import PairSpec, _differences
 from pacpriv.pac.per_record._units import DEFAULT_RECORD_BLOCK
 
@@ -74,7 +76,8 @@ def _duration(seconds: float) -> str:
 
 def estimate_per_record_time(mechanism: Any, pool: Any, records: np.ndarray, *, n_records: int,
                              n_trials: int, sampling_rate: float = 0.5,
-                             workers: int = 1, record_block: int | None = None) -> RunEstimate:
+                             workers: int = 1, record_block: int | None = None,
+                             time_limit: float | None = None) -> RunEstimate:
     """Estimate the wall time of a per-record simulation by timing a short probe.
 
     Parameters
@@ -96,6 +99,11 @@ def estimate_per_record_time(mechanism: Any, pool: Any, records: np.ndarray, *, 
     record_block : int or None, default None
         Records per block of a black box's trial (``ExecutionOptions.record_block``; None: the
         default): each of the ``⌈k/B⌉`` blocks also evaluates ``f(S)``.
+    time_limit : float or None, default None
+        Seconds the probe may take (> 0): it is interrupted there (SIGALRM, in the main
+        thread of a POSIX process; elsewhere checked when it returns). None: no limit; a
+        probe still running after a few seconds then says so in a
+        :class:`~pacpriv.exceptions.StallWarning` (again at each doubling of the wait).
 
     Returns
     -------
@@ -105,7 +113,26 @@ def estimate_per_record_time(mechanism: Any, pool: Any, records: np.ndarray, *, 
     ------
     Exception
         Whatever the mechanism raises on the probe (the run would fail the same way).
+    pacpriv.pac.engine._probe.ProbeTimeoutError
+        A ``TimeoutError``: the probe did not finish within ``time_limit`` (nothing was run).
+    ValueError
+        If ``time_limit`` is not a number > 0 (before the mechanism is called).
     """
+    limit = None
+    if time_limit is not None:
+        limit = (check_real(time_limit, "time_limit", low=0, low_inclusive=False),
+                 "time_limit")
+    with bounded_probe(limit, what="the timed probe of the mechanism (before the run)",
+                       hint="pass time_limit= to bound it"):
+        return timed_probe(mechanism, pool, records, n_records=n_records, n_trials=n_trials,
+                      sampling_rate=sampling_rate, workers=workers, record_block=record_block)
+
+
+def timed_probe(mechanism: Any, pool: Any, records: np.ndarray, *, n_records: int,
+                n_trials: int,
+                sampling_rate: float, workers: int, record_block: int | None) -> RunEstimate:
+    """:func:`estimate_per_record_time` without its guards (the caller bounds it, e.g. the
+    command line with its own flags' names)."""
     spec = PairSpec.build(mechanism, pool, np.asarray(records, np.int64), n_records)
     mask = np.random.default_rng(PROBE_SEED).random(n_records) < sampling_rate
     subset = np.flatnonzero(mask)

@@ -1,0 +1,92 @@
+"""The timed probe before a run obeys the command's time limit (issue 35, item 5; fifth
+new-user pass, c3119): ``pac records --time-limit`` and ``predict fit --max-minutes`` stop a
+probe that does not return and refuse in one line; without a limit a long probe says so."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pacpriv.cli.main import main
+from pacpriv.pac.engine import _probe
+
+_FUNCS = '''
+import time
+import numpy as np
+
+_END = time.monotonic() + 8.0  # gives up after 8 s: a regression fails, never hangs
+
+
+def hangs(subset):
+    while time.monotonic() < _END:
+        time.sleep(0.02)
+    raise RuntimeError("gave up")
+
+
+def fit_hangs(data):
+    while time.monotonic() < _END:
+        time.sleep(0.02)
+    raise RuntimeError("gave up")
+
+
+_SLOW = [1.2]
+
+
+def slow_first(subset):
+    if _SLOW:
+        time.sleep(_SLOW.pop())
+    x = subset[0] if isinstance(subset, tuple) else subset  # (X, y) of a labelled dataset
+    return np.asarray(x, float).mean(axis=0)
+'''
+
+
+@pytest.fixture
+def funcs(tmp_path):
+    path = tmp_path / "probe_funcs.py"
+    path.write_text(_FUNCS)
+    return str(path)
+
+
+@pytest.mark.parametrize("limit", ["1", "0.25"])
+def test_pac_records_time_limit_bounds_the_probe(funcs, tmp_path, capsys, limit):
+    out = tmp_path / "rep"
+    tic = time.monotonic()
+    rc = main(["pac", "records", "--mechanism", f"{funcs}:hangs", "--dataset", "iris",
+               "--target-accuracy", "0.6", "--trials", "20", "--time-limit", limit,
+               "--out", str(out), "--no-progress"])
+    assert time.monotonic() - tic < 7  # stopped before the mechanism gives up on its own
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert err == (f"pacpriv: error: the timed probe of the mechanism (before the run) did not "
+                   f"finish within {float(limit):g} s (--time-limit); nothing was run or "
+                   "charged")
+    assert not out.exists()  # the folder taken for the run is given back untouched
+
+
+@pytest.mark.filterwarnings("default::pacpriv.exceptions.StallWarning")
+def test_pac_records_without_a_limit_says_the_probe_is_slow(funcs, tmp_path, capsys,
+                                                             monkeypatch):
+    monkeypatch.setattr(_probe, "PROBE_NOTE_S", 0.3)
+    rc = main(["pac", "records", "--mechanism", f"{funcs}:slow_first", "--dataset", "iris",
+               "--noise-std", "0.05", "--trials", "30", "--records", "0-4", "--seed", "1",
+               "--n-jobs", "1", "--out", str(tmp_path / "rep"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    line = next(x for x in err.splitlines() if "has run" in x)
+    assert line.startswith("pacpriv: warning: the timed probe of the mechanism (before the "
+                           "run) has run 0 s and not finished")
+    assert "pass --time-limit SECONDS to bound it, or press Ctrl-C to stop" in line
+
+
+def test_predict_fit_max_minutes_bounds_the_probe(funcs, tmp_path, capsys):
+    state = tmp_path / "state"
+    tic = time.monotonic()
+    rc = main(["predict", "fit", "--estimator", f"{funcs}:fit_hangs", "--dataset", "iris",
+               "--state", str(state), "--n-worlds", "8", "--per-query-budget", "0.01",
+               "--total-budget", "1", "--max-minutes", "0.01"])
+    assert time.monotonic() - tic < 7
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not state.exists()
+    assert err == ("pacpriv: error: the timed probe (one world's fit, before the others) did "
+                   "not finish within 0.6 s (--max-minutes 0.01); nothing was run or charged")

@@ -1,0 +1,128 @@
+"""The timed probe before a run is bounded and never silent (issue 35, item 5).
+
+``pac records --time-limit 5`` with a mechanism that never returns printed nothing until it
+was killed: the probe that feeds the time estimate ran the mechanism without any bound.
+Every mechanism here gives up on its own after a while, so a regression fails instead of
+hanging the suite.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from pacpriv.exceptions import StallWarning
+from pacpriv.pac.engine import _probe
+from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, probe_limit
+from pacpriv.pac.per_record._estimate import estimate_per_record_time
+
+_POOL = np.arange(40.0).reshape(20, 2)
+_GIVE_UP_S = 20.0
+
+
+def _hangs(subset):
+    end = time.monotonic() + _GIVE_UP_S
+    while time.monotonic() < end:
+        time.sleep(0.02)
+    return np.asarray(subset, float).mean(axis=0)
+
+
+def _swallows_interrupts(subset):
+    """Catches every exception (a broad ``except`` in user code) and goes on waiting."""
+    end = time.monotonic() + _GIVE_UP_S
+    caught = 0
+    while time.monotonic() < end and caught < 3:
+        try:
+            time.sleep(0.02)
+        except Exception:
+            caught += 1
+    return np.asarray(subset, float).mean(axis=0)
+
+
+def _mean(subset):
+    return np.asarray(subset, float).mean(axis=0)
+
+
+def _estimate(mechanism, **kw):
+    return estimate_per_record_time(mechanism, _POOL, np.arange(3), n_records=20, n_trials=10,
+                                    **kw)
+
+
+@pytest.mark.parametrize("mechanism", [_hangs, _swallows_interrupts])
+def test_the_probe_stops_at_its_time_limit(mechanism):
+    tic = time.monotonic()
+    with pytest.raises(ProbeTimeoutError) as err:
+        _estimate(mechanism, time_limit=0.3)
+    assert time.monotonic() - tic < _GIVE_UP_S / 2  # stopped, not run to the end
+    assert isinstance(err.value, TimeoutError)
+    assert str(err.value) == ("the timed probe of the mechanism (before the run) did not "
+                              "finish within 0.3 s (time_limit); nothing was run or charged")
+
+
+def test_a_quick_probe_under_a_limit_estimates_as_before():
+    free, limited = _estimate(_mean), _estimate(_mean, time_limit=60.0)
+    assert free.evaluations_per_trial == limited.evaluations_per_trial == 3 + 1
+    assert limited.probe_evaluations == 4 and limited.n_trials == 10
+    assert limited.seconds > 0
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, "5"])
+def test_a_bad_time_limit_is_refused_before_the_mechanism_runs(bad):
+    calls = []
+    with pytest.raises((ValueError, TypeError), match="time_limit"):
+        _estimate(lambda s: calls.append(1) or _mean(s), time_limit=bad)
+    assert calls == []
+
+
+@pytest.mark.filterwarnings("default::pacpriv.exceptions.StallWarning")
+def test_a_long_probe_without_a_limit_says_so(monkeypatch):
+    monkeypatch.setattr(_probe, "PROBE_NOTE_S", 0.2)
+    with pytest.warns(StallWarning) as record, bounded_probe(None, what="the probe",
+                                                              hint="pass X to bound it"):
+        time.sleep(0.9)
+    lines = [str(w.message) for w in record if issubclass(w.category, StallWarning)]
+    assert 1 <= len(lines) <= 3  # 0.2, 0.4, 0.8 s: one per doubling, never a flood
+    assert lines[0].startswith("the probe has run 0 s and not finished")
+    assert "pass X to bound it, or press Ctrl-C to stop" in lines[0]
+
+
+def test_a_quick_probe_says_nothing(monkeypatch):
+    monkeypatch.setattr(_probe, "PROBE_NOTE_S", 30.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with bounded_probe(None):
+            time.sleep(0.01)
+
+
+def test_interrupts_and_errors_of_the_probe_pass_through():
+    with pytest.raises(KeyboardInterrupt), bounded_probe((30.0, "--time-limit")):
+        raise KeyboardInterrupt
+    with pytest.raises(ZeroDivisionError), bounded_probe((30.0, "--time-limit")):
+        _ = 1 / 0
+
+
+def test_an_earlier_timer_is_restored():
+    import signal
+
+    fired = []
+    old = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.6)
+        with bounded_probe((5.0, "--time-limit")):
+            pass
+        assert signal.getitimer(signal.ITIMER_REAL)[0] > 0  # still armed
+        time.sleep(1.0)
+        assert fired == [1]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_probe_limit_takes_the_smallest_given():
+    assert probe_limit((None, "--time-limit"), (None, "--timeout")) is None
+    assert probe_limit((5.0, "--time-limit"), (None, "--timeout")) == (5.0, "--time-limit")
+    assert probe_limit((5.0, "--time-limit"), (2.0, "--timeout")) == (2.0, "--timeout")
