@@ -6,6 +6,7 @@ applies to every run); here they become the CLI's one-line notes.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -61,6 +62,41 @@ def shutdown_workers() -> None:
 #: The attribute of the parsed arguments through which :func:`hold_report_folder` reaches the
 #: ``contextlib.ExitStack`` that ``pacpriv.cli.main`` opens around a command.
 HOLD_ATTRIBUTE = "_report_folder_stack"
+
+
+#: Flags whose files are private (never part of a shareable report), with what they hold.
+PRIVATE_PATH_FLAGS = (
+    ("checkpoint", "--checkpoint", "every trial's un-noised output and subset"),
+    ("private_index_list", "--private-index-list", "which records are most exposed"),
+    ("state", "--state", "models fitted on the private pool"),
+)
+
+
+def check_private_paths(args) -> None:
+    """Refuse a private path (:data:`PRIVATE_PATH_FLAGS`) equal to or inside ``--out``.
+
+    The report folder is what a user shares; a checkpoint, a private index list or a fitted
+    state inside it would travel with it. Runs before any work (``pacpriv.cli.main``).
+
+    Raises
+    ------
+    UsageError
+        Naming both flags and what the private path holds.
+    """
+    from pacpriv.cli._args import UsageError
+
+    out = getattr(args, "out", None)
+    if not out:
+        return
+    out_path = Path(out).expanduser().resolve()
+    for attr, flag, holds in PRIVATE_PATH_FLAGS:
+        value = getattr(args, attr, None)
+        if not value or not isinstance(value, (str, os.PathLike)):
+            continue
+        path = Path(value).expanduser().resolve()
+        if path == out_path or out_path in path.parents:
+            raise UsageError(f"{flag} must lie outside --out: the report folder may be shared, "
+                             f"and {flag} holds {holds}; give another folder")
 
 
 def hold_report_folder(args) -> None:
