@@ -467,12 +467,12 @@ def _trials(args) -> int:
                                      effective_dim=args.effective_dim)
         except InflationUnreachable as err:
             why = ("the trial cap" if err.capped else
-                   "beyond it the model's prediction falls below the oracle (1), which it does "
-                   "not resolve")
+                   "beyond it the model leaves its range: its clip correction dominates and it "
+                   "bends to its floor")
             raise UsageError(
                 f"--target-inflation {args.target_inflation!r} cannot be planned for --dim {d} "
                 f"at --confidence {args.confidence!r}: the smallest target the planning model "
-                f"reaches there is {err.smallest} (at {err.n_trials} trials, {why}); pass "
+                f"resolves there is {err.smallest} (at {err.n_trials} trials, {why}); pass "
                 f"--target-inflation >= {err.smallest}") from None
         except ValueError as err:
             raise UsageError(str(err)) from None

@@ -61,8 +61,9 @@ def _chi2_grid(k: float) -> np.ndarray:
 
 
 def _certificate_factor(n: float, k: float, m_s: float, gamma: float, clip_probability: float,
-                        bias: float) -> float:
-    """Width of :func:`predictable_betting_upper` in units of ``T`` (model), times ``1 + bias``.
+                        bias: float) -> tuple[float, float]:
+    """Width of :func:`predictable_betting_upper` in units of ``T`` (model), times ``1 + bias``,
+    and the mean of the clipped summands (the factor's limit as ``n → ∞``, below 1).
 
     Summands ``Y = T·χ²_k/k`` clipped at ``ρ² = F_{k, k(m_s−1)}(1 − π)`` (units of ``T``); bet
     ``λ(t) = min(sqrt(2L/(n Var Y)), c/(ρ² − t))``; the bound is the ``t`` where the expected
@@ -80,8 +81,8 @@ def _certificate_factor(n: float, k: float, m_s: float, gamma: float, clip_proba
     mean = float(np.mean(y))
     top = rho2 * (1.0 - 1e-9)
     if excess(top) < 0:
-        return rho2 * (1.0 + bias)
-    return brentq(excess, mean, top, xtol=1e-10) * (1.0 + bias)
+        return rho2 * (1.0 + bias), mean
+    return brentq(excess, mean, top, xtol=1e-10) * (1.0 + bias), mean
 
 
 def predicted_inflation(
@@ -112,8 +113,9 @@ def predicted_inflation(
     float
         Predicted inflation (``>= 1``); ``inf`` when ``n_trials`` is too small (fewer than 6,
         or ``m_s <= d``). Exactly ``1.0`` means the model has left what it resolves (its value
-        fell below the oracle, 1, and is floored there): :func:`trials_for_inflation` never
-        plans there.
+        fell below the oracle, 1, and is floored there); values below ``1 + δ`` (the clip
+        deficit, see :func:`trials_for_inflation`) are already past its range, and
+        :func:`trials_for_inflation` never plans there.
 
     Examples
     --------
@@ -131,6 +133,24 @@ def _model_inflation(
 ) -> float:
     """:func:`predicted_inflation` before its floor at 1: below 1 (many trials) the model has
     left what it resolves (the clip lowers its certificate term under the oracle's)."""
+    return _model_terms(n_trials, dim, confidence=confidence, shape_fraction=shape_fraction,
+                        clip_margin=clip_margin, effective_dim=effective_dim,
+                        clip_probability=clip_probability)[0]
+
+
+#: Largest share of the model's leading terms (its excess over its own ``n → ∞`` limit: the
+#: certificate width and the shape factor) that its clip correction (the clipped mean's
+#: deficit below the oracle, ``1 − E[min(Y, ρ²)]``) may reach for the model to resolve a
+#: prediction. Past it the prediction is dominated by the correction: it bends to its floor
+#: (below 1), so targets close to 1 all map to nearly the same trial count (issue 35, m12).
+RESOLVED_SHARE = 0.5
+
+
+def _model_terms(
+    n_trials: int, dim: int, *, confidence: float, shape_fraction: float | None,
+    clip_margin: float, effective_dim: float | None, clip_probability: float,
+) -> tuple[float, float]:
+    """(model inflation, the clip deficit ``1 − E[min(Y, ρ²)]``) at ``n_trials``."""
     m = check_int(n_trials, "n_trials", low=1)
     d = check_int(dim, "dim", low=1, high=MAX_DIM)
     gamma = 1.0 - _check_confidence(confidence)
@@ -145,13 +165,20 @@ def _model_inflation(
     m_s = shape_trials_model(m, d) if frac is None else frac * m
     n = m - m_s
     if m < _MIN_TRIALS or m_s <= d or n < 2:
-        return math.inf
+        return math.inf, 0.0
     bias = (math.log((m - 1.0) / max(m_s - 1.0, 1.0))) / n
     pi_eff = pi if margin == 1.0 else float(
         stats.f.sf(margin**2 * stats.f.ppf(1.0 - pi, deff, deff * (m_s - 1.0)),
                    deff, deff * (m_s - 1.0)))
-    cert = _certificate_factor(n, deff, m_s, gamma, max(pi_eff, 1e-12), bias)
-    return (1.0 + SHAPE_SLOPE * d / m_s) * cert
+    cert, clipped_mean = _certificate_factor(n, deff, m_s, gamma, max(pi_eff, 1e-12), bias)
+    return (1.0 + SHAPE_SLOPE * d / m_s) * cert, 1.0 - clipped_mean
+
+
+def _resolved(value: float, deficit: float) -> bool:
+    """Whether the model resolves ``value``: its clip correction (``deficit``) is at most
+    :data:`RESOLVED_SHARE` of its leading terms (``value − (1 − deficit)``), i.e.
+    ``value >= 1 + deficit·(1/share − 1)``; implies ``value >= 1``."""
+    return value - (1.0 - deficit) >= deficit / RESOLVED_SHARE
 
 
 class InflationUnreachable(ValueError):
@@ -221,9 +248,13 @@ def trials_for_inflation(
         If an argument is out of range.
     InflationUnreachable
         (A ValueError.) If no ``n_trials <= max_trials`` reaches the target with a resolved
-        prediction (``>= 1``; below it the model is floored at 1, so a target within round-off
-        of 1 would be "reached" by the floor, a wrong plan). Its message names the smallest
-        target that is reached.
+        prediction. Range of the model: its clip puts its ``n_trials → ∞`` limit below the
+        oracle, at ``1 − δ`` with the clip deficit ``δ = 1 − E[min(Y, ρ²)]`` (about 0.034 at
+        ``d = 1``, 0.011 at ``d = 4``, 0.0035 at ``d = 20``); a prediction is resolved while
+        ``δ`` is at most :data:`RESOLVED_SHARE` (1/2) of the model's leading terms (its excess
+        over that limit), i.e. while it is ``>= 1 + δ``. Below that the model bends to its
+        floor, and targets near 1 would all map to nearly the same count (a wrong plan). Its
+        message names the smallest target the model resolves (e.g. 1.0114 at ``d = 4``).
 
     Examples
     --------
@@ -235,15 +266,21 @@ def trials_for_inflation(
     cap = check_int(max_trials, "max_trials", low=_MIN_TRIALS)
     conf = _check_confidence(confidence)
 
-    def model(m: int) -> float:
-        return _model_inflation(
+    def terms(m: int) -> tuple[float, float]:
+        return _model_terms(
             m, d, confidence=conf, shape_fraction=shape_fraction, clip_margin=clip_margin,
             effective_dim=effective_dim, clip_probability=clip_probability)
+
+    def model(m: int) -> float:
+        return terms(m)[0]
+
+    def resolved(m: int) -> bool:
+        return _resolved(*terms(m))
 
     hi = max(_MIN_TRIALS, 2 * d + 6)
     while model(hi) > target:
         if hi >= cap:
-            return _unreachable(d, conf, target, model, cap, 1)
+            return _unreachable(d, conf, target, model, resolved, cap, 1)
         hi = min(cap, hi * 2)
     lo = hi // 2
     while hi - lo > 1:
@@ -252,19 +289,21 @@ def trials_for_inflation(
             hi = mid
         else:
             lo = mid
-    if model(hi) < 1.0:  # reached only past what the model resolves (its floor at 1)
-        return _unreachable(d, conf, target, model, hi, lo)
+    if not resolved(hi):  # reached only past what the model resolves (near its floor)
+        return _unreachable(d, conf, target, model, resolved, hi, 1)
     return hi
 
 
-def _unreachable(d: int, conf: float, target: float, model, top: int, low: int) -> int:
+def _unreachable(d: int, conf: float, target: float, model, resolved, top: int,
+                 low: int) -> int:
     """Raise :class:`InflationUnreachable` naming the smallest resolved prediction: at the cap
-    ``top`` when it is >= 1 there, else at the last count below ``top`` where it is."""
-    capped = model(top) >= 1.0
+    ``top`` when the model resolves it there, else at the last count below ``top`` where it
+    does (the model's excess over 1 falls as the count grows, so resolution ends once)."""
+    capped = resolved(top)
     if not capped:
-        while top - low > 1:  # model(low) >= 1 > model(top)
+        while top - low > 1:  # resolved(low) (too few trials: inf), not resolved(top)
             mid = (low + top) // 2
-            if model(mid) >= 1.0:
+            if resolved(mid):
                 low = mid
             else:
                 top = mid
@@ -273,10 +312,10 @@ def _unreachable(d: int, conf: float, target: float, model, top: int, low: int) 
 
     smallest = format_bound(model(top), 8, side="up")  # > target: rounding up keeps it above
     why = (f"the search stops at max_trials={top}" if capped else
-           f"past {top} trials the model's prediction falls below the oracle (1), which it "
-           "does not resolve")
+           f"past {top} trials the model leaves its range: its clip correction exceeds "
+           f"{RESOLVED_SHARE:g} of its leading terms and it bends to its floor")
     raise InflationUnreachable(
         f"target_inflation={target!r} cannot be planned for dim={d} at confidence={conf!r}: "
-        f"the smallest target the planning model reaches is {smallest} (at n_trials={top}; "
+        f"the smallest target the planning model resolves is {smallest} (at n_trials={top}; "
         f"{why}); pass target_inflation >= {smallest}.",
         target=target, smallest=smallest, n_trials=top, capped=capped)

@@ -20,25 +20,74 @@ from pacpriv.pac.noise import (
     shown_inflation,
     trials_for_inflation,
 )
-from pacpriv.pac.noise._planning import _model_inflation
+from pacpriv.pac.noise._planning import _model_inflation, _model_terms
 
 _KW = {"confidence": 0.95, "shape_fraction": None, "clip_margin": 1.0, "effective_dim": None,
        "clip_probability": 0.02}
 
 
+def _terms(m, dim):
+    return _model_terms(m, dim, **_KW)
+
+
 @pytest.mark.parametrize("dim", [1, 4, 20])
 def test_a_target_within_round_off_of_one_is_refused_with_the_smallest_reachable(dim):
-    with pytest.raises(InflationUnreachable, match=r"smallest target .* reaches is") as info:
+    with pytest.raises(InflationUnreachable, match=r"smallest target .* resolves is") as info:
         trials_for_inflation(dim, target_inflation=1.0000000001)
     err = info.value
     assert not err.capped
-    # the named target is reached where the model still resolves (>= 1), and is the smallest:
-    # one trial more and the model has fallen below the oracle
-    at = _model_inflation(err.n_trials, dim, **_KW)
-    assert 1.0 <= at <= float(err.smallest) and err.smallest != "1"
-    assert _model_inflation(err.n_trials + 1, dim, **_KW) < 1.0
+    # the named target is reached where the model still resolves, and is the smallest: one
+    # trial more and its clip correction exceeds half its leading terms
+    at, deficit = _terms(err.n_trials, dim)
+    assert 1.0 + deficit <= at <= float(err.smallest) and err.smallest != "1"
+    after, deficit_after = _terms(err.n_trials + 1, dim)
+    assert after < 1.0 + deficit_after
     m = trials_for_inflation(dim, target_inflation=float(err.smallest))
     assert m <= err.n_trials and _model_inflation(m, dim, **_KW) >= 1.0
+
+
+@pytest.mark.parametrize("dim, smallest", [(1, 1.0336), (4, 1.0113), (20, 1.0035)])
+@pytest.mark.parametrize("target", [1.01, 1.001, 1.0001, 1.00001])
+def test_targets_on_the_models_floor_are_refused(dim, smallest, target):
+    """Issue 35 m12/c9116: d = 4 gave 7695, 21329, 24583, 24950 trials for 1.01 … 1.00001 (100×
+    tighter for 5% more trials: the model's floor). Refused where the clip deficit exceeds half
+    of the model's leading terms, naming the smallest target it resolves."""
+    if target >= smallest:
+        assert trials_for_inflation(dim, target_inflation=target) > 0
+        return
+    with pytest.raises(InflationUnreachable) as info:
+        trials_for_inflation(dim, target_inflation=target)
+    assert smallest < float(info.value.smallest) < smallest + 1e-3
+    assert not info.value.capped
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.floats(1.0, 1.5, exclude_min=True), st.floats(1.0, 1.5, exclude_min=True),
+       st.sampled_from([1, 4, 20]))
+def test_plans_above_the_range_are_monotone_and_resolved(a, b, dim):
+    """A tighter target never costs fewer trials; every plan is where the model resolves, and
+    halving the excess over the smallest resolved target costs more trials (no floor)."""
+    lo_t, hi_t = sorted((a, b))
+    try:
+        m_lo = trials_for_inflation(dim, target_inflation=lo_t)
+    except InflationUnreachable as err:
+        assert float(err.smallest) > lo_t
+        return
+    m_hi = trials_for_inflation(dim, target_inflation=hi_t)
+    assert m_lo >= m_hi
+    for m, t in ((m_lo, lo_t), (m_hi, hi_t)):
+        value, deficit = _terms(m, dim)
+        assert 1.0 + deficit <= value <= t
+
+
+@pytest.mark.parametrize("dim", [1, 4, 20])
+def test_near_the_range_edge_a_tighter_target_still_costs_clearly_more(dim):
+    with pytest.raises(InflationUnreachable) as info:
+        trials_for_inflation(dim, target_inflation=1.0000001)
+    edge = float(info.value.smallest)
+    m_edge = trials_for_inflation(dim, target_inflation=edge)
+    m_twice = trials_for_inflation(dim, target_inflation=1.0 + 2.0 * (edge - 1.0))
+    assert m_edge > 1.5 * m_twice  # the certificate width ~ 1/sqrt(n): about 2-4x
 
 
 def test_a_target_past_the_trial_cap_names_the_cap_and_what_it_reaches():
@@ -73,21 +122,22 @@ def test_shown_inflation_rounds_up_and_keeps_the_verdict(value, target):
 
 
 def test_cli_refuses_in_one_line_naming_the_flag_and_the_smallest_target(capsys):
-    rc = main(["pac", "trials", "--dim", "4", "--target-inflation", "1.0000000001"])
-    err = capsys.readouterr().err.strip()
-    assert rc == 2 and "\n" not in err and "Traceback" not in err
-    assert err.startswith("pacpriv: error: --target-inflation 1.0000000001")
-    assert "--target-inflation >= 1.0000001" in err
+    for target in ("1.0000000001", "1.0001"):  # c9116: 1.0001 gave "24583 predicted 1.0001"
+        rc = main(["pac", "trials", "--dim", "4", "--target-inflation", target])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and "\n" not in err and "Traceback" not in err
+        assert err.startswith(f"pacpriv: error: --target-inflation {target}")
+        assert "--target-inflation >= 1.0113" in err
 
 
 def test_cli_prints_the_prediction_with_the_digits_that_show_it_reached(capsys):
-    assert main(["pac", "trials", "--dim", "4", "--target-inflation", "1.000001"]) == 0
+    assert main(["pac", "trials", "--dim", "20", "--target-inflation", "1.004"]) == 0
     _head, row = capsys.readouterr().out.strip().splitlines()
     _d, target, _, n, predicted = row.split()
-    assert target == "1.000001" and Decimal(predicted) <= Decimal(target)
-    assert Decimal(predicted) >= Decimal(repr(predicted_inflation(int(n), 4)))
+    assert target == "1.004" and Decimal(predicted) <= Decimal(target)
+    assert Decimal(predicted) >= Decimal(repr(predicted_inflation(int(n), 20)))
     assert predicted != "1.0000" and Decimal(predicted) > 1
-    assert main(["pac", "trials", "--dim", "4", "--target-inflation", "1.000001",
+    assert main(["pac", "trials", "--dim", "20", "--target-inflation", "1.004",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["n_trials"] == int(n)
 
