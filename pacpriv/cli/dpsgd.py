@@ -73,11 +73,9 @@ def _epsilon(args, sigma: float) -> tuple[dict, tuple[str, str]]:
 
 def _epsilon_kind(source: str) -> tuple[str, str]:
     """(kind, detail) of :mod:`pacpriv.dpsgd.labels` for an ε's ``source``."""
-    from pacpriv.dpsgd.epsilon import PLD
+    from pacpriv.dpsgd.epsilon import epsilon_kind
 
-    if source.startswith(PLD):
-        return "certified", "PLD"
-    return "closed-form", source.split(" (closed form)")[0]
+    return epsilon_kind(source)
 
 
 #: The counts a JSON output echoes: written as the exact integers the user gave.
@@ -164,8 +162,7 @@ def _sigma_for_epsilon(args) -> int:
         raise UsageError(f"--target-epsilon must be in (0, 50]; got {args.target_epsilon!r}")
     r = calibrate_epsilon(args.target_epsilon, args.delta, steps_per_epoch=args.steps_per_epoch,
                           epochs=args.epochs, k=args.k, sampling=args.sampling, rtol=args.rtol)
-    kind, detail = ("certified", "PLD") if r.certified else (
-        "accountant", "dp-accounting pessimistic PLD")
+    kind, detail = r.label()  # the ε the σ was calibrated against (PLD, Chernoff, closed form)
     return _emit(args, {**r.to_dict(), **bound_fields(kind, detail=detail,
                                                       sampling=args.sampling)}, [
         (f"noise multiplier ({bound_label(kind, detail=detail)})",

@@ -12,6 +12,7 @@ import numpy as np
 
 from pacpriv._display import Displayable, Summary
 from pacpriv._display import shown as _shown
+from pacpriv.dpsgd.labels import bound_fields, label_rows
 
 __all__ = ["ExactAccuracy"]
 
@@ -75,10 +76,16 @@ class ExactAccuracy(Displayable):
             ("lower (certified)", _shown(self.lower, up=False), "plain"),
             ("upper (certified)", _shown(self.upper, up=True), "plain"),
             ("converged to tolerance", _shown(self.converged), "plain"),
+            *label_rows("certified", detail="exact interval",
+                        confidence=self.lower_confidence),
         ])
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict (arrays become lists)."""
         out = asdict(self)
         out["width"] = self.width
+        # what the interval is and whom it covers (the CLI's JSON fields; issue 35, a1302); a
+        # Monte Carlo lower end is named with its confidence
+        out.update(bound_fields("certified", detail="exact interval",
+                                confidence=self.lower_confidence))
         return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in out.items()}

@@ -33,6 +33,7 @@ from pacpriv.dpsgd._huge_counts import (
     log_log1p_chi_square,
     log_space_noise_multiplier,
 )
+from pacpriv.dpsgd.labels import bound_fields, label_rows
 
 __all__ = [
     "AccuracyBound",
@@ -74,10 +75,12 @@ class AccuracyBound(Displayable):
     def summary(self) -> Summary:
         """Rows shown by ``str(bound)`` and in Jupyter (accuracy rounded up)."""
         k_row = [] if self.k == 1 else [("steps per record per epoch k", str(self.k), "plain")]
-        return Summary("DP-SGD membership-inference accuracy (chi-square bound, certified)", [
+        return Summary("DP-SGD membership-inference accuracy (chi-square closed-form upper "
+                       "bound)", [
             *parameter_rows(self.noise_multiplier, self.steps_per_epoch, self.epochs), *k_row,
             ("accuracy bound", _shown(self.accuracy, up=True), "plain"),
             ("vacuous (clipped to 1)", _shown(self.vacuous), "plain"),
+            *label_rows("closed-form", detail="chi-square"),
         ])
 
     def to_dict(self) -> dict:
@@ -88,7 +91,8 @@ class AccuracyBound(Displayable):
             v = out.get(count)
             if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
                 out[count] = int(v)
-        return out
+        # what the number is and whom it covers (the CLI's JSON fields; issue 35, a1300)
+        return {**out, **bound_fields("closed-form", detail="chi-square")}
 
 
 def parameter_rows(noise_multiplier, steps_per_epoch, epochs) -> list[tuple[str, str, str]]:

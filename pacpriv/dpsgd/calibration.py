@@ -27,6 +27,7 @@ from pacpriv.dpsgd.exact import (
     exact_membership_inference_accuracy,
     warm_accuracy,
 )
+from pacpriv.dpsgd.labels import bound_fields, label_rows
 from pacpriv.exceptions import CalibrationError, PacprivWarning
 
 __all__ = ["NoiseCalibration", "calibrate_noise_multiplier", "noise_multiplier_for_accuracy"]
@@ -85,13 +86,17 @@ class NoiseCalibration(Displayable):
             ("certified accuracy at σ (upper)", self.accuracy.upper, "risk"),
             ("steps per epoch M", self.steps_per_epoch, "plain"),
             ("epochs E", self.epochs, "plain"),
+            *label_rows("certified", detail="exact",
+                        confidence=self.accuracy.lower_confidence),
         ])
 
     def to_dict(self) -> dict:
-        """JSON-serialisable dict."""
+        """JSON-serialisable dict, with the label fields of
+        :func:`pacpriv.dpsgd.labels.bound_fields` (the σ's calibration, certified exact)."""
         out = asdict(self)
         out["accuracy"] = self.accuracy.to_dict()
-        return out
+        return {**out, **bound_fields("certified", detail="exact",
+                                      confidence=self.accuracy.lower_confidence)}
 
 
 def calibrate_noise_multiplier(

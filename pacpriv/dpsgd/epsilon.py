@@ -48,6 +48,7 @@ import numpy as np
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd import _chernoff_epsilon as _chernoff
 from pacpriv.dpsgd._closed_epsilon import _chi_square_epsilon, gaussian_epsilon
+from pacpriv.dpsgd.labels import bound_fields
 
 __all__ = ["EpsilonBound", "epsilon_bound", "gaussian_epsilon"]
 
@@ -85,8 +86,19 @@ class EpsilonBound:
     pld_note: str = ""
 
     def to_dict(self) -> dict:
-        """JSON-ready dict (``epsilon`` may be ``inf``)."""
-        return asdict(self)
+        """JSON-ready dict (``epsilon`` may be ``inf``), with the label fields of
+        :func:`pacpriv.dpsgd.labels.bound_fields` (kind from ``source``)."""
+        kind, detail = epsilon_kind(self.source)
+        return {**asdict(self), **bound_fields(kind, detail=detail)}
+
+
+def epsilon_kind(source: str) -> tuple[str, str]:
+    """``(kind, detail)`` of :mod:`pacpriv.dpsgd.labels` for an :class:`EpsilonBound`'s
+    ``source``: ``("certified", "PLD")`` for the certified PLD, else ``("closed-form",
+    <the bound's name>)`` (Gaussian dominance, chi-square, a Chernoff bound)."""
+    if source.startswith(PLD):
+        return "certified", "PLD"
+    return "closed-form", source.split(" (closed form)")[0]
 
 
 def _pld_curve(sigma: float, steps: int, epochs: int, k: int, tol: float = 1e-4):

@@ -81,6 +81,11 @@ class EpsilonCalibration(Displayable):
         Whether every evaluated σ that failed lies below every one that passed.
     n_evaluations : int
     wall_time_s : float
+    epsilon_source : str
+        The bound that gave ``epsilon`` at the returned σ (random allocation: the
+        :attr:`~pacpriv.dpsgd.epsilon.EpsilonBound.source` of ``epsilon_bound``, e.g.
+        ``"certified PLD"`` or ``"Gaussian dominance (closed form)"``); the σ was calibrated
+        against it, and :meth:`label` names its kind.
     """
 
     noise_multiplier: float
@@ -97,11 +102,26 @@ class EpsilonCalibration(Displayable):
     monotone: bool
     n_evaluations: int
     wall_time_s: float
+    epsilon_source: str = ""
+
+    def label(self) -> tuple[str, str]:
+        """``(kind, detail)`` of :mod:`pacpriv.dpsgd.labels` of the ε the σ was calibrated
+        against: the certified PLD, a closed form (e.g. Gaussian dominance, where the PLD and
+        the Chernoff bounds do not reach) or the Poisson accountant."""
+        if not self.certified:
+            return "accountant", "dp-accounting pessimistic PLD"
+        from pacpriv.dpsgd.epsilon import PLD, epsilon_kind
+
+        return epsilon_kind(self.epsilon_source or PLD)
 
     def summary(self) -> Summary:
         """Rows shown by ``str(result)`` and in Jupyter."""
-        kind = "certified" if self.certified else "accountant upper bound"
-        return Summary(f"DP-SGD noise multiplier for a target epsilon ({kind})", [
+        from pacpriv.dpsgd.labels import kind_text, label_rows
+
+        kind, detail = self.label()
+        sampling = str(self.sampling.get("scheme", "random_allocation"))
+        return Summary(f"DP-SGD noise multiplier for a target epsilon "
+                       f"({kind_text(kind, detail=detail)})", [
             ("target epsilon at delta", f"{self.target_epsilon:g} at {self.delta:g}", "plain"),
             ("noise multiplier σ", self.noise_multiplier, "risk"),
             ("epsilon at σ", self.epsilon, "risk"),
@@ -109,11 +129,17 @@ class EpsilonCalibration(Displayable):
             ("steps per epoch t, epochs E, k",
              f"{self.steps_per_epoch}, {self.epochs}, {self.k}", "plain"),
             ("privacy-loss distribution", self.method, "plain"),
+            *label_rows(kind, detail=detail, sampling=sampling),
         ])
 
     def to_dict(self) -> dict:
-        """JSON-serialisable dict."""
-        return asdict(self)
+        """JSON-serialisable dict, with the label fields of
+        :func:`pacpriv.dpsgd.labels.bound_fields` (the ε the σ was calibrated against)."""
+        from pacpriv.dpsgd.labels import bound_fields
+
+        kind, detail = self.label()
+        sampling = str(self.sampling.get("scheme", "random_allocation"))
+        return {**asdict(self), **bound_fields(kind, detail=detail, sampling=sampling)}
 
 
 def _ra_epsilon(sigma: float, delta: float, t: int, e: int, k: int, tol: float) -> float:
@@ -293,11 +319,19 @@ def calibrate_epsilon(
         warnings.warn("the evaluated epsilon was not monotone in sigma (PLD discretisation); "
                       "the returned sigma is still certified at its own epsilon, but a "
                       "smaller one may also reach the target.", PacprivWarning, stacklevel=2)
+    certified = isinstance(spec, RandomAllocation)
+    source = method
+    if certified:  # which bound gave ε at the returned σ (the PLD, a Chernoff or closed form)
+        from pacpriv.dpsgd.epsilon import epsilon_bound
+
+        source = epsilon_bound(hi, steps_per_epoch=t, epochs=e, delta=d,
+                               k=getattr(spec, "k", k)).source
     return EpsilonCalibration(
         noise_multiplier=hi, epsilon=seen[hi], lower_noise_multiplier=lo, target_epsilon=eps,
         delta=d, steps_per_epoch=t, epochs=e, k=getattr(spec, "k", k),
-        sampling=spec.to_dict(), certified=isinstance(spec, RandomAllocation), method=method,
+        sampling=spec.to_dict(), certified=certified, method=method,
         monotone=monotone, n_evaluations=len(seen), wall_time_s=time.perf_counter() - start,
+        epsilon_source=source,
     )
 
 

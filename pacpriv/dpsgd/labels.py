@@ -24,7 +24,7 @@ References
 from __future__ import annotations
 
 __all__ = ["BOUND_KINDS", "COVERS", "COVERS_SHORT", "NEIGHBOURING", "ROUNDING", "assumes",
-           "bound_fields", "bound_label", "kind_text"]
+           "bound_fields", "bound_label", "kind_text", "label_rows"]
 
 #: The neighbouring relation of every DP-SGD bound in pacpriv.
 NEIGHBOURING = "add/remove one record"
@@ -105,3 +105,17 @@ def bound_fields(kind: str, *, detail: str = "", confidence: float | None = None
     if confidence is not None and confidence < 1.0:
         out["confidence"] = confidence
     return out
+
+
+def label_rows(kind: str, *, detail: str = "", confidence: float | None = None,
+               sampling: str = "random_allocation") -> list[tuple[str, str, str]]:
+    """The :class:`~pacpriv._display.Summary` rows of :func:`bound_fields`: what the bound is,
+    whom it covers (with the neighbouring relation) and what it assumes.
+
+    Examples
+    --------
+    >>> label_rows("certified", detail="PLD")[1][1] == COVERS
+    True
+    """
+    return [("bound", kind_text(kind, detail=detail, confidence=confidence), "plain"),
+            ("covers", COVERS, "plain"), ("assumes", assumes(sampling), "plain")]

@@ -43,6 +43,7 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd import exact as _exact
 from pacpriv.dpsgd._exact import composition as _comp
 from pacpriv.dpsgd._exact.loss import AtomLoss, GridLoss, epsilon_for_delta, tpr_upper
+from pacpriv.dpsgd.labels import bound_fields, label_rows
 from pacpriv.dpsgd.sampling import PoissonSampling, RandomAllocation, Sampling, as_sampling
 
 __all__ = ["TradeoffCurve", "default_fpr_grid", "tradeoff_curve"]
@@ -122,6 +123,7 @@ class TradeoffCurve(Displayable):
             "fpr": self.fpr.tolist(), "tpr": self.tpr.tolist(),
             "direction": "null: record out (P); alternative: record in (Q)",
             "certified": self.certified, "method": self.method,
+            **self._fields(),
         }
 
     def pld_epsilon(self, delta: float) -> float:
@@ -189,7 +191,19 @@ class TradeoffCurve(Displayable):
             rows.append((f"TPR at FPR {a:g}", float(self.tpr_at(a)), "risk"))
         title = ("DP-SGD membership trade-off curve (certified upper bound)" if self.certified
                  else "DP-SGD membership trade-off curve (accountant upper bound)")
-        return Summary(title, rows)
+        kind, detail, sampling = self._label()
+        return Summary(title, [*rows, *label_rows(kind, detail=detail, sampling=sampling)])
+
+    def _fields(self) -> dict:
+        kind, detail, sampling = self._label()
+        return bound_fields(kind, detail=detail, sampling=sampling)
+
+    def _label(self) -> tuple[str, str, str]:
+        """(kind, detail, sampling) of :mod:`pacpriv.dpsgd.labels` for this curve."""
+        scheme = str(self.sampling.get("scheme", "random_allocation"))
+        sampling = scheme if scheme in ("poisson", "random_allocation") else "random_allocation"
+        return (("certified", "PLD", sampling) if self.certified
+                else ("accountant", "dp-accounting pessimistic PLD", sampling))
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict (arrays as lists; the PLD itself is not included)."""
@@ -199,6 +213,7 @@ class TradeoffCurve(Displayable):
             "steps_per_epoch": self.steps_per_epoch, "epochs": self.epochs, "k": self.k,
             "sampling": self.sampling, "certified": self.certified,
             "accuracy": self.accuracy, "method": self.method,
+            **self._fields(),
         }
 
 
