@@ -39,7 +39,9 @@ __all__ = ["by_direction", "membership_epsilon", "removal_epsilon"]
 _H = 0.01  # grid step in u and w (nats)
 _LOW, _HIGH = -25.0, 6.0  # u + w window where exp(−e^{u+w}) is evaluated (1 below, ~0 above)
 _U_LEFT = 40.0
-_LAMBDAS = np.geomspace(0.25, 400.0, 96)
+#: λ grid of the removal bound: its ε is at least about ``ln(1/δ)/λ_max``, so the grid runs
+#: to 2000 (ε ≈ 0.35 at δ = 1e-300); the points up to 400 are those of 0.4, the same ratio on.
+_LAMBDAS = np.concatenate((np.geomspace(0.25, 400.0, 96), np.geomspace(400.0, 2000.0, 22)[1:]))
 _MAX_M = 10**5
 _U_RIGHT = 160.0
 _MAX_POINTS = 60_000
@@ -125,19 +127,43 @@ def removal_epsilon(sigma: float, steps: int, epochs: int, delta: float) -> floa
     return max(0.0, best * (1.0 + 1e-12) + 1e-12) if math.isfinite(best) else math.inf
 
 
-_MAX_ORDER = 48  # integer orders n = λ + 1 of the membership moment
+_MAX_ORDER = 48  # fewest integer orders n = λ + 1 of the membership moment
+#: Most orders: the bound's ε is at least about ``ln(1/δ)/n``, so at tiny δ it needs large
+#: orders (48 stopped it near δ = 1e-24 at ε = 1, and ε fell back to Gaussian dominance, a 7×
+#: larger σ; issue 35, m13). Cost ``O(min(n, M)·n²)``: about 4 s at 1024, M = 100
+#: (δ below about 1e-220).
+_TOP_ORDER = 1024
+
+
+#: Work limits (``min(n, M)·n²`` log-sum-exp terms): the orders that ``δ`` asks for stay
+#: within _MAX_COST (about 4 s), and extra orders where the largest binds within _GROW_COST.
+_MAX_COST, _GROW_COST = 1.1e8, 4e6
+
+
+def _cost(n: int, steps: int) -> float:
+    return float(min(n, steps)) * n * n
+
+
+def _orders(delta: float, steps: int = 1) -> int:
+    """Largest order for ``delta``: ``2·ln(1/δ)`` (the order where ``ln(1/δ)/λ`` is ½ nat),
+    within ``[_MAX_ORDER, _TOP_ORDER]``, rounded up to a multiple of 16 (fewer cache entries)
+    and within :data:`_MAX_COST` for ``steps``."""
+    want = 2.0 * -math.log(delta)
+    n = int(min(_TOP_ORDER, max(_MAX_ORDER, 16 * math.ceil(want / 16.0))))
+    while n > _MAX_ORDER and _cost(n, steps) > _MAX_COST:
+        n -= 16
+    return n
 
 
 @functools.lru_cache(maxsize=32)
-def _log_positive_moments(sigma: float, steps: int) -> np.ndarray:
-    """Upper bounds on ``ln E_P[A^n]`` for ``n = 0 .. _MAX_ORDER`` (index n).
+def _log_positive_moments(sigma: float, steps: int, n_max: int = _MAX_ORDER) -> np.ndarray:
+    """Upper bounds on ``ln E_P[A^n]`` for ``n = 0 .. n_max`` (index n).
 
     ``E[A^n] = n!·M^{−n}·[x^n](1 + g(x))^M`` with ``g(x) = Σ_{c≥1} e^{c(c−1)/(2σ²)} x^c/c!``
     (expand the n-th power of the mean over the counts ``c_i`` of each coordinate;
     ``E[e^{c·w}] = e^{c(c−1)/(2σ²)}``), and ``[x^n](1 + g)^M = Σ_ℓ C(M, ℓ)·[x^n] g^ℓ``: sums
     of positive terms only, in log space.
     """
-    n_max = _MAX_ORDER
     c = np.arange(n_max + 1, dtype=np.float64)
     log_g = c * (c - 1.0) / (2.0 * sigma**2) - special.gammaln(c + 1.0)
     log_g[0] = -np.inf
@@ -166,19 +192,29 @@ def membership_epsilon(sigma: float, steps: int, epochs: int, delta: float) -> f
     """Smallest ε over integer orders with the Chernoff bound ``δ(ε) ≤ delta`` (adding only).
 
     ``δ(ε) = E_P[(T − e^ε)_+] ≤ c(λ)·e^{−λε}·E_P[A^{λ+1}]^E`` for every ``λ > 0`` (the
-    maximum of ``(x − a)_+/x^{λ+1}`` is ``c(λ)·a^{−λ}``), with ``λ + 1 = 2 .. 48`` and the
-    exact moments of :func:`_log_positive_moments`. Arguments as :func:`removal_epsilon`.
+    maximum of ``(x − a)_+/x^{λ+1}`` is ``c(λ)·a^{−λ}``), with ``λ + 1 = 2 .. n`` (``n`` from
+    48 up to 1024 as δ shrinks: :func:`_orders`) and the exact moments of
+    :func:`_log_positive_moments`. Arguments as :func:`removal_epsilon`.
     """
     if epochs >= 2**60 or not 1e-2 <= sigma <= 1e6:
         return math.inf
     if steps > 10**15:
         return math.inf
-    log_m = _log_positive_moments(float(sigma), int(steps))[2:]
-    lam = np.arange(1, log_m.size + 1, dtype=np.float64)
-    log_c = lam * np.log(lam) - (1.0 + lam) * np.log1p(lam)
-    with np.errstate(over="ignore", invalid="ignore"):
-        eps = (log_c + float(epochs) * log_m - math.log(delta)) / lam
-    eps = eps[np.isfinite(eps)]
+    n_max = _orders(delta, steps)
+    while True:  # more orders while the last one is the best (the cap binds) and they are
+        # cheap (_GROW_COST), so ε(δ) stays the minimum over the orders and monotone in δ
+        log_m = _log_positive_moments(float(sigma), int(steps), n_max)[2:]
+        lam = np.arange(1, log_m.size + 1, dtype=np.float64)
+        log_c = lam * np.log(lam) - (1.0 + lam) * np.log1p(lam)
+        with np.errstate(over="ignore", invalid="ignore"):
+            eps = (log_c + float(epochs) * log_m - math.log(delta)) / lam
+        ok = np.isfinite(eps)
+        grow = min(_TOP_ORDER, 2 * n_max)
+        if (grow == n_max or _cost(grow, steps) > _GROW_COST or not ok[-1]
+                or int(np.argmin(np.where(ok, eps, np.inf))) < eps.size - 1):
+            break
+        n_max = grow
+    eps = eps[ok]
     if eps.size == 0:
         return math.inf
     best = float(eps.min())
