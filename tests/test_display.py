@@ -72,7 +72,9 @@ def test_text_and_html_show_the_same_rows():
 def test_chi_square_bound_display_matches_the_value():
     b = membership_inference_accuracy_bound(1.0, steps_per_epoch=100, epochs=10)
     text = str(b)
-    assert "chi-square" in text and "certified" in text
+    # labelled as the CLI labels it (issue 35, a1301): a closed-form bound, and for whom
+    assert "chi-square" in text and "closed-form upper bound" in text
+    assert "every record, worst case over neighbouring datasets" in text
     assert format_value(b.accuracy, "risk") in text
     assert float(format_value(b.accuracy, "risk")) >= b.accuracy
     assert format_value(b.accuracy, "risk") in _cells(b._repr_html_())
