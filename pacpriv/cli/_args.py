@@ -214,6 +214,17 @@ def check_trials(args: argparse.Namespace, low: int = 2, high: int = MAX_TRIALS,
         raise UsageError(trials_range_error(args.trials, low, high, why))
 
 
+def ledger_location(text: str) -> str:
+    """``--ledger`` value: a SQLite file path or ``postgresql://...`` (argparse error else)."""
+    from pacpriv.storage import check_location
+
+    try:
+        check_location(text, "--ledger")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--ledger: ")) from None
+    return text
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """argparse's defaults formatter, quiet where the default says nothing: no
     ``(default: None)``/``(default: False)``, and nothing added when the help text already
@@ -226,6 +237,11 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+#: Command-line words that are values, not flags: a minus sign and then a digit, a decimal
+#: point, or inf/infinity/nan in any case (argparse's own matcher misses `-inf` and `-1e5`).
+NEGATIVE_VALUE = re.compile(r"^-(\.?\d|(inf(inity)?|nan)$)", re.IGNORECASE)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with the one-line error contract: ``pacpriv: error: ...``, exit status 2,
     and :class:`HelpFormatter` (defaults shown) for every command."""
@@ -233,8 +249,9 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
-        # values such as `-3:3` or `-1e-3` are values, not options (no flag starts with a digit)
-        self._negative_number_matcher = re.compile(r"^-\.?\d")
+        # values such as `-3:3`, `-1e-3`, `-.5`, `-inf` or `-nan` are values, not options, so a
+        # flag's own validation answers them (no flag starts with a digit, `.`, `inf` or `nan`)
+        self._negative_number_matcher = NEGATIVE_VALUE
 
     def error(self, message: str):
         self.exit(2, f"pacpriv: error: {message} (see '{self.prog} --help')\n")

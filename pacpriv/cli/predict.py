@@ -25,6 +25,7 @@ from pacpriv.cli._args import (
     check_exactly_one,
     check_positive_finite,
     integer,
+    ledger_location,
     number,
 )
 from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
@@ -168,7 +169,8 @@ def add_parser(subparsers, name: str) -> None:
                           label_help="label column to drop from --queries/--dataset (header "
                           "name or index), as given to predict fit")
     query.add_argument("--json", action="store_true", help="print JSON")
-    query.add_argument("--ledger", default=None, help="the ledger store when it is not "
+    query.add_argument("--ledger", default=None, type=ledger_location,
+                       help="the ledger store when it is not "
                        "DIR/ledger.db (postgresql://... of the served replicas)")
     query.set_defaults(handler=_query)
 
@@ -177,7 +179,8 @@ def add_parser(subparsers, name: str) -> None:
     status.add_argument("--out", default=None, help="write report.json/report.md here")
     add_force(status)
     status.add_argument("--json", action="store_true", help="print JSON")
-    status.add_argument("--ledger", default=None, help="the ledger store when it is not "
+    status.add_argument("--ledger", default=None, type=ledger_location,
+                        help="the ledger store when it is not "
                         "DIR/ledger.db (postgresql://... of the served replicas)")
     status.set_defaults(handler=_status)
 
@@ -191,7 +194,8 @@ def add_serve_parser(subparsers, name: str) -> None:
         "<token>; without keys only 127.0.0.1 is served. Needs pip install 'pacpriv[serve]'.",
     )
     p.add_argument("--state", help="fitted state directory")
-    p.add_argument("--ledger", default=None, help="ledger store (default: DIR/ledger.db, "
+    p.add_argument("--ledger", default=None, type=ledger_location,
+                   help="ledger store (default: DIR/ledger.db, "
                    "SQLite); postgresql://... to share one ledger between replicas")
     p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1; any "
                    "other needs API keys)")
@@ -219,7 +223,8 @@ def add_serve_parser(subparsers, name: str) -> None:
                          ("revoke", "revoke a key (its requests get 403 at once)")):
         a = actions.add_parser(action, help=text)
         a.add_argument("--state", required=True, help="the served state directory")
-        a.add_argument("--ledger", default=None, help="ledger store (as for pacpriv serve)")
+        a.add_argument("--ledger", default=None, type=ledger_location,
+                       help="ledger store (as for pacpriv serve)")
         a.set_defaults(handler=_keys)
         if action == "add":
             a.add_argument("--name", required=True, help="the analyst's name (public)")
