@@ -171,7 +171,8 @@ def _compare(args) -> int:
         dataset = load_cli_dataset(args)
         _check_labels(dataset, args)
         datasets.append(dataset)
-    check_comparison(comparison, targets, datasets)  # before the folder is taken
+    check_comparison(comparison, targets, datasets,  # before the folder is taken
+                     what="--target-accuracy")
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     if args.curve is not None:
         return _compare_curve(args, datasets[0], comparison, execution, out, formats)
