@@ -504,16 +504,18 @@ def _rows(args):
         return load_cli_rows(args.queries, args, "--queries")
     text = args.rows.strip()
     shown = text if len(text) <= 60 else text[:57] + "..."
-    m = re.fullmatch(r"(\d{1,18}):(\d{1,18})", text)
-    if not m or int(m.group(1)) >= int(m.group(2)):
+    m = re.fullmatch(r"(\d+):(\d+)", text)
+    # digit strings compared as integers (no int() of a 5000-digit text)
+    start_key, stop_key = ((len(g.lstrip("0")), g.lstrip("0")) for g in m.groups()) if m else (
+        (0, ""), (0, ""))
+    if not m or start_key >= stop_key:
         raise UsageError("--rows must be START:STOP, two non-negative integers with START < STOP "
                          f"(e.g. 0:10, the first ten rows of --dataset); got {shown!r}")
     X = load_cli_dataset(args).X
-    start, stop = int(m.group(1)), int(m.group(2))
-    if stop > len(X):  # each row spends budget: no silent clamping like a Python slice
-        raise UsageError(f"--rows {args.rows}: --dataset has {len(X)} rows (START:STOP must "
-                         f"lie within 0:{len(X)})")
-    return X[start:stop]
+    if stop_key[0] > 18 or int(m.group(2)) > len(X):  # each row spends budget: no clamping
+        raise UsageError(f"--rows {shown}: STOP is beyond the {len(X)} rows of --dataset "
+                         f"(START:STOP must lie within 0:{len(X)})")
+    return X[int(m.group(1)):int(m.group(2))]
 
 
 def _query(args) -> int:
