@@ -281,6 +281,11 @@ def _dispatch(args, flags: set[str]) -> int:
     except (CalibrationError, BudgetExceededError) as exc:
         print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
         return 1
+    except Warning as exc:  # -W error / PYTHONWARNINGS=error made a warning an exception
+        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)} ({type(exc).__name__}, "
+              "raised as an error by the Python warning filter -W / PYTHONWARNINGS)",
+              file=sys.stderr)
+        return 1
     except MemoryError:  # numpy's _ArrayMemoryError too: one clear line, no traceback
         print("pacpriv: error: out of memory (the outputs of all trials are held in memory, "
               "and the certified rule's analysis needs several times their size): use fewer "
