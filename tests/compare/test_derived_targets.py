@@ -62,3 +62,13 @@ def test_cli_names_its_flag_and_takes_no_folder(value, tmp_path, monkeypatch, ca
     assert err.startswith("pacpriv: error: --target-accuracy 0.50000000000000")
     assert "too close to the blind-guess rate 0.5" in err
     assert os.listdir(tmp_path) == []
+
+
+def test_cli_curve_bounds_are_checked_too(tmp_path, monkeypatch, capsys, no_work):
+    monkeypatch.chdir(tmp_path)
+    rc = main(["compare", "--dataset", "breast_cancer", "--curve", "0.6,0.5000000000000001",
+               "--out", "rep", "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pacpriv: error: --curve 0.50000000000000"), err
+    assert os.listdir(tmp_path) == []
