@@ -214,17 +214,6 @@ def check_trials(args: argparse.Namespace, low: int = 2, high: int = MAX_TRIALS,
         raise UsageError(trials_range_error(args.trials, low, high, why))
 
 
-def ledger_location(text: str) -> str:
-    """``--ledger`` value: a SQLite file path or ``postgresql://...`` (argparse error else)."""
-    from pacpriv.storage import check_location
-
-    try:
-        check_location(text, "--ledger")
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err).removeprefix("--ledger: ")) from None
-    return text
-
-
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """argparse's defaults formatter, quiet where the default says nothing: no
     ``(default: None)``/``(default: False)``, and nothing added when the help text already

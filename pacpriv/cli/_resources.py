@@ -6,6 +6,7 @@ applies to every run); here they become the CLI's one-line notes.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -89,3 +90,14 @@ def hold_report_folder(args) -> None:
     if earlier:
         print(f"pacpriv: note: --force: this report replaces the earlier one in {out!r} "
               f"({', '.join(earlier)})", file=sys.stderr)
+
+
+def ledger_location(text: str) -> str:
+    """``--ledger`` value: a SQLite file path or ``postgresql://...`` (argparse error else)."""
+    from pacpriv.storage import check_location
+
+    try:
+        check_location(text, "--ledger")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--ledger: ")) from None
+    return text

@@ -25,10 +25,14 @@ from pacpriv.cli._args import (
     check_exactly_one,
     check_positive_finite,
     integer,
-    ledger_location,
     number,
 )
-from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
+from pacpriv.cli._resources import (
+    check_output_dir,
+    effective_n_jobs,
+    hold_report_folder,
+    ledger_location,
+)
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_cwd_to_path,
