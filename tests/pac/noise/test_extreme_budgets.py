@@ -92,3 +92,26 @@ def test_plan_bound_never_exceeds_the_budget(log_v, rule, kind):
     v = min(max(math.exp(log_v), LOW), HIGH)
     plan = calibrate_noise(SPECTRA[kind], mi_budget=v, rule=_rule(rule))
     assert plan.mi_bound <= v
+
+
+@settings(max_examples=25, deadline=None)
+@given(log_v=st.floats(min_value=math.log(LOW), max_value=math.log(HIGH)),
+       scaling=st.sampled_from(["log-det", "trace"]))
+def test_certified_plan_bound_never_exceeds_the_budget(log_v, scaling):
+    # certify_noise gave mi_bound 1.2024645381008894e-26 for the budget 1.2024645381008892e-26
+    from pacpriv.pac.noise import certify_noise
+    v = min(max(math.exp(log_v), LOW), HIGH)
+    outputs = np.random.default_rng(1).normal(size=(300, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = certify_noise(outputs, mi_budget=v, scaling=scaling)
+    assert plan.mi_bound <= v
+
+
+@pytest.mark.parametrize("v", [1.2024645381008892e-26, 1.7028879232224333e-16, LOW, HIGH])
+def test_certified_plan_bound_at_budgets_that_rounded_up(v):
+    from pacpriv.pac.noise import certify_noise
+    outputs = np.random.default_rng(1).normal(size=(300, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert certify_noise(outputs, mi_budget=v).mi_bound <= v
