@@ -244,7 +244,7 @@ def _kappa_bounds(top: float, kappa: float, d: int, scaling: str) -> tuple[float
 def _round_up_kappa(top: float, kappa: float, v: float, d: int, scaling: str) -> float:
     """``kappa`` raised by a few ulps until the plan's bound is ``<= v`` exactly (rounding of
     ``top / den`` can leave it an ulp above; more noise is the safe side)."""
-    step = 4.0 * np.finfo(np.float64).eps
+    step = 4.0 * float(np.finfo(np.float64).eps)
     for _ in range(64):
         if kappa == 0 or _kappa_bounds(top, kappa, d, scaling)[0] <= v:
             return kappa
