@@ -35,7 +35,8 @@ _LOG_MU_MIN = -700.0  # exp(-700) ~ 1e-304, just above the float64 underflow
 def square_root_rule(lam: np.ndarray, mult: np.ndarray, mi_budget: float) -> np.ndarray:
     """``s_j² = sqrt(λ_j) · Σ_k m_k sqrt(λ_k) / (2v)``: min ``E||B||²`` s.t. ``½ Σ m λ/s² = v``."""
     root = np.sqrt(lam)
-    return root * float(np.sum(mult * root)) / (2.0 * mi_budget)
+    with np.errstate(over="ignore"):  # +inf where the noise leaves float64: callers refuse it
+        return root * float(np.sum(mult * root)) / (2.0 * mi_budget)
 
 
 def isotropic_rule(lam: np.ndarray, mult: np.ndarray, mi_budget: float) -> float:

@@ -115,3 +115,20 @@ def test_certified_plan_bound_at_budgets_that_rounded_up(v):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert certify_noise(outputs, mi_budget=v).mi_bound <= v
+
+
+@settings(max_examples=40, deadline=None)
+@given(log_v=st.floats(min_value=math.log(LOW), max_value=math.log(HIGH)),
+       variances=st.lists(st.floats(min_value=1e-150, max_value=1e150), min_size=1, max_size=5))
+def test_variance_only_api_answers_or_refuses(log_v, variances):
+    from pacpriv.pac.noise import calibrate_variance_only
+    v = min(max(math.exp(log_v), LOW), HIGH)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            plan = calibrate_variance_only(np.array(variances), mi_budget=v)
+        except CalibrationError as e:
+            assert "exceeds float64's range" in str(e)
+            return
+    assert plan.mi_bound <= v
+    assert np.all(np.isfinite(plan.noise_std))
