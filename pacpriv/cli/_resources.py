@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from pacpriv import _files
+from pacpriv.cli._args import UsageError
 from pacpriv.pac.engine._resources import LOCAL_BACKENDS, usable_cpus, worker_cap
 
 __all__ = ["HOLD_ATTRIBUTE", "available_cpus", "check_output_dir", "effective_n_jobs",
@@ -101,3 +102,23 @@ def ledger_location(text: str) -> str:
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err).removeprefix("--ledger: ")) from None
     return text
+
+
+def check_checkpoint_dir(args, flag: str = "--checkpoint") -> Path | None:
+    """``--checkpoint`` (when given): a writable folder that is not ``--out`` nor inside it.
+
+    A checkpoint holds the un-noised output of every trial and its subset mask (as private as
+    the raw data); the report folder is the one a user shares. Checked before any work.
+    """
+    value = getattr(args, flag[2:].replace("-", "_"), None)
+    if value is None:
+        return None
+    path = check_output_dir(value, flag)
+    out = getattr(args, "out", None)
+    if out is not None:
+        o, p = Path(out).resolve(), Path(value).resolve()
+        if p == o or o in p.parents:
+            raise UsageError(f"{flag} must lie outside --out (the report folder may be shared; "
+                             "the checkpoint holds the un-noised output of every trial and its "
+                             "subset mask, as private as the raw data)")
+    return path

@@ -218,7 +218,7 @@ def _invoked(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
 #: errors from ``run_pac(rng=, n_trials=)``, ``compare_accountants(timeout=)``,
 #: ``compare_pac_dpsgd(n_repeats=)`` and ``write_report(out_dir=)`` name the flag the user typed.
 FLAG_ALIASES = {"rng": "--seed", "timeout": "--comparator-timeout", "n_trials": "--trials",
-                "n_repeats": "--repeats", "out_dir": "--out"}
+                "n_repeats": "--repeats", "out_dir": "--out", "release_rng": "--release-seed"}
 
 
 def _flags_of(parser: argparse.ArgumentParser) -> set[str]:

@@ -24,7 +24,12 @@ from pacpriv.cli._args import (
     number,
     report_formats,
 )
-from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
+from pacpriv.cli._resources import (
+    check_checkpoint_dir,
+    check_output_dir,
+    effective_n_jobs,
+    hold_report_folder,
+)
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
@@ -280,8 +285,7 @@ def _records(args) -> int:
     formats = _check(args)
     check_output_dir(args.out, "--out")  # before any work
     index_list = _check_index_list(args)
-    if args.checkpoint is not None:
-        check_output_dir(args.checkpoint, "--checkpoint")
+    check_checkpoint_dir(args)  # outside --out: the report folder may be shared
     check_mechanism_file(args.mechanism)
     dataset = load_cli_dataset(args)
     records = parse_records(args.records, dataset.n_records)
