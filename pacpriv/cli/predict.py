@@ -301,13 +301,16 @@ def _state_total_budget(state) -> float | None:
 
 def _total_budget(args) -> float:
     from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy
-
     check_exactly_one(args, "--total-budget", "--target-accuracy", " (nats)")
     if args.total_budget is not None:
         return args.total_budget
     if not 0.5 < args.target_accuracy < 1:
         raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
-    return float(mi_budget_for_accuracy(args.target_accuracy, prior=0.5))
+    total = float(mi_budget_for_accuracy(args.target_accuracy, prior=0.5))
+    if not total > 0:  # a rounding step above the blind guess: no budget at all
+        raise UsageError(f"--target-accuracy {args.target_accuracy!r} is too close to the blind-"
+                         "guess rate 0.5: it allows a total budget of 0 nats; give a larger one")
+    return total
 
 
 def _fit(args) -> int:
@@ -508,10 +511,9 @@ def _rows(args):
         return load_cli_rows(args.queries, args, "--queries")
     text = args.rows.strip()
     shown = text if len(text) <= 60 else text[:57] + "..."
-    m = re.fullmatch(r"(\d+):(\d+)", text)
-    # digit strings compared as integers (no int() of a 5000-digit text)
-    start_key, stop_key = ((len(g.lstrip("0")), g.lstrip("0")) for g in m.groups()) if m else (
-        (0, ""), (0, ""))
+    m = re.fullmatch(r"(\d+):(\d+)", text)  # keys: digit strings compared as integers
+    start_key, stop_key = [(len(g.lstrip("0")), g.lstrip("0")) for g in (m.groups() if m
+                                                                         else ("", ""))]
     if not m or start_key >= stop_key:
         raise UsageError("--rows must be START:STOP, two non-negative integers with START < STOP "
                          f"(e.g. 0:10, the first ten rows of --dataset); got {shown!r}")

@@ -72,3 +72,16 @@ def test_cli_curve_bounds_are_checked_too(tmp_path, monkeypatch, capsys, no_work
     err = capsys.readouterr().err.strip()
     assert err.startswith("pacpriv: error: --curve 0.50000000000000"), err
     assert os.listdir(tmp_path) == []
+
+
+def test_predict_fit_target_a_step_above_half_is_named(tmp_path, monkeypatch, capsys):
+    # sibling: the total budget predict fit derives from --target-accuracy was 0 nats
+    monkeypatch.chdir(tmp_path)
+    rc = main(["predict", "fit", "--no-progress", "--estimator", "logistic", "--dataset", "iris",
+               "--n-worlds", "8", "--seed", "0", "--state", "st", "--per-query-budget", "0.001",
+               "--target-accuracy", "0.5000000000000001"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("pacpriv: error: --target-accuracy 0.5000000000000001 is too close to the "
+                   "blind-guess rate 0.5: it allows a total budget of 0 nats; give a larger one")
+    assert os.listdir(tmp_path) == []
