@@ -49,3 +49,22 @@ def test_release_seed_names_its_flag(tmp_path, monkeypatch, capsys):
     assert rc == 2
     err = capsys.readouterr().err.strip()
     assert err == "pacpriv: error: --release-seed must be a non-negative integer seed; got -1."
+
+
+@pytest.mark.parametrize("inside", ["rep", "rep/ck"])
+def test_api_write_report_refuses_the_checkpoint_folder(inside, tmp_path):
+    import numpy as np
+
+    import pacpriv
+    from pacpriv.pac import ExecutionOptions
+
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    res = pacpriv.run_pac(lambda d: np.asarray(d).mean(axis=0), X, mi_budget=0.5,
+                          n_trials=200, rng=0, rule="anisotropic", release=False,
+                          execution=ExecutionOptions(checkpoint=tmp_path / inside,
+                                                     progress=False))
+    with pytest.raises(ValueError, match=r"`out_dir` must lie outside the run's checkpoint"):
+        pacpriv.write_report(res, tmp_path / "rep")
+    assert not (tmp_path / "rep" / "report.json").exists()
+    pacpriv.write_report(res, tmp_path / "elsewhere")  # beside it is fine
+    assert (tmp_path / "elsewhere" / "report.json").exists()
