@@ -132,3 +132,19 @@ def test_variance_only_api_answers_or_refuses(log_v, variances):
             return
     assert plan.mi_bound <= v
     assert np.all(np.isfinite(plan.noise_std))
+
+
+@pytest.mark.parametrize("budget", ["1e-300", "1e-160"])
+def test_cli_exact_mi_at_tiny_budgets_answers(budget, tmp_path, capsys):
+    # new-user pass 6, c3016/c6003: a traceback after all trials ran
+    import json
+
+    from pacpriv.cli.main import main
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        rc = main(["pac", "run", "--no-progress", "--mechanism", "mean", "--dataset", "iris",
+                   "--mi-budget", budget, "--rule", "exact-mi", "--trials", "60", "--seed", "0",
+                   "--out", str(tmp_path / "r"), "--format", "json"])
+    assert rc == 0, capsys.readouterr().err
+    noise = json.loads((tmp_path / "r" / "report.json").read_text())["noise"]
+    assert noise["mi_bound"] <= float(budget)
