@@ -77,3 +77,20 @@ def test_cli_path_flags_refuse_urls(flag, extra, tmp_path, monkeypatch, capsys):
     assert err == (f"pacpriv: error: {flag} must be a local file or folder path; got a URL "
                    "(bogus://...), which pacpriv does not read or write.")
     assert not (tmp_path / "bogus:").exists()
+
+
+@pytest.mark.parametrize("spec", ["", " ", "\t"])
+def test_an_empty_dataset_is_named_not_read_as_the_current_folder(spec, tmp_path, monkeypatch,
+                                                                  capsys):
+    # new-user pass 6, c8505: --dataset '' said "dataset file '.' is a folder"
+    from pacpriv.datasets import load_dataset
+    with pytest.raises(ValueError, match=r"^`spec` must name a dataset or a \.csv"):
+        load_dataset(spec)
+    monkeypatch.chdir(tmp_path)
+    rc = main(["pac", "run", "--no-progress", "--mechanism", "mean", "--dataset", spec,
+               "--mi-budget", "0.1", "--out", "r"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"pacpriv: error: --dataset must name a dataset or a .csv, .npy or "
+                          f".npz file; got {spec!r}; bundled datasets are ")
+    assert os.listdir(tmp_path) == []
