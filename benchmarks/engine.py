@@ -25,7 +25,10 @@ ratio <= 1.3 at ``d >= 10⁴``, and at most 0.1 s over the bare loop at ``d = 10
 time of each phase (simulate; the Gram pass shared by the spectrum and the certificate; the
 spectrum's eigen-decomposition; the certificate; the release) and of ``import pacpriv``. The
 load average is printed before and after. ``--sizes --max-d 100000`` stops earlier (10⁶ needs
-about 3 GiB and one to two minutes per pool).
+about 3 GiB and one to two minutes per pool). Each cell also gives the minor page faults and
+the system CPU time of the timed region (``getrusage``), and ``--before DIR`` times ``run_pac``
+of another source tree (e.g. ``git worktree add /tmp/main main``) in the same run, alternating
+cell by cell, and flags a cell whose noise power differs between the two.
 """
 
 from __future__ import annotations
@@ -173,6 +176,17 @@ def _phases(mech, pool, ex) -> dict:
     return out
 
 
+def _usage() -> tuple[int, float]:
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_minflt, use.ru_stime
+
+
+def _usage_since(start: tuple[int, float]) -> dict:
+    """Minor page faults and system CPU seconds since ``start`` (:func:`_usage`)."""
+    faults, sys_s = _usage()
+    return {"faults": faults - start[0], "sys_s": sys_s - start[1]}
+
+
 def sizes_child(mode: str, d: int, n_records: int) -> dict:
     """One cell of the sizes table, in a fresh process (its peak RSS is the cell's)."""
     import warnings
@@ -184,17 +198,20 @@ def sizes_child(mode: str, d: int, n_records: int) -> dict:
     out: dict = {}
     if mode == "bare":
         _bare_sketch(CountSketch(min(d, 100)), pool, 4)  # warm the code paths, not the memory
-        tic, cpu = time.perf_counter(), time.process_time()
+        tic, cpu, usage = time.perf_counter(), time.process_time(), _usage()
         _bare_sketch(mech, pool, SIZES_TRIALS)
         out["time_s"] = time.perf_counter() - tic
         out["cpu_s"] = time.process_time() - cpu
+        out.update(_usage_since(usage))
     elif mode == "run_pac":
-        tic, cpu = time.perf_counter(), time.process_time()
+        tic, cpu, usage = time.perf_counter(), time.process_time(), _usage()
         res = run_pac(mech, pool, mi_budget=1.0, n_trials=SIZES_TRIALS, rng=0, execution=ex)
         out["time_s"] = time.perf_counter() - tic
         out["cpu_s"] = time.process_time() - cpu
+        out.update(_usage_since(usage))
         cert = res.plan.certificate
         out["certified"] = bool(cert is not None and cert.certified)
+        out["noise_power"] = float(res.plan.expected_noise_power)  # unchanged across trees?
     elif mode == "import":  # `import pacpriv` in a process that has imported numpy only
         code = ("import time; import numpy; t = time.perf_counter(); import pacpriv, "
                 "pacpriv.pac; print(time.perf_counter() - t)")
@@ -207,42 +224,62 @@ def sizes_child(mode: str, d: int, n_records: int) -> dict:
     return out
 
 
-def _cell(mode: str, d: int, n_records: int) -> dict:
+def _cell(mode: str, d: int, n_records: int, tree: str | None = None) -> dict:
+    """One cell in a fresh process; ``tree``: a source tree whose ``pacpriv`` it imports
+    (``--before``), else this one's."""
     cmd = [sys.executable, __file__, "--sizes-child", mode, str(d), str(n_records)]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    if tree is not None:
+        env["PYTHONPATH"] = tree
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=True,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                          env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def sizes_table(max_d: int, repeat: int, records: tuple[int, ...]) -> None:
-    """Print run_pac vs the bare loop at d = 10^2 ... max_d (see the module docstring)."""
+def _best(cells: list[dict]) -> dict:
+    """The cell of least CPU time (its faults and system time with it)."""
+    return min(cells, key=lambda r: r["cpu_s"])
+
+
+def sizes_table(max_d: int, repeat: int, records: tuple[int, ...],
+                before: str | None = None, min_d: int = 100) -> None:
+    """Print run_pac vs the bare loop at d = 10^2 ... max_d (see the module docstring);
+    ``before``: a source tree whose run_pac is timed beside this one's, cell by cell."""
     print(f"load average {os.getloadavg()}; {SIZES_TRIALS} trials, count sketch; best of",
-          repeat, "fresh processes per cell (bare and run_pac alternate)")
-    header = ("records", "d", "bare s", "run_pac s", "ratio", "over s", "bare cpu",
-              "run_pac cpu", "cpu ratio", "bare MiB", "run_pac MiB", "ratio", "simulate", "gram",
-              "spectrum", "certificate", "release", "import s")
+          repeat, "fresh processes per cell (bare, before and run_pac alternate); CPU seconds")
+    header = ["records", "d", "bare cpu"]
+    if before:
+        header += ["before cpu", "ratio"]
+    header += ["run_pac cpu", "ratio", "over s", "bare flt", "run_pac flt", "sys s",
+               "wall ratio", "bare MiB", "run_pac MiB", "simulate", "gram", "spectrum",
+               "certificate", "release", "import s"]
     print("  ".join(f"{h:>11}" for h in header))
     for n_records in records:
-        d = 100
+        d = min_d
         while d <= max_d:
-            bare, full = [], []
-            for _ in range(repeat):  # alternate, so that both see the same load
+            bare, old, full = [], [], []
+            for _ in range(repeat):  # alternate, so that all see the same load
                 bare.append(_cell("bare", d, n_records))
+                if before:
+                    old.append(_cell("run_pac", d, n_records, tree=before))
                 full.append(_cell("run_pac", d, n_records))
-            b = min(bare, key=lambda r: r["time_s"])
-            f = min(full, key=lambda r: r["time_s"])
-            bc = min(r["cpu_s"] for r in bare)
-            fc = min(r["cpu_s"] for r in full)
+            b, f = _best(bare), _best(full)
             ph = _cell("phases", d, n_records)
             imp = min(_cell("import", d, n_records)["import_s"] for _ in range(repeat))
-            cells = (n_records, d, b["time_s"], f["time_s"], f["time_s"] / b["time_s"],
-                     f["time_s"] - b["time_s"], bc, fc, fc / bc, b["peak_rss_mib"],
-                     f["peak_rss_mib"],
-                     f["peak_rss_mib"] / b["peak_rss_mib"], ph["simulate_s"], ph["gram_s"],
-                     ph["spectrum_s"], ph["certificate_s"], ph["release_s"], imp)
+            cells: list = [n_records, d, b["cpu_s"]]
+            if before:
+                o = _best(old)
+                cells += [o["cpu_s"], o["cpu_s"] / b["cpu_s"]]
+            cells += [f["cpu_s"], f["cpu_s"] / b["cpu_s"], f["cpu_s"] - b["cpu_s"],
+                      b["faults"], f["faults"], f["sys_s"],
+                      min(r["time_s"] for r in full) / min(r["time_s"] for r in bare),
+                      b["peak_rss_mib"], f["peak_rss_mib"], ph["simulate_s"], ph["gram_s"],
+                      ph["spectrum_s"], ph["certificate_s"], ph["release_s"], imp]
+            same = "" if not before or o.get("noise_power") == f.get("noise_power") else \
+                " (noise power differs from before!)"
             print("  ".join(f"{c:>11.3f}" if isinstance(c, float) else f"{c:>11}"
                             for c in cells), "" if f.get("certified") else " (not certified!)",
-                  flush=True)
+                  same, flush=True)
             d *= 10
     print(f"load average {os.getloadavg()} (after)")
 
@@ -252,8 +289,13 @@ def main(argv=None) -> None:
     parser.add_argument("--sizes", action="store_true",
                         help="run_pac vs the bare loop at d = 1e2 ... 1e6 (time, peak memory)")
     parser.add_argument("--max-d", type=int, default=10**6, help="largest d of --sizes")
+    parser.add_argument("--min-d", type=int, default=100,
+                        help="smallest d of --sizes (then 10x, 100x, ... up to --max-d)")
     parser.add_argument("--records", default=",".join(str(r) for r in SIZES_RECORDS),
                         help="pool sizes of --sizes, comma-separated (default 10000,1000000)")
+    parser.add_argument("--before", default=None, metavar="DIR",
+                        help="--sizes: also time run_pac from the source tree DIR (e.g. a git "
+                             "worktree of main), alternating with this one")
     parser.add_argument("--sizes-child", nargs=3, metavar=("MODE", "D", "RECORDS"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="fewer trials (about 15 s)")
@@ -266,10 +308,11 @@ def main(argv=None) -> None:
         return
     if args.sizes:
         records = tuple(int(r) for r in args.records.split(","))
-        if not records or min(records) < 2 or args.max_d < 100:
-            parser.error(f"--records must be integers >= 2 and --max-d >= 100; got "
-                         f"--records {args.records} --max-d {args.max_d}")
-        sizes_table(args.max_d, args.repeat or (1 if args.quick else 2), records)
+        if not records or min(records) < 2 or not 1 <= args.min_d <= args.max_d:
+            parser.error(f"--records must be integers >= 2 and 1 <= --min-d <= --max-d; got "
+                         f"--records {args.records} --min-d {args.min_d} --max-d {args.max_d}")
+        sizes_table(args.max_d, args.repeat or (1 if args.quick else 2), records,
+                    before=args.before, min_d=args.min_d)
         return
     repeat = args.repeat or (2 if args.quick else 3)
     n_fast, n_slow, n_mid = (300, 10, 100) if args.quick else (1000, 20, 200)

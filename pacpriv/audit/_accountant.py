@@ -109,5 +109,8 @@ def dpsgd_epsilon(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
     if b.source.startswith("Gaussian"):
         return b.epsilon, ("certified upper bound: E-fold Gaussian mechanism without "
                            "amplification (Balle & Wang 2018, Thm 8)")
+    if b.source.startswith("Chernoff"):
+        return b.epsilon, ("certified upper bound: Chernoff bound of random allocation, one "
+                           "direction (pacpriv.dpsgd.epsilon)")
     return b.epsilon, ("certified upper bound: chi-square closed form of random allocation "
                        "(pacpriv.dpsgd.epsilon)")

@@ -7,6 +7,7 @@ applies to every run); here they become the CLI's one-line notes.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -65,6 +66,40 @@ def shutdown_workers() -> None:
 HOLD_ATTRIBUTE = "_report_folder_stack"
 
 
+#: Flags whose files are private (never part of a shareable report), with what they hold.
+PRIVATE_PATH_FLAGS = (
+    ("checkpoint", "--checkpoint", "every trial's un-noised output and subset"),
+    ("private_index_list", "--private-index-list", "which records are most exposed"),
+    ("state", "--state", "models fitted on the private pool"),
+)
+
+
+def check_private_paths(args) -> None:
+    """Refuse a private path (:data:`PRIVATE_PATH_FLAGS`) equal to or inside ``--out``.
+
+    The report folder is what a user shares; a checkpoint, a private index list or a fitted
+    state inside it would travel with it. Runs before any work (``pacpriv.cli.main``).
+
+    Raises
+    ------
+    UsageError
+        Naming both flags and what the private path holds.
+    """
+
+    out = getattr(args, "out", None)
+    if not out:
+        return
+    out_path = Path(out).expanduser().resolve()
+    for attr, flag, holds in PRIVATE_PATH_FLAGS:
+        value = getattr(args, attr, None)
+        if not value or not isinstance(value, (str, os.PathLike)):
+            continue
+        path = Path(value).expanduser().resolve()
+        if path == out_path or out_path in path.parents:
+            raise UsageError(f"{flag} must lie outside --out: the report folder may be shared, "
+                             f"and {flag} holds {holds}; give another folder")
+
+
 def hold_report_folder(args) -> None:
     """Validation is over: take the command's ``--out`` folder now, before any work.
 
@@ -102,23 +137,3 @@ def ledger_location(text: str) -> str:
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err).removeprefix("--ledger: ")) from None
     return text
-
-
-def check_checkpoint_dir(args, flag: str = "--checkpoint") -> Path | None:
-    """``--checkpoint`` (when given): a writable folder that is not ``--out`` nor inside it.
-
-    A checkpoint holds the un-noised output of every trial and its subset mask (as private as
-    the raw data); the report folder is the one a user shares. Checked before any work.
-    """
-    value = getattr(args, flag[2:].replace("-", "_"), None)
-    if value is None:
-        return None
-    path = check_output_dir(value, flag)
-    out = getattr(args, "out", None)
-    if out is not None:
-        o, p = Path(out).resolve(), Path(value).resolve()
-        if p == o or o in p.parents:
-            raise UsageError(f"{flag} must lie outside --out (the report folder may be shared; "
-                             "the checkpoint holds the un-noised output of every trial and its "
-                             "subset mask, as private as the raw data)")
-    return path

@@ -19,7 +19,6 @@ from pacpriv.cli._args import (
 )
 from pacpriv.cli._resources import (
     available_cpus,
-    check_checkpoint_dir,
     check_output_dir,
     effective_n_jobs,
     hold_report_folder,
@@ -252,7 +251,6 @@ def _audit(args) -> int:
     _check(args)
     formats = report_formats(args.formats)
     out = check_output_dir(args.out, "--out")
-    check_checkpoint_dir(args)  # outside --out: the report folder may be shared
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)

@@ -18,7 +18,6 @@ from pacpriv.cli._args import (
 )
 from pacpriv.cli._resources import (
     available_cpus,
-    check_checkpoint_dir,
     check_output_dir,
     effective_n_jobs,
     hold_report_folder,
@@ -152,7 +151,8 @@ def _compare(args) -> int:
     formats = report_formats(args.formats)
     spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
     out = check_output_dir(args.out, "--out")
-    check_checkpoint_dir(args)  # outside --out: the report folder may be shared
+    if args.checkpoint is not None:
+        check_output_dir(args.checkpoint, "--checkpoint")
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)

@@ -28,7 +28,7 @@ from pacpriv.cli import dpsgd as _dpsgd_group
 from pacpriv.cli import pac as _pac_group
 from pacpriv.cli import predict as _predict_group
 from pacpriv.cli._args import UsageError, _Parser, number
-from pacpriv.cli._resources import HOLD_ATTRIBUTE, shutdown_workers
+from pacpriv.cli._resources import HOLD_ATTRIBUTE, check_private_paths, shutdown_workers
 from pacpriv.exceptions import (
     BudgetExceededError,
     CalibrationError,
@@ -248,7 +248,8 @@ def _run_handler(args) -> int:
     when its arguments are validated (:func:`~pacpriv.cli._args.hold_report_folder`, called by
     the handler before any work) and holds it until it returns: a bad flag never creates or
     locks a folder, another run's folder is refused, an earlier report is replaced only with
-    ``--force`` (issue 35, item 4)."""
+    ``--force`` (issue 35, item 4). A private path inside ``--out`` is refused first."""
+    check_private_paths(args)
     if getattr(args, "out", None) is None or not hasattr(args, "force"):
         return int(args.handler(args) or 0)
     with contextlib.ExitStack() as stack:

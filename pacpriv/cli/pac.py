@@ -23,12 +23,7 @@ from pacpriv.cli._args import (
     print_rows,
     report_formats,
 )
-from pacpriv.cli._resources import (
-    check_checkpoint_dir,
-    check_output_dir,
-    effective_n_jobs,
-    hold_report_folder,
-)
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
 from pacpriv.cli._specs import add_spec_flags, flagged_fields, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
@@ -249,7 +244,8 @@ def _run(args) -> int:
     _check_args(args)
     formats = report_formats(args.formats)
     out = check_output_dir(args.out, "--out")
-    check_checkpoint_dir(args)  # outside --out: the report folder may be shared
+    if args.checkpoint is not None:
+        check_output_dir(args.checkpoint, "--checkpoint")
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, args.backend)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)

@@ -24,12 +24,7 @@ from pacpriv.cli._args import (
     number,
     report_formats,
 )
-from pacpriv.cli._resources import (
-    check_checkpoint_dir,
-    check_output_dir,
-    effective_n_jobs,
-    hold_report_folder,
-)
+from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
@@ -252,6 +247,15 @@ def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
                          f"--n-jobs, or a larger --time-limit (nothing was run)")
 
 
+def _pool_shown(args, dataset) -> bool:
+    """Whether the pool's statistics are shown (the terminal and the report alike): never with
+    --withhold-pool-statistics; else for a public pool, with --report-pool-statistics, or with
+    --noise-std (the scale is the user's, not calibrated on the pool)."""
+    return not args.withhold_pool_statistics and bool(
+        args.target_accuracy is None or args.report_pool_statistics
+        or is_public_pool({"source": dataset.source}))
+
+
 def _check_against_whole_subset(plan, mechanism, dataset, args, execution) -> None:
     """Warn when the per-record plan needs more noise than the whole-subset plan for the same
     target (:func:`pacpriv.pac.noise._plan.per_record_noise_excess`): that plan is calibrated
@@ -276,7 +280,8 @@ def _check_against_whole_subset(plan, mechanism, dataset, args, execution) -> No
                       f"for comparison ({type(err).__name__}); the per-record plan was not "
                       "checked against it.", PacprivWarning, stacklevel=2)
         return
-    excess = per_record_noise_excess(plan, whole.plan)
+    # ratios only (no absolute scale) unless the pool's statistics are withheld: then none
+    excess = per_record_noise_excess(plan, whole.plan, ratios=not args.withhold_pool_statistics)
     if excess is not None:
         warnings.warn(excess, PacprivWarning, stacklevel=2)
 
@@ -285,7 +290,8 @@ def _records(args) -> int:
     formats = _check(args)
     check_output_dir(args.out, "--out")  # before any work
     index_list = _check_index_list(args)
-    check_checkpoint_dir(args)  # outside --out: the report folder may be shared
+    if args.checkpoint is not None:
+        check_output_dir(args.checkpoint, "--checkpoint")
     check_mechanism_file(args.mechanism)
     dataset = load_cli_dataset(args)
     records = parse_records(args.records, dataset.n_records)
@@ -332,9 +338,7 @@ def _records(args) -> int:
     section["per_record"]["noise_plan"] = summary["noise"]
     # a calibrated noise scale is a statistic of f over subsets of the pool (see write_report's
     # pool_statistics): hidden unless the pool is public or asked for
-    show_scale = (not args.withhold_pool_statistics
-                  and (args.target_accuracy is None or args.report_pool_statistics
-                       or is_public_pool({"source": dataset.source})))
+    show_scale = _pool_shown(args, dataset)
     policy = False if args.withhold_pool_statistics else show_scale
     paths = write_report(_Report(section), Path(args.out), formats=formats,
                          pool_statistics=policy)
@@ -362,8 +366,9 @@ def _print_summary(args, d: dict, summary: dict, dataset, mech_name: str,
               f"E||B||^2 = "
               f"{format_bound(summary['noise']['expected_noise_power'], side='up')}")
     elif summary["plan_bound"] is not None:
-        print(f"noise ({args.shape})".ljust(21) + "absolute scale not shown (the pool is not "
-              "public; --report-pool-statistics to include it)")
+        why = ("withheld: --withhold-pool-statistics" if args.withhold_pool_statistics else
+               "the pool is not public; --report-pool-statistics to include it")
+        print(f"noise ({args.shape})".ljust(21) + f"absolute scale not shown ({why})")
     if summary["plan_bound"] is not None:
         print(f"plan bound           {format_percent(summary['plan_bound'])} "
               f"{summary['label']}, target {args.target_accuracy:g}")
@@ -382,7 +387,8 @@ def _print_summary(args, d: dict, summary: dict, dataset, mech_name: str,
             "every audited record at once is the plan bound above)")
     print(f"max exposure         {format_percent(d['max_accuracy_upper'])} {kind}; "
           f"median {format_percent(d['median_accuracy_upper'])}")
-    print(f"whole-subset MI      {format_bound(d['whole_subset_mi'])} nats (estimated), "
-          f"posterior bound {format_percent(d['whole_subset_accuracy_bound'])}")
+    if show_scale:  # the plug-in MI is a function of the pool's spectrum: shown with it
+        print(f"whole-subset MI      {format_bound(d['whole_subset_mi'])} nats (estimated), "
+              f"posterior bound {format_percent(d['whole_subset_accuracy_bound'])}")
     print("exposure over records " + aggregates_line(d, args.target_accuracy)
           + " (aggregates; no record is named)")

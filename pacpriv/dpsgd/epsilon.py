@@ -21,6 +21,20 @@ one record, so their minimum is one too:
 
 The two closed forms are monotone in σ, M, E and δ, cost O(1) and answer at any valid input;
 the PLD is used where it can be built and is then the minimum only where it is tighter.
+
+**Each direction on its own.** ``(ε, δ)``-DP for adding or removing one record asks for
+``δ_{Q‖P}(ε) ≤ δ`` (adding: ``P`` → ``Q``) *and* ``δ_{P‖Q}(ε) ≤ δ`` (removing); both are
+non-increasing in ε, so with ``ε_add`` any ε at which *some* sound bound on the first holds and
+``ε_remove`` likewise for the second, the run is ``(max(ε_add, ε_remove), δ)``-DP. Per
+direction the candidates are the PLD's own bound of that direction
+(:meth:`~pacpriv.dpsgd.TradeoffCurve.pld_epsilon_directions`: its forward bound has a floor,
+the Q-mass sent to +∞, and its reverse bound an ``e^ε``-amplified term, so each passes only
+on a range of ε), the two closed forms (they bound both directions) and a Chernoff bound
+(:mod:`pacpriv.dpsgd._chernoff_epsilon`): ``δ_{Q‖P}(ε) ≤ c(λ)e^{−λε}E_P[T^{λ+1}]^E`` with exact
+integer moments, and ``δ_{P‖Q}(ε) ≤ c(λ)e^{−λε}E_P[T^{−λ}]^E`` with a certified quadrature,
+``c(λ) = λ^λ/(1+λ)^{1+λ}``. Where the default PLD's forward floor is above δ, a PLD at the
+finer tolerance 1e-6 (floor about 500× lower, ~0.15 s) is tried once; per direction the
+smallest ε of every curve is kept (each is sound).
 """
 
 from __future__ import annotations
@@ -29,7 +43,10 @@ import functools
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from pacpriv._validation import check_int, check_real
+from pacpriv.dpsgd import _chernoff_epsilon as _chernoff
 from pacpriv.dpsgd._closed_epsilon import _chi_square_epsilon, gaussian_epsilon
 
 __all__ = ["EpsilonBound", "epsilon_bound", "gaussian_epsilon"]
@@ -38,6 +55,8 @@ _U = 2.0**-52
 PLD = "certified PLD"
 GAUSSIAN = "Gaussian dominance (closed form)"
 CHI_SQUARE = "chi-square (closed form)"
+MEMBERSHIP = "Chernoff bound, adding direction"
+REMOVAL = "Chernoff bound, removal direction"
 
 
 @dataclass(frozen=True)
@@ -51,11 +70,13 @@ class EpsilonBound:
         (σ below about 1e-154) — never NaN.
     delta : float
     source : str
-        The bound that gave the minimum: ``"certified PLD"``, ``"Gaussian dominance (closed
-        form)"`` or ``"chi-square (closed form)"``.
+        The bound that gave ε (of the direction that binds): ``"certified PLD"``,
+        ``"Gaussian dominance (closed form)"``, ``"chi-square (closed form)"``,
+        ``"Chernoff bound, adding direction"`` or ``"Chernoff bound, removal
+        direction (certified quadrature)"``.
     pld_note : str
-        Empty when the PLD was computed; otherwise why it is unavailable (the other bounds
-        still answer).
+        Empty when the PLD answered in both directions; otherwise why it (or one direction)
+        is unavailable (the other bounds still answer).
     """
 
     epsilon: float
@@ -68,11 +89,11 @@ class EpsilonBound:
         return asdict(self)
 
 
-def _pld_curve(sigma: float, steps: int, epochs: int, k: int):
+def _pld_curve(sigma: float, steps: int, epochs: int, k: int, tol: float = 1e-4):
     from pacpriv.dpsgd.tradeoff import tradeoff_curve
 
     return tradeoff_curve(noise_multiplier=sigma, steps_per_epoch=steps, epochs=epochs, k=k,
-                          fpr=[0.0])
+                          fpr=[0.0], tolerance=tol)
 
 
 def _coarse(curve) -> bool:
@@ -107,8 +128,51 @@ def _anchor(sigma: float, steps: int, epochs: int, k: int) -> float | None:
     return lo
 
 
+#: finer PLD tolerance tried once where the default curve's membership bound has a floor
+#: (Q-mass sent to +∞, ``δ(+∞)``) above δ; the finer chain's floor is ~500× lower
+_FINE_TOL = 1e-6
+#: ... only where the default floor is within this factor of δ (the finer floor is at best
+#: ~500× lower, sometimes higher) and the default curve is small (the finer one is 3–10×
+#: larger: ~0.15 s at 2·10⁴ atoms, 20 s at σ = 0.05)
+_FINE_REACH = 1e3
+_FINE_MAX_ATOMS = 20_000
+
+
+def _floor(curve) -> float:
+    """The membership bound's floor ``δ(ε)`` at the top of the ε search range."""
+    return float(curve.loss.delta(np.array([60.0]))[0])
+
+
+def _directions(sigma: float, steps: int, epochs: int, k: int, delta: float,
+                closed: float, other_add: float) -> tuple[float, float]:
+    """``(ε_add, ε_remove)`` from the PLD: each the smallest over the curves tried.
+
+    Extra curves are built only where the PLD must beat the other bounds: the anchor where
+    the ε of both directions is above ``closed`` (the closed forms' ε), the finer tolerance
+    where the adding direction's is above ``other_add`` (its other bounds' smallest ε).
+
+    Every curve below is a sound bound at σ (the anchor's σ' ≤ σ: more noise is
+    post-processing of both laws, in either direction), so per direction the smallest ε of
+    any of them is sound. The default curve first; where its membership bound cannot reach
+    δ because of its floor, a finer tolerance (its floor is lower; ~0.15 s) once.
+    """
+    curve = _pld_curve(sigma, steps, epochs, k)
+    add, rem = curve.pld_epsilon_directions(delta)
+    if max(add, rem) > closed and _coarse(curve):
+        anchor = _anchor(sigma, steps, epochs, k)
+        if anchor is not None and anchor <= sigma:
+            a2, r2 = _pld_curve(anchor, steps, epochs, k).pld_epsilon_directions(delta)
+            add, rem = min(add, a2), min(rem, r2)
+    if (add > other_add and curve.loss.loss.size <= _FINE_MAX_ATOMS
+            and delta < _floor(curve) < _FINE_REACH * delta):
+        a2, r2 = _pld_curve(sigma, steps, epochs, k, _FINE_TOL).pld_epsilon_directions(delta)
+        add, rem = min(add, a2), min(rem, r2)
+    return add, rem
+
+
 def _pld_epsilon(sigma: float, steps: int, epochs: int, k: int, delta: float,
-                 closed: float) -> tuple[float, str]:
+                 closed: float, other_add: float) -> tuple[float, float, str]:
+    """``(ε_add, ε_remove, note)`` of the PLD, ``inf`` (with a note) where unavailable."""
     from pacpriv.dpsgd import exact as _exact
     from pacpriv.dpsgd.tradeoff import TooLittleNoiseError
 
@@ -116,28 +180,43 @@ def _pld_epsilon(sigma: float, steps: int, epochs: int, k: int, delta: float,
     if steps // k > cap:
         ratio = steps // k
         shown = f"{ratio:.3g}" if ratio < 2**1000 else f"an integer of {len(str(ratio))} digits"
-        return math.inf, (f"PLD unavailable: steps per epoch / k = {shown} is above its "
-                          f"cap {cap:.0e}")
+        return math.inf, math.inf, (f"PLD unavailable: steps per epoch / k = {shown} is "
+                                    f"above its cap {cap:.0e}")
     try:
-        curve = _pld_curve(sigma, steps, epochs, k)
-        eps = float(curve.pld_epsilon(delta))
-        if _coarse(curve) and eps > closed:
-            anchor = _anchor(sigma, steps, epochs, k)
-            if anchor is not None and anchor <= sigma:
-                eps = min(eps, float(_pld_curve(anchor, steps, epochs, k).pld_epsilon(delta)))
+        add, rem = _directions(sigma, steps, epochs, k, delta, closed, other_add)
     except TooLittleNoiseError:
-        return math.inf, "PLD unavailable: the privacy loss overflows float64 at this sigma"
+        return (math.inf, math.inf,
+                "PLD unavailable: the privacy loss overflows float64 at this sigma")
     except ValueError as exc:
         if "lattice points" in str(exc):
-            return math.inf, "PLD unavailable: its composition window is above the memory cap"
-        return math.inf, f"PLD unavailable: {type(exc).__name__}"
+            return (math.inf, math.inf,
+                    "PLD unavailable: its composition window is above the memory cap")
+        return math.inf, math.inf, f"PLD unavailable: {type(exc).__name__}"
     except (MemoryError, OverflowError, FloatingPointError) as exc:
-        return math.inf, f"PLD unavailable: {type(exc).__name__}"
-    if math.isnan(eps) or eps < 0.0:
-        return math.inf, "PLD unavailable: it returned no valid value"
-    if math.isinf(eps):
-        return math.inf, "PLD: epsilon above its search range (60)"
-    return eps, ""
+        return math.inf, math.inf, f"PLD unavailable: {type(exc).__name__}"
+    if math.isnan(add) or math.isnan(rem) or min(add, rem) < 0.0:
+        return math.inf, math.inf, "PLD unavailable: it returned no valid value"
+    if math.isinf(add) and math.isinf(rem):
+        return add, rem, ("PLD: no epsilon up to 60 reaches this delta (the true epsilon is "
+                           "larger, or delta is below the PLD's discretisation floor)")
+    if math.isinf(add) or math.isinf(rem):
+        which = "adding" if math.isinf(add) else "removal"
+        return add, rem, (f"PLD: no epsilon up to 60 reaches this delta in the {which} "
+                           "direction (the true epsilon is larger, or delta is below the "
+                           "PLD's discretisation floor)")
+    return add, rem, ""
+
+
+def _chernoff_add(sigma: float, steps: int, epochs: int, k: int, delta: float) -> float:
+    """The adding direction's Chernoff ε (module docstring) on the reduced one-of-⌊M/k⌋
+    pair over ``k·E`` epochs (the pair the PLD certifies)."""
+    return _chernoff.membership_epsilon(sigma, steps // k, k * epochs, delta)
+
+
+def _removal(sigma: float, steps: int, epochs: int, k: int, delta: float) -> float:
+    """The removal direction's Chernoff ε on the same reduced pair; ``inf`` where not
+    computed."""
+    return _chernoff.removal_epsilon(sigma, steps // k, k * epochs, delta)
 
 
 def epsilon_bound(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
@@ -179,13 +258,22 @@ def epsilon_bound(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
     else:  # μ = sqrt(k·E)/σ in log space (E any Python int, 10**400 included); rounded up
         log_mu = 0.5 * (math.log(k) + math.log(n_ep)) - math.log(sigma)
         mu = math.exp(log_mu) * (1.0 + 4.0 * _U) if log_mu < 709.0 else math.inf
-    candidates = [(gaussian_epsilon(mu, d), GAUSSIAN),
-                  (_chi_square_epsilon(sigma, steps, n_ep, k, d), CHI_SQUARE)]
-    note = "PLD not computed (closed forms only)"
-    if pld and min(candidates)[0] > 0.0:
-        eps, note = _pld_epsilon(sigma, steps, n_ep, k, d, min(candidates)[0])
-        candidates.append((eps, PLD))
-    elif pld:
-        note = ""
-    eps, source = min(candidates, key=lambda c: c[0])
+    closed = [(gaussian_epsilon(mu, d), GAUSSIAN),
+              (_chi_square_epsilon(sigma, steps, n_ep, k, d), CHI_SQUARE)]
+    best = min(closed, key=lambda c: c[0])
+    if not pld:
+        return EpsilonBound(epsilon=best[0], delta=d, source=best[1],
+                            pld_note="PLD not computed (closed forms only)")
+    if best[0] == 0.0:
+        return EpsilonBound(epsilon=0.0, delta=d, source=best[1], pld_note="")
+    # each direction on its own: the closed forms bound both, the PLD and the Chernoff bound
+    # one each; the run is (ε, δ)-DP for add or remove at the larger of the two
+    fwd = min([*closed, (_chernoff_add(sigma, steps, n_ep, k, d), MEMBERSHIP)],
+              key=lambda c: c[0])
+    add, rem, note = _pld_epsilon(sigma, steps, n_ep, k, d, best[0], fwd[0])
+    fwd = min((add, PLD), fwd, key=lambda c: c[0])
+    rev = min([(rem, PLD), *closed], key=lambda c: c[0])
+    if rev[0] > fwd[0]:  # the removal quadrature (~0.1–0.7 s) only where it can matter
+        rev = min(rev, (_removal(sigma, steps, n_ep, k, d), REMOVAL), key=lambda c: c[0])
+    eps, source = max(fwd, rev, key=lambda c: c[0])
     return EpsilonBound(epsilon=eps, delta=d, source=source, pld_note=note)

@@ -127,10 +127,18 @@ class TradeoffCurve(Displayable):
     def pld_epsilon(self, delta: float) -> float:
         """ε at ``delta`` from this curve's PLD alone (rounded up; ``inf`` above ε = 60), the
         number :func:`pacpriv.dpsgd.epsilon.epsilon_bound` compares with its closed forms.
-        ``delta`` in (0, 1)."""
+        ``delta`` in (0, 1). The larger of the two directions' ε, each the first ε at which
+        its own bound holds (see :func:`~pacpriv.dpsgd._exact.loss.epsilon_for_delta`)."""
+        return max(self.pld_epsilon_directions(delta))
+
+    def pld_epsilon_directions(self, delta: float) -> tuple[float, float]:
+        """``(ε_add, ε_remove)`` at ``delta`` from this curve's PLD: the smallest ε (rounded
+        up; ``inf`` above 60) at which the membership (add) and the other (remove) direction's
+        bound is ``≤ delta``. ``delta`` in (0, 1)."""
         d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
                        high_inclusive=False)
-        return epsilon_for_delta(self.loss, d)
+        return (epsilon_for_delta(self.loss, d, direction="add"),
+                epsilon_for_delta(self.loss, d, direction="remove"))
 
     def get_epsilon(self, delta: float) -> float:
         """Smallest ε ≥ 0 (rounded up) such that the run is (ε, δ)-DP for adding or removing
@@ -145,20 +153,28 @@ class TradeoffCurve(Displayable):
         -------
         float
             ε in nats; ``inf`` if even ε = 60 does not reach ``delta``. For random
-            allocation it is the smaller of this curve's PLD and the closed forms of
-            :func:`pacpriv.dpsgd.epsilon.epsilon_bound` (both sound), so it equals
-            ``epsilon_bound(...).epsilon`` for the same σ, t, E, k and δ (at ``t = 1`` the
-            exact Gaussian ε rather than its discretised PLD).
+            allocation, per direction the smallest of this curve's PLD, the closed forms and
+            the Chernoff bounds of :func:`pacpriv.dpsgd.epsilon.epsilon_bound` (all sound),
+            then the larger direction; so it equals ``epsilon_bound(...).epsilon`` for the
+            same σ, t, E, k and δ at the default tolerance wherever that needs no second
+            curve (a finer tolerance or a smaller σ's), and is never below it (at ``t = 1``
+            the exact Gaussian ε rather than its discretised PLD).
         """
         d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
                        high_inclusive=False)
-        eps = self.pld_epsilon(d)
-        if self.sampling.get("scheme") == "random_allocation":
-            from pacpriv.dpsgd._closed_epsilon import closed_form_epsilon
+        add, rem = self.pld_epsilon_directions(d)
+        if self.sampling.get("scheme") != "random_allocation":
+            return max(add, rem)
+        from pacpriv.dpsgd._chernoff_epsilon import by_direction
+        from pacpriv.dpsgd._closed_epsilon import closed_form_epsilon
 
-            eps = min(eps, closed_form_epsilon(self.noise_multiplier, self.steps_per_epoch,
-                                               self.epochs, self.k, d))
-        return eps
+        closed = closed_form_epsilon(self.noise_multiplier, self.steps_per_epoch, self.epochs,
+                                     self.k, d)
+        if closed == 0.0:
+            return 0.0
+        return by_direction(self.noise_multiplier, self.steps_per_epoch // self.k,
+                            self.k * self.epochs, d, add=min(add, closed),
+                            remove=min(rem, closed))
 
     def summary(self) -> Summary:
         """Rows shown by ``str(curve)``: the parameters, a few points and the accuracy."""

@@ -71,12 +71,7 @@ def callable_fingerprint(func: Callable) -> dict:
     ``bound`` holds the ``repr`` of the arguments bound by ``functools.partial`` layers.
     State held in closures or callable objects is not covered.
     """
-    target, bound = func, []
-    while isinstance(target, functools.partial):
-        bound.append(repr((target.args, sorted(target.keywords.items()))))
-        target = target.func
-    owner = target if hasattr(target, "__qualname__") else type(target)
-    name = f"{getattr(owner, '__module__', '?')}.{getattr(owner, '__qualname__', repr(owner))}"
+    owner, name, bound = _named_owner(func)
     try:
         source = inspect.getsource(owner)
     except (OSError, TypeError):
@@ -86,15 +81,45 @@ def callable_fingerprint(func: Callable) -> dict:
     return {"name": name, "source_sha256": digest, "bound": bound}
 
 
+def _named_owner(func: Callable) -> tuple[Any, str, list[str]]:
+    """``(owner, "module.qualname", bound)`` of ``func`` below its ``functools.partial``
+    layers (``bound``: the ``repr`` of their arguments); ``owner`` is the function, or the
+    class of a callable object."""
+    target, bound = func, []
+    while isinstance(target, functools.partial):
+        bound.append(repr((target.args, sorted(target.keywords.items()))))
+        target = target.func
+    owner = target if hasattr(target, "__qualname__") else type(target)
+    name = f"{getattr(owner, '__module__', '?')}.{getattr(owner, '__qualname__', repr(owner))}"
+    return owner, name, bound
+
+
 def display_name(func: Callable) -> str:
     """The name errors and warnings give ``func``: ``module.qualname`` as in
-    :func:`callable_fingerprint`, but ``file.py:qualname`` for an object loaded from a user's
-    file (:func:`pacpriv.registry.load_object`), never its private module name."""
-    return user_facing_name(callable_fingerprint(func)["name"])
+    :func:`callable_fingerprint` (without reading its source), but ``file.py:qualname`` for an
+    object loaded from a user's file (:func:`pacpriv.registry.load_object`), never its private
+    module name."""
+    return user_facing_name(_named_owner(func)[1])
 
 
 def _check_n_records(n_records) -> int:
     return check_int(n_records, "n_records", low=0)
+
+
+#: Uniforms drawn at a time by :meth:`PoissonSampler.trial_mask_into` (64 KiB of float64:
+#: below glibc's smallest mmap threshold, so the buffer comes from the heap's free lists).
+DRAW_BLOCK = 8_192
+
+
+def _uniform_mask_into(out: np.ndarray, rng: np.random.Generator, rate: float) -> None:
+    """``out[:] = rng.random(len(out)) < rate``, drawn in blocks of :data:`DRAW_BLOCK`
+    (the same words of ``rng`` in the same order: bit for bit the one-call mask)."""
+    n = out.shape[0]
+    buf = np.empty(min(n, DRAW_BLOCK))
+    for start in range(0, n, DRAW_BLOCK):
+        part = buf[: min(DRAW_BLOCK, n - start)]
+        rng.random(out=part)
+        np.less(part, rate, out=out[start : start + part.shape[0]])
 
 
 def check_inclusion_probability(value, name: str) -> float:
@@ -176,6 +201,19 @@ class Sampler(ABC):
         """
         rng = np.random.default_rng(stream_seed(root, index, SAMPLER_STREAM))
         return self.draw(n_records, rng)
+
+    def trial_mask_into(self, out: np.ndarray, *, root: np.random.SeedSequence,
+                        index: int) -> np.ndarray:
+        """:meth:`trial_mask` written into ``out`` (bool, shape ``(n_records,)``), which it
+        returns: the engine's in-process trials write each mask straight into the stored row.
+
+        Equal to ``out[...] = self.trial_mask(len(out), root=root, index=index)`` (the same cast
+        of a non-boolean mask); :class:`PoissonSampler` draws in blocks of
+        :data:`DRAW_BLOCK` uniforms, bit for bit the same mask, with no ``n_records``-sized
+        temporary.
+        """
+        out[...] = self.trial_mask(out.shape[0], root=root, index=index)
+        return out
 
     def masks(self, n_records: int, *, n_trials: int, rng: RNGLike = None) -> np.ndarray:
         """Masks of trials ``0 .. n_trials-1``, bool of shape ``(n_trials, n_records)``.
@@ -276,6 +314,20 @@ class PoissonSampler(Sampler):
     def draw(self, n_records: int, rng: np.random.Generator) -> np.ndarray:
         """One mask: ``rng.random(n_records) < sampling_rate``."""
         return rng.random(_check_n_records(n_records)) < self.sampling_rate
+
+    def trial_mask_into(self, out: np.ndarray, *, root: np.random.SeedSequence,
+                        index: int) -> np.ndarray:
+        """:meth:`Sampler.trial_mask_into`: the uniforms drawn :data:`DRAW_BLOCK` at a time
+        (``Generator.random`` consumes one 64-bit word per float64 whatever the block, so the
+        mask is bit for bit :meth:`draw`'s) and compared into ``out``; a subclass that
+        overrides :meth:`draw` keeps its own."""
+        if (type(self).draw is not PoissonSampler.draw
+                or type(self).trial_mask is not Sampler.trial_mask
+                or out.dtype != bool or out.ndim != 1):
+            return super().trial_mask_into(out, root=root, index=index)
+        rng = np.random.default_rng(stream_seed(root, index, SAMPLER_STREAM))
+        _uniform_mask_into(out, rng, self.sampling_rate)
+        return out
 
     @property
     def prior(self) -> float:
@@ -400,6 +452,20 @@ class ComplementaryPairsSampler(Sampler):
         pair = int(index) // 2
         mask = super().trial_mask(n_records, root=root, index=2 * pair)
         return ~mask if int(index) % 2 else mask
+
+    def trial_mask_into(self, out: np.ndarray, *, root: np.random.SeedSequence,
+                        index: int) -> np.ndarray:
+        """:meth:`trial_mask` written into ``out`` in blocks (see
+        :meth:`PoissonSampler.trial_mask_into`; bit for bit the same mask)."""
+        if (type(self).draw is not ComplementaryPairsSampler.draw
+                or type(self).trial_mask is not ComplementaryPairsSampler.trial_mask
+                or out.dtype != bool or out.ndim != 1):
+            return super().trial_mask_into(out, root=root, index=index)
+        rng = np.random.default_rng(stream_seed(root, 2 * (int(index) // 2), SAMPLER_STREAM))
+        _uniform_mask_into(out, rng, 0.5)
+        if int(index) % 2:
+            np.logical_not(out, out=out)
+        return out
 
     @property
     def prior(self) -> float:

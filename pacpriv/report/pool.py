@@ -97,7 +97,8 @@ POOL_STATISTICS_HIDDEN = (
 POOL_STATISTICS_WITHHELD = (
     "withheld (pool_statistics=False, CLI: --withhold-pool-statistics): the output spectrum, "
     "the noise scale and the release's error bar are statistics of the pool, which was "
-    "declared confidential; only the noise-to-spread ratio is shown, to one significant digit.")
+    "declared confidential; nothing derived from the pool is shown (not even the "
+    "noise-to-spread ratio).")
 
 
 #: Keys holding absolute (pool-scale) noise or spread values, removed by :func:`scrub_pool_scale`
@@ -109,6 +110,14 @@ POOL_SCALE_KEYS = frozenset({
     "mean_summand", "upper_bound", "plugin_trace", "kappa", "kappa_plugin", "output_bound",
     "variances", "noise_variances", "scale",
 })
+
+
+#: Plug-in quantities of a per-record section that are functions of the pool's spectrum (the
+#: whole-subset MI ``½ ln det(I + Σ Σ_B⁻¹)`` with the estimated Σ, and its posterior), removed
+#: with the pool's statistics by :func:`private_section`; their table rows start with
+#: :data:`PLUGIN_ROW_PREFIX`.
+PLUGIN_KEYS = frozenset({"whole_subset_mi", "whole_subset_accuracy_bound"})
+PLUGIN_ROW_PREFIX = "whole-subset"
 
 
 def scrub_pool_scale(obj):
@@ -137,14 +146,17 @@ def private_spectrum_and_noise(spectrum: dict, noise: dict, *,
                                error_bar: bool = False) -> tuple[dict, dict]:
     """Spectrum and noise with every pool statistic removed (but the error bar, if asked).
 
+    With ``error_bar=False`` (withheld, CLI ``--withhold-pool-statistics``) nothing derived
+    from the pool is kept, not even the one-digit ratio below.
+
     Kept: shapes, ranks, rules, confidences, and with ``error_bar`` the fields of
     :data:`ERROR_BAR_FIELDS` (the noise std per output coordinate). Not kept: the spectrum's
     absolute values, the noise's shape in its eigenbasis, and per-direction ratios
     (eigenvalues relative to the largest, noise relative to each direction's spread): with the
     other records known, a ratio of eigenvalues of a mean gives an outlier's value (a reviewer
-    recovered a salary to 3 %). Added: the RMS noise relative to the spread of f, **to one
-    significant digit** (rounded down), which states the utility cost without resolving the
-    spectrum.
+    recovered a salary to 3 %). Added with ``error_bar`` (the default for a pool that is not
+    public): the RMS noise relative to the spread of f, **to one significant digit** (rounded
+    down), which states the utility cost without resolving the spectrum.
     """
     note = POOL_STATISTICS_HIDDEN if error_bar else POOL_STATISTICS_WITHHELD
     out_s = {k: spectrum[k] for k in PUBLIC_FIELDS["spectrum"] if k in spectrum}
@@ -157,6 +169,9 @@ def private_spectrum_and_noise(spectrum: dict, noise: dict, *,
         out_n["details"] = {"certificate": {k: cert[k] for k in PUBLIC_FIELDS["certificate"]
                                             if k in cert}}
     power, total = noise.get("expected_noise_power"), spectrum.get("total_variance")
+    if not error_bar:  # withheld: nothing derived from the pool, not even one digit of a ratio
+        out_n["pool_statistics"] = note
+        return out_s, out_n
     if power is not None and total:
         out_n["noise_to_spread_rms"] = _one_digit_down(math.sqrt(float(power) / float(total)))
     elif power is not None and total is not None:  # f never varied: no spread to compare with
@@ -209,7 +224,16 @@ def private_section(section: dict, key: str, *, withheld: bool = False) -> dict:
     withheld)."""
     out = scrub_pool_scale(section)
     note = POOL_STATISTICS_WITHHELD if withheld else POOL_STATISTICS_HIDDEN
-    out[key] = {**out.get(key, {}), "pool_statistics": note}
+    part = {k: v for k, v in out.get(key, {}).items() if k not in PLUGIN_KEYS}
+    out[key] = {**part, "pool_statistics": note}
+    table = out.get("table")
+    if isinstance(table, dict) and "rows" in table:  # rows labelled by PLUGIN_ROW_PREFIX
+        out["table"] = {**table, "rows": [r for r in table["rows"]
+                                          if not str(r[0]).startswith(PLUGIN_ROW_PREFIX)]}
+    if isinstance(out.get("markdown"), str):
+        out["markdown"] = "\n".join(
+            line for line in out["markdown"].split("\n")
+            if not line.startswith("| " + PLUGIN_ROW_PREFIX))
     return out
 
 

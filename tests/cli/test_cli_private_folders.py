@@ -30,9 +30,9 @@ def test_checkpoint_inside_out_is_refused_before_work(command, where, tmp_path, 
     rc = main([*COMMANDS[command], "--out", "rep", "--checkpoint", where])
     err = capsys.readouterr().err.strip()
     assert rc == 2, err
-    assert err == ("pacpriv: error: --checkpoint must lie outside --out (the report folder may "
-                   "be shared; the checkpoint holds the un-noised output of every trial and its "
-                   "subset mask, as private as the raw data)")
+    assert err == ("pacpriv: error: --checkpoint must lie outside --out: the report folder may "
+                   "be shared, and --checkpoint holds every trial's un-noised output and subset; "
+                   "give another folder")
     assert os.listdir(tmp_path) == []
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -67,6 +68,23 @@ class SamplerContract:
         assert json.loads(json.dumps(s.to_dict()))["name"] == s.name
         assert pickle.loads(pickle.dumps(s)).to_dict() == s.to_dict()
 
+    @pytest.mark.parametrize("n", [1, 8_191, 8_192, 8_193, 3 * 8_192 + 5])
+    def test_trial_mask_into_is_trial_mask(self, n):
+        """trial_mask_into writes trial_mask's mask, bit for bit, into the row it is given
+        (the engine's in-process trials draw straight into the stored row), for pool sizes
+        around the block of uniforms the Poisson samplers draw at a time."""
+        s = self.make_for_size(n)
+        root = np.random.SeedSequence(11)
+        for index in (0, 1, 6, 7):
+            row = np.ones(n, dtype=bool)
+            got = s.trial_mask_into(row, root=root, index=index)
+            assert got is row
+            assert np.array_equal(row, np.asarray(s.trial_mask(n, root=root, index=index),
+                                                  dtype=bool))
+
+    def make_for_size(self, n: int) -> Sampler:
+        return self.make()
+
     def make_for_empty_pool(self) -> Sampler:
         return self.make()
 
@@ -85,6 +103,9 @@ class TestFixedSizeContract(SamplerContract):
     def make(self):
         return FixedSizeSampler(10)
 
+    def make_for_size(self, n):
+        return FixedSizeSampler(max(1, n // 3))
+
     def test_empty_pool(self):
         """No subset size >= 1 fits a pool of zero records: a ValueError naming both."""
         with pytest.raises(ValueError, match=r"`subset_size` must be <= n_records = 0; got 1"):
@@ -99,6 +120,26 @@ class TestPairsContract(SamplerContract):
 class TestCallableContract(SamplerContract):
     def make(self):
         return CallableSampler(_third)
+
+
+@dataclass(frozen=True)
+class _EveryOther(PoissonSampler):
+    """A Poisson subclass with its own draw: every other record (deterministic)."""
+
+    def draw(self, n_records, rng):
+        return np.arange(n_records) % 2 == 0
+
+
+def test_trial_mask_into_keeps_a_subclass_draw():
+    """A subclass that overrides draw keeps it in trial_mask_into (the block-wise fast path
+    is PoissonSampler's own draw only), and a Poisson rate other than ½ is honoured."""
+    root = np.random.SeedSequence(3)
+    row = np.zeros(10, dtype=bool)
+    _EveryOther().trial_mask_into(row, root=root, index=0)
+    assert row.tolist() == [True, False] * 5
+    low = PoissonSampler(0.1).trial_mask_into(np.zeros(50_000, dtype=bool), root=root, index=2)
+    assert 0.09 < low.mean() < 0.11
+    assert np.array_equal(low, PoissonSampler(0.1).trial_mask(50_000, root=root, index=2))
 
 
 def test_stream_seed_is_child_of_trial_seed():

@@ -175,16 +175,34 @@ def tpr_upper(loss, fpr: np.ndarray, *, block: int = 1 << 22) -> tuple[np.ndarra
     return np.maximum(out, fpr), arg
 
 
-def epsilon_for_delta(loss, delta: float, *, eps_max: float = 60.0) -> float:
-    """Smallest ε ≥ 0 (to 1e-9 relative, rounded up) with ``max(δ(ε), δ'(ε)) ≤ delta``.
+def epsilon_for_delta(loss, delta: float, *, eps_max: float = 60.0,
+                      direction: str = "both") -> float:
+    """Smallest ε ≥ 0 (to 1e-9 relative, rounded up) with the chosen bound ``≤ delta``.
 
-    Any ε at which the bound holds certifies ``(ε, delta)``-DP, so a grid scan followed by a
-    bisection between the last failing and the first passing point is valid even where the
-    upper bounds are not monotone. Returns ``inf`` if no ε ≤ ``eps_max`` passes.
+    ``direction``: ``"both"`` uses ``max(δ(ε), δ'(ε))``, ``"add"`` the membership direction
+    ``δ(ε)`` alone, ``"remove"`` the other one ``δ'(ε)`` alone. The true ``δ`` and ``δ'`` are
+    non-increasing in ε, so any ε at which a bound holds certifies every larger ε (the running
+    minimum of the bound): a grid scan followed by a bisection between the last failing and
+    the first passing point is valid even where the upper bounds are not monotone (``δ'``'s
+    bound grows with ε through its ``e^ε`` term). The run is ``(ε, delta)``-DP for adding or
+    removing one record at the larger of the ``"add"`` and ``"remove"`` values (each direction
+    holds from its own ε on), which is never above the ``"both"`` value. Returns ``inf`` if no
+    ε ≤ ``eps_max`` passes.
     """
+    if direction == "add":
+        def bound(e: np.ndarray) -> np.ndarray:
+            return loss.delta(e)
+    elif direction == "remove":
+        def bound(e: np.ndarray) -> np.ndarray:
+            return loss.delta_reverse(e)
+    elif direction == "both":
+        def bound(e: np.ndarray) -> np.ndarray:
+            return np.maximum(loss.delta(e), loss.delta_reverse(e))
+    else:
+        raise ValueError(f"`direction` must be 'add', 'remove' or 'both'; got {direction!r}.")
 
     def ok(e: np.ndarray) -> np.ndarray:
-        return np.maximum(loss.delta(e), loss.delta_reverse(e)) <= delta
+        return bound(e) <= delta
 
     grid = np.concatenate(([0.0], np.geomspace(1e-6, eps_max, 4000)))
     good = ok(grid)

@@ -19,9 +19,16 @@ from collections.abc import Iterator
 from pacpriv._optional import import_optional
 from pacpriv._random import seed_to_dict, trial_seed
 from pacpriv.exceptions import MechanismError, StallWarning, WorkerCapWarning
+from pacpriv.pac.engine._heap import raise_heap_thresholds
 from pacpriv.pac.engine._isolation import keep_ctrl_c_in_the_parent
 from pacpriv.pac.engine._resources import worker_cap
-from pacpriv.pac.engine._trial import BatchResult, TrialFailure, TrialTask, run_batch
+from pacpriv.pac.engine._trial import (
+    BatchResult,
+    TrialFailure,
+    TrialTask,
+    run_batch,
+    run_batch_into,
+)
 
 __all__ = ["BACKEND_NAMES", "plan_workers", "resolve_backend", "run_pending"]
 
@@ -60,12 +67,15 @@ def run_batch_or_raise(task, start, stop, dim) -> BatchResult:
 
 
 class _Batches:
-    """Thread-safe iterator of ``delayed(run_batch)`` calls over the pending ranges."""
+    """Thread-safe iterator of ``delayed(run_batch)`` calls over the pending ranges
+    (``(function, args, kwargs)``, joblib's form of a call); ``in_process``: calls of
+    :func:`run_batch_into`, which write into ``store`` itself (the sequential path)."""
 
-    def __init__(self, task, store, ranges, n_workers, batch_size, *, streamed=True) -> None:
-        from joblib import delayed
-
-        self._delayed = delayed(run_batch if streamed else run_batch_or_raise)
+    def __init__(self, task, store, ranges, n_workers, batch_size, *, streamed=True,
+                 in_process=False) -> None:
+        self._func = (run_batch_into if in_process
+                      else run_batch if streamed else run_batch_or_raise)
+        self.in_process = in_process
         self.task, self.store = task, store
         self.fixed = None if batch_size == "auto" else int(batch_size)
         n_pending = sum(b - a for a, b in ranges)
@@ -104,7 +114,8 @@ class _Batches:
                 stop = min(b, -(-stop // block) * block)
             self._current = (stop, b)
             self.in_flight.add((a, stop))
-        return self._delayed(self.task, a, stop, self.store.dim)
+        last = self.store if self.in_process else self.store.dim
+        return self._func, (self.task, a, stop, last), {}
 
 
 def _resolve_backend(backend):
@@ -136,6 +147,20 @@ def _make_parallel(n_jobs, backend):
             if "return_as" not in str(err):
                 raise
             return Parallel(return_as="list", **kwargs)
+
+
+def _in_this_process(batches):
+    """Run ``batches``' calls one after the other in this process, as joblib does for one
+    worker (without importing it): a generator of their results."""
+    for func, args, kwargs in batches:
+        yield func(*args, **kwargs)
+
+
+def _plainly_sequential(n_jobs, backend) -> bool:
+    """Whether the trials run in this process without asking joblib: one job and no backend
+    named, and joblib not imported, so no ``joblib.parallel_config`` can be active (joblib's
+    answer would be the sequential backend; its import costs about 0.07 s)."""
+    return backend is None and n_jobs in (None, 1) and "joblib" not in sys.modules
 
 
 def _crash_types() -> tuple[type[BaseException], ...]:
@@ -258,7 +283,10 @@ def _collect(gen, batches: _Batches, store, checkpoint, bar, watchdog: _Watchdog
                     trial_index=index,
                     seed=seed_to_dict(trial_seed(batches.task.root, index)),
                 )
-            store.put(result.start, result.outputs, result.masks)
+            if result.in_place:  # the trials wrote their own rows
+                store.mark_done(result.start, k)
+            else:
+                store.put(result.start, result.outputs, result.masks)
             if checkpoint is not None:
                 checkpoint.save(result.start, result.outputs, result.masks)
             bar.update(k)
@@ -289,6 +317,8 @@ def plan_workers(n_jobs, backend, *, worker_memory: int | None = None,
     :func:`~pacpriv.pac.engine._resources.worker_cap` allows are cut to the cap with a
     :class:`~pacpriv.exceptions.WorkerCapWarning` that names it and why.
     """
+    if _plainly_sequential(n_jobs, backend):
+        return n_jobs, "sequential", 1
     parallel = _make_parallel(n_jobs, backend)
     name, n_workers = _describe(parallel)
     full = BACKEND_NAMES.get(type(parallel._backend).__name__)
@@ -311,8 +341,21 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
     unfinished trials up to ``retries`` more times, then raises ``MechanismError`` naming
     the batches that were running.
     """
-    crash_types = _crash_types()
     name, n_workers = "sequential", 1
+    ranges = store.missing_ranges()
+    if not ranges:
+        return name, n_workers
+    parallel = None if _plainly_sequential(n_jobs, backend) else _make_parallel(n_jobs, backend)
+    if parallel is None or _describe(parallel)[1] == 1:
+        # one worker: joblib would run the batches here one after the other; they run here,
+        # writing masks and outputs straight into the store (no worker to crash)
+        batches = _Batches(task, store, ranges, 1, batch_size, in_process=True)
+        # glibc: the mechanism's freed temporaries stay on the heap for the next trial,
+        # instead of being given back and faulted in again (pac/engine/_heap.py)
+        raise_heap_thresholds()
+        _one_round(_in_this_process, batches, store, checkpoint, bar)
+        return name, n_workers
+    crash_types = _crash_types()
     for attempt in range(retries + 1):
         ranges = store.missing_ranges()
         if not ranges:

@@ -135,6 +135,11 @@ class OutputStore:
         stored_masks[start : start + k] = masks[:k]
         self.done[start : start + k] = True
 
+    def mark_done(self, start: int, count: int) -> None:
+        """Mark trials ``start .. start + count - 1`` finished: their rows were written in
+        place (:func:`~pacpriv.pac.engine._trial.run_batch_into`)."""
+        self.done[start : start + max(0, min(count, self.n_trials - start))] = True
+
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """``(outputs, masks)``; both are allocated by the first stored trial."""
         if self.outputs is None or self.masks is None:

@@ -41,7 +41,8 @@ from pacpriv.pac.engine._mechanism import (
 )
 from pacpriv.pac.samplers import Sampler
 
-__all__ = ["BatchResult", "TrialFailure", "TrialTask", "TrialTimeoutError", "run_batch"]
+__all__ = ["BatchResult", "TrialFailure", "TrialTask", "TrialTimeoutError", "run_batch",
+           "run_batch_into"]
 
 
 class TrialTimeoutError(TimeoutError):
@@ -120,6 +121,9 @@ class BatchResult:
     masks: np.ndarray  # (k, n_records) bool
     failure: TrialFailure | None
     elapsed_s: float
+    #: Whether ``outputs`` and ``masks`` are the store's own rows, written in place
+    #: (:func:`run_batch_into`): the parent then only marks them done.
+    in_place: bool = False
 
 
 def _stored(arr: np.ndarray, task: TrialTask) -> np.ndarray:
@@ -262,7 +266,8 @@ def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> Batch
         return BatchResult(start, stop, outputs, block_masks, fail, time.perf_counter() - tic)
     n = stop - start
     masks = np.empty((n, task.n_records), dtype=bool)
-    rows: list[np.ndarray] = []
+    rows: np.ndarray | None = None  # (n, d), made by the first finished trial
+    done = 0
     failure = None
     for k, index in enumerate(range(start, stop)):
         # the trial runs on the drawn mask itself, kept alive until the next draw (not on its
@@ -281,14 +286,69 @@ def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> Batch
                     continue
                 failure = _failure(task, index, attempt + 1, err)
             else:
-                rows.append(out)
+                if rows is None:
+                    rows = np.empty((n, out.shape[0]), dtype=task.output_dtype)
+                rows[done] = out  # a copy: a mechanism may return a buffer it reuses
+                done += 1
                 dim = out.shape[0]
             break
         if failure is not None:
             break
-    done = len(rows)
-    outputs = np.asarray(rows, dtype=task.output_dtype).reshape(done, -1 if done else 0)
-    return BatchResult(start, stop, outputs, masks[:done], failure, time.perf_counter() - tic)
+    if rows is None:
+        rows = np.empty((0, 0), dtype=task.output_dtype)
+    return BatchResult(start, stop, rows[:done], masks[:done], failure,
+                       time.perf_counter() - tic)
+
+
+def run_batch_into(task: TrialTask, start: int, stop: int, store) -> BatchResult:
+    """:func:`run_batch` in this process, writing each trial's mask and output straight into
+    the rows of ``store`` (an :class:`~pacpriv.pac.engine._storage.OutputStore`): the
+    sequential path. No batch arrays and no copies of them: each mask is drawn into its stored
+    row (:meth:`~pacpriv.pac.samplers.Sampler.trial_mask_into`) and the trial runs on that row;
+    each checked output is written once into the preallocated ``(n_trials, d)`` outputs. The
+    rows are those :func:`run_batch` returns, bit for bit (the mask, the seeds and the checks
+    are the same); the result's arrays are views of the store (``in_place``).
+    """
+    if task.block_size:  # the block contract draws a block's masks together
+        return run_batch(task, start, stop, store.dim)
+    with output_to_stderr():
+        return _run_batch_into(task, start, stop, store)
+
+
+def _run_batch_into(task: TrialTask, start: int, stop: int, store) -> BatchResult:
+    tic = time.perf_counter()
+    dim = store.dim
+    failure = None
+    done = 0
+    for index in range(start, stop):
+        # before the first stored trial the store has no rows yet: that one mask gets its own
+        mask = (np.empty(task.n_records, dtype=bool) if store.masks is None
+                else store.masks[index])
+        task.sampler.trial_mask_into(mask, root=task.root, index=index)
+        for attempt in range(task.retries + 1):
+            try:
+                out = _run_trial(task, index, mask, dim)
+            except Exception as err:
+                if attempt < task.retries:
+                    continue
+                failure = _failure(task, index, attempt + 1, err)
+            else:
+                if store.outputs is None:  # the first trial sizes (and allocates) the store
+                    store.put(index, out[None, :], mask[None, :])
+                else:
+                    store.outputs[index] = out
+                dim = out.shape[0]
+                done += 1
+            break
+        if failure is not None:
+            break
+    if done:
+        outputs, masks = store.outputs[start:start + done], store.masks[start:start + done]
+    else:
+        outputs = np.empty((0, 0), dtype=task.output_dtype)
+        masks = np.empty((0, task.n_records), dtype=bool)
+    return BatchResult(start, stop, outputs, masks, failure, time.perf_counter() - tic,
+                       in_place=True)
 
 
 def _failure(task: TrialTask, index: int, attempts: int, err: Exception) -> TrialFailure:

@@ -302,7 +302,8 @@ class NoisePlan(Displayable):
         }
 
 
-def per_record_noise_excess(per_record: NoisePlan, whole_subset: NoisePlan) -> str | None:
+def per_record_noise_excess(per_record: NoisePlan, whole_subset: NoisePlan, *,
+                            ratios: bool = True) -> str | None:
     """Warning text when a per-record plan adds more noise than the whole-subset plan.
 
     With independent memberships the whole-subset MI bounds every record's MI (chain rule:
@@ -316,6 +317,10 @@ def per_record_noise_excess(per_record: NoisePlan, whole_subset: NoisePlan) -> s
     per_record, whole_subset : NoisePlan
         The per-record plan (:func:`pacpriv.pac.calibrate_per_record`) and the whole-subset
         plan (:func:`pacpriv.pac.run_pac`) for the same mechanism, pool and accuracy target.
+    ratios : bool, default True
+        Include the noise-power ratio and the count of coordinates (functions of the pool's
+        spread). ``False`` for a pool whose statistics are not shown: the sentence says only
+        which plan needs more noise.
 
     Returns
     -------
@@ -339,15 +344,21 @@ def per_record_noise_excess(per_record: NoisePlan, whole_subset: NoisePlan) -> s
     if not (power_pr > power_ws * (1 + 1e-12) or more):
         return None
     ratio = power_pr / power_ws if power_ws > 0 else math.inf
-    coords = (f"a larger noise std in {more} of {per_record.dim} coordinates"
-              if more else "no coordinate with a larger noise std")
+    if ratios:
+        coords = (f"a larger noise std in {more} of {per_record.dim} coordinates"
+                  if more else "no coordinate with a larger noise std")
+        more_power = f": {format_bound(ratio, 3, side='down')}x its noise power E||B||^2, and "
+        less_power = f" ({format_bound(ratio, 3, side='up')}x its E||B||^2) but "
+    else:  # the pool's statistics are not shown: no ratio, no count
+        coords = ("a larger noise std in some coordinates" if more
+                  else "no coordinate with a larger noise std")
+        more_power, less_power = " (more noise power E||B||^2), and ", " but "
     if power_pr > power_ws * (1 + 1e-12):
         return (f"the per-record plan needs more noise than the whole-subset plan for the same "
-                f"target: {format_bound(ratio, 3, side='down')}x its noise power E||B||^2, and "
-                f"{coords} (an outlier's exposure dominates). With independent memberships the "
-                "whole-subset plan already bounds every record (MI chain rule): release with it "
-                "(pacpriv pac run) instead.")
+                f"target{more_power}{coords} (an outlier's exposure dominates). With "
+                "independent memberships the whole-subset plan already bounds every record "
+                "(MI chain rule): release with it (pacpriv pac run) instead.")
     return (f"the per-record plan has less noise power than the whole-subset plan for the same "
-            f"target ({format_bound(ratio, 3, side='up')}x its E||B||^2) but {coords} (an "
+            f"target{less_power}{coords} (an "
             "outlier's exposure dominates there); compare their "
             "utility on the coordinates you need before releasing with either.")

@@ -267,31 +267,84 @@ def _outside(shape: Shape, held: np.ndarray) -> tuple[np.ndarray, float]:
     return along, max(float(np.sum(z**2) / (z.shape[0] - 1) - np.sum(along)), 0.0)
 
 
-def _held_out_traces(along: np.ndarray, resid: float, variants: list[Shape]) -> np.ndarray:
-    """``tr(A⁻¹ S)·tr(A)`` for each variant ``A`` (:func:`_variant` of one fold's shape);
-    ``S`` the held-out covariance (``along`` its variances along the shape's ``vecs``,
-    ``resid`` the rest)."""
-    out = np.empty(len(variants))
-    for i, s in enumerate(variants):
-        tr = float(np.sum(along / s.a)) + (0.0 if s.a_c is None else resid / s.a_c)
-        out[i] = tr * s.trace
-    return out
+def _variant_table(shape: Shape, grid: np.ndarray,
+                   rest: _Unexplored | None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """``(a, a_c, trace)`` of every variant :func:`_variant` makes of ``shape`` for the rows
+    of ``grid``, at once: ``a`` (V, k), ``a_c`` (V,) or None, ``trace`` (V,) their
+    :attr:`Shape.trace`. The same float operations in the same order as one :func:`_variant`
+    per row (elementwise, and each row's sum over its own ``k`` values), so bit for bit its
+    values: the cross-validation scores every variant, and only the one it picks is built."""
+    alpha, factor = grid[:, 0], grid[:, 1]
+    base = shape.a
+    if rest is None or (shape.a_c is None and rest.count >= base.size):
+        # Shape.shrunk: towards the mean noise power per unit of size
+        mean = shape.trace / shape.size
+        a = (1.0 - alpha)[:, None] * base + (alpha * mean)[:, None]
+        a_c = None if shape.a_c is None else (1.0 - alpha) * shape.a_c + alpha * mean
+        a[alpha == 0.0] = base  # α = 0 is the shape itself (already at max a = 1)
+        if a_c is not None:
+            a_c[alpha == 0.0] = shape.a_c
+        return _normalised(shape, a, a_c, keep=alpha == 0.0)
+    # Shape.split_shrunk: the explored head shrunk towards its own mean, the rest set
+    a = np.repeat(base[None, :], grid.shape[0], axis=0)
+    head = np.flatnonzero(base[:rest.count] > 2.0 * SHAPE_FLOOR)
+    moved = alpha != 0.0
+    if head.size and np.any(moved):
+        mean = float(base[head].mean())
+        am = alpha[moved][:, None]
+        a[np.ix_(moved, head)] = (1.0 - am) * base[head] + am * mean
+    a_c = None if shape.a_c is None else np.full(grid.shape[0], shape.a_c)
+    if rest.scale is not None:
+        value = np.maximum(factor * rest.scale, SHAPE_FLOOR)
+        a[:, rest.count:] = value[:, None]
+        if a_c is not None:
+            a_c = value
+    return _normalised(shape, a, a_c, keep=np.zeros(grid.shape[0], dtype=bool))
 
 
-def _whitened_means(shape: Shape, y: np.ndarray, variants: list[Shape]) -> np.ndarray:
-    """``mean_i y_iᵀ A⁻¹ y_i`` for each variant ``A`` of ``shape`` (:func:`_variant`), with the
-    projections computed once."""
+def _normalised(shape: Shape, a: np.ndarray, a_c: np.ndarray | None,
+                keep: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Rows of ``a`` (and ``a_c``) divided by their largest value (rows ``keep`` as they are),
+    with their :attr:`Shape.trace`."""
+    top = a.max(axis=1)
+    if a_c is not None:
+        top = np.maximum(top, a_c)
+    top[keep] = 1.0  # x / 1.0 == x: the rows kept are not moved
+    a = a / top[:, None]
+    if a_c is not None:
+        a_c = a_c / top
+    if shape.weights is None:
+        trace = np.sum(a, axis=1)
+        if a_c is not None:
+            trace = trace + (shape.dim - a.shape[1]) * a_c
+    else:
+        head = float(np.sum(shape.weights))
+        trace = np.sum(a * shape.weights, axis=1)
+        if a_c is not None:
+            trace = trace + max(shape.size - head, 0.0) * a_c
+    return a, a_c, trace
+
+
+def _held_out_traces(along: np.ndarray, resid: float,
+                     table: tuple[np.ndarray, np.ndarray | None, np.ndarray]) -> np.ndarray:
+    """``tr(A⁻¹ S)·tr(A)`` for each variant ``A`` of one fold's shape (``table`` from
+    :func:`_variant_table`); ``S`` the held-out covariance (``along`` its variances along the
+    shape's ``vecs``, ``resid`` the rest)."""
+    a, a_c, trace = table
+    tr = np.sum(along / a, axis=1)
+    if a_c is not None:
+        tr = tr + resid / a_c
+    return tr * trace
+
+
+def _whitened_mean(shape: Shape, y: np.ndarray, variant: Shape) -> float:
+    """``mean_i y_iᵀ A⁻¹ y_i`` for the variant ``A`` of ``shape`` (:func:`_variant`)."""
     coef2 = (y @ shape.vecs) ** 2
-    resid = None
-    if shape.a_c is not None:
+    r2 = np.sum(coef2 / variant.a, axis=1)
+    if shape.a_c is not None and variant.a_c is not None:
         resid = np.maximum(np.sum(y**2, axis=1) - np.sum(coef2, axis=1), 0.0)
-    out = np.empty(len(variants))
-    for i, s in enumerate(variants):
-        r2 = np.sum(coef2 / s.a, axis=1)
-        if resid is not None and s.a_c is not None:
-            r2 = r2 + resid / s.a_c
-        out[i] = float(np.mean(r2))
-    return out
+        r2 = r2 + resid / variant.a_c
+    return float(np.mean(r2))
 
 
 def _grid(shrinkage: str | float) -> np.ndarray:
@@ -367,9 +420,8 @@ def fit_shape_scored(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
     cv = shrinkage == "cv"
     grid = _grid(shrinkage)
     loss = np.zeros(len(grid))
-    num = np.zeros(len(grid))
-    den = np.zeros(len(grid))
     outside = []
+    fitted = []  # each fold's shape and unexplored directions, for the pick's clip inflation
     for f in folds:
         keep = np.ones(n, dtype=bool)
         keep[f] = False
@@ -381,16 +433,20 @@ def fit_shape_scored(shape_x: np.ndarray, *, shrinkage: str | float = "cv",
         rest_var = resid + float(np.sum(along[min(n_fit - 1, base.dim):]))
         outside.append(rest_var)
         rest = _unexplored(n_fit, width, dim, lam_f, rest_var, metric, s.weights)
-        variants = [_variant(s, pair, rest) for pair in grid]  # once per fold, used thrice
-        loss += _held_out_traces(along, resid, variants)
-        c = shape_x[keep].mean(axis=0)
-        den += _whitened_means(s, shape_x[keep] - c, variants)
-        num += _whitened_means(s, shape_x[f] - c, variants)
+        loss += _held_out_traces(along, resid, _variant_table(s, grid, rest))
+        fitted.append((keep, s, rest))
     pick = int(np.argmin(loss)) if cv and base.dim > 1 and folds else 0
     alpha = float(grid[pick, 0])
     infl = 1.0
-    if folds and den[pick] > 0:
-        infl = min(max(float(num[pick] / den[pick]), _INFLATION_RANGE[0]), _INFLATION_RANGE[1])
+    if folds:  # out-of-fold over in-fold mean whitened radius of the picked variant
+        num = den = 0.0
+        for f, (keep, s, rest_f) in zip(folds, fitted, strict=True):
+            variant = _variant(s, grid[pick], rest_f)
+            c = shape_x[keep].mean(axis=0)
+            den += _whitened_mean(s, shape_x[keep] - c, variant)
+            num += _whitened_mean(s, shape_x[f] - c, variant)
+        if den > 0:
+            infl = min(max(num / den, _INFLATION_RANGE[0]), _INFLATION_RANGE[1])
     rest = _unexplored(n, width, dim, lam, float(np.mean(outside)) if outside else None,
                        metric, base.weights)
     score = float(loss[pick]) / len(folds) if folds else math.inf

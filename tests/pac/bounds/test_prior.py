@@ -214,3 +214,23 @@ def test_bound_never_below_blind_guess_for_any_rate():
         assert res.blind_guess_prior == max(q, 1 - q)
         assert max(q, 1 - q) <= res.posterior_success_bound <= 1.0
         assert math.isfinite(res.pinsker_success_bound)
+
+
+def test_membership_counts_equal_the_column_sums_across_blocks():
+    """membership_counts (column blocks of 65,536 records, byte sums of 255 trials) is
+    masks.sum(axis=0), also when the pool ends inside a block, for a read-only array, and past
+    255 trials."""
+    from pacpriv.pac.bounds._prior import membership_counts
+
+    rng = np.random.default_rng(4)
+    for n in (1, 65_535, 65_536, 65_537, 140_001):
+        masks = rng.random((7, n)) < 0.3
+        masks.setflags(write=False)
+        counts = membership_counts(masks)
+        assert counts.dtype == np.int64 and counts.shape == (n,)
+        np.testing.assert_array_equal(counts, masks.sum(axis=0))
+    # more than 255 trials: the byte sums of 255 trials at a time must not wrap around
+    full = np.ones((600, 70_000), dtype=bool)
+    full[599, 3] = False
+    counts = membership_counts(full)
+    assert counts[0] == 600 and counts[3] == 599

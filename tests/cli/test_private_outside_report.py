@@ -1,0 +1,142 @@
+"""Private files never inside the shareable report folder, and --withhold-pool-statistics
+shows nothing derived from the pool (issue 35; sixth new-user pass, c8100/c8101, m8/m9)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pacpriv.cli.main import main
+from pacpriv.pac.noise._plan import per_record_noise_excess
+from pacpriv.report.pool import PLUGIN_KEYS, private_section
+
+pytestmark = pytest.mark.filterwarnings("always")  # the CLI prints its warnings on stderr
+
+RUN = ["pac", "run", "--no-progress", "--mechanism", "mean", "--dataset", "iris",
+       "--mi-budget", "0.1", "--trials", "20", "--seed", "0"]
+
+
+@pytest.mark.parametrize("checkpoint", ["{out}", "{out}/ck", "{out}/./ck/deeper", "{out}/../r/ck"])
+@pytest.mark.parametrize("command", [
+    RUN,
+    ["pac", "records", "--no-progress", "--mechanism", "mean", "--dataset", "iris",
+     "--noise-std", "1", "--trials", "20", "--seed", "0"],
+    ["compare", "--dataset", "wine", "--no-progress", "--seed", "0"],
+])
+def test_a_checkpoint_inside_out_is_refused_before_any_work(tmp_path, capsys, monkeypatch,
+                                                            command, checkpoint):
+    monkeypatch.chdir(tmp_path)
+    out = "r"
+    rc = main([*command, "--out", out, "--checkpoint", checkpoint.format(out=out)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.strip().count("\n") == 0
+    assert "--checkpoint must lie outside --out" in err and "un-noised" in err
+    assert not (tmp_path / "r").exists()  # nothing created, nothing run
+
+
+def test_a_checkpoint_beside_out_is_accepted(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([*RUN, "--out", "r", "--checkpoint", "ck"]) == 0
+    assert (tmp_path / "r" / "report.json").exists() and (tmp_path / "ck").is_dir()
+
+
+def test_a_private_index_list_and_a_state_inside_out_are_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc = main(["pac", "records", "--no-progress", "--mechanism", "mean", "--dataset", "iris",
+               "--target-accuracy", "0.6", "--trials", "20", "--out", "r",
+               "--private-index-list", "r/private.json"])
+    assert rc == 2 and "--private-index-list must lie outside --out" in capsys.readouterr().err
+    (tmp_path / "st").mkdir()
+    rc = main(["predict", "status", "--state", "st", "--out", "st"])
+    assert rc == 2 and "--state must lie outside --out" in capsys.readouterr().err
+
+
+def _report_numbers(path) -> dict:
+    report = json.loads(path.read_text())
+    found = {}
+
+    def walk(obj, where=""):
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                walk(v, f"{where}/{k}")
+        elif isinstance(obj, list):
+            for i, v in enumerate(obj):
+                walk(v, f"{where}/{i}")
+        else:
+            found[where] = obj
+
+    walk(report)
+    return found
+
+
+def test_withheld_pac_run_shows_no_noise_to_spread_ratio(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    X = np.random.default_rng(0).normal(size=(60, 3)) * [1.0, 10.0, 100.0]
+    np.save(tmp_path / "pool.npy", X)
+    argv = ["pac", "run", "--no-progress", "--mechanism", "mean", "--dataset", "pool.npy",
+            "--mi-budget", "0.1", "--trials", "30", "--seed", "0"]
+    assert main([*argv, "--out", "hidden"]) == 0
+    default = capsys.readouterr().out
+    assert "noise / spread" in default  # the default policy keeps one digit of the ratio
+    assert main([*argv, "--out", "withheld", "--withhold-pool-statistics"]) == 0
+    shown = capsys.readouterr().out
+    assert "spread" not in shown and "Utility" not in shown
+    assert "withheld: --withhold-pool-statistics" in shown
+    keys = _report_numbers(tmp_path / "withheld" / "report.json")
+    assert not [k for k in keys if "noise_to_spread" in k]
+    assert any("noise_to_spread" in k for k in _report_numbers(tmp_path / "hidden" /
+                                                                "report.json"))
+    md = (tmp_path / "withheld" / "report.md").read_text()
+    assert "spread of f" not in md.split("## ")[1] if "## " in md else True
+
+
+def test_withheld_pac_records_shows_no_plug_in_mi(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    X = np.random.default_rng(1).normal(size=(60, 3))
+    X[0] *= 50.0  # an outlier, so the per-record and whole-subset plans differ
+    np.save(tmp_path / "pool.npy", X)
+    argv = ["pac", "records", "--no-progress", "--mechanism", "mean", "--dataset", "pool.npy",
+            "--records", "0-4", "--trials", "40", "--seed", "0", "--target-accuracy", "0.6"]
+    assert main([*argv, "--out", "w", "--withhold-pool-statistics"]) == 0
+    cap = capsys.readouterr()
+    assert "whole-subset MI" not in cap.out
+    assert "withheld: --withhold-pool-statistics" in cap.out
+    assert "x its" not in cap.err and " of 3 coordinates" not in cap.err  # no ratio, no count
+    keys = _report_numbers(tmp_path / "w" / "report.json")
+    assert not [k for k in keys if k.rsplit("/", 1)[-1] in PLUGIN_KEYS]
+    assert "| whole-subset" not in (tmp_path / "w" / "report.md").read_text()
+    assert main([*argv, "--out", "shown", "--report-pool-statistics"]) == 0
+    assert "whole-subset MI" in capsys.readouterr().out
+
+
+def test_private_section_drops_plug_in_rows_and_keys():
+    section = {"markdown": "a\n| whole-subset MI | 0.3 | estimated |\n| other | 1 | x |",
+               "table": {"columns": ["q", "v", "k"],
+                         "rows": [["whole-subset MI", "0.3", "e"], ["other", "1", "x"]]},
+               "per_record": {"whole_subset_mi": 0.3, "whole_subset_accuracy_bound": 0.8,
+                              "max_accuracy_upper": 0.6}}
+    out = private_section(section, "per_record", withheld=True)
+    assert out["table"]["rows"] == [["other", "1", "x"]]
+    assert "whole-subset" not in out["markdown"] and "| other |" in out["markdown"]
+    assert set(out["per_record"]) == {"max_accuracy_upper", "pool_statistics"}
+
+
+class _Plan:
+    def __init__(self, power, stds):
+        self.dim = len(stds)
+        self.expected_noise_power = power
+        self.noise_std_per_coordinate = np.asarray(stds, dtype=float)
+
+
+def test_noise_excess_without_ratios_names_no_number():
+    pr, ws = _Plan(1.0, [0.9, 0.1, 0.1]), _Plan(2.0, [0.5, 0.8, 0.8])
+    with_ratio = per_record_noise_excess(pr, ws)
+    without = per_record_noise_excess(pr, ws, ratios=False)
+    assert "0.5x" in with_ratio and "1 of 3" in with_ratio
+    assert not any(ch.isdigit() for ch in without.replace("E||B||^2", ""))
+    more = per_record_noise_excess(_Plan(3.0, [1.0, 1.0, 1.0]), ws, ratios=False)
+    assert "needs more noise" in more
+    assert not any(ch.isdigit() for ch in more.replace("E||B||^2", ""))
