@@ -145,9 +145,13 @@ def calibrate_noise_multiplier(
     (the method of the final tolerance, the resolution scaled to the tolerance), which skips
     most grid refinements; every evaluation is certified on its own, so this changes the time
     only (issue-29 grid, M ≤ 1e4, E ≤ 1e3: ``benchmarks/dpsgd_calibration.py --issue29``;
-    measured on 2 shared cores at load 8–13, 46 of the 48 cells within 1 s of CPU time,
-    slowest 1.27 s, a linear-lattice cell (the former all-FIR pair sum in the same run: 43
-    cells, 1.63 s), every σ certified and within 0.1% of the exact root).
+    every σ certified and within 0.1% of the exact root). Searches with a tolerance below
+    1e-4 (targets near ½) start 3% below the Gaussian-limit root and aim their first tight
+    grid at half the tolerance. The two cells over 1 s before (measured on 2 shared cores at
+    load 5–7, four runs each against the former code in the same run): (M 1e4, E 1e3,
+    target 0.6) 0.62–0.74 s CPU (was 1.26–1.55: one public attempt on the linear lattice,
+    whose first grid now comes from a width prediction, and no failed float64 passes),
+    (1e4, 1, 0.51) 0.81–1.13 s (was 1.14–1.42).
     """
     target = check_real(
         target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
@@ -227,14 +231,19 @@ def _calibrate_k_of_t(target: float, steps: int, n_epochs: int, k: int, rel: flo
 _WARM_AIM = 0.75
 #: ... assuming widths shrink like c^-1.8 (measured 1.7 geometric, 2.0 linear at M = 1e4)
 _WARM_ORDER = 1.8
+#: ... and at this fraction for the tight evaluations of a search tolerance below 1e-4 (targets
+#: near ½): from the coarse grids to the tight ones the widths fell like c^-1.3 there
+#: (geometric, (0.51, M 1e4, E 1)), and that first tight evaluation runs before the public one
+_WARM_AIM_NEAR_HALF = 0.5
 
 
 def _warm_start(cache: dict, sigma: float, tol_e: float, tol: float) -> dict:
     """Grid of the next evaluation from the nearest earlier one (private, see
     :func:`pacpriv.dpsgd.exact.warm_accuracy`): the method is chosen as for the search's final
     tolerance ``tol`` (the coarse evaluations then use the method of the tight ones), and the
-    resolution is the nearest evaluation's scaled by ``(width / (0.75·tol_e))^(1/1.8)``, so
-    that the ladder of refinements is mostly skipped. Only the grids change: every
+    resolution is the nearest evaluation's scaled by ``(width / (a·tol_e))^(1/1.8)`` (``a =
+    0.75``; 0.5 at the search's own tolerance below 1e-4), so that the ladder of refinements
+    is mostly skipped. Only the grids change: every
     evaluation is certified on its own."""
     start: dict = {"method_tol": tol}
     best = None
@@ -248,7 +257,8 @@ def _warm_start(cache: dict, sigma: float, tol_e: float, tol: float) -> dict:
     if best is not None:
         d = best[1]
         width = 0.5 * (d["tv_upper_numerical"] - d["tv_lower_numerical"])
-        ratio = max(width, 1e-300) / (_WARM_AIM * tol_e)
+        aim = _WARM_AIM_NEAR_HALF if tol_e == tol < _DEFAULT_TOLERANCE else _WARM_AIM
+        ratio = max(width, 1e-300) / (aim * tol_e)
         f = float(np.clip(ratio ** (1.0 / _WARM_ORDER), 0.25, 4.0))
         # within the range of the public function's first grids (16 … 4096 points per unit)
         start.update(method=d["method"], c=float(np.clip(d["c"] * f, 16.0, 4096.0)),
@@ -266,6 +276,20 @@ def _model_root(x0: float, z0: float, z_target: float, steps: int) -> float:
     log_em1 = math.log(math.expm1(inv_var)) if inv_var < 700 else inv_var
     new = math.log1p(math.exp(min(700.0, log_em1 + math.log(ratio))))
     return -0.5 * math.log(new)
+
+
+def _start(target: float, steps: int, n_epochs: int, sigma_cf: float, tol: float) -> float:
+    """First σ of the search: ``0.84·σ_cf``; for a search tolerance below 1e-4 (targets near
+    ½) 3% below the root of the Gaussian limit ``Φ(μ/2) = target`` with ``μ² = E·ln(1 + χ²)``,
+    ``χ² = (e^{1/σ²} − 1)/M`` (within 1.4% of the exact root at every issue-29 cell at target
+    0.51, where ``0.84·σ_cf`` is 4–9% off; 3% apart keeps the first secant well conditioned)."""
+    if tol >= _DEFAULT_TOLERANCE * (1.0 - 1e-9):
+        return 0.84 * sigma_cf
+    mu = 2.0 * float(special.ndtri(target))
+    em1 = math.expm1(mu * mu / n_epochs) * steps
+    if not 0.0 < em1 < math.inf:
+        return 0.84 * sigma_cf
+    return min(0.97 / math.sqrt(math.log1p(em1)), sigma_cf)
 
 
 def _bisect(evaluate, target: float, lo: float | None, hi: float,
@@ -324,7 +348,7 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
     def model_root(x0: float, z0: float) -> float:
         return _model_root(x0, z0, z_target, steps)
 
-    x = math.log(guess if guess is not None else 0.84 * sigma_cf)
+    x = math.log(guess if guess is not None else _start(target, steps, n_epochs, sigma_cf, tol))
     found = search_root(target, sigma_cf, rel, tol, evaluate, model_root, x, certify)
     if found is not None:  # certified by its own evaluation (see pacpriv.dpsgd._search)
         hi, result = found

@@ -173,8 +173,8 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
     else:
         # Q-mass sent to +inf costs at most E·(mass) of TV (top_q: ~1e-2 of tol)
         lat = _pld.epoch_lattice(
-            sigma, steps, c=c, upper=upper, tail=_coordinate_tail(tail, epochs),
-            t_top=t_top, top_q=top_q, tick=tick, extended=extended, min_dln=min_dln,
+            sigma, steps, c=c, upper=upper, tail=_coordinate_tail(tail, epochs), t_top=t_top,
+            top_q=top_q, tick=tick, extended=extended, min_dln=min_dln, direct=epochs > 1,
         )
     n_coord = lat.p.size
     eps = lat.err
@@ -193,19 +193,21 @@ def _epoch_pair(sigma, steps, epochs, *, c, c_epoch, method, tail, t_top, upper,
 
 def _numeric_once(
     sigma, steps, epochs, *, c, c_epoch, extra, direction, method, tail, tol, tick,
-    long_fallback: bool = False,
+    long_fallback: bool = False, start_extended: tuple[bool, bool] = (False, False),
 ) -> dict | None:
     """One discretisation at resolution ``c``: certified TV bounds and their error terms.
-
     ``long_fallback``: return None instead of redoing a chain in long double (the caller
-    then uses the geometric grid, see :mod:`._exact.ladder`)."""
+    then uses the geometric grid, see :mod:`._exact.ladder`); ``start_extended``: the
+    (upper, lower) linear chain starts in long double (a coarser attempt's needed it; the
+    lower also where the upper did). Either precision is certified (see ``ladder.refine``)."""
     t_top = _t_top(sigma, steps, epochs, extra, tail)
     out: dict = {"c": c, "c_epoch": c_epoch, "t_top": t_top, "method": method}
     delta = None
     label_range = None
     for upper in (True, False):
         # hybrid with many epochs: the lower chain's κ (times E) needs long double anyway
-        extended = method == "hybrid" and not upper and epochs >= 10**5
+        extended = (method == "hybrid" and not upper and epochs >= 10**5) or (
+            method == "linear" and start_extended[not upper])
         while True:
             pair, n_coord, eps, kappa, slack, delta = _epoch_pair(
                 sigma, steps, epochs, c=c, c_epoch=c_epoch, method=method, tail=tail,
@@ -222,6 +224,7 @@ def _numeric_once(
             extended = True
         if upper and method != "gaussian":
             label_range = (pair.a0, pair.a0 + pair.p.size - 1)
+            start_extended = (True, start_extended[1] or extended)  # the lower chain follows
         tv, err, rnd = _comp.compose_tv(pair, epochs, direction=direction, tau=_WINDOW_TAU)
         # an l1 error eps in one epoch's P- and Q-laws moves TV of the E-fold products by at
         # most 2·E·eps·(1 + eps)^(E−1) (telescoping over epochs; TV is 1-Lipschitz in l1)
@@ -265,8 +268,7 @@ def _levels(steps: int) -> int:
     return max(1, steps.bit_length() - 1)
 
 
-#: Tolerance whose grids also run when a tighter one is missed (see :func:`_scalar`)
-_DEFAULT_TOL = 1e-4
+_DEFAULT_TOL = 1e-4  # tolerance whose grids also run when a tighter one misses (_scalar)
 
 
 def _scalar(sigma: float, steps: int, n_epochs: int, tol: float, direction: str,
@@ -322,6 +324,8 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
         if method == "geometric":
             c = float(np.clip(_GEO_C * (1e-4 / tol) ** 0.25, 24.0, 256.0))
         c_epoch, extra = float(np.clip(40.0 * math.sqrt(1e-4 / tol), 16.0, 4096.0)), 0.0
+        if method == "linear":  # c = c_epoch raised where the predicted width misses tol
+            c = c_epoch = _ladder.linear_first_c(sigma, steps, n_epochs, tol, c)
         if (warm is not None and warm.get("method") == "geometric" and method == "linear"
                 and _long_fallback(sigma, steps)):  # an earlier evaluation fell back
             method = "geometric"
@@ -351,8 +355,6 @@ def _scalar_once(sigma: float, steps: int, n_epochs: int, tol: float, direction:
     upper = float(max(lower, min(upper, 1.0)))
     details["wall_time_s"] = time.perf_counter() - start
     return {"lower": lower, "upper": upper, "details": details}
-
-
 
 
 def _one_blas_thread():
@@ -543,8 +545,8 @@ def exact_membership_inference_accuracy(
     Cheap certified screens (chi-square and ``M = 1`` upper bounds, spike-count and sum
     lower bounds) return without discretising when they already meet ``tolerance``.
 
-    Small blocks (``64·m ≤ M``) are convolved directly in both chains: an FFT's round-off
-    floor, multiplied by the ``M/m`` blocks, would otherwise cut the upper chain's top tail
+    Small blocks (``64·m ≤ M``, ``E > 1``) are convolved directly in both chains: an FFT's
+    round-off floor, times the ``M/m`` blocks, would otherwise cut the upper chain's top tail
     to ``+∞`` (Q-mass that the E-fold product multiplies by E). At ``E ≥ 1e4`` the lower
     chain merges more of each level's top tail and groups coordinate cells more coarsely
     (both garblings: only tightness is traded, for smaller round-off).
