@@ -148,3 +148,16 @@ def test_cli_exact_mi_at_tiny_budgets_answers(budget, tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     noise = json.loads((tmp_path / "r" / "report.json").read_text())["noise"]
     assert noise["mi_bound"] <= float(budget)
+
+
+@pytest.mark.parametrize("v", [LOW, 1e-100, 0.1, 0.3, 1.7028879232224333e-16, HIGH])
+def test_coupling_plan_bound_never_exceeds_the_budget(v):
+    # sibling of the plug-in rules: the coupling plan of a randomized mechanism
+    from pacpriv.pac.noise._randomized import coupling_noise
+
+    def coin(subset, *, rng=None):
+        return np.array([float(np.random.default_rng(rng).random() < 0.5)])
+
+    pool = np.linspace(0.0, 1.0, 20)[:, None]
+    res = coupling_noise(coin, pool, mi_budget=v, n_pairs=20, tau=3, rng=1)
+    assert res.plan.mi_bound <= v
