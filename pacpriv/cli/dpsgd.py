@@ -221,8 +221,9 @@ def _sigma(args) -> int:
     lower_note = "" if conf == 1.0 else f"; lower end with confidence {conf:g}"
     payload = r.to_dict()
     payload["accuracy"] = {**payload["accuracy"], **_exact_fields(r.accuracy)}
-    return _emit(args, {**payload, **bound_fields("certified", detail="exact",
-                                                  confidence=conf), "epsilon": eps}, [
+    # the σ itself is deterministic: the confidence belongs to the accuracy's lower end only
+    return _emit(args, {**payload, **bound_fields("certified", detail="exact"),
+                        "epsilon": eps}, [
         # a sigma is shown rounded up (more noise is the safe side), an interval outward
         ("noise multiplier (" + bound_label("certified", detail="exact") + ")",
          format_bound(r.noise_multiplier, 8, side="up")),

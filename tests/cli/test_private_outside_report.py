@@ -153,3 +153,11 @@ def test_dpsgd_exact_sigma_rows_name_the_sigma_they_are_of(capsys):
                  "--target-accuracy", "0.6", "--method", "exact"]) == 0
     out = capsys.readouterr().out
     assert "accuracy at the exact sigma" in out and "epsilon of the exact sigma at" in out
+
+
+def test_dpsgd_exact_sigma_json_puts_the_monte_carlo_confidence_on_the_accuracy_only(capsys):
+    assert main(["dpsgd", "sigma", "--steps-per-epoch", "20", "--epochs", "2",
+                 "--target-accuracy", "0.6", "--k", "2", "--method", "exact", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "confidence" not in out  # the σ is deterministic (bound check, finding 2b)
+    assert out["bound_kind"] == "certified" and "confidence 0.999" not in out["bound"]
