@@ -76,9 +76,14 @@ class ExactAccuracy(Displayable):
             ("lower (certified)", _shown(self.lower, up=False), "plain"),
             ("upper (certified)", _shown(self.upper, up=True), "plain"),
             ("converged to tolerance", _shown(self.converged), "plain"),
-            *label_rows("certified", detail="exact interval",
-                        confidence=self.lower_confidence),
+            *label_rows("certified", detail=self._detail()),
         ])
+
+    def _detail(self) -> str:
+        """The interval's detail label (its lower end's confidence where below 1)."""
+        conf = self.lower_confidence
+        return "exact interval" + (
+            "" if conf == 1.0 else f", lower end with confidence {conf:g} (Monte Carlo)")
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict (arrays become lists)."""
@@ -86,6 +91,5 @@ class ExactAccuracy(Displayable):
         out["width"] = self.width
         # what the interval is and whom it covers (the CLI's JSON fields; issue 35, a1302); a
         # Monte Carlo lower end is named with its confidence
-        out.update(bound_fields("certified", detail="exact interval",
-                                confidence=self.lower_confidence))
+        out.update(bound_fields("certified", detail=self._detail()))
         return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in out.items()}
