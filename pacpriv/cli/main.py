@@ -30,6 +30,8 @@ from pacpriv.cli import predict as _predict_group
 from pacpriv.cli._args import UsageError, _Parser, number
 from pacpriv.cli._resources import HOLD_ATTRIBUTE, check_private_paths, shutdown_workers
 from pacpriv.exceptions import (
+    PROBE_TIME_ADVICE,
+    TIMEOUT_ADVICE,
     BudgetExceededError,
     CalibrationError,
     CheckpointError,
@@ -108,14 +110,41 @@ def _print_warnings(caught: list) -> None:
         print(f"pacpriv: warning: {texts[0]}{more}", file=sys.stderr)
 
 
-def _collect_warnings() -> list:
+#: Advice of the library's time-limit notes in API terms, and how each limit flag words it
+#: (the first flag the running command has wins; none: the clause goes, Ctrl-C remains).
+_LIMIT_ADVICE = {
+    TIMEOUT_ADVICE: (("--timeout", "pass --timeout SECONDS to bound each trial"),
+                     ("--max-minutes", "pass --max-minutes to bound the run"),
+                     ("--time-limit", "pass --time-limit SECONDS to bound the run")),
+    PROBE_TIME_ADVICE: (("--time-limit", "pass --time-limit SECONDS to bound it"),
+                        ("--max-minutes", "pass --max-minutes to bound it"),
+                        ("--timeout", "pass --timeout SECONDS to bound it")),
+}
+
+
+def _cli_advice(text: str, flags: set[str]) -> str:
+    """``text`` with its time-limit advice in the running command's flags: a command without
+    any limit flag is advised Ctrl-C alone (sixth new-user pass, m18)."""
+    for api, worded in _LIMIT_ADVICE.items():
+        if api not in text:
+            continue
+        usable = [cli for flag, cli in worded if flag in flags]
+        text = (text.replace(api, usable[0]) if usable
+                else text.replace(f"{api}, or press", "press").replace(f"{api}, or", "")
+                .replace(api, "press Ctrl-C to stop"))
+    return _as_flags(text, flags)
+
+
+def _collect_warnings(flags: set[str] = frozenset()) -> list:  # type: ignore[assignment]
     """Inside ``warnings.catch_warnings()``: record every warning for the closing list
     (:func:`_print_warnings`); a warning whose category is ``live`` (the engine's
     :class:`~pacpriv.exceptions.StallWarning`, from its watchdog thread) is also printed at
-    once, while the run goes on."""
+    once, while the run goes on. Advice in API terms names the running command's ``flags``
+    (:func:`_cli_advice`)."""
     caught: list = []
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
+        message = _cli_advice(str(message), flags)
         caught.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
         if getattr(category, "live", False):
             print(f"pacpriv: warning: {' '.join(str(message).split())}", file=sys.stderr,
@@ -170,11 +199,12 @@ def _main(argv: Sequence[str] | None) -> int:
         _stop_listening()
         print("pacpriv: interrupted (while starting; nothing was run)", file=sys.stderr)
         return 130
+    flags = _flags_of(_invoked(parser, args))
     with warnings.catch_warnings():
-        caught = _collect_warnings()
+        caught = _collect_warnings(flags)
         code: int | None = None
         try:
-            code = _dispatch(args, _flags_of(_invoked(parser, args)))
+            code = _dispatch(args, flags)
             return code
         finally:
             if code != 130:  # interrupted: its one line is all (the run produced nothing)
