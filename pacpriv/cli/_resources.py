@@ -73,7 +73,8 @@ PRIVATE_PATH_FLAGS = (
 
 
 def check_private_paths(args) -> None:
-    """Refuse a private path (:data:`PRIVATE_PATH_FLAGS`) equal to or inside ``--out``.
+    """Refuse a private path (:data:`PRIVATE_PATH_FLAGS`) equal to or inside ``--out``, or
+    inside an existing report folder (:func:`pacpriv._files.check_not_in_report`).
 
     The report folder is what a user shares; a checkpoint, a private index list or a fitted
     state inside it would travel with it. Runs before any work (``pacpriv.cli.main``).
@@ -82,10 +83,16 @@ def check_private_paths(args) -> None:
     ------
     UsageError
         Naming both flags and what the private path holds.
+    PermissionError
+        The private path lies inside a report folder written earlier.
     """
     from pacpriv.cli._args import UsageError
 
     out = getattr(args, "out", None)
+    for attr, flag, _ in PRIVATE_PATH_FLAGS:  # nor inside an earlier command's report folder
+        value = getattr(args, attr, None)
+        if value and isinstance(value, (str, os.PathLike)):
+            _files.check_not_in_report(value, flag)
     if not out:
         return
     out_path = Path(out).expanduser().resolve()
