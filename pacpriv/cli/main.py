@@ -135,16 +135,17 @@ def _cli_advice(text: str, flags: set[str]) -> str:
     return _as_flags(text, flags)
 
 
-def _collect_warnings(flags: set[str] = frozenset()) -> list:  # type: ignore[assignment]
+def _collect_warnings(flags: set[str] | None = None) -> list:
     """Inside ``warnings.catch_warnings()``: record every warning for the closing list
     (:func:`_print_warnings`); a warning whose category is ``live`` (the engine's
     :class:`~pacpriv.exceptions.StallWarning`, from its watchdog thread) is also printed at
     once, while the run goes on. Advice in API terms names the running command's ``flags``
     (:func:`_cli_advice`)."""
     caught: list = []
+    known = set() if flags is None else flags
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
-        message = _cli_advice(str(message), flags)
+        message = _cli_advice(str(message), known)
         caught.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
         if getattr(category, "live", False):
             print(f"pacpriv: warning: {' '.join(str(message).split())}", file=sys.stderr,

@@ -49,7 +49,7 @@ def test_time_limit_advice_names_only_the_commands_flags(command, advice):
 
 
 def test_commands_that_train_or_run_trials_have_a_time_limit():
-    for command in ("audit", "pac run", "pac records", "predict fit"):
+    for command in ("audit", "compare", "pac run", "pac records", "predict fit"):
         assert {"--timeout", "--max-minutes", "--time-limit"} & _flags_of(_COMMANDS[command]), \
             command
 
@@ -99,12 +99,18 @@ def test_audit_timeout_stops_a_hanging_fit(tmp_path, capsys):
      "--trials", "1", "--no-progress"],
     ["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std", "1",
      "--records", "0-4", "--trials", "60", "--time-limit", "-1", "--no-progress"],
+    ["compare", "--dataset", "wine", "--no-progress", "--seed", "0", "--timeout", "-1"],
+    ["audit", "--dataset", "iris", "--non-private", "--reference-models", "4", "--seed", "0",
+     "--timeout", "0"],
 ])
 def test_failing_calls_name_only_their_commands_flags(argv, capsys, tmp_path):
-    rc = main([*argv, "--out", str(tmp_path / "r")] if argv[0] == "pac" else argv)
+    command = " ".join(argv[:2]) if argv[0] in ("pac", "dpsgd") else argv[0]
+    rc = main([*argv, "--out", str(tmp_path / "r")] if command in ("pac run", "pac records",
+                                                                     "compare", "audit")
+              else argv)
     err = capsys.readouterr().err
     assert rc in (1, 2), err
-    flags = _flags_of(_COMMANDS[" ".join(argv[:2])])
+    flags = _flags_of(_COMMANDS[command])
     named = set(_FLAG.findall(err))
     assert named and named <= flags, (named - flags, err)
     assert "`" not in err, err  # an API name the command has no flag for
