@@ -242,10 +242,30 @@ def check_no_private_files(path, what: str) -> None:
                     "this); give another folder for the report.")
 
 
+def _report_marks(folder: Path) -> list[str]:
+    """The :data:`REPORT_MARKERS` in ``folder`` that make it a pacpriv report folder: the lock
+    of a run writing there, or a report file that names pacpriv in its first MiB (a user's own
+    ``report.md`` does not count)."""
+    found = []
+    for name in REPORT_MARKERS:
+        marker = folder / name
+        if name == LOCK_NAME:
+            if marker.exists():
+                found.append(name)
+            continue
+        try:
+            with open(marker, "rb") as fh:
+                if b"pacpriv" in fh.read(1 << 20):
+                    found.append(name)
+        except OSError:  # absent (or unreadable: not ours)
+            continue
+    return found
+
+
 def check_not_in_report(path, what: str) -> None:
     """Refuse a private path (a checkpoint, a prediction state, a ledger, an outputs file, an
-    index list) that is, or lies inside, a report folder (one holding :data:`REPORT_MARKERS`,
-    written by an earlier command or being written now): the report folder may be shared.
+    index list) that is, or lies inside, a report folder (:func:`_report_marks`: written by
+    an earlier command or being written now): the report folder may be shared.
 
     Raises
     ------
@@ -254,7 +274,7 @@ def check_not_in_report(path, what: str) -> None:
     """
     p = Path(os.path.abspath(os.path.expanduser(path)))
     for folder in (p, *p.parents):
-        found = [m for m in REPORT_MARKERS if (folder / m).exists()]
+        found = _report_marks(folder)
         if found:
             raise PermissionError(
                 f"{what} {str(path)!r} lies inside the report folder {str(folder)!r} (it "

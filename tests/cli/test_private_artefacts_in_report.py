@@ -130,3 +130,11 @@ def test_ordinary_files_and_an_earlier_report_pass(tmp_path, capsys):
     assert main([*RUN, "--out", str(out)]) == 0
     assert main([*RUN, "--out", str(out), "--force"]) == 0
     assert (out / "report.json").exists()
+
+
+def test_a_users_own_report_md_is_not_a_report_folder(tmp_path):
+    (tmp_path / "report.md").write_text("# my project notes\n")
+    _files.check_not_in_report(tmp_path / "st", "--state")  # passes
+    (tmp_path / "report.md").write_text("# PAC report\nmade by pacpriv 0.4.0\n")
+    with pytest.raises(PermissionError, match="inside the report folder"):
+        _files.check_not_in_report(tmp_path / "st", "--state")
