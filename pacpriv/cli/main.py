@@ -113,9 +113,9 @@ def _print_warnings(caught: list) -> None:
 #: Advice of the library's time-limit notes in API terms, and how each limit flag words it
 #: (the first flag the running command has wins; none: the clause goes, Ctrl-C remains).
 _LIMIT_ADVICE = {
-    TIMEOUT_ADVICE: (("--timeout", "pass --timeout SECONDS to bound each trial"),
-                     ("--max-minutes", "pass --max-minutes to bound the run"),
-                     ("--time-limit", "pass --time-limit SECONDS to bound the run")),
+    # only a per-trial limit stops a trial that hangs (--time-limit and --max-minutes bound
+    # the probe and the estimate, not the trials)
+    TIMEOUT_ADVICE: (("--timeout", "pass --timeout SECONDS to bound each trial"),),
     PROBE_TIME_ADVICE: (("--time-limit", "pass --time-limit SECONDS to bound it"),
                         ("--max-minutes", "pass --max-minutes to bound it"),
                         ("--timeout", "pass --timeout SECONDS to bound it")),

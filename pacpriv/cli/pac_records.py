@@ -137,7 +137,7 @@ def add_records_parser(sub) -> None:
                    "needs more trials)")
     p.add_argument("--seed", type=integer, default=None, help="root seed of the simulation")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
-                                               "progress", "record_block"))
+                                               "progress", "record_block", "timeout"))
     p.add_argument("--time-limit", type=number, default=None, metavar="SECONDS",
                    help="refuse before any trial when the estimated time (printed first, from "
                    "a short timed probe of the mechanism) exceeds this many seconds")

@@ -44,14 +44,20 @@ def test_time_limit_advice_names_only_the_commands_flags(command, advice):
     assert set(_FLAG.findall(said)) <= flags, (command, said)
     assert "=" not in said and "`" not in said  # no API keyword left
     assert said.endswith("press Ctrl-C to stop.")
-    limit_flags = {"--timeout", "--max-minutes", "--time-limit"} & flags
+    limit_flags = ({"--timeout"} if advice == TIMEOUT_ADVICE
+                   else {"--timeout", "--max-minutes", "--time-limit"}) & flags
     assert bool(limit_flags) == bool(set(_FLAG.findall(said))), (command, said)
 
 
-def test_commands_that_train_or_run_trials_have_a_time_limit():
-    for command in ("audit", "compare", "pac run", "pac records", "predict fit"):
-        assert {"--timeout", "--max-minutes", "--time-limit"} & _flags_of(_COMMANDS[command]), \
-            command
+@pytest.mark.parametrize("command", ["audit", "compare", "pac run", "pac records",
+                                     "predict fit"])
+def test_commands_that_train_or_run_trials_have_a_per_trial_limit(command):
+    """Only a per-trial limit stops a trial that hangs; the stall line advises it."""
+    assert "--timeout" in _flags_of(_COMMANDS[command])
+    said = _cli_advice(f"a trial may hang: {TIMEOUT_ADVICE}, or press Ctrl-C to stop.",
+                       _flags_of(_COMMANDS[command]))
+    assert said == ("a trial may hang: pass --timeout SECONDS to bound each trial, or press "
+                    "Ctrl-C to stop.")
 
 
 _HANG = '''
@@ -100,14 +106,20 @@ def test_audit_timeout_stops_a_hanging_fit(tmp_path, capsys):
     ["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std", "1",
      "--records", "0-4", "--trials", "60", "--time-limit", "-1", "--no-progress"],
     ["compare", "--dataset", "wine", "--no-progress", "--seed", "0", "--timeout", "-1"],
+    ["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std", "1",
+     "--records", "0-4", "--trials", "60", "--timeout", "0", "--no-progress"],
+    ["predict", "fit", "--estimator", "logistic", "--dataset", "iris", "--n-worlds", "4",
+     "--per-query-budget", "2^-10", "--total-budget", "0.01", "--timeout", "-2",
+     "--no-progress"],
     ["audit", "--dataset", "iris", "--non-private", "--reference-models", "4", "--seed", "0",
      "--timeout", "0"],
 ])
 def test_failing_calls_name_only_their_commands_flags(argv, capsys, tmp_path):
-    command = " ".join(argv[:2]) if argv[0] in ("pac", "dpsgd") else argv[0]
-    rc = main([*argv, "--out", str(tmp_path / "r")] if command in ("pac run", "pac records",
-                                                                     "compare", "audit")
-              else argv)
+    command = " ".join(argv[:2]) if argv[0] in ("pac", "dpsgd", "predict") else argv[0]
+    extra = (["--out", str(tmp_path / "r")] if command in ("pac run", "pac records", "compare",
+                                                          "audit")
+             else ["--state", str(tmp_path / "st")] if command == "predict fit" else [])
+    rc = main([*argv, *extra])
     err = capsys.readouterr().err
     assert rc in (1, 2), err
     flags = _flags_of(_COMMANDS[command])
