@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -33,9 +34,17 @@ PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
 
+#: ``scheme://`` at the start of a location (two letters at least: ``C:/`` is a drive).
+URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://")
+
+
 def _as_path(path, what: str) -> Path:
     if not isinstance(path, (str, os.PathLike)) or str(path) == "":
         raise TypeError(f"{what} must be a path (str or os.PathLike); got {path!r}.")
+    url = URL_SCHEME.match(os.fspath(path)) if isinstance(os.fspath(path), str) else None
+    if url is not None:  # Path() would collapse '//' and create a folder named 'scheme:'
+        raise ValueError(f"{what} must be a local file or folder path; got a URL "
+                         f"({url.group(1)}://...), which pacpriv does not read or write.")
     return Path(path)
 
 

@@ -13,7 +13,7 @@ a value return one whose float is at most the target, so their bounds show the t
 from __future__ import annotations
 
 import math
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 from typing import Any
 
 __all__ = ["SIDES", "format_bound", "format_fixed", "format_percent", "round_bound"]
@@ -36,14 +36,23 @@ def _read(x: float) -> Decimal:
     return Decimal(repr(float(x)))
 
 
+#: Integers from this size on are shown in scientific notation (counts stay exact below it).
+_BIG_INT = 10**15
+
+
 def round_bound(x: float, digits: int = 6, *, side: str = "up") -> Decimal:
     """``x`` rounded to ``digits`` significant digits toward ``side``, as an exact Decimal."""
+    return _round_decimal(_read(x), digits, side)
+
+
+def _round_decimal(d: Decimal, digits: int, side: str) -> Decimal:
     rounding = _check_side(side)
-    d = _read(x)
     if d == 0:
         return d
     quantum = Decimal(1).scaleb(d.adjusted() - digits + 1)
-    return d.quantize(quantum, rounding=rounding)
+    with localcontext() as ctx:
+        ctx.prec = max(ctx.prec, digits + 2)
+        return d.quantize(quantum, rounding=rounding)
 
 
 def format_bound(
@@ -54,7 +63,8 @@ def format_bound(
     Parameters
     ----------
     x : float, int, None or other
-        ``None`` gives ``"—"``; ints, bools, non-finite floats and non-numbers are shown as is.
+        ``None`` gives ``"—"``; ints below 1e15, bools, non-finite floats and non-numbers are
+        shown as is (larger ints are rounded like floats, in scientific notation).
     digits : int, default 6
         Significant digits (>= 1).
     side : {"up", "down", "nearest"}, default "up"
@@ -77,14 +87,17 @@ def format_bound(
     mark = " (vacuous)" if vacuous else ""
     if x is None:
         return "—"
-    if isinstance(x, bool) or isinstance(x, int) or not isinstance(x, float):
+    if isinstance(x, int) and not isinstance(x, bool) and abs(x) >= _BIG_INT:
+        r = _round_decimal(Decimal(x), digits, side)  # exact: no float conversion
+    elif isinstance(x, bool) or isinstance(x, int) or not isinstance(x, float):
         if hasattr(x, "dtype") and getattr(x, "ndim", 1) == 0:  # numpy scalar: no np.float64()
             return format_bound(x.item(), digits, side=side,  # type: ignore[union-attr]
                                 vacuous=vacuous)
         return f"{x}{mark}"
-    if not math.isfinite(x):
+    elif not math.isfinite(x):
         return f"{x}{mark}"
-    r = round_bound(x, digits, side=side)
+    else:
+        r = round_bound(x, digits, side=side)
     exp = r.adjusted() if r != 0 else 0
     if -5 <= exp < digits:
         text = format(r, "f")

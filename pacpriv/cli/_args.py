@@ -226,6 +226,11 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+#: Command-line words that are values, not flags: a minus sign and then a digit, a decimal
+#: point, or inf/infinity/nan in any case (argparse's own matcher misses `-inf` and `-1e5`).
+NEGATIVE_VALUE = re.compile(r"^-(\.?\d|(inf(inity)?|nan)$)", re.IGNORECASE)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with the one-line error contract: ``pacpriv: error: ...``, exit status 2,
     and :class:`HelpFormatter` (defaults shown) for every command."""
@@ -233,8 +238,9 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
-        # values such as `-3:3` or `-1e-3` are values, not options (no flag starts with a digit)
-        self._negative_number_matcher = re.compile(r"^-\.?\d")
+        # values such as `-3:3`, `-1e-3`, `-.5`, `-inf` or `-nan` are values, not options, so a
+        # flag's own validation answers them (no flag starts with a digit, `.`, `inf` or `nan`)
+        self._negative_number_matcher = NEGATIVE_VALUE
 
     def error(self, message: str):
         self.exit(2, f"pacpriv: error: {message} (see '{self.prog} --help')\n")

@@ -6,11 +6,13 @@ applies to every run); here they become the CLI's one-line notes.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
 
 from pacpriv import _files
+from pacpriv.cli._args import UsageError
 from pacpriv.pac.engine._resources import LOCAL_BACKENDS, usable_cpus, worker_cap
 
 __all__ = ["HOLD_ATTRIBUTE", "available_cpus", "check_output_dir", "effective_n_jobs",
@@ -86,7 +88,6 @@ def check_private_paths(args) -> None:
     PermissionError
         The private path lies inside a report folder written earlier.
     """
-    from pacpriv.cli._args import UsageError
 
     out = getattr(args, "out", None)
     for attr, flag, _ in PRIVATE_PATH_FLAGS:  # nor inside an earlier command's report folder
@@ -132,3 +133,14 @@ def hold_report_folder(args) -> None:
     if earlier:
         print(f"pacpriv: note: --force: this report replaces the earlier one in {out!r} "
               f"({', '.join(earlier)})", file=sys.stderr)
+
+
+def ledger_location(text: str) -> str:
+    """``--ledger`` value: a SQLite file path or ``postgresql://...`` (argparse error else)."""
+    from pacpriv.storage import check_location
+
+    try:
+        check_location(text, "--ledger")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--ledger: ")) from None
+    return text

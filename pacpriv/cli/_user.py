@@ -40,7 +40,8 @@ LABEL_NAMES = ("label", "labels", "target", "class", "y")
 
 #: Keywords of load_dataset -> the CLI flags that set them (function keywords, not spec fields;
 #: the Preprocessing fields' flags come from their metadata).
-_FLAGS = {"feature_ranges": "--feature-ranges", "label_column": "--label-column",
+_FLAGS = {"spec": "--dataset", "feature_ranges": "--feature-ranges",
+          "label_column": "--label-column",
           "delimiter": "--delimiter", "drop_columns": "--drop-columns", "columns": "--columns",
           **{f.name: f.metadata["flag"] for f in flagged_fields(Preprocessing)}}
 

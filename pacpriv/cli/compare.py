@@ -174,7 +174,10 @@ def _compare(args) -> int:
         dataset = load_cli_dataset(args)
         _check_labels(dataset, args)
         datasets.append(dataset)
-    check_comparison(comparison, targets, datasets)  # before the folder is taken
+    check_comparison(comparison, targets, datasets,  # before the folder is taken
+                     what="--target-accuracy")
+    if args.curve is not None:  # the curve's bounds derive budgets too
+        check_comparison(comparison, args.curve, datasets, what="--curve")
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     if args.curve is not None:
         return _compare_curve(args, datasets[0], comparison, execution, out, formats)

@@ -220,19 +220,22 @@ def _sigma(args) -> int:
                       eps_row])
     r = calibrate_noise_multiplier(args.target_accuracy, **kw, rtol=args.rtol)
     eps, eps_row = _epsilon(args, r.noise_multiplier)
+    # two sigmas are printed: say which one the accuracy and epsilon rows are of
+    eps_row = (eps_row[0].replace("epsilon at", "epsilon of the exact sigma at", 1), eps_row[1])
     conf = r.accuracy.lower_confidence
     lower_note = "" if conf == 1.0 else f"; lower end with confidence {conf:g}"
     payload = r.to_dict()
     payload["accuracy"] = {**payload["accuracy"], **_exact_fields(r.accuracy)}
-    return _emit(args, {**payload, **bound_fields("certified", detail="exact",
-                                                  confidence=conf), "epsilon": eps}, [
+    # the σ itself is deterministic: the confidence belongs to the accuracy's lower end only
+    return _emit(args, {**payload, **bound_fields("certified", detail="exact"),
+                        "epsilon": eps}, [
         # a sigma is shown rounded up (more noise is the safe side), an interval outward
         ("noise multiplier (" + bound_label("certified", detail="exact") + ")",
          format_bound(r.noise_multiplier, 8, side="up")),
         ("noise multiplier (" + bound_label("closed-form", detail="chi-square inverse") + ")",
          format_bound(r.closed_form_noise_multiplier, 8, side="up")),
         ("noise saving", format_percent(r.noise_saving, 1, side="down")),
-        ("accuracy at sigma (" + bound_label("certified", detail="exact interval")
+        ("accuracy at the exact sigma (" + bound_label("certified", detail="exact interval")
          + lower_note + ")",
          f"[{format_bound(r.accuracy.lower, 6, side='down')}, "
          f"{format_bound(r.accuracy.upper, 6, side='up')}]"),

@@ -249,7 +249,7 @@ def _invoked(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
 #: errors from ``run_pac(rng=, n_trials=)``, ``compare_accountants(timeout=)``,
 #: ``compare_pac_dpsgd(n_repeats=)`` and ``write_report(out_dir=)`` name the flag the user typed.
 FLAG_ALIASES = {"rng": "--seed", "timeout": "--comparator-timeout", "n_trials": "--trials",
-                "n_repeats": "--repeats", "out_dir": "--out"}
+                "n_repeats": "--repeats", "out_dir": "--out", "release_rng": "--release-seed"}
 
 
 def _flags_of(parser: argparse.ArgumentParser) -> set[str]:
@@ -312,6 +312,11 @@ def _dispatch(args, flags: set[str]) -> int:
         return 1
     except (CalibrationError, BudgetExceededError) as exc:
         print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
+        return 1
+    except Warning as exc:  # -W error / PYTHONWARNINGS=error made a warning an exception
+        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)} ({type(exc).__name__}, "
+              "raised as an error by the Python warning filter -W / PYTHONWARNINGS)",
+              file=sys.stderr)
         return 1
     except MemoryError:  # numpy's _ArrayMemoryError too: one clear line, no traceback
         print("pacpriv: error: out of memory (the outputs of all trials are held in memory, "

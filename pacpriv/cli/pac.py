@@ -483,11 +483,13 @@ def _trials(args) -> int:
                      "predicted_inflation": predicted,
                      # rounded up, with the digits that keep a reached target reached
                      "predicted_shown": shown_inflation(predicted, args.target_inflation),
-                     "target_shown": repr(float(args.target_inflation))})  # as given
+                     "target_shown": repr(float(args.target_inflation)),  # as given
+                     # as given too: never rounded up to a certainty of 1
+                     "confidence_shown": repr(float(args.confidence))})
     columns = [("dim", "d", 8, "d"), ("target_shown", "target", 8, ""),
-               ("confidence", "1-gamma", 8, ".4g"), ("n_trials", "n_trials", 10, "d"),
+               ("confidence_shown", "1-gamma", 8, ""), ("n_trials", "n_trials", 10, "d"),
                ("predicted_shown", "predicted", 10, "")]
     if args.json:
         for r in rows:
-            del r["predicted_shown"], r["target_shown"]
+            del r["predicted_shown"], r["target_shown"], r["confidence_shown"]
     return print_rows(rows, columns, as_json=args.json)

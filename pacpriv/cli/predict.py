@@ -27,7 +27,12 @@ from pacpriv.cli._args import (
     integer,
     number,
 )
-from pacpriv.cli._resources import check_output_dir, effective_n_jobs, hold_report_folder
+from pacpriv.cli._resources import (
+    check_output_dir,
+    effective_n_jobs,
+    hold_report_folder,
+    ledger_location,
+)
 from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_cwd_to_path,
@@ -173,7 +178,8 @@ def add_parser(subparsers, name: str) -> None:
                           label_help="label column to drop from --queries/--dataset (header "
                           "name or index), as given to predict fit")
     query.add_argument("--json", action="store_true", help="print JSON")
-    query.add_argument("--ledger", default=None, help="the ledger store when it is not "
+    query.add_argument("--ledger", default=None, type=ledger_location,
+                       help="the ledger store when it is not "
                        "DIR/ledger.db (postgresql://... of the served replicas)")
     query.set_defaults(handler=_query)
 
@@ -182,7 +188,8 @@ def add_parser(subparsers, name: str) -> None:
     status.add_argument("--out", default=None, help="write report.json/report.md here")
     add_force(status)
     status.add_argument("--json", action="store_true", help="print JSON")
-    status.add_argument("--ledger", default=None, help="the ledger store when it is not "
+    status.add_argument("--ledger", default=None, type=ledger_location,
+                        help="the ledger store when it is not "
                         "DIR/ledger.db (postgresql://... of the served replicas)")
     status.set_defaults(handler=_status)
 
@@ -196,7 +203,8 @@ def add_serve_parser(subparsers, name: str) -> None:
         "<token>; without keys only 127.0.0.1 is served. Needs pip install 'pacpriv[serve]'.",
     )
     p.add_argument("--state", help="fitted state directory")
-    p.add_argument("--ledger", default=None, help="ledger store (default: DIR/ledger.db, "
+    p.add_argument("--ledger", default=None, type=ledger_location,
+                   help="ledger store (default: DIR/ledger.db, "
                    "SQLite); postgresql://... to share one ledger between replicas")
     p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1; any "
                    "other needs API keys)")
@@ -224,7 +232,8 @@ def add_serve_parser(subparsers, name: str) -> None:
                          ("revoke", "revoke a key (its requests get 403 at once)")):
         a = actions.add_parser(action, help=text)
         a.add_argument("--state", required=True, help="the served state directory")
-        a.add_argument("--ledger", default=None, help="ledger store (as for pacpriv serve)")
+        a.add_argument("--ledger", default=None, type=ledger_location,
+                       help="ledger store (as for pacpriv serve)")
         a.set_defaults(handler=_keys)
         if action == "add":
             a.add_argument("--name", required=True, help="the analyst's name (public)")
@@ -297,13 +306,16 @@ def _state_total_budget(state) -> float | None:
 
 def _total_budget(args) -> float:
     from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy
-
     check_exactly_one(args, "--total-budget", "--target-accuracy", " (nats)")
     if args.total_budget is not None:
         return args.total_budget
     if not 0.5 < args.target_accuracy < 1:
         raise UsageError(f"--target-accuracy must be in (0.5, 1); got {args.target_accuracy}")
-    return float(mi_budget_for_accuracy(args.target_accuracy, prior=0.5))
+    total = float(mi_budget_for_accuracy(args.target_accuracy, prior=0.5))
+    if not total > 0:  # a rounding step above the blind guess: no budget at all
+        raise UsageError(f"--target-accuracy {args.target_accuracy!r} is too close to the blind-"
+                         "guess rate 0.5: it allows a total budget of 0 nats; give a larger one")
+    return total
 
 
 def _fit(args) -> int:
@@ -505,16 +517,17 @@ def _rows(args):
         return load_cli_rows(args.queries, args, "--queries")
     text = args.rows.strip()
     shown = text if len(text) <= 60 else text[:57] + "..."
-    m = re.fullmatch(r"(\d{1,18}):(\d{1,18})", text)
-    if not m or int(m.group(1)) >= int(m.group(2)):
+    m = re.fullmatch(r"(\d+):(\d+)", text)  # keys: digit strings compared as integers
+    start_key, stop_key = [(len(g.lstrip("0")), g.lstrip("0")) for g in (m.groups() if m
+                                                                         else ("", ""))]
+    if not m or start_key >= stop_key:
         raise UsageError("--rows must be START:STOP, two non-negative integers with START < STOP "
                          f"(e.g. 0:10, the first ten rows of --dataset); got {shown!r}")
     X = load_cli_dataset(args).X
-    start, stop = int(m.group(1)), int(m.group(2))
-    if stop > len(X):  # each row spends budget: no silent clamping like a Python slice
-        raise UsageError(f"--rows {args.rows}: --dataset has {len(X)} rows (START:STOP must "
-                         f"lie within 0:{len(X)})")
-    return X[start:stop]
+    if stop_key[0] > 18 or int(m.group(2)) > len(X):  # each row spends budget: no clamping
+        raise UsageError(f"--rows {shown}: STOP is beyond the {len(X)} rows of --dataset "
+                         f"(START:STOP must lie within 0:{len(X)})")
+    return X[int(m.group(1)):int(m.group(2))]
 
 
 def _query(args) -> int:

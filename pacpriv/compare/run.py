@@ -36,6 +36,7 @@ References
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -209,7 +210,47 @@ class ComparisonSettings:
     black_box: Any = None
 
 
-def _validated(settings: ComparisonSettings, targets, dataset) -> tuple[Any, ComparisonSettings]:
+#: The blind-guess rate of the comparison's secret subset (Poisson sampling at rate 1/2).
+COMPARISON_PRIOR = 0.5
+
+
+def check_derived(targets, *, steps_per_epoch: int, epochs: int,
+                  what: str = "`target_accuracy`") -> None:
+    """Check, before any work, what the comparison derives from each bound in ``targets``.
+
+    The PAC side's MI budget ``mi_budget_for_accuracy(a, prior=1/2)`` (the comparison's
+    Poisson 1/2 secret subset) must lie in the range the PAC rules accept, and the DP-SGD
+    side's closed-form noise multiplier must be finite and positive; a bound a rounding step
+    above 1/2 (``0.5000000000000001``) derives a budget of 0. ``what`` names the argument (the
+    CLI passes ``--target-accuracy``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``what``, the bound, the derived value and the valid range.
+    """
+    from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
+    from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy
+    from pacpriv.pac.noise._calibration import MAX_MI_BUDGET, MIN_MI_BUDGET
+
+    for a in targets:
+        v = float(mi_budget_for_accuracy(a, prior=COMPARISON_PRIOR))
+        if not MIN_MI_BUDGET <= v <= MAX_MI_BUDGET:
+            raise ValueError(
+                f"{what} {a!r} is too close to the blind-guess rate {COMPARISON_PRIOR:g}: its "
+                f"MI budget {v:g} nats is outside [{MIN_MI_BUDGET:g}, {MAX_MI_BUDGET:g}] (no "
+                "noise scale can meet it); give a larger target")
+        sigma = float(closed_form_noise_multiplier(a, steps_per_epoch=steps_per_epoch,
+                                                   epochs=epochs))
+        if not (math.isfinite(sigma) and sigma > 0):
+            raise ValueError(
+                f"{what} {a!r}: the DP-SGD noise multiplier for it at {steps_per_epoch} steps "
+                f"per epoch x {epochs} epochs is {sigma:g}, not a finite positive number; give "
+                "a target further from 0.5 and 1")
+
+
+def _validated(settings: ComparisonSettings, targets, dataset,
+               what: str = "`target_accuracy`") -> tuple[Any, ComparisonSettings]:
     """The dataset and a validated copy of ``settings`` (black box resolved)."""
     if not isinstance(settings, ComparisonSettings):
         raise TypeError(f"`settings` must be a ComparisonSettings; got "
@@ -218,6 +259,8 @@ def _validated(settings: ComparisonSettings, targets, dataset) -> tuple[Any, Com
     ds, values = _compare_iv(dataset, targets[0], st.epochs, st.steps_per_epoch,
                              st.max_grad_norm, st.learning_rate, st.n_trials, st.n_repeats,
                              st.rule, st.confidence, st.public_seed)
+    check_derived(targets, steps_per_epoch=values["steps_per_epoch"], epochs=values["epochs"],
+                  what=what)
     values["targets"] = targets
     if not isinstance(st.exact, bool):
         raise TypeError("`exact` must be a bool (include the exact-σ row).")
@@ -232,9 +275,12 @@ def _validated(settings: ComparisonSettings, targets, dataset) -> tuple[Any, Com
         black_box=box, **per_record)
 
 
-def check_comparison(settings: ComparisonSettings, target_accuracies, datasets) -> None:
+def check_comparison(settings: ComparisonSettings, target_accuracies, datasets,
+                     what: str = "`target_accuracies`") -> None:
     """Validate ``settings`` for every dataset and bound, as :func:`compare_table` does before
     any training (a caller, e.g. the CLI, checks everything before it takes an output folder).
+
+    ``what`` names the bounds in a message about what they derive (:func:`check_derived`).
 
     Raises
     ------
@@ -243,7 +289,7 @@ def check_comparison(settings: ComparisonSettings, target_accuracies, datasets) 
     """
     targets = _targets(target_accuracies)
     for dataset in datasets:
-        _validated(settings, targets, dataset)
+        _validated(settings, targets, dataset, what)
 
 
 def _targets(target_accuracies) -> tuple[float, ...]:
@@ -429,7 +475,8 @@ def compare_table(
     if not names:
         raise ValueError("`datasets` must name at least one dataset.")
     targets = _targets(target_accuracies)
-    checked = [_validated(settings or ComparisonSettings(), targets, d) for d in names]
+    checked = [_validated(settings or ComparisonSettings(), targets, d,
+                          "`target_accuracies`") for d in names]
     execution = _execution(execution)
     root = checkpoint_root(rng, execution)
     tic = time.perf_counter()

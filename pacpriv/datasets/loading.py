@@ -477,6 +477,10 @@ def load_dataset(
         return ds if feature_ranges is None else _declare(ds, feature_ranges)
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"`spec` must be a dataset name or a path; got {type(spec).__name__}.")
+    if not os.fspath(spec).strip():  # Path("") is "." (the current folder)
+        raise ValueError(f"`spec` must name a dataset or a .csv, .npy or .npz file; got "
+                         f"{os.fspath(spec)!r}; bundled datasets are "
+                         f"{', '.join(sorted(BUNDLED_DATASETS))}.")
     path = Path(spec)
     suffix = path.suffix.lower()
     if suffix == "" and not path.exists():

@@ -433,9 +433,13 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
     NotADirectoryError, PermissionError
         ``out_dir`` (or a folder on its way) is an existing file, or not writable; checked
         before the report is built.
+    ValueError
+        ``out_dir`` is, or holds, the run's checkpoint or ``output_path`` (un-noised outputs
+        of every trial: the report folder may be shared).
     """
     formats = _check_formats(formats)
     out = check_output_dir(out_dir, "`out_dir`")
+    _check_private_files_outside(result, out)
     overwrite = _check_overwrite(overwrite)
     # no other run writes here meanwhile; an earlier report only with overwrite=True (a CLI
     # command holds the folder already, after its own --force check)
@@ -445,6 +449,20 @@ def write_report(result, out_dir, *, formats=("json", "md", "html"),
         report = build_report(result, pool_statistics=pool_statistics)
         replace_earlier(out, {f"report.{f}" for f in formats})
         return _write_formats(out, report, result, formats)
+
+
+def _check_private_files_outside(result, out: Path) -> None:
+    """Refuse a report folder that is, or holds, the run's checkpoint or ``output_path``."""
+    sim = getattr(result, "simulation", None)
+    folder = out.resolve()
+    for what in ("checkpoint", "output_path"):
+        private = getattr(sim, what, None)
+        if isinstance(private, (str, os.PathLike)):
+            p = Path(private).resolve()
+            if p == folder or folder in p.parents:
+                raise ValueError(f"`out_dir` must lie outside the run's {what} (the report "
+                                 "folder may be shared; the checkpoint holds the un-noised "
+                                 "output of every trial and its subset mask)")
 
 
 def _check_formats(formats) -> tuple:

@@ -21,6 +21,8 @@ A block is a tuple whose first item says its kind:
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Mapping
 
 from pacpriv.pac.samplers import Sampler
@@ -135,9 +137,20 @@ def _utility(r: Mapping) -> tuple[list[tuple], str]:
     if size is not None and size >= 1:
         hint += (f", and {fmt(size, 3, side='down')}× the size of the released values: "
                  "the release is mostly noise")
-    warning = (_scale_warning(f"about {round(max(per) / min(per)):,}×")
+    ratio_text = (f"about {fmt(spread_ratio(per), 3, side='down')}×"
+                  if math.isfinite(spread_ratio(per)) else "more than 1e+308×")
+    warning = (_scale_warning(ratio_text)
                if spread_orders(s, n) >= SCALE_WARNING_ORDERS else "")
     return rows, hint + "." + warning
+
+
+def spread_ratio(per) -> float:
+    """``max(per) / min(per)`` without overflow (``inf`` when the smallest is 0)."""
+    hi, lo = float(max(per)), float(min(per))
+    if lo <= 0:
+        return math.inf
+    gap = math.log(hi) - math.log(lo)
+    return math.inf if gap >= math.log(sys.float_info.max) else hi / lo
 
 
 def _scale_warning(factor: str) -> str:

@@ -9,12 +9,37 @@
 from __future__ import annotations
 
 import os
+import re
 
 from pacpriv.storage._keys import KeyVerifier, add_key, parse_token
 from pacpriv.storage._store import Entry, KeyRecord, LedgerStore, Transaction
 
 __all__ = ["Entry", "KeyRecord", "KeyVerifier", "LedgerStore", "Transaction", "add_key",
-           "open_store", "parse_token"]
+           "check_location", "open_store", "parse_token"]
+
+#: The URL schemes of a ledger location (anything else with ``scheme://`` is refused).
+LEDGER_SCHEMES = ("postgresql", "postgres")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://")
+
+
+def check_location(location, what: str = "`ledger` location") -> None:
+    """Refuse, in one line before anything is opened, a ledger location of an unknown form.
+
+    The forms: a SQLite file path (e.g. ``state/ledger.db``) or ``postgresql://...`` /
+    ``postgres://...`` (a libpq connection URL). Any other ``scheme://`` (``sqlite://``,
+    ``file://``, a typo) is a ``ValueError`` naming the scheme and the forms: a path would
+    otherwise collapse ``//`` and create a file named after the scheme.
+
+    Raises
+    ------
+    ValueError
+        For a URL of another scheme.
+    """
+    text = os.fspath(location)
+    m = _SCHEME.match(text) if isinstance(text, str) else None
+    if m is not None and m.group(1).lower() not in LEDGER_SCHEMES:
+        raise ValueError(f"{what}: unsupported URL scheme {m.group(1)!r}; give a SQLite file "
+                         "path (e.g. DIR/ledger.db) or postgresql://user@host:port/dbname.")
 
 
 def open_store(location: str | os.PathLike, *, synchronous: str = "FULL") -> LedgerStore:
@@ -35,13 +60,17 @@ def open_store(location: str | os.PathLike, *, synchronous: str = "FULL") -> Led
 
     Raises
     ------
+    ValueError
+        If ``location`` is a URL of another scheme than ``postgresql``/``postgres`` (see
+        :func:`check_location`).
     ImportError
         For PostgreSQL without psycopg (``pip install 'pacpriv[postgres]'``).
     CheckpointError
         If the location holds something else than a pacpriv ledger, or cannot be reached.
     """
     text = os.fspath(location)
-    if isinstance(text, str) and text.startswith(("postgresql://", "postgres://")):
+    check_location(text)
+    if isinstance(text, str) and text.lower().startswith(("postgresql://", "postgres://")):
         from pacpriv.storage._postgres import PostgresStore
 
         return PostgresStore(text)

@@ -140,3 +140,24 @@ def test_noise_excess_without_ratios_names_no_number():
     more = per_record_noise_excess(_Plan(3.0, [1.0, 1.0, 1.0]), ws, ratios=False)
     assert "needs more noise" in more
     assert not any(ch.isdigit() for ch in more.replace("E||B||^2", ""))
+
+
+def test_pac_trials_never_rounds_the_confidence_to_one(capsys):
+    assert main(["pac", "trials", "--dim", "5", "--confidence", "0.9999999"]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[2] == "0.9999999"  # was "1": rounded to certainty (bound check, finding 2c)
+
+
+def test_dpsgd_exact_sigma_rows_name_the_sigma_they_are_of(capsys):
+    assert main(["dpsgd", "sigma", "--steps-per-epoch", "100", "--epochs", "10",
+                 "--target-accuracy", "0.6", "--method", "exact"]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy at the exact sigma" in out and "epsilon of the exact sigma at" in out
+
+
+def test_dpsgd_exact_sigma_json_puts_the_monte_carlo_confidence_on_the_accuracy_only(capsys):
+    assert main(["dpsgd", "sigma", "--steps-per-epoch", "20", "--epochs", "2",
+                 "--target-accuracy", "0.6", "--k", "2", "--method", "exact", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "confidence" not in out  # the σ is deterministic (bound check, finding 2b)
+    assert out["bound_kind"] == "certified" and "confidence 0.999" not in out["bound"]

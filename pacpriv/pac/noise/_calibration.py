@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from pacpriv._validation import check_array_real, check_real
+from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.bounds._mutual_info import (
     linearised_mi_bound,
 )
@@ -30,7 +31,7 @@ from pacpriv.pac.noise._registry import (
     as_rule,
     rule_hints,
 )
-from pacpriv.pac.noise._rule import NoiseRule
+from pacpriv.pac.noise._rule import NoiseRule, noise_out_of_range
 from pacpriv.pac.spectrum._covariance import OutputSpectrum
 
 __all__ = ["DEFAULT_RULE", "RULES", "NoisePlan", "calibrate_noise", "calibrate_variance_only"]
@@ -91,6 +92,9 @@ def calibrate_variance_only(variances, *, mi_budget: float) -> NoisePlan:
         raise ValueError(f"`variances` must be a non-empty 1-D array; got shape {t.shape}.")
     v = _check_budget(mi_budget)
     e = _rules.square_root_rule(t, np.ones_like(t), v)
+    if not np.all(np.isfinite(e)):
+        raise CalibrationError(noise_out_of_range("variance-only", v))
+    e = _rules.round_up_variances(None, None, e, v, bound=lambda x: linearised_mi_bound(t, x))
     trace_bound = linearised_mi_bound(t, e)
     _rules._certify(trace_bound, v, "variance-only")
     return NoisePlan(

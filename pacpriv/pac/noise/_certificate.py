@@ -50,6 +50,7 @@ import numpy as np
 
 from pacpriv._random import as_generator
 from pacpriv._validation import check_real
+from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.noise._concentration import (
     _check_confidence,
     empirical_bernstein_upper,
@@ -230,6 +231,27 @@ def _clip(x: np.ndarray, centre: np.ndarray, norm2: np.ndarray, radius: float):
     else:
         scale[outside] = radius / np.sqrt(norm2[outside])
     return centre + (x - centre) * scale[:, None], outside
+
+
+def _kappa_bounds(top: float, kappa: float, d: int, scaling: str) -> tuple[float, float]:
+    """(the plan's bound, the trace bound) of noise ``kappa·A`` for the certified ``top``."""
+    trace_bound = 0.0 if kappa == 0 else top / (2.0 * kappa)
+    bound = trace_bound if scaling == "trace" or kappa == 0 else (
+        0.5 * d * math.log1p(top / (d * kappa)))
+    return min(bound, trace_bound), trace_bound
+
+
+def _round_up_kappa(top: float, kappa: float, v: float, d: int, scaling: str) -> float:
+    """``kappa`` raised by a few ulps until the plan's bound is ``<= v`` exactly (rounding of
+    ``top / den`` can leave it an ulp above; more noise is the safe side)."""
+    step = 4.0 * float(np.finfo(np.float64).eps)
+    for _ in range(64):
+        if kappa == 0 or _kappa_bounds(top, kappa, d, scaling)[0] <= v:
+            return kappa
+        kappa *= 1.0 + step
+        step *= 2.0
+    raise CalibrationError(f"the certified noise could not be rounded up to meet the budget "
+                           f"{v!r}; this is a bug, please report it.")
 
 
 def _plan_radius(radius: float | None, kappa: float) -> float | None:
@@ -581,7 +603,7 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
     den = _scale_denominator(scaling, v, d)
     kappa_plugin = plugin_trace / den
     top = max(upper, plugin_trace)
-    kappa = top / den
+    kappa = _round_up_kappa(top, top / den, v, d, scaling)
     cert = Certificate(
         method=method, certified=certified, confidence=conf, n_shape=n_shape,
         n_certificate=m - n_shape, clip_radius=radius, summand_bound=b,
@@ -601,12 +623,10 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
         centre_out = centre_out * scale
         scale.setflags(write=False)
     centre_out.setflags(write=False)
-    trace_bound = 0.0 if kappa == 0 else top / (2.0 * kappa)
-    bound = trace_bound if scaling == "trace" or kappa == 0 else (
-        0.5 * d * math.log1p(top / (d * kappa)))
+    bound, trace_bound = _kappa_bounds(top, kappa, d, scaling)
     return NoisePlan(
         rule="certified" if certified else "asymptotic-t", mi_budget=v,
-        mi_bound=min(bound, trace_bound), linearised_mi_bound=trace_bound, mi_claim=v,
+        mi_bound=bound, linearised_mi_bound=trace_bound, mi_claim=v,
         confidence=conf, dim=d, basis=vecs, noise_std=noise_std,
         residual_std=float(math.sqrt(kappa * shape.a_c)) if shape.a_c is not None else 0.0,
         details={"certificate": cert.to_dict()},

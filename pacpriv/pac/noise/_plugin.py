@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.bounds._mutual_info import linearised_mi_bound
 from pacpriv.pac.noise import _rules
 from pacpriv.pac.noise._plan import NoisePlan
-from pacpriv.pac.noise._rule import NoiseRule
+from pacpriv.pac.noise._rule import NoiseRule, noise_out_of_range
 
 __all__ = ["Anisotropic", "ExactMI", "Isotropic", "VarianceOnly"]
 
@@ -80,12 +81,19 @@ class VarianceOnly(NoiseRule):
 
     def _plan(self, source, mi_budget: float) -> NoisePlan:
         d, v = source.dim, mi_budget
-        e = _rules._floor_variance(_rules.square_root_rule(source.variances, np.ones(d), v),
-                                   source.variances)
+        e = _rules.square_root_rule(source.variances, np.ones(d), v)
+        if not np.all(np.isfinite(e)):
+            raise CalibrationError(noise_out_of_range(self.name, v))
+
         # the spectrum may bound Σ from above (resolution, scale blocks): the trace bound on
         # the coordinate variances themselves is then the tighter certificate
-        bound = min(_rules._variance_only_bound(source, e),
-                    linearised_mi_bound(source.variances, e))
+        def certified(x: np.ndarray) -> float:
+            return min(_rules._variance_only_bound(source, x),
+                       linearised_mi_bound(source.variances, x))
+
+        e = _rules.round_up_variances(None, None, _rules._floor_variance(e, source.variances),
+                                      v, bound=certified)
+        bound = certified(e)
         _rules._certify(bound, v, self.name)
         return NoisePlan(
             rule=self.name, mi_budget=v, mi_bound=bound,

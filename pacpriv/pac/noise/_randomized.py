@@ -40,6 +40,7 @@ References
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -263,6 +264,9 @@ def coupling_noise(
         "standard_error": se, "confidence": confidence,
     }
     bound = used / (2.0 * s**2) if s > 0 else 0.0
+    while bound > v:  # round the noise up (an ulp at a time), never the bound down
+        s = math.nextafter(s, math.inf)
+        bound = used / (2.0 * s**2)
     std = np.full(d, s)
     std.setflags(write=False)
     plan = NoisePlan(

@@ -17,11 +17,15 @@ References
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from pacpriv._numbers import format_bound
 from pacpriv._validation import check_int
+from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.noise._plan import NoisePlan
 
 __all__ = ["NoiseRule"]
@@ -38,6 +42,13 @@ OUTPUT_BOUND_FLAG = {"flag": "--output-bound", "help": "public bound r on ||f(X)
                      "clip radius and minimum noise for constant outputs; Algorithm 1: "
                      "required); a simulated output above it is an error, the release is "
                      "clipped to it"}
+
+
+def noise_out_of_range(rule: str, mi_budget: float) -> str:
+    """The one-line refusal when a rule's noise for ``mi_budget`` leaves float64's range."""
+    return (f"rule {rule!r}: the noise for mi_budget={mi_budget!r} nats exceeds float64's range "
+            "(the noise variance scales like output variance / mi_budget); raise the budget "
+            "or rescale the mechanism's outputs.")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,7 +134,12 @@ class NoiseRule:
 
     def plan(self, source: Any, *, mi_budget: float) -> NoisePlan:
         """The noise plan for ``mi_budget`` nats from ``source`` (see :attr:`source`)."""
-        plan = self._plan(source, float(mi_budget))
+        v = float(mi_budget)
+        with np.errstate(over="ignore"):  # an overflow is refused below, never a raw warning
+            plan = self._plan(source, v)
+        std = np.asarray(plan.noise_std, dtype=np.float64)
+        if not (np.all(np.isfinite(std)) and math.isfinite(plan.residual_std)):
+            raise CalibrationError(noise_out_of_range(self.name, v))
         return dataclasses.replace(plan, rule_spec=self)
 
     def _plan(self, source: Any, mi_budget: float) -> NoisePlan:  # pragma: no cover - abstract

@@ -17,6 +17,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import entr
 
 from pacpriv._validation import check_int
 from pacpriv.exceptions import ConstantOutputWarning
@@ -116,12 +117,14 @@ class OutputSpectrum:
 
     @property
     def effective_rank(self) -> float:
-        """Roy & Vetterli (2007) effective rank ``exp(entropy(λ / Σλ))`` of the held spectrum."""
-        lam = self.eigenvalues[self.eigenvalues > 0]
-        if lam.size == 0:
-            return 0.0
-        p = lam / lam.sum()
-        return float(np.exp(-np.sum(p * np.log(p))))
+        """Roy & Vetterli (2007) effective rank ``exp(entropy(λ / Σλ))`` of the held spectrum.
+
+        ``p·ln p`` is taken as 0 for ``p = 0`` (its limit), so eigenvalues many orders below the
+        largest (or underflowing to 0 in ``λ / Σλ``) add nothing, without a NaN or a warning;
+        ``λ`` is divided by its largest value first, so ``Σλ`` cannot overflow. In
+        ``[1, n_components]``; 0 for an all-zero spectrum.
+        """
+        return effective_rank(self.eigenvalues)
 
     def to_dict(self, *, n_top: int = 10) -> dict:
         """JSON-serialisable summary without the length-``d`` arrays (top ``n_top`` eigenvalues)."""
@@ -456,3 +459,16 @@ def spectrum_from_covariance(cov, mean=None) -> OutputSpectrum:
         n_trials=None, dim=d, rank=safe.rank, method="covariance", resolution=safe.resolution,
         scale_blocks=safe.n_blocks, block_inflation=safe.block_inflation,
     )
+
+
+def effective_rank(eigenvalues) -> float:
+    """Roy & Vetterli (2007) effective rank ``exp(−Σ p ln p)``, ``p = λ / Σλ`` over ``λ > 0``
+    (``0 ln 0 = 0``); 0 when no eigenvalue is positive. See :attr:`OutputSpectrum.effective_rank`.
+    """
+    lam = np.asarray(eigenvalues, dtype=np.float64)
+    lam = lam[lam > 0]
+    if lam.size == 0:
+        return 0.0
+    p = lam / lam.max()
+    p = p / p.sum()
+    return float(min(np.exp(float(np.sum(entr(p)))), lam.size))
