@@ -138,3 +138,15 @@ def test_a_users_own_report_md_is_not_a_report_folder(tmp_path):
     (tmp_path / "report.md").write_text("# PAC report\nmade by pacpriv 0.4.0\n")
     with pytest.raises(PermissionError, match="inside the report folder"):
         _files.check_not_in_report(tmp_path / "st", "--state")
+
+
+def test_a_ledger_flag_inside_out_or_a_report_is_refused(tmp_path, capsys, state):
+    out = tmp_path / "rep"
+    assert main([*RUN, "--out", str(out)]) == 0
+    capsys.readouterr()
+    rc = main(["predict", "status", "--state", str(state), "--ledger", str(out / "l.db")])
+    assert rc == 2 and "--ledger" in capsys.readouterr().err
+    rc = main(["predict", "status", "--state", str(state), "--ledger",
+               str(tmp_path / "r2" / "l.db"), "--out", str(tmp_path / "r2")])
+    assert rc == 2 and "--ledger must lie outside --out" in capsys.readouterr().err
+    assert not (out / "l.db").exists() and not (tmp_path / "r2").exists()
