@@ -164,6 +164,8 @@ class StallWarning(PacprivWarning):
 TIMEOUT_ADVICE = "pass timeout= (seconds) to bound each trial"
 #: The same for the timed probe before a per-record run (``time_limit=``).
 PROBE_TIME_ADVICE = "pass time_limit= (seconds) to bound it"
+#: The way out of a run whose membership masks exceed memory, in the API's terms.
+DISK_ADVICE = "a disk-backed run (output_path=..., or memory_map=True with a checkpoint)"
 
 
 def warn_user(message: str, category: type[Warning]) -> None:

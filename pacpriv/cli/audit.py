@@ -31,6 +31,7 @@ from pacpriv.cli._user import (
     check_cli_class_labels,
     load_cli_dataset,
 )
+from pacpriv.exceptions import DISK_ADVICE
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._simulate import _check_memory
 from pacpriv.report.audit import verdict
@@ -279,7 +280,7 @@ def _audit(args) -> int:
         _check_memory(args.reference_models, len(labels), None)
     except ValueError as err:
         raise UsageError(str(err).replace("`n_trials`", "--reference-models").replace(
-            "; use fewer trials, or a disk-backed run (output_path=...)",
+            f"; use fewer trials, or {DISK_ADVICE}",
             "; use fewer --reference-models")) from None
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     report = run_audit(

@@ -30,6 +30,7 @@ from pacpriv.cli import predict as _predict_group
 from pacpriv.cli._args import UsageError, _Parser, number
 from pacpriv.cli._resources import HOLD_ATTRIBUTE, check_private_paths, shutdown_workers
 from pacpriv.exceptions import (
+    DISK_ADVICE,
     PROBE_TIME_ADVICE,
     TIMEOUT_ADVICE,
     BudgetExceededError,
@@ -119,6 +120,7 @@ _LIMIT_ADVICE = {
     PROBE_TIME_ADVICE: (("--time-limit", "pass --time-limit SECONDS to bound it"),
                         ("--max-minutes", "pass --max-minutes to bound it"),
                         ("--timeout", "pass --timeout SECONDS to bound it")),
+    DISK_ADVICE: (("--memory-map", "a disk-backed run (--checkpoint DIR --memory-map)"),),
 }
 
 
@@ -130,7 +132,7 @@ def _cli_advice(text: str, flags: set[str]) -> str:
             continue
         usable = [cli for flag, cli in worded if flag in flags]
         text = (text.replace(api, usable[0]) if usable
-                else text.replace(f"{api}, or press", "press").replace(f"{api}, or", "")
+                else text.replace(f"{api}, or press", "press").replace(f", or {api}", "")
                 .replace(api, "press Ctrl-C to stop"))
     return _as_flags(text, flags)
 
@@ -297,7 +299,7 @@ def _dispatch(args, flags: set[str]) -> int:
         text = _one_line(exc)
         if "--seed" in flags:
             text = text.replace(SEED_ADVICE, "omit --seed to reuse the checkpoint's seed")
-        print(f"pacpriv: error: {_as_flags(text, flags)}", file=sys.stderr)
+        print(f"pacpriv: error: {_cli_advice(text, flags)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say
         sys.stdout = open(os.devnull, "w")  # no flush error at exit
@@ -305,16 +307,17 @@ def _dispatch(args, flags: set[str]) -> int:
     except (UsageError, ValueError, TypeError, KeyError, ImportError, OSError) as exc:
         # OSError: a path that is missing, a file where a folder is expected (or the reverse),
         # no permission, a port in use (FileNotFoundError is one)
-        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
+        print(f"pacpriv: error: {_cli_advice(_one_line(exc), flags)}", file=sys.stderr)
         return 2
     except (MechanismError, UserCodeError) as exc:
-        print(f"pacpriv: error: {_as_flags(_mechanism_line(exc, args), flags)}", file=sys.stderr)
+        line = _cli_advice(_mechanism_line(exc, args), flags)
+        print(f"pacpriv: error: {line}", file=sys.stderr)
         return 1
     except (CalibrationError, BudgetExceededError) as exc:
-        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
+        print(f"pacpriv: error: {_cli_advice(_one_line(exc), flags)}", file=sys.stderr)
         return 1
     except Warning as exc:  # -W error / PYTHONWARNINGS=error made a warning an exception
-        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)} ({type(exc).__name__}, "
+        print(f"pacpriv: error: {_cli_advice(_one_line(exc), flags)} ({type(exc).__name__}, "
               "raised as an error by the Python warning filter -W / PYTHONWARNINGS)",
               file=sys.stderr)
         return 1

@@ -106,6 +106,12 @@ def test_audit_timeout_stops_a_hanging_fit(tmp_path, capsys):
     ["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std", "1",
      "--records", "0-4", "--trials", "60", "--time-limit", "-1", "--no-progress"],
     ["compare", "--dataset", "wine", "--no-progress", "--seed", "0", "--timeout", "-1"],
+    # masks beyond memory: the disk-backed way out only where the command has it
+    ["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.1",
+     "--trials", "1000000000000", "--no-progress"],
+    ["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std", "1",
+     "--trials", "1000000000000", "--no-progress"],
+    ["audit", "--dataset", "iris", "--non-private", "--reference-models", "1000000000000"],
     ["pac", "records", "--mechanism", "mean", "--dataset", "iris", "--noise-std", "1",
      "--records", "0-4", "--trials", "60", "--timeout", "0", "--no-progress"],
     ["predict", "fit", "--estimator", "logistic", "--dataset", "iris", "--n-worlds", "4",
@@ -126,6 +132,7 @@ def test_failing_calls_name_only_their_commands_flags(argv, capsys, tmp_path):
     named = set(_FLAG.findall(err))
     assert named and named <= flags, (named - flags, err)
     assert "`" not in err, err  # an API name the command has no flag for
+    assert not re.search(r"\b[a-z][a-z0-9_]*=", err), err  # nor an API keyword argument
 
 
 def test_the_api_advises_its_own_tolerance_keyword():
