@@ -199,9 +199,28 @@ def _private_kind(entry: os.DirEntry) -> str | None:
         return "a checkpoint (every trial's un-noised output and subset)"
     if name.endswith(".json") and INDEX_LIST_MARKER.encode() in head:
         return "a private index list (which records are most exposed)"
-    if head.startswith(_SQLITE_MAGIC):
-        return "a database (a pacpriv ledger holds the budget's charges and analysts' keys)"
+    if head.startswith(_SQLITE_MAGIC) and _is_ledger(entry.path):
+        return "a ledger (the budget's charges and analysts' keys)"
     return None
+
+
+def _is_ledger(path: str) -> bool:
+    """Whether the SQLite file ``path`` has the ledger's tables. Read as an immutable file
+    (no lock, no ``-wal``/``-shm`` file created in the folder checked); a database that cannot
+    be read, or one with a write-ahead log whose tables may not be in the file yet, counts as
+    a ledger: it cannot be checked."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro&immutable=1",
+                               uri=True)
+        try:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return True
+    return {"totals", "entries"} <= names or os.path.exists(f"{path}-wal")
 
 
 def check_no_private_files(path, what: str) -> None:

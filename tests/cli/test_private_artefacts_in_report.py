@@ -150,3 +150,16 @@ def test_a_ledger_flag_inside_out_or_a_report_is_refused(tmp_path, capsys, state
                str(tmp_path / "r2" / "l.db"), "--out", str(tmp_path / "r2")])
     assert rc == 2 and "--ledger must lie outside --out" in capsys.readouterr().err
     assert not (out / "l.db").exists() and not (tmp_path / "r2").exists()
+
+
+def test_a_users_own_database_is_not_a_ledger(tmp_path):
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "mine.db")
+    conn.execute("CREATE TABLE results (x REAL)")
+    conn.commit()
+    conn.close()
+    _files.check_no_private_files(tmp_path, "--out")  # passes
+    _ledger(tmp_path / "sub")
+    with pytest.raises(PermissionError, match="holds a ledger"):
+        _files.check_no_private_files(tmp_path, "--out")
