@@ -115,6 +115,12 @@ def removal_epsilon(sigma: float, steps: int, epochs: int, delta: float) -> floa
     if got is None:
         return math.inf
     lam, log_m = got
+    return _best_epsilon(lam, log_m, epochs, delta)
+
+
+def _best_epsilon(lam: np.ndarray, log_m: np.ndarray, epochs: int, delta: float) -> float:
+    """``min_λ (ln c(λ) + E·ln m(λ) − ln δ)/λ`` with ``c(λ) = λ^λ/(1+λ)^{1+λ}``, rounded up
+    (relative and absolute 1e-12); ``inf`` where no order gives a finite value."""
     log_c = lam * np.log(lam) - (1.0 + lam) * np.log1p(lam)
     with np.errstate(over="ignore", invalid="ignore"):
         eps = (log_c + float(epochs) * log_m - math.log(delta)) / lam
@@ -175,14 +181,7 @@ def membership_epsilon(sigma: float, steps: int, epochs: int, delta: float) -> f
         return math.inf
     log_m = _log_positive_moments(float(sigma), int(steps))[2:]
     lam = np.arange(1, log_m.size + 1, dtype=np.float64)
-    log_c = lam * np.log(lam) - (1.0 + lam) * np.log1p(lam)
-    with np.errstate(over="ignore", invalid="ignore"):
-        eps = (log_c + float(epochs) * log_m - math.log(delta)) / lam
-    eps = eps[np.isfinite(eps)]
-    if eps.size == 0:
-        return math.inf
-    best = float(eps.min())
-    return max(0.0, best * (1.0 + 1e-12) + 1e-12) if math.isfinite(best) else math.inf
+    return _best_epsilon(lam, log_m, epochs, delta)
 
 
 def by_direction(sigma: float, steps: int, epochs: int, delta: float, *, add: float,

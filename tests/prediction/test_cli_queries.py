@@ -86,7 +86,7 @@ def test_rows_outside_the_file(fitted, capsys):
     folder, state, _ = fitted
     code, _, err = _query(capsys, state, "--dataset", folder / "cls.csv", "--rows", "70:72",
                           "--label-column", "y label")
-    assert code == 2 and "--rows 70:72: --dataset has 60 rows" in err
+    assert code == 2 and "--rows 70:72: STOP is beyond the 60 rows of --dataset" in err
 
 
 @pytest.mark.parametrize("rows", ["0:100000", "58:61"])
@@ -99,7 +99,8 @@ def test_rows_stop_beyond_the_file_is_refused_before_spending(fitted, capsys, ro
     code, out, err = _query(capsys, state, "--dataset", folder / "cls.csv", "--rows", rows,
                             "--label-column", "y label")
     assert code == 2 and out == ""
-    assert f"--rows {rows}: --dataset has 60 rows (START:STOP must lie within 0:60)" in err
+    assert (f"--rows {rows}: STOP is beyond the 60 rows of --dataset (START:STOP must lie "
+            "within 0:60)") in err
     assert PrivatePredictor.load(state).n_answered == before
     code, _, err = _query(capsys, state, "--dataset", folder / "cls.csv", "--rows", "58:60",
                           "--label-column", "y label")

@@ -285,22 +285,14 @@ def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> Batch
         masks[k] = mask
         if not (isinstance(mask, np.ndarray) and mask.dtype == bool and mask.ndim == 1):
             mask = masks[k]  # what the trial runs on is always the stored boolean mask
-        for attempt in range(task.retries + 1):
-            try:
-                out = _run_trial(task, index, mask, dim)
-            except Exception as err:
-                if attempt < task.retries:
-                    continue
-                failure = _failure(task, index, attempt + 1, err)
-            else:
-                if rows is None:
-                    rows = np.empty((n, out.shape[0]), dtype=task.output_dtype)
-                rows[done] = out  # a copy: a mechanism may return a buffer it reuses
-                done += 1
-                dim = out.shape[0]
+        out, failure = _attempts(task, index, mask, dim)
+        if out is None:  # failed after its last attempt
             break
-        if failure is not None:
-            break
+        if rows is None:
+            rows = np.empty((n, out.shape[0]), dtype=task.output_dtype)
+        rows[done] = out  # a copy: a mechanism may return a buffer it reuses
+        done += 1
+        dim = out.shape[0]
     if rows is None:
         rows = np.empty((0, 0), dtype=task.output_dtype)
     return BatchResult(start, stop, rows[:done], masks[:done], failure,
@@ -332,23 +324,15 @@ def _run_batch_into(task: TrialTask, start: int, stop: int, store) -> BatchResul
         mask = (np.empty(task.n_records, dtype=bool) if store.masks is None
                 else store.masks[index])
         task.sampler.trial_mask_into(mask, root=task.root, index=index)
-        for attempt in range(task.retries + 1):
-            try:
-                out = _run_trial(task, index, mask, dim)
-            except Exception as err:
-                if attempt < task.retries:
-                    continue
-                failure = _failure(task, index, attempt + 1, err)
-            else:
-                if store.outputs is None:  # the first trial sizes (and allocates) the store
-                    store.put(index, out[None, :], mask[None, :])
-                else:
-                    store.outputs[index] = out
-                dim = out.shape[0]
-                done += 1
+        out, failure = _attempts(task, index, mask, dim)
+        if out is None:  # failed after its last attempt
             break
-        if failure is not None:
-            break
+        if store.outputs is None:  # the first trial sizes (and allocates) the store
+            store.put(index, out[None, :], mask[None, :])
+        else:
+            store.outputs[index] = out
+        dim = out.shape[0]
+        done += 1
     if done:
         outputs, masks = store.outputs[start:start + done], store.masks[start:start + done]
     else:
@@ -356,6 +340,19 @@ def _run_batch_into(task: TrialTask, start: int, stop: int, store) -> BatchResul
         masks = np.empty((0, task.n_records), dtype=bool)
     return BatchResult(start, stop, outputs, masks, failure, time.perf_counter() - tic,
                        in_place=True)
+
+
+def _attempts(task: TrialTask, index: int, mask: np.ndarray,
+              dim: int | None) -> tuple[np.ndarray | None, TrialFailure | None]:
+    """Trial ``index`` on ``mask``, retried up to ``task.retries`` times with the same seed:
+    ``(output, None)`` or ``(None, failure)`` after the last attempt."""
+    for attempt in range(task.retries + 1):
+        try:
+            return _run_trial(task, index, mask, dim), None
+        except Exception as err:
+            if attempt == task.retries:
+                return None, _failure(task, index, attempt + 1, err)
+    raise AssertionError("unreachable: the last attempt returns")
 
 
 def _failure(task: TrialTask, index: int, attempts: int, err: Exception) -> TrialFailure:
