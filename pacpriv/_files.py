@@ -22,9 +22,11 @@ import re
 import tempfile
 from pathlib import Path
 
-__all__ = ["LOCK_NAME", "PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE", "atomic_write",
-           "check_existing_dir", "check_input_file", "check_output_dir", "check_output_file",
-           "create_private_file", "private_dir", "report_folder"]
+__all__ = ["INDEX_LIST_MARKER", "LOCK_NAME", "PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE",
+           "REPORT_MARKERS", "SCAN_LIMIT", "atomic_write", "check_existing_dir",
+           "check_input_file", "check_no_private_files", "check_not_in_report",
+           "check_output_dir", "check_output_file", "create_private_file", "private_dir",
+           "report_folder"]
 
 #: Mode of a directory that holds pool-derived data (owner only).
 PRIVATE_DIR_MODE = 0o700
@@ -164,6 +166,150 @@ def check_output_file(path, what: str, *, suffix: str | None = None) -> Path:
     return p
 
 
+#: Lock file of a report folder in use (held with ``fcntl.flock`` while a run writes there).
+LOCK_NAME = ".pacpriv-lock"
+#: Files that make a folder a report folder (a report written there, or a run writing one).
+REPORT_MARKERS = ("report.json", "report.md", "report.html", LOCK_NAME)
+#: Most entries (files and folders, at any depth) scanned in an existing report folder for
+#: private pacpriv files; a larger folder is refused as too large to check.
+SCAN_LIMIT = 10_000
+#: The ``private`` field of a ``--private-index-list`` file (how the scan recognises one).
+INDEX_LIST_MARKER = "record indices with per-record upper bounds: do not publish"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _private_kind(entry: os.DirEntry) -> str | None:
+    """What private pacpriv artefact the file ``entry`` is (None: none), by the markers its
+    writer leaves: a prediction state's ``secret.json``/``worlds.npz``, a checkpoint's
+    ``manifest.json`` (format ``pacpriv.checkpoint``), a disk-backed run's ``*.masks.npy``,
+    a private index list's ``private`` field, a ledger's SQLite header."""
+    name = entry.name
+    if name in ("secret.json", "worlds.npz"):
+        return "a prediction state (the secret world index and the world models)"
+    if name.endswith(".masks.npy"):
+        return "a disk-backed run's outputs (un-noised outputs and subset masks)"
+    try:
+        if not entry.is_file(follow_symlinks=False):
+            return None
+        with open(entry.path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return "an unreadable file (it cannot be checked)"
+    if name == "manifest.json" and b'"pacpriv.checkpoint"' in head:
+        return "a checkpoint (every trial's un-noised output and subset)"
+    if name.endswith(".json") and INDEX_LIST_MARKER.encode() in head:
+        return "a private index list (which records are most exposed)"
+    if head.startswith(_SQLITE_MAGIC) and _is_ledger(entry.path):
+        return "a ledger (the budget's charges and analysts' keys)"
+    return None
+
+
+def _is_ledger(path: str) -> bool:
+    """Whether the SQLite file ``path`` has the ledger's tables. Read as an immutable file
+    (no lock, no ``-wal``/``-shm`` file created in the folder checked); a database that cannot
+    be read, or one with a write-ahead log whose tables may not be in the file yet, counts as
+    a ledger: it cannot be checked."""
+    import sqlite3
+
+    try:
+        conn = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro&immutable=1",
+                               uri=True)
+        try:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return True
+    return {"totals", "entries"} <= names or os.path.exists(f"{path}-wal")
+
+
+def check_no_private_files(path, what: str) -> None:
+    """Refuse a report folder that is, or holds at any depth, a private pacpriv artefact.
+
+    The report folder is what a user shares: a prediction state, a checkpoint, a ledger, a
+    private index list or a disk-backed run's outputs inside it would travel with the report
+    (sixth new-user pass, c9207/m23). At most :data:`SCAN_LIMIT` entries are scanned (links
+    are not followed); a larger folder is refused as too large to check. ``--force`` does
+    not override this. A folder that does not exist yet passes.
+
+    Raises
+    ------
+    PermissionError
+        Naming ``what``, the private file (its path inside the folder, never its content)
+        and what it is; or that the folder is too large to check.
+    """
+    top = Path(path)
+    if not top.is_dir():
+        return
+    seen, stack = 0, [str(top)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as err:
+            raise PermissionError(
+                f"{what} {str(top)!r}: the folder {folder!r} inside it cannot be listed "
+                f"({err.strerror or type(err).__name__}), so it cannot be checked for private "
+                "pacpriv files; give another folder for the report.") from None
+        for entry in entries:
+            seen += 1
+            if seen > SCAN_LIMIT:
+                raise PermissionError(
+                    f"{what} {str(top)!r} holds more than {SCAN_LIMIT} files and folders: "
+                    "too large to check that no private pacpriv file (state, checkpoint, "
+                    "ledger) lies inside it; give a new or smaller folder for the report.")
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+                continue
+            kind = None if entry.name in REPORT_MARKERS else _private_kind(entry)
+            if kind is not None:
+                inside = os.path.relpath(entry.path, top)
+                raise PermissionError(
+                    f"{what} {str(top)!r} holds {kind} ({inside!r}): a report folder may be "
+                    "shared, so it must hold no private pacpriv file (--force does not change "
+                    "this); give another folder for the report.")
+
+
+def _report_marks(folder: Path) -> list[str]:
+    """The :data:`REPORT_MARKERS` in ``folder`` that make it a pacpriv report folder: the lock
+    of a run writing there, or a report file that names pacpriv in its first MiB (a user's own
+    ``report.md`` does not count)."""
+    found = []
+    for name in REPORT_MARKERS:
+        marker = folder / name
+        if name == LOCK_NAME:
+            if marker.exists():
+                found.append(name)
+            continue
+        try:
+            with open(marker, "rb") as fh:
+                if b"pacpriv" in fh.read(1 << 20):
+                    found.append(name)
+        except OSError:  # absent (or unreadable: not ours)
+            continue
+    return found
+
+
+def check_not_in_report(path, what: str) -> None:
+    """Refuse a private path (a checkpoint, a prediction state, a ledger, an outputs file, an
+    index list) that is, or lies inside, a report folder (:func:`_report_marks`: written by
+    an earlier command or being written now): the report folder may be shared.
+
+    Raises
+    ------
+    PermissionError
+        Naming ``what``, the path and the report folder.
+    """
+    p = Path(os.path.abspath(os.path.expanduser(path)))
+    for folder in (p, *p.parents):
+        found = _report_marks(folder)
+        if found:
+            raise PermissionError(
+                f"{what} {str(path)!r} lies inside the report folder {str(folder)!r} (it "
+                f"holds {found[0]}): a report folder may be shared, and {what} is private; "
+                "give a path outside it.")
+
+
 def private_dir(path: str | os.PathLike) -> Path:
     """Create ``path`` (and missing parents) and make a newly created leaf mode 0700.
 
@@ -182,6 +328,7 @@ def private_dir(path: str | os.PathLike) -> Path:
         ``Path(path)``.
     """
     directory = Path(path)
+    check_not_in_report(directory, "a private folder")
     if directory.is_dir():
         return directory
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -215,6 +362,7 @@ def create_private_file(path: str | os.PathLike, *, mode: int = PRIVATE_FILE_MOD
     Used before a library opens the file itself (e.g. ``numpy.lib.format.open_memmap``, which
     keeps an existing file's mode when it truncates it).
     """
+    check_not_in_report(path, "a private file")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         _fchmod(fd, mode)  # an existing file keeps its old mode otherwise; umask-proof
@@ -245,8 +393,6 @@ def atomic_write(path: Path, data: bytes, *, mode: int = PRIVATE_FILE_MODE) -> N
     _fsync_dir(path.parent)
 
 
-#: Lock file of a report folder in use (held with ``fcntl.flock`` while a run writes there).
-LOCK_NAME = ".pacpriv-lock"
 #: Report folders this process holds (a nested writer in the same process does not re-lock).
 _HELD: set[str] = set()
 
@@ -296,6 +442,9 @@ def report_folder(path, what: str, *, force: bool = False, report_files=(),
         Another run holds the folder.
     FileExistsError
         The folder holds a report and ``force`` is False.
+    PermissionError
+        The folder holds a private pacpriv file, whatever ``force`` says
+        (:func:`check_no_private_files`).
     NotADirectoryError, PermissionError
         As :func:`check_output_dir`.
     """
@@ -304,6 +453,7 @@ def report_folder(path, what: str, *, force: bool = False, report_files=(),
     if key in _HELD:  # this process already holds it (a writer inside a locked command)
         yield p, []
         return
+    check_no_private_files(p, what)
     created = not p.exists()
     p.mkdir(parents=True, exist_ok=True)
     lock = p / LOCK_NAME

@@ -159,6 +159,15 @@ class StallWarning(PacprivWarning):
     live = True
 
 
+#: A stall line's advice in the API's terms (the engine's watchdog): the command line words it
+#: with the running command's own limit flag, or advises Ctrl-C alone where it has none.
+TIMEOUT_ADVICE = "pass timeout= (seconds) to bound each trial"
+#: The same for the timed probe before a per-record run (``time_limit=``).
+PROBE_TIME_ADVICE = "pass time_limit= (seconds) to bound it"
+#: The way out of a run whose membership masks exceed memory, in the API's terms.
+DISK_ADVICE = "a disk-backed run (output_path=..., or memory_map=True with a checkpoint)"
+
+
 def warn_user(message: str, category: type[Warning]) -> None:
     """``warnings.warn`` attributed to the first caller outside pacpriv (the user's line), as
     pandas' ``find_stack_level`` does, however many pacpriv frames lie in between."""

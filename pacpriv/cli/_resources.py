@@ -71,11 +71,13 @@ PRIVATE_PATH_FLAGS = (
     ("checkpoint", "--checkpoint", "every trial's un-noised output and subset"),
     ("private_index_list", "--private-index-list", "which records are most exposed"),
     ("state", "--state", "models fitted on the private pool"),
+    ("ledger", "--ledger", "the budget's charges and analysts' keys"),
 )
 
 
 def check_private_paths(args) -> None:
-    """Refuse a private path (:data:`PRIVATE_PATH_FLAGS`) equal to or inside ``--out``.
+    """Refuse a private path (:data:`PRIVATE_PATH_FLAGS`) equal to or inside ``--out``, or
+    inside an existing report folder (:func:`pacpriv._files.check_not_in_report`).
 
     The report folder is what a user shares; a checkpoint, a private index list or a fitted
     state inside it would travel with it. Runs before any work (``pacpriv.cli.main``).
@@ -84,15 +86,21 @@ def check_private_paths(args) -> None:
     ------
     UsageError
         Naming both flags and what the private path holds.
+    PermissionError
+        The private path lies inside a report folder written earlier.
     """
 
     out = getattr(args, "out", None)
+    for attr, flag, _ in PRIVATE_PATH_FLAGS:  # nor inside an earlier command's report folder
+        value = getattr(args, attr, None)
+        if value and isinstance(value, (str, os.PathLike)) and "://" not in str(value):
+            _files.check_not_in_report(value, flag)
     if not out:
         return
     out_path = Path(out).expanduser().resolve()
     for attr, flag, holds in PRIVATE_PATH_FLAGS:
         value = getattr(args, attr, None)
-        if not value or not isinstance(value, (str, os.PathLike)):
+        if not value or not isinstance(value, (str, os.PathLike)) or "://" in str(value):
             continue
         path = Path(value).expanduser().resolve()
         if path == out_path or out_path in path.parents:

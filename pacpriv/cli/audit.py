@@ -31,6 +31,7 @@ from pacpriv.cli._user import (
     check_cli_class_labels,
     load_cli_dataset,
 )
+from pacpriv.exceptions import DISK_ADVICE
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._simulate import _check_memory
 from pacpriv.report.audit import verdict
@@ -101,11 +102,14 @@ def add_parser(subparsers, name: str) -> None:
                    help="delta of the one-run audit's (epsilon, delta) claims (default 1e-5)")
     p.add_argument("--seed", type=integer, default=None,
                    help="root seed of the audit (default: fresh OS entropy; recorded either way)")
-    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "checkpoint", "progress"), helps={
+    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "checkpoint", "progress", "timeout"),
+                   helps={
         "n_jobs": f"parallel workers training reference models (default 1; -1: all "
         f"{available_cpus()} CPU(s) this process may use; more is capped)",
         "checkpoint": "resumable checkpoint of the reference models (it holds every model's "
-        "scores on every record: treat it like the data; delete it after the run)"})
+        "scores on every record: treat it like the data; delete it after the run)",
+        "timeout": "time limit in seconds (> 0) of each reference model's training: one "
+        "that runs longer stops the audit with an error (default: none)"})
     add_report_output(p, default_out="pacpriv-audit",
                       out_help="output directory (created; must be writable)",
                       json_help="print the audit JSON (attacks, certified_curve, one_run)")
@@ -276,7 +280,7 @@ def _audit(args) -> int:
         _check_memory(args.reference_models, len(labels), None)
     except ValueError as err:
         raise UsageError(str(err).replace("`n_trials`", "--reference-models").replace(
-            "; use fewer trials, or a disk-backed run (output_path=...)",
+            f"; use fewer trials, or {DISK_ADVICE}",
             "; use fewer --reference-models")) from None
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     report = run_audit(

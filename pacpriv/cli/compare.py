@@ -83,7 +83,10 @@ def add_parser(subparsers, name: str) -> None:
                    "16 trials, a sample of 20 records: an estimate, not a certificate) and test "
                    "accuracy of seven black boxes at the largest bound (about a minute per "
                    "dataset)")
-    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "progress", "checkpoint"), helps={
+    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "progress", "checkpoint", "timeout"),
+                   helps={
+        "timeout": "time limit in seconds (> 0) of each trial of the PAC simulation: one "
+        "that runs longer stops the comparison with an error (default: none)",
         "n_jobs": f"parallel workers of the PAC simulation (default 1: sequential; -1: all "
         f"{available_cpus()} CPU(s) this process may use; more is capped)",
         "checkpoint": "resumable checkpoint folder (created owner-only, mode 0700): every "

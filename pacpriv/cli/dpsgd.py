@@ -161,7 +161,8 @@ def _sigma_for_epsilon(args) -> int:
     if not (math.isfinite(args.target_epsilon) and 0.0 < args.target_epsilon <= 50.0):
         raise UsageError(f"--target-epsilon must be in (0, 50]; got {args.target_epsilon!r}")
     r = calibrate_epsilon(args.target_epsilon, args.delta, steps_per_epoch=args.steps_per_epoch,
-                          epochs=args.epochs, k=args.k, sampling=args.sampling, rtol=args.rtol)
+                          epochs=args.epochs, k=args.k, sampling=args.sampling, rtol=args.rtol,
+                          **({} if args.tolerance is None else {"tolerance": args.tolerance}))
     kind, detail = r.label()  # the ε the σ was calibrated against (PLD, Chernoff, closed form)
     return _emit(args, {**r.to_dict(), **bound_fields(kind, detail=detail,
                                                       sampling=args.sampling)}, [
@@ -179,6 +180,10 @@ def _check_sigma_flags(args) -> None:
     ``--rtol`` is checked whenever it is given and refused where there is no search."""
     if args.rtol is not None and not 1e-6 <= args.rtol <= 0.1:
         raise UsageError(f"--rtol must be in [1e-6, 0.1]; got {args.rtol!r}")
+    if args.tolerance is not None and not (args.target_epsilon is not None
+                                           and args.sampling == "poisson"):
+        raise UsageError("--tolerance applies to --target-epsilon with --sampling poisson "
+                         "only (the PLD discretisation of dp-accounting)")
     if args.target_epsilon is not None:
         if args.method is not None:
             raise UsageError("--method applies to --target-accuracy only (--target-epsilon "
@@ -369,6 +374,10 @@ def add_parser(subparsers, name: str) -> None:
     s.add_argument("--rtol", type=number, default=None,
                    help="relative tolerance in [1e-6, 0.1] of the sigma search of --method "
                    "exact or --target-epsilon (default 1e-3)")
+    s.add_argument("--tolerance", type=number, default=None,
+                   help="with --target-epsilon and --sampling poisson: dp-accounting's PLD "
+                   "discretisation interval in [1e-6, 1e-2] (default 1e-4; smaller is tighter "
+                   "and slower)")
     s.set_defaults(handler=_sigma)
     e = sub.add_parser("exact", help="certified exact accuracy interval (one or more sigma)")
     _common(e, "sweep")

@@ -30,6 +30,9 @@ from pacpriv.cli import predict as _predict_group
 from pacpriv.cli._args import UsageError, _Parser, number
 from pacpriv.cli._resources import HOLD_ATTRIBUTE, check_private_paths, shutdown_workers
 from pacpriv.exceptions import (
+    DISK_ADVICE,
+    PROBE_TIME_ADVICE,
+    TIMEOUT_ADVICE,
     BudgetExceededError,
     CalibrationError,
     CheckpointError,
@@ -108,14 +111,43 @@ def _print_warnings(caught: list) -> None:
         print(f"pacpriv: warning: {texts[0]}{more}", file=sys.stderr)
 
 
-def _collect_warnings() -> list:
+#: Advice of the library's time-limit notes in API terms, and how each limit flag words it
+#: (the first flag the running command has wins; none: the clause goes, Ctrl-C remains).
+_LIMIT_ADVICE = {
+    # only a per-trial limit stops a trial that hangs (--time-limit and --max-minutes bound
+    # the probe and the estimate, not the trials)
+    TIMEOUT_ADVICE: (("--timeout", "pass --timeout SECONDS to bound each trial"),),
+    PROBE_TIME_ADVICE: (("--time-limit", "pass --time-limit SECONDS to bound it"),
+                        ("--max-minutes", "pass --max-minutes to bound it"),
+                        ("--timeout", "pass --timeout SECONDS to bound it")),
+    DISK_ADVICE: (("--memory-map", "a disk-backed run (--checkpoint DIR --memory-map)"),),
+}
+
+
+def _cli_advice(text: str, flags: set[str]) -> str:
+    """``text`` with its time-limit advice in the running command's flags: a command without
+    any limit flag is advised Ctrl-C alone (sixth new-user pass, m18)."""
+    for api, worded in _LIMIT_ADVICE.items():
+        if api not in text:
+            continue
+        usable = [cli for flag, cli in worded if flag in flags]
+        text = (text.replace(api, usable[0]) if usable
+                else text.replace(f"{api}, or press", "press").replace(f", or {api}", "")
+                .replace(api, "press Ctrl-C to stop"))
+    return _as_flags(text, flags)
+
+
+def _collect_warnings(flags: set[str] | None = None) -> list:
     """Inside ``warnings.catch_warnings()``: record every warning for the closing list
     (:func:`_print_warnings`); a warning whose category is ``live`` (the engine's
     :class:`~pacpriv.exceptions.StallWarning`, from its watchdog thread) is also printed at
-    once, while the run goes on."""
+    once, while the run goes on. Advice in API terms names the running command's ``flags``
+    (:func:`_cli_advice`)."""
     caught: list = []
+    known = set() if flags is None else flags
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
+        message = _cli_advice(str(message), known)
         caught.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
         if getattr(category, "live", False):
             print(f"pacpriv: warning: {' '.join(str(message).split())}", file=sys.stderr,
@@ -170,11 +202,12 @@ def _main(argv: Sequence[str] | None) -> int:
         _stop_listening()
         print("pacpriv: interrupted (while starting; nothing was run)", file=sys.stderr)
         return 130
+    flags = _flags_of(_invoked(parser, args))
     with warnings.catch_warnings():
-        caught = _collect_warnings()
+        caught = _collect_warnings(flags)
         code: int | None = None
         try:
-            code = _dispatch(args, _flags_of(_invoked(parser, args)))
+            code = _dispatch(args, flags)
             return code
         finally:
             if code != 130:  # interrupted: its one line is all (the run produced nothing)
@@ -266,7 +299,7 @@ def _dispatch(args, flags: set[str]) -> int:
         text = _one_line(exc)
         if "--seed" in flags:
             text = text.replace(SEED_ADVICE, "omit --seed to reuse the checkpoint's seed")
-        print(f"pacpriv: error: {_as_flags(text, flags)}", file=sys.stderr)
+        print(f"pacpriv: error: {_cli_advice(text, flags)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say
         sys.stdout = open(os.devnull, "w")  # no flush error at exit
@@ -274,16 +307,17 @@ def _dispatch(args, flags: set[str]) -> int:
     except (UsageError, ValueError, TypeError, KeyError, ImportError, OSError) as exc:
         # OSError: a path that is missing, a file where a folder is expected (or the reverse),
         # no permission, a port in use (FileNotFoundError is one)
-        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
+        print(f"pacpriv: error: {_cli_advice(_one_line(exc), flags)}", file=sys.stderr)
         return 2
     except (MechanismError, UserCodeError) as exc:
-        print(f"pacpriv: error: {_as_flags(_mechanism_line(exc, args), flags)}", file=sys.stderr)
+        line = _cli_advice(_mechanism_line(exc, args), flags)
+        print(f"pacpriv: error: {line}", file=sys.stderr)
         return 1
     except (CalibrationError, BudgetExceededError) as exc:
-        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)}", file=sys.stderr)
+        print(f"pacpriv: error: {_cli_advice(_one_line(exc), flags)}", file=sys.stderr)
         return 1
     except Warning as exc:  # -W error / PYTHONWARNINGS=error made a warning an exception
-        print(f"pacpriv: error: {_as_flags(_one_line(exc), flags)} ({type(exc).__name__}, "
+        print(f"pacpriv: error: {_cli_advice(_one_line(exc), flags)} ({type(exc).__name__}, "
               "raised as an error by the Python warning filter -W / PYTHONWARNINGS)",
               file=sys.stderr)
         return 1

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv import _json
-from pacpriv._files import atomic_write, check_output_file
+from pacpriv._files import INDEX_LIST_MARKER, atomic_write, check_not_in_report, check_output_file
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli import _args
 from pacpriv.cli._args import (
@@ -137,7 +137,7 @@ def add_records_parser(sub) -> None:
                    "needs more trials)")
     p.add_argument("--seed", type=integer, default=None, help="root seed of the simulation")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
-                                               "progress", "record_block"))
+                                               "progress", "record_block", "timeout"))
     p.add_argument("--time-limit", type=number, default=None, metavar="SECONDS",
                    help="refuse before any trial when the estimated time (printed first, from "
                    "a short timed probe of the mechanism) exceeds this many seconds")
@@ -160,6 +160,7 @@ def _check_index_list(args) -> Path | None:
         raise UsageError("--private-index-list must lie outside --out (the report folder may "
                          "be shared; the index list is private)")
     path = check_output_file(args.private_index_list, "--private-index-list", suffix=".json")
+    check_not_in_report(path, "--private-index-list")
     if path.exists():
         raise UsageError(f"--private-index-list {str(path)!r} exists; give a new file (it is "
                          "never replaced)")
@@ -168,7 +169,7 @@ def _check_index_list(args) -> Path | None:
 
 def _write_index_list(path: Path, exposure) -> None:
     """The private list: owner-only, atomic, never part of the report."""
-    body = {"private": "record indices with per-record upper bounds: do not publish",
+    body = {"private": INDEX_LIST_MARKER,
             "accuracy_upper_kind": f"certified (1-gamma = {exposure.confidence})",
             "records": exposure.ranked()}
     atomic_write(path, (_json.dumps(body, indent=1) + "\n").encode())

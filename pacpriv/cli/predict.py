@@ -130,10 +130,10 @@ def _add_fit_parser(sub) -> None:
                      "one-hot votes, exact when all worlds agree)")
     fit.add_argument("--rule", default="anisotropic", choices=NOISE_RULES.choices(),
                      help="noise rule of each answer (see the README)")
-    add_spec_flags(fit, ExecutionOptions, only=("n_jobs", "ensemble", "device", "progress"),
-                   helps={"ensemble": "fit TorchFit worlds one per engine task instead of as one "
-                          "vectorised ensemble (the same masks and seeds; parameters equal to "
-                          "float round-off)"})
+    add_spec_flags(fit, ExecutionOptions, only=("n_jobs", "ensemble", "device", "progress",
+                                                 "timeout"), helps={
+        "ensemble": "fit TorchFit worlds one per engine task instead of as one vectorised "
+        "ensemble (the same masks and seeds; parameters equal to float round-off)"})
     fit.add_argument("--seed", type=integer, default=None,
                      help="seed of the public worlds (recorded in config.json; default OS "
                      "entropy); the secret index and the noise never derive from it")
@@ -449,13 +449,13 @@ def _probe_fit_function(args, fit, X, y, output: str) -> float:
 
 @contextlib.contextmanager
 def _bounded_fit_probe(args) -> Iterator[None]:
-    """The timing fit before the worlds, stopped at --max-minutes (one world's fit over the
-    whole budget is refused anyway) and announced when it runs long (issue 35, item 5)."""
-    from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe
-
+    """The timing fit before the worlds, stopped at --max-minutes or --timeout (one world's
+    fit) and announced when it runs long (issue 35, item 5)."""
+    from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, probe_limit
+    limit = probe_limit((args.max_minutes * 60.0, f"--max-minutes {args.max_minutes:g}"),
+                        (args.timeout, "--timeout"))
     try:
-        with bounded_probe((args.max_minutes * 60.0, f"--max-minutes {args.max_minutes:g}"),
-                           what="the timed probe (one world's fit, before the others)"):
+        with bounded_probe(limit, what="the timed probe (one world's fit, before the others)"):
             yield
     except ProbeTimeoutError as err:
         raise UsageError(str(err)) from None

@@ -307,7 +307,11 @@ def calibrate_epsilon(
             seen[sigma] = fn(sigma)
         return seen[sigma] <= eps
 
-    lo, hi = _bracket(ok, _clt_guess(eps, d, rate, steps))
+    # `tolerance` is advised only where it applies (Poisson's PLD discretisation)
+    lo, hi = _bracket(ok, _clt_guess(eps, d, rate, steps),
+                      advice=("Raise `target_epsilon` or `delta`"
+                              + (", or lower `tolerance`." if isinstance(spec, PoissonSampling)
+                                 else ".")))
     if lo > 0.0:
         lo, hi = _shrink(ok, seen, eps, lo, hi, rel)
     passing = [s for s, v in seen.items() if v <= eps]
@@ -368,8 +372,10 @@ def _shrink(ok: Callable[[float], bool], seen: dict[float, float], eps: float, l
     return lo, hi
 
 
-def _bracket(ok: Callable[[float], bool], guess: float) -> tuple[float, float]:
-    """``(lo, hi)`` with ``ok(hi)`` and not ``ok(lo)``, by steps of ×1.25 then doubling."""
+def _bracket(ok: Callable[[float], bool], guess: float, *,
+             advice: str = "Raise `target_epsilon` or `delta`.") -> tuple[float, float]:
+    """``(lo, hi)`` with ``ok(hi)`` and not ``ok(lo)``, by steps of ×1.25 then doubling;
+    ``advice`` ends the error when no σ searched reaches the target."""
     factor = 1.25
     if ok(guess):
         hi = guess
@@ -390,8 +396,7 @@ def _bracket(ok: Callable[[float], bool], guess: float) -> tuple[float, float]:
                 f"no noise_multiplier <= {_SIGMA_MAX:g} reaches the target epsilon at this "
                 "delta under the pessimistic PLD: the target lies below what its "
                 "discretisation and error terms can certify (very small epsilon, or a delta "
-                "below the certified chain's error over many steps). Raise target_epsilon or "
-                "delta, or lower `tolerance`.")
+                f"below the certified chain's error over many steps). {advice}")
         lo, factor = hi, factor * factor
 
 

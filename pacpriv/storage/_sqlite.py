@@ -11,6 +11,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from pacpriv._files import check_not_in_report
 from pacpriv.exceptions import CheckpointError
 from pacpriv.storage._store import SCHEMA_VERSION, LedgerStore
 
@@ -78,6 +79,7 @@ class SQLiteStore(LedgerStore):
         self.url = str(self.path)
         self._timeout = float(timeout)
         if not self.path.exists():
+            check_not_in_report(self.path, "the ledger")  # a report folder may be shared
             fd = os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600)
             os.close(fd)
         try:

@@ -90,3 +90,36 @@ def test_predict_fit_max_minutes_bounds_the_probe(funcs, tmp_path, capsys):
     assert rc == 2 and not state.exists()
     assert err == ("pacpriv: error: the timed probe (one world's fit, before the others) did "
                    "not finish within 0.6 s (--max-minutes 0.01); nothing was run or charged")
+
+
+_TINY_CLI = '''
+import sys, time
+from pacpriv.cli.main import main
+codes = []
+for limit in ("1e-9", "1e-7", "1e-6") * 2:
+    codes.append(main(["pac", "records", "--mechanism", "mean", "--dataset", "iris",
+                       "--noise-std", "1", "--records", "0-4", "--trials", "60", "--seed", "0",
+                       "--time-limit", limit, "--out", sys.argv[1] + "/r", "--no-progress"]))
+    codes.append(main(["predict", "fit", "--no-progress", "--estimator", "logistic",
+                       "--dataset", "iris", "--n-worlds", "8", "--seed", "0",
+                       "--state", sys.argv[1] + "/st", "--per-query-budget", "2^-10",
+                       "--total-budget", "0.01", "--max-minutes", limit]))
+print(codes)
+time.sleep(1.2)  # a timer left re-firing every 0.5 s would kill the process here
+sys.exit(2 if set(codes) == {2} else 1)
+'''
+
+
+def test_tiny_limits_exit_2_not_sigalrm(tmp_path):
+    """Sixth new-user pass c9112/m11/m21: the one-line error, then death by SIGALRM (142)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "tiny_cli.py"
+    script.write_text(_TINY_CLI)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr[-1500:])
+    assert done.stderr.count("nothing was run or charged") == 12

@@ -119,6 +119,7 @@ def test_the_stall_warning_is_live_and_in_the_collected_list(tmp_path, capsys, m
     # printed at once (one line per doubling) and once more in the closing list
     assert len(lines) == len(stalls) + 1
     assert all(x.startswith("pacpriv: warning: ") for x in lines)
+    assert all("pass --timeout SECONDS to bound each trial" in x for x in lines)  # its flag
 
 
 @pytest.mark.filterwarnings("default::pacpriv.exceptions.StallWarning")
@@ -128,6 +129,6 @@ def test_library_use_gets_a_stall_warning(monkeypatch):
     monkeypatch.setattr(_parallel, "STALL_WARN_S", 0.4)
     ns: dict = {}
     exec(SLOW, ns)
-    with pytest.warns(StallWarning, match="no trial has finished for .*--timeout"):
+    with pytest.warns(StallWarning, match="no trial has finished for .*timeout="):
         simulate(ns["slow"], __import__("numpy").arange(20.0).reshape(10, 2), n_trials=3,
                  rng=0, execution=ExecutionOptions(n_jobs=1, progress=False))

@@ -37,7 +37,7 @@ def test_a_stalled_run_says_so(monkeypatch):
         simulate(_SlowFirst(), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
                  execution=ExecutionOptions(n_jobs=1, progress=False))
     lines = [str(w.message) for w in record if issubclass(w.category, StallWarning)]
-    assert all("no trial has finished for" in x and "--timeout" in x for x in lines)
+    assert all("no trial has finished for" in x and "timeout=" in x for x in lines)
     idle = [int(x.split("for ")[1].split(" s")[0]) for x in lines]
     assert lines and idle == sorted(idle)  # one line per doubling of the wait, never a flood
     assert len(lines) <= 4  # 0.5, 1, 2, 4 s: at most four within a 2.5 s stall (and start-up)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from pacpriv._optional import import_optional
 from pacpriv._random import seed_to_dict, trial_seed
-from pacpriv.exceptions import MechanismError, StallWarning, WorkerCapWarning
+from pacpriv.exceptions import TIMEOUT_ADVICE, MechanismError, StallWarning, WorkerCapWarning
 from pacpriv.pac.engine._heap import raise_heap_thresholds
 from pacpriv.pac.engine._isolation import keep_ctrl_c_in_the_parent
 from pacpriv.pac.engine._resources import worker_cap
@@ -240,7 +240,7 @@ class _Watchdog:
             if idle < wait:
                 continue
             hint = (f"each trial is bounded by timeout={self.timeout:g} s" if self.timeout
-                    else "pass timeout= (--timeout SECONDS) to bound each trial")
+                    else TIMEOUT_ADVICE)
             # a warning (StallWarning), so that the CLI lists it with the others; printed
             # at once by the CLI and by Python's default warning display
             text = (f"no trial has finished for {idle:.0f} s ({self.done} finished in this "

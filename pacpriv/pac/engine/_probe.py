@@ -62,16 +62,24 @@ class _Timer:
 
     def __enter__(self) -> _Timer:
         if self.active:
+            # the old timer is read before ours is armed: at a tiny limit the interrupt can
+            # arrive before ``setitimer`` returns its value, i.e. inside ``__enter__``, where
+            # no ``__exit__`` follows (a timer left re-firing killed the process with SIGALRM,
+            # exit 142, after its one-line error: sixth new-user pass, c9112/m11/m21)
+            self._old = signal.getitimer(signal.ITIMER_REAL)
             self._old_handler = signal.signal(signal.SIGALRM, self._fire)
             self._start = time.monotonic()
-            self._old = signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-6),
-                                         _REFIRE_S)
+            try:
+                signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-6), _REFIRE_S)
+            except BaseException:
+                self.__exit__()
+                raise
         return self
 
     def __exit__(self, *exc) -> None:
         if self.active:
             self.closing = True
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(signal.ITIMER_REAL, 0)  # disarmed first, then the old handler
             old = self._old_handler  # None if it was installed outside Python
             signal.signal(signal.SIGALRM, signal.SIG_DFL if old is None else old)
             delay, interval = self._old

@@ -50,7 +50,12 @@ import numpy as np
 
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_finite_array, check_int, check_real
-from pacpriv.exceptions import CheckpointError, MechanismError, NotReproducibleWarning
+from pacpriv.exceptions import (
+    DISK_ADVICE,
+    CheckpointError,
+    MechanismError,
+    NotReproducibleWarning,
+)
 from pacpriv.pac.engine import _storage as storage
 from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._checkpoint import Checkpoint, run_fingerprint
@@ -254,8 +259,7 @@ def _check_memory(n_trials: int, n_records: int, output_path) -> None:
         raise ValueError(
             f"`n_trials` = {_count_text(n_trials)} with {n_records} records needs at least "
             f"{_gib(need)} GiB for the membership masks alone, more than half of this "
-            f"machine's {memory / 2**30:.1f} GiB; use fewer trials, or a disk-backed run "
-            "(output_path=...)."
+            f"machine's {memory / 2**30:.1f} GiB; use fewer trials, or {DISK_ADVICE}."
         )
 
 

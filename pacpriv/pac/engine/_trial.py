@@ -167,12 +167,19 @@ class _Alarm:
 
     def __enter__(self) -> _Alarm:
         if self.active and self.timeout is not None:
-            self._old_handler = signal.signal(signal.SIGALRM, self._fire)
-            self._start = time.monotonic()
             # the timer takes (0, ~1e9 s]: 0 would disarm it, beyond it a timeval overflows
             # (an OverflowError blamed on the mechanism at --timeout 1e300 in 0.3)
             delay = min(max(float(self.timeout), 1e-6), _MAX_TIMER_S)
-            self._old_timer = signal.setitimer(signal.ITIMER_REAL, delay)
+            # read before arming: at a tiny timeout the interrupt can arrive inside
+            # ``__enter__`` (no ``__exit__`` follows), so it disarms and restores itself
+            self._old_timer = signal.getitimer(signal.ITIMER_REAL)
+            self._old_handler = signal.signal(signal.SIGALRM, self._fire)
+            self._start = time.monotonic()
+            try:
+                signal.setitimer(signal.ITIMER_REAL, delay)
+            except BaseException:
+                self.__exit__()
+                raise
         return self
 
     def _fire(self, signum, frame):

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._validation import check_real
+from pacpriv.exceptions import PROBE_TIME_ADVICE
 from pacpriv.pac.engine._probe import bounded_probe
 from pacpriv.pac.per_record._sim import PairSpec, _differences
 from pacpriv.pac.per_record._units import DEFAULT_RECORD_BLOCK
@@ -123,7 +124,7 @@ def estimate_per_record_time(mechanism: Any, pool: Any, records: np.ndarray, *, 
         limit = (check_real(time_limit, "time_limit", low=0, low_inclusive=False),
                  "time_limit")
     with bounded_probe(limit, what="the timed probe of the mechanism (before the run)",
-                       hint="pass time_limit= to bound it"):
+                       hint=PROBE_TIME_ADVICE):
         return timed_probe(mechanism, pool, records, n_records=n_records, n_trials=n_trials,
                       sampling_rate=sampling_rate, workers=workers, record_block=record_block)
 

@@ -126,3 +126,50 @@ def test_probe_limit_takes_the_smallest_given():
     assert probe_limit((None, "--time-limit"), (None, "--timeout")) is None
     assert probe_limit((5.0, "--time-limit"), (None, "--timeout")) == (5.0, "--time-limit")
     assert probe_limit((5.0, "--time-limit"), (2.0, "--timeout")) == (2.0, "--timeout")
+
+
+_TINY_LIMITS_SCRIPT = '''
+import signal, sys, time
+from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe
+from pacpriv.pac.engine._trial import _Alarm
+orig = signal.getsignal(signal.SIGALRM)
+leaks = 0
+for _ in range(60):
+    for limit in (1e-9, 1e-7, 1e-6, 2e-6, 1e-5):
+        try:
+            with bounded_probe((limit, "--time-limit")):
+                time.sleep(0.002)
+        except ProbeTimeoutError:
+            pass
+        try:
+            with _Alarm(limit):
+                time.sleep(0.002)
+        except Exception:
+            pass
+        if (signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0)
+                or signal.getsignal(signal.SIGALRM) is not orig):
+            leaks += 1
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, orig)
+print(leaks)
+time.sleep(1.2)  # a timer left armed (re-firing every 0.5 s) would kill the process here
+sys.exit(2)
+'''
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "setitimer"), reason="POSIX timers")
+def test_tiny_limits_leave_no_timer_armed(tmp_path):
+    """At limits of 1e-9 .. 1e-5 s the interrupt can arrive before the timer's ``__enter__``
+    returns; the timer must still be disarmed and the old handler restored, else the process
+    dies of SIGALRM (exit 142) after printing its error (sixth new-user pass, c9112/m11/m21)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "tiny.py"
+    script.write_text(_TINY_LIMITS_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stdout.strip() == "0"
