@@ -239,6 +239,7 @@ def check_no_private_files(path, what: str) -> None:
         and what it is; or that the folder is too large to check.
     """
     top = Path(path)
+    _check_no_private_ancestor(top, what)
     if not top.is_dir():
         return
     seen, stack = 0, [str(top)]
@@ -268,6 +269,29 @@ def check_no_private_files(path, what: str) -> None:
                     f"{what} {str(top)!r} holds {kind} ({inside!r}): a report folder may be "
                     "shared, so it must hold no private pacpriv file (--force does not change "
                     "this); give another folder for the report.")
+
+
+#: Names whose presence in a folder marks it as a private artefact's folder (a prediction
+#: state, a checkpoint): checked in every ancestor of a report folder, by name first (cheap).
+_PRIVATE_FOLDER_NAMES = ("secret.json", "worlds.npz", "manifest.json")
+
+
+def _check_no_private_ancestor(top: Path, what: str) -> None:
+    """Refuse a report folder inside a prediction state or a checkpoint (e.g. a state's
+    ``models/``): each existing ancestor is checked for the markers of
+    :data:`_PRIVATE_FOLDER_NAMES` only, so the check costs a few ``stat`` calls."""
+    for folder in top.expanduser().resolve().parents:
+        for name in _PRIVATE_FOLDER_NAMES:
+            candidate = folder / name
+            if not candidate.is_file():
+                continue
+            entry = next((e for e in os.scandir(folder) if e.name == name), None)
+            kind = None if entry is None else _private_kind(entry)
+            if kind is not None:
+                raise PermissionError(
+                    f"{what} {str(top)!r} lies inside {str(folder)!r}, which holds {kind}: a "
+                    "report folder may be shared, so it must not lie inside a private pacpriv "
+                    "folder (--force does not change this); give another folder for the report.")
 
 
 def _report_marks(folder: Path) -> list[str]:

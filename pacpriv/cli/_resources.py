@@ -75,6 +75,24 @@ PRIVATE_PATH_FLAGS = (
 )
 
 
+def _check_checkpoint_folder(args) -> None:
+    """``--checkpoint DIR``: a new or empty folder, or an earlier checkpoint (its manifest).
+    A folder holding other files would get the trials' un-noised outputs mixed into it, and
+    deleting the checkpoint afterwards (as the docs advise) would delete those files too."""
+    from pacpriv.cli._args import UsageError
+
+    value = getattr(args, "checkpoint", None)
+    if not value or not isinstance(value, (str, os.PathLike)) or "://" in str(value):
+        return
+    folder = Path(value).expanduser()
+    if not folder.is_dir() or (folder / "manifest.json").is_file():
+        return
+    if any(True for _ in folder.iterdir()):
+        raise UsageError("--checkpoint must be a new or empty folder, or an earlier checkpoint "
+                         "(its manifest.json); the folder given holds other files, which the "
+                         "checkpoint would mix with every trial's un-noised output")
+
+
 def check_private_paths(args) -> None:
     """Refuse a private path (:data:`PRIVATE_PATH_FLAGS`) equal to or inside ``--out``, or
     inside an existing report folder (:func:`pacpriv._files.check_not_in_report`).
@@ -89,6 +107,7 @@ def check_private_paths(args) -> None:
     PermissionError
         The private path lies inside a report folder written earlier.
     """
+    _check_checkpoint_folder(args)
 
     out = getattr(args, "out", None)
     for attr, flag, _ in PRIVATE_PATH_FLAGS:  # nor inside an earlier command's report folder

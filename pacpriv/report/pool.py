@@ -118,6 +118,9 @@ POOL_SCALE_KEYS = frozenset({
 #: :data:`PLUGIN_ROW_PREFIX`.
 PLUGIN_KEYS = frozenset({"whole_subset_mi", "whole_subset_accuracy_bound"})
 PLUGIN_ROW_PREFIX = "whole-subset"
+#: A per-record noise plan's MI values, computed on the plug-in spectrum (functions of the
+#: pool), removed from its ``noise_plan`` with the pool's statistics.
+PLAN_MI_KEYS = frozenset({"mi_budget", "mi_bound", "mi_claim", "linearised_mi_bound"})
 
 
 def scrub_pool_scale(obj):
@@ -225,6 +228,9 @@ def private_section(section: dict, key: str, *, withheld: bool = False) -> dict:
     out = scrub_pool_scale(section)
     note = POOL_STATISTICS_WITHHELD if withheld else POOL_STATISTICS_HIDDEN
     part = {k: v for k, v in out.get(key, {}).items() if k not in PLUGIN_KEYS}
+    if isinstance(part.get("noise_plan"), dict):  # the plan's plug-in MI values, pool-derived
+        part["noise_plan"] = {k: v for k, v in part["noise_plan"].items()
+                              if k not in PLAN_MI_KEYS}
     out[key] = {**part, "pool_statistics": note}
     table = out.get("table")
     if isinstance(table, dict) and "rows" in table:  # rows labelled by PLUGIN_ROW_PREFIX

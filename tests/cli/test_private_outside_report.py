@@ -161,3 +161,40 @@ def test_dpsgd_exact_sigma_json_puts_the_monte_carlo_confidence_on_the_accuracy_
     out = json.loads(capsys.readouterr().out)
     assert "confidence" not in out  # the σ is deterministic (bound check, finding 2b)
     assert out["bound_kind"] == "certified" and "confidence 0.999" not in out["bound"]
+
+
+def test_a_report_inside_a_prediction_state_or_checkpoint_is_refused(tmp_path, capsys,
+                                                                      monkeypatch):
+    """Re-check of the sixth pass (X1/X6): `--out <state>/models` wrote a report beside the
+    world models; a report folder must not lie inside any private pacpriv folder."""
+    monkeypatch.chdir(tmp_path)
+    state = tmp_path / "st"
+    (state / "models").mkdir(parents=True)
+    (state / "secret.json").write_text("{}")
+    rc = main([*RUN, "--out", str(state / "models" / "r")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "lies inside" in err and "prediction state" in err
+    assert not (state / "models" / "r").exists()
+    assert main([*RUN, "--out", "elsewhere"]) == 0
+
+
+def test_a_checkpoint_into_a_folder_of_other_files_is_refused(tmp_path, capsys, monkeypatch):
+    """Re-check of the sixth pass (F16/G14): trials' un-noised outputs were mixed into an
+    existing folder of other files (deleting the checkpoint would delete them too)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("x")
+    rc = main([*RUN, "--out", "r", "--checkpoint", "mine"])
+    assert rc == 2 and "--checkpoint must be a new or empty folder" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["notes.txt"]
+    (tmp_path / "empty").mkdir()
+    assert main([*RUN, "--out", "r2", "--checkpoint", "empty"]) == 0
+    assert main([*RUN, "--out", "r3", "--checkpoint", "empty"]) == 0  # an earlier checkpoint
+
+
+def test_withheld_per_record_noise_plan_has_no_plug_in_mi():
+    section = {"per_record": {"noise_plan": {"mi_budget": 0.31, "mi_bound": 0.31,
+                                             "mi_claim": 0.31, "linearised_mi_bound": 0.2,
+                                             "rule": "isotropic"}}}
+    out = private_section(section, "per_record", withheld=True)
+    assert out["per_record"]["noise_plan"] == {"rule": "isotropic"}
