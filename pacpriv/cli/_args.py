@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 __all__ = [
+    "iter_commands",
     "HelpFormatter",
     "UsageError",
     "add_pool_statistics",
@@ -274,3 +275,13 @@ def print_rows(
     for r in rows:
         print(" ".join(f"{r[k]:>{w}{spec}}" for k, _, w, spec in columns))
     return 0
+
+
+def iter_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """Every ``(path, parser)`` of the command tree under ``parser``, itself first: ``path``
+    is the tuple of subcommand names (``()`` for the top level), depth first."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    yield path, parser
+    for action in subs:
+        for name, sub in action.choices.items():
+            yield from iter_commands(sub, (*path, name))

@@ -13,18 +13,13 @@ import argparse
 
 import pytest
 
-from pacpriv.cli._args import NEGATIVE_VALUE
+from pacpriv.cli._args import NEGATIVE_VALUE, iter_commands
 from pacpriv.cli.main import build_parser, main
 
 VALUES = ["-inf", "-nan", "-1e5", "-.5", "-Infinity", "-NaN", "-INF", "-0", "-1e-300"]
 
 
-def _commands(parser, path=()):
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    yield path, parser
-    for a in subs:
-        for name, sp in a.choices.items():
-            yield from _commands(sp, (*path, name))
+_commands = iter_commands  # (path, parser) of every command
 
 
 def _value_flags(parser):

@@ -11,23 +11,16 @@ sentinel: what is tested is the check before the work, and the closed forms, whi
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
+from pacpriv.cli._args import iter_commands
 from pacpriv.cli.main import build_parser, main
 
 HUGE_INT = str(10**400)
 VALUES = {"int": [HUGE_INT, "-" + HUGE_INT], "float": ["1e300", "-1e300", "1e-300"]}
 
 
-def _commands(parser, path=()):
-    """(path, parser) of every command that has flags of its own."""
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    yield path, parser
-    for a in subs:
-        for name, sp in a.choices.items():
-            yield from _commands(sp, (*path, name))
+_commands = iter_commands  # (path, parser) of every command
 
 
 def _numeric_flags(parser) -> list[tuple[str, str]]:
