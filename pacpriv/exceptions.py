@@ -21,6 +21,7 @@ __all__ = [
     "NotReproducibleWarning",
     "PacprivWarning",
     "StallWarning",
+    "TimeLimitError",
     "UndersampledWarning",
     "UserCodeError",
     "VacuousBoundWarning",
@@ -90,6 +91,32 @@ class CheckpointError(ValueError):
 
 class BudgetExceededError(RuntimeError):
     """A release would take the cumulative mutual-information budget over its cap."""
+
+
+class TimeLimitError(TimeoutError):
+    """A run's ``time_limit`` (:class:`~pacpriv.pac.engine.ExecutionOptions`): refused before
+    any trial because the timed probe's estimate exceeds it (nothing was run or charged), or
+    stopped at the limit (finished trials kept in the checkpoint, if any; nothing released).
+
+    Attributes
+    ----------
+    estimate_s : float or None
+        The probe's estimate of the run, seconds (None when the run was stopped at the limit).
+    n_done : int or None
+        Trials finished when the run was stopped (None when it was refused before any trial).
+    """
+
+    def __init__(self, message: str, *, estimate_s: float | None = None,
+                 n_done: int | None = None) -> None:
+        super().__init__(message)
+        self.estimate_s, self.n_done = estimate_s, n_done
+
+    def __reduce__(self):
+        return (_time_limit_error, (str(self), self.estimate_s, self.n_done))
+
+
+def _time_limit_error(message: str, estimate_s, n_done) -> TimeLimitError:
+    return TimeLimitError(message, estimate_s=estimate_s, n_done=n_done)
 
 
 class PacprivWarning(UserWarning):

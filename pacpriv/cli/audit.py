@@ -102,14 +102,18 @@ def add_parser(subparsers, name: str) -> None:
                    help="delta of the one-run audit's (epsilon, delta) claims (default 1e-5)")
     p.add_argument("--seed", type=integer, default=None,
                    help="root seed of the audit (default: fresh OS entropy; recorded either way)")
-    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "checkpoint", "progress", "timeout"),
-                   helps={
+    add_spec_flags(p, ExecutionOptions, only=("n_jobs", "checkpoint", "progress", "timeout",
+                                              "time_limit"), helps={
         "n_jobs": f"parallel workers training reference models (default 1; -1: all "
         f"{available_cpus()} CPU(s) this process may use; more is capped)",
         "checkpoint": "resumable checkpoint of the reference models (it holds every model's "
         "scores on every record: treat it like the data; delete it after the run)",
         "timeout": "time limit in seconds (> 0) of each reference model's training: one "
-        "that runs longer stops the audit with an error (default: none)"})
+        "that runs longer stops the audit with an error (default: none)",
+        "time_limit": "limit in seconds (> 0) on training all reference models: refused before "
+        "any training when a timed probe (one model) estimates more; stopped at the limit "
+        "otherwise (finished models stay in --checkpoint: rerun the same command to resume). "
+        "Default: none"})
     add_report_output(p, default_out="pacpriv-audit",
                       out_help="output directory (created; must be writable)",
                       json_help="print the audit JSON (attacks, certified_curve, one_run)")

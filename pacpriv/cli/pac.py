@@ -160,7 +160,7 @@ def _add_run_parser(sub) -> None:
         for p in cls.parameter_names()})
     add_spec_flags(run, ExecutionOptions, only=(
         "n_jobs", "ensemble", "backend", "checkpoint", "output_dtype", "memory_map", "retries",
-        "timeout", "progress"))
+        "timeout", "progress", "time_limit"))
     run.add_argument("--scheduler", default=None, metavar="ADDRESS",
                      help="Dask scheduler address (e.g. tcp://host:8786), with --backend dask")
     run.add_argument("--ray-address", default=None, metavar="ADDRESS",

@@ -137,10 +137,13 @@ def add_records_parser(sub) -> None:
                    "needs more trials)")
     p.add_argument("--seed", type=integer, default=None, help="root seed of the simulation")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
-                                               "progress", "record_block", "timeout"))
-    p.add_argument("--time-limit", type=number, default=None, metavar="SECONDS",
-                   help="refuse before any trial when the estimated time (printed first, from "
-                   "a short timed probe of the mechanism) exceeds this many seconds")
+                                               "progress", "record_block", "timeout",
+                                               "time_limit"),
+                  helps={"time_limit": "limit in seconds on the simulation (> 0): refused "
+                         "before any trial when the estimated time (printed first, from a "
+                         "short timed probe of the mechanism) exceeds it; stopped at the "
+                         "limit otherwise (finished trials stay in --checkpoint: rerun the "
+                         "same command to resume)"})
     add_report_output(p, default_out="pacpriv-records", out_help="report directory",
                       json_help="print the report JSON to stdout")
     p.add_argument("--private-index-list", default=None, metavar="FILE.json",
@@ -203,10 +206,7 @@ def _check(args) -> tuple[str, ...]:
         raise UsageError(
             f"--target-accuracy must be in ({base:g}, 1) for --sampling-rate "
             f"{args.sampling_rate:g}; got {args.target_accuracy}")
-    spec_from_args(ExecutionOptions, args)  # every execution flag, before any work
-    if args.time_limit is not None and not (0 < args.time_limit < float("inf")):
-        raise UsageError(f"--time-limit must be a number of seconds in (0, inf); got "
-                         f"{args.time_limit:g}")
+    spec_from_args(ExecutionOptions, args)  # every execution flag (--time-limit too)
     return report_formats(args.formats)
 
 

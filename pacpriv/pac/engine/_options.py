@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
+import numbers
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -107,6 +109,17 @@ class ExecutionOptions:
         counted on the progress bar and checkpointed block by block
         (:mod:`pacpriv.pac.per_record._units`); ``timeout`` and ``retries`` then apply to
         each block. Results are bit-identical for every value.
+    time_limit : float or None, default None
+        Seconds the whole simulation may take (``> 0``, finite; None: no limit). Checked
+        before any trial against an estimate from a short timed probe (one trial, or one
+        block of an ensemble mechanism, on a subset drawn with a public seed, its output
+        discarded): a run estimated over the limit is refused with the estimate
+        (:class:`~pacpriv.exceptions.TimeLimitError`; nothing is run, stored or released).
+        Enforced while it runs: past the limit the run stops after the batch in flight (a
+        trial cannot outlast the limit: the per-trial ``timeout`` is at most ``time_limit``)
+        with a :class:`~pacpriv.exceptions.TimeLimitError` that says how many trials
+        finished; with a ``checkpoint`` they are kept there and the same call resumes them.
+        Never changes results.
 
     Raises
     ------
@@ -164,6 +177,11 @@ class ExecutionOptions:
         "help": "records per block of a per-record trial of a black-box mechanism (>= 1; "
         "default 64): the blocks run on separate workers, with progress and checkpoints per "
         "block; results are identical for every B"})
+    time_limit: float | None = field(default=None, metadata={
+        "flag": "--time-limit", "metavar": "SECONDS",
+        "help": "limit in seconds on the whole run (> 0): refused before any trial when a short "
+        "timed probe of the mechanism estimates more; stopped at the limit otherwise (finished "
+        "trials stay in --checkpoint: rerun the same command to resume). Default: none"})
 
     def __post_init__(self) -> None:
         check_n_jobs(self.n_jobs)
@@ -197,6 +215,8 @@ class ExecutionOptions:
             check_int(self.worker_memory, "worker_memory", low=1)
         if self.record_block is not None:
             check_int(self.record_block, "record_block", low=1)
+        if self.time_limit is not None:
+            _check_time_limit(self.time_limit)
         if self.device not in DEVICES:
             raise ValueError(f"`device` must be one of {DEVICES}; got {self.device!r}.")
 
@@ -207,6 +227,19 @@ class ExecutionOptions:
     def to_dict(self) -> dict:
         """The options as a plain dict (field name -> value)."""
         return asdict(self)
+
+
+def _check_time_limit(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`time_limit` must be a number of seconds in (0, inf) or None; got "
+                        f"{type(value).__name__}.")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int beyond float64
+        seconds = math.inf
+    if not 0 < seconds < math.inf:
+        raise ValueError(f"`time_limit` must be a number of seconds in (0, inf); got "
+                         f"{seconds:g}.")
 
 
 def known_backends() -> set[str]:

@@ -21,6 +21,7 @@ from pacpriv._random import seed_to_dict, trial_seed
 from pacpriv.exceptions import TIMEOUT_ADVICE, MechanismError, StallWarning, WorkerCapWarning
 from pacpriv.pac.engine._heap import raise_heap_thresholds
 from pacpriv.pac.engine._isolation import keep_ctrl_c_in_the_parent
+from pacpriv.pac.engine._limit import Deadline
 from pacpriv.pac.engine._resources import worker_cap
 from pacpriv.pac.engine._trial import (
     BatchResult,
@@ -252,14 +253,14 @@ class _Watchdog:
             wait *= 2.0
 
 
-def _one_round(parallel, batches: _Batches, store, checkpoint, bar) -> None:
+def _one_round(parallel, batches: _Batches, store, checkpoint, bar, deadline=None) -> None:
     with _Watchdog(store, batches.task.timeout) as watchdog:  # list mode runs in parallel()
         try:
             gen = parallel(batches)
         except BatchFailed as failed:  # list mode: joblib has stopped the other tasks
             gen = iter([failed.result])
         try:
-            _collect(gen, batches, store, checkpoint, bar, watchdog)
+            _collect(gen, batches, store, checkpoint, bar, watchdog, deadline)
         finally:
             if hasattr(gen, "close"):
                 with warnings.catch_warnings():  # joblib warns about cancelled tasks on close
@@ -267,8 +268,10 @@ def _one_round(parallel, batches: _Batches, store, checkpoint, bar) -> None:
                     gen.close()
 
 
-def _collect(gen, batches: _Batches, store, checkpoint, bar, watchdog: _Watchdog) -> None:
-    """Store each finished batch (checkpointed, counted on the bar); raise at a failure."""
+def _collect(gen, batches: _Batches, store, checkpoint, bar, watchdog: _Watchdog,
+             deadline: Deadline | None = None) -> None:
+    """Store each finished batch (checkpointed, counted on the bar); raise at a failure, or
+    past the ``deadline`` of ``time_limit`` while trials remain (:mod:`._limit`)."""
     for result in gen:
         watchdog.tick(len(result.outputs))
         k = len(result.outputs)
@@ -291,6 +294,9 @@ def _collect(gen, batches: _Batches, store, checkpoint, bar, watchdog: _Watchdog
                 checkpoint.save(result.start, result.outputs, result.masks)
             bar.update(k)
         batches.observe(result)
+        if (deadline is not None and store.n_done < store.n_trials
+                and deadline.stops(result.failure)):
+            raise deadline.error(store.n_done, store.n_trials)
         if result.failure is not None:
             error = _failure_error(result.failure)
             raise error from result.failure.cause
@@ -334,8 +340,12 @@ def plan_workers(n_jobs, backend, *, worker_memory: int | None = None,
     return n_jobs, name, n_workers
 
 
-def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, retries):
+def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, retries,
+                deadline: Deadline | None = None):
     """Run every unfinished trial of ``store``; return ``(backend_name, n_workers)``.
+
+    Past ``deadline`` (``time_limit``) the run stops with a
+    :class:`~pacpriv.exceptions.TimeLimitError`; finished trials stay in ``checkpoint``.
 
     A worker crash (loky ``TerminatedWorkerError``, Dask ``KilledWorker``) reruns the
     unfinished trials up to ``retries`` more times, then raises ``MechanismError`` naming
@@ -353,7 +363,7 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
         # glibc: the mechanism's freed temporaries stay on the heap for the next trial,
         # instead of being given back and faulted in again (pac/engine/_heap.py)
         raise_heap_thresholds()
-        _one_round(_in_this_process, batches, store, checkpoint, bar)
+        _one_round(_in_this_process, batches, store, checkpoint, bar, deadline)
         return name, n_workers
     crash_types = _crash_types()
     for attempt in range(retries + 1):
@@ -365,7 +375,7 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
         batches = _Batches(task, store, ranges, n_workers, batch_size,
                            streamed=parallel.return_generator)
         try:
-            _one_round(parallel, batches, store, checkpoint, bar)
+            _one_round(parallel, batches, store, checkpoint, bar, deadline)
         except crash_types as err:
             if attempt == retries:
                 raise _crash_error(task, err, batches.in_flight, store) from err

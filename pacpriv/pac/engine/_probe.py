@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from pacpriv.exceptions import StallWarning
 
-__all__ = ["PROBE_NOTE_S", "ProbeTimeoutError", "bounded_probe", "probe_limit"]
+__all__ = ["PROBE_NOTE_S", "ProbeTimeoutError", "bounded_probe", "duration_text", "probe_limit"]
 
 #: Seconds a probe runs before its "has not finished" line (then at each doubling).
 PROBE_NOTE_S = 5.0
@@ -39,6 +39,15 @@ _REFIRE_S = 0.5
 
 class ProbeTimeoutError(TimeoutError):
     """The timed probe before a run did not finish within its limit; nothing was run."""
+
+
+def duration_text(seconds: float) -> str:
+    """A predicted duration for the user: ``"4.2 s"``, ``"12 s"``, ``"3.2 min"``, ``"1.5 h"``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def probe_limit(*limits: tuple[float | None, str]) -> tuple[float, str] | None:

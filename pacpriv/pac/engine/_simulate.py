@@ -59,6 +59,7 @@ from pacpriv.exceptions import (
 from pacpriv.pac.engine import _storage as storage
 from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._checkpoint import Checkpoint, run_fingerprint
+from pacpriv.pac.engine._limit import start_limit
 from pacpriv.pac.engine._mechanism import check_mechanism
 from pacpriv.pac.engine._options import (
     MAPPED_OUTPUTS,
@@ -439,8 +440,18 @@ def simulate(
     sampler.check_pool(n_records)  # degenerate samplers fail here, before any trial
     _check_memory(n_trials, n_records, checkpoint if ex.memory_map else output_path)
     # workers capped at the usable CPUs and memory (a WorkerCapWarning names the cap)
-    n_jobs, planned_backend, _ = plan_workers(n_jobs, backend, worker_memory=ex.worker_memory,
-                                              stacklevel=3)
+    n_jobs, planned_backend, planned_workers = plan_workers(
+        n_jobs, backend, worker_memory=ex.worker_memory, stacklevel=3)
+    task = TrialTask(  # its root seed is set once the checkpoint (if any) is open
+        mechanism=mechanism, mechanism_name=mechanism_name, pool=pool, n_records=n_records,
+        sampler=sampler, root=np.random.SeedSequence(0), pass_rng=pass_rng, retries=retries,
+        timeout=timeout, output_dtype=dtype, reseed_global=planned_backend == "multiprocessing",
+        parent_pid=os.getpid() if planned_backend in ("loky", "multiprocessing") else None,
+        kernel_signal=threading.current_thread() is threading.main_thread(),
+        block_size=block_size_of(mechanism, ex.ensemble), n_trials=n_trials)
+    # time_limit: the probe's estimate, before anything is created or run (_limit.py)
+    task, deadline = start_limit(task, time_limit=ex.time_limit, checkpoint=checkpoint,
+                                 n_trials=n_trials, n_workers=planned_workers)
     store, ckpt, root, output_path = _open_store(ex, mechanism, pool, sampler, rng,
                                                  n_trials=n_trials, n_records=n_records,
                                                  dtype=dtype)
@@ -448,13 +459,7 @@ def simulate(
     pending = store.missing_ranges()
     if pending:  # sampler errors (e.g. subset_size > n_records) surface here, in the caller
         sampler.trial_mask(n_records, root=root, index=pending[0][0])
-    task = TrialTask(
-        mechanism=mechanism, mechanism_name=mechanism_name, pool=pool, n_records=n_records,
-        sampler=sampler, root=root, pass_rng=pass_rng, retries=retries, timeout=timeout,
-        output_dtype=dtype, reseed_global=planned_backend == "multiprocessing",
-        parent_pid=os.getpid() if planned_backend in ("loky", "multiprocessing") else None,
-        kernel_signal=threading.current_thread() is threading.main_thread(),
-        block_size=block_size_of(mechanism, ex.ensemble), n_trials=n_trials)
+    task = dataclasses.replace(task, root=root)
     if dtype != np.float64:
         task = _with_reference(task, store, ckpt)
     verified = (ckpt.verify(store, lambda i: _rerun(task, store, i))
@@ -465,7 +470,7 @@ def simulate(
     with bar:
         backend_name, n_workers = run_pending(
             task, store, ckpt, n_jobs=n_jobs, backend=backend, batch_size=batch_size,
-            bar=bar, retries=retries,
+            bar=bar, retries=retries, deadline=deadline,
         )
     reproducible, note = _reproducibility(task, store, pending, verified,
                                           run_s=time.perf_counter() - t_run, n_workers=n_workers)

@@ -22,7 +22,7 @@ import numpy as np
 
 from pacpriv._validation import check_real
 from pacpriv.exceptions import PROBE_TIME_ADVICE
-from pacpriv.pac.engine._probe import bounded_probe
+from pacpriv.pac.engine._probe import bounded_probe, duration_text
 from pacpriv.pac.per_record._sim import PairSpec, _differences
 from pacpriv.pac.per_record._units import DEFAULT_RECORD_BLOCK
 
@@ -61,18 +61,10 @@ class RunEstimate:
 
     def text(self) -> str:
         """One line for the user, e.g. ``about 3.2 min (200 trials × 570 evaluations ...)``."""
-        return (f"about {_duration(self.seconds)} ({self.n_trials} trials × "
+        return (f"about {duration_text(self.seconds)} ({self.n_trials} trials × "
                 f"{self.evaluations_per_trial} evaluation(s) at {self.per_trial_s:.3g} s a "
                 f"trial, {self.workers} worker(s); from a timed probe of "
                 f"{self.probe_evaluations} evaluation(s))")
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def estimate_per_record_time(mechanism: Any, pool: Any, records: np.ndarray, *, n_records: int,

@@ -1,0 +1,150 @@
+"""The whole-run time limit (``ExecutionOptions.time_limit``): an estimate before, a stop during.
+
+Before any trial (and before a checkpoint or an output file is created), :func:`start_limit`
+times a warm-up trial and one more (for an ensemble mechanism, blocks of one and of a few
+trials) on subsets drawn with a public seed (their outputs are discarded; nothing is stored
+or released), scales the time per trial to the trials still to run over the workers, and
+refuses a run estimated over the limit with a one-line
+:class:`~pacpriv.exceptions.TimeLimitError` that gives the estimate. The probe itself is
+bounded by the limit (:func:`~pacpriv.pac.engine._probe.bounded_probe`).
+
+While the run goes on, the parent checks the :class:`Deadline` after every finished batch: past
+it, the run stops (the batches in flight are cancelled) with a ``TimeLimitError`` saying how many
+trials finished and how to resume from the checkpoint. A trial cannot outlast the limit: the
+per-trial timeout is at most ``time_limit``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pacpriv.exceptions import PROBE_TIME_ADVICE, TimeLimitError
+from pacpriv.pac.engine._checkpoint import _MANIFEST
+from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, duration_text
+from pacpriv.pac.engine._trial import TrialFailure, TrialTask, run_batch
+
+__all__ = ["Deadline", "start_limit"]
+
+#: Public root seed of the probe's trial (its output is discarded).
+PROBE_SEED = 0
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The end of a run's ``time_limit`` (``time.monotonic()`` seconds) and where its trials
+    are kept."""
+
+    limit_s: float
+    end: float
+    checkpoint: str | None
+
+    def passed(self) -> bool:
+        return time.monotonic() > self.end
+
+    def stops(self, failure: TrialFailure | None) -> bool:
+        """Whether the run stops here: the limit has passed, and the batch finished or its
+        trial was cut by the per-trial timeout (which the limit caps)."""
+        return self.passed() and (failure is None or isinstance(failure.cause, TimeoutError))
+
+    def error(self, n_done: int, n_trials: int) -> TimeLimitError:
+        kept = (f"they are kept in the checkpoint {self.checkpoint!r}: run again with the same "
+                "arguments (and a larger `time_limit`, or none) to resume" if self.checkpoint
+                else "they were not kept (no `checkpoint`): pass one to resume a stopped run")
+        return TimeLimitError(
+            f"the run reached its time limit (`time_limit` {self.limit_s:g} s) and stopped "
+            f"with {n_done} of {n_trials} trials finished; {kept}. Nothing was released or "
+            "charged.", n_done=n_done)
+
+
+def kept_trials(checkpoint, n_trials: int) -> int:
+    """Trials ``< n_trials`` an existing checkpoint lists (read-only; 0 when there is none or
+    its manifest cannot be read: opening it later reports that)."""
+    if checkpoint is None:
+        return 0
+    try:
+        chunks = json.loads((Path(os.fspath(checkpoint)) / _MANIFEST).read_text())["chunks"]
+        return sum(max(0, min(int(stop), n_trials) - int(start)) for start, stop, *_ in chunks)
+    except (OSError, ValueError, TypeError, KeyError):
+        return 0
+
+
+def start_limit(task: TrialTask, *, time_limit: float | None, checkpoint, n_trials: int,
+                n_workers: int) -> tuple[TrialTask, Deadline | None]:
+    """Before any trial: ``(task with its per-trial timeout capped at the limit, deadline)``,
+    or ``(task, None)`` without a limit.
+
+    Raises
+    ------
+    TimeLimitError
+        The probe's estimate of the trials still to run exceeds ``time_limit``, or the probe
+        itself did not finish within it (nothing was run, stored or charged).
+    """
+    if time_limit is None:
+        return task, None
+    start = time.monotonic()
+    pending = n_trials - kept_trials(checkpoint, n_trials)
+    if pending > 0:
+        _refuse_over(task, time_limit, pending, max(1, int(n_workers)))
+    timeout = time_limit if task.timeout is None else min(task.timeout, time_limit)
+    deadline = Deadline(time_limit, start + time_limit,
+                        None if checkpoint is None else os.fspath(checkpoint))
+    return dataclasses.replace(task, timeout=timeout), deadline
+
+
+def _refuse_over(task: TrialTask, limit: float, pending: int, n_workers: int) -> None:
+    """Time two trials on a public seed, the first a warm-up (an ensemble mechanism: then
+    blocks of 1 and a few trials, for a block's fixed cost and its cost per trial); refuse
+    above the limit."""
+    probe = dataclasses.replace(
+        task, root=np.random.SeedSequence(PROBE_SEED), timeout=None, retries=0, reference=None,
+        output_dtype=np.dtype(np.float64), reseed_global=False, parent_pid=None,
+        kernel_signal=False)
+    # a warm-up trial first (imports, caches, compilation: its cost is not every trial's)
+    sizes = (1, 1) if task.block_size <= 1 else (1, 1, min(_BLOCK_PROBE, task.block_size))
+    times = []
+    try:
+        with bounded_probe((limit, "`time_limit`"),
+                           what="the timed probe (two trials, before the run)",
+                           hint=PROBE_TIME_ADVICE):
+            for i, m in enumerate(sizes):  # trials i .. i + m - 1 (a block of m, if blocks)
+                one = dataclasses.replace(probe, n_trials=i + m,
+                                          block_size=m if task.block_size else 0)
+                tic = time.perf_counter()
+                result = run_batch(one, i, i + m, None)
+                times.append(time.perf_counter() - tic)
+                if result.failure is not None:
+                    return  # the run reports the failing trial with its own index and seed
+    except ProbeTimeoutError as err:
+        raise TimeLimitError(str(err)) from None
+    per_trial = _per_trial(times, sizes, task.block_size)
+    seconds = math.ceil(pending / n_workers) * per_trial
+    if seconds > limit:
+        raise TimeLimitError(
+            f"the run would take about {duration_text(seconds)} ({pending} trials at "
+            f"{per_trial:.3g} s each on {n_workers} worker(s), from a timed probe of "
+            f"{sum(sizes)} trial(s)), over `time_limit` {limit:g} s: use fewer trials, more "
+            "workers (`n_jobs`) or a larger `time_limit` (nothing was run or charged)",
+            estimate_s=seconds)
+
+
+#: Trials of the second block probe of an ensemble mechanism.
+_BLOCK_PROBE = 4
+
+
+def _per_trial(times: list[float], sizes: tuple[int, ...], block: int) -> float:
+    """Seconds a trial costs, from the probes after the warm-up: the second trial's time, or
+    for blocks the line through the two block probes (fixed cost + cost per trial) at the
+    run's block size, per trial."""
+    if len(sizes) == 2:
+        return times[1] / sizes[1]
+    slope = max(0.0, (times[2] - times[1]) / (sizes[2] - sizes[1]))
+    fixed = max(0.0, times[1] - slope * sizes[1])
+    return (fixed + slope * block) / block
