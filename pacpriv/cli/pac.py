@@ -466,6 +466,12 @@ def _trials(args) -> int:
                                      confidence=args.confidence,
                                      effective_dim=args.effective_dim)
         except InflationUnreachable as err:
+            if not math.isfinite(float(err.smallest)):  # none at all ("pass >= inf" said nothing)
+                raise UsageError(
+                    f"--dim {d} cannot be planned at --confidence {args.confidence!r}: the "
+                    "certified rule needs more trials than output dimensions, past the "
+                    f"planning model's cap of {err.n_trials} trials; give a smaller --dim"
+                    ) from None
             why = ("the trial cap" if err.capped else
                    "beyond it the model leaves its range: its clip correction dominates and it "
                    "bends to its floor")

@@ -305,7 +305,7 @@ def trials_for_inflation(
     def resolved(m: int) -> bool:
         return _resolved(*terms(m))
 
-    hi = max(_MIN_TRIALS, 2 * d + 6)
+    hi = min(cap, max(_MIN_TRIALS, 2 * d + 6))  # never past the cap (it returned 1.14e8 > 1e8)
     while model(hi) > target:
         if hi >= cap:
             return _unreachable(d, conf, target, model, resolved, cap, 1)

@@ -177,3 +177,26 @@ def test_the_model_never_predicts_below_the_gaussian_floor(dim):
         k = (n - 1) * dim
         assert predicted_inflation(n, dim) >= k / stats.chi2.ppf(0.05, k) * (1 - 1e-12)
     assert predicted_inflation(2000, 1) == pytest.approx(1999 / stats.chi2.ppf(0.05, 1999))
+
+
+@pytest.mark.parametrize("dim,cap", [(10**8, 10**8), (10**4, 2 * 10**4), (10**9, 10**8)])
+def test_no_plan_is_past_the_trial_cap(dim, cap):
+    """The search starts at about 2·d trials: a dimension near the cap returned a count past it
+    (``pac trials --dim 1e8``: 114285715 > 1e8) instead of refusing."""
+    try:
+        m = trials_for_inflation(dim, target_inflation=100.0, max_trials=cap)
+    except InflationUnreachable as err:
+        assert err.n_trials <= cap
+    else:
+        assert m <= cap
+
+
+def test_cli_says_why_no_target_is_reachable_past_the_cap(capsys):
+    """No finite inflation at the cap: one line naming --dim and the cap, never
+    "pass --target-inflation >= inf"."""
+    rc = main(["pac", "trials", "--dim", "1000000000", "--target-inflation", "1.01"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and "inf" not in err
+    assert err == ("pacpriv: error: --dim 1000000000 cannot be planned at --confidence 0.95: "
+                   "the certified rule needs more trials than output dimensions, past the "
+                   "planning model's cap of 100000000 trials; give a smaller --dim")
