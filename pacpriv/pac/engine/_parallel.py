@@ -18,11 +18,12 @@ from collections.abc import Iterator
 
 from pacpriv._optional import import_optional
 from pacpriv._random import seed_to_dict, trial_seed
-from pacpriv.exceptions import TIMEOUT_ADVICE, MechanismError, StallWarning, WorkerCapWarning
+from pacpriv.exceptions import TIMEOUT_ADVICE, MechanismError, WorkerCapWarning
 from pacpriv.pac.engine._heap import raise_heap_thresholds
 from pacpriv.pac.engine._isolation import keep_ctrl_c_in_the_parent
 from pacpriv.pac.engine._limit import Deadline
 from pacpriv.pac.engine._resources import worker_cap
+from pacpriv.pac.engine._stall import StallNotice
 from pacpriv.pac.engine._trial import (
     BatchResult,
     TrialFailure,
@@ -209,48 +210,31 @@ def _crash_error(task: TrialTask, err: BaseException, suspects, store) -> Mechan
 STALL_WARN_S = 60.0
 
 
-class _Watchdog:
-    """A daemon thread that prints one line to stderr when no trial has finished for
+class _Watchdog(StallNotice):
+    """One line (a :class:`~pacpriv.exceptions.StallWarning`) when no trial has finished for
     :data:`STALL_WARN_S` seconds (then after twice as long, and so on): a hanging mechanism
     without ``timeout`` otherwise leaves the bar at 0 without a word (issue 35, item 5)."""
 
     def __init__(self, store, timeout: float | None) -> None:
+        super().__init__(STALL_WARN_S, name="pacpriv-watchdog", poll_s=1.0)
         self.store, self.timeout = store, timeout
         self.last = time.monotonic()
         self.done = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True,
-                                        name="pacpriv-watchdog")
-
-    def __enter__(self) -> _Watchdog:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=1.0)
 
     def tick(self, k: int) -> None:
         self.last = time.monotonic()
         self.done += k
 
-    def _watch(self) -> None:
-        wait = STALL_WARN_S
-        while not self._stop.wait(min(wait, 1.0)):
-            idle = time.monotonic() - self.last
-            if idle < wait:
-                continue
-            hint = (f"each trial is bounded by timeout={self.timeout:g} s" if self.timeout
-                    else TIMEOUT_ADVICE)
-            # a warning (StallWarning), so that the CLI lists it with the others; printed
-            # at once by the CLI and by Python's default warning display
-            text = (f"no trial has finished for {idle:.0f} s ({self.done} finished in this "
-                    f"round so far); a trial may hang: {hint}, or press Ctrl-C to stop.")
-            try:
-                warnings.warn(text, StallWarning, stacklevel=1)
-            except StallWarning:  # an "error" filter: this thread says it, and goes on
-                sys.stderr.write(f"pacpriv: warning: {text}\n")
-            wait *= 2.0
+    def idle(self) -> float:
+        return time.monotonic() - self.last
+
+    def text(self, idle: float) -> str:
+        # a warning, so that the CLI lists it with the others; printed at once by the CLI
+        # and by Python's default warning display
+        hint = (f"each trial is bounded by timeout={self.timeout:g} s" if self.timeout
+                else TIMEOUT_ADVICE)
+        return (f"no trial has finished for {idle:.0f} s ({self.done} finished in this round "
+                f"so far); a trial may hang: {hint}, or press Ctrl-C to stop.")
 
 
 def _one_round(parallel, batches: _Batches, store, checkpoint, bar, deadline=None) -> None:

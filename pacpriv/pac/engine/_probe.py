@@ -18,13 +18,11 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
-import sys
 import threading
 import time
-import warnings
 from collections.abc import Iterator
 
-from pacpriv.exceptions import StallWarning
+from pacpriv.pac.engine._stall import StallNotice
 
 __all__ = ["PROBE_NOTE_S", "ProbeTimeoutError", "bounded_probe", "duration_text", "probe_limit"]
 
@@ -97,37 +95,20 @@ class _Timer:
                 signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
 
 
-class _Note:
-    """A daemon thread: one line when the probe has run :data:`PROBE_NOTE_S` s, then at each
-    doubling of the wait."""
+class _Note(StallNotice):
+    """One line when the probe has run :data:`PROBE_NOTE_S` s, then at each doubling."""
 
     def __init__(self, what: str, hint: str) -> None:
+        super().__init__(PROBE_NOTE_S, name="pacpriv-probe-watchdog")
         self.what, self.hint = what, hint
         self.start = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True,
-                                        name="pacpriv-probe-watchdog")
 
-    def __enter__(self) -> _Note:
-        self._thread.start()
-        return self
+    def idle(self) -> float:
+        return time.monotonic() - self.start
 
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=1.0)
-
-    def _watch(self) -> None:
-        wait = PROBE_NOTE_S
-        while not self._stop.wait(max(0.0, self.start + wait - time.monotonic())):
-            idle = time.monotonic() - self.start
-            text = (f"{self.what} has run {idle:.0f} s and not finished (a call may hang): "
-                    f"{self.hint}, or press Ctrl-C to stop (nothing has been run or charged "
-                    "yet).")
-            try:
-                warnings.warn(text, StallWarning, stacklevel=1)
-            except StallWarning:  # an "error" filter: this thread says it, and goes on
-                sys.stderr.write(f"pacpriv: warning: {text}\n")
-            wait *= 2.0
+    def text(self, idle: float) -> str:
+        return (f"{self.what} has run {idle:.0f} s and not finished (a call may hang): "
+                f"{self.hint}, or press Ctrl-C to stop (nothing has been run or charged yet).")
 
 
 @contextlib.contextmanager

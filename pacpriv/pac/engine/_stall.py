@@ -1,0 +1,65 @@
+"""One daemon thread that says when something has not progressed for a while: the shared base
+of the engine's watchdog (:mod:`pacpriv.pac.engine._parallel`: no trial finished) and the timed
+probe's note (:mod:`pacpriv.pac.engine._probe`: the probe has not returned).
+
+A subclass says how long it has waited (:meth:`StallNotice.idle`) and what to say
+(:meth:`StallNotice.text`); the thread issues one
+:class:`~pacpriv.exceptions.StallWarning` when the wait reaches ``first_s`` seconds, then at
+each doubling of it (issue 35, item 5). Under an "error" warning filter the thread writes the
+line to stderr itself and goes on.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import warnings
+from typing import TypeVar
+
+from pacpriv.exceptions import StallWarning
+
+__all__ = ["StallNotice"]
+
+_S = TypeVar("_S", bound="StallNotice")
+
+
+class StallNotice:
+    """Context manager: a daemon thread named ``name`` that says :meth:`text` once
+    :meth:`idle` reaches ``first_s`` seconds, then at each doubling; it looks at least every
+    ``poll_s`` seconds (``inf``: only when the wait is due, for an ``idle`` that never
+    resets)."""
+
+    def __init__(self, first_s: float, *, name: str, poll_s: float = math.inf) -> None:
+        self.first_s, self.poll_s = first_s, poll_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name=name)
+
+    def idle(self) -> float:
+        """Seconds without progress so far."""
+        raise NotImplementedError
+
+    def text(self, idle: float) -> str:
+        """The line to say after ``idle`` seconds without progress."""
+        raise NotImplementedError
+
+    def __enter__(self: _S) -> _S:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+
+    def _watch(self) -> None:
+        wait = self.first_s
+        while not self._stop.wait(min(self.poll_s, max(0.0, wait - self.idle()))):
+            idle = self.idle()
+            if idle < wait:
+                continue
+            text = self.text(idle)
+            try:
+                warnings.warn(text, StallWarning, stacklevel=1)
+            except StallWarning:  # an "error" filter: this thread says it, and goes on
+                sys.stderr.write(f"pacpriv: warning: {text}\n")
+            wait *= 2.0
