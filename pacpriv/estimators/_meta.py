@@ -9,6 +9,7 @@ declared public set) plus the noise; ``predict``, ``predict_proba``, ``decision_
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from pacpriv.estimators._release import (
     score_method,
     write_parameters,
 )
+from pacpriv.exceptions import MechanismError
 
 __all__ = ["PACPrivateClassifier", "PACPrivateRegressor"]
 
@@ -30,6 +32,9 @@ __all__ = ["PACPrivateClassifier", "PACPrivateRegressor"]
 DEFAULT_TARGET_ACCURACY = 0.6
 
 RELEASES = ("parameters", "decision_function")
+
+#: Largest chance a regressor's fits may have that one of them gets an empty random half.
+_EMPTY_HALF_RISK = 0.05
 
 
 def _validate_data(est, X, y=None, *, reset: bool):
@@ -78,6 +83,32 @@ class _PACPrivate(BaseEstimator):
             raise ValueError(f"`target_accuracy` must be in (0.5, 1); got {target!r}.")
         return float(mi_budget_for_accuracy(float(target), prior=0.5))
 
+    def _check_estimator(self, estimator, *, n_rows: int) -> None:
+        """The wrapped estimator is of this meta-estimator's kind (a regressor in a classifier
+        released its continuous predictions as labels: seventh new-user pass, #203), and a
+        regressor's random halves are non-empty with high probability (it has no anchor rows)."""
+        want = "classifier" if self._classifier else "regressor"
+        if not callable(getattr(estimator, "fit", None)):
+            raise TypeError(f"`estimator` must be a scikit-learn {want} (with fit); got "
+                            f"{type(estimator).__name__}.")
+        kind = _estimator_type(estimator)
+        if kind is not None and kind != want:
+            other = {"classifier": "PACPrivateClassifier",
+                     "regressor": "PACPrivateRegressor"}.get(kind)
+            raise ValueError(f"{type(self).__name__} wraps a {want}; `estimator` "
+                             f"{type(estimator).__name__} is a {kind} (its scikit-learn "
+                             "estimator type)" + (f": use {other}" if other else "") + ".")
+        if self._classifier or not isinstance(self.n_trials, (int, np.integer)):
+            return
+        fits = max(int(self.n_trials), 1) + 1
+        if fits * 0.5**n_rows > _EMPTY_HALF_RISK:
+            need = math.ceil(math.log2(fits / _EMPTY_HALF_RISK))
+            raise ValueError(
+                f"{type(self).__name__} needs at least {need} training rows for n_trials="
+                f"{int(self.n_trials)}; got {n_rows}: each of the n_trials + 1 fits is on a "
+                f"random half of the rows, which is empty with probability 2^-{n_rows} (give "
+                "more rows or fewer `n_trials`).")
+
     def _mechanism(self, estimator, n_features: int, classes) -> FitMechanism:
         if self.release not in RELEASES:
             raise ValueError(f"`release` must be one of {', '.join(RELEASES)}; got "
@@ -125,6 +156,7 @@ class _PACPrivate(BaseEstimator):
         if isinstance(self.n_trials, bool) or not isinstance(self.n_trials, (int, np.integer)):
             raise TypeError(f"`n_trials` must be an int; got {type(self.n_trials).__name__}.")
         estimator = self._default_estimator() if self.estimator is None else self.estimator
+        self._check_estimator(estimator, n_rows=X.shape[0])
         budget = self._budget()
         mechanism = self._mechanism(estimator, X.shape[1], classes)
         sim_seed, release_seed = (None, None) if self.random_state is None else \
@@ -139,10 +171,18 @@ class _PACPrivate(BaseEstimator):
                                  "parameters, or use release='decision_function' with "
                                  "public_X.")
         execution = self.execution or ExecutionOptions(n_jobs=1, progress=False)
-        result = run_pac(mechanism, (X, y), mi_budget=budget, n_trials=int(self.n_trials),
-                         rule=self.rule, rng=sim_seed, release_rng=release_seed,
-                         execution=execution, mechanism_name=type(estimator).__name__,
-                         dataset={"name": "training data", "n_records": int(X.shape[0])})
+        try:
+            result = run_pac(mechanism, (X, y), mi_budget=budget, n_trials=int(self.n_trials),
+                             rule=self.rule, rng=sim_seed, release_rng=release_seed,
+                             execution=execution, mechanism_name=type(estimator).__name__,
+                             dataset={"name": "training data", "n_records": int(X.shape[0])})
+        except MechanismError as err:  # say what a trial is here: a fit on a random half
+            raise MechanismError(
+                f"{err} Each trial (and the release) fits a clone of the estimator on a random "
+                f"half of the {X.shape[0]} training rows (Poisson, inclusion probability 1/2: "
+                "it can be small or, for a regressor, empty): give more rows, or an estimator "
+                "that fits any such subset.", trial_index=err.trial_index, seed=err.seed
+            ) from err.__cause__
         released = np.asarray(result.release, dtype=np.float64)
         if self.release == "parameters":
             write_parameters(carrier, tuple(self.attributes), released)
@@ -185,6 +225,18 @@ class _PACPrivate(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+def _estimator_type(estimator: Any) -> str | None:
+    """scikit-learn's estimator type ("classifier", "regressor", "clusterer", ...) or None."""
+    try:
+        from sklearn.utils import get_tags
+    except ImportError:  # scikit-learn < 1.6
+        return getattr(estimator, "_estimator_type", None)
+    try:
+        return get_tags(estimator).estimator_type
+    except Exception:  # an estimator without scikit-learn's tags: undeclared
+        return getattr(estimator, "_estimator_type", None)
 
 
 def mechanism_label(estimator: Any) -> str:
@@ -260,7 +312,14 @@ class PACPrivateClassifier(ClassifierMixin, _PACPrivate):
     ------
     ValueError
         In ``fit``: both budgets given, a target outside ``(0.5, 1)``, an unknown ``release``,
-        a ``public_X`` missing or of the wrong width, fewer than 2 classes, or invalid data.
+        a ``public_X`` missing or of the wrong width, fewer than 2 classes, invalid data, an
+        ``estimator`` of another scikit-learn type (a regressor in the classifier, a
+        classifier in the regressor, a clusterer), or (the regressor) fewer rows than keep
+        every fit's random half non-empty with probability 95 %.
+    TypeError
+        In ``fit``: an ``estimator`` without ``fit``.
+    pacpriv.exceptions.MechanismError
+        In ``fit``: the estimator's fit failed on the random half of some trial.
 
     Notes
     -----

@@ -231,3 +231,66 @@ def test_same_release_for_any_n_jobs(cancer):
                                   execution=ExecutionOptions(n_jobs=n, progress=False))
              .fit(X, y).estimator_.coef_ for n in (1, 2)]
     np.testing.assert_array_equal(coefs[0], coefs[1])
+
+
+# --- the wrapped estimator's kind and the rows it needs (seventh new-user pass, #203/#202) ----
+
+
+@pytest.mark.parametrize("meta,estimator,kind,other", [
+    ("PACPrivateClassifier", "Ridge", "regressor", "PACPrivateRegressor"),
+    ("PACPrivateRegressor", "LogisticRegression", "classifier", "PACPrivateClassifier"),
+    ("PACPrivateClassifier", "KMeans", "clusterer", None),
+])
+def test_an_estimator_of_another_kind_is_refused_before_any_fit(meta, estimator, kind, other):
+    """A regressor inside the classifier released continuous predictions as labels (#203)."""
+    import sklearn.cluster
+    import sklearn.linear_model
+
+    import pacpriv
+
+    est = getattr(sklearn.linear_model, estimator, None) or getattr(sklearn.cluster, estimator)
+    X, y = np.random.default_rng(0).normal(size=(40, 3)), np.arange(40) % 2
+    with pytest.raises(ValueError) as info:
+        getattr(pacpriv, meta)(est(), n_trials=10, random_state=0).fit(X, y)
+    text = str(info.value)
+    assert f"`estimator` {estimator} is a {kind}" in text
+    assert (f"use {other}" in text) if other else "use " not in text
+
+
+@pytest.mark.parametrize("meta", ["PACPrivateClassifier", "PACPrivateRegressor"])
+def test_an_estimator_without_fit_is_a_type_error(meta):
+    import pacpriv
+
+    X, y = np.random.default_rng(0).normal(size=(40, 3)), np.arange(40) % 2
+    with pytest.raises(TypeError, match=r"`estimator` must be a scikit-learn .* got str"):
+        getattr(pacpriv, meta)("ridge", n_trials=10).fit(X, y)
+
+
+@pytest.mark.parametrize("n_trials,need", [(20, 9), (100, 11)])
+def test_a_regressor_needs_rows_for_non_empty_halves(n_trials, need):
+    """(n_trials + 1)·2^-n > 5 %: refused up front with the count (a withheld
+    ``MechanismError`` from an empty half before, #202)."""
+    from pacpriv import PACPrivateRegressor
+
+    gen = np.random.default_rng(1)
+    X, y = gen.normal(size=(need, 3)), gen.normal(size=need)
+    assert (n_trials + 1) * 0.5 ** need <= 0.05 < (n_trials + 1) * 0.5 ** (need - 1)
+    with pytest.raises(ValueError, match=f"needs at least {need} training rows for "
+                       f"n_trials={n_trials}; got {need - 1}"):
+        PACPrivateRegressor(n_trials=n_trials, random_state=0).fit(X[:-1], y[:-1])
+
+
+def test_a_fit_failing_on_a_random_half_says_what_a_trial_is():
+    """An estimator that cannot fit a small half (k neighbours > rows): the engine's error
+    says that each trial fits a random half of the rows."""
+    from sklearn.neighbors import KNeighborsRegressor
+
+    from pacpriv import PACPrivateRegressor
+    from pacpriv.exceptions import MechanismError
+
+    gen = np.random.default_rng(2)
+    X, y = gen.normal(size=(30, 2)), gen.normal(size=30)
+    with pytest.raises(MechanismError, match="random half of the 30 training rows") as info:
+        PACPrivateRegressor(KNeighborsRegressor(n_neighbors=20), release="decision_function",
+                            public_X=X[:3], n_trials=10, random_state=0).fit(X, y)
+    assert info.value.trial_index >= 0 and info.value.__cause__ is not None
