@@ -110,16 +110,40 @@ def test_readme_result_attributes_exist():
             f"README/docs mention `result{m}`, which no result type has")
 
 
+#: ``print(...)  # 0.5882`` or ``# about 0.88``: the value the README says the line prints.
+_PRINTED_CLAIM = re.compile(r"^\s*print\(.*\)\s*#\s*(?:about\s+)?(-?\d+\.(\d+))\b", re.M)
+
+
+def _check_printed_claims(code: str, out: str, where: str) -> None:
+    """Every value a snippet's comment says a print shows is printed, to its last digit (the
+    README said "about 0.92" where its seeded example printed 0.877: seventh new-user pass)."""
+    printed = [float(x) for x in re.findall(r"-?\d+\.\d+(?:[eE][-+]?\d+)?", out)]
+    for value, decimals in _PRINTED_CLAIM.findall(code):
+        tol = 0.5 * 10.0 ** -len(decimals) + 1e-12
+        assert any(abs(v - float(value)) <= tol for v in printed), (
+            f"{where}: a comment says {value}; printed {out.strip()!r}")
+
+
+def test_printed_claims_are_found_and_checked():
+    """The claim pattern finds the README's and fails a wrong one."""
+    assert ("0.88", "88") in _PRINTED_CLAIM.findall("print(x.mean())   # about 0.88 (of 3)")
+    _check_printed_claims("print(a)  # 0.5882 (prior 1/2)", "0.5882352941176471\n", "t")
+    with pytest.raises(AssertionError, match=r"a comment says 0\.92"):
+        _check_printed_claims("print(a)  # about 0.92", "0.8771187227327578\n", "t")
+
+
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::pacpriv.exceptions.DegenerateOutputWarning")
 @pytest.mark.parametrize("index", RUNNABLE)
-def test_readme_snippet_runs(index, tmp_path, monkeypatch):
-    """Each ```python block of the README runs in a fresh namespace (cluster snippets: compiled)."""
+def test_readme_snippet_runs(index, tmp_path, monkeypatch, capsys):
+    """Each ```python block of the README runs in a fresh namespace (cluster snippets: compiled),
+    and prints what its comments say."""
     code = _dedent(BLOCKS[index])
     if "torch" in code:
         pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"README.md[python block {index}]", "exec"), {"__name__": "__readme__"})
+    _check_printed_claims(code, capsys.readouterr().out, f"README.md[python block {index}]")
 
 
 @pytest.mark.slow
