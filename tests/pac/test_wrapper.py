@@ -308,3 +308,50 @@ def test_only_digests_of_the_pool_are_kept(calibrated_3d):
     f, _pool = calibrated_3d
     kept = [v for v in vars(f).values() if isinstance(v, np.ndarray)]
     assert [a.dtype for a in kept] == [np.dtype("S16")] and kept[0].shape == (80,)
+
+
+# --- from_estimator: a wrong attribute is said in public words (seventh new-user pass) --------
+
+
+@pytest.mark.parametrize("attributes,said", [
+    (("nope_",), "fitted Ridge has no attribute 'nope_'"),
+    (("steps[9].coef_",), "cannot index list with [9]"),
+    (("coef_", "classes_"), "fitted Ridge has no attribute 'classes_'"),
+])
+def test_a_missing_attribute_is_named_not_withheld(attributes, said):
+    """The attribute path is the caller's configuration: the error names it (it was a
+    withheld ``raised AttributeError``); the chained cause stays."""
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from pacpriv.exceptions import MechanismError
+    from pacpriv.pac.engine import ExecutionOptions
+    from pacpriv.pac.wrapper import from_estimator, pac_private
+
+    gen = np.random.default_rng(0)
+    X, y = gen.normal(size=(40, 3)), gen.normal(size=40)
+    est = make_pipeline(StandardScaler(), Ridge()) if "steps" in attributes[0] else Ridge()
+    f = pac_private(from_estimator(est, attributes=attributes), mi_budget=0.05)
+    with pytest.raises(MechanismError) as info:
+        f.calibrate((X, y), n_trials=10, rng=0, execution=ExecutionOptions(progress=False))
+    text = str(info.value)
+    assert f"could not read its `attributes` entry {attributes[-1]!r}" in text
+    assert said in text and "withheld" not in text and info.value.trial_index == 0
+
+
+def test_a_non_numeric_attribute_names_its_dtype_never_its_values():
+    from sklearn.linear_model import LogisticRegression
+
+    from pacpriv.exceptions import MechanismError
+    from pacpriv.pac.engine import ExecutionOptions
+    from pacpriv.pac.wrapper import from_estimator, pac_private
+
+    gen = np.random.default_rng(1)
+    X = gen.normal(size=(60, 2))
+    y = np.array(["secret-a", "secret-b"])[(X[:, 0] > 0).astype(int)]
+    f = pac_private(from_estimator(LogisticRegression(), attributes=("classes_",)),
+                    mi_budget=0.05)
+    with pytest.raises(MechanismError, match=r"an array of dtype str.*, not numbers") as info:
+        f.calibrate((X, y), n_trials=10, rng=0, execution=ExecutionOptions(progress=False))
+    assert "secret" not in str(info.value)

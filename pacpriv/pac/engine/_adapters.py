@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from pacpriv._optional import import_torch
-from pacpriv.pac.engine._mechanism import accepts_rng
+from pacpriv.pac.engine._mechanism import MechanismExit, accepts_rng
 
 __all__ = ["EstimatorMechanism", "TorchMechanism", "fitted_value", "sort_rows"]
 
@@ -155,10 +155,37 @@ class EstimatorMechanism:
         else:
             X = subset[0] if isinstance(subset, tuple) else subset
             model.fit(np.asarray(X))
-        values = [fitted_value(model, name) for name in self.attributes]
+        values = [_read(model, name) for name in self.attributes]
         if self.canonicalize is not None:
             values = list(self.canonicalize(values))
         return _flatten(values)
+
+
+class AttributesError(MechanismExit, AttributeError):
+    """A named fitted attribute is missing or not numeric: an ``AttributeError`` whose message
+    holds only the caller's configuration (the name, a dtype), so the engine prints it (a
+    :class:`~pacpriv.pac.engine._mechanism.MechanismExit`: its words are pacpriv's)."""
+
+
+def _read(model: Any, name: str | Callable[[Any], Any]) -> np.ndarray:
+    """:func:`fitted_value`; a named attribute that the fitted model lacks is said in public
+    words (the name is the caller's configuration, never data), not withheld like a failure
+    of the estimator itself (seventh new-user pass, #154/#159/#163)."""
+    if callable(name):
+        return fitted_value(model, name)
+    try:
+        value = fitted_value(model, name)
+    except (AttributeError, ValueError) as err:
+        raise AttributesError(f"could not read its `attributes` entry {name!r}: "
+                            f"{str(err).rstrip('.')} (name fitted attributes of the estimator, "
+                            "e.g. 'coef_', or 'steps[-1].coef_' in a Pipeline),") from err
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):  # e.g. classes_ with string labels: its dtype, no value
+        raise AttributesError(
+            f"could not read its `attributes` entry {name!r}: an array of dtype "
+            f"{value.dtype.name}, not numbers (release numeric fitted attributes only),"
+        ) from None
 
 
 @dataclass(frozen=True)
