@@ -127,9 +127,10 @@ __all__ = [
     "pac_private",
 ]
 
-#: Membership-inference accuracy bound ``posterior_success_rate(v, prior=½)`` for an MI budget
-#: ``v`` (nats); the inverse of :func:`mi_budget_for_accuracy` (Xiao & Devadas 2023, Thm 1).
-accuracy_for_mi_budget = _posterior.membership_inference_accuracy_bound
+#: Membership-inference accuracy bound ``posterior_success_rate(v, prior=prior)`` for an MI
+#: budget ``v`` (nats; ``prior`` ½ unless given); the inverse of :func:`mi_budget_for_accuracy`
+#: (Xiao & Devadas 2023, Thm 1).
+accuracy_for_mi_budget = _posterior.accuracy_for_mi_budget
 
 # per-record membership privacy (informed adversary; PAC Privacy §2)
 __all__ += [

@@ -18,6 +18,7 @@ from scipy.special import xlogy
 from pacpriv._validation import _int_to_float, check_array_real, check_int, describe_invalid
 
 __all__ = [
+    "accuracy_for_mi_budget",
     "individual_mi_bound",
     "membership_inference_accuracy_bound",
     "mi_budget_for_accuracy",
@@ -290,6 +291,36 @@ def membership_inference_accuracy_bound(mi_budget):
     .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1.
     """
     return posterior_success_rate(mi_budget, prior=0.5)
+
+
+def accuracy_for_mi_budget(mi_budget, *, prior=0.5):
+    """Membership-inference accuracy bound of a budget: the inverse of
+    :func:`mi_budget_for_accuracy`, ``posterior_success_rate(mi_budget, prior=prior)``.
+
+    Parameters
+    ----------
+    mi_budget : float or array_like
+        Budget ``v`` in nats, in ``[0, inf]``.
+    prior : float or array_like, default 0.5
+        Blind-guess success rate ``p0 = max(q, 1 − q)`` in ``[0.5, 1)`` for inclusion
+        probability ``q``; ½ is Poisson-½ membership (equal priors). Give it for any other
+        sampler: ½ would understate the risk there.
+
+    Returns
+    -------
+    float or ndarray
+        Accuracy bound in ``[p0, 1]`` (1 once ``v >= ln(1/p0)``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`posterior_success_rate`.
+
+    References
+    ----------
+    .. [1] Xiao & Devadas, PAC Privacy, CRYPTO 2023, Thm 1.
+    """
+    return posterior_success_rate(mi_budget, prior=prior)
 
 
 def individual_mi_bound(mi_budget, *, n_records: int):

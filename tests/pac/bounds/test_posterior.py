@@ -269,3 +269,19 @@ def test_integer_mi_budget_beyond_float64_is_one_line_value_error(func):
     with pytest.raises(ValueError, match=r"^`mi_budget` must be at most .* integer of 401 digits"):
         func(10**400, prior=0.5)
     assert func(2**70, prior=0.5) == func(float(2**70), prior=0.5)
+
+
+@pytest.mark.parametrize("prior", [0.5, 0.6, 0.9])
+@pytest.mark.parametrize("target", [0.55, 0.8, 0.95])
+def test_accuracy_for_mi_budget_takes_the_prior_of_its_inverse(prior, target):
+    """``accuracy_for_mi_budget`` was an alias without ``prior=`` (a TypeError), while its
+    inverse ``mi_budget_for_accuracy`` requires it (seventh new-user pass, #177)."""
+    from pacpriv.pac import accuracy_for_mi_budget, mi_budget_for_accuracy, posterior_success_rate
+
+    if target < prior:
+        return
+    v = mi_budget_for_accuracy(target, prior=prior)
+    back = accuracy_for_mi_budget(v, prior=prior)
+    assert back == posterior_success_rate(v, prior=prior)
+    assert back <= target and back == pytest.approx(target, abs=1e-9)
+    assert accuracy_for_mi_budget(v) == posterior_success_rate(v, prior=0.5)  # default ½
