@@ -125,6 +125,7 @@ def check_output_dir(path, what: str) -> Path:
         raise NotADirectoryError(f"{what} {str(p)!r} is an existing file; give a folder path.")
     probe = p
     while not probe.exists():  # the nearest existing ancestor must take the new folder
+        _refuse_dangling_link(probe, p, what)
         probe = probe.parent
     if not probe.is_dir():
         raise NotADirectoryError(f"{what} {str(p)!r} cannot be created: {str(probe)!r} is an "
@@ -134,6 +135,17 @@ def check_output_dir(path, what: str) -> Path:
         raise PermissionError(f"{what} {str(p)!r} is not writable: no file can be created in "
                               f"{str(probe)!r} ({why}).")
     return p
+
+
+def _refuse_dangling_link(link: Path, path: Path, what: str) -> None:
+    """A symbolic link to a missing path, at ``path`` or on its way, is refused in words: the
+    folder cannot be created there ("[Errno 17] File exists" otherwise: seventh new-user pass,
+    #226)."""
+    if link.is_symlink():
+        where = "" if link == path else f" ({str(link)!r} on its way)"
+        raise FileNotFoundError(f"{what} {str(path)!r} cannot be created{where}: it is a symbolic "
+                                f"link to a missing path ({os.readlink(link)!r}); create the "
+                                "link's target or give another path.")
 
 
 def check_output_file(path, what: str, *, suffix: str | None = None) -> Path:
@@ -153,6 +165,8 @@ def check_output_file(path, what: str, *, suffix: str | None = None) -> Path:
     if p.is_dir():
         raise IsADirectoryError(f"{what} {str(p)!r} is a folder; give a file path.")
     folder = p.parent
+    if not p.exists():
+        _refuse_dangling_link(p, p, what)
     if not folder.exists():
         raise FileNotFoundError(f"{what} {str(p)!r}: the folder {str(folder)!r} does not exist.")
     if not folder.is_dir():

@@ -192,3 +192,35 @@ def test_the_checks_themselves(tmp_path, monkeypatch):
     with pytest.raises(PermissionError, match=r"x file '.*f\.txt' cannot be read "
                        r"\(Permission denied\)"):
         _files.check_input_file(f, "x file")
+
+
+# --- a symbolic link to a missing path (seventh new-user pass, #226) --------------------------
+
+
+@pytest.mark.parametrize("where", ["itself", "on its way"])
+def test_a_dangling_link_is_refused_in_words(tmp_path, where):
+    """``--out`` naming a link to a missing folder said "[Errno 17] File exists"."""
+    from pacpriv._files import check_output_dir, check_output_file
+
+    link = tmp_path / "dangl"
+    link.symlink_to(tmp_path / "missing" / "zz")
+    target = link if where == "itself" else link / "sub"
+    with pytest.raises(FileNotFoundError, match="is a symbolic link to a missing path") as info:
+        check_output_dir(target, "--out")
+    assert str(link) in str(info.value) and not (tmp_path / "missing").exists()
+    if where == "itself":
+        with pytest.raises(FileNotFoundError, match="symbolic link to a missing path"):
+            check_output_file(link, "--private-index-list")
+
+
+def test_cli_refuses_a_dangling_out_link_in_one_line(tmp_path, capsys, monkeypatch):
+    from pacpriv.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dangl").symlink_to(tmp_path / "nowhere")
+    rc = main(["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.1",
+               "--trials", "30", "--out", "dangl", "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and "Errno" not in err
+    assert err.startswith("pacpriv: error: --out 'dangl' cannot be created: it is a symbolic "
+                          "link to a missing path")
