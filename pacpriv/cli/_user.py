@@ -7,6 +7,7 @@ Errors here are about the user's files, so they name the user's file and line
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 import re
 import sys
@@ -74,10 +75,12 @@ def add_dataset_arguments(parser, *, feature_ranges: bool = True,
     cols.add_argument(
         "--columns", default=None, metavar="COL,...",
         help="feature columns to use, in this order (header names or 0-based indices of the "
-        "file's columns); the others, e.g. a text column, are never read")
+        "file's columns; a name with a comma in double quotes); the others, e.g. a text "
+        "column, are never read")
     cols.add_argument(
         "--drop-columns", default=None, metavar="COL,...",
-        help="columns to leave out (header names or 0-based indices), e.g. a text column")
+        help="columns to leave out (header names or 0-based indices; a name with a comma in "
+        "double quotes), e.g. a text column")
     add_preprocessing_arguments(parser)
     if not feature_ranges:
         return
@@ -106,10 +109,13 @@ def preprocessing_from_args(args) -> Preprocessing | None:
 
 
 def _column_list(text: str | None) -> list[str] | None:
-    """``--columns``/``--drop-columns`` text as a list (indices stay text: the loader parses)."""
+    """``--columns``/``--drop-columns`` text as a list (indices stay text: the loader parses);
+    a name with a comma in double quotes."""
     if text is None:
         return None
-    items = [c.strip() for c in text.split(",") if c.strip()]
+    # CSV rules: a name that holds a comma is given in double quotes ('"income, usd",age')
+    fields = next(csv.reader([text], skipinitialspace=True), [])
+    items = [c.strip() for c in fields if c.strip()]
     if not items:
         raise UsageError(f"give at least one column name or index; got {text!r}")
     return items

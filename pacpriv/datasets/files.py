@@ -96,6 +96,16 @@ def _parse_columns(spec) -> list[str | int]:
     return out
 
 
+def _comma_hint(name: str, names: list[str]) -> str:
+    """Where ``name`` is a comma-separated part of a header name (``"income, usd"`` cut at the
+    comma of a ``--columns`` list: seventh new-user pass, #5): how to name that column."""
+    for k, full in enumerate(names):
+        if "," in full and name in (part.strip() for part in full.split(",")):
+            return (f" ({full!r} holds a comma: give its 0-based index {k}, or its name in "
+                    f"double quotes on the command line)")
+    return ""
+
+
 def select_columns(names: list[str], *, columns=None, drop_columns=None,
                    exclude: tuple[int, ...] = (), where: str = "the data") -> list[int]:
     """Indices of the feature columns to keep, in order: ``columns`` (names or indices into
@@ -118,7 +128,7 @@ def select_columns(names: list[str], *, columns=None, drop_columns=None,
         if isinstance(c, str):
             if c not in names:
                 raise ValueError(f"`{arg}`: {c!r} is not a column of {where}; columns: "
-                                 f"{list(names)}.")
+                                 f"{list(names)}{_comma_hint(c, names)}.")
             return names.index(c)
         if not -n <= c < n:
             raise ValueError(f"`{arg}`: index {c} is out of range for {n} columns.")

@@ -142,3 +142,37 @@ def test_calibrate_shows_progress_by_default(capsys):
     f.calibrate(np.random.default_rng(0).normal(size=(30, 2)), n_trials=50, rng=0)
     err = capsys.readouterr().err
     assert "pac: 100%" in err and "50/50" in err and "trial" in err
+
+
+# --- a header name holding a comma (seventh new-user pass, #5/#6) ------------------------------
+
+
+_COMMA_CSV = ('age,"income, usd",score,label\n30,50000,1.5,0\n40,60000,2.5,1\n50,70000,3.5,0\n'
+              '35,55000,2.0,1\n45,65000,3.0,0\n55,75000,4.0,1\n')
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.PacprivWarning")
+@pytest.mark.parametrize("flag", ["--columns", "--drop-columns"])
+def test_a_name_with_a_comma_is_given_in_quotes_or_by_index(tmp_path, capsys, flag):
+    """``--columns "income, usd"`` is cut at the comma: the error says how to name it (its
+    index, or the name in double quotes), and both ways select the column."""
+    import json
+
+    from pacpriv.cli import main
+
+    data = tmp_path / "messy.csv"
+    data.write_text(_COMMA_CSV)
+    base = ["pac", "run", "--mechanism", "mean", "--dataset", str(data), "--label-column",
+            "label", "--mi-budget", "0.1", "--trials", "20", "--seed", "0", "--no-progress"]
+    rc = main([*base, flag, "income, usd", "--out", str(tmp_path / "a")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err
+    assert "'income, usd' holds a comma: give its 0-based index 1, or its name in double " \
+           "quotes" in err
+    dims = []
+    for spec in ('"income, usd"', "1"):
+        out = tmp_path / f"o{len(dims)}"
+        rc = main([*base, flag, spec, "--out", str(out), "--json"])
+        assert rc == 0, capsys.readouterr().err
+        dims.append(json.loads(capsys.readouterr().out)["simulation"]["dim"])
+    assert dims == ([1, 1] if flag == "--columns" else [2, 2])
