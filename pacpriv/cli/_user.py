@@ -280,6 +280,11 @@ def resolve_cli_mechanism(spec: str, dataset: Dataset, args=None):
                          f"{type(err).__name__}: {err}") from None
 
 
+#: What a function that treats the ``(X, y)`` tuple as an array raises (``subset.mean``,
+#: ``subset[:, 0]``, ``np.asarray(subset) @ w``, ``a, b, c = subset``).
+_UNPACK_ERRORS = (AttributeError, TypeError, IndexError, KeyError, ValueError)
+
+
 def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> None:
     """Rewrite ``err``'s message in place with the user's names and, when an ``(X, y)``
     function got an array, a hint about ``--label-column``.
@@ -293,8 +298,10 @@ def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> 
     if dataset.y is None and "unpack" in probe:
         text += (" -- the subset is an array X because no --label-column was given; pass "
                  "--label-column NAME to receive (X, y)")
-    elif dataset.y is not None and ("tuple" in probe or cause is not None):
+    elif dataset.y is not None and ("tuple" in probe or isinstance(cause, _UNPACK_ERRORS)):
         # bundled datasets are labelled too (no --label-column): say so whenever f raised
+        # what using a tuple as an array raises -- never for a timeout, MemoryError or exit,
+        # where it misled (seventh new-user pass, #247)
         text += (" -- this dataset is labelled: f receives (X, y); unpack it with "
                  "`X, y = subset`")
     if text != str(err) and err.args:
