@@ -212,3 +212,19 @@ def test_record_indices_only_in_the_private_index_list(tmp_path, capsys):
     assert main([*base, "--out", str(tmp_path / "rep2"), "--private-index-list",
                  str(private)]) == 2  # never replaced
     assert "exists" in capsys.readouterr().err
+
+
+def test_a_checkpoint_keeps_the_whole_subset_comparison(tmp_path, capsys):
+    """With --checkpoint the whole-subset plan was calibrated into the per-record checkpoint
+    (a CheckpointError: "could not be calibrated for comparison" on every run, seventh new-user
+    pass #504); it has its own subfolder, and a second run resumes it."""
+    ck = tmp_path / "ck"
+    for i in range(2):
+        rc = main(["pac", "records", "--mechanism", "mean", "--dataset", "iris",
+                   "--target-accuracy", "0.6", "--trials", "60", "--records", "sample:3",
+                   "--seed", "0", "--no-progress", "--checkpoint", str(ck),
+                   "--out", str(tmp_path / f"r{i}")])
+        err = capsys.readouterr().err
+        assert rc == 0, err
+        assert "could not be calibrated for comparison" not in err
+        assert {"shape", "certify", "whole-subset"} <= {p.name for p in ck.iterdir()}
