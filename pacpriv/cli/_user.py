@@ -246,6 +246,18 @@ def check_mechanism_file(spec: str) -> None:
         check_input_file(target, "mechanism file")
 
 
+def check_ranges_reach_the_mechanism(args) -> None:
+    """``--feature-ranges`` with ``--mechanism module:function``: only a built-in mechanism
+    receives the declared ranges (they were accepted and ignored: seventh new-user pass,
+    #385). Refused before the dataset is read."""
+    spec = getattr(args, "mechanism", None)
+    if spec and ":" in spec and getattr(args, "feature_ranges", None) is not None:
+        raise UsageError(
+            f"--feature-ranges declares the public ranges that the built-in mechanisms clip "
+            f"to; --mechanism {spec!r} is your own function and does not receive them: clip "
+            "inside it (to ranges you declare public), or drop --feature-ranges")
+
+
 def resolve_cli_mechanism(spec: str, dataset: Dataset, args=None):
     """:func:`pacpriv.registry.resolve_mechanism` for the CLI: ``module:function`` also finds
     modules in the current folder, and errors in the user's file are one line with file:line.

@@ -28,6 +28,7 @@ from pacpriv.cli._specs import add_spec_flags, flagged_fields, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
     check_mechanism_file,
+    check_ranges_reach_the_mechanism,
     explain_mechanism_error,
     load_cli_dataset,
     resolve_cli_mechanism,
@@ -252,6 +253,7 @@ def _run(args) -> int:
     budget = args.mi_budget
 
     check_mechanism_file(args.mechanism)
+    check_ranges_reach_the_mechanism(args)
     dataset = load_cli_dataset(args)
     mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset, args)
     mech_name = local_base_name(mech_name)  # no local directories in output
@@ -451,6 +453,10 @@ def _budget(args) -> int:
     return _print_bounds(args, rows, shown, columns)
 
 
+#: Largest trial count ``pac trials`` plans (``--trials`` takes up to 2^63 - 1).
+_PLAN_CAP = 2**62
+
+
 def _trials(args) -> int:
     from pacpriv.pac.noise import (
         InflationUnreachable,
@@ -462,9 +468,11 @@ def _trials(args) -> int:
     rows = []
     for d in args.dim:
         try:
+            # any count a run takes (--trials up to 2^63 - 1), not the library's default cap
+            # of 1e8: a planner answers for every --dim (the certificate needs n > d)
             m = trials_for_inflation(d, target_inflation=args.target_inflation,
                                      confidence=args.confidence,
-                                     effective_dim=args.effective_dim)
+                                     effective_dim=args.effective_dim, max_trials=_PLAN_CAP)
         except InflationUnreachable as err:
             if not math.isfinite(float(err.smallest)):  # none at all ("pass >= inf" said nothing)
                 raise UsageError(

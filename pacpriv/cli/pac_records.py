@@ -30,6 +30,7 @@ from pacpriv.cli._specs import add_spec_flags, spec_from_args
 from pacpriv.cli._user import (
     add_dataset_arguments,
     check_mechanism_file,
+    check_ranges_reach_the_mechanism,
     load_cli_dataset,
     resolve_cli_mechanism,
 )
@@ -300,6 +301,7 @@ def _records(args) -> int:
     if args.checkpoint is not None:
         check_output_dir(args.checkpoint, "--checkpoint")
     check_mechanism_file(args.mechanism)
+    check_ranges_reach_the_mechanism(args)
     dataset = load_cli_dataset(args)
     records = parse_records(args.records, dataset.n_records)
     mechanism, mech_name = resolve_cli_mechanism(args.mechanism, dataset, args)

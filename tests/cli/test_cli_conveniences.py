@@ -176,3 +176,17 @@ def test_a_name_with_a_comma_is_given_in_quotes_or_by_index(tmp_path, capsys, fl
         assert rc == 0, capsys.readouterr().err
         dims.append(json.loads(capsys.readouterr().out)["simulation"]["dim"])
     assert dims == ([1, 1] if flag == "--columns" else [2, 2])
+
+
+def test_feature_ranges_with_a_user_function_is_refused_before_loading(tmp_path, capsys):
+    """Only a built-in mechanism receives --feature-ranges; with a user function they were
+    accepted and ignored (seventh new-user pass, #385)."""
+    from pacpriv.cli import main
+
+    (tmp_path / "own.py").write_text("def f(S):\n    return S[0].mean(axis=0)\n")
+    rc = main(["pac", "run", "--mechanism", f"{tmp_path / 'own.py'}:f", "--dataset", "iris",
+               "--feature-ranges=-3:3", "--mi-budget", "0.1", "--trials", "20", "--no-progress",
+               "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and not (tmp_path / "o").exists()
+    assert "does not receive them: clip inside it" in err and "warning" not in err
