@@ -595,7 +595,7 @@ _RERUN_BUDGET_S = 5.0
 def _check_reproducible(task: TrialTask, store: OutputStore,
                         indices: list[int]) -> tuple[bool, str]:
     """Re-run trials ``indices`` from their seeds; warn if an output or mask differs."""
-    problem = None
+    problem, culprit = None, "mechanism"
     for index in indices:
         try:
             output, mask = _rerun(task, store, index)
@@ -603,10 +603,11 @@ def _check_reproducible(task: TrialTask, store: OutputStore,
             problem = f"re-running trial {index} from its seed failed ({err})"
             break
         stored_output, stored_mask = store.row(index)
-        same = np.array_equal(mask, stored_mask) and (
-            output.tobytes() == np.asarray(stored_output).tobytes()
-        )
-        if not same:
+        if not np.array_equal(mask, stored_mask):  # the sampler's, not the mechanism's fault
+            problem = f"re-drawing trial {index}'s subset from its seed gave a different subset"
+            culprit = "sampler"
+            break
+        if output.tobytes() != np.asarray(stored_output).tobytes():
             problem = f"re-running trial {index} from its seed gave a different output"
             break
     if problem is None:
@@ -615,13 +616,18 @@ def _check_reproducible(task: TrialTask, store: OutputStore,
         listed = ", ".join(map(str, indices))
         return True, f"trials {listed} re-run from their seeds: bit-identical"
     note = (
-        f"not reproducible: {problem}. The mechanism draws randomness outside its `rng` "
+        f"not reproducible: {problem}. The {culprit} draws randomness outside its `rng` "
         "argument (global numpy.random or random state, an unseeded library, the clock) or "
         "depends on changing external state; the root seed does not rerun this simulation."
     )
+    # a sampler's fault is not blamed on a deterministic mechanism (seventh new-user pass,
+    # #452)
+    func = getattr(task.sampler, "func", None)  # a callable sampler: the user's function
+    sampler = getattr(func, "__qualname__", None) or type(task.sampler).__name__
+    who = (f"Mechanism {task.mechanism_name}" if culprit == "mechanism"
+           else f"The sampler {sampler}")
     warnings.warn(
-        f"Mechanism {task.mechanism_name} is {note} Take all randomness from the `rng` "
-        "argument.",
+        f"{who} is {note} Take all randomness from the `rng` argument.",
         NotReproducibleWarning,
         stacklevel=3,
     )

@@ -264,3 +264,31 @@ def test_report_says_not_reproducible(tmp_path):
     assert "Not reproducible." in paths["html"].read_text()
     rep = json.loads(paths["json"].read_text())
     assert rep["reproducibility"]["reproducible"] is False
+
+
+def _global_sampler(n, rng):
+    return np.random.random(n) < 0.5  # ignores its rng
+
+
+_global_sampler.inclusion_probability = 0.5
+
+
+def test_a_sampler_drawing_outside_its_rng_is_blamed_not_the_mechanism():
+    """A deterministic mechanism was named "not reproducible" when the callable sampler drew
+    from the global numpy state (seventh new-user pass, #452)."""
+    import warnings
+
+    from pacpriv.exceptions import NotReproducibleWarning
+    from pacpriv.pac.engine import ExecutionOptions
+    from pacpriv.pac.engine._simulate import simulate
+
+    pool = np.random.default_rng(0).normal(size=(30, 2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = simulate(lambda s: s.sum(axis=0), pool, n_trials=8, rng=0,
+                       sampler=_global_sampler, execution=ExecutionOptions(progress=False))
+    said = [str(w.message) for w in caught if w.category is NotReproducibleWarning]
+    assert len(said) == 1 and res.reproducible is False
+    assert said[0].startswith("The sampler _global_sampler is not reproducible: re-drawing "
+                              "trial 0's subset from its seed gave a different subset")
+    assert "Mechanism" not in said[0] and "The sampler draws randomness" in said[0]
