@@ -346,6 +346,14 @@ def make_private(
         if dataset is data_loader:
             raise TypeError("give `steps_per_epoch` when `data_loader` is a Dataset.")
         steps_per_epoch = len(data_loader)
+        if steps_per_epoch < 1:  # not "`steps_per_epoch` ... got 0", never passed (#420)
+            empty = len(dataset) == 0 if hasattr(dataset, "__len__") else False
+            raise ValueError(
+                "`data_loader` has no batch (len(data_loader) = 0, the default of "
+                "`steps_per_epoch`): " + ("its dataset is empty; give at least one record."
+                                          if empty else "its batch_size exceeds its records "
+                                          "with drop_last=True; pass `steps_per_epoch` "
+                                          "(batches per epoch, >= 1)."))
     t = check_int(steps_per_epoch, "steps_per_epoch", low=1)
     e = check_int(epochs, "epochs", low=1)
     C = check_real(max_grad_norm, "max_grad_norm", low=0.0, low_inclusive=False)

@@ -240,3 +240,24 @@ def test_accuracy_bound_methods_name_their_source():
         spec.exact_membership_inference_accuracy().upper <= chi
     with pytest.raises(ValueError, match="method"):
         private.membership_inference_accuracy_bound(method="exactly")
+
+
+@pytest.mark.parametrize("n,kwargs,said", [
+    (0, {}, "its dataset is empty"),
+    (5, {"batch_size": 10, "drop_last": True}, "pass `steps_per_epoch`"),
+])
+def test_a_loader_without_batches_is_named_not_steps_per_epoch(n, kwargs, said):
+    """An empty DataLoader said "`steps_per_epoch` must be an integer in [1, inf); got 0", a
+    value the user never passed (seventh new-user pass, #420)."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from pacpriv.dpsgd import make_private
+
+    module = torch.nn.Linear(3, 2)
+    data = TensorDataset(torch.zeros(n, 3), torch.zeros(n, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"`data_loader` has no batch \(len\(data_loader\) = 0"
+                       ) as info:
+        make_private(module, torch.optim.SGD(module.parameters(), lr=0.1),
+                     DataLoader(data, **kwargs), loss_fn=torch.nn.functional.cross_entropy,
+                     max_grad_norm=1.0, epochs=1, noise_multiplier=1.0)
+    assert said in str(info.value) and "got 0" not in str(info.value)
