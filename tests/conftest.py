@@ -61,6 +61,29 @@ def one_torch_thread():
 
 
 @pytest.fixture
+def fixed_os_entropy(monkeypatch):
+    """``fixed_os_entropy(seed)``: the hardened release's OS CSPRNG bytes (``os.urandom`` as
+    :mod:`pacpriv.pac._sampling` reads them) come from ``random.Random(seed)`` for the rest
+    of the test.
+
+    The unseeded path (its grid, its label, its exact sampler) runs as in production, but a
+    statistical assertion about its draws (a spread, a ratio) has one fixed outcome instead of
+    failing by chance once in ~10⁸ runs. Only that module's ``os`` is replaced: ``secrets``,
+    ``tempfile`` and every other user of ``os.urandom`` are untouched.
+    """
+    import random
+    import types
+
+    from pacpriv.pac import _sampling
+
+    def fix(seed: int) -> None:
+        stream = random.Random(seed)
+        monkeypatch.setattr(_sampling, "os", types.SimpleNamespace(urandom=stream.randbytes))
+
+    return fix
+
+
+@pytest.fixture
 def hide_modules(monkeypatch):
     """``hide_modules("matplotlib", ...)``: importing those packages raises ImportError
     (the ``import`` statement and :func:`importlib.import_module` alike)."""
