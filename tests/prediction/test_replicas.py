@@ -142,10 +142,10 @@ def test_two_replicas_one_postgres_ledger_sigkill_mid_load(tmp_path, postgres):
         # a restarted replica continues the same ledger
         procs[0] = _start(state, ports[0], postgres.url)
         _wait(procs[0], urls[0])
-        budget = httpx.get(f"{urls[0]}/budget", headers=HEADERS, timeout=10).json()
+        budget = httpx.get(f"{urls[0]}/budget", headers=HEADERS, timeout=30).json()
         assert budget["n_answered"] == 40 and budget["remaining"] == 0.0
         r = httpx.post(f"{urls[0]}/predict", json={"rows": X[:1].tolist()}, headers=HEADERS,
-                       timeout=10)
+                       timeout=30)
         assert r.status_code == 429
     finally:
         for proc in procs:
