@@ -112,7 +112,8 @@ def reduce_rows(x: np.ndarray, gram: CentredGram | None = None,
     if gram is None:
         step = min(_cols_per_block(n, None), d)
         top = np.empty(d) if head > 0 else None
-        gram_k, mean, _ = _gram_pass(x, step, scale, None if top is None else (head, top))
+        gram_k, mean, _ = _gram_pass(x, step, scale, None if top is None else (head, top),
+                                      variances=False)
         error = pass_error(float(np.trace(gram_k)), d, step)
     else:
         if scale is not None:

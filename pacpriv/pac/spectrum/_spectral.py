@@ -209,7 +209,7 @@ def float32_gram_error(energy: float, width: int) -> float:
 
 
 def _gram_pass(outputs: np.ndarray, step: int, scale: np.ndarray | None = None,
-               head: tuple[int, np.ndarray] | None = None):
+               head: tuple[int, np.ndarray] | None = None, *, variances: bool = True):
     """One pass over column blocks: Gram ``Xc Xc^T`` (unscaled), column means, variances.
 
     ``dsyrk`` accumulates each centred block into the upper triangle of one Fortran-ordered
@@ -218,35 +218,40 @@ def _gram_pass(outputs: np.ndarray, step: int, scale: np.ndarray | None = None,
     read; :class:`_ColumnBlocks`), bit for bit the pass over that float64 copy, without it.
     ``head = (rows, out)``: also the float64 column means of the first ``rows`` rows into
     ``out`` (d,), from the same blocks (as ``np.mean(block[:rows], axis=0)``).
+    ``variances=False``: the third result is None (no sums of squares: one product less per
+    block; the Gram and the means are the same numbers).
     """
     from scipy.linalg.blas import dsyrk
 
     n, d = outputs.shape
     gram = np.zeros((n, n), order="F")
     mean = np.empty(d)
-    variances = np.empty(d)
+    m2 = np.empty(d) if variances else None
     with _ColumnBlocks(outputs, step, scale) as reader:
         for start in range(0, d, step):
             cols = slice(start, min(start + step, d))
             block = reader.read(cols, check=False)
             if head is not None:
                 np.add.reduce(block[: head[0]], axis=0, out=head[1][cols])
-            _centre(block, mean[cols], variances[cols])
+            _centre(block, mean[cols], None if m2 is None else m2[cols])
             # block.T is Fortran (w, n): trans=1 gives block @ block.T, added to gram in place.
             gram = dsyrk(1.0, block.T, beta=1.0, c=gram, trans=1, lower=0, overwrite_c=1)
-    variances /= n - 1
+    if m2 is not None:
+        m2 /= n - 1
     if head is not None:
         np.divide(head[1], head[0], out=head[1])
-    return _mirror(gram), mean, variances
+    return _mirror(gram), mean, m2
 
 
-def _centre(block: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> None:
-    """Centre a float64 block in place; its column means and sums of squared deviations."""
+def _centre(block: np.ndarray, mean: np.ndarray, m2: np.ndarray | None) -> None:
+    """Centre a float64 block in place; its column means and (``m2`` not None) sums of squared
+    deviations."""
     np.add.reduce(block, axis=0, out=mean)
     _check_sums(block, mean)
     mean /= block.shape[0]
     block -= mean
-    np.einsum("ij,ij->j", block, block, out=m2)
+    if m2 is not None:
+        np.einsum("ij,ij->j", block, block, out=m2)
 
 
 def _check_sums(block: np.ndarray, *sums: np.ndarray) -> None:

@@ -44,6 +44,9 @@ def test_scaled_pass_is_the_pass_on_the_copy(step):
     want = _gram_pass(copy, step)
     for a, b in zip(got, want, strict=True):
         assert np.array_equal(a, b)
+    bare = _gram_pass(x, step, s, variances=False)  # no sums of squares: the same Gram
+    assert bare[2] is None
+    assert np.array_equal(bare[0], want[0]) and np.array_equal(bare[1], want[1])
     assert np.array_equal(top, np.mean(copy[:17], axis=0, dtype=np.float64))
     assert np.array_equal(head_mean(x, 17, s, step), top)
     assert np.array_equal(head_mean(x, 17, None, step), np.mean(x[:17], axis=0))
