@@ -1,10 +1,11 @@
 """The whole-run time limit (``ExecutionOptions.time_limit``): an estimate before, a stop during.
 
 Before any trial (and before a checkpoint or an output file is created), :func:`start_limit`
-times a warm-up trial and one more (for an ensemble mechanism, blocks of one and of a few
-trials) on subsets drawn with a public seed (their outputs are discarded; nothing is stored
-or released), scales the time per trial to the trials still to run over the workers, and
-refuses a run estimated over the limit with a one-line
+times one trial on a subset drawn with a public seed (its output is discarded; nothing is
+stored or released) and scales it to the trials still to run over the workers; when that
+cold trial says the run would not fit, a warm trial (for an ensemble mechanism, a block of a
+few trials too) refines the estimate, and a run still estimated over the limit is refused
+with a one-line
 :class:`~pacpriv.exceptions.TimeLimitError` that gives the estimate. The probe itself is
 bounded by the limit (:func:`~pacpriv.pac.engine._probe.bounded_probe`).
 
@@ -100,20 +101,22 @@ def start_limit(task: TrialTask, *, time_limit: float | None, checkpoint, n_tria
 
 
 def _refuse_over(task: TrialTask, limit: float, pending: int, n_workers: int) -> None:
-    """Time two trials on a public seed, the first a warm-up (an ensemble mechanism: then
-    blocks of 1 and a few trials, for a block's fixed cost and its cost per trial); refuse
-    above the limit."""
+    """Time trials on a public seed until the estimate is within the limit, or refuse.
+
+    The first trial (cold: imports, caches, compilation) bounds a trial's cost from above, so
+    a run it fits in starts at once. Otherwise a second, warm trial gives the estimate (an
+    ensemble mechanism: then a block of a few trials too, for a block's fixed cost and its
+    cost per trial at the run's block size); over the limit, the run is refused.
+    """
     probe = dataclasses.replace(
         task, root=np.random.SeedSequence(PROBE_SEED), timeout=None, retries=0, reference=None,
         output_dtype=np.dtype(np.float64), reseed_global=False, parent_pid=None,
         kernel_signal=False)
-    # a warm-up trial first (imports, caches, compilation: its cost is not every trial's)
     sizes = (1, 1) if task.block_size <= 1 else (1, 1, min(_BLOCK_PROBE, task.block_size))
-    times = []
+    times: list[float] = []
     try:
         with bounded_probe((limit, "`time_limit`"),
-                           what="the timed probe (two trials, before the run)",
-                           hint=PROBE_TIME_ADVICE):
+                           what="the timed probe (before the run)", hint=PROBE_TIME_ADVICE):
             for i, m in enumerate(sizes):  # trials i .. i + m - 1 (a block of m, if blocks)
                 one = dataclasses.replace(probe, n_trials=i + m,
                                           block_size=m if task.block_size else 0)
@@ -122,29 +125,30 @@ def _refuse_over(task: TrialTask, limit: float, pending: int, n_workers: int) ->
                 times.append(time.perf_counter() - tic)
                 if result.failure is not None:
                     return  # the run reports the failing trial with its own index and seed
+                per_trial = _per_trial(times, sizes[:i + 1], task.block_size)
+                seconds = math.ceil(pending / n_workers) * per_trial
+                if seconds <= limit:
+                    return
     except ProbeTimeoutError as err:
         raise TimeLimitError(str(err)) from None
-    per_trial = _per_trial(times, sizes, task.block_size)
-    seconds = math.ceil(pending / n_workers) * per_trial
-    if seconds > limit:
-        raise TimeLimitError(
-            f"the run would take about {duration_text(seconds)} ({pending} trials at "
-            f"{per_trial:.3g} s each on {n_workers} worker(s), from a timed probe of "
-            f"{sum(sizes)} trial(s)), over `time_limit` {limit:g} s: use fewer trials, more "
-            "workers (`n_jobs`) or a larger `time_limit` (nothing was run or charged)",
-            estimate_s=seconds)
+    raise TimeLimitError(
+        f"the run would take about {duration_text(seconds)} ({pending} trials at "
+        f"{per_trial:.3g} s each on {n_workers} worker(s), from a timed probe of "
+        f"{sum(sizes)} trial(s)), over `time_limit` {limit:g} s: use fewer trials, more "
+        "workers (`n_jobs`) or a larger `time_limit` (nothing was run or charged)",
+        estimate_s=seconds)
 
 
-#: Trials of the second block probe of an ensemble mechanism.
+#: Trials of the last block probe of an ensemble mechanism.
 _BLOCK_PROBE = 4
 
 
 def _per_trial(times: list[float], sizes: tuple[int, ...], block: int) -> float:
-    """Seconds a trial costs, from the probes after the warm-up: the second trial's time, or
-    for blocks the line through the two block probes (fixed cost + cost per trial) at the
-    run's block size, per trial."""
-    if len(sizes) == 2:
-        return times[1] / sizes[1]
+    """Seconds a trial costs from the probes so far: the last one-trial probe (the first is
+    cold: an upper bound), or for blocks the line through the warm probe and the block of a
+    few trials (fixed cost + cost per trial) at the run's block size, per trial."""
+    if len(sizes) < 3:
+        return times[-1] / sizes[-1]
     slope = max(0.0, (times[2] - times[1]) / (sizes[2] - sizes[1]))
     fixed = max(0.0, times[1] - slope * sizes[1])
     return (fixed + slope * block) / block

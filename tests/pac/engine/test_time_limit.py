@@ -61,7 +61,7 @@ def test_refused_before_any_trial_with_the_estimate(tmp_path):
         run_pac(slow_mean, POOL, mi_budget=0.1, n_trials=1000, rng=1,
                 execution=ExecutionOptions(progress=False, time_limit=1.0,
                                            checkpoint=str(ckpt)))
-    assert len(CALLS) == 2  # the probe alone (a warm-up trial and a timed one)
+    assert len(CALLS) == 2  # the probe alone (a cold trial, then a warm one)
     err = info.value
     assert 1000 * 0.01 <= err.estimate_s < 1000 * 0.5 and err.n_done is None
     text = str(err)
@@ -170,3 +170,14 @@ def test_limits_of_the_wrong_type(bad):
 def test_the_error_survives_pickling():
     err = pickle.loads(pickle.dumps(TimeLimitError("x", estimate_s=2.5, n_done=None)))
     assert isinstance(err, TimeoutError) and err.estimate_s == 2.5 and str(err) == "x"
+
+
+def test_a_run_that_fits_costs_one_probe_trial():
+    """A cold trial whose estimate fits starts the run at once: one extra call, no more."""
+    counts = []
+    for limit in (None, 600.0):
+        CALLS.clear()
+        simulate(slow_mean, POOL, n_trials=10, rng=7,
+                 execution=ExecutionOptions(progress=False, time_limit=limit))
+        counts.append(len(CALLS))
+    assert counts[1] == counts[0] + 1
