@@ -67,8 +67,10 @@ def calibrate_variance_only(variances, *, mi_budget: float) -> NoisePlan:
 
     Parameters
     ----------
-    variances : array_like of shape (d,)
-        Coordinate variances ``t_j >= 0`` (e.g. ``streaming_moments(outputs).variances``).
+    variances : array_like of shape (d,), or OutputMoments
+        Coordinate variances ``t_j >= 0`` (e.g. ``streaming_moments(outputs).variances``), or
+        the :class:`~pacpriv.pac.spectrum.OutputMoments` of ``streaming_moments`` itself (its
+        ``variances`` are used).
     mi_budget : float
         Budget ``v > 0`` in nats.
 
@@ -87,6 +89,10 @@ def calibrate_variance_only(variances, *, mi_budget: float) -> NoisePlan:
     ----------
     .. [1] Sridhar, Xiao & Devadas, PAC-Private Algorithms, IEEE S&P 2025, Thm 1.
     """
+    if not isinstance(variances, np.ndarray) and hasattr(variances, "variances"):
+        # streaming_moments(...) passed whole: "`variances` must be numeric; got dtype object"
+        # before (seventh new-user pass, #534)
+        variances = variances.variances
     t = check_array_real(variances, "variances", low=0.0)
     if t.ndim != 1 or t.size == 0:
         raise ValueError(f"`variances` must be a non-empty 1-D array; got shape {t.shape}.")

@@ -333,3 +333,18 @@ def test_algorithm1_rule_object_equals_rule_with():
     np.testing.assert_array_equal(by_object.noise_std, by_name.noise_std)
     with pytest.raises(TypeError, match="unexpected keyword argument 'c'"):
         calibrate_noise(spec, mi_budget=0.25, rule=Algorithm1(**kwargs), c=1e-3)
+
+
+def test_variance_only_takes_the_moments_object_itself():
+    """``calibrate_variance_only(streaming_moments(outputs))`` said "`variances` must be
+    numeric; got dtype object" (seventh new-user pass, #534): the moments' variances are
+    used, the same plan as passing ``.variances``."""
+    from pacpriv.pac.noise import calibrate_variance_only
+    from pacpriv.pac.spectrum import streaming_moments
+
+    outputs = np.random.default_rng(3).normal(size=(60, 5)) * np.arange(1, 6)
+    moments = streaming_moments(outputs)
+    a = calibrate_variance_only(moments, mi_budget=0.1)
+    b = calibrate_variance_only(moments.variances, mi_budget=0.1)
+    np.testing.assert_array_equal(a.noise_variance, b.noise_variance)
+    assert a.mi_bound == b.mi_bound
