@@ -152,13 +152,13 @@ def resolved_eigh(cov: np.ndarray, *, n_trials: int | None, stacklevel: int = 4)
     size_n = 0 if n_trials is None else n_trials
     if np.any(np.diag(cov) < 0):  # PSD check on the whole matrix (raises if clearly negative)
         clip_eigenvalues(np.linalg.eigvalsh(cov)[::-1], size=max(size_n, d), eps=_EPS,
-                         stacklevel=stacklevel + 1)
+                         stacklevel=stacklevel + 1, computed=n_trials is not None)
     var = np.clip(np.diag(cov).copy(), 0.0, None)
     blocks = scale_blocks(var)
     if len(blocks) == 1 and blocks[0].size == d:  # one block, no constant coordinate:
         lam, v = np.linalg.eigh(cov)                # no d x d copies beyond eigh's own
         lam = clip_eigenvalues(lam[::-1], size=max(size_n, d), eps=_EPS,
-                               stacklevel=stacklevel + 1)
+                               stacklevel=stacklevel + 1, computed=n_trials is not None)
         lam, rank, res, unresolved = floor_block(lam, n_trials=n_trials, size=max(size_n, d),
                                                  trace=float(np.sum(var)))
         order = np.argsort(-lam, kind="stable") if unresolved else slice(None)
@@ -180,7 +180,7 @@ def resolved_eigh(cov: np.ndarray, *, n_trials: int | None, stacklevel: int = 4)
             sub = sub + infl[b] * np.diag(var[idx])
         lam, v = np.linalg.eigh(sub)
         lam = clip_eigenvalues(lam[::-1], size=max(size_n, idx.size), eps=_EPS,
-                               stacklevel=stacklevel + 1)
+                               stacklevel=stacklevel + 1, computed=n_trials is not None)
         lam, rank, res, unresolved = floor_block(
             lam, n_trials=n_trials, size=max(size_n, idx.size), trace=float(np.trace(sub)))
         k = idx.size

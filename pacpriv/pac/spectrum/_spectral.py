@@ -47,14 +47,16 @@ SIGNIFICANT_NEGATIVE_RATIO = 1e-5
 
 
 def clip_eigenvalues(eigenvalues: np.ndarray, *, size: int, eps: float, stacklevel: int = 4,
-                     floor: float = 0.0):
+                     floor: float = 0.0, computed: bool = True):
     """Zero round-off eigenvalues (as sklearn's ``_check_psd_eigenvalues``); raise if clearly < 0.
 
     ``tol = max(eps * max|λ| * size, floor)`` (``floor``: an absolute bound on the round-off of
     the matrix, e.g. :func:`float32_gram_error`). Values in ``[-tol, tol]`` are round-off and
     set to 0 silently;
     negatives below ``-tol`` but above ``-max(1e-5 max|λ|, tol)`` are clipped with a
-    :class:`DegenerateOutputWarning`; anything more negative raises ``ValueError``.
+    :class:`DegenerateOutputWarning`; anything more negative raises ``ValueError``. With
+    ``computed`` (the matrix was computed here from simulated outputs, which cannot give an
+    indefinite covariance) the error says it is a numerical failure of the linear algebra.
     """
     lam = np.array(eigenvalues, dtype=np.float64)
     if lam.size == 0:
@@ -63,6 +65,14 @@ def clip_eigenvalues(eigenvalues: np.ndarray, *, size: int, eps: float, stacklev
     tol = max(eps * scale * size, floor)
     lowest = float(np.min(lam))
     if lowest < -max(SIGNIFICANT_NEGATIVE_RATIO * scale, tol):
+        if computed:  # seventh new-user pass, #573: under `ulimit -v`, with no other word
+            raise ValueError(
+                f"the covariance computed from the simulated outputs has a clearly negative "
+                f"eigenvalue {lowest:.6g} (largest magnitude {scale:.6g}), which a covariance "
+                "of outputs cannot have: a numerical failure of the linear algebra (e.g. the "
+                "BLAS library short of memory under a memory limit such as ulimit -v); "
+                "nothing was calibrated or released: rerun with more memory or fewer trials "
+                "or output coordinates.")
         raise ValueError(
             f"the covariance has a clearly negative eigenvalue {lowest:.6g} (largest magnitude "
             f"{scale:.6g}); it is not positive semidefinite."

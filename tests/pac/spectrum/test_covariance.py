@@ -249,3 +249,18 @@ def test_gram_memory_no_dxd(tmp_path):
         tracemalloc.stop()
     assert spec.method == "gram" and spec.n_components == n - 1
     assert peak < 50e6, f"peak traced memory {peak / 1e6:.1f} MB"
+
+
+def test_an_indefinite_computed_covariance_is_called_a_numerical_failure():
+    """From simulated outputs a covariance cannot be indefinite: under ``ulimit -v`` the BLAS
+    returned one and the user read "it is not positive semidefinite" (seventh new-user pass,
+    #573); a covariance given by the caller keeps the plain words."""
+    from pacpriv.pac.spectrum._spectral import clip_eigenvalues
+
+    lam = np.array([1.97, 0.5, -1.69])
+    with pytest.raises(ValueError, match=r"computed from the simulated outputs .* a numerical "
+                       "failure of the linear algebra") as info:
+        clip_eigenvalues(lam, size=3, eps=1e-16)
+    assert "nothing was calibrated or released" in str(info.value)
+    with pytest.raises(ValueError, match="it is not positive semidefinite"):
+        clip_eigenvalues(lam, size=3, eps=1e-16, computed=False)
