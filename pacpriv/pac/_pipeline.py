@@ -7,6 +7,7 @@ the Gaussian noise of Thm 3 for the MI budget).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from pacpriv._stats import clipping_problem
 from pacpriv.exceptions import CalibrationError, ClippingWarning, warn_user
 from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
+from pacpriv.pac.engine._stall import StallNotice
 from pacpriv.pac.noise._certificate import RelativeOutputs
 from pacpriv.pac.noise._plan import NoisePlan
 from pacpriv.pac.noise._rescale import plan_rescaled
@@ -80,48 +82,77 @@ def measure(
                    execution=execution)
     _check_output_bound(sim.outputs, rule.output_bound_assumed, sim.reference)
     n, d = sim.outputs.shape
-    # a rule that certifies from the outputs reads them once (d > n: the one n x n Gram pass,
-    # shared by the spectrum and the certificate) and does not use the spectrum's eigenvectors
-    # (kept lazy: no second pass to form them)
-    from_outputs = rule.source == "outputs"
-    shared = centred_gram(sim.outputs) if from_outputs and d > n else None
-    spectrum = estimate_output_spectrum(
-        sim.outputs, gram=shared,
-        eigenvectors="lazy" if from_outputs or not rule.needs_eigenvectors else "auto")
-    with np.errstate(over="ignore"):
-        overflow = not np.isfinite(float(spectrum.total_variance) / (2.0 * mi_budget))
-    if overflow:
-        raise CalibrationError(
-            f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output spread is "
-            "too large for so small a budget): raise `mi_budget` or rescale the output.")
-    try:
-        with np.errstate(over="ignore"):  # an overflow is reported below, as one clear error
-            if rule.source == "outputs":
-                # the certificate needs independent trials: the sampler says which they are
-                # (of complementary pairs, one member each, i.i.d. draws of its law)
-                rows = _as_slice(sampler.independent_rows(n))
-                gram = None if shared is None else shared.restrict(rows)
-                outputs = sim.outputs[rows] if gram is None else gram.outputs
-                # float32 storage: rows relative to trial 0, read as they are (no copy)
-                # (rescaled by an exact power of two: no overflow at 1e100, no floor at 1e-100)
-                plan = plan_rescaled(rule, RelativeOutputs(outputs, sim.reference, gram=gram),
-                                     mi_budget=mi_budget)
-            else:
-                plan = rule.plan(spectrum, mi_budget=mi_budget)
-    except (ValueError, FloatingPointError, ZeroDivisionError):
-        # the arguments were checked before the simulation: a failure here is numerical
-        # (its message may hold values computed from the pool, such as a noise scale: neither
-        # repeated nor chained)
-        raise CalibrationError(
-            f"the {rule.name} rule could not calibrate the noise in float64 for mi_budget="
-            f"{mi_budget!r} nats: the output's coordinates span too many orders of magnitude "
-            "(or its spread is too large for so small a budget). Rescale the coordinates to "
-            "comparable scales, or raise `mi_budget`.") from None
-    if not (np.all(np.isfinite(plan.noise_std)) and np.isfinite(plan.residual_std)):
-        raise CalibrationError(
-            f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output spread is "
-            "too large for so small a budget): raise `mi_budget` or rescale the output.")
+    with _AnalysisNote(n, d):  # a long analysis says so (seventh new-user pass, #585)
+        # a rule that certifies from the outputs reads them once (d > n: the one n x n Gram
+        # pass, shared by the spectrum and the certificate) and does not use the spectrum's
+        # eigenvectors (kept lazy: no second pass to form them)
+        from_outputs = rule.source == "outputs"
+        shared = centred_gram(sim.outputs) if from_outputs and d > n else None
+        spectrum = estimate_output_spectrum(
+            sim.outputs, gram=shared,
+            eigenvectors="lazy" if from_outputs or not rule.needs_eigenvectors else "auto")
+        with np.errstate(over="ignore"):
+            overflow = not np.isfinite(float(spectrum.total_variance) / (2.0 * mi_budget))
+        if overflow:
+            raise CalibrationError(
+                f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output "
+                "spread is too large for so small a budget): raise `mi_budget` or rescale the "
+                "output.")
+        try:
+            with np.errstate(over="ignore"):  # an overflow is reported below, in one line
+                if rule.source == "outputs":
+                    # the certificate needs independent trials: the sampler says which they are
+                    # (of complementary pairs, one member each, i.i.d. draws of its law)
+                    rows = _as_slice(sampler.independent_rows(n))
+                    gram = None if shared is None else shared.restrict(rows)
+                    outputs = sim.outputs[rows] if gram is None else gram.outputs
+                    # float32 storage: rows relative to trial 0, read as they are (no copy)
+                    # (rescaled by an exact power of two: no overflow at 1e100, no floor at
+                    # 1e-100)
+                    plan = plan_rescaled(
+                        rule, RelativeOutputs(outputs, sim.reference, gram=gram),
+                        mi_budget=mi_budget)
+                else:
+                    plan = rule.plan(spectrum, mi_budget=mi_budget)
+        except (ValueError, FloatingPointError, ZeroDivisionError):
+            # the arguments were checked before the simulation: a failure here is numerical
+            # (its message may hold values computed from the pool, such as a noise scale:
+            # neither repeated nor chained)
+            raise CalibrationError(
+                f"the {rule.name} rule could not calibrate the noise in float64 for mi_budget="
+                f"{mi_budget!r} nats: the output's coordinates span too many orders of "
+                "magnitude (or its spread is too large for so small a budget). Rescale the "
+                "coordinates to comparable scales, or raise `mi_budget`.") from None
+        if not (np.all(np.isfinite(plan.noise_std)) and np.isfinite(plan.residual_std)):
+            raise CalibrationError(
+                f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output "
+                "spread is too large for so small a budget): raise `mi_budget` or rescale the "
+                "output.")
     return sim, spectrum, plan
+
+
+#: Seconds the analysis after the trials runs before its "still calibrating" line (then at
+#: each doubling).
+ANALYSIS_NOTE_S = 30.0
+
+
+class _AnalysisNote(StallNotice):
+    """One line when the spectrum and noise calibration after the trials run long (a run of
+    thousands of outputs of dimension thousands printed nothing for minutes, even with the
+    progress bar: it covers the trials only)."""
+
+    def __init__(self, n: int, d: int) -> None:
+        super().__init__(ANALYSIS_NOTE_S, name="pacpriv-analysis-note")
+        self.n, self.d = n, d
+        self.start = time.monotonic()
+
+    def idle(self) -> float:
+        return time.monotonic() - self.start
+
+    def text(self, idle: float) -> str:
+        return (f"the noise calibration after the trials has run {idle:.0f} s ({self.n} "
+                f"outputs of dimension {self.d}: its time grows with both); it is working, "
+                "not hung: press Ctrl-C to stop (nothing has been released or charged yet).")
 
 
 def _check_output_bound(outputs: np.ndarray, bound: float | None,
