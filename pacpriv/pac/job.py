@@ -29,6 +29,7 @@ from pacpriv._validation import check_int
 from pacpriv.exceptions import (
     WITHHELD_NOTE,
     MechanismError,
+    PacprivWarning,
     UndersampledWarning,
     VacuousBoundWarning,
     warn_user,
@@ -256,6 +257,21 @@ def _check_release_seed(rng, release_rng, release) -> None:
                          f"could be regenerated; got the same seed {seed} for both.")
 
 
+def _certain_membership(secret_mask, n_records: int) -> str | None:
+    """The note for a given ``secret_mask`` that makes every membership certain (the whole
+    pool or none of it): the posterior bound does not apply to such a release, as the wrapper
+    says (seventh new-user pass, #599: run_pac said nothing)."""
+    if secret_mask is None:
+        return None
+    mask = np.asarray(secret_mask)
+    if mask.dtype != bool or mask.shape != (n_records,) or (mask.any() and not mask.all()):
+        return None  # a bad mask is refused by _secret_output
+    which = "the whole pool" if mask.all() else "an empty subset"
+    return (f"this release is on {which} (`secret_mask`): every record's membership is "
+            "certain, so the posterior-success bound does not apply to it. Release on a secret "
+            "subset drawn like the simulation's sampler.")
+
+
 def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen,
                    name: str = "") -> np.ndarray:
     """Run ``mechanism`` once on the secret subset (drawn from the sampler unless given).
@@ -467,6 +483,10 @@ def run_pac(
 
     noisy = None
     if release:
+        certain = _certain_membership(secret_mask, sim.n_records)
+        if certain is not None:
+            warn_user(certain, PacprivWarning)
+            notes.append((certain, PacprivWarning))
         gen = as_generator(release_rng, name="release_rng")
         value = _secret_output(mechanism, pool, sampler_obj, sim.n_records, secret_mask, gen,
                                mechanism_name or sim.mechanism)

@@ -73,3 +73,34 @@ def test_error_plan_type():
     """The plan must be a NoisePlan."""
     with pytest.raises(TypeError, match="`plan` must be a NoisePlan"):
         privatize([1.0], {"noise_std": 1.0})
+
+
+@pytest.mark.parametrize("fill", [True, False])
+def test_a_secret_mask_of_the_whole_pool_or_none_is_noted(fill):
+    """run_pac(secret_mask=all True) released f(pool) + B with its bound and no word, while the
+    wrapper warns (seventh new-user pass, #599); an empty subset is as certain."""
+    import warnings
+
+    from pacpriv.exceptions import PacprivWarning
+    from pacpriv.pac.engine import ExecutionOptions
+    from pacpriv.pac.job import run_pac
+
+    pool = np.random.default_rng(0).normal(size=(40, 2))
+    mask = np.full(40, fill)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = run_pac(lambda s: s.mean(axis=0) if len(s) else np.zeros(2), pool,
+                      mi_budget=0.5, n_trials=30, rng=0, secret_mask=mask,
+                      execution=ExecutionOptions(progress=False))
+    which = "the whole pool" if fill else "an empty subset"
+    said = [str(w.message) for w in caught if issubclass(w.category, PacprivWarning)
+            and "membership is certain" in str(w.message)]
+    assert len(said) == 1 and f"this release is on {which}" in said[0]
+    assert any("membership is certain" in n for n in res.notes)
+    mixed = mask.copy()
+    mixed[0] = not fill
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_pac(lambda s: s.mean(axis=0) if len(s) else np.zeros(2), pool, mi_budget=0.5,
+                n_trials=30, rng=0, secret_mask=mixed, execution=ExecutionOptions(progress=False))
+    assert not [w for w in caught if "membership is certain" in str(w.message)]
