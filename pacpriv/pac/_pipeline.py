@@ -7,7 +7,6 @@ the Gaussian noise of Thm 3 for the MI budget).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -144,10 +143,6 @@ class _AnalysisNote(StallNotice):
     def __init__(self, n: int, d: int) -> None:
         super().__init__(ANALYSIS_NOTE_S, name="pacpriv-analysis-note")
         self.n, self.d = n, d
-        self.start = time.monotonic()
-
-    def idle(self) -> float:
-        return time.monotonic() - self.start
 
     def text(self, idle: float) -> str:
         return (f"the noise calibration after the trials has run {idle:.0f} s ({self.n} "

@@ -101,10 +101,6 @@ class _Note(StallNotice):
     def __init__(self, what: str, hint: str) -> None:
         super().__init__(PROBE_NOTE_S, name="pacpriv-probe-watchdog")
         self.what, self.hint = what, hint
-        self.start = time.monotonic()
-
-    def idle(self) -> float:
-        return time.monotonic() - self.start
 
     def text(self, idle: float) -> str:
         return (f"{self.what} has run {idle:.0f} s and not finished (a call may hang): "

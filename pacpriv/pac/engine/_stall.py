@@ -1,12 +1,13 @@
 """One daemon thread that says when something has not progressed for a while: the shared base
-of the engine's watchdog (:mod:`pacpriv.pac.engine._parallel`: no trial finished) and the timed
-probe's note (:mod:`pacpriv.pac.engine._probe`: the probe has not returned).
+of the engine's watchdog (:mod:`pacpriv.pac.engine._parallel`: no trial finished), the timed
+probe's note (:mod:`pacpriv.pac.engine._probe`: the probe has not returned) and the note of a
+long calibration after the trials (:mod:`pacpriv.pac._pipeline`).
 
-A subclass says how long it has waited (:meth:`StallNotice.idle`) and what to say
-(:meth:`StallNotice.text`); the thread issues one
-:class:`~pacpriv.exceptions.StallWarning` when the wait reaches ``first_s`` seconds, then at
-each doubling of it (issue 35, item 5). Under an "error" warning filter the thread writes the
-line to stderr itself and goes on.
+A subclass says what to say (:meth:`StallNotice.text`) and, if progress resets the wait, how
+long it has waited (:meth:`StallNotice.idle`; default: since it was made). The thread issues
+one :class:`~pacpriv.exceptions.StallWarning` when the wait reaches ``first_s`` seconds, then
+at each doubling of it (issue 35, item 5). Under an "error" warning filter the thread writes
+the line to stderr itself and goes on.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import time
 import warnings
 from typing import TypeVar
 
@@ -32,12 +34,13 @@ class StallNotice:
 
     def __init__(self, first_s: float, *, name: str, poll_s: float = math.inf) -> None:
         self.first_s, self.poll_s = first_s, poll_s
+        self.start = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True, name=name)
 
     def idle(self) -> float:
-        """Seconds without progress so far."""
-        raise NotImplementedError
+        """Seconds without progress so far (default: since this object was made)."""
+        return time.monotonic() - self.start
 
     def text(self, idle: float) -> str:
         """The line to say after ``idle`` seconds without progress."""
