@@ -502,8 +502,24 @@ def _check_fit_estimate(args, pool, n_jobs, estimator, output: str) -> None:
           f"{workers} worker(s): about {minutes:.2g} min", file=sys.stderr)
     if minutes > args.max_minutes:
         raise UsageError(f"--n-worlds {args.n_worlds}: the fit is estimated at about "
-                         f"{minutes:.2g} min, above --max-minutes {args.max_minutes:g}; use "
-                         "fewer --n-worlds, more --n-jobs, or raise --max-minutes")
+                         f"{minutes:.2g} min, above --max-minutes {args.max_minutes:g}; "
+                         + _fit_time_advice(args.max_minutes * 60.0 / one * workers,
+                                            workers < min(cpus, args.n_worlds)))
+
+
+def _fit_time_advice(worlds_in_time: float, more_jobs: bool) -> str:
+    """Only advice that can help: an even --n-worlds that fits (none below 2), more --n-jobs
+    only while a core is idle, and a higher --max-minutes."""
+    import os
+
+    ways = []
+    fits = int(worlds_in_time) // 2 * 2
+    if fits >= 2:
+        ways.append(f"--n-worlds {fits} or fewer")
+    if more_jobs:
+        ways.append(f"more --n-jobs (this machine has {os.cpu_count() or 1} cores)")
+    ways.append("a higher --max-minutes")
+    return "use " + (", ".join(ways[:-1]) + ", or " if len(ways) > 1 else "") + ways[-1]
 
 
 def _rows(args):

@@ -104,3 +104,20 @@ def test_a_long_prediction_fit_is_estimated_and_refused_before_any_work(tmp_path
     err = capsys.readouterr().err
     assert code == 2 and "pacpriv: note: estimate: 100000 worlds" in err
     assert "above --max-minutes" in err and not state.exists()
+
+
+def test_the_fit_time_refusal_advises_only_what_can_help(tmp_path, capsys):
+    """fix9a item 1: an --n-worlds that fits (even, >= 2), --n-jobs only while a core is idle."""
+    import re
+
+    from pacpriv.cli.predict import _fit_time_advice
+
+    assert _fit_time_advice(0.5, False) == "use a higher --max-minutes"
+    assert _fit_time_advice(7.9, False) == "use --n-worlds 6 or fewer, or a higher --max-minutes"
+    assert "more --n-jobs" in _fit_time_advice(100.0, True)
+    main(["predict", "fit", "--estimator", "naive_bayes", "--dataset", "breast_cancer",
+          "--state", str(tmp_path / "s"), "--n-worlds", "100000", "--per-query-budget", "1e-4",
+          "--total-budget", "0.01", "--max-minutes", "0.01", "--n-jobs", "1"])
+    err = capsys.readouterr().err
+    m = re.search(r"--n-worlds (\d+) or fewer", err)
+    assert m is None or (2 <= int(m.group(1)) < 100000 and int(m.group(1)) % 2 == 0), err
