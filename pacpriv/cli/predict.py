@@ -28,6 +28,7 @@ from pacpriv.cli._args import (
     number,
 )
 from pacpriv.cli._resources import (
+    check_fit_time,
     check_output_dir,
     effective_n_jobs,
     hold_report_folder,
@@ -465,7 +466,6 @@ def _check_fit_estimate(args, pool, n_jobs, estimator, output: str) -> None:
     """Time one world's fit (half the pool, as a world sees it) and print the estimate for
     all worlds; refuse above --max-minutes, before any world is fitted (issue 35, item 5).
     A plain fit function is called once here and must return a model that gives --output."""
-    import os
     import time
 
     if not (math.isfinite(args.max_minutes) and args.max_minutes > 0):
@@ -494,32 +494,7 @@ def _check_fit_estimate(args, pool, n_jobs, estimator, output: str) -> None:
             raise
         except Exception:  # it fails on the data: the fit reports it, with its world
             return
-    cpus = os.cpu_count() or 1
-    workers = cpus if n_jobs is not None and n_jobs < 0 else int(n_jobs or 1)
-    workers = max(1, min(workers, cpus, args.n_worlds))
-    minutes = one * args.n_worlds / workers / 60.0
-    print(f"pacpriv: note: estimate: {args.n_worlds} worlds x {one:.3g} s per world on "
-          f"{workers} worker(s): about {minutes:.2g} min", file=sys.stderr)
-    if minutes > args.max_minutes:
-        raise UsageError(f"--n-worlds {args.n_worlds}: the fit is estimated at about "
-                         f"{minutes:.2g} min, above --max-minutes {args.max_minutes:g}; "
-                         + _fit_time_advice(args.max_minutes * 60.0 / one * workers,
-                                            workers < min(cpus, args.n_worlds)))
-
-
-def _fit_time_advice(worlds_in_time: float, more_jobs: bool) -> str:
-    """Only advice that can help: an even --n-worlds that fits (none below 2), more --n-jobs
-    only while a core is idle, and a higher --max-minutes."""
-    import os
-
-    ways = []
-    fits = int(worlds_in_time) // 2 * 2
-    if fits >= 2:
-        ways.append(f"--n-worlds {fits} or fewer")
-    if more_jobs:
-        ways.append(f"more --n-jobs (this machine has {os.cpu_count() or 1} cores)")
-    ways.append("a higher --max-minutes")
-    return "use " + (", ".join(ways[:-1]) + ", or " if len(ways) > 1 else "") + ways[-1]
+    check_fit_time(args, one, n_jobs)
 
 
 def _rows(args):

@@ -82,7 +82,7 @@ def test_audit_timeout_stops_a_hanging_fit(tmp_path, capsys):
                "--out", str(tmp_path / "rep")])
     err = capsys.readouterr().err
     assert rc == 1, err
-    assert "exceeded timeout=0.5 s" in err and "trial 0" in err
+    assert "exceeded --timeout 0.5 s" in err and "trial 0" in err  # the flag (fix9a item 2)
     assert not (tmp_path / "rep" / "report.json").exists()
 
 

@@ -18,7 +18,13 @@ from collections.abc import Iterator
 
 from pacpriv._optional import import_optional
 from pacpriv._random import seed_to_dict, trial_seed
-from pacpriv.exceptions import TIMEOUT_ADVICE, MechanismError, StallWarning, WorkerCapWarning
+from pacpriv.exceptions import (
+    TIMEOUT_ADVICE,
+    MechanismError,
+    StallWarning,
+    WorkerCapWarning,
+    in_user_terms,
+)
 from pacpriv.pac.engine._heap import raise_heap_thresholds
 from pacpriv.pac.engine._isolation import keep_ctrl_c_in_the_parent
 from pacpriv.pac.engine._resources import worker_cap
@@ -248,7 +254,7 @@ class _Watchdog:
             try:
                 warnings.warn(text, StallWarning, stacklevel=1)
             except StallWarning:  # an "error" filter: this thread says it, and goes on
-                sys.stderr.write(f"pacpriv: warning: {text}\n")
+                sys.stderr.write(f"pacpriv: warning: {in_user_terms(text)}\n")
             wait *= 2.0
 
 
