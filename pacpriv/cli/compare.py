@@ -94,7 +94,8 @@ def add_parser(subparsers, name: str) -> None:
         "interrupted run (without --seed it reuses the recorded seed). It holds un-noised trial "
         "outputs and subset masks: treat it like the raw data and delete it after the run"})
     p.add_argument("--seed", type=integer, default=None,
-                   help="root seed of the evaluation (default: fresh OS entropy). Recorded in "
+                   help="root seed of the evaluation, an integer >= 0 (default: fresh OS "
+                        "entropy). Recorded in "
                    "the report either way, so the compared models are reproducible evaluation "
                    "artefacts, not private releases (no release is written)")
     p.add_argument("--withhold-pool-statistics", action="store_true", help=WITHHOLD_HELP)
