@@ -70,9 +70,10 @@ class EpsilonCalibration(Displayable):
         σ: its ε at ``delta`` (``epsilon``) is at most ``target_epsilon``.
     epsilon : float
         ε (nats) of ``noise_multiplier`` at ``delta`` from the PLD named in ``method``.
-    lower_noise_multiplier : float
+    lower_noise_multiplier : float or None
         The largest evaluated σ whose ε exceeds the target; ``noise_multiplier`` is at most
-        ``(1 + rtol)`` times it (0 when even σ = 1e-3 reaches the target).
+        ``(1 + rtol)`` times it (``None``, JSON ``null``, when even σ = 1e-3 reaches the
+        target: no failing σ is known).
     target_epsilon, delta : float
     steps_per_epoch, epochs, k : int
     sampling : dict
@@ -95,7 +96,7 @@ class EpsilonCalibration(Displayable):
 
     noise_multiplier: float
     epsilon: float
-    lower_noise_multiplier: float
+    lower_noise_multiplier: float | None
     target_epsilon: float
     delta: float
     steps_per_epoch: int
@@ -337,7 +338,8 @@ def calibrate_epsilon(
         source = epsilon_bound(hi, steps_per_epoch=t, epochs=e, delta=d,
                                k=getattr(spec, "k", k)).source
     return EpsilonCalibration(
-        noise_multiplier=hi, epsilon=seen[hi], lower_noise_multiplier=lo, target_epsilon=eps,
+        noise_multiplier=hi, epsilon=seen[hi], lower_noise_multiplier=lo if lo > 0 else None,
+        target_epsilon=eps,
         delta=d, steps_per_epoch=t, epochs=e, k=getattr(spec, "k", k),
         sampling=spec.to_dict(), certified=certified, method=method,
         monotone=monotone, n_evaluations=len(seen), wall_time_s=time.perf_counter() - start,
