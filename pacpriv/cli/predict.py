@@ -215,7 +215,7 @@ def add_serve_parser(subparsers, name: str) -> None:
     p.add_argument("--port", type=integer, default=8000, help="TCP port, in [1, 65535] (default "
                                                               "8000)")
     p.add_argument("--max-body-bytes", type=integer, default=1 << 20,
-                   help="largest request body (default 1 MiB; larger: 413)")
+                   help="largest request body in bytes, >= 64 (default 1 MiB; larger: 413)")
     p.add_argument("--max-rows", type=integer, default=1000,
                    help="most query rows per request, >= 1 (default 1000; more: 413)")
     p.add_argument("--rate-limit", type=number, default=50.0,
