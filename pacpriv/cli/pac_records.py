@@ -135,13 +135,14 @@ def add_records_parser(sub) -> None:
                    help="per-record certificate: betting confidence bounds (default; "
                    "Waudby-Smith & Ramdas 2024) or empirical Bernstein (Maurer & Pontil 2009: "
                    "needs more trials)")
-    p.add_argument("--seed", type=integer, default=None, help="root seed of the simulation, an "
-                                                              "integer >= 0")
+    p.add_argument("--seed", type=integer, default=None,
+                   help="root seed of the simulation, an integer >= 0 (default: OS entropy)")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
                                                "progress", "record_block", "timeout"))
     p.add_argument("--time-limit", type=number, default=None, metavar="SECONDS",
                    help="refuse before any trial when the estimated time (printed first, from "
-                   "a short timed probe of the mechanism) exceeds this many seconds")
+                   "a short timed probe of the mechanism) exceeds this many seconds, > 0 "
+                   "(default: none)")
     add_report_output(p, default_out="pacpriv-records", out_help="report directory (created; "
                                                                  "must be writable)",
                       json_help="print the report JSON to stdout")

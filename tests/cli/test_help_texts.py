@@ -47,6 +47,16 @@ def test_every_option_says_what_it_is(command, flag, action, parser):
         assert RANGE.search(text) or UNIT.search(text), (command, flag, text)
 
 
+@pytest.mark.parametrize("command,flag,action,parser", _ALL,
+                         ids=[f"{c} {f}" for c, f, *_ in _ALL])
+def test_every_limit_and_seed_states_its_default(command, flag, action, parser):
+    """A limit (time, size, count) or a seed says what happens when it is not given."""
+    if not re.search(r"timeout|time-limit|max-|limit|seed", flag) or action.required:
+        return
+    text = HelpFormatter(prog="x")._get_help_string(action)
+    assert "default" in text, (command, flag, text)
+
+
 def test_predict_fit_timeout_says_what_it_limits():
     parser = dict(((c, f), a) for c, f, a, _ in _ALL)
     text = parser[("predict fit", "--timeout")].help
