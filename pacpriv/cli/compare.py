@@ -135,8 +135,10 @@ def _black_box(args):
         try:
             components = int(comp)
         except ValueError:
+            components = 0
+        if components < 1:  # one wording for every bad value (the API's names None for 'all')
             raise UsageError(f"--components must be 'kaiser', 'broken_stick', 'all' or a "
-                             f"positive integer; got {args.components!r}") from None
+                             f"positive integer; got {args.components!r}")
     try:
         return StableBlackBox(l2=args.l2, components=components)
     except ValueError as err:
