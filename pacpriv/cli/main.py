@@ -291,7 +291,9 @@ def _as_flags(text: str, flags: set[str]) -> str:
         return flag if value in ("", "...") else f"{flag} {value.strip(chr(39))}"
 
     text = re.sub(r"(?<![\w`./-])`?([a-z][a-z0-9_]*)`?=('[^' ]*'|[^\s,;)]*)", keyword, text)
-    return re.sub(r"`([a-z][a-z0-9_]*)`", repl, text)
+    text = re.sub(r"`([a-z][a-z0-9_]*)`", repl, text)
+    # a message that names both terms ("--x / x=") names the flag once on the command line
+    return re.sub(r"(--[a-z][a-z0-9-]*)(?: / | or |, )\1(?![\w-])", r"\1", text)
 
 
 def _run_handler(args) -> int:

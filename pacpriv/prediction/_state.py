@@ -368,8 +368,8 @@ class StateDir:
             if previous is None or previous.read(scope)[1] != 0 or previous.has_keys():
                 raise CheckpointError(
                     f"state directory {str(self.path)!r} records its answers in {stored}, not "
-                    f"{name}; open it with that ledger (--ledger / ledger=): another store would "
-                    "start the spend at 0.")
+                    f"{name}; open it with that ledger (`ledger`): another store would start "
+                    "the spend at 0.")
         atomic_write(self.config_path, _json.dumps({**config, "ledger_store": name}, indent=2,
                                                    sort_keys=True).encode())
 
