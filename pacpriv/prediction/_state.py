@@ -275,10 +275,14 @@ class StateDir:
                 atomic_write(self.config_path,
                              _json.dumps(config, indent=2, sort_keys=True).encode())
             scope = str(config["ledger_scope"])
-            if self.legacy_ledger_path.exists():
+            # a store recorded by an earlier open: this version recorded the blob hashes in it
+            # then, so a fitted state whose store now lacks them lost its ledger
+            opened_before = "ledger_store" in config
+            migrating = self.legacy_ledger_path.exists()
+            if migrating:
                 self._migrate(store, scope, per_query_budget)
             self._check_store(store, scope, config)
-            self._record_hashes(store, scope)
+            self._record_hashes(store, scope, lost_if_missing=opened_before and not migrating)
         self._opened = (location, store, scope)
         return store, scope
 
@@ -301,9 +305,14 @@ class StateDir:
         return {name: hashlib.sha256(self._read_own(self.path / name)).hexdigest()
                 for name in _HASHED if (self.path / name).is_file()}
 
-    def _record_hashes(self, store: LedgerStore, scope: str) -> None:
+    def _record_hashes(self, store: LedgerStore, scope: str, *,
+                       lost_if_missing: bool = False) -> None:
         """Store the hashes a fit just wrote; read the stored ones (recording them once, with
-        a note, for a state fitted before they existed)."""
+        a note, for a state fitted before they existed). With ``lost_if_missing`` (the store
+        was recorded by an earlier open, which also recorded the hashes) a store without them
+        lost this state's ledger (deleted, emptied or replaced): refused, since its spend
+        would restart at 0 while the secret world index is reused (seventh new-user pass,
+        #507-#509)."""
         if not self.is_fitted():
             return
         hashes: dict[str, str]
@@ -313,11 +322,20 @@ class StateDir:
                 hashes, self._fresh_hashes = self._fresh_hashes, None
             elif (body := tx.get_state("blob_sha256")) is not None:
                 hashes = json.loads(body)
+            elif lost_if_missing:
+                raise self._lost_ledger(self._name_of(store))
             else:
                 hashes = self._current_hashes()
                 tx.put_state("blob_sha256", _json.dumps(hashes).encode())
                 tx.put_state("blob_sha256_note", _FIRST_HASH_NOTE)
         self._hashes = hashes
+
+    def _lost_ledger(self, name: str) -> CheckpointError:
+        return CheckpointError(
+            f"state directory {str(self.path)!r}: its ledger ({name}) holds no record of this "
+            "fitted state (deleted, emptied or replaced): the spend would restart at 0 while "
+            "the secret world index is reused, so the answers could reveal more than the total "
+            "budget; restore the ledger, or fit a new state in a new folder.")
 
     def read_blob(self, name: str) -> bytes:
         """The bytes of ``name`` (a path relative to the state folder), checked: owner-only,
@@ -370,6 +388,12 @@ class StateDir:
                     f"state directory {str(self.path)!r} records its answers in {stored}, not "
                     f"{name}; open it with that ledger (`ledger`): another store would start "
                     "the spend at 0.")
+            if self.is_fitted() and self._fresh_hashes is None:  # the hashes move with it
+                with previous.transaction(scope) as tx:
+                    body = tx.get_state("blob_sha256")
+                if body is None:
+                    raise self._lost_ledger("ledger.db")
+                self._fresh_hashes = json.loads(body)
         atomic_write(self.config_path, _json.dumps({**config, "ledger_store": name}, indent=2,
                                                    sort_keys=True).encode())
 

@@ -99,10 +99,13 @@ def test_a_state_fitted_before_the_hashes_records_them_once_with_a_note(state, c
 
     from pacpriv.storage import open_store
 
-    scope = json.loads((state / "config.json").read_text())["ledger_scope"]
+    config = json.loads((state / "config.json").read_text())
+    scope = config["ledger_scope"]
     store = open_store(state / "ledger.db")
     with store.transaction(scope) as tx:  # what a 0.3 (or early 0.4) state looks like
         tx._q("DELETE FROM state WHERE scope = ? AND name = ?", (scope, "blob_sha256"))
+    del config["ledger_store"]  # never opened by a version that records its store
+    (state / "config.json").write_text(json.dumps(config))
     assert _query(state) == 0
     with store.transaction(scope) as tx:
         assert b"recorded when first opened" in tx.get_state("blob_sha256_note")
@@ -166,3 +169,46 @@ def test_keys_add_refuses_a_duplicate_active_name_and_warns_on_an_unreachable_qu
     (bob,) = [k for k in store.keys() if k.name == "bob"]
     assert store.revoke_key(bob.key_id)
     assert main([*keys, "--name", "bob"]) == 0  # a revoked name may be reused
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied", "hashes dropped"])
+def test_a_fitted_state_that_lost_its_ledger_is_refused(state, capsys, how):
+    """Seventh new-user pass #507-#509: with ledger.db deleted or emptied the spend restarted at
+    0 while the secret world index was reused (the total released could exceed the budget)."""
+    import json
+
+    from pacpriv.storage import open_store
+
+    assert _query(state) == 0  # something is spent
+    capsys.readouterr()
+    if how == "hashes dropped":  # the store no longer knows this state (replaced, restored)
+        scope = json.loads((state / "config.json").read_text())["ledger_scope"]
+        with open_store(state / "ledger.db").transaction(scope) as tx:
+            tx._q("DELETE FROM state WHERE scope = ?", (scope,))
+    else:
+        for f in state.glob("ledger.db*"):
+            f.unlink()
+        if how == "emptied":
+            (state / "ledger.db").write_bytes(b"")
+            os.chmod(state / "ledger.db", 0o600)
+    for argv in (["predict", "status", "--state", str(state), "--json"],
+                 ["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                  "0:1", "--json"]):
+        assert main(argv) == 2
+        out = capsys.readouterr()
+        assert "holds no record of this fitted state" in out.err and out.out == ""
+        assert out.err.count("\n") == 1
+    with pytest.raises(CheckpointError, match="restore the ledger"):
+        PrivatePredictor.load(state)
+
+
+def test_a_lost_ledger_cannot_be_swapped_for_a_fresh_store(state, tmp_path, capsys):
+    """ledger.db deleted, then another (empty) store named: still refused (the state's
+    answers were in the lost one), not a move of an unanswered state."""
+    assert _query(state) == 0
+    for f in state.glob("ledger.db*"):
+        f.unlink()
+    capsys.readouterr()
+    assert main(["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                 "0:1", "--ledger", str(tmp_path / "fresh.db")]) == 2
+    assert "holds no record of this fitted state" in capsys.readouterr().err
