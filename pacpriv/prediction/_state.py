@@ -265,26 +265,41 @@ class StateDir:
             self._record_hashes(store, scope)
             return store, scope
         with self.locked():
-            store = (location if isinstance(location, LedgerStore) else
-                     open_store(self.ledger_path if location is None else location))
-            config = self.read_config()
-            if config.get("version") != _VERSION or "ledger_scope" not in config:
-                config = {**config, "version": _VERSION,
-                          "ledger_scope": config.get("ledger_scope",
-                                                     f"predictor:{secrets.token_hex(8)}")}
-                atomic_write(self.config_path,
-                             _json.dumps(config, indent=2, sort_keys=True).encode())
-            scope = str(config["ledger_scope"])
-            # a store recorded by an earlier open: this version recorded the blob hashes in it
-            # then, so a fitted state whose store now lacks them lost its ledger
-            opened_before = "ledger_store" in config
-            migrating = self.legacy_ledger_path.exists()
-            if migrating:
-                self._migrate(store, scope, per_query_budget)
-            self._check_store(store, scope, config)
-            self._record_hashes(store, scope, lost_if_missing=opened_before and not migrating)
+            path = "" if isinstance(location, LedgerStore) else os.fspath(
+                self.ledger_path if location is None else location)
+            new_file = bool(path) and "://" not in path and not Path(path).exists()
+            store = location if isinstance(location, LedgerStore) else open_store(path)
+            try:
+                scope = self._open_scope(store, per_query_budget)
+            except CheckpointError:  # a refused store this call created is not left behind
+                if new_file:
+                    store.close()
+                    for suffix in ("", "-wal", "-shm", "-journal"):
+                        with contextlib.suppress(OSError):
+                            os.remove(path + suffix)
+                raise
         self._opened = (location, store, scope)
         return store, scope
+
+    def _open_scope(self, store: LedgerStore, per_query_budget: float) -> str:
+        """This state's scope in ``store``, checked (see :meth:`open_ledger`; under the lock)."""
+        config = self.read_config()
+        if config.get("version") != _VERSION or "ledger_scope" not in config:
+            config = {**config, "version": _VERSION,
+                      "ledger_scope": config.get("ledger_scope",
+                                                 f"predictor:{secrets.token_hex(8)}")}
+            atomic_write(self.config_path,
+                         _json.dumps(config, indent=2, sort_keys=True).encode())
+        scope = str(config["ledger_scope"])
+        # a store recorded by an earlier open: this version recorded the blob hashes in it
+        # then, so a fitted state whose store now lacks them lost its ledger
+        opened_before = "ledger_store" in config
+        migrating = self.legacy_ledger_path.exists()
+        if migrating:
+            self._migrate(store, scope, per_query_budget)
+        self._check_store(store, scope, config)
+        self._record_hashes(store, scope, lost_if_missing=opened_before and not migrating)
+        return scope
 
     # -- blob integrity ------------------------------------------------------------------
     def _read_own(self, path: Path) -> bytes:

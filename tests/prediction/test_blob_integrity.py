@@ -212,3 +212,17 @@ def test_a_lost_ledger_cannot_be_swapped_for_a_fresh_store(state, tmp_path, caps
     assert main(["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
                  "0:1", "--ledger", str(tmp_path / "fresh.db")]) == 2
     assert "holds no record of this fitted state" in capsys.readouterr().err
+
+
+def test_a_refused_ledger_file_is_not_left_behind(state, tmp_path, capsys):
+    """Seventh new-user pass #567: `serve --ledger fresh.db` was refused but left a new
+    64 KiB fresh.db; a refused store this call created is removed (one that existed stays)."""
+    assert _query(state) == 0
+    fresh = tmp_path / "fresh.db"
+    assert main(["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                 "0:1", "--ledger", str(fresh)]) == 2
+    assert "records its answers in ledger.db" in capsys.readouterr().err
+    assert not list(tmp_path.glob("fresh.db*"))
+    for f in state.glob("ledger.db*"):  # a lost ledger: the file the open recreated goes too
+        f.unlink()
+    assert _query(state) == 2 and not list(state.glob("ledger.db*"))
