@@ -299,7 +299,31 @@ class StateDir:
             self._migrate(store, scope, per_query_budget)
         self._check_store(store, scope, config)
         self._record_hashes(store, scope, lost_if_missing=opened_before and not migrating)
+        if self._name_of(store) == "ledger.db":
+            self._check_copy(store, scope)
         return scope
+
+    def _check_copy(self, store: LedgerStore, scope: str) -> None:
+        """Refuse a copy of a state whose own ledger file came along (``cp -a``): each copy
+        would spend the full budget about the same secret world index (seventh new-user pass
+        #516). The ledger records the folder it serves; a moved folder (the recorded one gone,
+        or no longer this scope) is re-recorded."""
+        here = str(self.path.resolve())
+        with store.transaction(scope) as tx:
+            body = tx.get_state("state_path")
+            if body is not None and body.decode() != here:
+                origin, same = Path(body.decode()), False
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    same = json.loads((origin / "config.json").read_text()).get(
+                        "ledger_scope") == scope
+                if same:
+                    raise CheckpointError(
+                        f"state directory {here!r} is a copy of {str(origin)!r} (the same "
+                        "secret world index and ledger): each copy would spend the full "
+                        "budget about the same secret; use the original (replicas share one "
+                        "PostgreSQL ledger), or delete one of the two.")
+            if body is None or body.decode() != here:
+                tx.put_state("state_path", here.encode())
 
     # -- blob integrity ------------------------------------------------------------------
     def _read_own(self, path: Path) -> bytes:

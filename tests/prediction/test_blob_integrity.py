@@ -35,9 +35,9 @@ def fitted(tmp_path_factory):
 
 @pytest.fixture
 def state(fitted, tmp_path):
-    copy = tmp_path / "s"
-    shutil.copytree(fitted, copy)
-    return copy
+    from ._helpers import copy_state
+
+    return copy_state(fitted, tmp_path / "s")
 
 
 def _query(state) -> int:
@@ -226,3 +226,23 @@ def test_a_refused_ledger_file_is_not_left_behind(state, tmp_path, capsys):
     for f in state.glob("ledger.db*"):  # a lost ledger: the file the open recreated goes too
         f.unlink()
     assert _query(state) == 2 and not list(state.glob("ledger.db*"))
+
+
+def test_a_copy_beside_its_original_is_refused_a_move_is_not(state, tmp_path, capsys):
+    """Seventh new-user pass #516: `cp -a S S2` gave two folders that each spent the full
+    budget about the same secret world index."""
+    assert _query(state) == 0
+    twin = tmp_path / "twin"
+    shutil.copytree(state, twin)  # cp -a: the ledger file comes along
+    capsys.readouterr()
+    assert main(["predict", "query", "--state", str(twin), "--dataset", "iris", "--rows",
+                 "0:1"]) == 2
+    err = capsys.readouterr().err
+    assert "is a copy of" in err and err.count("\n") == 1
+    with pytest.raises(CheckpointError, match="is a copy of"):
+        PrivatePredictor.load(twin)
+    assert _query(state) == 0  # the original answers
+    shutil.rmtree(twin)
+    moved = tmp_path / "moved"
+    state.rename(moved)  # a move keeps one folder: it answers, and is re-recorded
+    assert _query(moved) == 0
