@@ -10,11 +10,14 @@ killed child held tqdm's multiprocessing write lock).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import cloudpickle
@@ -124,17 +127,45 @@ def run_limited(fn: Callable, args: tuple, timeout: float | None) -> tuple[str, 
     receiver, sender = ctx.Pipe(duplex=False)
     proc = ctx.Process(  # type: ignore[attr-defined]
         target=_child, args=(sender, cloudpickle.dumps((fn, args))), daemon=True)
-    try:
-        proc.start()
-    finally:
-        sender.close()
     ready = False
     try:
+        try:
+            with _ctrl_c_after_the_fork():
+                proc.start()
+        finally:
+            sender.close()
         ready = receiver.poll(max(0.0, deadline - time.perf_counter()))
     finally:  # also on Ctrl-C: the child never outlives this call by more than the grace
         _stop(proc, _GRACE_S if ready else 0.0)
     status, value = _answer(receiver, proc, ready, timeout)
     return status, value, time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def _ctrl_c_after_the_fork() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) that lands while the child is forked, and deliver it after.
+
+    CPython runs the fork's ``os.register_at_fork`` handlers (``logging``'s lock release,
+    among others) as callbacks whose exceptions it prints as "Exception ignored in ..." and
+    drops: a ``KeyboardInterrupt`` raised there was lost, so the run went on to its end and
+    printed a traceback. Here SIGINT only records itself during the fork; the handler in
+    force before is then called as if the signal came now. Only the main thread can set a
+    handler: elsewhere nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        if callable(previous):
+            previous(signal.SIGINT, None)
+        elif previous == signal.SIG_DFL:
+            signal.raise_signal(signal.SIGINT)
 
 
 #: seconds a child that has answered gets to exit by itself, then after a kill to be reaped

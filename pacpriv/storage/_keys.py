@@ -58,10 +58,17 @@ def add_key(store: LedgerStore, name: str, *, quota: float | None = None) -> tup
         raise ValueError("`name` must be 1 to 100 printable characters.")
     if quota is not None:
         quota = check_real(quota, "quota", low=0.0, low_inclusive=False)
-    if any(k.name == name and k.active for k in store.keys()):
+    existing = store.keys()
+    if any(k.name == name and k.active for k in existing):
         raise ValueError(f"`name` {name!r} is already the name of an active key; revoke that "
                          "key first or choose another name.")
-    key_id, secret = secrets.token_hex(4), secrets.token_urlsafe(32)
+    # 32-bit ids collide once in ~4e9 pairs: redraw one an existing key has (a collision
+    # would otherwise fail the insert, or let two analysts' tokens name one record)
+    taken = {k.key_id for k in existing}
+    key_id = secrets.token_hex(4)
+    while key_id in taken:
+        key_id = secrets.token_hex(4)
+    secret = secrets.token_urlsafe(32)
     salt = secrets.token_bytes(16)
     store.add_key(key_id, name, salt, hash_secret(secret, salt), quota)
     return key_id, f"pp_{key_id}_{secret}"

@@ -35,6 +35,12 @@ DRIVER = textwrap.dedent('''
         ctrl_c()
     import pacpriv.cli.main as _  # noqa
     main_module = sys.modules["pacpriv.cli.main"]
+    # the 2-CPU machine of tests/conftest.py (a 1-CPU runner would cap --n-jobs 2 at 1: no
+    # worker would start, and the worker-start-up phase would never come)
+    import pacpriv.cli._resources as _cli_resources
+    from pacpriv.pac.engine import _resources
+    _resources.usable_cpus = _cli_resources.usable_cpus = lambda: 2
+    _resources.available_memory = lambda: 64 * 2**30
 
     def hook(module, name):
         real = getattr(module, name)

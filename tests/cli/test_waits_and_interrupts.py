@@ -33,14 +33,18 @@ class _SlowFirst:
 @pytest.mark.filterwarnings("default::pacpriv.exceptions.StallWarning")
 def test_a_stalled_run_says_so(monkeypatch):
     monkeypatch.setattr(_parallel, "STALL_WARN_S", 0.5)
+    tic = time.monotonic()
     with pytest.warns(StallWarning) as record:
         simulate(_SlowFirst(), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
                  execution=ExecutionOptions(n_jobs=1, progress=False))
+    elapsed = time.monotonic() - tic
     lines = [str(w.message) for w in record if issubclass(w.category, StallWarning)]
     assert all("no trial has finished for" in x and "timeout=" in x for x in lines)
     idle = [int(x.split("for ")[1].split(" s")[0]) for x in lines]
     assert lines and idle == sorted(idle)  # one line per doubling of the wait, never a flood
-    assert len(lines) <= 4  # 0.5, 1, 2, 4 s: at most four within a 2.5 s stall (and start-up)
+    # 0.5, 1, 2 s within the 2.5 s stall; the n-th line only once idle for 0.5·2ⁿ⁻¹ s (not
+    # a fixed count: start-up on a loaded machine may add a doubling)
+    assert 0.5 * 2 ** (len(lines) - 1) <= elapsed
 
 
 def test_an_error_filter_still_says_it_on_stderr(monkeypatch, capsys):
@@ -76,17 +80,55 @@ def test_ctrl_c_while_the_modules_load_prints_one_line():
     assert proc.stderr.strip() == "pacpriv: interrupted (while starting; nothing was run)"
 
 
-def test_a_real_sigint_during_start_up_never_prints_a_traceback():
-    """Whenever it lands (imports, parsing, the run): one line, no traceback."""
+def test_a_real_sigint_during_the_run_never_prints_a_traceback():
+    """A real SIGINT once the command runs (its progress line is out; the run takes ~40 s):
+    one line, no traceback. Not after a fixed delay: on a loaded machine 1.5 s could still be
+    inside the interpreter's own start-up, before any pacpriv code, where no program can turn
+    the signal into one line (the imports and parsing phases are sent deterministically in
+    test_ctrl_c_phases.py and above)."""
     proc = subprocess.Popen([sys.executable, "-m", "pacpriv", "dpsgd", "compare",
                              "--steps-per-epoch", "100", "--epochs", "10",
                              "--noise-multiplier", "1"],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
                             env=_env())
-    time.sleep(1.5)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    try:
+        first = proc.stderr.read(1)  # blocks until pacpriv writes (its progress bar)
+        assert first and proc.poll() is None, first
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    err = first + err
     assert "Traceback" not in err and "interrupted" in err
+    assert proc.returncode == 130, err
+
+
+FORK_CTRL_C = """
+import os, signal, time
+from pacpriv.dpsgd._limited import run_limited
+armed = [True]
+def ctrl_c_in_the_fork():  # SIGINT while the comparator row's child is being forked
+    if armed and armed.pop():
+        os.kill(os.getpid(), signal.SIGINT)
+os.register_at_fork(after_in_parent=ctrl_c_in_the_fork)
+try:
+    print("not interrupted", run_limited(time.sleep, (30,), timeout=60))
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_a_ctrl_c_that_lands_in_the_fork_of_a_comparator_row_is_not_lost():
+    """CPython drops an exception raised in an at-fork handler ("Exception ignored in"):
+    a Ctrl-C landing while ``dpsgd compare`` forked a row's process was lost, the run went
+    on to its end and printed a traceback (what the SIGINT test above met at random). It is
+    held during the fork and delivered after (in a fresh process: at-fork handlers stay)."""
+    proc = subprocess.run([sys.executable, "-c", FORK_CTRL_C], capture_output=True,
+                          text=True, env=_env(), timeout=120)
+    assert proc.stdout.strip() == "interrupted", proc.stdout + proc.stderr
+    assert "Exception ignored" not in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_library_use_keeps_the_default_hook():

@@ -171,6 +171,7 @@ def test_n_jobs_is_capped_at_the_usable_cpus(monkeypatch):
     assert resources.effective_n_jobs(64, "dask") == (64, "")  # a cluster: not ours to cap
 
 
+@pytest.mark.real_resources
 def test_available_cpus_respects_the_affinity_mask():
     import os
 

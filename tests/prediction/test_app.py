@@ -158,7 +158,7 @@ def test_real_uvicorn_process(tmp_path):
         assert r.status_code == 200 and r.json()["spent"] == 2 * B
         r = httpx.post(f"{url}/predict", json={"rows": X[:2].tolist()}, timeout=30)
         assert r.status_code == 429
-        assert httpx.get(f"{url}/budget", timeout=5).json()["n_answered"] == 2
+        assert httpx.get(f"{url}/budget", timeout=30).json()["n_answered"] == 2
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -23,7 +23,7 @@ from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction import PrivatePredictor
 
 from ._helpers import cancer, logreg
-from ._postgres import PostgresServer, _free_port
+from ._postgres import PostgresServer, _free_ports
 
 QUIET = ExecutionOptions(progress=False)
 
@@ -87,7 +87,7 @@ def test_two_replicas_one_postgres_ledger_sigkill_mid_load(tmp_path, postgres):
     keys = {"a": add_key(store, "a", quota=10 * B), "b": add_key(store, "b", quota=10 * B),
             "c": add_key(store, "c")}
     HEADERS["Authorization"] = f"Bearer {keys['c'][1]}"
-    ports = [_free_port(), _free_port()]
+    ports = _free_ports(2)  # distinct (two bind(0) in a row may give one port)
     urls = [f"http://127.0.0.1:{p}" for p in ports]
     procs = [_start(state, p, postgres.url) for p in ports]
     killed = threading.Event()
@@ -142,10 +142,10 @@ def test_two_replicas_one_postgres_ledger_sigkill_mid_load(tmp_path, postgres):
         # a restarted replica continues the same ledger
         procs[0] = _start(state, ports[0], postgres.url)
         _wait(procs[0], urls[0])
-        budget = httpx.get(f"{urls[0]}/budget", headers=HEADERS, timeout=10).json()
+        budget = httpx.get(f"{urls[0]}/budget", headers=HEADERS, timeout=30).json()
         assert budget["n_answered"] == 40 and budget["remaining"] == 0.0
         r = httpx.post(f"{urls[0]}/predict", json={"rows": X[:1].tolist()}, headers=HEADERS,
-                       timeout=10)
+                       timeout=30)
         assert r.status_code == 429
     finally:
         for proc in procs:

@@ -326,3 +326,29 @@ def test_a_reissued_key_states_the_spend_of_the_revoked_one(state, capsys):
     err = capsys.readouterr().err
     assert "'erin' had 1 revoked key(s), which spent 0.0078125 nats" in err
     assert "comes on top of that spend" in err
+
+
+def test_a_key_id_an_existing_key_has_is_redrawn(state, monkeypatch):
+    """Key ids are 32 random bits: a draw that collides with a stored key's id is redrawn,
+    never inserted (the insert would fail, by chance, once in ~4e9 pairs of keys)."""
+    import secrets
+
+    from pacpriv.storage import _keys
+
+    store = PrivatePredictor.load(state).ledger.store
+    first, _ = add_key(store, "alice")
+    ids = iter([first, first, "0badc0de"])
+
+    class Ids:
+        token_urlsafe = staticmethod(secrets.token_urlsafe)
+        token_bytes = staticmethod(secrets.token_bytes)
+
+        @staticmethod
+        def token_hex(n):
+            assert n == 4
+            return next(ids)
+
+    monkeypatch.setattr(_keys, "secrets", Ids)
+    key_id, token = add_key(store, "bob")
+    assert key_id == "0badc0de" and token.startswith("pp_0badc0de_")
+    assert sorted(k.key_id for k in store.keys()) == sorted([first, "0badc0de"])

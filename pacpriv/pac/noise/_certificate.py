@@ -64,7 +64,7 @@ from pacpriv.pac.noise._coordinates import (
     coordinate_scales,
 )
 from pacpriv.pac.noise._plan import NoisePlan
-from pacpriv.pac.noise._reduced import Reduced, realign, reduce_rows
+from pacpriv.pac.noise._reduced import Reduced, head_mean, realign, reduce_rows, rows_equal
 from pacpriv.pac.noise._shape import (
     SHAPE_FLOOR,
     Shape,
@@ -211,13 +211,6 @@ def _use_reduced(m: int, d: int) -> bool:
     """Whether the certificate runs on coordinates of the rows' span (``d > m``: the span has
     fewer dimensions than the outputs) rather than on the outputs themselves."""
     return d > m
-
-
-def _all_equal(x: np.ndarray) -> bool:
-    """Whether every row of ``x`` equals the first, read in row blocks (no full-size mask)."""
-    step = max(1, (16 * 2**20) // max(x.shape[1], 1))
-    first = np.asarray(x[0])
-    return all(bool(np.all(x[s : s + step] == first)) for s in range(1, x.shape[0], step))
 
 
 def _clip(x: np.ndarray, centre: np.ndarray, norm2: np.ndarray, radius: float):
@@ -444,8 +437,10 @@ def _check_gram(gram, x: np.ndarray) -> None:
 
 @dataclass(frozen=True, eq=False)
 class _Rescaled:
-    """One candidate rescaling: the rows certified (``x``, checked; a rescaled float64 copy
-    when ``scale`` is set), their reduced form, the shape fit and ``D^{1/2}`` (None: ``I``)."""
+    """One candidate rescaling: the rows certified (``x``, checked; with ``d <= m`` a rescaled
+    float64 copy when ``scale`` is set; with ``d > m`` the outputs themselves, which ``red``
+    reads divided by ``scale`` block by block), their reduced form, the shape fit and
+    ``D^{1/2}`` (None: ``I``)."""
 
     x: np.ndarray
     rows: np.ndarray
@@ -465,9 +460,11 @@ def _fit_rescaled(x: np.ndarray, *, n_shape: int, shrinkage,
     """The shape fit of least cross-validated noise power over the rescalings ``D^{1/2}`` of
     :func:`~pacpriv.pac.noise._coordinates.candidate_exponents`, all fixed by the shape trials
     (``α = 0``, the outputs themselves, first: it wins ties). With ``d > m`` each rescaling
-    makes its own Gram pass (the rows in coordinates of their span; never ``d × d``) on a
-    float64 rescaled copy of the outputs, so it is tried only for in-memory float64 outputs
-    (float32 or memory-mapped ones, kept so to bound memory, get ``α = 0``)."""
+    makes its own Gram pass (the rows in coordinates of their span; never ``d × d``) over the
+    outputs, each column block divided by ``D^{1/2}`` as it is read (no rescaled copy: the
+    same Gram, bit for bit, as on ``np.divide(x, D^{1/2}, dtype=np.float64)``); it is tried
+    for in-memory float64 outputs only (float32 or memory-mapped ones get ``α = 0``, as
+    before, so that their plans do not change)."""
     m, d = x.shape
     reduced = _use_reduced(m, d)
     var = column_variances(x, n_shape) if d > 1 else np.zeros(1)
@@ -481,9 +478,12 @@ def _fit_rescaled(x: np.ndarray, *, n_shape: int, shrinkage,
         src = x
         if alpha != 0.0:
             scale = coordinate_scales(var, alpha)
-            src = np.divide(x, scale, dtype=np.float64)
-        # d > m: the rows in coordinates of their span (never d x d)
-        red = reduce_rows(src, gram=gram if scale is None else None) if reduced else None
+            if not reduced:  # d <= m: a small copy
+                src = np.divide(x, scale, dtype=np.float64)
+        # d > m: the rows in coordinates of their span (never d x d), the rescaled ones read
+        # from x itself (each column block divided by the scale as it is read)
+        red = (reduce_rows(x, gram=gram if scale is None else None, scale=scale,
+                           head=0 if scale is None else n_shape) if reduced else None)
         if red is not None and scale is None:
             base_gram = red.gram
         if scale is not None:
@@ -513,7 +513,7 @@ def _rows_of(x: np.ndarray, red: Reduced | None) -> tuple[np.ndarray, np.ndarray
         constant = bool(np.all(x == x[0]))
         rows = x
     else:
-        constant = _all_equal(x)
+        constant = rows_equal(x, red.scale)
         rows = red.coords
     return x, rows, constant
 
@@ -568,7 +568,8 @@ def _certify(x, *, n_shape: int, v: float, conf: float, margin: float, method: s
     shape_x = rows[:n_shape]
     centre = shape_x.mean(axis=0)
     # the clip centre in the (rescaled) outputs' own coordinates (float64 sums)
-    centre_out = centre if red is None else np.mean(x[:n_shape], axis=0, dtype=np.float64)
+    centre_out = centre if red is None else (
+        red.head_mean if red.head_mean is not None else head_mean(x, n_shape, red.scale, red.step))
     if offset is not None:
         centre_out = centre_out + (offset if scale is None else offset / scale)
 

@@ -53,7 +53,7 @@ from pacpriv.pac.spectrum._spectral import (
     clip_eigenvalues,
 )
 
-__all__ = ["Reduced", "realign", "reduce_rows"]
+__all__ = ["Reduced", "head_mean", "realign", "reduce_rows", "rows_equal"]
 
 @dataclass(frozen=True, eq=False)
 class Reduced:
@@ -75,6 +75,13 @@ class Reduced:
         Columns per block of the passes.
     error : float
         A bound on ``||K − Z̃Z̃ᵀ||₂`` (:attr:`pacpriv.pac.spectrum._gram.CentredGram.error`).
+    scale : ndarray of shape (d,), float64, or None
+        Positive column scales ``s``: the rows described are ``outputs / s`` (the rescaled
+        outputs of :mod:`pacpriv.pac.noise._coordinates`), every pass dividing each column
+        block as it reads it (no rescaled copy); ``mean``, ``gram`` and the rest are theirs.
+    head_mean : ndarray of shape (d,), float64, or None
+        Column means of the first ``head`` rows of :func:`reduce_rows` (read in its pass), if
+        asked for.
     """
 
     outputs: np.ndarray
@@ -84,21 +91,33 @@ class Reduced:
     lift: np.ndarray
     step: int
     error: float = float("nan")  # unknown: the lift then reads the outputs
+    scale: np.ndarray | None = None
+    head_mean: np.ndarray | None = None
 
 
-def reduce_rows(x: np.ndarray, gram: CentredGram | None = None) -> Reduced:
+def reduce_rows(x: np.ndarray, gram: CentredGram | None = None,
+                scale: np.ndarray | None = None, head: int = 0) -> Reduced:
     """One column-block pass over ``x`` (n, d): the Gram matrix and the coordinates ``P``.
 
     ``gram``: the pass already made (:func:`pacpriv.pac.spectrum._gram.centred_gram` of ``x``,
-    shared with the spectrum); then ``x`` is not read here. Raises ``ValueError`` when ``x`` is
-    not finite (checked block by block).
+    shared with the spectrum); then ``x`` is not read here. ``scale`` (shape (d,), positive;
+    not with ``gram``): the rows are ``x / scale``, divided block by block as the pass reads
+    them (bit for bit the pass over ``np.divide(x, scale, dtype=np.float64)``, with no copy).
+    ``head > 0`` (with a pass here): the pass also takes the column means of the first ``head``
+    rows (:attr:`Reduced.head_mean`, as :func:`head_mean` computes them).
+    Raises ``ValueError`` when ``x`` is not finite (checked block by block).
     """
     n, d = x.shape
+    top = None
     if gram is None:
         step = min(_cols_per_block(n, None), d)
-        gram_k, mean, _ = _gram_pass(x, step)
+        top = np.empty(d) if head > 0 else None
+        gram_k, mean, _ = _gram_pass(x, step, scale, None if top is None else (head, top),
+                                      variances=False)
         error = pass_error(float(np.trace(gram_k)), d, step)
     else:
+        if scale is not None:
+            raise ValueError("a shared Gram is that of the unscaled outputs: no `scale` with it")
         gram_k, mean, step, error = gram.gram, gram.mean, gram.step, gram.error
     lam, u = _small_eigh((gram_k + gram_k.T) / 2.0)
     lam, u = lam[::-1], u[:, ::-1]
@@ -108,7 +127,7 @@ def reduce_rows(x: np.ndarray, gram: CentredGram | None = None) -> Reduced:
     coords = u[:, :r] * root
     with np.errstate(divide="ignore"):
         lift = np.where(root > 0, u[:, :r] / np.where(root > 0, root, 1.0), 0.0)
-    return Reduced(x, mean, gram_k, coords, lift, step, error)
+    return Reduced(x, mean, gram_k, coords, lift, step, error, scale, top)
 
 
 def _orthonormalise(v: np.ndarray) -> np.ndarray:
@@ -130,7 +149,7 @@ def _project(red: Reduced, v: np.ndarray) -> np.ndarray:
     """``C = (X − x̄) V`` (n, k) in float64, by column blocks."""
     n, d = red.outputs.shape
     out = np.zeros((n, v.shape[1]))
-    with _ColumnBlocks(red.outputs, red.step) as reader:
+    with _ColumnBlocks(red.outputs, red.step, red.scale) as reader:
         for start in range(0, d, red.step):
             cols = slice(start, min(start + red.step, d))
             block = reader.read(cols, check=False)
@@ -155,7 +174,7 @@ def _lift(red: Reduced, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray | None
     try:
         first = _right_inverse(linalg.cholesky(coef.T @ red.gram @ coef, lower=False))
     except linalg.LinAlgError:
-        v = _back_project(red.outputs, red.mean, coef, red.step, np.float64)
+        v = _back_project(red.outputs, red.mean, coef, red.step, np.float64, red.scale)
         return _orthonormalise(v), None
     coef1 = coef @ first
     n, d = red.outputs.shape
@@ -163,7 +182,7 @@ def _lift(red: Reduced, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray | None
     v = np.empty((d, k))
     zv = np.zeros((n, k))
     gram = np.zeros((k, k))
-    with _ColumnBlocks(red.outputs, red.step) as reader:
+    with _ColumnBlocks(red.outputs, red.step, red.scale) as reader:
         for start in range(0, d, red.step):
             cols = slice(start, min(start + red.step, d))
             block = reader.read(cols, check=False)
@@ -210,7 +229,8 @@ def realign(red: Reduced, shape: Shape) -> tuple[np.ndarray, np.ndarray, Shape, 
             rows = _rows_along(red.gram, coords)
             slack = lift_slack(red.gram, red.error, b, coords, rows, new_shape.a, shape.a_c)
             if slack <= MAX_SLACK:
-                basis = LazyEigenbasis(red.outputs, red.mean, b, block_size=red.step)
+                basis = LazyEigenbasis(red.outputs, red.mean, b, block_size=red.step,
+                                       scale=red.scale)
                 return basis, rows, new_shape, slack  # type: ignore[return-value]
     c: np.ndarray | None = None
     if not np.any(coef):  # constant outputs: no direction was seen
@@ -228,3 +248,28 @@ def _rows_along(gram: np.ndarray, c: np.ndarray) -> np.ndarray:
     rest = gram - c @ c.T
     lam, u = _small_eigh((rest + rest.T) / 2.0)
     return np.hstack([c, u * np.sqrt(np.maximum(lam, 0.0))])
+
+
+def rows_equal(x: np.ndarray, scale: np.ndarray | None = None) -> bool:
+    """Whether every row of ``x`` (of ``x / scale`` when ``scale`` is given, in float64) equals
+    the first, read in row blocks (no full-size mask); stops at the first block that differs."""
+    step = max(1, (16 * 2**20) // max(8 * x.shape[1], 1))
+    if scale is None:
+        first = np.asarray(x[0])
+        return all(bool(np.all(x[s : s + step] == first)) for s in range(1, x.shape[0], step))
+    first = np.divide(x[0], scale, dtype=np.float64)
+    return all(bool(np.all(np.divide(x[s : s + step], scale, dtype=np.float64) == first))
+               for s in range(1, x.shape[0], step))
+
+
+def head_mean(x: np.ndarray, rows: int, scale: np.ndarray | None, step: int) -> np.ndarray:
+    """Float64 column means of ``x[:rows]`` (of ``x[:rows] / scale`` when ``scale`` is given,
+    by column blocks of ``step``: the same numbers as on a rescaled float64 copy, none made)."""
+    if scale is None:
+        return np.mean(x[:rows], axis=0, dtype=np.float64)
+    d = x.shape[1]
+    out = np.empty(d)
+    for start in range(0, d, step):
+        cols = slice(start, min(start + step, d))
+        out[cols] = np.mean(np.divide(x[:rows, cols], scale[cols], dtype=np.float64), axis=0)
+    return out

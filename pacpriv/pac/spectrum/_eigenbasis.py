@@ -34,20 +34,26 @@ class LazyEigenbasis:
         Coefficients ``C``.
     block_size : int, optional
         Columns per block when rows of ``V`` are formed (default about 16 MiB of float64).
+    scale : ndarray of shape (d,), float64, optional
+        Positive column scales ``s``: the basis is then that of the rescaled outputs ``Y = X
+        diag(s)⁻¹`` (``mean`` is ``Y``'s column means), applied from ``X`` itself (no rescaled
+        copy of the outputs is kept).
 
     Notes
     -----
     ``V z = Xᵀ (C z) − μ · 1ᵀ(C z)`` and ``Vᵀ y = Cᵀ (X y) − (Cᵀ 1)(μᵀ y)``: ``O(n·d)`` work
     and ``O(n + d)`` memory each, against ``O(n·k·d)`` to form ``V``. Exact in exact arithmetic;
-    in floating point each product is a float64 sum of ``n`` (or ``d``) terms.
+    in floating point each product is a float64 sum of ``n`` (or ``d``) terms (with ``scale``,
+    ``Yᵀa = (Xᵀa)/s`` and ``Y y = X (y/s)``: one more rounding per entry).
     """
 
     ndim = 2
     dtype = np.dtype(np.float64)
 
     def __init__(self, outputs: np.ndarray, mean: np.ndarray, coef: np.ndarray, *,
-                 block_size: int | None = None) -> None:
+                 block_size: int | None = None, scale: np.ndarray | None = None) -> None:
         self._outputs = outputs
+        self._scale = scale
         self._mean = mean
         self._coef = np.array(coef, dtype=np.float64)
         self._coef.setflags(write=False)
@@ -87,12 +93,17 @@ class LazyEigenbasis:
                 stop = start + block.shape[0]
                 out += a[start:stop] @ block
                 start = stop
+        if self._scale is not None:
+            out /= self._scale
         out -= self._mean * float(np.sum(a))
         return out
 
     def rmatvec(self, y) -> np.ndarray:
         """``Vᵀ y`` for ``y`` of shape ``(d,)``: a ``(k,)`` float64 vector (one pass over X)."""
         y = np.asarray(y, dtype=np.float64)
+        mean_y = float(self._mean @ y)
+        if self._scale is not None:
+            y = y / self._scale
         if self._in_memory():
             xy = self._outputs @ y
         else:
@@ -102,7 +113,7 @@ class LazyEigenbasis:
                 stop = start + block.shape[0]
                 xy[start:stop] = block @ y
                 start = stop
-        return self._coef.T @ xy - self._coef_sum * float(self._mean @ y)
+        return self._coef.T @ xy - self._coef_sum * mean_y
 
     def _rows(self, rows: slice) -> np.ndarray:
         d = self.shape[0]
@@ -113,7 +124,7 @@ class LazyEigenbasis:
         out = np.empty((stop - start, self.shape[1]))
         if stop == start:
             return out
-        with _ColumnBlocks(self._outputs, self._step) as reader:
+        with _ColumnBlocks(self._outputs, self._step, self._scale) as reader:
             for s in range(start, stop, self._step):
                 cols = slice(s, min(s + self._step, stop))
                 block = reader.read(cols)
@@ -132,7 +143,8 @@ class LazyEigenbasis:
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         """The whole ``(d, k)`` matrix (``n·k·d`` work, ``d·k`` memory): for small cases only."""
-        full = _back_project(self._outputs, self._mean, self._coef, self._step, np.float64)
+        full = _back_project(self._outputs, self._mean, self._coef, self._step, np.float64,
+                             self._scale)
         return full if dtype is None else full.astype(dtype, copy=False)
 
     def __repr__(self) -> str:

@@ -111,10 +111,14 @@ class _ColumnBlocks:
     therefore read with ``os.preadv`` (page cache only, nothing mapped); other arrays are sliced.
     The raw, float64 and float32 buffers (one block each, made on first use) are reused, so a
     pass over the matrix allocates nothing per block; each read overwrites the previous block.
+    ``scale`` (shape (d,), positive): :meth:`read` gives ``outputs[:, cols] / scale[cols]``
+    instead, the same float64 values as the block of ``np.divide(outputs, scale,
+    dtype=np.float64)`` (one correctly rounded division each) without that copy.
     """
 
-    def __init__(self, outputs: np.ndarray, step: int) -> None:
+    def __init__(self, outputs: np.ndarray, step: int, scale: np.ndarray | None = None) -> None:
         self.outputs = outputs
+        self.scale = scale
         self.source = _file_backed(outputs)
         self.fd = None if self.source is None else os.open(self.source[0], os.O_RDONLY)
         n = outputs.shape[0]
@@ -165,6 +169,8 @@ class _ColumnBlocks:
             self.work = np.empty(self.size)
         n = self.outputs.shape[0]
         block = self._fill(self.work[: n * (cols.stop - cols.start)].reshape(n, -1), cols)
+        if self.scale is not None:
+            np.divide(block, self.scale[cols], out=block)
         if check:
             _check_finite(block)
         return block
@@ -172,6 +178,7 @@ class _ColumnBlocks:
     def read32(self, cols: slice) -> np.ndarray:
         """The block as native float32 (exact: for float32-or-narrower floating outputs only),
         in a reused buffer owned by the reader; not checked for finiteness."""
+        assert self.scale is None  # (a rescaled block is float64: read it with read())
         if self.fd is not None and self.outputs.dtype == np.dtype(np.float32):
             return self._pread(cols)
         if self.single is None:
@@ -201,36 +208,50 @@ def float32_gram_error(energy: float, width: int) -> float:
     return (gamma + 3.0 * u) * (1.0 + 1e-6) * float(energy)
 
 
-def _gram_pass(outputs: np.ndarray, step: int):
+def _gram_pass(outputs: np.ndarray, step: int, scale: np.ndarray | None = None,
+               head: tuple[int, np.ndarray] | None = None, *, variances: bool = True):
     """One pass over column blocks: Gram ``Xc Xc^T`` (unscaled), column means, variances.
 
     ``dsyrk`` accumulates each centred block into the upper triangle of one Fortran-ordered
     ``n x n`` float64 matrix in place (no per-block ``n x n`` temporary); mirrored at the end.
+    ``scale``: the pass is over ``outputs / scale`` (column-wise, each block divided as it is
+    read; :class:`_ColumnBlocks`), bit for bit the pass over that float64 copy, without it.
+    ``head = (rows, out)``: also the float64 column means of the first ``rows`` rows into
+    ``out`` (d,), from the same blocks (as ``np.mean(block[:rows], axis=0)``).
+    ``variances=False``: the third result is None (no sums of squares: one product less per
+    block; the Gram and the means are the same numbers).
     """
     from scipy.linalg.blas import dsyrk
 
     n, d = outputs.shape
     gram = np.zeros((n, n), order="F")
     mean = np.empty(d)
-    variances = np.empty(d)
-    with _ColumnBlocks(outputs, step) as reader:
+    m2 = np.empty(d) if variances else None
+    with _ColumnBlocks(outputs, step, scale) as reader:
         for start in range(0, d, step):
             cols = slice(start, min(start + step, d))
             block = reader.read(cols, check=False)
-            _centre(block, mean[cols], variances[cols])
+            if head is not None:
+                np.add.reduce(block[: head[0]], axis=0, out=head[1][cols])
+            _centre(block, mean[cols], None if m2 is None else m2[cols])
             # block.T is Fortran (w, n): trans=1 gives block @ block.T, added to gram in place.
             gram = dsyrk(1.0, block.T, beta=1.0, c=gram, trans=1, lower=0, overwrite_c=1)
-    variances /= n - 1
-    return _mirror(gram), mean, variances
+    if m2 is not None:
+        m2 /= n - 1
+    if head is not None:
+        np.divide(head[1], head[0], out=head[1])
+    return _mirror(gram), mean, m2
 
 
-def _centre(block: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> None:
-    """Centre a float64 block in place; its column means and sums of squared deviations."""
+def _centre(block: np.ndarray, mean: np.ndarray, m2: np.ndarray | None) -> None:
+    """Centre a float64 block in place; its column means and (``m2`` not None) sums of squared
+    deviations."""
     np.add.reduce(block, axis=0, out=mean)
     _check_sums(block, mean)
     mean /= block.shape[0]
     block -= mean
-    np.einsum("ij,ij->j", block, block, out=m2)
+    if m2 is not None:
+        np.einsum("ij,ij->j", block, block, out=m2)
 
 
 def _check_sums(block: np.ndarray, *sums: np.ndarray) -> None:
@@ -340,8 +361,9 @@ def _double_centre(gram: np.ndarray) -> None:
 
 
 def _back_project(outputs: np.ndarray, mean: np.ndarray, coef: np.ndarray, step: int,
-                  eigenvector_dtype) -> np.ndarray:
-    """Second pass: ``V[cols] = (X[:, cols] - mean[cols])^T coef``, one column block at a time."""
+                  eigenvector_dtype, scale: np.ndarray | None = None) -> np.ndarray:
+    """Second pass: ``V[cols] = (X[:, cols] - mean[cols])^T coef``, one column block at a time
+    (``scale``: of ``X / scale``, read as :class:`_ColumnBlocks` reads it)."""
     d = outputs.shape[1]
     k = coef.shape[1]
     eigvecs = np.empty((d, k), dtype=eigenvector_dtype)
@@ -349,7 +371,7 @@ def _back_project(outputs: np.ndarray, mean: np.ndarray, coef: np.ndarray, step:
         return eigvecs
     direct = eigvecs.dtype == np.float64
     tmp = None if direct else np.empty(step * k)
-    with _ColumnBlocks(outputs, step) as reader:
+    with _ColumnBlocks(outputs, step, scale) as reader:
         for start in range(0, d, step):
             cols = slice(start, min(start + step, d))
             block = reader.read(cols)

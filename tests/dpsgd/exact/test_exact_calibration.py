@@ -17,6 +17,8 @@ from pacpriv.dpsgd import calibrate_noise_multiplier, exact_membership_inference
 from pacpriv.dpsgd.calibration import _search_tolerance
 from pacpriv.dpsgd.exact import warm_accuracy
 
+from ._calibration_checks import calibrate_and_check_certified
+
 
 def _sigma_m1(target: float, epochs: int) -> float:
     """Exact root at M = 1: accuracy Φ(√E/(2σ)) = target (mpmath, 30 digits)."""
@@ -41,21 +43,7 @@ def test_m1_sigma_is_certified_and_within_rtol_of_the_closed_form_root(target, e
 def test_sigma_checked_by_fresh_default_evaluations(target, steps, epochs):
     """The public interval on its own (cold) grids: upper ≤ target at σ (the default
     tolerance a user checks with) and lower > target at σ/1.001 (the root is within 0.1%)."""
-    r = calibrate_noise_multiplier(target, steps_per_epoch=steps, epochs=epochs, rtol=1e-3)
-    assert r.accuracy.upper <= target
-    # the returned interval is the public one at the search's tolerance (warm grids only
-    # locate the root): a user re-checking gets exactly it
-    again = exact_membership_inference_accuracy(r.noise_multiplier, steps_per_epoch=steps,
-                                                epochs=epochs, tolerance=r.accuracy.tolerance,
-                                                progress=False)
-    assert (again.lower, again.upper) == (r.accuracy.lower, r.accuracy.upper)
-    at = exact_membership_inference_accuracy(r.noise_multiplier, steps_per_epoch=steps,
-                                             epochs=epochs, progress=False)
-    assert at.upper <= target
-    below = exact_membership_inference_accuracy(
-        r.noise_multiplier / 1.001, steps_per_epoch=steps, epochs=epochs,
-        tolerance=max(1e-7, (target - 0.5) * 2e-4), progress=False)
-    assert below.lower > target
+    calibrate_and_check_certified(target, steps, epochs, rtol=1e-3)
 
 
 @pytest.mark.parametrize("c", [24.0, 300.0])

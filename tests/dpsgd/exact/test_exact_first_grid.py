@@ -16,13 +16,11 @@ import math
 
 import pytest
 
-from pacpriv.dpsgd import (
-    calibrate_noise_multiplier,
-    exact_membership_inference_accuracy,
-    noise_multiplier_for_accuracy,
-)
 from pacpriv.dpsgd import exact as exact_mod
+from pacpriv.dpsgd import exact_membership_inference_accuracy, noise_multiplier_for_accuracy
 from pacpriv.dpsgd._exact import ladder
+
+from ._calibration_checks import calibrate_and_check_certified
 
 #: (M, E, target) -> σ returned before the change (benchmarks/dpsgd_calibration.py --issue29)
 FORMER_SIGMA = {(10**4, 1000, 0.6): 0.887091, (10**4, 1, 0.51): 0.545618}
@@ -32,20 +30,8 @@ FORMER_SIGMA = {(10**4, 1000, 0.6): 0.887091, (10**4, 1, 0.51): 0.545618}
 def test_calibrated_sigma_matches_the_former_path_and_is_certified(steps, epochs, target):
     """Within 0.1% of the former σ, the upper end at most the target (also re-checked at the
     default tolerance), and the exact root above σ/1.001 (a certified lower end there)."""
-    r = calibrate_noise_multiplier(target, steps_per_epoch=steps, epochs=epochs, rtol=1e-3)
+    r = calibrate_and_check_certified(target, steps, epochs, rtol=1e-3)
     assert abs(r.noise_multiplier / FORMER_SIGMA[(steps, epochs, target)] - 1.0) <= 1e-3
-    assert r.accuracy.upper <= target
-    again = exact_membership_inference_accuracy(r.noise_multiplier, steps_per_epoch=steps,
-                                                epochs=epochs, tolerance=r.accuracy.tolerance,
-                                                progress=False)
-    assert (again.lower, again.upper) == (r.accuracy.lower, r.accuracy.upper)
-    default = exact_membership_inference_accuracy(r.noise_multiplier, steps_per_epoch=steps,
-                                                  epochs=epochs, progress=False)
-    assert default.upper <= target
-    below = exact_membership_inference_accuracy(
-        r.noise_multiplier / 1.001, steps_per_epoch=steps, epochs=epochs,
-        tolerance=max(1e-7, (target - 0.5) * 2e-4), progress=False)
-    assert below.lower > target
 
 
 def test_linear_public_evaluation_meets_the_tolerance_in_one_attempt():
