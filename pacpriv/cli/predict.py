@@ -596,21 +596,21 @@ def _print_budget(state: dict) -> None:
 
 def _status(args) -> int:
     from pacpriv.prediction import PrivatePredictor
+    from pacpriv.report import write_report
 
     check_existing_dir(args.state, "--state")
     if args.out is not None:
         check_output_dir(args.out, "--out")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
     pp = PrivatePredictor.load(args.state, ledger=args.ledger)
+    if args.out is not None:  # the state is loaded: take --out now, before printing anything
+        hold_report_folder(args)
     if args.json:
         print(_json.dumps(pp.to_dict(), indent=2))
     else:
         _print_budget(pp.budget())
         print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     if args.out is not None:
-        from pacpriv.report import write_report
-
-        hold_report_folder(args)  # the state is loaded: take --out now
         for fmt, path in write_report(pp, Path(args.out), formats=("json", "md")).items():
             print(f"{f'report ({fmt})':<22}{path}")
     return 0

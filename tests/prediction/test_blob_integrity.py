@@ -246,3 +246,12 @@ def test_a_copy_beside_its_original_is_refused_a_move_is_not(state, tmp_path, ca
     moved = tmp_path / "moved"
     state.rename(moved)  # a move keeps one folder: it answers, and is re-recorded
     assert _query(moved) == 0
+
+
+def test_status_refuses_a_bad_out_before_printing(state, capsys):
+    """`predict status --out STATE/models` printed the budget table, then refused --out: a bad
+    flag is refused before any output."""
+    assert main(["predict", "status", "--state", str(state), "--out",
+                 str(state / "models")]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "holds a prediction state" in out.err
