@@ -193,6 +193,25 @@ TIMEOUT_ADVICE = "pass timeout= (seconds) to bound each trial"
 PROBE_TIME_ADVICE = "pass time_limit= (seconds) to bound it"
 #: The way out of a run whose membership masks exceed memory, in the API's terms.
 DISK_ADVICE = "a disk-backed run (output_path=..., or memory_map=True with a checkpoint)"
+#: Rounding the stored outputs to float32 (half the memory), in the API's terms.
+DTYPE_ADVICE = "output_dtype='float32'"
+
+#: How text for the user is worded where it is printed outside ``warnings`` (a thread's
+#: fallback under an "error" warning filter): identity in the API; the command line installs
+#: its own, which names the running command's flags (:func:`set_user_wording`).
+_WORDING: list = []
+
+
+def set_user_wording(wording) -> None:
+    """Install ``wording`` (``str -> str``, or ``None`` for the API's own terms) for
+    :func:`in_user_terms`; the command line calls it with the running command's flags."""
+    _WORDING[:] = [] if wording is None else [wording]
+
+
+def in_user_terms(text: str) -> str:
+    """``text`` worded for whoever runs pacpriv: API keywords in the API, the running
+    command's flags on the command line (issue 35, fix9a item 2)."""
+    return _WORDING[0](text) if _WORDING else text
 
 
 def warn_user(message: str, category: type[Warning]) -> None:

@@ -135,12 +135,13 @@ class DPSGDModel:
     noise_multiplier: float
     steps_per_epoch: int = field(metadata={
         "flag": "--steps-per-epoch",
-        "help": "steps per epoch M; each record used at one random step per epoch"})
-    epochs: int = field(metadata={"flag": "--epochs", "help": "epochs E"})
+        "help": "steps per epoch M >= 1; each record used at one random step per epoch"})
+    epochs: int = field(metadata={"flag": "--epochs", "help": "epochs E >= 1"})
     max_grad_norm: float | None = field(default=1.0, metadata={
-        "flag": "--max-grad-norm", "help": "DP-SGD clipping norm C (unused with --non-private)"})
+        "flag": "--max-grad-norm",
+        "help": "DP-SGD clipping norm C > 0 (unused with --non-private)"})
     learning_rate: float = field(default=0.5, metadata={"flag": "--learning-rate",
-                                                        "help": "SGD step size"})
+                                                        "help": "SGD step size > 0"})
     target_accuracy: float | None = None
     ensemble: bool = field(default=False, metadata={
         "flag": "--ensemble", "help": "train the reference models with pacpriv.ensemble "

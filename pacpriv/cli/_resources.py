@@ -15,8 +15,8 @@ from pacpriv import _files
 from pacpriv.cli._args import UsageError
 from pacpriv.pac.engine._resources import LOCAL_BACKENDS, usable_cpus, worker_cap
 
-__all__ = ["HOLD_ATTRIBUTE", "available_cpus", "check_output_dir", "effective_n_jobs",
-           "hold_report_folder", "shutdown_workers"]
+__all__ = ["HOLD_ATTRIBUTE", "available_cpus", "check_fit_time", "check_output_dir",
+           "effective_n_jobs", "fit_time_advice", "hold_report_folder", "shutdown_workers"]
 
 
 def available_cpus() -> int:
@@ -164,3 +164,33 @@ def ledger_location(text: str) -> str:
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err).removeprefix("--ledger: ")) from None
     return text
+
+
+def check_fit_time(args: argparse.Namespace, one: float, n_jobs: int | None) -> None:
+    """Print ``predict fit``'s estimate for all worlds (``one`` s per world, ``n_jobs`` as
+    given) and raise :class:`UsageError` above ``--max-minutes`` (issue 35, item 5)."""
+    cpus = os.cpu_count() or 1
+    workers = cpus if n_jobs is not None and n_jobs < 0 else int(n_jobs or 1)
+    workers = max(1, min(workers, cpus, args.n_worlds))
+    minutes = one * args.n_worlds / workers / 60.0
+    print(f"pacpriv: note: estimate: {args.n_worlds} worlds x {one:.3g} s per world on "
+          f"{workers} worker(s): about {minutes:.2g} min", file=sys.stderr)
+    if minutes > args.max_minutes:
+        raise UsageError(f"--n-worlds {args.n_worlds}: the fit is estimated at about "
+                         f"{minutes:.2g} min, above --max-minutes {args.max_minutes:g}; "
+                         + fit_time_advice(args, one, workers))
+
+
+def fit_time_advice(args: argparse.Namespace, one: float, workers: int) -> str:
+    """The way out of ``predict fit``'s refusal above ``--max-minutes`` (``one`` s per world
+    on ``workers`` workers), advising only what can help: an even ``--n-worlds`` that fits
+    (none below 2), more ``--n-jobs`` only while a core is idle, a higher ``--max-minutes``."""
+    cpus = os.cpu_count() or 1
+    ways = []
+    fits = int(args.max_minutes * 60.0 / one * workers) // 2 * 2
+    if fits >= 2:
+        ways.append(f"--n-worlds {fits} or fewer")
+    if workers < min(cpus, args.n_worlds):
+        ways.append(f"more --n-jobs (this machine has {cpus} cores)")
+    ways.append("a higher --max-minutes")
+    return "use " + (", ".join(ways[:-1]) + ", or " if len(ways) > 1 else "") + ways[-1]

@@ -69,7 +69,7 @@ def add_parser(subparsers, name: str) -> None:
                    "n_classes) -> nn.Module returning logits (trained with DP-SGD) "
                    "(default mlp)")
     p.add_argument("--hidden", type=integer, default=128,
-                   help="hidden width of the MLP (default 128)")
+                   help="hidden width of the MLP, in [1, 65536] (default 128)")
     privacy = p.add_mutually_exclusive_group(required=True)
     privacy.add_argument("--non-private", action="store_true",
                          help="the non-private twin: sigma = 0, no clipping")
@@ -92,16 +92,18 @@ def add_parser(subparsers, name: str) -> None:
     p.add_argument("--offline-a", type=number, default=0.3,
                    help="a of offline RMIA, in [0, 1] (default 0.3)")
     p.add_argument("--confidence", type=number, default=0.95,
-                   help="level of the intervals and of the one-run bound (default 0.95)")
+                   help="level in (0, 1) of the intervals and of the one-run bound (default 0.95)")
     p.add_argument("--one-run", action="store_true",
                    help="also run the one-run epsilon audit (one extra training with canaries)")
     p.add_argument("--canaries", type=integer, default=None,
-                   help="canaries of the one-run audit, each included with probability 1/2 "
+                   help="canaries (>= 2) of the one-run audit, each included with probability 1/2 "
                    "(default 200; needs --one-run)")
     p.add_argument("--delta", type=number, default=1e-5,
-                   help="delta of the one-run audit's (epsilon, delta) claims (default 1e-5)")
+                   help="delta in (0, 1) of the one-run audit's (epsilon, delta) claims "
+                        "(default 1e-5)")
     p.add_argument("--seed", type=integer, default=None,
-                   help="root seed of the audit (default: fresh OS entropy; recorded either way)")
+                   help="root seed of the audit, an integer >= 0 (default: fresh OS entropy; "
+                        "recorded either way)")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "checkpoint", "progress", "timeout",
                                               "time_limit"), helps={
         "n_jobs": f"parallel workers training reference models (default 1; -1: all "

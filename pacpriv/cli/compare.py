@@ -94,7 +94,8 @@ def add_parser(subparsers, name: str) -> None:
         "interrupted run (without --seed it reuses the recorded seed). It holds un-noised trial "
         "outputs and subset masks: treat it like the raw data and delete it after the run"})
     p.add_argument("--seed", type=integer, default=None,
-                   help="root seed of the evaluation (default: fresh OS entropy). Recorded in "
+                   help="root seed of the evaluation, an integer >= 0 (default: fresh OS "
+                        "entropy). Recorded in "
                    "the report either way, so the compared models are reproducible evaluation "
                    "artefacts, not private releases (no release is written)")
     p.add_argument("--withhold-pool-statistics", action="store_true", help=WITHHOLD_HELP)
@@ -134,8 +135,10 @@ def _black_box(args):
         try:
             components = int(comp)
         except ValueError:
+            components = 0
+        if components < 1:  # one wording for every bad value (the API's names None for 'all')
             raise UsageError(f"--components must be 'kaiser', 'broken_stick', 'all' or a "
-                             f"positive integer; got {args.components!r}") from None
+                             f"positive integer; got {args.components!r}")
     try:
         return StableBlackBox(l2=args.l2, components=components)
     except ValueError as err:

@@ -36,7 +36,8 @@ def _common(p: argparse.ArgumentParser, sigma: str = "", *, delta: bool = True,
                    + (("noise_multiplier",) if sigma in ("one", "sweep") else ()))
     if delta:
         p.add_argument("--delta", type=number, default=1e-5,
-                       help="delta at which epsilon (add or remove one record) is printed "
+                       help="delta in (0, 1) at which epsilon (add or remove one record) is "
+                            "printed "
                        "beside the accuracy, from the certified privacy-loss distribution "
                        "(default 1e-5)")
     p.add_argument("--json", action="store_true",
@@ -382,18 +383,19 @@ def add_parser(subparsers, name: str) -> None:
     e = sub.add_parser("exact", help="certified exact accuracy interval (one or more sigma)")
     _common(e, "sweep")
     e.add_argument("--tolerance", type=number, default=_DEFAULT_TOLERANCE,
-                   help="largest width of the certified interval (default 1e-4)")
+                   help="largest width of the certified interval, in [1e-8, 0.5] (default 1e-4)")
     e.set_defaults(handler=_exact)
     c = sub.add_parser("compare", help="all accountants on the accuracy axis")
     _common(c, "optional", delta=False, helps={
-        "noise_multiplier": "sigma at which to evaluate every method (default: the exact "
+        "noise_multiplier": "sigma > 0 at which to evaluate every method (default: the exact "
         "sigma for --target-accuracy)",
-        "k": "steps per record per epoch (k out of t; Poisson rows at rate k/t)"})
+        "k": "steps per record per epoch, in [1, M] (k out of t; Poisson rows at rate k/t)"})
     c.add_argument("--target-accuracy", type=number, default=None,
                    help="target accuracy in (0.5, 1): each method's sigma for it")
     c.add_argument("--search-published", action="store_true",
                    help="also search sigma with the published accountants (slow)")
     c.add_argument("--comparator-timeout", type=number, default=60.0, metavar="SECONDS",
-                   help="time limit of each accountant row; a row over it is stopped and "
+                   help="time limit in seconds, in (0, 3600], of each accountant row; a row "
+                        "over it is stopped and "
                    "marked 'timed out' (default 60)")
     c.set_defaults(handler=_compare)

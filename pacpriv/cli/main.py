@@ -31,6 +31,7 @@ from pacpriv.cli._args import UsageError, _Parser, number
 from pacpriv.cli._resources import HOLD_ATTRIBUTE, check_private_paths, shutdown_workers
 from pacpriv.exceptions import (
     DISK_ADVICE,
+    DTYPE_ADVICE,
     PROBE_TIME_ADVICE,
     TIMEOUT_ADVICE,
     BudgetExceededError,
@@ -38,6 +39,7 @@ from pacpriv.exceptions import (
     CheckpointError,
     MechanismError,
     UserCodeError,
+    set_user_wording,
 )
 
 __all__ = ["GROUPS", "UsageError", "build_parser", "main", "number"]
@@ -121,6 +123,7 @@ _LIMIT_ADVICE = {
                         ("--max-minutes", "pass --max-minutes to bound it"),
                         ("--timeout", "pass --timeout SECONDS to bound it")),
     DISK_ADVICE: (("--memory-map", "a disk-backed run (--checkpoint DIR --memory-map)"),),
+    DTYPE_ADVICE: (("--output-dtype", "--output-dtype float32"),),
 }
 
 
@@ -131,8 +134,13 @@ def _cli_advice(text: str, flags: set[str]) -> str:
         if api not in text:
             continue
         usable = [cli for flag, cli in worded if flag in flags]
-        text = (text.replace(api, usable[0]) if usable
-                else text.replace(f"{api}, or press", "press").replace(f", or {api}", "")
+        if usable:
+            text = text.replace(api, usable[0])
+            continue
+        # no such flag: the clause goes (to the end of its sentence after "or")
+        text = re.sub(rf",? or(?:, [^,]*,)? {re.escape(api)}[^.;]*",
+                      "", text.replace(f"{api}, or press", "press"))
+        text = (text.replace(f", {api}", "").replace(f" {api},", "")
                 .replace(api, "press Ctrl-C to stop"))
     return _as_flags(text, flags)
 
@@ -154,6 +162,7 @@ def _collect_warnings(flags: set[str] | None = None) -> list:
                   flush=True)
 
     warnings.showwarning = show
+    set_user_wording(lambda text: _cli_advice(text, known))  # e.g. a thread's fallback line
     return caught
 
 
@@ -173,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("pacpriv: interrupted; workers stopped", file=sys.stderr)
         code = 130
     _stop_listening()  # the command line exits now: a late Ctrl-C cannot break the clean-up
+    set_user_wording(None)  # a caller in Python gets the API's terms again
     return code
 
 
@@ -273,7 +283,17 @@ def _as_flags(text: str, flags: set[str]) -> str:
         alias = FLAG_ALIASES.get(m.group(1))
         return alias if alias in flags else m.group(0)
 
-    return re.sub(r"`([a-z][a-z0-9_]*)`", repl, text)
+    def keyword(m: re.Match) -> str:  # an API keyword argument: `name`='value' or name=value
+        flag = repl(m)
+        if not flag.startswith("--"):
+            return m.group(0)
+        value = m.group(2)
+        return flag if value in ("", "...") else f"{flag} {value.strip(chr(39))}"
+
+    text = re.sub(r"(?<![\w`./-])`?([a-z][a-z0-9_]*)`?=('[^' ]*'|[^\s,;)]*)", keyword, text)
+    text = re.sub(r"`([a-z][a-z0-9_]*)`", repl, text)
+    # a message that names both terms ("--x / x=") names the flag once on the command line
+    return re.sub(r"(--[a-z][a-z0-9-]*)(?: / | or |, )\1(?![\w-])", r"\1", text)
 
 
 def _run_handler(args) -> int:

@@ -97,13 +97,14 @@ def add_parser(subparsers, name: str) -> None:
         "smallest n_trials whose predicted certified noise power is within --target-inflation "
         "of the oracle square-root rule (Gaussian outputs, flat spectrum of --effective-dim).",
     )
-    tri.add_argument("--dim", type=integer, required=True, nargs="+", help="output dimension(s) d")
+    tri.add_argument("--dim", type=integer, required=True, nargs="+",
+                     help="output dimension(s) d >= 1")
     tri.add_argument("--target-inflation", type=number, default=1.2,
-                     help="largest acceptable noise power over the oracle square-root rule")
+                     help="largest acceptable noise power over the oracle square-root rule (> 1)")
     tri.add_argument("--confidence", type=number, default=0.95,
-                     help="confidence 1-gamma of the certificate")
+                     help="confidence 1-gamma in (0, 1) of the certificate")
     tri.add_argument("--effective-dim", type=number, default=None,
-                     help="effective dimension of the output, if known (default: d)")
+                     help="effective dimension of the output in [1, d], if known (default: d)")
     tri.add_argument("--json", action="store_true", help="print JSON instead of a table")
     tri.set_defaults(handler=_trials)
 
@@ -171,13 +172,13 @@ def _add_run_parser(sub) -> None:
         "--seed",
         type=integer,
         default=None,
-        help="root seed of the simulation (default: fresh OS entropy, recorded)",
+        help="root seed of the simulation, an integer >= 0 (default: OS entropy, recorded)",
     )
     run.add_argument(
         "--release-seed",
         type=integer,
         default=None,
-        help="seed of the secret subset and noise (tests/demos only; default OS entropy)",
+        help="secret subset and noise seed, an integer >= 0 (tests/demos; default OS entropy)",
     )
     run.add_argument("--no-release", action="store_true", help="calibrate only; do not release")
     add_pool_statistics(

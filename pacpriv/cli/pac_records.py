@@ -126,7 +126,7 @@ def add_records_parser(sub) -> None:
     p.add_argument("--records", default="all",
                    help="audited records: all, sample:K (public seed 0) or 0-99,120 (default all)")
     p.add_argument("--confidence", type=number, default=0.95,
-                   help="1−γ: all per-record upper bounds hold at once (default 0.95)")
+                   help="1−γ in (0, 1): all per-record upper bounds hold at once (default 0.95)")
     p.add_argument("--sampling-rate", type=number, default=0.5,
                    help="Poisson membership prior q in (0, 1) (default 0.5)")
     p.add_argument("--shape", default="isotropic",
@@ -137,7 +137,8 @@ def add_records_parser(sub) -> None:
                    help="per-record certificate: betting confidence bounds (default; "
                    "Waudby-Smith & Ramdas 2024) or empirical Bernstein (Maurer & Pontil 2009: "
                    "needs more trials)")
-    p.add_argument("--seed", type=integer, default=None, help="root seed of the simulation")
+    p.add_argument("--seed", type=integer, default=None,
+                   help="root seed of the simulation, an integer >= 0 (default: OS entropy)")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
                                                "progress", "record_block", "timeout",
                                                "time_limit"),
@@ -145,8 +146,9 @@ def add_records_parser(sub) -> None:
                          "before any trial when the estimated time (printed first, from a "
                          "short timed probe of the mechanism) exceeds it; stopped at the "
                          "limit otherwise (finished trials stay in --checkpoint: rerun the "
-                         "same command to resume)"})
-    add_report_output(p, default_out="pacpriv-records", out_help="report directory",
+                         "same command to resume). Default: none"})
+    add_report_output(p, default_out="pacpriv-records", out_help="report directory (created; "
+                                                                 "must be writable)",
                       json_help="print the report JSON to stdout")
     p.add_argument("--private-index-list", default=None, metavar="FILE.json",
                    help="PRIVATE output: also write every audited record's index with its "

@@ -28,6 +28,7 @@ from pacpriv.cli._args import (
     number,
 )
 from pacpriv.cli._resources import (
+    check_fit_time,
     check_output_dir,
     effective_n_jobs,
     hold_report_folder,
@@ -116,7 +117,9 @@ def _add_fit_parser(sub) -> None:
     fit.add_argument("--state", required=True, help="state directory to create (or resume); "
                      "created owner-only (mode 0700): its world models are as private as "
                      "the data")
-    fit.add_argument("--n-worlds", type=integer, default=64, help="number of worlds m (even; 64)")
+    fit.add_argument("--n-worlds", type=integer, default=64, help="number of worlds m, even, in "
+                                                                  "[2, "
+                     f"{MAX_WORLDS}] (default 64)")
     fit.add_argument("--per-query-budget", type=budget_number, required=True,
                      help="MI budget per answered query in nats, e.g. 2^-16")
     fit.add_argument("--total-budget", type=budget_number, default=None,
@@ -133,18 +136,24 @@ def _add_fit_parser(sub) -> None:
     add_spec_flags(fit, ExecutionOptions, only=("n_jobs", "ensemble", "device", "progress",
                                                  "timeout"), helps={
         "ensemble": "fit TorchFit worlds one per engine task instead of as one vectorised "
-        "ensemble (the same masks and seeds; parameters equal to float round-off)"})
+        "ensemble (the same masks and seeds; parameters equal to float round-off)",
+        "timeout": "time limit in seconds (> 0) of each world's fit, and of the timed fit "
+        "before the worlds: a fit that runs longer stops the command with an error "
+        "(default: none; --max-minutes still bounds the timed fit)"})
     fit.add_argument("--seed", type=integer, default=None,
-                     help="seed of the public worlds (recorded in config.json; default OS "
+                     help="seed of the public worlds, an integer >= 0 (recorded in config.json; "
+                          "default OS "
                      "entropy); the secret index and the noise never derive from it")
     fit.add_argument("--secret-seed", type=integer, default=None,
-                     help="seed of the secret world index and the noise, for tests and demos "
+                     help="seed of the secret world index and the noise (an integer >= 0 other "
+                          "than "
+                     "--seed), for tests and demos "
                      "only: never written to disk or to a report, but the state is marked "
                      "'caller-seeded secret (not for production)' (default OS entropy; must "
                      "differ from --seed)")
     fit.add_argument("--max-minutes", type=number, default=60.0, metavar="MINUTES",
                      help="refuse, before fitting, a fit estimated (from one timed world) to "
-                     "take longer than this (default 60)")
+                     "take longer than this many minutes (> 0; default 60)")
     add_show_errors(fit)
     fit.set_defaults(handler=_fit)
 
@@ -172,7 +181,7 @@ def add_parser(subparsers, name: str) -> None:
     add_dataset_arguments(query, feature_ranges=False,
                           label_help="label column to drop from --queries/--dataset (header "
                           "name or index), as given to predict fit")
-    query.add_argument("--json", action="store_true", help="print JSON")
+    query.add_argument("--json", action="store_true", help="print JSON instead of a table")
     query.add_argument("--ledger", default=None, type=ledger_location,
                        help="the ledger store when it is not "
                        "DIR/ledger.db (postgresql://... of the served replicas)")
@@ -182,7 +191,7 @@ def add_parser(subparsers, name: str) -> None:
     status.add_argument("--state", required=True, help="fitted state directory")
     status.add_argument("--out", default=None, help="write report.json/report.md here")
     add_force(status)
-    status.add_argument("--json", action="store_true", help="print JSON")
+    status.add_argument("--json", action="store_true", help="print JSON instead of a table")
     status.add_argument("--ledger", default=None, type=ledger_location,
                         help="the ledger store when it is not "
                         "DIR/ledger.db (postgresql://... of the served replicas)")
@@ -203,11 +212,12 @@ def add_serve_parser(subparsers, name: str) -> None:
                    "SQLite); postgresql://... to share one ledger between replicas")
     p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1; any "
                    "other needs API keys)")
-    p.add_argument("--port", type=integer, default=8000, help="port (default 8000)")
+    p.add_argument("--port", type=integer, default=8000, help="TCP port, in [1, 65535] (default "
+                                                              "8000)")
     p.add_argument("--max-body-bytes", type=integer, default=1 << 20,
-                   help="largest request body (default 1 MiB; larger: 413)")
+                   help="largest request body in bytes, >= 64 (default 1 MiB; larger: 413)")
     p.add_argument("--max-rows", type=integer, default=1000,
-                   help="most query rows per request (default 1000; more: 413)")
+                   help="most query rows per request, >= 1 (default 1000; more: 413)")
     p.add_argument("--rate-limit", type=number, default=50.0,
                    help="requests per second per key (default 50; over: 429 + Retry-After)")
     p.add_argument("--timeout", type=number, default=30.0,
@@ -216,7 +226,7 @@ def add_serve_parser(subparsers, name: str) -> None:
                    help="seconds an Idempotency-Key's answer is kept for retries (default "
                    "86400 = 24 h); a retry after it gets 410 and is never charged twice")
     p.add_argument("--idempotency-max-rows", type=integer, default=100_000,
-                   help="most idempotent answers kept (default 100000; the oldest go first, "
+                   help="most idempotent answers kept, >= 1 (default 100000; the oldest go first, "
                    "their retries get 410)")
     p.set_defaults(handler=_serve)
     keys = p.add_subparsers(dest="keys_group", metavar="keys")
@@ -237,7 +247,7 @@ def add_serve_parser(subparsers, name: str) -> None:
         elif action == "revoke":
             a.add_argument("key_id", help="the key id (8 hex digits, from keys list)")
         else:
-            a.add_argument("--json", action="store_true", help="print JSON")
+            a.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def _keys(args) -> int:
@@ -465,7 +475,6 @@ def _check_fit_estimate(args, pool, n_jobs, estimator, output: str) -> None:
     """Time one world's fit (half the pool, as a world sees it) and print the estimate for
     all worlds; refuse above --max-minutes, before any world is fitted (issue 35, item 5).
     A plain fit function is called once here and must return a model that gives --output."""
-    import os
     import time
 
     if not (math.isfinite(args.max_minutes) and args.max_minutes > 0):
@@ -494,16 +503,7 @@ def _check_fit_estimate(args, pool, n_jobs, estimator, output: str) -> None:
             raise
         except Exception:  # it fails on the data: the fit reports it, with its world
             return
-    cpus = os.cpu_count() or 1
-    workers = cpus if n_jobs is not None and n_jobs < 0 else int(n_jobs or 1)
-    workers = max(1, min(workers, cpus, args.n_worlds))
-    minutes = one * args.n_worlds / workers / 60.0
-    print(f"pacpriv: note: estimate: {args.n_worlds} worlds x {one:.3g} s per world on "
-          f"{workers} worker(s): about {minutes:.2g} min", file=sys.stderr)
-    if minutes > args.max_minutes:
-        raise UsageError(f"--n-worlds {args.n_worlds}: the fit is estimated at about "
-                         f"{minutes:.2g} min, above --max-minutes {args.max_minutes:g}; use "
-                         "fewer --n-worlds, more --n-jobs, or raise --max-minutes")
+    check_fit_time(args, one, n_jobs)
 
 
 def _rows(args):
@@ -596,21 +596,21 @@ def _print_budget(state: dict) -> None:
 
 def _status(args) -> int:
     from pacpriv.prediction import PrivatePredictor
+    from pacpriv.report import write_report
 
     check_existing_dir(args.state, "--state")
     if args.out is not None:
         check_output_dir(args.out, "--out")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
     pp = PrivatePredictor.load(args.state, ledger=args.ledger)
+    if args.out is not None:  # the state is loaded: take --out now, before printing anything
+        hold_report_folder(args)
     if args.json:
         print(_json.dumps(pp.to_dict(), indent=2))
     else:
         _print_budget(pp.budget())
         print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     if args.out is not None:
-        from pacpriv.report import write_report
-
-        hold_report_folder(args)  # the state is loaded: take --out now
         for fmt, path in write_report(pp, Path(args.out), formats=("json", "md")).items():
             print(f"{f'report ({fmt})':<22}{path}")
     return 0

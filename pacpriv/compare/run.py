@@ -178,18 +178,19 @@ class ComparisonSettings:
     """
 
     epochs: int = field(default=10, metadata={"flag": "--epochs",
-                                              "help": "epochs E (default 10)"})
+                                              "help": "epochs E, in [1, 1e7] (default 10)"})
     steps_per_epoch: int = field(default=5, metadata={"flag": "--steps-per-epoch",
-                                                      "help": "steps per epoch M (default 5)"})
+                                                      "help": "steps per epoch M, in [1, 1e7] "
+                                                              "(default 5)"})
     max_grad_norm: float = field(default=1.0, metadata={
-        "flag": "--max-grad-norm", "help": "DP-SGD clipping norm C (default 1)"})
+        "flag": "--max-grad-norm", "help": "DP-SGD clipping norm C > 0 (default 1)"})
     learning_rate: float = field(default=0.5, metadata={
-        "flag": "--learning-rate", "help": "SGD step size (default 0.5)"})
+        "flag": "--learning-rate", "help": "SGD step size > 0 (default 0.5)"})
     n_trials: int = field(default=500, metadata={
         "flag": "--trials", "metavar": "TRIALS", "help": "PAC simulations (>= 2, default 500)"})
     n_repeats: int = field(default=5, metadata={
         "flag": "--repeats", "metavar": "REPEATS",
-        "help": "models averaged per row in the test accuracy (default 5)"})
+        "help": "models averaged per row in the test accuracy, in [1, 1000] (default 5)"})
     rule: Any = field(default=DEFAULT_RULE, metadata={
         "flag": "--rule", "choices": COMPARISON_RULES,
         "help": f"PAC noise rule (default {DEFAULT_RULE}; plug-in rules are estimates)"})
@@ -197,14 +198,16 @@ class ComparisonSettings:
         "flag": "--no-exact", "negate": True, "help": "skip the exact DP-SGD calibration"})
     confidence: float = 0.95
     public_seed: int = field(default=0, metadata={
-        "flag": "--public-seed", "help": "public seed of the initialisation and the PAC batch "
+        "flag": "--public-seed", "help": "public seed (an integer >= 0) of the initialisation "
+                                         "and the PAC batch "
         "order (default 0)"})
     per_record_trials: int = field(default=400, metadata={
-        "flag": "--per-record-trials", "help": "trials of the per-record PAC row (informed "
+        "flag": "--per-record-trials", "help": "trials of the per-record PAC row, in [0, 1e6] "
+                                               "(informed "
         "adversary, every record by default); each costs 1 + (audited records) trainings; 0 "
         "leaves the row out (default 400)"})
     per_record_records: int | None = field(default=None, metadata={
-        "flag": "--per-record-records", "help": "audit only a public random sample of K "
+        "flag": "--per-record-records", "help": "audit only a public random sample of K >= 1 "
         "records (the row is then labelled as a sample: the other records are not bounded). "
         "Default: every record of the pool"})
     black_box: Any = None

@@ -234,7 +234,7 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
     if empty.any():
         j = int(np.flatnonzero(empty)[0])
         raise ValueError(f"{where}: column {names[j]!r} has no value in any row; leave it out "
-                         "with --drop-columns (drop_columns= in Python).")
+                         "with `drop_columns`.")
     X, out_names = _transform(cells, names, spec, keep, missing, text, where)
     kept_labels = None if labels is None else [t for t, k in zip(labels, keep, strict=True) if k]
     return X, out_names, kept_labels, _applied(spec, names, text, missing, int((~keep).sum()))

@@ -45,10 +45,11 @@ class NoiseCalibration(Displayable):
         σ from the chi-square closed form for the same target.
     noise_saving : float
         ``1 − noise_multiplier / closed_form_noise_multiplier`` (fraction of noise saved).
-    lower_noise_multiplier : float
+    lower_noise_multiplier : float or None
         A σ at which the certified *lower* accuracy exceeds the target: no accountant knowing
         only (M, E, σ) can certify anything at or below it. The exact root lies in
-        ``(lower_noise_multiplier, noise_multiplier]``.
+        ``(lower_noise_multiplier, noise_multiplier]``. ``None`` (JSON ``null``, shown as
+        "unknown") where no such σ is known (``k > 1``).
     target_accuracy : float
     steps_per_epoch, epochs : int
     accuracy : ExactAccuracy
@@ -61,13 +62,13 @@ class NoiseCalibration(Displayable):
         chi-square inverse and the exact calibration of one-of-``⌊t/k⌋`` over ``k·E`` epochs
         (both certified, docs/math.rst "k out of t"); ``accuracy`` is the k-of-t interval
         (its lower end Monte Carlo at ``accuracy.lower_confidence``) and
-        ``lower_noise_multiplier`` is 0 (unknown).
+        ``lower_noise_multiplier`` is ``None`` (unknown).
     """
 
     noise_multiplier: float
     closed_form_noise_multiplier: float
     noise_saving: float
-    lower_noise_multiplier: float
+    lower_noise_multiplier: float | None
     target_accuracy: float
     steps_per_epoch: int
     epochs: int
@@ -83,6 +84,8 @@ class NoiseCalibration(Displayable):
             ("noise multiplier σ", self.noise_multiplier, "plain"),
             ("closed-form σ", self.closed_form_noise_multiplier, "plain"),
             ("noise saving vs closed form", self.noise_saving, "plain"),
+            ("largest σ known to fail the target", "unknown"
+             if self.lower_noise_multiplier is None else self.lower_noise_multiplier, "lower"),
             ("certified accuracy at σ (upper)", self.accuracy.upper, "risk"),
             ("steps per epoch M", self.steps_per_epoch, "plain"),
             ("epochs E", self.epochs, "plain"),
@@ -225,7 +228,7 @@ def _calibrate_k_of_t(target: float, steps: int, n_epochs: int, k: int, rel: flo
             sigma, steps_per_epoch=steps, epochs=n_epochs, k=k, tolerance=tol)
     return NoiseCalibration(
         noise_multiplier=sigma, closed_form_noise_multiplier=sigma_chi,
-        noise_saving=1.0 - sigma / sigma_chi, lower_noise_multiplier=0.0,
+        noise_saving=1.0 - sigma / sigma_chi, lower_noise_multiplier=None,
         target_accuracy=target, steps_per_epoch=steps, epochs=n_epochs, accuracy=acc,
         n_evaluations=red.n_evaluations + 1, wall_time_s=time.perf_counter() - start, k=k,
     )
@@ -356,9 +359,7 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
     found = search_root(target, sigma_cf, rel, tol, evaluate, model_root, x, certify)
     if found is not None:  # certified by its own evaluation (see pacpriv.dpsgd._search)
         hi, result = found
-        above = [s for (s, _), r in cache.items() if r.upper > target]
-        return _calibration(target, steps, n_epochs, hi, sigma_cf, result, cache,
-                            max(above, default=0.0), start)
+        return _calibration(target, steps, n_epochs, hi, sigma_cf, result, cache, start)
     for _ in range(60):
         sigma = math.exp(x)
         res = evaluate(sigma)
@@ -397,18 +398,21 @@ def _calibrate(target: float, steps: int, n_epochs: int, rel: float, tol: float,
     while result.upper > target:  # one-sided verification (cannot loop long: chi-square cap)
         hi *= 1.0 + rel / 4
         result = certify(hi)
-    return _calibration(target, steps, n_epochs, hi, sigma_cf, result, cache, lo, start)
+    return _calibration(target, steps, n_epochs, hi, sigma_cf, result, cache, start)
 
 
-def _calibration(target, steps, n_epochs, sigma, sigma_cf, result, cache, fallback,
+def _calibration(target, steps, n_epochs, sigma, sigma_cf, result, cache,
                  start) -> NoiseCalibration:
-    """The :class:`NoiseCalibration` of a certified ``sigma`` (``result`` evaluated there)."""
+    """The :class:`NoiseCalibration` of a certified ``sigma`` (``result`` evaluated there);
+    its ``lower_noise_multiplier`` is the largest σ evaluated whose certified *lower*
+    accuracy exceeds the target, or ``None`` where none was (never a σ that merely failed to
+    certify, never a 0 that means "unknown")."""
     below = [s for (s, _), r in cache.items() if r.lower > target]
     return NoiseCalibration(
         noise_multiplier=sigma,
         closed_form_noise_multiplier=sigma_cf,
         noise_saving=1.0 - sigma / sigma_cf,
-        lower_noise_multiplier=max(below) if below else fallback,
+        lower_noise_multiplier=max(below) if below else None,
         target_accuracy=target,
         steps_per_epoch=steps,
         epochs=n_epochs,

@@ -203,6 +203,9 @@ def _pld_epsilon(sigma: float, steps: int, epochs: int, k: int, delta: float,
         if "lattice points" in str(exc):
             return (math.inf, math.inf,
                     "PLD unavailable: its composition window is above the memory cap")
+        if "flow" in str(exc):  # e.g. E = 10**400: the atoms' masses leave float64
+            return (math.inf, math.inf, "PLD unavailable: its privacy-loss atoms under- or "
+                    "overflow float64 at these counts (the closed forms answer)")
         return math.inf, math.inf, f"PLD unavailable: {type(exc).__name__}"
     except (MemoryError, OverflowError, FloatingPointError) as exc:
         return math.inf, math.inf, f"PLD unavailable: {type(exc).__name__}"
@@ -288,4 +291,8 @@ def epsilon_bound(noise_multiplier: float, *, steps_per_epoch: int, epochs: int,
     if rev[0] > fwd[0]:  # the removal quadrature (~0.1–0.7 s) only where it can matter
         rev = min(rev, (_removal(sigma, steps, n_ep, k, d), REMOVAL), key=lambda c: c[0])
     eps, source = max(fwd, rev, key=lambda c: c[0])
+    if math.isinf(eps) and note.startswith("PLD unavailable"):  # never "certified PLD" for ∞
+        source = best[1]
+        note = (note.replace(" (the closed forms answer)", "")
+                + "; the closed forms overflow float64 too: no finite bound")
     return EpsilonBound(epsilon=eps, delta=d, source=source, pld_note=note)

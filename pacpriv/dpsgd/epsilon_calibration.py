@@ -53,6 +53,11 @@ __all__ = ["EpsilonCalibration", "calibrate_epsilon", "epsilon_of", "noise_multi
 _SIGMA_MIN, _SIGMA_MAX = 1e-3, 1e6
 #: the certified ε is searched up to 60 nats (pacpriv.dpsgd._exact.loss.epsilon_for_delta)
 _EPS_MAX = 50.0
+#: the smallest PLD discretisation interval accepted (``tolerance``)
+_TOL_MIN = 1e-6
+#: dp-accounting's ``self_compose`` truncates this tail mass and charges it to δ: a Poisson
+#: ε exists only for δ above it (whatever σ and ``tolerance``)
+_POISSON_TAIL_MASS = 1e-15
 
 
 @dataclass(frozen=True)
@@ -65,9 +70,10 @@ class EpsilonCalibration(Displayable):
         σ: its ε at ``delta`` (``epsilon``) is at most ``target_epsilon``.
     epsilon : float
         ε (nats) of ``noise_multiplier`` at ``delta`` from the PLD named in ``method``.
-    lower_noise_multiplier : float
+    lower_noise_multiplier : float or None
         The largest evaluated σ whose ε exceeds the target; ``noise_multiplier`` is at most
-        ``(1 + rtol)`` times it (0 when even σ = 1e-3 reaches the target).
+        ``(1 + rtol)`` times it (``None``, JSON ``null``, when even σ = 1e-3 reaches the
+        target: no failing σ is known).
     target_epsilon, delta : float
     steps_per_epoch, epochs, k : int
     sampling : dict
@@ -90,7 +96,7 @@ class EpsilonCalibration(Displayable):
 
     noise_multiplier: float
     epsilon: float
-    lower_noise_multiplier: float
+    lower_noise_multiplier: float | None
     target_epsilon: float
     delta: float
     steps_per_epoch: int
@@ -175,8 +181,12 @@ def _check(target_epsilon, delta, steps_per_epoch, epochs, k, sampling, rtol, to
     e = check_int(epochs, "epochs", low=1)
     k = check_int(k, "k", low=1)
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
-    tol = check_real(tolerance, "tolerance", low=1e-6, high=1e-2)
+    tol = check_real(tolerance, "tolerance", low=_TOL_MIN, high=1e-2)
     spec = as_sampling(sampling, k=k, steps_per_epoch=t)
+    if isinstance(spec, PoissonSampling) and d <= _POISSON_TAIL_MASS:
+        raise ValueError(f"`delta` must be above {_POISSON_TAIL_MASS:g} with Poisson sampling "
+                         "(dp-accounting's PLD composition drops a tail of that mass and "
+                         f"charges it to delta; random allocation has no such floor); got {d:g}.")
     if isinstance(spec, RandomAllocation):
         from pacpriv.dpsgd.exact import MAX_EXACT_STEPS_PER_EPOCH
 
@@ -307,11 +317,8 @@ def calibrate_epsilon(
             seen[sigma] = fn(sigma)
         return seen[sigma] <= eps
 
-    # `tolerance` is advised only where it applies (Poisson's PLD discretisation)
     lo, hi = _bracket(ok, _clt_guess(eps, d, rate, steps),
-                      advice=("Raise `target_epsilon` or `delta`"
-                              + (", or lower `tolerance`." if isinstance(spec, PoissonSampling)
-                                 else ".")))
+                      advice=_bracket_advice(eps, tol, isinstance(spec, PoissonSampling)))
     if lo > 0.0:
         lo, hi = _shrink(ok, seen, eps, lo, hi, rel)
     passing = [s for s, v in seen.items() if v <= eps]
@@ -331,7 +338,8 @@ def calibrate_epsilon(
         source = epsilon_bound(hi, steps_per_epoch=t, epochs=e, delta=d,
                                k=getattr(spec, "k", k)).source
     return EpsilonCalibration(
-        noise_multiplier=hi, epsilon=seen[hi], lower_noise_multiplier=lo, target_epsilon=eps,
+        noise_multiplier=hi, epsilon=seen[hi], lower_noise_multiplier=lo if lo > 0 else None,
+        target_epsilon=eps,
         delta=d, steps_per_epoch=t, epochs=e, k=getattr(spec, "k", k),
         sampling=spec.to_dict(), certified=certified, method=method,
         monotone=monotone, n_evaluations=len(seen), wall_time_s=time.perf_counter() - start,
@@ -370,6 +378,20 @@ def _shrink(ok: Callable[[float], bool], seen: dict[float, float], eps: float, l
         same = same + 1 if side == last else 0
         last = side
     return lo, hi
+
+
+def _bracket_advice(eps: float, tol: float, poisson: bool) -> str:
+    """What may still reach the target: only values inside the valid ranges are advised
+    (`target_epsilon` up to its maximum; `tolerance`, which applies to Poisson's PLD
+    discretisation only, down to its floor), so the advice is always actionable."""
+    raise_ = ["`target_epsilon` (at most " f"{_EPS_MAX:g})"] if eps < _EPS_MAX else []
+    raise_.append("`delta`")
+    text = "Raise " + " or ".join(raise_)
+    if poisson and tol > _TOL_MIN:
+        text += f", or lower `tolerance` (at least {_TOL_MIN:g})"
+    elif poisson:
+        text += " (`tolerance` is at its floor; random-allocation sampling may reach it)"
+    return text + "."
 
 
 def _bracket(ok: Callable[[float], bool], guess: float, *,

@@ -59,7 +59,8 @@ class DPSGDSpec:
     dataset_size: int | None = None
     max_grad_norm: float | None = None
     k: int = field(default=1, metadata={
-        "flag": "--k", "help": "steps per record per epoch: each record is used at k random "
+        "flag": "--k", "help": "steps per record per epoch, in [1, M]: each record is used at k "
+                               "random "
         "distinct steps of every epoch (k out of t = steps per epoch; default 1)"})
 
     def __post_init__(self) -> None:

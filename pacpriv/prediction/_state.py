@@ -265,22 +265,65 @@ class StateDir:
             self._record_hashes(store, scope)
             return store, scope
         with self.locked():
-            store = (location if isinstance(location, LedgerStore) else
-                     open_store(self.ledger_path if location is None else location))
-            config = self.read_config()
-            if config.get("version") != _VERSION or "ledger_scope" not in config:
-                config = {**config, "version": _VERSION,
-                          "ledger_scope": config.get("ledger_scope",
-                                                     f"predictor:{secrets.token_hex(8)}")}
-                atomic_write(self.config_path,
-                             _json.dumps(config, indent=2, sort_keys=True).encode())
-            scope = str(config["ledger_scope"])
-            if self.legacy_ledger_path.exists():
-                self._migrate(store, scope, per_query_budget)
-            self._check_store(store, scope, config)
-            self._record_hashes(store, scope)
+            path = "" if isinstance(location, LedgerStore) else os.fspath(
+                self.ledger_path if location is None else location)
+            new_file = bool(path) and "://" not in path and not Path(path).exists()
+            store = location if isinstance(location, LedgerStore) else open_store(path)
+            try:
+                scope = self._open_scope(store, per_query_budget)
+            except CheckpointError:  # a refused store this call created is not left behind
+                if new_file:
+                    store.close()
+                    for suffix in ("", "-wal", "-shm", "-journal"):
+                        with contextlib.suppress(OSError):
+                            os.remove(path + suffix)
+                raise
         self._opened = (location, store, scope)
         return store, scope
+
+    def _open_scope(self, store: LedgerStore, per_query_budget: float) -> str:
+        """This state's scope in ``store``, checked (see :meth:`open_ledger`; under the lock)."""
+        config = self.read_config()
+        if config.get("version") != _VERSION or "ledger_scope" not in config:
+            config = {**config, "version": _VERSION,
+                      "ledger_scope": config.get("ledger_scope",
+                                                 f"predictor:{secrets.token_hex(8)}")}
+            atomic_write(self.config_path,
+                         _json.dumps(config, indent=2, sort_keys=True).encode())
+        scope = str(config["ledger_scope"])
+        # a store recorded by an earlier open: this version recorded the blob hashes in it
+        # then, so a fitted state whose store now lacks them lost its ledger
+        opened_before = "ledger_store" in config
+        migrating = self.legacy_ledger_path.exists()
+        if migrating:
+            self._migrate(store, scope, per_query_budget)
+        self._check_store(store, scope, config)
+        self._record_hashes(store, scope, lost_if_missing=opened_before and not migrating)
+        if self._name_of(store) == "ledger.db":
+            self._check_copy(store, scope)
+        return scope
+
+    def _check_copy(self, store: LedgerStore, scope: str) -> None:
+        """Refuse a copy of a state whose own ledger file came along (``cp -a``): each copy
+        would spend the full budget about the same secret world index (seventh new-user pass
+        #516). The ledger records the folder it serves; a moved folder (the recorded one gone,
+        or no longer this scope) is re-recorded."""
+        here = str(self.path.resolve())
+        with store.transaction(scope) as tx:
+            body = tx.get_state("state_path")
+            if body is not None and body.decode() != here:
+                origin, same = Path(body.decode()), False
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    same = json.loads((origin / "config.json").read_text()).get(
+                        "ledger_scope") == scope
+                if same:
+                    raise CheckpointError(
+                        f"state directory {here!r} is a copy of {str(origin)!r} (the same "
+                        "secret world index and ledger): each copy would spend the full "
+                        "budget about the same secret; use the original (replicas share one "
+                        "PostgreSQL ledger), or delete one of the two.")
+            if body is None or body.decode() != here:
+                tx.put_state("state_path", here.encode())
 
     # -- blob integrity ------------------------------------------------------------------
     def _read_own(self, path: Path) -> bytes:
@@ -301,9 +344,14 @@ class StateDir:
         return {name: hashlib.sha256(self._read_own(self.path / name)).hexdigest()
                 for name in _HASHED if (self.path / name).is_file()}
 
-    def _record_hashes(self, store: LedgerStore, scope: str) -> None:
+    def _record_hashes(self, store: LedgerStore, scope: str, *,
+                       lost_if_missing: bool = False) -> None:
         """Store the hashes a fit just wrote; read the stored ones (recording them once, with
-        a note, for a state fitted before they existed)."""
+        a note, for a state fitted before they existed). With ``lost_if_missing`` (the store
+        was recorded by an earlier open, which also recorded the hashes) a store without them
+        lost this state's ledger (deleted, emptied or replaced): refused, since its spend
+        would restart at 0 while the secret world index is reused (seventh new-user pass,
+        #507-#509)."""
         if not self.is_fitted():
             return
         hashes: dict[str, str]
@@ -313,11 +361,20 @@ class StateDir:
                 hashes, self._fresh_hashes = self._fresh_hashes, None
             elif (body := tx.get_state("blob_sha256")) is not None:
                 hashes = json.loads(body)
+            elif lost_if_missing:
+                raise self._lost_ledger(self._name_of(store))
             else:
                 hashes = self._current_hashes()
                 tx.put_state("blob_sha256", _json.dumps(hashes).encode())
                 tx.put_state("blob_sha256_note", _FIRST_HASH_NOTE)
         self._hashes = hashes
+
+    def _lost_ledger(self, name: str) -> CheckpointError:
+        return CheckpointError(
+            f"state directory {str(self.path)!r}: its ledger ({name}) holds no record of this "
+            "fitted state (deleted, emptied or replaced): the spend would restart at 0 while "
+            "the secret world index is reused, so the answers could reveal more than the total "
+            "budget; restore the ledger, or fit a new state in a new folder.")
 
     def read_blob(self, name: str) -> bytes:
         """The bytes of ``name`` (a path relative to the state folder), checked: owner-only,
@@ -368,8 +425,14 @@ class StateDir:
             if previous is None or previous.read(scope)[1] != 0 or previous.has_keys():
                 raise CheckpointError(
                     f"state directory {str(self.path)!r} records its answers in {stored}, not "
-                    f"{name}; open it with that ledger (--ledger / ledger=): another store would "
-                    "start the spend at 0.")
+                    f"{name}; open it with that ledger (`ledger`): another store would start "
+                    "the spend at 0.")
+            if self.is_fitted() and self._fresh_hashes is None:  # the hashes move with it
+                with previous.transaction(scope) as tx:
+                    body = tx.get_state("blob_sha256")
+                if body is None:
+                    raise self._lost_ledger("ledger.db")
+                self._fresh_hashes = json.loads(body)
         atomic_write(self.config_path, _json.dumps({**config, "ledger_store": name}, indent=2,
                                                    sort_keys=True).encode())
 

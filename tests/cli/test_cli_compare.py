@@ -47,6 +47,9 @@ def test_compare_prints_table_and_writes_report(tmp_path, capsys):
         (["--per-record-trials", "5"], "--per-record-trials must be 0 or >= 10"),
         (["--target-accuracy", "0.6,1.5"], "--target-accuracy must be in (0.5, 1.0); got 1.5"),
         (["--components", "many"], "--components must be 'kaiser', 'broken_stick', 'all' or a"),
+        # 0 and -3 were worded in API terms ("None or an int >= 1"; fix9a)
+        (["--components", "0"], "'all' or a positive integer; got '0'"),
+        (["--components", "-3"], "'all' or a positive integer; got '-3'"),
         (["--l2", "0"], "--l2 must be in (0.0, inf); got 0"),
     ],
 )

@@ -342,5 +342,5 @@ def test_records_shape_split_minimum_same_form(tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 2
     err = _one_error(capsys)
     assert err.startswith("pacpriv: error: --trials must be an integer in [4, "
-                          "9223372036854775807] with shape=")
+                          "9223372036854775807] with --shape isotropic")  # the flag (fix9a)
     assert err.endswith("which need at least 4 trials (2 of them certify); got 3.")

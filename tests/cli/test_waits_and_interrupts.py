@@ -146,3 +146,27 @@ def test_a_long_prediction_fit_is_estimated_and_refused_before_any_work(tmp_path
     err = capsys.readouterr().err
     assert code == 2 and "pacpriv: note: estimate: 100000 worlds" in err
     assert "above --max-minutes" in err and not state.exists()
+
+
+def test_the_fit_time_refusal_advises_only_what_can_help(tmp_path, capsys):
+    """fix9a item 1: an --n-worlds that fits (even, >= 2), --n-jobs only while a core is idle."""
+    import re
+    from argparse import Namespace
+
+    from pacpriv.cli._resources import fit_time_advice
+
+    def advice(worlds_in_time, workers=1, n_worlds=1000):
+        args = Namespace(max_minutes=1.0, n_worlds=n_worlds)
+        return fit_time_advice(args, 60.0 * workers / worlds_in_time, workers)
+
+    assert advice(1.5) == "use a higher --max-minutes" or os.cpu_count() > 1
+    assert advice(7.9, workers=os.cpu_count() or 1) == (
+        "use --n-worlds 6 or fewer, or a higher --max-minutes")
+    assert "more --n-jobs" not in advice(7.9, workers=2, n_worlds=2)
+    assert ("more --n-jobs" in advice(100.0)) == ((os.cpu_count() or 1) > 1)
+    main(["predict", "fit", "--estimator", "naive_bayes", "--dataset", "breast_cancer",
+          "--state", str(tmp_path / "s"), "--n-worlds", "100000", "--per-query-budget", "1e-4",
+          "--total-budget", "0.01", "--max-minutes", "0.01", "--n-jobs", "1"])
+    err = capsys.readouterr().err
+    m = re.search(r"--n-worlds (\d+) or fewer", err)
+    assert m is None or (2 <= int(m.group(1)) < 100000 and int(m.group(1)) % 2 == 0), err

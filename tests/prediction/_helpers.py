@@ -67,3 +67,21 @@ def torch_fit(factory=None, training=None, **kwargs):
 
     training = training or TrainingSpec(SGD(0.2, momentum=0.5), epochs=3, batching=Shuffled(64))
     return TorchFit(factory or torch_linear, training, **{"dtype": "float64", **kwargs})
+
+
+def copy_state(src, dst):
+    """A fresh copy of a fitted state folder for one test, re-homed: its own ledger records
+    ``dst`` as the folder it serves (a plain copy beside the original is refused as a
+    duplicate of the same secret world; see ``StateDir._check_copy``)."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from pacpriv.storage import open_store
+
+    shutil.copytree(src, dst)
+    scope = json.loads((Path(dst) / "config.json").read_text())["ledger_scope"]
+    if (Path(dst) / "ledger.db").exists():
+        with open_store(Path(dst) / "ledger.db").transaction(scope) as tx:
+            tx.put_state("state_path", str(Path(dst).resolve()).encode())
+    return Path(dst)

@@ -35,9 +35,9 @@ def fitted(tmp_path_factory):
 
 @pytest.fixture
 def state(fitted, tmp_path):
-    copy = tmp_path / "s"
-    shutil.copytree(fitted, copy)
-    return copy
+    from ._helpers import copy_state
+
+    return copy_state(fitted, tmp_path / "s")
 
 
 def _query(state) -> int:
@@ -99,10 +99,13 @@ def test_a_state_fitted_before_the_hashes_records_them_once_with_a_note(state, c
 
     from pacpriv.storage import open_store
 
-    scope = json.loads((state / "config.json").read_text())["ledger_scope"]
+    config = json.loads((state / "config.json").read_text())
+    scope = config["ledger_scope"]
     store = open_store(state / "ledger.db")
     with store.transaction(scope) as tx:  # what a 0.3 (or early 0.4) state looks like
         tx._q("DELETE FROM state WHERE scope = ? AND name = ?", (scope, "blob_sha256"))
+    del config["ledger_store"]  # never opened by a version that records its store
+    (state / "config.json").write_text(json.dumps(config))
     assert _query(state) == 0
     with store.transaction(scope) as tx:
         assert b"recorded when first opened" in tx.get_state("blob_sha256_note")
@@ -166,3 +169,89 @@ def test_keys_add_refuses_a_duplicate_active_name_and_warns_on_an_unreachable_qu
     (bob,) = [k for k in store.keys() if k.name == "bob"]
     assert store.revoke_key(bob.key_id)
     assert main([*keys, "--name", "bob"]) == 0  # a revoked name may be reused
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied", "hashes dropped"])
+def test_a_fitted_state_that_lost_its_ledger_is_refused(state, capsys, how):
+    """Seventh new-user pass #507-#509: with ledger.db deleted or emptied the spend restarted at
+    0 while the secret world index was reused (the total released could exceed the budget)."""
+    import json
+
+    from pacpriv.storage import open_store
+
+    assert _query(state) == 0  # something is spent
+    capsys.readouterr()
+    if how == "hashes dropped":  # the store no longer knows this state (replaced, restored)
+        scope = json.loads((state / "config.json").read_text())["ledger_scope"]
+        with open_store(state / "ledger.db").transaction(scope) as tx:
+            tx._q("DELETE FROM state WHERE scope = ?", (scope,))
+    else:
+        for f in state.glob("ledger.db*"):
+            f.unlink()
+        if how == "emptied":
+            (state / "ledger.db").write_bytes(b"")
+            os.chmod(state / "ledger.db", 0o600)
+    for argv in (["predict", "status", "--state", str(state), "--json"],
+                 ["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                  "0:1", "--json"]):
+        assert main(argv) == 2
+        out = capsys.readouterr()
+        assert "holds no record of this fitted state" in out.err and out.out == ""
+        assert out.err.count("\n") == 1
+    with pytest.raises(CheckpointError, match="restore the ledger"):
+        PrivatePredictor.load(state)
+
+
+def test_a_lost_ledger_cannot_be_swapped_for_a_fresh_store(state, tmp_path, capsys):
+    """ledger.db deleted, then another (empty) store named: still refused (the state's
+    answers were in the lost one), not a move of an unanswered state."""
+    assert _query(state) == 0
+    for f in state.glob("ledger.db*"):
+        f.unlink()
+    capsys.readouterr()
+    assert main(["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                 "0:1", "--ledger", str(tmp_path / "fresh.db")]) == 2
+    assert "holds no record of this fitted state" in capsys.readouterr().err
+
+
+def test_a_refused_ledger_file_is_not_left_behind(state, tmp_path, capsys):
+    """Seventh new-user pass #567: `serve --ledger fresh.db` was refused but left a new
+    64 KiB fresh.db; a refused store this call created is removed (one that existed stays)."""
+    assert _query(state) == 0
+    fresh = tmp_path / "fresh.db"
+    assert main(["predict", "query", "--state", str(state), "--dataset", "iris", "--rows",
+                 "0:1", "--ledger", str(fresh)]) == 2
+    assert "records its answers in ledger.db" in capsys.readouterr().err
+    assert not list(tmp_path.glob("fresh.db*"))
+    for f in state.glob("ledger.db*"):  # a lost ledger: the file the open recreated goes too
+        f.unlink()
+    assert _query(state) == 2 and not list(state.glob("ledger.db*"))
+
+
+def test_a_copy_beside_its_original_is_refused_a_move_is_not(state, tmp_path, capsys):
+    """Seventh new-user pass #516: `cp -a S S2` gave two folders that each spent the full
+    budget about the same secret world index."""
+    assert _query(state) == 0
+    twin = tmp_path / "twin"
+    shutil.copytree(state, twin)  # cp -a: the ledger file comes along
+    capsys.readouterr()
+    assert main(["predict", "query", "--state", str(twin), "--dataset", "iris", "--rows",
+                 "0:1"]) == 2
+    err = capsys.readouterr().err
+    assert "is a copy of" in err and err.count("\n") == 1
+    with pytest.raises(CheckpointError, match="is a copy of"):
+        PrivatePredictor.load(twin)
+    assert _query(state) == 0  # the original answers
+    shutil.rmtree(twin)
+    moved = tmp_path / "moved"
+    state.rename(moved)  # a move keeps one folder: it answers, and is re-recorded
+    assert _query(moved) == 0
+
+
+def test_status_refuses_a_bad_out_before_printing(state, capsys):
+    """`predict status --out STATE/models` printed the budget table, then refused --out: a bad
+    flag is refused before any output."""
+    assert main(["predict", "status", "--state", str(state), "--out",
+                 str(state / "models")]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "holds a prediction state" in out.err

@@ -48,9 +48,9 @@ def predictor(request, fitted_state, tmp_path):
         X_, y = cancer()
         return PrivatePredictor(logreg(), (X_, y), n_worlds=4, per_query_budget=B,
                                 total_budget=20 * B, rng=3, secret_rng=30).fit(execution=QUIET)
-    import shutil
+    from ._helpers import copy_state
 
-    shutil.copytree(fitted_state, tmp_path / "s")
+    copy_state(fitted_state, tmp_path / "s")
     return PrivatePredictor.load(tmp_path / "s")
 
 
@@ -106,9 +106,9 @@ def test_a_refunded_request_is_answered_on_retry(predictor, monkeypatch):
 
 
 def test_http_410_and_the_sqlite_rows(fitted_state, tmp_path):
-    import shutil
+    from ._helpers import copy_state
 
-    shutil.copytree(fitted_state, tmp_path / "s")
+    copy_state(fitted_state, tmp_path / "s")
     pp = PrivatePredictor.load(tmp_path / "s")
     client = TestClient(create_app(pp, ServeLimits(idempotency_max_rows=1)))
     rows = {"rows": X[:1].tolist()}

@@ -38,11 +38,9 @@ def fitted_state(tmp_path_factory):
 @pytest.fixture
 def state(fitted_state, tmp_path):
     """A fresh copy of the fitted state (nothing answered, no keys)."""
-    import shutil
+    from ._helpers import copy_state
 
-    copy = tmp_path / "s"
-    shutil.copytree(fitted_state, copy)
-    return copy
+    return copy_state(fitted_state, tmp_path / "s")
 
 
 def _client(state, **limits):

@@ -199,8 +199,8 @@ def _check_magnitude(arr: np.ndarray, dtype) -> bool:
         side = ("a magnitude above" if mag[j] > MAX_OUTPUT_MAGNITUDE
                 else "a non-zero magnitude below")
         limit = MAX_OUTPUT_MAGNITUDE if mag[j] > MAX_OUTPUT_MAGNITUDE else low
-        where = (" (it is stored as float32 differences from trial 0: use output_dtype="
-                 "float64, or rescale)" if dtype == np.float32 else "")
+        where = (" (it is stored as float32 differences from trial 0: use "
+                 "`output_dtype`='float64', or rescale)" if dtype == np.float32 else "")
         # (the value itself is not printed: it is a statistic of the subset)
         raise InvalidOutput(
             f"output coordinate {j} has {side} {limit:.3g}{where}: its variance would under- "

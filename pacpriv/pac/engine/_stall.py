@@ -19,7 +19,7 @@ import time
 import warnings
 from typing import TypeVar
 
-from pacpriv.exceptions import StallWarning
+from pacpriv.exceptions import StallWarning, in_user_terms
 
 __all__ = ["StallNotice"]
 
@@ -64,5 +64,5 @@ class StallNotice:
             try:
                 warnings.warn(text, StallWarning, stacklevel=1)
             except StallWarning:  # an "error" filter: this thread says it, and goes on
-                sys.stderr.write(f"pacpriv: warning: {text}\n")
+                sys.stderr.write(f"pacpriv: warning: {in_user_terms(text)}\n")
             wait *= 2.0

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from pacpriv._files import check_output_file, create_private_file
+from pacpriv.exceptions import DISK_ADVICE, DTYPE_ADVICE
 
 __all__ = ["OutputStore", "masks_path_for"]
 
@@ -77,9 +78,8 @@ def _check_output_memory(n_trials: int, dim: int, dtype: np.dtype) -> None:
             f"`n_trials` = {n_trials} outputs of dimension d = {dim} ({np.dtype(dtype).name}) "
             f"need {need / 2**30:.1f} GiB in memory, more than half of the "
             f"{memory / 2**30:.1f} GiB this process may use (the certified rule's analysis "
-            "needs several times more); use fewer trials, a smaller output, "
-            "output_dtype=float32, or a disk-backed run (output_path=...) with a plug-in "
-            "rule.")
+            f"needs several times more); use fewer trials, a smaller output, {DTYPE_ADVICE}, "
+            f"or {DISK_ADVICE} with a plug-in rule.")
 
 
 class OutputStore:

@@ -99,7 +99,7 @@ class Algorithm1(NoiseRule):
     """
 
     c: float | None = field(default=None, metadata={
-        "flag": "--c", "help": "Algorithm 1 eigenvalue threshold c"})
+        "flag": "--c", "help": "Algorithm 1 eigenvalue threshold c > 0"})
     beta: float | None = field(default=None, metadata={
         "flag": "--beta", "help": "Algorithm 1 slack beta in nats"})
     output_bound: float | None = field(default=None, metadata=OUTPUT_BOUND_FLAG)

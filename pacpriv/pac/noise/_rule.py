@@ -38,7 +38,8 @@ Note = tuple[str, "type[Warning] | None"]
 #: ``--flag`` from it and names the flag in errors; see ``pacpriv.cli._specs``).
 CONFIDENCE_FLAG = {"flag": "--confidence", "help": "confidence 1-gamma in (0, 1) of the rule "
                    "(default 0.95 where the rule has a default; a required minimum otherwise)"}
-OUTPUT_BOUND_FLAG = {"flag": "--output-bound", "help": "public bound r on ||f(X)||_2 (certified: "
+OUTPUT_BOUND_FLAG = {"flag": "--output-bound", "help": "public bound r > 0 on ||f(X)||_2 "
+                                                       "(certified: "
                      "clip radius and minimum noise for constant outputs; Algorithm 1: "
                      "required); a simulated output above it is an error, the release is "
                      "clipped to it"}
