@@ -27,7 +27,7 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd._limited import run_limited as _run_limited
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier, membership_inference_accuracy_bound
 from pacpriv.dpsgd.labels import COVERS, NEIGHBOURING, ROUNDING, bound_fields, kind_text
-from pacpriv.dpsgd.sampling import RandomAllocation
+from pacpriv.dpsgd.sampling import RandomAllocation, poisson_delta_allowance
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple
 
 __all__ = [
@@ -166,7 +166,9 @@ def _poisson_accuracy(sigma: float, steps: int, epochs: int, discretization: flo
         pessimistic_estimate=True,
         use_connect_dots=True,
     )
-    return 0.5 + 0.5 * dist.self_compose(steps * epochs).get_delta_for_epsilon(0.0)
+    n = steps * epochs  # the composition's round-off allowance is charged, as for ε
+    tv = dist.self_compose(n).get_delta_for_epsilon(0.0) + poisson_delta_allowance(n)
+    return 0.5 + 0.5 * min(1.0, tv)
 
 
 #: Loss discretisation passed to ``pld-accounting`` (its default is 0.01; see the note above).

@@ -45,7 +45,13 @@ from scipy import optimize, special
 from pacpriv._display import Displayable, Summary
 from pacpriv._optional import import_optional
 from pacpriv._validation import check_int, check_real
-from pacpriv.dpsgd.sampling import PoissonSampling, RandomAllocation, Sampling, as_sampling
+from pacpriv.dpsgd.sampling import (
+    PoissonSampling,
+    RandomAllocation,
+    Sampling,
+    as_sampling,
+    poisson_delta_allowance,
+)
 
 __all__ = ["EpsilonCalibration", "calibrate_epsilon", "epsilon_of", "noise_multiplier_for_epsilon"]
 
@@ -166,7 +172,8 @@ def _poisson_epsilon(sigma: float, delta: float, rate: float, n_steps: int,
             value_discretization_interval=interval, pessimistic_estimate=True,
             use_connect_dots=True,
         ).self_compose(n_steps)
-        eps = float(dist.get_epsilon_for_delta(delta))
+        # read at δ − the composition's round-off allowance: round-off never lowers ε
+        eps = float(dist.get_epsilon_for_delta(delta - poisson_delta_allowance(n_steps)))
     except (OverflowError, ZeroDivisionError, MemoryError):
         return math.inf
     return eps if math.isfinite(eps) else math.inf
@@ -183,10 +190,12 @@ def _check(target_epsilon, delta, steps_per_epoch, epochs, k, sampling, rtol, to
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
     tol = check_real(tolerance, "tolerance", low=_TOL_MIN, high=1e-2)
     spec = as_sampling(sampling, k=k, steps_per_epoch=t)
-    if isinstance(spec, PoissonSampling) and d <= _POISSON_TAIL_MASS:
-        raise ValueError(f"`delta` must be above {_POISSON_TAIL_MASS:g} with Poisson sampling "
-                         "(dp-accounting's PLD composition drops a tail of that mass and "
-                         f"charges it to delta; random allocation has no such floor); got {d:g}.")
+    floor = max(_POISSON_TAIL_MASS, 2.0 * poisson_delta_allowance(t * e))
+    if isinstance(spec, PoissonSampling) and d <= floor:
+        raise ValueError(f"`delta` must be above {floor:.3g} with Poisson sampling over {t * e} "
+                         "steps (dp-accounting's PLD composition drops a tail of 1e-15 and errs "
+                         "by round-off of about 1e-14 per step, both charged to delta; random "
+                         f"allocation has no such floor); got {d:g}.")
     if isinstance(spec, RandomAllocation):
         from pacpriv.dpsgd.exact import MAX_EXACT_STEPS_PER_EPOCH
 

@@ -44,7 +44,13 @@ from pacpriv.dpsgd import exact as _exact
 from pacpriv.dpsgd._exact import composition as _comp
 from pacpriv.dpsgd._exact.loss import AtomLoss, GridLoss, epsilon_for_delta, tpr_upper
 from pacpriv.dpsgd.labels import bound_fields, label_rows
-from pacpriv.dpsgd.sampling import PoissonSampling, RandomAllocation, Sampling, as_sampling
+from pacpriv.dpsgd.sampling import (
+    PoissonSampling,
+    RandomAllocation,
+    Sampling,
+    as_sampling,
+    poisson_delta_allowance,
+)
 
 __all__ = ["TradeoffCurve", "default_fpr_grid", "tradeoff_curve"]
 
@@ -291,6 +297,7 @@ def _poisson_loss(sigma: float, rate: float, n_steps: int, tol: float) -> GridLo
     ).self_compose(n_steps)
     eps = np.arange(-30.0, 30.0 + interval, interval)
     values = np.asarray(dist.get_delta_for_epsilon(eps), dtype=np.float64)
+    values = values + poisson_delta_allowance(n_steps)  # composition round-off, charged
     return GridLoss(eps=eps, values=np.minimum(values, 1.0),
                     method="dp-accounting PLD (pessimistic, connect-the-dots)")
 
