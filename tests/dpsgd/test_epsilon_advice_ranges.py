@@ -102,6 +102,6 @@ def test_a_small_poisson_tolerance_announces_the_wait_first(monkeypatch, capsys)
         capsys.readouterr().err)
     assert main([*argv, "1e-6", "--delta", "1e-20"]) == 2  # refused: no promise of work
     err = capsys.readouterr().err
-    assert "note:" not in err and "--delta must be above 1e-15" in err
+    assert "note:" not in err and "--delta must be above" in err
     assert main([*argv, "1e-4"]) == 130  # the default tolerance: no note
     assert "note:" not in capsys.readouterr().err
