@@ -161,6 +161,15 @@ def _sigma_for_epsilon(args) -> int:
 
     if not (math.isfinite(args.target_epsilon) and 0.0 < args.target_epsilon <= 50.0):
         raise UsageError(f"--target-epsilon must be in (0, 50]; got {args.target_epsilon!r}")
+    if args.tolerance is not None and args.tolerance < _DEFAULT_TOLERANCE:
+        from pacpriv.dpsgd.epsilon_calibration import _check
+
+        # every value checked before the note: a refused one never follows a promise of work
+        _check(args.target_epsilon, args.delta, args.steps_per_epoch, args.epochs, args.k,
+               args.sampling, args.rtol, args.tolerance)
+        print(f"pacpriv: note: searching sigma on dp-accounting's PLD at --tolerance "
+              f"{args.tolerance:g}; this can take minutes (about 1/tolerance: the default "
+              f"{_DEFAULT_TOLERANCE:g} takes seconds)", file=sys.stderr, flush=True)
     r = calibrate_epsilon(args.target_epsilon, args.delta, steps_per_epoch=args.steps_per_epoch,
                           epochs=args.epochs, k=args.k, sampling=args.sampling, rtol=args.rtol,
                           **({} if args.tolerance is None else {"tolerance": args.tolerance}))

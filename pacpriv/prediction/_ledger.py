@@ -175,6 +175,9 @@ def answer_in_ledger(ledger: PrivacyLedger, X: np.ndarray, *, per_query_budget: 
     key_id, idem = caller.key_id, caller.idempotency_key
     with ledger.transaction() as tx:
         n_answered, lp = read_posterior(tx, n_worlds)
+        if idem is not None:  # an answer past its retention is gone, even with no new answer
+            tx.prune_responses(older_than=time.time() - caller.idempotency_ttl,
+                               keep=caller.idempotency_max_rows)
         cached = None if idem is None else tx.response(key_id, idem)
         if cached is not None:
             try:

@@ -85,3 +85,23 @@ def test_cli_names_flags_and_the_floor(capsys):
     assert code == 2 and "--tolerance" not in err
     assert "--delta must be above 1e-11 with Poisson sampling over 500 steps" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_small_poisson_tolerance_announces_the_wait_first(monkeypatch, capsys):
+    """Seventh new-user pass #593: --tolerance 1e-6 searched for minutes without a word."""
+    import pacpriv.dpsgd.epsilon_calibration as calib
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt  # the search would start here: the note came before it
+
+    monkeypatch.setattr(calib, "calibrate_epsilon", stop)
+    argv = ["dpsgd", "sigma", "--steps-per-epoch", "20", "--epochs", "2", "--target-epsilon",
+            "3", "--sampling", "poisson", "--tolerance"]
+    assert main([*argv, "1e-6"]) == 130
+    assert "note: searching sigma on dp-accounting's PLD at --tolerance 1e-06" in (
+        capsys.readouterr().err)
+    assert main([*argv, "1e-6", "--delta", "1e-20"]) == 2  # refused: no promise of work
+    err = capsys.readouterr().err
+    assert "note:" not in err and "--delta must be above" in err
+    assert main([*argv, "1e-4"]) == 130  # the default tolerance: no note
+    assert "note:" not in capsys.readouterr().err

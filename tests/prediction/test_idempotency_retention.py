@@ -75,6 +75,16 @@ def test_an_expired_answer_is_dropped_and_its_retry_refused_not_charged_twice(pr
     assert again.shape[0] == 2 and predictor.n_answered == 5
 
 
+def test_an_answer_past_its_retention_is_not_replayed_even_with_no_answer_since(predictor):
+    """Seventh new-user pass #610: the retention was enforced only when a new answer was
+    stored, so a retry 3 s after a 2 s TTL still replayed (no other answer in between)."""
+    _ask(predictor, X[:2], "lone")
+    time.sleep(0.05)
+    with pytest.raises(IdempotencyExpiredError):
+        _ask(predictor, X[:2], "lone", idempotency_ttl=0.01)
+    assert predictor.n_answered == 2 and predictor.spent == 2 * B
+
+
 def test_at_most_max_rows_answers_are_kept(predictor):
     for i in range(5):
         _ask(predictor, X[i:i + 1], f"k{i}", idempotency_max_rows=2)
