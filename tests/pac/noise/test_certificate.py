@@ -201,6 +201,8 @@ def _all_in(subset):
     return np.array([1.0 if len(subset) == 10 else 0.0])
 
 
+# the release is on the whole pool on purpose (a fixed secret subset); that warning is expected
+@pytest.mark.filterwarnings("ignore:this release is on the whole pool")
 def test_rare_event_is_not_called_reveals_nothing():
     """200 trials of a 1-in-1024 event (MI 0.0077 nats = 7.7x a budget of 0.001) that did not
     occur: no 'reveals nothing', the supported statement, and a certified release."""
