@@ -81,6 +81,10 @@ class Registry(Generic[T]):
         The argument or flag that takes a name (``"sampler"``, ``"rule"``); default ``kind``.
     key : str, default "name"
         The key of the name in a ``to_dict()`` description (:meth:`from_dict`).
+    callable_entries : bool, default False
+        Entries must be callable (a class or a factory): :meth:`register` refuses anything else
+        at once, instead of a later failure where the entry is used. pacpriv's own extension
+        points set it.
 
     Examples
     --------
@@ -95,8 +99,10 @@ class Registry(Generic[T]):
     #: Every registry created in this process (weakly held), for :func:`all_registries`.
     _live: ClassVar[weakref.WeakSet[Registry]] = weakref.WeakSet()
 
-    def __init__(self, kind: str, *, argument: str | None = None, key: str = "name") -> None:
+    def __init__(self, kind: str, *, argument: str | None = None, key: str = "name",
+                 callable_entries: bool = False) -> None:
         self.kind = kind
+        self.callable_entries = callable_entries
         self.argument = argument or kind
         self.key = key
         self._entries: dict[str, T] = {}
@@ -124,10 +130,14 @@ class Registry(Generic[T]):
         Raises
         ------
         TypeError
-            If ``name`` is not a string.
+            If ``name`` is not a string, or ``entry`` is not callable where the registry
+            needs a class or factory (``callable_entries``).
         ValueError
             If ``name`` is empty, contains ``":"``, or is taken and ``force`` is false.
         """
+        if self.callable_entries and not callable(entry):
+            raise TypeError(f"a {self.kind} entry must be a class or a factory (callable); got "
+                            f"{type(entry).__name__}.")
         for key in (name, *aliases):
             if not isinstance(key, str):
                 raise TypeError(f"`name` must be a str; got {type(key).__name__}.")
@@ -357,7 +367,7 @@ def _mlp(info):
 
 
 #: Mechanism names -> factories (the zoo of :mod:`pacpriv.mechanisms`).
-MECHANISMS: Registry[MechanismFactory] = Registry("mechanism")
+MECHANISMS: Registry[MechanismFactory] = Registry("mechanism", callable_entries=True)
 for _name, _factory, _doc in (
     ("mean", _mean, "clipped mean over the public feature ranges"),
     ("median", _median, "clipped median over the public feature ranges"),

@@ -194,3 +194,22 @@ def test_the_docs_snippet_registers_a_sampler(toy):
     exec(compile(code, "extending.rst", "exec"), {"__name__": "__docs__"})
     assert SAMPLERS.get("half")().draw(4, np.random.default_rng(0)).tolist() == \
         [True, True, False, False]
+
+
+def test_a_registry_refuses_an_entry_it_cannot_call():
+    """SAMPLERS.register('weird', 42) was accepted; run_pac(sampler='weird') then raised an
+    AttributeError from inside pacpriv (eighth new-user pass)."""
+    from pacpriv.audit._suite import ATTACKS
+    from pacpriv.pac.noise._registry import RULE_CLASSES
+    from pacpriv.pac.samplers import SAMPLERS, as_sampler
+    from pacpriv.registry import MECHANISMS
+
+    for reg in (SAMPLERS, RULE_CLASSES, ATTACKS, MECHANISMS):
+        with pytest.raises(TypeError, match="must be a class or a factory"):
+            reg.register("weird-entry", 42)
+        assert "weird-entry" not in reg.names()
+    with SAMPLERS.temporary():
+        SAMPLERS.register("not-a-sampler", lambda: 42)
+        with pytest.raises(TypeError, match=r"registered as 'not-a-sampler' \(<lambda>\) made "
+                                            r"a int value, not a Sampler"):
+            as_sampler("not-a-sampler")

@@ -91,7 +91,8 @@ def phi_from_logits(logits, y) -> np.ndarray:
 
 #: The audit's built-in torch models: name -> ``factory(n_features, n_classes, hidden)`` of an
 #: :class:`MLPFactory` (the ``--model`` choices beside ``module:attr`` / ``file.py:attr``).
-MODELS: Registry[Callable[[int, int, int], MLPFactory]] = Registry("model", argument="model")
+MODELS: Registry[Callable[[int, int, int], MLPFactory]] = Registry("model", argument="model",
+                                                                    callable_entries=True)
 MODELS.register("logistic", lambda p, k, hidden: MLPFactory(p, k, ()),
                 doc="multinomial logistic regression")
 MODELS.register("mlp", lambda p, k, hidden: MLPFactory(p, k, (hidden,)),

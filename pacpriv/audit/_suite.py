@@ -127,7 +127,8 @@ class RmiaAttack:
 
 #: The registry of attacks: name -> factory of the configured attack (``--attacks`` choices),
 #: strongest expected first. A new attack is one ``ATTACKS.register(name, factory)`` line.
-ATTACKS: Registry[Callable[[], Any]] = Registry("attack", argument="attacks")
+ATTACKS: Registry[Callable[[], Any]] = Registry("attack", argument="attacks",
+                                                 callable_entries=True)
 ATTACKS.register("lira-online", functools.partial(LiraAttack, online=True),
                  doc="LiRA, online: IN and OUT Gaussians per record (Carlini et al. 2022)")
 ATTACKS.register("rmia-online", RmiaAttack,

@@ -64,7 +64,7 @@ def _sklearn(path: str, *, scaled: bool = False, **params):
 
 
 #: Built-in estimators for ``--estimator`` (scikit-learn; every world fits a fresh clone).
-ESTIMATORS: Registry = Registry("estimator")
+ESTIMATORS: Registry = Registry("estimator", callable_entries=True)
 for _name, _factory, _doc in (
     ("logistic", _sklearn("sklearn.linear_model.LogisticRegression", scaled=True, max_iter=1000),
      "standardised multinomial logistic regression"),

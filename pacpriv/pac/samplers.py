@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 #: Sampler names -> classes (``--sampler`` choices, ``as_sampler(name)``, ``from_dict``).
-SAMPLERS: Registry[type[Sampler]] = Registry("sampler")
+SAMPLERS: Registry[type[Sampler]] = Registry("sampler", callable_entries=True)
 
 def callable_fingerprint(func: Callable) -> dict:
     """Name and source hash of a callable (used in ``to_dict`` and checkpoint fingerprints).
@@ -598,7 +598,7 @@ def as_sampler(sampler: Sampler | Callable | str | None) -> Sampler:
     Raises
     ------
     TypeError
-        If ``sampler`` is of another type.
+        If ``sampler`` is of another type, or its registered entry makes no Sampler.
     ValueError
         If ``sampler`` is an unknown name, or names a sampler whose parameters have no
         defaults (``"fixed"`` needs ``FixedSizeSampler(subset_size=...)``).
@@ -609,13 +609,18 @@ def as_sampler(sampler: Sampler | Callable | str | None) -> Sampler:
         return sampler
     if isinstance(sampler, str):
         cls = SAMPLERS.get(sampler)
+        label = getattr(cls, "__name__", type(cls).__name__)
         try:
-            return cls()
+            made = cls()
         except TypeError:
             raise ValueError(
-                f"`sampler` {sampler!r} needs its parameters: give {cls.__name__}(...) "
+                f"`sampler` {sampler!r} needs its parameters: give {label}(...) "
                 "instead of its name."
             ) from None
+        if not isinstance(made, Sampler):
+            raise TypeError(f"the sampler registered as {sampler!r} ({label}) made a "
+                            f"{type(made).__name__} value, not a Sampler; register a Sampler subclass.")
+        return made
     if callable(sampler):
         return CallableSampler(sampler)
     raise TypeError(

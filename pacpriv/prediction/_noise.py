@@ -59,7 +59,8 @@ __all__ = [
 
 #: Rules accepted for per-query calibration (rule classes of :data:`pacpriv.pac.noise.RULE_CLASSES`
 #: without parameters: the per-query covariance is exact, so no estimation rule applies).
-NOISE_RULES: Registry[type[NoiseRule]] = Registry("prediction noise rule", argument="rule")
+NOISE_RULES: Registry[type[NoiseRule]] = Registry("prediction noise rule", argument="rule",
+                                                      callable_entries=True)
 for _name in ("anisotropic", "exact-mi", "isotropic"):  # square root, water-filling, isotropic
     NOISE_RULES.register(_name, RULE_CLASSES.get(_name), doc=RULE_CLASSES.doc(_name))
 

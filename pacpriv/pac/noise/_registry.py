@@ -31,7 +31,8 @@ __all__ = [
 
 #: The registry of rules: name -> rule class, the default first (the order of ``--rule``
 #: choices). A new rule is one ``RULE_CLASSES.register(cls.name, cls)`` line.
-RULE_CLASSES: Registry[type[NoiseRule]] = Registry("noise rule", argument="rule", key="rule")
+RULE_CLASSES: Registry[type[NoiseRule]] = Registry(
+    "noise rule", argument="rule", key="rule", callable_entries=True)
 for _cls in (Certified, Anisotropic, Isotropic, VarianceOnly, ExactMI, Algorithm1, AsymptoticT):
     RULE_CLASSES.register(_cls.name, _cls)
 

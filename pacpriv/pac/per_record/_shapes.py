@@ -55,7 +55,8 @@ def _second_moment(lam: np.ndarray) -> np.ndarray:
 
 #: Noise shapes accepted by the per-record calibration: name -> the shape's variances along
 #: the eigenvectors of the second moment, from its eigenvalues ``λ`` (trace ``d``).
-SHAPES: Registry[Callable[[np.ndarray], np.ndarray]] = Registry("noise shape", argument="shape")
+SHAPES: Registry[Callable[[np.ndarray], np.ndarray]] = Registry(
+    "noise shape", argument="shape", callable_entries=True)
 SHAPES.register("isotropic", _isotropic)
 SHAPES.register("sqrt", _sqrt)
 SHAPES.register("second_moment", _second_moment)
