@@ -619,7 +619,8 @@ def as_sampler(sampler: Sampler | Callable | str | None) -> Sampler:
             ) from None
         if not isinstance(made, Sampler):
             raise TypeError(f"the sampler registered as {sampler!r} ({label}) made a "
-                            f"{type(made).__name__} value, not a Sampler; register a Sampler subclass.")
+                            f"{type(made).__name__} value, not a Sampler; register a Sampler "
+                            "subclass.")
         return made
     if callable(sampler):
         return CallableSampler(sampler)
