@@ -18,7 +18,7 @@ from pacpriv._optional import import_optional
 from pacpriv.cli._args import UsageError
 from pacpriv.cli._specs import add_spec_flags, flagged_fields, spec_from_args
 from pacpriv.datasets import Dataset, Preprocessing, load_dataset
-from pacpriv.exceptions import UserCodeError
+from pacpriv.exceptions import MechanismError, UserCodeError
 from pacpriv.registry import resolve_mechanism
 
 __all__ = [
@@ -307,7 +307,12 @@ def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> 
     text = user_names(str(err), spec)
     cause = err.__cause__
     probe = text if cause is None else f"{text} {type(cause).__name__}: {cause}"
-    if dataset.y is None and "unpack" in probe:
+    # only where f itself raised: never for an output pacpriv could not cast, a checkpoint, a
+    # timeout or an exit (eighth new-user pass: a str output, a corrupt manifest)
+    raised = isinstance(err, MechanismError) and " raised " in str(err)
+    if not raised:
+        pass
+    elif dataset.y is None and "unpack" in probe:
         text += (" -- the subset is an array X because no --label-column was given; pass "
                  "--label-column NAME to receive (X, y)")
     elif dataset.y is not None and ("tuple" in probe or isinstance(cause, _UNPACK_ERRORS)):

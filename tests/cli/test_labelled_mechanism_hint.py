@@ -35,11 +35,14 @@ def exits(S):
     raise SystemExit(2)
 def as_array(S):
     return S.mean(axis=0)
+def str_output(S):
+    return "abc"
 """
 
 
 @pytest.mark.parametrize("func,hinted", [("hangs", False), ("no_memory", False),
-                                         ("exits", False), ("as_array", True)])
+                                         ("exits", False), ("as_array", True),
+                                         ("str_output", False)])
 def test_the_hint_only_where_a_tuple_was_used_as_an_array(tmp_path, monkeypatch, capsys,
                                                           func, hinted):
     """A timeout, MemoryError or sys.exit on a labelled dataset got the "(X, y)" hint too
@@ -52,3 +55,19 @@ def test_the_hint_only_where_a_tuple_was_used_as_an_array(tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert rc == 1 and "Traceback" not in err
     assert ("this dataset is labelled" in err) == hinted, err
+
+
+def test_no_hint_for_a_corrupt_checkpoint(tmp_path, monkeypatch, capsys):
+    """A corrupt checkpoint manifest on a labelled dataset got the "(X, y)" hint (eighth new-user
+    pass): the hint is for what f raised, never for pacpriv's own checks."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mech.py").write_text("import numpy as np\ndef f(S):\n    return S[0].mean(0)\n")
+    args = ["pac", "run", "--mechanism", "mech.py:f", "--dataset", "iris", "--mi-budget", "0.5",
+            "--trials", "200", "--no-progress", "--seed", "0", "--checkpoint", "ck"]
+    assert main([*args, "--out", "r1"]) == 0
+    capsys.readouterr()
+    with open(tmp_path / "ck" / "manifest.json", "a") as fh:
+        fh.write("garbage")
+    rc = main([*args, "--out", "r2"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "corrupt" in err and "this dataset is labelled" not in err, err
