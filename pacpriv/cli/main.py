@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import sys
@@ -351,12 +352,34 @@ def _dispatch(args, flags: set[str]) -> int:
         _stop_listening()  # a second Ctrl-C must not interrupt the shutdown
         shutdown_workers()
         # name --checkpoint only to a command that has it
+        ck = getattr(args, "checkpoint", None)
         kept = ("" if "--checkpoint" not in flags
+                else " (pass --checkpoint DIR to keep finished trials next time)" if not ck
                 else " (finished trials are kept in --checkpoint, un-noised: delete it once "
-                "done)" if getattr(args, "checkpoint", None)
-                else " (pass --checkpoint DIR to keep finished trials next time)")
+                "done)" if _holds_files(ck)
+                else " (no trial had finished: --checkpoint holds nothing yet)")
         print(f"pacpriv: interrupted; workers stopped{kept}", file=sys.stderr)
         return 130
+
+
+def _holds_files(folder) -> bool:
+    """Whether the checkpoint ``folder`` may hold finished work: anything beyond a manifest
+    that lists no chunk (an unreadable manifest counts as work: never claim it is empty)."""
+    try:
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except OSError:
+        return False
+    for entry in entries:
+        if entry.name != "manifest.json":
+            return True
+        try:
+            with open(entry.path, encoding="utf-8") as fh:
+                if json.load(fh).get("chunks"):
+                    return True
+        except (OSError, ValueError, AttributeError):
+            return True
+    return False
 
 
 if __name__ == "__main__":  # pragma: no cover

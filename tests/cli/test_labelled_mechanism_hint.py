@@ -71,3 +71,27 @@ def test_no_hint_for_a_corrupt_checkpoint(tmp_path, monkeypatch, capsys):
     rc = main([*args, "--out", "r2"])
     err = capsys.readouterr().err
     assert rc != 0 and "corrupt" in err and "this dataset is labelled" not in err, err
+
+
+INTERRUPTS = """
+import os, signal, time
+def f(S):
+    os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C during the first trial
+    time.sleep(5)
+"""
+
+
+@pytest.mark.parametrize("checkpoint,expected", [
+    (True, "no trial had finished: --checkpoint holds nothing yet"),
+    (False, "pass --checkpoint DIR to keep finished trials next time")])
+def test_ctrl_c_before_any_trial_says_what_the_checkpoint_holds(tmp_path, monkeypatch, capsys,
+                                                                checkpoint, expected):
+    """Ctrl-C before any trial finished said "finished trials are kept in --checkpoint" though
+    no checkpoint folder existed (eighth new-user pass)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ctrl.py").write_text(INTERRUPTS)
+    extra = ["--checkpoint", "ck"] if checkpoint else []
+    rc = main(["pac", "run", "--mechanism", "ctrl.py:f", "--dataset", "iris", "--mi-budget",
+               "0.5", "--trials", "200", "--no-progress", "--out", "r", *extra])
+    err = capsys.readouterr().err
+    assert rc == 130 and expected in err and "are kept" not in err, err
