@@ -219,7 +219,8 @@ def add_serve_parser(subparsers, name: str) -> None:
     p.add_argument("--max-rows", type=integer, default=1000,
                    help="most query rows per request, >= 1 (default 1000; more: 413)")
     p.add_argument("--rate-limit", type=number, default=50.0,
-                   help="requests per second per key (default 50; over: 429 + Retry-After)")
+                   help="POST /predict requests per second per key (default 50; over: 429 "
+                   "+ Retry-After); GET /budget, which spends nothing, is not limited")
     p.add_argument("--timeout", type=number, default=30.0,
                    help="seconds per request (default 30; past it: 503, charge refunded)")
     p.add_argument("--idempotency-ttl", type=number, default=86400.0,
