@@ -165,6 +165,14 @@ class _PACPrivate(BaseEstimator):
         if self.release == "parameters":  # the carrier first: a missing attribute fails now
             carrier = public_carrier(estimator, X.shape[1], classes)
             missing = [a for a in self.attributes if not hasattr(carrier, a)]
+            if missing and hasattr(estimator, "steps"):  # a Pipeline: other steps are fitted
+                raise ValueError(
+                    f"release='parameters' releases named attributes of one estimator, and a "
+                    f"{type(estimator).__name__}'s other steps are fitted on the data too: wrap "
+                    "the final estimator instead, e.g. make_pipeline(StandardScaler(), "
+                    f"{type(self).__name__}(LogisticRegression(), ...)) (the other steps' "
+                    "statistics are then outside the bound), or use "
+                    "release='decision_function' with public_X.")
             if missing:
                 raise ValueError(f"the fitted {type(estimator).__name__} has no attribute "
                                  f"{missing[0]!r} to release (`attributes`); name its fitted "

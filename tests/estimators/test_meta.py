@@ -294,3 +294,19 @@ def test_a_fit_failing_on_a_random_half_says_what_a_trial_is():
         PACPrivateRegressor(KNeighborsRegressor(n_neighbors=20), release="decision_function",
                             public_X=X[:3], n_trials=10, random_state=0).fit(X, y)
     assert info.value.trial_index >= 0 and info.value.__cause__ is not None
+
+
+def test_a_pipeline_with_parameter_release_says_to_wrap_its_final_estimator():
+    """PACPrivateClassifier(Pipeline) said 'the fitted Pipeline has no attribute coef_' (eighth
+    new-user pass): it now says why a Pipeline cannot be released by its parameters."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    clf = PACPrivateClassifier(make_pipeline(StandardScaler(), LogisticRegression()),
+                               target_accuracy=0.6, n_trials=16, random_state=0)
+    with pytest.raises(ValueError, match=r"Pipeline's other steps are fitted on the data too: "
+                                         r"wrap the final estimator instead"):
+        clf.fit(X, y)
