@@ -295,6 +295,10 @@ def resolve_cli_mechanism(spec: str, dataset: Dataset, args=None):
 #: What a function that treats the ``(X, y)`` tuple as an array raises (``subset.mean``,
 #: ``subset[:, 0]``, ``np.asarray(subset) @ w``, ``a, b, c = subset``).
 _UNPACK_ERRORS = (AttributeError, TypeError, IndexError, KeyError, ValueError)
+#: ... and what their messages then say ("'tuple' object has no attribute", "tuple indices",
+#: "inhomogeneous shape", "values to unpack"); a KeyError of f's own after ``X, y = subset``
+#: gets no hint (eighth new-user pass)
+_TUPLE_MISUSE = re.compile(r"tuple|inhomogeneous|unpack")
 
 
 def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> None:
@@ -315,7 +319,8 @@ def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> 
     elif dataset.y is None and "unpack" in probe:
         text += (" -- the subset is an array X because no --label-column was given; pass "
                  "--label-column NAME to receive (X, y)")
-    elif dataset.y is not None and ("tuple" in probe or isinstance(cause, _UNPACK_ERRORS)):
+    elif (dataset.y is not None and isinstance(cause, _UNPACK_ERRORS)
+          and _TUPLE_MISUSE.search(str(cause))):
         # bundled datasets are labelled too (no --label-column): say so whenever f raised
         # what using a tuple as an array raises -- never for a timeout, MemoryError or exit,
         # where it misled (seventh new-user pass, #247)

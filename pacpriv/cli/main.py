@@ -337,6 +337,13 @@ def _dispatch(args, flags: set[str]) -> int:
     except (CalibrationError, BudgetExceededError) as exc:
         print(f"pacpriv: error: {_cli_advice(_one_line(exc), flags)}", file=sys.stderr)
         return 1
+    except RuntimeError as exc:  # pathlib's resolve() on a loop of symbolic links (before 3.13,
+        # which raises OSError ELOOP): any path flag, at any depth (eighth new-user pass)
+        if not str(exc).startswith("Symlink loop"):
+            raise
+        print(f"pacpriv: error: a path given is a loop of symbolic links ({exc}); point it at "
+              "a real folder or file", file=sys.stderr)
+        return 2
     except Warning as exc:  # -W error / PYTHONWARNINGS=error made a warning an exception
         print(f"pacpriv: error: {_cli_advice(_one_line(exc), flags)} ({type(exc).__name__}, "
               "raised as an error by the Python warning filter -W / PYTHONWARNINGS)",

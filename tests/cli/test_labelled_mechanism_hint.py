@@ -37,12 +37,19 @@ def as_array(S):
     return S.mean(axis=0)
 def str_output(S):
     return "abc"
+def unpacks_then_raises(S):
+    X, y = S
+    raise KeyError("zz")
+def indexes_a_tuple(S):
+    return S[:, 0]
 """
 
 
 @pytest.mark.parametrize("func,hinted", [("hangs", False), ("no_memory", False),
                                          ("exits", False), ("as_array", True),
-                                         ("str_output", False)])
+                                         ("str_output", False),
+                                         ("unpacks_then_raises", False),
+                                         ("indexes_a_tuple", True)])
 def test_the_hint_only_where_a_tuple_was_used_as_an_array(tmp_path, monkeypatch, capsys,
                                                           func, hinted):
     """A timeout, MemoryError or sys.exit on a labelled dataset got the "(X, y)" hint too
@@ -95,3 +102,26 @@ def test_ctrl_c_before_any_trial_says_what_the_checkpoint_holds(tmp_path, monkey
                "0.5", "--trials", "200", "--no-progress", "--out", "r", *extra])
     err = capsys.readouterr().err
     assert rc == 130 and expected in err and "are kept" not in err, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.1",
+     "--trials", "60", "--seed", "0", "--no-progress", "--out", "loopA"],
+    ["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.1",
+     "--trials", "60", "--seed", "0", "--no-progress", "--out", "loopA/sub"],
+    ["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.1",
+     "--trials", "60", "--seed", "0", "--no-progress", "--checkpoint", "loopA", "--out", "t"],
+    ["compare", "--dataset", "iris", "--target-accuracy", "0.6", "--out", "loopA"],
+    ["audit", "--dataset", "iris", "--model", "logistic", "--non-private",
+     "--reference-models", "4", "--seed", "0", "--out", "loopA"],
+])
+def test_a_symlink_loop_at_any_path_flag_is_one_line(tmp_path, monkeypatch, capsys, argv):
+    """A loop of symbolic links at --out/--checkpoint ended in pathlib's raw RuntimeError
+    traceback (eighth new-user pass): one line, exit 2, nothing run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "loopA").symlink_to(tmp_path / "loopB")
+    (tmp_path / "loopB").symlink_to(tmp_path / "loopA")
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "loop" in err.lower()
