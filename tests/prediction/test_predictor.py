@@ -333,3 +333,18 @@ def test_rule_objects_are_their_names():
         assert pp.rule == rule.name and pp.get_params()["rule"] is rule
     with pytest.raises(ValueError, match="exact per-query covariance"):
         PrivatePredictor(logreg(), (X, y), rule=Certified(), **args)
+
+
+def test_a_total_below_one_answer_names_the_per_query_budget(tmp_path):
+    """`total_budget` must be in [0.1, inf) did not say where 0.1 came from (eighth pass)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from pacpriv.prediction import PrivatePredictor
+
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match=r"`total_budget` must be at least `per_query_budget` "
+                                         r"\(0.1 nats: one answer spends that much\); got 0.01"):
+        PrivatePredictor(LogisticRegression(), (X, y), n_worlds=4, per_query_budget=0.1,
+                         total_budget=0.01, state=tmp_path / "s")
+    assert not (tmp_path / "s").exists()
