@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import pickle
+import re
 import sys
 import threading
 import time
@@ -363,4 +365,11 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
         except crash_types as err:
             if attempt == retries:
                 raise _crash_error(task, err, batches.in_flight, store) from err
+        except pickle.PicklingError as err:  # the task cannot reach a worker process
+            why = re.search(r"cannot pickle '[\w.]+' object", f"{err} {err.__cause__}")
+            raise TypeError(
+                "the mechanism (with its sampler and what its closure holds) cannot be sent to "
+                f"worker processes ({why.group(0) if why else 'not picklable'}): run in this "
+                "process with n_jobs=1, or keep locks, open files and connections out of it"
+            ) from err
     return name, n_workers

@@ -173,6 +173,10 @@ def _as_pool_array(value: Any, name: str) -> np.ndarray:
         raise TypeError(
             f"`{name}` must be an array of shape (n_records, ...); got {type(value).__name__}."
         )
+    if hasattr(value, "tocsr") and hasattr(value, "nnz"):  # scipy.sparse: np.asarray -> 0-d
+        raise TypeError(f"`{name}` is a scipy sparse matrix ({type(value).__name__}); pass a "
+                        "dense array (e.g. X.toarray()), or an array of row indices and load "
+                        "the rows inside the mechanism.")
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError) as err:
