@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import sys
@@ -188,9 +189,18 @@ def _load_user_model(args):
     check_mechanism_file(args.model)
     add_cwd_to_path()
     try:
-        return load_object(args.model, what="model")
+        model = load_object(args.model, what="model")
     except (ValueError, TypeError, FileNotFoundError) as err:
         raise UsageError(f"--model {args.model!r}: {err}") from None
+    from pacpriv.estimators._meta import _estimator_type
+
+    kind = None
+    with contextlib.suppress(Exception):  # a class needing arguments is checked where used
+        kind = _estimator_type(model() if isinstance(model, type) else model)
+    if kind is not None and kind != "classifier":  # failed in trial 0 (eighth new-user pass)
+        raise UsageError(f"--model {args.model!r} is a {kind} (its scikit-learn estimator "
+                         "type); the audit's membership attacks need a classifier")
+    return model
 
 
 def _classes(dataset, args) -> tuple[np.ndarray, int]:

@@ -94,6 +94,15 @@ def _estimator(name: str):
     obj = load_object(name, what="estimator")
     if isinstance(obj, type):  # an estimator class: instantiate with defaults
         obj = obj()
+    from pacpriv.estimators._meta import _estimator_type
+
+    kind = _estimator_type(obj)
+    if kind is not None and kind not in ("classifier", "regressor"):
+        # a clusterer ignored the labels and its cluster ids were released as predictions
+        # (eighth new-user pass)
+        raise UsageError(f"--estimator {name!r} is a {kind} (its scikit-learn estimator "
+                         "type); predict fit needs a classifier or a regressor, fitted on "
+                         "the labels")
     return obj  # an estimator instance, or a fit function fit(subset) -> model
 
 

@@ -125,3 +125,26 @@ def test_a_symlink_loop_at_any_path_flag_is_one_line(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "loop" in err.lower()
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["predict", "fit", "--estimator", "kinds.py:clusters", "--dataset", "iris", "--state", "s",
+      "--n-worlds", "4", "--per-query-budget", "2^-12", "--total-budget", "0.01",
+      "--no-progress"], "predict fit needs a classifier or a regressor"),
+    (["audit", "--dataset", "iris", "--model", "kinds.py:regression", "--non-private",
+      "--reference-models", "4", "--seed", "0", "--out", "a"], "need a classifier"),
+    (["audit", "--dataset", "iris", "--model", "kinds.py:clusters", "--non-private",
+      "--reference-models", "4", "--seed", "0", "--out", "a"], "need a classifier"),
+])
+def test_an_estimator_of_the_wrong_kind_is_refused_before_any_work(tmp_path, monkeypatch, capsys,
+                                                                  argv, expected):
+    """A KMeans in predict fit ignored the labels and released cluster ids as predictions; a
+    Ridge or KMeans in audit failed in trial 0 with a withheld error (eighth new-user pass)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kinds.py").write_text(
+        "from sklearn.cluster import KMeans\nfrom sklearn.linear_model import Ridge\n"
+        "clusters = KMeans(n_clusters=2, n_init=2)\nregression = Ridge()\n")
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "s").exists() and not (tmp_path / "a").exists()
