@@ -192,6 +192,10 @@ INDEX_LIST_MARKER = "record indices with per-record upper bounds: do not publish
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+#: A checkpoint chunk's name (``pac.engine._checkpoint``: ``trials_<start>_<stop>.npz``).
+_CHUNK = re.compile(r"trials_\d{12}_\d{12}\.npz")
+
+
 def _private_kind(entry: os.DirEntry) -> str | None:
     """What private pacpriv artefact the file ``entry`` is (None: none), by the markers its
     writer leaves: a prediction state's ``secret.json``/``worlds.npz``, a checkpoint's
@@ -202,6 +206,9 @@ def _private_kind(entry: os.DirEntry) -> str | None:
         return "a prediction state (the secret world index and the world models)"
     if name.endswith(".masks.npy"):
         return "a disk-backed run's outputs (un-noised outputs and subset masks)"
+    if _CHUNK.fullmatch(name):  # a checkpoint's chunk, with or without its manifest (eighth
+        # new-user pass: chunks left after the manifest was deleted took a report beside them)
+        return "a checkpoint's trials (un-noised outputs and subset masks)"
     try:
         if not entry.is_file(follow_symlinks=False):
             return None

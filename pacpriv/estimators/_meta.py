@@ -124,8 +124,11 @@ class _PACPrivate(BaseEstimator):
                              "public (never records of the training data).")
         public = np.asarray(self.public_X, dtype=np.float64)
         if public.ndim != 2 or public.shape[1] != n_features or not np.isfinite(public).all():
+            found = ("" if public.ndim != 2 or public.shape[1] != n_features
+                     else f" ({int(np.count_nonzero(~np.isfinite(public)))} NaN or infinite "
+                     "entries)")  # public rows: a count is not a private fact
             raise ValueError(f"`public_X` must be a finite 2-D array with {n_features} "
-                             f"columns; got shape {public.shape}.")
+                             f"columns; got shape {public.shape}{found}.")
         return FitMechanism(estimator, public_X=public, anchors=classes,
                             method=score_method(estimator, self._classifier))
 

@@ -148,3 +148,20 @@ def test_an_estimator_of_the_wrong_kind_is_refused_before_any_work(tmp_path, mon
     err = capsys.readouterr().err
     assert rc == 2 and expected in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "s").exists() and not (tmp_path / "a").exists()
+
+
+def test_a_report_never_lands_beside_checkpoint_chunks_without_their_manifest(
+        tmp_path, monkeypatch, capsys):
+    """With the manifest deleted, a checkpoint's trials_*.npz chunks (un-noised outputs and
+    masks) no longer stopped a report from being written beside them (eighth new-user pass)."""
+    monkeypatch.chdir(tmp_path)
+    args = ["pac", "run", "--mechanism", "mean", "--dataset", "iris", "--mi-budget", "0.5",
+            "--trials", "200", "--seed", "0", "--no-progress"]
+    assert main([*args, "--checkpoint", "ck", "--out", "r"]) == 0
+    (tmp_path / "ck" / "manifest.json").unlink()
+    assert any(p.name.startswith("trials_") for p in (tmp_path / "ck").iterdir())
+    capsys.readouterr()
+    rc = main([*args, "--out", "ck"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "a checkpoint's trials" in err, err
+    assert not (tmp_path / "ck" / "report.json").exists()

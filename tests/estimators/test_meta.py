@@ -310,3 +310,17 @@ def test_a_pipeline_with_parameter_release_says_to_wrap_its_final_estimator():
     with pytest.raises(ValueError, match=r"Pipeline's other steps are fitted on the data too: "
                                          r"wrap the final estimator instead"):
         clf.fit(X, y)
+
+
+def test_public_x_with_a_nan_says_so():
+    """'must be a finite 2-D array ...; got shape (5, 3)' did not point at the NaN (eighth pass)."""
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    public = np.zeros((5, 3))
+    public[2, 1] = np.nan
+    clf = PACPrivateClassifier(LogisticRegression(), target_accuracy=0.6, n_trials=16,
+                               random_state=0, release="decision_function", public_X=public)
+    with pytest.raises(ValueError, match=r"got shape \(5, 3\) \(1 NaN or infinite entries\)"):
+        clf.fit(X, y)

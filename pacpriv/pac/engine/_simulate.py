@@ -173,6 +173,10 @@ def _as_pool_array(value: Any, name: str) -> np.ndarray:
         raise TypeError(
             f"`{name}` must be an array of shape (n_records, ...); got {type(value).__name__}."
         )
+    if hasattr(value, "pool") and hasattr(value, "to_dict"):  # a pacpriv Dataset: 0-d too
+        raise TypeError(f"`{name}` is a {type(value).__name__}; pass its `.pool` (and "
+                        "`dataset=<it>.to_dict()` to run_pac, so the report records its "
+                        "name, columns and preprocessing).")
     if hasattr(value, "tocsr") and hasattr(value, "nnz"):  # scipy.sparse: np.asarray -> 0-d
         raise TypeError(f"`{name}` is a scipy sparse matrix ({type(value).__name__}); pass a "
                         "dense array (e.g. X.toarray()), or an array of row indices and load "

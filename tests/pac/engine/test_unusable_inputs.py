@@ -37,3 +37,13 @@ def test_a_mechanism_that_cannot_be_pickled_is_named():
                                         r"n_jobs=1"):
         run_pac(f, pool, mi_budget=0.1, n_trials=20, rng=0,
                 execution=ExecutionOptions(progress=False, n_jobs=2))
+
+
+def test_a_dataset_object_as_the_pool_says_to_pass_its_pool():
+    import pacpriv
+
+    d = pacpriv.load_dataset("iris")
+    with pytest.raises(TypeError, match=r"`pool` is a Dataset; pass its `.pool` \(and "
+                                        r"`dataset=<it>.to_dict\(\)`"):
+        run_pac(lambda S: S[0].mean(0), d, mi_budget=0.1, n_trials=40, rng=0,
+                execution=ExecutionOptions(progress=False))
