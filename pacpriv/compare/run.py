@@ -126,6 +126,10 @@ def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm
             raise ValueError(class_labels_message(where, "compare_pac_dpsgd", None,
                                                   dataset.n_records))
         check_class_labels(dataset.y, where, "compare_pac_dpsgd")
+    if dataset.y is None:  # "has classes None" said nothing (eighth new-user pass)
+        raise ValueError(f"`dataset` {dataset.name!r} has no labels: compare trains a "
+                         "classifier; load a labelled pool (load_dataset(path, "
+                         "label_column=...)).")
     if dataset.classes is None or len(dataset.classes) < 2 or dataset.n_records < 8:
         raise ValueError(
             f"`dataset` must be a classification pool with >= 2 classes and >= 8 records; "

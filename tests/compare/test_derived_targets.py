@@ -85,3 +85,14 @@ def test_predict_fit_target_a_step_above_half_is_named(tmp_path, monkeypatch, ca
     assert err == ("pacpriv: error: --target-accuracy 0.5000000000000001 is too close to the "
                    "blind-guess rate 0.5: it allows a total budget of 0 nats; give a larger one")
     assert os.listdir(tmp_path) == []
+
+
+def test_an_unlabelled_pool_says_it_has_no_labels(tmp_path):
+    """'pool' has classes None said nothing (eighth new-user pass)."""
+    import numpy as np
+
+    from pacpriv.compare import compare_pac_dpsgd
+
+    np.save(tmp_path / "pool.npy", np.random.default_rng(0).normal(size=(50, 3)))
+    with pytest.raises(ValueError, match=r"'pool' has no labels: compare trains a classifier"):
+        compare_pac_dpsgd(str(tmp_path / "pool.npy"), target_accuracy=0.6)
