@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,13 @@ import pytest
 # another test's captured (and by then closed) stream, a PytestUnhandledThreadExceptionWarning.
 # Tests never need that forwarding (test_backends starts its own runtime without it).
 os.environ.setdefault("RAY_LOG_TO_DRIVER", "0")
+
+# A suite started in the background of a shell without job control (`cmd &` in a script,
+# nohup) inherits SIGINT as ignored, and Python then installs no KeyboardInterrupt handler;
+# every Ctrl-C test (in this process or in a subprocess, which inherits the ignore) would fail
+# for the environment's sake. Ctrl-C is what those tests exercise: restore Python's handler.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: Reference values computed independently of pacpriv (see tests/data/PROVENANCE.md).
 REFERENCE_DIR = Path(__file__).resolve().parent / "data"
