@@ -192,14 +192,13 @@ def _load_user_model(args):
         model = load_object(args.model, what="model")
     except (ValueError, TypeError, FileNotFoundError) as err:
         raise UsageError(f"--model {args.model!r}: {err}") from None
-    from pacpriv.estimators._meta import _estimator_type
+    from pacpriv.estimators._meta import check_estimator_kind
 
-    kind = None
+    instance = model
     with contextlib.suppress(Exception):  # a class needing arguments is checked where used
-        kind = _estimator_type(model() if isinstance(model, type) else model)
-    if kind is not None and kind != "classifier":  # failed in trial 0 (eighth new-user pass)
-        raise UsageError(f"--model {args.model!r} is a {kind} (its scikit-learn estimator "
-                         "type); the audit's membership attacks need a classifier")
+        instance = model() if isinstance(model, type) else model
+    check_estimator_kind(instance, ("classifier",), f"--model {args.model!r}",  # not in trial 0
+                         "the audit's membership attacks need a classifier")
     return model
 
 

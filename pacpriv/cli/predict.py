@@ -94,15 +94,6 @@ def _estimator(name: str):
     obj = load_object(name, what="estimator")
     if isinstance(obj, type):  # an estimator class: instantiate with defaults
         obj = obj()
-    from pacpriv.estimators._meta import _estimator_type
-
-    kind = _estimator_type(obj)
-    if kind is not None and kind not in ("classifier", "regressor"):
-        # a clusterer ignored the labels and its cluster ids were released as predictions
-        # (eighth new-user pass)
-        raise UsageError(f"--estimator {name!r} is a {kind} (its scikit-learn estimator "
-                         "type); predict fit needs a classifier or a regressor, fitted on "
-                         "the labels")
     return obj  # an estimator instance, or a fit function fit(subset) -> model
 
 
@@ -174,9 +165,7 @@ def add_parser(subparsers, name: str) -> None:
     )
     sub = p.add_subparsers(dest="command", metavar="{fit,query,status}")
     sub.required = True
-
     _add_fit_parser(sub)
-
     query = sub.add_parser("query", help="answer query rows from a file or a bundled dataset",
                            description="Answer rows in order; each spends the per-query budget.")
     query.add_argument("--state", required=True, help="fitted state directory")
@@ -195,7 +184,6 @@ def add_parser(subparsers, name: str) -> None:
                        help="the ledger store when it is not "
                        "DIR/ledger.db (postgresql://... of the served replicas)")
     query.set_defaults(handler=_query)
-
     status = sub.add_parser("status", help="budget state; optionally write a report")
     status.add_argument("--state", required=True, help="fitted state directory")
     status.add_argument("--out", default=None, help="write report.json/report.md here")
@@ -221,15 +209,14 @@ def add_serve_parser(subparsers, name: str) -> None:
                    "SQLite); postgresql://... to share one ledger between replicas")
     p.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1; any "
                    "other needs API keys)")
-    p.add_argument("--port", type=integer, default=8000, help="TCP port, in [1, 65535] (default "
-                                                              "8000)")
+    p.add_argument("--port", type=integer, default=8000,
+                   help="TCP port, in [1, 65535] (default 8000)")
     p.add_argument("--max-body-bytes", type=integer, default=1 << 20,
                    help="largest request body in bytes, >= 64 (default 1 MiB; larger: 413)")
     p.add_argument("--max-rows", type=integer, default=1000,
                    help="most query rows per request, >= 1 (default 1000; more: 413)")
-    p.add_argument("--rate-limit", type=number, default=50.0,
-                   help="POST /predict requests per second per key (default 50; over: 429 "
-                   "+ Retry-After); GET /budget, which spends nothing, is not limited")
+    p.add_argument("--rate-limit", type=number, default=50.0, help="POST /predict requests "
+                   "per second per key (default 50; over: 429); GET /budget is not limited")
     p.add_argument("--timeout", type=number, default=30.0,
                    help="seconds per request (default 30; past it: 503, charge refunded)")
     p.add_argument("--idempotency-ttl", type=number, default=86400.0,
@@ -312,7 +299,6 @@ def _keys(args) -> int:
 def _state_total_budget(state) -> float | None:
     """The total budget (nats) in the state's config.json (None if it cannot be read)."""
     import json
-
     try:
         return float(json.loads((Path(state) / "config.json").read_text())["total_budget"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -429,7 +415,10 @@ def _check_estimator_kind(args, estimator) -> None:
     """Refuse, before any work, an ``--estimator`` that is neither a scikit-learn-style
     estimator, a torch fitter nor a callable (a fit function ``fit((X, y)) -> model``)."""
     if hasattr(estimator, "fit") and hasattr(estimator, "get_params"):
-        return
+        from pacpriv.estimators._meta import check_estimator_kind  # a clusterer's ids were
+        return check_estimator_kind(estimator, ("classifier", "regressor"),  # released
+                                    f"--estimator {args.estimator!r}", "predict fit needs a "
+                                    "classifier or a regressor, fitted on the labels")
     from pacpriv.prediction._worlds import as_world_fitter
 
     try:

@@ -91,6 +91,14 @@ class _PACPrivate(BaseEstimator):
         if not callable(getattr(estimator, "fit", None)):
             raise TypeError(f"`estimator` must be a scikit-learn {want} (with fit); got "
                             f"{type(estimator).__name__}.")
+        if self.release == "parameters" and hasattr(estimator, "steps"):  # a Pipeline
+            raise ValueError(
+                f"release='parameters' releases named attributes of one estimator, and a "
+                f"{type(estimator).__name__}'s other steps are fitted on the data too: wrap "
+                "the final estimator instead, e.g. make_pipeline(StandardScaler(), "
+                f"{type(self).__name__}(LogisticRegression(), ...)) (the other steps' "
+                "statistics are then outside the bound), or use "
+                "release='decision_function' with public_X.")
         kind = _estimator_type(estimator)
         if kind is not None and kind != want:
             other = {"classifier": "PACPrivateClassifier",
@@ -168,14 +176,6 @@ class _PACPrivate(BaseEstimator):
         if self.release == "parameters":  # the carrier first: a missing attribute fails now
             carrier = public_carrier(estimator, X.shape[1], classes)
             missing = [a for a in self.attributes if not hasattr(carrier, a)]
-            if missing and hasattr(estimator, "steps"):  # a Pipeline: other steps are fitted
-                raise ValueError(
-                    f"release='parameters' releases named attributes of one estimator, and a "
-                    f"{type(estimator).__name__}'s other steps are fitted on the data too: wrap "
-                    "the final estimator instead, e.g. make_pipeline(StandardScaler(), "
-                    f"{type(self).__name__}(LogisticRegression(), ...)) (the other steps' "
-                    "statistics are then outside the bound), or use "
-                    "release='decision_function' with public_X.")
             if missing:
                 raise ValueError(f"the fitted {type(estimator).__name__} has no attribute "
                                  f"{missing[0]!r} to release (`attributes`); name its fitted "
@@ -236,6 +236,21 @@ class _PACPrivate(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+def check_estimator_kind(estimator: Any, allowed: tuple[str, ...], where: str,
+                         need: str) -> None:
+    """Refuse an estimator whose declared scikit-learn type is not in ``allowed`` (an
+    undeclared type passes: it is checked where it is used).
+
+    Raises
+    ------
+    ValueError
+        ``"<where> is a <type> (its scikit-learn estimator type); <need>"``.
+    """
+    kind = _estimator_type(estimator)
+    if kind is not None and kind not in allowed:
+        raise ValueError(f"{where} is a {kind} (its scikit-learn estimator type); {need}")
 
 
 def _estimator_type(estimator: Any) -> str | None:
