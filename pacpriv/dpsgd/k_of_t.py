@@ -183,6 +183,44 @@ def _chain_settings(sigma: float, epochs: int, tol: float):
                          dln=max(0.05, 0.07 / grow**0.5) * scale)
 
 
+#: Resolution of the pruned k-of-t chains for k > CHAIN_MAX_K (3- and 4-dimensional states):
+#: (coordinate nodes, cell width in ln units, pruning budget of one epoch) of the upper and
+#: the lower chain, and the coarse ones for a tolerance ≥ 5e-3
+HIGH_K_UPPER, HIGH_K_LOWER, HIGH_K_COARSE = (70, 0.055, 1e-5), (60, 0.04, 1e-4), (40, 0.08, 1e-5)
+#: Cap on one step's candidate atoms × split corners of those chains (memory: the candidates
+#: take 16 bytes per axis, so ≤ 0.5 GB at k = 3)
+HIGH_K_MAX_ATOMS = 120_000_000
+
+
+def _high_k_chains(sigma: float, steps: int, k: int, epochs: int, tol: float) -> dict | None:
+    """The pruned upper and lower k-of-t chains for ``k > CHAIN_MAX_K``, each within
+    :data:`CHAIN_WORK_BUDGET` (:mod:`pacpriv.dpsgd._exact.koft_chain`: states of least mass
+    are sent to ``T ∈ {0, +∞}`` on the upper chain, with their Q-mass, and merged into their
+    mean on the lower one). Returns the keys of the chains that ran, or None."""
+    from pacpriv.dpsgd._exact.koft_chain import ChainSettings, koft_chain_tv
+
+    out: dict = {"work": 0.0}
+    for upper, (n_w, dln, prune) in ((True, HIGH_K_UPPER), (False, HIGH_K_LOWER)):
+        if tol >= 5e-3:
+            n_w, dln, prune = HIGH_K_COARSE
+        # the upper chain's pruned Q-mass adds up to E·prune to the TV: at most 1e-4 in all
+        prune = min(prune, 1e-4 / epochs) if upper else prune
+        try:
+            r = koft_chain_tv(sigma, steps, k, epochs,
+                              ChainSettings(n_w=n_w, dln=dln, prune=prune,
+                                            max_atoms=HIGH_K_MAX_ATOMS),
+                              work_budget=CHAIN_WORK_BUDGET, ends=(upper,))
+        except ValueError:  # composition window above its memory cap
+            r = None
+        if r is not None:
+            out["work"] += r.pop("work")
+            end = "upper" if upper else "lower"
+            out.update({f"{key}_{end}" if key in ("n_w", "dln") else key: v
+                        for key, v in r.items()})
+            out[f"prune_{end}"] = prune
+    return out if ("tv_upper" in out or "tv_lower" in out) else None
+
+
 def _split_upper(sigma: float, steps: int, k: int, epochs: int, tol: float) -> dict | None:
     """Upper end by partial stratification (:mod:`pacpriv.dpsgd._exact.koft_split`): the
     k-of-t pair is a garbling of the product of the blocks' pairs ``k_j`` of ``t_j``
@@ -234,23 +272,28 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
         details["split"] = split
         if split["accuracy_upper"] < upper:
             upper, details["upper_source"] = split["accuracy_upper"], "split k-of-t chains"
-    chain = None
     if k <= CHAIN_MAX_K:
         from pacpriv.dpsgd._exact.koft_chain import koft_chain_tv
 
         chain = koft_chain_tv(sigma, steps, k, epochs, _chain_settings(sigma, epochs, tol),
                               work_budget=CHAIN_WORK_BUDGET)
-    if chain is not None:
+    else:
+        chain = _high_k_chains(sigma, steps, k, epochs, tol)
+    if chain is not None and "tv_upper" in chain:
         chain_upper = 0.5 + 0.5 * chain["tv_upper"]
         if chain_upper < upper:
             upper, details["upper_source"] = chain_upper, "k-of-t chain"
+        details["chain"] = {**chain, "accuracy_upper": chain_upper}
+    if chain is not None and "tv_lower" in chain:
         lower = min(0.5 + 0.5 * chain["tv_lower"], upper)
-        details["chain"] = {**chain, "accuracy_upper": chain_upper,
+        details["chain"] = {**details.get("chain", chain),
                             "accuracy_lower": 0.5 + 0.5 * chain["tv_lower"]}
         details["lower_source"] = "k-of-t chain"
         if upper - lower <= max(tol, CHAIN_WIDTH):
             return {"lower": lower, "upper": upper, "estimate": 0.5 * (lower + upper),
                     "details": details, "lower_confidence": 1.0}
+    else:
+        chain = None
     need = 2.0 * math.log(2.0 / (1.0 - MC_CONFIDENCE)) / (tol * tol)
     cap = MC_WORK_BUDGET / (epochs * steps * (k + 4.0))
     n = int(max(2000.0, min(need, cap)))
@@ -287,7 +330,7 @@ def exact_result(sigma, steps, epochs, k: int, tol: float, exact_k1) -> ExactAcc
         warnings.warn(f"exact accuracy interval width {width:.3g} exceeds tolerance {tol:g} "
                       f"(k = {k}: {cause}); the interval is still certified",
                       PacprivWarning, stacklevel=3)
-    ran = ", upper k-of-t chain" if "chain" in r["details"] else ""
+    ran = ", upper k-of-t chain" if "accuracy_upper" in r["details"].get("chain", {}) else ""
     if "split" in r["details"]:
         blocks = " x ".join(f"{kj}-of-{tj}" for tj, kj in r["details"]["split"]["blocks"])
         ran += f", upper chains of the partial stratification {blocks}"
