@@ -24,10 +24,12 @@ The exact accuracy ``½ + ½·TV(P^⊗E, Q^⊗E)`` is bracketed by
   ``k ≤ CHAIN_MAX_K`` within :data:`CHAIN_WORK_BUDGET`, the upper k-of-t chain
   (:mod:`pacpriv.dpsgd._exact.koft_chain`: convex-order splits of the coordinates and of the
   ``k``-dimensional states of ``e_1..e_k``); for larger ``k``, within the same budget, the
+  pruned upper k-of-t chain (its states of least Q-mass sent to ``T ∈ {0, +∞}``) and the
   product of the upper chains of a partial stratification into blocks "``k_j`` of ``t_j``",
   ``k_j ≤ CHAIN_MAX_K`` (:mod:`pacpriv.dpsgd._exact.koft_split`; the same relabelling
   argument as Theorem 2);
-* below: the lower k-of-t chain (a garbling; deterministic) where it runs and is at most
+* below: the lower k-of-t chain (a garbling; deterministic; for ``k > CHAIN_MAX_K`` pruned:
+  its states of least P-mass merged into their mean) where it runs and is at most
   ``max(tolerance, 1e-3)`` wide; else also (larger one kept; confidence ``1 − γ``) a
   Monte-Carlo estimate of ``TV = E_Q[(1 − e^{−L})_+]``, an expectation of a ``[0, 1]``
   variable, lowered by the empirical-Bernstein deviation of Maurer & Pontil (2009, Thm 4).
@@ -158,8 +160,8 @@ def monte_carlo_total_variation(
 MC_WORK_BUDGET = 1e8
 #: Confidence of the Monte-Carlo lower end of the k-of-t interval
 MC_CONFIDENCE = 0.999
-#: Largest k for which the deterministic k-of-t chains are tried (their states are
-#: k-dimensional: at k = 3 they need more work than the 10 s target allows)
+#: Largest k for which the deterministic k-of-t chains run without pruning (their states
+#: are k-dimensional; beyond it the pruned chains run, and the split's blocks hold ≤ it)
 CHAIN_MAX_K = 2
 #: Work budget of one k-of-t chain (state atoms × coordinate nodes × 2^k summed over the
 #: steps, ~2–5 s on one core); beyond it the Monte-Carlo lower end is used
@@ -247,11 +249,13 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
     """Certified interval for the k-of-t exact accuracy (see the module docstring).
 
     First the deterministic k-of-t chains (:func:`pacpriv.dpsgd._exact.koft_chain.
-    koft_chain_tv`), when their work fits :data:`CHAIN_WORK_BUDGET`: then the lower end is
-    theirs (deterministic) and the upper end the smallest of theirs, the chi-square bound and
-    the stratified one. For ``k > CHAIN_MAX_K`` the upper end is the smallest of the
-    chi-square bound, the stratified one and (when it fits the same budget) the partially
-    stratified one (``details["split"]``). Otherwise the Monte-Carlo lower end: its draws
+    koft_chain_tv`; pruned for ``k > CHAIN_MAX_K``, each chain on its own), when their work
+    fits :data:`CHAIN_WORK_BUDGET`: then the lower end is theirs (deterministic) and the upper
+    end the smallest of theirs, the chi-square bound and the stratified one. For
+    ``k > CHAIN_MAX_K`` the upper end is also at most the partially stratified one (when it
+    fits the same budget; ``details["split"]``). When the chains' interval is wider than
+    ``max(tol, CHAIN_WIDTH)`` or the lower chain does not run, the Monte-Carlo lower end
+    also runs (the larger lower end is kept): its draws
     are seeded from ``(σ, t, E, k)`` (repeated calls agree) and their number is
     ``8 ln(2/γ)/(4 tol²)`` capped by :data:`MC_WORK_BUDGET` (at least 2000). ``exact_k1`` is
     :func:`pacpriv.dpsgd.exact_membership_inference_accuracy` (passed in by it: this module

@@ -28,6 +28,15 @@ order in the cell widths. The work is ``t × (states × n_w × 2^k)``: the chain
 while the number of states stays below ``max_atoms`` (else ``None``: the caller keeps its
 other bounds).
 
+Pruning (``ChainSettings.prune > 0``, used at ``k ≥ 3`` where almost every cell of the
+``k``-dimensional state grid is nearly empty): given a state ``x`` the chain's final ``T`` has
+mean ``r_0 + Σ_i r_i x_i`` (:func:`_future_mean`; every later split keeps means). The upper
+chain replaces the conditional law of ``T`` given each of its states of least Q-mass by the
+two-point law on ``0`` and ``+∞`` with that mean (the largest element of the convex order
+with that mean): P-mass to ``T = 0``, Q-mass to ``+∞``. The lower chain merges its states
+of least P-mass into their conditional mean (conditioning on less: still a garbling). Each
+cuts at most ``prune`` per epoch, half on a step's candidates and half on its split states.
+
 Round-off is bounded and put on the pessimistic side: the upper chain adds its stop-loss
 slack (mass errors of the coordinate's law, relative errors of the state arithmetic, each
 with ``E_P[T] = 1``) to the Q-mass at ``+∞``; the lower chain carries an l1 error of its
