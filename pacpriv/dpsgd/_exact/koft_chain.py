@@ -35,7 +35,8 @@ chain replaces the conditional law of ``T`` given each of its states of least Q-
 two-point law on ``0`` and ``+∞`` with that mean (the largest element of the convex order
 with that mean): P-mass to ``T = 0``, Q-mass to ``+∞``. The lower chain merges its states
 of least P-mass into their conditional mean (conditioning on less: still a garbling). Each
-cuts at most ``prune`` per epoch, half on a step's candidates and half on its split states.
+cuts at most ``prune/(t − 1)`` per step (after the step's split or merge), ``prune`` per
+epoch.
 
 Round-off is bounded and put on the pessimistic side: the upper chain adds its stop-loss
 slack (mass errors of the coordinate's law, relative errors of the state arithmetic, each
@@ -156,16 +157,16 @@ def _corners(states: np.ndarray, p: np.ndarray, dln: np.ndarray
     (distinct rows) and their masses (the tensor product of one two-point split per axis,
     each preserving that axis' value)."""
     d = states.shape[1]
-    a = np.floor(np.log(states) / dln).astype(np.int64)
+    ln = np.log(states)
+    a = np.floor(ln / dln).astype(np.int64)
     key, mn, span = _keys(a)
-    lo = np.exp(a * dln)
-    beta = np.clip((states - lo) / (lo * np.expm1(dln)), 0.0, 1.0)
-    weights = []
-    for corner in range(2**d):
-        w = p
-        for i in range(d):
-            w = w * (beta[:, i] if (corner >> i) & 1 else 1.0 - beta[:, i])
-        weights.append(w)
+    # position in the cell: (x − lo)/(lo·(e^Δ − 1)) = expm1(ln x − aΔ)/expm1(Δ)
+    beta = np.clip(np.expm1(ln - a * dln) / np.expm1(dln), 0.0, 1.0)
+    ends = [(1.0 - beta[:, i], beta[:, i].copy()) for i in range(d)]
+    weights = [p]  # weights[c]: corner c (bit i: upper end of axis i)
+    for i in range(d):
+        weights = weights + [w * ends[i][1] for w in weights]
+        weights[:len(weights) // 2] = [w * ends[i][0] for w in weights[:len(weights) // 2]]
     ukey, sums = _group(key, weights, int(np.prod(span.astype(np.float64))))
     cells = _decode(ukey, mn, span)
     offsets = [np.array([(c >> i) & 1 for i in range(d)]) for c in range(2**d)]
@@ -285,10 +286,6 @@ def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSet
         cols = [c.ravel() for c in cols]
         new, pn = np.stack(cols, axis=1), (p[:, None] * px[None, :]).ravel()
         lo, hi = nlo, nhi
-        if j < t - 1:  # half of the step's pruning budget on the candidates, half after
-            new, pn, cq, cp = _prune(new, pn, _future_mean(j, t, k, m_w), lo,
-                                     0.5 * settings.prune / (t - 1), upper)
-            pruned_q, pruned_p = pruned_q + cq, pruned_p + cp
         if j == t - 1:
             keep = pn > 0
             states, p = new[keep], pn[keep]
@@ -300,7 +297,7 @@ def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSet
         except OverflowError:  # states spread over more cells than int64 keys can label
             return None
         states, p, cq, cp = _prune(states, p, _future_mean(j, t, k, m_w), lo,
-                                   0.5 * settings.prune / (t - 1), upper)
+                                   settings.prune / (t - 1), upper)
         pruned_q, pruned_p = pruned_q + cq, pruned_p + cp
     if not np.all(np.isfinite(states)):  # overflow: no bound from this chain
         return None
