@@ -271,9 +271,10 @@ def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSet
         n = states.shape[0]
         d = nhi - nlo + 1
         step = float(n * x.size) * (2**d if upper else d + 1)
-        # the work still to come: this step's times the steps left, or (pruned chains,
-        # whose states shrink after the first steps) twice this step's
-        ahead = step * (min(2, t - j) if settings.prune > 0.0 else t - j)
+        # the work still to come: this step's times the steps left, or (pruned chains, whose
+        # states shrink once they are k-dimensional) 17 times this step's while the states
+        # still grow (j < k; measured growth ×19–22 a step there) and twice it after
+        ahead = step * (min(17 if j < k else 2, t - j) if settings.prune > 0.0 else t - j)
         if step > settings.max_atoms or work + ahead > work_budget:
             return None
         work += step
