@@ -89,3 +89,27 @@ def test_reference_numbers_at_d_200(bench):
     for name, want in pinned.items():
         assert ratio[name] == pytest.approx(want, rel=1e-5), name
     assert ratio["PCA D=r^½ (residual)"] > ratio["PCA α=½"]
+
+
+def test_exact_charge_column_is_at_least_the_oracle(bench):
+    """``run_cell``'s ``exact``: the certified shape scaled to its exact trace charge (from the
+    factor of a Poisson sum, or the dense covariance when clipped or Gaussian), never below
+    the oracle ``(tr Σ^{1/2})²/(2v)`` (Cauchy–Schwarz on ``tr(Σ_B) · tr(Σ_B⁻¹Σ)``)."""
+    mech = bench.poisson_sum(30, n_records=40)
+    res = bench.run_cell(mech, 64, 3, n_mc=2000, seed=1)
+    assert 1.0 <= res["exact"] < 3.0
+    res = bench.run_cell(bench.gaussian("decay", 5), 64, 3, n_mc=500)  # dense Σ
+    assert 1.0 <= res["exact"] < 3.0
+
+
+def test_trace_charge_from_the_factor_equals_the_dense_one(bench):
+    from pacpriv.pac.noise import certify_noise
+
+    mech = bench.poisson_sum(40, n_records=30)
+    plan = certify_noise(mech.draw(np.random.default_rng(2), 64), mi_budget=0.1)
+    law, inner, _ = bench.in_rescaled(mech, plan, np.zeros((1, 40)))
+    low = law.factor()
+    dense = bench._trace_charge(law.cov, None, inner)
+    assert dense == pytest.approx(bench._trace_charge(law.cov, low, inner), rel=1e-9)
+    q, var = bench._frame(inner)  # an independent full frame
+    assert dense == pytest.approx(float(np.sum(np.diag(q.T @ law.cov @ q) / var)), rel=1e-9)
