@@ -86,6 +86,11 @@ def test_interval_upper_end_is_the_minimum_and_tighter_at_a_docs_point():
                           d["chain"].get("accuracy_upper", 1.0))
     assert d["upper_source"] in ("split k-of-t chains", "k-of-t chain")
     assert r.lower <= r.upper and "2-of-8 x 1-of-4" in r.method
+    # the pruned k-of-t chains (tests/dpsgd/test_k_of_t_pruned.py) make it deterministic
+    # and at most 1e-3 wide there (issue 32, deliverable 5)
+    assert d["upper_source"] == "k-of-t chain" and d["lower_source"] == "k-of-t chain"
+    assert r.lower_confidence == 1.0 and r.upper - r.lower <= 1e-3
+    assert "monte_carlo" not in d
 
 
 def test_no_split_when_it_is_the_full_stratification_or_k_is_small():
