@@ -189,8 +189,9 @@ def _chain_settings(sigma: float, epochs: int, tol: float):
 #: (coordinate nodes, cell width in ln units, pruning budget of one epoch) of the upper and
 #: the lower chain, and the coarse ones for a tolerance ≥ 5e-3
 HIGH_K_UPPER, HIGH_K_LOWER, HIGH_K_COARSE = (70, 0.055, 1e-5), (60, 0.04, 1e-4), (40, 0.08, 1e-5)
-#: Cap on one step's candidate atoms × split corners of those chains (memory: the candidates
-#: take 16 bytes per axis, so ≤ 0.5 GB at k = 3)
+#: Cap on one step's candidate atoms × split corners of those chains (memory: about 16 bytes
+#: per candidate and axis at a step's peak; the work budget bounds it further: measured peak
+#: of a whole interval 0.9 GB at the docs' k = 3 points)
 HIGH_K_MAX_ATOMS = 120_000_000
 
 
