@@ -61,6 +61,7 @@ from pacpriv.prediction._state import StateDir
 from pacpriv.prediction._worlds import (
     as_world_fitter,
     check_fitter_output,
+    check_world_classes,
     fit_fingerprint,
     fit_worlds,
     model_factory_of,
@@ -240,12 +241,22 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         self._pool, self.n_records = checked, n_records
         self.feature_shape = tuple(int(s) for s in first.shape[1:])
         self._pool_print = json.loads(_json.dumps(pool_fingerprint(checked)))
+        if self._state is None or not self._state.exists():
+            self._check_worlds()  # before the state folder is created
         if self._state is not None:
             fingerprint = self._fingerprint()
             self._seeds = self._state.resume(fingerprint, self._config(fingerprint, self._seeds),
                                              self._seeds)
             if self._state.is_fitted():
                 self._load_fitted(self._state)
+            else:  # a resumed state: its stored world seed
+                self._check_worlds()
+
+    def _check_worlds(self) -> None:
+        """Every world of a classifier holds every class (public masks, before any fit)."""
+        check_world_classes(self._fitter, self._settings.output, self._pool,
+                            n_worlds=self.n_worlds, sampler=self._sampler,
+                            world_seed=self._seeds.world_seed)
 
     def _fingerprint(self) -> dict:
         return {"pool": self._pool_print, "sampler": self._sampler.to_dict(),

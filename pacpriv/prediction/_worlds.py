@@ -46,6 +46,7 @@ __all__ = [
     "WorldFitter",
     "as_world_fitter",
     "check_fitter_output",
+    "check_world_classes",
     "fit_fingerprint",
     "fit_worlds",
     "model_factory_of",
@@ -141,6 +142,32 @@ def check_fitter_output(fitter: Any, output: Any) -> None:
     raise ValueError(f"`output`={output!r} is not available for {name} ({why}); it supports "
                      f"{', '.join(supported) or 'none of the built-in outputs'} (or pass a "
                      "callable output(model, X) -> (n, d)).")
+
+
+def check_world_classes(fitter: Any, output: Any, pool: Any, *, n_worlds: int, sampler: Any,
+                        world_seed: np.random.SeedSequence, name: str = "`n_worlds`") -> None:
+    """Refuse, before any world is fitted, worlds a scikit-learn classifier cannot be fitted
+    on: a world (the engine's public mask ``sampler.trial_mask(n, root=world_seed, index=j)``)
+    that lacks a class of the pool's labels fails to fit, or learns other ``classes_``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the first such world, the class counts (never a label) and the
+        largest count of worlds that works with this seed.
+    """
+    from pacpriv._validation import first_subset_missing_a_class, missing_class_message
+
+    if not (isinstance(fitter, SklearnFit) and fitter.supervised and isinstance(pool, tuple)
+            and len(pool) == 2 and trains_classifier(fitter, output)):
+        return
+    y = np.asarray(pool[1])
+    found = first_subset_missing_a_class(
+        y, lambda j: sampler.trial_mask(y.shape[0], root=world_seed, index=j), n_worlds,
+        inclusion=sampler.prior if sampler.independent_records else None)
+    if found is not None:
+        raise ValueError(missing_class_message(name, n_worlds, found, y.shape[0], unit="world",
+                                               step=sampler.trials_per_draw))
 
 
 def trains_classifier(fitter: Any, output: Any) -> bool:
