@@ -203,7 +203,8 @@ def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
             mech, pool, n_trials=st.per_record_trials,
             n_records_audited=X.shape[0] if st.per_record_records is None
             else st.per_record_records, root=trial_seed(root, 6),
-            execution=phase_execution(execution, name, "per_record"))
+            execution=phase_execution(execution, name, "per_record"), targets=tuple(targets),
+            confidence=conf)
 
     out = []
     for a in targets:

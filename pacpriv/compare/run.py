@@ -163,12 +163,12 @@ def _per_record_iv(n_trials, n_records, values, pool_size, black_box) -> dict:
         if trials < 10:
             raise ValueError(f"`per_record_trials` must be 0 or >= 10; got {trials}.")
         n_cert = trials - max(2, round(trials * _SHAPE_FRACTION))
-        if not isinstance(black_box, StableBlackBox):  # a declared range lowers the floor
-            for a in values["targets"]:
-                try:
-                    check_betting_feasible(a, n_cert, k, 0.5, values["confidence"])
-                except ValueError as err:
-                    raise ValueError(f"`per_record_trials`: {err}") from None
+        for a in values["targets"]:  # a declared range lowers the floor: its data-free
+            try:  # part here, the rest after the shape trials (check_scale_feasible)
+                check_betting_feasible(a, n_cert, k, 0.5, values["confidence"],
+                                       declared_range=isinstance(black_box, StableBlackBox))
+            except ValueError as err:
+                raise ValueError(f"`per_record_trials`: {err}") from None
     return {"per_record_trials": trials,
             "per_record_records": None if n_records is None else k}
 
@@ -269,6 +269,7 @@ def _validated(settings: ComparisonSettings, targets, dataset,
     check_derived(targets, steps_per_epoch=values["steps_per_epoch"], epochs=values["epochs"],
                   what=what)
     values["targets"] = targets
+    values["rule"].validate(n_trials=values["n_trials"])  # the whole-subset row's, up front
     if not isinstance(st.exact, bool):
         raise TypeError("`exact` must be a bool (include the exact-σ row).")
     box = as_black_box(st.black_box)
