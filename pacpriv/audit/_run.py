@@ -235,6 +235,9 @@ class AuditReport:
 
 def _check_out(out, overwrite) -> None:
     """``out`` is a folder (or new) without an earlier report unless ``overwrite``."""
+    if isinstance(out, (str, os.PathLike)):
+        from pacpriv._files import refuse_link_loop
+        refuse_link_loop(Path(out), "`out`")  # not "an existing file" or a missing link
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ValueError("`out` is an existing file; give a directory path.")
     if out is not None and overwrite is not True:
