@@ -269,12 +269,12 @@ def _validated(settings: ComparisonSettings, targets, dataset,
     check_derived(targets, steps_per_epoch=values["steps_per_epoch"], epochs=values["epochs"],
                   what=what)
     values["targets"] = targets
-    values["rule"].validate(n_trials=values["n_trials"])  # the whole-subset row's, up front
     if not isinstance(st.exact, bool):
         raise TypeError("`exact` must be a bool (include the exact-σ row).")
     box = as_black_box(st.black_box)
     per_record = _per_record_iv(st.per_record_trials, st.per_record_records, values,
                                 ds.n_records, box)
+    values["rule"].validate(n_trials=values["n_trials"])  # the whole-subset row's, up front
     return ds, ComparisonSettings(
         epochs=values["epochs"], steps_per_epoch=values["steps_per_epoch"],
         max_grad_norm=values["max_grad_norm"], learning_rate=values["learning_rate"],
@@ -310,10 +310,14 @@ def _targets(target_accuracies) -> tuple[float, ...]:
     return out
 
 
-def _results(ds, root, targets, st, execution, tic) -> list[ComparisonResult]:
+def _results(ds, root, targets, st, execution, tic, *,
+             started: float | None = None) -> list[ComparisonResult]:
     from pacpriv.compare.experiment import run_comparison  # imports torch (pacpriv[torch])
+    from pacpriv.pac.engine._limit import whole_run_words
 
-    parts = run_comparison(ds, root=root, targets=targets, settings=st, execution=execution)
+    with whole_run_words(execution.time_limit):  # one limit for all the simulations
+        parts = run_comparison(ds, root=root, targets=targets, settings=st,
+                               execution=execution, started=started)
     elapsed = time.perf_counter() - tic
     return [ComparisonResult(seed=seed_to_dict(root), elapsed_s=elapsed,
                              threat_models=dict(THREAT_MODELS), **p) for p in parts]
@@ -487,8 +491,9 @@ def compare_table(
                           "`target_accuracies`") for d in names]
     execution = _execution(execution)
     root = checkpoint_root(rng, execution)
-    tic = time.perf_counter()
+    tic, started = time.perf_counter(), time.monotonic()
     results: list[ComparisonResult] = []
     for ds, st in checked:
-        results += _results(ds, root, targets, st, execution, time.perf_counter())
+        results += _results(ds, root, targets, st, execution, time.perf_counter(),
+                            started=started)  # one time_limit for every dataset
     return ComparisonTable(results=tuple(results), elapsed_s=time.perf_counter() - tic)

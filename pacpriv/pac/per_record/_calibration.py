@@ -43,6 +43,7 @@ from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.pac.engine._limit import carry_over, whole_run_words
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
     execution_hints,
@@ -309,7 +310,9 @@ def simulate_calibration_trials(
     """Run the shape trials, fit the shape, run the certification trials (validated inputs).
 
     A ``checkpoint`` of ``execution`` keeps each simulation in a subfolder (``shape``,
-    ``certify``), so an interrupted run resumes where it stopped. Each of ``targets`` (at
+    ``certify``), so an interrupted run resumes where it stopped. Its ``time_limit`` covers
+    both simulations: the certification trials get what the shape trials left (their own
+    probe refuses them when that is too little). Each of ``targets`` (at
     ``confidence``) is checked between the two (:func:`check_scale_feasible`: the floor of a
     declared range depends on the shape trials), so an uncertifiable one is refused before
     the certification trials run."""
@@ -318,6 +321,7 @@ def simulate_calibration_trials(
     _, n_records = _check_pool(pool)
     n_shape, n_cert = _split(n_trials, shape, shape_fraction, "betting")
     opts = execution if execution is not None else ExecutionOptions(progress=False)
+    started = time.monotonic()
     shape_trials = simulate_differences(f, pool, n_trials=n_shape, sampler=sampler,
                                         records=records, rng=trial_seed(root, 0),
                                         execution=_phase(opts, "shape"))
@@ -329,9 +333,12 @@ def simulate_calibration_trials(
         check_scale_feasible(shape_d, None if bound is None else bound / min_std(geom) + pad,
                              target_accuracy=target, prior=sampler.sampling_rate,
                              confidence=confidence, n_certify=n_cert)
-    cert = simulate_distances(f, pool, geom, n_trials=n_cert, sampler=sampler, records=records,
-                              n_records=n_records, rng=trial_seed(root, 1),
-                              execution=_phase(opts, "certify"))
+    limit = opts.time_limit  # the whole run's: the certification trials get what is left
+    left = carry_over(opts, started, limit, before="the certification trials")
+    with whole_run_words(limit):
+        cert = simulate_distances(f, pool, geom, n_trials=n_cert, sampler=sampler,
+                                  records=records, n_records=n_records, rng=trial_seed(root, 1),
+                                  execution=_phase(left, "certify"))
     return CalibrationTrials(shape_trials, cert, shape, geom, shape_d, n_records,
                              time.perf_counter() - tic)
 
