@@ -190,6 +190,13 @@ def add_parser(subparsers, name: str) -> None:
     status.add_argument("--ledger", default=None, type=ledger_location,
                         help="the ledger store when it is not "
                         "DIR/ledger.db (postgresql://... of the served replicas)")
+    status.add_argument("--moved", action="store_true",
+                        help="confirm that --state is the original state folder moved to a "
+                        "new place across file systems (or restored), with nothing answered "
+                        "at the old place since: a state whose recorded folder is gone and "
+                        "whose ledger.db is another file is refused without it (a copy whose "
+                        "original was deleted would miss the original's later answers); "
+                        "once confirmed, every command opens it")
     status.set_defaults(handler=_status)
 
 
@@ -522,7 +529,7 @@ def _status(args) -> int:
     if args.out is not None:
         check_output_dir(args.out, "--out")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
-    pp = PrivatePredictor.load(args.state, ledger=args.ledger)
+    pp = PrivatePredictor.load(args.state, ledger=args.ledger, moved=args.moved)
     if args.out is not None:  # the state is loaded: take --out now, before printing anything
         hold_report_folder(args)
     if args.json:

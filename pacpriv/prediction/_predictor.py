@@ -307,20 +307,25 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         return self._ledger
 
     @classmethod
-    def load(cls, state: str | os.PathLike, *, ledger=None) -> PrivatePredictor:
+    def load(cls, state: str | os.PathLike, *, ledger=None,
+             moved: bool = False) -> PrivatePredictor:
         """Open a fitted state directory without the pool or the fit function (for serving).
 
         Reads ``config.json`` and builds the predictor through the same initialiser as the
         constructor; the result answers and reports, but cannot refit. ``ledger`` is the
         ledger store when it is not the state's ``ledger.db``: a location
         (``postgresql://...``: replicas share it) or a :class:`pacpriv.storage.LedgerStore`;
-        a 0.3 state is migrated (see :mod:`pacpriv.prediction._state`).
+        a 0.3 state is migrated (see :mod:`pacpriv.prediction._state`). ``moved=True``
+        confirms that the folder is the original state moved to a new place (across file
+        systems, or restored): a ``ledger.db`` that is not the file recorded at the old place
+        is refused without it, since a copy whose original was deleted would miss the
+        original's later answers.
 
         Raises
         ------
         CheckpointError
-            If the directory is not a fitted predictor state, or its secret file is readable
-            by others.
+            If the directory is not a fitted predictor state, its secret file is readable
+            by others, or it is an unconfirmed move (see ``moved``).
 
         Notes
         -----
@@ -328,7 +333,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         is checked (owner-only, and the SHA-256 the ledger store recorded at fit) before it
         is unpickled.
         """
-        st = StateDir(state)
+        st = StateDir(state, moved=moved)
         config = st.read_config()
         if not st.is_fitted():
             raise CheckpointError(f"state directory {str(st.path)!r} has no fitted worlds yet; "
