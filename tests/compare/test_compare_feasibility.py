@@ -102,3 +102,21 @@ def test_declared_range_up_front_floor_is_data_free_and_sound():
     check_betting_feasible(0.6, 22, 150, 0.5, 0.95, declared_range=True)
     with pytest.raises(ValueError, match=r"needs at least 43 certification trials"):
         check_betting_feasible(0.6, 22, 150, 0.5, 0.95)  # the black box: pac records' count
+
+
+@pytest.mark.parametrize("form", ["npy", "csv", "dataset"])
+def test_an_unlabelled_pool_says_pass_label_column(tmp_path, form):
+    """Fix10a item 7 and its siblings: a path of any format, or a Dataset, without labels."""
+    from pacpriv.datasets import load_dataset
+
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    if form == "csv":
+        path = tmp_path / "pool.csv"
+        path.write_text("a,b,c\n" + "".join(",".join(f"{v:.3f}" for v in r) + "\n" for r in X))
+    else:
+        path = tmp_path / "pool.npy"
+        np.save(path, X)
+    dataset = load_dataset(path) if form == "dataset" else str(path)
+    with pytest.raises(ValueError, match=r"^`dataset` 'pool' has no labels: compare trains a "
+                                         r"classifier; .*label_column=\.\.\."):
+        compare_pac_dpsgd(dataset, target_accuracy=0.6, execution=QUIET)
