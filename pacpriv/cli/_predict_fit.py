@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
+from typing import cast
 
 from pacpriv.cli._args import UsageError
 from pacpriv.cli._resources import check_fit_time
@@ -33,7 +34,8 @@ def check_worlds_up_front(args, estimator, output: str, pool) -> int | None:
 
     if Path(args.state).exists():
         return args.seed
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy)
+    seed = args.seed if args.seed is not None else int(
+        cast(int, np.random.SeedSequence().entropy))  # 128 bits of OS entropy
     try:
         check_world_classes(as_world_fitter(estimator), output, pool, n_worlds=args.n_worlds,
                             sampler=ComplementaryPairsSampler(), name="--n-worlds",
