@@ -373,18 +373,24 @@ def first_subset_missing_a_class(y, mask_of, n_subsets: int, *,
 
 
 def missing_class_message(name: str, count: int, found: tuple[int, int, int], n_records: int,
-                          *, unit: str, low: int = 2, step: int = 2) -> str:
+                          *, unit: str, low: int = 2, step: int = 2,
+                          classifier: bool = True) -> str:
     """The one-line refusal of :func:`first_subset_missing_a_class`'s finding ``found`` for
     ``count`` subsets (``name``: ``"--n-worlds"`` or ``"`n_worlds`"``) of ``n_records``
-    records: the largest count that works with this seed, or what to change."""
+    records: the largest count that works with this seed, or what to change. Without
+    ``classifier`` the finding is an empty subset (labels all equal)."""
     j, seen, n_classes = found
     given = f"{name} {count}" if name.startswith("--") else f"{name}={count}"
     works = j - j % step
     fix = (f"with this seed the first {j} {unit}s do, so {name} {works} would work; or use a "
-           "pool with more records of each class" if works >= low else
-           f"no {name} >= {low} works with this seed: use a pool with more records of each "
-           "class")
-    return (f"{given} is too many {unit}s for {n_records} records: {unit} {j} would be "
-            f"trained on {seen} of the {n_classes} classes (each {unit} sees a random subset "
-            f"of the records, and every {unit} of a classifier must see every class); {fix} "
-            "(a class of k records is missing from a random half with probability 2^-k).")
+           "pool with more records" + (" of each class" if classifier else "")
+           if works >= low else
+           f"no {name} >= {low} works with this seed: use a pool with more records"
+           + (" of each class" if classifier else ""))
+    what = (f"would be trained on {seen} of the {n_classes} classes (each {unit} sees a random "
+            f"subset of the records, and every {unit} of a classifier must see every class)"
+            if classifier and seen else
+            f"would hold no record (each {unit} sees a random subset of the records, and no "
+            "estimator can be fitted on none)")
+    return (f"{given} is too many {unit}s for {n_records} records: {unit} {j} {what}; {fix} "
+            "(a group of k records is missing from a random half with probability 2^-k).")

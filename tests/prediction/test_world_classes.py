@@ -69,6 +69,17 @@ def test_api_refuses_before_any_fit_and_names_the_largest_count(tmp_path, seed):
         assert pp.fit().is_fitted
 
 
+def test_an_empty_world_is_refused_for_any_estimator():
+    """A regressor needs records too: a world that holds none (2^-7 each, for 7 records)."""
+    root = Seeds.from_arguments(1, None).world_seed
+    empty = next(j for j in range(4096)
+                 if not ComplementaryPairsSampler().trial_mask(7, root=root, index=j).any())
+    with pytest.raises(ValueError, match=rf"`n_worlds`=4096 is too many worlds for 7 records: "
+                                         rf"world {empty} would hold no record"):
+        PrivatePredictor(Ridge(), (X7, Y7.astype(float)), n_worlds=4096,
+                         per_query_budget=2**-12, total_budget=0.01, rng=1, output="value")
+
+
 def test_a_regressor_and_many_records_are_not_refused():
     Xb = np.tile(X7, (6, 1))
     yb = np.tile(Y7, 6)  # 18 and 24 records per class: a world misses one w.p. <= 2^-18
