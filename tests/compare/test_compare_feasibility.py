@@ -58,7 +58,8 @@ def test_declared_range_refused_before_the_certification_trials(monkeypatch):
     import pacpriv.pac.per_record._calibration as calibration
 
     _no_trials(monkeypatch, (calibration, "simulate_distances"))
-    with pytest.raises(ValueError, match=r"cannot be certified for 20 records with 22 "
+    with pytest.raises(ValueError, match=r"^`per_record_trials`: `target_accuracy` = 0.6 "
+                                         r"cannot be certified for 20 records with 22 "
                                          r"certification trials at confidence 0.95, whatever "
                                          r"the noise: the betting bound needs at least \d+"):
         compare_pac_dpsgd("iris", target_accuracy=0.6, n_trials=30, per_record_trials=30,

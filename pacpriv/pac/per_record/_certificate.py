@@ -64,8 +64,8 @@ from pacpriv.pac.per_record._betting import (
 )
 from pacpriv.pac.per_record._math import bayes_accuracy
 
-__all__ = ["BETTING_METHOD", "ScaleCertificate", "certify_scale", "check_betting_feasible",
-           "check_scale_feasible",
+__all__ = ["BETTING_METHOD", "ScaleCertificate", "UncertifiableTarget", "certify_scale",
+           "check_betting_feasible", "check_scale_feasible",
            "plug_in_scale"]
 
 #: Name of the bound in rows, reports and JSON.
@@ -222,9 +222,13 @@ def check_betting_feasible(target: float, n_certify: int, n_records: int, prior:
                 math.ceil(need / math.log1p(cap * x / (1.0 - x))))
 
 
+class UncertifiableTarget(ValueError):
+    """No noise can certify the target with the trials given (a ``ValueError``)."""
+
+
 def _refuse(target: float, n_records: int, n_certify: int, confidence: float,
             t_min: int) -> None:
-    raise ValueError(
+    raise UncertifiableTarget(
         f"`target_accuracy` = {target!r} cannot be certified for {n_records} records with "
         f"{n_certify} certification trials at confidence {confidence!r}, whatever the "
         f"noise: the betting bound needs at least {t_min} certification trials here. "
