@@ -104,3 +104,14 @@ def test_a_plain_missing_link_keeps_its_own_words(loops):
     os.symlink("nowhere", "dangling")
     with pytest.raises(FileNotFoundError, match=r"symbolic link to a missing path"):
         _run(checkpoint="dangling")
+
+
+def test_predictor_ledger_location_refused_before_any_world(loops):
+    from sklearn.naive_bayes import GaussianNB
+
+    from pacpriv.prediction import PrivatePredictor
+    for ledger in ("loopA/l.db", "loopE.npy"):
+        with pytest.raises(OSError, match=r"^`ledger` location .* loop of symbolic links"):
+            PrivatePredictor(GaussianNB(), (X, Y), n_worlds=4, per_query_budget=0.01,
+                             total_budget=1.0, state="st", ledger=ledger)
+        assert not (loops / "st").exists()  # no world was fitted, no state written

@@ -67,6 +67,7 @@ from pacpriv.prediction._worlds import (
     model_factory_of,
     trains_classifier,
 )
+from pacpriv.storage import check_location
 from pacpriv.threat_models import THREAT_MODEL_PREDICTION as THREAT_MODEL
 
 __all__ = ["BUDGET_TOLERANCE", "THREAT_MODEL", "PrivatePredictor"]
@@ -197,6 +198,8 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         if ledger is not None and state is None:
             raise ValueError("`ledger` needs `state` (the worlds and the secret live in the "
                              "state folder; the ledger holds the spend and the posterior).")
+        if isinstance(ledger, (str, os.PathLike)):  # a bad location before any world is fit
+            check_location(ledger)
         fitter = as_world_fitter(fit)
         sampler_ = ComplementaryPairsSampler() if sampler is None else as_sampler(sampler)
         settings = Settings.checked(n_worlds=n_worlds, per_query_budget=per_query_budget,
