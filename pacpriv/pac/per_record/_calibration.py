@@ -74,6 +74,7 @@ from pacpriv.pac.per_record._distances import (
     min_std,
     simulate_distances,
 )
+from pacpriv.pac.per_record._estimate import check_whole_run_time
 from pacpriv.pac.per_record._exposure import (
     RecordDifferences,
     RecordExposure,
@@ -322,6 +323,8 @@ def simulate_calibration_trials(
     n_shape, n_cert = _split(n_trials, shape, shape_fraction, "betting")
     opts = execution if execution is not None else ExecutionOptions(progress=False)
     started = time.monotonic()
+    check_whole_run_time(f, pool, records, n_records=n_records, n_trials=n_trials,
+                         sampling_rate=sampler.sampling_rate, execution=opts)
     shape_trials = simulate_differences(f, pool, n_trials=n_shape, sampler=sampler,
                                         records=records, rng=trial_seed(root, 0),
                                         execution=_phase(opts, "shape"))

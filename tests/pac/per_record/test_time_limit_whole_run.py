@@ -115,3 +115,22 @@ def test_compare_phases_share_one_limit(monkeypatch):
                           steps_per_epoch=1, n_repeats=1, exact=False, per_record_trials=200,
                           rng=0, execution=ExecutionOptions(progress=False, time_limit=300.0))
     assert len(seen) == 1 and 0 < seen[0] < 300.0  # the references were trained first
+
+
+def test_api_refuses_a_run_whose_simulations_together_exceed_the_limit(monkeypatch):
+    """The estimate covers the shape and the certification trials before either runs."""
+    import pacpriv.pac.per_record._calibration as calibration
+    from pacpriv.datasets import load_dataset
+    from pacpriv.pac.per_record import calibrate_per_record
+
+    def boom(*a, **k):
+        raise AssertionError("a trial ran")
+
+    monkeypatch.setattr(calibration, "simulate_differences", boom)
+    X = load_dataset("iris").X
+    with pytest.raises(TimeLimitError, match=r"over `time_limit` 0.5 s \(the whole run: every "
+                                             r"simulation of it\)") as info:
+        calibrate_per_record(lambda S: S.mean(axis=0), X, target_accuracy=0.75,
+                             n_trials=100_000, rng=0,
+                             execution=ExecutionOptions(progress=False, time_limit=0.5))
+    assert info.value.estimate_s > 0.5
