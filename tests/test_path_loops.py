@@ -115,3 +115,23 @@ def test_predictor_ledger_location_refused_before_any_world(loops):
             PrivatePredictor(GaussianNB(), (X, Y), n_worlds=4, per_query_budget=0.01,
                              total_budget=1.0, state="st", ledger=ledger)
         assert not (loops / "st").exists()  # no world was fitted, no state written
+
+
+@pytest.mark.parametrize(("flag", "argv"), [
+    ("--out 'loopA'", ["pac", "run", "--mechanism", "mean", "--dataset", "iris",
+                       "--mi-budget", "0.1", "--trials", "60", "--out", "loopA"]),
+    ("--checkpoint 'loopA/x'", ["pac", "run", "--mechanism", "mean", "--dataset", "iris",
+                                "--mi-budget", "0.1", "--trials", "60", "--checkpoint",
+                                "loopA/x", "--out", "t1"]),
+    ("--private-index-list 'loopA'", ["pac", "records", "--mechanism", "mean", "--dataset",
+                                      "iris", "--noise-std", "1", "--private-index-list",
+                                      "loopA", "--out", "t2"]),
+    ("--state 'loopA'", ["predict", "status", "--state", "loopA"]),
+])
+def test_the_cli_names_the_flag_of_the_loop(loops, capsys, flag, argv):
+    from pacpriv.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"pacpriv: error: {flag} cannot be used") and "\n" not in err
+    assert "loop of symbolic links" in err
