@@ -193,6 +193,12 @@ HIGH_K_UPPER, HIGH_K_LOWER, HIGH_K_COARSE = (70, 0.055, 1e-5), (60, 0.04, 1e-4),
 #: per candidate and axis at a step's peak; the work budget bounds it further: measured peak
 #: of a whole interval 0.9 GB at the docs' k = 3 points)
 HIGH_K_MAX_ATOMS = 120_000_000
+#: Work budget of the pruned lower chain when the upper one did not fit its budget: the interval
+#: then keeps a stratified upper end and cannot reach ``CHAIN_WIDTH``, so the lower chain only
+#: narrows it, and a smaller budget keeps the call near its earlier cost (measured: the lower
+#: chain alone at (σ, t, k, E) = (0.7, 12, 3, 2) is 1.0e8 units, ~7.6 s of CPU, for 5e-4; at
+#: (2, 100, 4, 10) and (2, 20, 4, 10) 7.04e7 and 4.9e7)
+LOWER_ALONE_WORK_BUDGET = 7.2e7
 
 
 def _high_k_chains(sigma: float, steps: int, k: int, epochs: int, tol: float) -> dict | None:
@@ -208,11 +214,13 @@ def _high_k_chains(sigma: float, steps: int, k: int, epochs: int, tol: float) ->
             n_w, dln, prune = HIGH_K_COARSE
         # the upper chain's pruned Q-mass adds up to E·prune to the TV: at most 1e-4 in all
         prune = min(prune, 1e-4 / epochs) if upper else prune
+        budget = (CHAIN_WORK_BUDGET if upper or "tv_upper" in out
+                  else min(LOWER_ALONE_WORK_BUDGET, CHAIN_WORK_BUDGET))
         try:
             r = koft_chain_tv(sigma, steps, k, epochs,
                               ChainSettings(n_w=n_w, dln=dln, prune=prune,
                                             max_atoms=HIGH_K_MAX_ATOMS),
-                              work_budget=CHAIN_WORK_BUDGET, ends=(upper,))
+                              work_budget=budget, ends=(upper,))
         except ValueError:  # composition window above its memory cap
             r = None
         if r is not None:
