@@ -69,6 +69,22 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(scope="module")
+def one_openmp_thread():
+    """Tiny scikit-learn fits (k-means on a few hundred records) on one OpenMP thread.
+
+    On 2 cores shared with other work, the OpenMP threads of scikit-learn's Lloyd iterations
+    wait for each other: the iris k-means job of ``tests/pac/test_job.py`` took 17 s instead of
+    3.4 s (measured at load 5). The results are the same (one chunk of at most 256 records per
+    fit). Use as ``pytestmark = pytest.mark.usefixtures("one_openmp_thread")``.
+    """
+    import sklearn.cluster  # noqa: F401  (loads the OpenMP runtime that the limit must see)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="openmp"):
+        yield
+
+
 #: The machine the suite's expectations are written for (the CI runner: 2 CPUs, memory to
 #: spare). Fixed here so that no test depends on the machine it runs on (V1: a 1-CPU runner,
 #: ``taskset -c 0`` or a cgroup quota, capped every ``n_jobs=2`` run with a WorkerCapWarning,
