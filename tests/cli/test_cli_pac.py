@@ -9,7 +9,7 @@ import pytest
 from pacpriv.cli import main
 from pacpriv.pac.engine import ExecutionOptions
 
-pytestmark = pytest.mark.usefixtures("one_openmp_thread")
+pytestmark = pytest.mark.usefixtures("one_native_thread")
 
 
 @pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it

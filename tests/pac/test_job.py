@@ -13,7 +13,7 @@ from pacpriv.pac.job import run_pac
 from pacpriv.pac.noise import Algorithm1, Certified
 from pacpriv.pac.release import privatize
 
-pytestmark = pytest.mark.usefixtures("one_openmp_thread")
+pytestmark = pytest.mark.usefixtures("one_native_thread")
 
 SERIAL = ExecutionOptions(n_jobs=1, progress=False)
 QUIET = ExecutionOptions(progress=False)
