@@ -28,8 +28,6 @@ from pacpriv.datasets import load_dataset
 from pacpriv.datasets.scaling import scale_to_unit_box
 from pacpriv.pac.engine import ExecutionOptions
 
-pytestmark = pytest.mark.usefixtures("one_native_thread")
-
 QUIET = ExecutionOptions(progress=False)
 
 

@@ -12,8 +12,6 @@ from pacpriv.compare import ComparisonSettings, compare_pac_dpsgd, privacy_utili
 from pacpriv.compare.curve import curve_from_table
 from pacpriv.pac.engine import ExecutionOptions
 
-pytestmark = pytest.mark.usefixtures("one_native_thread")
-
 QUIET = ExecutionOptions(n_jobs=1, progress=False)
 SMALL = ComparisonSettings(n_trials=60, n_repeats=2, per_record_trials=120,
                            per_record_records=8, epochs=3, steps_per_epoch=3)

@@ -14,8 +14,6 @@ from pacpriv.compare.effects import stabiliser_effects
 from pacpriv.datasets import load_dataset
 from pacpriv.pac.engine import ExecutionOptions
 
-pytestmark = pytest.mark.usefixtures("one_native_thread")
-
 
 @pytest.mark.slow
 def test_effects_table_is_labelled_an_estimate_and_meets_the_plug_in_target():
