@@ -114,8 +114,9 @@ def select_columns(names: list[str], *, columns=None, drop_columns=None,
     Raises
     ------
     ValueError
-        Both given, an unknown or repeated column, the label among ``columns``, or nothing
-        left. Column names (public facts of the file's header) are named; no value is read.
+        Both given, an unknown or repeated column, the label among ``columns`` or
+        ``drop_columns``, or nothing left. Column names (public facts of the file's header)
+        are named; no value is read.
     """
     keep_spec, drop_spec = _parse_columns(columns), _parse_columns(drop_columns)
     if keep_spec and drop_spec:
@@ -143,6 +144,9 @@ def select_columns(names: list[str], *, columns=None, drop_columns=None,
                              "labels).")
         return keep
     dropped = {index(c, "drop_columns") for c in drop_spec}
+    if dropped & set(exclude):
+        raise ValueError("`drop_columns` must not list the label column (it is read as the "
+                         "labels, never as a feature): leave it out of `drop_columns`.")
     keep = [j for j in range(n) if j not in dropped and j not in exclude]
     if not keep:
         # name only what took the columns away: the label column and/or `drop_columns`
