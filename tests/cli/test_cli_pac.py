@@ -9,6 +9,8 @@ import pytest
 from pacpriv.cli import main
 from pacpriv.pac.engine import ExecutionOptions
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 
 @pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
 def test_pac_run_writes_report(tmp_path, capsys):
