@@ -9,6 +9,7 @@ aim at ~0.2 s of work each, capped so every worker gets at least four batches.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import pickle
 import re
@@ -281,11 +282,28 @@ def _collect(gen, batches: _Batches, store, checkpoint, bar, watchdog: _Watchdog
             bar.update(k)
         batches.observe(result)
         if (deadline is not None and store.n_done < store.n_trials
-                and deadline.stops(result.failure)):
+                and (result.stopped or deadline.stops(result.failure))):
+            _keep_finished(gen, batches, store, checkpoint, bar)
             raise deadline.error(store.n_done, store.n_trials)
         if result.failure is not None:
             error = _failure_error(result.failure)
             raise error from result.failure.cause
+
+
+def _keep_finished(gen, batches: _Batches, store, checkpoint, bar) -> None:
+    """At the time limit: store the batches that have already returned (a list: joblib's
+    multiprocessing backend returns every batch at once); a stream's batches in flight are
+    cancelled instead (they stop at the deadline themselves)."""
+    if hasattr(gen, "close"):
+        return
+    for result in gen:
+        k = len(result.outputs)
+        if k and not result.in_place and (store.dim is None
+                                          or result.outputs.shape[1] == store.dim):
+            store.put(result.start, result.outputs, result.masks)
+            if checkpoint is not None:
+                checkpoint.save(result.start, result.outputs, result.masks)
+            bar.update(k)
 
 
 def _describe(parallel) -> tuple[str, int]:
@@ -331,7 +349,9 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
     """Run every unfinished trial of ``store``; return ``(backend_name, n_workers)``.
 
     Past ``deadline`` (``time_limit``) the run stops with a
-    :class:`~pacpriv.exceptions.TimeLimitError`; finished trials stay in ``checkpoint``.
+    :class:`~pacpriv.exceptions.TimeLimitError`; finished trials stay in ``checkpoint``. Each
+    batch carries the deadline (``TrialTask.deadline``) and returns its finished trials when it
+    passes, however many trials it holds.
 
     A worker crash (loky ``TerminatedWorkerError``, Dask ``KilledWorker``) reruns the
     unfinished trials up to ``retries`` more times, then raises ``MechanismError`` naming
@@ -341,6 +361,8 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
     ranges = store.missing_ranges()
     if not ranges:
         return name, n_workers
+    if deadline is not None:  # every batch stops at the limit itself (_trial._past)
+        task = dataclasses.replace(task, deadline=deadline.wall_end())
     parallel = None if _plainly_sequential(n_jobs, backend) else _make_parallel(n_jobs, backend)
     if parallel is None or _describe(parallel)[1] == 1:
         # one worker: joblib would run the batches here one after the other; they run here,
