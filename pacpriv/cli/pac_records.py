@@ -252,6 +252,24 @@ def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
                          f"--n-jobs, or a larger --time-limit (nothing was run)")
 
 
+def _refuse_other_checkpoint(args, records, n_records: int) -> None:
+    """A --checkpoint that another kind of run wrote (pac run, compare), or that audited other
+    --records, or has another --seed, is refused in words before the probe and its estimate
+    (ninth new-user pass, #64/#67); the rest of its fingerprint is checked when it opens."""
+    if args.checkpoint is None:
+        return
+    from pacpriv._random import as_seed_sequence
+    from pacpriv.pac.engine._checkpoint import Checkpoint
+    from pacpriv.pac.engine._checkpoint_words import records_text
+    from pacpriv.pac.per_record._checks import check_records
+
+    calibration = args.target_accuracy is not None and args.bound == "betting"
+    Checkpoint.check_kind(
+        args.checkpoint, run="pacpriv.per_record" if calibration else None,
+        records=records_text(check_records(records, n_records)),
+        root=as_seed_sequence(args.seed) if calibration and args.seed is not None else None)
+
+
 def _pool_shown(args, dataset) -> bool:
     """Whether the pool's statistics are shown (the terminal and the report alike): never with
     --withhold-pool-statistics; else for a public pool, with --report-pool-statistics, or with
@@ -315,6 +333,7 @@ def _records(args) -> int:
                   records=records, confidence=args.confidence, rng=args.seed,
                   bound=args.bound,
                   execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
+    _refuse_other_checkpoint(args, records, dataset.n_records)  # before any estimate
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     _estimate(mechanism, dataset, records, n_jobs, args)
     try:

@@ -457,12 +457,16 @@ def simulate(
         parent_pid=os.getpid() if planned_backend in ("loky", "multiprocessing") else None,
         kernel_signal=threading.current_thread() is threading.main_thread(),
         block_size=block_size_of(mechanism, ex.ensemble), n_trials=n_trials)
+    rng = None if rng is None else as_seed_sequence(rng)  # once: a Generator advances
+    fingerprint = None
+    if checkpoint is not None:  # another run's checkpoint is refused before any probe
+        fingerprint = run_fingerprint(mechanism, pool, sampler, dtype)
+        Checkpoint.check(checkpoint, fingerprint=fingerprint, root=rng)
     # time_limit: the probe's estimate, before anything is created or run (_limit.py)
     task, deadline = start_limit(task, time_limit=ex.time_limit, checkpoint=checkpoint,
                                  n_trials=n_trials, n_workers=planned_workers)
-    store, ckpt, root, output_path = _open_store(ex, mechanism, pool, sampler, rng,
-                                                 n_trials=n_trials, n_records=n_records,
-                                                 dtype=dtype)
+    store, ckpt, root, output_path = _open_store(ex, fingerprint, rng, n_trials=n_trials,
+                                                 n_records=n_records, dtype=dtype)
     resumed = ckpt.load_into(store) if ckpt is not None else 0
     pending = store.missing_ranges()
     if pending:  # sampler errors (e.g. subset_size > n_records) surface here, in the caller
@@ -517,7 +521,7 @@ def _refuse_existing_output(output_path) -> None:
                 "choose a new path, delete it, or pass overwrite_output=True to replace it.")
 
 
-def _open_store(ex: ExecutionOptions, mechanism, pool, sampler: Sampler, rng: RNGLike, *,
+def _open_store(ex: ExecutionOptions, fingerprint: dict | None, rng: RNGLike, *,
                 n_trials: int, n_records: int, dtype) -> tuple:
     """``(store, checkpoint or None, root seed, output path)`` of a run: the checkpoint (if
     any) opened with the run's fingerprint and its stored seed, the outputs in memory, in
@@ -527,7 +531,7 @@ def _open_store(ex: ExecutionOptions, mechanism, pool, sampler: Sampler, rng: RN
     if ex.checkpoint is not None:
         ckpt = Checkpoint.open(
             ex.checkpoint,
-            fingerprint=run_fingerprint(mechanism, pool, sampler, dtype),
+            fingerprint=fingerprint or {},
             n_records=n_records,
             root=None if rng is None else as_seed_sequence(rng),
         )
