@@ -115,8 +115,9 @@ def select_columns(names: list[str], *, columns=None, drop_columns=None,
     Raises
     ------
     ValueError
-        Both given, an unknown or repeated column, the label among ``columns``, or nothing
-        left. Column names (public facts of the file's header) are named; no value is read.
+        Both given, an unknown or repeated column, the label among ``columns`` or
+        ``drop_columns``, or nothing left. Column names (public facts of the file's header)
+        are named; no value is read.
     """
     keep_spec, drop_spec = _parse_columns(columns), _parse_columns(drop_columns)
     if keep_spec and drop_spec:
@@ -144,6 +145,10 @@ def select_columns(names: list[str], *, columns=None, drop_columns=None,
                              "labels).")
         return keep
     dropped = {index(c, "drop_columns") for c in drop_spec}
+    if dropped & set(exclude):  # silently kept as the labels otherwise (ninth pass, #613)
+        raise ValueError("`drop_columns` must not list the label column (`label_column`: it is "
+                         "read as the labels, never a feature): drop feature columns only, or "
+                         "leave out `label_column` to load no labels.")
     keep = [j for j in range(n) if j not in dropped and j not in exclude]
     if not keep:
         # name only what took the columns away: the label column and/or `drop_columns`

@@ -13,6 +13,7 @@ import dataclasses
 import math
 import pickle
 import re
+import signal
 import sys
 import threading
 import time
@@ -240,14 +241,79 @@ class _Watchdog(StallNotice):
                 f"so far); a trial may hang: {hint}, or press Ctrl-C to stop.")
 
 
+#: Seconds past ``time_limit`` the parent waits for the workers' batches (which stop at the
+#: limit themselves) before it stops waiting: workers still starting, or a trial that cannot
+#: be interrupted.
+DEADLINE_GRACE_S = 0.5
+
+
+class _StopWaiting(Exception):
+    """The parent's wait for batches reached the time limit plus :data:`DEADLINE_GRACE_S`."""
+
+
+class _ParentDeadline:
+    """Stop the parent's wait for worker batches at ``deadline`` + :data:`DEADLINE_GRACE_S`
+    (SIGALRM, in a POSIX main thread; elsewhere the batches' own stop is all). The interrupt
+    is raised only while the parent waits (:meth:`waiting`), never while it stores a batch, so
+    the checkpoint and the count of finished trials agree. A timer armed before (e.g.
+    pytest-timeout) is restored with its time left."""
+
+    def __init__(self, deadline: Deadline | None) -> None:
+        self.deadline, self.due, self._waiting = deadline, False, False
+        self.active = (deadline is not None and hasattr(signal, "setitimer")
+                       and threading.current_thread() is threading.main_thread())
+
+    def __enter__(self) -> _ParentDeadline:
+        if self.active and self.deadline is not None:
+            delay = max(self.deadline.end + DEADLINE_GRACE_S - time.monotonic(), 1e-3)
+            self._old_timer = signal.getitimer(signal.ITIMER_REAL)
+            self._old_handler = signal.signal(signal.SIGALRM, self._fire)
+            self._start = time.monotonic()
+            signal.setitimer(signal.ITIMER_REAL, delay)
+        return self
+
+    def _fire(self, signum, frame) -> None:
+        self.due = True
+        if self._waiting:
+            raise _StopWaiting
+
+    @contextlib.contextmanager
+    def waiting(self):
+        """The parent waits for the next batch here: the deadline may interrupt it."""
+        if self.due:
+            raise _StopWaiting
+        self._waiting = True
+        try:
+            yield
+        finally:
+            self._waiting = False
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            old = self._old_handler
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if old is None else old)
+            delay, interval = self._old_timer
+            if delay > 0:
+                left = delay - (time.monotonic() - self._start)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
+
+
 def _one_round(parallel, batches: _Batches, store, checkpoint, bar, deadline=None) -> None:
-    with _Watchdog(store, batches.task.timeout) as watchdog:  # list mode runs in parallel()
+    # in this process the trials stop at the deadline themselves (_trial._interrupted)
+    stop = _ParentDeadline(None if batches.in_process else deadline)
+    with _Watchdog(store, batches.task.timeout) as watchdog, stop:
+        gen = None
         try:
-            gen = parallel(batches)
-        except BatchFailed as failed:  # list mode: joblib has stopped the other tasks
-            gen = iter([failed.result])
-        try:
-            _collect(gen, batches, store, checkpoint, bar, watchdog, deadline)
+            try:
+                with stop.waiting():  # list mode runs every batch in parallel()
+                    gen = parallel(batches)
+            except BatchFailed as failed:  # list mode: joblib has stopped the other tasks
+                gen = iter([failed.result])
+            _collect(gen, batches, store, checkpoint, bar, watchdog, deadline, stop)
+        except _StopWaiting:
+            assert deadline is not None
+            raise deadline.error(store.n_done, store.n_trials) from None
         finally:
             if hasattr(gen, "close"):
                 with warnings.catch_warnings():  # joblib warns about cancelled tasks on close
@@ -256,10 +322,15 @@ def _one_round(parallel, batches: _Batches, store, checkpoint, bar, deadline=Non
 
 
 def _collect(gen, batches: _Batches, store, checkpoint, bar, watchdog: _Watchdog,
-             deadline: Deadline | None = None) -> None:
+             deadline: Deadline | None = None, stop: _ParentDeadline | None = None) -> None:
     """Store each finished batch (checkpointed, counted on the bar); raise at a failure, or
     past the ``deadline`` of ``time_limit`` while trials remain (:mod:`._limit`)."""
-    for result in gen:
+    results = iter(gen)
+    while True:
+        with stop.waiting() if stop is not None else contextlib.nullcontext():
+            result = next(results, None)
+        if result is None:
+            break
         watchdog.tick(len(result.outputs))
         k = len(result.outputs)
         if k:
@@ -283,7 +354,7 @@ def _collect(gen, batches: _Batches, store, checkpoint, bar, watchdog: _Watchdog
         batches.observe(result)
         if (deadline is not None and store.n_done < store.n_trials
                 and (result.stopped or deadline.stops(result.failure))):
-            _keep_finished(gen, batches, store, checkpoint, bar)
+            _keep_finished(results, batches, store, checkpoint, bar)
             raise deadline.error(store.n_done, store.n_trials)
         if result.failure is not None:
             error = _failure_error(result.failure)

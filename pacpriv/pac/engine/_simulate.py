@@ -57,6 +57,7 @@ from pacpriv.exceptions import (
     NotReproducibleWarning,
 )
 from pacpriv.pac.engine import _storage as storage
+from pacpriv.pac.engine._adapters import EstimatorMechanism
 from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._checkpoint import Checkpoint, run_fingerprint
 from pacpriv.pac.engine._limit import start_limit
@@ -441,6 +442,8 @@ def simulate(
         raise TypeError(f"`mechanism_name` must be a str or None; got {mechanism_name!r}.")
     mechanism_name = mechanism_name or default_name
     pool, n_records = _check_pool(pool)
+    if isinstance(mechanism, EstimatorMechanism):  # e.g. unlabelled data: before any trial
+        mechanism.check_pool(pool)
     n_trials, retries, timeout, batch_size, dtype = _check_options(
         n_trials, retries, timeout, batch_size, output_dtype, progress
     )
