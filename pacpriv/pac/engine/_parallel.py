@@ -19,6 +19,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 from pacpriv._optional import import_optional
 from pacpriv._random import seed_to_dict, trial_seed
@@ -303,7 +304,7 @@ def _one_round(parallel, batches: _Batches, store, checkpoint, bar, deadline=Non
     # in this process the trials stop at the deadline themselves (_trial._interrupted)
     stop = _ParentDeadline(None if batches.in_process else deadline)
     with _Watchdog(store, batches.task.timeout) as watchdog, stop:
-        gen = None
+        gen: Any = None
         try:
             try:
                 with stop.waiting():  # list mode runs every batch in parallel()
