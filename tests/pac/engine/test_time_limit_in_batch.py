@@ -126,31 +126,31 @@ def test_one_batch_of_every_trial_stops_at_the_limit_and_resumes(tmp_path, monke
     np.testing.assert_array_equal(resumed.masks, whole.masks)
 
 
+#: How long a trial that ignores the limit runs: a regression waits for it (and fails), never
+#: hangs.
+STUBBORN_S = 20.0
+
+
 def stubborn(subset):
-    """A trial that swallows every interrupt and runs 20 s (a C call that cannot be
-    interrupted looks the same to the parent); then it leaves a mark."""
-    mark = os.environ.get("PACPRIV_TEST_MARK")  # read now: the test may be over at the end
-    end = time.monotonic() + 20.0
+    """A trial that swallows every interrupt and runs STUBBORN_S seconds (a C call that cannot
+    be interrupted looks the same to the parent)."""
+    end = time.monotonic() + STUBBORN_S
     while time.monotonic() < end:
         try:
             time.sleep(0.02)
         except Exception:  # swallowing the interrupt is the point
             pass
-    if mark:
-        with open(mark, "a") as fh:
-            fh.write("ran out\n")
     return np.zeros(3)
 
 
 @pytest.mark.parametrize("backend", ["loky", "threading"])
-def test_the_parent_stops_waiting_for_a_trial_that_ignores_the_limit(tmp_path, monkeypatch,
-                                                                     backend):
+def test_the_parent_stops_waiting_for_a_trial_that_ignores_the_limit(monkeypatch, backend):
     """Workers whose trial cannot be stopped (or that are still starting): the parent stops
-    waiting shortly after the limit, not when the trial ends."""
+    waiting shortly after the limit, not when the trial ends (not a wall-clock bound on the
+    run: only that it did not wait out the trial)."""
     monkeypatch.setattr(_limit, "_refuse_over", lambda *a, **k: None)
-    mark = tmp_path / "mark"
-    monkeypatch.setenv("PACPRIV_TEST_MARK", str(mark))
+    tic = time.monotonic()
     with pytest.raises(TimeLimitError, match="with 0 of 8 trials finished"):
         simulate(stubborn, POOL, n_trials=8, rng=0, execution=ExecutionOptions(
             n_jobs=2, backend=backend, progress=False, time_limit=1.0))
-    assert not mark.exists()  # the parent did not wait for the 20 s trial
+    assert time.monotonic() - tic < STUBBORN_S
