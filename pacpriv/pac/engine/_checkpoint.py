@@ -63,7 +63,8 @@ from pacpriv.exceptions import CheckpointError
 from pacpriv.pac.engine._checkpoint_words import _RECORDS, differences_in_words, seed_text
 from pacpriv.pac.engine._mechanism import mechanism_fingerprint
 
-__all__ = ["Checkpoint", "mechanism_digest", "pool_fingerprint", "run_fingerprint"]
+__all__ = ["Checkpoint", "checked_fingerprint", "mechanism_digest", "pool_fingerprint",
+           "run_fingerprint"]
 
 _FORMAT = "pacpriv.checkpoint"
 _VERSION = 2
@@ -305,6 +306,18 @@ def run_fingerprint(mechanism, pool, sampler, output_dtype) -> dict:
         "pool": pool_fingerprint(pool),
         "output_dtype": np.dtype(output_dtype).str,
     }
+
+
+def checked_fingerprint(checkpoint: Any, mechanism, pool, sampler, output_dtype,
+                        root: np.random.SeedSequence | None) -> dict | None:
+    """The run's fingerprint when it has a ``checkpoint`` (else None), after refusing an
+    existing checkpoint of another run (:meth:`Checkpoint.check`): before any probe or trial.
+    """
+    if checkpoint is None:
+        return None
+    fingerprint = run_fingerprint(mechanism, pool, sampler, output_dtype)
+    Checkpoint.check(checkpoint, fingerprint=fingerprint, root=root)
+    return fingerprint
 
 
 def _bound_records(mechanism: Any) -> str | None:

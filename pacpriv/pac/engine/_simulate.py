@@ -59,7 +59,7 @@ from pacpriv.exceptions import (
 from pacpriv.pac.engine import _storage as storage
 from pacpriv.pac.engine._adapters import EstimatorMechanism
 from pacpriv.pac.engine._blocks import block_size_of
-from pacpriv.pac.engine._checkpoint import Checkpoint, run_fingerprint
+from pacpriv.pac.engine._checkpoint import Checkpoint, checked_fingerprint
 from pacpriv.pac.engine._limit import start_limit
 from pacpriv.pac.engine._mechanism import check_mechanism
 from pacpriv.pac.engine._options import (
@@ -461,10 +461,8 @@ def simulate(
         kernel_signal=threading.current_thread() is threading.main_thread(),
         block_size=block_size_of(mechanism, ex.ensemble), n_trials=n_trials)
     rng = None if rng is None else as_seed_sequence(rng)  # once: a Generator advances
-    fingerprint = None
-    if checkpoint is not None:  # another run's checkpoint is refused before any probe
-        fingerprint = run_fingerprint(mechanism, pool, sampler, dtype)
-        Checkpoint.check(checkpoint, fingerprint=fingerprint, root=rng)
+    # another run's checkpoint is refused before any probe
+    fingerprint = checked_fingerprint(checkpoint, mechanism, pool, sampler, dtype, rng)
     # time_limit: the probe's estimate, before anything is created or run (_limit.py)
     task, deadline = start_limit(task, time_limit=ex.time_limit, checkpoint=checkpoint,
                                  n_trials=n_trials, n_workers=planned_workers)
@@ -487,8 +485,9 @@ def simulate(
             task, store, ckpt, n_jobs=n_jobs, backend=backend, batch_size=batch_size,
             bar=bar, retries=retries, deadline=deadline,
         )
-    reproducible, note = _reproducibility(task, store, pending, verified,
-                                          run_s=time.perf_counter() - t_run, n_workers=n_workers)
+    reproducible, note = _reproducibility(
+        task, store, pending, verified, run_s=time.perf_counter() - t_run, n_workers=n_workers,
+        extra=deadline is None or not deadline.passed())  # past time_limit: the first re-run
     outputs, masks = store.finalize()
     return SimulationResult(
         outputs=outputs,
@@ -551,7 +550,7 @@ def _open_store(ex: ExecutionOptions, fingerprint: dict | None, rng: RNGLike, *,
 
 
 def _reproducibility(task: TrialTask, store: OutputStore, pending: list, verified: list, *,
-                     run_s: float, n_workers: int) -> tuple[bool | None, str]:
+                     run_s: float, n_workers: int, extra: bool = True) -> tuple[bool | None, str]:
     """``(reproducible, note)``: trials run here re-run from their seeds, or the verified
     trials of a resumed checkpoint, or nothing to check."""
     if pending:
@@ -562,7 +561,7 @@ def _reproducibility(task: TrialTask, store: OutputStore, pending: list, verifie
         n_run = sum(b - a for a, b in pending)
         per_trial = run_s * max(n_workers, 1) / max(n_run, 1)
         picks = [first]
-        if per_trial * 2 <= _RERUN_BUDGET_S:
+        if extra and per_trial * 2 <= _RERUN_BUDGET_S:
             picks += sorted({(first + last) // 2, last} - {first})
         return _check_reproducible(task, store, picks)
     if verified:
