@@ -185,7 +185,7 @@ def _compare(args) -> int:
         from pacpriv._random import as_seed_sequence
         from pacpriv.pac.engine._checkpoint import Checkpoint
 
-        Checkpoint.check_kind(args.checkpoint, run="pacpriv.compare", root=None
+        Checkpoint.check_kind(args.checkpoint, kind="pacpriv.compare", root=None
                               if args.seed is None else as_seed_sequence(args.seed))
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     if args.curve is not None:

@@ -265,7 +265,7 @@ def _refuse_other_checkpoint(args, records, n_records: int) -> None:
 
     calibration = args.target_accuracy is not None and args.bound == "betting"
     Checkpoint.check_kind(
-        args.checkpoint, run="pacpriv.per_record" if calibration else None,
+        args.checkpoint, kind="pacpriv.per_record" if calibration else "per_record_simulation",
         records=records_text(check_records(records, n_records)),
         root=as_seed_sequence(args.seed) if calibration and args.seed is not None else None)
 

@@ -60,7 +60,13 @@ from pacpriv import _json
 from pacpriv._files import atomic_write, check_output_dir, private_dir
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
-from pacpriv.pac.engine._checkpoint_words import _RECORDS, differences_in_words, seed_text
+from pacpriv.pac.engine._checkpoint_words import (
+    _RECORDS,
+    differences_in_words,
+    fingerprint_kind,
+    kind_phrase,
+    seed_text,
+)
 from pacpriv.pac.engine._mechanism import mechanism_fingerprint
 
 __all__ = ["Checkpoint", "checked_fingerprint", "mechanism_digest", "pool_fingerprint",
@@ -422,12 +428,12 @@ class Checkpoint:
                                   root)
 
     @classmethod
-    def check_kind(cls, path: Any, *, run: str | None, records: str | None = None,
+    def check_kind(cls, path: Any, *, kind: str, records: str | None = None,
                    root: np.random.SeedSequence | None = None) -> None:
         """Before a command's probe or estimate: refuse an existing checkpoint at ``path``
-        that another kind of run wrote (``run``: the fingerprint's ``run`` field, None for a
-        simulation), that audited other ``records`` (:func:`records_text`), or that has
-        another root seed (reads only; the whole fingerprint is checked when it is opened).
+        that another kind of run wrote (``kind``: a :func:`fingerprint_kind`), that audited
+        other ``records`` (:func:`records_text`), or that has another root seed (reads only;
+        the whole fingerprint is checked when the checkpoint is opened).
 
         Raises
         ------
@@ -441,18 +447,16 @@ class Checkpoint:
             return
         manifest = cls._read_manifest(manifest_path)
         old = manifest["fingerprint"] if isinstance(manifest["fingerprint"], dict) else {}
-        new: dict[str, Any] = {"run": run} if run is not None else {}
-        if records is not None:
-            new["records"] = records
-        differences = differences_in_words({"run": old.get("run")}, {"run": run})
+        differences = ([] if fingerprint_kind(old) == kind
+                       else [kind_phrase(fingerprint_kind(old), kind)])
         stored = old.get("records") or _bound_records(old.get("mechanism"))
         if not differences and records is not None and stored is not None \
                 and stored != records:
             differences = [f"the audited records (`records`): checkpoint {stored}, now "
                            f"{records}"]
         if differences or root is not None:
-            cls._refuse_other_run(Path(path), {**manifest, "fingerprint": {}}, {},
-                                  None if differences else root, differences)
+            cls._refuse_other_run(Path(path), manifest, {}, None if differences else root,
+                                  differences)
 
     @staticmethod
     def _refuse_other_run(directory: Path, manifest: dict, fingerprint: dict,

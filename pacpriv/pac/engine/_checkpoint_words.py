@@ -15,12 +15,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["differences_in_words", "records_text", "run_kind", "seed_text"]
+__all__ = ["differences_in_words", "fingerprint_kind", "kind_phrase", "records_text",
+           "run_kind", "seed_text"]
 
-#: What wrote a checkpoint, by its fingerprint's ``run`` field (None: a simulation).
+#: What wrote a checkpoint, by :func:`fingerprint_kind`.
 _RUN_NAMES = {
-    None: "a simulation (`run_pac` / `simulate`; `pac run`)",
-    "pacpriv.per_record": "the per-record calibration (`calibrate_per_record`; `pac records`)",
+    "simulation": "a simulation of the whole subset (`run_pac` / `simulate`; `pac run`)",
+    "per_record_simulation": "a per-record simulation (`record_exposure`; `pac records` with "
+                             "--noise-std or --bound bernstein)",
+    "pacpriv.per_record": "the per-record calibration (`calibrate_per_record`; `pac records "
+                          "--target-accuracy`)",
     "pacpriv.compare": "a comparison (`compare_pac_dpsgd`; `compare`)",
 }
 #: The audited records in a per-record simulation's bound arguments (PerRecordPairs' repr).
@@ -29,10 +33,30 @@ _RECORDS = re.compile(r"records=([0-9][0-9,\-]*(?:…)?(?: \(\d+ records\))?)")
 _QUOTE_MAX = 120
 
 
+def fingerprint_kind(fingerprint: Any) -> str:
+    """Which kind of run a checkpoint's fingerprint belongs to (a key of the names above):
+    its ``run`` field, else a simulation, per-record when its mechanism is bound to the
+    audited records."""
+    if not isinstance(fingerprint, dict):
+        return "unknown"
+    if fingerprint.get("run"):
+        return str(fingerprint["run"])
+    mechanism = fingerprint.get("mechanism")
+    bound = mechanism.get("bound") if isinstance(mechanism, dict) else None
+    return "per_record_simulation" if "PerRecord" in str(bound) else "simulation"
+
+
 def run_kind(fingerprint: Any) -> str:
     """What wrote a checkpoint with this fingerprint, in words."""
-    run = fingerprint.get("run") if isinstance(fingerprint, dict) else None
-    return _RUN_NAMES.get(run, f"another kind of run ({run!r})")
+    kind = fingerprint_kind(fingerprint)
+    return _RUN_NAMES.get(kind, f"another kind of run ({kind!r})")
+
+
+def kind_phrase(old: str, new: str) -> str:
+    """The refusal's phrase for a checkpoint of kind ``old`` given to a run of kind ``new``."""
+    return (f"it was written by {_RUN_NAMES.get(old, repr(old))}, not by "
+            f"{_RUN_NAMES.get(new, repr(new))}: a checkpoint resumes only the kind of run that "
+            "wrote it")
 
 
 def records_text(records: Any, limit: int = 12) -> str:
@@ -128,9 +152,8 @@ def differences_in_words(old: Any, new: Any) -> list[str]:
     phrases (empty when they agree). Another kind of run: that one phrase alone."""
     if old == new:
         return []
-    if not (isinstance(old, dict) and isinstance(new, dict)) or old.get("run") != new.get("run"):
-        return [f"it was written by {run_kind(old)}, not by {run_kind(new)}: a checkpoint "
-                "resumes only the kind of run that wrote it"]
+    if fingerprint_kind(old) != fingerprint_kind(new) or not isinstance(new, dict):
+        return [kind_phrase(fingerprint_kind(old), fingerprint_kind(new))]
     out: list[str] = []
     if old.get("records") != new.get("records") and "records" in old:  # (earlier: not kept)
         out.append(f"the audited records (`records`): checkpoint {old.get('records')}, now "

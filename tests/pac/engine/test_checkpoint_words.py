@@ -42,10 +42,14 @@ def test_each_difference_in_words():
         "the audited records (`records`): checkpoint 0-4, now 0-9"]
     assert differences_in_words(old, old) == []
     (kind,) = differences_in_words({"mechanism": {}}, old)
-    assert kind.startswith("it was written by a simulation (`run_pac` / `simulate`; `pac run`), "
-                           "not by the per-record calibration")
+    assert kind.startswith("it was written by a simulation of the whole subset (`run_pac` / "
+                           "`simulate`; `pac run`), not by the per-record calibration")
     (kind,) = differences_in_words({"run": "pacpriv.compare"}, {"mechanism": {}})
     assert "written by a comparison" in kind and "not by a simulation" in kind
+    per_record = {"mechanism": {"bound": ["((PerRecordBlocks(PerRecordPairs(sha256=ab, "
+                                          "records=0-4), block=5, parts=1),), [])"]}}
+    (kind,) = differences_in_words(per_record, {"mechanism": {"bound": []}})
+    assert kind.startswith("it was written by a per-record simulation (`record_exposure`")
 
 
 def _made(path, **execution):
@@ -126,8 +130,27 @@ def test_cli_pac_run_checkpoint_refused_by_pac_records_before_the_estimate(funcs
     assert "\n" not in err and "estimate" not in err  # one line, before the probe
     assert err.startswith(f"pacpriv: error: Checkpoint {str(ck)!r} belongs to a different run: "
                           "it was written by a simulation")
-    assert "`pac run`" in err and "`pac records`" in err and not _INTERNALS.search(err)
+    assert "`pac run`" in err and "`pac records --target-accuracy`" in err
+    assert not _INTERNALS.search(err)
     assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+@pytest.mark.parametrize("extra", [["--noise-std", "1"],
+                                   ["--target-accuracy", "0.6", "--bound", "bernstein"]])
+def test_cli_per_record_simulation_refuses_a_pac_run_checkpoint(funcs, tmp_path, capsys, extra):
+    ck = tmp_path / "ck"
+    assert main(["pac", "run", "--mechanism", funcs, "--dataset", "iris", "--mi-budget", "0.1",
+                 "--trials", "20", "--seed", "3", "--checkpoint", str(ck), "--no-progress",
+                 "--out", str(tmp_path / "first")]) == 0
+    capsys.readouterr()
+    rc = main(["pac", "records", "--mechanism", funcs, "--dataset", "iris", *extra,
+               "--trials", "60", "--seed", "0", "--checkpoint", str(ck), "--time-limit", "600",
+               "--out", str(tmp_path / "rep"), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and "estimate" not in err
+    assert "it was written by a simulation of the whole subset" in err
+    assert "not by a per-record simulation" in err and not _INTERNALS.search(err)
 
 
 def test_cli_pac_records_other_records_refused_before_the_estimate(funcs, tmp_path, capsys):
