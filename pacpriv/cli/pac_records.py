@@ -252,22 +252,29 @@ def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
                          f"--n-jobs, or a larger --time-limit (nothing was run)")
 
 
-def _refuse_other_checkpoint(args, records, n_records: int) -> None:
-    """A --checkpoint that another kind of run wrote (pac run, compare), or that audited other
-    --records, or has another --seed, is refused in words before the probe and its estimate
-    (ninth new-user pass, #64/#67); the rest of its fingerprint is checked when it opens."""
+def _refuse_other_checkpoint(args, mechanism, dataset, records) -> None:
+    """A --checkpoint of another run is refused in words before the probe and its estimate
+    (ninth new-user pass, #64/#67): another kind of run (pac run, compare), other --records,
+    and for a calibration its mechanism, --dataset, --sampling-rate and --seed too (a
+    per-record simulation's whole fingerprint is checked when it opens)."""
     if args.checkpoint is None:
         return
     from pacpriv._random import as_seed_sequence
     from pacpriv.pac.engine._checkpoint import Checkpoint
     from pacpriv.pac.engine._checkpoint_words import records_text
+    from pacpriv.pac.engine._simulate import _check_pool
+    from pacpriv.pac.per_record._calibration import calibration_fingerprint
     from pacpriv.pac.per_record._checks import check_records
 
-    calibration = args.target_accuracy is not None and args.bound == "betting"
-    Checkpoint.check_kind(
-        args.checkpoint, kind="pacpriv.per_record" if calibration else "per_record_simulation",
-        records=records_text(check_records(records, n_records)),
-        root=as_seed_sequence(args.seed) if calibration and args.seed is not None else None)
+    recs = check_records(records, dataset.n_records)
+    if args.target_accuracy is not None and args.bound == "betting":
+        fingerprint = calibration_fingerprint(mechanism, _check_pool(dataset.pool)[0], recs,
+                                              PoissonSampler(args.sampling_rate))
+        Checkpoint.check(args.checkpoint, fingerprint=fingerprint,
+                         root=None if args.seed is None else as_seed_sequence(args.seed))
+    else:
+        Checkpoint.check_kind(args.checkpoint, kind="per_record_simulation",
+                              records=records_text(recs))
 
 
 def _pool_shown(args, dataset) -> bool:
@@ -333,7 +340,7 @@ def _records(args) -> int:
                   records=records, confidence=args.confidence, rng=args.seed,
                   bound=args.bound,
                   execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
-    _refuse_other_checkpoint(args, records, dataset.n_records)  # before any estimate
+    _refuse_other_checkpoint(args, mechanism, dataset, records)  # before any estimate
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     _estimate(mechanism, dataset, records, n_jobs, args)
     try:

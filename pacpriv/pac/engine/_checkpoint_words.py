@@ -21,8 +21,8 @@ __all__ = ["differences_in_words", "fingerprint_kind", "kind_phrase", "records_t
 #: What wrote a checkpoint, by :func:`fingerprint_kind`.
 _RUN_NAMES = {
     "simulation": "a simulation of the whole subset (`run_pac` / `simulate`; `pac run`)",
-    "per_record_simulation": "a per-record simulation (`record_exposure`; `pac records` with "
-                             "--noise-std or --bound bernstein)",
+    "per_record_simulation": "a per-record simulation (`record_exposure`, or a part of a "
+                             "calibration; `pac records`)",
     "pacpriv.per_record": "the per-record calibration (`calibrate_per_record`; `pac records "
                           "--target-accuracy`)",
     "pacpriv.compare": "a comparison (`compare_pac_dpsgd`; `compare`)",
@@ -128,6 +128,9 @@ def _mechanism(old: dict, new: dict) -> list[str]:
     if "PerRecordPairs(" in str(old.get("bound")) and not old_records:
         return ["the per-record run's audited records (`records`) or settings: the checkpoint "
                 "was written by an earlier pacpriv, which does not record them"]
+    if "PerRecordPairs(" in str(old.get("bound")) and old.get("bound") != new.get("bound"):
+        return ["the per-record run's mechanism, data (the pool) or settings (`record_block`, "
+                "`ensemble`), with the same audited records"]
     if old.get("name") != new.get("name"):
         return [f"the mechanism: checkpoint {_short_name(old.get('name'))!r}, now "
                 f"{_short_name(new.get('name'))!r}"]
@@ -154,8 +157,10 @@ def differences_in_words(old: Any, new: Any) -> list[str]:
         return []
     if fingerprint_kind(old) != fingerprint_kind(new) or not isinstance(new, dict):
         return [kind_phrase(fingerprint_kind(old), fingerprint_kind(new))]
+    if fingerprint_kind(old) == "pacpriv.per_record":  # an earlier pacpriv kept fewer fields
+        new = {k: v for k, v in new.items() if k in old}
     out: list[str] = []
-    if old.get("records") != new.get("records") and "records" in old:  # (earlier: not kept)
+    if old.get("records") != new.get("records"):
         out.append(f"the audited records (`records`): checkpoint {old.get('records')}, now "
                    f"{new.get('records')}")
     if old.get("mechanism") != new.get("mechanism"):

@@ -18,6 +18,7 @@ from pacpriv.pac.engine._checkpoint_words import differences_in_words, records_t
 from pacpriv.pac.engine._simulate import simulate
 from pacpriv.pac.per_record import calibrate_per_record, record_exposure
 from pacpriv.pac.per_record._calibration import calibration_fingerprint
+from pacpriv.pac.samplers import PoissonSampler
 
 POOL = np.random.default_rng(0).normal(size=(30, 2))
 CALLS: list[int] = []
@@ -70,8 +71,9 @@ def test_a_simulation_checkpoint_given_to_the_calibration(tmp_path):
 
 
 def test_a_calibration_checkpoint_given_to_a_simulation_before_its_probe(tmp_path):
-    Checkpoint.open(tmp_path / "ck", fingerprint=calibration_fingerprint(np.arange(5)),
-                    n_records=0, root=np.random.SeedSequence(0))
+    Checkpoint.open(tmp_path / "ck", fingerprint=calibration_fingerprint(
+        mean, POOL, np.arange(5), PoissonSampler(0.5)), n_records=0,
+        root=np.random.SeedSequence(0))
     CALLS.clear()
     with pytest.raises(CheckpointError, match="written by the per-record calibration") as info:
         simulate(mean, POOL, n_trials=100, rng=0, execution=ExecutionOptions(
@@ -155,10 +157,18 @@ def test_cli_per_record_simulation_refuses_a_pac_run_checkpoint(funcs, tmp_path,
 
 def test_cli_pac_records_other_records_refused_before_the_estimate(funcs, tmp_path, capsys):
     ck = tmp_path / "ck"
-    Checkpoint.open(ck, fingerprint=calibration_fingerprint(np.arange(5)), n_records=0,
-                    root=np.random.SeedSequence(0))
-    assert _records(funcs, tmp_path, ck, "--records", "0-9") == 2
+    assert _records(funcs, tmp_path, ck, "--records", "0-4") == 0
+    capsys.readouterr()
+    assert _records(funcs, tmp_path, ck, "--records", "0-9", "--out", str(tmp_path / "b")) == 2
     err = capsys.readouterr().err.strip()
     assert err == (f"pacpriv: error: Checkpoint {str(ck)!r} belongs to a different run: the "
                    "audited records (--records): checkpoint 0-4, now 0-9. Use another "
                    "checkpoint directory or delete this one.")
+    # another --dataset, --sampling-rate or --seed: named too, before the estimate
+    for extra, words in ((["--sampling-rate", "0.45"], "the sampler: checkpoint poisson "
+                          "(sampling_rate 0.5"), (["--seed", "1"], "the root seed (--seed): "
+                          "checkpoint entropy 0, now entropy 1; omit --seed")):
+        rc = _records(funcs, tmp_path, ck, "--records", "0-4", "--out", str(tmp_path / "c"),
+                      *extra)
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and "\n" not in err and words in err and not _INTERNALS.search(err)
