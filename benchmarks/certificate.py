@@ -38,6 +38,8 @@ Usage::
                                                      # over 600 records; 100 seeds; coverage)
     python benchmarks/certificate.py --issue32 --baseline   # and the unscaled shape (α = 0)
                                                      # in the same run (before/after)
+    python benchmarks/certificate.py --issue32 --structures # reference noise of candidate
+                                                     # structures (true Σ, no certificate)
 
 ``--issue32`` prints, per ``d``, the median over seeds of the certified noise power over the
 oracle ``(Σ sqrt λ)²/(2v)`` and over the ``T``-trial floor
@@ -46,7 +48,11 @@ oracle ``(Σ sqrt λ)²/(2v)`` and over the ``T``-trial floor
 its Clopper–Pearson interval, the clipped fraction, and the load average. ``PCA-head/oracle``
 is a reference, not a bound: the head along the sample principal directions of all ``T``
 trials with their *true* variances (what estimating the head from ``T`` trials allows at
-best, with no split and no confidence bound).
+best, with no split and no confidence bound); ``exact charge/floor`` is the certified shape's
+noise scaled to its exact trace charge ``½ tr(Σ_B⁻¹Σ) = v`` (the shape without its confidence
+bound; the median over seeds). ``--structures`` prints such references for
+the candidate structures of :data:`STRUCTURES` (a residual-variance ``D``, the true
+eigenvectors as head, the shape split), the measurements behind the choice of structure.
 """
 
 from __future__ import annotations
@@ -233,9 +239,56 @@ def _whitened2(y: np.ndarray, plan) -> np.ndarray:
     return out
 
 
+def _trace_charge(cov: np.ndarray, low: np.ndarray | None, plan) -> float:
+    """``tr(Σ_B⁻¹ Σ)`` of the plan's noise: from ``Σ = lowᵀ low`` when given, else from the
+    dense ``cov`` (thin basis ``V``, ``Σ_B⁻¹ = V diag(1/s) Vᵀ + (I − VVᵀ)/s_c``)."""
+    if low is not None:
+        return float(np.sum(_whitened2(low, plan)))
+    w = np.asarray(plan.basis, dtype=np.float64)
+    var = np.asarray(plan.noise_variance, dtype=np.float64)
+    along = np.einsum("ij,ik,kj->j", w, cov, w)
+    out = float(np.sum(along / var))
+    if w.shape[1] < plan.dim:
+        out += max(float(np.trace(cov)) - float(np.sum(along)), 0.0) / float(
+            plan.residual_variance)
+    return out
+
+
 def _tail2(a: float) -> float:
     """``E[(Z − a)₊²]`` for a standard normal ``Z``."""
     return float((1 + a * a) * stats.norm.sf(a) - a * stats.norm.pdf(a))
+
+
+def structure_power(low: np.ndarray, w: np.ndarray, dd: np.ndarray, v: float) -> float:
+    """Noise power (trace rule, no split, no bound) of the certificate's structure with the
+    **true** covariance ``Σ = lowᵀ low``: in ``y = D^{-1/2} x`` (``dd = diag(D)``, shape (d,)),
+    a head along the orthonormal columns of ``w`` (d, k), each with its true variance
+    ``λ'_j = w_jᵀΣ_y w_j`` and cost ``w_jᵀ D w_j``, and the rest one isotropic level sized by
+    the true rescaled trace ``τ'`` outside the head:
+    ``(Σ_j sqrt(λ'_j w_jᵀDw_j) + sqrt(τ' tr(D P_c)))² / (2v)`` (docs/guide/noise_high_d.md)."""
+    low_y = low / np.sqrt(dd)
+    total = float(np.sum(low_y * low_y))
+    head = np.sum((low_y @ w) ** 2, axis=0)
+    cost = (w * w).T @ dd
+    rest = max(total - float(np.sum(head)), 0.0) * max(float(dd.sum() - cost.sum()), 0.0)
+    return (float(np.sum(np.sqrt(head * cost))) + math.sqrt(rest)) ** 2 / (2 * v)
+
+
+def sample_head(x: np.ndarray, dd: np.ndarray, k: int) -> np.ndarray:
+    """The top ``k`` sample principal directions of the trials ``x`` (n, d) in ``y =
+    D^{-1/2} x``: orthonormal columns, shape (d, k)."""
+    y = x / np.sqrt(dd)
+    _, _, vt = np.linalg.svd(y - y.mean(axis=0), full_matrices=False)
+    return vt[:k].T
+
+
+def residual_variances(low: np.ndarray, w: np.ndarray, dd: np.ndarray) -> np.ndarray:
+    """True per-coordinate variances (in ``x``'s units, shape (d,)) of the outputs with the
+    head ``w`` of ``y = D^{-1/2} x`` removed: ``r_j = D_j (Σ_y − P_h Σ_y P_h)_jj``, i.e. the
+    diagonal of ``D^{1/2} P_c Σ_y P_c D^{1/2}``."""
+    low_y = low / np.sqrt(dd)
+    res = low_y - (low_y @ w) @ w.T
+    return np.sum(res * res, axis=0) * dd
 
 
 def pca_head_reference(mech: Mechanism, n_trials: int, v: float, seeds: int = 5,
@@ -246,25 +299,62 @@ def pca_head_reference(mech: Mechanism, n_trials: int, v: float, seeds: int = 5,
     all ``n_trials`` trials could reach at best (no split, no bound). Poisson sums only.
 
     ``alpha > 0``: the same in coordinates rescaled by ``D^{-1/2}``, ``D = diag(Σ)^α`` (true
-    variances), noise ``D^{1/2} A_y D^{1/2}``: ``(Σ_j sqrt(λ'_j w_j) + sqrt(τ' tr(D P_c)))²/(2v)``
-    with ``λ'_j = h_jᵀΣ_y h_j``, ``w_j = h_jᵀ D h_j``, ``τ'`` the rescaled trace outside the
-    head (the lead's measurement for issue 32, deliverable 4)."""
+    variances), noise ``D^{1/2} A_y D^{1/2}`` (:func:`structure_power`; the lead's measurement
+    for issue 32, deliverable 4)."""
     low = mech.factor()
     if low is None:
         return math.nan
     dd = np.clip(np.sum(low * low, axis=0), 1e-300, None) ** alpha  # D (true variances)
-    low_y = low / np.sqrt(dd)
-    total = float(np.sum(low_y * low_y))
     out = []
     for s in range(seeds):
-        x = mech.draw(np.random.default_rng([seed, 3, s, mech.dim]), n_trials) / np.sqrt(dd)
-        _, _, vt = np.linalg.svd(x - x.mean(axis=0), full_matrices=False)
-        w = vt[: min(n_trials - 1, mech.dim)].T
-        head = np.sum((low_y @ w) ** 2, axis=0)
-        cost = (w * w).T @ dd
-        rest = max(total - float(np.sum(head)), 0.0) * max(float(dd.sum() - cost.sum()), 0.0)
-        out.append((float(np.sum(np.sqrt(head * cost))) + math.sqrt(rest)) ** 2 / (2 * v))
+        x = mech.draw(np.random.default_rng([seed, 3, s, mech.dim]), n_trials)
+        w = sample_head(x, dd, min(n_trials - 1, mech.dim))
+        out.append(structure_power(low, w, dd, v))
     return float(np.median(out))
+
+
+#: Candidate structures of issue 32 deliverable 4 (``--structures``): the head's trials and
+#: how ``D`` is set, ``D = diag(Σ)^a · r^b`` with ``r`` the residual variances
+#: (:func:`residual_variances`, floored at 1/64 of their mean) outside the ``α = ½`` head.
+STRUCTURES = {
+    "PCA α=½": ("all", 0.5, 0.0),
+    "PCA α=½, shape split": ("shape", 0.5, 0.0),
+    "PCA D=r^½ (residual)": ("all", 0.0, 0.5),
+    "PCA D=diag^¼ r^¼": ("all", 0.25, 0.25),
+    "true eigvecs α=0": ("eig", 0.0, 0.0),
+    "true eigvecs α=¼": ("eig", 0.25, 0.0),
+}
+
+
+def structure_references(mech: Mechanism, n_trials: int, v: float, seeds: int = 3,
+                         seed: int = 0, shape_trials: int | None = None) -> dict[str, float]:
+    """Median noise power over ``seeds`` draws of each of :data:`STRUCTURES` with the true
+    covariance (no split unless named, no bound): the references behind the choice of
+    structure. ``"eig"`` heads are the true top ``n_trials − 1`` eigenvectors of ``Σ_y`` (the
+    floor's grant; with ``α = 0`` this is :func:`trial_floor`)."""
+    low = mech.factor()
+    assert low is not None, "Poisson sums only"
+    var = np.clip(np.sum(low * low, axis=0), 1e-300, None)
+    k = min(n_trials - 1, mech.dim)
+    m_s = shape_trials or n_trials
+    out: dict[str, list[float]] = {name: [] for name in STRUCTURES}
+    for s in range(seeds):
+        x = mech.draw(np.random.default_rng([seed, 3, s, mech.dim]), n_trials)
+        half = np.sqrt(var)
+        r = residual_variances(low, sample_head(x, half, k), half)
+        r = np.maximum(r, float(np.mean(r)) / 64)
+        for name, (head, a, b) in STRUCTURES.items():
+            dd = var**a * r**b
+            if head == "eig":
+                low_y = low / np.sqrt(dd)
+                _, vec = np.linalg.eigh(low_y.T @ low_y)
+                w = vec[:, ::-1][:, :k]
+            elif head == "shape":
+                w = sample_head(x[:m_s], dd, min(m_s - 1, mech.dim))
+            else:
+                w = sample_head(x, dd, k)
+            out[name].append(structure_power(low, w, dd, v))
+    return {name: float(np.median(p)) for name, p in out.items()}
 
 
 def true_mi_low_rank(factor: np.ndarray, plan) -> float:
@@ -294,7 +384,7 @@ def run_cell(mech: Mechanism, n_trials: int, reps: int, *, v: float = 0.1,
     rng = np.random.default_rng([seed, n_trials, mech.dim, len(mech.name)])
     sample = mech.draw(np.random.default_rng([seed, 1, mech.dim, len(mech.name)]), n_mc)
     trace_oracle, same_oracle = mech.oracle(v)
-    ratio, exceed, clipped, distortion, exponent = [], 0, [], [], []
+    ratio, exceed, clipped, distortion, exponent, exact = [], 0, [], [], [], []
     for _ in range(reps):
         plan = certify_noise(mech.draw(rng, n_trials), mi_budget=v, confidence=confidence,
                              **options)
@@ -302,6 +392,8 @@ def run_cell(mech: Mechanism, n_trials: int, reps: int, *, v: float = 0.1,
         cov, frac, dist = released(law, inner, fresh, plan.coordinate_scale)
         low = law.factor() if cov is law.cov else None  # unclipped: Σ = LᵀL exactly
         mi = true_mi(cov, inner) if low is None else true_mi_low_rank(low, inner)
+        # the shape's power scaled to its exact trace charge (no bound)
+        exact.append(plan.expected_noise_power * _trace_charge(cov, low, inner) / (2 * v))
         exceed += mi > v * (1 + 1e-9)
         ratio.append(plan.expected_noise_power)
         clipped.append(frac)
@@ -313,7 +405,8 @@ def run_cell(mech: Mechanism, n_trials: int, reps: int, *, v: float = 0.1,
             "ratio_sd": float(np.std(power)) / trace_oracle,
             "same_rule": float(np.mean(power)) / same_oracle,
             "exceed": int(exceed), "reps": reps, "clipped": float(np.mean(clipped)),
-            "distortion": float(np.mean(distortion)), "exponent": float(np.mean(exponent))}
+            "distortion": float(np.mean(distortion)), "exponent": float(np.mean(exponent)),
+            "exact": float(np.median(exact)) / trace_oracle}
 
 
 @contextlib.contextmanager
@@ -337,6 +430,30 @@ def _load() -> str:
         return "n/a"
 
 
+def issue32_structures(args) -> int:
+    """``--issue32 --structures``: the reference noise power of each of :data:`STRUCTURES`
+    over the floor and the oracle (true covariance, no bound), per ``d``; no certificate."""
+    from pacpriv.pac.noise._shape import default_shape_trials
+
+    v = args.mi_budget
+    seeds = args.reps if args.reps != 200 else 3
+    print(f"# reference structures (issue 32, deliverable 4): psum over {args.records} records, "
+          f"scales 1/sqrt(j), v = {v}, median of {seeds} draws, load {_load()}\n")
+    print("| d | n_trials | structure | reference/oracle | reference/floor |")
+    print("| --- | --- | --- | --- | --- |")
+    for d in args.dims or (20, 200, 2000):
+        mech = poisson_sum(d, n_records=args.records)
+        oracle = mech.oracle(v)[0]
+        for m in args.trials or (256,):
+            floor = trial_floor(mech.eigenvalues(), m, v)
+            refs = structure_references(mech, m, v, seeds=seeds, seed=args.seed,
+                                        shape_trials=default_shape_trials(m, d))
+            for name, power in refs.items():
+                print(f"| {d} | {m} | {name} | {power / oracle:.3f} | {power / floor:.3f} |",
+                      flush=True)
+    return 0
+
+
 def issue32(args) -> int:
     """Certified/oracle and certified/floor at d = 20, 200, 2,000 (256 trials, Poisson-½ sums
     over ``--records`` records with decaying column scales), with coverage."""
@@ -349,9 +466,9 @@ def issue32(args) -> int:
           f"{args.records} records, scales 1/sqrt(j), v = {v}, 1−γ = {args.confidence}, "
           f"{reps} seeds per cell, load {_load()}\n")
     print("| d | n_trials | shape | certified/oracle (median) | floor/oracle | "
-          "certified/floor | PCA-head/oracle (α = 0; ½) | P(MI>v) [95% CP] | clipped | α (mean) | "
+          "certified/floor | exact charge/floor | PCA-head/oracle (α = 0; ½) | P(MI>v) [95% CP] | clipped | α (mean) | "
           "s/seed | load |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     bad = []
     variants = (("rescaled", False), ("unscaled", True)) if args.baseline else (
         ("rescaled", False),)
@@ -377,7 +494,8 @@ def issue32(args) -> int:
                     bad.append((d, m, name, k))
                 med = res["median"]
                 print(f"| {d} | {m} | {name} | {med:.3f} | {floor / oracle:.3f} | "
-                      f"{med * oracle / floor:.3f} | {pca / oracle:.3f}; {pca_half / oracle:.3f} | "
+                      f"{med * oracle / floor:.3f} | {res['exact'] * oracle / floor:.3f} | "
+                      f"{pca / oracle:.3f}; {pca_half / oracle:.3f} | "
                       f"{k / reps:.3f} [{lo:.3f}, {hi:.3f}] | "
                       f"{100 * res['clipped']:.2f}% | {res['exponent']:.3f} | {per:.2f} | "
                       f"{_load()} |", flush=True)
@@ -396,6 +514,9 @@ def main(argv=None) -> int:
                          "trials, median of seeds), with coverage")
     ap.add_argument("--baseline", action="store_true",
                     help="--issue32: also run the unscaled shape (α = 0) in the same run")
+    ap.add_argument("--structures", action="store_true",
+                    help="--issue32: only the reference noise of candidate structures (true "
+                         "covariance, no certificate; --reps draws, default 3)")
     ap.add_argument("--records", type=int, default=600,
                     help="records of the Poisson sum in --issue32 (default 600)")
     ap.add_argument("--reps", type=int, default=200, help="repetitions per cell")
@@ -414,7 +535,7 @@ def main(argv=None) -> int:
                     help="randomized Markov threshold (seeded per repetition)")
     args = ap.parse_args(argv)
     if args.issue32:
-        return issue32(args)
+        return issue32_structures(args) if args.structures else issue32(args)
     reps = 60 if args.quick and args.reps == 200 else args.reps
     trials = args.trials or ((128,) if args.quick else TRIALS)
     gamma = 1 - args.confidence

@@ -17,6 +17,7 @@ whatever the process umask (an explicit ``chmod`` after creation, which a umask 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import tempfile
@@ -26,7 +27,7 @@ __all__ = ["INDEX_LIST_MARKER", "LOCK_NAME", "PRIVATE_DIR_MODE", "PRIVATE_FILE_M
            "REPORT_MARKERS", "SCAN_LIMIT", "atomic_write", "check_existing_dir",
            "check_input_file", "check_no_private_files", "check_not_in_report",
            "check_output_dir", "check_output_file", "create_private_file", "private_dir",
-           "report_folder"]
+           "refuse_link_loop", "report_folder"]
 
 #: Mode of a directory that holds pool-derived data (owner only).
 PRIVATE_DIR_MODE = 0o700
@@ -45,7 +46,35 @@ def _as_path(path, what: str) -> Path:
     if url is not None:  # Path() would collapse '//' and create a folder named 'scheme:'
         raise ValueError(f"{what} must be a local file or folder path; got a URL "
                          f"({url.group(1)}://...), which pacpriv does not read or write.")
+    refuse_link_loop(Path(path), what)
     return Path(path)
+
+
+def refuse_link_loop(path: Path, what: str) -> None:
+    """A loop of symbolic links at ``path`` or on its way is refused in one line that names it
+    (not "already exists", "link to a missing path" or pathlib's ``RuntimeError``).
+
+    Raises
+    ------
+    OSError
+        Naming ``what``, ``path`` and the link of the loop.
+    """
+    try:
+        os.stat(path)
+        return
+    except OSError as err:
+        if err.errno != errno.ELOOP:
+            return  # missing, no permission...: the caller's own check names it
+    for probe in (*reversed(path.parents), path):
+        try:
+            os.stat(probe)
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                where = "" if probe == path else f" ({str(probe)!r} on its way)"
+                raise OSError(f"{what} {str(path)!r} cannot be used{where}: it is "
+                              f"a loop of symbolic links ({str(probe)!r} -> "
+                              f"{os.readlink(probe)!r} -> ... leads back to itself); point it "
+                              "at a real folder or file, or give another path.") from None
 
 
 def _can_create_in(folder: Path) -> str | None:

@@ -328,3 +328,69 @@ def check_class_labels(y, where: str, purpose: str) -> None:
     n_classes = int(np.unique(y).size)
     if n_classes > 2 and 2 * n_classes > y.size:  # two classes are always a binary problem
         raise ValueError(class_labels_message(where, purpose, n_classes, int(y.size)))
+
+
+def first_subset_missing_a_class(y, mask_of, n_subsets: int, *,
+                                 inclusion: float | None = None) -> tuple[int, int, int] | None:
+    """The first of ``n_subsets`` training subsets that lacks a class of the labels ``y``.
+
+    A scikit-learn classifier trained on a subset that lacks a class fails, or learns other
+    ``classes_`` than its siblings; the subsets' masks are public and cheap, so this is asked
+    before any model is trained.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_records,)
+        Class labels of the pool.
+    mask_of : callable ``j -> bool ndarray (n_records,)``
+        Subset ``j``'s membership mask (e.g. ``sampler.trial_mask(n, root=root, index=j)``).
+    n_subsets : int
+        Number of subsets, >= 0.
+    inclusion : float in (0, 1) or None
+        Each record's inclusion probability when records are included independently (or
+        drawn without replacement): where the union bound
+        ``n_subsets * sum_c (1 - inclusion) ** n_c`` is below 1e-12, no mask is drawn.
+
+    Returns
+    -------
+    tuple (j, classes_seen, n_classes) or None
+        The first such subset, how many classes it holds and how many ``y`` has; None when
+        every subset holds every class (or the union bound rules it out).
+    """
+    codes = np.unique(np.asarray(y), return_inverse=True)[1].ravel()
+    counts = np.bincount(codes)
+    if codes.size == 0:
+        return None
+    if inclusion is not None and 0 < inclusion < 1:
+        log_miss = counts * math.log1p(-inclusion)
+        if math.log(max(n_subsets, 1)) + float(np.logaddexp.reduce(log_miss)) < math.log(1e-12):
+            return None
+    for j in range(int(n_subsets)):
+        seen = np.bincount(codes[np.asarray(mask_of(j), dtype=bool)], minlength=counts.size)
+        if not seen.all():
+            return j, int(np.count_nonzero(seen)), int(counts.size)
+    return None
+
+
+def missing_class_message(name: str, count: int, found: tuple[int, int, int], n_records: int,
+                          *, unit: str, low: int = 2, step: int = 2,
+                          classifier: bool = True) -> str:
+    """The one-line refusal of :func:`first_subset_missing_a_class`'s finding ``found`` for
+    ``count`` subsets (``name``: ``"--n-worlds"`` or ``"`n_worlds`"``) of ``n_records``
+    records: the largest count that works with this seed, or what to change. Without
+    ``classifier`` the finding is an empty subset (labels all equal)."""
+    j, seen, n_classes = found
+    given = f"{name} {count}" if name.startswith("--") else f"{name}={count}"
+    works = j - j % step
+    fix = (f"with this seed the first {j} {unit}s do, so {name} {works} would work; or use a "
+           "pool with more records" + (" of each class" if classifier else "")
+           if works >= low else
+           f"no {name} >= {low} works with this seed: use a pool with more records"
+           + (" of each class" if classifier else ""))
+    what = (f"would be trained on {seen} of the {n_classes} classes (each {unit} sees a random "
+            f"subset of the records, and every {unit} of a classifier must see every class)"
+            if classifier and seen else
+            f"would hold no record (each {unit} sees a random subset of the records, and no "
+            "estimator can be fitted on none)")
+    return (f"{given} is too many {unit}s for {n_records} records: {unit} {j} {what}; {fix} "
+            "(a group of k records is missing from a random half with probability 2^-k).")

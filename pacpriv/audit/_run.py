@@ -235,6 +235,9 @@ class AuditReport:
 
 def _check_out(out, overwrite) -> None:
     """``out`` is a folder (or new) without an earlier report unless ``overwrite``."""
+    if isinstance(out, (str, os.PathLike)):
+        from pacpriv._files import refuse_link_loop
+        refuse_link_loop(Path(out), "`out`")  # not "an existing file" or a missing link
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ValueError("`out` is an existing file; give a directory path.")
     if out is not None and overwrite is not True:
@@ -375,6 +378,7 @@ def run_audit(
     if one_run is not None and pool[0].shape[0] < one_run.canaries + 1:
         raise ValueError(f"the one-run audit needs more candidate records than canaries: "
                          f"{one_run.canaries} canaries, {pool[0].shape[0]} candidate records.")
+    _check_model_classes(model, pool[1], K, trial_seed(root, AUDIT_MODELS_STREAM))
     t0 = time.perf_counter()
     curves = tuple(model.certified_curves(curve_grid(opts.fprs)))  # cheap: fails early
     t1 = time.perf_counter()
@@ -416,3 +420,21 @@ def run_audit(
     if out is not None:
         report.write(out, overwrite=bool(overwrite))
     return report
+
+
+def _check_model_classes(model, y, n_models: int, models_root) -> None:
+    """A scikit-learn reference model must see every class: refuse, before any model is
+    trained, a batch whose public masks (complementary pairs from ``models_root``) leave a
+    class out of some model's half."""
+    from pacpriv._validation import first_subset_missing_a_class, missing_class_message
+    from pacpriv.audit._families import EstimatorModel
+    from pacpriv.pac.samplers import ComplementaryPairsSampler
+
+    if not isinstance(model, EstimatorModel):
+        return  # torch families train on fixed class counts
+    sampler, root = ComplementaryPairsSampler(), as_seed_sequence(models_root)
+    found = first_subset_missing_a_class(
+        y, lambda j: sampler.trial_mask(len(y), root=root, index=j), n_models, inclusion=0.5)
+    if found is not None:
+        raise ValueError(missing_class_message("`reference_models`", n_models, found, len(y),
+                                               unit="reference model", low=4))

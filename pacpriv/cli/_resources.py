@@ -107,9 +107,14 @@ def check_private_paths(args) -> None:
     PermissionError
         The private path lies inside a report folder written earlier.
     """
-    _check_checkpoint_folder(args)
-
     out = getattr(args, "out", None)
+    if out and isinstance(out, (str, os.PathLike)):  # a loop of links, named (not resolve()'s)
+        _files.refuse_link_loop(Path(out), "--out")
+    for attr, flag, _ in PRIVATE_PATH_FLAGS:
+        value = getattr(args, attr, None)
+        if value and isinstance(value, (str, os.PathLike)) and "://" not in str(value):
+            _files.refuse_link_loop(Path(value), flag)
+    _check_checkpoint_folder(args)
     for attr, flag, _ in PRIVATE_PATH_FLAGS:  # nor inside an earlier command's report folder
         value = getattr(args, attr, None)
         if value and isinstance(value, (str, os.PathLike)) and "://" not in str(value):

@@ -7,8 +7,11 @@ calibrates the noise to a per-record target (``--target-accuracy``), and writes 
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,9 @@ from pacpriv.cli._user import (
     load_cli_dataset,
     resolve_cli_mechanism,
 )
+from pacpriv.pac.engine._limit import carry_over, whole_run_words
 from pacpriv.pac.engine._options import ExecutionOptions
+from pacpriv.pac.engine._probe import duration_text
 from pacpriv.pac.engine._simulate import _check_memory
 from pacpriv.pac.per_record._calibration import BOUNDS, SHAPES, calibrate_per_record
 from pacpriv.pac.per_record._exposure import record_exposure
@@ -142,11 +147,13 @@ def add_records_parser(sub) -> None:
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "backend", "ensemble", "checkpoint",
                                                "progress", "record_block", "timeout",
                                                "time_limit"),
-                  helps={"time_limit": "limit in seconds on the simulation (> 0): refused "
-                         "before any trial when the estimated time (printed first, from a "
-                         "short timed probe of the mechanism) exceeds it; stopped at the "
-                         "limit otherwise (finished trials stay in --checkpoint: rerun the "
-                         "same command to resume). Default: none"})
+                  helps={"time_limit": "limit in seconds on the whole run (> 0): every "
+                         "simulation of the command (with --target-accuracy: the shape and "
+                         "certification trials and the whole-subset plan) shares it; refused "
+                         "before any trial when the estimated time of all of them (printed "
+                         "first, from a short timed probe of the mechanism) exceeds it; "
+                         "stopped at the limit otherwise (finished trials stay in "
+                         "--checkpoint: rerun the same command to resume). Default: none"})
     add_report_output(p, default_out="pacpriv-records", out_help="report directory (created; "
                                                                  "must be writable)",
                       json_help="print the report JSON to stdout")
@@ -244,10 +251,17 @@ def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
         raise UsageError(str(err)) from None
     except Exception:  # the run reports a failing mechanism with its trial and seed
         return
+    text = est.text()
+    if args.target_accuracy is not None:  # the whole-subset plan's trials, one call each
+        whole = math.ceil(args.trials / est.workers) * est.per_trial_s / est.evaluations_per_trial
+        est = dataclasses.replace(est, seconds=est.seconds + whole)
+        text += (f", and {duration_text(whole)} for the whole-subset plan it is compared with "
+                 f"({args.trials} trials x 1 evaluation): about {duration_text(est.seconds)} "
+                 "in all")
     if est.seconds >= _SAY_ESTIMATE_FROM_S or args.time_limit is not None:
-        print(f"pacpriv: estimate: {est.text()}", file=sys.stderr)
+        print(f"pacpriv: estimate: {text}", file=sys.stderr)
     if args.time_limit is not None and est.seconds > args.time_limit:
-        raise UsageError(f"the run would take {est.text()}, over --time-limit "
+        raise UsageError(f"the run would take {text}, over --time-limit "
                          f"{args.time_limit:g} s: use fewer --trials or --records, more "
                          f"--n-jobs, or a larger --time-limit (nothing was run)")
 
@@ -286,13 +300,16 @@ def _pool_shown(args, dataset) -> bool:
         or is_public_pool({"source": dataset.source}))
 
 
-def _check_against_whole_subset(plan, mechanism, dataset, args, execution) -> None:
+def _check_against_whole_subset(plan, mechanism, dataset, args, execution,
+                                started: float) -> None:
     """Warn when the per-record plan needs more noise than the whole-subset plan for the same
     target (:func:`pacpriv.pac.noise._plan.per_record_noise_excess`): that plan is calibrated
-    here too, on ``--trials`` more evaluations (the audit costs ``1 + k`` per trial)."""
+    here too, on ``--trials`` more evaluations (the audit costs ``1 + k`` per trial), within
+    what is left of --time-limit (the whole command's); past it, the comparison is skipped
+    with a warning (the per-record plan stands)."""
     import warnings
 
-    from pacpriv.exceptions import CalibrationError, PacprivWarning
+    from pacpriv.exceptions import CalibrationError, PacprivWarning, TimeLimitError
     from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy
     from pacpriv.pac.job import run_pac
     from pacpriv.pac.noise._plan import per_record_noise_excess
@@ -305,11 +322,19 @@ def _check_against_whole_subset(plan, mechanism, dataset, args, execution) -> No
         execution = execution.replace(
             checkpoint=os.path.join(os.fspath(execution.checkpoint), "whole-subset"))
     try:
+        execution = carry_over(execution, started, args.time_limit,
+                               before="the whole-subset comparison")
         with warnings.catch_warnings():  # the reference plan's own caveats are not ours
             warnings.simplefilter("ignore")
             whole = run_pac(mechanism, dataset.pool, mi_budget=budget, n_trials=args.trials,
                             sampler=PoissonSampler(args.sampling_rate), rng=args.seed,
                             release=False, execution=execution)
+    except TimeLimitError:
+        warnings.warn(f"--time-limit {args.time_limit:g} s (the whole command) ran out before "
+                      "the whole-subset plan for the same target was calibrated; the "
+                      "per-record plan was not checked against it.", PacprivWarning,
+                      stacklevel=2)
+        return
     except (ValueError, CalibrationError) as err:
         warnings.warn(f"the whole-subset plan for the same target could not be calibrated "
                       f"for comparison ({type(err).__name__}); the per-record plan was not "
@@ -342,21 +367,27 @@ def _records(args) -> int:
                   execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
     _refuse_other_checkpoint(args, mechanism, dataset, records)  # before any estimate
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
+    started = time.monotonic()  # --time-limit covers the whole command, probe included
     _estimate(mechanism, dataset, records, n_jobs, args)
+    execution = common["execution"]
+    common["execution"] = carry_over(execution, started, args.time_limit,
+                                     before="the per-record trials")
     try:
         if args.target_accuracy is not None:
-            plan = calibrate_per_record(mechanism, dataset.pool,
-                                        target_accuracy=args.target_accuracy,
-                                        shape=args.shape, **common)
+            with whole_run_words(args.time_limit):
+                plan = calibrate_per_record(mechanism, dataset.pool,
+                                            target_accuracy=args.target_accuracy,
+                                            shape=args.shape, **common)
             section = plan.report_section(n_pool_records=dataset.n_records)
             exposure = plan.exposure
             summary: dict[str, Any] = {"noise": plan.to_dict(),
                                        "plan_bound": plan.max_accuracy_upper,
                                        "label": plan.bound_label, "method": plan.method}
-            _check_against_whole_subset(plan, mechanism, dataset, args, common["execution"])
+            _check_against_whole_subset(plan, mechanism, dataset, args, execution, started)
         else:
-            exposure = record_exposure(mechanism, dataset.pool, noise_cov=args.noise_std**2,
-                                       **common)
+            with whole_run_words(args.time_limit):
+                exposure = record_exposure(mechanism, dataset.pool,
+                                           noise_cov=args.noise_std**2, **common)
             section = exposure.report_section(n_pool_records=dataset.n_records)
             summary = {"noise": {"noise_std": args.noise_std}, "plan_bound": None}
     except ValueError as err:  # e.g. an uncertifiable target: say why, no traceback

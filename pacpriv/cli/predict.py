@@ -5,12 +5,10 @@ Source: Y. Zhu, M. Sridhar, S. Devadas. Private Prediction via PAC Privacy. arXi
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import math
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from pacpriv import _json
@@ -27,8 +25,8 @@ from pacpriv.cli._args import (
     integer,
     number,
 )
+from pacpriv.cli._predict_fit import NOT_AN_ESTIMATOR, check_fit_estimate, check_worlds_up_front
 from pacpriv.cli._resources import (
-    check_fit_time,
     check_output_dir,
     effective_n_jobs,
     hold_report_folder,
@@ -192,6 +190,13 @@ def add_parser(subparsers, name: str) -> None:
     status.add_argument("--ledger", default=None, type=ledger_location,
                         help="the ledger store when it is not "
                         "DIR/ledger.db (postgresql://... of the served replicas)")
+    status.add_argument("--moved", action="store_true",
+                        help="confirm that --state is the original state folder moved to a "
+                        "new place across file systems (or restored), with nothing answered "
+                        "at the old place since: a state whose recorded folder is gone and "
+                        "whose ledger.db is another file is refused without it (a copy whose "
+                        "original was deleted would miss the original's later answers); "
+                        "once confirmed, every command opens it")
     status.set_defaults(handler=_status)
 
 
@@ -352,10 +357,11 @@ def _fit(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    _check_fit_estimate(args, dataset.pool, n_jobs, estimator, output)  # before the state
+    seed = check_worlds_up_front(args, estimator, output, dataset.pool)  # before the probe
+    check_fit_estimate(args, dataset.pool, n_jobs, estimator, output)  # before the state
     pp = PrivatePredictor(estimator, dataset.pool, n_worlds=args.n_worlds,
                           per_query_budget=args.per_query_budget, total_budget=total,
-                          output=output, rule=args.rule, state=args.state, rng=args.seed,
+                          output=output, rule=args.rule, state=args.state, rng=seed,
                           secret_rng=args.secret_seed)
     pp.fit(execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
     _print_budget(pp.budget())
@@ -407,9 +413,6 @@ def _check_labels_and_budget(args, dataset, output: str, estimator) -> None:
         raise UsageError(str(err).rstrip(".")) from None
 
 
-_NOT_AN_ESTIMATOR = ("not a scikit-learn-style estimator (an object with fit() and "
-                     "get_params(), or its class)")
-
 
 def _check_estimator_kind(args, estimator) -> None:
     """Refuse, before any work, an ``--estimator`` that is neither a scikit-learn-style
@@ -426,83 +429,8 @@ def _check_estimator_kind(args, estimator) -> None:
     except TypeError:
         has = " (it has fit() but no get_params())" if hasattr(estimator, "fit") else ""
         raise UsageError(f"--estimator {args.estimator} is of type {type(estimator).__name__}"
-                         f"{has}: {_NOT_AN_ESTIMATOR}, nor a fit function fit((X, y)) -> "
+                         f"{has}: {NOT_AN_ESTIMATOR}, nor a fit function fit((X, y)) -> "
                          "model") from None
-
-
-def _probe_fit_function(args, fit, X, y, output: str) -> float:
-    """Call a plain fit function once on ``(X, y)`` (half the pool, as a world sees it), before
-    any world is fitted: it must return a model with the method ``--output`` needs. Returns the
-    seconds it took. A function that raises is refused in one line (its message withheld: it
-    may quote records; --show-errors prints it)."""
-    import time
-
-    from pacpriv.exceptions import WITHHELD_NOTE, UserCodeError
-    from pacpriv.pac.engine._mechanism import call_mechanism
-    from pacpriv.prediction._evaluate import OUTPUT_METHODS
-
-    what = f"--estimator {args.estimator} is {_NOT_AN_ESTIMATOR}, and as a fit function"
-    tic = time.perf_counter()
-    try:
-        model = call_mechanism(fit, (X, y), rng=0)
-    except Exception as err:
-        raise UserCodeError(f"{what} fit((X, y)) -> model it raised {type(err).__qualname__} "
-                            f"when called on (X, y), before any world was fitted. "
-                            f"{WITHHELD_NOTE}") from err
-    method = OUTPUT_METHODS.get(output)
-    if method is not None and not callable(getattr(model, method, None)):
-        raise UsageError(f"{what} it returned a {type(model).__name__}, which has no "
-                         f"{method}() for --output {output}")
-    return time.perf_counter() - tic
-
-
-@contextlib.contextmanager
-def _bounded_fit_probe(args) -> Iterator[None]:
-    """The timing fit before the worlds, stopped at --max-minutes or --timeout (one world's
-    fit) and announced when it runs long (issue 35, item 5)."""
-    from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, probe_limit
-    limit = probe_limit((args.max_minutes * 60.0, f"--max-minutes {args.max_minutes:g}"),
-                        (args.timeout, "--timeout"))
-    try:
-        with bounded_probe(limit, what="the timed probe (one world's fit, before the others)"):
-            yield
-    except ProbeTimeoutError as err:
-        raise UsageError(str(err)) from None
-
-
-def _check_fit_estimate(args, pool, n_jobs, estimator, output: str) -> None:
-    """Time one world's fit (half the pool, as a world sees it) and print the estimate for
-    all worlds; refuse above --max-minutes, before any world is fitted (issue 35, item 5).
-    A plain fit function is called once here and must return a model that gives --output."""
-    import time
-
-    if not (math.isfinite(args.max_minutes) and args.max_minutes > 0):
-        raise UsageError(f"--max-minutes must be a positive number; got {args.max_minutes!r}")
-    from pacpriv.prediction._worlds import SklearnFit, as_world_fitter
-
-    X, y = pool
-    half = slice(0, max(2, len(X) // 2))
-    fitter = as_world_fitter(estimator)
-    if not isinstance(fitter, SklearnFit):
-        if type(fitter).__module__.startswith("pacpriv."):
-            return  # torch worlds: trained by the engine or the ensemble, no probe here
-        with _bounded_fit_probe(args):
-            one = _probe_fit_function(args, fitter, X[half], y[half], output)
-    else:
-        try:
-            from sklearn.base import clone
-
-            one = math.inf
-            with _bounded_fit_probe(args):
-                for _ in range(2):  # the first fit also pays one-off imports and warm-up
-                    tic = time.perf_counter()
-                    clone(estimator).fit(X[half], y[half])
-                    one = min(one, time.perf_counter() - tic)
-        except UsageError:
-            raise
-        except Exception:  # it fails on the data: the fit reports it, with its world
-            return
-    check_fit_time(args, one, n_jobs)
 
 
 def _rows(args):
@@ -601,7 +529,7 @@ def _status(args) -> int:
     if args.out is not None:
         check_output_dir(args.out, "--out")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
-    pp = PrivatePredictor.load(args.state, ledger=args.ledger)
+    pp = PrivatePredictor.load(args.state, ledger=args.ledger, moved=args.moved)
     if args.out is not None:  # the state is loaded: take --out now, before printing anything
         hold_report_folder(args)
     if args.json:

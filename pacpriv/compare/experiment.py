@@ -44,6 +44,7 @@ from pacpriv.compare.render import (
 from pacpriv.compare.results import ComparisonRow
 from pacpriv.dpsgd.bounds import closed_form_noise_multiplier
 from pacpriv.pac.bounds._posterior import mi_budget_for_accuracy, posterior_success_rate
+from pacpriv.pac.engine._limit import carry_over
 from pacpriv.pac.job import run_pac
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import PoissonSampler
@@ -171,8 +172,22 @@ def _exact_rows(a: float, st, sgd, stable_mech, data, n_classes: int, common: di
         attack_rng=trial_seed(attack_root, 7), bound_label=label, **common)], []
 
 
-def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
-    """The fields of one ``ComparisonResult`` per bound in ``targets`` (validated inputs)."""
+_PHASES = {"per_record": "the per-record trials", "pac": "the whole-subset trials"}
+
+
+def _phase(execution, name: str, phase: str, started: float):
+    """A phase's execution options: its checkpoint subfolder, and what is left of the whole
+    comparison's ``time_limit`` since ``started``."""
+    return carry_over(phase_execution(execution, name, phase), started, execution.time_limit,
+                      before=_PHASES[phase])
+
+
+def run_comparison(ds, *, root, targets, settings, execution,
+                   started: float | None = None) -> list[dict]:
+    """The fields of one ``ComparisonResult`` per bound in ``targets`` (validated inputs).
+    ``execution.time_limit`` covers all its simulations from ``started`` (a
+    ``time.monotonic()`` reading; default now): each gets what is left."""
+    started = time.monotonic() if started is None else started
     st = settings
     M, E, C = st.steps_per_epoch, st.epochs, st.max_grad_norm
     X, y, classes, sampler, members = _split(ds, root)
@@ -203,7 +218,8 @@ def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
             mech, pool, n_trials=st.per_record_trials,
             n_records_audited=X.shape[0] if st.per_record_records is None
             else st.per_record_records, root=trial_seed(root, 6),
-            execution=phase_execution(execution, name, "per_record"))
+            execution=_phase(execution, name, "per_record", started), targets=tuple(targets),
+            confidence=conf)
 
     out = []
     for a in targets:
@@ -228,7 +244,7 @@ def run_comparison(ds, *, root, targets, settings, execution) -> list[dict]:
         prow, pac, v = _whole_subset_row(
             mech, data, pool=pool, a=a, rule=st.rule, n_trials=st.n_trials, root=root,
             attack_rng=trial_seed(attack_root, 2),
-            execution=phase_execution(execution, name, "pac"), n_repeats=st.n_repeats,
+            execution=_phase(execution, name, "pac", started), n_repeats=st.n_repeats,
             confidence=conf, ds=ds, sampler=sampler)
         rows.append(prow)
         plan = informed = None

@@ -24,6 +24,7 @@ from pacpriv.pac.per_record._calibration import (
     plan_from_trials,
     simulate_calibration_trials,
 )
+from pacpriv.pac.per_record._certificate import UncertifiableTarget
 from pacpriv.pac.release import privatize
 from pacpriv.pac.samplers import PoissonSampler
 
@@ -57,13 +58,19 @@ def coverage_text(k: int, n: int) -> str:
 
 
 def simulate_record_trials(mech, pool, *, n_trials: int, n_records_audited: int, root,
-                           execution) -> CalibrationTrials:
-    """The per-record trials of one dataset (seed ``root``), reused for every bound."""
+                           execution, targets: tuple = (), confidence: float = 0.95
+                           ) -> CalibrationTrials:
+    """The per-record trials of one dataset (seed ``root``), reused for every bound; each of
+    ``targets`` is refused after the shape trials when no certification could meet it."""
     n = pool[0].shape[0]
-    return simulate_calibration_trials(
-        mech, pool, n_trials=n_trials, sampler=PoissonSampler(0.5),
-        records=audited_sample(n, n_records_audited), shape="isotropic",
-        shape_fraction=SHAPE_FRACTION, rng=trial_seed(root, 0), execution=execution)
+    try:
+        return simulate_calibration_trials(
+            mech, pool, n_trials=n_trials, sampler=PoissonSampler(0.5),
+            records=audited_sample(n, n_records_audited), shape="isotropic",
+            shape_fraction=SHAPE_FRACTION, rng=trial_seed(root, 0), execution=execution,
+            targets=tuple(targets), confidence=confidence)
+    except UncertifiableTarget as err:  # the flag to change, as the up-front check says
+        raise ValueError(f"`per_record_trials`: {err}") from None
 
 
 def per_record_row(row_cls, mech, data, trials: CalibrationTrials, *, target_accuracy,

@@ -163,12 +163,12 @@ def _per_record_iv(n_trials, n_records, values, pool_size, black_box) -> dict:
         if trials < 10:
             raise ValueError(f"`per_record_trials` must be 0 or >= 10; got {trials}.")
         n_cert = trials - max(2, round(trials * _SHAPE_FRACTION))
-        if not isinstance(black_box, StableBlackBox):  # a declared range lowers the floor
-            for a in values["targets"]:
-                try:
-                    check_betting_feasible(a, n_cert, k, 0.5, values["confidence"])
-                except ValueError as err:
-                    raise ValueError(f"`per_record_trials`: {err}") from None
+        for a in values["targets"]:  # a declared range lowers the floor: its data-free
+            try:  # part here, the rest after the shape trials (check_scale_feasible)
+                check_betting_feasible(a, n_cert, k, 0.5, values["confidence"],
+                                       declared_range=isinstance(black_box, StableBlackBox))
+            except ValueError as err:
+                raise ValueError(f"`per_record_trials`: {err}") from None
     return {"per_record_trials": trials,
             "per_record_records": None if n_records is None else k}
 
@@ -274,6 +274,7 @@ def _validated(settings: ComparisonSettings, targets, dataset,
     box = as_black_box(st.black_box)
     per_record = _per_record_iv(st.per_record_trials, st.per_record_records, values,
                                 ds.n_records, box)
+    values["rule"].validate(n_trials=values["n_trials"])  # the whole-subset row's, up front
     return ds, ComparisonSettings(
         epochs=values["epochs"], steps_per_epoch=values["steps_per_epoch"],
         max_grad_norm=values["max_grad_norm"], learning_rate=values["learning_rate"],
@@ -309,10 +310,14 @@ def _targets(target_accuracies) -> tuple[float, ...]:
     return out
 
 
-def _results(ds, root, targets, st, execution, tic) -> list[ComparisonResult]:
+def _results(ds, root, targets, st, execution, tic, *,
+             started: float | None = None) -> list[ComparisonResult]:
     from pacpriv.compare.experiment import run_comparison  # imports torch (pacpriv[torch])
+    from pacpriv.pac.engine._limit import whole_run_words
 
-    parts = run_comparison(ds, root=root, targets=targets, settings=st, execution=execution)
+    with whole_run_words(execution.time_limit):  # one limit for all the simulations
+        parts = run_comparison(ds, root=root, targets=targets, settings=st,
+                               execution=execution, started=started)
     elapsed = time.perf_counter() - tic
     return [ComparisonResult(seed=seed_to_dict(root), elapsed_s=elapsed,
                              threat_models=dict(THREAT_MODELS), **p) for p in parts]
@@ -486,8 +491,9 @@ def compare_table(
                           "`target_accuracies`") for d in names]
     execution = _execution(execution)
     root = checkpoint_root(rng, execution)
-    tic = time.perf_counter()
+    tic, started = time.perf_counter(), time.monotonic()
     results: list[ComparisonResult] = []
     for ds, st in checked:
-        results += _results(ds, root, targets, st, execution, time.perf_counter())
+        results += _results(ds, root, targets, st, execution, time.perf_counter(),
+                            started=started)  # one time_limit for every dataset
     return ComparisonTable(results=tuple(results), elapsed_s=time.perf_counter() - tic)

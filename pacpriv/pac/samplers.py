@@ -238,6 +238,10 @@ class Sampler(ABC):
         """Probability that a given record is in a trial's subset (``None`` if unknown)."""
         return self.prior
 
+    #: Whether one trial keeps each record independently (with probability :attr:`prior`),
+    #: so a group of ``k`` records is left out with probability ``(1 − prior)^k``.
+    independent_records: ClassVar[bool] = False
+
     def check_pool(self, n_records: int) -> None:
         """Refuse, before any trial runs, a sampler that is degenerate on ``n_records`` records.
 
@@ -328,6 +332,8 @@ class PoissonSampler(Sampler):
         rng = np.random.default_rng(stream_seed(root, index, SAMPLER_STREAM))
         _uniform_mask_into(out, rng, self.sampling_rate)
         return out
+
+    independent_records: ClassVar[bool] = True
 
     @property
     def prior(self) -> float:
@@ -438,6 +444,7 @@ class ComplementaryPairsSampler(Sampler):
 
     name: ClassVar[str] = "pairs"
     trials_per_draw: ClassVar[int] = 2  # trial 2k+1 is determined by trial 2k
+    independent_records: ClassVar[bool] = True  # within a trial (both halves Poisson-½)
     dependence: ClassVar[str] = (
         "ComplementaryPairsSampler makes trial 2k+1 the complement of trial 2k, so memberships "
         "are not independent across trials (b_i of one trial determines it in the other) and "

@@ -61,11 +61,13 @@ from pacpriv.prediction._state import StateDir
 from pacpriv.prediction._worlds import (
     as_world_fitter,
     check_fitter_output,
+    check_world_classes,
     fit_fingerprint,
     fit_worlds,
     model_factory_of,
     trains_classifier,
 )
+from pacpriv.storage import check_location
 from pacpriv.threat_models import THREAT_MODEL_PREDICTION as THREAT_MODEL
 
 __all__ = ["BUDGET_TOLERANCE", "THREAT_MODEL", "PrivatePredictor"]
@@ -196,6 +198,8 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         if ledger is not None and state is None:
             raise ValueError("`ledger` needs `state` (the worlds and the secret live in the "
                              "state folder; the ledger holds the spend and the posterior).")
+        if isinstance(ledger, (str, os.PathLike)):  # a bad location before any world is fit
+            check_location(ledger)
         fitter = as_world_fitter(fit)
         sampler_ = ComplementaryPairsSampler() if sampler is None else as_sampler(sampler)
         settings = Settings.checked(n_worlds=n_worlds, per_query_budget=per_query_budget,
@@ -240,12 +244,22 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         self._pool, self.n_records = checked, n_records
         self.feature_shape = tuple(int(s) for s in first.shape[1:])
         self._pool_print = json.loads(_json.dumps(pool_fingerprint(checked)))
+        if self._state is None or not self._state.exists():
+            self._check_worlds()  # before the state folder is created
         if self._state is not None:
             fingerprint = self._fingerprint()
             self._seeds = self._state.resume(fingerprint, self._config(fingerprint, self._seeds),
                                              self._seeds)
             if self._state.is_fitted():
                 self._load_fitted(self._state)
+            else:  # a resumed state: its stored world seed
+                self._check_worlds()
+
+    def _check_worlds(self) -> None:
+        """Every world of a classifier holds every class (public masks, before any fit)."""
+        check_world_classes(self._fitter, self._settings.output, self._pool,
+                            n_worlds=self.n_worlds, sampler=self._sampler,
+                            world_seed=self._seeds.world_seed)
 
     def _fingerprint(self) -> dict:
         return {"pool": self._pool_print, "sampler": self._sampler.to_dict(),
@@ -296,20 +310,25 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         return self._ledger
 
     @classmethod
-    def load(cls, state: str | os.PathLike, *, ledger=None) -> PrivatePredictor:
+    def load(cls, state: str | os.PathLike, *, ledger=None,
+             moved: bool = False) -> PrivatePredictor:
         """Open a fitted state directory without the pool or the fit function (for serving).
 
         Reads ``config.json`` and builds the predictor through the same initialiser as the
         constructor; the result answers and reports, but cannot refit. ``ledger`` is the
         ledger store when it is not the state's ``ledger.db``: a location
         (``postgresql://...``: replicas share it) or a :class:`pacpriv.storage.LedgerStore`;
-        a 0.3 state is migrated (see :mod:`pacpriv.prediction._state`).
+        a 0.3 state is migrated (see :mod:`pacpriv.prediction._state`). ``moved=True``
+        confirms that the folder is the original state moved to a new place (across file
+        systems, or restored): a ``ledger.db`` that is not the file recorded at the old place
+        is refused without it, since a copy whose original was deleted would miss the
+        original's later answers.
 
         Raises
         ------
         CheckpointError
-            If the directory is not a fitted predictor state, or its secret file is readable
-            by others.
+            If the directory is not a fitted predictor state, its secret file is readable
+            by others, or it is an unconfirmed move (see ``moved``).
 
         Notes
         -----
@@ -317,7 +336,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         is checked (owner-only, and the SHA-256 the ledger store recorded at fit) before it
         is unpickled.
         """
-        st = StateDir(state)
+        st = StateDir(state, moved=moved)
         config = st.read_config()
         if not st.is_fitted():
             raise CheckpointError(f"state directory {str(st.path)!r} has no fitted worlds yet; "

@@ -122,10 +122,13 @@ class Settings:
                              f"record in exactly its share of them); got {m}.")
         b = check_real(per_query_budget, "per_query_budget", low=0.0, low_inclusive=False)
         check_query_floor(b, 1)  # at least one coordinate; fit() checks the actual d
-        total = check_real(total_budget, "total_budget", low=0.0, low_inclusive=False)
-        if total < b:
-            raise ValueError(f"`total_budget` must be at least `per_query_budget` ({b:g} nats: "
-                             f"one answer spends that much); got {total:g}.")
+        try:  # the floor is the per-query budget, whatever is wrong (0, negative, NaN, low)
+            total = check_real(total_budget, "total_budget", low=b)
+        except ValueError as err:  # its "got ..." shows the value as every range check does
+            got = str(err).rsplit("; got ", 1)[-1].rstrip(".")
+            raise ValueError(f"`total_budget` must be a finite number of nats in [{b:g}, inf): "
+                             f"at least `per_query_budget` ({b:g} nats: one answer spends that "
+                             f"much); got {got}.") from None
         if not (callable(output) or (isinstance(output, str) and output in OUTPUTS)):
             raise ValueError(f"`output` must be one of {OUTPUTS} or a callable (model, X) -> "
                              f"(n, d); got {output!r}.")

@@ -120,8 +120,9 @@ class _StateFile:
 class StateDir:
     """One state directory (see the module docstring). Holds no secret in its ``repr``."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, *, moved: bool = False) -> None:
         self.path = Path(path)
+        self.moved = bool(moved)  # the caller confirms a move its ledger file cannot prove
         self._hashes: dict[str, str] | None = None  # from the ledger store, once opened
         self._fresh_hashes: dict[str, str] | None = None  # written by store_fit, not yet stored
         self._opened: tuple | None = None  # (location, store, scope) of the last open_ledger
@@ -306,11 +307,16 @@ class StateDir:
     def _check_copy(self, store: LedgerStore, scope: str) -> None:
         """Refuse a copy of a state whose own ledger file came along (``cp -a``): each copy
         would spend the full budget about the same secret world index (seventh new-user pass
-        #516). The ledger records the folder it serves; a moved folder (the recorded one gone,
-        or no longer this scope) is re-recorded."""
+        #516). The ledger records the folder it serves and its own file (device and inode):
+        a folder renamed in place (``mv``: the same file) is re-recorded; one whose recorded
+        folder is gone but whose ledger file is another (a copy whose original was deleted,
+        a restore, a move across file systems) is refused unless ``moved`` confirms it: the
+        original may have answered after the copy was made (those answers are not here)."""
         here = str(self.path.resolve())
+        st = os.stat(self.ledger_path)
+        ident = f"{st.st_dev}:{st.st_ino}".encode()
         with store.transaction(scope) as tx:
-            body = tx.get_state("state_path")
+            body, known = tx.get_state("state_path"), tx.get_state("ledger_file")
             if body is not None and body.decode() != here:
                 origin, same = Path(body.decode()), False
                 with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -322,8 +328,11 @@ class StateDir:
                         "secret world index and ledger): each copy would spend the full "
                         "budget about the same secret; use the original (replicas share one "
                         "PostgreSQL ledger), or delete one of the two.")
-            if body is None or body.decode() != here:
+                if known is not None and known != ident and not self.moved:
+                    raise CheckpointError(_unproven_move(here, str(origin)))
+            if body is None or body.decode() != here or known != ident:
                 tx.put_state("state_path", here.encode())
+                tx.put_state("ledger_file", ident)
 
     # -- blob integrity ------------------------------------------------------------------
     def _read_own(self, path: Path) -> bytes:
@@ -543,3 +552,13 @@ class StateDir:
         if not 0 <= secret_index < n_worlds:
             raise CheckpointError(f"state directory {str(self.path)!r}: corrupt secret file.")
         return Fitted(arrays, evaluator, secret_index, noise_entropy)
+
+
+def _unproven_move(here: str, origin: str) -> str:
+    return (f"state directory {here!r} was created at {origin!r}, which is gone, and its "
+            "ledger.db is not the file recorded there (a copy whose original was deleted, a "
+            "restore from a backup, or a move across file systems): answers the original gave "
+            "after this copy was made are not in this ledger, and their budget would be spent "
+            "again. If this folder is the original, moved with nothing answered at the old "
+            f"place since, confirm it once: pacpriv predict status --state {here} --moved "
+            "(in Python: PrivatePredictor.load with moved set to True).")

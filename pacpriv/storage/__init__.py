@@ -34,12 +34,19 @@ def check_location(location, what: str = "`ledger` location") -> None:
     ------
     ValueError
         For a URL of another scheme.
+    OSError
+        For a path through a loop of symbolic links (named).
     """
     text = os.fspath(location)
     m = _SCHEME.match(text) if isinstance(text, str) else None
     if m is not None and m.group(1).lower() not in LEDGER_SCHEMES:
         raise ValueError(f"{what}: unsupported URL scheme {m.group(1)!r}; give a SQLite file "
                          "path (e.g. DIR/ledger.db) or postgresql://user@host:port/dbname.")
+    if m is None and isinstance(text, str):
+        from pathlib import Path
+
+        from pacpriv._files import refuse_link_loop
+        refuse_link_loop(Path(text), what)  # a SQLite path: a loop of links named
 
 
 def open_store(location: str | os.PathLike, *, synchronous: str = "FULL") -> LedgerStore:

@@ -11,7 +11,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from pacpriv._files import check_not_in_report
+from pacpriv._files import check_not_in_report, refuse_link_loop
 from pacpriv.exceptions import CheckpointError
 from pacpriv.storage._store import SCHEMA_VERSION, LedgerStore
 
@@ -76,6 +76,7 @@ class SQLiteStore(LedgerStore):
             raise ValueError(f"`synchronous` must be 'FULL' or 'NORMAL'; got {synchronous!r}.")
         self._synchronous = synchronous
         self.path = Path(path)
+        refuse_link_loop(self.path, "the ledger")  # before exists(), which says False
         self.url = str(self.path)
         self._timeout = float(timeout)
         if not self.path.exists():

@@ -343,8 +343,12 @@ def test_a_total_below_one_answer_names_the_per_query_budget(tmp_path):
 
     X = np.random.default_rng(0).normal(size=(60, 3))
     y = (X[:, 0] > 0).astype(int)
-    with pytest.raises(ValueError, match=r"`total_budget` must be at least `per_query_budget` "
-                                         r"\(0.1 nats: one answer spends that much\); got 0.01"):
-        PrivatePredictor(LogisticRegression(), (X, y), n_worlds=4, per_query_budget=0.1,
-                         total_budget=0.01, state=tmp_path / "s")
+    for total, got in ((0.01, "0.01"), (0.0, "0.0"), (-1.0, "-1.0"), (float("nan"), "nan"),
+                       (float("inf"), "inf")):  # every sibling names the floor's source
+        with pytest.raises(ValueError, match=(
+                r"^`total_budget` must be a finite number of nats in \[0.1, inf\): at least "
+                r"`per_query_budget` \(0.1 nats: one answer spends that much\); got "
+                + got + r"\.$")):
+            PrivatePredictor(LogisticRegression(), (X, y), n_worlds=4, per_query_budget=0.1,
+                             total_budget=total, state=tmp_path / "s")
     assert not (tmp_path / "s").exists()

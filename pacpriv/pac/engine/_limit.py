@@ -21,13 +21,16 @@ flight finish: at most their per-trial timeout, which is at most ``time_limit``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +39,7 @@ from pacpriv.pac.engine._checkpoint import _MANIFEST
 from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, duration_text
 from pacpriv.pac.engine._trial import TrialFailure, TrialTask, run_batch
 
-__all__ = ["Deadline", "start_limit"]
+__all__ = ["Deadline", "carry_over", "start_limit", "whole_run_words"]
 
 #: Public root seed of the probe's trial (its output is discarded).
 PROBE_SEED = 0
@@ -161,3 +164,42 @@ def _per_trial(times: list[float], sizes: tuple[int, ...], block: int) -> float:
     slope = max(0.0, (times[2] - times[1]) / (sizes[2] - sizes[1]))
     fixed = max(0.0, times[1] - slope * sizes[1])
     return (fixed + slope * block) / block
+
+
+def carry_over(execution: Any, started: float, limit_s: float | None, *, before: str) -> Any:
+    """``execution`` whose ``time_limit`` is what is left of a whole run's ``limit_s`` seconds
+    since ``started`` (a ``time.monotonic()`` reading): a limit covers every simulation of a
+    run (e.g. the shape and the certification trials), not each one.
+
+    Raises
+    ------
+    TimeLimitError
+        Nothing is left before ``before`` (e.g. ``"the certification trials"``) runs.
+    """
+    if limit_s is None:
+        return execution
+    left = limit_s - (time.monotonic() - started)
+    if left <= 0:
+        raise TimeLimitError(
+            f"the run reached its time limit (`time_limit` {limit_s:g} s, the whole run) "
+            f"before {before}; run again with a larger `time_limit` (or none), fewer trials "
+            "or more workers. Nothing was released or charged.", n_done=0)
+    return execution.replace(time_limit=left)
+
+
+@contextlib.contextmanager
+def whole_run_words(limit_s: float | None):
+    """A ``TimeLimitError`` of a simulation run under :func:`carry_over` names the whole run's
+    ``limit_s`` (not the part of it that was left to that simulation)."""
+    try:
+        yield
+    except TimeLimitError as err:
+        if limit_s is not None:
+            def whole(m: re.Match) -> str:
+                if m.group(1) == f"{limit_s:g}":
+                    return m.group(0)
+                return (f"`time_limit` {limit_s:g} s for the whole run ({m.group(1)} s were "
+                        "left for this part)")
+            err.args = (re.sub(r"`time_limit` ([0-9.e+-]+) s", whole, str(err), count=1),
+                        *err.args[1:])
+        raise

@@ -110,7 +110,10 @@ class ExecutionOptions:
         (:mod:`pacpriv.pac.per_record._units`); ``timeout`` and ``retries`` then apply to
         each block. Results are bit-identical for every value.
     time_limit : float or None, default None
-        Seconds the whole simulation may take (``> 0``, finite; None: no limit). Checked
+        Seconds the whole run may take (``> 0``, finite; None: no limit). A call that runs
+        several simulations (the per-record calibration: shape and certification trials;
+        ``compare_pac_dpsgd`` and ``compare_table``: every phase of every dataset) shares one
+        limit among them: each gets what the earlier ones left. Checked
         before any trial against an estimate from a short timed probe (one trial, or one
         block of an ensemble mechanism, on a subset drawn with a public seed, its output
         discarded): a run estimated over the limit is refused with the estimate

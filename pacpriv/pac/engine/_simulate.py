@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from pacpriv._files import refuse_link_loop
 from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict, trial_seed
 from pacpriv._validation import check_finite_array, check_int, check_real
 from pacpriv.exceptions import (
@@ -516,6 +517,7 @@ def _refuse_existing_output(output_path) -> None:
     masks file) is refused before any trial runs (data loss otherwise)."""
     if not isinstance(output_path, (str, os.PathLike)):
         return  # OutputStore names the type error
+    refuse_link_loop(Path(output_path), "`output_path`")  # not "already exists"
     for path in (Path(output_path), masks_path_for(output_path)):
         if path.is_file() or path.is_symlink():  # a folder: OutputStore's own error names it
             raise FileExistsError(

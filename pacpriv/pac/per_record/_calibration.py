@@ -45,6 +45,7 @@ from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.engine._checkpoint import run_fingerprint
 from pacpriv.pac.engine._checkpoint_words import records_text
+from pacpriv.pac.engine._limit import carry_over, whole_run_words
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
     execution_hints,
@@ -60,6 +61,7 @@ from pacpriv.pac.per_record._certificate import (
     ScaleCertificate,
     certify_scale,
     check_betting_feasible,
+    check_scale_feasible,
 )
 from pacpriv.pac.per_record._checks import (
     _check_confidence,
@@ -74,6 +76,7 @@ from pacpriv.pac.per_record._distances import (
     min_std,
     simulate_distances,
 )
+from pacpriv.pac.per_record._estimate import check_whole_run_time
 from pacpriv.pac.per_record._exposure import (
     RecordDifferences,
     RecordExposure,
@@ -255,8 +258,9 @@ def _feasible(target, n_cert, k, base, conf, bound, declares_range: bool,
                          f"at least {low} trials (2 of them certify); got {trials[0]}.")
     if bound == "bernstein":
         check_certifiable(target, n_cert, k, base, conf)
-    elif not declares_range:  # with a declared range the floor is lower; checked later
-        check_betting_feasible(target, n_cert, k, base, conf)
+    else:  # a declared range lowers the floor: its data-free part here, the rest after the
+        # shape trials (check_scale_feasible)
+        check_betting_feasible(target, n_cert, k, base, conf, declared_range=declares_range)
 
 
 # ----------------------------------------------------------------------------- betting path
@@ -313,27 +317,42 @@ def calibration_fingerprint(f, pool, records: np.ndarray, sampler: Sampler) -> d
 def simulate_calibration_trials(
     f, pool, *, n_trials: int, sampler: PoissonSampler, records: np.ndarray,
     shape: str = "isotropic", shape_fraction: float = 0.25, rng: RNGLike = None,
-    execution: ExecutionOptions | None = None,
+    execution: ExecutionOptions | None = None, targets: tuple = (), confidence: float = 0.95,
 ) -> CalibrationTrials:
     """Run the shape trials, fit the shape, run the certification trials (validated inputs).
 
     A ``checkpoint`` of ``execution`` keeps each simulation in a subfolder (``shape``,
-    ``certify``), so an interrupted run resumes where it stopped."""
+    ``certify``), so an interrupted run resumes where it stopped. Its ``time_limit`` covers
+    both simulations: the certification trials get what the shape trials left (their own
+    probe refuses them when that is too little). Each of ``targets`` (at
+    ``confidence``) is checked between the two (:func:`check_scale_feasible`: the floor of a
+    declared range depends on the shape trials), so an uncertifiable one is refused before
+    the certification trials run."""
     tic = time.perf_counter()
     root = as_seed_sequence(rng)
     _, n_records = _check_pool(pool)
     n_shape, n_cert = _split(n_trials, shape, shape_fraction, "betting")
     opts = execution if execution is not None else ExecutionOptions(progress=False)
+    started = time.monotonic()
+    check_whole_run_time(f, pool, records, n_records=n_records, n_trials=n_trials,
+                         sampling_rate=sampler.sampling_rate, execution=opts)
     shape_trials = simulate_differences(f, pool, n_trials=n_shape, sampler=sampler,
                                         records=records, rng=trial_seed(root, 0),
                                         execution=_phase(opts, "shape"))
     geom = fit_shape(shape, shape_trials.differences, shape_trials.dim)
-    cert = simulate_distances(f, pool, geom, n_trials=n_cert, sampler=sampler, records=records,
-                              n_records=n_records, rng=trial_seed(root, 1),
-                              execution=_phase(opts, "certify"))
-    _, err = declared_bounds(f, pool, records)
+    bound, err = declared_bounds(f, pool, records)
     pad = 0.0 if err == 0.0 else err / min_std(geom)
     shape_d = np.sqrt(geom.sq_norm(shape_trials.differences)) + pad
+    for target in targets:
+        check_scale_feasible(shape_d, None if bound is None else bound / min_std(geom) + pad,
+                             target_accuracy=target, prior=sampler.sampling_rate,
+                             confidence=confidence, n_certify=n_cert)
+    limit = opts.time_limit  # the whole run's: the certification trials get what is left
+    left = carry_over(opts, started, limit, before="the certification trials")
+    with whole_run_words(limit):
+        cert = simulate_distances(f, pool, geom, n_trials=n_cert, sampler=sampler,
+                                  records=records, n_records=n_records, rng=trial_seed(root, 1),
+                                  execution=_phase(left, "certify"))
     return CalibrationTrials(shape_trials, cert, shape, geom, shape_d, n_records,
                              time.perf_counter() - tic)
 
@@ -619,7 +638,8 @@ def calibrate_per_record(
                                   root=None if rng is None else as_seed_sequence(rng)).root
         trials = simulate_calibration_trials(f, checked_pool, n_trials=n_trials, sampler=smp,
                                              records=recs, shape=shape, shape_fraction=frac,
-                                             rng=rng, execution=run)
+                                             rng=rng, execution=run, targets=(target,),
+                                             confidence=conf)
         plan = plan_from_trials(trials, target_accuracy=target, confidence=conf)
     plan.details["elapsed_s"] = time.perf_counter() - tic
     return plan

@@ -64,7 +64,8 @@ from pacpriv.pac.per_record._betting import (
 )
 from pacpriv.pac.per_record._math import bayes_accuracy
 
-__all__ = ["BETTING_METHOD", "ScaleCertificate", "certify_scale", "check_betting_feasible",
+__all__ = ["BETTING_METHOD", "ScaleCertificate", "UncertifiableTarget", "certify_scale",
+           "check_betting_feasible", "check_scale_feasible",
            "plug_in_scale"]
 
 #: Name of the bound in rows, reports and JSON.
@@ -176,26 +177,101 @@ def _allocation(shape_x: np.ndarray, gamma: float) -> np.ndarray:
     return delta
 
 
+def _declared_range_excess(x: float, prior: float) -> float:
+    """The largest ``m = x*/r`` of the record with the widest declared range (``r`` its range
+    on the accuracy scale at ``s_lo``), whatever the data: every shape distance is within the
+    declared bound ``b``, so ``s_ref`` is at most the scale ``s_b`` at which distance ``b`` has
+    the target accuracy (``b/s_b = d*``), and ``r >= X(d*/LOWEST_FRACTION)`` (a 1 % margin on
+    the plug-in bisection). Returns 1 when no data-free floor exists."""
+    base = max(prior, 1.0 - prior)
+    target = base + (1.0 - base) * x
+    lo, hi = 0.0, 1.0
+    while float(bayes_accuracy(hi, prior)) < target and hi < 1e300:
+        hi *= 2.0
+    for _ in range(200):  # d* with acc(d*) = target (acc non-decreasing in d)
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if float(bayes_accuracy(mid, prior)) < target else (lo, mid)
+    r_min = float(_normalised(np.array(lo / (LOWEST_FRACTION * 1.01)), 1.0, prior))
+    return min(x / r_min, 1.0) if r_min > 0 else 1.0
+
+
 def check_betting_feasible(target: float, n_certify: int, n_records: int, prior: float,
-                           confidence: float, *, cap: float = DEFAULT_CAP) -> None:
-    """Raise ``ValueError`` if no noise can be certified (black-box range, best-case bets).
+                           confidence: float, *, cap: float = DEFAULT_CAP,
+                           declared_range: bool = False) -> None:
+    """Raise ``ValueError`` if no noise can be certified (best-case bets), before any trial.
 
     Even with infinite noise (``X ≡ 0``) and saturated bets the capital is
     ``(1 + c x*/(1 − x*))^T``; it must reach ``1/δ`` for the least-funded record,
-    ``δ = EVEN_SHARE · γ / n``.
+    ``δ = EVEN_SHARE · γ / n``. With a ``declared_range`` (a proven per-record bound on the
+    distances) the record with the widest range bets on ``m = x*/r <= m*`` instead
+    (:func:`_declared_range_excess`), with the largest share of γ any record can get; no
+    refusal where ``m* = 1``.
     """
     base = max(prior, 1.0 - prior)
     x = (target - base) / (1.0 - base)
-    need = math.log(n_records / (EVEN_SHARE * (1.0 - confidence)))
+    delta = EVEN_SHARE * (1.0 - confidence) / n_records
+    if declared_range:
+        x = _declared_range_excess(x, prior)
+        delta += (1.0 - EVEN_SHARE) * (1.0 - confidence) / min(N_FOCUS, n_records)
+        if x >= 1.0:
+            return
+    need = math.log(1.0 / delta)
     have = n_certify * math.log1p(cap * x / (1.0 - x))
     if have < need:
-        t_min = math.ceil(need / math.log1p(cap * x / (1.0 - x)))
-        raise ValueError(
-            f"`target_accuracy` = {target!r} cannot be certified for {n_records} records with "
-            f"{n_certify} certification trials at confidence {confidence!r}, whatever the "
-            f"noise: the betting bound needs at least {t_min} certification trials here. "
-            "Increase the trials or raise the target."
-        )
+        _refuse(target, n_records, n_certify, confidence,
+                math.ceil(need / math.log1p(cap * x / (1.0 - x))))
+
+
+class UncertifiableTarget(ValueError):
+    """No noise can certify the target with the trials given (a ``ValueError``)."""
+
+
+def _refuse(target: float, n_records: int, n_certify: int, confidence: float,
+            t_min: int) -> None:
+    raise UncertifiableTarget(
+        f"`target_accuracy` = {target!r} cannot be certified for {n_records} records with "
+        f"{n_certify} certification trials at confidence {confidence!r}, whatever the "
+        f"noise: the betting bound needs at least {t_min} certification trials here. "
+        "Increase the trials or raise the target.")
+
+
+def check_scale_feasible(shape_distance: np.ndarray, distance_bound: np.ndarray | None, *,
+                         target_accuracy: float, prior: float, confidence: float,
+                         n_certify: int, cap: float = DEFAULT_CAP) -> None:
+    """After the shape trials, before the certification trials: refuse a target that
+    :func:`certify_scale` cannot certify with ``n_certify`` trials, whatever they show.
+
+    Each active record's capital grows by at most ``log1p(c m_i/(1 − m_i))`` per trial (every
+    bet saturated, ``X ≡ 0``) and must reach ``ln(1/δ_i)``; ``m_i``, ``δ_i`` and the active set
+    are :func:`certify_scale`'s, computed from the shape trials and the declared range alone.
+    A necessary condition, so it never refuses a target the certificate would meet.
+
+    Raises
+    ------
+    ValueError
+        In :func:`check_betting_feasible`'s words, naming the certification trials needed.
+    """
+    sh = np.asarray(shape_distance, dtype=np.float64)
+    if sh.size == 0 or float(sh.max()) == 0.0:
+        return  # every output agrees: the certificate needs no trials
+    n = sh.shape[1]
+    base = max(prior, 1.0 - prior)
+    x_target = (target_accuracy - base) / (1.0 - base)
+    s_ref = plug_in_scale(sh, target_accuracy, prior)
+    s_lo = LOWEST_FRACTION * s_ref
+    r = (np.ones(n) if distance_bound is None else
+         np.maximum(_normalised(np.asarray(distance_bound, dtype=np.float64), s_lo, prior),
+                    1e-300))
+    m = np.minimum(x_target / r, 1.0)
+    active = m < 1.0
+    if not active.any():
+        return
+    delta = _allocation(_normalised(sh, s_ref, prior) / r,
+                        1.0 - confidence)[active]
+    step = np.log1p(cap * m[active] / (1.0 - m[active]))
+    t_min = int(np.max(np.ceil(np.log(1.0 / delta) / step)))
+    if n_certify < t_min:
+        _refuse(target_accuracy, n, n_certify, confidence, t_min)
 
 
 def certify_scale(shape_distance: np.ndarray, cert_distance: np.ndarray, *,

@@ -26,7 +26,7 @@ from pacpriv.pac.engine._probe import bounded_probe, duration_text
 from pacpriv.pac.per_record._sim import PairSpec, _differences
 from pacpriv.pac.per_record._units import DEFAULT_RECORD_BLOCK
 
-__all__ = ["RunEstimate", "estimate_per_record_time"]
+__all__ = ["RunEstimate", "check_whole_run_time", "estimate_per_record_time"]
 
 #: Public seed of the probe's subset.
 PROBE_SEED = 0
@@ -155,3 +155,38 @@ def timed_probe(mechanism: Any, pool: Any, records: np.ndarray, *, n_records: in
     return RunEstimate(seconds=math.ceil(n_trials / w) * per_trial, per_trial_s=per_trial,
                        evaluations_per_trial=evals, probe_evaluations=probe, workers=w,
                        n_trials=int(n_trials))
+
+
+def check_whole_run_time(mechanism: Any, pool: Any, records: np.ndarray, *, n_records: int,
+                         n_trials: int, sampling_rate: float, execution: Any) -> None:
+    """Refuse, before any trial, a per-record run whose ``n_trials`` trials (every simulation
+    of it: shape and certification) are estimated over ``execution.time_limit`` (the whole
+    run's). Nothing is done without a limit.
+
+    Raises
+    ------
+    TimeLimitError
+        With the estimate (nothing was run, stored or charged); or the probe itself did not
+        finish within the limit.
+    """
+    limit = getattr(execution, "time_limit", None)
+    if limit is None:
+        return
+    from pacpriv.exceptions import TimeLimitError
+    from pacpriv.pac.engine._parallel import resolve_backend
+
+    _, workers = resolve_backend(execution.n_jobs, execution.backend)
+    try:
+        est = estimate_per_record_time(mechanism, pool, records, n_records=n_records,
+                                       n_trials=n_trials, sampling_rate=sampling_rate,
+                                       workers=workers, record_block=execution.record_block,
+                                       time_limit=limit)
+    except TimeoutError:
+        raise
+    except Exception:  # a failing mechanism: the run reports it with its trial and seed
+        return
+    if est.seconds > limit:
+        raise TimeLimitError(
+            f"the run would take {est.text()}, over `time_limit` {limit:g} s (the whole run: "
+            "every simulation of it): use fewer trials or records, more workers (`n_jobs`) "
+            "or a larger `time_limit` (nothing was run or charged)", estimate_s=est.seconds)
