@@ -352,8 +352,13 @@ def run_audit(
                         f"{type(execution).__name__}.")
     for method in ("fit", "statistics", "describe", "certified_curves", "accountant_epsilon"):
         if not callable(getattr(model, method, None)):
+            # a scikit-learn estimator (the CLI's --model takes one): name its wrapper
+            wrap = (f" (a scikit-learn estimator: wrap it, model=EstimatorModel("
+                    f"{type(model).__name__}(...)), from pacpriv.audit)"
+                    if callable(getattr(model, "fit", None))
+                    and callable(getattr(model, "get_params", None)) else "")
             raise TypeError(f"`model` must be a model family with a `{method}` method; got "
-                            f"{type(model).__name__}.")
+                            f"{type(model).__name__}{wrap}.")
     K = check_int(reference_models, "reference_models", low=4)
     if K % 2:
         raise ValueError(f"`reference_models` must be even (complementary pairs); got {K}.")

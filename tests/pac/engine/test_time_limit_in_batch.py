@@ -154,3 +154,13 @@ def test_the_parent_stops_waiting_for_a_trial_that_ignores_the_limit(monkeypatch
         simulate(stubborn, POOL, n_trials=8, rng=0, execution=ExecutionOptions(
             n_jobs=2, backend=backend, progress=False, time_limit=1.0))
     assert time.monotonic() - tic < STUBBORN_S
+
+
+def test_a_refused_estimate_never_reads_as_the_limit():
+    """Ninth new-user pass #1302: "about 12 s ... over --time-limit 12 s". Durations are
+    rounded up at the digit shown."""
+    from pacpriv.pac.engine._probe import duration_text
+
+    assert duration_text(12.3) == "13 s" and duration_text(12.0) == "12 s"
+    assert duration_text(4.21) == "4.3 s" and duration_text(4.0) == "4.0 s"
+    assert duration_text(130.0) == "2.2 min" and duration_text(7300.0) == "2.1 h"

@@ -1,8 +1,10 @@
-"""Ninth new-user pass, interim 2: a user estimator's exception message is withheld on every
-path (#517: ``PACPrivateClassifier.fit`` re-raised it verbatim), while pacpriv's own words
-about an adapter's configuration are shown, before any trial (#528: the supervised adapter on
-an unlabelled pool was withheld as if it were the user's text); and ``drop_columns`` naming
-the label column is refused, not silently ignored (#613)."""
+"""Ninth new-user pass, interims 2-4: a user estimator's exception message is withheld on
+every path (#517: ``PACPrivateClassifier.fit`` re-raised it verbatim), while pacpriv's own
+words about an adapter's configuration are shown, before any trial (#528: the supervised
+adapter on an unlabelled pool was withheld as if it were the user's text); ``drop_columns``
+naming the label column is refused, not silently ignored (#613); ``run_audit`` with a plain
+estimator names ``EstimatorModel`` (#821); a folder given as a mechanism module says so
+(#1112)."""
 
 from __future__ import annotations
 
@@ -85,3 +87,26 @@ def test_drop_columns_naming_the_label_is_refused():
     with pytest.raises(ValueError, match=r"`drop_columns` must not list the label column"):
         select_columns(names, drop_columns=[-1], exclude=(2,))
     assert select_columns(names, drop_columns=["a"], exclude=(2,)) == [1]
+
+
+def test_run_audit_with_a_plain_estimator_names_its_wrapper():
+    """Ninth new-user pass #821: the CLI's --model takes a classifier; the API needs
+    EstimatorModel, and now says so."""
+    from sklearn.linear_model import LogisticRegression
+
+    from pacpriv.audit import run_audit
+
+    with pytest.raises(TypeError, match=r"wrap it, model=EstimatorModel\(LogisticRegression"):
+        run_audit(X, Y, model=LogisticRegression(), reference_models=4)
+
+
+def test_a_folder_named_as_the_mechanism_module(tmp_path, monkeypatch):
+    """Ninth new-user pass #1112: a report folder given as the module was imported as a
+    namespace package ("'r1' has no attribute 'f'")."""
+    from pacpriv.registry import load_object
+
+    (tmp_path / "r1").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=r"'r1' is a folder without an __init__.py \(a "
+                       r"namespace package\), not a Python module: give 'file.py:f'"):
+        load_object("r1:f", what="mechanism")
