@@ -404,20 +404,36 @@ def _print_bounds(args, rows: list[dict], shown: dict, columns: list) -> int:
     return print_rows(table, columns, as_json=False)
 
 
+#: Distinct values from which ``pac posterior``/``pac budget`` show a progress bar (each costs
+#: milliseconds: thousands of them ran for a minute without a word, ninth new-user pass).
+_BAR_FROM = 100
+
+
+def _each_value(values: list[float], fn, what: str) -> dict:
+    """``{value: fn(value)}`` (floats, or a tuple of floats) over the distinct ``values`` (a
+    repeated value is computed once), with a progress bar on stderr when there are many."""
+    def computed(v: float):
+        out = fn(v)
+        return tuple(map(float, out)) if isinstance(out, tuple) else float(out)
+
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) < _BAR_FROM:
+        return {v: computed(v) for v in distinct}
+    from tqdm.auto import tqdm
+
+    return {v: computed(v) for v in tqdm(distinct, desc=what, unit="value", leave=False)}
+
+
 def _posterior(args) -> int:
     _check_prior(args.prior)
     for v in args.mi_budget:
         if not (v >= 0 and math.isfinite(v)):
             raise UsageError(f"--mi-budget must be finite numbers >= 0 (nats); got {v}")
-    rows = [
-        {
-            "mi_budget_nats": v,
-            "prior": args.prior,
-            "posterior_success_bound": float(posterior_success_rate(v, prior=args.prior)),
-            "pinsker_bound": float(pinsker_bound(v, prior=args.prior)),
-        }
-        for v in args.mi_budget
-    ]
+    both = _each_value(args.mi_budget, lambda v: (posterior_success_rate(v, prior=args.prior),
+                                                  pinsker_bound(v, prior=args.prior)),
+                       "posterior bounds")
+    rows = [{"mi_budget_nats": v, "prior": args.prior, "posterior_success_bound": both[v][0],
+             "pinsker_bound": both[v][1]} for v in args.mi_budget]
     shown = {"mi_budget_nats": format_bound,
              "prior": format_bound,
              "posterior_success_bound": lambda x: format_bound(x, 10, side="up"),
@@ -436,14 +452,10 @@ def _budget(args) -> int:
                 f"--target-accuracy must be in [{format_bound(max(args.prior, 1 - args.prior))}"
                 f", 1) for --prior {args.prior} (no budget gives less than the blind guess); "
                 f"got {a}")
-    rows = [
-        {
-            "target_accuracy": a,
-            "prior": args.prior,
-            "mi_budget_nats": float(mi_budget_for_accuracy(a, prior=args.prior)),
-        }
-        for a in args.target_accuracy
-    ]
+    budget = _each_value(args.target_accuracy,
+                         lambda a: mi_budget_for_accuracy(a, prior=args.prior), "budgets")
+    rows = [{"target_accuracy": a, "prior": args.prior, "mi_budget_nats": budget[a]}
+            for a in args.target_accuracy]
     # the budget is what a user will run with: round it down (a smaller budget is safer)
     # the inputs are shown as given (shortest exact text), never rounded
     shown = {"target_accuracy": lambda x: repr(float(x)),
