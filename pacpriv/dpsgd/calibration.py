@@ -61,7 +61,7 @@ class NoiseCalibration(Displayable):
         Steps per record per epoch (k of t). For ``k > 1`` σ is the smaller of the k-of-t
         chi-square inverse and the exact calibration of one-of-``⌊t/k⌋`` over ``k·E`` epochs
         (both certified, docs/math.rst "k out of t"); ``accuracy`` is the k-of-t interval
-        (its lower end Monte Carlo at ``accuracy.lower_confidence``) and
+        (its lower end deterministic, or Monte Carlo at ``accuracy.lower_confidence``) and
         ``lower_noise_multiplier`` is ``None`` (unknown).
     """
 

@@ -461,8 +461,8 @@ def exact_membership_inference_accuracy(
         stderr is a terminal, ``True`` always, ``False`` never.
     k : int, default 1
         Steps per record per epoch (k of t; scalars only for ``k > 1``, then ``upper`` is
-        deterministic and ``lower`` certified Monte Carlo at ``lower_confidence``, see
-        :func:`pacpriv.dpsgd.k_of_t.k_of_t_interval`).
+        deterministic and ``lower`` deterministic (the lower k-of-t chain) or certified
+        Monte Carlo at ``lower_confidence``, see :func:`pacpriv.dpsgd.k_of_t.k_of_t_interval`).
 
     Returns
     -------

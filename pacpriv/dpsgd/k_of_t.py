@@ -24,10 +24,12 @@ The exact accuracy ``½ + ½·TV(P^⊗E, Q^⊗E)`` is bracketed by
   ``k ≤ CHAIN_MAX_K`` within :data:`CHAIN_WORK_BUDGET`, the upper k-of-t chain
   (:mod:`pacpriv.dpsgd._exact.koft_chain`: convex-order splits of the coordinates and of the
   ``k``-dimensional states of ``e_1..e_k``); for larger ``k``, within the same budget, the
+  pruned upper k-of-t chain (its states of least Q-mass sent to ``T ∈ {0, +∞}``) and the
   product of the upper chains of a partial stratification into blocks "``k_j`` of ``t_j``",
   ``k_j ≤ CHAIN_MAX_K`` (:mod:`pacpriv.dpsgd._exact.koft_split`; the same relabelling
   argument as Theorem 2);
-* below: the lower k-of-t chain (a garbling; deterministic) where it runs and is at most
+* below: the lower k-of-t chain (a garbling; deterministic; for ``k > CHAIN_MAX_K`` pruned:
+  its states of least P-mass merged into their mean) where it runs and is at most
   ``max(tolerance, 1e-3)`` wide; else also (larger one kept; confidence ``1 − γ``) a
   Monte-Carlo estimate of ``TV = E_Q[(1 − e^{−L})_+]``, an expectation of a ``[0, 1]``
   variable, lowered by the empirical-Bernstein deviation of Maurer & Pontil (2009, Thm 4).
@@ -158,8 +160,8 @@ def monte_carlo_total_variation(
 MC_WORK_BUDGET = 1e8
 #: Confidence of the Monte-Carlo lower end of the k-of-t interval
 MC_CONFIDENCE = 0.999
-#: Largest k for which the deterministic k-of-t chains are tried (their states are
-#: k-dimensional: at k = 3 they need more work than the 10 s target allows)
+#: Largest k for which the deterministic k-of-t chains run without pruning (their states
+#: are k-dimensional; beyond it the pruned chains run, and the split's blocks hold ≤ it)
 CHAIN_MAX_K = 2
 #: Work budget of one k-of-t chain (state atoms × coordinate nodes × 2^k summed over the
 #: steps, ~2–5 s on one core); beyond it the Monte-Carlo lower end is used
@@ -181,6 +183,53 @@ def _chain_settings(sigma: float, epochs: int, tol: float):
     grow = float(epochs) ** 0.2
     return ChainSettings(n_w=int(min(150, round(90 * grow))),
                          dln=max(0.05, 0.07 / grow**0.5) * scale)
+
+
+#: Resolution of the pruned k-of-t chains for k > CHAIN_MAX_K (3- and 4-dimensional states):
+#: (coordinate nodes, cell width in ln units, pruning budget of one epoch) of the upper and
+#: the lower chain, and the coarse ones for a tolerance ≥ 5e-3
+HIGH_K_UPPER, HIGH_K_LOWER, HIGH_K_COARSE = (70, 0.055, 1e-5), (60, 0.04, 1e-4), (40, 0.08, 1e-5)
+#: Cap on one step's candidate atoms × split corners of those chains (memory: about 16 bytes
+#: per candidate and axis at a step's peak; the work budget bounds it further: measured peak
+#: of a whole interval 0.9 GB at the docs' k = 3 points)
+HIGH_K_MAX_ATOMS = 120_000_000
+#: Work budget of the pruned lower chain when the upper one did not fit its budget: the interval
+#: then keeps a stratified upper end and cannot reach ``CHAIN_WIDTH``, so the lower chain only
+#: narrows it, and a smaller budget keeps the call near its earlier cost (measured: the lower
+#: chain alone at (σ, t, k, E) = (0.7, 12, 3, 2) is 1.0e8 units, ~7.6 s of CPU, for 5e-4; at
+#: (2, 100, 4, 10) and (2, 20, 4, 10) 7.04e7 and 4.9e7)
+LOWER_ALONE_WORK_BUDGET = 7.2e7
+
+
+def _high_k_chains(sigma: float, steps: int, k: int, epochs: int, tol: float) -> dict | None:
+    """The pruned upper and lower k-of-t chains for ``k > CHAIN_MAX_K``, each within
+    :data:`CHAIN_WORK_BUDGET` (:mod:`pacpriv.dpsgd._exact.koft_chain`: states of least mass
+    are sent to ``T ∈ {0, +∞}`` on the upper chain, with their Q-mass, and merged into their
+    mean on the lower one). Returns the keys of the chains that ran, or None."""
+    from pacpriv.dpsgd._exact.koft_chain import ChainSettings, koft_chain_tv
+
+    out: dict = {"work": 0.0}
+    for upper, (n_w, dln, prune) in ((True, HIGH_K_UPPER), (False, HIGH_K_LOWER)):
+        if tol >= 5e-3:
+            n_w, dln, prune = HIGH_K_COARSE
+        # the upper chain's pruned Q-mass adds up to E·prune to the TV: at most 1e-4 in all
+        prune = min(prune, 1e-4 / epochs) if upper else prune
+        budget = (CHAIN_WORK_BUDGET if upper or "tv_upper" in out
+                  else min(LOWER_ALONE_WORK_BUDGET, CHAIN_WORK_BUDGET))
+        try:
+            r = koft_chain_tv(sigma, steps, k, epochs,
+                              ChainSettings(n_w=n_w, dln=dln, prune=prune,
+                                            max_atoms=HIGH_K_MAX_ATOMS),
+                              work_budget=budget, ends=(upper,))
+        except ValueError:  # composition window above its memory cap
+            r = None
+        if r is not None:
+            out["work"] += r.pop("work")
+            end = "upper" if upper else "lower"
+            out.update({f"{key}_{end}" if key in ("n_w", "dln") else key: v
+                        for key, v in r.items()})
+            out[f"prune_{end}"] = prune
+    return out if ("tv_upper" in out or "tv_lower" in out) else None
 
 
 def _split_upper(sigma: float, steps: int, k: int, epochs: int, tol: float) -> dict | None:
@@ -209,11 +258,13 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
     """Certified interval for the k-of-t exact accuracy (see the module docstring).
 
     First the deterministic k-of-t chains (:func:`pacpriv.dpsgd._exact.koft_chain.
-    koft_chain_tv`), when their work fits :data:`CHAIN_WORK_BUDGET`: then the lower end is
-    theirs (deterministic) and the upper end the smallest of theirs, the chi-square bound and
-    the stratified one. For ``k > CHAIN_MAX_K`` the upper end is the smallest of the
-    chi-square bound, the stratified one and (when it fits the same budget) the partially
-    stratified one (``details["split"]``). Otherwise the Monte-Carlo lower end: its draws
+    koft_chain_tv`; pruned for ``k > CHAIN_MAX_K``, each chain on its own), when their work
+    fits :data:`CHAIN_WORK_BUDGET`: then the lower end is theirs (deterministic) and the upper
+    end the smallest of theirs, the chi-square bound and the stratified one. For
+    ``k > CHAIN_MAX_K`` the upper end is also at most the partially stratified one (when it
+    fits the same budget; ``details["split"]``). When the chains' interval is wider than
+    ``max(tol, CHAIN_WIDTH)`` or the lower chain does not run, the Monte-Carlo lower end
+    also runs (the larger lower end is kept): its draws
     are seeded from ``(σ, t, E, k)`` (repeated calls agree) and their number is
     ``8 ln(2/γ)/(4 tol²)`` capped by :data:`MC_WORK_BUDGET` (at least 2000). ``exact_k1`` is
     :func:`pacpriv.dpsgd.exact_membership_inference_accuracy` (passed in by it: this module
@@ -234,23 +285,28 @@ def k_of_t_interval(sigma: float, steps: int, epochs: int, k: int, tol: float,
         details["split"] = split
         if split["accuracy_upper"] < upper:
             upper, details["upper_source"] = split["accuracy_upper"], "split k-of-t chains"
-    chain = None
     if k <= CHAIN_MAX_K:
         from pacpriv.dpsgd._exact.koft_chain import koft_chain_tv
 
         chain = koft_chain_tv(sigma, steps, k, epochs, _chain_settings(sigma, epochs, tol),
                               work_budget=CHAIN_WORK_BUDGET)
-    if chain is not None:
+    else:
+        chain = _high_k_chains(sigma, steps, k, epochs, tol)
+    if chain is not None and "tv_upper" in chain:
         chain_upper = 0.5 + 0.5 * chain["tv_upper"]
         if chain_upper < upper:
             upper, details["upper_source"] = chain_upper, "k-of-t chain"
+        details["chain"] = {**chain, "accuracy_upper": chain_upper}
+    if chain is not None and "tv_lower" in chain:
         lower = min(0.5 + 0.5 * chain["tv_lower"], upper)
-        details["chain"] = {**chain, "accuracy_upper": chain_upper,
+        details["chain"] = {**details.get("chain", chain),
                             "accuracy_lower": 0.5 + 0.5 * chain["tv_lower"]}
         details["lower_source"] = "k-of-t chain"
         if upper - lower <= max(tol, CHAIN_WIDTH):
             return {"lower": lower, "upper": upper, "estimate": 0.5 * (lower + upper),
                     "details": details, "lower_confidence": 1.0}
+    else:
+        chain = None
     need = 2.0 * math.log(2.0 / (1.0 - MC_CONFIDENCE)) / (tol * tol)
     cap = MC_WORK_BUDGET / (epochs * steps * (k + 4.0))
     n = int(max(2000.0, min(need, cap)))
@@ -287,7 +343,7 @@ def exact_result(sigma, steps, epochs, k: int, tol: float, exact_k1) -> ExactAcc
         warnings.warn(f"exact accuracy interval width {width:.3g} exceeds tolerance {tol:g} "
                       f"(k = {k}: {cause}); the interval is still certified",
                       PacprivWarning, stacklevel=3)
-    ran = ", upper k-of-t chain" if "chain" in r["details"] else ""
+    ran = ", upper k-of-t chain" if "accuracy_upper" in r["details"].get("chain", {}) else ""
     if "split" in r["details"]:
         blocks = " x ".join(f"{kj}-of-{tj}" for tj, kj in r["details"]["split"]["blocks"])
         ran += f", upper chains of the partial stratification {blocks}"

@@ -85,11 +85,16 @@ def test_k_of_t_commands(capsys, command):
         assert acc <= 0.6
 
 
-@pytest.mark.parametrize(("k", "note"), [
-    ("2", "exact accuracy lower (certified; every record"),  # the deterministic k-of-t chain
-    ("3", "certified with confidence 0.999"),  # the Monte-Carlo lower end
+@pytest.mark.parametrize(("k", "budget", "note"), [
+    ("2", None, "exact accuracy lower (certified; every record"),  # the k-of-t chain
+    ("3", None, "exact accuracy lower (certified; every record"),  # the pruned chain
+    ("3", 0.0, "certified with confidence 0.999"),  # no chain fits: the Monte-Carlo end
 ])
-def test_exact_k_of_t_says_its_confidence(capsys, k, note):
+def test_exact_k_of_t_says_its_confidence(capsys, monkeypatch, k, budget, note):
+    if budget is not None:
+        from pacpriv.dpsgd import k_of_t
+
+        monkeypatch.setattr(k_of_t, "CHAIN_WORK_BUDGET", budget)
     assert main(["dpsgd", "exact", "--steps-per-epoch", "10", "--epochs", "1", "--k", k,
                  "--noise-multiplier", "1", "--tolerance", "0.05"]) == 0
     out = capsys.readouterr().out

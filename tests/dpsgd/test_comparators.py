@@ -83,7 +83,9 @@ def test_k_of_t_rows_beside_poisson_at_rate_k_over_t():
     chi = rows["chi-square, hypergeometric (k of t)"]
     cert = rows["k of t, certified (pacpriv)"]
     pois = rows["Poisson subsampling, dp-accounting PLD"]
-    assert "confidence 0.999" in cert.note and "one-of-5 over 8 epochs" in cert.note
+    assert "interval [" in cert.note and "4 of 20" in cert.note
+    if "Monte Carlo" in cert.note:  # else the pruned lower chain: a deterministic interval
+        assert "confidence 0.999" in cert.note and "one-of-5 over 8 epochs" in cert.note
     assert cert.noise_multiplier_for_target < chi.noise_multiplier_for_target
     assert pois.accuracy == pytest.approx(_poisson_accuracy(t.noise_multiplier, 20, 2, 1e-3, 4))
     # Feldman & Shenfeld 2025: k of t is about as private as Poisson at rate k/t

@@ -28,6 +28,16 @@ order in the cell widths. The work is ``t × (states × n_w × 2^k)``: the chain
 while the number of states stays below ``max_atoms`` (else ``None``: the caller keeps its
 other bounds).
 
+Pruning (``ChainSettings.prune > 0``, used at ``k ≥ 3`` where almost every cell of the
+``k``-dimensional state grid is nearly empty): given a state ``x`` the chain's final ``T`` has
+mean ``r_0 + Σ_i r_i x_i`` (:func:`_future_mean`; every later split keeps means). The upper
+chain replaces the conditional law of ``T`` given each of its states of least Q-mass by the
+two-point law on ``0`` and ``+∞`` with that mean (the largest element of the convex order
+with that mean): P-mass to ``T = 0``, Q-mass to ``+∞``. The lower chain merges its states
+of least P-mass into their conditional mean (conditioning on less: still a garbling). Each
+cuts at most ``prune/(t − 1)`` per step (after the step's split or merge), ``prune`` per
+epoch.
+
 Round-off is bounded and put on the pessimistic side: the upper chain adds its stop-loss
 slack (mass errors of the coordinate's law, relative errors of the state arithmetic, each
 with ``E_P[T] = 1``) to the Q-mass at ``+∞``; the lower chain carries an l1 error of its
@@ -51,6 +61,7 @@ __all__ = ["ChainSettings", "koft_chain_tv"]
 
 _WINDOW_TAU = 1e-15  # as in pacpriv.dpsgd.exact: Chernoff mass outside the FFT window
 _DENSE_BOX = 4_000_000  # group by a dense bincount when the index box is at most this big
+_CHUNK = 1_000_000  # states split to their corners at a time (upper chain)
 _Z_LOW, _Z_TOP, _Z_BULK = 6.0, 6.0, 1.0  # coordinate grid: z in [−6, s + 6], sinh scale 1
 
 
@@ -62,6 +73,13 @@ class ChainSettings:
     dln: float = 0.07
     max_atoms: int = 16_000_000
     c_epoch: float = 64.0
+    #: cell width of the lower-order states ``s_1..s_{k−1}`` in units of ``dln`` (they reach
+    #: ``T = s_k(t)`` only through the recursion)
+    coarse: float = 1.0
+    #: mass budget of one epoch's pruning: the upper chain sends states of smallest Q-mass
+    #: (total ≤ prune) to ``T ∈ {0, +∞}``, the lower chain merges states of smallest P-mass
+    #: (total ≤ prune) into their mean; 0 keeps every state
+    prune: float = 0.0
 
 
 def _coordinate_law(s: float, n_w: int, upper: bool) -> tuple[np.ndarray, np.ndarray, float,
@@ -133,31 +151,48 @@ def _group(key: np.ndarray, weights: list, box: int) -> tuple[np.ndarray, list]:
     return uniq, [np.bincount(inv, weights=w, minlength=uniq.size) for w in weights]
 
 
-def _regrid(states: np.ndarray, p: np.ndarray, dln: float, upper: bool
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """Upper: split every state to its cell's corners; lower: merge each cell to its mean."""
+def _corners(states: np.ndarray, p: np.ndarray, dln: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Split every state onto the ``2^d`` corners of its cell: integer corner labels
+    (distinct rows) and their masses (the tensor product of one two-point split per axis,
+    each preserving that axis' value)."""
     d = states.shape[1]
-    a = np.floor(np.log(states) / dln).astype(np.int64)
+    ln = np.log(states)
+    a = np.floor(ln / dln).astype(np.int64)
     key, mn, span = _keys(a)
-    box = int(np.prod(span.astype(np.float64)))
+    # position in the cell: (x − lo)/(lo·(e^Δ − 1)) = expm1(ln x − aΔ)/expm1(Δ)
+    beta = np.clip(np.expm1(ln - a * dln) / np.expm1(dln), 0.0, 1.0)
+    ends = [(1.0 - beta[:, i], beta[:, i].copy()) for i in range(d)]
+    weights = [p]  # weights[c]: corner c (bit i: upper end of axis i)
+    for i in range(d):
+        weights = weights + [w * ends[i][1] for w in weights]
+        weights[:len(weights) // 2] = [w * ends[i][0] for w in weights[:len(weights) // 2]]
+    ukey, sums = _group(key, weights, int(np.prod(span.astype(np.float64))))
+    cells = _decode(ukey, mn, span)
+    offsets = [np.array([(c >> i) & 1 for i in range(d)]) for c in range(2**d)]
+    return np.concatenate([cells + off for off in offsets]), np.concatenate(sums)
+
+
+def _regrid(states: np.ndarray, p: np.ndarray, dln: np.ndarray, upper: bool
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Upper: split every state to its cell's corners; lower: merge each cell to its mean.
+
+    ``dln`` holds the cell width (ln units) of every axis. The upper split runs in chunks of
+    :data:`_CHUNK` states (bounded memory; the corners' masses are then summed again)."""
+    d = states.shape[1]
     if not upper:
+        a = np.floor(np.log(states) / dln).astype(np.int64)
+        key, _, span = _keys(a)
+        box = int(np.prod(span.astype(np.float64)))
         _, sums = _group(key, [p] + [p * states[:, i] for i in range(d)], box)
         keep = sums[0] > 0  # cells whose mass underflowed to 0 carry nothing
         return np.stack([w[keep] for w in sums[1:]], axis=1) / sums[0][keep, None], sums[0][keep]
-    lo = np.exp(a * dln)
-    beta = np.clip((states - lo) / (lo * math.expm1(dln)), 0.0, 1.0)
-    weights = []
-    for corner in range(2**d):
-        w = p
-        for i in range(d):
-            w = w * (beta[:, i] if (corner >> i) & 1 else 1.0 - beta[:, i])
-        weights.append(w)
-    ukey, sums = _group(key, weights, box)
-    cells = _decode(ukey, mn, span)
-    offsets = [np.array([(c >> i) & 1 for i in range(d)]) for c in range(2**d)]
-    all_cells = np.concatenate([cells + off for off in offsets])
+    parts = [_corners(states[i:i + _CHUNK], p[i:i + _CHUNK], dln)
+             for i in range(0, p.size, _CHUNK)]
+    all_cells = np.concatenate([c for c, _ in parts])
     key2, mn2, span2 = _keys(all_cells)
-    ukey2, (pn,) = _group(key2, [np.concatenate(sums)], int(np.prod(span2.astype(float))))
+    ukey2, (pn,) = _group(key2, [np.concatenate([m for _, m in parts])],
+                          int(np.prod(span2.astype(float))))
     keep = pn > 0
     return np.exp(_decode(ukey2[keep], mn2, span2) * dln), pn[keep]
 
@@ -167,6 +202,53 @@ def _component(states: np.ndarray, i: int, lo: int, hi: int) -> np.ndarray:
     if i == 0:
         return np.ones(states.shape[0])
     return states[:, i - lo] if lo <= i <= hi else np.zeros(states.shape[0])
+
+
+def _future_mean(j: int, t: int, k: int, m: float) -> np.ndarray:
+    """``r`` with ``E[s_k(t) | s(j + 1)] = r_0 + Σ_i r_i s_i(j + 1)`` when the later
+    coordinates have mean ``m`` (the recursion is affine in each coordinate)."""
+    r = np.zeros(k + 1)
+    r[k] = 1.0
+    for jj in range(t - 1, j, -1):
+        step = np.arange(k + 1) / (jj + 1.0)
+        nxt = r * (1.0 - step)
+        nxt[:-1] += r[1:] * step[1:] * m
+        r = nxt
+    return r
+
+
+def _prune(states: np.ndarray, p: np.ndarray, r: np.ndarray, lo: int, budget: float,
+           upper: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Drop (upper) or merge (lower) the states of least mass, up to ``budget`` in all.
+
+    Upper: the states of least Q-mass ``p·E[T | state]`` (``r``: :func:`_future_mean`),
+    while their total is at most ``budget``; each goes to ``T ∈ {0, +∞}`` with its mean
+    kept (the largest increase in the convex order): returns their Q-mass (for the Q-mass
+    at +∞) and P-mass (for an atom at ``T = 0``). Lower: the states of least P-mass (total
+    at most ``budget``) are merged into their conditional mean (a garbling); returns zeros.
+    """
+    if budget <= 0.0 or p.size < 2:
+        return states, p, 0.0, 0.0
+    if upper:
+        d = states.shape[1]
+        mass = p * (r[0] + states @ r[lo:lo + d])
+    else:
+        mass = p
+    # threshold by binary exponent (O(n)): the largest power of two below which the masses
+    # sum to at most the budget
+    expo = np.frexp(mass)[1]
+    e0 = int(expo.min())
+    cum = np.cumsum(np.bincount(expo - e0, weights=mass))
+    n_bins = int(np.searchsorted(cum, budget, side="right"))
+    cut_mask = (expo < e0 + n_bins) | (mass <= 0.0)
+    if int(cut_mask.sum()) < 2:
+        return states, p, 0.0, 0.0
+    cut, keep = np.flatnonzero(cut_mask), np.flatnonzero(~cut_mask)
+    if upper:
+        return states[keep], p[keep], float(mass[cut].sum()), float(p[cut].sum())
+    pc = float(p[cut].sum())
+    merged = (p[cut] @ states[cut]) / pc
+    return (np.vstack([states[keep], merged[None, :]]), np.append(p[keep], pc), 0.0, 0.0)
 
 
 def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSettings,
@@ -181,12 +263,19 @@ def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSet
     states = np.zeros((1, 0))
     p = np.ones(1)
     lo, hi = 1, 0
-    work, sums_err = 0.0, 0.0
+    work, sums_err, pruned_q, pruned_p = 0.0, 0.0, 0.0, 0.0
+    # E[W] of the chain's coordinate, rounded up (prunes' Q-masses are then upper bounds)
+    m_w = max(1.0, float(np.dot(x, px))) * (1.0 + 1e-9)
     for j in range(t):
         nlo, nhi = max(1, k - (t - j - 1)), min(j + 1, k)
         n = states.shape[0]
-        step = float(n * x.size) * (2 ** (nhi - nlo + 1) if upper else nhi - nlo + 2)
-        if step > settings.max_atoms or work + step * (t - j) > work_budget:
+        d = nhi - nlo + 1
+        step = float(n * x.size) * (2**d if upper else d + 1)
+        # the work still to come: this step's times the steps left, or (pruned chains, whose
+        # states shrink once they are k-dimensional) 17 times this step's while the states
+        # still grow (j < k; measured growth ×19–22 a step there) and twice it after
+        ahead = step * (min(17 if j < k else 2, t - j) if settings.prune > 0.0 else t - j)
+        if step > settings.max_atoms or work + ahead > work_budget:
             return None
         work += step
         # a cell's sums (bincount, sequential) add at most (candidates)·u relative error
@@ -203,22 +292,32 @@ def epoch_atoms(sigma: float, t: int, k: int, *, upper: bool, settings: ChainSet
             states, p = new[keep], pn[keep]
             break
         try:
-            states, p = _regrid(new, pn, settings.dln, upper)
+            widths = np.array([settings.dln * (1.0 if i == k else settings.coarse)
+                               for i in range(lo, hi + 1)])
+            states, p = _regrid(new, pn, widths, upper)
         except OverflowError:  # states spread over more cells than int64 keys can label
             return None
+        states, p, cq, cp = _prune(states, p, _future_mean(j, t, k, m_w), lo,
+                                   settings.prune / (t - 1), upper)
+        pruned_q, pruned_p = pruned_q + cq, pruned_p + cp
     if not np.all(np.isfinite(states)):  # overflow: no bound from this chain
         return None
     # relative error of a state value: each step ≤ 6 roundings (the update, the split's
     # β and the nodes' exp), plus the coordinate's own (lower: its conditional means) and
     # the cells' sums (lower: the conditional means are ratios of two such sums)
     rel = (t * (8.0 * _U + (extra if not upper else 0.0)) + 2.0 * sums_err) * 1.01
-    out = {"T": states[:, -1], "p": p, "relative_error": rel, "atoms": int(p.size),
-           "work": work}
+    lr = states[:, -1]
+    if pruned_p > 0.0:  # the pruned states' P-mass sits at T = 0
+        lr, p = np.append(lr, 0.0), np.append(p, pruned_p)
+    out = {"T": lr, "p": p, "relative_error": rel, "atoms": int(p.size), "work": work,
+           "pruned_q": pruned_q}
     if upper:
         # Q-mass at +∞: the coordinates' top tails (Σ_j E[∂T/∂W_j] = k), the masses'
         # round-off (t coordinates, slope of the stop-loss ≤ 1 + x; the cells' sums, with
         # E_P[T + 1] = 2), the state arithmetic
-        out["q_inf"] = k * extra + t * slack * 2.0 + 2.0 * sums_err + rel + 1e-15
+        # and the pruned states' Q-mass (with its round-off: a sum of ≤ n products)
+        out["q_inf"] = (k * extra + t * slack * 2.0 + 2.0 * sums_err + rel + 1e-15
+                        + pruned_q * (1.0 + 2.0 * rel + 1e-9))
     else:
         out["mass_error"] = t * slack + t * (2.0**k + 8.0) * _U * 2.0 + sums_err
     return out
@@ -237,18 +336,20 @@ class _Atoms:
 
 def koft_chain_tv(sigma: float, t: int, k: int, epochs: int,
                   settings: ChainSettings | None = None, *,
-                  work_budget: float = math.inf) -> dict | None:
+                  work_budget: float = math.inf, ends: tuple[bool, ...] = (True, False)
+                  ) -> dict | None:
     """Certified bounds ``tv_lower ≤ TV(P^⊗E, Q^⊗E) ≤ tv_upper`` of k-of-t allocation.
 
     Returns a dict (``tv_lower``, ``tv_upper``, the resolution, atom counts and work) or
     None when a chain would exceed ``settings.max_atoms`` or ``work_budget`` (both chains
     together; see :func:`epoch_atoms`): the caller keeps its other bounds. Both ends are
-    deterministic.
+    deterministic. ``ends`` lists the chains to run (``True``: upper, ``False``: lower);
+    only their keys are returned.
     """
     cfg = settings or ChainSettings()
     out: dict = {"n_w": cfg.n_w, "dln": cfg.dln, "work": 0.0}
     delta, labels = None, None
-    for upper in (True, False):
+    for upper in ends:
         at = epoch_atoms(sigma, t, k, upper=upper, settings=cfg,
                          work_budget=work_budget - out["work"])
         if at is None:
