@@ -69,6 +69,25 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(scope="module")
+def one_native_thread():
+    """Tiny scikit-learn fits and numpy algebra on one OpenMP and one BLAS thread.
+
+    On 2 cores shared with other work, the waiting threads of scikit-learn's OpenMP loops and
+    of OpenBLAS cost more than they gain on problems this small: the iris k-means job of
+    ``tests/pac/test_job.py`` took 17 s instead of 3.4 s (measured at load 5), the README's
+    breast-cancer pipeline 9 s instead of 1.9 s. The numbers are the same (the k-means fits
+    are one chunk of at most 256 records). Use as
+    ``pytestmark = pytest.mark.usefixtures("one_native_thread")``.
+    """
+    import sklearn.cluster  # noqa: F401  (loads the OpenMP runtime that the limit must see)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="openmp"), \
+            threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
 #: The machine the suite's expectations are written for (the CI runner: 2 CPUs, memory to
 #: spare). Fixed here so that no test depends on the machine it runs on (V1: a 1-CPU runner,
 #: ``taskset -c 0`` or a cgroup quota, capped every ``n_jobs=2`` run with a WorkerCapWarning,

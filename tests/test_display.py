@@ -15,6 +15,8 @@ from pacpriv.dpsgd import (
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.noise import Certified
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 QUIET = ExecutionOptions(progress=False)
 NO_CHECK = Certified(target_inflation=None)  # no trial-count check
 

@@ -13,6 +13,8 @@ import pytest
 
 from pacpriv.cli import main
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide"
 PAGES = ("sklearn.md", "tables.md", "audit_own_model.md", "epsilon.md", "make_private.md",
          pytest.param("tradeoff_picture.md", marks=pytest.mark.slow))  # trains ~30 models

@@ -111,26 +111,3 @@ def test_a_folder_named_as_the_mechanism_module(tmp_path, monkeypatch):
                        r"namespace package\), not a Python module: give 'file.py:f'"):
         load_object("r1:f", what="mechanism")
 
-
-def test_pac_posterior_and_budget_compute_each_value_once_with_a_bar(monkeypatch, capsys):
-    """Ninth new-user pass: 2000 budgets ran for 40 s without a word. A repeated value is
-    computed once; many distinct values show a progress bar (stderr)."""
-    import json
-
-    from pacpriv.cli import pac as cli_pac
-    from pacpriv.cli.main import main
-
-    calls: list[float] = []
-    real = cli_pac.posterior_success_rate
-    monkeypatch.setattr(cli_pac, "posterior_success_rate",
-                        lambda v, **k: calls.append(v) or real(v, **k))
-    assert main(["pac", "posterior", "--mi-budget", *(["0.01"] * 500), "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    assert len(rows) == 500 and calls == [0.01]
-    assert len({r["posterior_success_bound"] for r in rows}) == 1
-    budgets = [str(0.001 * i) for i in range(cli_pac._BAR_FROM)]
-    assert main(["pac", "posterior", "--mi-budget", *budgets, "--json"]) == 0
-    assert "posterior bounds" in capsys.readouterr().err
-    assert main(["pac", "budget", "--target-accuracy", "0.6", "0.7", "0.6", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    assert rows[0]["mi_budget_nats"] == rows[2]["mi_budget_nats"] != rows[1]["mi_budget_nats"]

@@ -18,6 +18,8 @@ from pacpriv.registry import (
     resolve_mechanism,
 )
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 IRIS = load_dataset("iris")
 #: Every registered mechanism (a new one is tested here without editing this file).
 BUILTINS = MECHANISMS.names()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import sys
 
+import numpy as np
+
 from pacpriv import _json
 from pacpriv._numbers import format_bound, format_percent
 from pacpriv.cli._args import (
@@ -72,7 +74,8 @@ def add_parser(subparsers, name: str) -> None:
         "Xiao & Devadas 2023, Thm 1). The report of `pac run` prints the exact command that "
         "reproduces its headline.")
     post.add_argument("--mi-budget", type=budget_number, required=True, nargs="+", metavar="NATS",
-                      help="mutual-information budget(s) v in nats (> 0), e.g. 0.05 or 2^-6")
+                      help="mutual-information budget(s) v in nats (> 0), e.g. 0.05 or 2^-6; "
+                      "at most 1000 values")
     post.add_argument("--prior", type=number, default=0.5,
                       help="blind-guess success rate p0 in [0.5, 1): max(q, 1 - q) for "
                       "inclusion probability q")
@@ -83,7 +86,7 @@ def add_parser(subparsers, name: str) -> None:
                          description="MI budget v = KL(Bern(a) || Bern(p0)) for a target "
                          "posterior success rate a (Xiao & Devadas 2023, Thm 1).")
     bud.add_argument("--target-accuracy", type=number, required=True, nargs="+", metavar="A",
-                     help="target posterior success rate(s) a in (prior, 1)")
+                     help="target posterior success rate(s) a in (prior, 1); at most 1000 values")
     bud.add_argument("--prior", type=number, default=0.5,
                      help="blind-guess success rate p0 in [0.5, 1)")
     bud.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -98,7 +101,7 @@ def add_parser(subparsers, name: str) -> None:
         "of the oracle square-root rule (Gaussian outputs, flat spectrum of --effective-dim).",
     )
     tri.add_argument("--dim", type=integer, required=True, nargs="+",
-                     help="output dimension(s) d >= 1")
+                     help="output dimension(s) d >= 1; at most 1000 values")
     tri.add_argument("--target-inflation", type=number, default=1.2,
                      help="largest acceptable noise power over the oracle square-root rule (> 1)")
     tri.add_argument("--confidence", type=number, default=0.95,
@@ -404,36 +407,36 @@ def _print_bounds(args, rows: list[dict], shown: dict, columns: list) -> int:
     return print_rows(table, columns, as_json=False)
 
 
-#: Distinct values from which ``pac posterior``/``pac budget`` show a progress bar (each costs
-#: milliseconds: thousands of them ran for a minute without a word, ninth new-user pass).
-_BAR_FROM = 100
+#: Most values one call of `pac posterior`, `pac budget` or `pac trials` answers (bounded time
+#: and output; the Python functions take arrays of any size)
+MAX_LISTED = 1000
 
 
-def _each_value(values: list[float], fn, what: str) -> dict:
-    """``{value: fn(value)}`` (floats, or a tuple of floats) over the distinct ``values`` (a
-    repeated value is computed once), with a progress bar on stderr when there are many."""
-    def computed(v: float):
-        out = fn(v)
-        return tuple(map(float, out)) if isinstance(out, tuple) else float(out)
-
-    distinct = list(dict.fromkeys(values))
-    if len(distinct) < _BAR_FROM:
-        return {v: computed(v) for v in distinct}
-    from tqdm.auto import tqdm
-
-    return {v: computed(v) for v in tqdm(distinct, desc=what, unit="value", leave=False)}
+def _check_listed(values, flag: str, api: str) -> None:
+    if len(values) > MAX_LISTED:
+        raise UsageError(
+            f"{flag} takes at most {MAX_LISTED} values per call; got {len(values)}: split them "
+            f"over several calls, or pass an array to {api} in Python")
 
 
 def _posterior(args) -> int:
     _check_prior(args.prior)
+    _check_listed(args.mi_budget, "--mi-budget", "pacpriv.posterior_success_rate")
     for v in args.mi_budget:
         if not (v >= 0 and math.isfinite(v)):
             raise UsageError(f"--mi-budget must be finite numbers >= 0 (nats); got {v}")
-    both = _each_value(args.mi_budget, lambda v: (posterior_success_rate(v, prior=args.prior),
-                                                  pinsker_bound(v, prior=args.prior)),
-                       "posterior bounds")
-    rows = [{"mi_budget_nats": v, "prior": args.prior, "posterior_success_bound": both[v][0],
-             "pinsker_bound": both[v][1]} for v in args.mi_budget]
+    budgets = np.asarray(args.mi_budget, dtype=np.float64)  # one vectorised root for every value
+    exact = np.atleast_1d(posterior_success_rate(budgets, prior=args.prior))
+    pinsker = np.atleast_1d(pinsker_bound(budgets, prior=args.prior))
+    rows = [
+        {
+            "mi_budget_nats": v,
+            "prior": args.prior,
+            "posterior_success_bound": float(exact[i]),
+            "pinsker_bound": float(pinsker[i]),
+        }
+        for i, v in enumerate(args.mi_budget)
+    ]
     shown = {"mi_budget_nats": format_bound,
              "prior": format_bound,
              "posterior_success_bound": lambda x: format_bound(x, 10, side="up"),
@@ -446,16 +449,23 @@ def _posterior(args) -> int:
 
 def _budget(args) -> int:
     _check_prior(args.prior)
+    _check_listed(args.target_accuracy, "--target-accuracy", "pacpriv.mi_budget_for_accuracy")
     for a in args.target_accuracy:
         if not max(args.prior, 1 - args.prior) <= a < 1:
             raise UsageError(
                 f"--target-accuracy must be in [{format_bound(max(args.prior, 1 - args.prior))}"
                 f", 1) for --prior {args.prior} (no budget gives less than the blind guess); "
                 f"got {a}")
-    budget = _each_value(args.target_accuracy,
-                         lambda a: mi_budget_for_accuracy(a, prior=args.prior), "budgets")
-    rows = [{"target_accuracy": a, "prior": args.prior, "mi_budget_nats": budget[a]}
-            for a in args.target_accuracy]
+    budgets = np.atleast_1d(mi_budget_for_accuracy(  # one vectorised inverse for every value
+        np.asarray(args.target_accuracy, dtype=np.float64), prior=args.prior))
+    rows = [
+        {
+            "target_accuracy": a,
+            "prior": args.prior,
+            "mi_budget_nats": float(budgets[i]),
+        }
+        for i, a in enumerate(args.target_accuracy)
+    ]
     # the budget is what a user will run with: round it down (a smaller budget is safer)
     # the inputs are shown as given (shortest exact text), never rounded
     shown = {"target_accuracy": lambda x: repr(float(x)),
@@ -478,6 +488,7 @@ def _trials(args) -> int:
         trials_for_inflation,
     )
 
+    _check_listed(args.dim, "--dim", "pacpriv.pac.noise.trials_for_inflation (one d at a time)")
     rows = []
     for d in args.dim:
         try:

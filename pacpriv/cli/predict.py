@@ -90,9 +90,28 @@ def _estimator(name: str):
     if not (where.endswith(".py") or "/" in where):
         add_cwd_to_path()  # module:attr finds modules in the current folder
     obj = load_object(name, what="estimator")
-    if isinstance(obj, type):  # an estimator class: instantiate with defaults
-        obj = obj()
+    if isinstance(obj, type) or _is_factory(obj):  # a class (defaults) or a zero-argument
+        from pacpriv.exceptions import WITHHELD_NOTE, UserCodeError  # factory returning an
+
+        try:  # estimator, as `audit --model` takes them
+            obj = obj()
+        except Exception as err:
+            raise UserCodeError(
+                f"--estimator {name} raised {type(err).__qualname__} when called with no "
+                f"arguments to make the estimator, before any data was read. {WITHHELD_NOTE}"
+                ) from err
     return obj  # an estimator instance, or a fit function fit(subset) -> model
+
+
+def _is_factory(obj) -> bool:
+    """A plain function that takes no required argument (a fit function takes one)."""
+    import inspect
+
+    if not inspect.isfunction(obj):
+        return False
+    return not any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
+                                                       p.KEYWORD_ONLY)
+                   for p in inspect.signature(obj).parameters.values())
 
 
 def _add_fit_parser(sub) -> None:
@@ -105,8 +124,8 @@ def _add_fit_parser(sub) -> None:
     fit.add_argument("--estimator", required=True,
                      help=f"built-in ({', '.join(ESTIMATORS.names())}), module:attr or "
                      "file.py:attr "
-                     "(an sklearn estimator or class, a pacpriv.prediction.TorchFit, or a "
-                     "function fit((X, y)) -> model)")
+                     "(an sklearn estimator, its class or a zero-argument function returning "
+                     "one, a pacpriv.prediction.TorchFit, or a function fit((X, y)) -> model)")
     fit.add_argument("--dataset", required=True,
                      help="bundled dataset (iris, wine, breast_cancer, digits, diabetes) or a "
                      ".csv/.npy/.npz path: the private pool")

@@ -145,10 +145,9 @@ def select_columns(names: list[str], *, columns=None, drop_columns=None,
                              "labels).")
         return keep
     dropped = {index(c, "drop_columns") for c in drop_spec}
-    if dropped & set(exclude):  # silently kept as the labels otherwise (ninth pass, #613)
-        raise ValueError("`drop_columns` must not list the label column (`label_column`: it is "
-                         "read as the labels, never a feature): drop feature columns only, or "
-                         "leave out `label_column` to load no labels.")
+    if dropped & set(exclude):
+        raise ValueError("`drop_columns` must not list the label column (it is read as the "
+                         "labels, never as a feature): leave it out of `drop_columns`.")
     keep = [j for j in range(n) if j not in dropped and j not in exclude]
     if not keep:
         # name only what took the columns away: the label column and/or `drop_columns`

@@ -19,6 +19,8 @@ from pacpriv.audit._attacks import (
 )
 from pacpriv.audit._lira import lira_scores
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 
 def test_perfectly_separable_scores():
     """Members all above non-members: AUC 1, TPR@1%FPR 1, accuracy 1 with CI above ½."""

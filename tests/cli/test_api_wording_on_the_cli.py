@@ -11,7 +11,6 @@ one mapping (``cli.main._cli_advice``), also for text printed outside ``warnings
 from __future__ import annotations
 
 import re
-import time
 import warnings
 
 import numpy as np
@@ -31,6 +30,8 @@ from pacpriv.exceptions import (
 from pacpriv.pac import ExecutionOptions, simulate
 from pacpriv.pac.engine import _parallel
 from pacpriv.pac.engine import _storage as storage
+
+from ._stalls import SlowFirst
 
 _KEYWORD = re.compile(r"(?<![\w-])[a-z][a-z0-9_]*=")
 _FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
@@ -100,17 +101,6 @@ def test_pac_run_refusal_on_the_command_line(monkeypatch, capsys, tmp_path):
     assert "--output-dtype float32" in err and not _KEYWORD.search(err), err
 
 
-class _SlowFirst:
-    def __init__(self):
-        self.slept = False
-
-    def __call__(self, x):
-        if not self.slept:
-            self.slept = True
-            time.sleep(2.0)
-        return np.asarray(x, dtype=float).mean(axis=0)
-
-
 @pytest.mark.parametrize("timeout", [None, 30.0])
 def test_the_watchdogs_fallback_line_uses_the_installed_wording(monkeypatch, capsys, timeout):
     monkeypatch.setattr(_parallel, "STALL_WARN_S", 0.5)
@@ -118,7 +108,7 @@ def test_the_watchdogs_fallback_line_uses_the_installed_wording(monkeypatch, cap
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", StallWarning)
-            simulate(_SlowFirst(), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
+            simulate(SlowFirst(2.0), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
                      execution=ExecutionOptions(n_jobs=1, progress=False, timeout=timeout))
     finally:
         set_user_wording(None)

@@ -9,6 +9,8 @@ import pytest
 from pacpriv.cli import main
 from pacpriv.pac.engine import ExecutionOptions
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 
 @pytest.mark.filterwarnings("always::pacpriv.exceptions.UndersampledWarning")  # CLI prints it
 def test_pac_run_writes_report(tmp_path, capsys):
@@ -178,3 +180,28 @@ def test_checkpoint_seed_advice_in_the_api_names_rng(tmp_path):
     with pytest.raises(CheckpointError, match="pass rng=None to reuse the checkpoint's seed"):
         simulate(np.mean, pool, n_trials=3, rng=2,
                  execution=ExecutionOptions(checkpoint=tmp_path / "ck", progress=False))
+
+
+def test_listed_values_answer_each_like_a_single_call_and_are_capped(capsys):
+    """`pac posterior` / `pac budget` answer a list with one vectorised root per call (2,000
+    values took 40–100 s one by one): each row equals the single-value call bit for bit, and
+    more than `MAX_LISTED` values are refused in one line before any work."""
+    from pacpriv.cli.pac import MAX_LISTED
+    from pacpriv.pac.bounds import mi_budget_for_accuracy, posterior_success_rate
+
+    budgets = ["1e-300", "2^-20", "0.01", "0.5", "3", "1e6"]
+    assert main(["pac", "posterior", "--mi-budget", *budgets, "--prior", "0.7", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["posterior_success_bound"] for r in rows] == [
+        float(posterior_success_rate(v, prior=0.7)) for v in (1e-300, 2**-20, 0.01, 0.5, 3, 1e6)]
+    targets = [0.5000001, 0.6, 0.9, 0.999999]
+    assert main(["pac", "budget", "--target-accuracy", *map(str, targets), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["mi_budget_nats"] for r in rows] == [
+        float(mi_budget_for_accuracy(a, prior=0.5)) for a in targets]
+    for command, flag, value in (("posterior", "--mi-budget", "0.01"),
+                                 ("budget", "--target-accuracy", "0.6"),
+                                 ("trials", "--dim", "10")):
+        assert main(["pac", command, flag, *[value] * (MAX_LISTED + 1)]) == 2
+        err = capsys.readouterr().err
+        assert f"{flag} takes at most {MAX_LISTED} values per call; got {MAX_LISTED + 1}" in err

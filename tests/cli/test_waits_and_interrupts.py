@@ -16,18 +16,7 @@ from pacpriv.exceptions import StallWarning
 from pacpriv.pac import ExecutionOptions, simulate
 from pacpriv.pac.engine import _parallel
 
-
-class _SlowFirst:
-    """Sleeps in the trial whose subset is the largest seen so far (the first one)."""
-
-    def __init__(self):
-        self.slept = False
-
-    def __call__(self, x):
-        if not self.slept:
-            self.slept = True
-            time.sleep(2.5)
-        return np.asarray(x, dtype=float).mean(axis=0)
+from ._stalls import SlowFirst
 
 
 @pytest.mark.filterwarnings("default::pacpriv.exceptions.StallWarning")
@@ -35,7 +24,7 @@ def test_a_stalled_run_says_so(monkeypatch):
     monkeypatch.setattr(_parallel, "STALL_WARN_S", 0.5)
     tic = time.monotonic()
     with pytest.warns(StallWarning) as record:
-        simulate(_SlowFirst(), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
+        simulate(SlowFirst(2.5), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
                  execution=ExecutionOptions(n_jobs=1, progress=False))
     elapsed = time.monotonic() - tic
     lines = [str(w.message) for w in record if issubclass(w.category, StallWarning)]
@@ -52,7 +41,7 @@ def test_an_error_filter_still_says_it_on_stderr(monkeypatch, capsys):
     monkeypatch.setattr(_parallel, "STALL_WARN_S", 0.5)
     with warnings.catch_warnings():
         warnings.simplefilter("error", StallWarning)
-        simulate(_SlowFirst(), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
+        simulate(SlowFirst(2.5), np.arange(20.0).reshape(10, 2), n_trials=3, rng=0,
                  execution=ExecutionOptions(n_jobs=1, progress=False))
     err = capsys.readouterr().err
     assert "pacpriv: warning: no trial has finished for" in err

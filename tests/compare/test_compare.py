@@ -28,6 +28,8 @@ from pacpriv.datasets import load_dataset
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.samplers import PoissonSampler
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 A = 0.6
 QUIET = ExecutionOptions(n_jobs=1, progress=False)
 TINY = dict(epochs=2, steps_per_epoch=2, n_repeats=2, execution=QUIET,

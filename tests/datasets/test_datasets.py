@@ -343,3 +343,16 @@ def test_no_feature_column_left_names_what_took_them(tmp_path, text, kw, after):
     path.write_text(text)
     with pytest.raises(ValueError, match="no feature column is left of 'pool.csv' " + after):
         load_dataset(path, **kw)
+
+
+@pytest.mark.parametrize("label", ["label", 2, -1])
+@pytest.mark.parametrize("drop", [["label"], [2], ["a", -1]])
+def test_drop_columns_naming_the_label_column_is_refused(tmp_path, label, drop):
+    """`drop_columns` listing the label column (by name or index) was silently ignored: the
+    labels were still read from it. Now one ValueError, before any column is read."""
+    path = tmp_path / "pool.csv"
+    path.write_text("a,b,label\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n")
+    with pytest.raises(ValueError, match="`drop_columns` must not list the label column"):
+        load_dataset(path, label_column=label, drop_columns=drop)
+    ds = load_dataset(path, label_column=label, drop_columns=["a"])  # the label kept apart
+    assert ds.X.shape == (4, 1) and list(ds.y) == [0, 1, 0, 1]

@@ -13,7 +13,6 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
-from threadpoolctl import threadpool_limits
 
 from pacpriv import PACPrivateClassifier, PACPrivateRegressor
 from pacpriv.estimators._release import public_carrier
@@ -21,14 +20,8 @@ from pacpriv.pac import mi_budget_for_accuracy, posterior_success_rate
 
 # few trials keep the checks fast: the certificate warns that more trials would need less noise
 pytestmark = [pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning"),
-              pytest.mark.filterwarnings("ignore::pacpriv.exceptions.VacuousBoundWarning")]
-
-
-@pytest.fixture(autouse=True)
-def one_blas_thread():
-    """Tiny fits on a shared machine: BLAS threads only add contention."""
-    with threadpool_limits(1):
-        yield
+              pytest.mark.filterwarnings("ignore::pacpriv.exceptions.VacuousBoundWarning"),
+              pytest.mark.usefixtures("one_native_thread")]  # tiny fits: one BLAS thread
 
 
 #: Checks that do not apply, and why (the rest of scikit-learn's checks pass).

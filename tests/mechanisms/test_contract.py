@@ -12,6 +12,8 @@ from sklearn.datasets import load_iris, load_wine
 
 import pacpriv.mechanisms as M
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 IRIS_X, IRIS_Y = load_iris(return_X_y=True)
 LOW, HIGH = IRIS_X.min(axis=0), IRIS_X.max(axis=0)
 CENTER, SCALE = (LOW + HIGH) / 2, (HIGH - LOW) / 2

@@ -10,6 +10,8 @@ from sklearn.datasets import load_iris, make_blobs
 from pacpriv.mechanisms import kmeans_centers, make_kmeans
 from pacpriv.mechanisms.kmeans import canonical_center_order
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 BLOBS, _ = make_blobs(
     n_samples=120, centers=[[0, 0], [6, 1], [2, 7]], cluster_std=0.6, random_state=3
 )

@@ -18,6 +18,8 @@ from pacpriv.mechanisms.kmeans import KMeansCenters
 from pacpriv.mechanisms.linear_svm import LinearSVMCoefficients
 from pacpriv.mechanisms.mlp import MLPParameters
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 _RNG = np.random.default_rng(7)
 X = _RNG.normal(size=(40, 2))
 Y = (X[:, 0] + 0.3 * _RNG.normal(size=40) > 0).astype(int)

@@ -198,6 +198,30 @@ def test_estimator_module_attr_is_found_in_the_current_folder(tmp_path, monkeypa
     sys.modules.pop("pp_user_models_cwd", None)
 
 
+def test_estimator_factory_is_called_once_and_its_failure_withheld(tmp_path, monkeypatch):
+    """`--estimator est.py:make` with a zero-argument factory (as `audit --model` takes) makes
+    the estimator; a factory or class that raises is one withheld UserCodeError (its message,
+    which may quote data, was printed or a traceback)."""
+    from pacpriv.cli.predict import _estimator
+    from pacpriv.exceptions import UserCodeError
+
+    (tmp_path / "pp_factories.py").write_text(
+        "from sklearn.linear_model import LogisticRegression\n"
+        "def make():\n    return LogisticRegression(C=0.5)\n"
+        "def make_kw(C=2.0):\n    return LogisticRegression(C=C)\n"
+        "def fit(subset):\n    return None\n"
+        "def boom():\n    raise RuntimeError('row 3 is 5.1')\n"
+        "class Bad:\n    def __init__(self):\n        raise ValueError('row 4 is 6.2')\n")
+    monkeypatch.chdir(tmp_path)
+    assert _estimator("pp_factories.py:make").get_params()["C"] == 0.5
+    assert _estimator("pp_factories.py:make_kw").get_params()["C"] == 2.0
+    assert callable(_estimator("pp_factories.py:fit"))  # a fit function is kept as it is
+    for attr in ("boom", "Bad"):
+        with pytest.raises(UserCodeError, match="when called with no arguments") as info:
+            _estimator(f"pp_factories.py:{attr}")
+        assert "5.1" not in str(info.value) and "6.2" not in str(info.value)
+
+
 def test_estimator_class_from_a_user_file_is_pickled_by_value(tmp_path, monkeypatch, capsys):
     """`--estimator models.py:Model` failed with a PicklingError (the file's module cannot be
     imported by name); the world models are now pickled by value and load from anywhere."""

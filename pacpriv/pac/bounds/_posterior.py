@@ -206,7 +206,8 @@ def pinsker_bound(mi_budget, *, prior):
     gap = np.sqrt(v) * (_SQRT_HALF_UP * (1.0 + 4.0 * np.finfo(np.float64).eps))
     total = p0 + gap
     big, small = np.maximum(p0, gap), np.minimum(p0, gap)
-    err = small - (total - big)  # exact (Fast2Sum, |big| >= |small|): what rounding dropped
+    with np.errstate(invalid="ignore"):  # v = inf: inf − inf, and the bound is 1 below
+        err = small - (total - big)  # exact (Fast2Sum, |big| >= |small|): what rounding dropped
     total = np.where(err > 0, np.nextafter(total, 2.0), total)
     # at tiny budgets the exact bound's safe-side rounding (32 ulps) can pass p0 + sqrt(v/2)'s:
     # keep the documented order Pinsker >= posterior_success_rate in floating point too

@@ -18,6 +18,8 @@ from pacpriv.pac.samplers import CallableSampler, ComplementaryPairsSampler, Fix
 
 from . import _engine_mechs as mechs
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 QUIET = ExecutionOptions(progress=False)
 
 POOL = np.arange(60.0).reshape(30, 2)

@@ -23,6 +23,8 @@ from pacpriv.pac.noise._randomized import (
 )
 from pacpriv.pac.release import privatize
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 POOL = np.linspace(0.0, 1.0, 20)[:, None]
 
 

@@ -7,12 +7,12 @@ matrix, and the memory a bounded multiple of the outputs.
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
 from pacpriv.pac.noise import _certificate, _gram_lift, certify_noise
+
+from ._memory import traced_peak
 
 SCALARS = ("mi_bound", "linearised_mi_bound", "residual_std", "clip_radius")
 CERT = ("upper_bound", "plugin_trace", "kappa", "kappa_plugin", "mean_summand",
@@ -103,12 +103,7 @@ def test_reduced_route_reads_float32_and_memmap_without_a_float64_copy(tmp_path,
     path = tmp_path / "out.npy"
     np.save(path, x)
     mapped = np.load(path, mmap_mode="r")
-    tracemalloc.start()
-    try:
-        plan = certify_noise(mapped, mi_budget=0.5)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    plan, peak = traced_peak(certify_noise, mapped, mi_budget=0.5)
     assert plan.coordinate_scale is None
     assert plan.mi_bound == pytest.approx(ref.mi_bound, rel=1e-9)
     assert plan.certificate.upper_bound == pytest.approx(ref.certificate.upper_bound, rel=1e-9)

@@ -10,7 +10,6 @@ products to round-off), and no ``d``-sized copy of the outputs may be made.
 from __future__ import annotations
 
 import json
-import tracemalloc
 
 import numpy as np
 import pytest
@@ -20,6 +19,8 @@ from pacpriv.pac.noise._coordinates import column_variances, coordinate_scales
 from pacpriv.pac.noise._reduced import head_mean, reduce_rows, rows_equal
 from pacpriv.pac.spectrum._eigenbasis import LazyEigenbasis
 from pacpriv.pac.spectrum._spectral import _gram_pass
+
+from ._memory import traced_peak
 
 
 def _decaying(m: int, d: int, seed: int = 7) -> np.ndarray:
@@ -134,13 +135,7 @@ def test_certificate_equals_the_copy_route(monkeypatch):
 
 
 def _peak(x: np.ndarray):
-    tracemalloc.start()
-    try:
-        plan = certify_noise(x, mi_budget=0.5)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    return plan, peak
+    return traced_peak(certify_noise, x, mi_budget=0.5)
 
 
 def test_rescaled_certificate_makes_no_copy(monkeypatch):

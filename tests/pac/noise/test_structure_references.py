@@ -84,11 +84,15 @@ def test_reference_numbers_at_d_200(bench):
     assert floor == pytest.approx(mech.oracle(v)[0], rel=1e-9)  # rank 200 < 255
     assert ratio["true eigvecs α=0"] == pytest.approx(1.0, rel=1e-9)
     pinned = {"PCA α=½": 1.059828, "PCA α=½, shape split": 1.067453,
-              "PCA D=r^½ (residual)": 1.064101, "PCA D=diag^¼ r^¼": 1.057927,
               "true eigvecs α=¼": 1.003674}
     for name, want in pinned.items():
         assert ratio[name] == pytest.approx(want, rel=1e-5), name
-    assert ratio["PCA D=r^½ (residual)"] > ratio["PCA α=½"]
+    # the residual-variance structures read r_j of coordinates the head nearly spans, which
+    # are round-off (the BLAS's thread count moved them by 0.2%: 1.064101 / 1.061648 and
+    # 1.057927 / 1.056931 with one thread): pinned to 0.5%
+    for name, want in {"PCA D=r^½ (residual)": 1.064101, "PCA D=diag^¼ r^¼": 1.057927}.items():
+        assert ratio[name] == pytest.approx(want, rel=5e-3), name
+    assert ratio["PCA D=r^½ (residual)"] > ratio["PCA α=½"]  # either thread count
 
 
 def test_exact_charge_column_is_at_least_the_oracle(bench):

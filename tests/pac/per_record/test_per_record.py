@@ -35,6 +35,8 @@ from pacpriv.pac.per_record._math import (
     box_bernstein_upper,
 )
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 X3 = np.array([[1.0, 0.0], [2.0, 1.0], [0.5, -0.5], [0.0, 3.0]])
 
 

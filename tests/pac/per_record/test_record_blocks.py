@@ -15,6 +15,8 @@ from pacpriv.pac.per_record._distances import simulate_distances
 from pacpriv.pac.per_record._math import NoiseGeometry
 from pacpriv.pac.samplers import PoissonSampler
 
+pytestmark = pytest.mark.usefixtures("one_native_thread")
+
 POOL = np.random.default_rng(4).normal(size=(23, 2))
 RECORDS = np.array([0, 3, 4, 7, 8, 11, 15, 16, 19, 22])
 _STOP = "PACPRIV_TEST_STOP_AFTER"
