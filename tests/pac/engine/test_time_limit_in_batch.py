@@ -8,6 +8,7 @@ run keeps in the checkpoint (bit-identical when resumed)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import numpy as np
@@ -131,15 +132,21 @@ def test_one_batch_of_every_trial_stops_at_the_limit_and_resumes(tmp_path, monke
 STUBBORN_S = 20.0
 
 
+#: Set by the test when it is over: a trial still running in a thread of this process ends
+#: then (a batch redirects sys.stdout while it runs: left running, it would outlive the test)
+_RELEASE, _ENDED = threading.Event(), threading.Event()
+
+
 def stubborn(subset):
     """A trial that swallows every interrupt and runs STUBBORN_S seconds (a C call that cannot
     be interrupted looks the same to the parent)."""
     end = time.monotonic() + STUBBORN_S
-    while time.monotonic() < end:
+    while time.monotonic() < end and not _RELEASE.is_set():
         try:
             time.sleep(0.02)
         except Exception:  # swallowing the interrupt is the point
             pass
+    _ENDED.set()
     return np.zeros(3)
 
 
@@ -150,10 +157,18 @@ def test_the_parent_stops_waiting_for_a_trial_that_ignores_the_limit(monkeypatch
     run: only that it did not wait out the trial)."""
     monkeypatch.setattr(_limit, "_refuse_over", lambda *a, **k: None)
     tic = time.monotonic()
-    with pytest.raises(TimeLimitError, match="with 0 of 8 trials finished"):
-        simulate(stubborn, POOL, n_trials=8, rng=0, execution=ExecutionOptions(
-            n_jobs=2, backend=backend, progress=False, time_limit=1.0))
-    assert time.monotonic() - tic < STUBBORN_S
+    try:
+        with pytest.raises(TimeLimitError, match="with 0 of 8 trials finished"):
+            simulate(stubborn, POOL, n_trials=8, rng=0, execution=ExecutionOptions(
+                n_jobs=2, backend=backend, progress=False, time_limit=1.0))
+        assert time.monotonic() - tic < STUBBORN_S
+    finally:
+        _RELEASE.set()
+        if backend == "threading":  # its trials run here: let them end before the next test
+            _ENDED.wait(STUBBORN_S)
+            time.sleep(0.2)
+        _RELEASE.clear()
+        _ENDED.clear()
 
 
 def test_a_refused_estimate_never_reads_as_the_limit():
