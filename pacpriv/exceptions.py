@@ -180,9 +180,9 @@ class ClippingWarning(PacprivWarning):
 class StallWarning(PacprivWarning):
     """No trial has finished for a while (60 s, then at each doubling of the wait): a trial may
     hang. Issued from the engine's watchdog thread while the run goes on; the command line
-    prints it at once and again in its closing list of warnings."""
+    prints it at once, and not again in its closing list of warnings."""
 
-    #: The command line prints a warning of this kind when it is issued, not only at the end.
+    #: The command line prints a warning of this kind when it is issued (only then).
     live = True
 
 

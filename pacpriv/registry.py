@@ -548,6 +548,11 @@ def load_object(spec: str, *, what: str = "object") -> Any:
         raise ValueError(f"spec {spec!r} must look like 'module:attr' or 'file.py:attr'.")
     is_file = target.endswith(".py") or "/" in target or os.sep in target
     module = _load_file(target, what) if is_file else _import_module(target, what)
+    if not is_file and getattr(module, "__file__", None) is None \
+            and hasattr(module, "__path__"):  # a namespace package: e.g. a folder of reports
+        raise ValueError(f"cannot load {what} {spec!r}: {target!r} is a folder without an "
+                         f"__init__.py (a namespace package), not a Python module: give "
+                         f"'file.py:{attr_path}' or an importable 'module:{attr_path}'.")
     obj = module
     for part in attr_path.split("."):
         if not hasattr(obj, part):

@@ -283,6 +283,19 @@ def _notes(model: dict, one_run: OneRunResult | None, batch) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def _check_model(model: Any) -> None:
+    """A model family (``fit``, ``statistics``, ...); a plain scikit-learn estimator (the
+    CLI's --model takes one) is told its wrapper, ``EstimatorModel`` (ninth new-user pass)."""
+    for method in ("fit", "statistics", "describe", "certified_curves", "accountant_epsilon"):
+        if not callable(getattr(model, method, None)):
+            wrap = (f" (a scikit-learn estimator: wrap it, model=EstimatorModel("
+                    f"{type(model).__name__}(...)), from pacpriv.audit)"
+                    if callable(getattr(model, "fit", None))
+                    and callable(getattr(model, "get_params", None)) else "")
+            raise TypeError(f"`model` must be a model family with a `{method}` method; got "
+                            f"{type(model).__name__}{wrap}.")
+
+
 def run_audit(
     X,
     y,
@@ -350,10 +363,7 @@ def run_audit(
     if execution is not None and not isinstance(execution, ExecutionOptions):
         raise TypeError("`execution` must be an ExecutionOptions or None; got "
                         f"{type(execution).__name__}.")
-    for method in ("fit", "statistics", "describe", "certified_curves", "accountant_epsilon"):
-        if not callable(getattr(model, method, None)):
-            raise TypeError(f"`model` must be a model family with a `{method}` method; got "
-                            f"{type(model).__name__}.")
+    _check_model(model)
     K = check_int(reference_models, "reference_models", low=4)
     if K % 2:
         raise ValueError(f"`reference_models` must be even (complementary pairs); got {K}.")

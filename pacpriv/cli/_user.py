@@ -191,7 +191,7 @@ def load_cli_rows(path_text: str, args, flag: str):
     """
     import numpy as np
 
-    from pacpriv.datasets.files import read_csv, read_numpy, select_columns
+    from pacpriv.datasets.files import load_numpy, read_csv, read_numpy, select_columns
 
     path = Path(path_text)
     suffix = path.suffix.lower()
@@ -213,10 +213,11 @@ def load_cli_rows(path_text: str, args, flag: str):
             X = read_csv(path, label_column=label, delimiter=delimiter, **selection)[0]
         elif suffix == ".npy" and label is None and not any(selection.values()):
             try:
-                X = np.load(path, allow_pickle=False)
-            except (ValueError, OSError, EOFError) as err:
-                raise UsageError(f"{flag}: cannot read {path_text!r} as a NumPy file "
-                                 f"({type(err).__name__})") from None
+                X = load_numpy(path)
+            except (ValueError, OSError) as err:
+                # (the problem in words, never the file's content)
+                raise UsageError(f"{flag}: {str(err).replace(repr(str(path)), repr(path_text))}"
+                                 ) from None
         else:
             X, _, names, _ = read_numpy(path, label_column=label)
             X = X[:, select_columns(list(names), where=repr(path.name), **selection)]

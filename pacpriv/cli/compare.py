@@ -181,6 +181,12 @@ def _compare(args) -> int:
                      what="--target-accuracy")
     if args.curve is not None:  # the curve's bounds derive budgets too
         check_comparison(comparison, args.curve, datasets, what="--curve")
+    if args.curve is None and args.checkpoint is not None:  # another run's: refused first
+        from pacpriv._random import as_seed_sequence
+        from pacpriv.pac.engine._checkpoint import Checkpoint
+
+        Checkpoint.check_kind(args.checkpoint, kind="pacpriv.compare", root=None
+                              if args.seed is None else as_seed_sequence(args.seed))
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     if args.curve is not None:
         return _compare_curve(args, datasets[0], comparison, execution, out, formats)

@@ -149,18 +149,20 @@ def _cli_advice(text: str, flags: set[str]) -> str:
 def _collect_warnings(flags: set[str] | None = None) -> list:
     """Inside ``warnings.catch_warnings()``: record every warning for the closing list
     (:func:`_print_warnings`); a warning whose category is ``live`` (the engine's
-    :class:`~pacpriv.exceptions.StallWarning`, from its watchdog thread) is also printed at
-    once, while the run goes on. Advice in API terms names the running command's ``flags``
-    (:func:`_cli_advice`)."""
+    :class:`~pacpriv.exceptions.StallWarning`, from its watchdog thread) is printed at once,
+    while the run goes on, and only then: it says what was happening at that moment, so the
+    closing list (after an error, too) does not repeat it (ninth new-user pass, #48). Advice in
+    API terms names the running command's ``flags`` (:func:`_cli_advice`)."""
     caught: list = []
     known = set() if flags is None else flags
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         message = _cli_advice(str(message), known)
-        caught.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
         if getattr(category, "live", False):
             print(f"pacpriv: warning: {' '.join(str(message).split())}", file=sys.stderr,
                   flush=True)
+            return
+        caught.append(warnings.WarningMessage(message, category, filename, lineno, file, line))
 
     warnings.showwarning = show
     set_user_wording(lambda text: _cli_advice(text, known))  # e.g. a thread's fallback line

@@ -266,6 +266,31 @@ def _estimate(mechanism, dataset, records, n_jobs, args) -> None:
                          f"--n-jobs, or a larger --time-limit (nothing was run)")
 
 
+def _refuse_other_checkpoint(args, mechanism, dataset, records) -> None:
+    """A --checkpoint of another run is refused in words before the probe and its estimate
+    (ninth new-user pass, #64/#67): another kind of run (pac run, compare), other --records,
+    and for a calibration its mechanism, --dataset, --sampling-rate and --seed too (a
+    per-record simulation's whole fingerprint is checked when it opens)."""
+    if args.checkpoint is None:
+        return
+    from pacpriv._random import as_seed_sequence
+    from pacpriv.pac.engine._checkpoint import Checkpoint
+    from pacpriv.pac.engine._checkpoint_words import records_text
+    from pacpriv.pac.engine._simulate import _check_pool
+    from pacpriv.pac.per_record._calibration import calibration_fingerprint
+    from pacpriv.pac.per_record._checks import check_records
+
+    recs = check_records(records, dataset.n_records)
+    if args.target_accuracy is not None and args.bound == "betting":
+        fingerprint = calibration_fingerprint(mechanism, _check_pool(dataset.pool)[0], recs,
+                                              PoissonSampler(args.sampling_rate))
+        Checkpoint.check(args.checkpoint, fingerprint=fingerprint,
+                         root=None if args.seed is None else as_seed_sequence(args.seed))
+    else:
+        Checkpoint.check_kind(args.checkpoint, kind="per_record_simulation",
+                              records=records_text(recs))
+
+
 def _pool_shown(args, dataset) -> bool:
     """Whether the pool's statistics are shown (the terminal and the report alike): never with
     --withhold-pool-statistics; else for a public pool, with --report-pool-statistics, or with
@@ -340,6 +365,7 @@ def _records(args) -> int:
                   records=records, confidence=args.confidence, rng=args.seed,
                   bound=args.bound,
                   execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
+    _refuse_other_checkpoint(args, mechanism, dataset, records)  # before any estimate
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     started = time.monotonic()  # --time-limit covers the whole command, probe included
     _estimate(mechanism, dataset, records, n_jobs, args)

@@ -11,6 +11,7 @@ import csv
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -295,13 +296,43 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
     return X, y.astype(np.int64), feature_names, [str(t) for t in target_names], applied
 
 
+#: How each NumPy file begins: ``numpy.save``'s header, a ZIP archive (``numpy.savez``).
+_NUMPY_MAGIC = {".npy": (b"\x93NUMPY",), ".npz": (b"PK\x03\x04", b"PK\x05\x06")}
+
+
+def load_numpy(path: Path) -> Any:
+    """``numpy.load(path, allow_pickle=False)`` of a ``.npy`` or ``.npz`` file, after checking
+    that the file begins as one: anything else (a text file named ``.npy``) is "not a NumPy
+    file" in one line, not numpy's "Cannot load file containing pickled data" (ninth new-user
+    pass, #232). Nothing of the file's content is quoted.
+
+    Raises
+    ------
+    ValueError
+        The file is empty, not a NumPy file of its suffix, or numpy cannot read it.
+    """
+    suffix = Path(path).suffix.lower()
+    magic = _NUMPY_MAGIC.get(suffix, _NUMPY_MAGIC[".npy"] + _NUMPY_MAGIC[".npz"])
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    if not head:
+        raise ValueError(f"cannot read {str(path)!r} as a NumPy file: the file is empty.")
+    if not head.startswith(magic):
+        made = "numpy.savez" if suffix == ".npz" else "numpy.save"
+        header = "a ZIP archive's" if suffix == ".npz" else "NumPy's"
+        raise ValueError(f"cannot read {str(path)!r}: it is not a NumPy {suffix or '.npy'} file "
+                         f"(its first bytes are not {header} header): give a file written by "
+                         f"{made}, or a .csv file")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"cannot read {str(path)!r} as a NumPy file: {err}") from err
+
+
 def read_numpy(path: Path, *, label_column=None):
     """Read a 2-D ``.npy`` array (optionally splitting off ``label_column``) or an ``.npz``
     archive holding ``X`` and optional ``y``."""
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as err:
-        raise ValueError(f"cannot read {str(path)!r} as a NumPy file: {err}") from err
+    loaded = load_numpy(path)
     if path.suffix.lower() == ".npz":
         with loaded:
             if label_column is not None:

@@ -24,7 +24,7 @@ from pacpriv.estimators._release import (
     score_method,
     write_parameters,
 )
-from pacpriv.exceptions import MechanismError
+from pacpriv.exceptions import WITHHELD_NOTE, MechanismError, UserCodeError
 
 __all__ = ["PACPrivateClassifier", "PACPrivateRegressor"]
 
@@ -174,7 +174,7 @@ class _PACPrivate(BaseEstimator):
             np.random.SeedSequence(int(self.random_state)).spawn(2)
         carrier = None
         if self.release == "parameters":  # the carrier first: a missing attribute fails now
-            carrier = public_carrier(estimator, X.shape[1], classes)
+            carrier = _carrier_fit(estimator, X.shape[1], classes)
             missing = [a for a in self.attributes if not hasattr(carrier, a)]
             if missing:
                 raise ValueError(f"the fitted {type(estimator).__name__} has no attribute "
@@ -236,6 +236,18 @@ class _PACPrivate(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+def _carrier_fit(estimator: Any, n_features: int, classes) -> Any:
+    """:func:`public_carrier`; the estimator's own exception is withheld like a trial's (its
+    message may quote record values: ninth new-user pass, #517), chained as ``__cause__``."""
+    try:
+        return public_carrier(estimator, n_features, classes)
+    except Exception as err:
+        raise UserCodeError(
+            f"{type(estimator).__name__}.fit raised {type(err).__qualname__} on the public "
+            "synthetic rows that build the carrier of the released parameters (before any "
+            f"trial). {WITHHELD_NOTE}") from err
 
 
 def check_estimator_kind(estimator: Any, allowed: tuple[str, ...], where: str,
@@ -346,6 +358,9 @@ class PACPrivateClassifier(ClassifierMixin, _PACPrivate):
         In ``fit``: an ``estimator`` without ``fit``.
     pacpriv.exceptions.MechanismError
         In ``fit``: the estimator's fit failed on the random half of some trial.
+    pacpriv.exceptions.UserCodeError
+        In ``fit``: the estimator's fit failed on the public synthetic rows of the carrier
+        (``release="parameters"``), before any trial; its message is withheld (``__cause__``).
 
     Notes
     -----

@@ -156,7 +156,8 @@ def test_checkpoint_of_another_seed_tells_a_cli_user_to_omit_seed(tmp_path, caps
     assert main([*base, "--seed", "2", "--out", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("pacpriv: error: Checkpoint") and err.count("\n") == 1
-    assert "root_seed" in err and "omit --seed to reuse the checkpoint's seed" in err
+    assert ("the root seed (--seed): checkpoint entropy 1, now entropy 2; omit --seed to "
+            "reuse the checkpoint's seed" in err)
     assert "rng" not in err
     assert main([*base, "--out", str(tmp_path / "c")]) == 0  # without --seed: resumed
     first = json.loads((tmp_path / "a" / "report.json").read_text())

@@ -130,3 +130,24 @@ def test_tiny_limits_exit_2_not_sigalrm(tmp_path):
                           text=True, timeout=300, env=env)
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr[-1500:])
     assert done.stderr.count("nothing was run or charged") == 12
+
+
+@pytest.mark.filterwarnings("default::pacpriv.exceptions.StallWarning")
+@pytest.mark.parametrize("command", ["run", "records"])
+def test_a_live_note_is_said_once_and_nothing_after_the_error(funcs, tmp_path, capsys,
+                                                               monkeypatch, command):
+    """Ninth new-user pass #48: the probe's "has not finished" note, printed while the probe
+    ran, was printed again in the closing list, after the error. A live note is said once,
+    when it is due; the error is the last line."""
+    monkeypatch.setattr(_probe, "PROBE_NOTE_S", 0.2)
+    target = ["--mi-budget", "0.1"] if command == "run" else ["--target-accuracy", "0.6"]
+    rc = main(["pac", command, "--mechanism", f"{funcs}:hangs", "--dataset", "iris", *target,
+               "--trials", "50", "--time-limit", "1.5", "--out", str(tmp_path / "rep"),
+               "--no-progress"])
+    assert not (tmp_path / "probe_funcs.ran_out").exists()  # stopped, not run to its end
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    notes = [x for x in lines if "has run" in x and "not finished" in x]
+    assert notes  # said while the probe ran (each doubling once), never after the error
+    assert lines[-1].startswith("pacpriv: error: the timed probe")
+    assert all(x.startswith("pacpriv: warning: ") for x in lines[:-1])

@@ -446,7 +446,7 @@ def test_checkpoint_resumes_every_simulation_with_the_recorded_seed(tmp_path):
                                                           "per_record/shape"]
     assert folders[1].startswith("breast_cancer_60_-")
     assert again.pac_result.simulation.resumed_trials == 8
-    with pytest.raises(CheckpointError, match="root_seed"):
+    with pytest.raises(CheckpointError, match="the root seed"):
         compare_pac_dpsgd(_small_pool(60), rng=12, execution=opts, **kw)
 
 

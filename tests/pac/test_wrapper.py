@@ -194,7 +194,7 @@ def test_estimator_adapter_errors():
     X = np.arange(10.0).reshape(5, 2)
     with pytest.raises(AttributeError, match="no attribute 'nope_'"):
         from_estimator(LinearRegression(), ("nope_",))((X, X[:, 0]))
-    with pytest.raises(ValueError, match=r"subset must be a tuple \(X, y\)"):
+    with pytest.raises(ValueError, match=r"is a supervised estimator .* not a pair \(X, y\)"):
         from_estimator(LinearRegression())(X)
 
 

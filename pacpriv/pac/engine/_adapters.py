@@ -147,10 +147,7 @@ class EstimatorMechanism:
                 model.set_params(random_state=seed)
         if self.supervised:
             if not (isinstance(subset, tuple) and len(subset) == 2):
-                raise ValueError(
-                    "supervised estimator: the subset must be a tuple (X, y); got "
-                    f"{type(subset).__name__}. Use supervised=False for fit(X)."
-                )
+                raise AdapterError(_unlabelled(subset))
             model.fit(np.asarray(subset[0]), np.asarray(subset[1]))
         else:
             X = subset[0] if isinstance(subset, tuple) else subset
@@ -159,6 +156,33 @@ class EstimatorMechanism:
         if self.canonicalize is not None:
             values = list(self.canonicalize(values))
         return _flatten(values)
+
+
+    def check_pool(self, pool: Any) -> None:
+        """Before any trial: a supervised estimator needs a labelled pool ``(X, y)``.
+
+        Raises
+        ------
+        ValueError
+            The pool is not a pair ``(X, y)`` while ``supervised`` is True.
+        """
+        if self.supervised and not (isinstance(pool, tuple) and len(pool) == 2):
+            raise ValueError(f"from_estimator({type(self.estimator).__name__}(...)) "
+                             + _unlabelled(pool).rstrip(",") + ".")
+
+
+def _unlabelled(data: Any) -> str:
+    """pacpriv's words (no data) for a supervised estimator given unlabelled data."""
+    kind = type(data).__name__ if not isinstance(data, tuple) else f"tuple of {len(data)}"
+    return ("is a supervised estimator (supervised=True: it fits (X, y)) but got a "
+            f"{kind}, not a pair (X, y): pass supervised=False for fit(X) (e.g. KMeans, PCA), "
+            "or a labelled pool (X, y),")
+
+
+class AdapterError(MechanismExit, ValueError):
+    """An adapter's own words about how it was configured or called (never the data's values),
+    which the engine prints instead of withholding them as a user function's message (ninth
+    new-user pass, #528)."""
 
 
 class AttributesError(MechanismExit, AttributeError):
@@ -221,9 +245,8 @@ class TorchMechanism:
             torch.manual_seed(int(gen.integers(0, 2**63 - 1)))
             model = self.model_factory()
             if not isinstance(model, torch.nn.Module):
-                raise TypeError(
-                    f"`model_factory` must return a torch.nn.Module; got {type(model).__name__}."
-                )
+                raise AdapterError(f"returned no torch.nn.Module from its `model_factory` (got "
+                                   f"{type(model).__name__}),")
             kwargs = {"rng": gen} if accepts_rng(self.train_fn) else {}
             trained = self.train_fn(model, subset, **kwargs)
         if isinstance(trained, torch.nn.Module):

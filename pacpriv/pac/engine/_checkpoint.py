@@ -60,9 +60,17 @@ from pacpriv import _json
 from pacpriv._files import atomic_write, check_output_dir, private_dir
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
+from pacpriv.pac.engine._checkpoint_words import (
+    _RECORDS,
+    differences_in_words,
+    fingerprint_kind,
+    kind_phrase,
+    seed_text,
+)
 from pacpriv.pac.engine._mechanism import mechanism_fingerprint
 
-__all__ = ["Checkpoint", "mechanism_digest", "pool_fingerprint", "run_fingerprint"]
+__all__ = ["Checkpoint", "checked_fingerprint", "mechanism_digest", "pool_fingerprint",
+           "run_fingerprint"]
 
 _FORMAT = "pacpriv.checkpoint"
 _VERSION = 2
@@ -306,6 +314,25 @@ def run_fingerprint(mechanism, pool, sampler, output_dtype) -> dict:
     }
 
 
+def checked_fingerprint(checkpoint: Any, mechanism, pool, sampler, output_dtype,
+                        root: np.random.SeedSequence | None) -> dict | None:
+    """The run's fingerprint when it has a ``checkpoint`` (else None), after refusing an
+    existing checkpoint of another run (:meth:`Checkpoint.check`): before any probe or trial.
+    """
+    if checkpoint is None:
+        return None
+    fingerprint = run_fingerprint(mechanism, pool, sampler, output_dtype)
+    Checkpoint.check(checkpoint, fingerprint=fingerprint, root=root)
+    return fingerprint
+
+
+def _bound_records(mechanism: Any) -> str | None:
+    """The audited records a per-record simulation's fingerprint names (its bound arguments'
+    ``records=...``), or None."""
+    found = _RECORDS.search(str(mechanism.get("bound"))) if isinstance(mechanism, dict) else None
+    return None if found is None else found.group(1)
+
+
 class Checkpoint:
     """A checkpoint directory bound to one run (see the module docstring).
 
@@ -377,28 +404,78 @@ class Checkpoint:
             ckpt._write_manifest()
             return ckpt
         manifest = cls._read_manifest(manifest_path)
-        differences = _json.diff(manifest["fingerprint"], json.loads(_json.dumps(fingerprint)),
-                                 "checkpoint")
+        cls._refuse_other_run(directory, manifest, fingerprint, root)
         stored_root = np.random.SeedSequence(**manifest["root_seed"])
-        if root is not None and seed_to_dict(root) != manifest["root_seed"]:
+        return cls(directory, manifest, stored_root, resumed=True)
+
+    @classmethod
+    def check(cls, path: Any, *, fingerprint: dict,
+              root: np.random.SeedSequence | None) -> None:
+        """Refuse, before any work, an existing checkpoint at ``path`` that :meth:`open` would
+        refuse for its fingerprint or seed (reads only; nothing is created). Nothing to
+        check: no path, or no manifest yet (then :meth:`open` reports any other problem).
+
+        Raises
+        ------
+        CheckpointError
+            The checkpoint belongs to another run: what differs, in words.
+        """
+        if not isinstance(path, (str, os.PathLike)):
+            return
+        manifest_path = Path(path) / _MANIFEST
+        if manifest_path.is_file():
+            cls._refuse_other_run(Path(path), cls._read_manifest(manifest_path), fingerprint,
+                                  root)
+
+    @classmethod
+    def check_kind(cls, path: Any, *, kind: str, records: str | None = None,
+                   root: np.random.SeedSequence | None = None) -> None:
+        """Before a command's probe or estimate: refuse an existing checkpoint at ``path``
+        that another kind of run wrote (``kind``: a :func:`fingerprint_kind`), that audited
+        other ``records`` (:func:`records_text`), or that has another root seed (reads only;
+        the whole fingerprint is checked when the checkpoint is opened).
+
+        Raises
+        ------
+        CheckpointError
+            What differs, in words.
+        """
+        if not isinstance(path, (str, os.PathLike)):
+            return
+        manifest_path = Path(path) / _MANIFEST
+        if not manifest_path.is_file():
+            return
+        manifest = cls._read_manifest(manifest_path)
+        old = manifest["fingerprint"] if isinstance(manifest["fingerprint"], dict) else {}
+        differences = ([] if fingerprint_kind(old) == kind
+                       else [kind_phrase(fingerprint_kind(old), kind)])
+        stored = old.get("records") or _bound_records(old.get("mechanism"))
+        if not differences and records is not None and stored is not None \
+                and stored != records:
+            differences = [f"the audited records (`records`): checkpoint {stored}, now "
+                           f"{records}"]
+        if differences or root is not None:
+            cls._refuse_other_run(Path(path), manifest, {}, None if differences else root,
+                                  differences)
+
+    @staticmethod
+    def _refuse_other_run(directory: Path, manifest: dict, fingerprint: dict,
+                          root: np.random.SeedSequence | None,
+                          known: list[str] | None = None) -> None:
+        """A :class:`CheckpointError` naming, in words, what differs from this call."""
+        differences = (list(known) if known is not None else
+                       differences_in_words(manifest["fingerprint"],
+                                            json.loads(_json.dumps(fingerprint))))
+        if (root is not None and seed_to_dict(root) != manifest["root_seed"]
+                and not any(d.startswith("it was written by") for d in differences)):
             differences.append(
-                f"root_seed (checkpoint: {manifest['root_seed']}, now: {seed_to_dict(root)}); "
-                + SEED_ADVICE
-            )
+                f"the root seed (`rng`): checkpoint {seed_text(manifest['root_seed'])}, now "
+                f"{seed_text(seed_to_dict(root))}; {SEED_ADVICE}")
         if differences:
-            hint = ""
-            if any(d.startswith("mechanism.state_sha256") for d in differences):
-                hint = (
-                    " (the mechanism's closure values, fields, default arguments, helper "
-                    "functions or module constants changed)"
-                )
             raise CheckpointError(
                 f"Checkpoint {str(directory)!r} belongs to a different run: "
-                + "; ".join(differences)
-                + hint
-                + ". Use another checkpoint directory or delete this one."
-            )
-        return cls(directory, manifest, stored_root, resumed=True)
+                + "; ".join(differences) + ". Use another checkpoint directory or delete this "
+                "one.")
 
     @staticmethod
     def _read_manifest(manifest_path: Path) -> dict:

@@ -9,10 +9,14 @@ with a one-line
 :class:`~pacpriv.exceptions.TimeLimitError` that gives the estimate. The probe itself is
 bounded by the limit (:func:`~pacpriv.pac.engine._probe.bounded_probe`).
 
-While the run goes on, the parent checks the :class:`Deadline` after every finished batch: past
-it, the run stops (the batches in flight are cancelled) with a ``TimeLimitError`` saying how many
-trials finished and how to resume from the checkpoint. A trial cannot outlast the limit: the
-per-trial timeout is at most ``time_limit``.
+While the run goes on, every batch of trials carries the deadline as wall-clock time
+(:meth:`Deadline.wall_end`): it starts no trial past it, interrupts a trial running at it where a
+trial can be interrupted (SIGALRM: this process, loky and multiprocessing workers), and returns
+its finished trials. The parent stores them (and checkpoints them) and stops with a
+``TimeLimitError`` saying how many trials finished and how to resume from the checkpoint; the
+batches in flight are cancelled. So the stop comes within one trial's interruption after the
+limit, or, where a trial cannot be interrupted (threading and Dask workers), once the trials in
+flight finish: at most their per-trial timeout, which is at most ``time_limit``.
 """
 
 from __future__ import annotations
@@ -52,6 +56,11 @@ class Deadline:
 
     def passed(self) -> bool:
         return time.monotonic() > self.end
+
+    def wall_end(self) -> float:
+        """The end as wall-clock time (``time.time()`` seconds), which worker processes and
+        machines share: each batch of trials carries it (``TrialTask.deadline``)."""
+        return time.time() + (self.end - time.monotonic())
 
     def stops(self, failure: TrialFailure | None) -> bool:
         """Whether the run stops here: the limit has passed, and the batch finished or its

@@ -118,11 +118,17 @@ class ExecutionOptions:
         block of an ensemble mechanism, on a subset drawn with a public seed, its output
         discarded): a run estimated over the limit is refused with the estimate
         (:class:`~pacpriv.exceptions.TimeLimitError`; nothing is run, stored or released).
-        Enforced while it runs: past the limit the run stops after the batch in flight (a
-        trial cannot outlast the limit: the per-trial ``timeout`` is at most ``time_limit``)
+        Enforced while it runs, however the trials are batched: every batch carries the
+        deadline, starts no trial past it and returns its finished trials, and the run stops
         with a :class:`~pacpriv.exceptions.TimeLimitError` that says how many trials
-        finished; with a ``checkpoint`` they are kept there and the same call resumes them.
-        Never changes results.
+        finished; with a ``checkpoint`` they are kept there and the same call resumes them
+        (bit-identical results). How late the stop can be: a trial running at the limit is
+        interrupted there where a trial can be (SIGALRM: ``n_jobs=1`` in the main thread,
+        loky and multiprocessing workers; the stop then comes within a fraction of a second,
+        plus the start-up of workers not yet running); on thread-based workers (threading,
+        Dask) the trials in flight finish first, each within its per-trial ``timeout``, which
+        is at most ``time_limit``. The limit counts from the start of the run (the timed
+        probe), after the data and the mechanism are loaded. Never changes results.
 
     Raises
     ------

@@ -9,14 +9,17 @@ aim at ~0.2 s of work each, capped so every worker gets at least four batches.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import pickle
 import re
+import signal
 import sys
 import threading
 import time
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 from pacpriv._optional import import_optional
 from pacpriv._random import seed_to_dict, trial_seed
@@ -239,14 +242,79 @@ class _Watchdog(StallNotice):
                 f"so far); a trial may hang: {hint}, or press Ctrl-C to stop.")
 
 
+#: Seconds past ``time_limit`` the parent waits for the workers' batches (which stop at the
+#: limit themselves) before it stops waiting: workers still starting, or a trial that cannot
+#: be interrupted.
+DEADLINE_GRACE_S = 0.5
+
+
+class _StopWaiting(Exception):
+    """The parent's wait for batches reached the time limit plus :data:`DEADLINE_GRACE_S`."""
+
+
+class _ParentDeadline:
+    """Stop the parent's wait for worker batches at ``deadline`` + :data:`DEADLINE_GRACE_S`
+    (SIGALRM, in a POSIX main thread; elsewhere the batches' own stop is all). The interrupt
+    is raised only while the parent waits (:meth:`waiting`), never while it stores a batch, so
+    the checkpoint and the count of finished trials agree. A timer armed before (e.g.
+    pytest-timeout) is restored with its time left."""
+
+    def __init__(self, deadline: Deadline | None) -> None:
+        self.deadline, self.due, self._waiting = deadline, False, False
+        self.active = (deadline is not None and hasattr(signal, "setitimer")
+                       and threading.current_thread() is threading.main_thread())
+
+    def __enter__(self) -> _ParentDeadline:
+        if self.active and self.deadline is not None:
+            delay = max(self.deadline.end + DEADLINE_GRACE_S - time.monotonic(), 1e-3)
+            self._old_timer = signal.getitimer(signal.ITIMER_REAL)
+            self._old_handler = signal.signal(signal.SIGALRM, self._fire)
+            self._start = time.monotonic()
+            signal.setitimer(signal.ITIMER_REAL, delay)
+        return self
+
+    def _fire(self, signum, frame) -> None:
+        self.due = True
+        if self._waiting:
+            raise _StopWaiting
+
+    @contextlib.contextmanager
+    def waiting(self):
+        """The parent waits for the next batch here: the deadline may interrupt it."""
+        if self.due:
+            raise _StopWaiting
+        self._waiting = True
+        try:
+            yield
+        finally:
+            self._waiting = False
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            old = self._old_handler
+            signal.signal(signal.SIGALRM, signal.SIG_DFL if old is None else old)
+            delay, interval = self._old_timer
+            if delay > 0:
+                left = delay - (time.monotonic() - self._start)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3), interval)
+
+
 def _one_round(parallel, batches: _Batches, store, checkpoint, bar, deadline=None) -> None:
-    with _Watchdog(store, batches.task.timeout) as watchdog:  # list mode runs in parallel()
+    # in this process the trials stop at the deadline themselves (_trial._interrupted)
+    stop = _ParentDeadline(None if batches.in_process else deadline)
+    with _Watchdog(store, batches.task.timeout) as watchdog, stop:
+        gen: Any = None
         try:
-            gen = parallel(batches)
-        except BatchFailed as failed:  # list mode: joblib has stopped the other tasks
-            gen = iter([failed.result])
-        try:
-            _collect(gen, batches, store, checkpoint, bar, watchdog, deadline)
+            try:
+                with stop.waiting():  # list mode runs every batch in parallel()
+                    gen = parallel(batches)
+            except BatchFailed as failed:  # list mode: joblib has stopped the other tasks
+                gen = iter([failed.result])
+            _collect(gen, batches, store, checkpoint, bar, watchdog, deadline, stop)
+        except _StopWaiting:
+            assert deadline is not None
+            raise deadline.error(store.n_done, store.n_trials) from None
         finally:
             if hasattr(gen, "close"):
                 with warnings.catch_warnings():  # joblib warns about cancelled tasks on close
@@ -255,10 +323,15 @@ def _one_round(parallel, batches: _Batches, store, checkpoint, bar, deadline=Non
 
 
 def _collect(gen, batches: _Batches, store, checkpoint, bar, watchdog: _Watchdog,
-             deadline: Deadline | None = None) -> None:
+             deadline: Deadline | None = None, stop: _ParentDeadline | None = None) -> None:
     """Store each finished batch (checkpointed, counted on the bar); raise at a failure, or
     past the ``deadline`` of ``time_limit`` while trials remain (:mod:`._limit`)."""
-    for result in gen:
+    results = iter(gen)
+    while True:
+        with stop.waiting() if stop is not None else contextlib.nullcontext():
+            result = next(results, None)
+        if result is None:
+            break
         watchdog.tick(len(result.outputs))
         k = len(result.outputs)
         if k:
@@ -281,11 +354,28 @@ def _collect(gen, batches: _Batches, store, checkpoint, bar, watchdog: _Watchdog
             bar.update(k)
         batches.observe(result)
         if (deadline is not None and store.n_done < store.n_trials
-                and deadline.stops(result.failure)):
+                and (result.stopped or deadline.stops(result.failure))):
+            _keep_finished(results, batches, store, checkpoint, bar)
             raise deadline.error(store.n_done, store.n_trials)
         if result.failure is not None:
             error = _failure_error(result.failure)
             raise error from result.failure.cause
+
+
+def _keep_finished(gen, batches: _Batches, store, checkpoint, bar) -> None:
+    """At the time limit: store the batches that have already returned (a list: joblib's
+    multiprocessing backend returns every batch at once); a stream's batches in flight are
+    cancelled instead (they stop at the deadline themselves)."""
+    if hasattr(gen, "close"):
+        return
+    for result in gen:
+        k = len(result.outputs)
+        if k and not result.in_place and (store.dim is None
+                                          or result.outputs.shape[1] == store.dim):
+            store.put(result.start, result.outputs, result.masks)
+            if checkpoint is not None:
+                checkpoint.save(result.start, result.outputs, result.masks)
+            bar.update(k)
 
 
 def _describe(parallel) -> tuple[str, int]:
@@ -331,7 +421,9 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
     """Run every unfinished trial of ``store``; return ``(backend_name, n_workers)``.
 
     Past ``deadline`` (``time_limit``) the run stops with a
-    :class:`~pacpriv.exceptions.TimeLimitError`; finished trials stay in ``checkpoint``.
+    :class:`~pacpriv.exceptions.TimeLimitError`; finished trials stay in ``checkpoint``. Each
+    batch carries the deadline (``TrialTask.deadline``) and returns its finished trials when it
+    passes, however many trials it holds.
 
     A worker crash (loky ``TerminatedWorkerError``, Dask ``KilledWorker``) reruns the
     unfinished trials up to ``retries`` more times, then raises ``MechanismError`` naming
@@ -341,6 +433,8 @@ def run_pending(task, store, checkpoint, *, n_jobs, backend, batch_size, bar, re
     ranges = store.missing_ranges()
     if not ranges:
         return name, n_workers
+    if deadline is not None:  # every batch stops at the limit itself (_trial._past)
+        task = dataclasses.replace(task, deadline=deadline.wall_end())
     parallel = None if _plainly_sequential(n_jobs, backend) else _make_parallel(n_jobs, backend)
     if parallel is None or _describe(parallel)[1] == 1:
         # one worker: joblib would run the batches here one after the other; they run here,

@@ -40,12 +40,18 @@ class ProbeTimeoutError(TimeoutError):
 
 
 def duration_text(seconds: float) -> str:
-    """A predicted duration for the user: ``"4.2 s"``, ``"12 s"``, ``"3.2 min"``, ``"1.5 h"``."""
+    """A predicted duration for the user: ``"4.2 s"``, ``"12 s"``, ``"3.2 min"``, ``"1.5 h"``,
+    rounded **up** at the digit shown, so an estimate over a limit never reads as the limit
+    ("about 12 s ... over --time-limit 12 s": ninth new-user pass, #1302)."""
+    def up(value: float, digits: int) -> float:
+        scale = 10**digits
+        return math.ceil(value * scale * (1 - 1e-6)) / scale  # (float noise is not rounded up)
+
     if seconds < 120:
-        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+        return f"{up(seconds, 0):.0f} s" if seconds >= 10 else f"{up(seconds, 1):.1f} s"
     if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+        return f"{up(seconds / 60, 1):.1f} min"
+    return f"{up(seconds / 3600, 1):.1f} h"
 
 
 def probe_limit(*limits: tuple[float | None, str]) -> tuple[float, str] | None:

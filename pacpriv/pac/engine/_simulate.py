@@ -58,8 +58,9 @@ from pacpriv.exceptions import (
     NotReproducibleWarning,
 )
 from pacpriv.pac.engine import _storage as storage
+from pacpriv.pac.engine._adapters import EstimatorMechanism
 from pacpriv.pac.engine._blocks import block_size_of
-from pacpriv.pac.engine._checkpoint import Checkpoint, run_fingerprint
+from pacpriv.pac.engine._checkpoint import Checkpoint, checked_fingerprint
 from pacpriv.pac.engine._limit import start_limit
 from pacpriv.pac.engine._mechanism import check_mechanism
 from pacpriv.pac.engine._options import (
@@ -442,6 +443,8 @@ def simulate(
         raise TypeError(f"`mechanism_name` must be a str or None; got {mechanism_name!r}.")
     mechanism_name = mechanism_name or default_name
     pool, n_records = _check_pool(pool)
+    if isinstance(mechanism, EstimatorMechanism):  # e.g. unlabelled data: before any trial
+        mechanism.check_pool(pool)
     n_trials, retries, timeout, batch_size, dtype = _check_options(
         n_trials, retries, timeout, batch_size, output_dtype, progress
     )
@@ -458,12 +461,14 @@ def simulate(
         parent_pid=os.getpid() if planned_backend in ("loky", "multiprocessing") else None,
         kernel_signal=threading.current_thread() is threading.main_thread(),
         block_size=block_size_of(mechanism, ex.ensemble), n_trials=n_trials)
+    rng = None if rng is None else as_seed_sequence(rng)  # once: a Generator advances
+    # another run's checkpoint is refused before any probe
+    fingerprint = checked_fingerprint(checkpoint, mechanism, pool, sampler, dtype, rng)
     # time_limit: the probe's estimate, before anything is created or run (_limit.py)
     task, deadline = start_limit(task, time_limit=ex.time_limit, checkpoint=checkpoint,
                                  n_trials=n_trials, n_workers=planned_workers)
-    store, ckpt, root, output_path = _open_store(ex, mechanism, pool, sampler, rng,
-                                                 n_trials=n_trials, n_records=n_records,
-                                                 dtype=dtype)
+    store, ckpt, root, output_path = _open_store(ex, fingerprint, rng, n_trials=n_trials,
+                                                 n_records=n_records, dtype=dtype)
     resumed = ckpt.load_into(store) if ckpt is not None else 0
     pending = store.missing_ranges()
     if pending:  # sampler errors (e.g. subset_size > n_records) surface here, in the caller
@@ -481,8 +486,9 @@ def simulate(
             task, store, ckpt, n_jobs=n_jobs, backend=backend, batch_size=batch_size,
             bar=bar, retries=retries, deadline=deadline,
         )
-    reproducible, note = _reproducibility(task, store, pending, verified,
-                                          run_s=time.perf_counter() - t_run, n_workers=n_workers)
+    reproducible, note = _reproducibility(
+        task, store, pending, verified, run_s=time.perf_counter() - t_run, n_workers=n_workers,
+        extra=deadline is None or not deadline.passed())  # past time_limit: the first re-run
     outputs, masks = store.finalize()
     return SimulationResult(
         outputs=outputs,
@@ -519,7 +525,7 @@ def _refuse_existing_output(output_path) -> None:
                 "choose a new path, delete it, or pass overwrite_output=True to replace it.")
 
 
-def _open_store(ex: ExecutionOptions, mechanism, pool, sampler: Sampler, rng: RNGLike, *,
+def _open_store(ex: ExecutionOptions, fingerprint: dict | None, rng: RNGLike, *,
                 n_trials: int, n_records: int, dtype) -> tuple:
     """``(store, checkpoint or None, root seed, output path)`` of a run: the checkpoint (if
     any) opened with the run's fingerprint and its stored seed, the outputs in memory, in
@@ -529,7 +535,7 @@ def _open_store(ex: ExecutionOptions, mechanism, pool, sampler: Sampler, rng: RN
     if ex.checkpoint is not None:
         ckpt = Checkpoint.open(
             ex.checkpoint,
-            fingerprint=run_fingerprint(mechanism, pool, sampler, dtype),
+            fingerprint=fingerprint or {},
             n_records=n_records,
             root=None if rng is None else as_seed_sequence(rng),
         )
@@ -546,7 +552,7 @@ def _open_store(ex: ExecutionOptions, mechanism, pool, sampler: Sampler, rng: RN
 
 
 def _reproducibility(task: TrialTask, store: OutputStore, pending: list, verified: list, *,
-                     run_s: float, n_workers: int) -> tuple[bool | None, str]:
+                     run_s: float, n_workers: int, extra: bool = True) -> tuple[bool | None, str]:
     """``(reproducible, note)``: trials run here re-run from their seeds, or the verified
     trials of a resumed checkpoint, or nothing to check."""
     if pending:
@@ -557,7 +563,7 @@ def _reproducibility(task: TrialTask, store: OutputStore, pending: list, verifie
         n_run = sum(b - a for a, b in pending)
         per_trial = run_s * max(n_workers, 1) / max(n_run, 1)
         picks = [first]
-        if per_trial * 2 <= _RERUN_BUDGET_S:
+        if extra and per_trial * 2 <= _RERUN_BUDGET_S:
             picks += sorted({(first + last) // 2, last} - {first})
         return _check_reproducible(task, store, picks)
     if verified:

@@ -78,6 +78,10 @@ class TrialTask:
     block_size: int = 0
     #: Trials of the simulation (the last canonical block ends there).
     n_trials: int = 0
+    #: Wall-clock end (``time.time()`` seconds) of the run's ``time_limit``, or None: a batch
+    #: starts no trial past it, a trial running at it is interrupted there where a trial can be
+    #: (:class:`_Alarm`), and the batch returns its finished trials (``BatchResult.stopped``).
+    deadline: float | None = None
 
     @functools.cached_property
     def _payload(self) -> bytes:
@@ -124,6 +128,9 @@ class BatchResult:
     #: Whether ``outputs`` and ``masks`` are the store's own rows, written in place
     #: (:func:`run_batch_into`): the parent then only marks them done.
     in_place: bool = False
+    #: Whether the batch stopped at ``TrialTask.deadline`` (``time_limit``) before its last
+    #: trial: the rows are its finished trials, and no trial failed.
+    stopped: bool = False
 
 
 def _stored(arr: np.ndarray, task: TrialTask) -> np.ndarray:
@@ -159,6 +166,7 @@ class _Alarm:
 
     def __init__(self, timeout: float | None) -> None:
         self.timeout = timeout
+        self.fired = False
         self.active = (
             timeout is not None
             and hasattr(signal, "setitimer")
@@ -183,6 +191,7 @@ class _Alarm:
         return self
 
     def _fire(self, signum, frame):
+        self.fired = True
         raise TrialTimeoutError(f"trial exceeded timeout={self.timeout} s (interrupted)")
 
     def __exit__(self, *exc) -> None:
@@ -228,6 +237,41 @@ def _global_state_from(seed: np.random.SeedSequence | None):
         random.setstate(py_state)
 
 
+class DeadlineReached(TrialTimeoutError):
+    """A trial was interrupted at the run's ``time_limit`` (``TrialTask.deadline``), not at its
+    own ``timeout``: the batch stops there and returns its finished trials."""
+
+
+def _past(task: TrialTask) -> bool:
+    """Whether the run's deadline (``time_limit``) has passed."""
+    return task.deadline is not None and time.time() >= task.deadline
+
+
+def _alarm_s(task: TrialTask, seconds: float | None) -> tuple[float | None, bool]:
+    """``(seconds until the interrupt, whether it is the deadline's)`` for a call that may run
+    ``seconds`` (its ``timeout``; None: no limit): the run's deadline comes first when sooner."""
+    if task.deadline is None:
+        return seconds, False
+    left = max(task.deadline - time.time(), 1e-3)
+    return (left, True) if seconds is None or left < seconds else (seconds, False)
+
+
+@contextlib.contextmanager
+def _interrupted(task: TrialTask, seconds: float | None):
+    """Run the body under :class:`_Alarm` at its ``timeout`` ``seconds`` or the run's deadline,
+    whichever comes first; interrupted at the deadline, whatever the mechanism made of the
+    interrupt (caught, wrapped), it raises :class:`DeadlineReached`."""
+    delay, by_deadline = _alarm_s(task, seconds)
+    alarm = _Alarm(delay)
+    try:
+        with alarm:
+            yield
+    except Exception as err:
+        if by_deadline and (alarm.fired or isinstance(err, TrialTimeoutError)) and _past(task):
+            raise DeadlineReached("stopped at the run's time limit") from err
+        raise
+
+
 def _run_trial(task: TrialTask, index: int, mask: np.ndarray, dim: int | None) -> np.ndarray:
     subset = subset_pool(task.pool, mask)
 
@@ -237,12 +281,13 @@ def _run_trial(task: TrialTask, index: int, mask: np.ndarray, dim: int | None) -
         with _global_state_from(reseed):
             return call_mechanism(task.mechanism, subset, rng=seed, takes_rng=task.pass_rng)
 
-    if task.timeout is None:
+    if task.timeout is None and task.deadline is None:
         return _stored(check_output(call(), dim), task)
     tic = time.monotonic()
-    with _Alarm(task.timeout):
+    with _interrupted(task, task.timeout):
         value = call()
-    if time.monotonic() - tic > task.timeout:
+    # a trial that finished is kept, even past the deadline (where it could not be interrupted)
+    if task.timeout is not None and time.monotonic() - tic > task.timeout:
         raise TrialTimeoutError(
             f"trial took {time.monotonic() - tic:.3g} s > timeout={task.timeout} s"
         )
@@ -270,7 +315,8 @@ def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> Batch
                                                                           -1 if done else 0)
         block_masks = (np.asarray(kept, dtype=bool) if kept
                        else np.empty((0, task.n_records), dtype=bool))
-        return BatchResult(start, stop, outputs, block_masks, fail, time.perf_counter() - tic)
+        return BatchResult(start, stop, outputs, block_masks, fail, time.perf_counter() - tic,
+                           stopped=fail is None and done < stop - start)
     n = stop - start
     masks = np.empty((n, task.n_records), dtype=bool)
     rows: np.ndarray | None = None  # (n, d), made by the first finished trial
@@ -296,7 +342,7 @@ def _run_batch(task: TrialTask, start: int, stop: int, dim: int | None) -> Batch
     if rows is None:
         rows = np.empty((0, 0), dtype=task.output_dtype)
     return BatchResult(start, stop, rows[:done], masks[:done], failure,
-                       time.perf_counter() - tic)
+                       time.perf_counter() - tic, stopped=failure is None and done < n)
 
 
 def run_batch_into(task: TrialTask, start: int, stop: int, store) -> BatchResult:
@@ -339,16 +385,21 @@ def _run_batch_into(task: TrialTask, start: int, stop: int, store) -> BatchResul
         outputs = np.empty((0, 0), dtype=task.output_dtype)
         masks = np.empty((0, task.n_records), dtype=bool)
     return BatchResult(start, stop, outputs, masks, failure, time.perf_counter() - tic,
-                       in_place=True)
+                       in_place=True, stopped=failure is None and done < stop - start)
 
 
 def _attempts(task: TrialTask, index: int, mask: np.ndarray,
               dim: int | None) -> tuple[np.ndarray | None, TrialFailure | None]:
     """Trial ``index`` on ``mask``, retried up to ``task.retries`` times with the same seed:
-    ``(output, None)`` or ``(None, failure)`` after the last attempt."""
+    ``(output, None)``, ``(None, failure)`` after the last attempt, or ``(None, None)`` when
+    the run's deadline (``time_limit``) stopped it."""
     for attempt in range(task.retries + 1):
+        if _past(task):  # the run's time limit: no trial (or retry) starts past it
+            return None, None
         try:
             return _run_trial(task, index, mask, dim), None
+        except DeadlineReached:
+            return None, None
         except Exception as err:
             if attempt == task.retries:
                 return None, _failure(task, index, attempt + 1, err)
@@ -397,6 +448,8 @@ def _run_blocks(task, start: int, stop: int, dim: int | None):
     kept: list[np.ndarray] = []
     a = (start // size) * size
     while a < stop:
+        if _past(task):  # the run's time limit: no block starts past it
+            return rows, kept, None
         b = min(a + size, task.n_trials)
         index = range(a, b)
         masks = np.stack([task.sampler.trial_mask(task.n_records, root=task.root, index=i)
@@ -406,7 +459,7 @@ def _run_blocks(task, start: int, stop: int, dim: int | None):
         for attempt in range(task.retries + 1):
             try:
                 timeout = None if task.timeout is None else task.timeout * len(index)
-                with _Alarm(timeout):
+                with _interrupted(task, timeout):
                     block = call_mechanism(
                         lambda pool, m=masks, s=seeds: task.mechanism.run_block(pool, m, seeds=s),
                         task.pool, rng=None, takes_rng=False)
@@ -415,8 +468,12 @@ def _run_blocks(task, start: int, stop: int, dim: int | None):
                     raise InvalidOutput(f"run_block returned an array of shape {block.shape} "
                                         f"for {len(index)} subsets; expected ({len(index)}, d)")
                 outs = [_stored(check_output(row, dim), task) for row in block]
+            except DeadlineReached:
+                return rows, kept, None
             except Exception as err:
                 if attempt < task.retries:
+                    if _past(task):  # no retry starts past the time limit
+                        return rows, kept, None
                     continue
                 failure = _failure(task, max(a, start), attempt + 1, err)
             break

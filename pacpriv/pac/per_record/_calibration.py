@@ -43,6 +43,8 @@ from pacpriv._random import RNGLike, as_seed_sequence, trial_seed
 from pacpriv._validation import check_int, check_real
 from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.pac.engine._checkpoint import run_fingerprint
+from pacpriv.pac.engine._checkpoint_words import records_text
 from pacpriv.pac.engine._limit import carry_over, whole_run_words
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
@@ -301,6 +303,15 @@ def _phase(opts: ExecutionOptions, name: str) -> ExecutionOptions:
     if opts.checkpoint is None:
         return opts
     return replace(opts, checkpoint=os.path.join(os.fspath(opts.checkpoint), name))
+
+
+def calibration_fingerprint(f, pool, records: np.ndarray, sampler: Sampler) -> dict:
+    """The fingerprint of a calibration's checkpoint folder (its subfolders hold the
+    simulations, each with its own): the kind of run, the audited records (public indices),
+    the mechanism, the pool and the sampler, so that a resume with any of them changed is
+    refused in words before any probe or trial (ninth new-user pass, #64)."""
+    return {"run": "pacpriv.per_record", "records": records_text(records),
+            **run_fingerprint(f, pool, sampler, np.float64)}
 
 
 def simulate_calibration_trials(
@@ -621,7 +632,8 @@ def calibrate_per_record(
         if run.checkpoint is not None:  # the folder records the root seed (rng=None resumes)
             from pacpriv.pac.engine._checkpoint import Checkpoint
 
-            rng = Checkpoint.open(run.checkpoint, fingerprint={"run": "pacpriv.per_record"},
+            rng = Checkpoint.open(run.checkpoint,
+                                  fingerprint=calibration_fingerprint(f, checked_pool, recs, smp),
                                   n_records=0,
                                   root=None if rng is None else as_seed_sequence(rng)).root
         trials = simulate_calibration_trials(f, checked_pool, n_trials=n_trials, sampler=smp,

@@ -46,6 +46,7 @@ import numpy as np
 
 from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._checkpoint import pool_fingerprint
+from pacpriv.pac.engine._checkpoint_words import records_text
 from pacpriv.pac.engine._mechanism import (
     accepts_rng,
     as_float64,
@@ -103,7 +104,9 @@ class PairSpec:
                    block)
 
     def __repr__(self) -> str:
-        return f"PerRecordPairs(sha256={self.digest})"
+        # the audited records' indices (public) in words, so that a refused checkpoint can
+        # say which records it audited (_checkpoint_words)
+        return f"PerRecordPairs(sha256={self.digest}, records={records_text(self.records)})"
 
 
 def _differences(spec: PairSpec, subset_index: np.ndarray,

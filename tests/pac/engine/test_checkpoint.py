@@ -284,11 +284,15 @@ def test_existing_checkpoint_directory_keeps_its_mode(tmp_path):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"mechanism": mechs.noisy_sum}, r"mechanism.name \(checkpoint: '.*count_mech', now"),
-        ({"sampler": FixedSizeSampler(3)}, r"sampler.name \(checkpoint: 'poisson', now: 'fixed'\)"),
-        ({"pool": POOL + 1}, r"pool.sha256 \(checkpoint"),
-        ({"rng": 4}, r"root_seed .*pass rng=None to reuse the checkpoint's seed"),
-        ({"output_dtype": np.float32}, r"output_dtype \(checkpoint: '<f8', now: '<f4'\)"),
+        ({"mechanism": mechs.noisy_sum},
+         r"the mechanism: checkpoint '.*count_mech', now '.*noisy_sum'"),
+        ({"sampler": FixedSizeSampler(3)},
+         r"the sampler: checkpoint poisson \(sampling_rate 0.5.*\), now fixed \("),
+        ({"pool": POOL + 1}, r"the pool's content \(the dataset; same shape 25 float64\)"),
+        ({"pool": POOL[:20]}, r"the pool \(the dataset\): checkpoint 25 float64, now 20 "),
+        ({"rng": 4}, r"the root seed \(`rng`\): checkpoint entropy 3, now entropy 4; pass "
+                     r"rng=None to reuse the checkpoint's seed"),
+        ({"output_dtype": np.float32}, r"`output_dtype`: checkpoint float64, now float32"),
     ],
 )
 def test_mismatched_run_is_refused(tmp_path, change, message):
@@ -395,6 +399,7 @@ def test_partial_arguments_are_fingerprinted(tmp_path):
     simulate(first, POOL, n_trials=4, rng=3,
              execution=ExecutionOptions(checkpoint=ckpt, progress=False))
     other = functools.partial(mechs.fail_flagged, flag_file=str(tmp_path / "b"))
-    with pytest.raises(CheckpointError, match=r"mechanism.bound \(checkpoint: \[.*/a"):
+    with pytest.raises(CheckpointError, match=r"the arguments bound to the mechanism "
+                       r"\(functools.partial\): checkpoint \[.*/a"):
         simulate(other, POOL, n_trials=4, rng=3,
                  execution=ExecutionOptions(checkpoint=ckpt, progress=False))

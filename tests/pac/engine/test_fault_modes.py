@@ -58,7 +58,8 @@ def _scaled(scale):
 def test_changed_closure_value_is_refused(tmp_path):
     """Same code, different closure value: CheckpointError (was resumed silently)."""
     _run(_scaled(1.0), tmp_path / "c")
-    with pytest.raises(CheckpointError, match=r"mechanism.state_sha256 .*closure values"):
+    with pytest.raises(CheckpointError,
+                       match=r"its state changed \(mechanism.state_sha256: its closure values"):
         _run(_scaled(2.0), tmp_path / "c", n_trials=12)
     _run(_scaled(1.0), tmp_path / "c", n_trials=12)  # the same closure value resumes
 
