@@ -85,3 +85,23 @@ def copy_state(src, dst):
         with open_store(Path(dst) / "ledger.db").transaction(scope) as tx:
             tx.put_state("state_path", str(Path(dst).resolve()).encode())
     return Path(dst)
+
+
+def fitted_state_fixtures(fit_args: list[str], name: str):
+    """``(fitted, state)`` pytest fixtures: a prediction state fitted once per module by the
+    CLI with ``fit_args``, and a fresh copy of it for each test (assign both at module level)."""
+    import pytest
+
+    from pacpriv.cli import main
+
+    @pytest.fixture(scope="module")
+    def fitted(tmp_path_factory):
+        state = tmp_path_factory.mktemp(name) / "s"
+        assert main([*fit_args, "--state", str(state)]) == 0
+        return state
+
+    @pytest.fixture
+    def state(fitted, tmp_path):
+        return copy_state(fitted, tmp_path / "s")
+
+    return fitted, state

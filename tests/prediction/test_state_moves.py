@@ -13,22 +13,13 @@ from pacpriv.cli import main
 from pacpriv.exceptions import CheckpointError
 from pacpriv.prediction import PrivatePredictor
 
+from ._helpers import fitted_state_fixtures
+
 FIT = ["predict", "fit", "--estimator", "naive_bayes", "--dataset", "iris", "--n-worlds", "4",
        "--per-query-budget", "2^-10", "--total-budget", "2^-6", "--seed", "0", "--no-progress"]
 
 
-@pytest.fixture(scope="module")
-def fitted(tmp_path_factory):
-    state = tmp_path_factory.mktemp("moves") / "s"
-    assert main([*FIT, "--state", str(state)]) == 0
-    return state
-
-
-@pytest.fixture
-def state(fitted, tmp_path):
-    from ._helpers import copy_state
-
-    return copy_state(fitted, tmp_path / "s")
+fitted, state = fitted_state_fixtures(FIT, "moves")
 
 
 def _query(state, rows="0:3") -> int:
