@@ -291,16 +291,23 @@ def _exact(args) -> int:
         return 0
     lows = np.concatenate([np.atleast_1d(r.lower) for r in results])
     ups = np.concatenate([np.atleast_1d(r.upper) for r in results])
-    conf = results[0].lower_confidence
+    # each row's lower-end confidence (one result may hold every σ, k = 1): a row whose lower
+    # end is a Monte-Carlo bound is marked, whatever the other rows are
+    confs = np.concatenate([np.full(np.atleast_1d(r.lower).shape, r.lower_confidence)
+                            for r in results])
+    marked = sorted({float(c) for c in confs if c != 1.0})
     print("exact membership-inference accuracy (" + bound_label("certified") + "; lower "
-          "rounded down, upper up" + ("" if conf == 1.0 else
-                                      f"; lower ends with confidence {conf:g}") + ")")
+          "rounded down, upper up" + "".join(
+              f"; {'*' * (i + 1)} lower end with confidence {c:g} (Monte Carlo)"
+              for i, c in enumerate(marked)) + ")")
     print(f"{'noise multiplier':>16}  {'lower':>9}  {'upper':>9}  {'width':>8}  "
           f"epsilon at delta={args.delta:g} (upper bound)")
-    for s, lo, up, (payload, (_, eps)) in zip(sigmas, lows, ups, epsilons, strict=True):
+    for s, lo, up, c, (payload, (_, eps)) in zip(sigmas, lows, ups, confs, epsilons,
+                                                 strict=True):
         kind, detail = _epsilon_kind(payload["source"])
         short = kind_text(kind, detail=detail)
-        print(f"{s:>16g}  {_down(lo)}  {_up(up)}  {up - lo:8.1e}  {eps} ({short})")
+        star = "" if c == 1.0 else "*" * (marked.index(float(c)) + 1)
+        print(f"{s:>16g}  {_down(lo)}{star}  {_up(up)}  {up - lo:8.1e}  {eps} ({short})")
     print(f"covers: {COVERS}; assumes {assumes()}; {ROUNDING}")
     return 0
 

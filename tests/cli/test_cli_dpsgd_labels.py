@@ -118,3 +118,25 @@ def test_compare_rows_carry_their_kind_and_coverage():
     assert all(r["covers"] == COVERS for r in rows.values())
     text = t.to_markdown()
     assert COVERS in text and "approximation (may understate), Poisson sampling" in text
+
+
+def test_a_sweep_marks_each_row_whose_lower_end_is_monte_carlo(capsys, monkeypatch):
+    """`dpsgd exact` with several σ: the header said "lower ends with confidence 0.999" from the
+    first row alone, so a Monte-Carlo lower end in a later row read as a proven bound. Each
+    such row is now marked, and only those."""
+    import dataclasses
+
+    from pacpriv.cli import dpsgd as cli_dpsgd
+    from pacpriv.dpsgd.exact import exact_membership_inference_accuracy as real
+
+    def second_is_monte_carlo(sigma, **kw):
+        r = real(sigma, **kw)
+        return dataclasses.replace(r, lower_confidence=0.999) if sigma == 2.0 else r
+
+    monkeypatch.setattr(cli_dpsgd, "exact_membership_inference_accuracy", second_is_monte_carlo)
+    assert main(["dpsgd", "exact", "--steps-per-epoch", "6", "--epochs", "1", "--k", "3",
+                 "--noise-multiplier", "1", "2", "--tolerance", "0.05"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "* lower end with confidence 0.999 (Monte Carlo)" in lines[0]
+    rows = {line.split()[0]: line.split()[1] for line in lines[2:4]}
+    assert not rows["1"].endswith("*") and rows["2"].endswith("*")
