@@ -100,7 +100,9 @@ def slow(X):
 
 
 @pytest.mark.filterwarnings("default::pacpriv.exceptions.StallWarning")
-def test_the_stall_warning_is_live_and_in_the_collected_list(tmp_path, capsys, monkeypatch):
+def test_the_stall_warning_is_live_and_said_once(tmp_path, capsys, monkeypatch):
+    """A stall is printed while the run goes on (one line per doubling) and not again in the
+    closing list of warnings (ninth new-user pass: it read as news after the run)."""
     monkeypatch.setattr(_parallel, "STALL_WARN_S", 0.4)
     (tmp_path / "slowmech.py").write_text(SLOW)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -112,12 +114,10 @@ def test_the_stall_warning_is_live_and_in_the_collected_list(tmp_path, capsys, m
                  "--mi-budget", "0.5", "--trials", "12", "--n-jobs", "1", "--no-progress",
                  "--rule", "isotropic", "--out", str(tmp_path / "out"), "--format", "json"])
     assert code == 0
-    stalls = [w for w in collected if issubclass(w.category, StallWarning)]
-    assert stalls and all("no trial has finished for" in str(w.message) for w in stalls)
+    assert not [w for w in collected if issubclass(w.category, StallWarning)]
     err = capsys.readouterr().err.splitlines()
     lines = [x for x in err if "no trial has finished for" in x]
-    # printed at once (one line per doubling) and once more in the closing list
-    assert len(lines) == len(stalls) + 1
+    assert lines and len(set(lines)) == len(lines)  # each doubling once, none repeated
     assert all(x.startswith("pacpriv: warning: ") for x in lines)
     assert all("pass --timeout SECONDS to bound each trial" in x for x in lines)  # its flag
 
