@@ -202,22 +202,26 @@ def check_betting_feasible(target: float, n_certify: int, n_records: int, prior:
 
     Even with infinite noise (``X ≡ 0``) and saturated bets the capital is
     ``(1 + c x*/(1 − x*))^T``; it must reach ``1/δ`` for the least-funded record,
-    ``δ = EVEN_SHARE · γ / n``. With a ``declared_range`` (a proven per-record bound on the
+    ``δ = EVEN_SHARE · γ / n`` (``γ / n`` when ``n <= N_FOCUS``: every record is in
+    focus). With a ``declared_range`` (a proven per-record bound on the
     distances) the record with the widest range bets on ``m = x*/r <= m*`` instead
     (:func:`_declared_range_excess`), with the largest share of γ any record can get; no
     refusal where ``m* = 1``.
     """
     base = max(prior, 1.0 - prior)
     x = (target - base) / (1.0 - base)
-    delta = EVEN_SHARE * (1.0 - confidence) / n_records
+    even = EVEN_SHARE * (1.0 - confidence) / n_records  # every record's share (_allocation)
+    focus = (1.0 - EVEN_SHARE) * (1.0 - confidence) / min(N_FOCUS, n_records)
+    # the least-funded record: outside the focus set, or in it when every record is
+    delta = even + focus if n_records <= N_FOCUS else even
     if declared_range:
         x = _declared_range_excess(x, prior)
-        delta += (1.0 - EVEN_SHARE) * (1.0 - confidence) / min(N_FOCUS, n_records)
+        delta = even + focus  # the widest-range record may be in the focus set
         if x >= 1.0:
             return
     need = math.log(1.0 / delta)
     have = n_certify * math.log1p(cap * x / (1.0 - x))
-    if have < need:
+    if have < need * (1.0 - 1e-12):  # round-off: refuse only what surely cannot certify
         _refuse(target, n_records, n_certify, confidence,
                 math.ceil(need / math.log1p(cap * x / (1.0 - x))))
 

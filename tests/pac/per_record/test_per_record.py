@@ -395,7 +395,9 @@ def test_bad_input_before_any_work(kwargs, match):
 
 
 def test_uncertifiable_target_is_refused_before_work():
-    with pytest.raises(ValueError, match="needs at least 54 certification trials"):
+    # 4 records, all in the focus set: each gets γ/4, and 46 trials certify with every
+    # distance 0 (45 do not); the floor said 54 (γ/8) and refused 46–53 trials that certify
+    with pytest.raises(ValueError, match="needs at least 46 certification trials"):
         calibrate_per_record(never_called, X3, target_accuracy=0.55, n_trials=5)
     with pytest.raises(ValueError, match="smallest certifiable"):
         calibrate_per_record(never_called, X3, target_accuracy=0.55, n_trials=5,
