@@ -27,7 +27,10 @@ class ExactAccuracy(Displayable):
         Certified bounds, ``½ ≤ lower ≤ exact ≤ upper ≤ 1``. ``upper`` is also capped by the
         chi-square bound (itself a certified upper bound).
     estimate : float
-        Midpoint of the interval.
+        A point estimate inside ``[lower, upper]``, not a bound: the midpoint of the interval,
+        except for ``k >= 3`` when the deterministic chains do not both run, where it is the
+        Monte-Carlo mean of the lower end's draws, clipped to the interval (so it can sit at
+        ``lower``). Risk statements use ``upper``.
     tolerance : float
         Requested width ``upper − lower`` (absolute, accuracy units).
     converged : bool
