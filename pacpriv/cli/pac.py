@@ -365,7 +365,7 @@ def _summary(result, mech_name, dataset, budget, n_jobs, args, paths) -> None:
         )
     q = result.membership_prior
     prior = p.get("blind_guess_prior") or max(q, 1 - q)
-    print(f"posterior bound      {format_percent(acc, vacuous=acc >= 1)} {result.label} "
+    print(f"posterior bound      {format_percent(acc, vacuous=acc >= 1)} {result.posterior_label} "
           f"(prior {format_percent(prior)} = best blind guess max(q, 1 - q), "
           f"inclusion probability q = {format_bound(q)})")
     print(f"reproduce with       {posterior_command(p)}")

@@ -213,7 +213,7 @@ class _PACPrivate(BaseEstimator):
         self.mi_budget_ = budget
         self.noise_std_ = np.asarray(result.noise_std_per_coordinate, dtype=np.float64)
         self.posterior_success_bound_ = float(result.posterior_success_bound)
-        self.bound_label_ = str(result.label)
+        self.bound_label_ = str(result.posterior_label)
         # not kept: result.simulation holds every trial's un-noised output (as private as the
         # data), and a fitted estimator is pickled and shipped
         return self

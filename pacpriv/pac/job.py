@@ -145,6 +145,7 @@ class PacResult(Displayable):
     blind_guess_prior: float | None = None
     prior_source: str | None = None
     prior_explanation: str = ""
+    prior_confidence: float | None = None
 
     @property
     def certified(self) -> bool:
@@ -161,6 +162,21 @@ class PacResult(Displayable):
         """``"certified (1−γ = …)"`` or ``"estimated (plug-in)"``: printed beside every bound
         (the rule object decides, :meth:`pacpriv.pac.noise.NoiseRule.label`)."""
         return self.plan.label
+
+    @property
+    def posterior_label(self) -> str:
+        """The label of the posterior success bound: :attr:`label`, except that a certified
+        bound resting on an **estimated** membership prior (a sampler that declares no
+        inclusion probability) holds with the joint confidence ``1 − γ − γ_prior`` (union bound
+        over the MI certificate and the prior's Clopper–Pearson bound), which it states."""
+        if (self.prior_source != "estimated" or self.prior_confidence is None
+                or self.confidence is None or not self.certified):
+            return self.label
+        joint = self.confidence + self.prior_confidence - 1.0
+        return (f"certified (1−γ = {format_bound(joint, side='down')}: "
+                f"{format_bound(self.confidence, side='down')} for the MI certificate and "
+                f"{format_bound(self.prior_confidence, side='down')} for the estimated "
+                "membership prior, union bound)")
 
     def certification(self) -> dict:
         """Public facts of the certificate: γ, trial split, noise inflation, clipped trials."""
@@ -206,7 +222,7 @@ class PacResult(Displayable):
         prior = self.blind_guess_prior if self.blind_guess_prior is not None else None
         return Summary(f"PAC result: {self.mechanism}", [
             ("posterior success bound", self.posterior_success_bound, "percent-risk"),
-            ("bound is", self.label, "plain"),
+            ("bound is", self.posterior_label, "plain"),
             ("prior (best blind guess)", prior, "plain"),
             ("MI budget v (nats)", self.mi_budget, "risk"),
             ("MI bound (nats)", self.plan.mi_bound, "risk"),
@@ -235,7 +251,7 @@ class PacResult(Displayable):
             "prior_explanation": self.prior_explanation,
             "certification": self.certification(),
             "posterior_success_bound": self.posterior_success_bound,
-            "posterior_success_bound_label": self.label,
+            "posterior_success_bound_label": self.posterior_label,
             "pinsker_success_bound": self.pinsker_success_bound,
             "average_per_record_mi_nats": self.individual_mi_bound,
             "release": None if self.release is None else [float(v) for v in self.release],
@@ -509,4 +525,5 @@ def run_pac(
         blind_guess_prior=float(baseline),
         prior_source=prior_info.source,
         prior_explanation=prior_info.explanation,
+        prior_confidence=prior_info.confidence,
     )

@@ -208,7 +208,7 @@ def _privacy(result) -> dict:
         "prior_source": result.prior_source,
         "prior_explanation": result.prior_explanation,
         "posterior_success_bound": result.posterior_success_bound,
-        "posterior_success_bound_label": result.label,
+        "posterior_success_bound_label": result.posterior_label,
         "certification": result.certification(),
         "membership_inference_accuracy_bound": (
             result.posterior_success_bound if result.membership_prior == 0.5 else None

@@ -104,6 +104,21 @@ def test_undeclared_callable_gets_upper_bounded_prior_not_one_half():
                                                                          rel=1e-6)
 
 
+def test_a_bound_on_an_estimated_prior_states_the_joint_confidence():
+    """The posterior bound rests on the certificate (1 − γ) and on the prior's Clopper–Pearson
+    bound (0.99): by a union bound it holds with 1 − γ − 0.01, which its label now states (it
+    said "1−γ = 0.95"); the MI claim keeps the certificate's own label; a declared prior
+    changes nothing (new-user pass 10)."""
+    res = _run(include_90, n_trials=400)
+    assert res.label == "certified (1−γ = 0.95)"
+    assert res.posterior_label.startswith("certified (1−γ = 0.94: 0.95 for the MI certificate "
+                                          "and 0.99 for the estimated membership prior")
+    assert res.to_dict()["posterior_success_bound_label"] == res.posterior_label
+    assert dict((k, v) for k, v, _ in res.summary().rows)["bound is"] == res.posterior_label
+    declared = _run(CallableSampler(include_90, inclusion_probability=0.9), n_trials=400)
+    assert declared.posterior_label == declared.label == "certified (1−γ = 0.95)"
+
+
 def test_estimated_prior_covers_the_truth():
     """Over 200 simulated mask sets with q = 0.9, the bound is >= 0.9 in every one."""
     rng = np.random.default_rng(0)
