@@ -244,8 +244,11 @@ def _check_time_limit(value: Any) -> None:
                         f"{type(value).__name__}.")
     try:
         seconds = float(value)
-    except OverflowError:  # an int beyond float64
-        seconds = math.inf
+    except OverflowError:  # an int beyond float64: say so, not "inf"
+        digits = int(int(value).bit_length() * 0.30103) + 1
+        raise ValueError("`time_limit` must be a number of seconds in (0, inf); got an "
+                         f"integer of about {digits} digits, too large for float64 "
+                         "(|x| < 1.8e308).") from None
     if not 0 < seconds < math.inf:
         raise ValueError(f"`time_limit` must be a number of seconds in (0, inf); got "
                          f"{seconds:g}.")

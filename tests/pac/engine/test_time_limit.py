@@ -181,3 +181,14 @@ def test_a_run_that_fits_costs_one_probe_trial():
                  execution=ExecutionOptions(progress=False, time_limit=limit))
         counts.append(len(CALLS))
     assert counts[1] == counts[0] + 1
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), 10**40000])
+def test_an_integer_beyond_float64_is_named_as_such(value):
+    """`time_limit=10**400` said "got inf": the caller passed no inf (new-user pass 10)."""
+    from pacpriv.pac.engine import ExecutionOptions
+
+    with pytest.raises(ValueError, match=r"got an integer of about \d+ digits, too large for "
+                                         r"float64") as info:
+        ExecutionOptions(time_limit=value)
+    assert "inf." not in str(info.value)
