@@ -183,7 +183,8 @@ def test_a_run_that_fits_costs_one_probe_trial():
     assert counts[1] == counts[0] + 1
 
 
-@pytest.mark.parametrize("value", [10**400, -(10**400), 10**40000])
+@pytest.mark.parametrize("value", [10**400, -(10**400), 10**40000],
+                         ids=["1e400", "-1e400", "1e40000"])
 def test_an_integer_beyond_float64_is_named_as_such(value):
     """`time_limit=10**400` said "got inf": the caller passed no inf (new-user pass 10)."""
     from pacpriv.pac.engine import ExecutionOptions
