@@ -402,13 +402,17 @@ def _attempts(task: TrialTask, index: int, mask: np.ndarray,
             return None, None
         except Exception as err:
             if attempt == task.retries:
-                return None, _failure(task, index, attempt + 1, err)
+                return None, _failure(task, index, attempt + 1, err,
+                                      empty=not bool(np.any(mask)))
     raise AssertionError("unreachable: the last attempt returns")
 
 
-def _failure(task: TrialTask, index: int, attempts: int, err: Exception) -> TrialFailure:
+def _failure(task: TrialTask, index: int, attempts: int, err: Exception, *,
+             empty: bool = False) -> TrialFailure:
     seed = seed_to_dict(trial_seed(task.root, index))
     tried = f" after {attempts} attempts with the same seed" if attempts > 1 else ""
+    if empty:  # the sampler's doing, likely (a mean of nothing is NaN): say so, publicly
+        tried += " on an empty subset (the sampler included no record in this trial)"
     if isinstance(err, InvalidOutput):
         what = f"returned an invalid output: {err}"
         cause = err.__cause__
