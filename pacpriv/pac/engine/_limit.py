@@ -28,9 +28,11 @@ import math
 import os
 import re
 import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -39,10 +41,59 @@ from pacpriv.pac.engine._checkpoint import _MANIFEST
 from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, duration_text
 from pacpriv.pac.engine._trial import TrialFailure, TrialTask, run_batch
 
-__all__ = ["Deadline", "carry_over", "start_limit", "whole_run_words"]
+__all__ = ["Deadline", "carry_over", "checked_within", "rerun_within", "start_limit",
+           "whole_run_words"]
 
 #: Public root seed of the probe's trial (its output is discarded).
 PROBE_SEED = 0
+
+_T = TypeVar("_T")
+
+
+def checked_within(deadline: Deadline | None, task: TrialTask, work: Callable[[TrialTask], _T],
+                   *, n_done: Callable[[], int], n_trials: int, what: str) -> _T:
+    """``work(task)`` (re-runs of recorded trials: a checkpoint's verification) inside the
+    run's time limit: each re-run's per-trial timeout is capped at the time left, and a limit
+    reached before or during it is a :class:`TimeLimitError` naming ``what`` (the trials stay
+    in the checkpoint), never the mechanism's failure or a "delete the checkpoint" advice
+    (tenth new-user pass)."""
+    if deadline is None:
+        return work(task)
+    left = deadline.end - time.monotonic()
+    if left > 0:
+        capped = dataclasses.replace(task, timeout=left if task.timeout is None
+                                     else min(task.timeout, left))
+        try:
+            return work(capped)
+        except Exception:
+            if time.monotonic() < deadline.end - 0.05:  # the work's own failure
+                raise
+    err = deadline.error(n_done(), n_trials)
+    raise TimeLimitError(f"{err} (It was reached while {what}.)", n_done=err.n_done) from None
+
+
+def rerun_within(deadline: Deadline | None, task: TrialTask,
+                 check: Callable[[TrialTask], tuple[bool | None, str]]) -> tuple[bool | None, str]:
+    """The reproducibility check after the trials (``check(task) -> (reproducible, note)``)
+    inside the run's time limit: skipped once the limit has passed, each re-run's timeout
+    capped at the time left, and a re-run cut by the limit reported as not checked, never as
+    "not reproducible" (its warning is then dropped)."""
+    if deadline is None:
+        return check(task)
+    left = deadline.end - time.monotonic()
+    skipped = (None, "not re-run from its seed: the run reached its time limit")
+    if left <= 0:
+        return skipped
+    capped = dataclasses.replace(task, timeout=left if task.timeout is None
+                                 else min(task.timeout, left))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = check(capped)
+    if out[0] is False and time.monotonic() >= deadline.end - 0.05:
+        return skipped
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return out
 
 
 @dataclass(frozen=True)

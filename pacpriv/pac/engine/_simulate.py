@@ -61,7 +61,7 @@ from pacpriv.pac.engine import _storage as storage
 from pacpriv.pac.engine._adapters import EstimatorMechanism
 from pacpriv.pac.engine._blocks import block_size_of
 from pacpriv.pac.engine._checkpoint import Checkpoint, checked_fingerprint
-from pacpriv.pac.engine._limit import start_limit
+from pacpriv.pac.engine._limit import checked_within, rerun_within, start_limit
 from pacpriv.pac.engine._mechanism import check_mechanism
 from pacpriv.pac.engine._options import (
     MAPPED_OUTPUTS,
@@ -476,8 +476,9 @@ def simulate(
     task = dataclasses.replace(task, root=root)
     if dtype != np.float64:
         task = _with_reference(task, store, ckpt)
-    verified = (ckpt.verify(store, lambda i: _rerun(task, store, i))
-                if ckpt is not None and resumed else [])
+    verified = [] if ckpt is None or not resumed else checked_within(
+        deadline, task, lambda t: ckpt.verify(store, lambda i: _rerun(t, store, i)),
+        n_done=lambda: store.n_done, n_trials=n_trials, what="verifying the checkpoint")
     pending = store.missing_ranges()
     bar = _progress_bar(n_trials, store.n_done, progress)
     t_run = time.perf_counter()
@@ -486,9 +487,9 @@ def simulate(
             task, store, ckpt, n_jobs=n_jobs, backend=backend, batch_size=batch_size,
             bar=bar, retries=retries, deadline=deadline,
         )
-    reproducible, note = _reproducibility(
-        task, store, pending, verified, run_s=time.perf_counter() - t_run, n_workers=n_workers,
-        extra=deadline is None or not deadline.passed())  # past time_limit: the first re-run
+    run_s, extra = time.perf_counter() - t_run, deadline is None or not deadline.passed()
+    reproducible, note = rerun_within(deadline, task, lambda t: _reproducibility(
+        t, store, pending, verified, run_s=run_s, n_workers=n_workers, extra=extra))
     outputs, masks = store.finalize()
     return SimulationResult(
         outputs=outputs,
@@ -572,8 +573,7 @@ def _reproducibility(task: TrialTask, store: OutputStore, pending: list, verifie
 
 
 def _rerun(task: TrialTask, store: OutputStore, index: int) -> tuple[np.ndarray, np.ndarray]:
-    """Trial ``index`` run again in this process: ``(output in storage dtype, mask)``."""
-    res = run_batch(task, index, index + 1, store.dim)
+    res = run_batch(task, index, index + 1, store.dim)  # (output in storage dtype, mask), here
     if res.failure is not None:
         raise _failure_error(res.failure) from res.failure.cause
     return res.outputs[0], res.masks[0]
@@ -604,8 +604,7 @@ def _with_reference(task: TrialTask, store: OutputStore, ckpt: Checkpoint | None
     return task
 
 
-#: seconds of extra trial re-runs the reproducibility check may spend (beyond the first)
-_RERUN_BUDGET_S = 5.0
+_RERUN_BUDGET_S = 5.0  #: seconds of extra re-runs the reproducibility check may spend
 
 
 def _check_reproducible(task: TrialTask, store: OutputStore,
