@@ -65,3 +65,22 @@ def test_the_time_limit_covers_a_resumes_verification(tmp_path, monkeypatch):
     again = simulate(_env_slow, pool, n_trials=10, rng=3,
                      execution=QUIET.replace(checkpoint=str(ck)))
     assert np.array_equal(again.outputs, first.outputs)
+
+
+def test_compare_refuses_a_pool_whose_features_are_all_constant(tmp_path, capsys):
+    """`compare` on a CSV whose every feature is constant ended in a traceback (the black
+    box's Newton fit never converged); it is refused in one line before any trial. One
+    constant column beside a varying one is fine (checked up to the same point)."""
+    from pacpriv.cli import main
+    from pacpriv.compare import compare_pac_dpsgd
+    from pacpriv.datasets import load_dataset
+
+    path = tmp_path / "const.csv"
+    path.write_text("a,b,label\n" + "".join(f"1,1,{i % 2}\n" for i in range(40)))
+    with pytest.raises(ValueError, match="every feature column is constant"):
+        compare_pac_dpsgd(load_dataset(path, label_column="label"), target_accuracy=0.6)
+    out = tmp_path / "c"
+    assert main(["compare", "--dataset", str(path), "--label-column", "label",
+                 "--target-accuracy", "0.6", "--trials", "20", "--out", str(out)]) == 2
+    assert "every feature column is constant" in capsys.readouterr().err
+    assert not out.exists()

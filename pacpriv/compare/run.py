@@ -43,6 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from pacpriv._random import RNGLike, seed_to_dict
 from pacpriv._validation import (
     check_class_labels,
@@ -135,6 +137,12 @@ def _compare_iv(dataset, target_accuracy, epochs, steps_per_epoch, max_grad_norm
             f"`dataset` must be a classification pool with >= 2 classes and >= 8 records; "
             f"{dataset.name!r} has classes {dataset.classes} and {dataset.n_records} records."
         )
+    features = np.asarray(dataset.X, dtype=np.float64)
+    if features.size and not np.any(features != features[:1]):  # no direction to learn: the
+        raise ValueError(  # black box's whitening divided by 0 and its Newton fit never converged
+            f"`dataset` {dataset.name!r}: every feature column is constant over its "
+            f"{dataset.n_records} records, so there is nothing to learn and compare's models "
+            "cannot be fitted: give a pool with a varying feature.")
     _check_memory(values["n_trials"], dataset.n_records, None)  # the engine's, before any trial
     return dataset, values
 
