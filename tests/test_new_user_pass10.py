@@ -84,3 +84,23 @@ def test_compare_refuses_a_pool_whose_features_are_all_constant(tmp_path, capsys
                  "--target-accuracy", "0.6", "--trials", "20", "--out", str(out)]) == 2
     assert "every feature column is constant" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_large_mi_budget_arrays_are_the_same_numbers_in_bounded_time(monkeypatch):
+    """`mi_budget_for_accuracy` on 10⁶ values ran minutes without a word: repeated pairs are
+    computed once and large arrays in chunks with a progress bar. Every value equals the
+    one-at-a-time call, bit for bit (chunks made small here)."""
+    from pacpriv.pac.bounds import _posterior
+
+    monkeypatch.setattr(_posterior, "_CHUNK", 100)
+    rng = np.random.default_rng(5)
+    targets = np.concatenate([rng.uniform(0.7, 1.0, 250), np.full(50, 0.75), [0.7, 1.0]])
+    priors = np.where(np.arange(targets.size) % 2, 0.5, 0.7)
+    got = _posterior.mi_budget_for_accuracy(targets, prior=priors)
+    want = [_posterior.mi_budget_for_accuracy(float(a), prior=float(p))
+            for a, p in zip(targets, priors, strict=True)]
+    assert got.tolist() == want
+    grid = targets[:300].reshape(30, 10)  # no repeats beyond the 0.75 block: chunked
+    assert np.array_equal(_posterior.mi_budget_for_accuracy(grid, prior=0.5),
+                          np.reshape([_posterior.mi_budget_for_accuracy(float(a), prior=0.5)
+                                      for a in grid.ravel()], grid.shape))
