@@ -104,3 +104,23 @@ def test_large_mi_budget_arrays_are_the_same_numbers_in_bounded_time(monkeypatch
     assert np.array_equal(_posterior.mi_budget_for_accuracy(grid, prior=0.5),
                           np.reshape([_posterior.mi_budget_for_accuracy(float(a), prior=0.5)
                                       for a in grid.ravel()], grid.shape))
+
+
+def test_a_records_run_refused_by_its_time_limit_leaves_no_checkpoint(tmp_path, monkeypatch,
+                                                                       capsys):
+    """`pac records --time-limit` refused by a later phase's estimate ("nothing was run or
+    charged") left the manifest-only --checkpoint folder it had created; it is removed. A
+    folder that existed before is never touched."""
+    from pacpriv.cli import main
+
+    (tmp_path / "speedy_then_slow_p10.py").write_text(
+        "import time\nimport numpy as np\n_n = [0]\n"
+        "def f(X):\n    _n[0] += 1\n    X = X[0] if isinstance(X, tuple) else X\n"
+        "    if _n[0] > 6:\n        time.sleep(0.6)\n    return np.array([float(len(X))])\n")
+    monkeypatch.chdir(tmp_path)
+    argv = ["pac", "records", "--mechanism", "speedy_then_slow_p10.py:f", "--dataset", "iris",
+            "--target-accuracy", "0.7", "--trials", "60", "--records", "sample:2",
+            "--time-limit", "3", "--checkpoint", "ck", "--out", "rep", "--no-progress"]
+    assert main(argv) == 2
+    assert "nothing was run or charged" in capsys.readouterr().err
+    assert not (tmp_path / "ck").exists() and not (tmp_path / "rep").exists()

@@ -346,6 +346,16 @@ def _check_against_whole_subset(plan, mechanism, dataset, args, execution,
         warnings.warn(excess, PacprivWarning, stacklevel=2)
 
 
+def _drop_empty_checkpoint(path) -> None:
+    """Remove a --checkpoint folder this command created when it holds no trial (only
+    manifests: a later phase's time limit refused the run before any trial)."""
+    import shutil
+
+    files = [f for _, _, names in os.walk(path) for f in names]
+    if all(name == "manifest.json" for name in files):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _records(args) -> int:
     formats = _check(args)
     check_output_dir(args.out, "--out")  # before any work
@@ -366,6 +376,7 @@ def _records(args) -> int:
                   bound=args.bound,
                   execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
     _refuse_other_checkpoint(args, mechanism, dataset, records)  # before any estimate
+    fresh = args.checkpoint is not None and not os.path.lexists(args.checkpoint)
     hold_report_folder(args)  # every flag is checked: take --out now, before any work
     started = time.monotonic()  # --time-limit covers the whole command, probe included
     _estimate(mechanism, dataset, records, n_jobs, args)
@@ -391,7 +402,13 @@ def _records(args) -> int:
             section = exposure.report_section(n_pool_records=dataset.n_records)
             summary = {"noise": {"noise_std": args.noise_std}, "plan_bound": None}
     except ValueError as err:  # e.g. an uncertifiable target: say why, no traceback
+        if fresh:
+            _drop_empty_checkpoint(args.checkpoint)
         raise UsageError(str(err)) from err
+    except BaseException:  # e.g. a later phase's time limit refused the run before any
+        if fresh:  # trial: a --checkpoint this run made that holds no trial goes ("nothing
+            _drop_empty_checkpoint(args.checkpoint)  # was run or created")
+        raise
     if index_list is not None and exposure is not None:
         _write_index_list(index_list, exposure)
     section["title"] += f" — {mech_name} on {dataset.name}"
