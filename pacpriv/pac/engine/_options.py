@@ -245,7 +245,8 @@ def _check_time_limit(value: Any) -> None:
     try:
         seconds = float(value)
     except OverflowError:  # an int beyond float64: say so, not "inf"
-        digits = int(int(value).bit_length() * 0.30103) + 1
+        digits = len(f"{value:x}") * 1.2041 + 1  # only ints overflow: hex digits × log10(16)
+        digits = int(digits)
         raise ValueError("`time_limit` must be a number of seconds in (0, inf); got an "
                          f"integer of about {digits} digits, too large for float64 "
                          "(|x| < 1.8e308).") from None
