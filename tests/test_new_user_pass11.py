@@ -1,0 +1,64 @@
+"""The eleventh new-user pass's unclear errors (issue 35), each tested as a kind."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pacpriv.pac.bounds import _posterior
+from pacpriv.pac.bounds._ledger import PrivacyLedger
+
+_PRIOR_RULE = "must be in [0.5, 1)"
+
+
+@pytest.mark.parametrize("prior", [0, 0.0, -1.0, 1, 1.0, 1.5, math.nan, math.inf, 0.3, 10**400])
+@pytest.mark.parametrize("call", [
+    lambda p: _posterior.posterior_success_rate(0.1, prior=p),
+    lambda p: _posterior.pinsker_bound(0.1, prior=p),
+    lambda p: _posterior.mi_budget_for_accuracy(0.9, prior=p),
+    lambda p: PrivacyLedger(1.0, prior=p),
+])
+def test_every_invalid_prior_names_the_true_range(call, prior):
+    with pytest.raises(ValueError) as err:
+        call(prior)
+    text = str(err.value)
+    assert _PRIOR_RULE in text and "(0.0, 1.0)" not in text
+    assert "max(q, 1 - q)" in text
+
+
+def test_an_array_prior_names_positions_not_values():
+    with pytest.raises(ValueError, match=r"\[0\.5, 1\).*index 0.*values not shown"):
+        _posterior.posterior_success_rate(0.1, prior=np.array([0.0, 0.7]))
+
+
+def test_checkpoint_words_name_q_as_the_inclusion_probability_beside_the_prior():
+    from pacpriv.pac.engine._checkpoint_words import differences_in_words
+    from pacpriv.pac.samplers import ComplementaryPairsSampler, PoissonSampler
+
+    (text,) = differences_in_words({"sampler": ComplementaryPairsSampler().to_dict()},
+                                   {"sampler": PoissonSampler(0.3).to_dict()})
+    assert "prior 0.3" not in text and "prior max(q, 1 - q) 0.7" in text
+    assert "inclusion probability q 0.3" in text and "inclusion probability q 0.5" in text
+
+
+def test_same_named_mechanisms_from_two_files_name_the_file(tmp_path):
+    from pacpriv.pac.engine._checkpoint_words import differences_in_words
+    from pacpriv.pac.samplers import callable_fingerprint
+    from pacpriv.registry import load_object
+
+    names = []
+    for folder, file in (("a", "mech_b.py"), ("b", "mech.py")):
+        (tmp_path / folder).mkdir()
+        path = tmp_path / folder / file
+        path.write_text("def count(X):\n    return [float(len(X))]\n")
+        names.append(callable_fingerprint(load_object(f"{path}:count"))["name"])
+    (text,) = differences_in_words({"mechanism": {"name": names[0]}},
+                                   {"mechanism": {"name": names[1]}})
+    assert "checkpoint 'count', now 'count'" not in text
+    assert "file mech_b.py" in text and "file mech.py" in text and "'count'" in text
+    (text,) = differences_in_words({"mechanism": {"name": "_pacpriv_user_mechanism_" + "0" * 16
+                                                  + ".count"}},
+                                   {"mechanism": {"name": "mymod.count"}})
+    assert "'count' (from a file loaded from another path" in text and "'mymod.count'" in text
