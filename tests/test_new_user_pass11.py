@@ -62,3 +62,63 @@ def test_same_named_mechanisms_from_two_files_name_the_file(tmp_path):
                                                   + ".count"}},
                                    {"mechanism": {"name": "mymod.count"}})
     assert "'count' (from a file loaded from another path" in text and "'mymod.count'" in text
+
+
+def test_compare_refuses_per_record_trials_before_any_training_or_whole_subset_trial(
+        monkeypatch):
+    """A declared range's floor needs the per-record shape trials; they now run first, so
+    the refusal comes before any model is trained or any whole-subset trial runs."""
+    pytest.importorskip("torch")
+    import pacpriv.compare.experiment as experiment
+    from pacpriv.compare import compare_pac_dpsgd
+    from pacpriv.pac.engine import ExecutionOptions
+
+    def boom(*a, **k):
+        raise AssertionError("trained or ran a whole-subset trial")
+    for name in ("_reference", "_whole_subset_row", "dpsgd_row"):
+        monkeypatch.setattr(experiment, name, boom)
+    with pytest.raises(ValueError, match=r"`per_record_trials`: `target_accuracy` = 0.6 cannot "
+                                         r"be certified .* needs at least \d+ certification"):
+        compare_pac_dpsgd("iris", target_accuracy=0.6, n_trials=20, per_record_trials=20,
+                          n_repeats=1, epochs=1, exact=False,
+                          execution=ExecutionOptions(n_jobs=1, progress=False))
+
+
+@pytest.mark.parametrize("model, got", [
+    ("ridge_factory", "Ridge (a scikit-learn regressor)"),
+    ("ridge", "Ridge (a scikit-learn regressor)"),
+    ("kmeans", "KMeans (a scikit-learn clusterer)"),
+    ("svc", "SVC (no predict_proba)"),
+])
+def test_audit_refuses_a_model_without_class_probabilities_up_front(model, got):
+    from sklearn.cluster import KMeans
+    from sklearn.linear_model import Ridge
+    from sklearn.svm import SVC
+
+    from pacpriv.audit import user_model_family
+
+    made = {"ridge_factory": lambda: Ridge(), "ridge": Ridge, "kmeans": KMeans(n_clusters=2),
+            "svc": SVC()}[model]
+    with pytest.raises(TypeError, match=r"must be a classifier with predict_proba") as err:
+        user_model_family(made, n_features=3, n_classes=2)
+    assert str(err.value).endswith(f"got {got}.")
+
+
+def test_audit_cli_refuses_a_regressor_factory_before_any_training(tmp_path, capsys,
+                                                                   monkeypatch):
+    from pacpriv.cli.main import main
+
+    (tmp_path / "mymodels.py").write_text("from sklearn.linear_model import Ridge\n"
+                                          "reg = lambda: Ridge()\n")
+    rng = np.random.default_rng(0)
+    rows = ["a,b,label"] + [f"{x:.3f},{y:.3f},{int(x > 0)}"
+                            for x, y in rng.normal(size=(40, 2))]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    monkeypatch.chdir(tmp_path)
+    code = main(["audit", "--dataset", "d.csv", "--label-column", "label", "--model",
+                 "mymodels.py:reg", "--non-private", "--reference-models", "4", "--epochs", "1",
+                 "--out", "out", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--model 'mymodels.py:reg': it must be a classifier" in err
+    assert "got Ridge (a scikit-learn regressor)" in err and "withheld" not in err
+    assert not (tmp_path / "out").exists()
