@@ -122,3 +122,65 @@ def test_audit_cli_refuses_a_regressor_factory_before_any_training(tmp_path, cap
     assert code == 2 and "--model 'mymodels.py:reg': it must be a classifier" in err
     assert "got Ridge (a scikit-learn regressor)" in err and "withheld" not in err
     assert not (tmp_path / "out").exists()
+
+
+def _audit_data():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    return X, (X[:, 0] + 0.3 * rng.normal(size=40) > 0).astype(int)
+
+
+def test_an_audit_without_a_seed_resumes_its_checkpoint(tmp_path):
+    """rng=None with a checkpoint: the identical call reuses the recorded seed (same split,
+    same pool, same reference models) instead of a fresh seed refused as another run."""
+    from sklearn.linear_model import LogisticRegression
+
+    from pacpriv.audit import run_audit, user_model_family
+    from pacpriv.pac.engine import ExecutionOptions
+
+    X, y = _audit_data()
+    model = user_model_family(LogisticRegression, n_features=3, n_classes=2)
+    ex = ExecutionOptions(checkpoint=tmp_path / "ck", progress=False)
+    first = run_audit(X, y, model=model, reference_models=4, execution=ex)
+    again = run_audit(X, y, model=model, reference_models=4, execution=ex)
+    assert again.seed == first.seed and first.seed["spawn_key"] == []
+    assert [a.to_dict() for a in again.attacks] == [a.to_dict() for a in first.attacks]
+    fresh = run_audit(X, y, model=model, reference_models=4,
+                      execution=ExecutionOptions(progress=False))
+    assert fresh.seed != first.seed  # without a checkpoint: fresh entropy, as documented
+
+
+def test_the_cli_never_advises_omitting_a_seed_it_was_not_given(tmp_path, capsys, monkeypatch):
+    from pacpriv.cli.main import main
+
+    rng = np.random.default_rng(0)
+    rows = ["a,b,label"] + [f"{a:.3f},{b:.3f},{int(a > 0)}" for a, b in rng.normal(size=(40, 2))]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["audit", "--dataset", "d.csv", "--label-column", "label", "--model",
+            "sklearn.linear_model:LogisticRegression", "--non-private", "--reference-models",
+            "4", "--checkpoint", "ck", "--no-progress", "--attacks", "loss"]
+    assert main([*base, "--out", "o1"]) == 0
+    assert main([*base, "--out", "o2"]) == 0  # the identical call (no --seed) resumes
+    capsys.readouterr()
+    assert main([*base, "--out", "o3", "--seed", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "the root seed (--seed)" in err and "omit --seed" in err
+    # a derived seed that differs (here forced) is never answered with "omit --seed"
+    import pacpriv.audit._run as run
+
+    monkeypatch.setattr(run, "_audit_root", lambda rng, ex: np.random.SeedSequence(7))
+    assert main([*base, "--out", "o4"]) == 2
+    err = capsys.readouterr().err
+    assert "omit --seed" not in err and "--seed was not given" in err
+
+
+def test_run_audit_refuses_a_wrapped_regressor_before_any_training():
+    from sklearn.linear_model import Ridge
+
+    from pacpriv.audit import EstimatorModel, run_audit
+
+    X, y = _audit_data()
+    with pytest.raises(TypeError, match=r"must be a classifier with predict_proba .* got Ridge "
+                                        r"\(a scikit-learn regressor\)"):
+        run_audit(X, y, model=EstimatorModel(Ridge()), reference_models=4)

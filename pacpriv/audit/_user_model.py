@@ -15,7 +15,7 @@ from pacpriv._optional import import_torch
 from pacpriv._validation import check_int
 from pacpriv.audit._families import DPSGDModel, EstimatorModel, ModelFamily
 
-__all__ = ["SizedFactory", "user_model_family"]
+__all__ = ["SizedFactory", "check_classifier", "user_model_family"]
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def user_model_family(model: Any, *, n_features: int, n_classes: int,
         if _is_estimator(made):
             model, factory = made, None
     if factory is None:
-        _check_classifier(model)
+        check_classifier(model)
         if noise_multiplier not in (None, 0):
             raise ValueError("a scikit-learn estimator is trained non-privately: "
                              f"`noise_multiplier` must be None or 0; got {noise_multiplier!r}.")
@@ -128,7 +128,7 @@ def user_model_family(model: Any, *, n_features: int, n_classes: int,
     return DPSGDModel(factory, noise_multiplier=float(noise_multiplier), **training)
 
 
-def _check_classifier(estimator: Any) -> None:
+def check_classifier(estimator: Any) -> None:
     """Refuse, before any training, an estimator the attacks cannot score: a declared
     regressor or clusterer, or one without ``predict_proba`` / ``predict_log_proba`` (its
     class name only: public)."""

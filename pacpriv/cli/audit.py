@@ -103,8 +103,8 @@ def add_parser(subparsers, name: str) -> None:
                    help="delta in (0, 1) of the one-run audit's (epsilon, delta) claims "
                         "(default 1e-5)")
     p.add_argument("--seed", type=integer, default=None,
-                   help="root seed of the audit, an integer >= 0 (default: fresh OS entropy; "
-                        "recorded either way)")
+                   help="root seed of the audit, an integer >= 0 (default: fresh OS entropy, or "
+                        "the seed a --checkpoint recorded; recorded either way)")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "checkpoint", "progress", "timeout",
                                               "time_limit"), helps={
         "n_jobs": f"parallel workers training reference models (default 1; -1: all "
