@@ -7,6 +7,7 @@ the Gaussian noise of Thm 3 for the MI budget).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 from pacpriv._random import RNGLike
 from pacpriv._stats import clipping_problem
 from pacpriv.exceptions import CalibrationError, ClippingWarning, warn_user
+from pacpriv.pac.engine._limit import after_trials_within
 from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
 from pacpriv.pac.engine._stall import StallNotice
@@ -77,6 +79,7 @@ def measure(
     """
     sampler = as_sampler(sampler)
     _warn_clipping(mechanism, pool)
+    started = time.monotonic()  # `time_limit` covers the analysis too
     sim = simulate(mechanism, pool, n_trials=n_trials, sampler=sampler, rng=rng,
                    execution=execution)
     _check_output_bound(sim.outputs, rule.output_bound_assumed, sim.reference)
@@ -127,6 +130,9 @@ def measure(
                 f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output "
                 "spread is too large for so small a budget): raise `mi_budget` or rescale the "
                 "output.")
+    after_trials_within(None if execution is None else execution.time_limit, started,
+                        lambda: None, n_trials=sim.n_trials, checkpoint=sim.checkpoint,
+                        what="after the trials (their reproducibility check and analysis)")
     return sim, spectrum, plan
 
 

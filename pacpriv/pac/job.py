@@ -15,7 +15,9 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +39,7 @@ from pacpriv.exceptions import (
 from pacpriv.pac._pipeline import measure
 from pacpriv.pac.bounds._posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
 from pacpriv.pac.bounds._prior import resolve_membership_prior
+from pacpriv.pac.engine._limit import after_trials_within
 from pacpriv.pac.engine._mechanism import (
     InvalidOutput,
     MechanismExit,
@@ -479,10 +482,14 @@ def run_pac(
     spec.validate(n_trials=n_trials)  # the rule's own requirements, before any trial
     sampler_obj = as_sampler(sampler)
 
+    started = time.monotonic()  # `time_limit` covers the whole run: trials, analysis, release
+    limit = None if execution is None else execution.time_limit
     sim, spectrum, plan = measure(
         mechanism, pool, mi_budget=mi_budget, rule=spec, n_trials=n_trials,
         sampler=sampler_obj, rng=rng, execution=execution,
     )
+    within = functools.partial(after_trials_within, limit, started, n_trials=sim.n_trials,
+                               checkpoint=sim.checkpoint)
     # Thm 1 bounds an adversary relative to *its own* blind-guess rate, which lies between
     # min(q, 1-q) and max(q, 1-q); the bound over all adversaries uses the best blind guess
     # (declared by the sampler, or an upper confidence bound from the masks: never a silent ½).
@@ -504,8 +511,9 @@ def run_pac(
             warn_user(certain, PacprivWarning)
             notes.append((certain, PacprivWarning))
         gen = as_generator(release_rng, name="release_rng")
-        value = _secret_output(mechanism, pool, sampler_obj, sim.n_records, secret_mask, gen,
-                               mechanism_name or sim.mechanism)
+        value = within(lambda: _secret_output(
+            mechanism, pool, sampler_obj, sim.n_records, secret_mask, gen,
+            mechanism_name or sim.mechanism), what="during the release's call of the mechanism")
         noisy = privatize(value, plan, rng=gen)
 
     return PacResult(

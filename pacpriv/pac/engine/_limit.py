@@ -39,10 +39,10 @@ import numpy as np
 from pacpriv.exceptions import PROBE_TIME_ADVICE, TimeLimitError
 from pacpriv.pac.engine._checkpoint import _MANIFEST
 from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, duration_text
-from pacpriv.pac.engine._trial import TrialFailure, TrialTask, run_batch
+from pacpriv.pac.engine._trial import TrialFailure, TrialTask, _Alarm, run_batch
 
-__all__ = ["Deadline", "carry_over", "checked_within", "rerun_within", "start_limit",
-           "whole_run_words"]
+__all__ = ["Deadline", "after_trials_within", "carry_over", "checked_within", "rerun_within",
+           "start_limit", "whole_run_words"]
 
 #: Public root seed of the probe's trial (its output is discarded).
 PROBE_SEED = 0
@@ -59,12 +59,9 @@ def checked_within(deadline: Deadline | None, task: TrialTask, work: Callable[[T
     (tenth new-user pass)."""
     if deadline is None:
         return work(task)
-    left = deadline.end - time.monotonic()
-    if left > 0:
-        capped = dataclasses.replace(task, timeout=left if task.timeout is None
-                                     else min(task.timeout, left))
+    if not deadline.passed():
         try:
-            return work(capped)
+            return work(deadline.bound(task))
         except Exception:
             if time.monotonic() < deadline.end - 0.05:  # the work's own failure
                 raise
@@ -80,15 +77,17 @@ def rerun_within(deadline: Deadline | None, task: TrialTask,
     "not reproducible" (its warning is then dropped)."""
     if deadline is None:
         return check(task)
-    left = deadline.end - time.monotonic()
     skipped = (None, "not re-run from its seed: the run reached its time limit")
-    if left <= 0:
+    if deadline.passed():
         return skipped
-    capped = dataclasses.replace(task, timeout=left if task.timeout is None
-                                 else min(task.timeout, left))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = check(capped)
+        try:
+            out = check(deadline.bound(task))
+        except Exception:
+            if time.monotonic() < deadline.end - 0.05:  # the check's own failure
+                raise
+            return skipped
     if out[0] is False and time.monotonic() >= deadline.end - 0.05:
         return skipped
     for w in caught:
@@ -107,6 +106,15 @@ class Deadline:
 
     def passed(self) -> bool:
         return time.monotonic() > self.end
+
+    def bound(self, task: TrialTask) -> TrialTask:
+        """``task`` for calls made outside a batch of trials (a checkpoint's verification, the
+        reproducibility check): each call starts only before the deadline and is interrupted
+        at it (``TrialTask.deadline``), its own ``timeout`` capped at the time left."""
+        left = max(self.end - time.monotonic(), 1e-3)
+        return dataclasses.replace(
+            task, deadline=self.wall_end(),
+            timeout=left if task.timeout is None else min(task.timeout, left))
 
     def wall_end(self) -> float:
         """The end as wall-clock time (``time.time()`` seconds), which worker processes and
@@ -156,14 +164,20 @@ def start_limit(task: TrialTask, *, time_limit: float | None, checkpoint, n_tria
     start = time.monotonic()
     pending = n_trials - kept_trials(checkpoint, n_trials)
     if pending > 0:
-        _refuse_over(task, time_limit, pending, max(1, int(n_workers)))
+        _refuse_over(task, time_limit, pending, max(1, int(n_workers)), start)
     timeout = time_limit if task.timeout is None else min(task.timeout, time_limit)
     deadline = Deadline(time_limit, start + time_limit,
                         None if checkpoint is None else os.fspath(checkpoint))
     return dataclasses.replace(task, timeout=timeout), deadline
 
 
-def _refuse_over(task: TrialTask, limit: float, pending: int, n_workers: int) -> None:
+#: Calls after the trials that a run's estimate counts: a reproducibility re-run of a trial
+#: and the release's one call (``run_pac``).
+AFTER_TRIALS_CALLS = 2
+
+
+def _refuse_over(task: TrialTask, limit: float, pending: int, n_workers: int,
+                 start: float) -> None:
     """Time trials on a public seed until the estimate is within the limit, or refuse.
 
     The first trial (cold: imports, caches, compilation) bounds a trial's cost from above, so
@@ -189,15 +203,17 @@ def _refuse_over(task: TrialTask, limit: float, pending: int, n_workers: int) ->
                 if result.failure is not None:
                     return  # the run reports the failing trial with its own index and seed
                 per_trial = _per_trial(times, sizes[:i + 1], task.block_size)
-                seconds = math.ceil(pending / n_workers) * per_trial
+                seconds = (time.monotonic() - start  # the probe so far is part of the run
+                           + (math.ceil(pending / n_workers) + AFTER_TRIALS_CALLS) * per_trial)
                 if seconds <= limit:
                     return
     except ProbeTimeoutError as err:
         raise TimeLimitError(str(err)) from None
     raise TimeLimitError(
         f"the run would take about {duration_text(seconds)} ({pending} trials at "
-        f"{per_trial:.3g} s each on {n_workers} worker(s), from a timed probe of "
-        f"{sum(sizes)} trial(s)), over `time_limit` {limit:g} s: use fewer trials, more "
+        f"{per_trial:.3g} s each on {n_workers} worker(s), {AFTER_TRIALS_CALLS} calls after "
+        "them (a reproducibility re-run and the release) and the probe itself, from a timed "
+        f"probe of {sum(sizes)} trial(s)), over `time_limit` {limit:g} s: use fewer trials, more "
         "workers (`n_jobs`) or a larger `time_limit` (nothing was run or charged)",
         estimate_s=seconds)
 
@@ -254,3 +270,45 @@ def whole_run_words(limit_s: float | None):
             err.args = (re.sub(r"`time_limit` ([0-9.e+-]+) s", whole, str(err), count=1),
                         *err.args[1:])
         raise
+
+
+def after_trials_within(limit_s: float | None, started: float, call: Callable[[], _T], *,
+                        n_trials: int, checkpoint: Any, what: str) -> _T:
+    """``call()`` after a run's trials (e.g. the release's one call of the mechanism on the
+    secret subset) inside the run's ``time_limit`` of ``limit_s`` seconds since ``started``
+    (a ``time.monotonic()`` reading; None: no limit).
+
+    The analysis before it counts too: nothing is left, and ``call`` does not start. The call
+    is interrupted at the limit where it can be (SIGALRM, in the main thread of a POSIX
+    process), and a call that returns past it (where it could not be) is discarded: a run
+    never finishes past its limit (eleventh new-user pass, #4, #540).
+
+    Raises
+    ------
+    TimeLimitError
+        The limit was reached before or during ``what``; the ``n_trials`` finished trials are
+        kept in ``checkpoint`` (if any); nothing was released or charged.
+    """
+    if limit_s is None:
+        return call()
+    deadline = Deadline(limit_s, started + limit_s,
+                        None if checkpoint is None else os.fspath(checkpoint))
+
+    def stop() -> TimeLimitError:
+        err = deadline.error(n_trials, n_trials)
+        return TimeLimitError(f"{err} (It was reached {what}.)", n_done=n_trials)
+
+    left = deadline.end - time.monotonic()
+    if left <= 0:
+        raise stop()
+    alarm = _Alarm(left)
+    try:
+        with alarm:
+            out = call()
+    except Exception:
+        if alarm.fired or deadline.passed():  # whatever the call made of the interrupt
+            raise stop() from None
+        raise
+    if alarm.fired or deadline.passed():
+        raise stop()
+    return out

@@ -128,10 +128,12 @@ class ExecutionOptions:
         plus the start-up of workers not yet running); on thread-based workers (threading,
         Dask) the trials in flight finish first, each within its per-trial ``timeout``, which
         is at most ``time_limit``. The limit counts from the start of the run (the timed
-        probe), after the data and the mechanism are loaded, and covers the simulation
-        (probe, trials, a resume's verification re-runs, the reproducibility re-runs), not
-        the analysis after the trials nor ``run_pac``'s one release call of the mechanism.
-        Never changes results.
+        probe), after the data and the mechanism are loaded, and covers the whole run: the
+        probe, the trials, a resume's verification re-runs, the reproducibility re-runs, the
+        analysis (a run whose analysis ends past the limit stops there) and ``run_pac``'s one
+        release call of the mechanism (interrupted at the limit): a run never finishes past
+        it. The probe's estimate counts the probe itself and two calls after the trials (a
+        reproducibility re-run and the release). Never changes results.
 
     Raises
     ------

@@ -73,7 +73,7 @@ from pacpriv.pac.engine._options import (
 )
 from pacpriv.pac.engine._parallel import _failure_error, plan_workers, run_pending
 from pacpriv.pac.engine._storage import OutputStore, masks_path_for
-from pacpriv.pac.engine._trial import TrialTask, run_batch
+from pacpriv.pac.engine._trial import DeadlineReached, TrialTask, run_batch
 from pacpriv.pac.samplers import Sampler, as_sampler
 
 __all__ = ["SimulationResult", "simulate"]
@@ -485,11 +485,11 @@ def simulate(
     with bar:
         backend_name, n_workers = run_pending(
             task, store, ckpt, n_jobs=n_jobs, backend=backend, batch_size=batch_size,
-            bar=bar, retries=retries, deadline=deadline,
-        )
-    run_s, extra = time.perf_counter() - t_run, deadline is None or not deadline.passed()
+            bar=bar, retries=retries, deadline=deadline)
+    run_s = time.perf_counter() - t_run
+    left = np.inf if deadline is None else deadline.end - time.monotonic()  # time_limit
     reproducible, note = rerun_within(deadline, task, lambda t: _reproducibility(
-        t, store, pending, verified, run_s=run_s, n_workers=n_workers, extra=extra))
+        t, store, pending, verified, run_s=run_s, n_workers=n_workers, left_s=left))
     outputs, masks = store.finalize()
     return SimulationResult(
         outputs=outputs,
@@ -553,18 +553,18 @@ def _open_store(ex: ExecutionOptions, fingerprint: dict | None, rng: RNGLike, *,
 
 
 def _reproducibility(task: TrialTask, store: OutputStore, pending: list, verified: list, *,
-                     run_s: float, n_workers: int, extra: bool = True) -> tuple[bool | None, str]:
+                     run_s: float, n_workers: int, left_s: float) -> tuple[bool | None, str]:
     """``(reproducible, note)``: trials run here re-run from their seeds, or the verified
     trials of a resumed checkpoint, or nothing to check."""
     if pending:
-        # the first trial run here, and (when a trial is cheap: at most _RERUN_BUDGET_S for
-        # the extra re-runs) a middle and the last one: randomness drawn outside `rng` in
-        # only some trials is then caught far more often than from one trial
+        # the first trial run here, and (when cheap: within _RERUN_BUDGET_S, and under a time
+        # limit leaving time for the first and a release) a middle and the last one: randomness
+        # drawn outside `rng` in only some trials is then caught far more often than from one
         first, last = pending[0][0], pending[-1][1] - 1
         n_run = sum(b - a for a, b in pending)
         per_trial = run_s * max(n_workers, 1) / max(n_run, 1)
         picks = [first]
-        if extra and per_trial * 2 <= _RERUN_BUDGET_S:
+        if per_trial * 2 <= min(_RERUN_BUDGET_S, left_s - 2 * per_trial):
             picks += sorted({(first + last) // 2, last} - {first})
         return _check_reproducible(task, store, picks)
     if verified:
@@ -574,8 +574,9 @@ def _reproducibility(task: TrialTask, store: OutputStore, pending: list, verifie
 
 def _rerun(task: TrialTask, store: OutputStore, index: int) -> tuple[np.ndarray, np.ndarray]:
     res = run_batch(task, index, index + 1, store.dim)  # (output in storage dtype, mask), here
-    if res.failure is not None:
-        raise _failure_error(res.failure) from res.failure.cause
+    if res.failure is not None or res.stopped:  # stopped at time_limit: _limit reports it
+        raise (DeadlineReached("stopped at the run's time limit") if res.failure is None
+               else _failure_error(res.failure)) from getattr(res.failure, "cause", None)
     return res.outputs[0], res.masks[0]
 
 

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from pacpriv._validation import check_real
-from pacpriv.exceptions import PROBE_TIME_ADVICE
-from pacpriv.pac.engine._probe import bounded_probe, duration_text
+from pacpriv.exceptions import PROBE_TIME_ADVICE, TimeLimitError
+from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, duration_text
 from pacpriv.pac.per_record._sim import PairSpec, _differences
 from pacpriv.pac.per_record._units import DEFAULT_RECORD_BLOCK
 
@@ -106,7 +106,7 @@ def estimate_per_record_time(mechanism: Any, pool: Any, records: np.ndarray, *, 
     ------
     Exception
         Whatever the mechanism raises on the probe (the run would fail the same way).
-    pacpriv.pac.engine._probe.ProbeTimeoutError
+    pacpriv.exceptions.TimeLimitError
         A ``TimeoutError``: the probe did not finish within ``time_limit`` (nothing was run).
     ValueError
         If ``time_limit`` is not a number > 0 (before the mechanism is called).
@@ -115,10 +115,14 @@ def estimate_per_record_time(mechanism: Any, pool: Any, records: np.ndarray, *, 
     if time_limit is not None:
         limit = (check_real(time_limit, "time_limit", low=0, low_inclusive=False),
                  "time_limit")
-    with bounded_probe(limit, what="the timed probe of the mechanism (before the run)",
-                       hint=PROBE_TIME_ADVICE):
-        return timed_probe(mechanism, pool, records, n_records=n_records, n_trials=n_trials,
-                      sampling_rate=sampling_rate, workers=workers, record_block=record_block)
+    try:
+        with bounded_probe(limit, what="the timed probe of the mechanism (before the run)",
+                           hint=PROBE_TIME_ADVICE):
+            return timed_probe(mechanism, pool, records, n_records=n_records,
+                               n_trials=n_trials, sampling_rate=sampling_rate, workers=workers,
+                               record_block=record_block)
+    except ProbeTimeoutError as err:  # the same error as run_pac's (eleventh new-user pass)
+        raise TimeLimitError(str(err)) from None
 
 
 def timed_probe(mechanism: Any, pool: Any, records: np.ndarray, *, n_records: int,
@@ -172,7 +176,6 @@ def check_whole_run_time(mechanism: Any, pool: Any, records: np.ndarray, *, n_re
     limit = getattr(execution, "time_limit", None)
     if limit is None:
         return
-    from pacpriv.exceptions import TimeLimitError
     from pacpriv.pac.engine._parallel import resolve_backend
 
     _, workers = resolve_backend(execution.n_jobs, execution.backend)
