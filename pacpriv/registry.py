@@ -437,6 +437,13 @@ def user_facing_name(name: str) -> str:
         lambda m: f"{_USER_FILES.get(m.group(0)[:-1], 'file.py')}:", name)
 
 
+def loaded_file_of(name: str) -> str | None:
+    """The file name (without folders) of the loaded ``file.py`` that ``name``
+    (``"module.qualname"``) comes from, ``None`` for a module or a file not loaded here."""
+    m = _USER_MODULE.match(name)
+    return _USER_FILES.get(m.group(0)[:-1]) if m else None
+
+
 def _load_file(path_text: str, what: str):
     path = check_input_file(path_text, f"{what} file")  # missing, a folder, unreadable
     # A private module name, removed from sys.modules after loading, so cloudpickle (loky)

@@ -250,6 +250,27 @@ def _check_out(out, overwrite) -> None:
                 "overwrite=True to replace it, or give another folder.")
 
 
+def _audit_root(rng: RNGLike, execution: ExecutionOptions | None) -> np.random.SeedSequence:
+    """The audit's root seed: ``rng``'s; with ``rng=None`` and an existing checkpoint, the
+    root whose reference-model stream (:data:`AUDIT_MODELS_STREAM`) the checkpoint recorded,
+    so that the identical call resumes (as ``run_pac`` reuses a checkpoint's seed). A fresh
+    root would draw another split and pool, and pass the checkpoint a seed the user never
+    gave. An unreadable or foreign manifest is left to the engine's checkpoint to refuse."""
+    import json
+
+    folder = None if execution is None else execution.checkpoint
+    if rng is not None or folder is None:
+        return as_seed_sequence(rng)
+    try:
+        seed = json.loads((Path(folder) / "manifest.json").read_text()).get("root_seed")
+        key = [int(k) for k in seed["spawn_key"]]
+        if key[-1:] == [AUDIT_MODELS_STREAM]:
+            return np.random.SeedSequence(seed["entropy"], spawn_key=tuple(key[:-1]))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        pass
+    return as_seed_sequence(None)
+
+
 def _split(n: int, population: float, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     n_z = round(population * n)
     if n_z < 1 or n - n_z < 8:
@@ -294,6 +315,11 @@ def _check_model(model: Any) -> None:
                     and callable(getattr(model, "get_params", None)) else "")
             raise TypeError(f"`model` must be a model family with a `{method}` method; got "
                             f"{type(model).__name__}{wrap}.")
+    from pacpriv.audit._families import EstimatorModel
+    from pacpriv.audit._user_model import check_classifier
+
+    if isinstance(model, EstimatorModel):  # a regressor would fail in trial 0
+        check_classifier(model.estimator)
 
 
 def run_audit(
@@ -333,7 +359,8 @@ def run_audit(
     dataset : dict, optional
         Public description of the data for the report (e.g. ``Dataset.to_dict()``).
     rng : None, int, SeedSequence or Generator
-        Root seed (None: fresh OS entropy; recorded in the report either way).
+        Root seed (None: fresh OS entropy, or with a checkpoint in ``execution`` the seed it
+        recorded, so the identical call resumes; recorded in the report either way).
     execution : ExecutionOptions, optional
         Workers, progress bar, checkpoint of the reference run (never the results).
     out : path, optional
@@ -373,7 +400,7 @@ def run_audit(
                          f"{X_arr.shape} and {y_arr.shape}.")
     check_class_labels(y_arr, "`y`", "run_audit")  # before any model is trained
     _check_out(out, overwrite)
-    root = as_seed_sequence(rng)
+    root = _audit_root(rng, execution)
     if isinstance(opts.population, tuple):
         pool = (X_arr, y_arr)
         population = (np.asarray(opts.population[0]), np.asarray(opts.population[1]))

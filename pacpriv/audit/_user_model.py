@@ -15,7 +15,7 @@ from pacpriv._optional import import_torch
 from pacpriv._validation import check_int
 from pacpriv.audit._families import DPSGDModel, EstimatorModel, ModelFamily
 
-__all__ = ["SizedFactory", "user_model_family"]
+__all__ = ["SizedFactory", "check_classifier", "user_model_family"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,7 @@ def user_model_family(model: Any, *, n_features: int, n_classes: int,
         if _is_estimator(made):
             model, factory = made, None
     if factory is None:
+        check_classifier(model)
         if noise_multiplier not in (None, 0):
             raise ValueError("a scikit-learn estimator is trained non-privately: "
                              f"`noise_multiplier` must be None or 0; got {noise_multiplier!r}.")
@@ -125,6 +126,25 @@ def user_model_family(model: Any, *, n_features: int, n_classes: int,
     if float(noise_multiplier) == 0:
         training = {**training, "max_grad_norm": None}
     return DPSGDModel(factory, noise_multiplier=float(noise_multiplier), **training)
+
+
+def check_classifier(estimator: Any) -> None:
+    """Refuse, before any training, an estimator the attacks cannot score: a declared
+    regressor or clusterer, or one without ``predict_proba`` / ``predict_log_proba`` (its
+    class name only: public)."""
+    from pacpriv.estimators._meta import _estimator_type
+
+    kind = _estimator_type(estimator)
+    probabilities = hasattr(estimator, "predict_proba") or hasattr(estimator,
+                                                                  "predict_log_proba")
+    if kind in (None, "classifier") and probabilities:
+        return
+    got = type(estimator).__name__ + (" (no predict_proba)" if kind in (None, "classifier")
+                                      else f" (a scikit-learn {kind})")
+    raise TypeError("`model` must be a classifier with predict_proba (a scikit-learn "
+                    "classifier such as LogisticRegression; the attacks score class "
+                    "probabilities) or a factory of a torch module returning logits; got "
+                    f"{got}.")
 
 
 def _call_user(factory: Callable[[], Any]) -> Any:

@@ -103,8 +103,8 @@ def add_parser(subparsers, name: str) -> None:
                    help="delta in (0, 1) of the one-run audit's (epsilon, delta) claims "
                         "(default 1e-5)")
     p.add_argument("--seed", type=integer, default=None,
-                   help="root seed of the audit, an integer >= 0 (default: fresh OS entropy; "
-                        "recorded either way)")
+                   help="root seed of the audit, an integer >= 0 (default: fresh OS entropy, or "
+                        "the seed a --checkpoint recorded; recorded either way)")
     add_spec_flags(p, ExecutionOptions, only=("n_jobs", "checkpoint", "progress", "timeout",
                                               "time_limit"), helps={
         "n_jobs": f"parallel workers training reference models (default 1; -1: all "
@@ -237,8 +237,9 @@ def _family(args, n_features: int, n_classes: int, user_model=None):
                                  "non-privately: pass --non-private (--noise-multiplier and "
                                  "--target-accuracy apply to torch models)") from None
             raise
-        except TypeError as err:
-            raise UsageError(f"--model {args.model!r}: {err}") from None
+        except TypeError as err:  # "`model` must be ..." in the flag's words
+            text = str(err).replace("`model` must", "it must", 1)
+            raise UsageError(f"--model {args.model!r}: {text}") from None
     factory = MODELS.get(args.model)(n_features, n_classes, args.hidden)
     if args.non_private:
         return DPSGDModel(factory, **(common | {"noise_multiplier": 0.0, "max_grad_norm": None}))

@@ -320,8 +320,11 @@ def _dispatch(args, flags: set[str]) -> int:
         from pacpriv.pac.engine._checkpoint import SEED_ADVICE
 
         text = _one_line(exc)
-        if "--seed" in flags:
-            text = text.replace(SEED_ADVICE, "omit --seed to reuse the checkpoint's seed")
+        if "--seed" in flags:  # never advise omitting a flag the user did not give
+            text = text.replace(SEED_ADVICE, (
+                "omit --seed to reuse the checkpoint's seed" if getattr(args, "seed", None)
+                is not None else "--seed was not given: pass the checkpoint's seed entropy "
+                "as --seed to resume it"))
         print(f"pacpriv: error: {_cli_advice(text, flags)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `pacpriv ... | head`: the reader left, nothing to say

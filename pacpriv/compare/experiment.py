@@ -204,6 +204,14 @@ def run_comparison(ds, *, root, targets, settings, execution,
     name = ds.name
     conf = st.confidence
 
+    trials = None  # first: the per-record shape trials refuse an uncertifiable target
+    if st.per_record_trials:  # (its floor needs them) before any training or other trial
+        trials = simulate_record_trials(
+            mech, pool, n_trials=st.per_record_trials,
+            n_records_audited=X.shape[0] if st.per_record_records is None
+            else st.per_record_records, root=trial_seed(root, 6),
+            execution=_phase(execution, name, "per_record", started), targets=tuple(targets),
+            confidence=conf)
     baseline = _reference("non-private (DP-SGD's model, no noise, no clipping)", sgd,
                           sgd((X[members], y[members])), data, confidence=conf,
                           attack_rng=trial_seed(attack_root, 3), dataset=name)
@@ -212,14 +220,6 @@ def run_comparison(ds, *, root, targets, settings, execution,
         references.append(_reference("non-private, PAC black box (no noise)", mech,
                                      mech((X[members], y[members])), data, confidence=conf,
                                      attack_rng=trial_seed(attack_root, 6), dataset=name))
-    trials = None
-    if st.per_record_trials:
-        trials = simulate_record_trials(
-            mech, pool, n_trials=st.per_record_trials,
-            n_records_audited=X.shape[0] if st.per_record_records is None
-            else st.per_record_records, root=trial_seed(root, 6),
-            execution=_phase(execution, name, "per_record", started), targets=tuple(targets),
-            confidence=conf)
 
     out = []
     for a in targets:

@@ -13,6 +13,7 @@ References
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 
 import numpy as np
@@ -160,9 +161,10 @@ def plot_posterior_curve(mi_budget: float, *, prior: float, v_min: float | None 
     """
 
     v = check_real(mi_budget, "mi_budget", low=0.0, low_inclusive=False)
-    p0 = check_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,
-                    high_inclusive=False)
-    check_membership_prior(p0)  # [0.5, 1): a prior below ½ would draw a curve below 1 − q
+    if isinstance(prior, bool) or not isinstance(prior, numbers.Real):
+        raise TypeError(f"`prior` must be a real number in [0.5, 1); got {type(prior).__name__}.")
+    # [0.5, 1): a prior below ½ would draw a curve below 1 − q
+    p0 = float(check_membership_prior(prior))
     n_points = check_int(n_points, "n_points", low=2)
     lo = min(v, 1e-4) / 10 if v_min is None else check_real(v_min, "v_min", low=0.0,
                                                              low_inclusive=False)

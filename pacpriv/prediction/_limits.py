@@ -90,7 +90,7 @@ class RateLimiter:
             return (1.0 - tokens) / self.rate
 
 
-async def _reply(send, status: int, detail: str, headers: tuple = ()) -> None:
+async def _reply(send, status: int, detail: str | list, headers: tuple = ()) -> None:
     body = dumps({"detail": detail}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
@@ -118,6 +118,68 @@ def body_shape(body: bytes) -> tuple[int, int]:
     depth = np.cumsum(step)
     rows = int(np.count_nonzero((marks == ord("[")) & (depth == MAX_BODY_DEPTH)))
     return int(depth.max()), rows
+
+
+#: Largest magnitude of a float64, as an integer (a JSON integer above it cannot be a value).
+_FLOAT_MAX_INT = int(np.finfo(np.float64).max)
+#: Longest JSON integer that Python converts (``sys.get_int_max_str_digits()``'s default).
+_INT_DIGITS_MAX = 4300
+
+
+@dataclass(frozen=True)
+class _OutOfRange:
+    """A JSON number literal beyond the float64 range, described by its kind and length
+    (``"an integer of 100000 digits"``), never by its value."""
+
+    what: str
+
+
+def _parse_int(text: str):
+    digits = len(text.lstrip("-"))
+    if digits > _INT_DIGITS_MAX or abs(int(text)) > _FLOAT_MAX_INT:
+        return _OutOfRange(f"an integer of {digits} digits")
+    return int(text)
+
+
+def _parse_float(text: str):
+    value = float(text)
+    return (_OutOfRange(f"a number of {len(text)} characters that overflows to infinity")
+            if math.isinf(value) else value)
+
+
+def _first_out_of_range(value, loc: tuple) -> tuple | None:
+    if isinstance(value, _OutOfRange):
+        return loc, value
+    items = (value.items() if isinstance(value, dict) else
+             enumerate(value) if isinstance(value, list) else ())
+    for key, item in items:
+        found = _first_out_of_range(item, (*loc, str(key)))
+        if found is not None:
+            return found
+    return None
+
+
+def number_range_error(body: bytes) -> list | None:
+    """A located 422 ``detail`` for the first JSON number of ``body`` beyond the float64
+    range (a 100,000-digit integer, ``1e400``), naming its field path and length, never its
+    value; ``None`` when there is none or the body is not JSON (the application's parser then
+    answers). Python's parser alone stops at 4,300-digit integers without a location."""
+    import json
+
+    try:
+        parsed = json.loads(body, parse_int=_parse_int, parse_float=_parse_float)
+    except (ValueError, RecursionError):
+        return None
+    found = _first_out_of_range(parsed, ("body",))
+    if found is None:
+        return None
+    loc, out = found
+    path = "".join(f"[{k}]" if k.isdigit() else (f".{k}" if i else k)
+                   for i, k in enumerate(loc[1:]))
+    return [{"loc": list(loc), "type": "value_error",
+             "msg": f"{path or 'the body'} holds {out.what}: beyond the float64 range "
+                    "(magnitude at most about 1.8e308); the number is not shown and nothing "
+                    "was charged"}]
 
 
 class BodyLimit:
@@ -160,6 +222,10 @@ class BodyLimit:
         if rows > self.max_rows:
             await _reply(send, 413, f"more than {self.max_rows} query rows in one request "
                                     "(--max-rows); split the batch")
+            return
+        out_of_range = number_range_error(body)
+        if out_of_range is not None:
+            await _reply(send, 422, out_of_range)
             return
         replayed = False
 

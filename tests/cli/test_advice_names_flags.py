@@ -71,6 +71,9 @@ class Hang(BaseEstimator, ClassifierMixin):
         while time.monotonic() < _END:
             time.sleep(0.02)
         raise RuntimeError("gave up")
+
+    def predict_proba(self, X):  # a classifier the attacks could score (issue 35 #14)
+        raise NotImplementedError
 '''
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import sys
 import threading
 import time
@@ -43,7 +44,8 @@ _FLOAT_MAX = Fraction(sys.float_info.max)
 
 def _check_prior(prior) -> float:
     """A scalar blind-guess prior in ``[0.5, 1)`` (the same rule as ``posterior_success_rate``)."""
-    check_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    if isinstance(prior, bool) or not isinstance(prior, numbers.Real):
+        raise TypeError(f"`prior` must be a real number in [0.5, 1); got {type(prior).__name__}.")
     return float(check_membership_prior(prior))
 
 

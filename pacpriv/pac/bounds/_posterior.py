@@ -54,20 +54,21 @@ def check_membership_prior(prior) -> np.ndarray:
     """``prior`` in ``[0.5, 1)``: the blind-guess success rate ``max(q, 1 − q)`` of a binary
     (membership) secret. A value below ½ — typically the inclusion probability ``q`` itself —
     would give a "bound" below the blind guess ``1 − q``: refused, as by the CLI's ``--prior``."""
-    arr = check_array_real(prior, "prior", low=0.0, high=1.0, low_inclusive=False,
-                           high_inclusive=False)
-    low = arr < 0.5
-    if np.any(low):
-        if arr.ndim == 0:
-            q = float(arr)
-            got = (f"{q:g} (for an inclusion probability q = {q:g}, pass "
-                   f"prior={1.0 - q:g} = max(q, 1 - q))")
-        else:
-            got = f"{describe_invalid(low)} below 0.5 (pass max(q, 1 - q) elementwise)"
+    try:
+        return check_array_real(prior, "prior", low=0.5, high=1.0, high_inclusive=False)
+    except ValueError as err:  # one message, with the true range, for every invalid prior
+        got = str(err).partition("; got ")[2].rstrip(".") or "an invalid value"
+        hint = ""
+        if isinstance(prior, (float, np.floating)):  # an integer is never in (0, 0.5)
+            q = float(prior)
+            if 0 < q < 0.5:
+                hint = (f" (for an inclusion probability q = {q:g}, pass "
+                        f"prior={1.0 - q:g} = max(q, 1 - q))")
+        elif "values not shown" in got:
+            hint = " (pass max(q, 1 - q) elementwise)"
         raise ValueError(
             f"`prior` is the blind-guess success rate max(q, 1 - q) and must be in [0.5, 1); "
-            f"got {got}.")
-    return arr
+            f"got {got}{hint}.") from None
 
 
 #: Values per chunk of a large :func:`mi_budget_for_accuracy` call (each chunk ~1–2 s)

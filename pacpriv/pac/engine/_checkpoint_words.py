@@ -29,6 +29,8 @@ _RUN_NAMES = {
 }
 #: The audited records in a per-record simulation's bound arguments (PerRecordPairs' repr).
 _RECORDS = re.compile(r"records=([0-9][0-9,\-]*(?:…)?(?: \(\d+ records\))?)")
+#: The loader's private module prefix of a mechanism loaded from a user's ``file.py``.
+_USER_PREFIX = re.compile(r"^_pacpriv_user_mechanism_[0-9a-f]+\.")
 #: Longest value quoted from a bound argument's repr.
 _QUOTE_MAX = 120
 
@@ -76,7 +78,26 @@ def records_text(records: Any, limit: int = 12) -> str:
 
 def _short_name(name: Any) -> str:
     """A mechanism's name without the loader's private module prefix."""
-    return re.sub(r"^_pacpriv_user_mechanism_[0-9a-f]+\.", "", str(name))
+    return _USER_PREFIX.sub("", str(name))
+
+
+def _origin(name: Any) -> str:
+    """Where a mechanism named ``name`` (``"module.qualname"``) comes from: ``file mech.py``
+    (a file loaded in this process), ``a file loaded from another path`` (the checkpoint keeps
+    only a digest of the path), or ``module pkg.mod``. Public facts only."""
+    from pacpriv.registry import loaded_file_of
+
+    text = str(name)
+    if _USER_PREFIX.match(text):
+        file = loaded_file_of(text)
+        return f"file {file}" if file else "a file loaded from another path (not recorded)"
+    module = text.rsplit(".", 1)[0] if "." in text else "?"
+    return f"module {module}"
+
+
+def _file_note(name: Any) -> str:
+    """`` (from file mech.py)`` for a mechanism loaded from a user's file, else nothing."""
+    return f" (from {_origin(name)})" if _USER_PREFIX.match(str(name)) else ""
 
 
 def _arrays(pool: Any) -> str:
@@ -105,10 +126,27 @@ def seed_text(seed: Any) -> str:
     return repr(seed)
 
 
+def _inclusion(q: Any) -> str:
+    """A sampler's inclusion probability ``q`` and the blind-guess prior ``max(q, 1 − q)``
+    it implies (a sampler's ``to_dict`` keeps ``q`` under the historical key ``prior``)."""
+    if q is None:
+        return "inclusion probability q not declared"
+    if isinstance(q, (int, float)) and not isinstance(q, bool) and 0 <= q <= 1:
+        return f"inclusion probability q {q:g}, blind-guess prior max(q, 1 - q) {max(q, 1 - q):g}"
+    return f"inclusion probability q {q!r}"
+
+
 def _sampler(sampler: Any) -> str:
+    """A sampler's ``to_dict`` in words: its name, its parameters, and ``q`` named as the
+    inclusion probability beside the blind-guess prior (never ``q`` labelled "prior")."""
     if not isinstance(sampler, dict):
         return "unknown"
-    rest = ", ".join(f"{k} {v}" for k, v in sampler.items() if k != "name")
+    parts = []
+    for k, v in sampler.items():
+        if k == "name" or (k == "prior" and "inclusion_probability" in sampler):
+            continue
+        parts.append(_inclusion(v) if k in ("prior", "inclusion_probability") else f"{k} {v}")
+    rest = ", ".join(parts)
     return f"{sampler.get('name')}" + (f" ({rest})" if rest else "")
 
 
@@ -132,8 +170,12 @@ def _mechanism(old: dict, new: dict) -> list[str]:
         return ["the per-record run's mechanism, data (the pool) or settings (`record_block`, "
                 "`ensemble`), with the same audited records"]
     if old.get("name") != new.get("name"):
-        return [f"the mechanism: checkpoint {_short_name(old.get('name'))!r}, now "
-                f"{_short_name(new.get('name'))!r}"]
+        a, b = _short_name(old.get("name")), _short_name(new.get("name"))
+        if a == b:  # the same name from another file or module: say where each comes from
+            return [f"the mechanism's file or module (both named {a!r}): checkpoint "
+                    f"{_origin(old.get('name'))}, now {_origin(new.get('name'))}"]
+        return [f"the mechanism: checkpoint {a!r}{_file_note(old.get('name'))}, now "
+                f"{b!r}{_file_note(new.get('name'))}"]
     out = []
     if old.get("source_sha256") != new.get("source_sha256"):
         out.append(f"the mechanism {_short_name(new.get('name'))!r}: its code changed")

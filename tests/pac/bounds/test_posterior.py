@@ -189,8 +189,8 @@ def test_error_budget_type():
 
 @pytest.mark.parametrize("p0", [0.0, 1.0, -0.2])
 def test_error_prior_range(p0):
-    """The prior must be in the open interval (0, 1)."""
-    with pytest.raises(ValueError, match=r"`prior` must be in \(0.0, 1.0\)"):
+    """The prior must be in [0.5, 1), and every invalid prior is told that range."""
+    with pytest.raises(ValueError, match=r"`prior` is the blind-guess .* must be in \[0\.5, 1\)"):
         posterior_success_rate(0.1, prior=p0)
 
 
