@@ -272,13 +272,12 @@ def add_serve_parser(subparsers, name: str) -> None:
 
 
 def _keys(args) -> int:
-    from pacpriv.storage import add_key, open_store
+    from pacpriv.storage import add_key
 
     check_existing_dir(args.state, "--state")
     if args.keys_action == "add" and args.quota is not None:
         check_positive_finite(args, "--quota", " (nats)")
-    store = open_store(args.ledger if args.ledger is not None else
-                       Path(args.state) / "ledger.db")
+    store = _checked_store(args)
     if args.keys_action == "add":
         if any(k.name == args.name and k.active for k in store.keys()):
             raise UsageError(f"--name {args.name!r} is already the name of an active key (see "
@@ -318,6 +317,20 @@ def _keys(args) -> int:
             print(f"{k['key_id']:<10}{k['name'][:23]:<24}{quota:>14}"
                   f"{format_bound(k['spent']):>14}  {status}")
     return 0
+
+
+def _checked_store(args):
+    """The ledger store of ``--state`` after the checks ``serve`` makes (a fitted state; not a
+    copy of another state, nor an unconfirmed move: twelfth new-user pass, H0n): keys added
+    to a copy would be refused by ``serve`` on it anyway."""
+    from pacpriv.prediction._state import StateDir
+
+    st = StateDir(args.state)
+    if not st.is_fitted():
+        raise UsageError(f"--state {args.state!r} has no fitted worlds yet: run pacpriv predict "
+                         "fit first, then add keys")
+    store, _ = st.open_ledger(args.ledger, float(st.read_config()["per_query_budget"]))
+    return store
 
 
 def _state_total_budget(state) -> float | None:

@@ -180,8 +180,9 @@ def test_rows_the_models_cannot_evaluate_get_422_not_500():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig, code", [("SIGINT", 130), ("SIGTERM", 0)])
-def test_pacpriv_serve_stops_cleanly_on_ctrl_c_and_sigterm(tmp_path, sig, code):
+@pytest.mark.parametrize("sig, code, twice", [("SIGINT", 130, False), ("SIGTERM", 0, False),
+                                              ("SIGINT", 130, True)])
+def test_pacpriv_serve_stops_cleanly_on_ctrl_c_and_sigterm(tmp_path, sig, code, twice):
     """h58: Ctrl-C (SIGINT) to the real `pacpriv serve` is a graceful shutdown with one line
     and exit 130 (the CLI's Ctrl-C convention), SIGTERM exits 0; neither logs a traceback."""
     import signal
@@ -202,6 +203,9 @@ def test_pacpriv_serve_stops_cleanly_on_ctrl_c_and_sigterm(tmp_path, sig, code):
                 assert proc.poll() is None and time.monotonic() < deadline
                 time.sleep(0.2)
         proc.send_signal(getattr(signal, sig))
+        if twice:  # one Ctrl-C delivered twice (`timeout` forwards it to its child and its
+            time.sleep(0.02)  # process group): still graceful (twelfth new-user pass, H45)
+            proc.send_signal(getattr(signal, sig))
         out, _ = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
@@ -212,3 +216,31 @@ def test_pacpriv_serve_stops_cleanly_on_ctrl_c_and_sigterm(tmp_path, sig, code):
     assert "Traceback" not in text and "Error" not in text and "CancelledError" not in text
     assert "Application shutdown complete" in text
     assert ("pacpriv: interrupted; the server stopped" in text) == (sig == "SIGINT")
+
+
+def test_a_later_second_ctrl_c_forces_the_exit_without_a_traceback():
+    """A second Ctrl-C after ``SAME_SIGNAL_S`` forces the exit (uvicorn's convention); the
+    lifespan's CancelledError traceback that a forced exit logs is dropped, other errors are
+    kept. A repeat within ``SAME_SIGNAL_S`` is the same interrupt."""
+    import logging
+    import signal
+
+    import uvicorn
+
+    from pacpriv.prediction import _app
+
+    server = _app._quiet_server(uvicorn)(uvicorn.Config(lambda *a: None))
+    server.handle_exit(signal.SIGINT, None)
+    server.handle_exit(signal.SIGINT, None)  # the same Ctrl-C, delivered twice
+    assert server.should_exit and not server.force_exit
+    assert server.stopped_by == signal.SIGINT
+    server._first_signal_at -= _app.SAME_SIGNAL_S  # a later, deliberate second Ctrl-C
+    server.handle_exit(signal.SIGINT, None)
+    assert server.force_exit
+    noise = logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1,
+                              "Traceback ...\nasyncio.exceptions.CancelledError", None, None)
+    other = logging.LogRecord("uvicorn.error", logging.ERROR, __file__, 1,
+                              "Exception in ASGI application", None, None)
+    logger = logging.getLogger("uvicorn.error")
+    assert not logger.filter(noise) and logger.filter(other)
+    logger.removeFilter(server._forced_exit_noise)

@@ -226,6 +226,26 @@ def test_cli_keys_add_list_revoke(state, capsys):
     assert "--quota" in capsys.readouterr().err
 
 
+def test_cli_keys_are_refused_on_a_copy_and_an_unfitted_state(state, tmp_path, capsys):
+    """``serve keys`` makes the checks ``serve`` makes (twelfth new-user pass, H0n): a key
+    added to a ``cp -r`` copy of a state was accepted, though the copy cannot be served."""
+    import shutil
+
+    assert main(["serve", "keys", "list", "--state", str(state)]) == 0  # the original opens
+    copy = tmp_path / "copy"
+    shutil.copytree(state, copy)
+    capsys.readouterr()
+    for action in (["add", "--name", "carol"], ["list"]):
+        assert main(["serve", "keys", *action[:1], "--state", str(copy), *action[1:]]) == 2
+        err = capsys.readouterr().err
+        assert "is a copy of" in err and err.count("\n") == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["serve", "keys", "add", "--state", str(empty), "--name", "carol"]) == 2
+    assert "no fitted worlds yet" in capsys.readouterr().err
+    assert not (empty / "ledger.db").exists()
+
+
 def test_a_03_state_is_migrated_not_reinterpreted(state):
     import json
     import os
