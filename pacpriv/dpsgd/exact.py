@@ -26,7 +26,6 @@ from pacpriv.dpsgd._exact import lattice as _pld
 from pacpriv.dpsgd._exact import screens as _screens
 from pacpriv.dpsgd._exact_accuracy import ExactAccuracy
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
-from pacpriv.dpsgd.sampling import MAX_STEP_COUNT
 from pacpriv.exceptions import PacprivWarning
 
 _U = 2.0**-53
@@ -412,9 +411,8 @@ def _checked_grid(noise_multiplier, steps_per_epoch, epochs) -> tuple:
         sigma_a = np.asarray(check_real(noise_multiplier, "noise_multiplier", low=0,
                                         low_inclusive=False))
         # the grid numerics count in float64: counts up to 2**53 (exact integers there)
-        steps_a = np.asarray(check_int(steps_per_epoch, "steps_per_epoch", low=1,
-                                       high=MAX_STEP_COUNT))
-        epochs_a = np.asarray(check_int(epochs, "epochs", low=1, high=MAX_STEP_COUNT))
+        steps_a = np.asarray(check_int(steps_per_epoch, "steps_per_epoch", low=1, high=2**53))
+        epochs_a = np.asarray(check_int(epochs, "epochs", low=1, high=2**53))
     else:
         sigma_a = check_array_real(noise_multiplier, "noise_multiplier", low=0,
                                    low_inclusive=False)
@@ -593,8 +591,7 @@ def exact_membership_inference_accuracy(
         raise ValueError(f"`direction` must be 'add' or 'remove'; got {direction!r}.")
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"`progress` must be None or a bool; got {progress!r}.")
-    # k <= every steps_per_epoch, checked here so that a huge k is named (twelfth pass, W5)
-    if check_int(k, "k", low=1, high=max(1, int(np.min(steps_a)))) != 1:
+    if check_int(k, "k", low=1, high=max(1, int(np.min(steps_a)))) != 1:  # k <= M (W5)
         from pacpriv.dpsgd.k_of_t import exact_result
 
         return exact_result(sigma_a, steps_a, epochs_a, k, tol,
