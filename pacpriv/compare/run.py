@@ -420,8 +420,13 @@ def compare_pac_dpsgd(
         How the PAC and per-record simulations run (:class:`~pacpriv.pac.engine.ExecutionOptions`:
         ``n_jobs``, ``backend``, ``progress``, ``retries``, ``timeout``, ``batch_size``);
         ``checkpoint`` and ``output_path`` must be None (the comparison runs several
-        simulations). Never changes the result. The 0.2 keywords ``n_jobs=``, ``progress=`` and
-        ``options=`` were removed in 0.4 (a ``TypeError`` naming the replacement).
+        simulations). Never changes the result. A ``time_limit`` covers the whole comparison
+        from after its imports: each simulation is refused on its probe's estimate of what is
+        left or stopped at the limit, and every other stage (building the models, training the
+        references and the DP-SGD rows, evaluating the rows) is interrupted at it with a
+        :class:`~pacpriv.exceptions.TimeLimitError` (nothing released). The 0.2 keywords
+        ``n_jobs=``, ``progress=`` and ``options=`` were removed in 0.4 (a ``TypeError``
+        naming the replacement).
     black_box : StableBlackBox, SgdBlackBox, "stable", "sgd" or None (stable)
         What the PAC rows simulate (:mod:`pacpriv.compare.blackbox`): the stabilised logistic
         regression (default), or the DP-SGD rows' training without noise (``"sgd"``).

@@ -303,7 +303,8 @@ def make_private(
     max_grad_norm : float
         Clipping norm C > 0 (joint L2 norm over all trainable parameters).
     epochs : int
-        ``E ≥ 1``: the budget; the loader yields ``E`` epochs, then refuses.
+        ``E`` in [1, 2**53] (as ``steps_per_epoch``: the accountants count in float64): the
+        budget; the loader yields ``E`` epochs, then refuses.
     noise_multiplier : float, optional
         σ > 0. Exactly one of ``noise_multiplier``, ``target_accuracy``, ``target_epsilon``.
     target_accuracy : float, optional
