@@ -111,3 +111,20 @@ def test_stage_within_contract():
 
     with pytest.raises(KeyError):  # the call's own failure, inside the limit, is its own
         stage_within(60.0, time.monotonic(), own_error, what="the stage")
+
+
+def test_a_later_refusal_says_the_earlier_stages_ran(monkeypatch):
+    import pacpriv.compare.experiment as experiment
+    from pacpriv.compare import compare_pac_dpsgd
+
+    def refuse(*a, **k):
+        raise TimeLimitError("the run would take about 9 s, over `time_limit` 1 s (nothing was "
+                             "run or charged)")
+
+    monkeypatch.setattr(experiment, "run_pac", refuse)
+    with pytest.raises(TimeLimitError) as info:
+        compare_pac_dpsgd("iris", execution=ExecutionOptions(progress=False, time_limit=60.0),
+                          **_SMALL)
+    text = str(info.value)
+    assert "nothing was run" not in text
+    assert "none of the whole-subset trials ran, after the comparison's earlier stages" in text
