@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import numpy as np
@@ -89,3 +91,39 @@ def test_nested_whole_run_words_name_the_limit_once():
             raise TimeLimitError("stopped (`time_limit` 6.86 s) here")
     assert str(info.value) == ("stopped (`time_limit` 7 s for the whole run (6.86 s were left "
                                "for this part)) here")
+
+
+def _swallows_ctrl_c(subset):
+    """Like scikit-learn's MLP: catches the KeyboardInterrupt of a Ctrl-C and returns."""
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # the user's Ctrl-C arrives during the call
+        time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass  # "Training interrupted by user." and a result cut short
+    return subset.mean(axis=0) if len(subset) else np.zeros(X.shape[1])
+
+
+def test_a_ctrl_c_the_mechanism_swallows_still_stops_the_run(tmp_path):
+    """Z1/Z2/Y3: Ctrl-C during `pac run` / `predict fit` with a scikit-learn MLP was caught by
+    the MLP; the run finished (exit 0) and kept the cut-short output. The call's output is now
+    discarded and the run stops as on any Ctrl-C, with nothing stored for that trial."""
+    from pacpriv.pac.engine._mechanism import call_mechanism
+    from pacpriv.pac.engine._simulate import simulate
+
+    with pytest.raises(KeyboardInterrupt):
+        call_mechanism(_swallows_ctrl_c, X, rng=None)
+    ckpt = tmp_path / "ck"
+    with pytest.raises(KeyboardInterrupt):
+        simulate(_swallows_ctrl_c, X, n_trials=6, rng=0,
+                 execution=ExecutionOptions(progress=False, checkpoint=str(ckpt)))
+    from pacpriv.pac.engine._limit import kept_trials
+
+    assert kept_trials(ckpt, 6) == 0  # the cut-short trial 0 was not stored
+    # a mechanism that raises KeyboardInterrupt without any signal is still its own error
+    from pacpriv.pac.engine._mechanism import MechanismExit
+
+    def raises_it(subset):
+        raise KeyboardInterrupt
+
+    with pytest.raises(MechanismExit):
+        call_mechanism(raises_it, X, rng=None)
