@@ -42,6 +42,7 @@ __all__ = [
     "Preprocessing",
     "check_column_scales",
     "encode_table",
+    "fit_standardize",
     "standardize",
 ]
 
@@ -179,6 +180,9 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
         The kept rows' labels.
     applied : str or None
         One line for reports: what was applied, with counts (``None`` if nothing was).
+    fitted : FittedPreprocessing
+        The fitted transformers, to map later raw rows (queries) into the same features
+        (:mod:`pacpriv.datasets.transform`; never printed: pool statistics).
 
     Raises
     ------
@@ -235,9 +239,14 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
         j = int(np.flatnonzero(empty)[0])
         raise ValueError(f"{where}: column {names[j]!r} has no value in any row; leave it out "
                          "with `drop_columns`.")
-    X, out_names = _transform(cells, names, spec, keep, missing, text, where)
+    from pacpriv.datasets.transform import FittedPreprocessing
+
+    X, out_names, ct = _transform(cells, names, spec, keep, missing, text, where)
     kept_labels = None if labels is None else [t for t, k in zip(labels, keep, strict=True) if k]
-    return X, out_names, kept_labels, _applied(spec, names, text, missing, int((~keep).sum()))
+    fitted = FittedPreprocessing(spec, tuple(names), tuple(bool(t) for t in text), ct,
+                                 encoded=True)
+    return (X, out_names, kept_labels, _applied(spec, names, text, missing, int((~keep).sum())),
+            fitted)
 
 
 def _transform(cells, names, spec, keep, missing, text, where):
@@ -272,7 +281,7 @@ def _transform(cells, names, spec, keep, missing, text, where):
             out_names += [f"{name}[{c}]" for c in range(k)]
         else:
             out_names.append(name)
-    return X, out_names
+    return X, out_names, ct
 
 
 def _applied(spec: Preprocessing, names, text, missing, n_dropped: int) -> str | None:
@@ -346,6 +355,12 @@ def check_column_scales(X: np.ndarray, names, *, where: str, missing_ok: bool = 
 
 
 def standardize(X: np.ndarray, *, names=None, where: str = "the pool") -> tuple[np.ndarray, str]:
+    """Standardise every column of a numeric pool: :func:`fit_standardize` without the
+    fitted transform (same parameters; returns ``(X_scaled, applied)``)."""
+    return fit_standardize(X, names=names, where=where)[:2]
+
+
+def fit_standardize(X: np.ndarray, *, names=None, where: str = "the pool"):
     """Standardise every column of a numeric pool (``StandardScaler``, pool statistics).
 
     Parameters
@@ -362,6 +377,8 @@ def standardize(X: np.ndarray, *, names=None, where: str = "the pool") -> tuple[
         Mean 0 and standard deviation 1 per column (a constant column maps to 0).
     applied : str
         One line for reports.
+    fitted : FittedPreprocessing
+        The fitted ``StandardScaler``, to map later raw rows into the same features.
 
     Raises
     ------
@@ -370,9 +387,15 @@ def standardize(X: np.ndarray, *, names=None, where: str = "the pool") -> tuple[
     """
     from sklearn.preprocessing import StandardScaler
 
+    from pacpriv.datasets.transform import FittedPreprocessing
+
     X = np.asarray(X, dtype=np.float64)
-    check_column_scales(X, list(names or [f"x{j}" for j in range(X.shape[1])]), where=where)
-    out = StandardScaler().fit_transform(X)
-    return out, (f"{X.shape[1]} numeric column(s) standardized with the pool's mean and "
-                 "standard deviation (scikit-learn StandardScaler fit on the whole pool: pool "
-                 "statistics, the same for every subset; none is shown)")
+    names = list(names or [f"x{j}" for j in range(X.shape[1])])
+    check_column_scales(X, names, where=where)
+    scaler = StandardScaler().fit(X)
+    fitted = FittedPreprocessing(Preprocessing(standardize=True), tuple(str(n) for n in names),
+                                 (False,) * X.shape[1], scaler, encoded=False)
+    applied = (f"{X.shape[1]} numeric column(s) standardized with the pool's mean and "
+               "standard deviation (scikit-learn StandardScaler fit on the whole pool: pool "
+               "statistics, the same for every subset; none is shown)")
+    return scaler.transform(X), applied, fitted

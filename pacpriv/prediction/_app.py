@@ -28,6 +28,13 @@ spend nothing more. Limits (:class:`~pacpriv.prediction._limits.ServeLimits`): a
 past ``timeout`` gets 503 and its charge is refunded. Malformed rows, and a body nested deeper
 than the expected shape (``{"rows": [[...], ...]}``, 3 levels), get 422, nothing spent.
 
+Feature space. Rows are in the space the state's fit read: a state fitted on a preprocessed
+pool (``predict fit --standardize`` or ``--missing impute-*``) takes *raw* rows, one value per
+column of the pool file in its own units, and maps them with the fit's transformers (the
+pool's statistics, stored in the state); a state whose fit encoded text columns
+(``--categorical``) answers 422 at ``body.rows`` (use ``pacpriv predict query``); any other
+state takes rows of the pool's features, as given to ``fit``.
+
 Nothing secret (the world index, the noise seed, a token) is ever logged or returned; the audit
 table holds key ids, times, rows, nats and outcomes, never queries or answers.
 """
@@ -60,6 +67,13 @@ def _answer(outputs: list, labels: list | None, release: Any, state: dict, *, ke
             **{k: state[k] for k in ("spent", "remaining", "n_answered", "membership_bound",
                                      "bound_kind")},
             "key": key, "noise": noise}
+
+
+#: The located 422 of a state whose fit encoded text columns: JSON rows of numbers cannot carry
+#: their categories, and the encoded features would need the pool's category lists.
+_TEXT_STATE = ("this state's fit encoded {n} text column(s) ({how}): /predict takes rows of "
+               "numbers in the pool file's raw columns and cannot carry categories; answer "
+               "such rows with `pacpriv predict query --queries FILE.csv`")
 
 
 def _json_numbers_only(rows: Any) -> Any:
@@ -115,6 +129,8 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
                            "PrivatePredictor.load(state_dir).")
     limits = ServeLimits() if limits is None else limits
     n_features = math.prod(predictor.feature_shape)
+    prep = getattr(predictor, "preprocessing", None)  # the fit's raw -> feature map, if any
+    n_values = n_features if prep is None else prep.n_inputs
     classes = getattr(predictor, "classes_", None)  # None for value and callable outputs
     release = release_of(predictor.to_dict()["output"])
     auth = _Auth(predictor.ledger.store, RateLimiter(limits.rate, limits.burst))
@@ -122,7 +138,8 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
         model_config = pydantic.ConfigDict(extra="forbid")
         rows: list[list[float]] = pydantic.Field(
-            min_length=1, description=f"query rows, each of {n_features} finite numbers")
+            min_length=1, description=f"query rows, each of {n_values} finite numbers"
+            + ("" if prep is None else " (raw values in the pool file's columns and units)"))
 
         @pydantic.field_validator("rows", mode="before")
         @classmethod
@@ -132,7 +149,9 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
         @pydantic.field_validator("rows")
         @classmethod
         def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
-            return _check_rows(rows, n_features)
+            if prep is not None and prep.has_text:
+                raise ValueError(_TEXT_STATE.format(n=sum(prep.text), how=prep.spec.categorical))
+            return _check_rows(rows, n_values)
 
     app = fastapi.FastAPI(
         title="pacpriv private prediction",
@@ -160,8 +179,14 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
                 0 < len(idempotency_key) <= 200 and idempotency_key.isprintable()):
             raise fastapi.HTTPException(status_code=422, detail="the Idempotency-Key header "
                                         "must be 1 to 200 printable characters")
-        X = np.asarray(request.rows, dtype=np.float64).reshape(
-            (len(request.rows), *predictor.feature_shape))
+        X = np.asarray(request.rows, dtype=np.float64)
+        if prep is not None:  # the fit's transformers, with the pool's statistics
+            try:
+                X = prep.transform_numeric(X, where="body.rows")
+            except ValueError as err:
+                raise fastapi.HTTPException(status_code=422, detail=[{
+                    "loc": ["body", "rows"], "msg": str(err), "type": "value_error"}]) from None
+        X = X.reshape((len(request.rows), *predictor.feature_shape))
         caller = Caller(key_id=key_id, idempotency_key=idempotency_key,
                         deadline=time.monotonic() + limits.timeout,
                         idempotency_ttl=limits.idempotency_ttl,
