@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import math
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -315,20 +314,19 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
             values[i, j] = v
     applied, fitted = None, None
     if encode:
-        X, feature_names, kept_labels, applied, fitted = encode_table(
+        X, feature_names, kept_labels, applied, table = encode_table(
             [[fields[j] for j in keep] for _, fields in rows], [names[j] for j in keep], spec,
             where=path.name, row_ids=[lineno for lineno, _ in rows],
             labels=labels if label is not None else None)
+        fitted = FittedPreprocessing.of(spec, [names[j] for j in keep], table, encoded=True)
         labels = kept_labels or []
     else:
         X, feature_names = values[:, keep], [names[j] for j in keep]
+        scaler = None
         if spec.standardize:
-            X, applied, fitted = fit_standardize(X, names=feature_names, where=repr(path.name))
-        elif preprocessing is not None:  # asked for, nothing to change: recorded all the same
-            fitted = FittedPreprocessing(spec, tuple(feature_names), (False,) * len(keep),
-                                         None, encoded=False)
-        if fitted is not None:
-            fitted = replace(fitted, spec=spec)
+            X, applied, scaler = fit_standardize(X, names=feature_names, where=repr(path.name))
+        if preprocessing is not None:  # recorded even when nothing changed (no imputer then)
+            fitted = FittedPreprocessing.of(spec, feature_names, scaler, encoded=False)
     if label is None:
         return X, None, feature_names, None, applied, fitted
     numeric = [_float_or_none(t) for t in labels]

@@ -518,7 +518,8 @@ def load_dataset(
                               where=repr(path.name))
         X, names = X[:, keep], [names[j] for j in keep]
         if preprocessing is not None and preprocessing.standardize:
-            X, applied, fitted = fit_standardize(X, names=names, where=repr(str(path)))
+            X, applied, scaler = fit_standardize(X, names=names, where=repr(str(path)))
+            fitted = FittedPreprocessing.of(preprocessing, names, scaler, encoded=False)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"dataset file {str(path)!r} holds no records or no features.")
     if X.shape[0] < MIN_RECORDS:
@@ -546,7 +547,8 @@ def _standardized(ds: Dataset, preprocessing: Preprocessing | None) -> Dataset:
         return ds
     from dataclasses import replace
 
-    X, applied, fitted = fit_standardize(ds.X, names=ds.feature_names, where=repr(ds.name))
+    X, applied, scaler = fit_standardize(ds.X, names=ds.feature_names, where=repr(ds.name))
+    fitted = FittedPreprocessing.of(preprocessing, ds.feature_names, scaler, encoded=False)
     return replace(ds, X=_freeze(X), feature_low=tuple(float(v) for v in X.min(axis=0)),
                    feature_high=tuple(float(v) for v in X.max(axis=0)), bounds_source="pool",
                    preprocessing=applied, transform=fitted)

@@ -180,9 +180,10 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
         The kept rows' labels.
     applied : str or None
         One line for reports: what was applied, with counts (``None`` if nothing was).
-    fitted : FittedPreprocessing
-        The fitted transformers, to map later raw rows (queries) into the same features
-        (:mod:`pacpriv.datasets.transform`; never printed: pool statistics).
+    fitted : tuple (ColumnTransformer, tuple of bool)
+        The fitted transformer (DataFrame columns ``c0..c{p-1}``) and which columns were
+        text, for :class:`~pacpriv.datasets.transform.FittedPreprocessing` (never printed:
+        pool statistics).
 
     Raises
     ------
@@ -239,12 +240,9 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
         j = int(np.flatnonzero(empty)[0])
         raise ValueError(f"{where}: column {names[j]!r} has no value in any row; leave it out "
                          "with `drop_columns`.")
-    from pacpriv.datasets.transform import FittedPreprocessing
-
     X, out_names, ct = _transform(cells, names, spec, keep, missing, text, where)
     kept_labels = None if labels is None else [t for t, k in zip(labels, keep, strict=True) if k]
-    fitted = FittedPreprocessing(spec, tuple(names), tuple(bool(t) for t in text), ct,
-                                 encoded=True)
+    fitted = (ct, tuple(bool(t) for t in text))
     return (X, out_names, kept_labels, _applied(spec, names, text, missing, int((~keep).sum())),
             fitted)
 
@@ -377,8 +375,9 @@ def fit_standardize(X: np.ndarray, *, names=None, where: str = "the pool"):
         Mean 0 and standard deviation 1 per column (a constant column maps to 0).
     applied : str
         One line for reports.
-    fitted : FittedPreprocessing
-        The fitted ``StandardScaler``, to map later raw rows into the same features.
+    scaler : sklearn.preprocessing.StandardScaler
+        The fitted scaler, to map later raw rows into the same features
+        (:class:`~pacpriv.datasets.transform.FittedPreprocessing`).
 
     Raises
     ------
@@ -387,15 +386,10 @@ def fit_standardize(X: np.ndarray, *, names=None, where: str = "the pool"):
     """
     from sklearn.preprocessing import StandardScaler
 
-    from pacpriv.datasets.transform import FittedPreprocessing
-
     X = np.asarray(X, dtype=np.float64)
-    names = list(names or [f"x{j}" for j in range(X.shape[1])])
-    check_column_scales(X, names, where=where)
+    check_column_scales(X, list(names or [f"x{j}" for j in range(X.shape[1])]), where=where)
     scaler = StandardScaler().fit(X)
-    fitted = FittedPreprocessing(Preprocessing(standardize=True), tuple(str(n) for n in names),
-                                 (False,) * X.shape[1], scaler, encoded=False)
     applied = (f"{X.shape[1]} numeric column(s) standardized with the pool's mean and "
                "standard deviation (scikit-learn StandardScaler fit on the whole pool: pool "
                "statistics, the same for every subset; none is shown)")
-    return scaler.transform(X), applied, fitted
+    return scaler.transform(X), applied, scaler

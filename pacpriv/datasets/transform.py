@@ -59,6 +59,17 @@ class FittedPreprocessing:
     transformer: Any
     encoded: bool
 
+    @classmethod
+    def of(cls, spec: Preprocessing | None, names, fitted: Any, *,
+           encoded: bool) -> FittedPreprocessing:
+        """From :func:`~pacpriv.datasets.preprocessing.encode_table`'s ``fitted`` (``encoded``)
+        or a fitted ``StandardScaler`` / ``None`` over numeric columns ``names``."""
+        spec = spec if spec is not None else Preprocessing(standardize=True)
+        if encoded:
+            transformer, text = fitted
+            return cls(spec, tuple(str(n) for n in names), tuple(text), transformer, True)
+        return cls(spec, tuple(str(n) for n in names), (False,) * len(names), fitted, False)
+
     @property
     def n_inputs(self) -> int:
         """Number of raw feature columns a row must have."""

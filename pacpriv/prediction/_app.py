@@ -97,6 +97,46 @@ def _check_rows(rows: list[list[float]], n_features: int) -> list[list[float]]:
     return rows
 
 
+def _request_model(pydantic, n_values: int, prep) -> Any:
+    """The ``/predict`` body: rows of ``n_values`` finite JSON numbers (raw values of the pool
+    file's columns when the state stores its fit's preprocessing ``prep``)."""
+
+    class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
+        model_config = pydantic.ConfigDict(extra="forbid")
+        rows: list[list[float]] = pydantic.Field(
+            min_length=1, description=f"query rows, each of {n_values} finite numbers"
+            + ("" if prep is None else " (raw values in the pool file's columns and units)"))
+
+        @pydantic.field_validator("rows", mode="before")
+        @classmethod
+        def _numbers_only(cls, rows: Any) -> Any:
+            return _json_numbers_only(rows)
+
+        @pydantic.field_validator("rows")
+        @classmethod
+        def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
+            if prep is not None and prep.has_text:
+                raise ValueError(_TEXT_STATE.format(n=sum(prep.text), how=prep.spec.categorical))
+            return _check_rows(rows, n_values)
+
+    return PredictRequest
+
+
+def _features(fastapi, prep, rows: list) -> Any:
+    """The rows as float64, mapped by the fit's preprocessing ``prep`` (the pool's statistics)
+    when the state stores one; a row it cannot map gets a located 422."""
+    import numpy as np
+
+    X = np.asarray(rows, dtype=np.float64)
+    if prep is None:
+        return X
+    try:
+        return prep.transform_numeric(X, where="body.rows")
+    except ValueError as err:
+        raise fastapi.HTTPException(status_code=422, detail=[{
+            "loc": ["body", "rows"], "msg": str(err), "type": "value_error"}]) from None
+
+
 def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     """A FastAPI application answering queries through ``predictor``.
 
@@ -135,23 +175,7 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     release = release_of(predictor.to_dict()["output"])
     auth = _Auth(predictor.ledger.store, RateLimiter(limits.rate, limits.burst))
 
-    class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
-        model_config = pydantic.ConfigDict(extra="forbid")
-        rows: list[list[float]] = pydantic.Field(
-            min_length=1, description=f"query rows, each of {n_values} finite numbers"
-            + ("" if prep is None else " (raw values in the pool file's columns and units)"))
-
-        @pydantic.field_validator("rows", mode="before")
-        @classmethod
-        def _numbers_only(cls, rows: Any) -> Any:
-            return _json_numbers_only(rows)
-
-        @pydantic.field_validator("rows")
-        @classmethod
-        def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
-            if prep is not None and prep.has_text:
-                raise ValueError(_TEXT_STATE.format(n=sum(prep.text), how=prep.spec.categorical))
-            return _check_rows(rows, n_values)
+    PredictRequest = _request_model(pydantic, n_values, prep)
 
     app = fastapi.FastAPI(
         title="pacpriv private prediction",
@@ -170,8 +194,6 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
                 idempotency_key: str | None = fastapi.Header(None)) -> dict:
         import time
 
-        import numpy as np
-
         from pacpriv.prediction._ledger import Caller
 
         key_id = auth.check(fastapi, authorization, rate=True)
@@ -179,14 +201,8 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
                 0 < len(idempotency_key) <= 200 and idempotency_key.isprintable()):
             raise fastapi.HTTPException(status_code=422, detail="the Idempotency-Key header "
                                         "must be 1 to 200 printable characters")
-        X = np.asarray(request.rows, dtype=np.float64)
-        if prep is not None:  # the fit's transformers, with the pool's statistics
-            try:
-                X = prep.transform_numeric(X, where="body.rows")
-            except ValueError as err:
-                raise fastapi.HTTPException(status_code=422, detail=[{
-                    "loc": ["body", "rows"], "msg": str(err), "type": "value_error"}]) from None
-        X = X.reshape((len(request.rows), *predictor.feature_shape))
+        X = _features(fastapi, prep, request.rows).reshape(  # the fit's preprocessing, if any
+            (len(request.rows), *predictor.feature_shape))
         caller = Caller(key_id=key_id, idempotency_key=idempotency_key,
                         deadline=time.monotonic() + limits.timeout,
                         idempotency_ttl=limits.idempotency_ttl,
