@@ -97,29 +97,13 @@ def _check_rows(rows: list[list[float]], n_features: int) -> list[list[float]]:
     return rows
 
 
-def _request_model(pydantic, n_values: int, prep) -> Any:
-    """The ``/predict`` body: rows of ``n_values`` finite JSON numbers (raw values of the pool
-    file's columns when the state stores its fit's preprocessing ``prep``)."""
+async def _invalid_body(request, exc):
+    """422 without echoing the input (it may hold NaN, which JSON cannot carry)."""
+    from fastapi.responses import JSONResponse
 
-    class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
-        model_config = pydantic.ConfigDict(extra="forbid")
-        rows: list[list[float]] = pydantic.Field(
-            min_length=1, description=f"query rows, each of {n_values} finite numbers"
-            + ("" if prep is None else " (raw values in the pool file's columns and units)"))
-
-        @pydantic.field_validator("rows", mode="before")
-        @classmethod
-        def _numbers_only(cls, rows: Any) -> Any:
-            return _json_numbers_only(rows)
-
-        @pydantic.field_validator("rows")
-        @classmethod
-        def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
-            if prep is not None and prep.has_text:
-                raise ValueError(_TEXT_STATE.format(n=sum(prep.text), how=prep.spec.categorical))
-            return _check_rows(rows, n_values)
-
-    return PredictRequest
+    errors = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", "")),
+               "type": str(e.get("type", ""))} for e in exc.errors()]
+    return JSONResponse(status_code=422, content={"detail": errors})
 
 
 def _features(fastapi, prep, rows: list) -> Any:
@@ -175,19 +159,30 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     release = release_of(predictor.to_dict()["output"])
     auth = _Auth(predictor.ledger.store, RateLimiter(limits.rate, limits.burst))
 
-    PredictRequest = _request_model(pydantic, n_values, prep)
+    class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
+        model_config = pydantic.ConfigDict(extra="forbid")
+        rows: list[list[float]] = pydantic.Field(
+            min_length=1, description=f"query rows, each of {n_values} finite numbers"
+            + ("" if prep is None else " (raw values in the pool file's columns and units)"))
+
+        @pydantic.field_validator("rows", mode="before")
+        @classmethod
+        def _numbers_only(cls, rows: Any) -> Any:
+            return _json_numbers_only(rows)
+
+        @pydantic.field_validator("rows")
+        @classmethod
+        def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
+            if prep is not None and prep.has_text:
+                raise ValueError(_TEXT_STATE.format(n=sum(prep.text), how=prep.spec.categorical))
+            return _check_rows(rows, n_values)
 
     app = fastapi.FastAPI(
         title="pacpriv private prediction",
         description="PAC-private predictions with posterior-tracked noise. " + THREAT_MODEL,
     )
 
-    @app.exception_handler(fastapi.exceptions.RequestValidationError)
-    async def _invalid(request, exc):
-        # 422 without echoing the input (it may hold NaN, which JSON cannot carry)
-        errors = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", "")),
-                   "type": str(e.get("type", ""))} for e in exc.errors()]
-        return fastapi.responses.JSONResponse(status_code=422, content={"detail": errors})
+    app.add_exception_handler(fastapi.exceptions.RequestValidationError, _invalid_body)
 
     @app.post("/predict")
     def predict(request: PredictRequest, authorization: str | None = fastapi.Header(None),
