@@ -32,8 +32,8 @@ def check_no_query_preprocessing(args) -> None:
                          "pool's statistics; drop the flag(s)")
 
 
-def _span(args, n_rows: int) -> slice:
-    """``--rows START:STOP`` within ``n_rows`` rows (each row spends budget: no clamping)."""
+def _rows_form(args) -> tuple[str, re.Match]:
+    """``--rows START:STOP`` checked for its form (before any file is read)."""
     text = args.rows.strip()
     shown = text if len(text) <= 60 else text[:57] + "..."
     m = re.fullmatch(r"(\d+):(\d+)", text)  # keys: digit strings compared as integers
@@ -42,7 +42,13 @@ def _span(args, n_rows: int) -> slice:
     if not m or start_key >= stop_key:
         raise UsageError("--rows must be START:STOP, two non-negative integers with START < STOP "
                          f"(e.g. 0:10, the first ten rows of --dataset); got {shown!r}")
-    if stop_key[0] > 18 or int(m.group(2)) > n_rows:
+    return shown, m
+
+
+def _span(args, n_rows: int) -> slice:
+    """``--rows START:STOP`` within ``n_rows`` rows (each row spends budget: no clamping)."""
+    shown, m = _rows_form(args)
+    if len(m.group(2).lstrip("0")) > 18 or int(m.group(2)) > n_rows:
         raise UsageError(f"--rows {shown}: STOP is beyond the {n_rows} rows of --dataset "
                          f"(START:STOP must lie within 0:{n_rows})")
     return slice(int(m.group(1)), int(m.group(2)))
@@ -52,6 +58,8 @@ def query_rows(args, preprocessing):
     """The query rows in the worlds' feature space: as read (a state fitted without
     preprocessing, as before) or raw rows mapped by ``preprocessing``, the state's
     :class:`~pacpriv.datasets.transform.FittedPreprocessing`."""
+    if args.queries is None:
+        _rows_form(args)  # its form before any file is read
     if preprocessing is None:
         if args.queries is not None:
             return load_cli_rows(args.queries, args, "--queries")

@@ -325,7 +325,9 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         confirms that the folder is the original state moved to a new place (across file
         systems, or restored): a ``ledger.db`` that is not the file recorded at the old place
         is refused without it, since a copy whose original was deleted would miss the
-        original's later answers.
+        original's later answers. A state fitted on a preprocessed pool (``predict fit
+        --standardize``) holds its fit's map as :attr:`preprocessing`: :meth:`answer` takes
+        rows in the pool's features, so map raw rows with it first.
 
         Raises
         ------
