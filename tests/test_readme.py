@@ -159,3 +159,51 @@ def test_docs_snippet_runs(name, code, tmp_path, monkeypatch):
         pytest.importorskip("torch")
     monkeypatch.chdir(tmp_path)
     exec(compile(code, name, "exec"), {"__name__": "__docs__"})
+
+
+def _shown(value: float, text: str) -> bool:
+    """``value`` rounds to ``text`` at the digits ``text`` shows."""
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return abs(value - float(text)) <= 0.5 * 10.0 ** -decimals + 1e-12
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_readme_guarantee_table_matches_its_commands(tmp_path, monkeypatch):
+    """The table of "Both guarantees on one bundled dataset" quotes the output of the two
+    commands above it: rerun them and compare every number it states (twelfth new-user pass,
+    M10/M11: the table still showed the numbers of an earlier certificate)."""
+    import json
+
+    from pacpriv.cli import main
+
+    text = README.read_text()
+    start = text.index("Both guarantees on one bundled dataset")
+    block = text[start:text.index("`pacpriv pac records` writes the report section", start)]
+    commands = re.findall(r"^pacpriv (pac (?:run|records) .*)$", block, re.M)
+    assert len(commands) == 2
+    monkeypatch.chdir(tmp_path)
+    reports = {}
+    for i, command in enumerate(commands):
+        argv = [*command.split(), "--no-progress", "--out", f"r{i}"]
+        assert main(argv) == 0
+        reports[argv[1]] = json.loads((tmp_path / f"r{i}" / "report.json").read_text())
+    assert main([*commands[0].split(), "--no-progress", "--out", "plug", "--rule",
+                 "anisotropic"]) == 0
+    plug = json.loads((tmp_path / "plug" / "report.json").read_text())
+    whole = reports["run"]["noise"]["expected_noise_power"]
+    per = reports["records"]["sections"][0]["per_record"]
+    per_power = per["noise"]["expected_noise_power"]
+    plug_power = plug["noise"]["expected_noise_power"]
+    row_whole = re.search(r"^\| whole subset .*?\| ([\d.]+) \|", block, re.M)
+    row_per = re.search(r"^\| per record .*?\| ([\d.]+) \|", block, re.M)
+    assert row_whole and _shown(whole, row_whole.group(1))
+    assert row_per and _shown(per_power, row_per.group(1))
+    said = re.search(r"noise is (\d+)× smaller in power.*?would give ([\d.]+) for the whole "
+                     r"subset; the certificate costs ([\d.]+)× that.*?whole-subset MI is "
+                     r"([\d.]+) nats", block, re.S)
+    assert said, "the README's sentence on the two noise powers changed shape"
+    assert _shown(whole / per_power, said.group(1))
+    assert _shown(plug_power, said.group(2))
+    assert _shown(whole / plug_power, said.group(3))
+    assert _shown(per["whole_subset_mi"], said.group(4))

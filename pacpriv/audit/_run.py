@@ -319,7 +319,17 @@ def _check_model(model: Any) -> None:
     from pacpriv.audit._user_model import check_classifier
 
     if isinstance(model, EstimatorModel):  # a regressor would fail in trial 0
-        check_classifier(model.estimator)
+        inner = model.estimator
+        if isinstance(inner, type):
+            raise TypeError(f"`model`: EstimatorModel wraps a scikit-learn classifier instance; "
+                            f"got the class {inner.__name__}: pass {inner.__name__}(...).")
+        if callable(inner) and not callable(getattr(inner, "get_params", None)):
+            raise TypeError(
+                "`model`: EstimatorModel wraps a scikit-learn classifier instance, e.g. "
+                "EstimatorModel(LogisticRegression()); got a "
+                f"{type(inner).__name__} (a factory: call it, or give a torch module factory "
+                "as `model` through pacpriv.audit.user_model_family).")
+        check_classifier(inner)
 
 
 def run_audit(

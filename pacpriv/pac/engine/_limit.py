@@ -263,11 +263,13 @@ def whole_run_words(limit_s: float | None):
     except TimeLimitError as err:
         if limit_s is not None:
             def whole(m: re.Match) -> str:
-                if m.group(1) == f"{limit_s:g}":
-                    return m.group(0)
-                return (f"`time_limit` {limit_s:g} s for the whole run ({m.group(1)} s were "
+                left = m.group(2) or m.group(1)  # an inner run's words: what it was left
+                if left == f"{limit_s:g}":
+                    return f"`time_limit` {limit_s:g} s"
+                return (f"`time_limit` {limit_s:g} s for the whole run ({left} s were "
                         "left for this part)")
-            err.args = (re.sub(r"`time_limit` ([0-9.e+-]+) s", whole, str(err), count=1),
+            err.args = (re.sub(r"`time_limit` ([0-9.e+-]+) s(?: for the whole run \(([0-9.e+-]+)"
+                               r" s were left for this part\))?", whole, str(err), count=1),
                         *err.args[1:])
         raise
 

@@ -45,7 +45,7 @@ from pacpriv.exceptions import CalibrationError
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.engine._checkpoint import run_fingerprint
 from pacpriv.pac.engine._checkpoint_words import records_text
-from pacpriv.pac.engine._limit import carry_over, whole_run_words
+from pacpriv.pac.engine._limit import after_trials_within, carry_over, whole_run_words
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
     execution_hints,
@@ -617,7 +617,7 @@ def calibrate_per_record(
     _feasible(target, n_cert, recs.shape[0], base, conf, bound, has_range,
               (n_trials, shape, frac))
     run = resolve_execution(execution)
-    tic = time.perf_counter()
+    tic, started = time.perf_counter(), time.monotonic()  # `time_limit`: the analysis too
     if bound == "bernstein":
         diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=smp, records=records,
                                      rng=rng, execution=run)
@@ -641,6 +641,9 @@ def calibrate_per_record(
                                              rng=rng, execution=run, targets=(target,),
                                              confidence=conf)
         plan = plan_from_trials(trials, target_accuracy=target, confidence=conf)
+    after_trials_within(run.time_limit, started, lambda: None, n_trials=n_trials,
+                        checkpoint=run.checkpoint,
+                        what="after the trials (their reproducibility check and analysis)")
     plan.details["elapsed_s"] = time.perf_counter() - tic
     return plan
 

@@ -49,6 +49,7 @@ References
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,7 @@ import numpy as np
 from pacpriv._random import RNGLike
 from pacpriv._validation import check_int
 from pacpriv.pac.bounds._posterior import posterior_success_rate
+from pacpriv.pac.engine._limit import after_trials_within
 from pacpriv.pac.engine._options import (
     ExecutionOptions,
     execution_hints,
@@ -241,8 +243,10 @@ def simulate_differences(
 
 
 def _reproducible(differences: RecordDifferences) -> bool:
-    """Whether the simulation behind ``differences`` re-ran bit for bit from its seeds."""
-    return bool(getattr(differences.simulation, "reproducible", True))
+    """Whether the simulation behind ``differences`` re-ran bit for bit from its seeds: False
+    only when a re-run differed; a check that did not run (None: nothing re-run, or cut by the
+    time limit, which then stops the run: :func:`after_trials_within`) is no such evidence."""
+    return getattr(differences.simulation, "reproducible", True) is not False
 
 # ----------------------------------------------------------------------------- exposure
 def _whole_subset_mi(outputs: np.ndarray, geom: NoiseGeometry) -> tuple[float, float]:
@@ -600,6 +604,11 @@ def record_exposure(
     _precheck_noise(noise_cov)
     if bound not in ("betting", "bernstein"):
         raise ValueError(f"`bound` must be 'betting' or 'bernstein'; got {bound!r}.")
+    started = time.monotonic()  # `time_limit` covers the analysis too (not only the trials)
     diffs = simulate_differences(f, pool, n_trials=n_trials, sampler=sampler, records=records,
                                  rng=rng, execution=execution)
-    return exposure_from_differences(diffs, noise_cov=noise_cov, confidence=conf, bound=bound)
+    out = exposure_from_differences(diffs, noise_cov=noise_cov, confidence=conf, bound=bound)
+    after_trials_within(getattr(execution, "time_limit", None), started, lambda: None,
+                        n_trials=n_trials, checkpoint=getattr(execution, "checkpoint", None),
+                        what="after the trials (their reproducibility check and analysis)")
+    return out

@@ -1,0 +1,89 @@
+"""Regressions from the twelfth fresh new-user pass (issue 35), each a kind with siblings."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression, Ridge
+
+from pacpriv.audit import EstimatorModel, run_audit
+from pacpriv.exceptions import TimeLimitError
+from pacpriv.pac.engine import ExecutionOptions
+
+QUIET = ExecutionOptions(progress=False)
+X = np.random.default_rng(0).normal(size=(40, 3))
+Y = (X[:, 0] > 0).astype(int)
+
+
+@pytest.mark.parametrize("inner, words", [
+    (LogisticRegression, "got the class LogisticRegression: pass LogisticRegression(...)"),
+    (lambda: LogisticRegression(), "got a function (a factory: call it"),
+    (Ridge(), "got Ridge (a scikit-learn regressor)"),
+])
+def test_estimator_model_of_a_class_a_factory_or_a_regressor_is_refused_up_front(inner, words):
+    """N35/N36: EstimatorModel(Ridge()), EstimatorModel(lambda: ...) and EstimatorModel(Class)
+    failed in trial 0 with a withheld AttributeError/TypeError; refused before any training."""
+    with pytest.raises(TypeError) as info:
+        run_audit(X, Y, model=EstimatorModel(inner), reference_models=4, rng=0,
+                  execution=QUIET)
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+SLOW_RERUN = {"on": False}
+
+
+def _mean_slow_when_rerun(subset):
+    """Quick in the trials; 20 s (interruptible) once the reproducibility check starts."""
+    if SLOW_RERUN["on"]:
+        end = time.monotonic() + 20.0
+        while time.monotonic() < end:
+            time.sleep(0.01)
+    return subset.mean(axis=0) if len(subset) else np.zeros(X.shape[1])
+
+
+@pytest.mark.parametrize("entry", ["record_exposure", "calibrate_per_record"])
+def test_a_per_record_run_cut_in_its_reproducibility_check_stops(monkeypatch, entry):
+    """R1/R2/Q10: a per-record run whose reproducibility re-run was cut by ``time_limit``
+    returned normally, marked "not reproducible" (a re-run that did not finish is no evidence
+    of that). Now it stops with TimeLimitError, like run_pac, and says where."""
+    from pacpriv.pac.engine import _simulate
+    from pacpriv.pac.per_record import calibrate_per_record, record_exposure
+
+    check = _simulate._reproducibility
+
+    def slow_check(*args, **kwargs):
+        SLOW_RERUN["on"] = True
+        try:
+            return check(*args, **kwargs)
+        finally:
+            SLOW_RERUN["on"] = False
+
+    monkeypatch.setattr(_simulate, "_reproducibility", slow_check)
+    options = ExecutionOptions(progress=False, time_limit=3.0)
+    with pytest.raises(TimeLimitError) as info:
+        if entry == "record_exposure":
+            record_exposure(_mean_slow_when_rerun, X, noise_cov=1.0, n_trials=40,
+                            records=[0, 1], rng=0, execution=options)
+        else:
+            calibrate_per_record(_mean_slow_when_rerun, X, target_accuracy=0.9, n_trials=200,
+                                 records=[0, 1], rng=0, execution=options)
+    text = str(info.value)
+    # calibrate_per_record's shape trials are checked first: the limit then ends the run
+    # before its certification trials
+    assert ("after the trials (their reproducibility check and analysis)" in text
+            or (entry == "calibrate_per_record" and "before the certification trials" in text))
+    assert text.count("for the whole run") <= 1 and "Nothing was released" in text
+
+
+def test_nested_whole_run_words_name_the_limit_once():
+    """Q9: a limit carried into an inner run that carries it on again said "(--time-limit 7 s
+    for the whole run (6.99 s were left for this part) for the whole run (6.86 s ...))"."""
+    from pacpriv.pac.engine._limit import whole_run_words
+
+    with pytest.raises(TimeLimitError) as info:
+        with whole_run_words(7.0), whole_run_words(6.99):
+            raise TimeLimitError("stopped (`time_limit` 6.86 s) here")
+    assert str(info.value) == ("stopped (`time_limit` 7 s for the whole run (6.86 s were left "
+                               "for this part)) here")
