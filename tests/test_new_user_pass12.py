@@ -43,7 +43,7 @@ def _mean_slow_when_rerun(subset):
     return subset.mean(axis=0) if len(subset) else np.zeros(X.shape[1])
 
 
-@pytest.mark.parametrize("entry", ["record_exposure", "calibrate_per_record"])
+@pytest.mark.parametrize("entry", ["simulate", "record_exposure", "calibrate_per_record"])
 def test_a_per_record_run_cut_in_its_reproducibility_check_stops(monkeypatch, entry):
     """R1/R2/Q10: a per-record run whose reproducibility re-run was cut by ``time_limit``
     returned normally, marked "not reproducible" (a re-run that did not finish is no evidence
@@ -63,7 +63,9 @@ def test_a_per_record_run_cut_in_its_reproducibility_check_stops(monkeypatch, en
     monkeypatch.setattr(_simulate, "_reproducibility", slow_check)
     options = ExecutionOptions(progress=False, time_limit=3.0)
     with pytest.raises(TimeLimitError) as info:
-        if entry == "record_exposure":
+        if entry == "simulate":  # R5: returned at the limit with reproducible=None
+            _simulate.simulate(_mean_slow_when_rerun, X, n_trials=40, rng=0, execution=options)
+        elif entry == "record_exposure":
             record_exposure(_mean_slow_when_rerun, X, noise_cov=1.0, n_trials=40,
                             records=[0, 1], rng=0, execution=options)
         else:
@@ -72,7 +74,7 @@ def test_a_per_record_run_cut_in_its_reproducibility_check_stops(monkeypatch, en
     text = str(info.value)
     # calibrate_per_record's shape trials are checked first: the limit then ends the run
     # before its certification trials
-    assert ("after the trials (their reproducibility check and analysis)" in text
+    assert ("reached during the reproducibility check" in text
             or (entry == "calibrate_per_record" and "before the certification trials" in text))
     assert text.count("for the whole run") <= 1 and "Nothing was released" in text
 

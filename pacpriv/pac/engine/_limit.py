@@ -70,16 +70,30 @@ def checked_within(deadline: Deadline | None, task: TrialTask, work: Callable[[T
 
 
 def rerun_within(deadline: Deadline | None, task: TrialTask,
-                 check: Callable[[TrialTask], tuple[bool | None, str]]) -> tuple[bool | None, str]:
+                 check: Callable[[TrialTask], tuple[bool | None, str]], *,
+                 n_trials: int) -> tuple[bool | None, str]:
     """The reproducibility check after the trials (``check(task) -> (reproducible, note)``)
-    inside the run's time limit: skipped once the limit has passed, each re-run's timeout
-    capped at the time left, and a re-run cut by the limit reported as not checked, never as
-    "not reproducible" (its warning is then dropped)."""
+    inside the run's time limit: each re-run starts only before the deadline and is
+    interrupted at it.
+
+    Raises
+    ------
+    TimeLimitError
+        The limit passed before or during the check (the ``n_trials`` trials are kept in the
+        checkpoint, if any): a re-run cut by the limit is never reported as "not reproducible",
+        nor is a run that could not check its trials returned as finished (twelfth new-user
+        pass, R5).
+    """
     if deadline is None:
         return check(task)
-    skipped = (None, "not re-run from its seed: the run reached its time limit")
+
+    def stop() -> TimeLimitError:
+        err = deadline.error(n_trials, n_trials)
+        return TimeLimitError(f"{err} (It was reached during the reproducibility check, which "
+                              "re-runs trials from their seeds.)", n_done=n_trials)
+
     if deadline.passed():
-        return skipped
+        raise stop()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -87,9 +101,9 @@ def rerun_within(deadline: Deadline | None, task: TrialTask,
         except Exception:
             if time.monotonic() < deadline.end - 0.05:  # the check's own failure
                 raise
-            return skipped
+            raise stop() from None
     if out[0] is False and time.monotonic() >= deadline.end - 0.05:
-        return skipped
+        raise stop()  # a re-run cut by the limit, not a different output
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return out
