@@ -18,6 +18,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -233,6 +234,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         self._prior: float | None = None
         self._bounds: BoundCache | None = None
         self._class_labels: np.ndarray | None = None
+        self.preprocessing: Any = None  # fit-time raw -> feature map (a state's; or fit's)
 
     def _bind_pool(self, pool) -> None:
         """Take the private pool; resume or create the state directory for it."""
@@ -278,6 +280,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
                              fitted.evaluator.get("model_factory"))
         self._set_fitted(worlds, fitted.arrays["masks"], fitted.secret_index,
                          fitted.noise_entropy)
+        self.preprocessing = fitted.evaluator.get("preprocessing")
 
     def _set_fitted(self, worlds: Worlds, masks: np.ndarray, secret_index: int,
                     noise_entropy: int) -> None:
@@ -322,7 +325,9 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         confirms that the folder is the original state moved to a new place (across file
         systems, or restored): a ``ledger.db`` that is not the file recorded at the old place
         is refused without it, since a copy whose original was deleted would miss the
-        original's later answers.
+        original's later answers. A state fitted on a preprocessed pool (``predict fit
+        --standardize``) holds its fit's map as :attr:`preprocessing`: :meth:`answer` takes
+        rows in the pool's features, so map raw rows with it first.
 
         Raises
         ------
@@ -405,8 +410,8 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
 
     # -- fitting -------------------------------------------------------------------------------
     @refuses_removed(execution_hints())
-    def fit(self, X=None, y=None, *, execution: ExecutionOptions | None = None
-            ) -> PrivatePredictor:
+    def fit(self, X=None, y=None, *, execution: ExecutionOptions | None = None,
+            preprocessing=None) -> PrivatePredictor:
         """Fit the ``n_worlds`` world models and draw ``J``.
 
         Parameters
@@ -424,6 +429,11 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
             which worlds are drawn. The 0.2 keywords ``n_jobs=``, ``backend=``,
             ``checkpoint=``, ``progress=``
             were removed in 0.4 (a ``TypeError`` naming the replacement).
+        preprocessing : FittedPreprocessing, optional
+            The fitted map from raw rows to the pool's features
+            (:attr:`pacpriv.datasets.Dataset.transform`), stored with the state (owner-only,
+            SHA-256 checked) as :attr:`preprocessing`; ``pacpriv predict query`` and ``serve``
+            apply it to raw rows. :meth:`answer` always takes rows in the pool's features.
 
         Returns
         -------
@@ -472,10 +482,12 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         secret_index, noise_entropy = draw_secret(self._seeds, self.n_worlds)
         if st is not None:  # a secret written before a crash is kept
             secret_index, noise_entropy = st.store_fit(
-                arrays, {"output": self.output, "model_factory": factory},
+                arrays, {"output": self.output, "model_factory": factory,
+                         **({} if preprocessing is None else {"preprocessing": preprocessing})},
                 (secret_index, noise_entropy))
             self._open_ledger()
         self._set_fitted(worlds, arrays["masks"], secret_index, noise_entropy)
+        self.preprocessing = preprocessing
         return self
 
     def _take_pool(self, pool) -> None:
