@@ -127,3 +127,22 @@ def test_a_ctrl_c_the_mechanism_swallows_still_stops_the_run(tmp_path):
 
     with pytest.raises(MechanismExit):
         call_mechanism(raises_it, X, rng=None)
+
+
+def test_a_later_parts_probe_refusal_names_the_whole_run_limit():
+    """AI1 / bound checker: a later part's probe said "did not finish within 3.96922 s
+    (--time-limit)" for a 6 s limit, and "nothing was run" after earlier parts had run."""
+    from pacpriv.pac.engine._limit import whole_run_words
+
+    with pytest.raises(TimeLimitError) as info:
+        with whole_run_words(6.0):
+            raise TimeLimitError("the timed probe (before the run) did not finish within "
+                                 "3.96922 s (`time_limit`); nothing was run or charged")
+    assert str(info.value) == (
+        "the timed probe (before the run) did not finish within 3.96922 s (what was left of "
+        "`time_limit` 6 s for the whole run); this part was not started; nothing was released "
+        "or charged")
+    with pytest.raises(TimeLimitError) as info:  # the whole limit itself: words unchanged
+        with whole_run_words(6.0):
+            raise TimeLimitError("over `time_limit` 6 s (nothing was run or charged)")
+    assert str(info.value) == "over `time_limit` 6 s (nothing was run or charged)"
