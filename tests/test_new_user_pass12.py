@@ -146,3 +146,44 @@ def test_a_later_parts_probe_refusal_names_the_whole_run_limit():
         with whole_run_words(6.0):
             raise TimeLimitError("over `time_limit` 6 s (nothing was run or charged)")
     assert str(info.value) == "over `time_limit` 6 s (nothing was run or charged)"
+
+
+class _PicklingMean:
+    """A callable object whose call pickles an instance of its class, as the worlds of
+    ``predict fit`` do with joblib: ``copyreg`` then caches ``__slotnames__`` on the class."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.scale = scale
+
+    def __call__(self, subset):
+        import pickle
+
+        pickle.dumps(_PicklingMean(self.scale))
+        return self.scale * (subset.mean(axis=0) if len(subset) else np.zeros(X.shape[1]))
+
+
+class _NotYetPickled(_PicklingMean):
+    """Pickled only by the test below."""
+
+
+def test_a_mechanism_resumes_after_pickling_caches_appear_on_its_class(tmp_path):
+    """AJ1: `PrivatePredictor.fit` stopped by `time_limit` could not resume ("its state
+    changed"): pickling a model added ``__slotnames__`` to its class, which the mechanism's
+    digest read as state."""
+    from pacpriv.pac.engine._checkpoint import mechanism_digest
+    from pacpriv.pac.engine._simulate import simulate
+
+    Fresh = _NotYetPickled
+    before = mechanism_digest(Fresh())
+    import pickle
+
+    pickle.dumps(Fresh())
+    assert "__slotnames__" in vars(Fresh)
+    assert mechanism_digest(Fresh()) == before
+    ckpt = str(tmp_path / "ck")
+    first = simulate(_PicklingMean(), X, n_trials=8, rng=1,
+                     execution=ExecutionOptions(progress=False, checkpoint=ckpt))
+    again = simulate(_PicklingMean(), X, n_trials=8, rng=1,
+                     execution=ExecutionOptions(progress=False, checkpoint=ckpt))
+    assert again.resumed_trials == 8
+    np.testing.assert_array_equal(first.outputs, again.outputs)
