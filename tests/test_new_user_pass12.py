@@ -187,3 +187,34 @@ def test_a_mechanism_resumes_after_pickling_caches_appear_on_its_class(tmp_path)
                      execution=ExecutionOptions(progress=False, checkpoint=ckpt))
     assert again.resumed_trials == 8
     np.testing.assert_array_equal(first.outputs, again.outputs)
+
+
+def test_predict_query_shows_a_csv_s_text_labels(tmp_path, monkeypatch, capsys):
+    """AD5: `predict fit` on a CSV whose labels are 'no'/'yes' answered labels 0/1 with
+    columns vote(0)/vote(1), the mapping stored and shown nowhere; the names are kept with the
+    state and shown by `predict query` (text and --json) and `serve`."""
+    import json
+
+    from pacpriv.cli import main
+    from pacpriv.prediction import PrivatePredictor
+
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(60, 3))
+    labels = np.where(rows[:, 0] > 0, "yes", "no")
+    lines = ["a,b,c,label"] + [f"{r[0]:.4f},{r[1]:.4f},{r[2]:.4f},{t}"
+                               for r, t in zip(rows, labels, strict=True)]
+    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["predict", "fit", "--estimator", "logistic", "--dataset", "t.csv",
+                 "--label-column", "label", "--state", "st", "--n-worlds", "4",
+                 "--per-query-budget", "0.001", "--total-budget", "0.1", "--output", "label",
+                 "--no-progress", "--seed", "0"]) == 0
+    capsys.readouterr()
+    assert main(["predict", "query", "--state", "st", "--dataset", "t.csv", "--label-column",
+                 "label", "--rows", "0:3", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["columns"] == ["vote(no)", "vote(yes)"]
+    assert set(answer["labels"]) <= {"no", "yes"} and len(answer["labels"]) == 3
+    pp = PrivatePredictor.load("st")
+    assert pp.label_names == ("no", "yes") and list(pp.classes_) == [0, 1]
+    assert list(pp.display_classes) == ["no", "yes"]
