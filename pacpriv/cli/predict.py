@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import re
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from pacpriv.cli._args import (
     number,
 )
 from pacpriv.cli._predict_fit import NOT_AN_ESTIMATOR, check_fit_estimate, check_worlds_up_front
+from pacpriv.cli._predict_query import check_no_query_preprocessing, query_rows
 from pacpriv.cli._resources import (
     check_output_dir,
     effective_n_jobs,
@@ -38,8 +38,6 @@ from pacpriv.cli._user import (
     add_dataset_arguments,
     check_cli_class_labels,
     load_cli_dataset,
-    load_cli_rows,
-    preprocessing_from_args,
 )
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.prediction._noise import NOISE_RULES
@@ -187,8 +185,9 @@ def add_parser(subparsers, name: str) -> None:
                            description="Answer rows in order; each spends the per-query budget.")
     query.add_argument("--state", required=True, help="fitted state directory")
     src = query.add_mutually_exclusive_group(required=True)
-    src.add_argument("--queries", help=".csv (numeric; header row optional), .npy or .npz file "
-                     "of rows, read like predict fit's --dataset")
+    src.add_argument("--queries", help=".csv (header row optional), .npy or .npz file of raw "
+                     "rows, read like predict fit's --dataset; the fit's preprocessing (its "
+                     "pool's statistics, stored in the state) is applied automatically")
     src.add_argument("--dataset", help="take the rows from a bundled dataset or a data file "
                      "(see --rows)")
     query.add_argument("--rows", default="0:1", help="START:STOP rows of --dataset (default 0:1; "
@@ -395,7 +394,9 @@ def _fit(args) -> int:
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=seed,
                           secret_rng=args.secret_seed)
-    pp.fit(execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs))
+    pp.fit(execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs),
+           preprocessing=dataset.transform,
+           label_names=dataset.target_names if output != "value" else None)
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")
@@ -465,39 +466,18 @@ def _check_estimator_kind(args, estimator) -> None:
                          "model") from None
 
 
-def _rows(args):
-    if args.queries is not None:
-        return load_cli_rows(args.queries, args, "--queries")
-    text = args.rows.strip()
-    shown = text if len(text) <= 60 else text[:57] + "..."
-    m = re.fullmatch(r"(\d+):(\d+)", text)  # keys: digit strings compared as integers
-    start_key, stop_key = [(len(g.lstrip("0")), g.lstrip("0")) for g in (m.groups() if m
-                                                                         else ("", ""))]
-    if not m or start_key >= stop_key:
-        raise UsageError("--rows must be START:STOP, two non-negative integers with START < STOP "
-                         f"(e.g. 0:10, the first ten rows of --dataset); got {shown!r}")
-    X = load_cli_dataset(args).X
-    if stop_key[0] > 18 or int(m.group(2)) > len(X):  # each row spends budget: no clamping
-        raise UsageError(f"--rows {shown}: STOP is beyond the {len(X)} rows of --dataset "
-                         f"(START:STOP must lie within 0:{len(X)})")
-    return X[int(m.group(1)):int(m.group(2))]
-
-
 def _query(args) -> int:
     from pacpriv.prediction import PrivatePredictor
     from pacpriv.prediction._reporting import column_names
     from pacpriv.prediction._sklearn import labels_of
 
-    if args.queries is not None and preprocessing_from_args(args) is not None:
-        raise UsageError("--queries: --categorical, --missing and --standardize apply to "
-                         "--dataset only (fit on its pool); give rows already in the pool's "
-                         "feature space, or query --rows of --dataset")
+    check_no_query_preprocessing(args)  # the state's fit-time preprocessing applies
     check_existing_dir(args.state, "--state")
     if args.queries is not None:  # before the state is loaded
         check_input_file(args.queries, "--queries file")
     add_cwd_to_path()  # world models of a module:attr estimator import it by name
     pp = PrivatePredictor.load(args.state, ledger=args.ledger)
-    X = _rows(args)
+    X = query_rows(args, pp.preprocessing)
     source = "--queries" if args.queries is not None else "--dataset rows"
     shape = tuple(pp.feature_shape or ())
     if tuple(X.shape[1:]) != shape:
@@ -513,7 +493,7 @@ def _query(args) -> int:
         raise
     state = pp.budget()
     facts = pp.to_dict()
-    classes = getattr(pp, "classes_", None)  # classifier outputs only
+    classes = pp.display_classes  # classifier outputs only; by the pool's label names
     labels = None if classes is None else labels_of(out, classes)
     columns = column_names(facts["output"], classes, out.shape[1])
     if args.json:
@@ -569,6 +549,8 @@ def _status(args) -> int:
     else:
         _print_budget(pp.budget())
         print(f"{'secret index, noise':<22}{pp.secret_randomness}")
+        if pp.preprocessing is not None:
+            print(f"{'preprocessing':<22}{pp.preprocessing.describe()}")
     if args.out is not None:
         for fmt, path in write_report(pp, Path(args.out), formats=("json", "md")).items():
             print(f"{f'report ({fmt})':<22}{path}")

@@ -20,11 +20,12 @@ from pacpriv.datasets.preprocessing import (
     MISSING_MARKERS,
     Preprocessing,
     encode_table,
+    fit_standardize,
     is_missing,
-    standardize,
 )
+from pacpriv.datasets.transform import FittedPreprocessing
 
-__all__ = ["read_csv", "read_numpy", "select_columns"]
+__all__ = ["read_csv", "read_csv_cells", "read_numpy", "select_columns"]
 
 
 def _float_or_none(text: str) -> float | None:
@@ -203,21 +204,9 @@ def _split_header(rows: list, path: Path) -> tuple[list[str] | None, list]:
     return rows[0][1], rows[1:]
 
 
-def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=None,
-             drop_columns=None, preprocessing: Preprocessing | None = None):
-    """Read a CSV; the first row is a header when every field looks like a name.
-
-    ``columns`` (the feature columns to keep) or ``drop_columns`` (columns to leave out, e.g. a
-    text column) name header names or file column indices; a left-out column is never parsed.
-    ``preprocessing`` (:class:`~pacpriv.datasets.preprocessing.Preprocessing`) encodes text
-    columns, handles missing cells and standardises; without it the features must be finite
-    numbers. Error messages name the file, line and column, never a cell's text (it is a
-    record's value): a non-numeric, non-finite or undecodable cell is described, not quoted.
-
-    Returns ``(X, y, feature_names, target_names, applied)``: ``applied`` is one line saying
-    what ``preprocessing`` did (``None`` if nothing).
-    """
-    spec = preprocessing if preprocessing is not None else Preprocessing()
+def _table(path: Path, label_column, delimiter: str, columns, drop_columns):
+    """A CSV's header (or None), its data rows ``(line, fields)``, column names, label index
+    and kept feature columns (errors name the file and line, never a cell)."""
     with open(path, newline="", encoding="utf-8-sig") as fh:  # a BOM is not part of a name
         reader = csv.reader(fh, delimiter=delimiter)
         try:
@@ -245,6 +234,53 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
     names = header if header is not None else [f"x{j}" for j in range(n_cols)]
     keep = select_columns(names, columns=columns, drop_columns=drop_columns,
                           exclude=() if label is None else (label,), where=repr(path.name))
+    return header, rows, names, label, keep
+
+
+def read_csv_cells(path: Path, *, label_column=None, delimiter: str = ",", columns=None,
+                   drop_columns=None):
+    """The raw feature cells of a CSV, read as :func:`read_csv` reads its columns (the label
+    column left out, ``columns``/``drop_columns`` applied), nothing parsed or transformed:
+    for :meth:`~pacpriv.datasets.transform.FittedPreprocessing.transform_cells`.
+
+    Returns ``(cells, names, row_ids, has_header)``: ``cells`` one list of str per data row,
+    ``names`` the kept columns' names, ``row_ids`` each row's line number.
+
+    Raises
+    ------
+    ValueError
+        As :func:`read_csv` for the file's layout, or a row with another number of fields.
+    """
+    header, rows, names, _, keep = _table(path, label_column, delimiter, columns, drop_columns)
+    cells = []
+    for lineno, fields in rows:
+        if len(fields) != len(names):
+            raise ValueError(f"{path.name}, line {lineno}: expected {len(names)} fields, found "
+                             f"{len(fields)}.")
+        cells.append([fields[j] for j in keep])
+    return cells, [names[j] for j in keep], [lineno for lineno, _ in rows], header is not None
+
+
+def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=None,
+             drop_columns=None, preprocessing: Preprocessing | None = None):
+    """Read a CSV; the first row is a header when every field looks like a name.
+
+    ``columns`` (the feature columns to keep) or ``drop_columns`` (columns to leave out, e.g. a
+    text column) name header names or file column indices; a left-out column is never parsed.
+    ``preprocessing`` (:class:`~pacpriv.datasets.preprocessing.Preprocessing`) encodes text
+    columns, handles missing cells and standardises; without it the features must be finite
+    numbers. Error messages name the file, line and column, never a cell's text (it is a
+    record's value): a non-numeric, non-finite or undecodable cell is described, not quoted.
+
+    Returns ``(X, y, feature_names, target_names, applied, fitted)``: ``applied`` is one line
+    saying what ``preprocessing`` did (``None`` if nothing), ``fitted`` the
+    :class:`~pacpriv.datasets.transform.FittedPreprocessing` (``None`` without
+    ``preprocessing``).
+    """
+    spec = preprocessing if preprocessing is not None else Preprocessing()
+    header, rows, names, label, keep = _table(path, label_column, delimiter, columns,
+                                              drop_columns)
+    n_cols = len(names)
     wanted = set(keep)
     values = np.empty((len(rows), n_cols))
     labels: list[str] = []
@@ -276,24 +312,29 @@ def read_csv(path: Path, *, label_column=None, delimiter: str = ",", columns=Non
                     f"must be finite numbers{_hint(text, j, header, delimiter, label)}{more}."
                 )
             values[i, j] = v
-    applied = None
+    applied, fitted = None, None
     if encode:
-        X, feature_names, kept_labels, applied = encode_table(
+        X, feature_names, kept_labels, applied, table = encode_table(
             [[fields[j] for j in keep] for _, fields in rows], [names[j] for j in keep], spec,
             where=path.name, row_ids=[lineno for lineno, _ in rows],
             labels=labels if label is not None else None)
+        fitted = FittedPreprocessing.of(spec, [names[j] for j in keep], table, encoded=True)
         labels = kept_labels or []
     else:
         X, feature_names = values[:, keep], [names[j] for j in keep]
+        scaler = None
         if spec.standardize:
-            X, applied = standardize(X, names=feature_names, where=repr(path.name))
+            X, applied, scaler = fit_standardize(X, names=feature_names, where=repr(path.name))
+        if preprocessing is not None:  # recorded even when nothing changed (no imputer then)
+            fitted = FittedPreprocessing.of(spec, feature_names, scaler, encoded=False)
     if label is None:
-        return X, None, feature_names, None, applied
+        return X, None, feature_names, None, applied, fitted
     numeric = [_float_or_none(t) for t in labels]
     if all(v is not None and math.isfinite(v) for v in numeric):
-        return X, np.asarray(numeric, dtype=np.float64), feature_names, None, applied
+        return X, np.asarray(numeric, dtype=np.float64), feature_names, None, applied, fitted
     target_names, y = np.unique(np.asarray(labels), return_inverse=True)
-    return X, y.astype(np.int64), feature_names, [str(t) for t in target_names], applied
+    return (X, y.astype(np.int64), feature_names, [str(t) for t in target_names], applied,
+            fitted)
 
 
 #: How each NumPy file begins: ``numpy.save``'s header, a ZIP archive (``numpy.savez``).

@@ -36,7 +36,8 @@ import numpy as np
 from pacpriv._files import check_input_file
 from pacpriv._stats import clipping_problem
 from pacpriv.datasets.files import read_csv, read_numpy, select_columns
-from pacpriv.datasets.preprocessing import Preprocessing, check_column_scales, standardize
+from pacpriv.datasets.preprocessing import Preprocessing, check_column_scales, fit_standardize
+from pacpriv.datasets.transform import FittedPreprocessing
 from pacpriv.exceptions import ClippingWarning, warn_user
 
 __all__ = [
@@ -159,6 +160,11 @@ class Dataset:
         Where the ranges come from.
     preprocessing : str or None
         What :class:`Preprocessing` applied (one line, no statistic), ``None`` if nothing.
+    transform : FittedPreprocessing or None
+        The fitted transformers of ``preprocessing`` (pool statistics: never printed), to map
+        later raw rows into these features
+        (:class:`~pacpriv.datasets.transform.FittedPreprocessing`); ``None`` without a
+        :class:`Preprocessing`.
     """
 
     name: str
@@ -173,6 +179,7 @@ class Dataset:
     feature_high: tuple[float, ...]
     bounds_source: str
     preprocessing: str | None = None
+    transform: FittedPreprocessing | None = None
 
     @property
     def n_records(self) -> int:
@@ -500,9 +507,9 @@ def load_dataset(
         raise ValueError(f"dataset file {str(path)!r} is empty.")
     if not isinstance(delimiter, str) or len(delimiter) != 1:
         raise ValueError(f"`delimiter` must be one character; got {delimiter!r}.")
-    applied = None
+    applied, fitted = None, None
     if suffix == ".csv":
-        X, y, names, target_names, applied = read_csv(
+        X, y, names, target_names, applied, fitted = read_csv(
             path, label_column=label_column, delimiter=delimiter, columns=columns,
             drop_columns=drop_columns, preprocessing=preprocessing)
     else:
@@ -511,7 +518,8 @@ def load_dataset(
                               where=repr(path.name))
         X, names = X[:, keep], [names[j] for j in keep]
         if preprocessing is not None and preprocessing.standardize:
-            X, applied = standardize(X, names=names, where=repr(str(path)))
+            X, applied, scaler = fit_standardize(X, names=names, where=repr(str(path)))
+            fitted = FittedPreprocessing.of(preprocessing, names, scaler, encoded=False)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"dataset file {str(path)!r} holds no records or no features.")
     if X.shape[0] < MIN_RECORDS:
@@ -526,10 +534,10 @@ def load_dataset(
         path.stem, X, y, names, target_names, f"data pool loaded from {path.name}",
         str(path.resolve()), X.min(axis=0), X.max(axis=0), "pool",
     )  # fmt: skip
-    if applied:
+    if applied or fitted is not None:
         from dataclasses import replace
 
-        ds = replace(ds, preprocessing=applied)
+        ds = replace(ds, preprocessing=applied, transform=fitted)
     return ds if feature_ranges is None else _declare(ds, feature_ranges)
 
 
@@ -539,10 +547,11 @@ def _standardized(ds: Dataset, preprocessing: Preprocessing | None) -> Dataset:
         return ds
     from dataclasses import replace
 
-    X, applied = standardize(ds.X, names=ds.feature_names, where=repr(ds.name))
+    X, applied, scaler = fit_standardize(ds.X, names=ds.feature_names, where=repr(ds.name))
+    fitted = FittedPreprocessing.of(preprocessing, ds.feature_names, scaler, encoded=False)
     return replace(ds, X=_freeze(X), feature_low=tuple(float(v) for v in X.min(axis=0)),
                    feature_high=tuple(float(v) for v in X.max(axis=0)), bounds_source="pool",
-                   preprocessing=applied)
+                   preprocessing=applied, transform=fitted)
 
 
 def _subset_columns(ds: Dataset, columns, drop_columns) -> Dataset:

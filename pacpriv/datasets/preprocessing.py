@@ -42,6 +42,7 @@ __all__ = [
     "Preprocessing",
     "check_column_scales",
     "encode_table",
+    "fit_standardize",
     "standardize",
 ]
 
@@ -179,6 +180,10 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
         The kept rows' labels.
     applied : str or None
         One line for reports: what was applied, with counts (``None`` if nothing was).
+    fitted : tuple (ColumnTransformer, tuple of bool)
+        The fitted transformer (DataFrame columns ``c0..c{p-1}``) and which columns were
+        text, for :class:`~pacpriv.datasets.transform.FittedPreprocessing` (never printed:
+        pool statistics).
 
     Raises
     ------
@@ -235,9 +240,11 @@ def encode_table(cells: list[list[str]], names: list[str], spec: Preprocessing, 
         j = int(np.flatnonzero(empty)[0])
         raise ValueError(f"{where}: column {names[j]!r} has no value in any row; leave it out "
                          "with `drop_columns`.")
-    X, out_names = _transform(cells, names, spec, keep, missing, text, where)
+    X, out_names, ct = _transform(cells, names, spec, keep, missing, text, where)
     kept_labels = None if labels is None else [t for t, k in zip(labels, keep, strict=True) if k]
-    return X, out_names, kept_labels, _applied(spec, names, text, missing, int((~keep).sum()))
+    fitted = (ct, tuple(bool(t) for t in text))
+    return (X, out_names, kept_labels, _applied(spec, names, text, missing, int((~keep).sum())),
+            fitted)
 
 
 def _transform(cells, names, spec, keep, missing, text, where):
@@ -272,7 +279,7 @@ def _transform(cells, names, spec, keep, missing, text, where):
             out_names += [f"{name}[{c}]" for c in range(k)]
         else:
             out_names.append(name)
-    return X, out_names
+    return X, out_names, ct
 
 
 def _applied(spec: Preprocessing, names, text, missing, n_dropped: int) -> str | None:
@@ -346,6 +353,12 @@ def check_column_scales(X: np.ndarray, names, *, where: str, missing_ok: bool = 
 
 
 def standardize(X: np.ndarray, *, names=None, where: str = "the pool") -> tuple[np.ndarray, str]:
+    """Standardise every column of a numeric pool: :func:`fit_standardize` without the
+    fitted transform (same parameters; returns ``(X_scaled, applied)``)."""
+    return fit_standardize(X, names=names, where=where)[:2]
+
+
+def fit_standardize(X: np.ndarray, *, names=None, where: str = "the pool"):
     """Standardise every column of a numeric pool (``StandardScaler``, pool statistics).
 
     Parameters
@@ -362,6 +375,9 @@ def standardize(X: np.ndarray, *, names=None, where: str = "the pool") -> tuple[
         Mean 0 and standard deviation 1 per column (a constant column maps to 0).
     applied : str
         One line for reports.
+    scaler : sklearn.preprocessing.StandardScaler
+        The fitted scaler, to map later raw rows into the same features
+        (:class:`~pacpriv.datasets.transform.FittedPreprocessing`).
 
     Raises
     ------
@@ -372,7 +388,8 @@ def standardize(X: np.ndarray, *, names=None, where: str = "the pool") -> tuple[
 
     X = np.asarray(X, dtype=np.float64)
     check_column_scales(X, list(names or [f"x{j}" for j in range(X.shape[1])]), where=where)
-    out = StandardScaler().fit_transform(X)
-    return out, (f"{X.shape[1]} numeric column(s) standardized with the pool's mean and "
-                 "standard deviation (scikit-learn StandardScaler fit on the whole pool: pool "
-                 "statistics, the same for every subset; none is shown)")
+    scaler = StandardScaler().fit(X)
+    applied = (f"{X.shape[1]} numeric column(s) standardized with the pool's mean and "
+               "standard deviation (scikit-learn StandardScaler fit on the whole pool: pool "
+               "statistics, the same for every subset; none is shown)")
+    return scaler.transform(X), applied, scaler

@@ -28,6 +28,13 @@ spend nothing more. Limits (:class:`~pacpriv.prediction._limits.ServeLimits`): a
 past ``timeout`` gets 503 and its charge is refunded. Malformed rows, and a body nested deeper
 than the expected shape (``{"rows": [[...], ...]}``, 3 levels), get 422, nothing spent.
 
+Feature space. Rows are in the space the state's fit read: a state fitted on a preprocessed
+pool (``predict fit --standardize`` or ``--missing impute-*``) takes *raw* rows, one value per
+column of the pool file in its own units, and maps them with the fit's transformers (the
+pool's statistics, stored in the state); a state whose fit encoded text columns
+(``--categorical``) answers 422 at ``body.rows`` (use ``pacpriv predict query``); any other
+state takes rows of the pool's features, as given to ``fit``.
+
 Nothing secret (the world index, the noise seed, a token) is ever logged or returned; the audit
 table holds key ids, times, rows, nats and outcomes, never queries or answers.
 """
@@ -62,6 +69,13 @@ def _answer(outputs: list, labels: list | None, release: Any, state: dict, *, ke
             "key": key, "noise": noise}
 
 
+#: The located 422 of a state whose fit encoded text columns: JSON rows of numbers cannot carry
+#: their categories, and the encoded features would need the pool's category lists.
+_TEXT_STATE = ("this state's fit encoded {n} text column(s) ({how}): /predict takes rows of "
+               "numbers in the pool file's raw columns and cannot carry categories; answer "
+               "such rows with `pacpriv predict query --queries FILE.csv`")
+
+
 def _json_numbers_only(rows: Any) -> Any:
     """Refuse JSON true/false, strings and nulls in the rows: pydantic's lax float would read
     them as numbers (true as 1.0) and the answer would be charged."""
@@ -81,6 +95,30 @@ def _check_rows(rows: list[list[float]], n_features: int) -> list[list[float]]:
         if not all(math.isfinite(x) for x in row):
             raise ValueError(f"row {i} holds a non-finite value (NaN or inf)")
     return rows
+
+
+async def _invalid_body(request, exc):
+    """422 without echoing the input (it may hold NaN, which JSON cannot carry)."""
+    from fastapi.responses import JSONResponse
+
+    errors = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", "")),
+               "type": str(e.get("type", ""))} for e in exc.errors()]
+    return JSONResponse(status_code=422, content={"detail": errors})
+
+
+def _features(fastapi, prep, rows: list) -> Any:
+    """The rows as float64, mapped by the fit's preprocessing ``prep`` (the pool's statistics)
+    when the state stores one; a row it cannot map gets a located 422."""
+    import numpy as np
+
+    X = np.asarray(rows, dtype=np.float64)
+    if prep is None:
+        return X
+    try:
+        return prep.transform_numeric(X, where="body.rows")
+    except ValueError as err:
+        raise fastapi.HTTPException(status_code=422, detail=[{
+            "loc": ["body", "rows"], "msg": str(err), "type": "value_error"}]) from None
 
 
 def create_app(predictor, limits: ServeLimits | None = None) -> Any:
@@ -115,14 +153,18 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
                            "PrivatePredictor.load(state_dir).")
     limits = ServeLimits() if limits is None else limits
     n_features = math.prod(predictor.feature_shape)
-    classes = getattr(predictor, "classes_", None)  # None for value and callable outputs
+    prep = getattr(predictor, "preprocessing", None)  # the fit's raw -> feature map, if any
+    n_values = n_features if prep is None else prep.n_inputs
+    # None for value and callable outputs; by the pool's label names where the state has them
+    classes = getattr(predictor, "display_classes", getattr(predictor, "classes_", None))
     release = release_of(predictor.to_dict()["output"])
     auth = _Auth(predictor.ledger.store, RateLimiter(limits.rate, limits.burst))
 
     class PredictRequest(pydantic.BaseModel):  # type: ignore[name-defined]
         model_config = pydantic.ConfigDict(extra="forbid")
         rows: list[list[float]] = pydantic.Field(
-            min_length=1, description=f"query rows, each of {n_features} finite numbers")
+            min_length=1, description=f"query rows, each of {n_values} finite numbers"
+            + ("" if prep is None else " (raw values in the pool file's columns and units)"))
 
         @pydantic.field_validator("rows", mode="before")
         @classmethod
@@ -132,26 +174,21 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
         @pydantic.field_validator("rows")
         @classmethod
         def _shape(cls, rows: list[list[float]]) -> list[list[float]]:
-            return _check_rows(rows, n_features)
+            if prep is not None and prep.has_text:
+                raise ValueError(_TEXT_STATE.format(n=sum(prep.text), how=prep.spec.categorical))
+            return _check_rows(rows, n_values)
 
     app = fastapi.FastAPI(
         title="pacpriv private prediction",
         description="PAC-private predictions with posterior-tracked noise. " + THREAT_MODEL,
     )
 
-    @app.exception_handler(fastapi.exceptions.RequestValidationError)
-    async def _invalid(request, exc):
-        # 422 without echoing the input (it may hold NaN, which JSON cannot carry)
-        errors = [{"loc": [str(x) for x in e.get("loc", ())], "msg": str(e.get("msg", "")),
-                   "type": str(e.get("type", ""))} for e in exc.errors()]
-        return fastapi.responses.JSONResponse(status_code=422, content={"detail": errors})
+    app.add_exception_handler(fastapi.exceptions.RequestValidationError, _invalid_body)
 
     @app.post("/predict")
     def predict(request: PredictRequest, authorization: str | None = fastapi.Header(None),
                 idempotency_key: str | None = fastapi.Header(None)) -> dict:
         import time
-
-        import numpy as np
 
         from pacpriv.prediction._ledger import Caller
 
@@ -160,7 +197,7 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
                 0 < len(idempotency_key) <= 200 and idempotency_key.isprintable()):
             raise fastapi.HTTPException(status_code=422, detail="the Idempotency-Key header "
                                         "must be 1 to 200 printable characters")
-        X = np.asarray(request.rows, dtype=np.float64).reshape(
+        X = _features(fastapi, prep, request.rows).reshape(  # the fit's preprocessing, if any
             (len(request.rows), *predictor.feature_shape))
         caller = Caller(key_id=key_id, idempotency_key=idempotency_key,
                         deadline=time.monotonic() + limits.timeout,

@@ -279,4 +279,6 @@ class BudgetReporting:
             "secret_randomness": self.secret_randomness,
             "noise": self.noise_source,
             "threat_model": threat_model(self.secret_randomness),
+            **({} if (prep := getattr(self, "preprocessing", None)) is None else
+               {"preprocessing": prep.describe()}),  # public words; a state without: as before
         }

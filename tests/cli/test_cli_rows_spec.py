@@ -9,7 +9,7 @@ import types
 import numpy as np
 import pytest
 
-from pacpriv.cli import predict
+from pacpriv.cli import _predict_query as predict
 from pacpriv.cli._args import UsageError
 
 
@@ -18,7 +18,7 @@ from pacpriv.cli._args import UsageError
 def test_rows_refused_with_the_valid_form(rows):
     args = argparse.Namespace(queries=None, rows=rows)
     with pytest.raises(UsageError) as info:
-        predict._rows(args)
+        predict.query_rows(args, None)
     text = str(info.value)
     assert text.startswith("--rows must be START:STOP, two non-negative integers with START < STOP")
     assert len(text) < 220
@@ -30,7 +30,7 @@ def test_a_stop_beyond_the_dataset_is_named(rows, monkeypatch):
     monkeypatch.setattr(predict, "load_cli_dataset",
                         lambda args: types.SimpleNamespace(X=np.zeros((150, 2))))
     with pytest.raises(UsageError) as info:
-        predict._rows(argparse.Namespace(queries=None, rows=rows))
+        predict.query_rows(argparse.Namespace(queries=None, rows=rows), None)
     text = str(info.value)
     assert "STOP is beyond the 150 rows of --dataset (START:STOP must lie within 0:150)" in text
     assert len(text) < 220
@@ -40,4 +40,4 @@ def test_a_stop_beyond_the_dataset_is_named(rows, monkeypatch):
 def test_ranges_within_the_dataset_pass(rows, n, monkeypatch):
     monkeypatch.setattr(predict, "load_cli_dataset",
                         lambda args: types.SimpleNamespace(X=np.zeros((150, 2))))
-    assert predict._rows(argparse.Namespace(queries=None, rows=rows)).shape == (n, 2)
+    assert predict.query_rows(argparse.Namespace(queries=None, rows=rows), None).shape == (n, 2)

@@ -183,8 +183,9 @@ def test_cli_default_is_one_line_with_counts(table, tmp_path, capsys):
 
 
 def test_predict_query_file_refuses_preprocessing_flags(table, tmp_path, capsys):
-    """Queries from a file cannot be encoded with the pool's transformers: one line, before
-    the state is read."""
+    """A query takes no preprocessing flags (the fit's transformers, stored in the state, are
+    applied to raw rows: tests/prediction/test_query_preprocessing.py): one line, before the
+    state is read."""
     queries = tmp_path / "q.csv"
     queries.write_text("1,2,3\n")
     state = tmp_path / "state"
@@ -194,7 +195,8 @@ def test_predict_query_file_refuses_preprocessing_flags(table, tmp_path, capsys)
     assert rc == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "--categorical, --missing and --standardize apply to --dataset only" in err
+    assert "takes no --categorical, --missing or --standardize" in err
+    assert "applied to the query rows automatically" in err
 
 _CELL = st.one_of(st.integers(-50, 50).map(str), st.sampled_from(["", "NA", "nan", "?"]))
 

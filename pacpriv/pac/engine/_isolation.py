@@ -141,6 +141,13 @@ def interrupt_marker() -> Iterator[int | None]:
         signal.signal(signal.SIGINT, current)
 
 
+def swallowed_since(marker: int | None) -> bool:
+    """Whether a SIGINT counted since ``marker`` arrived while code ran that then returned
+    normally: the code caught the ``KeyboardInterrupt`` itself (scikit-learn's MLP does, and
+    finishes with a model cut short), so the Ctrl-C would be lost."""
+    return marker is not None and marker >= 0 and _sigints != marker
+
+
 def interrupted_since(marker: int | None) -> bool:
     """Whether a SIGINT arrived since :func:`interrupt_marker` yielded ``marker``."""
     if marker is None:

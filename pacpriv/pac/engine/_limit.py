@@ -70,16 +70,30 @@ def checked_within(deadline: Deadline | None, task: TrialTask, work: Callable[[T
 
 
 def rerun_within(deadline: Deadline | None, task: TrialTask,
-                 check: Callable[[TrialTask], tuple[bool | None, str]]) -> tuple[bool | None, str]:
+                 check: Callable[[TrialTask], tuple[bool | None, str]], *,
+                 n_trials: int) -> tuple[bool | None, str]:
     """The reproducibility check after the trials (``check(task) -> (reproducible, note)``)
-    inside the run's time limit: skipped once the limit has passed, each re-run's timeout
-    capped at the time left, and a re-run cut by the limit reported as not checked, never as
-    "not reproducible" (its warning is then dropped)."""
+    inside the run's time limit: each re-run starts only before the deadline and is
+    interrupted at it.
+
+    Raises
+    ------
+    TimeLimitError
+        The limit passed before or during the check (the ``n_trials`` trials are kept in the
+        checkpoint, if any): a re-run cut by the limit is never reported as "not reproducible",
+        nor is a run that could not check its trials returned as finished (twelfth new-user
+        pass, R5).
+    """
     if deadline is None:
         return check(task)
-    skipped = (None, "not re-run from its seed: the run reached its time limit")
+
+    def stop() -> TimeLimitError:
+        err = deadline.error(n_trials, n_trials)
+        return TimeLimitError(f"{err} (It was reached during the reproducibility check, which "
+                              "re-runs trials from their seeds.)", n_done=n_trials)
+
     if deadline.passed():
-        return skipped
+        raise stop()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -87,9 +101,9 @@ def rerun_within(deadline: Deadline | None, task: TrialTask,
         except Exception:
             if time.monotonic() < deadline.end - 0.05:  # the check's own failure
                 raise
-            return skipped
+            raise stop() from None
     if out[0] is False and time.monotonic() >= deadline.end - 0.05:
-        return skipped
+        raise stop()  # a re-run cut by the limit, not a different output
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return out
@@ -212,7 +226,8 @@ def _refuse_over(task: TrialTask, limit: float, pending: int, n_workers: int,
     raise TimeLimitError(
         f"the run would take about {duration_text(seconds)} ({pending} trials at "
         f"{per_trial:.3g} s each on {n_workers} worker(s), {AFTER_TRIALS_CALLS} calls after "
-        "them (a reproducibility re-run and the release) and the probe itself, from a timed "
+        "them (a reproducibility re-run; a release, if the run makes one) and the probe "
+        "itself, from a timed "
         f"probe of {sum(sizes)} trial(s)), over `time_limit` {limit:g} s: use fewer trials, more "
         "workers (`n_jobs`) or a larger `time_limit` (nothing was run or charged)",
         estimate_s=seconds)
@@ -257,21 +272,46 @@ def carry_over(execution: Any, started: float, limit_s: float | None, *, before:
 @contextlib.contextmanager
 def whole_run_words(limit_s: float | None):
     """A ``TimeLimitError`` of a simulation run under :func:`carry_over` names the whole run's
-    ``limit_s`` (not the part of it that was left to that simulation)."""
+    ``limit_s`` (not the part of it that was left to that simulation), once however deeply
+    parts nest, in its two forms ("`time_limit` X s", a probe's "within X s (time_limit)"),
+    and never says "nothing was run" of a part that may follow others (twelfth new-user pass,
+    Q9, AI1)."""
     try:
         yield
     except TimeLimitError as err:
         if limit_s is not None:
-            def whole(m: re.Match) -> str:
-                left = m.group(2) or m.group(1)  # an inner run's words: what it was left
-                if left == f"{limit_s:g}":
-                    return f"`time_limit` {limit_s:g} s"
-                return (f"`time_limit` {limit_s:g} s for the whole run ({left} s were "
-                        "left for this part)")
-            err.args = (re.sub(r"`time_limit` ([0-9.e+-]+) s(?: for the whole run \(([0-9.e+-]+)"
-                               r" s were left for this part\))?", whole, str(err), count=1),
-                        *err.args[1:])
+            err.args = (_whole_run_text(str(err), limit_s), *err.args[1:])
         raise
+
+
+_PART = r"(?: for the whole run \(([0-9.e+-]+) s were left for this part\))?"
+
+
+def _whole_run_text(text: str, limit_s: float) -> str:
+    whole_s, later = f"{limit_s:g}", False
+
+    def named(m: re.Match) -> str:
+        nonlocal later
+        left = m.group(2) or m.group(1)  # an inner run's words: what it was left
+        if left == whole_s:
+            return f"`time_limit` {whole_s} s"
+        later = True
+        return f"`time_limit` {whole_s} s for the whole run ({left} s were left for this part)"
+
+    def probe(m: re.Match) -> str:
+        nonlocal later
+        if m.group(1) == whole_s:
+            return m.group(0)
+        later = True
+        return (f"within {m.group(1)} s (what was left of `time_limit` {whole_s} s for the "
+                "whole run)")
+
+    text = re.sub(r"`time_limit` ([0-9.e+-]+) s" + _PART, named, text, count=1)
+    text = re.sub(r"within ([0-9.e+-]+) s \(`?time_limit`?\)", probe, text, count=1)
+    if later:  # an earlier part of the run may have run trials (kept in its checkpoint)
+        text = text.replace("nothing was run or charged",
+                            "this part was not started; nothing was released or charged")
+    return text
 
 
 def after_trials_within(limit_s: float | None, started: float, call: Callable[[], _T], *,

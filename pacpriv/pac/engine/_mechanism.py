@@ -29,7 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from pacpriv.pac.engine._isolation import interrupt_marker, interrupted_since, output_to_stderr
+from pacpriv.pac.engine._isolation import (
+    interrupt_marker,
+    interrupted_since,
+    output_to_stderr,
+    swallowed_since,
+)
 from pacpriv.pac.samplers import callable_fingerprint, display_name
 
 __all__ = [
@@ -129,7 +134,9 @@ def call_mechanism(
     ``rng`` is a Generator (passed as is) or a seed for :func:`numpy.random.default_rng`;
     ``takes_rng`` is :func:`accepts_rng`'s answer when the caller has it already. While ``f``
     runs its standard output goes to standard error; ``SystemExit`` and a ``KeyboardInterrupt``
-    that no SIGINT caused become :class:`MechanismExit` (see the module docstring).
+    that no SIGINT caused become :class:`MechanismExit` (see the module docstring). A SIGINT
+    that ``f`` caught and returned from (its result cut short) raises ``KeyboardInterrupt``
+    after it: the result is discarded.
     """
     if takes_rng is None:
         takes_rng = accepts_rng(mechanism)
@@ -139,7 +146,7 @@ def call_mechanism(
             np.random.default_rng(rng)
     with output_to_stderr(), interrupt_marker() as marker:
         try:
-            return mechanism(subset, **kwargs)
+            out = mechanism(subset, **kwargs)
         except SystemExit as err:
             raise MechanismExit(_exit_words(err)) from err
         except KeyboardInterrupt as err:
@@ -147,6 +154,12 @@ def call_mechanism(
                 raise  # a real Ctrl-C: the run stops
             raise MechanismExit("raised KeyboardInterrupt itself (no interrupt signal "
                                 "arrived: not a Ctrl-C)") from err
+        if swallowed_since(marker):
+            # a Ctrl-C the call caught and returned from (e.g. scikit-learn's MLP: "Training
+            # interrupted by user."): its output is cut short, so it is discarded and the run
+            # stops as on any Ctrl-C, finished trials kept (twelfth new-user pass, Z1/Z2)
+            raise KeyboardInterrupt
+    return out
 
 
 #: Non-zero output values must lie in [2^-400, 2^400] in magnitude: then every non-zero

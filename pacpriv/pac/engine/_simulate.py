@@ -446,8 +446,7 @@ def simulate(
     if isinstance(mechanism, EstimatorMechanism):  # e.g. unlabelled data: before any trial
         mechanism.check_pool(pool)
     n_trials, retries, timeout, batch_size, dtype = _check_options(
-        n_trials, retries, timeout, batch_size, output_dtype, progress
-    )
+        n_trials, retries, timeout, batch_size, output_dtype, progress)
     sampler = as_sampler(sampler)
     sampler.check_pool(n_records)  # degenerate samplers fail here, before any trial
     _check_memory(n_trials, n_records, checkpoint if ex.memory_map else output_path)
@@ -486,10 +485,11 @@ def simulate(
         backend_name, n_workers = run_pending(
             task, store, ckpt, n_jobs=n_jobs, backend=backend, batch_size=batch_size,
             bar=bar, retries=retries, deadline=deadline)
-    run_s = time.perf_counter() - t_run
-    left = np.inf if deadline is None else deadline.end - time.monotonic()  # time_limit
+    run_s, left = time.perf_counter() - t_run, (
+        np.inf if deadline is None else deadline.end - time.monotonic())  # time_limit
     reproducible, note = rerun_within(deadline, task, lambda t: _reproducibility(
-        t, store, pending, verified, run_s=run_s, n_workers=n_workers, left_s=left))
+        t, store, pending, verified, run_s=run_s, n_workers=n_workers, left_s=left),
+        n_trials=n_trials)
     outputs, masks = store.finalize()
     return SimulationResult(
         outputs=outputs,
