@@ -42,7 +42,7 @@ from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, duration
 from pacpriv.pac.engine._trial import TrialFailure, TrialTask, _Alarm, run_batch
 
 __all__ = ["Deadline", "after_trials_within", "carry_over", "checked_within", "rerun_within",
-           "start_limit", "whole_run_words"]
+           "stage_within", "start_limit", "whole_run_words"]
 
 #: Public root seed of the probe's trial (its output is discarded).
 PROBE_SEED = 0
@@ -340,7 +340,45 @@ def after_trials_within(limit_s: float | None, started: float, call: Callable[[]
         err = deadline.error(n_trials, n_trials)
         return TimeLimitError(f"{err} (It was reached {what}.)", n_done=n_trials)
 
-    left = deadline.end - time.monotonic()
+    return _interrupted_at(deadline.end, call, stop)
+
+
+def stage_within(limit_s: float | None, started: float, call: Callable[[], _T], *, what: str,
+                 checkpoint: Any = None) -> _T:
+    """``call()``, a stage of a run that is not a simulation (e.g. a comparison's model
+    training, before or between its simulations), inside the run's ``time_limit`` of
+    ``limit_s`` seconds since ``started`` (a ``time.monotonic()`` reading; None: no limit).
+
+    Nothing left: ``call`` does not start. It is interrupted at the limit where it can be
+    (SIGALRM, in the main thread of a POSIX process), and a call that returns past it is
+    discarded: a run never finishes past its limit (twelfth new-user pass, R8, R9).
+
+    Raises
+    ------
+    TimeLimitError
+        The limit was reached before or during ``what`` (e.g. ``"training the DP-SGD rows"``);
+        trials finished before it are kept in ``checkpoint`` (if any); nothing was released
+        or charged.
+    """
+    if limit_s is None:
+        return call()
+    kept = (f"trials finished before it are kept in the checkpoint {os.fspath(checkpoint)!r}: "
+            "run again with the same arguments (and a larger `time_limit`, or none) to resume"
+            if checkpoint is not None else "run again with a larger `time_limit` (or none)")
+
+    def stop() -> TimeLimitError:
+        return TimeLimitError(
+            f"the run reached its time limit (`time_limit` {limit_s:g} s) while {what}, and "
+            f"stopped; {kept}. Nothing was released or charged.", n_done=0)
+
+    return _interrupted_at(started + limit_s, call, stop)
+
+
+def _interrupted_at(end: float, call: Callable[[], _T],
+                    stop: Callable[[], TimeLimitError]) -> _T:
+    """``call()`` started only before ``end`` (``time.monotonic()`` seconds), interrupted at
+    it where it can be, and discarded when it returns past it (``stop()`` is raised)."""
+    left = end - time.monotonic()
     if left <= 0:
         raise stop()
     alarm = _Alarm(left)
@@ -348,9 +386,9 @@ def after_trials_within(limit_s: float | None, started: float, call: Callable[[]
         with alarm:
             out = call()
     except Exception:
-        if alarm.fired or deadline.passed():  # whatever the call made of the interrupt
+        if alarm.fired or time.monotonic() > end:  # whatever the call made of the interrupt
             raise stop() from None
         raise
-    if alarm.fired or deadline.passed():
+    if alarm.fired or time.monotonic() > end:
         raise stop()
     return out
