@@ -253,3 +253,18 @@ def test_a_hardened_release_s_bound_includes_its_grid_overhead():
     f(X[:20])
     assert f.ledger.spent >= f.plan.mi_claim + grid_overhead(grid_coordinates(f.plan))
     assert f.ledger.spent <= 0.05 * (1 + 1e-15)
+
+
+def test_a_nested_probe_refusal_names_the_whole_limit_once():
+    """AI1 after the first fix: two nested parts rewrote a probe's words twice ("within 3.96 s
+    (what was left of --time-limit 6 s for the whole run (5.99 s were left for this part) for
+    the whole run)")."""
+    from pacpriv.pac.engine._limit import whole_run_words
+
+    with pytest.raises(TimeLimitError) as info:
+        with whole_run_words(6.0), whole_run_words(5.99651):
+            raise TimeLimitError("the timed probe did not finish within 3.96185 s "
+                                 "(`time_limit`); nothing was run or charged")
+    assert str(info.value) == (
+        "the timed probe did not finish within 3.96185 s (what was left of `time_limit` 6 s "
+        "for the whole run); this part was not started; nothing was released or charged")

@@ -300,14 +300,16 @@ def _whole_run_text(text: str, limit_s: float) -> str:
 
     def probe(m: re.Match) -> str:
         nonlocal later
-        if m.group(1) == whole_s:
+        if m.group(1) == whole_s and m.group(2) is None:
             return m.group(0)
         later = True
         return (f"within {m.group(1)} s (what was left of `time_limit` {whole_s} s for the "
                 "whole run)")
 
+    # a probe's words first (an inner part's rewrite of them included), then the limit's
+    text = re.sub(r"within ([0-9.e+-]+) s \((?:what was left of )?`?time_limit`?"
+                  r"(?: ([0-9.e+-]+) s for the whole run)?\)", probe, text, count=1)
     text = re.sub(r"`time_limit` ([0-9.e+-]+) s" + _PART, named, text, count=1)
-    text = re.sub(r"within ([0-9.e+-]+) s \(`?time_limit`?\)", probe, text, count=1)
     if later:  # an earlier part of the run may have run trials (kept in its checkpoint)
         text = text.replace("nothing was run or charged",
                             "this part was not started; nothing was released or charged")
