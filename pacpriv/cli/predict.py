@@ -388,8 +388,9 @@ def _fit(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    seed = check_worlds_up_front(args, estimator, output, dataset.pool)  # before the probe
+    # the estimate first (seconds): a huge --n-worlds is said before its class check runs
     check_fit_estimate(args, dataset.pool, n_jobs, estimator, output)  # before the state
+    seed = check_worlds_up_front(args, estimator, output, dataset.pool)
     pp = PrivatePredictor(estimator, dataset.pool, n_worlds=args.n_worlds,
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=seed,
