@@ -179,7 +179,7 @@ def check_world_classes(fitter: Any, output: Any, pool: Any, *, n_worlds: int, s
     y = np.asarray(pool[1]) if classifier else np.zeros(n)
     described = sampler.to_dict() if hasattr(sampler, "to_dict") else type(sampler).__name__
     key = (repr(described), repr(world_seed.entropy), repr(world_seed.spawn_key), n, count,
-           hashlib.sha256(np.ascontiguousarray(np.unique(y, return_inverse=True)[1])).hexdigest())
+           hashlib.sha256(np.unique(y, return_inverse=True)[1].tobytes()).hexdigest())
     if key not in _CHECKED:  # the CLI's check, then the predictor's: the masks are drawn once
         from pacpriv.pac.engine._stall import CountNotice
 
