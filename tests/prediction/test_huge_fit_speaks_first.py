@@ -5,6 +5,7 @@ when it runs long, and the predictor's repeat of the CLI's check draws no mask a
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 
@@ -78,3 +79,32 @@ def test_a_long_count_says_how_far_it_got():
     text = str(caught[0].message)
     assert text.startswith("checking the masks: 250 of 1000 in ")
     assert "s left; nothing has been run or charged yet), or press Ctrl-C to stop." in text
+
+
+class _Store:
+    def __init__(self, n: int) -> None:
+        self.done = np.zeros(n, dtype=bool)
+
+    @property
+    def n_done(self) -> int:
+        return int(self.done.sum())
+
+
+def test_a_run_without_a_bar_says_how_far_it_got():
+    """--no-progress hid every word of a 45-min `pac run`/`compare`: with the bar hidden the
+    engine now says N of M trials, and about how long is left, after a few seconds."""
+    from pacpriv.pac.engine._parallel import QUIET_NOTE_S, _quiet_progress, _QuietProgress
+
+    store = _Store(1000)
+    store.done[:100] = True  # resumed from a checkpoint: those do not count in the rate
+    note = _quiet_progress(object(), store)  # a bar that shows nothing
+    assert isinstance(note, _QuietProgress) and note.first_s == QUIET_NOTE_S <= 5.0
+    store.done[100:300] = True
+    assert note.text(10.0) == ("300 of 1000 trials finished after 10 s (about 0.58 min left; "
+                               "no progress bar was asked for), or press Ctrl-C to stop.")
+    from tqdm import tqdm
+
+    with tqdm(total=10, disable=True) as hidden:
+        assert isinstance(_quiet_progress(hidden, store), _QuietProgress)
+    with open(os.devnull, "w") as sink, tqdm(total=10, file=sink) as shown:
+        assert not isinstance(_quiet_progress(shown, store), _QuietProgress)
