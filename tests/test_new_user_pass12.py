@@ -127,3 +127,94 @@ def test_a_ctrl_c_the_mechanism_swallows_still_stops_the_run(tmp_path):
 
     with pytest.raises(MechanismExit):
         call_mechanism(raises_it, X, rng=None)
+
+
+def test_a_later_parts_probe_refusal_names_the_whole_run_limit():
+    """AI1 / bound checker: a later part's probe said "did not finish within 3.96922 s
+    (--time-limit)" for a 6 s limit, and "nothing was run" after earlier parts had run."""
+    from pacpriv.pac.engine._limit import whole_run_words
+
+    with pytest.raises(TimeLimitError) as info:
+        with whole_run_words(6.0):
+            raise TimeLimitError("the timed probe (before the run) did not finish within "
+                                 "3.96922 s (`time_limit`); nothing was run or charged")
+    assert str(info.value) == (
+        "the timed probe (before the run) did not finish within 3.96922 s (what was left of "
+        "`time_limit` 6 s for the whole run); this part was not started; nothing was released "
+        "or charged")
+    with pytest.raises(TimeLimitError) as info:  # the whole limit itself: words unchanged
+        with whole_run_words(6.0):
+            raise TimeLimitError("over `time_limit` 6 s (nothing was run or charged)")
+    assert str(info.value) == "over `time_limit` 6 s (nothing was run or charged)"
+
+
+class _PicklingMean:
+    """A callable object whose call pickles an instance of its class, as the worlds of
+    ``predict fit`` do with joblib: ``copyreg`` then caches ``__slotnames__`` on the class."""
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.scale = scale
+
+    def __call__(self, subset):
+        import pickle
+
+        pickle.dumps(_PicklingMean(self.scale))
+        return self.scale * (subset.mean(axis=0) if len(subset) else np.zeros(X.shape[1]))
+
+
+class _NotYetPickled(_PicklingMean):
+    """Pickled only by the test below."""
+
+
+def test_a_mechanism_resumes_after_pickling_caches_appear_on_its_class(tmp_path):
+    """AJ1: `PrivatePredictor.fit` stopped by `time_limit` could not resume ("its state
+    changed"): pickling a model added ``__slotnames__`` to its class, which the mechanism's
+    digest read as state."""
+    from pacpriv.pac.engine._checkpoint import mechanism_digest
+    from pacpriv.pac.engine._simulate import simulate
+
+    Fresh = _NotYetPickled
+    before = mechanism_digest(Fresh())
+    import pickle
+
+    pickle.dumps(Fresh())
+    assert "__slotnames__" in vars(Fresh)
+    assert mechanism_digest(Fresh()) == before
+    ckpt = str(tmp_path / "ck")
+    first = simulate(_PicklingMean(), X, n_trials=8, rng=1,
+                     execution=ExecutionOptions(progress=False, checkpoint=ckpt))
+    again = simulate(_PicklingMean(), X, n_trials=8, rng=1,
+                     execution=ExecutionOptions(progress=False, checkpoint=ckpt))
+    assert again.resumed_trials == 8
+    np.testing.assert_array_equal(first.outputs, again.outputs)
+
+
+def test_predict_query_shows_a_csv_s_text_labels(tmp_path, monkeypatch, capsys):
+    """AD5: `predict fit` on a CSV whose labels are 'no'/'yes' answered labels 0/1 with
+    columns vote(0)/vote(1), the mapping stored and shown nowhere; the names are kept with the
+    state and shown by `predict query` (text and --json) and `serve`."""
+    import json
+
+    from pacpriv.cli import main
+    from pacpriv.prediction import PrivatePredictor
+
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(60, 3))
+    labels = np.where(rows[:, 0] > 0, "yes", "no")
+    lines = ["a,b,c,label"] + [f"{r[0]:.4f},{r[1]:.4f},{r[2]:.4f},{t}"
+                               for r, t in zip(rows, labels, strict=True)]
+    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["predict", "fit", "--estimator", "logistic", "--dataset", "t.csv",
+                 "--label-column", "label", "--state", "st", "--n-worlds", "4",
+                 "--per-query-budget", "0.001", "--total-budget", "0.1", "--output", "label",
+                 "--no-progress", "--seed", "0"]) == 0
+    capsys.readouterr()
+    assert main(["predict", "query", "--state", "st", "--dataset", "t.csv", "--label-column",
+                 "label", "--rows", "0:3", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["columns"] == ["vote(no)", "vote(yes)"]
+    assert set(answer["labels"]) <= {"no", "yes"} and len(answer["labels"]) == 3
+    pp = PrivatePredictor.load("st")
+    assert pp.label_names == ("no", "yes") and list(pp.classes_) == [0, 1]
+    assert list(pp.display_classes) == ["no", "yes"]

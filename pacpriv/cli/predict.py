@@ -403,7 +403,8 @@ def _fit(args) -> int:
                           output=output, rule=args.rule, state=args.state, rng=seed,
                           secret_rng=args.secret_seed)
     pp.fit(execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs),
-           preprocessing=dataset.transform)
+           preprocessing=dataset.transform,
+           label_names=dataset.target_names if output != "value" else None)
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")
@@ -500,7 +501,7 @@ def _query(args) -> int:
         raise
     state = pp.budget()
     facts = pp.to_dict()
-    classes = getattr(pp, "classes_", None)  # classifier outputs only
+    classes = pp.display_classes  # classifier outputs only; by the pool's label names
     labels = None if classes is None else labels_of(out, classes)
     columns = column_names(facts["output"], classes, out.shape[1])
     if args.json:

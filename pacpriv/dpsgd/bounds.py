@@ -268,7 +268,8 @@ def membership_inference_accuracy_bound(
     if is_huge_count(steps_per_epoch) or is_huge_count(epochs):
         return _huge_count_bound(sigma, steps_per_epoch, epochs, k)
     m, e = _validate_counts(steps_per_epoch, epochs)
-    if check_int(k, "k", low=1) != 1:
+    k = check_int(k, "k", low=1)  # a numpy integer is kept as a Python int
+    if k != 1:
         acc, l1p, vac = _k_of_t_elementwise(sigma, m, e, k)
         sigma, m, e = np.broadcast_arrays(sigma, m, e)
         scalar = sigma.ndim == 0

@@ -9,6 +9,7 @@ verified on the safe side and nudged up if needed.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 import warnings
 from dataclasses import asdict, dataclass
@@ -17,7 +18,7 @@ import numpy as np
 from scipy import special
 
 from pacpriv._display import Displayable, Summary
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_array_real, check_int, check_real
 from pacpriv.dpsgd._search import search_root
 from pacpriv.dpsgd.bounds import (
     closed_form_noise_multiplier,
@@ -28,6 +29,7 @@ from pacpriv.dpsgd.exact import (
     warm_accuracy,
 )
 from pacpriv.dpsgd.labels import bound_fields, label_rows
+from pacpriv.dpsgd.sampling import MAX_STEP_COUNT
 from pacpriv.exceptions import CalibrationError, PacprivWarning
 
 __all__ = ["NoiseCalibration", "calibrate_noise_multiplier", "noise_multiplier_for_accuracy"]
@@ -164,8 +166,8 @@ def calibrate_noise_multiplier(
         target_accuracy, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
         high_inclusive=False,
     )
-    steps = check_int(steps_per_epoch, "steps_per_epoch", low=1)
-    n_epochs = check_int(epochs, "epochs", low=1)
+    steps = check_int(steps_per_epoch, "steps_per_epoch", low=1, high=MAX_STEP_COUNT)
+    n_epochs = check_int(epochs, "epochs", low=1, high=MAX_STEP_COUNT)
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
     tol = _search_tolerance(target, rel) if tolerance is None else tolerance
     start = time.perf_counter()
@@ -483,6 +485,11 @@ def noise_multiplier_for_accuracy(
     # scalar call does, so an array gives elementwise the scalar calls' σ (a search started
     # from a neighbour's σ ends at a different, equally certified, point within rtol)
     closed_form_noise_multiplier(target_accuracy, steps_per_epoch=steps_per_epoch, epochs=epochs)
+    for value, name in ((steps_per_epoch, "steps_per_epoch"), (epochs, "epochs")):
+        if isinstance(value, numbers.Integral):  # the exact numerics count in float64 (W5)
+            check_int(value, name, low=1, high=MAX_STEP_COUNT)
+        else:
+            check_array_real(value, name, low=1, high=MAX_STEP_COUNT, integer=True)
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
     k = check_int(k, "k", low=1)
     a, m, e = np.broadcast_arrays(

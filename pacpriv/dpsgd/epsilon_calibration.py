@@ -46,6 +46,7 @@ from pacpriv._display import Displayable, Summary
 from pacpriv._optional import import_optional
 from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd.sampling import (
+    MAX_STEP_COUNT,
     PoissonSampling,
     RandomAllocation,
     Sampling,
@@ -184,9 +185,9 @@ def _check(target_epsilon, delta, steps_per_epoch, epochs, k, sampling, rtol, to
                      low_inclusive=False)
     d = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
                    high_inclusive=False)
-    t = check_int(steps_per_epoch, "steps_per_epoch", low=1)
-    e = check_int(epochs, "epochs", low=1)
-    k = check_int(k, "k", low=1)
+    t = check_int(steps_per_epoch, "steps_per_epoch", low=1, high=MAX_STEP_COUNT)
+    e = check_int(epochs, "epochs", low=1, high=MAX_STEP_COUNT)
+    k = check_int(k, "k", low=1, high=t)
     rel = check_real(rtol, "rtol", low=1e-6, high=0.1)
     tol = check_real(tolerance, "tolerance", low=_TOL_MIN, high=1e-2)
     spec = as_sampling(sampling, k=k, steps_per_epoch=t)

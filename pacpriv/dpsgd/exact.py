@@ -591,7 +591,7 @@ def exact_membership_inference_accuracy(
         raise ValueError(f"`direction` must be 'add' or 'remove'; got {direction!r}.")
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"`progress` must be None or a bool; got {progress!r}.")
-    if check_int(k, "k", low=1) != 1:
+    if check_int(k, "k", low=1, high=max(1, int(np.min(steps_a)))) != 1:  # k <= M (W5)
         from pacpriv.dpsgd.k_of_t import exact_result
 
         return exact_result(sigma_a, steps_a, epochs_a, k, tol,

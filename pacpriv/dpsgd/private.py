@@ -48,6 +48,7 @@ from pacpriv.dpsgd._noise import check_noise_range, check_precision
 from pacpriv.dpsgd._records import Records, as_records
 from pacpriv.dpsgd._trainer_checks import check_class_targets
 from pacpriv.dpsgd.allocation import random_allocation, torch_generator
+from pacpriv.dpsgd.sampling import MAX_STEP_COUNT
 from pacpriv.dpsgd.spec import DPSGDSpec
 from pacpriv.dpsgd.targets import noise_for_target
 from pacpriv.dpsgd.trainer import LossFn, _private_step, _refuse_probed
@@ -302,7 +303,8 @@ def make_private(
     max_grad_norm : float
         Clipping norm C > 0 (joint L2 norm over all trainable parameters).
     epochs : int
-        ``E ≥ 1``: the budget; the loader yields ``E`` epochs, then refuses.
+        ``E`` in [1, 2**53] (as ``steps_per_epoch``: the accountants count in float64): the
+        budget; the loader yields ``E`` epochs, then refuses.
     noise_multiplier : float, optional
         σ > 0. Exactly one of ``noise_multiplier``, ``target_accuracy``, ``target_epsilon``.
     target_accuracy : float, optional
@@ -354,8 +356,8 @@ def make_private(
                                           if empty else "its batch_size exceeds its records "
                                           "with drop_last=True; pass `steps_per_epoch` "
                                           "(batches per epoch, >= 1)."))
-    t = check_int(steps_per_epoch, "steps_per_epoch", low=1)
-    e = check_int(epochs, "epochs", low=1)
+    t = check_int(steps_per_epoch, "steps_per_epoch", low=1, high=MAX_STEP_COUNT)
+    e = check_int(epochs, "epochs", low=1, high=MAX_STEP_COUNT)
     C = check_real(max_grad_norm, "max_grad_norm", low=0.0, low_inclusive=False)
     if noise_multiplier is not None:
         check_real(noise_multiplier, "noise_multiplier", low=0.0, low_inclusive=False)

@@ -25,7 +25,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import ClassVar
 
-from pacpriv._validation import check_int, check_real
+from pacpriv._validation import check_int, check_real, integer_digits
+
+#: The largest step count (``steps_per_epoch``, ``epochs``) of the numerical accountants (exact
+#: accuracy and its calibration, the PLD ε and its calibration, training): they count in
+#: float64, where every integer up to ``2**53`` is exact. The chi-square closed form and its
+#: inverse take any count (in log space beyond float64).
+MAX_STEP_COUNT = 2**53
 
 __all__ = ["POISSON_ROUNDOFF_PER_STEP", "PoissonSampling", "RandomAllocation", "as_sampling",
            "poisson_delta_allowance"]
@@ -36,6 +42,11 @@ __all__ = ["POISSON_ROUNDOFF_PER_STEP", "PoissonSampling", "RandomAllocation", "
 #: ``1e-14`` per step covers transforms up to ``L = 2^90``. Measured: without it, ε at
 #: ``δ <= 1e-13`` fell below an independent lower bound (σ = 1.14, q = 0.05, 60 steps).
 POISSON_ROUNDOFF_PER_STEP = 1e-14
+
+
+def _count_text(value: int) -> str:
+    """An integer as text, or its number of digits beyond 30 (a one-line message)."""
+    return str(value) if abs(value) < 10**30 else f"an integer of {integer_digits(value)} digits"
 
 
 def poisson_delta_allowance(n_steps: int) -> float:
@@ -90,7 +101,7 @@ class RandomAllocation:
         if self.k > t:
             raise ValueError(
                 f"`k` (steps per record per epoch) must be <= steps_per_epoch={t}; got "
-                f"k={self.k}. Lower k or use more steps per epoch."
+                f"k={_count_text(self.k)}. Lower k or use more steps per epoch."
             )
         return t
 

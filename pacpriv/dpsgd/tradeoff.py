@@ -45,6 +45,7 @@ from pacpriv.dpsgd._exact import composition as _comp
 from pacpriv.dpsgd._exact.loss import AtomLoss, GridLoss, epsilon_for_delta, tpr_upper
 from pacpriv.dpsgd.labels import bound_fields, label_rows
 from pacpriv.dpsgd.sampling import (
+    MAX_STEP_COUNT,
     PoissonSampling,
     RandomAllocation,
     Sampling,
@@ -371,9 +372,9 @@ def tradeoff_curve(
     True
     """
     sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0, low_inclusive=False)
-    t = check_int(steps_per_epoch, "steps_per_epoch", low=1)
-    e = check_int(epochs, "epochs", low=1)
-    k = check_int(k, "k", low=1)
+    t = check_int(steps_per_epoch, "steps_per_epoch", low=1, high=MAX_STEP_COUNT)
+    e = check_int(epochs, "epochs", low=1, high=MAX_STEP_COUNT)
+    k = check_int(k, "k", low=1, high=t)
     tol = check_real(tolerance, "tolerance", low=1e-6, high=1e-2)
     spec = as_sampling(sampling, k=k, steps_per_epoch=t)
     if isinstance(spec, RandomAllocation):

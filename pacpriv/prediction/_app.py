@@ -155,7 +155,8 @@ def create_app(predictor, limits: ServeLimits | None = None) -> Any:
     n_features = math.prod(predictor.feature_shape)
     prep = getattr(predictor, "preprocessing", None)  # the fit's raw -> feature map, if any
     n_values = n_features if prep is None else prep.n_inputs
-    classes = getattr(predictor, "classes_", None)  # None for value and callable outputs
+    # None for value and callable outputs; by the pool's label names where the state has them
+    classes = getattr(predictor, "display_classes", getattr(predictor, "classes_", None))
     release = release_of(predictor.to_dict()["output"])
     auth = _Auth(predictor.ledger.store, RateLimiter(limits.rate, limits.burst))
 

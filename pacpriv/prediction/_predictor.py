@@ -231,10 +231,10 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         self._noise_entropy: int | None = None
         self._n_answered = 0
         self._log_posterior = np.zeros(settings.n_worlds)
-        self._prior: float | None = None
-        self._bounds: BoundCache | None = None
+        self._prior, self._bounds = None, None  # float, BoundCache: set by _set_fitted
         self._class_labels: np.ndarray | None = None
         self.preprocessing: Any = None  # fit-time raw -> feature map (a state's; or fit's)
+        self.label_names: tuple[str, ...] | None = None  # the pool file's label values
 
     def _bind_pool(self, pool) -> None:
         """Take the private pool; resume or create the state directory for it."""
@@ -280,7 +280,8 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
                              fitted.evaluator.get("model_factory"))
         self._set_fitted(worlds, fitted.arrays["masks"], fitted.secret_index,
                          fitted.noise_entropy)
-        self.preprocessing = fitted.evaluator.get("preprocessing")
+        self.preprocessing, self.label_names = (fitted.evaluator.get(k) for k in (
+            "preprocessing", "label_names"))
 
     def _set_fitted(self, worlds: Worlds, masks: np.ndarray, secret_index: int,
                     noise_entropy: int) -> None:
@@ -411,7 +412,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
     # -- fitting -------------------------------------------------------------------------------
     @refuses_removed(execution_hints())
     def fit(self, X=None, y=None, *, execution: ExecutionOptions | None = None,
-            preprocessing=None) -> PrivatePredictor:
+            preprocessing=None, label_names=None) -> PrivatePredictor:
         """Fit the ``n_worlds`` world models and draw ``J``.
 
         Parameters
@@ -426,14 +427,16 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
             masks and seeds; parameters equal to float round-off); every other ``fit`` runs
             one world per engine task (workers, backend, progress bar, checkpoint; the
             checkpoint defaults to ``<state>/checkpoint`` when ``state`` is set). Never changes
-            which worlds are drawn. The 0.2 keywords ``n_jobs=``, ``backend=``,
-            ``checkpoint=``, ``progress=``
-            were removed in 0.4 (a ``TypeError`` naming the replacement).
+            which worlds are drawn. The 0.2 keywords ``n_jobs=``, ``backend=``, ``checkpoint=``,
+            ``progress=`` were removed in 0.4 (a ``TypeError`` naming the replacement).
         preprocessing : FittedPreprocessing, optional
             The fitted map from raw rows to the pool's features
             (:attr:`pacpriv.datasets.Dataset.transform`), stored with the state (owner-only,
             SHA-256 checked) as :attr:`preprocessing`; ``pacpriv predict query`` and ``serve``
             apply it to raw rows. :meth:`answer` always takes rows in the pool's features.
+        label_names : sequence of str, optional
+            What the pool's labels ``0 .. k−1`` stand for (``Dataset.target_names``), kept as
+            :attr:`label_names`; answers are shown by them (:attr:`display_classes`).
 
         Returns
         -------
@@ -454,6 +457,7 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
             self._take_pool(X if y is None else (X, y))
         if self.is_fitted:
             return self
+        label_names = None if label_names is None else tuple(map(str, label_names))
         if self._pool is None or self._fitter is None:
             raise RuntimeError("no private pool: pass it to PrivatePredictor(fit, pool, ...) "
                                "or to fit(X, y).")
@@ -483,11 +487,12 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
         if st is not None:  # a secret written before a crash is kept
             secret_index, noise_entropy = st.store_fit(
                 arrays, {"output": self.output, "model_factory": factory,
-                         **({} if preprocessing is None else {"preprocessing": preprocessing})},
+                         **{k: v for k, v in (("preprocessing", preprocessing),
+                                              ("label_names", label_names)) if v is not None}},
                 (secret_index, noise_entropy))
             self._open_ledger()
         self._set_fitted(worlds, arrays["masks"], secret_index, noise_entropy)
-        self.preprocessing = preprocessing
+        self.preprocessing, self.label_names = preprocessing, label_names
         return self
 
     def _take_pool(self, pool) -> None:

@@ -188,6 +188,20 @@ class EstimatorProtocol:
             raise AttributeError("classes_ is set by fit(): the worlds are not fitted yet.")
         return self._classes()
 
+    @property
+    def display_classes(self) -> np.ndarray | None:
+        """:attr:`classes_` by their :attr:`label_names` where the state has them (integer
+        classes ``0 .. k−1`` naming a pool file's text labels), else :attr:`classes_`; None
+        for outputs without classes. What ``predict query`` and ``serve`` show."""
+        classes = getattr(self, "classes_", None)
+        names = getattr(self, "label_names", None)
+        if classes is None or names is None:
+            return classes
+        c = np.asarray(classes)
+        if c.dtype.kind in "iu" and c.size and c.min() >= 0 and c.max() < len(names):
+            return np.asarray(names, dtype=object)[c]
+        return classes
+
     def predict(self, X, *, progress: bool = False) -> np.ndarray:
         """Predicted labels (classifier outputs) or values (``"value"``) of the query rows.
 

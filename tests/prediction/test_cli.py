@@ -288,8 +288,9 @@ def test_caller_seeded_secret_is_marked_in_status_and_queries(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("estimator", "output", "columns"), [
-    ("naive_bayes", "proba", ["P(0)", "P(1)", "P(2)", "label"]),
-    ("naive_bayes", "label", ["vote(0)", "vote(1)", "vote(2)", "label"]),
+    # iris's class names (its public target_names; a CSV's text labels alike: AD5)
+    ("naive_bayes", "proba", ["P(setosa)", "P(versicolor)", "P(virginica)", "label"]),
+    ("naive_bayes", "label", ["vote(setosa)", "vote(versicolor)", "vote(virginica)", "label"]),
     ("ridge", "value", ["value"]),
 ])
 def test_query_prints_a_header_and_what_is_released(tmp_path, capsys, estimator, output,
@@ -338,5 +339,5 @@ def test_torch_fit_from_the_command_line_with_and_without_the_ensemble(tmp_path,
     capsys.readouterr()
     assert main(["predict", "query", "--state", "fast", "--dataset", "iris", "--rows",
                  "0:2"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].split() == ["row", "P(0)", "P(1)", "P(2)",
-                                                               "label"]
+    assert capsys.readouterr().out.splitlines()[0].split() == [
+        "row", "P(setosa)", "P(versicolor)", "P(virginica)", "label"]

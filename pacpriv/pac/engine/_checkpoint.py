@@ -146,6 +146,14 @@ def _code_text(func: types.FunctionType) -> bytes:
         return code.co_code + repr((code.co_consts, code.co_names, code.co_varnames)).encode()
 
 
+#: Class attributes that are not the class's code or state: Python's own, and the caches that
+#: pickling and ABCs add on first use (``copyreg`` sets ``__slotnames__`` the first time an
+#: instance is pickled, e.g. by joblib, so a mechanism's digest changed once it had run and its
+#: checkpoint could not be resumed: twelfth new-user pass, AJ1)
+_CLASS_CACHES = frozenset({"__dict__", "__weakref__", "__doc__", "__module__", "__qualname__",
+                           "__slotnames__", "_abc_impl"})
+
+
 class _Digest:
     """Deterministic SHA-256 of an object and what it reaches (see ``mechanism_digest``)."""
 
@@ -253,7 +261,7 @@ class _Digest:
             if base is not object:
                 self.feed(base, depth)
         for name, value in vars(cls).items():
-            if name in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__"):
+            if name in _CLASS_CACHES:
                 continue
             self.tag(f"attr:{name}")
             if isinstance(value, (staticmethod, classmethod)):

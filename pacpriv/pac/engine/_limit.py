@@ -42,7 +42,7 @@ from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, duration
 from pacpriv.pac.engine._trial import TrialFailure, TrialTask, _Alarm, run_batch
 
 __all__ = ["Deadline", "after_trials_within", "carry_over", "checked_within", "rerun_within",
-           "start_limit", "whole_run_words"]
+           "stage_within", "start_limit", "whole_run_words"]
 
 #: Public root seed of the probe's trial (its output is discarded).
 PROBE_SEED = 0
@@ -226,7 +226,8 @@ def _refuse_over(task: TrialTask, limit: float, pending: int, n_workers: int,
     raise TimeLimitError(
         f"the run would take about {duration_text(seconds)} ({pending} trials at "
         f"{per_trial:.3g} s each on {n_workers} worker(s), {AFTER_TRIALS_CALLS} calls after "
-        "them (a reproducibility re-run and the release) and the probe itself, from a timed "
+        "them (a reproducibility re-run; a release, if the run makes one) and the probe "
+        "itself, from a timed "
         f"probe of {sum(sizes)} trial(s)), over `time_limit` {limit:g} s: use fewer trials, more "
         "workers (`n_jobs`) or a larger `time_limit` (nothing was run or charged)",
         estimate_s=seconds)
@@ -271,21 +272,46 @@ def carry_over(execution: Any, started: float, limit_s: float | None, *, before:
 @contextlib.contextmanager
 def whole_run_words(limit_s: float | None):
     """A ``TimeLimitError`` of a simulation run under :func:`carry_over` names the whole run's
-    ``limit_s`` (not the part of it that was left to that simulation)."""
+    ``limit_s`` (not the part of it that was left to that simulation), once however deeply
+    parts nest, in its two forms ("`time_limit` X s", a probe's "within X s (time_limit)"),
+    and never says "nothing was run" of a part that may follow others (twelfth new-user pass,
+    Q9, AI1)."""
     try:
         yield
     except TimeLimitError as err:
         if limit_s is not None:
-            def whole(m: re.Match) -> str:
-                left = m.group(2) or m.group(1)  # an inner run's words: what it was left
-                if left == f"{limit_s:g}":
-                    return f"`time_limit` {limit_s:g} s"
-                return (f"`time_limit` {limit_s:g} s for the whole run ({left} s were "
-                        "left for this part)")
-            err.args = (re.sub(r"`time_limit` ([0-9.e+-]+) s(?: for the whole run \(([0-9.e+-]+)"
-                               r" s were left for this part\))?", whole, str(err), count=1),
-                        *err.args[1:])
+            err.args = (_whole_run_text(str(err), limit_s), *err.args[1:])
         raise
+
+
+_PART = r"(?: for the whole run \(([0-9.e+-]+) s were left for this part\))?"
+
+
+def _whole_run_text(text: str, limit_s: float) -> str:
+    whole_s, later = f"{limit_s:g}", False
+
+    def named(m: re.Match) -> str:
+        nonlocal later
+        left = m.group(2) or m.group(1)  # an inner run's words: what it was left
+        if left == whole_s:
+            return f"`time_limit` {whole_s} s"
+        later = True
+        return f"`time_limit` {whole_s} s for the whole run ({left} s were left for this part)"
+
+    def probe(m: re.Match) -> str:
+        nonlocal later
+        if m.group(1) == whole_s:
+            return m.group(0)
+        later = True
+        return (f"within {m.group(1)} s (what was left of `time_limit` {whole_s} s for the "
+                "whole run)")
+
+    text = re.sub(r"`time_limit` ([0-9.e+-]+) s" + _PART, named, text, count=1)
+    text = re.sub(r"within ([0-9.e+-]+) s \(`?time_limit`?\)", probe, text, count=1)
+    if later:  # an earlier part of the run may have run trials (kept in its checkpoint)
+        text = text.replace("nothing was run or charged",
+                            "this part was not started; nothing was released or charged")
+    return text
 
 
 def after_trials_within(limit_s: float | None, started: float, call: Callable[[], _T], *,
@@ -314,7 +340,45 @@ def after_trials_within(limit_s: float | None, started: float, call: Callable[[]
         err = deadline.error(n_trials, n_trials)
         return TimeLimitError(f"{err} (It was reached {what}.)", n_done=n_trials)
 
-    left = deadline.end - time.monotonic()
+    return _interrupted_at(deadline.end, call, stop)
+
+
+def stage_within(limit_s: float | None, started: float, call: Callable[[], _T], *, what: str,
+                 checkpoint: Any = None) -> _T:
+    """``call()``, a stage of a run that is not a simulation (e.g. a comparison's model
+    training, before or between its simulations), inside the run's ``time_limit`` of
+    ``limit_s`` seconds since ``started`` (a ``time.monotonic()`` reading; None: no limit).
+
+    Nothing left: ``call`` does not start. It is interrupted at the limit where it can be
+    (SIGALRM, in the main thread of a POSIX process), and a call that returns past it is
+    discarded: a run never finishes past its limit (twelfth new-user pass, R8, R9).
+
+    Raises
+    ------
+    TimeLimitError
+        The limit was reached before or during ``what`` (e.g. ``"training the DP-SGD rows"``);
+        trials finished before it are kept in ``checkpoint`` (if any); nothing was released
+        or charged.
+    """
+    if limit_s is None:
+        return call()
+    kept = (f"trials finished before it are kept in the checkpoint {os.fspath(checkpoint)!r}: "
+            "run again with the same arguments (and a larger `time_limit`, or none) to resume"
+            if checkpoint is not None else "run again with a larger `time_limit` (or none)")
+
+    def stop() -> TimeLimitError:
+        return TimeLimitError(
+            f"the run reached its time limit (`time_limit` {limit_s:g} s) while {what}, and "
+            f"stopped; {kept}. Nothing was released or charged.", n_done=0)
+
+    return _interrupted_at(started + limit_s, call, stop)
+
+
+def _interrupted_at(end: float, call: Callable[[], _T],
+                    stop: Callable[[], TimeLimitError]) -> _T:
+    """``call()`` started only before ``end`` (``time.monotonic()`` seconds), interrupted at
+    it where it can be, and discarded when it returns past it (``stop()`` is raised)."""
+    left = end - time.monotonic()
     if left <= 0:
         raise stop()
     alarm = _Alarm(left)
@@ -322,9 +386,9 @@ def after_trials_within(limit_s: float | None, started: float, call: Callable[[]
         with alarm:
             out = call()
     except Exception:
-        if alarm.fired or deadline.passed():  # whatever the call made of the interrupt
+        if alarm.fired or time.monotonic() > end:  # whatever the call made of the interrupt
             raise stop() from None
         raise
-    if alarm.fired or deadline.passed():
+    if alarm.fired or time.monotonic() > end:
         raise stop()
     return out
