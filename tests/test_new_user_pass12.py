@@ -218,3 +218,38 @@ def test_predict_query_shows_a_csv_s_text_labels(tmp_path, monkeypatch, capsys):
     pp = PrivatePredictor.load("st")
     assert pp.label_names == ("no", "yes") and list(pp.classes_) == [0, 1]
     assert list(pp.display_classes) == ["no", "yes"]
+
+
+def _projection(subset):
+    """A 600-dimensional random projection of the mean (the grid's overhead grows as d^1.5)."""
+    w = np.random.default_rng(7).normal(size=(X.shape[1], 600))
+    return (subset.mean(axis=0) if len(subset) else np.zeros(X.shape[1])) @ w
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+def test_a_hardened_release_s_bound_includes_its_grid_overhead():
+    """Independent bound check (session 38): `run_pac` released on the OS-entropy grid, whose
+    MI bound is the plan's plus grid_overhead(k), but printed the plan's bound alone (65.68%
+    for 65.69% at d = 10^5). The plan now holds the overhead back, and every printed number
+    includes it; a seeded (not-for-release) draw has no grid and holds nothing back."""
+    from pacpriv.pac import run_pac
+    from pacpriv.pac._sampling import grid_overhead
+    from pacpriv.pac.bounds import posterior_success_rate
+    from pacpriv.pac.release import grid_coordinates
+
+    res = run_pac(_projection, X, mi_budget=0.05, n_trials=40, rng=0, execution=QUIET)
+    k = grid_coordinates(res.plan)
+    assert 0 < k <= 2 * res.plan.dim
+    assert res.plan.mi_claim + grid_overhead(k) <= res.mi_claim <= 0.05 * (1 + 1e-15)
+    assert res.posterior_success_bound == posterior_success_rate(res.mi_claim, prior=0.5)
+    assert res.to_dict()["mi_claim_nats"] == res.mi_claim
+    seeded = run_pac(_projection, X, mi_budget=0.05, n_trials=40, rng=0, release_rng=1,
+                     execution=QUIET)
+    assert seeded.grid_overhead == 0.0 and seeded.plan.mi_claim > res.plan.mi_claim
+    from pacpriv.pac.wrapper import pac_private
+
+    f = pac_private(_projection, mi_budget=0.05, total_budget=1.0)
+    f.calibrate(X, n_trials=40, rng=0)
+    f(X[:20])
+    assert f.ledger.spent >= f.plan.mi_claim + grid_overhead(grid_coordinates(f.plan))
+    assert f.ledger.spent <= 0.05 * (1 + 1e-15)

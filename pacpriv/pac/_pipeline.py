@@ -16,6 +16,7 @@ import numpy as np
 from pacpriv._random import RNGLike
 from pacpriv._stats import clipping_problem
 from pacpriv.exceptions import CalibrationError, ClippingWarning, warn_user
+from pacpriv.pac._sampling import grid_overhead
 from pacpriv.pac.engine._limit import after_trials_within
 from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
@@ -69,8 +70,13 @@ def measure(
     sampler: Any = None,
     rng: RNGLike = None,
     execution: ExecutionOptions | None = None,
+    grid_reserve: bool = False,
 ) -> tuple[SimulationResult, OutputSpectrum, NoisePlan]:
     """Simulate ``mechanism`` on ``pool``, estimate the spectrum and calibrate the noise.
+
+    ``grid_reserve``: calibrate to ``mi_budget − grid_overhead(2d)``, so that a hardened
+    release of the plan (its MI bound is the plan's plus ``grid_overhead(k)``, ``k <= 2d``:
+    :func:`pacpriv.pac.release.grid_coordinates`) stays within ``mi_budget``.
 
     ``rule`` is a rule object (:mod:`pacpriv.pac.noise`); a rule whose :attr:`source` is the
     outputs (``Certified``) gets them instead of the spectrum. ``n_trials``, ``sampler``,
@@ -100,6 +106,7 @@ def measure(
                 f"the noise for mi_budget={mi_budget!r} nats overflows float64 (the output "
                 "spread is too large for so small a budget): raise `mi_budget` or rescale the "
                 "output.")
+        mi_budget = _reserved(mi_budget, d) if grid_reserve else mi_budget
         try:
             with np.errstate(over="ignore"):  # an overflow is reported below, in one line
                 if rule.source == "outputs":
@@ -134,6 +141,18 @@ def measure(
                         lambda: None, n_trials=sim.n_trials, checkpoint=sim.checkpoint,
                         what="after the trials (their reproducibility check and analysis)")
     return sim, spectrum, plan
+
+
+def _reserved(mi_budget: float, d: int) -> float:
+    """The budget left to the noise plan once the hardened release's grid overhead over at
+    most ``2d`` coordinates is held back (about ``(2d)^{3/2} / 2^40`` nats)."""
+    left = mi_budget - grid_overhead(2 * d)
+    if not left > mi_budget / 2:
+        raise CalibrationError(
+            f"mi_budget={mi_budget!r} nats is too small for a hardened release of {d} output "
+            f"coordinates: its grid adds up to {grid_overhead(2 * d):.3g} nats; raise "
+            "`mi_budget` (above twice that) or reduce the output's dimension.")
+    return left
 
 
 #: Seconds the analysis after the trials runs before its "still calibrating" line (then at

@@ -37,6 +37,7 @@ from pacpriv.exceptions import (
     warn_user,
 )
 from pacpriv.pac._pipeline import measure
+from pacpriv.pac._sampling import grid_overhead
 from pacpriv.pac.bounds._posterior import individual_mi_bound, pinsker_bound, posterior_success_rate
 from pacpriv.pac.bounds._prior import resolve_membership_prior
 from pacpriv.pac.engine._limit import after_trials_within
@@ -149,6 +150,9 @@ class PacResult(Displayable):
     prior_source: str | None = None
     prior_explanation: str = ""
     prior_confidence: float | None = None
+    #: Nats the hardened release's grid may add to the plan's bound
+    #: (:func:`pacpriv.pac._sampling.grid_overhead`); the plan was calibrated with it held back
+    grid_overhead: float = 0.0
 
     @property
     def certified(self) -> bool:
@@ -211,8 +215,9 @@ class PacResult(Displayable):
 
     @property
     def mi_claim(self) -> float:
-        """MI (nats) the plan claims for the true covariance (``v``, or ``v + β`` for Alg. 1)."""
-        return float(self.plan.mi_claim)
+        """MI (nats) claimed for the true covariance: the plan's (``v``, or ``v + β`` for Alg.
+        1) plus :attr:`grid_overhead`."""
+        return float(self.plan.mi_claim) + self.grid_overhead
 
     def with_sections(self, *sections: dict) -> PacResult:
         """A copy with extra report sections appended."""
@@ -344,7 +349,7 @@ def _constant_note(sim: SimulationResult, plan: NoisePlan, rule: NoiseRule) -> s
 
 
 def _caveats(sim: SimulationResult, plan: NoisePlan, rule: NoiseRule,
-             prior: float) -> list[tuple[str, type | None]]:
+             prior: float, claim: float) -> list[tuple[str, type | None]]:
     """Caveats that must reach the report (as notes) and, with a category, the user (warnings)."""
     notes: list[tuple[str, type | None]] = []
     if not rule.safe_when_undersampled and sim.n_trials - 1 < sim.dim:
@@ -361,7 +366,7 @@ def _caveats(sim: SimulationResult, plan: NoisePlan, rule: NoiseRule,
     notes.extend(rule.notes(plan, n_trials=sim.n_trials, dim=sim.dim))
     if sim.n_trials >= 1 and rows_all_equal(sim.outputs):
         notes.append((_constant_note(sim, plan, rule), None))
-    vacuous = _vacuous_note(float(plan.mi_claim), prior)
+    vacuous = _vacuous_note(claim, prior)
     if vacuous:
         notes.append((vacuous, VacuousBoundWarning))
     return notes
@@ -484,10 +489,13 @@ def run_pac(
 
     started = time.monotonic()  # `time_limit` covers the whole run: trials, analysis, release
     limit = None if execution is None else execution.time_limit
+    hardened = release and release_rng is None  # this release is the grid's
     sim, spectrum, plan = measure(
         mechanism, pool, mi_budget=mi_budget, rule=spec, n_trials=n_trials,
-        sampler=sampler_obj, rng=rng, execution=execution,
+        sampler=sampler_obj, rng=rng, execution=execution, grid_reserve=hardened,
     )
+    # what was held back: the hardened release's grid adds grid_overhead(k) <= this (k <= 2d)
+    overhead = grid_overhead(2 * plan.dim) if hardened else 0.0
     within = functools.partial(after_trials_within, limit, started, n_trials=sim.n_trials,
                                checkpoint=sim.checkpoint)
     # Thm 1 bounds an adversary relative to *its own* blind-guess rate, which lies between
@@ -495,9 +503,9 @@ def run_pac(
     # (declared by the sampler, or an upper confidence bound from the masks: never a silent ½).
     prior_info = resolve_membership_prior(sampler_obj, sim.masks, n_records=sim.n_records)
     prior, baseline = prior_info.inclusion_probability, prior_info.blind_guess
-    claim = float(plan.mi_claim)
+    claim = float(plan.mi_claim) + overhead  # the grid's overhead: still <= mi_budget
 
-    notes = _caveats(sim, plan, spec, baseline)
+    notes = _caveats(sim, plan, spec, baseline, claim)
     for note, category in notes:
         if category is not None:
             warn_user(note, category)
@@ -534,4 +542,5 @@ def run_pac(
         prior_source=prior_info.source,
         prior_explanation=prior_info.explanation,
         prior_confidence=prior_info.confidence,
+        grid_overhead=overhead,
     )

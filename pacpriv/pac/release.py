@@ -27,7 +27,7 @@ from pacpriv.pac._sampling import SEEDED, NoiseSource, grid_overhead, grid_relea
 from pacpriv.pac.noise._calibration import NoisePlan
 from pacpriv.pac.noise._plan import _matvec, _rmatvec
 
-__all__ = ["Release", "check_noise_scale", "privatize", "release"]
+__all__ = ["Release", "check_noise_scale", "grid_coordinates", "privatize", "release"]
 
 
 def check_noise_scale(plan: NoisePlan) -> None:
@@ -176,6 +176,17 @@ def release(value, plan: NoisePlan, *, rng=None) -> Release:
         out = _grid_release(arr / scale, inner)
         return dataclasses.replace(out, value=out.value * scale)
     return _grid_release(arr, plan)
+
+
+def grid_coordinates(plan: NoisePlan) -> int:
+    """``k``, the noisy coordinates of the hardened release of ``plan`` (:func:`privatize`
+    without a seed): its MI bound is the plan's plus ``grid_overhead(k)`` nats, and
+    ``k <= 2 * plan.dim``."""
+    std = np.asarray(plan.noise_std, dtype=np.float64)
+    k = int(np.sum(std > 0))
+    if plan.basis is not None and plan.n_complement > 0 and plan.residual_std > 0:
+        k += plan.dim
+    return k
 
 
 def _grid_release(arr: np.ndarray, plan: NoisePlan) -> Release:

@@ -35,6 +35,7 @@ from pacpriv._random import RNGLike, as_seed_sequence, seed_to_dict
 from pacpriv._validation import check_int
 from pacpriv.exceptions import MechanismError, PacprivWarning
 from pacpriv.pac._pipeline import measure
+from pacpriv.pac._sampling import grid_overhead
 from pacpriv.pac.bounds._ledger import PrivacyLedger
 from pacpriv.pac.bounds._posterior import posterior_success_rate
 from pacpriv.pac.bounds._prior import resolve_membership_prior
@@ -224,9 +225,10 @@ class PacPrivateFunction:
         """
         n_trials = check_int(n_trials, "n_trials", low=2)
         sampler = as_sampler(sampler)
-        sim, spectrum, plan = measure(
+        sim, spectrum, plan = measure(  # the releases are the grid's: its overhead held back
             self.func, pool, mi_budget=self.mi_budget, rule=self.rule,
             n_trials=n_trials, sampler=sampler, rng=rng, execution=execution,
+            grid_reserve=True,
         )
         # best blind guess (Thm 1 is per-adversary): declared, or bounded from the masks
         prior = resolve_membership_prior(sampler, sim.masks, n_records=sim.n_records)
@@ -235,7 +237,7 @@ class PacPrivateFunction:
         self.blind_guess_prior = prior.blind_guess
         self.prior_explanation = prior.explanation
         self.ledger.use_prior(prior.blind_guess)
-        self.posterior_success_bound = float(posterior_success_rate(plan.mi_claim,
+        self.posterior_success_bound = float(posterior_success_rate(self._charge(),
                                                                     prior=prior.blind_guess))
         digests = _row_digests(_check_pool(pool)[0], self._row_key)
         if digests is not None:
@@ -284,7 +286,8 @@ class PacPrivateFunction:
         return None if self.plan is None else self.plan.label
 
     def __call__(self, subset: Any, *, rng: RNGLike = None, label: str | None = None) -> np.ndarray:
-        """Release ``func(subset) + B`` and charge ``plan.mi_claim`` nats to the ledger.
+        """Release ``func(subset) + B`` and charge ``plan.mi_claim`` nats (plus the grid's
+        overhead, :func:`pacpriv.pac._sampling.grid_overhead`) to the ledger.
 
         Parameters
         ----------
@@ -333,7 +336,7 @@ class PacPrivateFunction:
             raise ValueError("`rng` of a release must differ from the calibration's `rng`: the "
                              "simulation seed is recorded (simulation.root_seed), so a release "
                              "drawn from it could be regenerated; pass None (OS entropy).")
-        mi = float(self.plan.mi_claim)
+        mi = self._charge()
         if not self.ledger.can_charge(mi):
             self.ledger.charge(mi, label=label)  # raises BudgetExceededError, records nothing
         self._check_subset(subset)
@@ -349,6 +352,12 @@ class PacPrivateFunction:
         noisy = privatize(value, self.plan, rng=noise_seed)
         self.ledger.charge(mi, label=label)
         return noisy
+
+    def _charge(self) -> float:
+        """Nats one release costs: the plan's claim plus the hardened release's grid overhead
+        (charged for a seeded release too: at most ``(2d)^{3/2} / 2^40``, on the safe side)."""
+        assert self.plan is not None
+        return float(self.plan.mi_claim) + grid_overhead(2 * self.plan.dim)  # >= the grid's
 
     def __repr__(self) -> str:
         state = "calibrated" if self.plan is not None else "not calibrated"

@@ -18,7 +18,7 @@ import pytest
 
 from pacpriv.exceptions import StallWarning, TimeLimitError
 from pacpriv.pac.engine import _probe
-from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, probe_limit
+from pacpriv.pac.engine._probe import bounded_probe, probe_limit
 from pacpriv.pac.per_record._estimate import estimate_per_record_time
 
 _POOL = np.arange(40.0).reshape(20, 2)
