@@ -479,9 +479,15 @@ def _check_model_classes(model, y, n_models: int, models_root) -> None:
 
     if not isinstance(model, EstimatorModel):
         return  # torch families train on fixed class counts
+    from pacpriv.pac.engine._stall import CountNotice
+
     sampler, root = ComplementaryPairsSampler(), as_seed_sequence(models_root)
-    found = first_subset_missing_a_class(
-        y, lambda j: sampler.trial_mask(len(y), root=root, index=j), n_models, inclusion=0.5)
+    with CountNotice(n_models, "checking that every reference model's public mask holds "
+                     "every class, before any model is trained") as note:
+        def mask(j: int):
+            note.done = j
+            return sampler.trial_mask(len(y), root=root, index=j)
+        found = first_subset_missing_a_class(y, mask, n_models, inclusion=0.5)
     if found is not None:
         raise ValueError(missing_class_message("`reference_models`", n_models, found, len(y),
                                                unit="reference model", low=4))

@@ -19,11 +19,18 @@ NOT_AN_ESTIMATOR = ("not a scikit-learn-style estimator (an object with fit() an
                     "get_params(), or its class)")
 
 
-def check_worlds_up_front(args, estimator, output: str, pool) -> int | None:
-    """Refuse, before the probe and any world, worlds that lack a class (a classifier must see
-    every class in every world); returns the seed of the public worlds to use. With no
-    --seed and no state yet, the seed is drawn here (OS entropy), so the worlds checked are
-    the worlds fitted; a resumed state keeps its stored seed (the predictor checks it)."""
+#: Worlds whose masks are checked before the timed probe (well under a second); the rest are
+#: checked after the estimate is printed, saying how far they got when it takes long.
+QUICK_WORLDS = 4096
+
+
+def check_worlds_up_front(args, estimator, output: str, pool, *, seed: int | None = None,
+                          first: int | None = None) -> int | None:
+    """Refuse, before any world, worlds that lack a class (a classifier must see every class
+    in every world); returns the seed of the public worlds to use. With no --seed and no
+    state yet, the seed is drawn here (OS entropy) unless ``seed`` (an earlier call's) is
+    given, so the worlds checked are the worlds fitted; a resumed state keeps its stored seed
+    (the predictor checks it). ``first``: check only the first worlds (before the probe)."""
     from pathlib import Path
 
     import numpy as np
@@ -34,12 +41,14 @@ def check_worlds_up_front(args, estimator, output: str, pool) -> int | None:
 
     if Path(args.state).exists():
         return args.seed
-    seed = args.seed if args.seed is not None else int(
-        cast(int, np.random.SeedSequence().entropy))  # 128 bits of OS entropy
+    if seed is None:
+        seed = args.seed if args.seed is not None else int(
+            cast(int, np.random.SeedSequence().entropy))  # 128 bits of OS entropy
     try:
         check_world_classes(as_world_fitter(estimator), output, pool, n_worlds=args.n_worlds,
                             sampler=ComplementaryPairsSampler(), name="--n-worlds",
-                            world_seed=Seeds.from_arguments(seed, None).world_seed)
+                            world_seed=Seeds.from_arguments(seed, None).world_seed,
+                            first=first)
     except ValueError as err:
         fresh = "" if args.seed is not None else (
             "; no --seed was given, so each run draws other worlds: pass --seed to keep a draw")

@@ -108,15 +108,31 @@ def _print_json(args, payload) -> None:
     print(_json.dumps(_exact_counts(payload, args), indent=2))
 
 
+def _count(n: int) -> str:
+    """A count flag's value as given (a huge one by its number of digits)."""
+    return f"{n}" if abs(n) < 10**15 else f"an integer of {len(str(abs(n)))} digits"
+
+
+def _setting(args, sigma: float | None = None, sampling: str = "random_allocation") -> str:
+    """The setting a text output bounds: σ (where given), M, E and k (k = 1 included, so a
+    k-of-t result never reads like a k = 1 one)."""
+    head = "" if sigma is None else f"sigma = {sigma!r}, "
+    return (f"{head}M = {_count(args.steps_per_epoch)} steps per epoch, "
+            f"E = {_count(args.epochs)} epochs, k = {_count(args.k)} "
+            + ("(Poisson sampling at rate k/M)" if sampling == "poisson" else
+               "of the M steps per record per epoch"))
+
+
 def _emit(args, payload: dict, rows: list[tuple[str, str]], *,
-          sampling: str = "random_allocation") -> int:
-    """``payload`` as JSON, or ``rows`` as a table closed by the ``covers`` and ``assumes``
-    lines (:mod:`pacpriv.dpsgd.labels`) that every bound above them holds under."""
+          sampling: str = "random_allocation", sigma: float | None = None) -> int:
+    """``payload`` as JSON, or ``rows`` as a table opened by the ``setting`` it bounds (σ, M,
+    E, k) and closed by the ``covers`` and ``assumes`` lines (:mod:`pacpriv.dpsgd.labels`)
+    that every bound above them holds under."""
     if args.json:
         _print_json(args, payload)
     else:
-        rows = [*rows, ("covers", COVERS), ("assumes", assumes(sampling)),
-                ("rounding", ROUNDING)]
+        rows = [("setting", _setting(args, sigma, sampling)), *rows, ("covers", COVERS),
+                ("assumes", assumes(sampling)), ("rounding", ROUNDING)]
         width = max(len(k) for k, _ in rows)
         for k, v in rows:
             print(f"{k:<{width}}  {v}")
@@ -135,7 +151,7 @@ def _bound(args) -> int:
         ("ln(1 + chi^2) (closed-form upper bound)",
          format_bound(b.log1p_chi_square, 6, side="up")),
         eps_row,
-    ])
+    ], sigma=args.noise_multiplier)
 
 
 def _epsilon_target_flags(s: argparse.ArgumentParser) -> None:
@@ -280,7 +296,7 @@ def _exact(args) -> int:
             (f"exact accuracy upper ({bound_label('certified')})", f"{_up(r.upper)}"),
             ("width", f"{r.width:.2e}"),
             epsilons[0][1],
-        ])
+        ], sigma=sigmas[0])
     if args.json:
         eps_list = [e[0] for e in epsilons]
         payload = ({**results[0].to_dict(), **_exact_fields(results[0]), "epsilon": eps_list}
@@ -296,6 +312,7 @@ def _exact(args) -> int:
     confs = np.concatenate([np.full(np.atleast_1d(r.lower).shape, r.lower_confidence)
                             for r in results])
     marked = sorted({float(c) for c in confs if c != 1.0})
+    print(f"setting: {_setting(args)}; sigma per row")
     print("exact membership-inference accuracy (" + bound_label("certified") + "; lower "
           "rounded down, upper up" + "".join(
               f"; {'*' * (i + 1)} lower end with confidence {c:g} (Monte Carlo)"

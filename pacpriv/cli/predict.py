@@ -24,7 +24,12 @@ from pacpriv.cli._args import (
     integer,
     number,
 )
-from pacpriv.cli._predict_fit import NOT_AN_ESTIMATOR, check_fit_estimate, check_worlds_up_front
+from pacpriv.cli._predict_fit import (
+    NOT_AN_ESTIMATOR,
+    QUICK_WORLDS,
+    check_fit_estimate,
+    check_worlds_up_front,
+)
 from pacpriv.cli._predict_query import check_no_query_preprocessing, query_rows
 from pacpriv.cli._resources import (
     check_output_dir,
@@ -388,8 +393,11 @@ def _fit(args) -> int:
     n_jobs, cap_note = effective_n_jobs(args.n_jobs, None)
     if cap_note:
         print(f"pacpriv: note: {cap_note}", file=sys.stderr)
-    seed = check_worlds_up_front(args, estimator, output, dataset.pool)  # before the probe
+    # the first worlds' classes before the probe; a huge --n-worlds' estimate before the rest
+    seed = check_worlds_up_front(args, estimator, output, dataset.pool, first=QUICK_WORLDS)
     check_fit_estimate(args, dataset.pool, n_jobs, estimator, output)  # before the state
+    if args.n_worlds > QUICK_WORLDS:
+        check_worlds_up_front(args, estimator, output, dataset.pool, seed=seed)
     pp = PrivatePredictor(estimator, dataset.pool, n_worlds=args.n_worlds,
                           per_query_budget=args.per_query_budget, total_budget=total,
                           output=output, rule=args.rule, state=args.state, rng=seed,

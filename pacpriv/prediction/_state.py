@@ -269,9 +269,18 @@ class StateDir:
             path = "" if isinstance(location, LedgerStore) else os.fspath(
                 self.ledger_path if location is None else location)
             new_file = bool(path) and "://" not in path and not Path(path).exists()
-            store = location if isinstance(location, LedgerStore) else open_store(path)
             try:
-                scope = self._open_scope(store, per_query_budget)
+                store = location if isinstance(location, LedgerStore) else open_store(path)
+            except OSError as err:  # a missing folder, a folder, no permission: name the flag
+                raise CheckpointError(self._unopenable(location, path, err)) from None
+            except CheckpointError as err:  # not a ledger, unreachable: name the argument
+                if location is None or str(err).startswith("`ledger`"):
+                    raise
+                raise CheckpointError(f"`ledger`: {err}") from None
+            try:
+                shown = None if location is None or isinstance(location, LedgerStore) else (
+                    repr(path) if "://" not in path else None)  # a SQLite path as given
+                scope = self._open_scope(store, per_query_budget, shown)
             except CheckpointError:  # a refused store this call created is not left behind
                 if new_file:
                     store.close()
@@ -282,7 +291,8 @@ class StateDir:
         self._opened = (location, store, scope)
         return store, scope
 
-    def _open_scope(self, store: LedgerStore, per_query_budget: float) -> str:
+    def _open_scope(self, store: LedgerStore, per_query_budget: float,
+                    shown: str | None = None) -> str:
         """This state's scope in ``store``, checked (see :meth:`open_ledger`; under the lock)."""
         config = self.read_config()
         if config.get("version") != _VERSION or "ledger_scope" not in config:
@@ -298,7 +308,7 @@ class StateDir:
         migrating = self.legacy_ledger_path.exists()
         if migrating:
             self._migrate(store, scope, per_query_budget)
-        self._check_store(store, scope, config)
+        self._check_store(store, scope, config, shown)
         self._record_hashes(store, scope, lost_if_missing=opened_before and not migrating)
         if self._name_of(store) == "ledger.db":
             self._check_copy(store, scope)
@@ -419,23 +429,46 @@ class StateDir:
 
         return joblib.load(io.BytesIO(self.read_blob(name)))
 
+    def _unopenable(self, location, path: str, err: OSError) -> str:
+        """One line for a SQLite ledger path that cannot be opened or created: the argument
+        and the path as given, and why (never a traceback, never an internal repr)."""
+        import errno
+
+        why = {errno.ENOENT: "its folder does not exist",
+               errno.EISDIR: "it is a folder, not a file",
+               errno.ENOTDIR: "a part of its path is a file, not a folder",
+               errno.EACCES: "permission denied",
+               errno.EROFS: "read-only file system"}.get(err.errno or 0,
+                                                         err.strerror or type(err).__name__)
+        if location is None:
+            return (f"state directory {str(self.path)!r}: cannot open or create its ledger.db "
+                    f"({why}).")
+        return (f"`ledger` {path!r}: cannot open or create a SQLite ledger there ({why}); give "
+                "the path of a ledger file in an existing folder, or a postgresql:// URL.")
+
     def _name_of(self, store: LedgerStore) -> str:
         local = Path(getattr(store, "path", "")).resolve() == self.ledger_path.resolve()
         return "ledger.db" if local else repr(store)
 
-    def _check_store(self, store: LedgerStore, scope: str, config: dict) -> None:
+    def _check_store(self, store: LedgerStore, scope: str, config: dict,
+                     shown: str | None = None) -> None:
         """Refuse a ledger store other than the one holding this state's answers (another
-        store would start the spend at 0); record the store used (never a password)."""
+        store would start the spend at 0); record the store used (never a password).
+        ``shown``: the ``ledger`` argument as given (quoted), for the message."""
         name, stored = self._name_of(store), config.get("ledger_store")
         if stored == name:
             return
         if stored is not None:
             previous = open_store(self.ledger_path) if stored == "ledger.db" else None
             if previous is None or previous.read(scope)[1] != 0 or previous.has_keys():
+                given = ("its own ledger.db (`ledger` not given)" if name == "ledger.db"
+                         else f"{shown or _shown(name)} given as `ledger`")
+                advice = ("omit `ledger` (its own ledger.db is the default)"
+                          if stored == "ledger.db" else f"give `ledger` {_shown(stored)}")
                 raise CheckpointError(
-                    f"state directory {str(self.path)!r} records its answers in {stored}, not "
-                    f"{name}; open it with that ledger (`ledger`): another store would start "
-                    "the spend at 0.")
+                    f"state directory {str(self.path)!r} records its answers in "
+                    f"{_shown(stored)}, not in {given}: another store would start the spend "
+                    f"at 0; {advice}.")
             if self.is_fitted() and self._fresh_hashes is None:  # the hashes move with it
                 with previous.transaction(scope) as tx:
                     body = tx.get_state("blob_sha256")
@@ -562,3 +595,17 @@ def _unproven_move(here: str, origin: str) -> str:
             "again. If this folder is the original, moved with nothing answered at the old "
             f"place since, confirm it once: pacpriv predict status --state {here} --moved "
             "(in Python: PrivatePredictor.load with moved set to True).")
+
+
+def _shown(name: str) -> str:
+    """A recorded store name (``ledger.db``, or a store's repr) as a user gave it: the SQLite
+    path quoted, or ``the PostgreSQL ledger at host:port/dbname``; never an internal repr."""
+    import re
+
+    m = re.fullmatch(r"SQLiteStore\((.*)\)", name)
+    if m is not None:
+        return m.group(1)
+    m = re.fullmatch(r"PostgresStore\('(.*)'\)", name)
+    if m is not None:
+        return f"the PostgreSQL ledger at {m.group(1)}"
+    return name

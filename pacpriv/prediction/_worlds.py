@@ -144,12 +144,22 @@ def check_fitter_output(fitter: Any, output: Any) -> None:
                      "callable output(model, X) -> (n, d)).")
 
 
+#: The last class check's key and finding (see :func:`check_world_classes`).
+_CHECKED: dict[tuple, tuple[int, int, int] | None] = {}
+
+
 def check_world_classes(fitter: Any, output: Any, pool: Any, *, n_worlds: int, sampler: Any,
-                        world_seed: np.random.SeedSequence, name: str = "`n_worlds`") -> None:
+                        world_seed: np.random.SeedSequence, name: str = "`n_worlds`",
+                        first: int | None = None) -> None:
     """Refuse, before any world is fitted, worlds a scikit-learn estimator cannot be fitted
     on: a world (the engine's public mask ``sampler.trial_mask(n, root=world_seed, index=j)``)
     that holds no record, or, for a classifier, lacks a class of the pool's labels (it fails
     to fit, or learns other ``classes_``).
+
+    ``first``: check only the first ``first`` worlds (a quick look before a timed probe; the
+    message still names ``n_worlds``). A check that runs longer than a few seconds says how
+    far it got (a :class:`~pacpriv.exceptions.StallWarning`); the last full check's finding
+    is kept, so the same worlds are not drawn twice in one process.
 
     Raises
     ------
@@ -161,14 +171,29 @@ def check_world_classes(fitter: Any, output: Any, pool: Any, *, n_worlds: int, s
 
     if not isinstance(fitter, SklearnFit):
         return  # a fit function or torch worlds: their needs are not known here
-    first = pool[0] if isinstance(pool, tuple) else pool
-    n = int(np.shape(first)[0])
+    count = int(n_worlds) if first is None else min(int(first), int(n_worlds))
+    features = pool[0] if isinstance(pool, tuple) else pool
+    n = int(np.shape(features)[0])
     classifier = (fitter.supervised and isinstance(pool, tuple) and len(pool) == 2
                   and trains_classifier(fitter, output))
     y = np.asarray(pool[1]) if classifier else np.zeros(n)
-    found = first_subset_missing_a_class(
-        y, lambda j: sampler.trial_mask(n, root=world_seed, index=j), n_worlds,
-        inclusion=sampler.prior if sampler.independent_records else None)
+    described = sampler.to_dict() if hasattr(sampler, "to_dict") else type(sampler).__name__
+    key = (repr(described), repr(world_seed.entropy), repr(world_seed.spawn_key), n, count,
+           hashlib.sha256(np.unique(y, return_inverse=True)[1].tobytes()).hexdigest())
+    if key not in _CHECKED:  # the CLI's check, then the predictor's: the masks are drawn once
+        from pacpriv.pac.engine._stall import CountNotice
+
+        with CountNotice(count, "checking that every world's public mask holds every "
+                         "class, before any world is fitted") as note:
+            def mask(j: int) -> np.ndarray:
+                note.done = j
+                return sampler.trial_mask(n, root=world_seed, index=j)
+            found = first_subset_missing_a_class(
+                y, mask, count,
+                inclusion=sampler.prior if sampler.independent_records else None)
+        _CHECKED.clear()  # one entry: bounded memory
+        _CHECKED[key] = found
+    found = _CHECKED[key]
     if found is not None:
         raise ValueError(missing_class_message(name, n_worlds, found, n, unit="world",
                                                step=sampler.trials_per_draw,

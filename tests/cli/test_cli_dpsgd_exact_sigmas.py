@@ -24,7 +24,9 @@ def test_exact_several_sigmas_table_rounds_outward(capsys):
     then ε at --delta."""
     assert main(["dpsgd", "exact", "--steps-per-epoch", "10", "--epochs", "2",
                  "--noise-multiplier", "1", "2"]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    setting, *lines = capsys.readouterr().out.strip().splitlines()
+    assert setting == ("setting: M = 10 steps per epoch, E = 2 epochs, k = 1 of the M steps "
+                       "per record per epoch; sigma per row")
     assert "certified" in lines[0] and len(lines) == 5 and lines[4].startswith("covers: ")
     for line, s in zip(lines[2:4], (1.0, 2.0), strict=True):
         _, lo, up, _, eps, *kind = line.split()

@@ -65,7 +65,8 @@ def test_every_printed_bound_names_its_kind_and_coverage(capsys, name):
     assert COVERS in out and "per-example clipping" in out and "safe side" in out
     kinds = ("certified", "closed-form upper bound", "accountant upper bound")
     if name == "exact-sweep":  # a title line with the kind and coverage, a kind per ε
-        title, _header, *rows, _covers = out.splitlines()
+        setting, title, _header, *rows, _covers = out.splitlines()
+        assert setting.startswith("setting: M = ") and "k = " in setting
         assert "certified" in title and COVERS_SHORT in title
         assert len(rows) == 2 and all("(certified, PLD)" in r for r in rows)
         return
@@ -137,6 +138,30 @@ def test_a_sweep_marks_each_row_whose_lower_end_is_monte_carlo(capsys, monkeypat
     assert main(["dpsgd", "exact", "--steps-per-epoch", "6", "--epochs", "1", "--k", "3",
                  "--noise-multiplier", "1", "2", "--tolerance", "0.05"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "* lower end with confidence 0.999 (Monte Carlo)" in lines[0]
-    rows = {line.split()[0]: line.split()[1] for line in lines[2:4]}
+    assert "* lower end with confidence 0.999 (Monte Carlo)" in lines[1]
+    rows = {line.split()[0]: line.split()[1] for line in lines[3:5]}
     assert not rows["1"].endswith("*") and rows["2"].endswith("*")
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("argv, sigma", [
+    (["bound", "--noise-multiplier", "1.5"], "1.5"),
+    (["exact", "--noise-multiplier", "1.5", "--tolerance", "0.05"], "1.5"),
+    (["sigma", "--target-accuracy", "0.6"], None),
+    (["sigma", "--target-accuracy", "0.6", "--method", "exact", "--rtol", "0.05"], None),
+])
+def test_every_text_output_states_the_setting_it_bounds(capsys, argv, sigma):
+    """bounds6: a k-of-t result (--k 2) read like a k = 1 one: the text never stated σ, M, E, k."""
+    assert main(["dpsgd", *argv, "--steps-per-epoch", "12", "--epochs", "3", "--k", "2"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    want = ("M = 12 steps per epoch, E = 3 epochs, k = 2 of the M steps per record per epoch")
+    assert first.split(None, 1) == ["setting", want if sigma is None
+                                    else f"sigma = {sigma}, {want}"]
+
+
+def test_a_sweep_states_the_setting_above_its_table(capsys):
+    assert main(["dpsgd", "exact", "--noise-multiplier", "1.5", "2", "--steps-per-epoch",
+                 "12", "--epochs", "3", "--k", "2", "--tolerance", "0.05"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "setting: M = 12 steps per epoch, E = 3 epochs, k = 2 of the M steps per record per "
+        "epoch; sigma per row")

@@ -286,8 +286,13 @@ def test_a_state_refuses_a_ledger_other_than_the_one_holding_its_answers(state, 
     other = tmp_path / "other.db"
     pp = PrivatePredictor.load(state, ledger=open_store(other))  # nothing answered yet: moves
     pp.answer(cancer()[0][:2])
-    with pytest.raises(CheckpointError, match="records its answers in SQLiteStore"):
+    with pytest.raises(CheckpointError) as err:
         PrivatePredictor.load(state)  # the default ledger.db would start the spend at 0
+    # the path as given, never an internal repr (twelfth new-user pass, AH3)
+    assert str(err.value) == (
+        f"state directory {str(state)!r} records its answers in {str(other)!r}, not in its own "
+        f"ledger.db (`ledger` not given): another store would start the spend at 0; give "
+        f"`ledger` {str(other)!r}.")
     assert PrivatePredictor.load(state, ledger=str(other)).n_answered == 2
 
 

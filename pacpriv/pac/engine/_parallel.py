@@ -242,6 +242,35 @@ class _Watchdog(StallNotice):
                 f"so far); a trial may hang: {hint}, or press Ctrl-C to stop.")
 
 
+#: Seconds of a run with its bar hidden (``progress=False``) before the first "N of M trials"
+#: line (then at each doubling): --no-progress hides bars, not how long a run takes.
+QUIET_NOTE_S = 5.0
+
+
+class _QuietProgress(StallNotice):
+    """With the bar hidden: one line after :data:`QUIET_NOTE_S` s, then at each doubling,
+    with the trials done and about how long is left (twelfth new-user pass, AC3)."""
+
+    def __init__(self, store) -> None:
+        super().__init__(QUIET_NOTE_S, name="pacpriv-quiet-progress")
+        self.store, self.before = store, store.n_done
+
+    def text(self, idle: float) -> str:
+        done, total = self.store.n_done, len(self.store.done)
+        rate = (done - self.before) / idle if idle > 0 else 0.0
+        left = (f"about {(total - done) / rate / 60.0:.2g} min left" if rate > 0
+                else "none finished yet")
+        return (f"{done} of {total} trials finished after {idle:.0f} s ({left}; no progress "
+                "bar was asked for), or press Ctrl-C to stop.")
+
+
+def _quiet_progress(bar, store):
+    """:class:`_QuietProgress` when ``bar`` shows nothing (not a tqdm bar, or a disabled
+    one), else nothing."""
+    shown = hasattr(bar, "total") and not getattr(bar, "disable", False)
+    return contextlib.nullcontext() if shown else _QuietProgress(store)
+
+
 #: Seconds past ``time_limit`` the parent waits for the workers' batches (which stop at the
 #: limit themselves) before it stops waiting: workers still starting, or a trial that cannot
 #: be interrupted.
@@ -303,7 +332,7 @@ class _ParentDeadline:
 def _one_round(parallel, batches: _Batches, store, checkpoint, bar, deadline=None) -> None:
     # in this process the trials stop at the deadline themselves (_trial._interrupted)
     stop = _ParentDeadline(None if batches.in_process else deadline)
-    with _Watchdog(store, batches.task.timeout) as watchdog, stop:
+    with _Watchdog(store, batches.task.timeout) as watchdog, stop, _quiet_progress(bar, store):
         gen: Any = None
         try:
             try:

@@ -66,3 +66,21 @@ class StallNotice:
             except StallWarning:  # an "error" filter: this thread says it, and goes on
                 sys.stderr.write(f"pacpriv: warning: {in_user_terms(text)}\n")
             wait *= 2.0
+
+
+class CountNotice(StallNotice):
+    """A loop over ``total`` items done before any work that is run or charged (e.g. the
+    class check of every world's public mask): one line once it has run ``first_s`` seconds,
+    then at each doubling, saying how far it got and about how long is left. The loop sets
+    :attr:`done`."""
+
+    def __init__(self, total: int, what: str, *, first_s: float = 3.0) -> None:
+        super().__init__(first_s, name="pacpriv-count-notice")
+        self.total, self.what, self.done = int(total), what, 0
+
+    def text(self, idle: float) -> str:
+        rate = self.done / idle if idle > 0 else 0.0
+        left = (f"about {(self.total - self.done) / rate:.0f} s left" if rate > 0
+                else "none done yet")
+        return (f"{self.what}: {self.done} of {self.total} in {idle:.0f} s ({left}; nothing "
+                "has been run or charged yet), or press Ctrl-C to stop.")
