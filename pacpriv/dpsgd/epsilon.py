@@ -49,6 +49,7 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd import _chernoff_epsilon as _chernoff
 from pacpriv.dpsgd._closed_epsilon import _chi_square_epsilon, gaussian_epsilon
 from pacpriv.dpsgd.labels import bound_fields
+from pacpriv.dpsgd.sampling import MAX_STEP_COUNT
 
 __all__ = ["EpsilonBound", "epsilon_bound", "gaussian_epsilon"]
 
@@ -194,6 +195,10 @@ def _pld_epsilon(sigma: float, steps: int, epochs: int, k: int, delta: float,
         shown = f"{ratio:.3g}" if ratio < 2**1000 else f"an integer of {len(str(ratio))} digits"
         return math.inf, math.inf, (f"PLD unavailable: steps per epoch / k = {shown} is "
                                     f"above its cap {cap:.0e}")
+    if max(steps, epochs) > MAX_STEP_COUNT:  # the accountants count in float64
+        return math.inf, math.inf, ("PLD unavailable: its step counts are above 2^53, the "
+                                    "largest a float64 accountant counts exactly (the closed "
+                                    "forms answer)")
     try:
         add, rem = _directions(sigma, steps, epochs, k, delta, closed, other_add)
     except TooLittleNoiseError:

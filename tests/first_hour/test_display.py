@@ -72,7 +72,8 @@ def test_figure_labels_agree_with_the_tables(user, capsys):
 
     code, out, _ = _run(capsys, "dpsgd", "bound", "--steps-per-epoch", "10", "--epochs", "2",
                         "--noise-multiplier", "1")
-    cli_value = float(out.split("\n")[0].split()[-1])
+    cli_value = float(next(line for line in out.splitlines()  # after the "setting" row
+                           if line.startswith("membership-inference accuracy bound")).split()[-1])
     fig = plot_dpsgd_accuracy_vs_sigma(steps_per_epoch=10, epochs=2, noise_multiplier=1.0,
                                        exact=False, comparators=False)
     labels = " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
