@@ -268,3 +268,22 @@ def test_a_nested_probe_refusal_names_the_whole_limit_once():
     assert str(info.value) == (
         "the timed probe did not finish within 3.96185 s (what was left of `time_limit` 6 s "
         "for the whole run); this part was not started; nothing was released or charged")
+
+
+def test_train_dpsgd_refuses_huge_counts():
+    """Thirteenth pass: `train_dpsgd(epochs=10**30)` trained "forever" (make_private refused
+    it)."""
+    torch = pytest.importorskip("torch")
+    from pacpriv.dpsgd.trainer import train_dpsgd
+
+    def run(**kw):
+        torch.manual_seed(0)
+        return train_dpsgd(torch.nn.Linear(5, 2), torch.nn.CrossEntropyLoss(),
+                           torch.randn(64, 5), torch.randint(0, 2, (64,)),
+                           noise_multiplier=1.0, max_grad_norm=1.0, **kw)
+
+    for name in ("epochs", "steps_per_epoch"):
+        counts = {"epochs": 2, "steps_per_epoch": 4, name: 10**30}
+        with pytest.raises(ValueError, match=rf"`{name}` must be an integer in \[1, "
+                                             r"9007199254740992\]; got an integer of 31"):
+            run(**counts)

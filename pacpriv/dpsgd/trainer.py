@@ -71,7 +71,7 @@ from pacpriv.dpsgd._trainer_checks import (
 from pacpriv.dpsgd._training_result import TrainingResult
 from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_generator
 from pacpriv.dpsgd.bounds import membership_inference_accuracy_bound
-from pacpriv.dpsgd.sampling import RandomAllocation
+from pacpriv.dpsgd.sampling import MAX_STEP_COUNT, RandomAllocation
 from pacpriv.dpsgd.spec import DPSGDSpec, spec_triple, with_max_grad_norm
 from pacpriv.dpsgd.targets import settings_target
 from pacpriv.dpsgd.validate import ModuleProblem, inplace_modules, probe_model, validate_model
@@ -464,8 +464,8 @@ def _checked_settings(model, loss_fn, noise_multiplier, steps_per_epoch, epochs,
     )
     validate_model(model)
     sigma = check_real(noise_multiplier, "noise_multiplier", low=0.0)
-    M = check_int(steps_per_epoch, "steps_per_epoch", low=1)
-    E = check_int(epochs, "epochs", low=1)
+    M = check_int(steps_per_epoch, "steps_per_epoch", low=1, high=MAX_STEP_COUNT)
+    E = check_int(epochs, "epochs", low=1, high=MAX_STEP_COUNT)  # as make_private (13th pass)
     k = _allocation_k(allocation, spec, M)
     C = None
     if max_grad_norm is not None:

@@ -329,8 +329,11 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen,
         ) from err
     try:
         return check_output(value, None)
-    except InvalidOutput as err:
-        raise InvalidOutput(f"the release: mechanism {err}") from err.__cause__
+    except InvalidOutput as err:  # a MechanismError, like a trial's (thirteenth new-user pass)
+        raise MechanismError(
+            f"Mechanism {name or 'f'} returned an invalid output on the release's secret "
+            f"subset (after every trial had passed): {err}. Nothing was released.",
+            trial_index=-1, seed={}) from err.__cause__
 
 
 def _constant_note(sim: SimulationResult, plan: NoisePlan, rule: NoiseRule) -> str:

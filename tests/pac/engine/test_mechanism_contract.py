@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from pacpriv import pac_private
+from pacpriv.exceptions import MechanismError
 from pacpriv.pac.engine import ExecutionOptions
 from pacpriv.pac.engine._checkpoint import run_fingerprint
 from pacpriv.pac.engine._mechanism import (
@@ -165,6 +166,7 @@ def test_release_output_is_checked_like_a_trial():
         # and 19), 24: the release
         return np.array([np.nan]) if state["n"] > 23 else np.array([len(subset) / 20.0])
 
-    with pytest.raises(InvalidOutput, match=r"the release: .*not finite"):
+    # a MechanismError, as a trial's invalid output is (thirteenth new-user pass)
+    with pytest.raises(MechanismError, match=r"on the release's secret subset .*not finite"):
         run_pac(f, POOL, mi_budget=0.2, n_trials=20, rng=0,
                 execution=ExecutionOptions(n_jobs=1, progress=False))
