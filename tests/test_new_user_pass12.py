@@ -287,3 +287,39 @@ def test_train_dpsgd_refuses_huge_counts():
         with pytest.raises(ValueError, match=rf"`{name}` must be an integer in \[1, "
                                              r"9007199254740992\]; got an integer of 31"):
             run(**counts)
+
+
+def test_two_predictor_objects_on_one_state_report_the_shared_spend(tmp_path):
+    """Thirteenth pass: a second PrivatePredictor on the same state (same process) reported
+    the spend, remaining budget and membership bound of its load time (0, 0.02, 0.5) after the
+    first had answered 3 queries; the ledger itself was right. Every public number now reads
+    the state's ledger."""
+    from sklearn.linear_model import LogisticRegression
+
+    from pacpriv.prediction import PrivatePredictor
+
+    rng = np.random.default_rng(0)
+    Xp = rng.normal(size=(80, 3))
+    yp = (Xp[:, 0] > 0).astype(int)
+    state = str(tmp_path / "st")
+    kw = dict(n_worlds=4, per_query_budget=2**-8, total_budget=0.02, state=state)
+    pa = PrivatePredictor(LogisticRegression(), (Xp, yp), **kw).fit(execution=QUIET)
+    pb = PrivatePredictor.load(state)
+    pa.predict(Xp[:3])
+    assert pb.n_answered == pa.n_answered == 3
+    assert pb.spent == pa.spent == 3 * 2**-8 and pb.remaining == pa.remaining
+    assert pb.membership_bound == pa.membership_bound > 0.5
+    assert pb.budget() == pa.budget()
+
+
+@pytest.mark.parametrize("address", ["nowhere.invalid:1", "127.0.0.1:1", "ray://127.0.0.1:1"])
+def test_an_unreachable_ray_address_is_refused_in_one_line(address):
+    """Thirteenth pass: `--backend ray --ray-address nowhere:1` retried for minutes with Ray's
+    own warnings only."""
+    from pacpriv.cli._user import _check_reachable
+    from pacpriv.cli._args import UsageError
+
+    with pytest.raises(UsageError) as info:
+        _check_reachable(address)
+    assert f"--ray-address {address!r}: no Ray head answers at" in str(info.value)
+    _check_reachable("auto")  # not a host:port: left to Ray

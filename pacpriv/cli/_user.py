@@ -331,6 +331,29 @@ def explain_mechanism_error(err: BaseException, spec: str, dataset: Dataset) -> 
         err.args = (text, *err.args[1:])
 
 
+#: Seconds to reach a Ray head given by --ray-address before refusing it
+RAY_CONNECT_S = 5.0
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse, in one line, a ``--ray-address`` ``host:port`` (or ``ray://host:port``) that no
+    server answers within :data:`RAY_CONNECT_S` (thirteenth new-user pass: Ray retried
+    ``nowhere:1`` for minutes with its own warnings only). ``auto`` and other forms pass."""
+    import socket
+
+    rest = address.split("://", 1)[-1]
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_S).close()
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise UsageError(f"--ray-address {address!r}: no Ray head answers at {host}:{port} "
+                         f"({reason}); start one (ray start --head) or fix the address"
+                         ) from None
+
+
 @contextlib.contextmanager
 def scheduler_context(args):
     """Connect to ``--scheduler`` (Dask) or ``--ray-address`` (Ray) for the run, if given."""
@@ -345,6 +368,7 @@ def scheduler_context(args):
         return
     if getattr(args, "ray_address", None):
         ray = import_optional("ray", "--ray-address", extra="ray")
+        _check_reachable(args.ray_address)  # ray.init retries an unreachable head forever
         ray.init(address=args.ray_address)
         try:
             yield

@@ -92,16 +92,18 @@ def threat_model(secret_randomness: str) -> str:
 def budget_state(pp: BudgetReporting) -> dict:
     """Public budget state of ``pp`` (JSON-serialisable), as :meth:`PrivatePredictor.budget`."""
     fitted = pp.is_fitted
+    n = pp._n_answered  # the caller has just read the ledger (budget())
+    spent = n * pp.per_query_budget
     return {
         "n_worlds": pp.n_worlds,
         "per_query_budget": pp.per_query_budget,
         "total_budget": pp.total_budget,
-        "spent": pp.spent,
-        "remaining": pp.remaining,
-        "n_answered": pp.n_answered,
+        "spent": spent,
+        "remaining": max(0.0, pp.total_budget - spent),
+        "n_answered": n,
         "max_queries": pp.max_queries,
         "membership_prior": pp.membership_prior if fitted else None,
-        "membership_bound": pp.membership_bound if fitted else None,
+        "membership_bound": pp._bound_after(n) if fitted else None,
         "bound_kind": BOUND_KIND,
     }
 
@@ -190,15 +192,24 @@ class BudgetReporting:
 
         def _sync(self) -> None: ...
 
+    def _refresh(self) -> None:
+        """With a state directory, read the answered count from its ledger: answers given by
+        other objects or processes on the same state count (thirteenth new-user pass: a second
+        object on one state reported its load-time spend and bound)."""
+        if self._state is not None and self.is_fitted:
+            with self._lock:
+                self._sync()
+
     @property
     def n_answered(self) -> int:
-        """Number of query rows answered so far."""
+        """Number of query rows answered so far (on the state's ledger, when there is one)."""
+        self._refresh()
         return self._n_answered
 
     @property
     def spent(self) -> float:
         """MI spent so far, ``n_answered · per_query_budget`` (nats)."""
-        return self._n_answered * self.per_query_budget
+        return self.n_answered * self.per_query_budget
 
     @property
     def remaining(self) -> float:
@@ -241,8 +252,11 @@ class BudgetReporting:
         ``posterior_success_rate(spent, prior=membership_prior)`` ([PAC] Thm 1), rounded up.
         """
         self._fitted()
+        return self._bound_after(self.n_answered)
+
+    def _bound_after(self, n_answered: int) -> float:
         assert self._bounds is not None
-        return self._bounds(self._n_answered)
+        return self._bounds(n_answered)
 
     def budget(self) -> dict:
         """Public budget state (JSON-serialisable).
