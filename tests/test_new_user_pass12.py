@@ -316,8 +316,8 @@ def test_two_predictor_objects_on_one_state_report_the_shared_spend(tmp_path):
 def test_an_unreachable_ray_address_is_refused_in_one_line(address):
     """Thirteenth pass: `--backend ray --ray-address nowhere:1` retried for minutes with Ray's
     own warnings only."""
-    from pacpriv.cli._user import _check_reachable
     from pacpriv.cli._args import UsageError
+    from pacpriv.cli._user import _check_reachable
 
     with pytest.raises(UsageError) as info:
         _check_reachable(address)
