@@ -323,3 +323,21 @@ def test_an_unreachable_ray_address_is_refused_in_one_line(address):
         _check_reachable(address)
     assert f"--ray-address {address!r}: no Ray head answers at" in str(info.value)
     _check_reachable("auto")  # not a host:port: left to Ray
+
+
+def _other_shape_on_the_whole_pool(subset):
+    return np.zeros(5) + len(subset) if len(subset) == len(X) else subset.mean(axis=0)
+
+
+def test_a_release_output_of_another_shape_is_a_mechanism_error():
+    """Thirteenth pass: a release call whose output had another shape than the trials' raised
+    privatize's "`value` must have shape (3,) to match the plan" (an argument the user never
+    passed); now the MechanismError of any invalid output, naming the release."""
+    from pacpriv.exceptions import MechanismError
+    from pacpriv.pac import run_pac
+
+    with pytest.raises(MechanismError, match=r"on the release's secret subset .*shape \(5,\) "
+                                             r"but earlier trials returned \(3,\)"), \
+            pytest.warns(UserWarning):
+        run_pac(_other_shape_on_the_whole_pool, X, mi_budget=0.1, n_trials=20, rng=0,
+                secret_mask=np.ones(len(X), dtype=bool), execution=QUIET)

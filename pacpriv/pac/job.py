@@ -297,7 +297,7 @@ def _certain_membership(secret_mask, n_records: int) -> str | None:
 
 
 def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen,
-                   name: str = "") -> np.ndarray:
+                   name: str = "", dim: int | None = None) -> np.ndarray:
     """Run ``mechanism`` once on the secret subset (drawn from the sampler unless given).
 
     An exception of the mechanism (``SystemExit`` and its own ``KeyboardInterrupt`` too)
@@ -328,7 +328,7 @@ def _secret_output(mechanism, pool, sampler, n_records, secret_mask, gen,
             trial_index=-1, seed={},
         ) from err
     try:
-        return check_output(value, None)
+        return check_output(value, dim)  # the trials' length too
     except InvalidOutput as err:  # a MechanismError, like a trial's (thirteenth new-user pass)
         raise MechanismError(
             f"Mechanism {name or 'f'} returned an invalid output on the release's secret "
@@ -524,7 +524,8 @@ def run_pac(
         gen = as_generator(release_rng, name="release_rng")
         value = within(lambda: _secret_output(
             mechanism, pool, sampler_obj, sim.n_records, secret_mask, gen,
-            mechanism_name or sim.mechanism), what="during the release's call of the mechanism")
+            mechanism_name or sim.mechanism, plan.dim),
+            what="during the release's call of the mechanism")
         noisy = privatize(value, plan, rng=gen)
 
     return PacResult(
