@@ -341,3 +341,30 @@ def test_a_release_output_of_another_shape_is_a_mechanism_error():
             pytest.warns(UserWarning):
         run_pac(_other_shape_on_the_whole_pool, X, mi_budget=0.1, n_trials=20, rng=0,
                 secret_mask=np.ones(len(X), dtype=bool), execution=QUIET)
+
+
+def test_a_registered_factory_that_fails_is_named_with_its_calling_convention():
+    """Thirteenth pass: `MECHANISMS.register('m', lambda **kw: f)` then
+    `resolve_mechanism('m')` raised a bare TypeError from inside registry.py; a factory that
+    raised propagated its raw exception without its registered name."""
+    from pacpriv.exceptions import UserCodeError
+    from pacpriv.registry import MECHANISMS, resolve_mechanism
+
+    def needs_keywords(**kw):
+        return lambda s: s.mean(0)
+
+    def divides(info):
+        return 1 / 0
+
+    for name, factory, kind in (("p12-kw", needs_keywords, "TypeError"),
+                                ("p12-zero", divides, "ZeroDivisionError")):
+        MECHANISMS.register(name, factory, force=True)
+        try:
+            with pytest.raises(UserCodeError) as info:
+                resolve_mechanism(name)
+            assert str(info.value).startswith(
+                f"the mechanism factory registered as {name!r} raised {kind} when called as "
+                "factory(dataset_info)")
+            assert isinstance(info.value.__cause__, (TypeError, ZeroDivisionError))
+        finally:
+            MECHANISMS.unregister(name)
