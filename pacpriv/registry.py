@@ -616,9 +616,12 @@ def resolve_mechanism(
     if not isinstance(spec, str):
         raise TypeError(f"`spec` must be a str or a callable; got {type(spec).__name__}.")
     if spec in MECHANISMS:
+        factory = MECHANISMS.get(spec)
         try:
-            mechanism = MECHANISMS.get(spec)(dataset_info)
-        except Exception as err:  # the user's factory (thirteenth new-user pass)
+            mechanism = factory(dataset_info)
+        except Exception as err:  # a user's factory (thirteenth new-user pass); the built-ins'
+            if (getattr(factory, "__module__", None) or "").startswith("pacpriv."):
+                raise  # own errors are pacpriv's words
             from pacpriv.exceptions import UserCodeError
 
             raise UserCodeError(
