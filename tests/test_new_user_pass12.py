@@ -368,3 +368,23 @@ def test_a_registered_factory_that_fails_is_named_with_its_calling_convention():
             assert isinstance(info.value.__cause__, (TypeError, ZeroDivisionError))
         finally:
             MECHANISMS.unregister(name)
+
+
+def test_a_postgres_ledger_that_cannot_be_reached_says_why():
+    """Thirteenth pass: `--ledger postgresql://u@127.0.0.1:1/db` said only "cannot be used:
+    OperationalError"."""
+    pytest.importorskip("psycopg")
+    from pacpriv.exceptions import CheckpointError
+    from pacpriv.storage import open_store
+    from pacpriv.storage._postgres import _reason
+
+    with pytest.raises(CheckpointError) as info:
+        open_store("postgresql://u@127.0.0.1:1/db")
+    assert "the server cannot be reached" in str(info.value)
+
+    class Refused(Exception):
+        sqlstate = "28P01"
+
+    assert _reason(Refused()).startswith("authentication failed")
+    Refused.sqlstate = "3D000"
+    assert _reason(Refused()) == "the database does not exist"
