@@ -388,3 +388,20 @@ def test_a_postgres_ledger_that_cannot_be_reached_says_why():
     assert _reason(Refused()).startswith("authentication failed")
     Refused.sqlstate = "3D000"
     assert _reason(Refused()) == "the database does not exist"
+
+
+def test_a_per_record_state_change_names_the_user_s_function_not_pacpriv_s_wrapper():
+    """Thirteenth pass: a per-record resume refused as "the mechanism
+    'pacpriv.pac.per_record._units.unit_trial': its state changed"."""
+    import copy
+
+    from pacpriv.pac.engine._checkpoint_words import differences_in_words
+
+    old = {"mechanism": {"name": "pacpriv.pac.per_record._units.unit_trial",
+                         "source_sha256": "a", "bound": "b", "accepts_rng": "True",
+                         "state_sha256": "x"}}
+    new = copy.deepcopy(old)
+    new["mechanism"]["state_sha256"] = "y"
+    words = differences_in_words(old, new)
+    assert words[0].startswith("the per-record run's mechanism (your function): its state")
+    assert not any("unit_trial" in w for w in words)
