@@ -599,6 +599,8 @@ def resolve_mechanism(
         If a ``file.py`` spec names a file that does not exist.
     TypeError
         If ``spec`` is neither a str nor callable, or the resolved object is not callable.
+    pacpriv.exceptions.UserCodeError
+        A registered factory raised (its name and the exception's type; the cause chained).
 
     Examples
     --------
@@ -614,7 +616,19 @@ def resolve_mechanism(
     if not isinstance(spec, str):
         raise TypeError(f"`spec` must be a str or a callable; got {type(spec).__name__}.")
     if spec in MECHANISMS:
-        mechanism = MECHANISMS.get(spec)(dataset_info)
+        factory = MECHANISMS.get(spec)
+        try:
+            mechanism = factory(dataset_info)
+        except Exception as err:  # a user's factory (thirteenth new-user pass); the built-ins'
+            if (getattr(factory, "__module__", None) or "").startswith("pacpriv."):
+                raise  # own errors are pacpriv's words
+            from pacpriv.exceptions import UserCodeError
+
+            raise UserCodeError(
+                f"the mechanism factory registered as {spec!r} raised {type(err).__name__} "
+                "when called as factory(dataset_info) (one positional argument: a DatasetInfo "
+                "or None; see register_mechanism); its message is withheld (it may quote "
+                "data)") from err
         if not callable(mechanism):
             raise TypeError(f"factory of {spec!r} returned a non-callable {mechanism!r}.")
         return mechanism, spec

@@ -341,3 +341,67 @@ def test_a_release_output_of_another_shape_is_a_mechanism_error():
             pytest.warns(UserWarning):
         run_pac(_other_shape_on_the_whole_pool, X, mi_budget=0.1, n_trials=20, rng=0,
                 secret_mask=np.ones(len(X), dtype=bool), execution=QUIET)
+
+
+def test_a_registered_factory_that_fails_is_named_with_its_calling_convention():
+    """Thirteenth pass: `MECHANISMS.register('m', lambda **kw: f)` then
+    `resolve_mechanism('m')` raised a bare TypeError from inside registry.py; a factory that
+    raised propagated its raw exception without its registered name."""
+    from pacpriv.exceptions import UserCodeError
+    from pacpriv.registry import MECHANISMS, resolve_mechanism
+
+    def needs_keywords(**kw):
+        return lambda s: s.mean(0)
+
+    def divides(info):
+        return 1 / 0
+
+    for name, factory, kind in (("p12-kw", needs_keywords, "TypeError"),
+                                ("p12-zero", divides, "ZeroDivisionError")):
+        MECHANISMS.register(name, factory, force=True)
+        try:
+            with pytest.raises(UserCodeError) as info:
+                resolve_mechanism(name)
+            assert str(info.value).startswith(
+                f"the mechanism factory registered as {name!r} raised {kind} when called as "
+                "factory(dataset_info)")
+            assert isinstance(info.value.__cause__, (TypeError, ZeroDivisionError))
+        finally:
+            MECHANISMS.unregister(name)
+
+
+def test_a_postgres_ledger_that_cannot_be_reached_says_why():
+    """Thirteenth pass: `--ledger postgresql://u@127.0.0.1:1/db` said only "cannot be used:
+    OperationalError"."""
+    pytest.importorskip("psycopg")
+    from pacpriv.exceptions import CheckpointError
+    from pacpriv.storage import open_store
+    from pacpriv.storage._postgres import _reason
+
+    with pytest.raises(CheckpointError) as info:
+        open_store("postgresql://u@127.0.0.1:1/db")
+    assert "the server cannot be reached" in str(info.value)
+
+    class Refused(Exception):
+        sqlstate = "28P01"
+
+    assert _reason(Refused()).startswith("authentication failed")
+    Refused.sqlstate = "3D000"
+    assert _reason(Refused()) == "the database does not exist"
+
+
+def test_a_per_record_state_change_names_the_user_s_function_not_pacpriv_s_wrapper():
+    """Thirteenth pass: a per-record resume refused as "the mechanism
+    'pacpriv.pac.per_record._units.unit_trial': its state changed"."""
+    import copy
+
+    from pacpriv.pac.engine._checkpoint_words import differences_in_words
+
+    old = {"mechanism": {"name": "pacpriv.pac.per_record._units.unit_trial",
+                         "source_sha256": "a", "bound": "b", "accepts_rng": "True",
+                         "state_sha256": "x"}}
+    new = copy.deepcopy(old)
+    new["mechanism"]["state_sha256"] = "y"
+    words = differences_in_words(old, new)
+    assert words[0].startswith("the per-record run's mechanism (your function): its state")
+    assert not any("unit_trial" in w for w in words)

@@ -83,7 +83,7 @@ class PostgresStore(LedgerStore):
             conn.commit()
         except self._psycopg.Error as err:
             raise CheckpointError(f"PostgreSQL ledger at {self._where()} cannot be used: "
-                                  f"{type(err).__name__}.") from None
+                                  f"{_reason(err)} ({type(err).__name__}).") from None
         if version != str(SCHEMA_VERSION):
             raise CheckpointError(f"the PostgreSQL ledger at {self._where()} holds schema "
                                   f"{version}; this pacpriv reads schema {SCHEMA_VERSION}.")
@@ -102,3 +102,21 @@ class PostgresStore(LedgerStore):
         if scope is not None:
             cur.execute("SELECT spent FROM totals WHERE scope = %s FOR UPDATE", (scope,))
             cur.fetchall()
+
+
+#: Words for the SQLSTATE classes a user can act on (PostgreSQL, Appendix A)
+_SQLSTATE_WORDS = {"28": "authentication failed (user or password)",
+                   "3D": "the database does not exist", "42": "permission denied or a bad "
+                   "schema (the user may not create the ledger's tables)",
+                   "53": "the server is out of resources", "57": "the server is shutting down "
+                   "or refused the connection", "08": "the connection failed"}
+
+
+def _reason(err) -> str:
+    """Why a PostgreSQL ledger cannot be used, in words (thirteenth new-user pass: only the
+    driver's class name was shown); never the URL's password (the message is not quoted)."""
+    state = getattr(err, "sqlstate", None)
+    if state:
+        return _SQLSTATE_WORDS.get(state[:2], f"the server answered SQLSTATE {state}")
+    return ("the server cannot be reached (no such host, connection refused, or it did not "
+            "answer)")

@@ -186,7 +186,10 @@ def _mechanism(old: dict, new: dict) -> list[str]:
         out.append("whether the mechanism takes an `rng` argument: checkpoint "
                    f"{old.get('accepts_rng')}, now {new.get('accepts_rng')}")
     if not out and old.get("state_sha256") != new.get("state_sha256"):
-        out.append(f"the mechanism {_short_name(new.get('name'))!r}: its state changed "
+        who = ("the per-record run's mechanism (your function)"  # not pacpriv's own wrapper
+               if str(new.get("name")).endswith("per_record._units.unit_trial") else
+               f"the mechanism {_short_name(new.get('name'))!r}")
+        out.append(f"{who}: its state changed "
                    "(mechanism.state_sha256: its closure values, fields, default arguments, "
                    "helper functions or module constants)")
     return out or [f"the mechanism {_short_name(new.get('name'))!r} differs"]
