@@ -20,6 +20,7 @@ __all__ = [
     "MechanismError",
     "NotReproducibleWarning",
     "PacprivWarning",
+    "SparseBatchWarning",
     "StallWarning",
     "TimeLimitError",
     "UndersampledWarning",
@@ -175,6 +176,13 @@ class ClippingWarning(PacprivWarning):
 
     #: The command line prints the first warning of this kind and counts the others.
     one_kind = True
+
+
+class SparseBatchWarning(PacprivWarning):
+    """DP-SGD with more steps per epoch than record uses: the expected batch ``k·n/t`` is below
+    one record, so most steps hold no record and apply pure noise. The privacy bound still
+    holds (it depends on σ, t, E and k only); the training carries little signal. The message
+    names the settings and the public record count, never a record."""
 
 
 class StallWarning(PacprivWarning):

@@ -405,3 +405,40 @@ def test_a_per_record_state_change_names_the_user_s_function_not_pacpriv_s_wrapp
     words = differences_in_words(old, new)
     assert words[0].startswith("the per-record run's mechanism (your function): its state")
     assert not any("unit_trial" in w for w in words)
+
+
+def test_train_dpsgd_warns_when_most_steps_are_empty():
+    """Thirteenth pass: steps_per_epoch far above the record count trained silently on empty
+    batches. The public entry warns, in words, before training (public counts only); the
+    comparison's own training (settings it chooses) stays quiet; k-of-t counts k·n uses."""
+    import torch
+
+    from pacpriv.dpsgd import RandomAllocation
+    from pacpriv.dpsgd.trainer import train_dpsgd
+    from pacpriv.exceptions import SparseBatchWarning
+
+    torch.manual_seed(0)
+    X = np.random.default_rng(0).normal(size=(64, 3))
+    y = (X[:, 0] > 0).astype(np.int64)
+    model = torch.nn.Linear(3, 2).double()
+    with pytest.warns(SparseBatchWarning) as got:
+        res = train_dpsgd(model, torch.nn.CrossEntropyLoss(), X, y, noise_multiplier=1.0,
+                          steps_per_epoch=1000, epochs=1, max_grad_norm=1.0, rng=0)
+    text = str(got[0].message)
+    # expected batch 64/1000; empty fraction (1 - 1/1000)**64 = 0.938
+    assert "expected batch is 0.064 record(s) and about 94%" in text
+    assert "steps_per_epoch <= 64" in text
+    assert res.n_empty_steps > 900
+    # k = 4 of t = 200: 256 uses, expected batch 1.28 >= 1: no warning
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SparseBatchWarning)
+        res = train_dpsgd(torch.nn.Linear(3, 2).double(), torch.nn.CrossEntropyLoss(), X, y,
+                          noise_multiplier=1.0, steps_per_epoch=200, epochs=1,
+                          max_grad_norm=1.0, allocation=RandomAllocation(4), rng=0)
+    assert res.k == 4 and res.expected_batch_size == pytest.approx(1.28)
+    # the same settings at k = 1 (64 uses of 200 steps) warn
+    with pytest.warns(SparseBatchWarning, match=r"expected batch is 0\.32 record"):
+        train_dpsgd(torch.nn.Linear(3, 2).double(), torch.nn.CrossEntropyLoss(), X, y,
+                    noise_multiplier=1.0, steps_per_epoch=200, epochs=1, max_grad_norm=1.0,
+                    rng=0)

@@ -207,7 +207,7 @@ class DPSGDModel:
     def fit(self, X, y, *, rng: np.random.Generator):
         """A fresh model trained with DP-SGD on ``(X, y)``; init, allocation, noise from ``rng``."""
         torch = import_torch("DPSGDModel")
-        from pacpriv.dpsgd.trainer import train_dpsgd  # imports torch
+        from pacpriv.dpsgd.trainer import _train_dpsgd  # imports torch
 
         seed = _seed_from(rng)
         init = int(trial_seed(seed, MODEL_INIT_STREAM).generate_state(1, dtype=np.uint64)[0])
@@ -216,12 +216,12 @@ class DPSGDModel:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(init)
                 model = self.model_factory()
-            train_dpsgd(model, torch.nn.CrossEntropyLoss(), X, np.asarray(y, dtype=np.int64),
+            _train_dpsgd(model, torch.nn.CrossEntropyLoss(), X, np.asarray(y, dtype=np.int64),
                         noise_multiplier=float(self.noise_multiplier),
                         steps_per_epoch=int(self.steps_per_epoch), epochs=int(self.epochs),
                         max_grad_norm=self.max_grad_norm,
                         optimizer=lambda params: torch.optim.SGD(params, lr=lr),
-                        rng=trial_seed(seed, MODEL_TRAINING_STREAM))
+                        rng=trial_seed(seed, MODEL_TRAINING_STREAM), warn_where=None)
         return model
 
     @property

@@ -35,7 +35,7 @@ from pacpriv._torch_models import (
 from pacpriv.audit._attacks import AttackResult, loss_threshold_attack
 from pacpriv.datasets.scaling import scale_to_unit_box
 from pacpriv.dpsgd.calibration import noise_multiplier_for_accuracy
-from pacpriv.dpsgd.trainer import model_losses, train_dpsgd
+from pacpriv.dpsgd.trainer import _train_dpsgd, model_losses
 
 torch = import_torch("pacpriv.compare")
 
@@ -125,7 +125,7 @@ class LogisticRegressionMechanism:
             return self.parameters_of(model)
         lr = self.learning_rate
         with one_torch_thread():
-            train_dpsgd(
+            _train_dpsgd(
                 model,
                 torch.nn.CrossEntropyLoss(),
                 X,
@@ -136,6 +136,7 @@ class LogisticRegressionMechanism:
                 max_grad_norm=max_grad_norm,
                 optimizer=lambda params: torch.optim.SGD(params, lr=lr),
                 rng=public_stream_int(self.public_seed, 1) if rng is None else rng,
+                warn_where=None,  # compare chooses the settings; no sparse-batch warning
             )
         return self.parameters_of(model)
 

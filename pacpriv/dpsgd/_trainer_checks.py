@@ -103,3 +103,25 @@ def check_training_records(records: Any, loss_fn: Any) -> int:
         raise ValueError("`X` must contain at least one record; got 0.")
     check_class_targets(loss_fn, records.y, "`y`", "train_dpsgd (classification loss)")
     return n
+
+
+def warn_sparse_batches(n_records: int, k: int, steps_per_epoch: int, where: str | None) -> None:
+    """Warn (:class:`~pacpriv.exceptions.SparseBatchWarning`) when the expected batch
+    ``k·n/t`` of random allocation is below one record: most steps are then empty (pure
+    noise); the privacy bound is unaffected. ``where`` (the caller's name) None: no warning
+    (internal callers that choose the settings themselves)."""
+    expected = k * n_records / steps_per_epoch
+    if where is None or expected >= 1.0:
+        return
+    import warnings
+
+    from pacpriv.exceptions import SparseBatchWarning
+
+    empty = (1.0 - min(k, steps_per_epoch) / steps_per_epoch) ** n_records
+    warnings.warn(
+        f"{where}: steps_per_epoch {steps_per_epoch} is above the {k * n_records} record "
+        f"use(s) per epoch (k = {k} × {n_records} record(s)): the expected batch is "
+        f"{expected:.3g} record(s) and about {100 * empty:.0f}% of the steps hold no record "
+        f"(each adds pure noise). The privacy bound holds; for useful training use "
+        f"steps_per_epoch <= {max(1, k * n_records)}.",
+        SparseBatchWarning, stacklevel=3)

@@ -46,7 +46,7 @@ from pacpriv._validation import check_int, check_real
 from pacpriv.dpsgd._ghost import LinearTape, linear_layers
 from pacpriv.dpsgd._noise import check_noise_range, check_precision
 from pacpriv.dpsgd._records import Records, as_records
-from pacpriv.dpsgd._trainer_checks import check_class_targets
+from pacpriv.dpsgd._trainer_checks import check_class_targets, warn_sparse_batches
 from pacpriv.dpsgd.allocation import random_allocation, torch_generator
 from pacpriv.dpsgd.sampling import MAX_STEP_COUNT
 from pacpriv.dpsgd.spec import DPSGDSpec
@@ -379,6 +379,7 @@ def make_private(
         target_epsilon=target_epsilon, delta=delta, steps_per_epoch=t, epochs=e)
     check_noise_range(noise_multiplier=sigma, max_grad_norm=C, n_records=len(records),
                       expected_batch_size=len(records) / t, dtype=dtype)
+    warn_sparse_batches(len(records), 1, t, "make_private")
     return PrivateTraining(module, optimizer, loss_fn, records, sigma=sigma, C=C,
                            steps_per_epoch=t, epochs=e, targets=targets, rng=rng)
 

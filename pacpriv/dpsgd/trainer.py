@@ -67,6 +67,7 @@ from pacpriv.dpsgd._trainer_checks import (
     check_optimizer_holds,
     check_training_records,
     public_size,
+    warn_sparse_batches,
 )
 from pacpriv.dpsgd._training_result import TrainingResult
 from pacpriv.dpsgd.allocation import random_allocation, secure_generator, torch_generator
@@ -515,8 +516,9 @@ def _train_dpsgd(
     allocation: RandomAllocation | str | None = None,
     allow_low_precision: bool = False,
     dataset_size: int | None = None,
+    warn_where: str | None = "train_dpsgd",
 ) -> TrainingResult:
-    """:func:`train_dpsgd` with every setting as a keyword (validated here)."""
+    """:func:`train_dpsgd` with every setting as a keyword (validated; no warnings at None)."""
     sigma, M, E, k, C = _checked_settings(model, loss_fn, noise_multiplier, steps_per_epoch,
                                           epochs, max_grad_norm, spec, allocation)
     if not any(p.requires_grad for p in model.parameters()):
@@ -528,6 +530,7 @@ def _train_dpsgd(
     # a spec's dataset_size is a public number; else the number of records passed
     n_public = public_size(dataset_size, spec, n)
     expected = k * n_public / M
+    warn_sparse_batches(n, k, M, warn_where)
     dtype = next(p for p in model.parameters() if p.requires_grad).dtype
     if C is not None:
         check_noise_range(noise_multiplier=sigma, max_grad_norm=C, n_records=n,

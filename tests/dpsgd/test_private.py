@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 from pacpriv.dpsgd import DPSGDSpec, noise_multiplier_for_epsilon  # noqa: E402
 from pacpriv.dpsgd.private import make_private  # noqa: E402
 from pacpriv.dpsgd.trainer import train_dpsgd  # noqa: E402
-from pacpriv.exceptions import BudgetExceededError  # noqa: E402
+from pacpriv.exceptions import BudgetExceededError, SparseBatchWarning  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 LOSS = torch.nn.CrossEntropyLoss()
@@ -103,9 +103,10 @@ def test_empty_batches_take_noisy_steps():
     ds = _data(n=3)
     model = _mlp()
     before = [p.detach().clone() for p in model.parameters()]
-    private = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), ds,
-                           loss_fn=LOSS, noise_multiplier=1.0, max_grad_norm=1.0, epochs=1,
-                           steps_per_epoch=6, rng=1)
+    with pytest.warns(SparseBatchWarning, match=r"expected batch is 0\.5 record.*<= 3"):
+        private = make_private(model, torch.optim.SGD(model.parameters(), lr=0.1), ds,
+                               loss_fn=LOSS, noise_multiplier=1.0, max_grad_norm=1.0, epochs=1,
+                               steps_per_epoch=6, rng=1)
     sizes = []
     for x, y in private.data_loader:
         sizes.append(int(x.shape[0]))
