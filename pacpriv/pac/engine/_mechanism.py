@@ -183,16 +183,34 @@ def outside_output_range(arr: np.ndarray, low: float = MIN_OUTPUT_MAGNITUDE) -> 
 _CHECK_CHUNK = 2**16
 
 
+#: Sign-clearing mask of a float64's bits: for non-negative doubles the order of the bit
+#: patterns (as unsigned integers) is the order of the values, with inf and NaN above all.
+_ABS_BITS = np.uint64(0x7FFF_FFFF_FFFF_FFFF)
+_MAX_BITS = np.float64(MAX_OUTPUT_MAGNITUDE).view(np.uint64)
+
+
 def _in_range(arr: np.ndarray, low: float) -> bool:
-    """Whether every value is finite, at most :data:`MAX_OUTPUT_MAGNITUDE` in magnitude, and
-    zero or at least ``low`` (chunk by chunk; False also when a NaN is present)."""
+    """Whether every value of the float64 ``arr`` is finite, at most
+    :data:`MAX_OUTPUT_MAGNITUDE` in magnitude, and zero or at least ``low`` (a positive normal
+    number); False also when a NaN is present.
+
+    Chunk by chunk on the bit patterns, in one reused buffer: ``|x|`` is ``bits & 0x7FF…F``,
+    whose unsigned order is that of the magnitudes (NaN and inf above every finite value), so
+    ``max <= bits(MAX)`` is the upper check; ``bits − 1`` wraps an exact zero to ``2⁶⁴ − 1``,
+    so ``min(bits − 1) >= bits(low) − 1`` says that no value lies in ``(0, low)``.
+    """
     flat = arr.reshape(-1)
+    bits = flat.view(np.uint64)
+    low_bits = np.float64(low).view(np.uint64) - np.uint64(1)
+    buf = np.empty(min(_CHECK_CHUNK, flat.size), dtype=np.uint64)
     for start in range(0, flat.size, _CHECK_CHUNK):
-        mag = np.abs(flat[start : start + _CHECK_CHUNK])
-        if not mag.max() <= MAX_OUTPUT_MAGNITUDE:  # NaN compares False
+        part = bits[start : start + _CHECK_CHUNK]
+        mag = buf[: part.size]
+        np.bitwise_and(part, _ABS_BITS, out=mag)
+        if mag.max() > _MAX_BITS:  # above the maximum, inf or NaN
             return False
-        small = mag < low
-        if small.any() and mag[small].any():
+        np.subtract(mag, np.uint64(1), out=mag)  # exact zeros wrap to the top
+        if mag.min() < low_bits:  # a non-zero magnitude below `low`
             return False
     return True
 

@@ -83,3 +83,39 @@ def test_a_nonfinite_release_output_is_refused_and_not_charged():
     with pytest.raises((MechanismError, ValueError), match="not finite"):
         g(POOL[:30])
     assert g.ledger.spent == 0.0
+
+
+_EDGES = [0.0, -0.0, 2.0**-400, -(2.0**-400), 2.0**-401, np.nextafter(2.0**-400, 0.0),
+          float(np.finfo(np.float32).tiny), np.nextafter(float(np.finfo(np.float32).tiny), 0.0),
+          2.0**400, -(2.0**400), np.nextafter(2.0**400, np.inf), np.inf, -np.inf, np.nan,
+          5e-324, -5e-324, 1.0, -3.5, 1e300, -1e-300]
+
+
+def _in_range_reference(arr, low):
+    """The output range check written on the values (NumPy comparisons, no bit patterns)."""
+    from pacpriv.pac.engine._mechanism import MAX_OUTPUT_MAGNITUDE
+
+    mag = np.abs(arr)
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(np.isfinite(mag)) and np.all(mag <= MAX_OUTPUT_MAGNITUDE)
+                    and not np.any((mag > 0) & (mag < low)))
+
+
+@pytest.mark.parametrize("low", [2.0**-400, float(np.finfo(np.float32).tiny)])
+def test_output_range_check_on_bit_patterns_matches_the_values(low):
+    """The engine's fast output check (bit patterns of ``|x|``, chunk by chunk) agrees with
+    the check written on the values, at every edge (±0, the limits and their neighbours,
+    subnormals, ±inf, NaN), in any chunk, and on strided views."""
+    from pacpriv.pac.engine._mechanism import _CHECK_CHUNK, _in_range
+
+    rng = np.random.default_rng(7)
+    for edge in _EDGES:
+        for where in (0, _CHECK_CHUNK - 1, _CHECK_CHUNK, 2 * _CHECK_CHUNK + 5):
+            arr = rng.poisson(0.5, 2 * _CHECK_CHUNK + 9).astype(np.float64)  # many exact zeros
+            arr[where] = edge
+            assert _in_range(arr, low) == _in_range_reference(arr, low), (edge, where)
+            strided = np.repeat(arr, 2)[::2]
+            assert _in_range(strided, low) == _in_range(arr, low)
+    for _ in range(300):
+        arr = rng.choice(np.array(_EDGES), size=int(rng.integers(1, 40)))
+        assert _in_range(arr, low) == _in_range_reference(arr, low)
