@@ -172,13 +172,18 @@ class _ColumnBlocks:
             np.copyto(block, self._pread(cols), casting="unsafe")
         return block
 
+    def buffer(self, cols: slice) -> np.ndarray:
+        """The reused float64 buffer shaped as the block ``outputs[:, cols]`` (contents
+        unspecified)."""
+        if self.work is None:
+            self.work = np.empty(self.size)
+        return self.work[: self.outputs.shape[0] * (cols.stop - cols.start)].reshape(
+            self.outputs.shape[0], -1)
+
     def read(self, cols: slice, *, check: bool = True) -> np.ndarray:
         """The float64 block ``outputs[:, cols]``; ``check=False`` leaves the finiteness check
         to the caller (e.g. on the block's column sums, which are finite iff the block is)."""
-        if self.work is None:
-            self.work = np.empty(self.size)
-        n = self.outputs.shape[0]
-        block = self._fill(self.work[: n * (cols.stop - cols.start)].reshape(n, -1), cols)
+        block = self._fill(self.buffer(cols), cols)
         if self.scale is not None:
             np.divide(block, self.scale[cols], out=block)
         if check:
@@ -237,13 +242,17 @@ def _gram_pass(outputs: np.ndarray, step: int, scale: np.ndarray | None = None,
     gram = np.zeros((n, n), order="F")
     mean = np.empty(d)
     m2 = np.empty(d) if variances else None
+    # in-memory float64 outputs: each block is centred straight from the outputs into the
+    # buffer (one copy pass less; the same sums in the same order, so the same numbers)
+    direct = scale is None and type(outputs) is np.ndarray and outputs.dtype == np.float64
     with _ColumnBlocks(outputs, step, scale) as reader:
         for start in range(0, d, step):
             cols = slice(start, min(start + step, d))
-            block = reader.read(cols, check=False)
+            source = outputs[:, cols] if direct else reader.read(cols, check=False)
             if head is not None:
-                np.add.reduce(block[: head[0]], axis=0, out=head[1][cols])
-            _centre(block, mean[cols], None if m2 is None else m2[cols])
+                np.add.reduce(source[: head[0]], axis=0, out=head[1][cols])
+            block = reader.buffer(cols) if direct else source
+            _centre(source, mean[cols], None if m2 is None else m2[cols], into=block)
             # block.T is Fortran (w, n): trans=1 gives block @ block.T, added to gram in place.
             gram = dsyrk(1.0, block.T, beta=1.0, c=gram, trans=1, lower=0, overwrite_c=1)
     if m2 is not None:
@@ -253,15 +262,17 @@ def _gram_pass(outputs: np.ndarray, step: int, scale: np.ndarray | None = None,
     return _mirror(gram), mean, m2
 
 
-def _centre(block: np.ndarray, mean: np.ndarray, m2: np.ndarray | None) -> None:
-    """Centre a float64 block in place; its column means and (``m2`` not None) sums of squared
-    deviations."""
+def _centre(block: np.ndarray, mean: np.ndarray, m2: np.ndarray | None, *,
+            into: np.ndarray | None = None) -> None:
+    """Centre a float64 block in place (or into the buffer ``into``, of its shape); its column
+    means and (``m2`` not None) sums of squared deviations."""
     np.add.reduce(block, axis=0, out=mean)
     _check_sums(block, mean)
     mean /= block.shape[0]
-    block -= mean
+    out = block if into is None else into
+    np.subtract(block, mean, out=out)
     if m2 is not None:
-        np.einsum("ij,ij->j", block, block, out=m2)
+        np.einsum("ij,ij->j", out, out, out=m2)
 
 
 def _check_sums(block: np.ndarray, *sums: np.ndarray) -> None:

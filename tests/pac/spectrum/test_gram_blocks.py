@@ -72,3 +72,29 @@ def test_gram_path_peak_memory_is_result_plus_one_block(tmp_path):
     block = n * step * (8 + 4) + step * (n - 1) * 8  # float64 + raw buffers, product buffer
     assert spec.n_components == n - 1
     assert peak <= result + 2 * block + 2 * n * n * 8 + 200_000, (peak, result)
+
+
+class _Copied(np.ndarray):
+    """An ndarray subclass: the pass reads its blocks through the copying reader."""
+
+
+@pytest.mark.parametrize("step", [1, 7, 64, 200])
+@pytest.mark.parametrize("head", [0, 3])
+def test_direct_centring_is_the_copying_pass_bit_for_bit(step, head):
+    """In-memory float64 outputs are centred straight into the buffer (no copy pass): the Gram,
+    means, variances and head means equal the copying reader's bit for bit, and a non-finite
+    value is still refused."""
+    rng = np.random.default_rng(3)
+    x = rng.poisson(0.5, size=(11, 200)).astype(np.float64) * 3.7 + 1e3
+    x[:, 5] = 0.0
+    results = []
+    for source in (x, x.view(_Copied)):
+        top = np.empty(x.shape[1]) if head else None
+        gram, mean, variances = _gram_pass(source, step, head=(head, top) if head else None)
+        results.append((gram, mean, variances, top))
+    for a, b in zip(*results, strict=True):
+        assert (a is None and b is None) or np.array_equal(a, b)
+    bad = x.copy()
+    bad[4, 150] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        _gram_pass(bad, step)
