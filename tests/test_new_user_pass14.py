@@ -34,3 +34,45 @@ def test_a_named_backend_with_one_job_says_it_runs_in_this_process(tmp_path, mon
         assert f"to use {flags[1]}" in err and "--n-jobs 2 or more" in err
     backend = json.loads((tmp_path / "r" / "report.json").read_text())["simulation"]["backend"]
     assert backend == ("threading" if "2" in flags else "sequential")
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"n_trials": 10**400}, "`n_trials` must be an integer in [2, "),
+    ({"n_trials": 1}, "`n_trials` must be an integer in [2, "),
+    ({"mi_budget": 10**400}, "`mi_budget` must be at most 1.798e+308"),
+    ({"mi_budget": float("nan")}, "`mi_budget` must be a finite number"),
+    ({"mi_budget": 0.0}, "`mi_budget` must be in (0.0, inf)"),
+    ({"target_accuracy": 10**400}, "`target_accuracy` must be at most 1.798e+308"),
+    ({"target_accuracy": 0.5}, "`target_accuracy` must be in (0.5, 1.0)"),
+])
+@pytest.mark.parametrize("kind", ["regressor", "classifier"])
+def test_meta_estimator_hyperparameters_are_named_at_their_extremes(params, words, kind):
+    """PACPrivateRegressor(n_trials=10**400) / (mi_budget=10**400) ended in a bare
+    OverflowError: every numeric hyperparameter is checked, and named, before any fit."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression, Ridge
+
+    from pacpriv.estimators import PACPrivateClassifier, PACPrivateRegressor
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    if kind == "regressor":
+        est, y = PACPrivateRegressor(Ridge(), **params), X[:, 0]
+    else:
+        est, y = PACPrivateClassifier(LogisticRegression(), **params), (X[:, 0] > 0).astype(int)
+    with pytest.raises((ValueError, TypeError)) as err:
+        est.fit(X, y)
+    assert words in str(err.value)
+
+
+def test_meta_estimator_takes_a_numpy_scalar_target():
+    """A NumPy float target (e.g. from a grid) is a number like any other."""
+    import numpy as np
+    from sklearn.linear_model import Ridge
+
+    from pacpriv.estimators import PACPrivateRegressor
+
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    with pytest.warns(Warning):  # n_trials below the planning model's (UndersampledWarning)
+        est = PACPrivateRegressor(Ridge(), target_accuracy=np.float32(0.6), n_trials=50,
+                                  random_state=0).fit(X, X[:, 0])
+    assert est.posterior_success_bound_ <= float(np.float32(0.6)) + 1e-12

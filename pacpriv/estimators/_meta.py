@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
 
-from pacpriv._validation import check_class_labels
+from pacpriv._validation import check_class_labels, check_int, check_real
 from pacpriv.estimators._release import (
     FitMechanism,
     public_carrier,
@@ -75,13 +75,13 @@ class _PACPrivate(BaseEstimator):
         if self.mi_budget is not None and self.target_accuracy is not None:
             raise ValueError("give at most one of `mi_budget` (nats) and `target_accuracy`; "
                              f"got {self.mi_budget!r} and {self.target_accuracy!r}.")
-        if self.mi_budget is not None:
-            return float(self.mi_budget)  # run_pac checks the range
+        if self.mi_budget is not None:  # a number (named); run_pac checks the range
+            return check_real(self.mi_budget, "mi_budget", low=0.0, low_inclusive=False)
         target = (DEFAULT_TARGET_ACCURACY if self.target_accuracy is None
                   else self.target_accuracy)
-        if not (isinstance(target, (int, float)) and 0.5 < target < 1):
-            raise ValueError(f"`target_accuracy` must be in (0.5, 1); got {target!r}.")
-        return float(mi_budget_for_accuracy(float(target), prior=0.5))
+        target = check_real(target, "target_accuracy", low=0.5, high=1.0, low_inclusive=False,
+                            high_inclusive=False)
+        return float(mi_budget_for_accuracy(target, prior=0.5))
 
     def _check_estimator(self, estimator, *, n_rows: int) -> None:
         """The wrapped estimator is of this meta-estimator's kind (a regressor in a classifier
@@ -166,9 +166,10 @@ class _PACPrivate(BaseEstimator):
             y = np.asarray(y, dtype=np.float64)
         if isinstance(self.n_trials, bool) or not isinstance(self.n_trials, (int, np.integer)):
             raise TypeError(f"`n_trials` must be an int; got {type(self.n_trials).__name__}.")
+        check_int(self.n_trials, "n_trials", low=2, high=2**63 - 1)  # as run_pac (int64 index)
+        budget = self._budget()  # every hyperparameter checked before the estimator's checks
         estimator = self._default_estimator() if self.estimator is None else self.estimator
         self._check_estimator(estimator, n_rows=X.shape[0])
-        budget = self._budget()
         mechanism = self._mechanism(estimator, X.shape[1], classes)
         sim_seed, release_seed = (None, None) if self.random_state is None else \
             np.random.SeedSequence(int(self.random_state)).spawn(2)

@@ -165,7 +165,7 @@ def test_regressor_decision_function_release_and_unfitted_calls():
 
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
     ({"mi_budget": 0.1, "target_accuracy": 0.6}, ValueError, "at most one of `mi_budget`"),
-    ({"target_accuracy": 0.4}, ValueError, r"`target_accuracy` must be in \(0.5, 1\); got 0.4"),
+    ({"target_accuracy": 0.4}, ValueError, r"`target_accuracy` must be in \(0.5, 1.0\); got 0.4"),
     ({"mi_budget": -1.0}, ValueError, "mi_budget"),
     ({"release": "weights"}, ValueError, "`release` must be one of parameters"),
     ({"release": "decision_function"}, ValueError, "needs `public_X`"),
