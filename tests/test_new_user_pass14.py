@@ -76,3 +76,55 @@ def test_meta_estimator_takes_a_numpy_scalar_target():
         est = PACPrivateRegressor(Ridge(), target_accuracy=np.float32(0.6), n_trials=50,
                                   random_state=0).fit(X, X[:, 0])
     assert est.posterior_success_bound_ <= float(np.float32(0.6)) + 1e-12
+
+
+def _fit_csv(tmp_path, capsys, header, rows, extra=()):
+    path = tmp_path / "pool.csv"
+    path.write_text("\n".join([header, *rows]) + "\n")
+    assert main(["predict", "fit", "--estimator", "logistic", "--dataset", str(path),
+                 "--label-column", "label", "--state", str(tmp_path / "st"), "--n-worlds", "4",
+                 "--per-query-budget", "0.001", "--total-budget", "0.1", "--no-progress",
+                 "--seed", "0", *extra]) == 0
+    capsys.readouterr()
+
+
+def _answer(tmp_path, capsys, text, *flags):
+    q = tmp_path / "q.csv"
+    q.write_text(text)
+    code = main(["predict", "query", "--state", str(tmp_path / "st"), "--queries", str(q),
+                 "--json", *flags])
+    got = capsys.readouterr()
+    return code, (json.loads(got.out)["outputs"] if code == 0 else None), got.err
+
+
+@pytest.mark.parametrize("extra", [[], ["--categorical", "one-hot", "--standardize"]])
+def test_a_query_file_gives_the_fit_s_columns_by_name(tmp_path, capsys, monkeypatch, extra):
+    """A query file with the pool file's own header (label and dropped columns included) was
+    refused with no hint, and one with the fit's columns in another order was answered column
+    for column (a silent wrong answer): the fit's feature columns are taken by name."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    cities = ["paris", "lyon"] if extra else ["1", "2"]
+    rows = [f"{a},{b},{cities[int(a > 40)]},n{i},{int(a > 40)}" for i, (a, b) in
+            enumerate(zip(rng.integers(20, 70, 80), rng.integers(20, 90, 80), strict=True))]
+    _fit_csv(tmp_path, capsys, "age,income,city,notes,label", rows,
+             ["--drop-columns", "notes", *extra])
+    from pacpriv.prediction import PrivatePredictor
+
+    seen = []
+    answer = PrivatePredictor.answer
+
+    def spy(self, X, *args, **kwargs):
+        seen.append(np.array(X, dtype=np.float64))
+        return answer(self, X, *args, **kwargs)
+
+    monkeypatch.setattr(PrivatePredictor, "answer", spy)
+    code, _, err = _answer(tmp_path, capsys, f"age,income,city\n30,80,{cities[0]}\n")
+    assert code == 0, err
+    code, _, err = _answer(tmp_path, capsys,
+                           f"label,city,notes,income,age\n0,{cities[0]},x,80,30\n")
+    assert code == 0 and "taken by name; 2 other column(s) ignored" in err
+    assert len(seen) == 2 and np.array_equal(seen[0], seen[1])  # the same features
+    code, _, err = _answer(tmp_path, capsys, f"age,salary,city\n30,80,{cities[0]}\n")
+    assert code == 2 and "feature column 2 is 'salary'" in err

@@ -65,7 +65,8 @@ def query_rows(args, preprocessing):
             return load_cli_rows(args.queries, args, "--queries")
         X = load_cli_dataset(args).X
         return X[_span(args, len(X))]
-    print(f"pacpriv: preprocessing: {preprocessing.describe()}", file=sys.stderr)
+    if not preprocessing.is_identity:
+        print(f"pacpriv: preprocessing: {preprocessing.describe()}", file=sys.stderr)
     flag = "--queries" if args.queries is not None else "--dataset"
     text = args.queries if args.queries is not None else args.dataset
     try:
@@ -94,6 +95,7 @@ def _csv_rows(args, preprocessing, flag: str, text: str):
     if args.queries is None:
         span = _span(args, len(cells))
         cells, row_ids = cells[span], row_ids[span]
+    cells, names = _fit_columns(cells, names, preprocessing, flag, path.name, has_header)
     if has_header and tuple(names) != preprocessing.names and len(names) == len(
             preprocessing.names):
         j = next(j for j, (a, b) in enumerate(zip(names, preprocessing.names, strict=True))
@@ -102,3 +104,19 @@ def _csv_rows(args, preprocessing, flag: str, text: str):
                          f"predict fit read {preprocessing.names[j]!r} there; give the columns "
                          "in the fit's order (--columns)")
     return preprocessing.transform_cells(cells, where=path.name, row_ids=row_ids)
+
+
+def _fit_columns(cells, names, preprocessing, flag: str, file: str, has_header: bool):
+    """``(cells, names)`` of the fit's feature columns, picked by name from a file whose header
+    holds each of them once among other columns (the pool file itself, with its label and
+    dropped columns: fourteenth new-user pass); otherwise as read."""
+    names = [str(n) for n in names]
+    want = list(preprocessing.names)
+    if (not has_header or names == want or len(set(names)) != len(names)
+            or not set(want) <= set(names)):
+        return cells, names
+    at = [names.index(n) for n in want]
+    rest = [n for n in names if n not in set(want)]
+    print(f"pacpriv: note: {flag} {file!r}: the fit's feature columns ({', '.join(want)}) "
+          f"taken by name; {len(rest)} other column(s) ignored", file=sys.stderr)
+    return [[row[j] for j in at] for row in cells], want

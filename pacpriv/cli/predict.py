@@ -403,12 +403,27 @@ def _fit(args) -> int:
                           output=output, rule=args.rule, state=args.state, rng=seed,
                           secret_rng=args.secret_seed)
     pp.fit(execution=spec_from_args(ExecutionOptions, args, n_jobs=n_jobs),
-           preprocessing=dataset.transform,
+           preprocessing=_fit_map(dataset),
            label_names=dataset.target_names if output != "value" else None)
     _print_budget(pp.budget())
     print(f"{'secret index, noise':<22}{pp.secret_randomness}")
     print(f"{'state':<22}{args.state}")
     return 0
+
+
+def _fit_map(dataset):
+    """The state's raw-row map: the dataset's preprocessing, or for a CSV pool read with a
+    header the names of its feature columns alone (a query file may then give them by name:
+    fourteenth new-user pass, where a reordered header was answered column for column)."""
+    if dataset.transform is not None:
+        return dataset.transform
+    names = tuple(dataset.feature_names)
+    synthetic = names == tuple(f"x{j}" for j in range(len(names)))  # a file without a header
+    if str(dataset.source).lower().endswith(".csv") and not synthetic:
+        from pacpriv.datasets.transform import FittedPreprocessing
+
+        return FittedPreprocessing.names_only(names)
+    return None
 
 
 def _check_output(args, estimator) -> str:

@@ -70,6 +70,19 @@ class FittedPreprocessing:
             return cls(spec, tuple(str(n) for n in names), tuple(text), transformer, True)
         return cls(spec, tuple(str(n) for n in names), (False,) * len(names), fitted, False)
 
+    @classmethod
+    def names_only(cls, names) -> FittedPreprocessing:
+        """The identity map over the named raw columns ``names`` (a CSV pool read without
+        preprocessing): it changes no value, and lets a query file with a header give the
+        fit's columns by name."""
+        names = tuple(str(n) for n in names)
+        return cls(Preprocessing(), names, (False,) * len(names), None, False)
+
+    @property
+    def is_identity(self) -> bool:
+        """Whether the map changes no value (only the columns' names are known)."""
+        return not self.encoded and self.transformer is None and not any(self.text)
+
     @property
     def n_inputs(self) -> int:
         """Number of raw feature columns a row must have."""
@@ -93,6 +106,10 @@ class FittedPreprocessing:
         if self.spec.standardize:
             parts.append(f"{self.n_inputs - n_text} numeric column(s) standardized with the "
                          "pool's mean and standard deviation")
+        if not parts and self.is_identity:
+            return (f"the fit's feature columns ({', '.join(self.names)}), values unchanged: "
+                    "a query file with a header may give them by name, in any order, among "
+                    "other columns")
         what = "; ".join(parts) or "no change to the features"
         return (f"{what}: the fit's transformers, stored in the state, are applied to every "
                 "query row (raw rows in the pool file's columns and units; statistics never "

@@ -63,21 +63,24 @@ def test_header_delimiter_and_label_column_as_at_fit(fitted, capsys, tmp_path):
         assert np.allclose(outputs.sum(axis=1), 1.0)  # noisy probabilities still sum to 1
 
 
-def test_label_column_forgotten_names_the_flags(fitted, capsys):
-    """Without --label-column the pool file has 5 columns: the error names the flags."""
+def test_label_column_forgotten_takes_the_fit_s_columns_by_name(fitted, capsys):
+    """Without --label-column the pool file has 5 columns: the state knows the fit's 4 feature
+    columns by name (a CSV fit), so they are taken by name and the label column is ignored,
+    with a note (fourteenth new-user pass: refused before, with no hint)."""
     folder, state, _ = fitted
-    code, out, err = _query(capsys, state, "--dataset", folder / "cls.csv", "--rows", "0:3")
-    assert code == 2 and out == ""
-    assert err.count("\n") == 1 and "X_queries" not in err
-    assert "--dataset rows must have rows of shape (4,)" in err and "got (5,)" in err
-    assert "pass --label-column" in err
+    code, out, err = _query(capsys, state, "--dataset", folder / "cls.csv", "--rows", "0:3",
+                            "--json")
+    assert code == 0 and len(json.loads(out)["outputs"]) == 3
+    assert "taken by name; 1 other column(s) ignored" in err and "X_queries" not in err
 
 
 def test_wrong_width_queries_file(fitted, capsys, tmp_path):
     _, state, X = fitted
     path = _write(tmp_path / "w.csv", X[:2, :3])
     code, _, err = _query(capsys, state, "--queries", path)
-    assert code == 2 and "--queries must have rows of shape (4,)" in err and "got (3,)" in err
+    # a CSV fit knows its columns' names: the error names them and the widths
+    assert code == 2 and "w.csv, line 1: 3 feature columns; the state's fit read 4 (f1, f2, " \
+        "f3, f4)" in err
     assert "label-column" not in err  # 3 columns: not a label column too many
     assert "X_queries" not in err
 
