@@ -128,3 +128,39 @@ def test_a_query_file_gives_the_fit_s_columns_by_name(tmp_path, capsys, monkeypa
     assert len(seen) == 2 and np.array_equal(seen[0], seen[1])  # the same features
     code, _, err = _answer(tmp_path, capsys, f"age,salary,city\n30,80,{cities[0]}\n")
     assert code == 2 and "feature column 2 is 'salary'" in err
+
+
+def _fails_on_big(subset):
+    if len(subset) > 5:
+        raise ValueError("boom")
+    return subset.mean(axis=0) if len(subset) else subset.sum(axis=0)
+
+
+def _fails_on_empty(subset):
+    if len(subset) == 0:
+        raise ValueError("boom")
+    return subset.mean(axis=0)
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.UndersampledWarning")
+@pytest.mark.parametrize("func, rate, empty", [(_fails_on_big, 0.5, False),
+                                               (_fails_on_empty, 0.02, True)])
+def test_a_per_record_failure_says_empty_only_when_the_subset_was(func, rate, empty):
+    """record_exposure / calibrate_per_record / `pac records` said a failing trial ran "on an
+    empty subset" when f had seen 19-20 of 40 records (the engine's stand-in masks): the words
+    follow the real sampler's mask of that trial."""
+    import numpy as np
+
+    from pacpriv.exceptions import MechanismError
+    from pacpriv.pac import record_exposure
+    from pacpriv.pac.engine import ExecutionOptions
+    from pacpriv.pac.samplers import PoissonSampler
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    with pytest.raises(MechanismError) as err:
+        record_exposure(func, X, noise_cov=np.eye(3), n_trials=20, rng=0,
+                        sampler=PoissonSampler(rate),
+                        execution=ExecutionOptions(progress=False))
+    text = str(err.value)
+    assert ("on an empty subset" in text) is empty
+    assert "record block" in text and "boom" not in text

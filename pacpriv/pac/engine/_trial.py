@@ -97,6 +97,9 @@ class TrialTask:
         return (_rebuild_task, (self._payload, self.pool))
 
 
+#: Said of a failed trial whose subset was empty (the engine's own masks).
+EMPTY_SUBSET_NOTE = " on an empty subset (the sampler included no record in this trial)"
+
 def _rebuild_task(payload: bytes, pool: Any) -> TrialTask:
     return TrialTask(pool=pool, **pickle.loads(payload))
 
@@ -412,7 +415,7 @@ def _failure(task: TrialTask, index: int, attempts: int, err: Exception, *,
     seed = seed_to_dict(trial_seed(task.root, index))
     tried = f" after {attempts} attempts with the same seed" if attempts > 1 else ""
     if empty:  # the sampler's doing, likely (a mean of nothing is NaN): say so, publicly
-        tried += " on an empty subset (the sampler included no record in this trial)"
+        tried += EMPTY_SUBSET_NOTE
     if isinstance(err, InvalidOutput):
         what = f"returned an invalid output: {err}"
         cause = err.__cause__

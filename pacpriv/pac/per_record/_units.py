@@ -43,6 +43,7 @@ from pacpriv.exceptions import MechanismError, NotReproducibleWarning
 from pacpriv.pac.bounds._prior import resolve_membership_prior
 from pacpriv.pac.engine._options import ExecutionOptions
 from pacpriv.pac.engine._simulate import SimulationResult, simulate
+from pacpriv.pac.engine._trial import EMPTY_SUBSET_NOTE
 from pacpriv.pac.per_record._sim import PairSpec, _differences, distance_trial, pair_trial
 from pacpriv.pac.samplers import PoissonSampler, Sampler
 
@@ -149,9 +150,15 @@ def _block_error(err: MechanismError, spec: UnitSpec, root: dict) -> MechanismEr
     t, j = divmod(unit, spec.n_parts)
     seed = seed_to_dict(np.random.SeedSequence(root["entropy"],
                                                spawn_key=(*root["spawn_key"], t)))
-    where = (f"trial {t}, record block {j} of {spec.n_parts} (blocks of {spec.block} audited "
-             f"records; trial seed {seed}; replay with numpy.random.SeedSequence(**seed))")
-    text = str(err)
+    # the engine's masks here are its stand-in's: whether trial t's subset was empty is the
+    # real sampler's answer (fourteenth new-user pass: a full subset was called empty)
+    real = spec.sampler.trial_mask(spec.pair.n_records, root=np.random.SeedSequence(**root),
+                                   index=t)
+    empty = "" if real.any() else EMPTY_SUBSET_NOTE
+    where = (f"trial {t}{empty}, record block {j} of {spec.n_parts} (blocks of {spec.block} "
+             f"audited records; trial seed {seed}; replay with "
+             "numpy.random.SeedSequence(**seed))")
+    text = str(err).replace(EMPTY_SUBSET_NOTE, "")
     engine_words = (f"trial {unit} (trial seed {err.seed}; replay with "
                     "numpy.random.SeedSequence(**seed))")
     text = (text.replace(engine_words, where) if engine_words in text
