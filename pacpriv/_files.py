@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["INDEX_LIST_MARKER", "LOCK_NAME", "PRIVATE_DIR_MODE", "PRIVATE_FILE_MODE",
-           "REPORT_MARKERS", "SCAN_LIMIT", "atomic_write", "check_existing_dir",
+           "REPORT_MARKERS", "SCAN_LIMIT", "as_path", "atomic_write", "check_existing_dir",
            "check_input_file", "check_no_private_files", "check_not_in_report",
            "check_output_dir", "check_output_file", "create_private_file", "private_dir",
            "refuse_link_loop", "report_folder"]
@@ -39,9 +39,19 @@ PRIVATE_FILE_MODE = 0o600
 URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://")
 
 
+def as_path(path, what: str) -> Path:
+    """``path`` as a ``Path``: a non-empty ``str`` or ``os.PathLike`` (an empty one would be
+    the working folder), not a URL, not a loop of symbolic links; ``TypeError`` /
+    ``ValueError`` / ``OSError`` naming ``what`` otherwise."""
+    return _as_path(path, what)
+
+
 def _as_path(path, what: str) -> Path:
-    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+    if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{what} must be a path (str or os.PathLike); got {path!r}.")
+    if os.fspath(path) in ("", b""):
+        raise ValueError(f"{what} must be a non-empty path (an empty one would be the working "
+                         "folder); got ''.")
     url = URL_SCHEME.match(os.fspath(path)) if isinstance(os.fspath(path), str) else None
     if url is not None:  # Path() would collapse '//' and create a folder named 'scheme:'
         raise ValueError(f"{what} must be a local file or folder path; got a URL "

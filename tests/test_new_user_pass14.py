@@ -164,3 +164,27 @@ def test_a_per_record_failure_says_empty_only_when_the_subset_was(func, rate, em
     text = str(err.value)
     assert ("on an empty subset" in text) is empty
     assert "record block" in text and "boom" not in text
+
+
+@pytest.mark.parametrize("field", ["checkpoint", "output_path"])
+def test_an_empty_path_is_refused_not_the_working_folder(tmp_path, monkeypatch, field):
+    """ExecutionOptions(checkpoint='') was accepted and simulate wrote the un-noised outputs
+    and masks into the working folder; '' (and a URL, or a non-path) is refused by name, as
+    `state=''` of a PrivatePredictor is."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from pacpriv.pac.engine import ExecutionOptions
+    from pacpriv.prediction import PrivatePredictor
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=f"`{field}` must be a non-empty path"):
+        ExecutionOptions(**{field: ""})
+    with pytest.raises(ValueError, match="got a URL"):
+        ExecutionOptions(**{field: "s3://bucket/run"})
+    with pytest.raises(TypeError, match=f"`{field}` must be a path"):
+        ExecutionOptions(**{field: 3})
+    with pytest.raises(ValueError, match="`state` must be a non-empty path"):
+        PrivatePredictor(LogisticRegression(), (np.zeros((10, 2)), np.arange(10) % 2),
+                         n_worlds=4, per_query_budget=0.01, total_budget=0.1, state="")
+    assert list(tmp_path.iterdir()) == []  # nothing written

@@ -56,7 +56,13 @@ from typing import Any
 import numpy as np
 
 from pacpriv import _json
-from pacpriv._files import atomic_write, check_existing_dir, check_output_dir, private_dir
+from pacpriv._files import (
+    as_path,
+    atomic_write,
+    check_existing_dir,
+    check_output_dir,
+    private_dir,
+)
 from pacpriv._random import seed_to_dict
 from pacpriv.exceptions import CheckpointError
 from pacpriv.prediction._seeds import SECRET_UNKNOWN, Seeds
@@ -121,7 +127,7 @@ class StateDir:
     """One state directory (see the module docstring). Holds no secret in its ``repr``."""
 
     def __init__(self, path: str | os.PathLike, *, moved: bool = False) -> None:
-        self.path = Path(path)
+        self.path = as_path(path, "`state`")  # '' (the working folder) and URLs refused
         self.moved = bool(moved)  # the caller confirms a move its ledger file cannot prove
         self._hashes: dict[str, str] | None = None  # from the ledger store, once opened
         self._fresh_hashes: dict[str, str] | None = None  # written by store_fit, not yet stored

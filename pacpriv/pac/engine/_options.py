@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
+from pacpriv._files import as_path
 from pacpriv._validation import check_int, check_n_jobs, check_real
 
 __all__ = ["REMOVED_EXECUTION", "ExecutionOptions", "refuses_removed"]
@@ -210,6 +211,9 @@ class ExecutionOptions:
                              f"{self.output_dtype!r}.")
         if not isinstance(self.memory_map, bool):
             raise TypeError(f"`memory_map` must be a bool; got {type(self.memory_map).__name__}.")
+        for name in ("checkpoint", "output_path"):  # '' would be the working folder
+            if getattr(self, name) is not None:
+                as_path(getattr(self, name), f"`{name}`")
         if self.memory_map and self.checkpoint is None:
             raise ValueError("`memory_map=True` keeps the outputs in the checkpoint folder: give "
                              "`checkpoint` too (got checkpoint=None).")
