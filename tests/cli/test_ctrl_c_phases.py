@@ -103,7 +103,9 @@ def test_ctrl_c_prints_one_line_and_exits_130(phase, tmp_path):
     proc = subprocess.run([sys.executable, str(tmp_path / "driver.py"), phase,
                            str(tmp_path / "out")], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=240, start_new_session=True)
-    err = proc.stderr.strip().splitlines()
+    # (a run slowed past 5 s by a busy machine prints a progress line first: not an error)
+    err = [line for line in proc.stderr.strip().splitlines()
+           if "trials finished after" not in line]
     assert proc.returncode == 130, proc.stderr
     assert "Traceback" not in proc.stderr and "Fatal Python error" not in proc.stderr
     assert len(err) == 1 and err[0].startswith("pacpriv: interrupted"), proc.stderr
