@@ -92,15 +92,15 @@ def test_large_mi_budget_arrays_are_the_same_numbers_in_bounded_time(monkeypatch
     one-at-a-time call, bit for bit (chunks made small here)."""
     from pacpriv.pac.bounds import _posterior
 
-    monkeypatch.setattr(_posterior, "_CHUNK", 100)
+    monkeypatch.setattr(_posterior, "_CHUNK", 25)
     rng = np.random.default_rng(5)
-    targets = np.concatenate([rng.uniform(0.7, 1.0, 250), np.full(50, 0.75), [0.7, 1.0]])
+    targets = np.concatenate([rng.uniform(0.7, 1.0, 70), np.full(30, 0.75), [0.7, 1.0]])
     priors = np.where(np.arange(targets.size) % 2, 0.5, 0.7)
     got = _posterior.mi_budget_for_accuracy(targets, prior=priors)
     want = [_posterior.mi_budget_for_accuracy(float(a), prior=float(p))
             for a, p in zip(targets, priors, strict=True)]
     assert got.tolist() == want
-    grid = targets[:300].reshape(30, 10)  # no repeats beyond the 0.75 block: chunked
+    grid = targets[:70].reshape(7, 10)  # no repeats: chunked
     assert np.array_equal(_posterior.mi_budget_for_accuracy(grid, prior=0.5),
                           np.reshape([_posterior.mi_budget_for_accuracy(float(a), prior=0.5)
                                       for a in grid.ravel()], grid.shape))

@@ -61,7 +61,7 @@ def test_sigma_for_a_target_epsilon_has_no_jump_across_decades():
 
 @pytest.mark.slow
 def test_sigma_stays_amplified_down_to_1e_300():
-    deltas = [1e-50, 1e-100, 1e-200, 1e-299, 1e-300]
+    deltas = [1e-50, 1e-100, 1e-300]  # (each σ at δ <= 1e-200 takes 15-20 s)
     sigmas = _sigmas(deltas)
     _check_smooth(deltas, sigmas)
     assert sigmas[-1] < 20.0  # was 82.44 (Gaussian dominance)
