@@ -188,3 +188,44 @@ def test_an_empty_path_is_refused_not_the_working_folder(tmp_path, monkeypatch, 
         PrivatePredictor(LogisticRegression(), (np.zeros((10, 2)), np.arange(10) % 2),
                          n_worlds=4, per_query_budget=0.01, total_budget=0.1, state="")
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def _hangs_on_everything(subset):
+    import time
+
+    import numpy as np
+
+    if len(subset) == 30:  # the release's secret subset below (every record)
+        time.sleep(60)
+    return np.asarray(subset, dtype=float).mean(axis=0)
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.PacprivWarning")
+@pytest.mark.parametrize("time_limit, error", [(None, "MechanismError"),
+                                               (30.0, "MechanismError"),
+                                               (0.5, "TimeLimitError")])
+def test_the_release_call_is_bounded_by_the_trial_timeout(time_limit, error):
+    """A mechanism that hung on the release's call ran forever with --timeout 2 (only the
+    trials and the reproducibility re-runs were bounded): the release's call is bounded by the
+    same `timeout`, and the run's `time_limit` still comes first when sooner."""
+    import time
+
+    import numpy as np
+
+    from pacpriv.pac import run_pac
+    from pacpriv.pac.engine import ExecutionOptions
+
+    pool = np.random.default_rng(0).normal(size=(30, 2))
+    tic = time.monotonic()
+    with pytest.raises(Exception) as err:
+        run_pac(_hangs_on_everything, pool, mi_budget=0.5, n_trials=20, rng=0,
+                secret_mask=np.ones(30, dtype=bool),
+                execution=ExecutionOptions(progress=False, timeout=1.0 if time_limit != 0.5
+                                           else 10.0, time_limit=time_limit))
+    assert type(err.value).__name__ == error
+    assert time.monotonic() - tic < 15
+    if error == "MechanismError":
+        assert "exceeded timeout=1.0 s on the release's secret subset" in str(err.value)
+        assert "nothing was released or charged" in str(err.value)
+    else:
+        assert "during the release's call of the mechanism" in str(err.value)

@@ -54,6 +54,7 @@ from pacpriv.pac.engine._options import (
     refuses_removed,
 )
 from pacpriv.pac.engine._simulate import SimulationResult
+from pacpriv.pac.engine._trial import TrialTimeoutError
 from pacpriv.pac.noise._calibration import NoisePlan, _check_budget
 from pacpriv.pac.noise._concentration import constant_output_bound
 from pacpriv.pac.noise._registry import (
@@ -522,10 +523,17 @@ def run_pac(
             warn_user(certain, PacprivWarning)
             notes.append((certain, PacprivWarning))
         gen = as_generator(release_rng, name="release_rng")
-        value = within(lambda: _secret_output(
-            mechanism, pool, sampler_obj, sim.n_records, secret_mask, gen,
-            mechanism_name or sim.mechanism, plan.dim),
-            what="during the release's call of the mechanism")
+        timeout = None if execution is None else execution.timeout  # as each trial's
+        try:
+            value = within(lambda: _secret_output(
+                mechanism, pool, sampler_obj, sim.n_records, secret_mask, gen,
+                mechanism_name or sim.mechanism, plan.dim),
+                what="during the release's call of the mechanism", timeout=timeout)
+        except TrialTimeoutError:
+            raise MechanismError(
+                f"Mechanism {mechanism_name or sim.mechanism} exceeded timeout={timeout} s on "
+                "the release's secret subset (after every trial had passed; interrupted); "
+                "nothing was released or charged.", trial_index=-1, seed={}) from None
         noisy = privatize(value, plan, rng=gen)
 
     return PacResult(

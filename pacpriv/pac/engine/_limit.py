@@ -39,7 +39,13 @@ import numpy as np
 from pacpriv.exceptions import PROBE_TIME_ADVICE, TimeLimitError
 from pacpriv.pac.engine._checkpoint import _MANIFEST
 from pacpriv.pac.engine._probe import ProbeTimeoutError, bounded_probe, duration_text
-from pacpriv.pac.engine._trial import TrialFailure, TrialTask, _Alarm, run_batch
+from pacpriv.pac.engine._trial import (
+    TrialFailure,
+    TrialTask,
+    TrialTimeoutError,
+    _Alarm,
+    run_batch,
+)
 
 __all__ = ["Deadline", "after_trials_within", "carry_over", "checked_within", "rerun_within",
            "stage_within", "start_limit", "whole_run_words"]
@@ -317,7 +323,8 @@ def _whole_run_text(text: str, limit_s: float) -> str:
 
 
 def after_trials_within(limit_s: float | None, started: float, call: Callable[[], _T], *,
-                        n_trials: int, checkpoint: Any, what: str) -> _T:
+                        n_trials: int, checkpoint: Any, what: str,
+                        timeout: float | None = None) -> _T:
     """``call()`` after a run's trials (e.g. the release's one call of the mechanism on the
     secret subset) inside the run's ``time_limit`` of ``limit_s`` seconds since ``started``
     (a ``time.monotonic()`` reading; None: no limit).
@@ -327,22 +334,31 @@ def after_trials_within(limit_s: float | None, started: float, call: Callable[[]
     process), and a call that returns past it (where it could not be) is discarded: a run
     never finishes past its limit (eleventh new-user pass, #4, #540).
 
+    ``timeout`` (seconds; None: none) bounds ``call`` itself as the engine's per-trial
+    ``timeout`` bounds a trial (fourteenth new-user pass: a release call that hung was
+    bounded by neither).
+
     Raises
     ------
     TimeLimitError
         The limit was reached before or during ``what``; the ``n_trials`` finished trials are
         kept in ``checkpoint`` (if any); nothing was released or charged.
+    TrialTimeoutError
+        ``call`` ran past ``timeout`` (interrupted where it can be; discarded where it could
+        not be) before the run's limit.
     """
-    if limit_s is None:
+    if limit_s is None and timeout is None:
         return call()
-    deadline = Deadline(limit_s, started + limit_s,
-                        None if checkpoint is None else os.fspath(checkpoint))
+    end = math.inf if limit_s is None else started + limit_s
+    deadline = None if limit_s is None else Deadline(
+        limit_s, end, None if checkpoint is None else os.fspath(checkpoint))
 
     def stop() -> TimeLimitError:
+        assert deadline is not None  # (only raised past a finite end)
         err = deadline.error(n_trials, n_trials)
         return TimeLimitError(f"{err} (It was reached {what}.)", n_done=n_trials)
 
-    return _interrupted_at(deadline.end, call, stop)
+    return _interrupted_at(end, call, stop, timeout=timeout)
 
 
 def stage_within(limit_s: float | None, started: float, call: Callable[[], _T], *, what: str,
@@ -377,20 +393,35 @@ def stage_within(limit_s: float | None, started: float, call: Callable[[], _T], 
 
 
 def _interrupted_at(end: float, call: Callable[[], _T],
-                    stop: Callable[[], TimeLimitError]) -> _T:
+                    stop: Callable[[], TimeLimitError], *, timeout: float | None = None) -> _T:
     """``call()`` started only before ``end`` (``time.monotonic()`` seconds), interrupted at
-    it where it can be, and discarded when it returns past it (``stop()`` is raised)."""
-    left = end - time.monotonic()
+    it where it can be, and discarded when it returns past it (``stop()`` is raised); with a
+    ``timeout``, also interrupted (discarded) after that many seconds of its own
+    (:class:`~pacpriv.pac.engine._trial.TrialTimeoutError`)."""
+    tic = time.monotonic()
+    left = end - tic
     if left <= 0:
         raise stop()
-    alarm = _Alarm(left)
+    own = math.inf if timeout is None else float(timeout)
+    alarm = _Alarm(min(left, own))
+
+    def past() -> BaseException | None:  # the run's limit first, then the call's own
+        now = time.monotonic()
+        if now > end or (alarm.fired and left <= own):
+            return stop()
+        if alarm.fired or now - tic > own:
+            return TrialTimeoutError(f"the call exceeded timeout={timeout} s")
+        return None
+
     try:
         with alarm:
             out = call()
     except Exception:
-        if alarm.fired or time.monotonic() > end:  # whatever the call made of the interrupt
-            raise stop() from None
+        late = past()  # whatever the call made of the interrupt
+        if late is not None:
+            raise late from None
         raise
-    if alarm.fired or time.monotonic() > end:
-        raise stop()
+    late = past()
+    if late is not None:
+        raise late
     return out
