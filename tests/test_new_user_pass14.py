@@ -229,3 +229,37 @@ def test_the_release_call_is_bounded_by_the_trial_timeout(time_limit, error):
         assert "nothing was released or charged" in str(err.value)
     else:
         assert "during the release's call of the mechanism" in str(err.value)
+
+
+def _clipped_mean(X):
+    import numpy as np
+
+    return np.clip(X, -3, 3).mean(axis=0) if len(X) else np.zeros(X.shape[1])
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.PacprivWarning")
+def test_a_calibration_resumed_with_another_shape_or_bound_names_it(tmp_path):
+    """`pac records --target-accuracy` resumed with a changed --shape said the user's function
+    had changed ("its state changed"), and with --bound bernstein named two kinds of run only:
+    the shape is named, and the bound's note says which kind each bound writes."""
+    import numpy as np
+
+    from pacpriv.exceptions import CheckpointError
+    from pacpriv.pac import calibrate_per_record
+    from pacpriv.pac.engine import ExecutionOptions
+
+    pool = np.random.default_rng(0).normal(size=(40, 2))
+    run = ExecutionOptions(progress=False, checkpoint=str(tmp_path / "ck"))
+    calibrate_per_record(_clipped_mean, pool, target_accuracy=0.7, n_trials=400,
+                         records=[0, 1], rng=0, execution=run)
+    with pytest.raises(CheckpointError) as err:
+        calibrate_per_record(_clipped_mean, pool, target_accuracy=0.7, n_trials=400,
+                             records=[0, 1], rng=0, shape="sqrt", execution=run)
+    text = str(err.value)
+    assert "the certificate's shape (`shape`): checkpoint 'isotropic', now 'sqrt'" in text
+    assert "state changed" not in text and "mechanism" not in text
+    with pytest.raises(CheckpointError) as err:
+        calibrate_per_record(_clipped_mean, pool, target_accuracy=0.7, n_trials=400,
+                             records=[0, 1], rng=0, bound="bernstein", execution=run)
+    assert "`bound` decides it: betting, the default, writes a calibration folder" in str(
+        err.value)

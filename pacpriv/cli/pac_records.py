@@ -282,8 +282,12 @@ def _refuse_other_checkpoint(args, mechanism, dataset, records) -> None:
 
     recs = check_records(records, dataset.n_records)
     if args.target_accuracy is not None and args.bound == "betting":
+        import inspect
+
+        fraction = inspect.signature(calibrate_per_record).parameters["shape_fraction"].default
         fingerprint = calibration_fingerprint(mechanism, _check_pool(dataset.pool)[0], recs,
-                                              PoissonSampler(args.sampling_rate))
+                                              PoissonSampler(args.sampling_rate),
+                                              shape=args.shape, shape_fraction=fraction)
         Checkpoint.check(args.checkpoint, fingerprint=fingerprint,
                          root=None if args.seed is None else as_seed_sequence(args.seed))
     else:

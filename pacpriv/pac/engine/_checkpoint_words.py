@@ -54,11 +54,18 @@ def run_kind(fingerprint: Any) -> str:
     return _RUN_NAMES.get(kind, f"another kind of run ({kind!r})")
 
 
+#: The per-record calibration's bound (``bound``, ``--bound``) decides which kind of run its
+#: checkpoint folder holds (fourteenth new-user pass: a changed --bound was told as a kind).
+_BOUND_NOTE = (" (the per-record calibration's `bound` decides it: betting, the default, "
+               "writes a calibration folder; bernstein a per-record simulation)")
+
+
 def kind_phrase(old: str, new: str) -> str:
     """The refusal's phrase for a checkpoint of kind ``old`` given to a run of kind ``new``."""
+    note = _BOUND_NOTE if {old, new} == {"pacpriv.per_record", "per_record_simulation"} else ""
     return (f"it was written by {_RUN_NAMES.get(old, repr(old))}, not by "
-            f"{_RUN_NAMES.get(new, repr(new))}: a checkpoint resumes only the kind of run that "
-            "wrote it")
+            f"{_RUN_NAMES.get(new, repr(new))}{note}: a checkpoint resumes only the kind of run "
+            "that wrote it")
 
 
 def records_text(records: Any, limit: int = 12) -> str:
@@ -195,6 +202,12 @@ def _mechanism(old: dict, new: dict) -> list[str]:
     return out or [f"the mechanism {_short_name(new.get('name'))!r} differs"]
 
 
+#: Settings of a per-record calibration kept in its fingerprint, in words (before the
+#: mechanism's: a changed shape changes the wrapper's state, not the user's function).
+_SETTINGS = {"shape": "the certificate's shape (`shape`)",
+             "shape_fraction": "the share of shape trials (`shape_fraction`)"}
+
+
 def differences_in_words(old: Any, new: Any) -> list[str]:
     """What differs between a checkpoint's fingerprint ``old`` and this call's ``new``, as
     phrases (empty when they agree). Another kind of run: that one phrase alone."""
@@ -208,7 +221,8 @@ def differences_in_words(old: Any, new: Any) -> list[str]:
     if old.get("records") != new.get("records"):
         out.append(f"the audited records (`records`): checkpoint {old.get('records')}, now "
                    f"{new.get('records')}")
-    if old.get("mechanism") != new.get("mechanism"):
+    settings = [key for key in _SETTINGS if key in old and old.get(key) != new.get(key)]
+    if old.get("mechanism") != new.get("mechanism") and not settings:
         out += _mechanism(old.get("mechanism") or {}, new.get("mechanism") or {})
     op, np_ = old.get("pool"), new.get("pool")
     if op != np_:
@@ -221,7 +235,11 @@ def differences_in_words(old: Any, new: Any) -> list[str]:
     if old.get("output_dtype") != new.get("output_dtype"):
         out.append(f"`output_dtype`: checkpoint {_dtype(old.get('output_dtype'))}, now "
                    f"{_dtype(new.get('output_dtype'))}")
-    known = {"run", "records", "mechanism", "pool", "sampler", "output_dtype"}
+    for key, words in _SETTINGS.items():
+        if key in old and old.get(key) != new.get(key):
+            out.append(f"{words}: checkpoint {_quoted(old.get(key))}, now "
+                       f"{_quoted(new.get(key))}")
+    known = {"run", "records", "mechanism", "pool", "sampler", "output_dtype", *_SETTINGS}
     for key in sorted((set(old) | set(new)) - known):
         if old.get(key) != new.get(key):
             out.append(f"{key}: checkpoint {_quoted(old.get(key))}, now {_quoted(new.get(key))}")

@@ -305,12 +305,15 @@ def _phase(opts: ExecutionOptions, name: str) -> ExecutionOptions:
     return replace(opts, checkpoint=os.path.join(os.fspath(opts.checkpoint), name))
 
 
-def calibration_fingerprint(f, pool, records: np.ndarray, sampler: Sampler) -> dict:
+def calibration_fingerprint(f, pool, records: np.ndarray, sampler: Sampler, *,
+                            shape: str, shape_fraction: float) -> dict:
     """The fingerprint of a calibration's checkpoint folder (its subfolders hold the
     simulations, each with its own): the kind of run, the audited records (public indices),
-    the mechanism, the pool and the sampler, so that a resume with any of them changed is
-    refused in words before any probe or trial (ninth new-user pass, #64)."""
-    return {"run": "pacpriv.per_record", "records": records_text(records),
+    the shape and its share of trials, the mechanism, the pool and the sampler, so that a
+    resume with any of them changed is refused in words before any probe or trial (ninth
+    new-user pass, #64; the shape: fourteenth)."""
+    return {"run": "pacpriv.per_record", "records": records_text(records), "shape": shape,
+            "shape_fraction": float(shape_fraction),
             **run_fingerprint(f, pool, sampler, np.float64)}
 
 
@@ -633,7 +636,9 @@ def calibrate_per_record(
             from pacpriv.pac.engine._checkpoint import Checkpoint
 
             rng = Checkpoint.open(run.checkpoint,
-                                  fingerprint=calibration_fingerprint(f, checked_pool, recs, smp),
+                                  fingerprint=calibration_fingerprint(
+                                      f, checked_pool, recs, smp, shape=shape,
+                                      shape_fraction=frac),
                                   n_records=0,
                                   root=None if rng is None else as_seed_sequence(rng)).root
         trials = simulate_calibration_trials(f, checked_pool, n_trials=n_trials, sampler=smp,

@@ -72,7 +72,8 @@ def test_a_simulation_checkpoint_given_to_the_calibration(tmp_path):
 
 def test_a_calibration_checkpoint_given_to_a_simulation_before_its_probe(tmp_path):
     Checkpoint.open(tmp_path / "ck", fingerprint=calibration_fingerprint(
-        mean, POOL, np.arange(5), PoissonSampler(0.5)), n_records=0,
+        mean, POOL, np.arange(5), PoissonSampler(0.5), shape="isotropic",
+        shape_fraction=0.25), n_records=0,
         root=np.random.SeedSequence(0))
     CALLS.clear()
     with pytest.raises(CheckpointError, match="written by the per-record calibration") as info:
