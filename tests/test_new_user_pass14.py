@@ -263,3 +263,36 @@ def test_a_calibration_resumed_with_another_shape_or_bound_names_it(tmp_path):
                              records=[0, 1], rng=0, bound="bernstein", execution=run)
     assert "`bound` decides it: betting, the default, writes a calibration folder" in str(
         err.value)
+
+
+@pytest.mark.parametrize("second, words", [
+    ("other-estimator", "fit.estimator (state: 'Pipeline(StandardScaler, LogisticRegression)', "
+                        "now: 'Pipeline(StandardScaler, Ridge)')"),
+    ("other-parameter", "fit.params.logisticregression__C (state: '1.0', now: '10.0')"),
+])
+def test_a_state_resumed_with_another_estimator_names_it(tmp_path, second, words):
+    """A state resumed with another estimator (mlp -> logistic) was refused with truncated
+    reprs of the two pipelines' parameter lists: the estimators (with a pipeline's steps) are
+    named, or the one parameter that changed."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression, Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from pacpriv.exceptions import CheckpointError
+    from pacpriv.prediction import PrivatePredictor
+    from pacpriv.prediction._state import StateDir
+    from pacpriv.prediction._worlds import SklearnFit, fit_fingerprint
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    first = make_pipeline(StandardScaler(), LogisticRegression())
+    PrivatePredictor(first, (X, y), n_worlds=4, per_query_budget=0.01, total_budget=0.1,
+                     state=tmp_path / "st", rng=0)
+    other = (make_pipeline(StandardScaler(), Ridge()) if second == "other-estimator"
+             else make_pipeline(StandardScaler(), LogisticRegression(C=10.0)))
+    stored = StateDir(tmp_path / "st").read_config()["fingerprint"]
+    changed = {**stored, "fit": fit_fingerprint(SklearnFit(other))}
+    with pytest.raises(CheckpointError) as err:
+        StateDir(tmp_path / "st").check_fingerprint(changed)
+    assert words in str(err.value) and "…" not in str(err.value)

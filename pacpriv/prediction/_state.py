@@ -72,7 +72,7 @@ __all__ = ["Fitted", "StateDir"]
 
 
 _MAX_DIFFS = 4  # settings named in a refusal (the message stays one short line)
-_MAX_VALUE = 32  # characters of a setting's value shown
+_MAX_VALUE = 60  # characters of a setting's value shown (a pipeline's steps fit)
 
 
 def _short(value: Any) -> str:
@@ -82,15 +82,45 @@ def _short(value: Any) -> str:
 
 def _brief_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
     """Dotted names of the settings that differ, each with short (truncated) values: a
-    parameter dump never fills the one-line refusal."""
+    parameter dump never fills the one-line refusal. A scikit-learn fit's parameters are
+    named one by one, and not at all when the estimator itself differs (fourteenth new-user
+    pass: truncated reprs of two pipelines' parameter lists)."""
     if isinstance(old, dict) and isinstance(new, dict):
         out: list[str] = []
+        other = old.get("estimator") != new.get("estimator")
         for key in sorted(set(old) | set(new)):
+            if key == "params" and (other or _params(old.get(key)) is not None):
+                if not other:
+                    out += _brief_diff(_params(old.get(key)), _params(new.get(key)),
+                                       f"{prefix}{key}.")
+                continue
             out += _brief_diff(old.get(key), new.get(key), f"{prefix}{key}.")
         return out
     if old == new:
         return []
     return [f"{prefix[:-1]} (state: {_short(old)}, now: {_short(new)})"]
+
+
+#: Parameters of scikit-learn composites that repeat their parts' parameters as one repr.
+_COMPOSITE_PARAMS = ("steps", "transformers", "transformer_list", "estimators")
+
+
+def _params(text: Any) -> dict | None:
+    """A fit fingerprint's ``params`` (the repr of sorted ``(name, repr(value))`` pairs, deep)
+    as a dict of its leaf parameters (a part's own repr, whose parameters are listed as
+    ``part__name``, and a composite's list of parts are left out), or None when it is not
+    one."""
+    import ast
+
+    try:
+        pairs = ast.literal_eval(text) if isinstance(text, str) else None
+        if not isinstance(pairs, list):
+            return None
+        params = {str(k): v for k, v in pairs}
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return {k: v for k, v in params.items() if k not in _COMPOSITE_PARAMS
+            and not any(other.startswith(f"{k}__") for other in params)}
 
 
 @dataclass(frozen=True, eq=False)

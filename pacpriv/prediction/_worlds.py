@@ -213,11 +213,21 @@ def trains_classifier(fitter: Any, output: Any) -> bool:
     return False
 
 
+def _estimator_name(estimator: Any) -> str:
+    """The estimator's class, a pipeline's with its steps' (``Pipeline(StandardScaler,
+    MLPClassifier)``): what a refused resume names."""
+    name = type(estimator).__qualname__
+    steps = getattr(estimator, "steps", None)
+    if isinstance(steps, list) and all(isinstance(s, tuple) and len(s) == 2 for s in steps):
+        return f"{name}({', '.join(type(step).__qualname__ for _, step in steps)})"
+    return name
+
+
 def fit_fingerprint(fitter: Any) -> dict:
     """JSON description of the fitting procedure (for refusing a resume with another one)."""
     if isinstance(fitter, SklearnFit):
         params = fitter.estimator.get_params(deep=True)
-        return {"kind": "sklearn", "estimator": type(fitter.estimator).__qualname__,
+        return {"kind": "sklearn", "estimator": _estimator_name(fitter.estimator),
                 "params": repr(sorted((k, repr(v)) for k, v in params.items())),
                 "supervised": fitter.supervised}
     if isinstance(fitter, TorchMechanism):

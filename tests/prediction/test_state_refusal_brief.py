@@ -22,5 +22,12 @@ def test_refusal_is_brief_and_names_settings(tmp_path):
     msg = str(info.value)
     assert "\n" not in msg and len(msg) < 700, len(msg)
     assert "fit.estimator (state: 'logistic', now: 'ridge')" in msg
+    assert "p0" not in msg  # another estimator: its parameters are not compared
+    same = {"fit": {"estimator": "logistic", "params": new["fit"]["params"]}, "n_worlds": 8}
+    with pytest.raises(CheckpointError) as info:
+        state.check_fingerprint(same)
+    msg = str(info.value)
+    assert "\n" not in msg and len(msg) < 700, len(msg)
+    assert "fit.params.p0 (state: 'xxx" in msg
     assert "more" in msg  # the rest counted, not dumped
-    assert "x" * 40 not in msg and "y" * 40 not in msg
+    assert "x" * 80 not in msg and "y" * 80 not in msg
