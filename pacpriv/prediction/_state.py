@@ -72,12 +72,13 @@ __all__ = ["Fitted", "StateDir"]
 
 
 _MAX_DIFFS = 4  # settings named in a refusal (the message stays one short line)
-_MAX_VALUE = 60  # characters of a setting's value shown (a pipeline's steps fit)
+_MAX_VALUE = 32  # characters of a setting's value shown
+_MAX_NAME = 72  # characters of an estimator's name shown (a pipeline's steps fit)
 
 
-def _short(value: Any) -> str:
+def _short(value: Any, limit: int = _MAX_VALUE) -> str:
     text = repr(value)
-    return text if len(text) <= _MAX_VALUE else text[:_MAX_VALUE - 1] + "…"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _brief_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
@@ -98,7 +99,8 @@ def _brief_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
         return out
     if old == new:
         return []
-    return [f"{prefix[:-1]} (state: {_short(old)}, now: {_short(new)})"]
+    limit = _MAX_NAME if prefix.endswith("estimator.") else _MAX_VALUE
+    return [f"{prefix[:-1]} (state: {_short(old, limit)}, now: {_short(new, limit)})"]
 
 
 #: Parameters of scikit-learn composites that repeat their parts' parameters as one repr.

@@ -30,4 +30,4 @@ def test_refusal_is_brief_and_names_settings(tmp_path):
     assert "\n" not in msg and len(msg) < 700, len(msg)
     assert "fit.params.p0 (state: 'xxx" in msg
     assert "more" in msg  # the rest counted, not dumped
-    assert "x" * 80 not in msg and "y" * 80 not in msg
+    assert "x" * 40 not in msg and "y" * 40 not in msg
