@@ -75,9 +75,11 @@ THREAT_MODEL_PREDICTION = (
     "answers. Secret: which world J answers (drawn uniformly from OS entropy) and the noise. "
     "I(J; all answers) <= spent (nats) however the queries are chosen (chain rule, Gaussian "
     "maximum entropy under the tracked posterior; Zhu, Sridhar & Devadas 2026). Any inference "
-    "about J, such as whether a record was in the answering model's training set (prior = "
-    "fraction of worlds holding it, ½ for complementary pairs), succeeds with probability at "
-    "most the membership bound (Xiao & Devadas 2023, Thm 1)."
+    "about J whose blind guess succeeds with probability at most the stated prior, such as "
+    "whether a record was in the answering model's training set (prior = the larger of the "
+    "fractions of worlds holding it and not holding it, ½ for complementary pairs), succeeds "
+    "with probability at most the membership bound (Xiao & Devadas 2023, Thm 1); an inference "
+    "with a better blind guess has its own, larger bound (the same Thm 1 at its prior)."
 )
 
 #: What holds for several analysts of one served predictor (``pacpriv serve``, ``/budget``).

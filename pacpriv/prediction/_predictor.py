@@ -84,8 +84,8 @@ class PrivatePredictor(BudgetReporting, EstimatorProtocol):
     covariance of the world outputs under the current posterior ``p_t`` over worlds, so that
     ``½ ln det(I + C_t Σ_B⁻¹) <= per_query_budget``; then ``p_t`` is updated with the Gaussian
     likelihood. By the chain rule ``I(J; Y_1..Y_T) <= T · per_query_budget`` however the
-    queries are chosen [1]_, and any inference about ``J``, e.g. whether a record was in the
-    training world, succeeds with probability at most
+    queries are chosen [1]_, and any inference about ``J`` with a blind guess <= ``q``, e.g.
+    whether a record was in the training world, succeeds with probability at most
     ``posterior_success_rate(T · per_query_budget, prior=q)`` [2]_ where ``q`` is the record's
     blind-guess rate (exactly ½ for complementary pairs). Everything released is a function of
     the ``y_t`` (post-processing), so the bound covers it.

@@ -239,7 +239,8 @@ class BudgetReporting:
         return self._prior
 
     def bound_after(self, mi: float) -> float:
-        """Membership (and any inference about ``J``) success bound after spending ``mi`` nats."""
+        """Membership success bound (any inference about ``J`` with a blind guess <= the
+        prior) after spending ``mi`` nats."""
         prior = self.membership_prior
         if prior >= 1.0:
             return 1.0
