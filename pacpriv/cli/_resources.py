@@ -30,23 +30,24 @@ def effective_n_jobs(n_jobs: int | None, backend: str | None) -> tuple[int | Non
     (CPUs, and memory for worker processes) are capped, with a note naming the cap. Remote
     backends (dask, ray) are passed through."""
     if n_jobs is None:
-        return 1, _one_job_note(backend)
+        return 1, _one_job_note(backend, "--n-jobs 1, the default")
     if backend not in LOCAL_BACKENDS:
-        return n_jobs, _one_job_note(backend) if n_jobs == 1 else ""
+        return n_jobs, _one_job_note(backend, "--n-jobs 1") if n_jobs == 1 else ""
     cpus = available_cpus()
     wanted = n_jobs if n_jobs > 0 else max(1, cpus + 1 + n_jobs)
     cap, reason = worker_cap(backend, cpus=cpus)
     if cap is not None and wanted > cap:
         return cap, f"--n-jobs {n_jobs} capped at {cap}: {reason}"
-    return wanted, _one_job_note(backend) if wanted == 1 else ""
+    asked = "--n-jobs 1" if n_jobs == 1 else f"--n-jobs {n_jobs}: 1 on this machine"
+    return wanted, _one_job_note(backend, asked) if wanted == 1 else ""
 
 
-def _one_job_note(backend: str | None) -> str:
+def _one_job_note(backend: str | None, asked: str) -> str:
     """What a named parallel backend does with one job (joblib runs one job in this process,
     without the backend; a Dask cluster sizes itself): said, never silent (14th new-user pass)."""
     if backend in (None, "sequential", "dask"):
         return ""
-    return (f"--backend {backend} with one job (--n-jobs 1, the default) runs every trial in "
+    return (f"--backend {backend} with one job ({asked}) runs every trial in "
             f"this process, one after the other (joblib's rule for one job); the report says "
             f"'sequential'. Give --n-jobs 2 or more (or -1: every CPU) to use {backend}")
 

@@ -166,7 +166,8 @@ def test_n_jobs_is_capped_at_the_usable_cpus(monkeypatch):
     n, note = resources.effective_n_jobs(1000, None)
     assert n == 2 and "--n-jobs 1000 capped at 2" in note
     assert resources.effective_n_jobs(-1, None) == (2, "")
-    assert resources.effective_n_jobs(-2, "threading") == (1, "")
+    n, note = resources.effective_n_jobs(-2, "threading")  # one job: said, not silent
+    assert n == 1 and "--backend threading with one job (--n-jobs -2: 1 on this machine)" in note
     assert resources.effective_n_jobs(-5, None) == (1, "")
     assert resources.effective_n_jobs(64, "dask") == (64, "")  # a cluster: not ours to cap
 
