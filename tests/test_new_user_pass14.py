@@ -296,3 +296,83 @@ def test_a_state_resumed_with_another_estimator_names_it(tmp_path, second, words
     with pytest.raises(CheckpointError) as err:
         StateDir(tmp_path / "st").check_fingerprint(changed)
     assert words in str(err.value) and "…" not in str(err.value)
+
+
+def test_a_cuda_device_that_does_not_exist_is_refused_up_front(tmp_path, monkeypatch, capsys):
+    """--device cuda (and ExecutionOptions(device='cuda')) on a machine without CUDA ran on
+    the CPU without a word; it is refused before any work, in the API and the CLI."""
+    import torch
+
+    from pacpriv.pac.engine import ExecutionOptions
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ValueError, match="`device` is 'cuda' but CUDA is unavailable"):
+        ExecutionOptions(device="cuda")
+    monkeypatch.chdir(tmp_path)
+    assert main(["predict", "fit", "--estimator", "logistic", "--dataset", "iris", "--state",
+                 "st", "--per-query-budget", "2^-12", "--total-budget", "0.01", "--n-worlds",
+                 "4", "--device", "cuda", "--no-progress"]) == 2
+    assert "--device is 'cuda' but CUDA is unavailable" in capsys.readouterr().err
+    assert not (tmp_path / "st").exists()
+
+
+_FITS: list[int] = []
+
+
+class _HangsOnTheRelease:
+    """A scikit-learn regressor whose ``hang_at``-th fit (counted over its clones: the
+    release's, below) hangs."""
+
+    def __init__(self, hang_at=25):
+        self.hang_at = hang_at
+
+    def get_params(self, deep=True):
+        return {"hang_at": self.hang_at}
+
+    def set_params(self, **params):
+        self.hang_at = params.get("hang_at", self.hang_at)
+        return self
+
+    def fit(self, X, y):
+        import time
+
+        import numpy as np
+
+        _FITS.append(len(X))
+        if len(_FITS) == self.hang_at:
+            time.sleep(60)
+        beta = np.linalg.lstsq(np.c_[X, np.ones(len(X))], y, rcond=None)[0]
+        self.coef_, self.intercept_ = beta[:-1], float(beta[-1])
+        return self
+
+    def predict(self, X):
+        return X @ self.coef_ + self.intercept_
+
+
+@pytest.mark.filterwarnings("ignore::pacpriv.exceptions.PacprivWarning")
+def test_a_meta_estimator_s_release_fit_is_bounded_by_the_timeout():
+    """PACPrivateClassifier/Regressor(execution=ExecutionOptions(timeout=2)) hung in the
+    release's fit: it is bounded like every trial's."""
+    import time
+
+    import numpy as np
+    from sklearn.base import RegressorMixin
+
+    from pacpriv.estimators import PACPrivateRegressor
+    from pacpriv.exceptions import MechanismError
+    from pacpriv.pac.engine import ExecutionOptions
+
+    class Hangs(RegressorMixin, _HangsOnTheRelease):
+        pass
+
+    # fits, one after the other: the carrier (public rows), 20 trials, 3 reproducibility
+    # re-runs, then the release's (the 25th)
+    X = np.random.default_rng(0).normal(size=(120, 2))
+    _FITS.clear()
+    est = PACPrivateRegressor(Hangs(hang_at=25), mi_budget=0.5, n_trials=20, random_state=0,
+                              execution=ExecutionOptions(progress=False, timeout=1.0))
+    tic = time.monotonic()
+    with pytest.raises(MechanismError, match="exceeded timeout=1.0 s on the release"):
+        est.fit(X, X[:, 0])
+    assert time.monotonic() - tic < 15 and len(_FITS) == 25

@@ -49,6 +49,21 @@ MAPPED_OUTPUTS = "outputs.npy"
 MAX_RETRIES = 1000
 
 
+
+def _check_cuda() -> None:
+    """``device='cuda'`` names a GPU that torch can use (fourteenth new-user pass: it was
+    accepted on a CPU-only machine without a word, the work running on the CPU)."""
+    try:
+        import torch
+    except ImportError:
+        raise ValueError("`device` 'cuda' runs the vectorised ensemble path on torch, which "
+                         "is not installed (pip install 'pacpriv[torch]'); use device='cpu'."
+                         ) from None
+    if not torch.cuda.is_available():
+        raise ValueError("`device` is 'cuda' but CUDA is unavailable (torch.cuda.is_available() "
+                         "is False: a CPU build of torch or no visible GPU); use device='cpu'.")
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExecutionOptions:
     """How trials run (validated on construction; never changes a result).
@@ -237,6 +252,8 @@ class ExecutionOptions:
             _check_time_limit(self.time_limit)
         if self.device not in DEVICES:
             raise ValueError(f"`device` must be one of {DEVICES}; got {self.device!r}.")
+        if self.device == "cuda":  # asked for a GPU: one that exists, before any work
+            _check_cuda()
 
     def replace(self, **changes: Any) -> ExecutionOptions:
         """A copy with ``changes`` (validated like a new object)."""
