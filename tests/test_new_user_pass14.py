@@ -373,6 +373,6 @@ def test_a_meta_estimator_s_release_fit_is_bounded_by_the_timeout():
     est = PACPrivateRegressor(Hangs(hang_at=25), mi_budget=0.5, n_trials=20, random_state=0,
                               execution=ExecutionOptions(progress=False, timeout=1.0))
     tic = time.monotonic()
-    with pytest.raises(MechanismError, match="exceeded timeout=1.0 s on the release"):
+    with pytest.raises(MechanismError, match=r"exceeded timeout=1\.0 s on the release"):
         est.fit(X, X[:, 0])
     assert time.monotonic() - tic < 15 and len(_FITS) == 25
