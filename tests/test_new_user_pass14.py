@@ -376,3 +376,30 @@ def test_a_meta_estimator_s_release_fit_is_bounded_by_the_timeout():
     with pytest.raises(MechanismError, match=r"exceeded timeout=1\.0 s on the release"):
         est.fit(X, X[:, 0])
     assert time.monotonic() - tic < 15 and len(_FITS) == 25
+
+
+@pytest.mark.parametrize("formats, error, words", [
+    ((), ValueError, "must list at least one of json, md, html"),
+    ("", ValueError, "must list at least one of json, md, html"),
+    (["json", "pdf"], ValueError, "got [\"'pdf'\"]"),
+    ([["json"]], ValueError, "must be a subset of json, md, html"),
+    (3, TypeError, "must be an iterable of 'json', 'md', 'html'; got int"),
+])
+def test_write_report_refuses_an_empty_or_odd_format_list(tmp_path, formats, error, words):
+    """write_report(result, out, formats=()) returned {} and wrote nothing, without a word
+    (the CLI refuses an empty --format); a str is read as the CLI reads --format."""
+    import numpy as np
+
+    from pacpriv.pac import run_pac
+    from pacpriv.pac.engine import ExecutionOptions
+    from pacpriv.report import write_report
+
+    pool = np.random.default_rng(0).normal(size=(30, 2))
+    with pytest.warns(Warning):
+        result = run_pac(lambda s: np.clip(s, -2, 2).mean(axis=0), pool, mi_budget=0.5,
+                         n_trials=20, rng=0, execution=ExecutionOptions(progress=False))
+    with pytest.raises(error) as err:
+        write_report(result, tmp_path / "r", formats=formats)
+    assert words in str(err.value) and not (tmp_path / "r").exists()
+    paths = write_report(result, tmp_path / "ok", formats="json, md")
+    assert sorted(paths) == ["json", "md"]

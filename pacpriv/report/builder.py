@@ -466,12 +466,24 @@ def _check_private_files_outside(result, out: Path) -> None:
 
 
 def _check_formats(formats) -> tuple:
-    """``formats`` as a tuple; ValueError naming the unknown ones (json, md and html are known)."""
-    formats = tuple(formats)
-    unknown = set(formats) - {"json", "md", "html"}
+    """``formats`` as a tuple of at least one of json, md and html (a str: comma-separated, as
+    the CLI's ``--format``); ValueError naming the unknown ones or an empty selection (it wrote
+    nothing and returned ``{}``: fourteenth new-user pass), TypeError for a non-iterable."""
+    if isinstance(formats, str):
+        formats = [part.strip() for part in formats.split(",") if part.strip()]
+    try:
+        formats = tuple(formats)
+    except TypeError:
+        raise TypeError(f"`formats` must be an iterable of 'json', 'md', 'html'; got "
+                        f"{type(formats).__name__}.") from None
+    unknown = sorted({repr(f) for f in formats if not (isinstance(f, str)
+                                                       and f in ("json", "md", "html"))})
     if unknown:
-        raise ValueError(f"`formats` must be a subset of json, md, html; got {sorted(unknown)}.")
-    return formats
+        raise ValueError(f"`formats` must be a subset of json, md, html; got {unknown}.")
+    if not formats:
+        raise ValueError("`formats` must list at least one of json, md, html (nothing would "
+                         "be written); got none.")
+    return tuple(dict.fromkeys(formats))
 
 
 def _check_overwrite(overwrite) -> bool:
