@@ -381,7 +381,7 @@ def test_a_meta_estimator_s_release_fit_is_bounded_by_the_timeout():
 @pytest.mark.parametrize("formats, error, words", [
     ((), ValueError, "must list at least one of json, md, html"),
     ("", ValueError, "must list at least one of json, md, html"),
-    (["json", "pdf"], ValueError, "got [\"'pdf'\"]"),
+    (["json", "pdf"], ValueError, "got ['pdf']"),
     ([["json"]], ValueError, "must be a subset of json, md, html"),
     (3, TypeError, "must be an iterable of 'json', 'md', 'html'; got int"),
 ])

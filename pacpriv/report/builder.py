@@ -476,8 +476,8 @@ def _check_formats(formats) -> tuple:
     except TypeError:
         raise TypeError(f"`formats` must be an iterable of 'json', 'md', 'html'; got "
                         f"{type(formats).__name__}.") from None
-    unknown = sorted({repr(f) for f in formats if not (isinstance(f, str)
-                                                       and f in ("json", "md", "html"))})
+    unknown = sorted({f if isinstance(f, str) else repr(f) for f in formats
+                      if not (isinstance(f, str) and f in ("json", "md", "html"))})
     if unknown:
         raise ValueError(f"`formats` must be a subset of json, md, html; got {unknown}.")
     if not formats:
