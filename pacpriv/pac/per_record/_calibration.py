@@ -105,7 +105,9 @@ class PerRecordPlan(NoisePlan):
 
     ``privatize`` accepts it. ``Σ_B = scale² · Σ_shape``. The inherited MI fields describe the
     whole-subset guarantee of the same noise, **estimated** on the plug-in covariance of
-    ``f(S_t)`` (``mi_budget = mi_bound = mi_claim``; ``confidence = None``).
+    ``f(S_t)`` (``mi_budget = mi_bound = mi_claim``; ``confidence = None``): so the inherited
+    ``certified`` is False and ``label`` is "estimated (plug-in)". The per-record statement,
+    which is certified, has its own label: :attr:`bound_label`.
 
     Attributes
     ----------
