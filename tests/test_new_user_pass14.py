@@ -403,3 +403,31 @@ def test_write_report_refuses_an_empty_or_odd_format_list(tmp_path, formats, err
     assert words in str(err.value) and not (tmp_path / "r").exists()
     paths = write_report(result, tmp_path / "ok", formats="json, md")
     assert sorted(paths) == ["json", "md"]
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--backend", "dask", "--scheduler", "", "--n-jobs", "2"],
+     "--scheduler must not be empty: give the address of a running Dask scheduler"),
+    (["--backend", "ray", "--ray-address", " "],
+     "--ray-address must not be empty: give the address of a running Ray head"),
+    (["--backend", "ray", "--ray-address", ""],
+     "--ray-address must not be empty"),  # '' had started a local Ray without a word
+])
+def test_an_empty_cluster_address_is_refused_by_its_flag(tmp_path, monkeypatch, capsys, flags,
+                                                         words):
+    (tmp_path / "mech.py").write_text(MEAN)
+    monkeypatch.chdir(tmp_path)
+    assert main(["pac", "run", "--mechanism", "mech.py:mean", "--dataset", "iris",
+                 "--mi-budget", "0.5", "--trials", "20", "--seed", "0", "--no-progress",
+                 "--out", "r", *flags]) == 2
+    assert words in capsys.readouterr().err and not (tmp_path / "r").exists()
+
+
+def test_an_empty_ledger_location_is_refused():
+    """`serve --ledger ''` and open_store('') read '' as the working folder."""
+    from pacpriv.storage import open_store
+
+    with pytest.raises(ValueError, match="`ledger` location: an empty location"):
+        open_store("")
+    with pytest.raises(SystemExit):
+        main(["serve", "--state", "st", "--ledger", "", "--port", "18399"])

@@ -223,6 +223,11 @@ def _check_args(args) -> None:
         raise UsageError("--memory-map keeps the outputs in the checkpoint folder: give "
                          "--checkpoint DIR too")
     spec_from_args(ExecutionOptions, args)  # --retries, --timeout, --backend... fail here
+    for flag, value, what in (
+            ("--scheduler", args.scheduler, "Dask scheduler (e.g. tcp://host:8786)"),
+            ("--ray-address", args.ray_address, "Ray head (e.g. host:6379, or auto)")):
+        if value is not None and not value.strip():  # '' would start a local cluster
+            raise UsageError(f"{flag} must not be empty: give the address of a running {what}")
     if args.scheduler is not None and args.backend != "dask":
         raise UsageError("--scheduler applies to --backend dask only")
     if args.backend == "dask" and args.scheduler is None:

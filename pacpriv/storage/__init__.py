@@ -33,11 +33,14 @@ def check_location(location, what: str = "`ledger` location") -> None:
     Raises
     ------
     ValueError
-        For a URL of another scheme.
+        For an empty location or a URL of another scheme.
     OSError
         For a path through a loop of symbolic links (named).
     """
     text = os.fspath(location)
+    if isinstance(text, (str, bytes)) and not text.strip():  # '' would be the working folder
+        raise ValueError(f"{what}: an empty location; give a SQLite file path (e.g. "
+                         "DIR/ledger.db) or postgresql://user@host:port/dbname.")
     m = _SCHEME.match(text) if isinstance(text, str) else None
     if m is not None and m.group(1).lower() not in LEDGER_SCHEMES:
         raise ValueError(f"{what}: unsupported URL scheme {m.group(1)!r}; give a SQLite file "
