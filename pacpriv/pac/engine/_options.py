@@ -227,8 +227,9 @@ class ExecutionOptions:
         if not isinstance(self.memory_map, bool):
             raise TypeError(f"`memory_map` must be a bool; got {type(self.memory_map).__name__}.")
         for name in ("checkpoint", "output_path"):  # '' would be the working folder
-            if getattr(self, name) is not None:
-                as_path(getattr(self, name), f"`{name}`")
+            value = getattr(self, name)
+            if isinstance(value, (str, os.PathLike)) and os.fspath(value) in ("", b""):
+                as_path(value, f"`{name}`")  # (other values: checked where they are used)
         if self.memory_map and self.checkpoint is None:
             raise ValueError("`memory_map=True` keeps the outputs in the checkpoint folder: give "
                              "`checkpoint` too (got checkpoint=None).")

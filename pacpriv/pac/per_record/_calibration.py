@@ -15,9 +15,8 @@ Protocol (``bound="betting"``, the default)
    certificate (:mod:`pacpriv.pac.per_record._certificate`, which holds the proof) picks the
    scale. A mechanism that *declares* a sensitivity bound (``difference_bound``) gets a tighter
    range; the bound is checked on every simulated difference and the plan says it was used.
-
-``bound="bernstein"`` keeps the earlier Maurer–Pontil calibration on all trials
-(:mod:`pacpriv.pac.per_record._bernstein`), which needs far more trials.
+   ``bound="bernstein"`` keeps the earlier Maurer–Pontil calibration on all trials
+   (:mod:`pacpriv.pac.per_record._bernstein`), which needs far more trials.
 
 References
 ----------
@@ -105,9 +104,8 @@ class PerRecordPlan(NoisePlan):
 
     ``privatize`` accepts it. ``Σ_B = scale² · Σ_shape``. The inherited MI fields describe the
     whole-subset guarantee of the same noise, **estimated** on the plug-in covariance of
-    ``f(S_t)`` (``mi_budget = mi_bound = mi_claim``; ``confidence = None``): so the inherited
-    ``certified`` is False and ``label`` is "estimated (plug-in)". The per-record statement,
-    which is certified, has its own label: :attr:`bound_label`.
+    ``f(S_t)`` (``mi_budget = mi_bound = mi_claim``; ``confidence = None``; ``certified``
+    False); the certified per-record statement's label is :attr:`bound_label`.
 
     Attributes
     ----------
@@ -302,18 +300,16 @@ class CalibrationTrials:
 
 def _phase(opts: ExecutionOptions, name: str) -> ExecutionOptions:
     """A checkpoint folder holds one subfolder per simulation (shape, certify)."""
-    if opts.checkpoint is None:
-        return opts
-    return replace(opts, checkpoint=os.path.join(os.fspath(opts.checkpoint), name))
+    return opts if opts.checkpoint is None else replace(
+        opts, checkpoint=os.path.join(os.fspath(opts.checkpoint), name))
 
 
 def calibration_fingerprint(f, pool, records: np.ndarray, sampler: Sampler, *,
                             shape: str, shape_fraction: float) -> dict:
     """The fingerprint of a calibration's checkpoint folder (its subfolders hold the
-    simulations, each with its own): the kind of run, the audited records (public indices),
-    the shape and its share of trials, the mechanism, the pool and the sampler, so that a
-    resume with any of them changed is refused in words before any probe or trial (ninth
-    new-user pass, #64; the shape: fourteenth)."""
+    simulations): the kind of run, the audited records, the shape and its share of trials,
+    the mechanism, the pool and the sampler: a resume with any of them changed is refused in
+    words before any probe or trial (new-user passes 9, #64, and 14)."""
     return {"run": "pacpriv.per_record", "records": records_text(records), "shape": shape,
             "shape_fraction": float(shape_fraction),
             **run_fingerprint(f, pool, sampler, np.float64)}
@@ -637,11 +633,9 @@ def calibrate_per_record(
         if run.checkpoint is not None:  # the folder records the root seed (rng=None resumes)
             from pacpriv.pac.engine._checkpoint import Checkpoint
 
-            rng = Checkpoint.open(run.checkpoint,
-                                  fingerprint=calibration_fingerprint(
-                                      f, checked_pool, recs, smp, shape=shape,
-                                      shape_fraction=frac),
-                                  n_records=0,
+            print_ = calibration_fingerprint(f, checked_pool, recs, smp, shape=shape,
+                                             shape_fraction=frac)
+            rng = Checkpoint.open(run.checkpoint, fingerprint=print_, n_records=0,
                                   root=None if rng is None else as_seed_sequence(rng)).root
         trials = simulate_calibration_trials(f, checked_pool, n_trials=n_trials, sampler=smp,
                                              records=recs, shape=shape, shape_fraction=frac,
