@@ -49,9 +49,10 @@ def as_path(path, what: str) -> Path:
 def _as_path(path, what: str) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{what} must be a path (str or os.PathLike); got {path!r}.")
-    if os.fspath(path) in ("", b""):
+    text = os.fspath(path)
+    if not (text.strip() if isinstance(text, str) else text.strip(b" \t\r\n")):
         raise ValueError(f"{what} must be a non-empty path (an empty one would be the working "
-                         "folder); got ''.")
+                         f"folder, a blank one a folder named by spaces); got {text!r}.")
     url = URL_SCHEME.match(os.fspath(path)) if isinstance(os.fspath(path), str) else None
     if url is not None:  # Path() would collapse '//' and create a folder named 'scheme:'
         raise ValueError(f"{what} must be a local file or folder path; got a URL "

@@ -24,6 +24,7 @@ __all__ = [
     "StallWarning",
     "TimeLimitError",
     "UndersampledWarning",
+    "UninterruptibleWarning",
     "UserCodeError",
     "VacuousBoundWarning",
     "WorkerCapWarning",
@@ -183,6 +184,14 @@ class SparseBatchWarning(PacprivWarning):
     one record, so most steps hold no record and apply pure noise. The privacy bound still
     holds (it depends on σ, t, E and k only); the training carries little signal. The message
     names the settings and the public record count, never a record."""
+
+
+class UninterruptibleWarning(PacprivWarning):
+    """A per-trial ``timeout`` cannot interrupt trials on the chosen workers (threads:
+    threading, Dask); said before the trials (the command line prints it at once)."""
+
+    #: The command line prints a warning of this kind when it is issued (only then).
+    live = True
 
 
 class StallWarning(PacprivWarning):

@@ -53,7 +53,7 @@ def test_a_per_record_run_cut_in_its_reproducibility_check_stops(monkeypatch, en
     from pacpriv.pac.engine import _simulate
     from pacpriv.pac.per_record import calibrate_per_record, record_exposure
 
-    check = _simulate._reproducibility
+    check = _simulate.reproducibility
 
     def slow_check(*args, **kwargs):
         SLOW_RERUN["on"] = True
@@ -62,7 +62,7 @@ def test_a_per_record_run_cut_in_its_reproducibility_check_stops(monkeypatch, en
         finally:
             SLOW_RERUN["on"] = False
 
-    monkeypatch.setattr(_simulate, "_reproducibility", slow_check)
+    monkeypatch.setattr(_simulate, "reproducibility", slow_check)
     options = ExecutionOptions(progress=False, time_limit=3.0)
     with pytest.raises(TimeLimitError) as info:
         if entry == "simulate":  # R5: returned at the limit with reproducible=None

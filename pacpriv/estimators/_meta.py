@@ -10,6 +10,7 @@ declared public set) plus the noise; ``predict``, ``predict_proba``, ``decision_
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -143,6 +144,7 @@ class _PACPrivate(BaseEstimator):
     def _fit(self, X, y):
         from pacpriv.pac import run_pac
         from pacpriv.pac.engine import ExecutionOptions
+        from pacpriv.pac.engine._limit import carry_over
 
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
@@ -173,16 +175,18 @@ class _PACPrivate(BaseEstimator):
         mechanism = self._mechanism(estimator, X.shape[1], classes)
         sim_seed, release_seed = (None, None) if self.random_state is None else \
             np.random.SeedSequence(int(self.random_state)).spawn(2)
+        execution = self.execution or ExecutionOptions(n_jobs=1, progress=False)
+        started = time.monotonic()  # `time_limit`: the carrier's fit counts too
         carrier = None
         if self.release == "parameters":  # the carrier first: a missing attribute fails now
-            carrier = _carrier_fit(estimator, X.shape[1], classes)
+            carrier = _carrier_within(estimator, X.shape[1], classes, execution, started)
             missing = [a for a in self.attributes if not hasattr(carrier, a)]
             if missing:
                 raise ValueError(f"the fitted {type(estimator).__name__} has no attribute "
                                  f"{missing[0]!r} to release (`attributes`); name its fitted "
                                  "parameters, or use release='decision_function' with "
                                  "public_X.")
-        execution = self.execution or ExecutionOptions(n_jobs=1, progress=False)
+        execution = carry_over(execution, started, execution.time_limit, before="the trials")
         try:
             result = run_pac(mechanism, (X, y), mi_budget=budget, n_trials=int(self.n_trials),
                              rule=self.rule, rng=sim_seed, release_rng=release_seed,
@@ -237,6 +241,25 @@ class _PACPrivate(BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+def _carrier_within(estimator: Any, n_features: int, classes, execution, started: float):
+    """:func:`_carrier_fit` bounded by the run's ``time_limit`` and the per-trial ``timeout``
+    (fifteenth new-user pass: an estimator whose fit hung there hung ``fit`` without a word)."""
+    from pacpriv.pac.engine._limit import stage_within
+    from pacpriv.pac.engine._trial import TrialTimeoutError
+
+    try:
+        return stage_within(
+            execution.time_limit, started, lambda: _carrier_fit(estimator, n_features, classes),
+            what="fitting the estimator on the public rows of the released parameters' carrier "
+                 "(before any trial)", timeout=execution.timeout)
+    except TrialTimeoutError:
+        raise MechanismError(
+            f"{type(estimator).__name__}.fit exceeded timeout={execution.timeout} s on the "
+            "public synthetic rows that build the carrier of the released parameters (before "
+            "any trial); nothing was run on the data, released or charged.",
+            trial_index=-1, seed={}) from None
 
 
 def _carrier_fit(estimator: Any, n_features: int, classes) -> Any:

@@ -362,7 +362,7 @@ def after_trials_within(limit_s: float | None, started: float, call: Callable[[]
 
 
 def stage_within(limit_s: float | None, started: float, call: Callable[[], _T], *, what: str,
-                 checkpoint: Any = None) -> _T:
+                 checkpoint: Any = None, timeout: float | None = None) -> _T:
     """``call()``, a stage of a run that is not a simulation (e.g. a comparison's model
     training, before or between its simulations), inside the run's ``time_limit`` of
     ``limit_s`` seconds since ``started`` (a ``time.monotonic()`` reading; None: no limit).
@@ -371,14 +371,19 @@ def stage_within(limit_s: float | None, started: float, call: Callable[[], _T], 
     (SIGALRM, in the main thread of a POSIX process), and a call that returns past it is
     discarded: a run never finishes past its limit (twelfth new-user pass, R8, R9).
 
+    ``timeout`` (seconds; None: none) also bounds ``call`` by itself, as a trial's
+    ``timeout`` bounds a trial (a :class:`~pacpriv.pac.engine._trial.TrialTimeoutError`).
+
     Raises
     ------
     TimeLimitError
         The limit was reached before or during ``what`` (e.g. ``"training the DP-SGD rows"``);
         trials finished before it are kept in ``checkpoint`` (if any); nothing was released
         or charged.
+    TrialTimeoutError
+        ``call`` ran past ``timeout`` before the run's limit.
     """
-    if limit_s is None:
+    if limit_s is None and timeout is None:
         return call()
     kept = (f"trials finished before it are kept in the checkpoint {os.fspath(checkpoint)!r}: "
             "run again with the same arguments (and a larger `time_limit`, or none) to resume"
@@ -389,7 +394,8 @@ def stage_within(limit_s: float | None, started: float, call: Callable[[], _T], 
             f"the run reached its time limit (`time_limit` {limit_s:g} s) while {what}, and "
             f"stopped; {kept}. Nothing was released or charged.", n_done=0)
 
-    return _interrupted_at(started + limit_s, call, stop)
+    end = math.inf if limit_s is None else started + limit_s
+    return _interrupted_at(end, call, stop, timeout=timeout)
 
 
 def _interrupted_at(end: float, call: Callable[[], _T],

@@ -228,7 +228,7 @@ class ExecutionOptions:
             raise TypeError(f"`memory_map` must be a bool; got {type(self.memory_map).__name__}.")
         for name in ("checkpoint", "output_path"):  # '' would be the working folder
             value = getattr(self, name)
-            if isinstance(value, (str, os.PathLike)) and os.fspath(value) in ("", b""):
+            if isinstance(value, str) and not value.strip():  # (a blank one: folder "  ")
                 as_path(value, f"`{name}`")  # (other values: checked where they are used)
         if self.memory_map and self.checkpoint is None:
             raise ValueError("`memory_map=True` keeps the outputs in the checkpoint folder: give "

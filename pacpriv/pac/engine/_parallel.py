@@ -213,6 +213,8 @@ def _crash_error(task: TrialTask, err: BaseException, suspects, store) -> Mechan
 
 #: Seconds without a finished trial before the first "no trial finished" line (then doubling).
 STALL_WARN_S = 60.0
+#: Backends whose trials run in threads of a process: a signal cannot interrupt them.
+THREAD_WORKERS = ("threading", "dask")
 
 
 class _Watchdog(StallNotice):
@@ -220,9 +222,9 @@ class _Watchdog(StallNotice):
     :data:`STALL_WARN_S` seconds (then after twice as long, and so on): a hanging mechanism
     without ``timeout`` otherwise leaves the bar at 0 without a word (issue 35, item 5)."""
 
-    def __init__(self, store, timeout: float | None) -> None:
+    def __init__(self, store, timeout: float | None, *, threads: bool = False) -> None:
         super().__init__(STALL_WARN_S, name="pacpriv-watchdog", poll_s=1.0)
-        self.store, self.timeout = store, timeout
+        self.store, self.timeout, self.threads = store, timeout, threads
         self.last = time.monotonic()
         self.done = 0
 
@@ -236,8 +238,9 @@ class _Watchdog(StallNotice):
     def text(self, idle: float) -> str:
         # a warning, so that the CLI lists it with the others; printed at once by the CLI
         # and by Python's default warning display
-        hint = (f"each trial is bounded by timeout={self.timeout:g} s" if self.timeout
-                else TIMEOUT_ADVICE)
+        hint = (TIMEOUT_ADVICE if not self.timeout else
+                f"timeout={self.timeout:g} s cannot interrupt a trial on thread workers"
+                if self.threads else f"each trial is bounded by timeout={self.timeout:g} s")
         return (f"no trial has finished for {idle:.0f} s ({self.done} finished in this round "
                 f"so far); a trial may hang: {hint}, or press Ctrl-C to stop.")
 
@@ -332,7 +335,9 @@ class _ParentDeadline:
 def _one_round(parallel, batches: _Batches, store, checkpoint, bar, deadline=None) -> None:
     # in this process the trials stop at the deadline themselves (_trial._interrupted)
     stop = _ParentDeadline(None if batches.in_process else deadline)
-    with _Watchdog(store, batches.task.timeout) as watchdog, stop, _quiet_progress(bar, store):
+    threads = not batches.in_process and _describe(parallel)[0] in THREAD_WORKERS
+    with _Watchdog(store, batches.task.timeout, threads=threads) as watchdog, stop, \
+            _quiet_progress(bar, store):
         gen: Any = None
         try:
             try:

@@ -40,7 +40,6 @@ import dataclasses
 import os
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,8 +53,6 @@ from pacpriv._validation import check_finite_array, check_int, check_real
 from pacpriv.exceptions import (
     DISK_ADVICE,
     CheckpointError,
-    MechanismError,
-    NotReproducibleWarning,
 )
 from pacpriv.pac.engine import _storage as storage
 from pacpriv.pac.engine._adapters import EstimatorMechanism
@@ -71,9 +68,10 @@ from pacpriv.pac.engine._options import (
     refuses_removed,
     resolve_execution,
 )
-from pacpriv.pac.engine._parallel import _failure_error, plan_workers, run_pending
+from pacpriv.pac.engine._parallel import plan_workers, run_pending
+from pacpriv.pac.engine._reproducibility import reproducibility, rerun, warn_uninterruptible
 from pacpriv.pac.engine._storage import OutputStore, masks_path_for
-from pacpriv.pac.engine._trial import DeadlineReached, TrialTask, run_batch
+from pacpriv.pac.engine._trial import TrialTask
 from pacpriv.pac.samplers import Sampler, as_sampler
 
 __all__ = ["SimulationResult", "simulate"]
@@ -436,8 +434,7 @@ def simulate(
     n_jobs, backend, progress = ex.n_jobs, ex.backend, ex.progress
     checkpoint, retries, timeout = ex.checkpoint, ex.retries, ex.timeout
     batch_size, output_path = ex.batch_size, ex.output_path
-    if output_dtype is None:
-        output_dtype = np.dtype(ex.output_dtype)
+    output_dtype = np.dtype(ex.output_dtype) if output_dtype is None else output_dtype
     default_name, pass_rng = check_mechanism(mechanism)
     if mechanism_name is not None and not isinstance(mechanism_name, str):
         raise TypeError(f"`mechanism_name` must be a str or None; got {mechanism_name!r}.")
@@ -453,6 +450,7 @@ def simulate(
     # workers capped at the usable CPUs and memory (a WorkerCapWarning names the cap)
     n_jobs, planned_backend, planned_workers = plan_workers(
         n_jobs, backend, worker_memory=ex.worker_memory, stacklevel=3)
+    warn_uninterruptible(timeout, planned_backend, planned_workers)
     task = TrialTask(  # its root seed is set once the checkpoint (if any) is open
         mechanism=mechanism, mechanism_name=mechanism_name, pool=pool, n_records=n_records,
         sampler=sampler, root=np.random.SeedSequence(0), pass_rng=pass_rng, retries=retries,
@@ -476,7 +474,7 @@ def simulate(
     if dtype != np.float64:
         task = _with_reference(task, store, ckpt)
     verified = [] if ckpt is None or not resumed else checked_within(
-        deadline, task, lambda t: ckpt.verify(store, lambda i: _rerun(t, store, i)),
+        deadline, task, lambda t: ckpt.verify(store, lambda i: rerun(t, store, i)),
         n_done=lambda: store.n_done, n_trials=n_trials, what="verifying the checkpoint")
     pending = store.missing_ranges()
     bar = _progress_bar(n_trials, store.n_done, progress)
@@ -487,7 +485,7 @@ def simulate(
             bar=bar, retries=retries, deadline=deadline)
     run_s, left = time.perf_counter() - t_run, (
         np.inf if deadline is None else deadline.end - time.monotonic())  # time_limit
-    reproducible, note = rerun_within(deadline, task, lambda t: _reproducibility(
+    reproducible, note = rerun_within(deadline, task, lambda t: reproducibility(
         t, store, pending, verified, run_s=run_s, n_workers=n_workers, left_s=left),
         n_trials=n_trials)
     outputs, masks = store.finalize()
@@ -552,38 +550,10 @@ def _open_store(ex: ExecutionOptions, fingerprint: dict | None, rng: RNGLike, *,
     return store, ckpt, root, output_path
 
 
-def _reproducibility(task: TrialTask, store: OutputStore, pending: list, verified: list, *,
-                     run_s: float, n_workers: int, left_s: float) -> tuple[bool | None, str]:
-    """``(reproducible, note)``: trials run here re-run from their seeds, or the verified
-    trials of a resumed checkpoint, or nothing to check."""
-    if pending:
-        # the first trial run here, and (when cheap: within _RERUN_BUDGET_S, and under a time
-        # limit leaving time for the first and a release) a middle and the last one: randomness
-        # drawn outside `rng` in only some trials is then caught far more often than from one
-        first, last = pending[0][0], pending[-1][1] - 1
-        n_run = sum(b - a for a, b in pending)
-        per_trial = run_s * max(n_workers, 1) / max(n_run, 1)
-        picks = [first]
-        if per_trial * 2 <= min(_RERUN_BUDGET_S, left_s - 2 * per_trial):
-            picks += sorted({(first + last) // 2, last} - {first})
-        return _check_reproducible(task, store, picks)
-    if verified:
-        return True, f"recorded trials {verified} re-run from their seeds: bit-identical"
-    return None, ""
-
-
-def _rerun(task: TrialTask, store: OutputStore, index: int) -> tuple[np.ndarray, np.ndarray]:
-    res = run_batch(task, index, index + 1, store.dim)  # (output in storage dtype, mask), here
-    if res.failure is not None or res.stopped:  # stopped at time_limit: _limit reports it
-        raise (DeadlineReached("stopped at the run's time limit") if res.failure is None
-               else _failure_error(res.failure)) from getattr(res.failure, "cause", None)
-    return res.outputs[0], res.masks[0]
-
-
 def _with_reference(task: TrialTask, store: OutputStore, ckpt: Checkpoint | None) -> TrialTask:
     """Run trial 0 here in float64; store it and return the task storing relative outputs."""
     exact = dataclasses.replace(task, output_dtype=np.dtype(np.float64), reference=None)
-    reference, mask = _rerun(exact, store, 0)
+    reference, mask = rerun(exact, store, 0)
     reference.setflags(write=False)
     if ckpt is not None:
         stored = ckpt.load_reference()
@@ -603,48 +573,3 @@ def _with_reference(task: TrialTask, store: OutputStore, ckpt: Checkpoint | None
         if ckpt is not None:
             ckpt.save(0, row, mask[None, :])
     return task
-
-
-_RERUN_BUDGET_S = 5.0  #: seconds of extra re-runs the reproducibility check may spend
-
-
-def _check_reproducible(task: TrialTask, store: OutputStore,
-                        indices: list[int]) -> tuple[bool, str]:
-    """Re-run trials ``indices`` from their seeds; warn if an output or mask differs."""
-    problem, culprit = None, "mechanism"
-    for index in indices:
-        try:
-            output, mask = _rerun(task, store, index)
-        except MechanismError as err:
-            problem = f"re-running trial {index} from its seed failed ({err})"
-            break
-        stored_output, stored_mask = store.row(index)
-        if not np.array_equal(mask, stored_mask):  # the sampler's, not the mechanism's fault
-            problem = f"re-drawing trial {index}'s subset from its seed gave a different subset"
-            culprit = "sampler"
-            break
-        if output.tobytes() != np.asarray(stored_output).tobytes():
-            problem = f"re-running trial {index} from its seed gave a different output"
-            break
-    if problem is None:
-        if len(indices) == 1:
-            return True, f"trial {indices[0]} re-run from its seed: bit-identical"
-        listed = ", ".join(map(str, indices))
-        return True, f"trials {listed} re-run from their seeds: bit-identical"
-    note = (
-        f"not reproducible: {problem}. The {culprit} draws randomness outside its `rng` "
-        "argument (global numpy.random or random state, an unseeded library, the clock) or "
-        "depends on changing external state; the root seed does not rerun this simulation."
-    )
-    # a sampler's fault is not blamed on a deterministic mechanism (seventh new-user pass,
-    # #452)
-    func = getattr(task.sampler, "func", None)  # a callable sampler: the user's function
-    sampler = getattr(func, "__qualname__", None) or type(task.sampler).__name__
-    who = (f"Mechanism {task.mechanism_name}" if culprit == "mechanism"
-           else f"The sampler {sampler}")
-    warnings.warn(
-        f"{who} is {note} Take all randomness from the `rng` argument.",
-        NotReproducibleWarning,
-        stacklevel=3,
-    )
-    return False, note

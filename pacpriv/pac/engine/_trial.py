@@ -405,8 +405,10 @@ def _attempts(task: TrialTask, index: int, mask: np.ndarray,
             return None, None
         except Exception as err:
             if attempt == task.retries:
-                return None, _failure(task, index, attempt + 1, err,
-                                      empty=not bool(np.any(mask)))
+                # (a mechanism whose subsets are its own, e.g. a per-record unit over a
+                # stand-in pool, marks itself: the engine's mask says nothing about them)
+                empty = not (np.any(mask) or getattr(task.mechanism, "stand_in_pool", False))
+                return None, _failure(task, index, attempt + 1, err, empty=empty)
     raise AssertionError("unreachable: the last attempt returns")
 
 

@@ -211,7 +211,9 @@ def run_pairs(pair: PairSpec, *, sampler: Sampler, n_trials: int, rng: RNGLike,
     block = record_block(execution, k)
     spec = UnitSpec(pair, sampler, block, math.ceil(k / block), geometry)
     try:
-        sim = _simulate_quietly(functools.partial(unit_trial, spec), _STAND_IN,
+        unit = functools.partial(unit_trial, spec)
+        unit.stand_in_pool = True  # type: ignore[attr-defined]  # (no "empty subset" words)
+        sim = _simulate_quietly(unit, _STAND_IN,
                                 n_trials=n_trials * spec.n_parts, sampler=_STAND_IN_SAMPLER,
                                 rng=rng, execution=execution, mechanism_name=mechanism_name)
     except MechanismError as err:

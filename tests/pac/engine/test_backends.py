@@ -68,8 +68,12 @@ def test_dask_mechanism_error_keeps_cause(dask_client):
 
 
 def test_dask_timeout_checked_after_trial(dask_client):
-    """On Dask worker threads a slow trial cannot be interrupted but still fails its timeout."""
-    with pytest.raises(MechanismError, match=r"trial took .* s > timeout=1.0 s"):
+    """On Dask worker threads a slow trial cannot be interrupted but still fails its timeout;
+    a warning says so before the trials."""
+    from pacpriv.exceptions import UninterruptibleWarning
+
+    with pytest.raises(MechanismError, match=r"trial took .* s > timeout=1.0 s"), \
+            pytest.warns(UninterruptibleWarning, match="cannot interrupt a trial on dask"):
         simulate(mechs.sleepy, POOL, n_trials=40, rng=23,
                  execution=ExecutionOptions(timeout=mechs.SLEEPY_TIMEOUT_S, backend="dask",
                                             progress=False))

@@ -92,9 +92,9 @@ def test_interrupted_run_resumes_by_block_with_identical_result(tmp_path, monkey
     from the checkpoint and get the uninterrupted result. Kept blocks are not re-run: the
     resume calls f 2 + 28 times for the 11 missing blocks plus at most 4 + 4 + 4 for the
     checks (two recorded blocks, the first new one), under the 42 of trial granularity."""
-    from pacpriv.pac.engine import _simulate
+    from pacpriv.pac.engine import _reproducibility
 
-    monkeypatch.setattr(_simulate, "_RERUN_BUDGET_S", 0.0)  # one re-run after the run
+    monkeypatch.setattr(_reproducibility, "_RERUN_BUDGET_S", 0.0)  # one re-run after the run
     ck = tmp_path / "ck"
     opts = _opts(record_block=3, checkpoint=ck, batch_size=1)
     monkeypatch.setenv(_STOP, "40")
