@@ -49,7 +49,6 @@ MAPPED_OUTPUTS = "outputs.npy"
 MAX_RETRIES = 1000
 
 
-
 def _check_cuda() -> None:
     """``device='cuda'`` names a GPU that torch can use (fourteenth new-user pass: it was
     accepted on a CPU-only machine without a word, the work running on the CPU)."""

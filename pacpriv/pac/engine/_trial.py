@@ -100,6 +100,7 @@ class TrialTask:
 #: Said of a failed trial whose subset was empty (the engine's own masks).
 EMPTY_SUBSET_NOTE = " on an empty subset (the sampler included no record in this trial)"
 
+
 def _rebuild_task(payload: bytes, pool: Any) -> TrialTask:
     return TrialTask(pool=pool, **pickle.loads(payload))
 

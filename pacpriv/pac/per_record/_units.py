@@ -158,7 +158,7 @@ def _block_error(err: MechanismError, spec: UnitSpec, root: dict) -> MechanismEr
     where = (f"trial {t}{empty}, record block {j} of {spec.n_parts} (blocks of {spec.block} "
              f"audited records; trial seed {seed}; replay with "
              "numpy.random.SeedSequence(**seed))")
-    text = str(err).replace(EMPTY_SUBSET_NOTE, "")
+    text = str(err)  # (the engine says nothing of empty subsets here: `stand_in_pool`)
     engine_words = (f"trial {unit} (trial seed {err.seed}; replay with "
                     "numpy.random.SeedSequence(**seed))")
     text = (text.replace(engine_words, where) if engine_words in text
